@@ -1,0 +1,41 @@
+"""retrograd: define-by-run autograd with PyTorch's API, on NumPy (and CuPy).
+
+``import retrograd as torch`` and PyTorch programs run unchanged.
+"""
+from . import _dtype
+from ._dtype import (dtype, float16, half, float32, float64, double, bfloat16, int8, int16, short,  # noqa: F401
+                     int32, int64, long, uint8, complex64, complex128, cfloat, cdouble,
+                     get_default_dtype, set_default_dtype, promote_types, can_cast, finfo, iinfo)
+from ._device import device  # noqa: F401
+from ._tensor import Tensor, Size  # noqa: F401
+from ._tensor_str import set_printoptions  # noqa: F401
+from ._creation import *  # noqa: F401,F403
+from .ops import *  # noqa: F401,F403
+from . import _tensor_methods  # noqa: F401
+from . import autograd  # noqa: F401
+from .autograd import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,  # noqa: F401
+                       inference_mode, is_inference_mode_enabled)
+
+bool = _dtype.bool_
+float = _dtype.float32
+int = _dtype.int32
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj):
+    """True if ``obj`` is a retrograd Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    """Number of elements of ``input``."""
+    return input.numel()
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_complex(input):
+    return input.is_complex()

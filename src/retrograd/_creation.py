@@ -1,0 +1,540 @@
+"""Creating tensors: from data, filled, ranges, random; the random generators."""
+import builtins
+import warnings
+
+import numpy as np
+
+from . import _dtype as D
+from ._device import CPU, to_device, array_module
+from ._tensor import Tensor, Size
+from .autograd import grad_mode
+
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "full", "empty",
+           "zeros_like", "ones_like", "full_like", "empty_like", "arange", "range", "linspace",
+           "logspace", "eye", "rand", "randn", "randint", "randperm", "rand_like", "randn_like",
+           "randint_like", "normal", "bernoulli", "multinomial", "manual_seed", "seed",
+           "initial_seed", "Generator", "default_generator", "get_rng_state", "set_rng_state",
+           "scalar_tensor", "empty_strided", "complex", "polar"]
+
+_make = Tensor._make
+_bint, _bfloat, _bbool, _brange = builtins.int, builtins.float, builtins.bool, builtins.range
+
+
+# --- generators ----------------------------------------------------------------------------
+
+class Generator:
+    """A random number generator (PCG64 underneath; seeds give reproducible streams)."""
+
+    def __init__(self, device="cpu"):
+        self.device = to_device(device)
+        self._seed = 67280421310721
+        self._np = np.random.Generator(np.random.PCG64(self._seed))
+
+    def manual_seed(self, seed):
+        """Reseed; returns the generator."""
+        seed = _bint(seed)
+        if seed < 0:
+            seed = seed & 0xFFFFFFFFFFFFFFFF
+        self._seed = seed
+        self._np = np.random.Generator(np.random.PCG64(seed))
+        return self
+
+    def seed(self):
+        """Reseed from the OS's entropy; returns the new seed."""
+        s = _bint(np.random.SeedSequence().entropy) & 0xFFFFFFFFFFFFFFFF
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        """The generator's state as a uint8 tensor (restorable with ``set_state``)."""
+        st = self._np.bit_generator.state
+        words = [st["state"]["state"], st["state"]["inc"], st["has_uint32"], st["uinteger"], self._seed]
+        raw = b"".join(_bint(w).to_bytes(16, "little") for w in words)
+        return _make(np.frombuffer(raw, dtype=np.uint8).copy())
+
+    def set_state(self, new_state):
+        raw = np.asarray(new_state._data if isinstance(new_state, Tensor) else new_state, dtype=np.uint8).tobytes()
+        if len(raw) != 80:
+            raise RuntimeError(f"Expected a state of 80 bytes for the generator, got {len(raw)}")
+        w = [_bint.from_bytes(raw[i:i + 16], "little") for i in _brange(0, 80, 16)]
+        bg = np.random.PCG64()
+        bg.state = {"bit_generator": "PCG64", "state": {"state": w[0], "inc": w[1]},
+                    "has_uint32": w[2], "uinteger": w[3]}
+        self._np = np.random.Generator(bg)
+        self._seed = w[4]
+        return self
+
+
+default_generator = Generator()
+
+
+def _gen(generator):
+    return (generator or default_generator)._np
+
+
+def manual_seed(seed):
+    """Seed the default generator (and CuPy's, when in use)."""
+    default_generator.manual_seed(seed)
+    return default_generator
+
+
+def seed():
+    return default_generator.seed()
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    default_generator.set_state(new_state)
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = size[0]
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = s.item()
+        if not isinstance(s, (_bint, np.integer)):
+            raise TypeError(f"empty(): argument 'size' must be tuple of ints, but found element of type "
+                            f"{type(s).__name__} at pos {len(out)}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(_bint(s))
+    return tuple(out)
+
+
+def _finish(data, requires_grad=False, device=None):
+    if device is not None:
+        dev = to_device(device)
+        if dev is not CPU and dev.type != "cpu":
+            xp = array_module(dev)
+            with xp.cuda.Device(dev.index or 0):
+                data = xp.asarray(data)
+    t = _make(data)
+    if requires_grad:
+        t.requires_grad_(True)
+    if grad_mode._state.inference:
+        t._inference = True
+    return t
+
+
+def _float_dt(dtype):
+    return D.get_default_dtype() if dtype is None else D.to_dtype(dtype)
+
+
+def _zeros_np(shape, npdt):
+    return _make(np.zeros(shape, npdt))
+
+
+def _ones_like_data(a):
+    if type(a) is np.ndarray:
+        return _make(np.ones(a.shape, a.dtype))
+    return _make(a.__class__(a.shape, a.dtype) * 0 + 1)
+
+
+def _infer_dtype(a):
+    k = a.dtype.kind
+    if k == "f":
+        return D.get_default_dtype().np
+    if k in "iu":
+        return np.dtype(np.int64)
+    if k == "b":
+        return np.dtype(np.bool_)
+    if k == "c":
+        return D.get_default_dtype().to_complex().np
+    raise TypeError(f"Could not infer dtype of {type(a.flat[0]).__name__ if a.size else 'object'}")
+
+
+def _check_ragged(data, depth=0):
+    if isinstance(data, (list, tuple)) and data:
+        lens = None
+        for item in data:
+            if isinstance(item, (list, tuple)):
+                if lens is None:
+                    lens = len(item)
+                elif len(item) != lens:
+                    raise ValueError(f"expected sequence of length {lens} at dim {depth + 1} (got {len(item)})")
+                _check_ragged(item, depth + 1)
+
+
+def _unwrap_tensors(data):
+    if isinstance(data, Tensor):
+        return data._data if type(data._data) is np.ndarray else data._data.get()
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_tensors(d) for d in data]
+    return data
+
+
+def _to_array(data, dtype):
+    """Data (nested lists, numbers, arrays, tensors) to a new ndarray of the right dtype."""
+    if isinstance(data, np.ndarray):
+        if data.dtype.kind not in "biufc":
+            raise TypeError(f"can't convert np.ndarray of type numpy.{data.dtype.name}. The only supported "
+                            "types are: float64, float32, float16, complex64, complex128, int64, int32, "
+                            "int16, int8, uint8, and bool.")
+        a = np.array(data, dtype=dtype.np if dtype is not None else D.from_numpy_dtype(data.dtype).np)
+        return a
+    if isinstance(data, np.generic):
+        a = np.array(data)
+        return a.astype(dtype.np if dtype is not None else D.from_numpy_dtype(a.dtype).np)
+    if isinstance(data, (list, tuple)):
+        _check_ragged(data)
+        data = _unwrap_tensors(data)
+    elif not isinstance(data, (_bint, _bfloat, _bbool, builtins.complex)):
+        if hasattr(data, "__array__") or hasattr(data, "__cuda_array_interface__"):
+            return _to_array(np.asarray(data), dtype)
+        if isinstance(data, str):
+            raise TypeError(f"new(): invalid data type 'str'")
+        try:
+            data = list(data)
+        except TypeError:
+            raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        return _to_array(data, dtype)
+    a = np.array(data)
+    if a.dtype == object:
+        raise TypeError("Could not infer dtype of object")
+    return a.astype(dtype.np if dtype is not None else _infer_dtype(a), copy=False)
+
+
+# --- from data ----------------------------------------------------------------------------
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of ``data`` (numbers, nested lists, arrays, tensors)."""
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+                      "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
+        r = data.detach().clone()
+        if dtype is not None:
+            r = r.to(D.to_dtype(dtype))
+        if device is not None:
+            r = r.to(device)
+        return r.requires_grad_(requires_grad) if requires_grad else r
+    dt = D.to_dtype(dtype) if dtype is not None else None
+    a = _to_array(data, dt)
+    return _finish(a, requires_grad, device)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """A tensor sharing memory with ``data`` where it can (arrays of a matching dtype)."""
+    if isinstance(data, Tensor):
+        r = data
+        if dtype is not None:
+            r = r.to(D.to_dtype(dtype))
+        if device is not None:
+            r = r.to(device)
+        return r
+    if isinstance(data, np.ndarray) and (dtype is None or D.to_dtype(dtype).np == data.dtype) and device in (None, "cpu", CPU):
+        D.from_numpy_dtype(data.dtype)
+        return _make(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """Like ``as_tensor``; ``copy=True`` forces a copy."""
+    t = tensor(obj, dtype=dtype, device=device) if copy else as_tensor(obj, dtype=dtype, device=device)
+    return t.requires_grad_(requires_grad) if requires_grad else t
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with ``ndarray``."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    D.from_numpy_dtype(ndarray.dtype)
+    if ndarray.dtype in (np.uint16, np.uint32, np.uint64):
+        raise TypeError(f"can't convert np.ndarray of type numpy.{ndarray.dtype.name}. The only supported types "
+                        "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.")
+    return _make(ndarray)
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    return _finish(np.array(s, dtype=_float_dt(dtype).np), requires_grad, device)
+
+
+# --- filled -------------------------------------------------------------------------------
+
+def _filled(fill, size, dtype, device, requires_grad, default_float=True):
+    shape = _size(size)
+    dt = _float_dt(dtype) if default_float or dtype is not None else None
+    if fill is None:
+        a = np.empty(shape, dt.np)
+    elif fill == 0:
+        a = np.zeros(shape, dt.np)
+    else:
+        a = np.full(shape, fill, dt.np)
+    return _finish(a, requires_grad, device)
+
+
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """A tensor of zeros (default dtype unless ``dtype``)."""
+    return _filled(0, size, dtype, device, requires_grad)
+
+
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """A tensor of ones."""
+    return _filled(1, size, dtype, device, requires_grad)
+
+
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+          memory_format=None):
+    """An uninitialised tensor (retrograd zero-fills it: reading garbage helps no one)."""
+    return _filled(0, size, dtype, device, requires_grad)
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **kw):
+    return _filled(0, (tuple(size),), dtype, device, requires_grad)
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """A tensor filled with ``fill_value`` (dtype inferred from it like PyTorch)."""
+    if dtype is None:
+        if isinstance(fill_value, _bbool):
+            dtype = D.bool_
+        elif isinstance(fill_value, _bint):
+            dtype = D.int64
+        elif isinstance(fill_value, builtins.complex):
+            dtype = D.get_default_dtype().to_complex()
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    shape = _size((size,) if not isinstance(size, (tuple, list, Size)) else (tuple(size),))
+    dt = _float_dt(dtype)
+    return _finish(np.full(shape, fill_value, dt.np), requires_grad, device)
+
+
+def _like(input, dtype, device):
+    dt = input.dtype if dtype is None else D.to_dtype(dtype)
+    dev = input.device if device is None else device
+    return input._data.shape, dt, dev
+
+
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, dt, dev = _like(input, dtype, device)
+    return _finish(np.zeros(shape, dt.np), requires_grad, dev)
+
+
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, dt, dev = _like(input, dtype, device)
+    return _finish(np.ones(shape, dt.np), requires_grad, dev)
+
+
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, dt, dev = _like(input, dtype, device)
+    return _finish(np.full(shape, fill_value, dt.np), requires_grad, dev)
+
+
+# --- ranges -------------------------------------------------------------------------------
+
+def _num(v):
+    return v.item() if isinstance(v, Tensor) else v
+
+
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Values from ``start`` to ``end`` (exclusive) by ``step``."""
+    start, end, step = _num(start), _num(end), _num(step)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        isfloat = any(isinstance(v, (_bfloat, np.floating)) for v in (start, end, step))
+        dt = D.get_default_dtype() if isfloat else D.int64
+    else:
+        dt = D.to_dtype(dtype)
+    import math
+    n = max(0, math.ceil((end - start) / step))
+    a = (start + np.arange(n, dtype=np.float64 if dt.is_floating_point else np.int64) * step).astype(dt.np)
+    return _finish(a, requires_grad, device)
+
+
+def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Deprecated inclusive range (kept for old scripts)."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior "
+                  "is inconsistent with Python's range builtin. Instead, use torch.arange, which produces "
+                  "values in [start, end).", UserWarning, stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    n = _bint((end - start) // step) + 1
+    dt = _float_dt(dtype)
+    return _finish((start + np.arange(n) * step).astype(dt.np), requires_grad, device)
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    dt = _float_dt(dtype)
+    return _finish(np.linspace(_num(start), _num(end), steps).astype(dt.np), requires_grad, device)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    dt = _float_dt(dtype)
+    return _finish(np.logspace(_num(start), _num(end), steps, base=base).astype(dt.np), requires_grad, device)
+
+
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """The identity matrix (``n`` x ``m``)."""
+    dt = _float_dt(dtype)
+    return _finish(np.eye(n, n if m is None else m, dtype=dt.np), requires_grad, device)
+
+
+# --- random -------------------------------------------------------------------------------
+
+def _rand_dt(dtype):
+    dt = _float_dt(dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{dt.name.capitalize()}\'')
+    return dt
+
+
+def _sample(fn, dt, shape, g):
+    if dt.np in (np.float32, np.float64):
+        return fn(g, shape, dt.np)
+    return fn(g, shape, np.float32).astype(dt.np)
+
+
+def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """Uniform samples on [0, 1)."""
+    dt = _rand_dt(dtype)
+    return _finish(_sample(lambda g, s, d: g.random(s, dtype=d), dt, _size(size), _gen(generator)), requires_grad, device)
+
+
+def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """Standard normal samples."""
+    dt = _rand_dt(dtype)
+    return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator)),
+                   requires_grad, device)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+            requires_grad=False):
+    """Random integers in [low, high)."""
+    if size is None:
+        if isinstance(high, (tuple, list, Size)):
+            low, high, size = 0, low, high
+        else:
+            raise TypeError("randint() missing required argument 'size'")
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    dt = D.int64 if dtype is None else D.to_dtype(dtype)
+    a = _gen(generator).integers(low, high, size=_size((tuple(size),)), dtype=np.int64).astype(dt.np)
+    return _finish(a, requires_grad, device)
+
+
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """A random permutation of 0..n-1."""
+    dt = D.int64 if dtype is None else D.to_dtype(dtype)
+    return _finish(_gen(generator).permutation(n).astype(dt.np), requires_grad, device)
+
+
+def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+           requires_grad=False):
+    """Normal samples; ``mean``/``std`` may be tensors (broadcast) or numbers with ``size``."""
+    g = _gen(generator)
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        m = mean._data if isinstance(mean, Tensor) else mean
+        s = std._data if isinstance(std, Tensor) else std
+        shape = np.broadcast_shapes(np.shape(m), np.shape(s))
+        ref = mean if isinstance(mean, Tensor) else std
+        a = (m + s * g.standard_normal(shape)).astype(ref._data.dtype)
+        return _finish(a, False, None)
+    dt = _rand_dt(dtype)
+    a = (mean + std * g.standard_normal(_size((tuple(size),)))).astype(dt.np)
+    return _finish(a, requires_grad, device)
+
+
+def bernoulli(input, p=None, *, generator=None, out=None):
+    """Draw 0/1 with probabilities ``input`` (or ``p``)."""
+    probs = input._data if p is None else np.broadcast_to(np.asarray(p), input._data.shape)
+    a = (_gen(generator).random(input._data.shape) < probs).astype(input._data.dtype)
+    return _make(a)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    """Sample category indices with weights ``input`` (rows of a 2-D input independently)."""
+    w = np.asarray(input._data, dtype=np.float64)
+    if w.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if (w < 0).any() or not np.isfinite(w).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    g = _gen(generator)
+    rows = w.reshape(-1, w.shape[-1])
+    out_rows = []
+    for r in rows:
+        if r.sum() <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        if not replacement and num_samples > (r > 0).sum():
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        out_rows.append(g.choice(r.size, size=num_samples, replace=replacement, p=r / r.sum()))
+    a = np.stack(out_rows).astype(np.int64)
+    return _make(a if w.ndim == 2 else a[0])
+
+
+def complex(real, imag, *, out=None):
+    return _make(real._data + 1j * imag._data)
+
+
+def polar(abs, angle, *, out=None):
+    return _make(abs._data * np.exp(1j * angle._data))
+
+
+# --- the legacy constructor and unpickling --------------------------------------------------
+
+def _legacy_new(cls, *args, **kwargs):
+    device = kwargs.pop("device", None)
+    if len(args) == 1 and isinstance(args[0], Tensor) and cls is not Tensor:
+        t = args[0]
+    elif not args:
+        t = _make(np.zeros((0,), D.get_default_dtype().np))
+    elif all(isinstance(a, (_bint, np.integer)) and not isinstance(a, _bbool) for a in args):
+        t = _make(np.zeros(tuple(args), D.get_default_dtype().np))
+    elif len(args) == 1 and isinstance(args[0], (tuple, Size)) and cls is Tensor and all(isinstance(a, _bint) for a in args[0]) and isinstance(args[0], Size):
+        t = _make(np.zeros(tuple(args[0]), D.get_default_dtype().np))
+    else:
+        t = _make(_to_array(args[0], D.get_default_dtype()))
+    if device is not None:
+        t = t.to(device)
+    if cls is Tensor:
+        return t
+    obj = object.__new__(cls)
+    obj._data = t._data
+    return obj
+
+
+def _rebuild(cls, data, requires_grad):
+    t = object.__new__(cls)
+    t._data = data
+    if requires_grad:
+        t._requires_grad = True
+    return t

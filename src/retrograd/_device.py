@@ -1,0 +1,96 @@
+"""Devices: ``cpu`` runs on NumPy, ``cuda`` on CuPy (imported only when first used)."""
+import numpy as np
+
+__all__ = ["device"]
+
+
+class device:
+    """Where a tensor's storage lives: ``device('cpu')`` or ``device('cuda', 0)``."""
+    __slots__ = ("type", "index")
+
+    def __new__(cls, type, index=None):
+        if isinstance(type, device):
+            return type
+        if isinstance(type, int):
+            type, index = "cuda", type
+        if ":" in type:
+            type, idx = type.split(":", 1)
+            index = int(idx)
+        if type not in ("cpu", "cuda", "meta"):
+            raise RuntimeError(
+                "Expected one of cpu, cuda, meta device type at start of device string: " + type)
+        if type == "cpu":
+            if index not in (None, 0, -1):
+                raise RuntimeError(f"CPU device index must be -1 or zero, got {index}")
+            if index is None and _CPU is not None:
+                return _CPU
+        self = object.__new__(cls)
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "index", index)
+        return self
+
+    def __setattr__(self, k, v):
+        raise AttributeError("device objects are immutable")
+
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and (self.index or 0) == (other.index or 0)
+
+    def __hash__(self):
+        return hash((self.type, self.index or 0))
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+_CPU = None
+_CPU = device("cpu")
+CPU = _CPU
+
+
+def to_device(d):
+    if d is None or d is _CPU:
+        return _CPU
+    return device(d)
+
+
+def array_module(dev):
+    """NumPy for the CPU, CuPy for CUDA (raising a clear error when CuPy is missing)."""
+    if dev.type == "cpu":
+        return np
+    if dev.type == "cuda":
+        try:
+            import cupy
+        except ImportError as e:
+            raise AssertionError("Torch not compiled with CUDA enabled "
+                                 "(retrograd needs CuPy for cuda tensors: pip install retrograd[cuda])") from e
+        return cupy
+    raise RuntimeError(f"unsupported device {dev}")
+
+
+def device_of_array(a):
+    if isinstance(a, np.ndarray) or np.isscalar(a):
+        return _CPU
+    dev = getattr(a, "device", None)
+    if dev is not None and type(a).__module__.startswith("cupy"):
+        return device("cuda", int(dev.id))
+    return _CPU
+
+
+def cuda_is_available():
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False

@@ -1,0 +1,85 @@
+"""Anomaly detection: where each node was created, and NaNs caught in backward."""
+import threading
+import traceback
+import warnings
+
+from .graph import Node
+from . import engine
+
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+
+_state = {"enabled": False, "check_nan": True}
+_lock = threading.Lock()
+
+
+def is_anomaly_enabled():
+    return _state["enabled"]
+
+
+def is_anomaly_check_nan_enabled():
+    return _state["check_nan"]
+
+
+def _stack():
+    return traceback.format_stack()[:-3]
+
+
+def _check(fn, grads):
+    import numpy as np
+    for i, g in enumerate(grads):
+        if g is not None and g._data.dtype.kind in "fc" and bool(np.isnan(g._data).any()):
+            tb = fn._trace
+            if tb:
+                warnings.warn(
+                    f"Error detected in {fn.name()}. Traceback of forward call that caused the error:\n"
+                    + "".join(tb), RuntimeWarning, stacklevel=2)
+            raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th output.")
+
+
+def _apply(enabled, check_nan):
+    _state["enabled"] = enabled
+    _state["check_nan"] = check_nan
+    Node._anomaly_stack = _stack if enabled else None
+    engine.anomaly_check[0] = _check if (enabled and check_nan) else None
+
+
+class set_detect_anomaly:
+    """Turn anomaly detection on or off (takes effect at once; restores on exit)."""
+
+    def __init__(self, mode, check_nan=True):
+        self.prev = (_state["enabled"], _state["check_nan"])
+        _apply(bool(mode), check_nan)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _apply(*self.prev)
+        return False
+
+
+class detect_anomaly:
+    """Context manager: record where nodes are created and fail on NaN gradients."""
+
+    def __init__(self, check_nan=True):
+        self.check_nan = check_nan
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
+                      "and should only be enabled for debugging.", UserWarning, stacklevel=2)
+
+    def __enter__(self):
+        self.prev = (_state["enabled"], _state["check_nan"])
+        _apply(True, self.check_nan)
+        return self
+
+    def __exit__(self, *exc):
+        _apply(*self.prev)
+        return False
+
+    def __call__(self, func):
+        import functools
+
+        @functools.wraps(func)
+        def wrapper(*a, **k):
+            with self.__class__(self.check_nan):
+                return func(*a, **k)
+        return wrapper

@@ -1,0 +1,114 @@
+"""Finite-difference gradient checks (float64): gradcheck and gradgradcheck."""
+import numpy as np
+
+from .._tensor import Tensor
+from . import engine, grad_mode
+
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck when analytical and numerical gradients disagree."""
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _outputs(fn, inputs):
+    return [o for o in _as_tuple(fn(*inputs)) if isinstance(o, Tensor) and o._data.dtype.kind in "fc"]
+
+
+def _numerical(fn, inputs, i, eps):
+    """Jacobian of every output w.r.t. input i: list (per output) of arrays [numel_in, numel_out]."""
+    x = inputs[i]
+    flat = x._data.reshape(-1) if x._data.flags.c_contiguous else None
+    if flat is None:
+        raise ValueError("gradcheck needs contiguous inputs")
+    with grad_mode.no_grad():
+        outs0 = _outputs(fn, inputs)
+        jac = [np.zeros((x._data.size, o._data.size)) for o in outs0]
+        for k in range(flat.size):
+            orig = flat[k].item()
+            flat[k] = orig + eps
+            plus = [o._data.astype(np.float64).reshape(-1).copy() for o in _outputs(fn, inputs)]
+            flat[k] = orig - eps
+            minus = [o._data.astype(np.float64).reshape(-1).copy() for o in _outputs(fn, inputs)]
+            flat[k] = orig
+            for j in range(len(outs0)):
+                jac[j][k] = (plus[j] - minus[j]) / (2 * eps)
+    return jac
+
+
+def _analytical(fn, inputs, diff_idx):
+    """Jacobians by vector-Jacobian products with unit vectors, per (input, output)."""
+    outs = _outputs(fn, inputs)
+    res = {i: [np.zeros((inputs[i]._data.size, o._data.size)) for o in outs] for i in diff_idx}
+    for j, o in enumerate(outs):
+        if not o._requires_grad:
+            continue
+        for k in range(o._data.size):
+            g = np.zeros(o._data.size, o._data.dtype)
+            g[k] = 1
+            gt = Tensor._make(g.reshape(o._data.shape))
+            grads = engine.grad([o], [inputs[i] for i in diff_idx], [gt], retain_graph=True, allow_unused=True)
+            for i, gr in zip(diff_idx, grads):
+                if gr is not None:
+                    res[i][j][:, k] = gr._data.reshape(-1)
+    return res, outs
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, check_batched_forward_grad=False, check_forward_ad=False,
+              check_backward_ad=True, fast_mode=False, masked=None):
+    """Compare autograd's gradients of ``func`` at ``inputs`` with central finite differences."""
+    inputs = _as_tuple(inputs)
+    diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad]
+    if not diff_idx:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of "
+                         "the them have requires_grad=True.")
+    for i in diff_idx:
+        if inputs[i]._data.dtype not in (np.float64, np.complex128):
+            import warnings
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
+                          "This check will likely fail if all the inputs are not of double precision "
+                          "floating point.", UserWarning, stacklevel=2)
+    analytical, outs = _analytical(func, inputs, diff_idx)
+    for i in diff_idx:
+        numerical = _numerical(func, inputs, i, eps)
+        for j in range(len(outs)):
+            a, n = analytical[i][j], numerical[j]
+            bad = np.abs(a - n) > atol + rtol * np.abs(n)
+            if bad.any():
+                k = np.unravel_index(np.argmax(np.abs(a - n) - rtol * np.abs(n)), a.shape)
+                msg = (f"Jacobian mismatch for output {j} with respect to input {i},\n"
+                       f"worst at input element {k[0]}, output element {k[1]}: "
+                       f"analytical {a[k]!r} vs numerical {n[k]!r}\n"
+                       f"numerical:{n}\nanalytical:{a}\n")
+                if raise_exception:
+                    raise GradcheckError(msg)
+                return False
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, **kw):
+    """gradcheck of the gradient of ``func`` (checks double backward)."""
+    inputs = _as_tuple(inputs)
+    diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad]
+    outs = _outputs(func, inputs)
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = [Tensor._make(rng.standard_normal(o._data.shape)).requires_grad_(True) for o in outs]
+    grad_outputs = list(_as_tuple(grad_outputs))
+    n_in = len(inputs)
+
+    def first_grad(*args):
+        ins, gos = args[:n_in], args[n_in:]
+        os_ = _outputs(func, ins)
+        gs = engine.grad(os_, [ins[i] for i in diff_idx], list(gos), create_graph=True, allow_unused=True)
+        return tuple(g for g in gs if g is not None)
+
+    return gradcheck(first_grad, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

@@ -1,0 +1,482 @@
+"""What every op is built from: operand preparation, type promotion, node recording and
+saved tensors with version checks.
+
+An op computes its result on the arrays, then asks ``node_for`` for a node (None when
+grad mode is off or no input requires grad), saves what its backward needs, and wraps
+the result with ``finish``. Backward formulas are written with tensor ops, so they are
+themselves differentiable (create_graph=True).
+"""
+import builtins
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor, Size
+from ..autograd import grad_mode
+from ..autograd.graph import Node, _seq, _RELEASED, SECOND_BACKWARD_MSG
+
+_new = object.__new__
+_next = next
+_ndarray = np.ndarray
+_state = grad_mode._state
+_float, _int, _bool, _complex = builtins.float, builtins.int, builtins.bool, builtins.complex
+_SCALARS = (_float, _int, _bool, _complex)
+_FROM_NP = D._FROM_NP
+_I64 = np.dtype(np.int64)
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+               "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}
+
+
+def type_name(t):
+    """PyTorch's legacy type string, e.g. ``torch.FloatTensor``."""
+    prefix = "torch.cuda." if t.device.type == "cuda" else "torch."
+    return prefix + _TYPE_NAMES[t._data.dtype.name]
+
+
+class SavedOutput:
+    """An op's output saved by its own node: kept as data, rebuilt on unpack, so that
+    output -> grad_fn -> output is no reference cycle."""
+    __slots__ = ("data", "version", "output_nr", "requires_grad")
+
+    def __init__(self, t):
+        self.data = t._data
+        self.version = t._shared_version()
+        self.output_nr = t._output_nr
+        self.requires_grad = t._requires_grad
+
+
+class OpNode(Node):
+    """Base of every op's backward node: holds saved tensors and checks their versions."""
+
+    @property
+    def saved_tensors(self):
+        s = self._saved
+        if s is _RELEASED:
+            raise RuntimeError(SECOND_BACKWARD_MSG)
+        if s is None:
+            return ()
+        out = []
+        for item, v in zip(s, self._saved_versions):
+            if type(item) is SavedOutput:
+                if item.version[0] != v:
+                    _version_error(self._rebuild(item), item.version[0], v)
+                item = self._rebuild(item)
+            elif v is not None:
+                cur = item._version
+                cur = 0 if cur is None else cur[0]
+                if cur != v:
+                    _version_error(item, cur, v)
+            out.append(item)
+        hooks = self.__dict__.get("_unpack_hooks")
+        if hooks is not None:
+            out = [h(p) if h is not None else o for o, (h, p) in zip(out, hooks)]
+        return tuple(out)
+
+    def _rebuild(self, item):
+        t = _new(Tensor)
+        t._data = item.data
+        t._version = item.version
+        if item.requires_grad:
+            t._requires_grad = True
+            t._grad_fn = self
+            t._output_nr = item.output_nr
+        return t
+
+    def _release(self):
+        if self._saved is not None:
+            self._saved = _RELEASED
+            self.__dict__.pop("_unpack_hooks", None)
+
+    @property
+    def _saved_names(self):
+        return ()
+
+
+def _version_error(t, cur, expected):
+    fn = t._grad_fn
+    shape = "[" + ", ".join(str(s) for s in t._data.shape) + "]"
+    where = f", which is output {t._output_nr} of {fn.name()}," if fn is not None else ""
+    from ..autograd import anomaly
+    hint = ("Hint: the backtrace further above shows the operation that failed to compute its "
+            "gradient. The variable in question was changed in there or anywhere later. Good luck!"
+            if anomaly.is_anomaly_enabled() else
+            "Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+            "with torch.autograd.set_detect_anomaly(True).")
+    raise RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{type_name(t)} {shape}]{where} is at version {cur}; expected version "
+        f"{expected} instead. {hint}")
+
+
+def node_for(cls, inputs):
+    """A fresh ``cls`` node wired to ``inputs`` (Tensors or None), or None when no
+    gradient is recorded (grad mode off, or no input requires grad)."""
+    if not _state.grad:
+        return None
+    for t in inputs:
+        if t is not None and t._requires_grad:
+            break
+    else:
+        return None
+    n = _new(cls)
+    n.next_functions = tuple([(None, 0) if t is None else t._edge() for t in inputs])
+    n._seq = _next(_seq)
+    if Node._anomaly_stack is not None:
+        n._trace = Node._anomaly_stack()
+    return n
+
+
+def save(node, *items):
+    """Save tensors (or plain values) on ``node`` for its backward, with their versions."""
+    stack = _pack_stack
+    if stack:
+        return _save_with_hooks(node, items)
+    vs = []
+    for t in items:
+        if isinstance(t, Tensor):
+            if t._inference:
+                _inference_error()
+            v = t._version
+            vs.append(0 if v is None else v[0])
+        else:
+            vs.append(None)
+    node._saved = items
+    node._saved_versions = tuple(vs)
+
+
+def save_output(node, out):
+    """Save ``out`` (a result of ``node`` itself) without making a reference cycle."""
+    so = SavedOutput(out)
+    saved = node._saved
+    if saved is None or saved is _RELEASED:
+        node._saved = (so,)
+        node._saved_versions = (so.version[0],)
+    else:
+        node._saved = saved + (so,)
+        node._saved_versions = node._saved_versions + (so.version[0],)
+
+
+def _inference_error():
+    raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
+                       "clone to get a normal tensor and use it in autograd.")
+
+
+# saved_tensors_hooks: (pack, unpack) pairs, innermost last (shared with autograd.graph).
+from ..autograd.graph import saved_tensors_hooks as _sth  # noqa: E402
+_pack_stack = _sth._stack
+
+
+def _save_with_hooks(node, items):
+    pack, unpack = _pack_stack[-1]
+    vs, packed, hooks = [], [], []
+    for t in items:
+        if isinstance(t, Tensor):
+            p = pack(t)
+            packed.append(t)
+            hooks.append((unpack, p))
+            vs.append(None)
+        else:
+            packed.append(t)
+            hooks.append((None, None))
+            vs.append(None)
+    node._saved = tuple(packed)
+    node._saved_versions = tuple(vs)
+    node._unpack_hooks = hooks
+    # The packed form stands in for the tensor: drop our reference to the original data.
+    node._saved = tuple(None if h is not None else t for t, (h, _) in zip(packed, hooks))
+
+
+def finish(node, data):
+    """Wrap ``data`` as the op's output tensor, attached to ``node`` if there is one."""
+    t = _new(Tensor)
+    t._data = data
+    if node is not None:
+        node._out_meta = ((data.shape, data.dtype),)
+        t._grad_fn = node
+        t._requires_grad = True
+    elif _state.inference:
+        t._inference = True
+    return t
+
+
+def finish_multi(node, datas):
+    """Wrap several outputs of one node (split, unbind, max with indices, ...)."""
+    outs = []
+    if node is not None:
+        node._out_meta = tuple((d.shape, d.dtype) for d in datas)
+    for i, d in enumerate(datas):
+        t = _new(Tensor)
+        t._data = d
+        if node is not None:
+            t._grad_fn = node
+            t._requires_grad = True
+            t._output_nr = i
+        outs.append(t)
+    return outs
+
+
+def view_of(base, t, view_fn=None):
+    """Mark ``t`` as a view of ``base``: they share a version counter."""
+    t._version = base._shared_version()
+    t._base = base if base._base is None else base._base
+    if view_fn is not None:
+        t._view_fn = view_fn
+    return t
+
+
+def arr(x):
+    """Make sure an op's result is an array (NumPy turns 0-d results into scalars)."""
+    if type(x) is _ndarray:
+        return x
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    return x
+
+
+# --- operands and type promotion ----------------------------------------------------------
+
+def to_tensor(x, like=None):
+    """Tensor operands pass through; Python numbers and arrays become tensors."""
+    if isinstance(x, Tensor):
+        return x
+    from .._creation import tensor
+    return tensor(x)
+
+
+def scalar_np_dtype(v, other_np):
+    """Result dtype of ``array(other_np) op python_scalar(v)`` under PyTorch's rules."""
+    k = other_np.kind
+    t = type(v)
+    if t is _float:
+        return other_np if k in "fc" else D._default[0].np
+    if t is _int:
+        return other_np if k != "b" else _I64
+    if t is _bool:
+        return other_np
+    if t is _complex:
+        return other_np if k == "c" else (np.dtype(np.complex128) if other_np == np.float64 else np.dtype(np.complex64))
+    if isinstance(v, np.generic):
+        return scalar_np_dtype(v.item(), other_np)
+    raise TypeError(f"unsupported operand type {t.__name__}")
+
+
+def result_np_dtype(*operands):
+    """Result dtype of an op over tensors and Python scalars (PyTorch's promotion)."""
+    dim = zero = sc = None
+    for o in operands:
+        if isinstance(o, Tensor):
+            dt = _FROM_NP[o._data.dtype]
+            if o._data.ndim:
+                dim = dt if dim is None else D.promote_types(dim, dt)
+            else:
+                zero = dt if zero is None else D.promote_types(zero, dt)
+        elif o is not None:
+            dt = D._scalar_dtype(o)
+            sc = dt if sc is None else D.promote_types(sc, dt)
+    return D.result_type_of(dim, zero, sc).np
+
+
+def check_same_device(a, b):
+    if type(a._data) is not type(b._data):
+        da, db = a.device, b.device
+        if da != db and a._data.ndim and b._data.ndim:
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, {db} and {da}!")
+
+
+def binary_operands(input, other):
+    """(a, b, x, y, dtype): tensors-or-None, raw operands and the promoted result dtype."""
+    if isinstance(input, Tensor):
+        x = input._data
+        if isinstance(other, Tensor):
+            y = other._data
+            if x.dtype == y.dtype:
+                return input, other, x, y, x.dtype
+            check_same_device(input, other)
+            return input, other, x, y, result_np_dtype(input, other)
+        if isinstance(other, _SCALARS) or isinstance(other, np.generic):
+            return input, None, x, other, scalar_np_dtype(other, x.dtype)
+        other = to_tensor(other)
+        return binary_operands(input, other)
+    if isinstance(other, Tensor):
+        a, b, x, y, dt = binary_operands(other, input)
+        return b, a, y, x, dt
+    return binary_operands(to_tensor(input), other)
+
+
+def cast(x, npdt):
+    """``x`` as ``npdt`` (no copy when it already is)."""
+    if type(x) is _ndarray or hasattr(x, "astype"):
+        return x if x.dtype == npdt else x.astype(npdt)
+    return x
+
+
+def norm_dims(dim, ndim):
+    """``dim`` (int, tuple, list or None) as a sorted tuple of non-negative axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        dims = dim
+    else:
+        dims = (dim,)
+    out = []
+    for d in dims:
+        d = _int(d)
+        lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+        if not lo <= d <= hi:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {d})")
+        d = d % ndim if ndim else 0
+        if d in out:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out.append(d)
+    return tuple(sorted(out))
+
+
+def wrap_dim(dim, ndim):
+    lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    if not lo <= dim <= hi:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+    return dim % ndim if ndim else 0
+
+
+def xp_of(t):
+    """The array module (numpy or cupy) of a tensor's data."""
+    d = t._data if isinstance(t, Tensor) else t
+    if type(d) is _ndarray:
+        return np
+    from .._device import array_module, device_of_array
+    return array_module(device_of_array(d))
+
+
+__all__ = ["OpNode", "node_for", "save", "save_output", "finish", "finish_multi", "view_of",
+           "arr", "binary_operands", "result_np_dtype", "cast", "norm_dims", "wrap_dim",
+           "to_tensor", "Tensor", "Size", "xp_of", "type_name"]
+
+
+# --- out= and in-place ------------------------------------------------------------------
+
+def write_out(out, result, opname):
+    """Write ``result`` (a Tensor) into ``out`` as PyTorch's ``out=`` does."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if _state.grad and (out._requires_grad or result._requires_grad):
+        raise RuntimeError(f"{opname}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    r = result._data
+    if out._data.shape != r.shape:
+        if out._data.size != 0:
+            import warnings
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out._data.shape)}, which does not match the required output shape "
+                          f"{list(r.shape)}. This behavior is deprecated, and in a future PyTorch release "
+                          "outputs will not be resized unless they have zero elements. You can explicitly "
+                          "reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
+                          UserWarning, stacklevel=3)
+        out._data = r.astype(out._data.dtype, copy=True)
+    else:
+        if not D.can_cast(_FROM_NP[r.dtype], _FROM_NP[out._data.dtype]):
+            raise RuntimeError(f"result type {_FROM_NP[r.dtype].name.capitalize()} can't be cast to the "
+                               f"desired output type {_FROM_NP[out._data.dtype].name.capitalize()}")
+        out._data[...] = r
+    out._bump_version()
+    return out
+
+
+LEAF_INPLACE_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def check_inplace(t):
+    """Refuse in-place ops on leaves that require grad (before anything is touched)."""
+    if t._requires_grad and t._grad_fn is None and _state.grad:
+        raise RuntimeError(LEAF_INPLACE_MSG)
+    if t._inference and not _state.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed."
+                           "You can make a clone to get a normal tensor before doing inplace update."
+                           "See https://github.com/pytorch/rfcs/pull/17 for more details.")
+
+
+def _dtype_name(npdt):
+    n = _FROM_NP[npdt].name
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+            "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[n]
+
+
+def apply_inplace(self, fn, *args, **kwargs):
+    """Run the out-of-place ``fn(self, *args)`` and write its result into ``self``.
+
+    The node (if any) takes over ``self``'s history, so gradients stay right; a
+    snapshot of the old value stands in for ``self`` so a node that saved it is not
+    invalidated by this very write.
+    """
+    check_inplace(self)
+    recording = _state.grad and (self._requires_grad or any(
+        isinstance(a, Tensor) and a._requires_grad for a in args))
+    if recording:
+        src = _new(Tensor)
+        src._data = self._data.copy()
+        if self._requires_grad:
+            src._requires_grad = True
+            src._grad_fn = self._grad_fn
+            src._output_nr = self._output_nr
+            if self._grad_fn is None:
+                src._grad_acc = None
+                src._edge = lambda: (self._grad_accumulator(), 0)
+        r = fn(src, *args, **kwargs)
+    else:
+        prev = _state.grad
+        _state.grad = False
+        try:
+            r = fn(self, *args, **kwargs)
+        finally:
+            _state.grad = prev
+    rd = r._data
+    sd = self._data
+    if rd.dtype != sd.dtype and not D.can_cast(_FROM_NP[rd.dtype], _FROM_NP[sd.dtype]):
+        raise RuntimeError(f"result type {_dtype_name(rd.dtype)} can't be cast to the desired output "
+                           f"type {_dtype_name(sd.dtype)}")
+    if rd.shape != sd.shape:
+        raise RuntimeError(f"output with shape {list(sd.shape)} doesn't match the broadcast shape {list(rd.shape)}")
+    if sd.ndim == 0 and type(sd) is _ndarray:
+        sd[()] = rd
+    else:
+        sd[...] = rd
+    self._bump_version()
+    if recording:
+        node = r._grad_fn
+        if node is not None:
+            _adopt_saved_output(node, r, self)
+        rebase_history(self, node, r._output_nr)
+    return self
+
+
+def _adopt_saved_output(node, r, self):
+    saved = node._saved
+    if saved is None or saved is _RELEASED:
+        return
+    items, vs = list(saved), list(node._saved_versions)
+    for i, it in enumerate(items):
+        if type(it) is SavedOutput and it.data is r._data:
+            it.data = self._data
+            it.version = self._shared_version()
+            vs[i] = it.version[0]
+    node._saved = tuple(items)
+    node._saved_versions = tuple(vs)
+
+
+# Set by the in-place/view machinery (CopySlices); by default history moves to ``self``.
+def rebase_history(self, node, output_nr):
+    """Make ``node`` the creator of ``self`` after an in-place op."""
+    base = self._base
+    if base is not None and self._view_fn is not None and node is not None:
+        from .view_inplace import copy_slices
+        copy_slices(self, node, output_nr)
+        return
+    if node is not None:
+        node._out_meta = ((self._data.shape, self._data.dtype),)
+        self._grad_fn = node
+        self._output_nr = output_nr
+        self._requires_grad = True

@@ -1,0 +1,418 @@
+"""Arithmetic: + - * / ** and friends, with broadcasting, PyTorch's promotion, reflected
+and in-place forms. Broadcast gradients are summed down centrally by the engine."""
+import numpy as np
+
+from ._base import (OpNode, node_for, save, finish, arr, binary_operands, cast,
+                    apply_inplace, write_out, Tensor, _SCALARS, _state)
+
+__all__ = ["add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide",
+           "floor_divide", "remainder", "fmod", "neg", "negative", "pow", "float_power"]
+
+
+def _finish_binary(r, dt):
+    r = arr(r)
+    if r.dtype != dt:
+        r = r.astype(dt)
+    return r
+
+
+def _prep(input, other):
+    a, b, x, y, dt = binary_operands(input, other)
+    if type(x) is np.ndarray and x.dtype != dt:
+        x = x.astype(dt)
+    if type(y) is np.ndarray and y.dtype != dt:
+        y = y.astype(dt)
+    return a, b, x, y, dt
+
+
+def _scalar_arg(v, name, op):
+    if isinstance(v, Tensor):
+        if v._data.size != 1:
+            raise RuntimeError(f"{op}(): argument '{name}' must be Number, not Tensor")
+        return v.item()
+    return v
+
+
+# *** add / sub ***
+
+class AddBackward0(OpNode):
+    alpha = 1
+
+    def backward(self, g):
+        nf = self.next_functions
+        gb = None
+        if nf[1][0] is not None:
+            gb = g if self.alpha == 1 else g * self.alpha
+        return (g if nf[0][0] is not None else None, gb)
+
+
+class SubBackward0(OpNode):
+    alpha = 1
+
+    def backward(self, g):
+        nf = self.next_functions
+        gb = None
+        if nf[1][0] is not None:
+            gb = -g if self.alpha == 1 else g * -self.alpha
+        return (g if nf[0][0] is not None else None, gb)
+
+
+class RsubBackward0(OpNode):
+    alpha = 1
+
+    def backward(self, g):
+        nf = self.next_functions
+        ga = (-g if self.alpha == 1 else g * -self.alpha) if nf[0][0] is not None else None
+        return (ga, g if nf[1][0] is not None else None)
+
+
+class RsubBackward1(OpNode):
+    alpha = 1
+
+    def backward(self, g):
+        return -g if self.alpha == 1 else g * -self.alpha
+
+
+def add(input, other, *, alpha=1, out=None):
+    """``input + alpha * other`` with broadcasting."""
+    alpha = _scalar_arg(alpha, "alpha", "add")
+    a, b, x, y, dt = _prep(input, other)
+    if alpha != 1:
+        if dt.kind not in "fc" and isinstance(alpha, float):
+            raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+        y = y * alpha
+    r = _finish_binary(x + y, dt)
+    node = node_for(AddBackward0, (a, b))
+    if node is not None and alpha != 1:
+        node.alpha = alpha
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, "add")
+
+
+def sub(input, other, *, alpha=1, out=None):
+    """``input - alpha * other`` with broadcasting."""
+    alpha = _scalar_arg(alpha, "alpha", "sub")
+    a, b, x, y, dt = _prep(input, other)
+    if dt.kind == "b":
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if alpha != 1:
+        y = y * alpha
+    r = _finish_binary(x - y, dt)
+    node = node_for(SubBackward0, (a, b))
+    if node is not None and alpha != 1:
+        node.alpha = alpha
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, "sub")
+
+
+subtract = sub
+
+
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input``."""
+    if not isinstance(other, Tensor):
+        a, _, x, y, dt = _prep(input, other)
+        r = _finish_binary(y - (x * alpha if alpha != 1 else x), dt)
+        node = node_for(RsubBackward1, (a,))
+        if node is not None and alpha != 1:
+            node.alpha = alpha
+        return finish(node, r)
+    a, b, x, y, dt = _prep(input, other)
+    r = _finish_binary(y - (x * alpha if alpha != 1 else x), dt)
+    node = node_for(RsubBackward0, (a, b))
+    if node is not None and alpha != 1:
+        node.alpha = alpha
+    return finish(node, r)
+
+
+# *** mul / div ***
+
+class MulBackward0(OpNode):
+    def backward(self, g):
+        other, self_ = self.saved_tensors
+        nf = self.next_functions
+        return (g * other if nf[0][0] is not None else None,
+                g * self_ if nf[1][0] is not None else None)
+
+
+def mul(input, other, *, out=None):
+    """Elementwise product with broadcasting."""
+    a, b, x, y, dt = _prep(input, other)
+    r = _finish_binary(x * y, dt)
+    node = node_for(MulBackward0, (a, b))
+    if node is not None:
+        save(node,
+             (b if b is not None else y) if a is not None and a._requires_grad else None,
+             (a if a is not None else x) if b is not None and b._requires_grad else None)
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, "mul")
+
+
+multiply = mul
+
+
+class DivBackward0(OpNode):
+    def backward(self, g):
+        self_, other = self.saved_tensors
+        nf = self.next_functions
+        ga = g / other if nf[0][0] is not None else None
+        gb = None
+        if nf[1][0] is not None:
+            gb = -g * self_ / (other * other)
+        return ga, gb
+
+
+class DivBackward2(OpNode):
+    """Division with a rounding mode: the gradient is zero almost everywhere."""
+
+    def backward(self, g):
+        nf = self.next_functions
+        z = g * 0
+        return (z if nf[0][0] is not None else None, z if nf[1][0] is not None else None)
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    """True division, or rounded with ``rounding_mode`` 'trunc' or 'floor'."""
+    a, b, x, y, dt = binary_operands(input, other)
+    if rounding_mode is None:
+        if dt.kind not in "fc":
+            from .._dtype import _default
+            dt = _default[0].np
+        x = cast(x, dt) if not isinstance(x, _SCALARS) else x
+        y = cast(y, dt) if not isinstance(y, _SCALARS) else y
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = _finish_binary(np.true_divide(x, y), dt)
+        node = node_for(DivBackward0, (a, b))
+        if node is not None:
+            save(node, (a if a is not None else x) if b is not None and b._requires_grad else None,
+                 b if b is not None else y)
+    else:
+        if rounding_mode not in ("trunc", "floor"):
+            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                             f"found '{rounding_mode}'")
+        x = cast(x, dt) if not isinstance(x, _SCALARS) else x
+        y = cast(y, dt) if not isinstance(y, _SCALARS) else y
+        if dt.kind in "iub":
+            if np.any(np.asarray(y) == 0):
+                raise RuntimeError("ZeroDivisionError")
+            if rounding_mode == "floor":
+                r = np.floor_divide(x, y)
+            else:
+                q = np.floor_divide(x, y)
+                fix = (np.remainder(x, y) != 0) & ((np.asarray(x) < 0) != (np.asarray(y) < 0))
+                r = q + fix
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.true_divide(x, y)
+                r = np.floor(q) if rounding_mode == "floor" else np.trunc(q)
+        r = _finish_binary(r, dt)
+        node = node_for(DivBackward2, (a, b))
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, "div")
+
+
+divide = true_divide = div
+
+
+def floor_divide(input, other, *, out=None):
+    """Division rounded toward negative infinity."""
+    return div(input, other, rounding_mode="floor", out=out)
+
+
+class RemainderBackward0(OpNode):
+    def backward(self, g):
+        self_, other = self.saved_tensors
+        nf = self.next_functions
+        gb = None
+        if nf[1][0] is not None:
+            gb = -g * div(self_, other, rounding_mode="floor")
+        return (g if nf[0][0] is not None else None, gb)
+
+
+class FmodBackward0(OpNode):
+    def backward(self, g):
+        self_, other = self.saved_tensors
+        nf = self.next_functions
+        gb = None
+        if nf[1][0] is not None:
+            gb = -g * div(self_, other, rounding_mode="trunc")
+        return (g if nf[0][0] is not None else None, gb)
+
+
+def remainder(input, other, *, out=None):
+    """Python-style modulus (sign of the divisor)."""
+    a, b, x, y, dt = _prep(input, other)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = _finish_binary(np.remainder(x, y), dt)
+    node = node_for(RemainderBackward0, (a, b))
+    if node is not None:
+        save(node, a if a is not None else x, b if b is not None else y)
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, "remainder")
+
+
+def fmod(input, other, *, out=None):
+    """C-style modulus (sign of the dividend)."""
+    a, b, x, y, dt = _prep(input, other)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = _finish_binary(np.fmod(x, y), dt)
+    node = node_for(FmodBackward0, (a, b))
+    if node is not None:
+        save(node, a if a is not None else x, b if b is not None else y)
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, "fmod")
+
+
+# *** neg / pow ***
+
+class NegBackward0(OpNode):
+    def backward(self, g):
+        return -g
+
+
+def neg(input, *, out=None):
+    """``-input``."""
+    x = input._data
+    if x.dtype.kind == "b":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    res = finish(node_for(NegBackward0, (input,)), arr(-x))
+    return res if out is None else write_out(out, res, "neg")
+
+
+negative = neg
+
+
+class PowBackward0(OpNode):
+    """d(x ** c)/dx = c * x ** (c - 1)."""
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        c = self.exponent
+        if c == 0:
+            return g * 0
+        if c == 2:
+            return g * (x * 2)
+        return g * (pow(x, c - 1) * c)
+
+
+class PowBackward1(OpNode):
+    def backward(self, g):
+        x, e, result = self.saved_tensors
+        nf = self.next_functions
+        gx = ge = None
+        if nf[0][0] is not None:
+            gx = g * (e * pow(x, e - 1))
+        if nf[1][0] is not None:
+            from .unary import log
+            from .index import where
+            gl = result * log(x)
+            mask = (x == 0) & (e >= 0)
+            ge = g * where(mask, gl * 0, gl)
+        return gx, ge
+
+
+class PowBackward2(OpNode):
+    """d(c ** x)/dx = c ** x * log(c)."""
+
+    def backward(self, g):
+        (result,) = self.saved_tensors
+        import math
+        c = self.base
+        return g * (result * math.log(c)) if c > 0 else g * (result * float("nan") if c < 0 else result * 0)
+
+
+def pow(input, exponent, *, out=None):
+    """``input ** exponent`` (either may be a Python number)."""
+    from ._base import save_output
+    if not isinstance(input, Tensor):
+        a, b, x, y, dt = _prep(input, exponent)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = _finish_binary(np.power(x, y), dt)
+        node = node_for(PowBackward2, (b,))
+        res = finish(node, r)
+        if node is not None:
+            node.base = input
+            save_output(node, res)
+        return res if out is None else write_out(out, res, "pow")
+    if isinstance(exponent, Tensor):
+        if exponent._data.ndim == 0 and not exponent._requires_grad and input._data.ndim:
+            exponent = exponent.item()
+        else:
+            a, b, x, y, dt = _prep(input, exponent)
+            if dt.kind in "iu" and np.any(np.asarray(y) < 0):
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                r = _finish_binary(np.power(x, y), dt)
+            node = node_for(PowBackward1, (a, b))
+            res = finish(node, r)
+            if node is not None:
+                save(node, a, b)
+                save_output(node, res)
+            return res if out is None else write_out(out, res, "pow")
+    a, _, x, y, dt = _prep(input, exponent)
+    if dt.kind in "iu" and isinstance(exponent, int) and exponent < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if y == 2:
+            r = x * x
+        elif y == 0.5 and dt.kind == "f":
+            r = np.sqrt(x)
+        else:
+            r = np.power(x, y)
+    r = _finish_binary(r, dt)
+    node = node_for(PowBackward0, (a,))
+    if node is not None:
+        node.exponent = y
+        save(node, a)
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, "pow")
+
+
+def float_power(input, exponent, *, out=None):
+    """``pow`` computed in float64."""
+    from .._dtype import float64
+    i = input.to(float64) if isinstance(input, Tensor) else float(input)
+    e = exponent.to(float64) if isinstance(exponent, Tensor) else exponent
+    return pow(i, e, out=out)
+
+
+# The methods bound onto Tensor by ops/__init__.py.
+def _r(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _rtruediv(self, other):
+    from .unary import reciprocal
+    return mul(reciprocal(self), other)
+
+
+def _rpow(self, other):
+    return pow(other, self)
+
+
+def _rfloordiv(self, other):
+    return floor_divide(other, self)
+
+
+def _rmod(self, other):
+    return remainder(other, self)
+
+
+TENSOR_METHODS = {
+    "add": add, "sub": sub, "subtract": sub, "mul": mul, "multiply": mul, "div": div, "divide": div,
+    "true_divide": div, "floor_divide": floor_divide, "remainder": remainder, "fmod": fmod,
+    "neg": neg, "negative": neg, "pow": pow, "float_power": float_power,
+    "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": lambda self, other: rsub(self, other),
+    "__mul__": mul, "__rmul__": mul, "__truediv__": div, "__rtruediv__": _rtruediv,
+    "__floordiv__": floor_divide, "__rfloordiv__": _rfloordiv, "__mod__": remainder,
+    "__rmod__": _rmod, "__neg__": neg, "__pow__": pow, "__rpow__": _rpow,
+    "__pos__": lambda self: self,
+}
+
+INPLACE = {"add_": add, "sub_": sub, "subtract_": sub, "mul_": mul, "multiply_": mul, "div_": div,
+           "divide_": div, "true_divide_": div, "floor_divide_": floor_divide,
+           "remainder_": remainder, "fmod_": fmod, "neg_": neg, "negative_": neg, "pow_": pow,
+           "__iadd__": add, "__isub__": sub, "__imul__": mul, "__itruediv__": div,
+           "__ifloordiv__": floor_divide, "__imod__": remainder, "__ipow__": pow}

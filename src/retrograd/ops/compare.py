@@ -1,0 +1,101 @@
+"""Comparisons and logical ops: bool results, never a grad_fn."""
+import numpy as np
+
+from ._base import finish, arr, binary_operands, write_out, Tensor
+
+__all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
+           "not_equal", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal",
+           "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+           "bitwise_xor", "bitwise_not", "signbit"]
+
+
+def _cmp(ufunc, name):
+    def op(input, other, *, out=None):
+        a, b, x, y, dt = binary_operands(input, other)
+        if type(x) is np.ndarray and x.dtype != dt:
+            x = x.astype(dt)
+        if type(y) is np.ndarray and y.dtype != dt:
+            y = y.astype(dt)
+        with np.errstate(invalid="ignore"):
+            res = finish(None, arr(ufunc(x, y)))
+        return res if out is None else write_out(out, res, name)
+    op.__name__ = name
+    op.__doc__ = f"Elementwise ``{name}`` (a bool tensor, no gradient)."
+    return op
+
+
+eq, ne = _cmp(np.equal, "eq"), _cmp(np.not_equal, "ne")
+lt, le = _cmp(np.less, "lt"), _cmp(np.less_equal, "le")
+gt, ge = _cmp(np.greater, "gt"), _cmp(np.greater_equal, "ge")
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+logical_and = _cmp(np.logical_and, "logical_and")
+logical_or = _cmp(np.logical_or, "logical_or")
+logical_xor = _cmp(np.logical_xor, "logical_xor")
+
+
+def _bitwise(ufunc, name):
+    def op(input, other, *, out=None):
+        a, b, x, y, dt = binary_operands(input, other)
+        if dt.kind not in "biu":
+            raise RuntimeError(f'"{name}_cpu" not implemented for \'{dt.name.capitalize()}\'')
+        res = finish(None, arr(ufunc(np.asarray(x).astype(dt), np.asarray(y).astype(dt))).astype(dt))
+        return res if out is None else write_out(out, res, name)
+    op.__name__ = name
+    return op
+
+
+bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")
+bitwise_or = _bitwise(np.bitwise_or, "bitwise_or")
+bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
+
+
+def _un(fn, name):
+    def op(input, *, out=None):
+        res = finish(None, arr(fn(input._data)))
+        return res if out is None else write_out(out, res, name)
+    op.__name__ = name
+    op.__doc__ = f"Elementwise ``{name}`` (no gradient)."
+    return op
+
+
+isnan = _un(np.isnan, "isnan")
+isinf = _un(np.isinf, "isinf")
+isfinite = _un(np.isfinite, "isfinite")
+isposinf = _un(np.isposinf, "isposinf")
+isneginf = _un(np.isneginf, "isneginf")
+isreal = _un(np.isreal, "isreal")
+signbit = _un(np.signbit, "signbit")
+logical_not = _un(np.logical_not, "logical_not")
+
+
+def bitwise_not(input, *, out=None):
+    x = input._data
+    if x.dtype.kind not in "biu":
+        raise RuntimeError(f'"bitwise_not_cpu" not implemented for \'{input.dtype.name.capitalize()}\'')
+    res = finish(None, arr(np.logical_not(x) if x.dtype.kind == "b" else np.invert(x)))
+    return res if out is None else write_out(out, res, "bitwise_not")
+
+
+def _eq_dunder(self, other):
+    if other is None or not isinstance(other, (Tensor, int, float, bool, complex, np.ndarray, np.generic, list, tuple)):
+        return False if other is None else NotImplemented
+    return eq(self, other)
+
+
+def _ne_dunder(self, other):
+    if other is None or not isinstance(other, (Tensor, int, float, bool, complex, np.ndarray, np.generic, list, tuple)):
+        return True if other is None else NotImplemented
+    return ne(self, other)
+
+
+TENSOR_METHODS = {n: globals()[n] for n in __all__}
+TENSOR_METHODS.update({
+    "__eq__": _eq_dunder, "__ne__": _ne_dunder, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
+    "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor, "__invert__": bitwise_not,
+    "__rand__": bitwise_and, "__ror__": bitwise_or, "__rxor__": bitwise_xor,
+})
+INPLACE = {"eq_": eq, "ne_": ne, "lt_": lt, "le_": le, "gt_": gt, "ge_": ge,
+           "logical_and_": logical_and, "logical_or_": logical_or, "logical_xor_": logical_xor,
+           "logical_not_": logical_not, "bitwise_and_": bitwise_and, "bitwise_or_": bitwise_or,
+           "bitwise_xor_": bitwise_xor, "bitwise_not_": bitwise_not,
+           "__iand__": bitwise_and, "__ior__": bitwise_or, "__ixor__": bitwise_xor}

@@ -1,0 +1,69 @@
+"""In-place random fills: normal_, uniform_, bernoulli_, exponential_, random_, fill_, zero_."""
+import numpy as np
+
+from ._base import check_inplace, Tensor
+from .._creation import _gen
+
+__all__ = []
+
+
+def _fill_inplace(self, values):
+    check_inplace(self)
+    d = self._data
+    if d.ndim == 0:
+        d[()] = values
+    else:
+        d[...] = values
+    self._bump_version()
+    return self
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill with normal samples."""
+    return _fill_inplace(self, mean + std * _gen(generator).standard_normal(self._data.shape))
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    """Fill with uniform samples on [a, b)."""
+    return _fill_inplace(self, _gen(generator).uniform(a, b, self._data.shape))
+
+
+def fill_(self, value):
+    """Fill with ``value``."""
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value._data.ndim} dimensions.")
+        value = value._data
+    return _fill_inplace(self, value)
+
+
+def zero_(self):
+    """Fill with zeros."""
+    return _fill_inplace(self, 0)
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    pp = p._data if isinstance(p, Tensor) else p
+    return _fill_inplace(self, _gen(generator).random(self._data.shape) < pp)
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    return _fill_inplace(self, _gen(generator).exponential(1.0 / lambd, self._data.shape))
+
+
+def random_(self, from_=0, to=None, *, generator=None):
+    if to is None:
+        to = from_ if from_ else (2 ** 24 if self._data.dtype.kind == "f" else np.iinfo(np.int64).max)
+        from_ = 0 if to == from_ else 0
+    return _fill_inplace(self, _gen(generator).integers(from_, to, self._data.shape))
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    return _fill_inplace(self, np.exp(mean + std * _gen(generator).standard_normal(self._data.shape)))
+
+
+TENSOR_METHODS = {"normal_": normal_, "uniform_": uniform_, "fill_": fill_, "zero_": zero_,
+                  "bernoulli_": bernoulli_, "exponential_": exponential_, "random_": random_,
+                  "log_normal_": log_normal_}
+INPLACE = {}

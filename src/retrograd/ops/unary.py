@@ -1,0 +1,167 @@
+"""Elementwise unary math. Each op is one declarative line: its NumPy forward, its
+PyTorch node name, what it saves (input or output) and its backward formula."""
+import math
+
+import numpy as np
+
+from ._base import OpNode, node_for, save, save_output, finish, arr, write_out, Tensor
+from .. import _dtype as D
+
+__all__ = []
+TENSOR_METHODS = {}
+INPLACE = {}
+
+_SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
+
+
+def _erf_np(x):
+    try:
+        from scipy.special import erf
+        return erf(x)
+    except ImportError:  # exact, slower: math.erf per element
+        return np.vectorize(math.erf, otypes=[x.dtype])(x)
+
+
+def _erfc_np(x):
+    return 1.0 - _erf_np(x)
+
+
+def _erfinv_np(x):
+    try:
+        from scipy.special import erfinv
+        return erfinv(x)
+    except ImportError:
+        # Newton's method from a good initial guess: converges to double precision.
+        a = 0.147
+        ln = np.log1p(-x * x)
+        t = 2 / (math.pi * a) + ln / 2
+        y = np.sign(x) * np.sqrt(np.sqrt(t * t - ln / a) - t)
+        for _ in range(4):
+            y = y - (_erf_np(y) - x) / (_SQRT_PI_2 * np.exp(-y * y))
+        return y
+
+
+def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, int_ok_result=False):
+    """Define op ``name``: forward ``fwd(array)``, node ``node_name`` whose backward is
+    ``bwd(g, x, y)`` (x the saved input, y the saved output; unused ones are None)."""
+
+    def backward(self, g):
+        if saves == "input":
+            (x,) = self.saved_tensors
+            return bwd(g, x, None)
+        if saves == "output":
+            (y,) = self.saved_tensors
+            return bwd(g, None, y)
+        return bwd(g, None, None)
+
+    node_cls = type(node_name, (OpNode,), {"backward": backward, "__module__": __name__})
+
+    def op(input, *, out=None):
+        x = input._data
+        k = x.dtype.kind
+        if k in "iub" and float_only:
+            x = x.astype(D._default[0].np)
+        with np.errstate(all="ignore"):
+            r = arr(fwd(x))
+        node = node_for(node_cls, (input,))
+        res = finish(node, r)
+        if node is not None:
+            if saves == "input":
+                save(node, input)
+            elif saves == "output":
+                save_output(node, res)
+        return res if out is None else write_out(out, res, name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise ``{name}``."
+    globals()[name] = op
+    globals()[node_name] = node_cls
+    __all__.append(name)
+    TENSOR_METHODS[name] = op
+    INPLACE[name + "_"] = op
+    return op
+
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+# name, numpy forward, node, saves, backward(g, x, y)
+_make_unary("exp", np.exp, "ExpBackward0", "output", lambda g, x, y: g * y)
+_make_unary("exp2", np.exp2, "Exp2Backward0", "output", lambda g, x, y: g * (y * _LN2))
+_make_unary("expm1", np.expm1, "Expm1Backward0", "output", lambda g, x, y: g * (y + 1))
+_make_unary("log", np.log, "LogBackward0", "input", lambda g, x, y: g / x)
+_make_unary("log2", np.log2, "Log2Backward0", "input", lambda g, x, y: g / (x * _LN2))
+_make_unary("log10", np.log10, "Log10Backward0", "input", lambda g, x, y: g / (x * _LN10))
+_make_unary("log1p", np.log1p, "Log1PBackward0", "input", lambda g, x, y: g / (x + 1))
+_make_unary("sqrt", np.sqrt, "SqrtBackward0", "output", lambda g, x, y: g / (y * 2))
+_make_unary("rsqrt", lambda a: 1.0 / np.sqrt(a), "RsqrtBackward0", "output",
+            lambda g, x, y: g * (y * y * y * -0.5))
+_make_unary("sin", np.sin, "SinBackward0", "input", lambda g, x, y: g * cos(x))
+_make_unary("cos", np.cos, "CosBackward0", "input", lambda g, x, y: g * -sin(x))
+_make_unary("tan", np.tan, "TanBackward0", "output", lambda g, x, y: g * (y * y + 1))
+_make_unary("asin", np.arcsin, "AsinBackward0", "input", lambda g, x, y: g * rsqrt(1 - x * x))
+_make_unary("acos", np.arccos, "AcosBackward0", "input", lambda g, x, y: g * -rsqrt(1 - x * x))
+_make_unary("atan", np.arctan, "AtanBackward0", "input", lambda g, x, y: g / (x * x + 1))
+_make_unary("sinh", np.sinh, "SinhBackward0", "input", lambda g, x, y: g * cosh(x))
+_make_unary("cosh", np.cosh, "CoshBackward0", "input", lambda g, x, y: g * sinh(x))
+_make_unary("tanh", np.tanh, "TanhBackward0", "output", lambda g, x, y: g * (1 - y * y))
+_make_unary("asinh", np.arcsinh, "AsinhBackward0", "input", lambda g, x, y: g * rsqrt(x * x + 1))
+_make_unary("acosh", np.arccosh, "AcoshBackward0", "input", lambda g, x, y: g * rsqrt(x * x - 1))
+_make_unary("atanh", np.arctanh, "AtanhBackward0", "input", lambda g, x, y: g / (1 - x * x))
+_make_unary("sigmoid", lambda a: _sigmoid_np(a), "SigmoidBackward0", "output",
+            lambda g, x, y: g * (y * (1 - y)))
+_make_unary("erf", _erf_np, "ErfBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * _SQRT_PI_2))
+_make_unary("erfc", _erfc_np, "ErfcBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * -_SQRT_PI_2))
+_make_unary("erfinv", _erfinv_np, "ErfinvBackward0", "output",
+            lambda g, x, y: g * (exp(y * y) * (math.sqrt(math.pi) / 2)))
+_make_unary("reciprocal", lambda a: 1.0 / a, "ReciprocalBackward0", "output", lambda g, x, y: g * -(y * y))
+_make_unary("relu", lambda a: np.maximum(a, 0).astype(a.dtype, copy=False), "ReluBackward0", "output",
+            lambda g, x, y: g * (y > 0), float_only=False)
+_make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sign(x), float_only=False)
+_make_unary("sign", np.sign, "SignBackward0", "none", lambda g, x, y: g * 0, float_only=False)
+_make_unary("sgn", np.sign, "SgnBackward0", "none", lambda g, x, y: g * 0, float_only=False)
+_make_unary("floor", np.floor, "FloorBackward0", "none", lambda g, x, y: g * 0, float_only=False)
+_make_unary("ceil", np.ceil, "CeilBackward0", "none", lambda g, x, y: g * 0, float_only=False)
+_make_unary("trunc", np.trunc, "TruncBackward0", "none", lambda g, x, y: g * 0, float_only=False)
+_make_unary("frac", lambda a: a - np.trunc(a), "FracBackward0", "none", lambda g, x, y: g)
+
+
+def _sigmoid_np(a):
+    # Stable for large |a|: never exponentiates a positive number.
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+
+
+class RoundBackward0(OpNode):
+    def backward(self, g):
+        return g * 0
+
+
+RoundBackward1 = type("RoundBackward1", (RoundBackward0,), {})
+
+
+def round(input, *, decimals=0, out=None):
+    """Round half to even, optionally to ``decimals`` places."""
+    x = input._data
+    r = arr(np.round(x, decimals))
+    res = finish(node_for(RoundBackward0 if decimals == 0 else RoundBackward1, (input,)), r)
+    return res if out is None else write_out(out, res, "round")
+
+
+def square(input, *, out=None):
+    """``input ** 2`` (PowBackward0, as in PyTorch)."""
+    from .arithmetic import pow
+    if input._data.dtype.kind == "b":
+        input = input.to(D.int64)
+    return pow(input, 2, out=out)
+
+
+fix = trunc  # noqa: F821  (defined by _make_unary)
+absolute = abs  # noqa: F821
+arcsin, arccos, arctan = asin, acos, atan  # noqa: F821
+arcsinh, arccosh, arctanh = asinh, acosh, atanh  # noqa: F821
+__all__ += ["round", "square", "fix", "absolute", "arcsin", "arccos", "arctan", "arcsinh",
+            "arccosh", "arctanh"]
+TENSOR_METHODS.update(round=round, square=square, fix=fix, absolute=absolute, arcsin=arcsin,
+                      arccos=arccos, arctan=arctan, arcsinh=arcsinh, arccosh=arccosh,
+                      arctanh=arctanh, __abs__=abs)  # noqa: F821
+INPLACE.update(round_=round, square_=square, fix_=fix, absolute_=absolute)

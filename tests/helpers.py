@@ -1,0 +1,149 @@
+"""The one-line op test: the same function run on retrograd and PyTorch tensors.
+
+``check(fn, shapes)`` builds float64 inputs of the given shapes (a shape, a
+("nc", shape) for a non-contiguous input, or a plain value passed through), runs
+``fn`` on retrograd and on torch, and compares forward values, the grad_fn name and
+every input's gradient under a random upstream gradient. ``gradcheck_op`` runs
+retrograd's finite-difference gradcheck (no torch needed).
+"""
+import numpy as np
+import pytest
+
+import retrograd
+from retrograd.autograd.gradcheck import gradcheck, gradgradcheck
+
+try:
+    import torch
+    torch.set_num_threads(1)
+except ImportError:  # parity tests skip; gradchecks still run
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch (torch==2.13.0) is not installed")
+
+
+class NC:
+    """A non-contiguous input of the given shape (a transposed view of a larger array)."""
+    def __init__(self, *shape):
+        self.shape = shape
+
+
+def _make_arrays(specs, rng, low, high, positive):
+    arrays = []
+    for s in specs:
+        if isinstance(s, NC):
+            shape = s.shape
+            base = rng.uniform(low, high, tuple(reversed(shape)) + (2,)) if shape else rng.uniform(low, high, (2,))
+            a = base[..., 0]
+            a = a.transpose() if shape else a[0]
+            arrays.append(("nc", a))
+        elif isinstance(s, tuple):
+            arrays.append(("t", rng.uniform(low, high, s)))
+        else:
+            arrays.append(("v", s))
+    if positive:
+        arrays = [(k, np.abs(a) + 0.1) if k != "v" else (k, a) for k, a in arrays]
+    return arrays
+
+
+def _to_lib(lib, arrays, requires_grad):
+    """(argument, leaf) pairs: a non-contiguous argument is a permuted view of its leaf."""
+    mk = torch.from_numpy if lib is torch else retrograd.from_numpy
+    out = []
+    for k, a in arrays:
+        if k == "v":
+            out.append((a, None))
+            continue
+        if k == "nc" and a.ndim >= 2:
+            leaf = mk(np.ascontiguousarray(a.T).copy())
+            if requires_grad:
+                leaf.requires_grad_(True)
+            out.append((leaf.permute(*reversed(range(a.ndim))), leaf))
+            continue
+        if k == "nc" and a.ndim == 1:
+            wide = np.zeros(2 * a.shape[0])
+            wide[::2] = a
+            leaf = mk(wide)
+            if requires_grad:
+                leaf.requires_grad_(True)
+            out.append((leaf[::2], leaf))
+            continue
+        leaf = mk(np.ascontiguousarray(a).copy())
+        if requires_grad and leaf.is_floating_point():
+            leaf.requires_grad_(True)
+        out.append((leaf, leaf))
+    return out
+
+
+def _np(t):
+    if torch is not None and isinstance(t, torch.Tensor):
+        return t.detach().cpu().numpy()
+    return np.asarray(t.detach()._data)
+
+
+def _flat_outputs(o):
+    if isinstance(o, (tuple, list)):
+        return [x for x in o if hasattr(x, "shape")]
+    return [o]
+
+
+def check(fn, specs, *, low=-2.0, high=2.0, positive=False, name=None, atol=1e-7, rtol=1e-6,
+          grad=True, seed=0):
+    """Compare ``fn`` on retrograd and torch: values, grad_fn name, input gradients."""
+    if torch is None:
+        pytest.skip("PyTorch (torch==2.13.0) is not installed")
+    rng = np.random.default_rng(seed)
+    arrays = _make_arrays(specs, rng, low, high, positive)
+    outs = {}
+    for lib in (retrograd, torch):
+        ins = _to_lib(lib, arrays, grad)
+        args = [arg for arg, _ in ins]
+        leaves = [leaf for _, leaf in ins if leaf is not None and leaf.requires_grad]
+        o = fn(*args)
+        outs[lib] = (o, leaves)
+    (ro, rleaves), (to, tleaves) = outs[retrograd], outs[torch]
+    rflat, tflat = _flat_outputs(ro), _flat_outputs(to)
+    assert len(rflat) == len(tflat)
+    for r, t in zip(rflat, tflat):
+        assert tuple(r.shape) == tuple(t.shape), f"shape {tuple(r.shape)} != torch {tuple(t.shape)}"
+        assert str(r.dtype) == str(t.dtype), f"dtype {r.dtype} != torch {t.dtype}"
+        np.testing.assert_allclose(_np(r), _np(t), atol=atol, rtol=rtol, equal_nan=True)
+    if not grad:
+        return
+    tgt = [i for i, t in enumerate(tflat) if t.requires_grad]
+    rgt = [i for i, r in enumerate(rflat) if r.requires_grad]
+    assert tgt == rgt, f"requires_grad differs: retrograd {rgt}, torch {tgt}"
+    if not tgt:
+        return
+    if name is not None:
+        assert type(rflat[tgt[0]].grad_fn).__name__ == name
+    assert type(rflat[tgt[0]].grad_fn).__name__ == type(tflat[tgt[0]].grad_fn).__name__, \
+        f"grad_fn {type(rflat[tgt[0]].grad_fn).__name__} != torch {type(tflat[tgt[0]].grad_fn).__name__}"
+    ups = [rng.standard_normal(tflat[i].shape) for i in tgt]
+    rgrads = retrograd.autograd.grad([rflat[i] for i in tgt], rleaves,
+                                     [retrograd.tensor(u, dtype=rflat[i].dtype) for u, i in zip(ups, tgt)],
+                                     allow_unused=True)
+    tgrads = torch.autograd.grad([tflat[i] for i in tgt], tleaves,
+                                 [torch.tensor(u, dtype=tflat[i].dtype) for u, i in zip(ups, tgt)],
+                                 allow_unused=True)
+    for k, (rg, tg) in enumerate(zip(rgrads, tgrads)):
+        if tg is None:
+            assert rg is None or not np.any(_np(rg)), f"input {k}: torch gives no gradient"
+            continue
+        assert rg is not None, f"input {k}: retrograd gave no gradient"
+        np.testing.assert_allclose(_np(rg), _np(tg), atol=atol, rtol=rtol, err_msg=f"gradient of input {k}")
+
+
+def gradcheck_op(fn, specs, *, low=-2.0, high=2.0, positive=False, seed=0, second_order=False,
+                 atol=1e-5, rtol=1e-3):
+    """Finite-difference gradcheck of ``fn`` in float64 on retrograd alone."""
+    rng = np.random.default_rng(seed)
+    arrays = _make_arrays(specs, rng, low, high, positive)
+    ins = []
+    for k, a in arrays:
+        if k == "v":
+            ins.append(a)
+        else:
+            ins.append(retrograd.from_numpy(np.ascontiguousarray(a).copy()).requires_grad_(True))
+    assert gradcheck(fn, tuple(ins), atol=atol, rtol=rtol)
+    if second_order:
+        assert gradgradcheck(fn, tuple(ins), atol=atol, rtol=rtol)
