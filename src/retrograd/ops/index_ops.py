@@ -1,10 +1,7 @@
 """The differentiable scatter behind indexing's backward."""
 import numpy as np
 
-from ._base import OpNode, node_for, finish, Tensor
-
-
-    def backward(self, g):
+from ._base import OpNode, node_for, finish, arr
 
 
 def _np_index_add(z, index, v):
@@ -34,7 +31,6 @@ class IndexBackward0Grad(OpNode):
 
 
 def _reindex(t, idx):
-    from ._base import arr
     r = arr(t._data[idx])
     node = node_for(IndexBackward0Grad2, (t,))
     if node is not None:

@@ -1,0 +1,1 @@
+"""Subcommands of the ``retrograd`` command (one module each)."""
