@@ -103,13 +103,18 @@ def _as_dtype(v, dt):
     return dt.type(v)
 
 
+def _arr(x):
+    """NumPy turns 0-d results into scalars; state and outputs must stay arrays."""
+    return np.asarray(x) if isinstance(x, np.generic) else x
+
+
 def fma_scalar(x, s, y, out=None):
     """``y + s * x`` with one rounding (PyTorch's ``y.add(x, alpha=s)``); s is a Python number."""
     dt = y.dtype
     if s == 1 or s == -1:          # exact without a fused step
         r = y + x if s == 1 else y - x
         if out is None:
-            return r
+            return _arr(r)
         out[...] = r
         return out
     if dt == _F32:
@@ -122,7 +127,7 @@ def fma_scalar(x, s, y, out=None):
         return out
     r = y + _as_dtype(s, dt) * x
     if out is None:
-        return r
+        return _arr(r)
     out[...] = r
     return out
 
@@ -141,7 +146,7 @@ def addcmul(y, a, b, value, out=None):
         return out
     r = y + va * b
     if out is None:
-        return r
+        return _arr(r)
     out[...] = r
     return out
 
@@ -470,7 +475,7 @@ class Optimizer:
     @staticmethod
     def _grad_array(p, maximize):
         g = p._grad._data
-        return -g if maximize else g
+        return np.negative(g, out=np.empty_like(g)) if maximize else g
 
     @staticmethod
     def _closure_loss(closure):
