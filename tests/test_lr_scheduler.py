@@ -312,10 +312,12 @@ def test_cosine_annealing_values():
 
 
 @pytest.mark.parametrize("make,err,msg", [
-    (lambda o: lrs.ConstantLR(o, factor=2.0), ValueError, "Constant multiplicative factor expected to be between 0 and 1."),
+    (lambda o: lrs.ConstantLR(o, factor=2.0), ValueError,
+     "Constant multiplicative factor expected to be between 0 and 1."),
     (lambda o: lrs.LinearLR(o, start_factor=0), ValueError,
      "Starting multiplicative factor expected to be greater than 0 and less or equal to 1."),
-    (lambda o: lrs.OneCycleLR(o, 1.0), ValueError, "You must define either total_steps OR (epochs AND steps_per_epoch)"),
+    (lambda o: lrs.OneCycleLR(o, 1.0), ValueError,
+     "You must define either total_steps OR (epochs AND steps_per_epoch)"),
     (lambda o: lrs.CosineAnnealingWarmRestarts(o, T_0=0), ValueError, "Expected positive integer T_0, but got 0"),
     (lambda o: lrs.ReduceLROnPlateau(o, factor=1.0), ValueError, "Factor should be < 1.0."),
     (lambda o: lrs.ReduceLROnPlateau(o, mode="up"), ValueError, "mode up is unknown!"),
