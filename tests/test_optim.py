@@ -1,7 +1,7 @@
 """Optimizers against PyTorch: the same parameters and gradients, step for step.
 
-Every update is compared after each of 25 steps. SGD and Adamax must agree to the bit
-(PyTorch's fused multiply-adds are reproduced). The optimizers that take a square root
+Every update is compared after each of 25 steps. SGD, Adamax, Rprop and ASGD must agree
+to the bit (PyTorch's fused multiply-adds are reproduced). The optimizers that take a square root
 are compared with rtol 1e-6 and atol 1e-6 (a few float32 ulps at 1): PyTorch's CPU sqrt
 (MKL's vsSqrt) is not correctly rounded while NumPy's is, so its result differs in the
 last bit now and then, and RMSprop's momentum carries those bits along.
@@ -57,6 +57,10 @@ CASES = (
     + [("RAdam", dict(betas=(0.5, 0.9)))]
     + [("Adadelta", dict(**kw)) for kw in _combos(weight_decay=[0, 0.1], maximize=[False, True])]
     + [("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-5))]
+    + [("Rprop", dict(maximize=m)) for m in (False, True)]
+    + [("Rprop", dict(lr=0.1, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2)))]
+    + [("ASGD", dict(lr=0.05, **kw)) for kw in _combos(t0=[1e6, 5], weight_decay=[0, 0.1], maximize=[False, True])]
+    + [("ASGD", dict(lambd=0.01, alpha=0.5, t0=3))]
 )
 
 
@@ -83,7 +87,7 @@ def _set_grads(rng, ours, theirs, skip=None):
         t.grad = torch.tensor(g.copy())
 
 
-EXACT = ("SGD", "Adamax")
+EXACT = ("SGD", "Adamax", "Rprop", "ASGD")
 
 
 def _close(ours, theirs, rtol=1e-6, atol=1e-6, exact=False):
@@ -177,6 +181,29 @@ def test_changing_lr_between_steps_takes_effect():
         o_ours.step()
         o_theirs.step()
         _close(ours, theirs)
+
+
+def test_custom_optimizer_subclass():
+    class MySGD(optim.Optimizer):
+        def __init__(self, params, lr=0.01):
+            super().__init__(params, dict(lr=lr))
+
+        @retrograd.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.add_(p.grad, alpha=-group["lr"])
+                        self.state[p]["n"] = self.state[p].get("n", 0) + 1
+
+    w = retrograd.ones(3, requires_grad=True)
+    opt = MySGD([w], lr=0.5)
+    calls = []
+    opt.register_step_post_hook(lambda *a: calls.append(1))
+    (w * w).sum().backward()
+    opt.step()
+    assert w.tolist() == [0.0, 0.0, 0.0] and calls == [1]
+    assert opt.state_dict() == {"state": {0: {"n": 1}}, "param_groups": [{"lr": 0.5, "params": [0]}]}
 
 
 def test_step_is_in_place_and_bumps_version():
