@@ -1,8 +1,6 @@
 """Adadelta: unit-corrected steps from running averages of squared gradients and updates."""
-import numpy as np
-
 from .._tensor import Tensor
-from .optimizer import Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcmul, fma_scalar
+from .optimizer import Optimizer, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcmul, fma_scalar
 
 __all__ = ["Adadelta"]
 
@@ -60,8 +58,8 @@ class Adadelta(Optimizer):
                 acc = state["acc_delta"]._data
                 sq *= rho
                 addcmul(sq, g, g, 1 - rho, out=sq)
-                std = np.sqrt(sq + eps)
-                delta = np.sqrt(acc + eps)
+                std = _sqrt(sq + eps)
+                delta = _sqrt(acc + eps)
                 delta /= std
                 delta *= g
                 acc *= rho

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _restore_steps, _scalar, _step_tensor, addcdiv, addcmul, fma_scalar
+from .optimizer import Optimizer, _restore_steps, _scalar, _sqrt, _step_tensor, addcdiv, addcmul, fma_scalar
 
 __all__ = ["Adagrad"]
 
@@ -70,7 +70,7 @@ class Adagrad(Optimizer):
                 clr = lr / (1 + (step - 1) * lr_decay)
                 s = state["sum"]._data
                 addcmul(s, g, g, 1, out=s)
-                std = np.sqrt(s)
+                std = _sqrt(s)
                 std += eps
                 addcdiv(d, g, std, -clr, out=d)
                 p._bump_version()

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, addcmul,
+from .optimizer import (Optimizer, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcdiv, addcmul,
                         fma_scalar, lerp_scalar)
 
 __all__ = ["Adam"]
@@ -107,7 +107,7 @@ class Adam(Optimizer):
                     m = state["max_exp_avg_sq"]._data
                     np.maximum(m, v, out=m)
                     v = m
-                denom = np.sqrt(v) / bias_correction2_sqrt
+                denom = _sqrt(v) / bias_correction2_sqrt
                 denom += eps
                 addcdiv(d, state["exp_avg"]._data, denom, -step_size, out=d)
                 p._bump_version()

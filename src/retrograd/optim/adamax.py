@@ -1,7 +1,6 @@
 """Adamax: Adam with the infinity norm in place of the second moment."""
 import numpy as np
 
-from .._tensor import Tensor
 from .adam import _check_adam_args
 from .optimizer import (Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, fma_scalar,
                         lerp_scalar)

@@ -1,9 +1,7 @@
 """NAdam: Adam with Nesterov momentum (momentum_decay, decoupled weight decay)."""
-import numpy as np
-
 from .._tensor import Tensor
 from .adam import _check_adam_args
-from .optimizer import (Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, addcmul,
+from .optimizer import (Optimizer, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcdiv, addcmul,
                         fma_scalar, lerp_scalar)
 
 __all__ = ["NAdam"]
@@ -75,7 +73,7 @@ class NAdam(Optimizer):
                 lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
                 exp_avg_sq *= beta2
                 addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
-                denom = np.sqrt(exp_avg_sq / bias_correction2)
+                denom = _sqrt(exp_avg_sq / bias_correction2)
                 mu_product_v = float(mu_product)
                 mu_product_next = mu_product_v * mu_next
                 denom += eps

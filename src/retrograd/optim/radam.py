@@ -2,7 +2,8 @@
 import numpy as np
 
 from .adam import _check_adam_args
-from .optimizer import Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcmul, fma_scalar, lerp_scalar
+from .optimizer import (Optimizer, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcmul, fma_scalar,
+                        lerp_scalar)
 
 __all__ = ["RAdam"]
 
@@ -68,9 +69,12 @@ class RAdam(Optimizer):
                 update *= lr
                 if rho_t > 5.0:
                     rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                    root = np.sqrt(exp_avg_sq)
+                    root = _sqrt(exp_avg_sq)
                     root += eps
-                    update *= (bias_correction2 ** 0.5) / root
+                    # PyTorch divides a number by a tensor as reciprocal() * number.
+                    adaptive_lr = np.reciprocal(root)
+                    adaptive_lr *= bias_correction2 ** 0.5
+                    update *= adaptive_lr
                     update *= rect
                 d -= update
                 p._bump_version()

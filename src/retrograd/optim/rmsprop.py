@@ -1,8 +1,6 @@
 """RMSprop (centered, momentum, weight decay, maximize)."""
-import numpy as np
-
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, addcmul,
+from .optimizer import (Optimizer, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcdiv, addcmul,
                         fma_scalar, lerp_scalar)
 
 __all__ = ["RMSprop"]
@@ -73,9 +71,9 @@ class RMSprop(Optimizer):
                 if centered:
                     ga = state["grad_avg"]._data
                     lerp_scalar(ga, g, 1 - alpha, out=ga)
-                    avg = np.sqrt(addcmul(sq, ga, ga, -1))
+                    avg = _sqrt(addcmul(sq, ga, ga, -1))
                 else:
-                    avg = np.sqrt(sq)
+                    avg = _sqrt(sq)
                 avg += eps
                 if momentum > 0:
                     buf = state["momentum_buffer"]._data
