@@ -417,6 +417,21 @@ def test_load_state_dict_casts_state_to_param_dtype_but_keeps_step():
     assert opt.state[p]["step"].dtype == retrograd.float32
 
 
+def test_load_state_dict_with_read_only_arrays_still_steps():
+    p = retrograd.randn(3, requires_grad=True)
+    opt = optim.Adam([p])
+    arrays = {k: np.zeros(3, dtype=np.float32) for k in ("exp_avg", "exp_avg_sq")}
+    arrays["step"] = np.array(2.0, dtype=np.float32)
+    for a in arrays.values():
+        a.flags.writeable = False
+    sd = opt.state_dict()
+    sd["state"] = {0: {k: retrograd.from_numpy(a) for k, a in arrays.items()}}
+    opt.load_state_dict(sd)
+    p.grad = retrograd.ones(3)
+    opt.step()
+    assert opt.state[p]["step"].item() == 3.0
+
+
 def test_load_state_dict_step_as_number_becomes_tensor():
     p = retrograd.randn(3, requires_grad=True)
     opt = optim.Adam([p])

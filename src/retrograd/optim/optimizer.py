@@ -216,6 +216,8 @@ def _cast_like(param, value):
         data = data.astype(pdata.dtype)
     if type(data) is not type(pdata):
         data = data.get() if type(pdata) is np.ndarray else _to_device_like(data, pdata)
+    if type(data) is np.ndarray and not data.flags.writeable:
+        data = data.copy()       # e.g. a checkpoint's buffer: the optimizer updates state in place
     if data is value._data:
         return value
     return Tensor._make(data)
@@ -373,7 +375,9 @@ class Optimizer:
         def cast(param, value, key=None):
             if isinstance(value, Tensor):
                 if key == "step":
-                    return value
+                    d = value._data
+                    writable = type(d) is not np.ndarray or d.flags.writeable
+                    return value if writable else Tensor._make(d.copy())
                 return _cast_like(param, value)
             if isinstance(value, dict):
                 return {k: cast(param, v, key=k) for k, v in value.items()}
