@@ -180,6 +180,36 @@ def test_float64_matches_torch(name, kw):
 
 
 @needs_torch
+@pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
+                                     ("SGD", dict(lr=0.1, maximize=True)),
+                                     ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1)), ("AdamW", dict(lr=0.01)),
+                                     ("Adagrad", dict(initial_accumulator_value=0.3, weight_decay=0.1)),
+                                     ("RMSprop", dict(centered=True, momentum=0.5)), ("Adamax", dict(maximize=True)),
+                                     ("NAdam", dict()), ("RAdam", dict()), ("Adadelta", dict()), ("Rprop", dict()),
+                                     ("ASGD", dict(t0=3))])
+def test_complex_parameters_match_torch(name, kw):
+    # PyTorch updates complex parameters as pairs of reals (view_as_real), except SGD.
+    rng = np.random.default_rng(12)
+    shapes = [(3, 4), ()]
+    init = [(rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(np.complex64) for s in shapes]
+    ours = [retrograd.tensor(a.copy(), requires_grad=True) for a in init]
+    theirs = [torch.tensor(a.copy(), requires_grad=True) for a in init]
+    o_ours = getattr(optim, name)(ours, **kw)
+    o_theirs = getattr(torch.optim, name)(theirs, **kw)
+    for _ in range(20):
+        for r, t in zip(ours, theirs):
+            g = (rng.standard_normal(r.shape) + 1j * rng.standard_normal(r.shape)).astype(np.complex64)
+            r.grad = retrograd.tensor(g.copy())
+            t.grad = torch.tensor(g.copy())
+        o_ours.step()
+        o_theirs.step()
+        _close(ours, theirs, exact=name in EXACT)
+    for r, t in zip(ours, theirs):
+        for k, v in o_theirs.state[t].items():
+            assert o_ours.state[r][k].dtype.name == str(v.dtype).split(".")[1] and o_ours.state[r][k].shape == v.shape
+
+
+@needs_torch
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.01)),
                                      ("RMSprop", dict(lr=0.01, momentum=0.3)), ("Adagrad", dict())])
 def test_param_groups_with_own_options(name, kw):

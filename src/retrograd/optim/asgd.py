@@ -1,6 +1,6 @@
 """ASGD: averaged stochastic gradient descent (the average lives in state['ax'])."""
 from .._tensor import Tensor
-from .optimizer import Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, fma_scalar
+from .optimizer import Optimizer, _real, _restore_steps, _scalar, _step_tensor, _zeros_like, fma_scalar
 
 __all__ = ["ASGD"]
 
@@ -47,13 +47,13 @@ class ASGD(Optimizer):
                     state["ax"] = _zeros_like(p)
                 step_t = state["step"]
                 step_t._data += 1
-                d = p._data
+                d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 if wd != 0:
                     g = fma_scalar(d, wd, g)
                 eta = state["eta"]._data
                 mu = state["mu"]._data
-                ax = state["ax"]._data
+                ax = _real(state["ax"]._data)
                 eta_value = float(eta)
                 d *= 1 - lambd * eta_value
                 fma_scalar(g, -eta_value, d, out=d)

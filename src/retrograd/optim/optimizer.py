@@ -183,6 +183,13 @@ def lerp_scalar(x, end, w, out):
     return out
 
 
+def _real(a):
+    """A complex array seen as (real, imag) float pairs (PyTorch's view_as_real); others as they are."""
+    if a.dtype.kind != "c":
+        return a
+    return a[..., None].view(a.real.dtype)
+
+
 def _sqrt(a):
     """Elementwise square root: one name for every optimizer, so a test can swap in PyTorch's
     own (MKL's, which is not correctly rounded) and check the rest of the arithmetic bit for bit."""
@@ -482,8 +489,10 @@ class Optimizer:
 
     # --- used by the subclasses ---------------------------------------------------------
     @staticmethod
-    def _grad_array(p, maximize):
+    def _grad_array(p, maximize, real=True):
         g = p._grad._data
+        if real:
+            g = _real(g)
         return np.negative(g, out=np.empty_like(g)) if maximize else g
 
     @staticmethod

@@ -2,8 +2,8 @@
 import numpy as np
 
 from .adam import _check_adam_args
-from .optimizer import (Optimizer, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcmul, fma_scalar,
-                        lerp_scalar)
+from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcmul,
+                        fma_scalar, lerp_scalar)
 
 __all__ = ["RAdam"]
 
@@ -49,15 +49,15 @@ class RAdam(Optimizer):
                 step_t = state["step"]
                 step_t._data += 1
                 step = float(step_t._data)
-                d = p._data
+                d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
                         d *= 1 - lr * wd
                     else:
                         g = fma_scalar(d, wd, g)
-                exp_avg = state["exp_avg"]._data
-                exp_avg_sq = state["exp_avg_sq"]._data
+                exp_avg = _real(state["exp_avg"]._data)
+                exp_avg_sq = _real(state["exp_avg_sq"]._data)
                 lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
                 exp_avg_sq *= beta2
                 addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)

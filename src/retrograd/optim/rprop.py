@@ -2,7 +2,7 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like
+from .optimizer import Optimizer, _real, _restore_steps, _scalar, _step_tensor, _zeros_like
 
 __all__ = ["Rprop"]
 
@@ -44,12 +44,14 @@ class Rprop(Optimizer):
                 if len(state) == 0:
                     state["step"] = _step_tensor()
                     state["prev"] = _zeros_like(p)
-                    state["step_size"] = Tensor._make(np.full_like(p._grad._data, _scalar(group["lr"])))
+                    lr = _scalar(group["lr"])
+                    init = complex(lr, lr) if p.is_complex() else lr
+                    state["step_size"] = Tensor._make(np.full_like(p._grad._data, init))
                 state["step"]._data += 1
-                d = p._data
+                d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
-                prev = state["prev"]._data
-                step_size = state["step_size"]._data
+                prev = _real(state["prev"]._data)
+                step_size = _real(state["step_size"]._data)
                 sign = np.sign(g * prev)
                 factor = np.where(sign > 0, etaplus, np.where(sign < 0, etaminus, 1)).astype(d.dtype)
                 step_size *= factor
