@@ -355,6 +355,26 @@ def test_step_hooks():
     assert len(calls) == 3
 
 
+@needs_torch
+def test_hooks_on_a_subclass_calling_super_step_fire_as_in_torch():
+    counts = []
+    for lib in (retrograd, torch):
+        lib.optim.SGD([lib.ones(1, requires_grad=True)], lr=0.1)   # the base class's step is patched now
+
+        class MySGD(lib.optim.SGD):
+            def step(self, closure=None):
+                return super().step(closure)
+
+        p = lib.ones(2, requires_grad=True)
+        p.grad = lib.ones(2)
+        opt = MySGD([p], lr=0.1)
+        seen = []
+        opt.register_step_pre_hook(lambda *a: seen.append(1))
+        opt.step()
+        counts.append((len(seen), p.detach().numpy().tolist()))
+    assert counts[0] == counts[1]
+
+
 def test_repr():
     p = retrograd.randn(2, requires_grad=True)
     r = repr(optim.SGD([p], lr=0.1))

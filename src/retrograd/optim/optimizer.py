@@ -245,12 +245,6 @@ class Optimizer:
         defaults: the options used when a parameter group does not give them.
     """
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        step = cls.__dict__.get("step")
-        if step is not None and not getattr(step, "hooked", False):
-            cls.step = _hooked_step(step)
-
     def __init__(self, params, defaults):
         self.defaults = defaults
         self._optimizer_step_pre_hooks = OrderedDict()
@@ -259,6 +253,7 @@ class Optimizer:
         self._optimizer_state_dict_post_hooks = OrderedDict()
         self._optimizer_load_state_dict_pre_hooks = OrderedDict()
         self._optimizer_load_state_dict_post_hooks = OrderedDict()
+        self._patch_step_function()
 
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or "
@@ -285,7 +280,15 @@ class Optimizer:
                      "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks"):
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
+        self._patch_step_function()
         self.defaults.setdefault("differentiable", False)
+
+    def _patch_step_function(self):
+        # As PyTorch does: the class's step gets the hooks (and no_grad) the first time an
+        # instance is made, so a subclass's own step is wrapped too.
+        cls = self.__class__
+        if not getattr(cls.step, "hooked", False):
+            cls.step = _hooked_step(cls.step)
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
