@@ -111,10 +111,10 @@ def fma_scalar(x, s, y, out=None):
     """``y + s * x`` with one rounding (PyTorch's ``y.add(x, alpha=s)``); s is a Python number."""
     dt = y.dtype
     if s == 1 or s == -1:          # exact without a fused step
-        r = y + x if s == 1 else y - x
+        ufunc = np.add if s == 1 else np.subtract
         if out is None:
-            return _arr(r)
-        out[...] = r
+            return _arr(ufunc(y, x))
+        ufunc(y, x, out=out)
         return out
     if dt == _F32:
         t = x.astype(_F64)
