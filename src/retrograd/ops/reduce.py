@@ -40,7 +40,8 @@ def _dims_arg(dim, ndim):
     """``dim`` for sum-like reductions: None, () and [] all mean every dimension."""
     if dim is None or (isinstance(dim, (tuple, list, Size)) and len(dim) == 0):
         return tuple(range(ndim))
-    return norm_dims(dim, ndim)
+    dims = norm_dims(dim, ndim)
+    return dims if ndim else ()
 
 
 def _restore_dims(g, shape, dims, keepdim):

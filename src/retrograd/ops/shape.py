@@ -199,8 +199,8 @@ def unflatten(input, dim, sizes):
 
 
 def ravel(input):
-    """A 1-D view (or copy) of all elements."""
-    return _reshape(input, (input._data.size,))
+    """A 1-D view (or contiguous copy) of all elements."""
+    return view(input.contiguous(), (input._data.size,))
 
 
 class SqueezeBackward0(OpNode):
@@ -269,7 +269,9 @@ def _atleast(tensors, n):
         elif n == 3 and nd == 2:
             out.append(unsqueeze(t, -1))
         elif n == 3 and nd == 1:
-            out.append(_reshape(t, (1, t._data.shape[0], 1)))
+            out.append(unsqueeze(unsqueeze(t, 0), -1))
+        elif nd == 1:
+            out.append(unsqueeze(t, 0))
         else:
             out.append(_reshape(t, (1,) * (n - nd) + t._data.shape))
     return out[0] if single else tuple(out)
@@ -498,8 +500,8 @@ class CatBackward0(OpNode):
         out = []
         off = 0
         for n, need in zip(self.sizes, self.next_functions):
-            if n is None:  # a skipped legacy empty tensor
-                out.append(None)
+            if n is None:  # a skipped legacy empty tensor: an empty gradient
+                out.append(g.reshape(-1).narrow(0, 0, 0) if need[0] is not None else None)
                 continue
             out.append(g.narrow(self.dim, off, n) if need[0] is not None else None)
             off += n
@@ -707,6 +709,56 @@ def unbind(input, dim=0):
 
 # *** narrow / select / tensor_split ***
 
+class SelectBackward0(OpNode):
+    def backward(self, g):
+        return _basic_scatter(g, self.shape, self.index)
+
+
+class SliceBackward0(SelectBackward0):
+    pass
+
+
+class _BasicScatterBackward(OpNode):
+    def backward(self, g):
+        return _basic_gather(g, self.index)
+
+
+class _BasicGatherBackward(OpNode):
+    def backward(self, g):
+        return _basic_scatter(g, self.shape, self.index)
+
+
+_BasicScatterBackward.__name__ = _BasicScatterBackward.__qualname__ = "SliceBackwardBackward0"
+_BasicGatherBackward.__name__ = _BasicGatherBackward.__qualname__ = "SliceBackward0"
+
+
+def _basic_scatter(g, shape, index):
+    """zeros(shape) with ``g`` written at the basic ``index``; differentiable in ``g``."""
+    z = xp_of(g).zeros(shape, g._data.dtype)
+    z[index] = g._data
+    node = node_for(_BasicScatterBackward, (g,))
+    if node is not None:
+        node.index = index
+    return finish(node, z)
+
+
+def _basic_gather(t, index):
+    x = t._data
+    node = node_for(_BasicGatherBackward, (t,))
+    if node is not None:
+        node.index, node.shape = index, x.shape
+    return finish(node, x[index].copy())
+
+
+def _basic_view(input, index, cls, view_fn):
+    """``input[index]`` (ints and slices only) as a view recorded as ``cls``."""
+    x = input._data
+    node = node_for(cls, (input,))
+    if node is not None:
+        node.shape, node.index = x.shape, index
+    return view_of(input, finish(node, x[index]), view_fn)
+
+
 def narrow(input, dim, start, length):
     """A view of ``length`` elements from ``start`` along ``dim``."""
     x = input._data
@@ -723,7 +775,12 @@ def narrow(input, dim, start, length):
         start += n
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return input[(slice(None),) * d + (slice(start, start + length),)]
+    return _slice(input, d, start, start + length)
+
+
+def _slice(input, d, a, b):
+    index = (slice(None),) * d + (slice(a, b), Ellipsis)
+    return _basic_view(input, index, SliceBackward0, lambda base: _slice(base, d, a, b))
 
 
 def select(input, dim, index):
@@ -736,7 +793,9 @@ def select(input, dim, index):
     i = _int(index)
     if not -n <= i < n:
         raise IndexError(f"select(): index {i} out of range for tensor of size {_shp(x.shape)} at dimension {d}")
-    return input[(slice(None),) * d + (i,)]
+    i %= n
+    idx = (slice(None),) * d + (i, Ellipsis)
+    return _basic_view(input, idx, SelectBackward0, lambda base: select(base, d, i))
 
 
 def tensor_split(input, indices_or_sections, dim=0):
@@ -759,7 +818,7 @@ def tensor_split(input, indices_or_sections, dim=0):
         bounds = [0]
         for i in range(k):
             bounds.append(bounds[-1] + q + (1 if i < r else 0))
-    return tuple(input[(slice(None),) * d + (slice(a, builtins.max(a, b)),)] for a, b in zip(bounds[:-1], bounds[1:]))
+    return tuple(_slice(input, d, a, builtins.max(a, b)) for a, b in zip(bounds[:-1], bounds[1:]))
 
 
 def _nsplit(name, d, need):
