@@ -183,8 +183,8 @@ def _index_add_np(x, d, a, s):
     if x.ndim == 0:
         return arr(x + s.sum()) if a.size else x.copy()
     xm = np.moveaxis(x, d, 0)
-    sm = np.moveaxis(s, d, 0).reshape(a.size, -1)
     n, rest = xm.shape[0], _size(xm.shape[1:])
+    sm = np.moveaxis(s, d, 0).reshape(a.size, rest)
     if a.size and np.bincount(a, minlength=n).max() > 1:
         lin = (a[:, None] * rest + np.arange(rest)).ravel()
         add = _accumulate_flat(n * rest, lin, sm.ravel(), x.dtype).reshape(xm.shape)
