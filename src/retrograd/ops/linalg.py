@@ -391,12 +391,25 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
                         "addbmm", out)
 
 
+class AddrBackward0(_AddProductNode):
+    def backward(self, g):
+        v1, v2 = self.saved_tensors
+        nf = self.next_functions
+        gi = (g if self.beta == 1 else g * self.beta) if nf[0][0] is not None else None
+        gp = g if self.alpha == 1 else g * self.alpha
+        g1 = mv(gp, v2) if nf[1][0] is not None else None
+        g2 = mv(_mT(gp), v1) if nf[2][0] is not None else None
+        return gi, g1, g2
+
+
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * outer(vec1, vec2)``."""
-    from .arithmetic import mul, add
-    p = outer(vec1, vec2)
-    res = add(mul(input, beta) if beta != 1 else input, mul(p, alpha) if alpha != 1 else p)
-    return res if out is None else write_out(out, res, "addr")
+    x, y = vec1._data, vec2._data
+    if x.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {x.ndim}-D")
+    if y.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec2, but got {y.ndim}-D")
+    return _add_product(AddrBackward0, input, vec1, vec2, np.multiply.outer(x, y), beta, alpha, "addr", out)
 
 
 def chain_matmul(*matrices, out=None):
@@ -406,6 +419,7 @@ def chain_matmul(*matrices, out=None):
     r = matrices[0]
     for m in matrices[1:]:
         r = mm(r, m)
+    r = r.view(r.shape)  # PyTorch's result is a view of its last product
     return r if out is None else write_out(out, r, "chain_matmul")
 
 
