@@ -42,7 +42,7 @@ def _sum_to(g, shape):
 def _validate(fn, i, g, meta):
     """Check gradient ``i`` of ``fn`` against the input it is for; fix what PyTorch fixes."""
     if not isinstance(g, Tensor):
-        raise TypeError(f"expected Variable or None (got {type(g).__name__})")
+        raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
     shape, npdt = meta
     gs = g._data.shape
     if gs != shape:
@@ -409,8 +409,8 @@ def _materialize(fn, grads_in):
         return grads_in
     from .. import _creation
     out = []
-    for g, (shape, npdt) in zip(grads_in, fn._out_meta):
-        out.append(g if g is not None else _creation._zeros_np(shape, npdt))
+    for g, meta in zip(grads_in, fn._out_meta):
+        out.append(g if g is not None or meta is None else _creation._zeros_np(*meta))
     return out
 
 
