@@ -72,7 +72,7 @@ def _mismatch_report(i, j, a, n, x, o, rtol):
             f"numerical:{_fmt(n, o)}\n"
             f"analytical:{_fmt(a, o)}\n\n"
             f"The worst mismatch is d(output {j}{list(out_el)}) / d(input {i}{list(in_el)}): "
-            f"analytical {a[k]!r} vs numerical {n[k]!r} (difference {a[k] - n[k]!r}).\n")
+            f"analytical {float(a[k])!r} vs numerical {float(n[k])!r} (difference {float(a[k] - n[k])!r}).\n")
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
