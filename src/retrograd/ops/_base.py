@@ -169,6 +169,8 @@ def node_for(cls, inputs):
             edges.append(_NO_EDGE)
             continue
         wanted = True
+        if t._base is not None:
+            t._refresh_view()
         fn = t._grad_fn
         edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
     if not wanted:
