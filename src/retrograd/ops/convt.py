@@ -1,0 +1,3 @@
+__all__ = []
+TENSOR_METHODS = {}
+INPLACE = {}
