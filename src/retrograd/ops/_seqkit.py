@@ -2,7 +2,7 @@
 (their backward is slicing, itself differentiable)."""
 import numpy as np
 
-from ._base import OpNode, node_for, finish
+from ._base import OpNode, node_for, finish, finish_multi
 
 
 class CatBackward0(OpNode):
@@ -44,3 +44,38 @@ def stack(tensors, dim=0):
     if node is not None:
         node.dim = d
     return finish(node, r)
+
+
+class UnbindBackward0(OpNode):
+    def _apply(self, grads):
+        return stack(grads, self.dim)
+
+
+class SplitWithSizesBackward0(OpNode):
+    def _apply(self, grads):
+        return cat(grads, self.dim)
+
+
+def unbind(t, dim=0):
+    """The slices of ``t`` along ``dim`` (one node; its backward stacks the gradients)."""
+    d = dim % t._data.ndim
+    x = t._data
+    parts = [np.ascontiguousarray(x[(slice(None),) * d + (i,)]) for i in range(x.shape[d])]
+    node = node_for(UnbindBackward0, (t,))
+    if node is not None:
+        node.dim = d
+    return finish_multi(node, parts)
+
+
+def split_sizes(t, sizes, dim=-1):
+    """``t`` cut along ``dim`` into pieces of the given sizes (one node; backward concatenates)."""
+    d = dim % t._data.ndim
+    x = t._data
+    parts, start = [], 0
+    for n in sizes:
+        parts.append(np.ascontiguousarray(x[(slice(None),) * d + (slice(start, start + n),)]))
+        start += n
+    node = node_for(SplitWithSizesBackward0, (t,))
+    if node is not None:
+        node.dim = d
+    return finish_multi(node, parts)
