@@ -424,19 +424,20 @@ class Col2ImBackward0(OpNode):
 
 def _im2col(x, ks, dil, pad, st):
     d = x._data
-    r = _im2col_np(d, ks, dil, pad, st)
+    r = _im2col_np(d if d.ndim == 4 else d[None], ks, dil, pad, st)
     node = node_for(Im2ColBackward0, (x,))
     if node is not None:
-        node.hw, node.args = d.shape[2:], (ks, dil, pad, st)
-    return finish(node, r)
+        node.hw, node.args = d.shape[-2:], (ks, dil, pad, st)
+    return finish(node, r if d.ndim == 4 else r[0])
 
 
 def _col2im(cols, out_hw, ks, dil, pad, st):
-    r = np.ascontiguousarray(_col2im_np(cols._data, out_hw, ks, dil, pad, st))
+    d = cols._data
+    r = np.ascontiguousarray(_col2im_np(d if d.ndim == 3 else d[None], out_hw, ks, dil, pad, st))
     node = node_for(Col2ImBackward0, (cols,))
     if node is not None:
         node.args = (ks, dil, pad, st)
-    return finish(node, r)
+    return finish(node, r if d.ndim == 3 else r[0])
 
 
 def _check_pos(name, vals, what):
@@ -458,16 +459,14 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     _check_pos("stride", st, "stride")
     if any(p < 0 for p in pad):
         raise RuntimeError(f"padding should be non-negative, but got pad_height: {pad[0]} pad_width: {pad[1]}")
-    x = input if nd == 4 else input.reshape((1,) + tuple(input.shape))
-    H, W = x.shape[2], x.shape[3]
+    H, W = input.shape[-2], input.shape[-1]
     oh = (H + 2 * pad[0] - dil[0] * (ks[0] - 1) - 1) // st[0] + 1
     ow = (W + 2 * pad[1] - dil[1] * (ks[1] - 1) - 1) // st[1] + 1
     if oh < 1 or ow < 1:
         raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size=({ks[0]}, {ks[1]}), "
                            f"dilation=({dil[0]}, {dil[1]}), padding=({pad[0]}, {pad[1]}), calculated shape of the "
                            f"array of sliding blocks as ({oh}, {ow}), but its components must be at least one.")
-    r = _im2col(x, ks, dil, pad, st)
-    return r if nd == 4 else r.reshape(tuple(r.shape[1:]))
+    return _im2col(input, ks, dil, pad, st)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
@@ -480,20 +479,19 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     _check_pos("kernel", ks, "kernel size")
     _check_pos("dilation", dil, "dilation")
     _check_pos("stride", st, "stride")
-    x = input if nd == 3 else input.reshape((1,) + tuple(input.shape))
+    x = input
     kk = ks[0] * ks[1]
     oh = (osz[0] + 2 * pad[0] - dil[0] * (ks[0] - 1) - 1) // st[0] + 1
     ow = (osz[1] + 2 * pad[1] - dil[1] * (ks[1] - 1) - 1) // st[1] + 1
-    if x.shape[2] != oh * ow:
+    if x.shape[-1] != oh * ow:
         raise RuntimeError(f"Given output_size=({osz[0]}, {osz[1]}), kernel_size=({ks[0]}, {ks[1]}), "
                            f"dilation=({dil[0]}, {dil[1]}), padding=({pad[0]}, {pad[1]}), stride=({st[0]}, {st[1]}), "
                            f"expected size of input's dimension 2 to match the calculated number of sliding blocks "
-                           f"{oh} * {ow} = {oh * ow}, but got input.size(2)={x.shape[2]}.")
-    if x.shape[1] % kk:
-        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
-                           f"but got input.size(1)={x.shape[1]} and kernel_size=({ks[0]}, {ks[1]}).")
-    r = _col2im(x, osz, ks, dil, pad, st)
-    return r if nd == 3 else r.reshape(tuple(r.shape[1:]))
+                           f"{oh} * {ow} = {oh * ow}, but got input.size({nd - 1})={x.shape[-1]}.")
+    if x.shape[-2] % kk:
+        raise RuntimeError(f"Expected size of input's dimension {nd - 2} to be divisible by the product of "
+                           f"kernel_size, but got input.size({nd - 2})={x.shape[-2]} and kernel_size=({ks[0]}, {ks[1]}).")
+    return _col2im(x, osz, ks, dil, pad, st)
 
 
 TENSOR_METHODS = {}
