@@ -25,3 +25,13 @@ def _flatten(input, start_dim=0, end_dim=-1):
     for d in shape[s:e + 1]:
         n *= d
     return _reshape(input, shape[:s] + (n,) + shape[e + 1:])
+
+# --- sequence, resampling and attention ---------------------------------------------------
+
+from ..ops.resample import pad, interpolate, unfold, fold  # noqa: F401,E402
+from ..ops.embeddings import embedding, embedding_bag  # noqa: F401,E402
+from ..ops.convt import conv_transpose1d, conv_transpose2d, bilinear  # noqa: F401,E402
+from ..ops.attention import scaled_dot_product_attention  # noqa: F401,E402
+from ..ops.gridsample import grid_sample, affine_grid  # noqa: F401,E402
+from ._functional_seq import (upsample, upsample_nearest, upsample_bilinear,  # noqa: F401,E402
+                              multi_head_attention_forward)
