@@ -158,11 +158,23 @@ def _serialize(obj):
     return struct.pack("<Q", len(hb)) + hb + body
 
 
+def _chmod_default(fd):
+    # mkstemp makes the file private (0600); give it the mode a plain open() would.
+    mask = os.umask(0)
+    os.umask(mask)
+    try:
+        os.fchmod(fd, 0o666 & ~mask)
+    except OSError:
+        pass
+
+
+
 def _write_atomic(path, data):
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
+        _chmod_default(fd)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
