@@ -2,6 +2,7 @@
 import itertools
 import multiprocessing
 import queue
+import time
 
 import numpy as np
 
@@ -374,19 +375,23 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._try_put_index()
 
     def _try_get_data(self, timeout=_worker.MP_STATUS_CHECK_INTERVAL):
-        try:
-            return True, self._data_queue.get(timeout=timeout)
-        except Exception as e:
-            failed = [w for i, w in enumerate(self._workers) if self._workers_status[i] and not w.is_alive()]
-            if failed:
-                pids = ", ".join(str(w.pid) for w in failed)
-                codes = ", ".join(str(w.exitcode) for w in failed)
-                self._shutdown_workers()
-                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly "
-                                   f"(exit code(s) {codes})") from e
-            if isinstance(e, queue.Empty):
-                return False, None
-            raise
+        # Wait in short slices, so that a worker that died is noticed within a fraction of a second.
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return True, self._data_queue.get(timeout=max(0.0, min(0.25, deadline - time.monotonic())))
+            except Exception as e:
+                failed = [w for i, w in enumerate(self._workers) if self._workers_status[i] and not w.is_alive()]
+                if failed:
+                    pids = ", ".join(str(w.pid) for w in failed)
+                    codes = ", ".join(str(w.exitcode) for w in failed)
+                    self._shutdown_workers()
+                    raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly "
+                                       f"(exit code(s) {codes})") from e
+                if not isinstance(e, queue.Empty):
+                    raise
+                if time.monotonic() >= deadline:
+                    return False, None
 
     def _get_data(self):
         if self._timeout > 0:
@@ -400,6 +405,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 return data
 
     def _next_data(self):
+        if self._shutdown:
+            raise StopIteration
         while True:
             while self._rcvd_idx < self._send_idx:
                 info = self._task_info[self._rcvd_idx]
@@ -453,6 +460,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _process_data(self, data):
         self._try_put_index()
         if isinstance(data, _worker.ExceptionWrapper):
+            if not self._persistent_workers:  # the epoch ends here: do not leave workers behind
+                self._shutdown_workers()
             data.reraise()
         return data
 
@@ -473,7 +482,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 except Exception:
                     pass
             for w in self._workers:
-                w.join(timeout=_worker.MP_STATUS_CHECK_INTERVAL)
+                w.join(timeout=1.0)
                 if w.is_alive():
                     w.terminate()
                     w.join(1.0)
