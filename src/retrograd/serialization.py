@@ -64,7 +64,7 @@ class _Encoder:
         key = self.seen.get(id(obj))
         if key is None:
             key = str(len(self.arrays))
-            a = np.ascontiguousarray(a)
+            a = a if a.flags.c_contiguous else a.copy(order="C")  # (ascontiguousarray makes 0-d 1-d)
             if a.dtype not in _NATIVE:
                 a = a.view(np.float64) if a.dtype == np.complex128 else a
                 if a.dtype not in _NATIVE:
