@@ -16,6 +16,7 @@ import importlib.util
 import os
 import runpy
 import sys
+import traceback
 import types
 
 __all__ = ["main", "torch_aliases", "NotImplementedInRetrograd"]
@@ -34,6 +35,9 @@ TORCHVISION = {"torchvision": None, "torchvision.datasets": "retrograd.datasets"
 
 class NotImplementedInRetrograd(NotImplementedError, AttributeError):
     """A torch API retrograd does not provide (both a NotImplementedError and an AttributeError)."""
+
+
+NotImplementedInRetrograd.__module__ = "retrograd"
 
 
 def _missing(name):
@@ -218,6 +222,14 @@ def torch_aliases():
         sys.modules.update(saved)
 
 
+def _print_script_error(e):
+    """The script's traceback as Python would print it, without this runner's own frames."""
+    te = traceback.TracebackException(type(e), e, e.__traceback__)
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if f.filename != __file__ and "runpy" not in f.filename])
+    sys.stderr.write("".join(te.format()))
+
+
 def main(argv):
     parser = argparse.ArgumentParser(
         prog="retrograd run", description="Run an unmodified PyTorch script on retrograd: import torch, "
@@ -229,7 +241,7 @@ def main(argv):
     if not os.path.isfile(script):
         print(f"retrograd run: can't open file '{ns.script}': no such file", file=sys.stderr)
         return 2
-    old_argv, old_path0 = sys.argv, sys.path[0] if sys.path else None
+    old_argv = sys.argv
     sys.argv = [ns.script] + ns.args
     sys.path.insert(0, os.path.dirname(script))
     try:
@@ -243,9 +255,11 @@ def main(argv):
             return code
         print(code, file=sys.stderr)
         return 1
+    except Exception as e:
+        _print_script_error(e)
+        return 1
     finally:
         sys.argv = old_argv
         if sys.path and sys.path[0] == os.path.dirname(script):
             sys.path.pop(0)
-        _ = old_path0
     return 0
