@@ -130,7 +130,8 @@ def test_step_by_step_matches_torch(case):
 @needs_torch
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
                                      ("Adam", dict(lr=0.01, amsgrad=True)), ("AdamW", dict(lr=0.01)),
-                                     ("Adagrad", dict(lr=0.1, lr_decay=0.01)), ("RMSprop", dict(centered=True, momentum=0.5)),
+                                     ("Adagrad", dict(lr=0.1, lr_decay=0.01)),
+                                     ("RMSprop", dict(centered=True, momentum=0.5)),
                                      ("Adamax", dict()), ("NAdam", dict(weight_decay=0.1)), ("RAdam", dict()),
                                      ("Adadelta", dict(weight_decay=0.1))])
 def test_float64_matches_torch(name, kw):
@@ -278,7 +279,8 @@ def test_repr():
 # --- state_dict ---------------------------------------------------------------------------
 @needs_torch
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(amsgrad=True)),
-                                     ("AdamW", dict()), ("Adagrad", dict()), ("RMSprop", dict(centered=True, momentum=0.1)),
+                                     ("AdamW", dict()), ("Adagrad", dict()),
+                                     ("RMSprop", dict(centered=True, momentum=0.1)),
                                      ("Adamax", dict()), ("NAdam", dict()), ("RAdam", dict()), ("Adadelta", dict())])
 def test_state_dict_layout_matches_torch(name, kw):
     rng = np.random.default_rng(5)
@@ -352,7 +354,8 @@ def test_state_dict_round_trip_continues_like_the_original():
 def test_load_state_dict_casts_state_to_param_dtype_but_keeps_step():
     p = retrograd.randn(3, dtype=retrograd.float64, requires_grad=True)
     opt = optim.Adam([p])
-    sd = {"state": {0: {"step": retrograd.tensor(3.0), "exp_avg": retrograd.zeros(3), "exp_avg_sq": retrograd.zeros(3)}},
+    sd = {"state": {0: {"step": retrograd.tensor(3.0), "exp_avg": retrograd.zeros(3),
+                        "exp_avg_sq": retrograd.zeros(3)}},
           "param_groups": [dict(opt.state_dict()["param_groups"][0])]}
     opt.load_state_dict(sd)
     assert opt.state[p]["exp_avg"].dtype == retrograd.float64

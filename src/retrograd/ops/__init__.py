@@ -7,11 +7,12 @@ Each family module lists ``__all__`` (functions exported as ``retrograd.<name>``
 """
 from .._tensor import Tensor
 from ._base import apply_inplace
-from . import arithmetic, unary, reduce, shape, index, compare, copy, linalg, random_ops, pointwise  # noqa: F401
+from . import (arithmetic, unary, reduce, shape, index, index_ops, compare, copy,  # noqa: F401
+               linalg, random_ops, pointwise)
 from . import conv, pool, activation, loss  # noqa: F401
 
-FAMILIES = [arithmetic, unary, reduce, shape, index, compare, copy, linalg, random_ops, pointwise,
-            conv, pool, activation, loss]
+FAMILIES = [arithmetic, unary, reduce, shape, index, index_ops, compare, copy, linalg, random_ops,
+            pointwise, conv, pool, activation, loss]
 
 
 def _inplace_method(fn, name):

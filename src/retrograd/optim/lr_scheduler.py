@@ -105,9 +105,11 @@ class LRScheduler:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
                     raise KeyError(
-                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming scheduler with last_epoch >= 0.\n"
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming scheduler "
+                        "with last_epoch >= 0.\n"
                         "This typically happens when:\n"
-                        "1. You're trying to resume training from a checkpoint but haven't properly loaded the optimizer state\n"
+                        "1. You're trying to resume training from a checkpoint but haven't properly loaded "
+                        "the optimizer state\n"
                         "2. You're using last_epoch >= 0 for a fresh training run (not recommended)"
                     )
         self.base_lrs: list[float | Tensor] = _param_groups_val_list(
@@ -195,7 +197,7 @@ class LRScheduler:
                 else:
                     values = self.get_lr()
 
-        for param_group, lr in zip(self.optimizer.param_groups, values, strict=True):
+        for param_group, lr in zip(self.optimizer.param_groups, values):
             _update_param_group_val(param_group, "lr", lr)
 
         self._last_lr: list[float | Tensor] = _param_groups_val_list(
@@ -289,7 +291,7 @@ class LambdaLR(LRScheduler):
 
         return [
             base_lr * lmbda(self.last_epoch)
-            for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)
+            for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)
         ]
 
 
@@ -351,7 +353,7 @@ class MultiplicativeLR(LRScheduler):
             return [
                 group["lr"] * lmbda(self.last_epoch)
                 for lmbda, group in zip(
-                    self.lr_lambdas, self.optimizer.param_groups, strict=True
+                    self.lr_lambdas, self.optimizer.param_groups
                 )
             ]
         else:
@@ -707,7 +709,7 @@ class CosineAnnealingLR(LRScheduler):
                 * (1 + math.cos((self.last_epoch) * math.pi / self.T_max))
                 / 2
                 for base_lr, group in zip(
-                    self.base_lrs, self.optimizer.param_groups, strict=True
+                    self.base_lrs, self.optimizer.param_groups
                 )
             ]
         elif (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
@@ -715,7 +717,7 @@ class CosineAnnealingLR(LRScheduler):
                 group["lr"]
                 + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
                 for base_lr, group in zip(
-                    self.base_lrs, self.optimizer.param_groups, strict=True
+                    self.base_lrs, self.optimizer.param_groups
                 )
             ]
         return [
@@ -958,7 +960,7 @@ class CyclicLR(LRScheduler):
 
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
-            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
+            for lr, group in zip(base_lrs, optimizer.param_groups):
                 _update_param_group_val(group, "lr", lr)
 
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
@@ -1000,7 +1002,6 @@ class CyclicLR(LRScheduler):
                     self.max_momentums,
                     self.base_momentums,
                     optimizer.param_groups,
-                    strict=True,
                 ):
                     if self.use_beta1:
                         group["betas"] = (m_momentum, *group["betas"][1:])
@@ -1054,7 +1055,7 @@ class CyclicLR(LRScheduler):
             scale_factor = (x - 1) / (self.step_ratio - 1)
 
         lrs = []
-        for base_lr, max_lr in zip(self.base_lrs, self.max_lrs, strict=True):
+        for base_lr, max_lr in zip(self.base_lrs, self.max_lrs):
             base_height = (max_lr - base_lr) * scale_factor
             if self.scale_mode == "cycle":
                 lr = base_lr + base_height * self.scale_fn(cycle)
@@ -1065,7 +1066,7 @@ class CyclicLR(LRScheduler):
         if self.cycle_momentum:
             momentums = []
             for base_momentum, max_momentum in zip(
-                self.base_momentums, self.max_momentums, strict=True
+                self.base_momentums, self.max_momentums
             ):
                 base_height = (max_momentum - base_momentum) * scale_factor
                 if self.scale_mode == "cycle":
@@ -1076,7 +1077,7 @@ class CyclicLR(LRScheduler):
                     )
                 momentums.append(momentum)
             for param_group, momentum in zip(
-                self.optimizer.param_groups, momentums, strict=True
+                self.optimizer.param_groups, momentums
             ):
                 if self.use_beta1:
                     param_group["betas"] = (momentum, *param_group["betas"][1:])
@@ -1174,7 +1175,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
         with _enable_get_lr_call(self):
             for param_group, lr in zip(
-                self.optimizer.param_groups, self.get_lr(), strict=True
+                self.optimizer.param_groups, self.get_lr()
             ):
                 _update_param_group_val(param_group, "lr", lr)
 
@@ -1304,7 +1305,7 @@ class OneCycleLR(LRScheduler):
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
                 for m_momentum, b_momentum, group in zip(
-                    max_momentums, base_momentums, optimizer.param_groups, strict=True
+                    max_momentums, base_momentums, optimizer.param_groups
                 ):
                     if self.use_beta1:
                         group["betas"] = (m_momentum, *group["betas"][1:])
