@@ -17,6 +17,8 @@ from . import nn  # noqa: F401
 from . import optim  # noqa: F401
 from .autograd import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,  # noqa: F401
                        inference_mode, is_inference_mode_enabled)
+from . import utils  # noqa: F401
+from .serialization import save, load  # noqa: F401
 
 bool = _dtype.bool_
 float = _dtype.float32
