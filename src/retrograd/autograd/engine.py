@@ -21,7 +21,8 @@ _state = grad_mode._state
 
 # Set by autograd.anomaly: called with (node, grads) after each node when enabled.
 anomaly_check = [None]
-# Set by the viz tracer: called with (node, grads_in, grads_out) when a trace is recording.
+# Set by autograd.trace: called with (node, grads_in, grads_out) after each node runs
+# (AccumulateGrad included, with no grads_out) while a trace is recording.
 tracers = []
 
 
@@ -226,6 +227,9 @@ def run_backward(roots, grads, retain_graph, create_graph, captures=None, accumu
                 if fn._post_hooks:
                     for h in list(fn._post_hooks.values()):
                         h((), tuple(grads_in))
+                if tracers:
+                    for tr in tracers:
+                        tr(fn, grads_in, ())
                 continue
             if len(grads_in) > 1 and None in grads_in:
                 grads_in = _materialize(fn, grads_in)
