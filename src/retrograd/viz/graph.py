@@ -501,6 +501,8 @@ def _module_groups(fns, modules):
     starts = [r[0] for r in ranges]
     out = {}
     for fn in fns:
+        if isinstance(fn, AccumulateGrad):
+            continue                  # made lazily on first use: placed by its users instead
         s = fn._seq
         i = bisect_right(starts, s) - 1
         # The innermost range holding s: walk back over ranges that ended before s.

@@ -139,7 +139,7 @@ def _clip(pts, lay, a, b):
 
 
 CSS = """
-.rg-node text{font:12px Helvetica,Arial,sans-serif;fill:#222}
+.rg-node text{font:12px Helvetica,Arial,sans-serif;fill:#222;pointer-events:none}
 .rg-node .rg-sub{fill:#555;font-size:11px}
 .rg-edge{fill:none;stroke:#777;stroke-width:1.3}
 .rg-edge.saved{stroke:#e09b3d;stroke-dasharray:4 3}
