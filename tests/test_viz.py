@@ -600,3 +600,51 @@ def test_import_stays_light():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": src})
     assert r.stdout.strip() == "False", r.stderr
+
+
+def test_module_called_twice_gets_a_group_per_call():
+    x = retrograd.ones(2, requires_grad=True)
+    h = x
+    for _ in range(3):
+        with viz.scope("cell"):
+            h = (h * 2).tanh()
+            with viz.scope("out"):
+                h = h + 1
+        h = h.exp()
+    g = viz.graph(h)
+    assert set(g.groups) == {"cell", "cell.out", "cell#2", "cell#2.out", "cell#3", "cell#3.out"}
+    assert g.groups["cell#2"] == 6 and g.groups["cell#3.out"] == 2
+    boxes = _boxes(g.to_svg())
+    assert _overlaps(boxes) == []
+
+
+def test_group_boxes_hold_their_members_only():
+    a = retrograd.randn(4, 3, requires_grad=True)
+    b = retrograd.randn(3, requires_grad=True)
+    c = retrograd.randn(4, 3, requires_grad=True)
+    with viz.scope("block1"):
+        u = (a * b + c).tanh()
+        with viz.scope("inner"):
+            u = u * a
+    with viz.scope("block2"):
+        v = c.exp().sum() * b
+    g = viz.graph(u.sum() + v.sum(), show_saved=True)
+    root = ET.fromstring(g.to_svg())
+    nodes = {}
+    for el in root.iter(SVG_NS + "g"):
+        if "rg-node" in el.get("class", "").split():
+            r = el.find(SVG_NS + "rect")
+            x, y, w, h = (float(r.get(k)) for k in ("x", "y", "width", "height"))
+            nodes[el.get("data-id")] = ((x, y, x + w, y + h), el.get("data-group") or "")
+    groups = {}
+    for el in root.iter(SVG_NS + "g"):
+        if "rg-group" in el.get("class", "").split():
+            r = el.find(SVG_NS + "rect")
+            x, y, w, h = (float(r.get(k)) for k in ("x", "y", "width", "height"))
+            groups[el.get("data-group")] = (x, y, x + w, y + h)
+    assert set(groups) == {"block1", "block1.inner", "block2"}
+    for path, (x0, y0, x1, y1) in groups.items():
+        for nid, ((a0, b0, a1, b1), grp) in nodes.items():
+            inside = a0 < x1 and x0 < a1 and b0 < y1 and y0 < b1
+            member = grp == path or grp.startswith(path + ".")
+            assert inside == member, (path, nid, grp)

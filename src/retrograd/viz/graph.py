@@ -13,7 +13,6 @@ variables) carry their values and gradients.
 """
 import os
 import sys
-from bisect import bisect_right
 
 import numpy as np
 
@@ -490,29 +489,61 @@ def _group_leaves(g):
 # --- module groups ------------------------------------------------------------------------
 
 def _module_groups(fns, modules):
-    """id(fn) -> module path, from the sequence-number ranges a recording kept."""
+    """id(fn) -> module path, from the sequence-number ranges a recording kept.
+
+    Ranges nest like the calls that made them; a node goes to the innermost range
+    holding its number. A module called more than once in this graph (shared weights,
+    a recurrent cell) gets one group per call: ``cell``, ``cell#2``, ...
+    """
     if modules is None:
         from .modules import latest
         modules = latest()
     ranges = getattr(modules, "ranges", modules) or []
     if not ranges:
         return {}
-    ranges = sorted(ranges)            # (start, end, path), nested like the calls
-    starts = [r[0] for r in ranges]
-    out = {}
-    for fn in fns:
+    ranges = sorted(ranges)            # (start, end, path)
+    parent = [None] * len(ranges)
+    stack = []
+    for i, (st, en, _) in enumerate(ranges):
+        while stack and ranges[stack[-1]][1] < st:
+            stack.pop()
+        parent[i] = stack[-1] if stack else None
+        stack.append(i)
+    owner = {}
+    stack = []
+    ri = 0
+    for fn in fns:                     # sorted by sequence number
         if isinstance(fn, AccumulateGrad):
-            continue                  # made lazily on first use: placed by its users instead
+            continue                   # made lazily on first use: placed by its users instead
         s = fn._seq
-        i = bisect_right(starts, s) - 1
-        # The innermost range holding s: walk back over ranges that ended before s.
-        while i >= 0:
-            st, en, path = ranges[i]
-            if st < s < en:
-                out[id(fn)] = path
-                break
-            i -= 1
-    return out
+        while ri < len(ranges) and ranges[ri][0] < s:
+            while stack and ranges[stack[-1]][1] < ranges[ri][0]:
+                stack.pop()
+            stack.append(ri)
+            ri += 1
+        while stack and ranges[stack[-1]][1] < s:
+            stack.pop()
+        if stack:
+            owner[id(fn)] = stack[-1]
+    used = set()
+    for i in set(owner.values()):
+        while i is not None and i not in used:
+            used.add(i)
+            i = parent[i]
+    eff, taken = {}, {}
+    for i in sorted(used):
+        path = ranges[i][2]
+        p = parent[i]
+        if p is None:
+            name = path
+        else:
+            pp = ranges[p][2]
+            rel = path[len(pp) + 1:] if path.startswith(pp + ".") else path
+            name = f"{eff[p]}.{rel}"
+        k = taken.get(name, 0) + 1
+        taken[name] = k
+        eff[i] = name if k == 1 else f"{name}#{k}"
+    return {f: eff[i] for f, i in owner.items()}
 
 
 def _fold(g, max_nodes):

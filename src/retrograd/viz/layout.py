@@ -13,7 +13,7 @@
 Everything is iterative; a cycle (which autograd graphs never have) is broken rather
 than looped on.
 """
-__all__ = ["layout", "Layout"]
+__all__ = ["layout", "compound_layout", "Layout"]
 
 H_GAP = 24.0
 V_GAP = 46.0
@@ -31,6 +31,7 @@ class Layout:
         self.width = width
         self.height = height
         self.layers = layers
+        self.boxes = {}
 
     def box(self, nid):
         (x, y), (w, h) = self.pos[nid], self.size[nid]
@@ -107,9 +108,14 @@ def _crossings(upper, lower, pred_index):
     return inv
 
 
-def layout(ids, sizes, edges, sweeps=4):
-    """Lay out nodes ``ids`` with ``sizes[id] = (w, h)`` and ``edges`` (src, dst) pairs."""
+def layout(ids, sizes, edges, sweeps=4, groups=None):
+    """Lay out nodes ``ids`` with ``sizes[id] = (w, h)`` and ``edges`` (src, dst) pairs.
+
+    groups: optional ``{id: "a.b"}`` module paths; members of a group are kept next to
+    each other in every layer, so that a group's box holds few strangers.
+    """
     ids = list(ids)
+    grp = dict(groups or {})
     succ = {v: [] for v in ids}
     pred = {v: [] for v in ids}
     for a, b in edges:
@@ -140,6 +146,11 @@ def layout(ids, sizes, edges, sweeps=4):
             n_dummy += 1
             rank[d] = r
             size[d] = (DUMMY_W, 1.0)
+            ga, gb = grp.get(a), grp.get(b)
+            if ga and gb:
+                common = _common(ga, gb)
+                if common:
+                    grp[d] = common
             up[d] = [prev]
             down[d] = []
             down[prev].append(d)
@@ -180,9 +191,9 @@ def layout(ids, sizes, edges, sweeps=4):
     if best_c:
         for _ in range(sweeps):
             for i in range(1, nlayers):
-                _sort_bary(layers[i], layers[i - 1], up)
+                _sort_bary(layers[i], layers[i - 1], up, grp)
             for i in range(nlayers - 2, -1, -1):
-                _sort_bary(layers[i], layers[i + 1], down)
+                _sort_bary(layers[i], layers[i + 1], down, grp)
             c = total_crossings(layers)
             if c < best_c:
                 best_c = c
@@ -223,19 +234,47 @@ def layout(ids, sizes, edges, sweeps=4):
     return Layout(pos, {v: size[v] for v in ids}, paths, width, height, [[v for v in L if v in pos] for L in layers])
 
 
-def _sort_bary(layer, fixed, nb):
+def _common(a, b):
+    pa, pb = a.split("."), b.split(".")
+    n = 0
+    while n < len(pa) and n < len(pb) and pa[n] == pb[n]:
+        n += 1
+    return ".".join(pa[:n])
+
+
+def _sort_bary(layer, fixed, nb, grp):
+    """Order ``layer`` by the mean position of each node's neighbours in ``fixed``; a
+    node without neighbours keeps its position. Group members stay together: a group is
+    placed at the mean of its members' keys."""
     idx = {v: i for i, v in enumerate(fixed)}
-    keyed = []
+    bary = {}
     for i, v in enumerate(layer):
         ns = [idx[u] for u in nb[v] if u in idx]
-        keyed.append((sum(ns) / len(ns) if ns else None, i, v))
-    # Nodes without neighbours keep their place relative to the others.
-    with_key = sorted((k, i, v) for k, i, v in keyed if k is not None)
-    out = []
-    it = iter(with_key)
-    for k, i, v in keyed:
-        out.append(v if k is None else next(it)[2])
-    layer[:] = out
+        bary[v] = sum(ns) / len(ns) if ns else i * (len(fixed) / max(1, len(layer)))
+    if not grp:
+        layer.sort(key=lambda v: bary[v])
+        return
+    sums = {}
+    for v in layer:
+        g = grp.get(v)
+        while g:
+            s = sums.setdefault(g, [0.0, 0])
+            s[0] += bary[v]
+            s[1] += 1
+            g = g.rpartition(".")[0]
+
+    def key(v):
+        g = grp.get(v)
+        if not g:
+            return (bary[v],)
+        parts = g.split(".")
+        out = []
+        for i in range(1, len(parts) + 1):
+            s = sums[".".join(parts[:i])]
+            out.append(s[0] / s[1])
+        out.append(bary[v])
+        return tuple(out)
+    layer.sort(key=key)
 
 
 def _place(layer, x, size, nb, both=None):
@@ -266,3 +305,105 @@ def _place(layer, x, size, nb, both=None):
             res[i] = lo
     for i, v in enumerate(layer):
         x[v] = res[i]
+
+
+# --- groups: a compound layout ---------------------------------------------------------------
+
+LABEL_H = 16.0
+
+
+def _prefixes(path):
+    parts = path.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _lca(a, b):
+    if not a or not b:
+        return ""
+    return _common(a, b)
+
+
+def compound_layout(ids, sizes, edges, groups):
+    """Lay out a graph whose nodes belong to nested groups (``groups[id] = "a.b"``).
+
+    Each group is laid out on its own, deepest first, and then stands as one box in
+    the layout of the group around it; so a group's box holds its members and nothing
+    else, and boxes never overlap. An edge is routed at the level of the innermost
+    group holding both its ends. Returns a Layout with ``boxes[path] = (x0, y0, x1, y1)``.
+    """
+    ids = list(ids)
+    gof = {v: (groups.get(v) or "") for v in ids}
+    allp = {""}
+    for p in set(gof.values()):
+        if p:
+            allp.update(_prefixes(p))
+    children = {p: [] for p in allp}
+    for p in allp:
+        if p:
+            children[p.rpartition(".")[0]].append(p)
+    direct = {p: [] for p in allp}
+    for v in ids:
+        direct[gof[v]].append(v)
+
+    def unit(v, level):
+        g = gof[v]
+        if g == level:
+            return ("n", v)
+        rest = g[len(level) + 1:] if level else g
+        head = rest.split(".")[0]
+        return ("g", f"{level}.{head}" if level else head)
+
+    level_edges = {p: [] for p in allp}
+    for i, (a, b) in enumerate(edges):
+        level_edges[_lca(gof[a], gof[b])].append(i)
+
+    done = {}      # path -> (w, h, pos, paths {edge index: pts}, boxes)
+    for P in sorted(allp, key=lambda p: (-(p.count(".") + 1) if p else 0)):
+        units, usize = [], {}
+        for v in direct[P]:
+            u = ("n", v)
+            units.append(u)
+            usize[u] = sizes[v]
+        for c in sorted(children[P]):
+            u = ("g", c)
+            units.append(u)
+            w, h = done[c][0], done[c][1]
+            usize[u] = (w, h + LABEL_H)
+        uedges, emap = [], {}
+        for i in level_edges[P]:
+            a, b = edges[i]
+            key = (unit(a, P), unit(b, P))
+            j = emap.get(key)
+            if j is None:
+                j = emap[key] = len(uedges)
+                uedges.append(key)
+            emap[i] = j
+        lay = layout(units, usize, uedges)
+        pos, paths, boxes = {}, {}, {}
+        for u in units:
+            x, y = lay.pos[u]
+            if u[0] == "n":
+                pos[u[1]] = (x, y)
+                continue
+            w, h = usize[u]
+            x0, y0 = x - w / 2, y - h / 2
+            boxes[u[1]] = (x0, y0, x0 + w, y0 + h)
+            cw, ch, cpos, cpaths, cboxes = done.pop(u[1])
+            oy = y0 + LABEL_H
+            for v, (vx, vy) in cpos.items():
+                pos[v] = (vx + x0, vy + oy)
+            for i, pts in cpaths.items():
+                paths[i] = [(px + x0, py + oy) for px, py in pts]
+            for k, (bx0, by0, bx1, by1) in cboxes.items():
+                boxes[k] = (bx0 + x0, by0 + oy, bx1 + x0, by1 + oy)
+        for i in level_edges[P]:
+            a, b = edges[i]
+            pts = list(lay.paths[emap[i]])
+            pts[0] = pos[a]
+            pts[-1] = pos[b]
+            paths[i] = pts
+        done[P] = (lay.width, lay.height, pos, paths, boxes)
+    w, h, pos, paths, boxes = done[""]
+    out = Layout(pos, {v: sizes[v] for v in ids}, [paths[i] for i in range(len(edges))], w, h, [])
+    out.boxes = boxes
+    return out

@@ -3,7 +3,7 @@ import shutil
 import subprocess
 from xml.sax.saxutils import escape
 
-from .layout import layout
+from .layout import layout, compound_layout
 
 __all__ = ["to_dot", "to_svg", "node_size", "STYLE"]
 
@@ -149,39 +149,21 @@ CSS = """
 """
 
 
-def _group_boxes(g, lay):
-    boxes = {}
-    for n in g.nodes.values():
-        p = n.group
-        if not p or n.id not in lay.pos:
-            continue
-        x0, y0, x1, y1 = lay.box(n.id)
-        parts = p.split(".")
-        for i in range(1, len(parts) + 1):
-            key = ".".join(parts[:i])
-            b = boxes.get(key)
-            boxes[key] = (x0, y0, x1, y1) if b is None else (min(b[0], x0), min(b[1], y0),
-                                                              max(b[2], x1), max(b[3], y1))
-    out = {}
-    maxd = max((k.count(".") for k in boxes), default=0)
-    for k, (x0, y0, x1, y1) in boxes.items():
-        pad = 6 + 6 * (maxd - k.count("."))
-        out[k] = (x0 - pad, y0 - pad - 12, x1 + pad, y1 + pad)
-    return out
-
-
 def _svg_layout(g):
     ids = list(g.nodes)
     sizes = {nid: node_size(g.nodes[nid]) for nid in ids}
-    lay = layout(ids, sizes, [(a, b) for a, b, _ in g.edges])
-    return lay
+    groups = {nid: g.nodes[nid].group for nid in ids if g.nodes[nid].group}
+    edges = [(a, b) for a, b, _ in g.edges]
+    if groups:
+        return compound_layout(ids, sizes, edges, groups)
+    return layout(ids, sizes, edges)
 
 
 def render_svg(g, lay=None, interactive=False):
     """SVG text for ``g`` (already folded) with layout ``lay``."""
     if lay is None:
         lay = _svg_layout(g)
-    gboxes = _group_boxes(g, lay)
+    gboxes = lay.boxes
     minx = min([b[0] for b in gboxes.values()] + [0.0])
     miny = min([b[1] for b in gboxes.values()] + [0.0])
     dx, dy = (8 - minx if minx < 8 else 0.0), (8 - miny if miny < 8 else 0.0)
