@@ -181,35 +181,34 @@ def test_lenet_like_counts_equal_pytorch_graph():
     assert len(g.edges) == edges + tensors
 
 
-def _nn_lenet():
-    nn = getattr(retrograd, "nn", None)
-    if nn is None or not hasattr(nn, "Conv2d") or not hasattr(nn, "Module"):
-        pytest.skip("retrograd.nn (Conv2d) is not available in this build")
-    return nn
-
-
-def test_lenet_module_counts_and_groups():
-    nn = _nn_lenet()
-    F = nn.functional
-
+def _lenet(nn, F, conv):
     class LeNet(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv1 = nn.Conv2d(1, 6, 5)
-            self.conv2 = nn.Conv2d(6, 16, 5)
-            self.fc1 = nn.Linear(16 * 4 * 4, 120)
+            if conv:
+                self.conv1 = nn.Conv2d(1, 6, 5)
+                self.conv2 = nn.Conv2d(6, 16, 5)
+            self.fc1 = nn.Linear(16 * 4 * 4 if conv else 28 * 28, 120)
             self.fc2 = nn.Linear(120, 84)
             self.fc3 = nn.Linear(84, 10)
 
         def forward(self, x):
-            x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+            if conv:
+                x = F.max_pool2d(self.conv1(x).relu(), 2)
+                x = F.max_pool2d(self.conv2(x).relu(), 2)
             x = x.flatten(1)
-            x = F.relu(self.fc1(x))
-            x = F.relu(self.fc2(x))
+            x = self.fc1(x).relu()
+            x = self.fc2(x).relu()
             return self.fc3(x)
+    return LeNet()
 
-    model = LeNet()
+
+def test_lenet_module_counts_and_groups():
+    nn = getattr(retrograd, "nn", None)
+    if nn is None or not hasattr(nn, "Linear"):
+        pytest.skip("retrograd.nn is not available in this build")
+    conv = hasattr(nn, "Conv2d") and hasattr(nn.functional, "max_pool2d")
+    model = _lenet(nn, nn.functional, conv)
     x = retrograd.randn(2, 1, 28, 28)
     with viz.record_modules(model):
         loss = model(x).sum()
@@ -218,11 +217,28 @@ def test_lenet_module_counts_and_groups():
     assert sorted(n.label for n in g.function_nodes()) == names
     assert len(g.tensor_nodes()) == tensors
     assert len(g.edges) == edges + tensors
-    assert {"conv1", "conv2", "fc1", "fc2", "fc3"} <= set(g.groups)
+    layers = {"fc1", "fc2", "fc3"} | ({"conv1", "conv2"} if conv else set())
+    assert set(g.groups) == layers
     assert {n.name for n in g.tensor_nodes("leaf")} == {k for k, _ in model.named_parameters()}
-    if torch is not None:
-        tnames = sorted(n.label for n in g.function_nodes())
-        assert "ConvolutionBackward0" in tnames
+    for n in g.tensor_nodes("leaf"):
+        assert n.group == n.name.split(".")[0]
+    assert _overlaps(_boxes(g.to_svg())) == []
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+@pytest.mark.xfail(strict=False, reason="nn.Linear records no TBackward0 for its weight (PyTorch does); "
+                                        "a question for nn, not for the drawing")
+def test_lenet_graph_matches_pytorch():
+    nn = getattr(retrograd, "nn", None)
+    if nn is None or not hasattr(nn, "Linear"):
+        pytest.skip("retrograd.nn is not available in this build")
+    conv = hasattr(nn, "Conv2d") and hasattr(nn.functional, "max_pool2d")
+    loss = _lenet(nn, nn.functional, conv)(retrograd.randn(2, 1, 28, 28)).sum()
+    g = viz.graph(loss)
+    tmodel = _lenet(torch.nn, torch.nn.functional, conv)
+    tnames, tedges, ttensors = real_graph(tmodel(torch.randn(2, 1, 28, 28)).sum())
+    assert sorted(n.label for n in g.function_nodes()) == tnames
+    assert len(g.tensor_nodes()) == ttensors and len(g.edges) == tedges + ttensors
 
 
 # --- module groups ------------------------------------------------------------------------

@@ -106,7 +106,7 @@ def test_page_module_groups_collapse(browser, tmp_path):
     assert page.locator("#rg-groups input").count() == 2
     page.locator("#rg-groups input[data-group='encoder']").check()
     assert page.locator(".rg-fold[data-group='encoder']").is_visible()
-    assert "encoder" in page.text_content(".rg-fold[data-group='encoder']")
+    assert "encoder: " in page.text_content(".rg-fold[data-group='encoder']")
     assert page.locator(".rg-node:visible").count() < visible
     page.click(".rg-fold[data-group='encoder']")          # a click on the box opens it again
     assert page.locator(".rg-node:visible").count() == visible

@@ -124,6 +124,7 @@ class Graph:
         self._fn_ids = {}      # id(autograd Node) -> node id
         self._t_ids = {}       # (id(Node), output_nr) -> tensor node id (leaves: (AccumulateGrad, 0))
         self._keep = []        # the autograd nodes, so their ids stay valid
+        self.group_kinds = {}  # module path -> the module's class name
 
     # --- building --------------------------------------------------------------------
     def _add(self, kind, label, **kw):
@@ -438,6 +439,7 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
     # A leaf goes with the module of the functions using it when they agree.
     _group_leaves(g)
     g._t_ids = tnode_of
+    g.group_kinds = groups.get(_KINDS, {})
     return g
 
 
@@ -487,6 +489,9 @@ def _group_leaves(g):
 
 
 # --- module groups ------------------------------------------------------------------------
+
+_KINDS = "kinds"
+
 
 def _module_groups(fns, modules):
     """id(fn) -> module path, from the sequence-number ranges a recording kept.
@@ -543,7 +548,10 @@ def _module_groups(fns, modules):
         k = taken.get(name, 0) + 1
         taken[name] = k
         eff[i] = name if k == 1 else f"{name}#{k}"
-    return {f: eff[i] for f, i in owner.items()}
+    kinds = getattr(modules, "kinds", None) or {}
+    out = {f: eff[i] for f, i in owner.items()}
+    out[_KINDS] = {eff[i]: kinds[ranges[i][2]] for i in used if ranges[i][2] in kinds}
+    return out
 
 
 def _fold(g, max_nodes):
@@ -600,6 +608,7 @@ def _fold(g, max_nodes):
         if a2 != b2 and (a2, b2) not in seen:
             seen.add((a2, b2))
             f._edge(a2, b2, k)
+    f.group_kinds = g.group_kinds
     f._fn_ids = {k: new_id[v] for k, v in g._fn_ids.items()}
     f._t_ids = {k: new_id[v] for k, v in g._t_ids.items()}
     f._keep = g._keep
