@@ -611,7 +611,7 @@ def test_import_stays_light():
     import sys
     code = ("import sys, retrograd; "
             "print(any(m in sys.modules for m in ('retrograd.viz.svg', 'retrograd.viz.layout', "
-            "'retrograd.viz.html', 'json')))")
+            "'retrograd.viz.html', 'retrograd.viz.trace')))")
     src = os.path.join(os.path.dirname(__file__), "..", "src")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": src})

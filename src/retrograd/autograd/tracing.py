@@ -13,11 +13,27 @@ and the nodes, so it can be read and drawn after backward has finished.
 import numpy as np
 
 from . import engine
+from . import graph as _graph
 from .graph import AccumulateGrad
 
-__all__ = ["trace", "Step"]
+__all__ = ["trace", "Step", "node_name", "creation_order"]
 
 SMALL = 16
+_ACC_SEQ = getattr(_graph, "_ACC_SEQ", None)
+
+
+def node_name(node):
+    """The class name PyTorch shows for a node (``AccumulateGrad``, ``PowBackward0``)."""
+    return type(node).__name__
+
+
+def creation_order(node):
+    """A number that grows with the order nodes were made in (AccumulateGrad included:
+    the engine numbers those apart, so that they run last)."""
+    s = node._seq
+    if _ACC_SEQ is not None and s >= _ACC_SEQ:
+        s -= _ACC_SEQ
+    return s
 
 
 def format_grad(g):
@@ -50,7 +66,7 @@ class Step:
 
     @property
     def name(self):
-        return self.node.name()
+        return node_name(self.node)
 
     def targets(self):
         """(input node or None, gradient or None) per input edge."""
@@ -113,14 +129,15 @@ class trace:
         for s in self.steps:
             gin = "; ".join(format_grad(g) for g in s.grads_in) if s.grads_in else "-"
             if isinstance(s.node, AccumulateGrad):
-                outs = [f"-> .grad of leaf {list(s.node.variable._data.shape)}"]
+                v = s.node.variable
+                outs = [f"-> .grad of leaf {list(v._data.shape)}" if v is not None else "-> .grad of a freed leaf"]
             else:
                 outs = []
                 for i, (nf, g) in enumerate(s.targets()):
                     if nf is None:
                         outs.append(f"[{i}] (no grad needed)")
                     else:
-                        outs.append(f"[{i}] -> {nf.name()}: {format_grad(g)}")
+                        outs.append(f"[{i}] -> {node_name(nf)}: {format_grad(g)}")
                 outs = outs or ["-"]
             first = f"{s.index:>4}  {s.name:<22} {_cut(gin, width):<{width}} {outs[0]}"
             rows.append(first)

@@ -19,6 +19,7 @@ import numpy as np
 from .._tensor import Tensor
 from .. import _dtype as D
 from ..autograd.graph import Node, AccumulateGrad, _RELEASED
+from ..autograd.tracing import node_name, creation_order
 
 __all__ = ["graph", "Graph", "GNode"]
 
@@ -96,16 +97,16 @@ class GNode:
             if g is not None:
                 d["grad"] = _values(g._data)
             if o._grad_fn is not None:
-                d["grad_fn"] = o._grad_fn.name()
+                d["grad_fn"] = node_name(o._grad_fn)
         elif self.kind == "function" and isinstance(o, Node):
-            d["seq"] = o._seq
+            d["seq"] = o._sequence_nr()
             d["saved"] = _saved_info(o)
             src = source_line(o)
             if src:
                 d["source"] = src
             if isinstance(o, AccumulateGrad):
                 v = o.variable
-                if v._grad is not None:
+                if v is not None and v._grad is not None:
                     d["grad"] = _values(v._grad._data)
         elif self.kind == "saved":
             d.update(self.extra or {})
@@ -383,7 +384,7 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
         for nf, _ in fn.next_functions:
             if nf is not None and id(nf) not in seen:
                 stack.append(nf)
-    fns.sort(key=lambda f: f._seq)
+    fns.sort(key=creation_order)
     groups = _module_groups(fns, modules)
 
     def tensor_for(fn, nr, role):
@@ -393,9 +394,10 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
             return nid
         if isinstance(fn, AccumulateGrad):
             v = fn.variable
-            name, obj = by_leaf.get(id(v), (None, v))
-            n = g._add("tensor", name or "leaf", role="leaf", name=name, shape=tuple(v._data.shape),
-                       dtype=_dtype_str(v._data.dtype), group=groups.get(id(fn)), seq=fn._seq, obj=obj)
+            name, obj = by_leaf.get(id(v), (None, v)) if v is not None else (None, None)
+            shape, npdt = fn._out_meta[0]
+            n = g._add("tensor", name or "leaf", role="leaf", name=name, shape=tuple(shape),
+                       dtype=_dtype_str(npdt), group=groups.get(id(fn)), seq=creation_order(fn), obj=obj)
             tnode_of[key] = n.id
             g._edge(n.id, g._fn_ids[id(fn)])
             return n.id
@@ -404,13 +406,13 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
         shape = tuple(meta[0]) if meta[0] is not None else (tuple(obj._data.shape) if obj is not None else None)
         dt = _dtype_str(meta[1]) if meta[1] is not None else None
         n = g._add("tensor", name or role, role=role, name=name, shape=shape, dtype=dt,
-                   group=groups.get(id(fn)), seq=fn._seq, obj=obj)
+                   group=groups.get(id(fn)), seq=creation_order(fn), obj=obj)
         tnode_of[key] = n.id
         g._edge(g._fn_ids[id(fn)], n.id)
         return n.id
 
     for fn in fns:
-        n = g._add("function", fn.name(), group=groups.get(id(fn)), seq=fn._seq, obj=fn)
+        n = g._add("function", node_name(fn), group=groups.get(id(fn)), seq=creation_order(fn), obj=fn)
         g._fn_ids[id(fn)] = n.id
     g._keep = fns
     # Outputs first, so that they are named and styled as outputs.
@@ -460,14 +462,14 @@ def _add_saved(g, fn, fid, group):
     if s is None:
         return
     if s is _RELEASED:
-        n = g._add("saved", "saved tensors freed", group=group, seq=fn._seq, extra={"freed": True})
+        n = g._add("saved", "saved tensors freed", group=group, seq=creation_order(fn), extra={"freed": True})
         g._edge(n.id, fid, "saved")
         return
     for info in _saved_info(fn):
         if "shape" not in info:
             continue
         n = g._add("saved", info["name"], shape=tuple(info["shape"]), dtype=info["dtype"], group=group,
-                   seq=fn._seq, extra={"values": info["values"], "freed": False})
+                   seq=creation_order(fn), extra={"values": info["values"], "freed": False})
         g._edge(n.id, fid, "saved")
 
 
