@@ -3,7 +3,8 @@
 1. Layers by longest path from the sources (computation flows downwards); a source
    (a leaf) moves down to sit just above its first user.
 2. Edges spanning several layers get a dummy point in each layer they cross, so they
-   bend around boxes and take part in crossing reduction.
+   bend around boxes and take part in crossing reduction (up to ``MAX_SPAN`` layers;
+   longer ones are drawn as one curve).
 3. Crossings are reduced by barycentre sweeps (down, then up, a few rounds), keeping
    the order with fewer crossings.
 4. Boxes are placed left to right with a minimum gap, then pulled towards the mean x of
@@ -18,6 +19,9 @@ __all__ = ["layout", "compound_layout", "Layout"]
 H_GAP = 24.0
 V_GAP = 46.0
 DUMMY_W = 8.0
+# Edges longer than this many layers get no bend points: drawn as one curve, they
+# keep a leaf used all along a long chain from filling the layout with dummies.
+MAX_SPAN = 12
 
 
 class Layout:
@@ -136,7 +140,7 @@ def layout(ids, sizes, edges, sweeps=4, groups=None):
             chains.append([a, b])
             continue
         ra, rb = rank[a], rank[b]
-        if rb <= ra:
+        if rb <= ra or rb - ra > MAX_SPAN:
             chains.append([a, b])
             continue
         chain = [a]
