@@ -16,7 +16,7 @@ from . import engine
 from . import graph as _graph
 from .graph import AccumulateGrad
 
-__all__ = ["trace", "Step", "node_name", "creation_order"]
+__all__ = ["trace", "Step", "node_name", "creation_order", "format_values"]
 
 SMALL = 16
 _ACC_SEQ = getattr(_graph, "_ACC_SEQ", None)
@@ -36,21 +36,41 @@ def creation_order(node):
     return s
 
 
-def format_grad(g):
-    """A gradient as short text: its values when small, a summary otherwise."""
-    if g is None:
-        return "None"
-    a = g._data
+def _num(v):
+    if isinstance(v, float):
+        if v.is_integer() and abs(v) < 1e16:
+            return f"{v:.0f}."
+        return f"{v:.4g}"
+    if isinstance(v, complex):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def format_values(a):
+    """An array as short text: its values when small, a summary otherwise (fast: no
+    array2string, which costs more than the rest of a large trace together)."""
     if hasattr(a, "get"):               # a device array
         a = a.get()
     a = np.asarray(a)
+    if a.size == 0:
+        return f"[] (shape {list(a.shape)})"
     if a.size <= SMALL:
-        return np.array2string(a, precision=4, separator=", ", suppress_small=True).replace("\n", "")
+        if a.ndim == 0:
+            return _num(a.item())
+        items = [_num(v) for v in a.ravel().tolist()]
+        for d in reversed(a.shape[1:]):
+            items = ["[" + ", ".join(items[i:i + d]) + "]" for i in range(0, len(items), d)]
+        return "[" + ", ".join(items) + "]"
     if a.dtype.kind in "fc":
         af = np.abs(a) if a.dtype.kind == "c" else a.astype(np.float64)
         return (f"shape {list(a.shape)}: min {af.min():.4g}, max {af.max():.4g}, "
                 f"mean {af.mean():.4g}, norm {np.linalg.norm(af.ravel()):.4g}")
     return f"shape {list(a.shape)}"
+
+
+def format_grad(g):
+    """A gradient (Tensor or None) as short text."""
+    return "None" if g is None else format_values(g._data)
 
 
 class Step:
