@@ -664,3 +664,19 @@ def test_group_boxes_hold_their_members_only():
             inside = a0 < x1 and x0 < a1 and b0 < y1 and y0 < b1
             member = grp == path or grp.startswith(path + ".")
             assert inside == member, (path, nid, grp)
+
+
+def test_saved_tensors_under_hooks_and_own_output():
+    a = retrograd.randn(3, requires_grad=True)
+    with retrograd.autograd.graph.saved_tensors_hooks(lambda t: t * 1, lambda p: p):
+        c = a.tanh() * a
+    with retrograd.autograd.graph.saved_tensors_hooks(lambda t: "opaque", lambda p: a):
+        d = a.exp()
+    e = a.exp()                                   # saves its own output
+    g = viz.graph(c, d, e, show_saved=True)
+    tanh = g.function_nodes("TanhBackward0")[0].details()["saved"]
+    assert tanh[0]["packed"] and tanh[0]["shape"] == [3]
+    exps = [n.details()["saved"] for n in g.function_nodes("ExpBackward0")]
+    assert {"name": "saved[0]", "value": "packed by saved_tensors_hooks (str)"} in [x[0] for x in exps]
+    assert any(x[0].get("shape") == [3] and "packed" not in x[0] for x in exps)
+    assert len([n for n in g.nodes.values() if n.kind == "saved"]) == 4

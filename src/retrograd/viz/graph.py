@@ -281,14 +281,20 @@ def _saved_info(fn):
     out = []
     for i, item in enumerate(s):
         name = names[i] if i < len(names) else f"saved[{i}]"
+        packed = hasattr(item, "packed") and hasattr(item, "unpack")
+        if packed:
+            item = item.packed                 # what a saved_tensors_hooks pack returned
         data = getattr(item, "_data", None)
-        if data is None:
-            data = getattr(item, "data", None) if type(item).__name__ == "SavedOutput" else None
+        if data is None and type(item).__name__ == "SavedOutput":
+            data = item.data
         if data is not None and hasattr(data, "shape"):
-            out.append({"name": name, "shape": list(data.shape), "dtype": _dtype_str(data.dtype),
-                        "values": _values(data)})
-        elif item is None:
-            out.append({"name": name, "value": "packed by saved_tensors_hooks"})
+            info = {"name": name, "shape": list(data.shape), "dtype": _dtype_str(data.dtype),
+                    "values": _values(data)}
+            if packed:
+                info["packed"] = True
+            out.append(info)
+        elif packed or item is None:
+            out.append({"name": name, "value": f"packed by saved_tensors_hooks ({type(item).__name__})"})
         else:
             out.append({"name": name, "value": repr(item)[:80]})
     return out
