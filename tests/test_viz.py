@@ -680,3 +680,19 @@ def test_saved_tensors_under_hooks_and_own_output():
     assert {"name": "saved[0]", "value": "packed by saved_tensors_hooks (str)"} in [x[0] for x in exps]
     assert any(x[0].get("shape") == [3] and "packed" not in x[0] for x in exps)
     assert len([n for n in g.nodes.values() if n.kind == "saved"]) == 4
+
+
+def test_leaf_output_drawn_once_and_shared_weight_grouping():
+    w = retrograd.ones(3, requires_grad=True)
+    with viz.scope("m"):
+        with viz.scope("a"):
+            h = w * 2
+        with viz.scope("b"):
+            h = h * w
+    g = viz.graph(h, w)
+    leaves = g.tensor_nodes("leaf")
+    assert len(leaves) == 1 and leaves[0].name == "w"
+    assert leaves[0].group == "m"                 # used in m.a and m.b: belongs to m
+    u = retrograd.ones(2, requires_grad=True)
+    g2 = viz.graph(h, u)                          # a leaf outside the graph stands alone
+    assert len(g2.tensor_nodes("leaf")) == 2

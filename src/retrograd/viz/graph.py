@@ -351,11 +351,17 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
     tnode_of = {}          # (id(fn), nr) -> tensor GNode id for non-leaf outputs
     out_ids = set()
     roots = []
+    leaf_outputs = []
     for o in outputs:
         if isinstance(o, Tensor):
             if o._grad_fn is None:
                 key = ("leaf", id(o))
                 if key in tnode_of:
+                    continue
+                if o._requires_grad and any(isinstance(x, Tensor) and x._grad_fn is not None
+                                            for x in outputs):
+                    # Drawn with its AccumulateGrad if the other outputs' graph holds it.
+                    leaf_outputs.append(o)
                     continue
                 name, _ = by_leaf.get(id(o), (None, o))
                 n = g._add("tensor", name or "tensor", role="leaf" if o._requires_grad else "output",
@@ -440,7 +446,14 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
                 g._edge(tensor_for(nf, nr, "intermediate"), fid)
         if show_saved:
             _add_saved(g, fn, fid, groups.get(id(fn)))
-    # A leaf goes with the module of the functions using it when they agree.
+    for o in leaf_outputs:
+        acc = o._grad_acc() if o._grad_acc is not None else None
+        nid = tnode_of.get((id(acc), 0)) if acc is not None else None
+        if nid is None:
+            name, _ = by_leaf.get(id(o), (None, o))
+            n = g._add("tensor", name or "leaf", role="leaf", name=name, shape=tuple(o._data.shape),
+                       dtype=_dtype_str(o._data.dtype), obj=o)
+            tnode_of[("leaf", id(o))] = n.id
     _group_leaves(g)
     g._t_ids = tnode_of
     g.group_kinds = groups.get(_KINDS, {})
@@ -476,20 +489,35 @@ def _add_saved(g, fn, fid, group):
 
 
 def _group_leaves(g):
+    """A leaf (and its AccumulateGrad) goes in the innermost module holding every
+    function that uses it: a layer's weight in the layer, a weight shared by two
+    blocks of a module in that module, an input used outside any module in none."""
     users = {}
     for a, b, k in g.edges:
         na = g.nodes[a]
         if na.kind == "function" and isinstance(na.obj, AccumulateGrad):
-            users.setdefault(a, set()).add(g.nodes[b].group)
+            users.setdefault(a, []).append(g.nodes[b].group)
     for a, gs in users.items():
-        if len(gs) == 1:
-            grp = next(iter(gs))
-            if grp and g.nodes[a].group is None:
-                g.nodes[a].group = grp
+        common = gs[0]
+        for x in gs[1:]:
+            if not common or not x:
+                common = None
+                break
+            common = _common_path(common, x)
+        if common and g.nodes[a].group is None:
+            g.nodes[a].group = common
     for a, b, k in g.edges:
         na, nb = g.nodes[a], g.nodes[b]
         if na.kind == "tensor" and na.role == "leaf" and nb.kind == "function" and na.group is None:
             na.group = nb.group
+
+
+def _common_path(a, b):
+    pa, pb = a.split("."), b.split(".")
+    n = 0
+    while n < len(pa) and n < len(pb) and pa[n] == pb[n]:
+        n += 1
+    return ".".join(pa[:n]) or None
 
 
 # --- module groups ------------------------------------------------------------------------
