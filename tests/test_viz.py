@@ -696,3 +696,31 @@ def test_leaf_output_drawn_once_and_shared_weight_grouping():
     u = retrograd.ones(2, requires_grad=True)
     g2 = viz.graph(h, u)                          # a leaf outside the graph stands alone
     assert len(g2.tensor_nodes("leaf")) == 2
+
+
+def test_edges_enter_groups_from_the_top_and_leave_from_the_bottom():
+    from retrograd.viz.svg import _svg_layout
+    a = retrograd.randn(4, 3, requires_grad=True)
+    b = retrograd.randn(3, requires_grad=True)
+    with viz.scope("block1"):
+        u = (a * b).tanh()
+        with viz.scope("inner"):
+            u = u * a
+    with viz.scope("block2"):
+        v = u.exp().sum() * b
+    g = viz.graph(v.sum())
+    lay = _svg_layout(g)
+    checked = 0
+    for (x, y, _), pts in zip(g.edges, lay.paths):
+        gx, gy = g.nodes[x].group or "", g.nodes[y].group or ""
+        for path, box in lay.boxes.items():
+            x0, y0, x1, y1 = box
+            inside_x = gx == path or gx.startswith(path + ".")
+            inside_y = gy == path or gy.startswith(path + ".")
+            if inside_y and not inside_x:
+                assert any(abs(py - y0) < 1e-6 and x0 <= px <= x1 for px, py in pts), (x, y, path)
+                checked += 1
+            if inside_x and not inside_y:
+                assert any(abs(py - y1) < 1e-6 and x0 <= px <= x1 for px, py in pts), (x, y, path)
+                checked += 1
+    assert checked >= 6
