@@ -23,8 +23,6 @@ from ..autograd.tracing import node_name, creation_order, format_values
 
 __all__ = ["graph", "Graph", "GNode"]
 
-# Tensors up to this many elements show their values.
-SMALL = 16
 # Above this many nodes, the drawings (SVG, HTML) fold the graph by module.
 MAX_DRAWN = 1500
 
@@ -349,7 +347,6 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
     g = Graph()
     g.trace = trace
     tnode_of = {}          # (id(fn), nr) -> tensor GNode id for non-leaf outputs
-    out_ids = set()
     roots = []
     leaf_outputs = []
     for o in outputs:
@@ -367,7 +364,6 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
                 n = g._add("tensor", name or "tensor", role="leaf" if o._requires_grad else "output",
                            name=name, shape=tuple(o._data.shape), dtype=_dtype_str(o._data.dtype), obj=o)
                 tnode_of[key] = n.id
-                out_ids.add(n.id)
             else:
                 roots.append((o._grad_fn, o._output_nr, o))
         elif isinstance(o, Node):
@@ -428,7 +424,6 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
         if nr is None:
             continue
         nid = tensor_for(fn, nr, "output")
-        out_ids.add(nid)
         t = g.nodes[nid]
         if t.obj is None:
             t.obj = o
