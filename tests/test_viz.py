@@ -337,6 +337,12 @@ def test_record_modules(monkeypatch, named):
     assert g.node_of(out.grad_fn).group is None
     # The latest recording is used by default.
     assert viz.graph(out).groups == g.groups
+    # Recordings nest without naming a module twice.
+    with viz.record_modules(net if named else None):
+        with viz.record_modules(net if named else None) as inner:
+            out2 = net(x).sum()
+    assert viz.graph(out2, modules=inner).groups == g.groups
+    assert Module.__call__ is orig
 
 
 # --- big graphs ---------------------------------------------------------------------------

@@ -99,6 +99,9 @@ class record_modules:
             orig = self._orig
 
             def __call__(module, *args, **kwargs):
+                st = _stack()
+                if st and st[-1][1].module is module:
+                    return orig(module, *args, **kwargs)     # an outer recording has it
                 name = rec._name(module)
                 if name is None:
                     return orig(module, *args, **kwargs)
