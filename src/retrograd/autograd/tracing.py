@@ -150,7 +150,8 @@ class trace:
             gin = "; ".join(format_grad(g) for g in s.grads_in) if s.grads_in else "-"
             if isinstance(s.node, AccumulateGrad):
                 v = s.node.variable
-                outs = [f"-> .grad of leaf {list(v._data.shape)}" if v is not None else "-> .grad of a freed leaf"]
+                outs = [f"-> .grad of the leaf (shape {list(v._data.shape)})" if v is not None
+                        else "-> .grad of a leaf no longer alive"]
             else:
                 outs = []
                 for i, (nf, g) in enumerate(s.targets()):

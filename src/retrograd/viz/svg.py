@@ -176,8 +176,8 @@ def render_svg(g, lay=None, interactive=False):
     H = max([lay.height] + [b[3] + 8 for b in gboxes.values()]) + dy
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="rg-graph" width="{W:.0f}" height="{H:.0f}" '
            f'viewBox="0 0 {W:.0f} {H:.0f}">',
-           "<defs><marker id=\"rg-arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
-           "markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#777\"/>"
+           "<defs><marker id=\"rg-arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"9\" "
+           "markerHeight=\"9\" markerUnits=\"userSpaceOnUse\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#777\"/>"
            "</marker></defs>",
            f"<style>{CSS}</style>",
            f'<g id="rg-viewport"><g transform="translate({dx:.1f},{dy:.1f})">']
