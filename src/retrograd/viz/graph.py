@@ -23,6 +23,8 @@ from ..autograd.tracing import node_name, creation_order, format_values
 
 __all__ = ["graph", "Graph", "GNode"]
 
+# Tensors up to this many elements show their values (and grad) in their box.
+BOX_VALUES = 4
 # Above this many nodes, the drawings (SVG, HTML) fold the graph by module.
 MAX_DRAWN = 1500
 
@@ -64,8 +66,14 @@ class GNode:
         if self.kind == "tensor":
             first = self.name if self.name else ("leaf" if self.role == "leaf" else
                                                   "output" if self.role == "output" else "")
-            second = f"{_shape_str(self.shape)} {self.dtype or ''}".strip()
-            return [first, second] if first else [second]
+            out = [first] if first else []
+            out.append(f"{_shape_str(self.shape)} {self.dtype or ''}".strip())
+            o = self.obj
+            if isinstance(o, Tensor) and o._data.size <= BOX_VALUES:
+                out.append("= " + format_values(o._data))
+                if o._grad is not None:
+                    out.append("grad " + format_values(o._grad._data))
+            return out
         if self.kind == "saved":
             return [self.label, _shape_str(self.shape)] if self.shape is not None else [self.label]
         if self.kind == "fold":
