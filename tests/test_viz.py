@@ -731,3 +731,33 @@ def test_edges_enter_groups_from_the_top_and_leave_from_the_bottom():
                 assert any(abs(py - y1) < 1e-6 and x0 <= px <= x1 for px, py in pts), (x, y, path)
                 checked += 1
     assert checked >= 6
+
+
+def test_cli_groups_by_module_and_records_source(tmp_path):
+    nn = getattr(retrograd, "nn", None)
+    if nn is None or not hasattr(nn, "Linear"):
+        pytest.skip("retrograd.nn is not available in this build")
+    from retrograd.cli.graph import main
+    s = tmp_path / "train.py"
+    s.write_text("import retrograd as torch\n"
+                 "import retrograd.nn as nn\n"
+                 "class Net(nn.Module):\n"
+                 "    def __init__(self):\n"
+                 "        super().__init__()\n"
+                 "        self.fc1 = nn.Linear(8, 16)\n"
+                 "        self.fc2 = nn.Linear(16, 3)\n"
+                 "    def forward(self, x):\n"
+                 "        return self.fc2(self.fc1(x).relu())\n"
+                 "net = Net()\n"
+                 "for _ in range(2):\n"
+                 "    loss = net(torch.randn(4, 8)).pow(2).mean()\n"
+                 "    loss.backward()\n")
+    out = tmp_path / "g.json"
+    assert main([str(s), "-o", str(out), "--source"]) == 0
+    d = json.loads(out.read_text())
+    assert set(d["groups"]) == {"Net", "Net.fc1", "Net.fc2"}
+    names = {n.get("name") for n in d["nodes"] if n.get("role") == "leaf"}
+    assert names == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
+    pw = [n for n in d["nodes"] if n["label"] == "PowBackward0"][0]
+    assert "train.py" in pw["source"] and "pow(2)" in pw["source"]
+    assert not retrograd.autograd.is_anomaly_enabled()
