@@ -548,6 +548,8 @@ def test_trace_on_graph_and_html(tmp_path):
     assert "rg-next" in html and "AccumulateGrad" in html
     d = json.loads(viz.graph(z, trace=tr).to_json())
     assert len(d["trace"]) == 3
+    with pytest.raises(ValueError, match="backward of another graph"):
+        viz.graph(x * 2, trace=tr)
 
 
 def test_trace_multi_input_grads():

@@ -397,6 +397,9 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
             if nf is not None and id(nf) not in seen:
                 stack.append(nf)
     fns.sort(key=creation_order)
+    if trace is not None and len(trace) and not any(id(st.node) in seen for st in trace.steps):
+        raise ValueError("the trace recorded the backward of another graph: none of its nodes is in "
+                         "this one (draw the tensor backward() was called on)")
     groups = _module_groups(fns, modules)
 
     def tensor_for(fn, nr, role):
