@@ -549,7 +549,7 @@ def test_trace_on_graph_and_html(tmp_path):
     d = json.loads(viz.graph(z, trace=tr).to_json())
     assert len(d["trace"]) == 3
     with pytest.raises(ValueError, match="backward of another graph"):
-        viz.graph(x * 2, trace=tr)
+        viz.graph(retrograd.ones(2, requires_grad=True) * 2, trace=tr)
 
 
 def test_trace_multi_input_grads():
