@@ -15,6 +15,12 @@ def _const(a):
     return finish(None, arr(a))
 
 
+def _mask(g, m):
+    """``g`` where ``m`` holds, else 0 (an infinite or NaN ``g`` gives 0 too, as in PyTorch)."""
+    from .index import where
+    return where(_const(np.broadcast_to(m, np.broadcast_shapes(m.shape, g._data.shape))), g, 0.0)
+
+
 def _data(v):
     return v._data if isinstance(v, Tensor) else v
 
@@ -70,7 +76,7 @@ class ClampBackward1(OpNode):
                 m &= a >= self.min
             if self.max is not None:
                 m &= a <= self.max
-        return g * _const(m.astype(g._data.dtype))
+        return _mask(g, m)
 
 
 class ClampMinBackward0(ClampBackward1):
@@ -97,17 +103,17 @@ class ClampBackward0(OpNode):
                 inside = inside & (a >= lo)
             if hi is not None:
                 inside = inside & (a <= hi)
-            gx = g * _const(inside.astype(dt)) if nf[0][0] is not None else None
+            gx = _mask(g, inside) if nf[0][0] is not None else None
             gmin = gmax = None
             if lo is not None and hi is not None:
                 if nf[1][0] is not None:
-                    gmin = g * _const(((a < lo) & (lo < hi)).astype(dt))
+                    gmin = _mask(g, (a < lo) & (lo < hi))
                 if nf[2][0] is not None:
-                    gmax = g * _const(((a > hi) | (hi < lo)).astype(dt))
+                    gmax = _mask(g, (a > hi) | (hi < lo))
             elif lo is not None and nf[1][0] is not None:
-                gmin = g * _const((a < lo).astype(dt))
+                gmin = _mask(g, a < lo)
             elif hi is not None and nf[2][0] is not None:
-                gmax = g * _const((a > hi).astype(dt))
+                gmax = _mask(g, a > hi)
         return gx, gmin, gmax
 
 
@@ -124,8 +130,8 @@ class ClampMaxBackward1(OpNode):
         nf = self.next_functions
         dt = g._data.dtype
         with np.errstate(invalid="ignore"):
-            gx = g * _const((a <= hi).astype(dt)) if nf[0][0] is not None else None
-            gmax = g * _const((a > hi).astype(dt)) if nf[1][0] is not None else None
+            gx = _mask(g, a <= hi) if nf[0][0] is not None else None
+            gmax = _mask(g, a > hi) if nf[1][0] is not None else None
         return gx, gmax
 
 
@@ -219,8 +225,9 @@ class MaximumBackward0(OpNode):
             eq = (a == b) * 0.5
             lo_a = (a < b) if big else (a > b)
             lo_b = (a > b) if big else (a < b)
-            ga = g * _const((1 - lo_a - eq).astype(dt)) if nf[0][0] is not None else None
-            gb = g * _const((1 - lo_b - eq).astype(dt)) if nf[1][0] is not None else None
+            half = g * _const((1 - eq).astype(dt)) if eq.any() else g
+            ga = _mask(half, ~lo_a) if nf[0][0] is not None else None
+            gb = _mask(half, ~lo_b) if nf[1][0] is not None else None
         return ga, gb
 
 
@@ -236,8 +243,8 @@ class FmaxBackward0(OpNode):
         dt = g._data.dtype
         with np.errstate(invalid="ignore"):
             m = ((a >= b) if self.sign > 0 else (a <= b)) | np.isnan(b)
-        return (g * _const(m.astype(dt)) if nf[0][0] is not None else None,
-                g * _const((~m).astype(dt)) if nf[1][0] is not None else None)
+        return (_mask(g, m) if nf[0][0] is not None else None,
+                _mask(g, ~m) if nf[1][0] is not None else None)
 
 
 class FminBackward0(FmaxBackward0):
@@ -441,7 +448,7 @@ def _xlogy_grad_x(g, x, y):
     with np.errstate(invalid="ignore"):
         kill = (np.asarray(_data(x)) == 0) & (np.asarray(_data(y)) <= 0)
     if np.any(kill):
-        gx = gx * _const((~kill).astype(gx._data.dtype))
+        gx = _mask(gx, ~kill)
     return gx
 
 

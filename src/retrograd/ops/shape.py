@@ -987,5 +987,5 @@ TENSOR_METHODS.update({
     "expand_as": lambda self, other: expand(self, other.shape),
     "view_as": lambda self, other: view(self, other.shape),
     "reshape_as": lambda self, other: reshape(self, other.shape),
-    "T": property(_T), "mT": property(_mT), "mH": property(_mT), "H": property(_T)})
+    "T": property(_T), "mT": property(_mT), "mH": property(_mT)})
 INPLACE = {"triu_": triu, "tril_": tril}
