@@ -7,9 +7,11 @@ Each family module lists ``__all__`` (functions exported as ``retrograd.<name>``
 """
 from .._tensor import Tensor
 from ._base import apply_inplace
-from . import arithmetic, unary, reduce, shape, index, compare, copy, linalg, random_ops, pointwise  # noqa: F401
+from . import (arithmetic, unary, reduce, shape, index, index_ops, compare, copy,  # noqa: F401
+               linalg, random_ops, pointwise)
 
-FAMILIES = [arithmetic, unary, reduce, shape, index, compare, copy, linalg, random_ops, pointwise]
+FAMILIES = [arithmetic, unary, reduce, shape, index, index_ops, compare, copy, linalg, random_ops,
+            pointwise]
 
 
 def _inplace_method(fn, name):

@@ -116,17 +116,26 @@ def node_for(cls, inputs):
     gradient is recorded (grad mode off, or no input requires grad)."""
     if not _state.grad:
         return None
+    edges = []
+    wanted = False
     for t in inputs:
-        if t is not None and t._requires_grad:
-            break
-    else:
+        if t is None or not t._requires_grad:
+            edges.append(_NO_EDGE)
+            continue
+        wanted = True
+        fn = t._grad_fn
+        edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
+    if not wanted:
         return None
     n = _new(cls)
-    n.next_functions = tuple([(None, 0) if t is None else t._edge() for t in inputs])
+    n.next_functions = tuple(edges)
     n._seq = _next(_seq)
     if Node._anomaly_stack is not None:
         n._trace = Node._anomaly_stack()
     return n
+
+
+_NO_EDGE = (None, 0)
 
 
 def save(node, *items):
@@ -291,13 +300,17 @@ def binary_operands(input, other):
     """(a, b, x, y, dtype): tensors-or-None, raw operands and the promoted result dtype."""
     if isinstance(input, Tensor):
         x = input._data
+        t = other.__class__
+        if t is _float:  # the commonest case first: tensor <op> python float
+            dt = x.dtype
+            return input, None, x, other, (dt if dt.kind in "fc" else D._default[0].np)
         if isinstance(other, Tensor):
             y = other._data
             if x.dtype == y.dtype:
                 return input, other, x, y, x.dtype
             check_same_device(input, other)
             return input, other, x, y, result_np_dtype(input, other)
-        if isinstance(other, _SCALARS) or isinstance(other, np.generic):
+        if t is _int or t is _bool or t is _complex or isinstance(other, np.generic):
             return input, None, x, other, scalar_np_dtype(other, x.dtype)
         other = to_tensor(other)
         return binary_operands(input, other)
