@@ -50,6 +50,8 @@ def _as(v, dt):
     if isinstance(v, Tensor):
         d = v._data
         return d if d.dtype == dt else d.astype(dt)
+    if dt.kind in "iub" and v is not None:
+        return np.array(v).astype(dt)  # wraps around like PyTorch's cast of a bound
     return v
 
 
@@ -372,6 +374,8 @@ def _addc(name, cls, combine):
         if isinstance(value, Tensor):
             value = value.item()
         dt = result_np_dtype(input, tensor1, tensor2)
+        if dt.kind == "b":
+            raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
         if name == "addcdiv" and tensor1._data.dtype.kind in "biu" and tensor2._data.dtype.kind in "biu":
             raise RuntimeError(
                 "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will "
@@ -421,7 +425,10 @@ class HypotBackward0(OpNode):
 def _float_binary(name, np_fn, cls, save_result):
     def op(input, other, *, out=None):
         _need_tensor(name, other)
-        dt = _float_dt(result_np_dtype(input, other))
+        dt = result_np_dtype(input, other)
+        if name == "hypot" and dt.kind not in "fc":
+            raise NotImplementedError(f"\"hypot_cpu\" not implemented for '{_dtype_word(dt)}'")
+        dt = _float_dt(dt)
         _bshape(input, other)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             r = np_fn(_as(input, dt), _as(other, dt))

@@ -511,6 +511,10 @@ amin = _amaxmin("amin", np.min, AminBackward0)
 def aminmax(input, *, dim=None, keepdim=False):
     """(amin, amax) over ``dim`` (all dimensions by default)."""
     d = () if dim is None else dim
+    x = input._data
+    if x.size == 0 and (dim is None or x.ndim and x.shape[wrap_dim(_int(dim), x.ndim)] == 0):
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                           "identity.")
     return return_types.aminmax((amin(input, d, keepdim), amax(input, d, keepdim)))
 
 
@@ -519,6 +523,8 @@ def aminmax(input, *, dim=None, keepdim=False):
 def _arg(name, fn):
     def op(input, dim=None, keepdim=False, *, out=None):
         x = input._data
+        if x.dtype.kind == "b":
+            raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
             if x.size == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
@@ -586,9 +592,9 @@ def _var_args(name, dim, unbiased, keepdim, correction):
     return dim, keepdim, correction
 
 
-def _var_forward(name, x, dims, correction, keepdim):
+def _var_forward(name, x, dims, correction, keepdim, opname=None):
     if x.dtype.kind not in "fc":
-        raise RuntimeError("std and var only support floating point and complex dtypes")
+        raise RuntimeError(f"{opname or 'std and var'} only support floating point and complex dtypes")
     n = 1
     for d in dims:
         n *= x.shape[d]
@@ -683,7 +689,7 @@ def _var_mean_like(name, cls):
         dim, keepdim, c = _var_args(name, dim, unbiased, keepdim, correction)
         x = input._data
         dims = _dims_arg(dim, x.ndim)
-        v, m, n, dof = _var_forward(name.split("_")[0], x, dims, c, keepdim)
+        v, m, n, dof = _var_forward(name.split("_")[0], x, dims, c, keepdim, name)
         is_std = name == "std_mean"
         if is_std:
             v = arr(np.sqrt(v))
@@ -923,6 +929,8 @@ def _lower_median_idx(x, d):
 def median(input, dim=None, keepdim=False, *, out=None):
     """The lower median of all elements; with ``dim``, (values, indices) along it."""
     x = input._data
+    if x.dtype.kind == "b":
+        raise NotImplementedError(f"\"{'median_cpu' if dim is None else 'median_out'}\" not implemented for 'Bool'")
     if dim is None:
         if x.size == 0:
             r = np.array(np.nan, x.dtype)

@@ -350,7 +350,11 @@ def _T(self):
 
 def _mT(self):
     nd = self._data.ndim
-    if nd < 2:
+    if nd == 0:
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+                      UserWarning, stacklevel=2)
+        return self
+    if nd == 1:
         raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {nd}-D tensor.")
     return transpose(self, -2, -1)
 
@@ -367,6 +371,9 @@ def movedim(input, source, destination):
     """Move dimensions ``source`` to positions ``destination`` (a permute view)."""
     x = input._data
     nd = x.ndim
+    if nd == 0:
+        wrap_dim(_int(source) if isinstance(source, _int) else 0, 0)
+        return permute(input, ())
     src = (source,) if isinstance(source, _int) else tuple(source)
     dst = (destination,) if isinstance(destination, _int) else tuple(destination)
     if len(src) != len(dst):
@@ -442,7 +449,7 @@ def flip(input, *dims):
     x = input._data
     dims = norm_dims(tuple(dims), x.ndim)
     r = x[tuple(slice(None, None, -1) if i in dims else slice(None) for i in range(x.ndim))].copy() \
-        if dims else x.copy()
+        if dims and x.ndim else x.copy()
     node = node_for(FlipBackward0, (input,))
     if node is not None:
         node.dims = dims
@@ -703,7 +710,7 @@ def unbind(input, dim=0):
     node = node_for(UnbindBackward0, (input,))
     if node is not None:
         node.dim = d
-    datas = [x[(slice(None),) * d + (i,)] for i in range(x.shape[d])]
+    datas = [x[(slice(None),) * d + (i, Ellipsis)] for i in range(x.shape[d])]
     return tuple(view_of(input, o, lambda b, i=i: select(b, d, i)) for i, o in enumerate(finish_multi(node, datas)))
 
 
