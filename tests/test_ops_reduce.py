@@ -24,6 +24,10 @@ CASES = [
     (lambda x: x.mean(()), [(3, 4)]),
     (lambda x: x.mean(1), [(0, 3)]),
     (lambda x: x.nansum(1), [(3, 4)]),
+    (lambda x: x.nanmean(), [(3, 4)]),
+    (lambda x: x.nanmean(1, keepdim=True), [NC(3, 4)]),
+    (lambda x: x.trace(), [(3, 4)]),
+    (lambda x: x.trace(), [NC(4, 3)]),
     # prod
     (lambda x: x.prod(), [()]),
     (lambda x: x.prod(), [(3, 4)]),

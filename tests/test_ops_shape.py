@@ -63,6 +63,11 @@ CASES = [
     (lambda x: x.repeat(2, 1), [(0, 3)]),
     (lambda x: x.tile((2,)), [(3, 4)]),
     (lambda x: x.tile((2, 1, 1)), [(3, 4)]),
+    (lambda x: x.repeat_interleave(2), [(3, 4)]),
+    (lambda x: x.repeat_interleave(3, dim=1), [NC(3, 4)]),
+    (lambda x: lib_of(x).repeat_interleave(x, 2), [()]),
+    (lambda x: x.repeat_interleave(2, 0), [(0, 3)]),
+    (lambda x: x.repeat_interleave(lib_of(x).tensor([1, 0, 2]), dim=0), [(3, 4)]),
     # flip / roll
     (lambda x: x.flip(0), [(3, 4)]),
     (lambda x: x.flip((0, 1)), [NC(3, 4)]),

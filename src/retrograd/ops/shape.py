@@ -12,7 +12,7 @@ from .. import _dtype as D
 
 __all__ = ["reshape", "expand", "broadcast_to", "flatten", "unflatten", "ravel", "squeeze", "unsqueeze",
            "transpose", "swapaxes", "swapdims", "permute", "t", "movedim", "moveaxis",
-           "tile", "flip", "fliplr", "flipud", "roll", "cat", "concat", "concatenate", "stack", "hstack",
+           "tile", "repeat_interleave", "flip", "fliplr", "flipud", "roll", "cat", "concat", "concatenate", "stack", "hstack",
            "vstack", "row_stack", "dstack", "column_stack", "split", "chunk", "unbind", "narrow", "select",
            "tensor_split", "hsplit", "vsplit", "dsplit", "diagonal", "diag", "diag_embed", "triu", "tril",
            "atleast_1d", "atleast_2d", "atleast_3d", "adjoint"]
@@ -435,6 +435,41 @@ def tile(input, dims):
     if len(dims) < nd:
         dims = (1,) * (nd - len(dims)) + dims
     return repeat(input, dims)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element ``repeats`` times along ``dim`` (flattened when ``dim`` is None)."""
+    if repeats is None:  # repeat_interleave(repeats): indices repeated by the counts
+        r = input._data
+        if r.ndim > 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        return finish(None, np.repeat(np.arange(r.size, dtype=np.int64), r))
+    if dim is None:
+        input, d = flatten(input), 0
+    else:
+        d = wrap_dim(_int(dim), input._data.ndim)
+    x = input._data
+    if x.ndim == 0:
+        input, x = _reshape(input, (1,)), x.reshape(1)
+    n = x.shape[d]
+    if isinstance(repeats, Tensor):
+        reps = repeats._data.reshape(-1)
+        if reps.size == 1:
+            reps = np.broadcast_to(reps, (n,))
+        if reps.size != n:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                               f"{reps.size} and input.size({d}) = {n}")
+        if np.any(reps < 0):
+            raise RuntimeError("repeats can not be negative")
+        from .index_ops import index_select
+        return index_select(input, d, finish(None, np.repeat(np.arange(n, dtype=np.int64), reps)))
+    k = _int(repeats)
+    if k < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    u = unsqueeze(input, d + 1)
+    shape = list(u._data.shape)
+    shape[d + 1] = k
+    return view(expand(u, shape).contiguous(), x.shape[:d] + (n * k,) + x.shape[d + 1:])
 
 
 class FlipBackward0(OpNode):
