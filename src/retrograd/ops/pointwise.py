@@ -17,8 +17,13 @@ def _const(a):
 
 def _mask(g, m):
     """``g`` where ``m`` holds, else 0 (an infinite or NaN ``g`` gives 0 too, as in PyTorch)."""
+    m = np.asarray(m)
+    if m.all():
+        return g
     from .index import where
-    return where(_const(np.broadcast_to(m, np.broadcast_shapes(m.shape, g._data.shape))), g, 0.0)
+    if m.shape != g._data.shape:
+        m = np.broadcast_to(m, np.broadcast_shapes(m.shape, g._data.shape))
+    return where(_const(m), g, 0.0)
 
 
 def _data(v):
