@@ -315,3 +315,30 @@ def test_bad_input(fn, exc, msg):
         with pytest.raises(exc, match=msg):
             fn(x)
         assert x.grad is None and bool((x == 1).all()) and tuple(x.shape) == (3, 4)
+
+
+@needs_torch
+@pytest.mark.parametrize("call", ["squeeze_(1)", "squeeze_((0, 1))", "squeeze_()", "unsqueeze_(0)",
+                                  "swapaxes_(0, 2)", "transpose_(1, 0)", "swapdims_(0, 1)", "t_()"])
+def test_shape_inplace(call):
+    a = np.random.default_rng(0).standard_normal((3, 1, 4) if "t_" not in call else (3, 4))
+    out = []
+    for lib in (retrograd, torch):
+        x0 = lib.tensor(a, requires_grad=True)
+        x = x0 * 2
+        ver = (lambda t: t._version) if lib is torch else (lambda t: t._version_value)
+        v = ver(x)
+        r = eval("x." + call)
+        assert r is x and ver(x) == v + 1
+        g = np.random.default_rng(1).standard_normal(tuple(x.shape))
+        x.backward(lib.tensor(g))
+        out.append((tuple(x.shape), type(x.grad_fn).__name__, x0.grad.numpy()))
+    assert out[0][:2] == out[1][:2]
+    np.testing.assert_allclose(out[0][2], out[1][2])
+
+
+def test_shape_inplace_leaf_refused():
+    x = retrograd.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation."):
+        x.unsqueeze_(0)
+    assert x.shape == (3,)

@@ -1012,6 +1012,43 @@ triu = _tri("triu", np.triu, TriuBackward0)
 tril = _tri("tril", np.tril, TrilBackward0)
 
 
+# *** in-place shape changes (squeeze_, unsqueeze_, t_, transpose_): the tensor becomes the view ***
+
+SqueezeBackward3 = type("SqueezeBackward3", (SqueezeBackward0,), {})
+SqueezeBackward4 = type("SqueezeBackward4", (SqueezeBackward0,), {})
+SqueezeBackward5 = type("SqueezeBackward5", (SqueezeBackward0,), {})
+UnsqueezeBackward1 = type("UnsqueezeBackward1", (SqueezeBackward0,), {})
+TBackward1 = type("TBackward1", (TBackward0,), {})
+TransposeBackward1 = type("TransposeBackward1", (TransposeBackward0,), {})
+_INPLACE_NODES = {SqueezeBackward0: SqueezeBackward3, SqueezeBackward1: SqueezeBackward4,
+                  SqueezeBackward2: SqueezeBackward5, UnsqueezeBackward0: UnsqueezeBackward1,
+                  TBackward0: TBackward1, TransposeBackward0: TransposeBackward1}
+
+
+def _metadata_inplace(fn, name):
+    def method(self, *args, **kwargs):
+        from ._base import check_inplace
+        check_inplace(self)
+        r = fn(self, *args, **kwargs)
+        node = r._grad_fn
+        if node is not None:
+            node.__class__ = _INPLACE_NODES[type(node)]
+            self._grad_fn, self._output_nr = node, 0
+        self._data = r._data
+        if self._base is not None and getattr(r, "_view_fn", None) is not None:
+            self._view_fn = r._view_fn
+        self._bump_version()
+        return self
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In-place ``{fn.__name__}``: this tensor takes the new shape."
+    return method
+
+
+INPLACE_IMPL = {n: _metadata_inplace(f, n) for n, f in (
+    ("squeeze_", squeeze), ("unsqueeze_", unsqueeze), ("t_", t), ("transpose_", transpose),
+    ("swapaxes_", transpose), ("swapdims_", transpose))}
+
+
 def _repeat_method(self, *sizes):
     return repeat(self, *sizes)
 
@@ -1030,4 +1067,5 @@ TENSOR_METHODS.update({
     "view_as": lambda self, other: view(self, other.shape),
     "reshape_as": lambda self, other: reshape(self, other.shape),
     "T": property(_T), "mT": property(_mT), "mH": property(_mT)})
-INPLACE = {"triu_": triu, "tril_": tril}
+INPLACE = {"triu_": triu, "tril_": tril, "squeeze_": squeeze, "unsqueeze_": unsqueeze, "t_": t,
+           "transpose_": transpose, "swapaxes_": transpose, "swapdims_": transpose}
