@@ -96,6 +96,18 @@ CASES = [
     (lambda x: x.cumprod(-1), [NC(3, 4)]),
     (lambda x: x.cumprod(0), [()]),
     (lambda x: x.cumprod(0), [(0, 3)]),
+    (lambda x: x.logcumsumexp(1), [(3, 4)]),
+    (lambda x: retrograd_or_torch(x).logcumsumexp(x, 0), [NC(3, 4)]),
+    (lambda x: x.logcumsumexp(0), [()]),
+    (lambda x: x.logcumsumexp(1), [(0, 3)]),
+    (lambda x: x.cummax(1), [(3, 4)]),
+    (lambda x: x.cummin(0), [NC(3, 4)]),
+    (lambda x: x.cummax(0), [()]),
+    (lambda x: x.cummin(1), [(0, 3)]),
+    (lambda x, y: retrograd_or_torch(x).dist(x, y), [(3, 4), (4,)]),
+    (lambda x, y: retrograd_or_torch(x).dist(x, y, 3), [NC(3, 4), (3, 4)]),
+    (lambda x, y: retrograd_or_torch(x).dist(x, y, INF), [(3, 4), ()]),
+    (lambda x, y: retrograd_or_torch(x).dist(x, y, 1), [(), ()]),
     # median
     (lambda x: x.median(), [(3, 5)]),
     (lambda x: x.median(1), [NC(3, 4)]),
@@ -251,6 +263,15 @@ def test_nan_propagates():
     assert np.isnan(x.max().item()) and np.isnan(x.amax(1)[0].item())
     assert x.max(1).indices.tolist() == [1, 2] and x.argmax(1).tolist() == [1, 2]
     assert x.min(1).indices.tolist() == [1, 0]
+
+
+@needs_torch
+def test_cummax_ties_and_nan():
+    a = np.array([[1.0, 3.0, 3.0, 2.0, np.nan, 5.0], [2.0, 1.0, 1.0, 3.0, 3.0, 0.0]])
+    for fn in (lambda x: x.cummax(1), lambda x: x.cummin(1)):
+        r, t = fn(retrograd.tensor(a)), fn(torch.tensor(a))
+        assert r.indices.tolist() == t.indices.tolist()
+        np.testing.assert_array_equal(r.values.numpy(), t.values.numpy())
 
 
 def test_logsumexp_stable():

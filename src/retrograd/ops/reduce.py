@@ -15,7 +15,8 @@ from .. import _dtype as D
 
 __all__ = ["sum", "mean", "sum_to_size", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
            "all", "any", "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm",
-           "cumsum", "cumprod", "median", "nansum", "nanmean", "aminmax", "trace"]
+           "cumsum", "cumprod", "median", "nansum", "nanmean", "aminmax", "trace",
+           "logcumsumexp", "cummax", "cummin", "dist"]
 
 _int, _float, _bool = builtins.int, builtins.float, builtins.bool
 _I64 = np.dtype(np.int64)
@@ -154,10 +155,17 @@ _GatherAlongBackward.__name__ = _GatherAlongBackward.__qualname__ = "GatherBackw
 
 
 def _scatter_along(g, index, dim, shape):
-    """zeros(shape) with ``g`` (shaped like ``index``) put at ``index`` along ``dim``."""
-    z = np.zeros(shape, g._data.dtype)
-    if z.size:
-        np.put_along_axis(z, index, g._data, axis=dim)
+    """zeros(shape) with ``g`` (shaped like ``index``) added at ``index`` along ``dim``."""
+    gd = g._data
+    z = np.zeros(shape, gd.dtype)
+    if z.size and index.size:
+        n = shape[dim]
+        zi = np.moveaxis(z, dim, -1)
+        idx = np.moveaxis(np.broadcast_to(index, gd.shape), dim, -1)
+        rows = np.arange(idx.size // idx.shape[-1]).reshape(idx.shape[:-1] + (1,)) * n
+        flat = (rows + idx).reshape(-1)
+        summed = np.bincount(flat, weights=np.moveaxis(gd, dim, -1).reshape(-1), minlength=zi.size)
+        zi[...] = summed.reshape(zi.shape).astype(gd.dtype, copy=False)
     node = node_for(_ScatterAlongBackward, (g,))
     if node is not None:
         node.index, node.dim = index, dim
@@ -780,27 +788,31 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
 class LinalgVectorNormBackward0(OpNode):
     def backward(self, g):
         x, norm = self.saved_tensors
-        p, dims, keepdim = self.ord, self.dims, self.keepdim
-        g = _restore_dims(g, x.shape, dims, keepdim)
-        norm = _restore_dims(norm, x.shape, dims, keepdim)
-        if p == 0:
-            return x * 0 * g
-        if p == 1:
-            return x.sgn() * g
-        if p == 2:
-            return x * _masked_div(g, norm)
-        if math.isinf(p):
-            ax = x.abs()
-            mask = (ax._data == norm._data) | np.isnan(ax._data)
-            count = mask.sum(axis=dims, keepdims=dims is not None)
-            return x.sgn() * (g * _const((mask / np.maximum(count, 1)).astype(x._data.dtype)))
-        if p < 1:
-            from .index import where
-            scaled = x.sgn() * where(_const(x._data == 0), x * 0, x.abs() ** (p - 1))
-            return scaled * g * norm ** (1 - p)
-        if p < 2:
-            return x.sgn() * x.abs() ** (p - 1) * _masked_div(g, norm ** (p - 1))
-        return x * x.abs() ** (p - 2) * _masked_div(g, norm ** (p - 1))
+        return _vector_norm_grad(x, norm, g, self.ord, self.dims, self.keepdim)
+
+
+def _vector_norm_grad(x, norm, g, p, dims, keepdim):
+    """PyTorch's linalg_vector_norm_backward, with tensor ops."""
+    g = _restore_dims(g, x.shape, dims, keepdim)
+    norm = _restore_dims(norm, x.shape, dims, keepdim)
+    if p == 0:
+        return x * 0 * g
+    if p == 1:
+        return x.sgn() * g
+    if p == 2:
+        return x * _masked_div(g, norm)
+    if math.isinf(p):
+        ax = x.abs()
+        mask = (ax._data == norm._data) | np.isnan(ax._data)
+        count = mask.sum(axis=dims, keepdims=True) if dims else mask.sum()
+        return x.sgn() * (g * _const((mask / np.maximum(count, 1)).astype(x._data.dtype)))
+    if p < 1:
+        from .index import where
+        scaled = x.sgn() * where(_const(x._data == 0), x * 0, x.abs() ** (p - 1))
+        return scaled * g * norm ** (1 - p)
+    if p < 2:
+        return x.sgn() * x.abs() ** (p - 1) * _masked_div(g, norm ** (p - 1))
+    return x * x.abs() ** (p - 2) * _masked_div(g, norm ** (p - 1))
 
 
 def _masked_div(g, d):
@@ -930,6 +942,115 @@ def cumprod(input, dim, *, dtype=None, out=None):
         save(node, input)
         save_output(node, res)
     return res if out is None else write_out(out, res, "cumprod")
+
+
+class LogcumsumexpBackward0(OpNode):
+    def backward(self, g):
+        x, out = self.saved_tensors
+        d = self.dim
+        if x.ndim == 0:
+            return g
+        # Stable in log space, the positive and negative parts of g apart (as PyTorch does).
+        from .index import where
+        lowest = np.finfo(g._data.dtype).min
+        absg = g.abs()
+        pos, neg = g._data > 0, g._data < 0
+        with np.errstate(divide="ignore"):
+            logabs = absg.log()
+        lp = where(_const(pos), logabs, lowest)
+        ln = where(_const(neg), logabs, lowest)
+        rev = lambda t: logcumsumexp(t.flip(d), d).flip(d)  # noqa: E731
+        return (rev(lp - out) + x).exp() - (rev(ln - out) + x).exp()
+
+
+def logcumsumexp(input, dim, *, out=None):
+    """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
+    x = _float_input(input._data)
+    d = wrap_dim(_int(dim), x.ndim)
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = np.logaddexp.accumulate(x, axis=d) if x.ndim and x.size else x.copy()
+    node = node_for(LogcumsumexpBackward0, (input,))
+    res = finish(node, arr(np.asarray(r, x.dtype)))
+    if node is not None:
+        node.dim = d
+        save(node, input)
+        save_output(node, res)
+    return res if out is None else write_out(out, res, "logcumsumexp")
+
+
+class CummaxBackward0(OpNode):
+    def backward(self, g):
+        if g.ndim == 0:
+            return g
+        return _scatter_along(g, self.index, self.dim, self.shape)
+
+
+CumminBackward0 = type("CumminBackward0", (CummaxBackward0,), {})
+
+
+def _cum_extreme(name, ufunc, cls):
+    def op(input, dim, *, out=None):
+        x = input._data
+        d = wrap_dim(_int(dim), x.ndim)
+        if x.ndim == 0 or x.size == 0:
+            vals, idx = x.copy(), np.zeros(x.shape, np.int64)
+        else:
+            with np.errstate(invalid="ignore"):
+                vals = ufunc.accumulate(x, axis=d)
+                pos = np.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
+                hit = x == vals
+                if x.dtype.kind in "fc":
+                    nan = np.isnan(x)
+                    seen = np.logical_or.accumulate(nan, axis=d)
+                    first = nan & ~np.concatenate([np.zeros_like(seen.take([0], axis=d)),
+                                                   seen.take(range(x.shape[d] - 1), axis=d)], axis=d)
+                    hit = np.where(seen, first, hit)
+                idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d).astype(np.int64)
+        node = node_for(cls, (input,))
+        if node is not None:
+            node.dim, node.index, node.shape = d, idx, x.shape
+        res = getattr(return_types, name)(finish(node, arr(vals)), finish(None, arr(idx)))
+        if out is not None:
+            write_out(out[0], res[0], name)
+            write_out(out[1], res[1], name)
+            return getattr(return_types, name)(out[0], out[1])
+        return res
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Running {name[3:]}imum along ``dim``: (values, indices)."
+    return op
+
+
+cummax = _cum_extreme("cummax", np.maximum, CummaxBackward0)
+cummin = _cum_extreme("cummin", np.minimum, CumminBackward0)
+
+
+class DistBackward0(OpNode):
+    def backward(self, g):
+        a, b, norm = self.saved_tensors
+        gx = _vector_norm_grad(a - b, norm, g, self.p, (), False)
+        nf = self.next_functions
+        return (gx if nf[0][0] is not None else None, -gx if nf[1][0] is not None else None)
+
+
+def dist(input, other, p=2):
+    """The ``p``-norm of ``input - other``."""
+    from .arithmetic import sub
+    with_grad = node_for(DistBackward0, (input, other))
+    from ..autograd import grad_mode
+    with grad_mode.no_grad():
+        diff = sub(input, other)
+    pf = _float(p)
+    a = diff._data
+    if a.dtype.kind not in "fc":
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {_dtype_word(a.dtype)}")
+    res = finish(with_grad, arr(_vector_norm_np(a, pf, None, False)))
+    if with_grad is not None:
+        with_grad.p = pf
+        save(with_grad, input, other)
+        save_output(with_grad, res)
+    return res
 
 
 # *** median ***
