@@ -324,3 +324,22 @@ def test_var_dof_warning():
     assert np.isnan(v.numpy()).all()
     with pytest.warns(UserWarning, match=r"std\(\): degrees of freedom is <= 0"):
         x.std(0)
+
+
+@needs_torch
+@pytest.mark.parametrize("call", ["sum(x, 1, out=o)", "mean(x, 0, out=o)", "prod(x, 1, out=o)", "amax(x, 1, out=o)",
+                                  "logsumexp(x, 1, out=o)", "cumsum(x, 1, out=o)", "norm(x, dim=1, out=o)",
+                                  "var(x, 1, out=o)", "std(x, 0, out=o)", "argmax(x, 1, out=oi)",
+                                  "max(x, 1, out=(o, oi))", "min(x, 0, out=(o, oi))"])
+def test_out(call):
+    a = np.random.default_rng(0).standard_normal((3, 4))
+    res = []
+    for lib in (retrograd, torch):
+        x = lib.tensor(a)
+        o, oi = lib.zeros(0, dtype=lib.float64), lib.zeros(0, dtype=lib.int64)
+        r = eval("lib." + call, {"lib": lib, "x": x, "o": o, "oi": oi})
+        first = r[0] if isinstance(r, tuple) else r
+        assert first is o or first is oi
+        res.append([t.numpy().copy() for t in (r if isinstance(r, tuple) else (r,))])
+    for p, q in zip(*res):
+        np.testing.assert_allclose(p, q, rtol=1e-12)

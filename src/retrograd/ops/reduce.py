@@ -260,21 +260,33 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
             f"dtype. Got: {_dtype_word(x.dtype)}")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if dim is None:
-            r = arr(x.mean() if x.size else np.array(np.nan, x.dtype))
-            node = node_for(MeanBackward0, (input,))
-            if node is not None:
-                node.shape, node.n = x.shape, builtins.max(x.size, 1)
-        else:
-            dims = _dims_arg(dim, x.ndim)
-            r = arr(x.mean(axis=dims, keepdims=keepdim)) if dims else x.copy()
-            node = node_for(MeanBackward1, (input,))
-            if node is not None:
-                n = 1
-                for d in dims:
-                    n *= x.shape[d]
-                node.shape, node.dims, node.keepdim, node.n = x.shape, dims, keepdim, n
+    if dim is None:
+        dims, n = None, x.size
+        node = node_for(MeanBackward0, (input,))
+        if node is not None:
+            node.shape, node.n = x.shape, builtins.max(n, 1)
+    else:
+        dims = _dims_arg(dim, x.ndim)
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        node = node_for(MeanBackward1, (input,))
+        if node is not None:
+            node.shape, node.dims, node.keepdim, node.n = x.shape, dims, keepdim, n
+    if n == 0 or x.dtype == np.float16:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = x.mean(axis=dims, keepdims=keepdim and dims is not None) if x.size else \
+                np.full([s for i, s in enumerate(x.shape) if dims is not None and (i not in dims or keepdim)]
+                        if dims is not None else [], np.nan, x.dtype)
+            if dims is not None and keepdim and x.size == 0:
+                r = r.reshape(_keep_shape(x.shape, dims))
+    elif dims is None:
+        r = np.add.reduce(x, axis=None) / n
+    elif dims:
+        r = np.add.reduce(x, axis=dims, keepdims=keepdim) / n
+    else:
+        r = x.copy()
+    r = arr(r)
     r = r.astype(x.dtype, copy=False)
     res = finish(node, r)
     return res if out is None else write_out(out, res, "mean")
@@ -433,7 +445,7 @@ MinBackward0 = type("MinBackward0", (MaxBackward0,), {})
 MedianBackward1 = type("MedianBackward1", (MaxBackward0,), {})
 
 
-def _extreme(name, np_fn, arg_fn, all_cls, dim_cls):
+def _extreme(name, np_fn, arg_fn, all_cls, dim_cls, red_fn):
     def op(input, dim=None, keepdim=False, *, out=None):
         if isinstance(dim, Tensor):
             from . import pointwise
@@ -457,7 +469,7 @@ def _extreme(name, np_fn, arg_fn, all_cls, dim_cls):
         xd = x if x.ndim else x.reshape(1)
         if x.size:
             idx = arg_fn(xd, axis=d, keepdims=True)
-            vals = np.take_along_axis(xd, idx, axis=d)
+            vals = red_fn.reduce(xd, axis=d, keepdims=True)
         else:
             shape = _keep_shape(xd.shape, (d,))
             idx, vals = np.zeros(shape, np.int64), np.zeros(shape, x.dtype)
@@ -488,24 +500,12 @@ def _extreme(name, np_fn, arg_fn, all_cls, dim_cls):
     return op
 
 
-def _nan_arg(fn, nanfn):
-    def arg(x, axis=None, keepdims=False):
-        i = fn(x, axis=axis, keepdims=keepdims)
-        if x.dtype.kind in "fc":
-            nan = np.isnan(x)
-            if nan.any():
-                j = np.argmax(nan, axis=axis, keepdims=keepdims)
-                has = nan.any(axis=axis, keepdims=keepdims)
-                i = np.where(has, j, i)
-        return i
-    return arg
+# NumPy's argmax/argmin already return the first NaN, as PyTorch does.
+_argmax_np = np.argmax
+_argmin_np = np.argmin
 
-
-_argmax_np = _nan_arg(np.argmax, None)
-_argmin_np = _nan_arg(np.argmin, None)
-
-max = _extreme("max", np.max, _argmax_np, MaxBackward1, MaxBackward0)
-min = _extreme("min", np.min, _argmin_np, MinBackward1, MinBackward0)
+max = _extreme("max", np.max, _argmax_np, MaxBackward1, MaxBackward0, np.maximum)
+min = _extreme("min", np.min, _argmin_np, MinBackward1, MinBackward0, np.minimum)
 
 
 class AmaxBackward0(OpNode):
@@ -640,7 +640,8 @@ def _var_forward(name, x, dims, correction, keepdim, opname=None):
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                       "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
     with np.errstate(invalid="ignore", divide="ignore"):
-        m = x.mean(axis=dims, keepdims=True) if x.size else np.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
+        m = (np.add.reduce(x, axis=dims, keepdims=True) / n if x.dtype != np.float16 else
+             x.mean(axis=dims, keepdims=True)) if x.size else np.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
         dev = x - m
         v = (dev * dev).sum(axis=dims, keepdims=keepdim) / dof if dims else (dev * dev) / dof
     m = m if keepdim else m.reshape([s for i, s in enumerate(x.shape) if i not in dims])
