@@ -108,6 +108,19 @@ CASES = [
     (lambda x, y: retrograd_or_torch(x).dist(x, y, 3), [NC(3, 4), (3, 4)]),
     (lambda x, y: retrograd_or_torch(x).dist(x, y, INF), [(3, 4), ()]),
     (lambda x, y: retrograd_or_torch(x).dist(x, y, 1), [(), ()]),
+    (lambda x: x.sort(), [(3, 4)]),
+    (lambda x: x.sort(0, True), [NC(3, 4)]),
+    (lambda x: x.sort(dim=1, descending=True, stable=True), [(3, 4)]),
+    (lambda x: x.sort(), [()]),
+    (lambda x: x.sort(1), [(0, 3)]),
+    (lambda x: x.msort(), [(3, 4)]),
+    (lambda x: x.topk(2), [(3, 4)]),
+    (lambda x: x.topk(2, 0, largest=False), [NC(3, 4)]),
+    (lambda x: x.topk(1), [()]),
+    (lambda x: x.topk(0), [(3, 4)]),
+    (lambda x: x.kthvalue(2), [(3, 4)]),
+    (lambda x: x.kthvalue(3, 0, True), [NC(3, 4)]),
+    (lambda x: x.kthvalue(1), [()]),
     # median
     (lambda x: x.median(), [(3, 5)]),
     (lambda x: x.median(1), [NC(3, 4)]),
@@ -229,6 +242,9 @@ NOGRAD = [
     (lambda x: (x > 0).count_nonzero((0, 1)), [(3, 4)]),
     (lambda x: (x > 0).count_nonzero(1), [(3, 4)]),
     (lambda x: x.max(1).indices, [(3, 4)]),
+    (lambda x: x.argsort(1), [(3, 4)]),
+    (lambda x: retrograd_or_torch(x).argsort(x, dim=0, descending=True), [NC(3, 4)]),
+    (lambda x: x.argsort(0), [()]),
     (lambda x: x.long().sum(), [(3, 4)]),
     (lambda x: (x > 0).sum(1), [(3, 4)]),
     (lambda x: x.long().prod(1), [(3, 4)]),
@@ -274,6 +290,16 @@ def test_cummax_ties_and_nan():
         np.testing.assert_array_equal(r.values.numpy(), t.values.numpy())
 
 
+@needs_torch
+def test_sort_ties_and_nan_like_stable_torch():
+    a = np.array([[2.0, 1.0, 2.0, np.nan, 1.0, 3.0], [0.0, 0.0, 1.0, 1.0, np.nan, np.nan]])
+    for kw in ({}, {"descending": True}):
+        r = retrograd.tensor(a).sort(dim=1, stable=True, **kw)
+        t = torch.tensor(a).sort(dim=1, stable=True, **kw)
+        assert r.indices.tolist() == t.indices.tolist()
+        np.testing.assert_array_equal(r.values.numpy(), t.values.numpy())
+
+
 def test_logsumexp_stable():
     x = retrograd.tensor([1000.0, 1000.0, -1000.0], dtype=retrograd.float64, requires_grad=True)
     y = x.logsumexp(0)
@@ -308,6 +334,8 @@ def _state(x):
     (lambda x: x.var(1, unbiased=True, correction=1), TypeError, r"var\(\) received an invalid combination"),
     (lambda x: x.max(keepdim=True), TypeError, r"max\(\) received an invalid combination of arguments"),
     (lambda x: x.prod((0, 1)), TypeError, r"prod\(\) received an invalid combination of arguments"),
+    (lambda x: x.topk(5), RuntimeError, "selected index k out of range"),
+    (lambda x: x.kthvalue(0), RuntimeError, r"kthvalue\(\): selected number k out of range for dimension 1"),
 ])
 def test_bad_input(fn, exc, msg):
     for lib in ([retrograd] + ([torch] if torch is not None else [])):

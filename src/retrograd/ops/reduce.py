@@ -16,7 +16,7 @@ from .. import _dtype as D
 __all__ = ["sum", "mean", "sum_to_size", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
            "all", "any", "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm",
            "cumsum", "cumprod", "median", "nansum", "nanmean", "aminmax", "trace",
-           "logcumsumexp", "cummax", "cummin", "dist"]
+           "logcumsumexp", "cummax", "cummin", "dist", "sort", "argsort", "msort", "topk", "kthvalue"]
 
 _int, _float, _bool = builtins.int, builtins.float, builtins.bool
 _I64 = np.dtype(np.int64)
@@ -1051,6 +1051,114 @@ def dist(input, other, p=2):
         with_grad.p = pf
         save(with_grad, input, other)
         save_output(with_grad, res)
+    return res
+
+
+# *** sort / topk / kthvalue ***
+
+def _sort_idx(x, d, descending):
+    """Stable sorting indices along ``d``; NaN sorts as the largest value, as in PyTorch."""
+    if not descending:
+        return np.argsort(x, axis=d, kind="stable")
+    n = x.shape[d]
+    return (n - 1) - np.flip(np.argsort(np.flip(x, d), axis=d, kind="stable"), d)
+
+
+class SortBackward0(OpNode):
+    def backward(self, g):
+        if g.ndim == 0:
+            return g
+        return _scatter_along(g, self.index, self.dim, self.shape)
+
+
+SortBackward1 = type("SortBackward1", (SortBackward0,), {})
+TopkBackward0 = type("TopkBackward0", (SortBackward0,), {})
+
+
+def _selected(name, cls, input, idx, d, extra=None):
+    x = input._data
+    vals = np.take_along_axis(x, idx, axis=d) if x.ndim else x.copy()
+    node = node_for(cls, (input,))
+    if node is not None:
+        node.index, node.dim, node.shape = idx, d, x.shape
+        if extra:
+            node.__dict__.update(extra)
+    return getattr(return_types, name)(finish(node, arr(vals)), finish(None, arr(idx.astype(np.int64, copy=False))))
+
+
+def sort(input, dim=-1, descending=False, stable=None, *, out=None):
+    """(values, indices) sorted along ``dim``; equal values keep their order."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    idx = _sort_idx(x, d, descending) if x.ndim else np.zeros((), np.int64)
+    res = _selected("sort", SortBackward0 if stable is None else SortBackward1, input, idx, d)
+    if out is not None:
+        write_out(out[0], res[0], "sort")
+        write_out(out[1], res[1], "sort")
+        return return_types.sort(out[0], out[1])
+    return res
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    """Indices that sort ``input`` along ``dim``; no gradient."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    idx = _sort_idx(x, d, descending) if x.ndim else np.zeros((), np.int64)
+    return finish(None, arr(idx.astype(np.int64, copy=False)))
+
+
+def msort(input):
+    """``sort`` along dimension 0, values only."""
+    return sort(input, 0)[0]
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    """The ``k`` largest (or smallest) elements along ``dim``, with their indices."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    n = x.shape[d] if x.ndim else 1
+    k = _int(k)
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    if x.ndim == 0:
+        idx = np.zeros((), np.int64)
+    else:
+        idx = np.take(_sort_idx(x, d, largest), np.arange(k), axis=d)
+    res = _selected("topk", TopkBackward0, input, idx, d)
+    if out is not None:
+        write_out(out[0], res[0], "topk")
+        write_out(out[1], res[1], "topk")
+        return return_types.topk(out[0], out[1])
+    return res
+
+
+KthvalueBackward0 = type("KthvalueBackward0", (MaxBackward0,), {})
+
+
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    """The ``k``-th smallest element along ``dim`` (1-based), with its index."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    n = x.shape[d] if x.ndim else 1
+    k = _int(k)
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if x.ndim == 0:
+        idx = np.zeros((), np.int64)
+        vals = x.copy()
+    else:
+        idx = np.take(_sort_idx(x, d, False), [k - 1], axis=d)
+        vals = np.take_along_axis(x, idx, axis=d)
+    node = node_for(KthvalueBackward0, (input,))
+    if node is not None:
+        node.dim, node.keepdim, node.shape, node.index = d, keepdim, x.shape, idx
+    if x.ndim and not keepdim:
+        vals, idx = np.squeeze(vals, d), np.squeeze(idx, d)
+    res = return_types.kthvalue(finish(node, arr(vals)), finish(None, arr(idx.astype(np.int64))))
+    if out is not None:
+        write_out(out[0], res[0], "kthvalue")
+        write_out(out[1], res[1], "kthvalue")
+        return return_types.kthvalue(out[0], out[1])
     return res
 
 
