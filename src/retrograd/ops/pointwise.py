@@ -103,7 +103,6 @@ class ClampBackward0(OpNode):
         lo = mn._data if mn is not None else None
         hi = mx._data if mx is not None else None
         nf = self.next_functions
-        dt = g._data.dtype
         with np.errstate(invalid="ignore"):
             inside = np.ones(a.shape, bool)
             if lo is not None:
@@ -135,7 +134,6 @@ class ClampMaxBackward1(OpNode):
         x, mx = self.saved_tensors
         a, hi = x._data, mx._data
         nf = self.next_functions
-        dt = g._data.dtype
         with np.errstate(invalid="ignore"):
             gx = _mask(g, a <= hi) if nf[0][0] is not None else None
             gmax = _mask(g, a > hi) if nf[1][0] is not None else None
@@ -154,7 +152,6 @@ def _clamp(input, min, max, out, name, scalar_cls):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     min, max = _scalar_bound(min), _scalar_bound(max)
-    x = input._data
     tensor_form = isinstance(min, Tensor) or isinstance(max, Tensor)
     if tensor_form:
         from .._creation import tensor as _tensor
@@ -247,7 +244,6 @@ class FmaxBackward0(OpNode):
         x, y = self.saved_tensors
         a, b = x._data, y._data
         nf = self.next_functions
-        dt = g._data.dtype
         with np.errstate(invalid="ignore"):
             m = ((a >= b) if self.sign > 0 else (a <= b)) | np.isnan(b)
         return (_mask(g, m) if nf[0][0] is not None else None,

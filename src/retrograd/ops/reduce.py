@@ -362,12 +362,10 @@ def _exclusive_cumprod(t, d):
     shape = list(t.shape)
     shape[d] = 1
     one = _const(np.ones(shape, t._data.dtype))
-    return cat_([one, c.narrow(d, 0, n - 1)], d) if n > 1 else one.expand(t.shape)
-
-
-def cat_(ts, d):
+    if n <= 1:
+        return one.expand(t.shape)
     from .shape import cat
-    return cat(ts, d)
+    return cat([one, c.narrow(d, 0, n - 1)], d)
 
 
 def _prod_others(x, out_keep, d):
@@ -435,8 +433,12 @@ MinBackward1 = type("MinBackward1", (MaxBackward1,), {})
 
 
 class MaxBackward0(OpNode):
+    """Gradient of values picked along ``dim`` at ``index`` (keepdim-shaped)."""
+
     def backward(self, g):
-        if not self.keepdim and len(self.shape):
+        if not len(self.shape):
+            return g
+        if not self.keepdim:
             g = g.unsqueeze(self.dim)
         return _scatter_along(g, self.index, self.dim, self.shape)
 
@@ -1221,23 +1223,6 @@ def median(input, dim=None, keepdim=False, *, out=None):
         node.dim, node.keepdim, node.shape = d, keepdim, x.shape
         node.index = idx if x.ndim else np.zeros((), np.int64)
     return return_types.median(finish(node, vi.copy()), finish(None, ii.copy()))
-
-
-# MaxBackward0 on 0-d inputs: the "scatter" is the identity.
-def _max0_apply(self, grads):
-    g = grads[0]
-    if not len(self.shape):
-        return g
-    if not self.keepdim:
-        g = g.unsqueeze(self.dim)
-    return _scatter_along(g, self.index, self.dim, self.shape)
-
-
-MaxBackward0._apply = _max0_apply
-
-
-def _max_method(self, dim=None, keepdim=False, *, out=None):
-    return max(self, dim, keepdim, out=out)
 
 
 TENSOR_METHODS = {n: globals()[n] for n in __all__}
