@@ -371,3 +371,13 @@ def test_out(call):
         res.append([t.numpy().copy() for t in (r if isinstance(r, tuple) else (r,))])
     for p, q in zip(*res):
         np.testing.assert_allclose(p, q, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn,specs", [
+    (lambda x: retrograd_or_torch(x).linalg.vector_norm(x), [(3, 4)]),
+    (lambda x: retrograd_or_torch(x).linalg.vector_norm(x, 3, dim=1, keepdim=True), [NC(3, 4)]),
+    (lambda x: retrograd_or_torch(x).linalg.vector_norm(x, ord=float("inf"), dim=(0, 1)), [(3, 4)]),
+])
+def test_linalg_vector_norm(fn, specs):
+    check(fn, specs)
+    gradcheck_op(fn, specs)

@@ -386,3 +386,20 @@ def test_unfold_is_a_view():
     w = x.unfold(0, 2, 2)
     x.fill_(3.0)
     assert w.tolist() == [[3.0, 3.0]] * 3
+
+
+@needs_torch
+@pytest.mark.parametrize("call", ["triu_()", "tril_(-1)", "cumsum_(1)", "cumprod_(0)"])
+def test_inplace_copies(call):
+    a = np.random.default_rng(0).standard_normal((3, 4))
+    out = []
+    for lib in (retrograd, torch):
+        x0 = lib.tensor(a, requires_grad=True)
+        x = x0 * 2
+        r = eval("x." + call)
+        assert r is x
+        x.backward(lib.tensor(np.arange(12.0).reshape(3, 4)))
+        out.append((x.detach().numpy().copy(), type(x.grad_fn).__name__, x0.grad.numpy()))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-12)
+    assert out[0][1] == out[1][1]
+    np.testing.assert_allclose(out[0][2], out[1][2], rtol=1e-12)
