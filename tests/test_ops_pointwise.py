@@ -60,6 +60,14 @@ CASES = [
     (lambda x, y: L(x).hypot(x, y), [(3, 4), (3, 4)]),
     (lambda x, y: x.hypot(y), [(3, 1), NC(4)]),
     (lambda x, y: x.hypot(y), [(0, 3), (3,)]),
+    (lambda x, y: L(x).logaddexp(x, y), [(3, 4), (3, 4)]),
+    (lambda x, y: x.logaddexp(y), [NC(3, 4), (4,)]),
+    (lambda x, y: x.logaddexp2(y), [(), (3,)]),
+    (lambda x, y: L(x).logaddexp2(x, y), [(0, 3), (3,)]),
+    (lambda x, y: L(x).copysign(x, y), [(3, 4), (3, 4)]),
+    (lambda x, y: x.copysign(y), [NC(3, 4), ()]),
+    (lambda x: x.copysign(-1.0), [(3, 4)]),
+    (lambda x, y: x.copysign(y), [(0, 3), (3,)]),
 ]
 
 POSITIVE = [
@@ -105,6 +113,9 @@ SECOND = [
     (lambda x, a, b: x.addcmul(a, b), [(3, 4), (3, 4), (3, 4)]),
     (lambda x, y: retrograd.atan2(x, y), [(3, 4), (3, 4)]),
     (lambda x, y: retrograd.hypot(x, y), [(3, 4), (3, 4)]),
+    (lambda x, y: retrograd.logaddexp(x, y), [(3, 4), (3, 4)]),
+    (lambda x, y: retrograd.logaddexp2(x, y), [(3, 4), (4,)]),
+    (lambda x, y: retrograd.copysign(x, y) * x, [(3, 4), (3, 4)]),
 ]
 
 
@@ -166,6 +177,7 @@ def test_dtypes(fn):
     lambda x, y: x.clamp_max_(y), lambda x, y: x.clamp_(y, y + 1), lambda x, y: x.lerp_(y, 0.3),
     lambda x, y: x.lerp_(y, y), lambda x, y: x.addcmul_(y, y, value=2), lambda x, y: x.addcdiv_(y, y + 3),
     lambda x, y: x.atan2_(y), lambda x, y: x.hypot_(y), lambda x, y: x.arctan2_(y),
+    lambda x, y: x.copysign_(y), lambda x, y: x.xlogy_(y.abs() + 0.5),
 ])
 def test_inplace(fn):
     rng = np.random.default_rng(0)

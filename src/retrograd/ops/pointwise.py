@@ -8,7 +8,7 @@ from ._base import (OpNode, node_for, save, save_output, finish, arr, result_np_
 from .. import _dtype as D
 
 __all__ = ["clamp", "clip", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "lerp",
-           "addcmul", "addcdiv", "atan2", "arctan2", "hypot", "xlogy"]
+           "addcmul", "addcdiv", "atan2", "arctan2", "hypot", "xlogy", "logaddexp", "logaddexp2", "copysign"]
 
 
 def _const(a):
@@ -451,6 +451,78 @@ arctan2 = atan2
 hypot = _float_binary("hypot", np.hypot, HypotBackward0, True)
 
 
+class LogaddexpBackward0(OpNode):
+    def backward(self, g):
+        x, y = self.saved_tensors
+        nf = self.next_functions
+        if self.base2:
+            return (g / (1 + 2 ** (y - x)) if nf[0][0] is not None else None,
+                    g / (1 + 2 ** (x - y)) if nf[1][0] is not None else None)
+        return (g / (1 + (y - x).exp()) if nf[0][0] is not None else None,
+                g / (1 + (x - y).exp()) if nf[1][0] is not None else None)
+
+
+Logaddexp2Backward0 = type("Logaddexp2Backward0", (LogaddexpBackward0,), {})
+
+
+def _logaddexp(name, np_fn, cls):
+    def op(input, other, *, out=None):
+        _need_tensor(name, other)
+        dt = _float_dt(result_np_dtype(input, other))
+        _bshape(input, other)
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = np_fn(_as(input, dt), _as(other, dt))
+        node = node_for(cls, (input, other))
+        if node is not None:
+            node.base2 = name == "logaddexp2"
+            save(node, input, other)
+        return _out(node, r, dt, out, name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``log{'2' if name.endswith('2') else ''}({'2**' if name.endswith('2') else 'exp('}input) + ...)`` " \
+                 "computed stably."
+    return op
+
+
+logaddexp = _logaddexp("logaddexp", np.logaddexp, LogaddexpBackward0)
+logaddexp2 = _logaddexp("logaddexp2", np.logaddexp2, Logaddexp2Backward0)
+
+
+class CopysignBackward0(OpNode):
+    """d/dx copysign(x, y) = result / x (0 where x is 0); ``other`` gets a zero gradient."""
+
+    def backward(self, g):
+        x, r = self.saved_tensors[0], self.saved_tensors[-1]
+        xa = x._data
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(xa == 0, 0, np.asarray(r._data) / np.where(xa == 0, 1, xa)).astype(g._data.dtype)
+        gx = g * _const(ratio)
+        if len(self.next_functions) == 1:
+            return gx
+        return (gx if self.next_functions[0][0] is not None else None,
+                g * 0 if self.next_functions[1][0] is not None else None)
+
+
+CopysignBackward1 = type("CopysignBackward1", (CopysignBackward0,), {})
+
+
+def copysign(input, other, *, out=None):
+    """``input``'s magnitude with ``other``'s sign (elementwise)."""
+    a, b, x, y, dt = binary_operands(input, other)
+    dt = _float_dt(dt)
+    _bshape(a, b)
+    r = np.copysign(np.asarray(x, dt), np.asarray(y, dt))
+    if b is not None:
+        node = node_for(CopysignBackward0, (a, b))
+    else:
+        node = node_for(CopysignBackward1, (a,))
+    res = finish(node, arr(np.asarray(r, dt)))
+    if node is not None:
+        save(node, a)
+        save_output(node, res)
+    return res if out is None else write_out(out, res, "copysign")
+
+
 def _xlogy_grad_x(g, x, y):
     gx = xlogy(g, y)
     with np.errstate(invalid="ignore"):
@@ -510,4 +582,4 @@ def xlogy(input, other, *, out=None):
 TENSOR_METHODS = {n: globals()[n] for n in __all__}
 INPLACE = {"clamp_": clamp, "clip_": clip, "clamp_min_": clamp_min, "clamp_max_": clamp_max, "lerp_": lerp,
            "addcmul_": addcmul, "addcdiv_": addcdiv, "atan2_": atan2, "arctan2_": atan2, "hypot_": hypot,
-           "xlogy_": xlogy}
+           "xlogy_": xlogy, "copysign_": copysign}
