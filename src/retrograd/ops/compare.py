@@ -1,7 +1,8 @@
 """Comparisons and logical ops: bool results, never a grad_fn."""
 import numpy as np
 
-from ._base import finish, arr, binary_operands, write_out, Tensor
+from ._base import finish, arr, binary_operands, write_out, Tensor, _dtype_name
+from .arithmetic import _check_broadcast
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
            "not_equal", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal",
@@ -12,6 +13,7 @@ __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less
 def _cmp(ufunc, name):
     def op(input, other, *, out=None):
         a, b, x, y, dt = binary_operands(input, other)
+        _check_broadcast(x, y)
         if type(x) is np.ndarray and x.dtype != dt:
             x = x.astype(dt)
         if type(y) is np.ndarray and y.dtype != dt:
@@ -37,7 +39,8 @@ def _bitwise(ufunc, name):
     def op(input, other, *, out=None):
         a, b, x, y, dt = binary_operands(input, other)
         if dt.kind not in "biu":
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{dt.name.capitalize()}\'')
+            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dtype_name(dt)}\'')
+        _check_broadcast(x, y)
         res = finish(None, arr(ufunc(np.asarray(x).astype(dt), np.asarray(y).astype(dt))).astype(dt))
         return res if out is None else write_out(out, res, name)
     op.__name__ = name
@@ -71,7 +74,7 @@ logical_not = _un(np.logical_not, "logical_not")
 def bitwise_not(input, *, out=None):
     x = input._data
     if x.dtype.kind not in "biu":
-        raise RuntimeError(f'"bitwise_not_cpu" not implemented for \'{input.dtype.name.capitalize()}\'')
+        raise RuntimeError(f'"bitwise_not_cpu" not implemented for \'{_dtype_name(x.dtype)}\'')
     res = finish(None, arr(np.logical_not(x) if x.dtype.kind == "b" else np.invert(x)))
     return res if out is None else write_out(out, res, "bitwise_not")
 
