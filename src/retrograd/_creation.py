@@ -281,6 +281,9 @@ def _filled(fill, size, dtype, device, requires_grad, default_float=True):
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor of zeros (default dtype unless ``dtype``)."""
+    dims = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list, Size)) else size
+    if any(isinstance(s, (_bint, np.integer)) and s < 0 for s in dims):
+        raise RuntimeError("zeros: Dimension size must be non-negative.")
     return _filled(0, size, dtype, device, requires_grad)
 
 
@@ -381,7 +384,19 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     dt = _float_dt(dtype)
-    return _finish(np.linspace(_num(start), _num(end), steps).astype(dt.np), requires_grad, device)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    start, end = _num(start), _num(end)
+    cdt = dt.np if dt.np.kind == "f" else np.dtype(np.float64)
+    if steps <= 1:
+        r = np.full(steps, start, cdt)
+    else:
+        # PyTorch's formula: the first half counts up from start, the second down from end.
+        step = (cdt.type(end) - cdt.type(start)) / cdt.type(steps - 1)
+        i = np.arange(steps, dtype=cdt)
+        r = np.where(np.arange(steps) < steps // 2, cdt.type(start) + i * step,
+                     cdt.type(end) - (cdt.type(steps - 1) - i) * step)
+    return _finish(r.astype(dt.np), requires_grad, device)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
