@@ -14,6 +14,7 @@ import numpy as np
 from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
                     check_inplace, rebase_history, LEAF_INPLACE_MSG)
 from .. import _dtype as D
+from ..autograd.graph import _seq, Node
 
 __all__ = ["where", "nonzero", "argwhere", "index_put"]
 
@@ -235,7 +236,7 @@ def _parse(shape, idx, setting=False):
                 vals.append(v)
             start, stop, step = vals
             if step is not None and step <= 0:
-                raise ValueError("step must be greater than zero")
+                raise ValueError("step must be greater than zero" if step else "slice step cannot be zero")
             n = cur[dim]
             s = slice(start, stop, step)
             a, b, c = s.indices(n)
@@ -318,7 +319,6 @@ def _chain(x_tensor, steps, final_cls=None, adv_index=None, adv_in_shape=None):
 
 
 def _new_node(cls, edge):
-    from ..autograd.graph import _seq, Node
     n = object.__new__(cls)
     n.next_functions = (edge,)
     n._seq = next(_seq)
@@ -334,9 +334,43 @@ def _basic_view(x, basic):
     return r
 
 
+_ZERO_DIM_INT = ("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ "
+                 "to convert a 0-dim tensor to a number")
+
+
 def getitem(self, idx):
     """``t[idx]``: basic indexing gives a view, advanced indexing a copy."""
     x = self._data
+    t = type(idx)
+    if t is int or t is slice:  # the common cases, without the general walk
+        if not x.ndim:
+            raise IndexError(_ZERO_DIM_INT if t is int else "slice() cannot be applied to a 0-dim tensor.")
+        n = x.shape[0]
+        if t is int:
+            if not -n <= idx < n:
+                raise IndexError(f"index {idx} is out of bounds for dimension 0 with size {n}")
+            r = x[idx, ...]
+            cls = SelectBackward0
+        else:
+            if idx.step is not None and not (type(idx.step) is int and idx.step > 0):
+                return _getitem_general(self, idx)
+            if (idx.start is not None and type(idx.start) is not int) or \
+                    (idx.stop is not None and type(idx.stop) is not int):
+                return _getitem_general(self, idx)
+            r = x[idx]
+            cls = SliceBackward0
+        node = None
+        if _state.grad and self._requires_grad:
+            node = _new_node(cls, self._edge())
+            node.in_shape, node.np_index = x.shape, (idx,)
+        return view_of(self, finish(node, r), lambda b, i=idx: getitem(b, i))
+    return _getitem_general(self, idx)
+
+
+def _getitem_general(self, idx):
+    x = self._data
+    if not x.ndim and isinstance(idx, (int, np.integer)) and not isinstance(idx, bool):
+        raise IndexError(_ZERO_DIM_INT)
     steps, basic, adv_index, mid_shape = _parse(x.shape, idx)
     r = _basic_view(x, basic) if basic else x
     if adv_index is None:
