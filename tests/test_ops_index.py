@@ -115,6 +115,7 @@ def test_basic_index_is_view():
     ((slice(None), [4]), IndexError, "index 4 is out of bounds for dimension 0 with size 4"),
     ((0, 0, 0), IndexError, "too many indices for tensor of dimension 2"),
     (slice(None, None, -1), ValueError, "step must be greater than zero"),
+    (slice(1, 2, 0), ValueError, "slice step cannot be zero"),
     (0.5, IndexError, r"only integers, slices \(`:`\), ellipsis \(`...`\), None and long or byte Variables are "
                       r"valid indices \(got float\)"),
 ])
@@ -122,6 +123,16 @@ def test_getitem_errors(index, exc, msg):
     x = retrograd.zeros(3, 4)
     with pytest.raises(exc, match=msg):
         x[index]
+
+
+@pytest.mark.parametrize("index,msg", [
+    (0, "invalid index of a 0-dim tensor. Use `tensor.item\\(\\)` in Python"),
+    (slice(0, 1), "slice\\(\\) cannot be applied to a 0-dim tensor."),
+    ([0], "too many indices for tensor of dimension 0"),
+])
+def test_getitem_zero_dim_errors(index, msg):
+    with pytest.raises(IndexError, match=msg):
+        retrograd.tensor(1.0)[index]
 
 
 def test_getitem_bad_tensor_index():

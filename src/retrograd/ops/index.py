@@ -25,20 +25,86 @@ _INT_TYPES = (int, np.integer)
 # --- the differentiable scatter/gather pair behind every index backward -----------------
 
 def _acc_into(shape, npdt, np_index, g, xp=np):
-    """zeros(shape) with ``g`` added at ``np_index`` (duplicates accumulate), vectorized."""
+    """zeros(shape) with ``g`` added at ``np_index`` (repeats accumulate), vectorized.
+
+    The usual index (full slices and integer/bool arrays) becomes a segment sum over
+    rows: the indexed dims are moved to the front and flattened, the rest of each
+    element is a row. Anything else goes through flat positions and bincount.
+    """
     n = 1
-    for s in shape:
-        n *= s
+    for s_ in shape:
+        n *= s_
     if g.size == 0 or n == 0:
         return xp.zeros(shape, npdt)
-    lin = xp.arange(n).reshape(shape)[np_index]
-    g = xp.broadcast_to(g, lin.shape)
-    if npdt.kind == "c":
-        re = xp.bincount(lin.ravel(), weights=g.real.ravel(), minlength=n)
-        im = xp.bincount(lin.ravel(), weights=g.imag.ravel(), minlength=n)
-        return (re + 1j * im).astype(npdt).reshape(shape)
-    return xp.bincount(lin.ravel(), weights=g.ravel().astype(np.float64, copy=False),
-                       minlength=n).astype(npdt, copy=False).reshape(shape)
+    rows = _rows_form(shape, np_index, xp)
+    if rows is None:
+        lin = xp.arange(n).reshape(shape)[np_index]
+        g = xp.broadcast_to(g, lin.shape)
+        if npdt.kind == "c":
+            re = xp.bincount(lin.ravel(), weights=g.real.ravel(), minlength=n)
+            im = xp.bincount(lin.ravel(), weights=g.imag.ravel(), minlength=n)
+            return (re + 1j * im).astype(npdt).reshape(shape)
+        return xp.bincount(lin.ravel(), weights=g.ravel().astype(np.float64, copy=False),
+                           minlength=n).astype(npdt, copy=False).reshape(shape)
+    pos, arrays, lead = rows
+    bshape = xp.broadcast_shapes(*[a.shape for a in arrays])
+    nb = len(bshape)
+    g = xp.broadcast_to(g, _result_shape(shape, pos, bshape, lead))
+    if lead and pos[0] != 0:
+        g = xp.moveaxis(g, tuple(range(pos[0], pos[0] + nb)), tuple(range(nb)))
+    idims = tuple(shape[p] for p in pos)
+    rest = tuple(shape[k] for k in range(len(shape)) if k not in pos)
+    r = 1
+    for s_ in rest:
+        r *= s_
+    flat = xp.ravel_multi_index(tuple(xp.broadcast_to(a % d, bshape) for a, d in zip(arrays, idims)), idims).ravel()
+    g2 = g.reshape(flat.size, r)
+    order = xp.argsort(flat, kind="stable")
+    sf = flat[order]
+    starts = xp.flatnonzero(xp.concatenate((xp.ones(1, bool), sf[1:] != sf[:-1])))
+    sums = xp.add.reduceat(g2[order], starts, axis=0)
+    m = 1
+    for d in idims:
+        m *= d
+    z = xp.zeros((m, r), npdt)
+    z[sf[starts]] = sums
+    z = z.reshape(idims + rest)
+    return xp.moveaxis(z, tuple(range(len(pos))), pos)
+
+
+def _rows_form(shape, np_index, xp):
+    """(indexed dims, their int arrays, adjacent?) when ``np_index`` is full slices and arrays."""
+    pos, arrays = [], []
+    d = 0
+    for it in np_index:
+        if isinstance(it, slice) and it == slice(None):
+            d += 1
+        elif hasattr(it, "dtype") and hasattr(it, "ndim"):
+            if it.dtype.kind == "b":
+                for a in xp.nonzero(it):
+                    pos.append(d)
+                    arrays.append(a)
+                    d += 1
+            elif it.dtype.kind in "iu":
+                pos.append(d)
+                arrays.append(it.astype(np.int64, copy=False))
+                d += 1
+            else:
+                return None
+        else:
+            return None
+    if not pos or d > len(shape):
+        return None
+    lead = pos == list(range(pos[0], pos[0] + len(pos)))
+    return tuple(pos), arrays, lead
+
+
+def _result_shape(shape, pos, bshape, lead):
+    rest = [shape[k] for k in range(len(shape)) if k not in pos]
+    if lead:
+        k = pos[0]
+        return tuple(rest[:k]) + tuple(bshape) + tuple(rest[k:])
+    return tuple(bshape) + tuple(rest)
 
 
 def _is_basic(np_index):

@@ -92,8 +92,10 @@ def _vector_index(index, op, x_ndim):
 class IndexSelectBackward0(OpNode):
     def backward(self, g):
         (index,) = self.saved_tensors
-        z = finish(None, np.zeros(self.shape, g._data.dtype))
-        return index_add(z, self.dim, index, g)
+        if not self.shape:
+            return g.reshape(())
+        a = index._data.reshape(-1).astype(np.int64, copy=False)
+        return put_np(g, self.shape, (slice(None),) * self.dim + (a,))
 
 
 def index_select(input, dim, index, *, out=None):
@@ -182,17 +184,13 @@ def _index_add_np(x, d, a, s):
     """``x`` (copied) with slices ``s`` added at ``a`` along ``d``; repeats accumulate."""
     if x.ndim == 0:
         return arr(x + s.sum()) if a.size else x.copy()
-    xm = np.moveaxis(x, d, 0)
-    n, rest = xm.shape[0], _size(xm.shape[1:])
-    sm = np.moveaxis(s, d, 0).reshape(a.size, rest)
-    if a.size and np.bincount(a, minlength=n).max() > 1:
-        lin = (a[:, None] * rest + np.arange(rest)).ravel()
-        add = _accumulate_flat(n * rest, lin, sm.ravel(), x.dtype).reshape(xm.shape)
-        r = xm + add
-    else:
-        r = xm.copy()
-        r[a] += sm.reshape((a.size,) + xm.shape[1:])
-    return np.ascontiguousarray(np.moveaxis(r, 0, d))
+    sl = (slice(None),) * d + (a,)
+    if a.size and np.bincount(a, minlength=x.shape[d]).max() > 1:
+        from .index import _acc_into
+        return x + _acc_into(x.shape, x.dtype, sl, s)
+    r = x.copy()
+    r[sl] += s
+    return r
 
 
 class IndexFillBackward0(OpNode):
