@@ -54,7 +54,7 @@ def _to_lib(lib, arrays, requires_grad):
             out.append((a, None))
             continue
         if k == "nc" and a.ndim >= 2:
-            leaf = mk(np.ascontiguousarray(a.T).copy())
+            leaf = mk(np.array(a.T, order="C"))
             if requires_grad:
                 leaf.requires_grad_(True)
             out.append((leaf.permute(*reversed(range(a.ndim))), leaf))
