@@ -393,3 +393,30 @@ def test_inplace_index_op_errors_leave_state():
     with pytest.raises(RuntimeError, match="index 5 is out of bounds"):
         y.scatter_(0, retrograd.tensor([5]), 1.0)
     assert y.tolist() == [0.0, 0.0, 0.0] and y._version_value == 0
+
+
+def _setitem_then(idx):
+    def fn(x, v):
+        y = x * 2
+        y[idx] = v
+        return y
+    return fn
+
+
+SECOND_ORDER = [
+    (lambda x: x[0, 1:], [(3, 4)]), (lambda x: x[[0, 0, 2]], [(3, 4)]), (lambda x: x[x.detach() > 0], [(3, 4)]),
+    (lambda x: x[None, :, [1, 1]], [(3, 4)]), (lambda x: x.index_select(0, T([0, 2, 2])), [(3, 4)]),
+    (lambda x: x.gather(1, T([[0, 0], [1, 3], [2, 2]])), [(3, 4)]),
+    (lambda x, s: x.scatter_add(0, T([[0, 1, 2, 0], [0, 0, 0, 2]]), s), [(3, 4), (2, 4)]),
+    (lambda x, s: x.index_add(0, T([0, 2, 2]), s), [(3, 4), (3, 4)]),
+    (lambda x: x.masked_fill(x.detach() > 0, 1.0), [(3, 4)]), (lambda x: x.masked_select(x.detach() > 0), [(3, 4)]),
+    (lambda x: x.take(T([0, 5, 5])), [(3, 4)]), (lambda x, s: x.masked_scatter(x.detach() > 0, s), [(3, 4), (3, 4)]),
+    (_setitem_then(0), [(3, 4), (4,)]), (_setitem_then([0, 2]), [(3, 4), (4,)]),
+    (lambda x, s: x.put(T([0, 5, 7]), s), [(3, 4), (3,)]),
+    (lambda x: retrograd.take_along_dim(x, T([[0], [1], [0]]), 1), [(3, 4)]),
+]
+
+
+@pytest.mark.parametrize("fn,specs", SECOND_ORDER)
+def test_second_order(fn, specs):
+    gradcheck_op(fn, specs, second_order=True)

@@ -240,3 +240,15 @@ def test_saved_operand_modified_in_place():
         pass
     y.sum().backward()
     assert a.grad.tolist() == [[4.0, 4.0, 4.0]] * 2
+
+
+@pytest.mark.parametrize("fn,specs", [
+    (lambda a, b: a @ b, [(2, 3), (3, 2)]), (lambda a, b: a @ b, [(4, 2, 3), (3,)]), (lambda a, b: a @ b, [(3,), (2, 3, 4)]),
+    (lambda c, a, b: retrograd.addmm(c, a, b, beta=0.5, alpha=2), [(2, 2), (2, 3), (3, 2)]),
+    (lambda a, b: retrograd.einsum("bij,bjk->bik", a, b), [(2, 2, 3), (2, 3, 2)]),
+    (lambda a: retrograd.einsum("ii->i", a), [(3, 3)]), (lambda a: retrograd.einsum("ij->", a), [(2, 3)]),
+    (lambda c, a, b: retrograd.addbmm(c, a, b), [(2, 2), (3, 2, 3), (3, 3, 2)]),
+    (lambda c, a, b: retrograd.addr(c, a, b), [(2, 3), (2,), (3,)]),
+])
+def test_second_order(fn, specs):
+    gradcheck_op(fn, specs, second_order=True)
