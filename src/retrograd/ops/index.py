@@ -252,14 +252,15 @@ def _parse(shape, idx, setting=False):
     ndim = len(shape)
     specified = 0
     for it in items:
-        if it is None or it is Ellipsis or isinstance(it, bool):
+        t = type(it)
+        if t is int or t is slice:
+            specified += 1
+        elif it is None or it is Ellipsis or t is bool:
             continue
-        if isinstance(it, Tensor):
+        elif isinstance(it, Tensor):
             specified += it._data.ndim if it._data.dtype.kind == "b" or it._data.dtype == np.uint8 else 1
-            if it._data.ndim == 0 and it._data.dtype.kind == "b":
-                specified -= 0
-            continue
-        specified += 1
+        else:
+            specified += 1
     if specified > ndim:
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     cur = list(shape)
@@ -269,6 +270,27 @@ def _parse(shape, idx, setting=False):
     dim = 0
     n_adv = 0         # advanced index tensors so far (PyTorch names them in bounds errors)
     for pos, it in enumerate(items):
+        t = type(it)
+        if t is int:
+            n = cur[dim]
+            if not -n <= it < n:
+                raise IndexError(f"index {it} is out of bounds for dimension {pos} with size {n}")
+            steps.append((SelectBackward0, tuple(cur), (slice(None),) * dim + (it,)))
+            del cur[dim]
+            basic.append(it)
+            continue
+        if t is slice and (it.step is None or (type(it.step) is int and it.step > 0)) \
+                and (it.start is None or type(it.start) is int) and (it.stop is None or type(it.stop) is int):
+            n = cur[dim]
+            a, b, c = it.indices(n)
+            if a == 0 and c == 1 and b >= n and not single_slice:
+                basic.append(slice(None))
+            else:
+                steps.append((SliceBackward0, tuple(cur), (slice(None),) * dim + (it,)))
+                cur[dim] = len(range(a, b, c))
+                basic.append(it)
+            dim += 1
+            continue
         if isinstance(it, Tensor) and it._data.ndim == 0:
             k = it._data.dtype.kind
             if k in "iu" and it._data.dtype != np.uint8:
