@@ -420,3 +420,20 @@ SECOND_ORDER = [
 @pytest.mark.parametrize("fn,specs", SECOND_ORDER)
 def test_second_order(fn, specs):
     gradcheck_op(fn, specs, second_order=True)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(reduce, include_self):
+    def fn(x, s):
+        return x.scatter_reduce(0, _idx(x, [[0, 1, 0, 0], [0, 1, 2, 0]]), s, reduce, include_self=include_self)
+    check(fn, [(3, 4), (2, 4)])
+    gradcheck_op(fn, [(3, 4), (2, 4)], low=0.5, high=2.0)
+
+
+def test_scatter_reduce_errors_and_ints():
+    x = retrograd.tensor([1, 5, 3])
+    assert x.scatter_reduce(0, T([0, 0]), T([7, 2]), "mean").tolist() == [3, 5, 3]
+    assert x.scatter_reduce(0, T([0, 0]), T([7, 2]), "amax", include_self=False).tolist() == [7, 5, 3]
+    with pytest.raises(RuntimeError, match="reduce argument must be either sum, prod, mean, amax or amin, got bad"):
+        x.scatter_reduce(0, T([0]), T([1]), "bad")
