@@ -535,7 +535,9 @@ def _value_array(self, value):
         return value, value._data
     if isinstance(value, (bool, int, float, complex, np.generic)):
         return None, value
-    raise TypeError(f"can't assign a {type(value).__name__} to a {_type_name(self)}")
+    tp = type(value)
+    name = tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__name__}"
+    raise TypeError(f"can't assign a {name} to a {_type_name(self)}")
 
 
 def _type_name(t):
@@ -729,6 +731,14 @@ def where(condition, input=None, other=None, *, out=None):
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                                f"{_dname(c.dtype)}")
     a, b, x, y, dt = binary_operands(input, other)
+    from .arithmetic import broadcast_error
+    shp = c.shape
+    for o in (x, y):
+        os_ = np.shape(o)
+        try:
+            shp = np.broadcast_shapes(shp, os_)
+        except ValueError:
+            raise broadcast_error(shp, os_) from None
     r = np.where(c, x, y).astype(dt, copy=False)
     node = node_for(WhereBackward0, (a, b))
     if node is not None:
