@@ -437,3 +437,27 @@ def test_scatter_reduce_errors_and_ints():
     assert x.scatter_reduce(0, T([0, 0]), T([7, 2]), "amax", include_self=False).tolist() == [7, 5, 3]
     with pytest.raises(RuntimeError, match="reduce argument must be either sum, prod, mean, amax or amin, got bad"):
         x.scatter_reduce(0, T([0]), T([1]), "bad")
+
+
+INT_OPS = [
+    lambda x: x.gather(0, _idx(x, [[0, 1, 2, 0], [0, 0, 0, 2]])),
+    lambda x: x.scatter_add(0, _idx(x, [[0, 1, 2, 0], [0, 0, 0, 2]]), x[:2] * 10),
+    lambda x: x.scatter(0, _idx(x, [[0, 1, 2, 0]]), 7),
+    lambda x: x.index_add(0, _idx(x, [0, 2, 2]), x * 100, alpha=2),
+    lambda x: x.index_fill(1, _idx(x, [0, 2, 2]), -1),
+    lambda x: x.masked_fill(x > 5, 2.5),
+    lambda x: x.masked_select(x > 5),
+    lambda x: x.put(_idx(x, [0, 2, 2]), x[0, :3], accumulate=True),
+    lambda x: x[_idx(x, [0, 2, 2])],
+    lambda x: x[x > 5],
+    lambda x: (x > 5)[_idx(x, [1, 1])],
+    lambda x: x.scatter(0, _idx(x, [[0, 1, 2, 0]]), x[:1] + 1, reduce="multiply"),
+    lambda x: x.scatter_reduce(0, _idx(x, [[0, 1, 2, 0]]), x[:1] * 3, "amax"),
+    lambda x: x.index_put((_idx(x, [0, 2, 2]),), _lib(x).tensor(5, dtype=x.dtype), accumulate=True),
+]
+
+
+@pytest.mark.parametrize("fn", INT_OPS)
+@pytest.mark.parametrize("dtype", ["long", "int32", "float32"])
+def test_index_ops_other_dtypes(fn, dtype):
+    check(lambda x: fn((x * 4).to(getattr(_lib(x), dtype))), [(3, 4)], low=0, high=3, grad=False)

@@ -344,7 +344,10 @@ def _parse(shape, idx, setting=False):
             dim += 1
         elif it is Ellipsis:
             skip = ndim - specified
-            basic.append(Ellipsis) if Ellipsis not in basic else basic.extend([slice(None)] * skip)
+            if Ellipsis in basic:  # PyTorch accepts a second '...' (it spans no dims then)
+                basic.extend([slice(None)] * skip)
+            else:
+                basic.append(Ellipsis)
             dim += skip
         elif isinstance(it, (Tensor, list, tuple, np.ndarray)):
             a = _index_array(it)
@@ -640,7 +643,7 @@ def _rebase_view(view, base, cls, region_index, vedge, vshape):
         lin = Tensor._make(np.arange(n, dtype=np.int64).reshape(bd.shape))
         pos = view._view_fn(lin)._data[region_index]
     bregion = np.unravel_index(pos, bd.shape) if bd.ndim else (Ellipsis,)
-    node = _new_node(CopySlices if cls is not IndexPutBackward0 or True else cls,
+    node = _new_node(CopySlices,
                      base._edge() if base._requires_grad else (None, 0))
     node.next_functions = node.next_functions + (vedge,)
     node.np_index = bregion

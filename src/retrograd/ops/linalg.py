@@ -463,8 +463,7 @@ def _parse_einsum(equation, shapes):
         for t in out_terms:
             for c in t:
                 counts[c] = counts.get(c, 0) + 1
-        rhs = ell + "".join(sorted((c for c, n in counts.items() if n == 1 and c not in ell),
-                                   key=lambda c: (c.isupper(), c) if False else c))
+        rhs = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
     else:
         rhs = rhs.replace("...", ell)
     seen = set("".join(out_terms))
