@@ -207,7 +207,7 @@ def _accumulate(var, g, create_graph):
             # A fresh buffer: the incoming gradient may be shared with other leaves
             # (an add passes one gradient to both inputs), and .grad is mutated in place.
             var._grad = Tensor._make(g._data.copy())
-    elif create_graph or old._requires_grad:
+    elif create_graph:
         var._grad = old + g
     else:
         d = old._data

@@ -191,14 +191,20 @@ def save(node, *items):
     if _pack_stack:
         return _save_with_hooks(node, items)
     vs = []
+    proxied = False
     for t in items:
         if isinstance(t, Tensor):
             if t._inference:
                 _inference_error()
             v = t._version
             vs.append(0 if v is None else v[0])
+            if t._requires_grad and t._grad_fn is None:
+                proxied = True
         else:
             vs.append(None)
+    if proxied:
+        items = tuple(t._saved_proxy() if isinstance(t, Tensor) and t._requires_grad and t._grad_fn is None
+                      else t for t in items)
     node._saved = items
     node._saved_versions = tuple(vs)
 
