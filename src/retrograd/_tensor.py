@@ -404,6 +404,9 @@ class Tensor:
         """A new tensor sharing storage (and version counter) with no history."""
         t = _new(Tensor)
         t._data = self._data
+        if self._inference:
+            t._inference = True
+            return t
         t._version = self._shared_version()
         return t
 
