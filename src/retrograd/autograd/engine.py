@@ -310,9 +310,18 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
     _state.grad = bool(create_graph)
     check = anomaly_check[0]
     fn = None
+    nxt = None
     try:
-        while heap:
-            fn = _heappop(heap)[1]
+        while True:
+            # A chain's next node skips the heap: when it is the only ready node, it is
+            # the newest ready node.
+            if nxt is not None:
+                fn = nxt
+                nxt = None
+            elif heap:
+                fn = _heappop(heap)[1]
+            else:
+                break
             grads_in = buffers.pop(fn)
             if info is not None:
                 needed = info[fn]
@@ -338,7 +347,7 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                         break
             if fn._saved is _RELEASED:
                 raise RuntimeError(SECOND_BACKWARD_MSG)
-            out = fn._apply(grads_in)
+            out = fn.backward(grads_in[0]) if fn._single else fn._apply(grads_in)
             if type(out) is not tuple:
                 out = tuple(out) if isinstance(out, list) else (out,)
             nfs = fn.next_functions
@@ -353,7 +362,10 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                 check(fn, out)
             if not keep_graph and fn._saved is not None:
                 fn._release()
-            for i, (nf, nr) in enumerate(nfs):
+            ready = None
+            i = -1
+            for nf, nr in nfs:
+                i += 1
                 if nf is None:
                     continue
                 g = out[i]
@@ -367,11 +379,25 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                         g = _validate(fn, i, g, meta)
                     buf = buffers.get(nf)
                     if buf is None:
-                        buf = buffers[nf] = [None] * len(nf._out_meta)
-                    old = buf[nr]
-                    buf[nr] = g if old is None else old + g
+                        n_out = len(nf._out_meta)
+                        if n_out == 1:
+                            buffers[nf] = [g]
+                        else:
+                            buf = buffers[nf] = [None] * n_out
+                            buf[nr] = g
+                    else:
+                        old = buf[nr]
+                        buf[nr] = g if old is None else old + g
                 if c == 0 and nf in buffers:
-                    _heappush(heap, (-nf._seq, nf))
+                    if ready is None:
+                        ready = nf
+                    else:
+                        _heappush(heap, (-nf._seq, nf))
+            if ready is not None:
+                if heap:
+                    _heappush(heap, (-ready._seq, ready))
+                else:
+                    nxt = ready
     except BaseException:
         if fn is not None and fn._trace is not None and Node._anomaly_stack is not None:
             _anomaly_report(fn)
