@@ -26,7 +26,8 @@ _state = grad_mode._state
 
 # Set by autograd.anomaly: called with (node, grads) after each node when enabled.
 anomaly_check = [None]
-# Set by the viz tracer: called with (node, grads_in, grads_out) when a trace is recording.
+# Set by autograd.trace: called with (node, grads_in, grads_out) after each node runs
+# (AccumulateGrad included, with no grads_out) while a trace is recording.
 tracers = []
 
 
@@ -334,6 +335,9 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                     continue
             if fn.__class__ is AccumulateGrad:
                 _run_accumulate(fn, grads_in, create_graph)
+                if tracers:
+                    for tr in tracers:
+                        tr(fn, grads_in, ())
                 continue
             if fn._hooked:
                 grads_in = _call_pre_hooks(fn, grads_in)

@@ -121,7 +121,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     def first_grad(*args):
         ins, gos = args[:n_in], args[n_in:]
-        with grad_mode.enable_grad():
+        with grad_mode.enable_grad():  # also under the no_grad of the finite differences
             os_ = _outputs(func, ins)
             gs = engine.grad(os_, [ins[i] for i in diff_idx], list(gos), create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)

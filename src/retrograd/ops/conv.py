@@ -1,0 +1,404 @@
+"""Convolution (1-D, 2-D, 3-D; stride, padding, dilation, groups) and the non-zero padding
+modes it uses (reflect, replicate, circular).
+
+Forward is im2col: a strided view of the padded input holds every receptive field
+(``as_strided``, no copy), one reshape makes the column matrix and one batched GEMM per
+group gives the output. Backward is the same GEMM transposed for the weight, and for the
+input a GEMM followed by col2im: the columns are added back into the padded input with
+one strided slice-add per kernel offset (no loop over pixels, no ``np.add.at``).
+
+The three products (output, input gradient, weight gradient) are bilinear and each is
+the derivative of the others, so the backward is itself differentiable.
+"""
+import itertools
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ._base import OpNode, node_for, save, finish, Tensor
+
+__all__ = []
+TENSOR_METHODS = {}
+INPLACE = {}
+
+
+# *** array kernels ***
+
+class _P:
+    """Convolution geometry: per spatial dim stride, (lo, hi) padding, dilation; and groups."""
+    __slots__ = ("stride", "pad", "dilation", "groups")
+
+    def __init__(self, stride, pad, dilation, groups):
+        self.stride, self.pad, self.dilation, self.groups = stride, pad, dilation, groups
+
+
+def _pad_zeros(x, pad):
+    if not any(lo or hi for lo, hi in pad):
+        return x
+    nd = len(pad)
+    shape = x.shape[:-nd] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[-nd:], pad))
+    xp = np.zeros(shape, x.dtype)
+    xp[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[-nd:], pad))] = x
+    return xp
+
+
+def _out_size(sp, k, p):
+    return tuple((s - p.dilation[i] * (k[i] - 1) - 1) // p.stride[i] + 1 for i, s in enumerate(sp))
+
+
+def _cols(xp, k, out, p):
+    """Strided view (N, G, Cg, *K, *out) of the padded input: every receptive field."""
+    n, c = xp.shape[:2]
+    g = p.groups
+    st = xp.strides
+    nd = len(k)
+    shape = (n, g, c // g) + tuple(k) + tuple(out)
+    strides = (st[0], st[1] * (c // g), st[1]) + tuple(st[2 + i] * p.dilation[i] for i in range(nd)) \
+        + tuple(st[2 + i] * p.stride[i] for i in range(nd))
+    return as_strided(xp, shape, strides, writeable=False)
+
+
+def _fwd(x, w, p, want_cols=False):
+    """y = conv(x, w): (N, O, *out)."""
+    nd = w.ndim - 2
+    xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
+    k = w.shape[2:]
+    out = _out_size(xp.shape[2:], k, p)
+    n = x.shape[0]
+    g = p.groups
+    o = w.shape[0]
+    ckk = w.shape[1]
+    for s in k:
+        ckk *= s
+    L = 1
+    for s in out:
+        L *= s
+    cols = _cols(xp, k, out, p).reshape(n, g, ckk, L)   # the im2col copy
+    wm = w.reshape(g, o // g, ckk)
+    if g == 1:
+        y = np.matmul(wm[0], cols[:, 0])                 # (N, O, L)
+    else:
+        y = np.matmul(wm, cols)                          # (N, G, O/G, L)
+    y = y.reshape((n, o) + out)
+    return (y, cols) if want_cols else y
+
+
+def _bwd_w(x, g, wshape, p, cols=None):
+    """Weight gradient: sum over batch and positions of g (x) columns."""
+    n = x.shape[0]
+    G = p.groups
+    o = wshape[0]
+    k = wshape[2:]
+    ckk = 1
+    for s in wshape[1:]:
+        ckk *= s
+    out = g.shape[2:]
+    L = 1
+    for s in out:
+        L *= s
+    if cols is None:
+        xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
+        cols = _cols(xp, k, out, p).reshape(n, G, ckk, L)
+    gm = g.reshape(n, G, o // G, L)
+    if G == 1:
+        gw = np.tensordot(gm[:, 0], cols[:, 0], axes=([0, 2], [0, 2]))      # (O, CKK)
+    else:
+        gw = np.einsum("ngol,ngcl->goc", gm, cols, optimize=True)
+    return gw.reshape(wshape)
+
+
+def _bwd_in(g, w, xshape, p):
+    """Input gradient: columns = w^T g, then col2im by strided slice-adds per kernel offset."""
+    n = g.shape[0]
+    G = p.groups
+    o = w.shape[0]
+    cg = w.shape[1]
+    k = w.shape[2:]
+    nd = len(k)
+    ckk = cg
+    for s in k:
+        ckk *= s
+    out = g.shape[2:]
+    L = 1
+    for s in out:
+        L *= s
+    gm = g.reshape(n, G, o // G, L)
+    wm = w.reshape(G, o // G, ckk)
+    if G == 1:
+        dcols = np.matmul(wm[0].T, gm[:, 0])                # (N, CKK, L)
+    else:
+        dcols = np.matmul(wm.transpose(0, 2, 1), gm)         # (N, G, CKK, L)
+    dcols = dcols.reshape((n, G, cg) + tuple(k) + tuple(out))
+    sp = tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], p.pad))
+    gxp = np.zeros((n, G, cg) + sp, dcols.dtype)
+    for off in itertools.product(*[range(s) for s in k]):
+        sl = tuple(slice(off[i] * p.dilation[i], off[i] * p.dilation[i] + p.stride[i] * (out[i] - 1) + 1,
+                         p.stride[i]) for i in range(nd))
+        gxp[(slice(None), slice(None), slice(None)) + sl] += dcols[(slice(None), slice(None), slice(None)) + off]
+    gxp = gxp.reshape((n, G * cg) + sp)
+    if any(lo or hi for lo, hi in p.pad):
+        gxp = gxp[(slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(xshape[2:], p.pad))]
+    return gxp
+
+
+# *** differentiable ops ***
+
+class ConvolutionBackward0(OpNode):
+    def backward(self, g):
+        x, w = self.saved_tensors
+        nf = self.next_functions
+        p = self.p
+        gx = _conv_input_grad(g, w, x.shape, p) if nf[0][0] is not None else None
+        gw = None
+        if nf[1][0] is not None:
+            cols = self.__dict__.pop("cols", None)
+            gw = _conv_weight_grad(x, g, w.shape, p, cols)
+        gb = None
+        if len(nf) > 2 and nf[2][0] is not None:
+            gb = g.sum([0] + list(range(2, g.ndim)))
+        return (gx, gw, gb) if len(nf) > 2 else (gx, gw)
+
+
+class ConvolutionBackwardBackward0(OpNode):
+    """Node of the input/weight-gradient products (for double backward)."""
+
+    def backward(self, gg):
+        a, b = self.saved_tensors
+        nf = self.next_functions
+        p = self.p
+        ga = gb = None
+        if self.kind == "input":      # out = Tin(g=a, w=b)
+            if nf[0][0] is not None:
+                ga = _conv(gg, b, p)
+            if nf[1][0] is not None:
+                gb = _conv_weight_grad(gg, a, b.shape, p)
+        else:                         # out = Tw(x=a, g=b)
+            if nf[0][0] is not None:
+                ga = _conv_input_grad(b, gg, a.shape, p)
+            if nf[1][0] is not None:
+                gb = _conv(a, gg, p)
+        return ga, gb
+
+
+def _conv(x, w, p, bias=None):
+    xd, wd = x._data, w._data
+    inputs = (x, w) if bias is None else (x, w, bias)
+    node = node_for(ConvolutionBackward0, inputs)
+    if node is not None and w._requires_grad:
+        y, cols = _fwd(xd, wd, p, want_cols=True)
+        node.cols = cols
+    else:
+        y = _fwd(xd, wd, p)
+    if bias is not None:
+        y += bias._data.reshape((1, -1) + (1,) * (y.ndim - 2))
+    if node is not None:
+        node.p = p
+        save(node, x, w)
+    return finish(node, y)
+
+
+def _conv_input_grad(g, w, xshape, p):
+    r = _bwd_in(g._data, w._data, tuple(xshape), p)
+    node = node_for(ConvolutionBackwardBackward0, (g, w))
+    if node is not None:
+        node.p, node.kind = p, "input"
+        save(node, g, w)
+    return finish(node, r)
+
+
+def _conv_weight_grad(x, g, wshape, p, cols=None):
+    r = _bwd_w(x._data, g._data, tuple(wshape), p, cols)
+    node = node_for(ConvolutionBackwardBackward0, (x, g))
+    if node is not None:
+        node.p, node.kind = p, "weight"
+        save(node, x, g)
+    return finish(node, r)
+
+
+# *** padding modes (reflect, replicate, circular) ***
+
+def _pad_index(n, lo, hi, mode):
+    """Source index along one dim for each padded position."""
+    i = np.arange(-lo, n + hi)
+    if mode == "reflect":
+        if n == 1:
+            return np.zeros_like(i)
+        period = 2 * (n - 1)
+        i = np.abs(i) % period
+        return np.where(i >= n, period - i, i)
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    return i % n   # circular
+
+
+class _PadBackward(OpNode):
+    def backward(self, g):
+        return _unpad(g, self.index, self.in_shape)
+
+
+ReflectionPad1DBackward0 = type("ReflectionPad1DBackward0", (_PadBackward,), {})
+ReflectionPad2DBackward0 = type("ReflectionPad2DBackward0", (_PadBackward,), {})
+ReflectionPad3DBackward0 = type("ReflectionPad3DBackward0", (_PadBackward,), {})
+ReplicationPad1DBackward0 = type("ReplicationPad1DBackward0", (_PadBackward,), {})
+ReplicationPad2DBackward0 = type("ReplicationPad2DBackward0", (_PadBackward,), {})
+ReplicationPad3DBackward0 = type("ReplicationPad3DBackward0", (_PadBackward,), {})
+_PadCircular = type("CatBackward0", (_PadBackward,), {})
+_PAD_NODES = {("reflect", 1): ReflectionPad1DBackward0, ("reflect", 2): ReflectionPad2DBackward0,
+              ("reflect", 3): ReflectionPad3DBackward0, ("replicate", 1): ReplicationPad1DBackward0,
+              ("replicate", 2): ReplicationPad2DBackward0, ("replicate", 3): ReplicationPad3DBackward0}
+
+
+class _UnpadBackward(OpNode):
+    def backward(self, g):
+        return _pad_gather(g, self.index)
+
+
+def _pad_gather(x, index):
+    """x gathered along its last len(index) dims by the index arrays."""
+    r = x._data
+    nd = len(index)
+    for j, idx in enumerate(index):
+        r = np.take(r, idx, axis=r.ndim - nd + j)
+    return r
+
+
+def _unpad(g, index, in_shape):
+    """Adjoint of the gather: sum padded positions back onto their sources (one small
+    0/1 matrix product per padded dim)."""
+    r = g._data
+    nd = len(index)
+    for j, idx in enumerate(index):
+        n = in_shape[len(in_shape) - nd + j]
+        m = np.zeros((idx.shape[0], n), r.dtype)
+        m[np.arange(idx.shape[0]), idx] = 1
+        ax = r.ndim - nd + j
+        r = np.moveaxis(np.tensordot(r, m, axes=([ax], [0])), -1, ax)
+    node = node_for(_UnpadBackward, (g,))
+    if node is not None:
+        node.index = index
+    return finish(node, np.ascontiguousarray(r))
+
+
+def pad_mode(input, pad, mode):
+    """Pad the last dims of ``input`` by ``pad`` ((lo, hi) per dim, first spatial dim first)
+    with mode reflect, replicate or circular."""
+    x = input._data
+    nd = len(pad)
+    index = []
+    for j, (lo, hi) in enumerate(pad):
+        n = x.shape[x.ndim - nd + j]
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({lo}, {hi}) at dimension {x.ndim - nd + j} of input "
+                               f"{list(x.shape)}")
+        if mode == "circular" and (lo > n or hi > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        index.append(_pad_index(n, lo, hi, mode))
+    r = np.ascontiguousarray(_pad_gather(input, index))
+    cls = _PAD_NODES.get((mode, nd), _PadCircular)
+    node = node_for(cls, (input,))
+    if node is not None:
+        node.index, node.in_shape = index, x.shape
+    return finish(node, r)
+
+
+# *** the public functional entry ***
+
+def _tup(v, n, name="value"):
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1:
+            return tuple(int(v[0]) for _ in range(n))
+        if len(v) != n:
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values to match "
+                               f"the convolution dimensions, but got {name}={list(v)}")
+        return tuple(int(a) for a in v)
+    return (int(v),) * n
+
+
+def _fmt(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+class SqueezeBackward1(OpNode):
+    def backward(self, g):
+        return g.reshape(self.shape)
+
+
+def _squeeze0(t):
+    node = node_for(SqueezeBackward1, (t,))
+    if node is not None:
+        node.shape = t._data.shape
+    return finish(node, t._data[0])
+
+
+def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
+    """N-d convolution (``nd`` spatial dims) with PyTorch's checks and messages."""
+    x, w = input._data, weight._data
+    name = f"conv{nd}d"
+    if w.ndim != nd + 2:
+        raise RuntimeError(f"weight should have at least three dimensions" if w.ndim < 3 else
+                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input, but got weight "
+                           f"of size {_fmt(w.shape)} instead")
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {_fmt(x.shape)}")
+    unbatched = x.ndim == nd + 1
+    if unbatched:
+        input = finish(None, x[None]) if not input._requires_grad else _unsqueeze0(input)
+        x = input._data
+    stride = _tup(stride, nd, "stride")
+    dilation = _tup(dilation, nd, "dilation")
+    k = w.shape[2:]
+    if isinstance(padding, str):
+        if padding == "valid":
+            pad = ((0, 0),) * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pad = []
+            for i in range(nd):
+                tot = dilation[i] * (k[i] - 1)
+                pad.append((tot // 2, tot - tot // 2))
+            pad = tuple(pad)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        pad = tuple((p, p) for p in _tup(padding, nd, "padding"))
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for lo_hi in pad for p in lo_hi):
+        raise RuntimeError("negative padding is not supported")
+    if w.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size {_fmt(w.shape)} instead")
+    if x.shape[1] != w.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {_fmt(w.shape)}, expected input{_fmt(x.shape)} to "
+                           f"have {w.shape[1] * groups} channels, but got {x.shape[1]} channels instead")
+    if bias is not None and (bias._data.ndim != 1 or bias._data.shape[0] != w.shape[0]):
+        raise RuntimeError(f"Given weight of size {_fmt(w.shape)}, expected bias to be 1-dimensional with "
+                           f"{w.shape[0]} elements, but got bias of size {_fmt(bias._data.shape)} instead")
+    padded = tuple(x.shape[2 + i] + pad[i][0] + pad[i][1] for i in range(nd))
+    eff = tuple(dilation[i] * (k[i] - 1) + 1 for i in range(nd))
+    if any(padded[i] < eff[i] for i in range(nd)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
+                           f"size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than actual input size")
+    if x.dtype != w.dtype:
+        tn = {"float32": "float", "float64": "double", "float16": "c10::Half"}
+        raise RuntimeError(f"Input type ({tn.get(x.dtype.name, x.dtype.name)}) and weight type "
+                           f"({tn.get(w.dtype.name, w.dtype.name)}) should be the same")
+    out = _conv(input, weight, _P(stride, pad, dilation, groups), bias)
+    return _squeeze0(out) if unbatched else out
+
+
+class UnsqueezeBackward0(OpNode):
+    def backward(self, g):
+        return g.reshape(self.shape)
+
+
+def _unsqueeze0(t):
+    node = node_for(UnsqueezeBackward0, (t,))
+    if node is not None:
+        node.shape = t._data.shape
+    return finish(node, t._data[None])

@@ -1,0 +1,605 @@
+"""Losses: nll / cross-entropy (class indices or probabilities, weights, ignore_index,
+label smoothing, any number of spatial dims), MSE, L1, smooth L1, Huber, binary
+cross-entropy (plain and with logits), KL divergence, and the margin/embedding losses;
+plus the distances they use (pairwise distance, cosine similarity, normalize).
+
+The dedicated kernels (NllLossBackward0, MseLossBackward0, ...) run on arrays; the
+composite losses are built from tensor ops so their grad_fn is PyTorch's too.
+"""
+import warnings
+
+import numpy as np
+
+from ._base import OpNode, node_for, save, finish, wrap_dim, Tensor, Size
+from .. import _dtype as D
+from .unary import exp, log, sigmoid, relu, sqrt
+from .index import where
+from .activation import log_softmax, _softplus_np
+
+__all__ = []
+TENSOR_METHODS = {}
+INPLACE = {}
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduction(reduction):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def legacy_reduction(size_average, reduce, reduction):
+    """The reduction named by the deprecated ``size_average``/``reduce`` flags."""
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use reduction='{}' instead.".format(
+        "none" if reduce is False else ("mean" if size_average is not False else "sum")), stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _reduce_t(t, reduction):
+    if reduction == "mean":
+        return t.mean()
+    if reduction == "sum":
+        return t.sum()
+    return t
+
+
+def _reduce_np(a, reduction):
+    if reduction == "mean":
+        with np.errstate(invalid="ignore"):
+            return np.asarray(a.mean() if a.size else np.nan, a.dtype)
+    if reduction == "sum":
+        return np.asarray(a.sum(), a.dtype)
+    return a
+
+
+def _const(a, dtype):
+    return finish(None, np.asarray(a, dtype=dtype))
+
+
+_TN = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+       "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+# *** nll / cross entropy ***
+
+class _NllBackward(OpNode):
+    def backward(self, g):
+        return _nll_grad(g, self.coef, self.target, self.in_shape, self.reduction)
+
+
+NllLossBackward0 = type("NllLossBackward0", (_NllBackward,), {})
+NllLoss2DBackward0 = type("NllLoss2DBackward0", (_NllBackward,), {})
+
+
+class NllLossBackwardBackward0(OpNode):
+    def backward(self, gg):
+        # the input gradient is linear in g: gather gg back at the targets
+        picked = np.take_along_axis(gg._data, self.target[:, None], axis=1)[:, 0] * self.coef
+        r = picked.reshape(self.g_shape) if self.reduction == "none" else np.asarray(picked.sum(), gg._data.dtype)
+        return finish(None, r.astype(gg._data.dtype, copy=False))
+
+
+def _nll_grad(g, coef, target, in_shape, reduction):
+    """zeros(input) with -w[t]/norm * g at each (sample, target)."""
+    gd = g._data
+    n = target.shape[0]
+    c = in_shape[1] if len(in_shape) > 1 else in_shape[0]
+    gv = gd.reshape(-1) if reduction == "none" else gd.reshape(())
+    gx = np.zeros((n, c), gd.dtype)
+    gx[np.arange(n), target] = coef * gv
+    # back to the input layout (N, C, *d)
+    gx = _from_rows(gx, in_shape)
+    node = node_for(NllLossBackwardBackward0, (g,))
+    if node is not None:
+        node.coef, node.target, node.reduction, node.g_shape = coef, target, reduction, gd.shape
+    return finish(node, gx)
+
+
+def _to_rows(x):
+    """(N, C, *d) -> (N*prod(d), C); (C,) -> (1, C)."""
+    if x.ndim == 1:
+        return x[None]
+    if x.ndim == 2:
+        return x
+    c = x.shape[1]
+    return np.moveaxis(x, 1, -1).reshape(-1, c)
+
+
+def _from_rows(r, shape):
+    if len(shape) == 1:
+        return r[0]
+    if len(shape) == 2:
+        return r
+    c = shape[1]
+    return np.ascontiguousarray(np.moveaxis(r.reshape((shape[0],) + tuple(shape[2:]) + (c,)), -1, 1))
+
+
+def _check_target(input, target):
+    x, t = input._data, target._data
+    if t.dtype.kind not in "iub":
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_TN.get(t.dtype.name, t.dtype.name)}")
+    if x.ndim < 1:
+        raise RuntimeError("input tensor should be 1D or 2D")
+    if x.ndim <= 2 and t.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if x.ndim == 1:
+        if t.ndim != 0:
+            raise ValueError(f"Expected input batch_size (1) to match target batch_size ({t.shape[0]}).")
+        return
+    if x.shape[0] != (t.shape[0] if t.ndim else 1):
+        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
+                         f"({t.shape[0] if t.ndim else 1}).")
+    if x.ndim > 2 and t.shape != x.shape[:1] + x.shape[2:]:
+        raise RuntimeError(f"Expected target size {list(x.shape[:1] + x.shape[2:])}, got {list(t.shape)}")
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """Negative log likelihood of the target classes (class dim 1, or 0 for 1-D input)."""
+    _reduction(reduction)
+    _check_target(input, target)
+    x, t = input._data, target._data
+    c = x.shape[1] if x.ndim >= 2 else x.shape[0]
+    if weight is not None:
+        if weight._data.ndim != 1 or weight._data.shape[0] != c:
+            raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
+                               f"weight tensor of shape: {list(weight._data.shape)}")
+    rows = _to_rows(x)
+    tf = t.reshape(-1).astype(np.int64)
+    ignored = tf == ignore_index
+    valid = ~ignored
+    tv = np.where(ignored, 0, tf)
+    bad = valid & ((tf < 0) | (tf >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(tf[np.argmax(bad)])} is out of bounds.")
+    w = weight._data.astype(x.dtype, copy=False) if weight is not None else None
+    wt = (w[tv] if w is not None else np.ones(tf.shape, x.dtype)) * valid
+    picked = rows[np.arange(rows.shape[0]), tv]
+    losses = -(picked * wt)
+    if reduction == "none":
+        r = losses.reshape(t.shape).astype(x.dtype, copy=False)
+        coef = -wt
+    elif reduction == "sum":
+        r = np.asarray(losses.sum(), x.dtype)
+        coef = -wt
+    else:
+        total = wt.sum()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = np.asarray(losses.sum() / total, x.dtype)
+            coef = -wt / total
+    cls = NllLoss2DBackward0 if x.ndim >= 3 else NllLossBackward0
+    node = node_for(cls, (input,))
+    if node is not None:
+        node.coef = coef.astype(x.dtype, copy=False)
+        node.target, node.in_shape, node.reduction = tv, x.shape, reduction
+    res = finish(node, r)
+    if reduction == "none" and (x.ndim == 3 or x.ndim > 4) and node is not None:
+        # PyTorch runs these through the 4-D kernel and views the result back
+        from ._linear import _reshape_named
+        res = _reshape_named(res, r.shape, "ViewBackward0")
+    return res
+
+
+class DivBackward1(OpNode):
+    def backward(self, g):
+        return g / self.other
+
+
+def _div_scalar(t, s):
+    node = node_for(DivBackward1, (t,))
+    if node is not None:
+        node.other = s
+    return finish(node, np.asarray(t._data / s, t._data.dtype))
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """``nll_loss(log_softmax(input, class_dim), target)``; or, for a target of class
+    probabilities (same shape as input), ``-sum(target * log_softmax(input))``."""
+    _reduction(reduction)
+    x, t = input._data, target._data
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if x.ndim == 1 else 1
+    c = x.shape[class_dim]
+    if x.shape == t.shape and t.dtype.kind == "f":
+        lp = log_softmax(input, class_dim)
+        tgt = target
+        if label_smoothing > 0:
+            tgt = target * (1 - label_smoothing) + label_smoothing / c
+        prod = lp * tgt
+        if weight is not None:
+            prod = prod * weight.reshape((1, c) + (1,) * (x.ndim - 2) if x.ndim >= 2 else (c,))
+        if reduction == "mean":
+            n = x.size // c if c else 0
+            return _div_scalar(-prod.sum(), n)
+        if reduction == "sum":
+            return -prod.sum()
+        return -prod.sum(class_dim)
+    if t.dtype.kind == "f" and x.shape != t.shape and t.ndim == x.ndim:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported" if x.ndim <= 2 else
+                           f"Expected target size {list(x.shape[:1] + x.shape[2:])}, got {list(t.shape)}")
+    lp = log_softmax(input, class_dim)
+    nll = nll_loss(lp, target, weight, ignore_index, reduction)
+    if label_smoothing <= 0:
+        return nll
+    ignore = t == ignore_index
+    if weight is not None:
+        wshape = [1] * x.ndim
+        wshape[class_dim] = c
+        smooth = -(lp * weight.reshape(wshape)).sum(class_dim)
+    else:
+        smooth = -lp.sum(class_dim)
+    smooth = smooth * _const(~ignore, x.dtype)
+    if reduction == "mean":
+        if weight is not None:
+            tv = t[~ignore].reshape(-1)
+            denom = weight._data[tv].sum()
+        else:
+            denom = (~ignore).sum()
+        ret = smooth.sum() / _const(denom, x.dtype)
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
+
+
+# *** regression losses ***
+
+def _size_warning(input, target):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({Size(target.shape)}) that is different to the input size "
+                      f"({Size(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+                      "Please ensure they have the same size.", stacklevel=3)
+
+
+def _pair(input, target):
+    x, y = input._data, target._data
+    dt = np.result_type(x.dtype, y.dtype) if x.dtype != y.dtype else x.dtype
+    try:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        raise RuntimeError(f"The size of tensor a ({x.shape[-1]}) must match the size of tensor b "
+                           f"({y.shape[-1]}) at non-singleton dimension {max(x.ndim, y.ndim) - 1}")
+    return x.astype(dt, copy=False), y.astype(dt, copy=False), shape
+
+
+class _PointwiseLossBackward(OpNode):
+    """Loss = reduce(f(x - y)); grad wrt x is f'(d) * g (/n), wrt y its negative."""
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        d = x - y
+        gd = self.deriv(d) * (g if self.reduction == "none" else g / self.n if self.reduction == "mean" else g)
+        nf = self.next_functions
+        return (gd if nf[0][0] is not None else None, -gd if nf[1][0] is not None else None)
+
+
+class MseLossBackward0(_PointwiseLossBackward):
+    def deriv(self, d):
+        return d * 2
+
+
+class SmoothL1LossBackward0(_PointwiseLossBackward):
+    def deriv(self, d):
+        b = self.beta
+        dd = d._data
+        return where(finish(None, np.abs(dd) < b), d / b, _const(np.sign(dd), dd.dtype))
+
+
+class HuberLossBackward0(_PointwiseLossBackward):
+    def deriv(self, d):
+        de = self.delta
+        dd = d._data
+        return where(finish(None, np.abs(dd) <= de), d, _const(np.sign(dd) * de, dd.dtype))
+
+
+def _pointwise(cls, input, target, reduction, fn, **attrs):
+    _reduction(reduction)
+    x, y, shape = _pair(input, target)
+    r = _reduce_np(fn(x - y).astype(x.dtype, copy=False), reduction)
+    node = node_for(cls, (input, target))
+    if node is not None:
+        for k, v in attrs.items():
+            setattr(node, k, v)
+        node.reduction, node.n = reduction, max(1, int(np.prod(shape)))
+        save(node, input, target)
+    return finish(node, r)
+
+
+def mse_loss(input, target, reduction="mean", weight=None):
+    """Mean squared error."""
+    _size_warning(input, target)
+    if weight is not None:
+        return _reduce_t((input - target) * (input - target) * weight, _reduction(reduction))
+    return _pointwise(MseLossBackward0, input, target, reduction, lambda d: d * d)
+
+
+def l1_loss(input, target, reduction="mean", weight=None):
+    """Mean absolute error."""
+    _size_warning(input, target)
+    d = (input - target).abs()
+    if weight is not None:
+        d = d * weight
+    return _reduce_t(d, _reduction(reduction))
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """Quadratic below ``beta``, linear above."""
+    _size_warning(input, target)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:
+        return l1_loss(input, target, reduction)
+    return _pointwise(SmoothL1LossBackward0, input, target, reduction,
+                      lambda d: np.where(np.abs(d) < beta, 0.5 * d * d / beta, np.abs(d) - 0.5 * beta), beta=beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Quadratic below ``delta``, ``delta``-scaled linear above."""
+    _size_warning(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    return _pointwise(HuberLossBackward0, input, target, reduction,
+                      lambda d: np.where(np.abs(d) < delta, 0.5 * d * d, delta * (np.abs(d) - 0.5 * delta)),
+                      delta=delta)
+
+
+# *** binary cross entropy ***
+
+class BinaryCrossEntropyBackward0(OpNode):
+    def backward(self, g):
+        x, y, w = self.saved_tensors
+        nf = self.next_functions
+        scale = g if self.reduction != "mean" else g / self.n
+        gx = gy = None
+        if nf[0][0] is not None:
+            denom = _const(np.maximum((1 - x._data) * x._data, 1e-12), x._data.dtype)
+            gx = (x - y) / denom * scale
+            if w is not None:
+                gx = gx * w
+        if nf[1][0] is not None:
+            lx = _const(np.maximum(np.log(x._data), -100), x._data.dtype)
+            l1x = _const(np.maximum(np.log1p(-x._data), -100), x._data.dtype)
+            gy = (l1x - lx) * scale
+            if w is not None:
+                gy = gy * w
+        return gx, gy
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """``-w * (y log x + (1 - y) log(1 - x))`` with logs clamped at -100."""
+    _reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({Size(target.shape)}) that is different to the input size "
+                         f"({Size(input.shape)}) is deprecated. Please ensure they have the same size.")
+    x, y = input._data, target._data.astype(input._data.dtype, copy=False)
+    if x.size and ((x < 0).any() or (x > 1).any()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    with np.errstate(divide="ignore"):
+        l = -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log1p(-x), -100))
+    wt = None
+    if weight is not None:
+        wt = weight._data
+        l = l * wt
+    r = _reduce_np(l.astype(x.dtype, copy=False), reduction)
+    node = node_for(BinaryCrossEntropyBackward0, (input, target))
+    if node is not None:
+        node.reduction, node.n = reduction, max(1, x.size)
+        save(node, input, target, weight)
+    return finish(node, r)
+
+
+class BinaryCrossEntropyWithLogitsBackward0(OpNode):
+    def backward(self, g):
+        x, y, w, pw = self.saved_tensors
+        nf = self.next_functions
+        scale = g if self.reduction != "mean" else g / self.n
+        gx = gy = None
+        if nf[0][0] is not None:
+            if pw is not None:
+                lw = pw * y + 1 - y
+                gx = (sigmoid(x) * lw - pw * y) * scale
+            else:
+                gx = (sigmoid(x) - y) * scale
+            if w is not None:
+                gx = gx * w
+        if nf[1][0] is not None:
+            if pw is not None:
+                sp = _const(_softplus_np(-x._data), x._data.dtype)
+                gy = ((pw - 1) * sp - x) * scale
+            else:
+                gy = -x * scale
+            if w is not None:
+                gy = gy * w
+        return gx, gy
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """``binary_cross_entropy(sigmoid(input), target)`` computed stably; ``pos_weight`` weighs positives."""
+    _reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({Size(target.shape)}) must be the same as input size ({Size(input.shape)})")
+    x, y = input._data, target._data.astype(input._data.dtype, copy=False)
+    sp = np.logaddexp(0, -x)          # log(1 + exp(-x)), stable
+    if pos_weight is not None:
+        lw = 1 + (pos_weight._data - 1) * y
+        l = (1 - y) * x + lw * sp
+    else:
+        l = (1 - y) * x + sp
+    if weight is not None:
+        l = l * weight._data
+    r = _reduce_np(np.asarray(l).astype(x.dtype, copy=False), reduction)
+    if reduction == "none":
+        r = np.broadcast_to(r, np.broadcast_shapes(x.shape, r.shape)).copy() if r.shape != x.shape else r
+    node = node_for(BinaryCrossEntropyWithLogitsBackward0, (input, target))
+    if node is not None:
+        node.reduction, node.n = reduction, max(1, x.size)
+        save(node, input, target, weight, pos_weight)
+    return finish(node, r)
+
+
+# *** divergences and margins ***
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise ``target * (log target - input)`` (input in log space), reduced."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
+    if log_target:
+        loss = exp(target) * (target - input)
+    else:
+        t = target._data
+        if target._requires_grad:
+            tl = where(finish(None, t > 0), target * log(target), target * 0)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tl = _const(np.where(t == 0, 0, t * np.log(np.where(t == 0, 1, t))), t.dtype)
+        loss = tl - target * input
+    if reduction == "batchmean":
+        if input.ndim == 0:
+            return loss.sum()
+        return loss.sum() / _const(input.shape[0], loss._data.dtype)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _reduce_t(loss, reduction)
+
+
+class ClampMinBackward0(OpNode):
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g * _const(x._data >= self.min, g._data.dtype)
+
+
+def _clamp_min(input, m):
+    x = input._data
+    node = node_for(ClampMinBackward0, (input,))
+    if node is not None:
+        node.min = m
+        save(node, input)
+    return finish(node, np.maximum(x, m).astype(x.dtype, copy=False))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
+    """``max(0, -y * (x1 - x2) + margin)``."""
+    _reduction(reduction)
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {Size(input1.shape)}, input2: {Size(input2.shape)}, target: {Size(target.shape)} ")
+    return _reduce_t(_clamp_min(-target * (input1 - input2) + margin, 0), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
+    """``1 - cos(x1, x2)`` for y = 1, ``max(0, cos(x1, x2) - margin)`` for y = -1."""
+    _reduction(reduction)
+    td = 1 if input1.ndim == 2 else 0
+    eps = 1e-12
+    prod_sum = (input1 * input2).sum(td)
+    mag1 = (input1 * input1).sum(td) + eps
+    mag2 = (input2 * input2).sum(td) + eps
+    cos = prod_sum / sqrt(mag1 * mag2)
+    y = target._data
+    zeros = cos * 0
+    out = where(finish(None, y == 1), 1 - cos, zeros) + where(finish(None, y == -1), _clamp_min(cos - margin, 0), zeros)
+    return _reduce_t(out, reduction)
+
+
+class NormBackward1(OpNode):
+    def backward(self, g):
+        (v,) = self.saved_tensors
+        p = self.p
+        r = _norm(v, p, self.dim, True)
+        gk = g if self.keepdim else g.reshape(r.shape)
+        if p == 2:
+            safe = where(finish(None, r._data == 0), r * 0 + 1, r)
+            return v / safe * gk * _const(r._data != 0, v._data.dtype)
+        if p == 1:
+            return v.sign() * gk
+        av = v.abs()
+        return v.sign() * av ** (p - 1) / r ** (p - 1) * gk
+
+
+def _norm(v, p, dim, keepdim):
+    """The ``p``-norm of ``v`` along ``dim`` (differentiable)."""
+    d = v._data
+    a = np.abs(d)
+    if p == 2:
+        r = np.sqrt((a * a).sum(axis=dim, keepdims=keepdim))
+    elif p == 1:
+        r = a.sum(axis=dim, keepdims=keepdim)
+    elif p == float("inf"):
+        r = a.max(axis=dim, keepdims=keepdim)
+    else:
+        r = (a ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
+    node = node_for(NormBackward1, (v,))
+    if node is not None:
+        node.p, node.dim, node.keepdim = p, dim, keepdim
+        save(node, v)
+    return finish(node, np.asarray(r, d.dtype))
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``||x1 - x2 + eps||_p`` over the last dim."""
+    nd = max(x1.ndim, x2.ndim)
+    return _norm(x1 - x2 + eps, p, nd - 1 if nd else None, keepdim)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction="mean"):
+    """``max(d(a, p) - d(a, n) + margin, 0)``."""
+    _reduction(reduction)
+    if not (anchor.ndim == positive.ndim == negative.ndim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
+                           f"{negative.ndim}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_swap = pairwise_distance(positive, negative, p, eps)
+        d_neg = where(finish(None, d_swap._data < d_neg._data), d_swap, d_neg)
+    return _reduce_t(_clamp_min(d_pos - d_neg + margin, 0), reduction)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``."""
+    nd = max(x1.ndim, x2.ndim)
+    d = wrap_dim(dim, nd)
+    n1 = _norm(x1, 2, d - (nd - x1.ndim), True)
+    n2 = _norm(x2, 2, d - (nd - x2.ndim), True)
+    n1 = where(finish(None, n1._data < eps), _const(eps, n1._data.dtype), n1)
+    n2 = where(finish(None, n2._data < eps), _const(eps, n2._data.dtype), n2)
+    return ((x1 / n1) * (x2 / n2)).sum(d)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(||input||_p, eps)`` along ``dim``."""
+    d = wrap_dim(dim, input.ndim)
+    n = _norm(input, p, d, True)
+    n = where(finish(None, n._data < eps), _const(eps, n._data.dtype), n)
+    return input / n.expand(input.shape)
+
+
+def one_hot(tensor, num_classes=-1):
+    """Class indices -> one-hot int64 tensor with a new last dim."""
+    t = tensor._data
+    if t.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if t.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(t.max()) + 1
+    if t.size:
+        if t.min() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if t.max() >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    r = (t[..., None] == np.arange(num_classes)).astype(np.int64)
+    return finish(None, r)
