@@ -20,6 +20,7 @@ from .._tensor import Tensor, Size
 
 __all__ = ["run_backward", "backward", "grad"]
 
+_NODE_APPLY = Node._apply   # nodes that keep it have one output and a plain ``backward``
 _heappush = heapq.heappush
 _heappop = heapq.heappop
 _state = grad_mode._state
@@ -351,7 +352,7 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                         break
             if fn._saved is _RELEASED:
                 raise RuntimeError(SECOND_BACKWARD_MSG)
-            out = fn.backward(grads_in[0]) if fn._single else fn._apply(grads_in)
+            out = fn.backward(grads_in[0]) if fn.__class__._apply is _NODE_APPLY else fn._apply(grads_in)
             if type(out) is not tuple:
                 out = tuple(out) if isinstance(out, list) else (out,)
             nfs = fn.next_functions

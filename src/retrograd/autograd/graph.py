@@ -74,12 +74,6 @@ class Node:
 
     # Set by the anomaly module when detect_anomaly is on: a callable giving a stack.
     _anomaly_stack = None
-    # True for nodes with one output that only define ``backward`` (the engine calls it directly).
-    _single = True
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls._single = cls._apply is Node._apply
 
     def __init__(self, next_functions=(), out_meta=None):
         self.next_functions = next_functions
