@@ -191,6 +191,8 @@ def _run_accumulate(fn, grads_in, create_graph):
         g = grads_in[0]
     if g is not None:
         _accumulate(var, g, create_graph)
+        if create_graph and var._grad._grad_fn is not None:
+            fn._strong = None
         post = var._post_acc_hooks
         if post:
             for h in list(post.values()):

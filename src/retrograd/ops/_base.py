@@ -133,8 +133,8 @@ class OpNode(Node):
 def _short_name(fn):
     """How PyTorch names a node in the in-place error: the op, without ``Backward0``."""
     n = fn.name()
-    if "::" in n:
-        return n
+    if n in ("CopySlices", "AccumulateGrad"):
+        return "torch::autograd::" + n
     i = n.rfind("Backward")
     if i > 0 and n[i + 8:].isdigit() or (i > 0 and i + 8 == len(n)):
         return n[:i]
