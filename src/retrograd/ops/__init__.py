@@ -8,10 +8,10 @@ Each family module lists ``__all__`` (functions exported as ``retrograd.<name>``
 from .._tensor import Tensor
 from ._base import apply_inplace
 from . import arithmetic, unary, reduce, shape, index, compare, copy, linalg, random_ops  # noqa: F401
-from . import conv, pool, activation, loss  # noqa: F401
+from . import conv, pool, activation, loss, normalization  # noqa: F401
 
 FAMILIES = [arithmetic, unary, reduce, shape, index, compare, copy, linalg, random_ops,
-            conv, pool, activation, loss]
+            conv, pool, activation, loss, normalization]
 
 
 def _inplace_method(fn, name):
