@@ -50,16 +50,7 @@ def gelu(input, approximate="none"):
 
 
 def glu(input, dim=-1):
-    """``a * sigmoid(b)`` where ``a, b`` are the two halves of ``input`` along ``dim``."""
-    if input.ndim == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    d = input._wrap_dim(dim)
-    n = input.shape[d]
-    if n % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
-    idx_a = (slice(None),) * d + (slice(0, n // 2),)
-    idx_b = (slice(None),) * d + (slice(n // 2, n),)
-    return input[idx_a] * _sigmoid(input[idx_b])
+    return _act.glu(input, dim)
 
 
 def hardshrink(input, lambd=0.5):

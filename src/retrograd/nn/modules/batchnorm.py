@@ -68,6 +68,13 @@ class _BatchNorm(_NormBase):
             exponential_average_factor = 0.0
         else:
             exponential_average_factor = self.momentum
+        if self.training:
+            shape = input.shape
+            n = input.numel() // shape[1] if len(shape) > 1 and shape[1] else 0
+            if n <= 1:        # checked before the running statistics are touched
+                from ..._tensor import Size
+                raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                                 f"{Size(shape)}")
         if self.training and self.track_running_stats:
             if self.num_batches_tracked is not None:
                 nbt = self.num_batches_tracked
