@@ -85,9 +85,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     dt = q._data.dtype
     # masks as one additive array broadcastable to (N, H, L, S')
     m = None
-    if attn_mask is None and is_causal:
-        m = np.triu(np.full((L, S), -np.inf, dt), 1)[None, None]
-    elif attn_mask is not None:
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if attn_mask is not None:
         am = _additive(attn_mask, dt, "attn_mask")
         if am.ndim == 2:
             if am.shape != (L, S):
