@@ -490,7 +490,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"{oh} * {ow} = {oh * ow}, but got input.size({nd - 1})={x.shape[-1]}.")
     if x.shape[-2] % kk:
         raise RuntimeError(f"Expected size of input's dimension {nd - 2} to be divisible by the product of "
-                           f"kernel_size, but got input.size({nd - 2})={x.shape[-2]} and kernel_size=({ks[0]}, {ks[1]}).")
+                           f"kernel_size, but got input.size({nd - 2})={x.shape[-2]} and "
+                           f"kernel_size=({ks[0]}, {ks[1]}).")
     return _col2im(x, osz, ks, dil, pad, st)
 
 

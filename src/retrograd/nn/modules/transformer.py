@@ -199,7 +199,8 @@ class Transformer(Module):
     """Encoder-decoder transformer ("Attention Is All You Need")."""
 
     def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
-                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
         super().__init__()
         kw = dict(device=device, dtype=dtype)
