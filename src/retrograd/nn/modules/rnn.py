@@ -310,12 +310,6 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
         self.nonlinearity = self_nl
 
-    def extra_repr(self):
-        s = super().extra_repr()
-        if self.nonlinearity != "tanh":
-            s += f", nonlinearity={self.nonlinearity}"
-        return s
-
 
 class LSTM(RNNBase):
     """Long short-term memory (gates i, f, g, o; optional projection ``proj_size``)."""
