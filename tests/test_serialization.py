@@ -234,7 +234,7 @@ def test_fuzz_truncated(data):
         _load_bytes(good[:n])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_fuzz_bit_flips(data):
     good = bytearray(_good_bytes())
