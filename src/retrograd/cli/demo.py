@@ -246,6 +246,9 @@ def train_mnist(args):
     print(f"model: {n_params:,} parameters; SGD lr={args.lr} momentum={args.momentum}; batch {args.batch_size}; "
           f"device {device}")
 
+    if start_epoch >= args.epochs:
+        print(f"the checkpoint has already trained {start_epoch} epoch(s): ask for more with --epochs")
+        return 0
     stopped = False
     for epoch in range(start_epoch, args.epochs):
         if epoch != start_epoch or resume is None:
