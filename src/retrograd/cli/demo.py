@@ -160,7 +160,8 @@ def save_plot(history, path):
     ax1.plot(loss, lw=0.6, alpha=0.5, label="batch loss")
     if len(loss) >= 50:
         k = 50
-        ax1.plot(np.arange(k - 1, len(loss)), np.convolve(loss, np.ones(k) / k, mode="valid"), label="mean of the last 50")
+        ax1.plot(np.arange(k - 1, len(loss)), np.convolve(loss, np.ones(k) / k, mode="valid"),
+                 label="mean of the last 50")
     ax1.set_xlabel("step")
     ax1.set_ylabel("cross-entropy loss")
     ax1.set_yscale("log")
