@@ -9,6 +9,7 @@ matplotlib installed, a PNG of the loss and accuracy curves. ``--resume`` contin
 the checkpoint and gives the same losses as a run that was never interrupted.
 """
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -208,6 +209,13 @@ def train_mnist(args):
         print(f"resuming from {rpath}: epoch {resume['epoch'] + 1}, step {resume['step']} "
               f"({resume['global_step']} steps done)")
     os.makedirs(os.path.dirname(os.path.abspath(ck_path)), exist_ok=True)
+    can_save = importlib.util.find_spec("safetensors") is not None
+    if not can_save:
+        print("(checkpoints need the safetensors package: pip install safetensors; training without them)")
+
+    def save(state):
+        if can_save:
+            torch.save(state, ck_path)
 
     device = torch.device(args.device)
     if args.threads > 0:
@@ -284,8 +292,7 @@ def train_mnist(args):
                 history["acc"].append(right / n)
                 bar.update(history["loss"][-1], right / n, seen / (time.perf_counter() - t_epoch))
                 if args.save_every and global_step % args.save_every == 0:
-                    torch.save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history),
-                               ck_path)
+                    save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history))
                 if args.max_steps is not None and global_step >= args.max_steps:
                     stopped = True
                     break
@@ -296,8 +303,9 @@ def train_mnist(args):
             bar.close()
         elapsed = time.perf_counter() - t_epoch
         if stopped:
-            torch.save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history), ck_path)
-            print(f"stopped after {global_step} steps; checkpoint saved to {ck_path} (continue with --resume)")
+            save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history))
+            print(f"stopped after {global_step} steps" + (f"; checkpoint saved to {ck_path} (continue with --resume)"
+                                                            if can_save else ""))
             break
         history["epoch_time"].append(elapsed)
         test_loss, test_acc = evaluate(model, test_loader, device, criterion)
@@ -307,9 +315,10 @@ def train_mnist(args):
         print(f"epoch {epoch + 1}: train loss {np.mean(history['loss'][-n_ep:]):.4f} acc {train_acc:.2%} | "
               f"test loss {test_loss:.4f} acc {test_acc:.2%} ({len(test_set)} images) | "
               f"{elapsed:.1f} s, {seen / elapsed:,.0f} images/s")
-        torch.save(_state(model, optimizer, args, epoch + 1, 0, global_step, shuffle.get_state(), history), ck_path)
+        save(_state(model, optimizer, args, epoch + 1, 0, global_step, shuffle.get_state(), history))
     else:
-        print(f"checkpoint saved to {ck_path}")
+        if can_save:
+            print(f"checkpoint saved to {ck_path}")
     if args.history:
         with open(args.history, "w") as f:
             json.dump(history, f)
