@@ -330,6 +330,9 @@ BAD = [
                                                                   r"tensor b \(2\) at non-singleton dimension 0"),
     (lambda x: _lib(x).broadcast_shapes((3,), (4,)), RuntimeError, "Attempting to broadcast a dimension of length 4 "
                                                                    "at -1! Mismatching argument at index 1 had"),
+    (lambda x: _lib(x).meshgrid(x[0], x[0].double(), indexing="ij"), RuntimeError, "meshgrid expects all tensors "
+                                                                                    "to have the same dtype"),
+    (lambda x: _lib(x).meshgrid(indexing="ij"), RuntimeError, "meshgrid expects a non-empty TensorList"),
     (lambda x: _lib(x).meshgrid(x, indexing="ij"), RuntimeError, "torch.meshgrid: Expected 0D or 1D tensor in the "
                                                                  "tensor list but got"),
 ]

@@ -1061,7 +1061,11 @@ def meshgrid(*tensors, indexing=None):
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
     for t in tensors:
+        if t._data.dtype != tensors[0]._data.dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
         if t._data.ndim > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
     ts = list(tensors)
