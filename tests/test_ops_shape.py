@@ -294,6 +294,13 @@ BAD = [
     (lambda x: x.split(0), RuntimeError, "split_size can only be 0 if dimension size is 0, but got dimension size of 3"),
     (lambda x: x.split([1, 1]), RuntimeError, r"split_with_sizes expects split_sizes to sum exactly to 3 \(input "
                                               r"tensor's size at dimension 0\), but got split_sizes=\[1, 1\]"),
+    (lambda x: x.split([2, -1, 2]), RuntimeError, r"split_with_sizes expects split_sizes have only non-negative entries, "
+                                                  r"but got split_sizes=\[2, -1, 2\]"),
+    (lambda x: _lib(x).hstack([]), RuntimeError, "hstack expects a non-empty TensorList"),
+    (lambda x: _lib(x).column_stack([]), RuntimeError, "column_stack expects a non-empty TensorList"),
+    (lambda x: x.sum().roll(1, 0), IndexError, "Dimension specified as 0 but tensor has no dimensions"),
+    (lambda x: x.expand(4, -1, 5), RuntimeError, r"The expanded size of the tensor \(5\) must match the existing size "
+                                                 r"\(4\) at non-singleton dimension 2."),
     (lambda x: x.chunk(0), RuntimeError, "chunk expects `chunks` to be greater than 0, got: 0"),
     (lambda x: x.narrow(0, 2, 2), RuntimeError, r"start \(2\) \+ length \(2\) exceeds dimension size \(3\)."),
     (lambda x: x.narrow(0, 4, 0), IndexError, r"start out of range \(expected to be in range of \[-3, 3\], but got 4\)"),

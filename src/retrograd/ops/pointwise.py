@@ -373,7 +373,7 @@ def _addc(name, cls, combine):
             if not isinstance(t, Tensor):
                 raise TypeError(f"{name}(): argument '{n}' must be Tensor, not {type(t).__name__}")
         if isinstance(value, Tensor):
-            value = value.item()
+            raise TypeError(f"{name}(): argument 'value' must be Number, not Tensor")
         dt = result_np_dtype(input, tensor1, tensor2)
         if dt.kind == "b":
             raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")

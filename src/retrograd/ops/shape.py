@@ -124,22 +124,23 @@ def expand(input, *sizes):
                            "the number of sizes provided ("
                            f"{len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({x.ndim})")
     lead = len(sizes) - x.ndim
-    target = []
-    for i, s in enumerate(sizes):
+    target = [0] * len(sizes)
+    for i in range(len(sizes) - 1, -1, -1):  # from the last dimension, as PyTorch checks
+        s = sizes[i]
         if i < lead:
             if s == -1:
                 raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}")
-            target.append(s)
+            target[i] = s
         else:
             cur = x.shape[i - lead]
             if s == -1:
-                target.append(cur)
+                target[i] = cur
             elif cur != s and cur != 1:
                 raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at "
                                    f"non-singleton dimension {i}.  Target sizes: [{', '.join(map(str, sizes))}].  "
                                    f"Tensor sizes: [{', '.join(map(str, x.shape))}]")
             else:
-                target.append(s)
+                target[i] = s
     target = tuple(target)
     if target == x.shape:
         r = x.view()
@@ -525,6 +526,8 @@ def roll(input, shifts, dims=None):
             node.shifts, node.dims = sh, None
         return res
     ds = (dims,) if isinstance(dims, _int) else tuple(dims)
+    if x.ndim == 0 and ds:
+        raise IndexError(f"Dimension specified as {ds[0]} but tensor has no dimensions")
     if len(sh) != len(ds):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(ds)}")
     ds = tuple(wrap_dim(_int(d), x.ndim) for d in ds)
@@ -551,10 +554,13 @@ class CatBackward0(OpNode):
         return tuple(out)
 
 
-def _tensor_list(tensors, name):
+def _tensor_list(tensors, name, nonempty=False):
     if isinstance(tensors, Tensor):
         raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
-    return list(tensors)
+    tensors = list(tensors)
+    if nonempty and not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
 
 
 def cat(tensors, dim=0, *, out=None):
@@ -634,13 +640,13 @@ def stack(tensors, dim=0, *, out=None):
 
 def hstack(tensors, *, out=None):
     """Concatenate along dimension 1 (0 for 1-D tensors)."""
-    ts = atleast_1d(_tensor_list(tensors, "hstack"))
+    ts = atleast_1d(_tensor_list(tensors, "hstack", True))
     return cat(ts, 0 if ts[0]._data.ndim == 1 else 1, out=out)
 
 
 def vstack(tensors, *, out=None):
     """Concatenate along dimension 0, after making every tensor at least 2-D."""
-    return cat(atleast_2d(_tensor_list(tensors, "vstack")), 0, out=out)
+    return cat(atleast_2d(_tensor_list(tensors, "vstack", True)), 0, out=out)
 
 
 row_stack = vstack
@@ -648,13 +654,13 @@ row_stack = vstack
 
 def dstack(tensors, *, out=None):
     """Concatenate along dimension 2, after making every tensor at least 3-D."""
-    return cat(atleast_3d(_tensor_list(tensors, "dstack")), 2, out=out)
+    return cat(atleast_3d(_tensor_list(tensors, "dstack", True)), 2, out=out)
 
 
 def column_stack(tensors, *, out=None):
     """Stack 1-D tensors as columns (others are concatenated along dimension 1)."""
     ts = []
-    for t in _tensor_list(tensors, "column_stack"):
+    for t in _tensor_list(tensors, "column_stack", True):
         nd = t._data.ndim
         ts.append(_reshape(t, (t._data.size, 1)) if nd <= 1 else t)
     return cat(ts, 1, out=out)
@@ -700,7 +706,10 @@ def split(tensor, split_size_or_sections, dim=0):
     n = x.shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
         sizes = [_int(s) for s in split_size_or_sections]
-        if builtins.sum(sizes) != n or builtins.any(s < 0 for s in sizes):
+        if builtins.any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                               f"split_sizes={_shp(sizes)}")
+        if builtins.sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                                f"dimension {d}), but got split_sizes={_shp(sizes)}")
         return _split_views(tensor, sizes, d, SplitWithSizesBackward0)
