@@ -147,6 +147,11 @@ CASES = [
     (lambda x: lib_of(x).rot90(x, 2, [1, 2]), [NC(2, 3, 4)]),
     (lambda x: x.rot90(-1, [1, 0]), [(3, 4)]),
     (lambda x: x.rot90(3), [(0, 3)]),
+    (lambda x: x.diff(), [(3, 4)]),
+    (lambda x, p: lib_of(x).diff(x, n=2, dim=0, prepend=p), [NC(3, 4), (1, 4)]),
+    (lambda x, a: x.diff(dim=0, append=a), [(3,), (2,)]),
+    (lambda x: x.diff(n=5), [(3, 4)]),
+    (lambda x: x.diff(), [(0, 3)]),
     # expand / broadcast
     (lambda x, y: lib_of(x).broadcast_tensors(x, y), [(3, 1), (4,)]),
     (lambda x, y: lib_of(x).broadcast_tensors(x, y), [(), NC(2, 3)]),

@@ -16,7 +16,7 @@ __all__ = ["reshape", "expand", "broadcast_to", "flatten", "unflatten", "ravel",
            "vstack", "row_stack", "dstack", "column_stack", "split", "chunk", "unbind", "narrow", "select",
            "tensor_split", "hsplit", "vsplit", "dsplit", "diagonal", "diag", "diag_embed", "triu", "tril",
            "atleast_1d", "atleast_2d", "atleast_3d", "adjoint", "broadcast_shapes", "broadcast_tensors",
-           "meshgrid", "rot90"]
+           "meshgrid", "rot90", "diff"]
 
 _int = builtins.int
 
@@ -1165,6 +1165,29 @@ def rot90(input, k=1, dims=(0, 1)):
     if node is not None:
         node.k, node.dims = k, (d0, d1)
     return finish(node, r)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``dim`` (after joining ``prepend``/``append``)."""
+    x = input._data
+    if x.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    d = wrap_dim(_int(dim), x.ndim)
+    n = _int(n)
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    parts = [t for t in (prepend, input, append) if t is not None]
+    t = cat(parts, d) if len(parts) > 1 else input
+    if n == 0:
+        return t.clone()
+    from .arithmetic import sub
+    for _ in range(n):
+        m = t._data.shape[d]
+        if m == 0:
+            break
+        a, b = narrow(t, d, 1, m - 1), narrow(t, d, 0, m - 1)
+        t = a.logical_xor(b) if t._data.dtype.kind == "b" else sub(a, b)
+    return t
 
 
 # *** in-place shape changes (squeeze_, unsqueeze_, t_, transpose_): the tensor becomes the view ***
