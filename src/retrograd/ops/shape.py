@@ -587,8 +587,10 @@ def cat(tensors, dim=0, *, out=None):
             if k != d and s.shape[k] != ref._data.shape[k]:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{ref._data.shape[k]} but got size {s.shape[k]} for tensor number {i} in the list.")
-    dt = result_np_dtype(*tensors) if len(tensors) > 1 else ref._data.dtype
-    xp = xp_of(ref)
+    dt = ref._data.dtype
+    if builtins.any(t._data.dtype != dt for t in tensors):
+        dt = result_np_dtype(*tensors)
+    xp = np if type(ref._data) is np.ndarray else xp_of(ref)
     if used:
         r = xp.concatenate([t._data.astype(dt, copy=False) for t in used], axis=d)
     else:
@@ -625,8 +627,10 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {_shp(s0)} at entry 0 and "
                                f"{_shp(t._data.shape)} at entry {i}")
     d = wrap_dim(_int(dim), len(s0) + 1)
-    dt = result_np_dtype(*tensors) if len(tensors) > 1 else tensors[0]._data.dtype
-    xp = xp_of(tensors[0])
+    dt = tensors[0]._data.dtype
+    if builtins.any(t._data.dtype != dt for t in tensors):
+        dt = result_np_dtype(*tensors)
+    xp = np if type(tensors[0]._data) is np.ndarray else xp_of(tensors[0])
     r = xp.stack([t._data.astype(dt, copy=False) for t in tensors], axis=d)
     node = node_for(StackBackward0, tuple(tensors))
     if node is not None:
