@@ -205,7 +205,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of all elements, or over ``dim`` (an int or a tuple of ints)."""
     x = input._data
     rdt = _sum_dtype(x.dtype, dtype)
-    if dim is None:
+    if dim is None and not keepdim:
         r = arr(x.sum(dtype=rdt))
         node = node_for(SumBackward0, (input,))
         if node is not None:
@@ -260,7 +260,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
             f"dtype. Got: {_dtype_word(x.dtype)}")
-    if dim is None:
+    if dim is None and not keepdim:
         dims, n = None, x.size
         node = node_for(MeanBackward0, (input,))
         if node is not None:
@@ -402,7 +402,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = input._data
     rdt = _sum_dtype(x.dtype, dtype)
     if dim is None:
-        r = arr(np.prod(x, dtype=rdt))
+        r = arr(np.prod(x, dtype=rdt, keepdims=keepdim))
         node = node_for(ProdBackward0, (input,))
     else:
         if isinstance(dim, (tuple, list)):
