@@ -15,7 +15,7 @@ from .. import _dtype as D
 
 __all__ = ["sum", "mean", "sum_to_size", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
            "all", "any", "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm",
-           "cumsum", "cumprod", "median", "nansum", "nanmean", "aminmax", "trace",
+           "cumsum", "cumprod", "median", "nansum", "nanmean", "aminmax",
            "logcumsumexp", "cummax", "cummin", "dist", "sort", "argsort", "msort", "topk", "kthvalue"]
 
 _int, _float, _bool = builtins.int, builtins.float, builtins.bool
@@ -334,23 +334,6 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     count = np.sum(~np.isnan(x), axis=dims, keepdims=keepdim).astype(x.dtype)
     res = nansum(input, dim, keepdim, dtype=dtype) / _const(count)
     return res if out is None else write_out(out, res, "nanmean")
-
-
-class TraceBackward0(OpNode):
-    def backward(self, g):
-        return g * _const(np.eye(*self.shape, dtype=g._data.dtype))
-
-
-def trace(input):
-    """Sum of the main diagonal of a matrix."""
-    x = input._data
-    if x.ndim != 2:
-        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
-    r = np.trace(x, dtype=_sum_dtype(x.dtype, None))
-    node = node_for(TraceBackward0, (input,))
-    if node is not None:
-        node.shape = x.shape
-    return finish(node, arr(np.asarray(r)))
 
 
 # *** prod ***
