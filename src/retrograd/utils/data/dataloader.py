@@ -124,8 +124,8 @@ class DataLoader:
     Same arguments and behaviour as PyTorch's: ``batch_size``, ``shuffle`` (a seeded
     ``generator`` makes it reproducible), ``sampler``, ``batch_sampler``, ``drop_last``,
     ``collate_fn``, ``num_workers`` (real worker processes), ``prefetch_factor``,
-    ``persistent_workers``, ``worker_init_fn``, ``timeout``; ``pin_memory`` is accepted and
-    does nothing on the CPU. A worker's error is raised again in the main process with the
+    ``persistent_workers``, ``worker_init_fn``, ``timeout``, ``in_order`` (False hands batches
+    out as the workers deliver them); ``pin_memory`` is accepted and does nothing on the CPU. A worker's error is raised again in the main process with the
     worker's number, the failing sample index and the worker's traceback.
     """
     __initialized = False
@@ -287,6 +287,7 @@ class _BaseDataLoaderIter:
         self._sampler_iter = iter(self._index_sampler)
         self._base_seed = _draw_seed(loader.generator)
         self._persistent_workers = loader.persistent_workers
+        self._in_order = loader.in_order
         self._num_yielded = 0
 
     def __iter__(self):
@@ -407,6 +408,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _next_data(self):
         if self._shutdown:
             raise StopIteration
+        if not self._in_order:
+            return self._next_data_any_order()
         while True:
             while self._rcvd_idx < self._send_idx:
                 info = self._task_info[self._rcvd_idx]
@@ -438,6 +441,25 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 del self._task_info[idx]
                 self._rcvd_idx += 1
                 return self._process_data(data)
+
+    def _next_data_any_order(self):
+        # in_order=False: hand out each batch as soon as a worker delivers it.
+        while True:
+            if self._tasks_outstanding == 0:
+                if not self._persistent_workers:
+                    self._shutdown_workers()
+                raise StopIteration
+            idx, data = self._get_data()
+            self._tasks_outstanding -= 1
+            self._task_info.pop(idx, None)
+            if isinstance(data, _worker._IterableDatasetStopIteration):
+                if self._persistent_workers:
+                    self._workers_status[data.worker_id] = False
+                else:
+                    self._mark_worker_as_unavailable(data.worker_id)
+                self._try_put_index()
+                continue
+            return self._process_data(data)
 
     def _try_put_index(self):
         if self._tasks_outstanding >= self._prefetch_factor * self._num_workers:
