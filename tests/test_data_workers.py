@@ -184,3 +184,10 @@ def test_in_order_false_hands_out_batches_as_they_come():
     assert out[0] != [0, 1, 2]               # the slow first batch did not hold the others back
     ordered = [b.tolist() for b in DataLoader(Uneven(), batch_size=3, num_workers=2)]
     assert ordered == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+
+
+def test_error_inside_a_subset_names_both_indices():
+    from retrograd.utils.data import Subset
+    sub = Subset(FailsAt(13), list(range(16))[::-1])     # subset index 2 is dataset index 13
+    with pytest.raises(ValueError, match=r"sample index 2 \(index 13 of the subset's dataset\)"):
+        list(DataLoader(sub, batch_size=4, num_workers=1))

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..._creation import default_generator
 from . import worker as _worker
+from .worker import _tag
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
@@ -26,18 +27,6 @@ class _DatasetKind:
         if kind == _DatasetKind.Map:
             return _MapDatasetFetcher(dataset, auto_collation, collate_fn, drop_last)
         return _IterableDatasetFetcher(dataset, auto_collation, collate_fn, drop_last)
-
-
-def _tag(e, where):
-    # Remember which sample failed: workers name it in the error they send back; in the main
-    # process it is added as a note to the exception as it propagates.
-    if getattr(e, "_retrograd_sample", None) is None:
-        try:
-            e._retrograd_sample = where
-        except AttributeError:
-            pass
-        if _worker.get_worker_info() is None and hasattr(e, "add_note"):
-            e.add_note(f"(raised by the DataLoader {where})")
 
 
 class _MapDatasetFetcher:
