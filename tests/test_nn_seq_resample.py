@@ -258,3 +258,12 @@ def test_grid_sample_errors():
         RF.grid_sample(retrograd.zeros(1, 1, 2, 2), retrograd.zeros(2, 2, 2, 2))
 
 
+
+
+@needs_torch
+@pytest.mark.parametrize("mode,pm", [("bilinear", "zeros"), ("bilinear", "border"), ("nearest", "zeros")])
+def test_grid_sample_double_backward(mode, pm):
+    X = np.random.default_rng(3).standard_normal((2, 3, 4, 5))
+    for ac in (False, True):
+        double_backward_parity(lambda g: lib_of(g).nn.functional.grid_sample(
+            lib_of(g).from_numpy(X.copy()) * g.sum(), g, mode=mode, padding_mode=pm, align_corners=ac), (2, 3, 3, 2))

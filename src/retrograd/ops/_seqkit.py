@@ -79,3 +79,24 @@ def split_sizes(t, sizes, dim=-1):
     if node is not None:
         node.dim = d
     return finish_multi(node, parts)
+
+
+def graph_grads(fn, inputs, grads):
+    """Gradients of the composite ``fn(*inputs)`` for the upstream ``grads``, themselves
+    differentiable. Fused nodes whose backward runs on arrays call this when the backward
+    records a graph (``create_graph=True``), so that double backward works through them."""
+    from ..autograd import engine  # the engine sits above the ops (as in view_inplace)
+    # fresh aliases, so each gradient is the partial one (inputs may depend on each other)
+    inputs = [t.view_as(t) if t is not None and t._requires_grad else t for t in inputs]
+    outs = fn(*inputs)
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    pairs = [(o, g) for o, g in zip(outs, grads) if o is not None and g is not None and o._requires_grad]
+    diff = [i for i, t in enumerate(inputs) if t is not None and t._requires_grad]
+    res = [None] * len(inputs)
+    if not pairs or not diff:
+        return res
+    got = engine.grad([o for o, _ in pairs], [inputs[i] for i in diff], [g for _, g in pairs], create_graph=True,
+                      allow_unused=True)
+    for i, r in zip(diff, got):
+        res[i] = r
+    return res

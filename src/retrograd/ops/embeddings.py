@@ -6,7 +6,9 @@ The lookup's gradient is a segment sum of the upstream rows into the weight's ro
 """
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, arr, Tensor
+from ._base import OpNode, node_for, save, finish, arr, Tensor, _state
+from ._seqkit import graph_grads
+from .linalg import matmul
 from .resample import _scatter_axis
 
 __all__ = ["embedding_renorm_"]  # torch.embedding/embedding_bag take (weight, indices): F has the user forms
@@ -130,6 +132,31 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
 
 class EmbeddingBagBackward0(OpNode):
     def backward(self, g):
+        if _state.grad:  # create_graph: differentiate the composite, so that double backward works
+            nf = self.next_functions
+            inputs = [self.weight_t] + ([self.saved_tensors[0]] if len(nf) > 1 else [])
+            res = graph_grads(self._composite, inputs, [g])
+            return tuple(res[i] if nf[i][0] is not None else None for i in range(len(inputs)))
+        return self._backward_arrays(g)
+
+    def _composite(self, weight, psw=None):
+        """The bag reduction as a gather and a (bags x lookups) matrix product."""
+        D = self.dim
+        if self.mode == "max":
+            mi = self.max_idx
+            ok = mi >= 0
+            rows = finish(None, self.idx[np.where(ok, mi, 0)])
+            cols = finish(None, np.broadcast_to(np.arange(D), mi.shape).copy())
+            return weight[rows, cols] * finish(None, ok.astype(weight._data.dtype))
+        rows = weight[finish(None, self.idx)]
+        if psw is not None:
+            rows = rows * psw.reshape(-1)[finish(None, np.flatnonzero(self.keep))].unsqueeze(1)
+        B = self.counts.shape[0]
+        S = np.zeros((B, self.idx.size), weight._data.dtype)
+        S[self.bag, np.arange(self.idx.size)] = 1.0 / self.counts[self.bag] if self.mode == "mean" else 1.0
+        return matmul(finish(None, S), rows)
+
+    def _backward_arrays(self, g):
         psw = self.saved_tensors[0] if len(self.next_functions) > 1 else None
         gd = g._data
         nf = self.next_functions
@@ -240,6 +267,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         node.freq, node.max_idx, node.keep, node.n_all = scale_grad_by_freq, max_idx, keep, n
         node.counts = np.maximum(counts, 1).astype(w.dtype)
         node.wrows = rows
+        node.weight_t = weight
         if psw is not None:
             save(node, psw)
     return finish(node, arr(out.astype(w.dtype, copy=False)))
