@@ -26,6 +26,8 @@ def _softmax_rows(s):
 
 
 def _dropout_mask(shape, p, dtype):
+    if p >= 1:
+        return np.zeros(shape, dtype)
     keep = _creation.default_generator._np.random(shape) >= p
     return keep.astype(dtype) / dtype.type(1 - p)
 
@@ -134,8 +136,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         mask = _float_mask(attn_mask, q.dtype)
     sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     drop = _dropout_mask(q.shape[:-1] + (S,), dropout_p, q.dtype) if dropout_p > 0 else None
-    if drop is not None and dropout_p >= 1:
-        drop = np.zeros_like(drop)
     out, p, pd = _attend(q, k, v, mask, sc, drop)
     grad_mask = attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._requires_grad
     inputs = (query, key, value) + ((attn_mask,) if grad_mask else ())
@@ -240,8 +240,6 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
     m = None if mask is None else mask._data
     sc = 1.0 / math.sqrt(qh.shape[-1])
     drop = _dropout_mask(qh.shape[:-1] + (kh.shape[2],), dropout_p, qh.dtype) if dropout_p > 0 else None
-    if drop is not None and dropout_p >= 1:
-        drop = np.zeros_like(drop)
     out, p, pd = _attend(qh, kh, vh, m, sc, drop)
     outs = [_merge(out, batch_first)]
     if need_weights:
