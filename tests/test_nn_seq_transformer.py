@@ -32,7 +32,7 @@ def test_encoder_layer_parity(kw):
 def test_encoder_layer_masks_and_eval():
     rng = np.random.default_rng(0)
     kw = dict(d_model=8, nhead=2, dim_feedforward=16, dropout=0.3)
-    mask = np.triu(np.full((5, 5), -np.inf), 1)
+    mask = np.triu(np.ones((5, 5), bool), 1)
     kpm = np.array([[0, 0, 0, 0, 1], [0, 0, 0, 0, 0]], bool)
 
     def call(m, lib, x):
@@ -136,3 +136,15 @@ def test_tiny_transformer_learns():
     assert losses[-1] < 0.25 * losses[0], losses
     acc = (model(x).argmax(-1) == y).float().mean().item() if hasattr(retrograd.Tensor, "argmax") else 1.0
     assert acc > 0.9
+
+
+def test_encoder_nested_tensor_warning_as_pytorch():
+    layer = rnn.TransformerEncoderLayer(8, 2, 16)
+    with pytest.warns(UserWarning, match="enable_nested_tensor is True, but self.use_nested_tensor is False because "
+                                         "encoder_layer.self_attn.batch_first was not True"):
+        enc = rnn.TransformerEncoder(layer, 2)
+    assert enc.use_nested_tensor is False
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rnn.TransformerEncoder(rnn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1)
