@@ -125,10 +125,15 @@ def test_cell_grad_fn_names():
     x = retrograd.randn(2, 3)
     xt = torch.randn(2, 3)
     for cls in ("RNNCell", "LSTMCell", "GRUCell"):
+        for a, b in ((x, xt), (x[0], xt[0])):
+            o = getattr(rnn, cls)(3, 4)(a)
+            ot = getattr(torch.nn, cls)(3, 4)(b)
+            o, ot = (o, ot) if cls != "LSTMCell" else (o[1], ot[1])
+            assert type(o.grad_fn).__name__ == type(ot.grad_fn).__name__
+    for cls in ("RNN", "GRU"):
         o = getattr(rnn, cls)(3, 4)(x)
         ot = getattr(torch.nn, cls)(3, 4)(xt)
-        o, ot = (o, ot) if cls != "LSTMCell" else (o[1], ot[1])
-        assert type(o.grad_fn).__name__ == type(ot.grad_fn).__name__
+        assert [type(t.grad_fn).__name__ for t in o] == [type(t.grad_fn).__name__ for t in ot]
 
 
 def test_recurrent_errors():

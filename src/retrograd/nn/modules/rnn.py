@@ -278,9 +278,9 @@ class RNNBase(Module):
                 h_n = h_n[:, unsorted_indices]
                 c_n = c_n[:, unsorted_indices] if c_n is not None else None
         elif unbatched:
-            output = output.reshape((output.shape[0], output.shape[2]))
-            h_n = h_n.reshape((h_n.shape[0], h_n.shape[2]))
-            c_n = c_n.reshape((c_n.shape[0], c_n.shape[2])) if c_n is not None else None
+            output = output.squeeze(1)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if c_n is not None else None
         elif self.batch_first:
             output = _swap01(output)
         return (output, (h_n, c_n)) if is_lstm else (output, h_n)
@@ -403,7 +403,7 @@ class RNNCell(RNNCellBase):
         x, (h,), batched = self._prep(input, hx, 1)
         r = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh,
                       self.nonlinearity)
-        return r if batched else r.reshape((r.shape[1],))
+        return r if batched else r.squeeze(0)
 
 
 class LSTMCell(RNNCellBase):
@@ -417,7 +417,7 @@ class LSTMCell(RNNCellBase):
         h2, c2 = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh,
                             self.hidden_size)
         if not batched:
-            h2, c2 = h2.reshape((h2.shape[1],)), c2.reshape((c2.shape[1],))
+            h2, c2 = h2.squeeze(0), c2.squeeze(0)
         return h2, c2
 
 
@@ -430,4 +430,4 @@ class GRUCell(RNNCellBase):
     def forward(self, input, hx=None):
         x, (h,), batched = self._prep(input, hx, 1)
         r = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.hidden_size)
-        return r if batched else r.reshape((r.shape[1],))
+        return r if batched else r.squeeze(0)
