@@ -54,7 +54,7 @@ def _to_lib(lib, arrays, requires_grad):
             out.append((a, None))
             continue
         if k == "nc" and a.ndim >= 2:
-            leaf = mk(np.ascontiguousarray(a.T).copy())
+            leaf = mk(np.array(a.T, order="C"))
             if requires_grad:
                 leaf.requires_grad_(True)
             out.append((leaf.permute(*reversed(range(a.ndim))), leaf))
@@ -67,7 +67,7 @@ def _to_lib(lib, arrays, requires_grad):
                 leaf.requires_grad_(True)
             out.append((leaf[::2], leaf))
             continue
-        leaf = mk(np.ascontiguousarray(a).copy())
+        leaf = mk(np.array(a, order="C", copy=True))
         if requires_grad and leaf.is_floating_point():
             leaf.requires_grad_(True)
         out.append((leaf, leaf))
@@ -143,7 +143,7 @@ def gradcheck_op(fn, specs, *, low=-2.0, high=2.0, positive=False, seed=0, secon
         if k == "v":
             ins.append(a)
         else:
-            ins.append(retrograd.from_numpy(np.ascontiguousarray(a).copy()).requires_grad_(True))
+            ins.append(retrograd.from_numpy(np.array(a, order="C", copy=True)).requires_grad_(True))
     assert gradcheck(fn, tuple(ins), atol=atol, rtol=rtol)
     if second_order:
         assert gradgradcheck(fn, tuple(ins), atol=atol, rtol=rtol)

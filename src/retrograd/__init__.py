@@ -14,8 +14,12 @@ from .ops import *  # noqa: F401,F403
 from . import _tensor_methods  # noqa: F401
 from . import autograd  # noqa: F401
 from . import nn  # noqa: F401
+from . import optim  # noqa: F401
+from . import viz  # noqa: F401  (light: the drawing code loads on first use)
 from .autograd import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,  # noqa: F401
                        inference_mode, is_inference_mode_enabled)
+from . import utils  # noqa: F401
+from .serialization import save, load  # noqa: F401
 
 bool = _dtype.bool_
 float = _dtype.float32

@@ -64,6 +64,7 @@ class Tensor:
     _version = None          # a one-item list shared with views; None means version 0
     _base = None             # the tensor this one is a view of
     _view_fn = None          # rebuilds this view from its base (for in-place on views)
+    _view_ver = 0            # version of the shared counter when this view's grad_fn was made
     _retains_grad = False
     _backward_hooks = None   # hooks of a leaf (non-leaf hooks live on grad_fn)
     _post_acc_hooks = None
@@ -215,11 +216,37 @@ class Tensor:
     # --- autograd metadata ------------------------------------------------------------
     @property
     def grad_fn(self):
+        if self._base is not None and self._requires_grad:
+            self._refresh_view()
         return self._grad_fn
 
     @property
     def is_leaf(self):
         return self._grad_fn is None
+
+    def _refresh_view(self):
+        """A view whose base (or a sibling view) was modified in place since its grad_fn
+        was made gets a fresh grad_fn, replayed from the base's current history."""
+        v = self._version
+        if v is None or v[0] == self._view_ver:
+            return
+        base, view_fn = self._base, self._view_fn
+        self._view_ver = v[0]
+        if view_fn is None or not base._requires_grad:
+            return
+        prev = grad_mode._state.grad
+        grad_mode._state.grad = True
+        try:
+            nv = view_fn(base)
+        finally:
+            grad_mode._state.grad = prev
+        old, old_nr = self._grad_fn, self._output_nr
+        if nv._grad_fn is None:
+            return
+        self._grad_fn = nv._grad_fn
+        self._output_nr = nv._output_nr
+        if old is not None:
+            old._move_retain_grad(old_nr, self._grad_fn, self._output_nr)
 
     @property
     def output_nr(self):
@@ -285,10 +312,8 @@ class Tensor:
         if self._grad_fn is None or self._retains_grad:
             return
         self._retains_grad = True
-        fn = self._grad_fn
-        if fn._retain_grad_hooks is None:
-            fn._retain_grad_hooks = {}
-        fn._retain_grad_hooks[self._output_nr] = weakref.ref(self)
+        fn = self.grad_fn
+        fn._register_retain_grad(self._output_nr, self)
 
     def _grad_accumulator(self):
         """The AccumulateGrad node of this leaf (one per leaf while a graph holds it)."""
@@ -302,6 +327,8 @@ class Tensor:
     def _edge(self):
         if not self._requires_grad:
             return (None, 0)
+        if self._base is not None:
+            self._refresh_view()
         fn = self._grad_fn
         if fn is not None:
             return (fn, self._output_nr)
@@ -329,7 +356,7 @@ class Tensor:
         """Run ``hook(grad)`` when this tensor's gradient is computed; it may return a new one."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        fn = self._grad_fn
+        fn = self.grad_fn
         if fn is not None:
             return fn._register_tensor_pre_hook(self._output_nr, hook)
         if self._backward_hooks is None:
@@ -350,6 +377,10 @@ class Tensor:
         self._post_acc_hooks[h.id] = hook
         return h
 
+    def is_inference(self):
+        """True for a tensor made in inference_mode (it can never enter autograd)."""
+        return self._inference
+
     def detach(self):
         """A new tensor sharing storage (and version counter) with no history."""
         t = _new(Tensor)
@@ -360,7 +391,11 @@ class Tensor:
     def detach_(self):
         """Detach this tensor from the graph that made it, in place."""
         if self._base is not None and self._base._requires_grad:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
+                "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
+                "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please "
+                "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
         self._grad_fn = None
         self._requires_grad = False
         self._output_nr = 0

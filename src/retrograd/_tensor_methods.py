@@ -5,7 +5,8 @@ from .autograd import engine, anomaly  # noqa: F401  (anomaly wires its hooks in
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     """Compute the gradient of this tensor w.r.t. the graph's leaves (accumulated in ``.grad``)."""
-    engine.backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs)
+    engine.backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph,
+                    inputs=inputs)
 
 
 Tensor.backward = backward

@@ -15,6 +15,7 @@ _LAZY = {
     "is_anomaly_enabled": ("anomaly", "is_anomaly_enabled"),
     "Function": ("function", "Function"), "once_differentiable": ("function", "once_differentiable"),
     "gradcheck": ("gradcheck", "gradcheck"), "gradgradcheck": ("gradcheck", "gradgradcheck"),
+    "trace": ("tracing", "trace"),
 }
 _SUBMODULES = {"engine", "anomaly", "function", "functional", "gradcheck", "forward_ad", "profiler"}
 

@@ -1,7 +1,10 @@
 """Anomaly detection: where each node was created, and NaNs caught in backward."""
+import os
 import threading
 import traceback
 import warnings
+
+import numpy as np
 
 from .graph import Node
 from . import engine
@@ -20,19 +23,19 @@ def is_anomaly_check_nan_enabled():
     return _state["check_nan"]
 
 
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 def _stack():
-    return traceback.format_stack()[:-3]
+    """The forward call's stack as the user sees it (retrograd's own frames left out)."""
+    frames = [f for f in traceback.extract_stack()[:-1] if not f.filename.startswith(_PKG)]
+    return traceback.format_list(frames)
 
 
 def _check(fn, grads):
-    import numpy as np
+    """A NaN in what a node returns is an error (the engine then shows where it was made)."""
     for i, g in enumerate(grads):
         if g is not None and g._data.dtype.kind in "fc" and bool(np.isnan(g._data).any()):
-            tb = fn._trace
-            if tb:
-                warnings.warn(
-                    f"Error detected in {fn.name()}. Traceback of forward call that caused the error:\n"
-                    + "".join(tb), RuntimeWarning, stacklevel=2)
             raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th output.")
 
 

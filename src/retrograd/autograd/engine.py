@@ -4,16 +4,21 @@ Like PyTorch's engine: count each node's dependencies with an explicit stack, su
 gradients reaching a node in its buffer, and run it once its count hits zero, newest
 node first (a heap on sequence numbers). Nothing recurses, so graphs a million nodes
 deep go backward. Every gradient a node returns passes one check (``_validate``).
+
+Per node, in PyTorch's order: tensor pre-hooks, retain_grad, node pre-hooks, the node,
+node post-hooks. A node without hooks costs one attribute test for all of them.
+``autograd.grad`` and ``backward(inputs=...)`` restrict the walk to the nodes that lead
+to the requested tensors (PyTorch's exec_info) and capture the gradients reaching them.
 """
 import heapq
 
 import numpy as np
 
 from . import grad_mode
-from .graph import AccumulateGrad, SECOND_BACKWARD_MSG  # noqa: F401  (re-exported)
+from .graph import AccumulateGrad, Node, SECOND_BACKWARD_MSG, _RELEASED  # noqa: F401
 from .._tensor import Tensor, Size
 
-__all__ = ["run_backward"]
+__all__ = ["run_backward", "backward", "grad"]
 
 _heappush = heapq.heappush
 _heappop = heapq.heappop
@@ -21,7 +26,8 @@ _state = grad_mode._state
 
 # Set by autograd.anomaly: called with (node, grads) after each node when enabled.
 anomaly_check = [None]
-# Set by the viz tracer: called with (node, grads_in, grads_out) when a trace is recording.
+# Set by autograd.trace: called with (node, grads_in, grads_out) after each node runs
+# (AccumulateGrad included, with no grads_out) while a trace is recording.
 tracers = []
 
 
@@ -36,6 +42,8 @@ def _sum_to(g, shape):
 
 def _validate(fn, i, g, meta):
     """Check gradient ``i`` of ``fn`` against the input it is for; fix what PyTorch fixes."""
+    if not isinstance(g, Tensor):
+        raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
     shape, npdt = meta
     gs = g._data.shape
     if gs != shape:
@@ -63,29 +71,139 @@ def _broadcastable_to(src, dst):
     return True
 
 
-def _run_tensor_hooks(hooks, g):
+# --- hooks ------------------------------------------------------------------------------
+
+def _hook_name(h):
+    return getattr(h, "__name__", type(h).__name__)
+
+
+def _check_hook_result(h, old, new, what):
+    """A hook's replacement gradient must keep the size and type of the value it replaces."""
+    if not isinstance(new, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+    if old is None:
+        return new
+    if new._data.shape != old._data.shape:
+        raise RuntimeError(
+            f"hook '{_hook_name(h)}' has changed the size of value (the gradient of {what} had shape "
+            f"{_shape_str(old._data.shape)}, the hook returned shape {_shape_str(new._data.shape)})")
+    if new._data.dtype != old._data.dtype:
+        from ..ops._base import type_name
+        raise RuntimeError(
+            f"hook '{_hook_name(h)}' has changed the type of value (was {type_name(old)} got "
+            f"{type_name(new)}) for the gradient of {what}")
+    return new
+
+
+def _run_tensor_hooks(hooks, g, what):
     for h in list(hooks.values()):
         r = h(g)
         if r is not None:
-            if not isinstance(r, Tensor):
-                raise TypeError(f"hook should return None or a Tensor, but got {type(r).__name__}")
-            if r._data.shape != g._data.shape:
-                raise RuntimeError(
-                    f"hook '{getattr(h, '__name__', 'hook')}' has changed the size of value: the gradient "
-                    f"of shape {Size(g._data.shape)} became {Size(r._data.shape)}")
-            g = r
+            g = _check_hook_result(h, g, r, what)
     return g
 
 
-def _accumulate(var, g, create_graph):
-    """AccumulateGrad: add ``g`` into the leaf's ``.grad``."""
+def _call_tensor_pre_hooks(fn, grads_in):
+    """Tensor hooks of ``fn``'s outputs, then retain_grad (PyTorch's call_tensor_pre_hooks)."""
+    if fn.__class__ is AccumulateGrad:
+        var = fn._var()
+        hooks = var._backward_hooks if var is not None else None
+        if hooks and grads_in[0] is not None:
+            grads_in[0] = _run_tensor_hooks(hooks, grads_in[0], "a leaf tensor")
+        return grads_in
+    thooks = fn._tensor_pre_hooks
+    if thooks:
+        for nr, hooks in thooks.items():
+            if hooks and grads_in[nr] is not None:
+                grads_in[nr] = _run_tensor_hooks(hooks, grads_in[nr], f"output {nr} of {fn.name()}")
+    rhooks = fn._retain_grad_hooks
+    if rhooks:
+        for nr, tref in list(rhooks.items()):
+            if grads_in[nr] is not None:
+                _retain(tref, grads_in[nr])
+    return grads_in
+
+
+def _call_pre_hooks(fn, grads_in):
+    grads_in = _call_tensor_pre_hooks(fn, grads_in)
+    if fn._pre_hooks:
+        for h in list(fn._pre_hooks.values()):
+            r = h(tuple(grads_in))
+            if r is not None:
+                grads_in = _check_hook_results(h, grads_in, r, fn)
+    return grads_in
+
+
+def _check_hook_results(h, old, new, fn):
+    new = list(new) if isinstance(new, (tuple, list)) else [new]
+    if len(new) != len(old):
+        raise RuntimeError(f"hook '{_hook_name(h)}' has returned an incorrect number of values "
+                           f"(got {len(new)}, but expected {len(old)})")
+    for i, (o, n) in enumerate(zip(old, new)):
+        if n is not None:
+            new[i] = _check_hook_result(h, o, n, f"{fn.name()} at index {i}")
+    return new
+
+
+def _call_post_hooks(fn, out, grads_in):
+    for h in list(fn._post_hooks.values()):
+        r = h(tuple(out), tuple(grads_in))
+        if r is not None:
+            out = _check_hook_results(h, list(out), r, fn)
+    return out
+
+
+# --- leaves and retained gradients --------------------------------------------------------
+
+class CopyBackwards(Node):
+    """The grad_fn of a leaf's first ``.grad`` under create_graph (a differentiable copy)."""
+
+    def backward(self, g):
+        return g
+
+
+def _copy_differentiable(g):
+    if not g._requires_grad:
+        return Tensor._make(g._data.copy())
+    t = Tensor._make(g._data.copy())
+    node = CopyBackwards((g._edge(),), ((g._data.shape, g._data.dtype),))
+    t._grad_fn = node
+    t._requires_grad = True
+    return t
+
+
+def _run_accumulate(fn, grads_in, create_graph):
+    """AccumulateGrad: leaf hooks, node pre-hooks, add into ``.grad``, post-accumulate
+    hooks, node post-hooks."""
+    var = fn._var()
+    if var is None:
+        return
+    g = grads_in[0]
     hooks = var._backward_hooks
-    if hooks:
-        g = _run_tensor_hooks(hooks, g)
+    if hooks and g is not None:
+        g = grads_in[0] = _run_tensor_hooks(hooks, g, "a leaf tensor")
+    if fn._hooked and fn._pre_hooks:
+        for h in list(fn._pre_hooks.values()):
+            r = h(tuple(grads_in))
+            if r is not None:
+                grads_in = _check_hook_results(h, grads_in, r, fn)
+        g = grads_in[0]
+    if g is not None:
+        _accumulate(var, g, create_graph)
+        post = var._post_acc_hooks
+        if post:
+            for h in list(post.values()):
+                h(var)
+    if fn._hooked and fn._post_hooks:
+        _call_post_hooks(fn, [], grads_in)
+
+
+def _accumulate(var, g, create_graph):
+    """Add ``g`` into the leaf's ``.grad`` as PyTorch's AccumulateGrad does."""
     old = var._grad
     if old is None:
         if create_graph:
-            var._grad = g
+            var._grad = _copy_differentiable(g)
         else:
             # A fresh buffer: the incoming gradient may be shared with other leaves
             # (an add passes one gradient to both inputs), and .grad is mutated in place.
@@ -94,15 +212,11 @@ def _accumulate(var, g, create_graph):
         var._grad = old + g
     else:
         d = old._data
-        if d.shape == g._data.shape:
+        if d.shape == g._data.shape and d.dtype == g._data.dtype:
             d += g._data
             old._bump_version()
         else:
             var._grad = Tensor._make(d + g._data)
-    post = var._post_acc_hooks
-    if post:
-        for h in list(post.values()):
-            h(var)
 
 
 def _retain(tref, g):
@@ -110,44 +224,53 @@ def _retain(tref, g):
     if t is None:
         return
     if t._grad is None:
-        t._grad = Tensor._make(g._data.copy()) if not g._requires_grad else g
+        t._grad = g.clone() if _state.grad else Tensor._make(g._data.copy())
     else:
-        t._grad = Tensor._make(t._grad._data + g._data)
+        t._grad = t._grad + g if _state.grad else Tensor._make(t._grad._data + g._data)
 
 
-def _compute_needed(roots, targets):
-    """Nodes from which some target node can be reached (PyTorch's exec_info)."""
-    needed = {}
+# --- restricting the walk (autograd.grad, backward(inputs=...)) ----------------------------
+
+def _exec_info(roots, targets):
+    """Nodes worth running: {node: needed} for every node from which a target is reachable.
+
+    A target node itself is ``needed`` only when ``targets[node]`` is True (backward's
+    inputs run their node; grad's captures do not), PyTorch's ``init_to_execute``.
+    """
+    info = {}
+    seen = set()
     for r in roots:
-        if r in needed:
+        if r in seen:
             continue
+        seen.add(r)
         stack = [(r, iter(r.next_functions))]
-        needed[r] = r in targets
         while stack:
             node, it = stack[-1]
-            advanced = False
             for nf, _ in it:
-                if nf is None:
-                    continue
-                if nf not in needed:
-                    needed[nf] = nf in targets
+                if nf is not None and nf not in seen:
+                    seen.add(nf)
                     stack.append((nf, iter(nf.next_functions)))
-                    advanced = True
                     break
-                if needed[nf]:
-                    needed[node] = True
-            if not advanced:
+            else:
                 stack.pop()
-                if stack and needed[node]:
-                    needed[stack[-1][0]] = True
-    return needed
+                tgt = targets.get(node)
+                mine = tgt is not None
+                if mine and tgt:
+                    info[node] = True
+                elif any(nf in info for nf, _ in node.next_functions):
+                    info[node] = True
+                elif mine:
+                    info[node] = False
+    return info
 
 
-def run_backward(roots, grads, retain_graph, create_graph, captures=None, accumulate=True):
+# --- the walk -----------------------------------------------------------------------------
+
+def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=None):
     """Walk the graph from ``roots`` (list of (node, output_nr)) with ``grads``.
 
-    ``captures`` maps (node, input_nr) -> slot index; when given, gradients arriving
-    there are returned instead of (or, with ``accumulate``, besides) accumulated.
+    ``targets`` ({node: needed}) restricts the walk to nodes leading to them;
+    ``captures`` ({node: [(input_nr, slot), ...]}) returns the gradients reaching them.
     """
     deps = {}
     stack = []
@@ -166,12 +289,12 @@ def run_backward(roots, grads, retain_graph, create_graph, captures=None, accumu
                 else:
                     deps[nf] = c + 1
 
-    needed = None
+    info = None
     captured = None
-    if captures is not None:
-        captured = [None] * (max(captures.values()) + 1 if captures else 0)
-        targets = {n for n, _ in captures}
-        needed = _compute_needed([fn for fn, _ in roots], targets)
+    if targets is not None:
+        info = _exec_info(list(deps), targets) if deps else {}
+        if captures:
+            captured = [None] * (1 + max(s for cs in captures.values() for _, s in cs))
 
     buffers = {}
     for (fn, nr), g in zip(roots, grads):
@@ -181,171 +304,134 @@ def run_backward(roots, grads, retain_graph, create_graph, captures=None, accumu
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     heap = []
     for fn in buffers:
-        if deps[fn] == 0:
+        if deps[fn] == 0 and (info is None or fn in info):
             _heappush(heap, (-fn._seq, fn))
 
     prev_mode = _state.grad
     _state.grad = bool(create_graph)
     check = anomaly_check[0]
+    fn = None
     try:
         while heap:
             fn = _heappop(heap)[1]
             grads_in = buffers.pop(fn)
-            if needed is not None and not needed.get(fn, False):
-                continue
-            thooks = fn._tensor_pre_hooks
-            if thooks:
-                for nr, hooks in thooks.items():
-                    if hooks and grads_in[nr] is not None:
-                        grads_in[nr] = _run_tensor_hooks(hooks, grads_in[nr])
-            rhooks = fn._retain_grad_hooks
-            if rhooks:
-                for nr, tref in rhooks.items():
-                    if grads_in[nr] is not None:
-                        _retain(tref, grads_in[nr])
-            if fn._pre_hooks:
-                for h in list(fn._pre_hooks.values()):
-                    r = h(tuple(grads_in))
-                    if r is not None:
-                        grads_in = list(r)
-            if captures is not None:
-                for i, g in enumerate(grads_in):
-                    slot = captures.get((fn, i))
-                    if slot is not None and g is not None:
-                        captured[slot] = g if captured[slot] is None else captured[slot] + g
-                        if accumulate and type(fn) is not AccumulateGrad:
-                            t = _capture_target(fn, i)
-                            if t is not None:
-                                _retain_into(t, g, create_graph)
-                if type(fn) is AccumulateGrad and not accumulate:
+            if info is not None:
+                needed = info[fn]
+                caps = captures.get(fn) if captures else None
+                if caps is not None:
+                    got = grads_in if needed else _call_tensor_pre_hooks(fn, list(grads_in))
+                    for nr, slot in caps:
+                        captured[slot] = got[nr]
+                if not needed:
                     continue
-            if type(fn) is AccumulateGrad:
-                g = grads_in[0]
-                if g is not None:
-                    _accumulate(fn.variable, g, create_graph)
-                if fn._post_hooks:
-                    for h in list(fn._post_hooks.values()):
-                        h((), tuple(grads_in))
+            if fn.__class__ is AccumulateGrad:
+                _run_accumulate(fn, grads_in, create_graph)
+                if tracers:
+                    for tr in tracers:
+                        tr(fn, grads_in, ())
                 continue
-            if len(grads_in) > 1 and None in grads_in:
-                grads_in = _materialize(fn, grads_in)
-            elif grads_in[0] is None:
-                grads_in = _materialize(fn, grads_in)
-            fn._raise_if_released()
+            if fn._hooked:
+                grads_in = _call_pre_hooks(fn, grads_in)
+            if len(grads_in) == 1:
+                if grads_in[0] is None:
+                    continue
+            else:
+                for g in grads_in:
+                    if g is None:
+                        grads_in = _materialize(fn, grads_in)
+                        break
+            if fn._saved is _RELEASED:
+                raise RuntimeError(SECOND_BACKWARD_MSG)
             out = fn._apply(grads_in)
             if type(out) is not tuple:
-                out = (out,) if not isinstance(out, list) else tuple(out)
-            if fn._post_hooks:
-                for h in list(fn._post_hooks.values()):
-                    r = h(out, tuple(grads_in))
-                    if r is not None:
-                        out = tuple(r)
+                out = tuple(out) if isinstance(out, list) else (out,)
+            nfs = fn.next_functions
+            if len(out) != len(nfs):
+                out = _fix_count(fn, out, nfs)
+            if fn._hooked and fn._post_hooks:
+                out = _call_post_hooks(fn, _validated(fn, out, nfs), grads_in)
             if tracers:
                 for tr in tracers:
                     tr(fn, grads_in, out)
             if check is not None:
                 check(fn, out)
-            if not retain_graph:
+            if not keep_graph and fn._saved is not None:
                 fn._release()
-            nfs = fn.next_functions
-            if len(out) != len(nfs):
-                raise RuntimeError(
-                    f"function {fn.name()} returned an incorrect number of gradients (expected "
-                    f"{len(nfs)}, got {len(out)})")
             for i, (nf, nr) in enumerate(nfs):
                 if nf is None:
                     continue
                 g = out[i]
-                if g is None:
-                    c = deps[nf] - 1
-                    deps[nf] = c
-                    if c == 0 and nf in buffers:
-                        _heappush(heap, (-nf._seq, nf))
-                    continue
-                meta = nf._out_meta[nr]
-                if g._data.shape != meta[0] or g._data.dtype != meta[1]:
-                    g = _validate(fn, i, g, meta)
-                buf = buffers.get(nf)
-                if buf is None:
-                    buf = buffers[nf] = [None] * len(nf._out_meta)
-                old = buf[nr]
-                buf[nr] = g if old is None else old + g
                 c = deps[nf] - 1
                 deps[nf] = c
-                if c == 0:
+                if info is not None and nf not in info:
+                    continue
+                if g is not None:
+                    meta = nf._out_meta[nr]
+                    if g.__class__ is not Tensor or g._data.shape != meta[0] or g._data.dtype != meta[1]:
+                        g = _validate(fn, i, g, meta)
+                    buf = buffers.get(nf)
+                    if buf is None:
+                        buf = buffers[nf] = [None] * len(nf._out_meta)
+                    old = buf[nr]
+                    buf[nr] = g if old is None else old + g
+                if c == 0 and nf in buffers:
                     _heappush(heap, (-nf._seq, nf))
+    except BaseException:
+        if fn is not None and fn._trace is not None and Node._anomaly_stack is not None:
+            _anomaly_report(fn)
+        raise
     finally:
         _state.grad = prev_mode
     return captured
 
 
-def _materialize(fn, grads_in):
-    from .. import _creation
-    out = []
-    for g, (shape, npdt) in zip(grads_in, fn._out_meta):
-        out.append(g if g is not None else _creation._zeros_np(shape, npdt))
+def _anomaly_report(fn):
+    import warnings
+    warnings.warn(f"Error detected in {fn.name()}. Traceback of forward call that caused the error:\n"
+                  + "".join(fn._trace), UserWarning, stacklevel=4)
+
+
+def _fix_count(fn, out, nfs):
+    """Extra trailing Nones are allowed (PyTorch trims them); any other count is an error."""
+    n = len(nfs)
+    if len(out) > n and all(g is None for g in out[n:]):
+        return out[:n]
+    raise RuntimeError(f"function {fn.name()} returned an incorrect number of gradients (expected "
+                       f"{n}, got {len(out)})")
+
+
+def _validated(fn, out, nfs):
+    out = list(out)
+    for i, (nf, nr) in enumerate(nfs):
+        if nf is not None and out[i] is not None:
+            out[i] = _validate(fn, i, out[i], nf._out_meta[nr])
     return out
 
 
-# Non-leaf tensors named in backward(inputs=...): node -> {output_nr: tensor}
-_capture_tensors = {}
+def _materialize(fn, grads_in):
+    if not getattr(fn, "_materialize_grads", True):
+        return grads_in
+    from .. import _creation
+    out = []
+    for g, meta in zip(grads_in, fn._out_meta):
+        out.append(g if g is not None or meta is None else _creation._zeros_np(*meta))
+    return out
 
 
-def _capture_target(fn, nr):
-    d = _capture_tensors.get(fn)
-    return None if d is None else d.get(nr)
+# --- the public entry points --------------------------------------------------------------
+
+def _as_tuple(x, what="tensors"):
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
 
 
-def _retain_into(t, g, create_graph):
-    if t._grad is None:
-        t._grad = g if create_graph else Tensor._make(g._data.copy())
-    else:
-        t._grad = t._grad + g
-
-
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Compute the gradients of ``tensors`` and accumulate them into the leaves' ``.grad``."""
-    if isinstance(tensors, Tensor):
-        tensors = (tensors,)
-    else:
-        tensors = tuple(tensors)
-    if grad_tensors is None or isinstance(grad_tensors, Tensor):
-        grad_tensors = (grad_tensors,) * len(tensors) if grad_tensors is None else (grad_tensors,)
-    else:
-        grad_tensors = tuple(grad_tensors)
-    if len(grad_tensors) != len(tensors):
-        raise RuntimeError(f"grad_tensors has {len(grad_tensors)} elements but tensors has {len(tensors)}")
-    if retain_graph is None:
-        retain_graph = create_graph
-    roots, grads = _make_roots(tensors, grad_tensors, create_graph)
-    if inputs is not None:
-        if isinstance(inputs, Tensor):
-            inputs = (inputs,)
-        inputs = tuple(inputs)
-        if len(inputs) == 0:
-            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-        captures = {}
-        for i, t in enumerate(inputs):
-            if not t._requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
-            key = t._edge()
-            captures[key] = i
-            if t._grad_fn is not None:
-                _capture_tensors.setdefault(key[0], {})[key[1]] = t
-        try:
-            run_backward(roots, grads, retain_graph, create_graph, captures=captures, accumulate=True)
-        finally:
-            for t in inputs:
-                if t._grad_fn is not None:
-                    _capture_tensors.pop(t._grad_fn, None)
-    else:
-        run_backward(roots, grads, retain_graph, create_graph)
-
-
-def _make_roots(tensors, grad_tensors, create_graph):
+def _make_roots(tensors, grad_tensors, create_graph, what="tensors"):
     from .. import _creation
     roots, grads = [], []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what} must be Tensors, but element {i} is {type(t).__name__}")
         if not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
@@ -361,35 +447,78 @@ def _make_roots(tensors, grad_tensors, create_graph):
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of {Size(g._data.shape)} and "
                     f"output[{i}] has a shape of {Size(t._data.shape)}.")
-            if g._data.dtype.kind != t._data.dtype.kind:
+            if g._data.dtype.kind != t._data.dtype.kind and "c" in (g._data.dtype.kind + t._data.dtype.kind):
                 raise TypeError(f"For complex Tensors, both grad_output and output are required to have "
                                 f"the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
                                 f"{g.dtype} and output[{i}] has a dtype of {t.dtype}.")
-            if not create_graph:
+            if g._data.dtype != t._data.dtype:
+                g = g.to(t.dtype)
+            if not create_graph and g._requires_grad:
                 g = g.detach()
         roots.append(t._edge())
         grads.append(g)
     return roots, grads
 
 
+def _grad_list(grad_tensors, n):
+    if grad_tensors is None:
+        return (None,) * n
+    if isinstance(grad_tensors, Tensor):
+        grad_tensors = (grad_tensors,)
+    else:
+        grad_tensors = tuple(grad_tensors)
+    if len(grad_tensors) != n:
+        raise RuntimeError(f"got {n} tensors and {len(grad_tensors)} gradients")
+    return grad_tensors
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None):
+    """Compute the gradients of ``tensors`` and accumulate them into the leaves' ``.grad``
+    (or, with ``inputs``, only into those tensors' ``.grad``)."""
+    if grad_variables is not None:
+        if grad_tensors is not None:
+            raise RuntimeError("You cannot specify both grad_tensors and grad_variables. The grad_variables "
+                               "argument is deprecated, use grad_tensors instead.")
+        grad_tensors = grad_variables
+    tensors = _as_tuple(tensors)
+    grad_tensors = _grad_list(grad_tensors, len(tensors))
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if len(inputs) == 0:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    roots, grads = _make_roots(tensors, grad_tensors, create_graph)
+    if inputs is None:
+        run_backward(roots, grads, retain_graph, create_graph)
+        return
+    targets = {}
+    for t in inputs:
+        t.retain_grad()
+        fn, _ = t._edge()
+        if fn is not None:
+            targets[fn] = True
+    run_backward(roots, grads, retain_graph, create_graph, targets=targets)
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Return the gradients of ``outputs`` with respect to ``inputs`` (nothing accumulates)."""
-    if isinstance(outputs, Tensor):
-        outputs = (outputs,)
-    outputs = tuple(outputs)
+    outputs = _as_tuple(outputs)
     single = isinstance(inputs, Tensor)
     inputs = (inputs,) if single else tuple(inputs)
-    if allow_unused is None:
-        allow_unused = materialize_grads
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
-    if grad_outputs is None or isinstance(grad_outputs, Tensor):
-        grad_outputs = (grad_outputs,) * len(outputs) if grad_outputs is None else (grad_outputs,)
-    grad_outputs = tuple(grad_outputs)
-    if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad requires one grad_output per output: got {len(grad_outputs)} for {len(outputs)} outputs")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if len(inputs) == 0:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if is_grads_batched:
+        return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
+    grad_outputs = _grad_list(grad_outputs, len(outputs))
     if retain_graph is None:
         retain_graph = create_graph
     for t in inputs:
@@ -397,28 +526,42 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise TypeError(f"grad(): inputs must be Tensors, but got {type(t).__name__}")
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    roots, grads = _make_roots(outputs, grad_outputs, create_graph)
+    roots, grads = _make_roots(outputs, grad_outputs, create_graph, "outputs")
     captures = {}
-    slot_of = []
-    for t in inputs:
-        key = t._edge()
-        if key not in captures:
-            captures[key] = len(captures)
-        slot_of.append(captures[key])
-    captured = run_backward(roots, grads, retain_graph, create_graph, captures=captures, accumulate=False)
+    targets = {}
+    for slot, t in enumerate(inputs):
+        fn, nr = t._edge()
+        captures.setdefault(fn, []).append((nr, slot))
+        targets[fn] = False
+    captured = run_backward(roots, grads, retain_graph, create_graph, targets=targets, captures=captures)
     result = []
-    for t, s in zip(inputs, slot_of):
-        g = captured[s]
+    for i, (t, g) in enumerate(zip(inputs, captured)):
         if g is None:
             if materialize_grads:
                 from .. import _creation
                 g = _creation.zeros_like(t)
             elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the "
-                                   "graph. Set allow_unused=True if this is the desired behavior.")
-        elif g._data.shape != t._data.shape:
-            g = _validate(t._grad_fn or t._grad_accumulator(), 0, g, (t._data.shape, t._data.dtype))
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in "
+                                   "the graph. Set allow_unused=True if this is the desired behavior.")
         result.append(g)
     return tuple(result)
 
 
+def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize):
+    """is_grads_batched: the first dimension of each grad_output indexes independent vjps."""
+    from .. import _creation
+    from ..ops import stack
+    grad_outputs = _grad_list(grad_outputs, len(outputs))
+    n = grad_outputs[0].shape[0]
+    per = []
+    for b in range(n):
+        per.append(grad(outputs, inputs, [g[b] for g in grad_outputs], retain_graph=True,
+                        create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize))
+    res = []
+    for i, t in enumerate(inputs):
+        col = [p[i] for p in per]
+        if all(c is None for c in col):
+            res.append(None)
+        else:
+            res.append(stack([c if c is not None else _creation.zeros_like(t) for c in col]))
+    return tuple(res)

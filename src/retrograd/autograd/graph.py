@@ -3,13 +3,24 @@
 A Node knows nothing of Tensor: it holds edges to the nodes that made its inputs
 (``next_functions``), what it saved for backward, and its hooks. The engine calls
 ``_apply`` with the gradients of the node's outputs and gets one gradient per edge.
+
+Hooks live on the node, in PyTorch's order of execution:
+tensor pre-hooks (``Tensor.register_hook`` on a non-leaf), retain_grad, node pre-hooks
+(``register_prehook``), the node, node post-hooks (``register_hook``). A leaf's tensor
+hooks and post-accumulate hooks live on the leaf and are run by its AccumulateGrad.
+One flag, ``_hooked``, tells the engine a node has any hook at all (the common case
+costs one attribute test).
 """
 import itertools
+import weakref
 
-__all__ = ["Node", "AccumulateGrad", "RemovableHandle", "saved_tensors_hooks"]
+__all__ = ["Node", "AccumulateGrad", "RemovableHandle", "saved_tensors_hooks",
+           "disable_saved_tensors_hooks", "save_on_cpu", "register_multi_grad_hook"]
 
 _seq = itertools.count()
 _RELEASED = object()
+# AccumulateGrad runs as soon as it is ready (PyTorch gives it the largest sequence number).
+_ACC_SEQ = 1 << 62
 
 SECOND_BACKWARD_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -38,16 +49,23 @@ class RemovableHandle:
         self.remove()
 
 
+def _add_hook(store, fn):
+    h = RemovableHandle(store)
+    store[h.id] = fn
+    return h
+
+
 class Node:
     """A function of the backward graph: ``grad_fn`` of a tensor made by an op.
 
-    Subclasses implement ``backward(self, grad)`` (one output) or
-    ``backward_multi(self, grads)`` (several), returning one gradient per edge in
-    ``next_functions`` (None where no gradient flows).
+    Subclasses implement ``backward(self, grad)`` (one output) or ``_apply(self, grads)``
+    (several), returning one gradient per edge in ``next_functions`` (None where no
+    gradient flows).
     """
     _saved = None
     _saved_versions = ()
     _out_meta = None
+    _hooked = False
     _pre_hooks = None
     _post_hooks = None
     _tensor_pre_hooks = None
@@ -73,16 +91,24 @@ class Node:
 
     @property
     def metadata(self):
-        try:
-            return self.metadata_
-        except AttributeError:
-            self.metadata_ = {}
-            return self.metadata_
+        d = self.__dict__.get("metadata_")
+        if d is None:
+            d = self.metadata_ = {}
+            if self._trace is not None:
+                d["traceback_"] = self._trace
+        return d
 
     def _sequence_nr(self):
         return self._seq
 
-    def needs_input_grad(self, i):
+    def _set_sequence_nr(self, nr):
+        self._seq = nr
+
+    @property
+    def requires_grad(self):
+        return any(nf is not None for nf, _ in self.next_functions)
+
+    def _input_needs_grad(self, i):
         return self.next_functions[i][0] is not None
 
     # --- saved tensors --------------------------------------------------------------
@@ -103,25 +129,39 @@ class Node:
         """Run ``fn(grad_inputs, grad_outputs)`` after this node; it may return new grad_inputs."""
         if self._post_hooks is None:
             self._post_hooks = {}
-        h = RemovableHandle(self._post_hooks)
-        self._post_hooks[h.id] = fn
-        return h
+        self._hooked = True
+        return _add_hook(self._post_hooks, fn)
 
     def register_prehook(self, fn):
         """Run ``fn(grad_outputs)`` before this node; it may return new grad_outputs."""
         if self._pre_hooks is None:
             self._pre_hooks = {}
-        h = RemovableHandle(self._pre_hooks)
-        self._pre_hooks[h.id] = fn
-        return h
+        self._hooked = True
+        return _add_hook(self._pre_hooks, fn)
 
     def _register_tensor_pre_hook(self, output_nr, fn):
         if self._tensor_pre_hooks is None:
             self._tensor_pre_hooks = {}
-        store = self._tensor_pre_hooks.setdefault(output_nr, {})
-        h = RemovableHandle(store)
-        store[h.id] = fn
-        return h
+        store = self._tensor_pre_hooks.get(output_nr)
+        if store is None:
+            store = self._tensor_pre_hooks[output_nr] = {}
+        self._hooked = True
+        return _add_hook(store, fn)
+
+    def _register_retain_grad(self, output_nr, tensor):
+        if self._retain_grad_hooks is None:
+            self._retain_grad_hooks = {}
+        self._retain_grad_hooks[output_nr] = weakref.ref(tensor)
+        self._hooked = True
+
+    def _move_retain_grad(self, output_nr, new_fn, new_nr):
+        """In-place ops move a tensor's retain_grad to its new grad_fn (as PyTorch does)."""
+        hooks = self._retain_grad_hooks
+        if hooks and output_nr in hooks:
+            ref = hooks.pop(output_nr)
+            t = ref()
+            if t is not None:
+                new_fn._register_retain_grad(new_nr, t)
 
     # --- running --------------------------------------------------------------------
     def _apply(self, grads):
@@ -138,11 +178,30 @@ class Node:
 
 
 class AccumulateGrad(Node):
-    """The node for a leaf tensor: adds the gradient that reaches it into ``.grad``."""
+    """The node for a leaf tensor: adds the gradient that reaches it into ``.grad``.
+
+    It holds its leaf by weak reference: ``param.grad`` made with ``create_graph=True``
+    points back through its graph to this node, and a strong reference would close the
+    cycle param -> grad -> grad_fn -> ... -> AccumulateGrad -> param (PyTorch issue 4661).
+    """
+    next_functions = ()
 
     def __init__(self, variable):
-        super().__init__((), ((variable._data.shape, variable._data.dtype),))
-        self.variable = variable
+        self._var = weakref.ref(variable)
+        self._seq = _ACC_SEQ + next(_seq)
+        self._out_meta = ((variable._data.shape, variable._data.dtype),)
+        if Node._anomaly_stack is not None:
+            self._trace = Node._anomaly_stack()
+
+    @property
+    def variable(self):
+        return self._var()
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+    def _sequence_nr(self):
+        return 2 ** 64 - 1
 
     def _apply(self, grads):
         # The engine accumulates (it owns accumulation, hooks and create_graph); the
@@ -151,7 +210,12 @@ class AccumulateGrad(Node):
 
 
 class saved_tensors_hooks:
-    """Pack/unpack hooks for tensors saved for backward (e.g. to offload or compress them)."""
+    """Pack/unpack hooks for tensors saved for backward (e.g. to offload or compress them).
+
+    ``pack_hook(tensor)`` runs when an op saves a tensor and may return anything;
+    ``unpack_hook(packed)`` runs when backward needs it and must return a tensor with the
+    original's content. Innermost context wins.
+    """
     _stack = []
 
     def __init__(self, pack_hook, unpack_hook):
@@ -159,9 +223,85 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
+        if _disabled[0] is not None:
+            raise RuntimeError(_disabled[0])
         saved_tensors_hooks._stack.append((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc):
         saved_tensors_hooks._stack.pop()
         return False
+
+
+_disabled = [None]
+
+
+class disable_saved_tensors_hooks:
+    """Make ``saved_tensors_hooks`` raise ``error_message`` inside the block."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        self.prev = _disabled[0]
+        _disabled[0] = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _disabled[0] = self.prev
+        return False
+
+    def __call__(self, func):
+        import functools
+
+        @functools.wraps(func)
+        def wrapper(*a, **k):
+            with disable_saved_tensors_hooks(self.error_message):
+                return func(*a, **k)
+        return wrapper
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Keep saved tensors on the CPU (copies device tensors back when backward needs them)."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack(t):
+            return (t.device, t.cpu())
+
+        def unpack(packed):
+            device, t = packed
+            return t.to(device)
+        super().__init__(pack, unpack)
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """Call ``fn(grads)`` once the gradients of all ``tensors`` (mode 'all') or of the
+    first one (mode 'any') have been computed in a backward pass."""
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    n = len(tensors)
+    state = {"grads": [None] * n, "count": 0, "fired": False}
+
+    def make(i):
+        def hook(g):
+            if mode == "any":
+                if not state["fired"]:
+                    state["fired"] = True
+                    fn(g)
+                return None
+            state["grads"][i] = g
+            state["count"] += 1
+            if state["count"] == sum(1 for t in tensors if t.requires_grad):
+                grads, state["grads"], state["count"] = state["grads"], [None] * n, 0
+                fn(tuple(grads))
+            return None
+        return hook
+
+    handles = [t.register_hook(make(i)) for i, t in enumerate(tensors) if t.requires_grad]
+
+    class _Multi:
+        def remove(self):
+            for h in handles:
+                h.remove()
+    return _Multi()

@@ -422,3 +422,14 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     return _pool.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2)
+
+
+# --- sequence, resampling and attention ---------------------------------------------------
+
+from ..ops.resample import pad, interpolate, unfold, fold  # noqa: F401,E402
+from ..ops.embeddings import embedding, embedding_bag  # noqa: F401,E402
+from ..ops.convt import conv_transpose1d, conv_transpose2d, bilinear  # noqa: F401,E402
+from ..ops.attention import scaled_dot_product_attention  # noqa: F401,E402
+from ..ops.gridsample import grid_sample, affine_grid  # noqa: F401,E402
+from ._functional_seq import (upsample, upsample_nearest, upsample_bilinear,  # noqa: F401,E402
+                              multi_head_attention_forward)

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor, Size
 from ..autograd import grad_mode
-from ..autograd.graph import Node, _seq, _RELEASED, SECOND_BACKWARD_MSG
+from ..autograd.graph import Node, AccumulateGrad, _seq, _RELEASED, SECOND_BACKWARD_MSG
 
 _new = object.__new__
 _next = next
@@ -48,6 +48,42 @@ class SavedOutput:
         self.requires_grad = t._requires_grad
 
 
+class _Packed:
+    """A tensor saved under ``saved_tensors_hooks``: what pack returned, plus the autograd
+    identity to give back to the tensor that unpack returns."""
+    __slots__ = ("unpack", "packed", "requires_grad", "grad_fn", "output_nr", "is_output", "grad_acc")
+
+    def __init__(self, t, pack, unpack, is_output):
+        self.unpack = unpack
+        self.requires_grad = t._requires_grad
+        self.output_nr = t._output_nr
+        self.is_output = is_output
+        self.grad_fn = None if is_output else t._grad_fn
+        self.grad_acc = t._grad_acc if t._requires_grad and t._grad_fn is None else None
+        if self.grad_acc is None and t._requires_grad and t._grad_fn is None:
+            t._grad_accumulator()
+            self.grad_acc = t._grad_acc
+        self.packed = pack(t)
+
+    def unpack_for(self, node):
+        r = self.unpack(self.packed)
+        if not isinstance(r, Tensor):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                            f"of type {type(r).__name__}")
+        t = _new(Tensor)
+        t._data = r._data
+        t._version = r._shared_version()
+        if self.requires_grad:
+            t._requires_grad = True
+            fn = node if self.is_output else self.grad_fn
+            if fn is not None:
+                t._grad_fn = fn
+                t._output_nr = self.output_nr
+            else:
+                t._grad_acc = self.grad_acc
+        return t
+
+
 class OpNode(Node):
     """Base of every op's backward node: holds saved tensors and checks their versions."""
 
@@ -60,19 +96,19 @@ class OpNode(Node):
             return ()
         out = []
         for item, v in zip(s, self._saved_versions):
-            if type(item) is SavedOutput:
+            tp = type(item)
+            if tp is SavedOutput:
                 if item.version[0] != v:
                     _version_error(self._rebuild(item), item.version[0], v)
                 item = self._rebuild(item)
+            elif tp is _Packed:
+                item = item.unpack_for(self)
             elif v is not None:
                 cur = item._version
                 cur = 0 if cur is None else cur[0]
                 if cur != v:
                     _version_error(item, cur, v)
             out.append(item)
-        hooks = self.__dict__.get("_unpack_hooks")
-        if hooks is not None:
-            out = [h(p) if h is not None else o for o, (h, p) in zip(out, hooks)]
         return tuple(out)
 
     def _rebuild(self, item):
@@ -88,23 +124,33 @@ class OpNode(Node):
     def _release(self):
         if self._saved is not None:
             self._saved = _RELEASED
-            self.__dict__.pop("_unpack_hooks", None)
 
     @property
     def _saved_names(self):
         return ()
 
 
+def _short_name(fn):
+    """How PyTorch names a node in the in-place error: the op, without ``Backward0``."""
+    n = fn.name()
+    if "::" in n:
+        return n
+    i = n.rfind("Backward")
+    if i > 0 and n[i + 8:].isdigit() or (i > 0 and i + 8 == len(n)):
+        return n[:i]
+    return n
+
+
 def _version_error(t, cur, expected):
     fn = t._grad_fn
     shape = "[" + ", ".join(str(s) for s in t._data.shape) + "]"
-    where = f", which is output {t._output_nr} of {fn.name()}," if fn is not None else ""
+    where = f", which is output {t._output_nr} of {_short_name(fn)}," if fn is not None else ""
     from ..autograd import anomaly
     hint = ("Hint: the backtrace further above shows the operation that failed to compute its "
             "gradient. The variable in question was changed in there or anywhere later. Good luck!"
             if anomaly.is_anomaly_enabled() else
             "Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
-            "with torch.autograd.set_detect_anomaly(True).")
+            "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [{type_name(t)} {shape}]{where} is at version {cur}; expected version "
@@ -116,23 +162,33 @@ def node_for(cls, inputs):
     gradient is recorded (grad mode off, or no input requires grad)."""
     if not _state.grad:
         return None
+    edges = []
+    wanted = False
     for t in inputs:
-        if t is not None and t._requires_grad:
-            break
-    else:
+        if t is None or not t._requires_grad:
+            edges.append(_NO_EDGE)
+            continue
+        wanted = True
+        if t._base is not None:
+            t._refresh_view()
+        fn = t._grad_fn
+        edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
+    if not wanted:
         return None
     n = _new(cls)
-    n.next_functions = tuple([(None, 0) if t is None else t._edge() for t in inputs])
+    n.next_functions = tuple(edges)
     n._seq = _next(_seq)
     if Node._anomaly_stack is not None:
         n._trace = Node._anomaly_stack()
     return n
 
 
+_NO_EDGE = (None, 0)
+
+
 def save(node, *items):
     """Save tensors (or plain values) on ``node`` for its backward, with their versions."""
-    stack = _pack_stack
-    if stack:
+    if _pack_stack:
         return _save_with_hooks(node, items)
     vs = []
     for t in items:
@@ -149,19 +205,29 @@ def save(node, *items):
 
 def save_output(node, out):
     """Save ``out`` (a result of ``node`` itself) without making a reference cycle."""
-    so = SavedOutput(out)
+    if _pack_stack:
+        so = _Packed(out, _pack_stack[-1][0], _pack_stack[-1][1], True)
+        v = None
+    else:
+        so = SavedOutput(out)
+        v = so.version[0]
     saved = node._saved
     if saved is None or saved is _RELEASED:
         node._saved = (so,)
-        node._saved_versions = (so.version[0],)
+        node._saved_versions = (v,)
     else:
         node._saved = saved + (so,)
-        node._saved_versions = node._saved_versions + (so.version[0],)
+        node._saved_versions = node._saved_versions + (v,)
+
+
+INFERENCE_SAVE_MSG = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode "
+    "in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor "
+    "and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.")
 
 
 def _inference_error():
-    raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
-                       "clone to get a normal tensor and use it in autograd.")
+    raise RuntimeError(INFERENCE_SAVE_MSG)
 
 
 # saved_tensors_hooks: (pack, unpack) pairs, innermost last (shared with autograd.graph).
@@ -170,23 +236,19 @@ _pack_stack = _sth._stack
 
 
 def _save_with_hooks(node, items):
+    """Tensors go through the innermost pack hook; nothing else keeps them (no version
+    check either, as in PyTorch: the hooks own the data)."""
     pack, unpack = _pack_stack[-1]
-    vs, packed, hooks = [], [], []
+    saved = []
     for t in items:
         if isinstance(t, Tensor):
-            p = pack(t)
-            packed.append(t)
-            hooks.append((unpack, p))
-            vs.append(None)
+            if t._inference:
+                _inference_error()
+            saved.append(_Packed(t, pack, unpack, False))
         else:
-            packed.append(t)
-            hooks.append((None, None))
-            vs.append(None)
-    node._saved = tuple(packed)
-    node._saved_versions = tuple(vs)
-    node._unpack_hooks = hooks
-    # The packed form stands in for the tensor: drop our reference to the original data.
-    node._saved = tuple(None if h is not None else t for t, (h, _) in zip(packed, hooks))
+            saved.append(t)
+    node._saved = tuple(saved)
+    node._saved_versions = (None,) * len(saved)
 
 
 def finish(node, data):
@@ -219,11 +281,20 @@ def finish_multi(node, datas):
 
 
 def view_of(base, t, view_fn=None):
-    """Mark ``t`` as a view of ``base``: they share a version counter."""
-    t._version = base._shared_version()
-    t._base = base if base._base is None else base._base
-    if view_fn is not None:
-        t._view_fn = view_fn
+    """Mark ``t`` as a view of ``base``: they share a version counter, and ``view_fn``
+    rebuilds the view from the root base (for in-place ops on views: CopySlices)."""
+    v = t._version = base._shared_version()
+    t._view_ver = v[0]
+    root = base._base
+    if root is None:
+        t._base = base
+        if view_fn is not None:
+            t._view_fn = view_fn
+    else:
+        t._base = root
+        outer = base._view_fn
+        if view_fn is not None and outer is not None:
+            t._view_fn = lambda b: view_fn(outer(b))
     return t
 
 
@@ -291,13 +362,17 @@ def binary_operands(input, other):
     """(a, b, x, y, dtype): tensors-or-None, raw operands and the promoted result dtype."""
     if isinstance(input, Tensor):
         x = input._data
+        t = other.__class__
+        if t is _float:  # the commonest case first: tensor <op> python float
+            dt = x.dtype
+            return input, None, x, other, (dt if dt.kind in "fc" else D._default[0].np)
         if isinstance(other, Tensor):
             y = other._data
             if x.dtype == y.dtype:
                 return input, other, x, y, x.dtype
             check_same_device(input, other)
             return input, other, x, y, result_np_dtype(input, other)
-        if isinstance(other, _SCALARS) or isinstance(other, np.generic):
+        if t is _int or t is _bool or t is _complex or isinstance(other, np.generic):
             return input, None, x, other, scalar_np_dtype(other, x.dtype)
         other = to_tensor(other)
         return binary_operands(input, other)
@@ -392,6 +467,9 @@ def check_inplace(t):
     """Refuse in-place ops on leaves that require grad (before anything is touched)."""
     if t._requires_grad and t._grad_fn is None and _state.grad:
         raise RuntimeError(LEAF_INPLACE_MSG)
+    base = t._base
+    if base is not None and base._requires_grad and base._grad_fn is None and _state.grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     if t._inference and not _state.inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed."
                            "You can make a clone to get a normal tensor before doing inplace update."
@@ -420,11 +498,11 @@ def apply_inplace(self, fn, *args, **kwargs):
         src._data = self._data.copy()
         if self._requires_grad:
             src._requires_grad = True
-            src._grad_fn = self._grad_fn
-            src._output_nr = self._output_nr
-            if self._grad_fn is None:
-                src._grad_acc = None
-                src._edge = lambda: (self._grad_accumulator(), 0)
+            edge = self._edge()
+            src._grad_fn, src._output_nr = edge
+            if type(edge[0]) is AccumulateGrad:
+                src._grad_fn = None
+                src._grad_acc = self._grad_acc
         r = fn(src, *args, **kwargs)
     else:
         prev = _state.grad
@@ -467,16 +545,22 @@ def _adopt_saved_output(node, r, self):
     node._saved_versions = tuple(vs)
 
 
-# Set by the in-place/view machinery (CopySlices); by default history moves to ``self``.
 def rebase_history(self, node, output_nr):
-    """Make ``node`` the creator of ``self`` after an in-place op."""
-    base = self._base
-    if base is not None and self._view_fn is not None and node is not None:
+    """Make ``node`` the creator of ``self`` after an in-place op.
+
+    On a view whose base takes part in autograd, the base's history is rewired instead
+    (CopySlices, in view_inplace) so that gradients through the base stay right.
+    """
+    if node is None:
+        return
+    if self._base is not None and self._view_fn is not None:
         from .view_inplace import copy_slices
         copy_slices(self, node, output_nr)
         return
-    if node is not None:
-        node._out_meta = ((self._data.shape, self._data.dtype),)
-        self._grad_fn = node
-        self._output_nr = output_nr
-        self._requires_grad = True
+    old, old_nr = self._grad_fn, self._output_nr
+    node._out_meta = ((self._data.shape, self._data.dtype),)
+    self._grad_fn = node
+    self._output_nr = output_nr
+    self._requires_grad = True
+    if old is not None and old._retain_grad_hooks:
+        old._move_retain_grad(old_nr, node, output_nr)

@@ -1,16 +1,60 @@
 """Arithmetic: + - * / ** and friends, with broadcasting, PyTorch's promotion, reflected
 and in-place forms. Broadcast gradients are summed down centrally by the engine."""
+import operator as _op
+
 import numpy as np
 
 from ._base import (OpNode, node_for, save, finish, arr, binary_operands, cast,
-                    apply_inplace, write_out, Tensor, _SCALARS, _state)
+                    apply_inplace, write_out, Tensor, _SCALARS, _state, _float)
 
 __all__ = ["add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide",
            "floor_divide", "remainder", "fmod", "neg", "negative", "pow", "float_power"]
 
 
+_ndarray = np.ndarray
+_asarray = np.asarray
+_empty = np.empty
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_F32_OF = {}
+
+
+def _f32(v):
+    """``v`` rounded to float32, as PyTorch casts a Python scalar for a float32 op (cached:
+    loops reuse the same few constants)."""
+    r = _F32_OF.get(v)
+    if r is None:
+        if len(_F32_OF) > 512:
+            _F32_OF.clear()
+        r = _F32_OF[v] = float(np.float32(v))
+    return r
+
+
+def _fast_scalar(input, other, pyop):
+    """``input <op> other`` for a 0-d float tensor and a Python float, in Python floats.
+
+    A NumPy ufunc on a 0-d array costs about 1 µs, most of the time of a small graph's op;
+    Python float arithmetic is exact here: +, - and * of two float32 values computed in
+    double and rounded once to float32 give the correctly rounded float32 result.
+    Returns None when the fast path does not apply.
+    """
+    x = input._data
+    if x.__class__ is not _ndarray or x.ndim:
+        return None
+    dt = x.dtype
+    if dt == _F32:
+        v = pyop(x.item(), _f32(other))
+    elif dt == _F64:
+        v = pyop(x.item(), other)
+    else:
+        return None
+    r = _empty((), dt)
+    r[()] = v
+    return r
+
+
 def _finish_binary(r, dt):
-    r = arr(r)
+    if r.__class__ is not _ndarray:
+        r = arr(r)
     if r.dtype != dt:
         r = r.astype(dt)
     return r
@@ -18,9 +62,9 @@ def _finish_binary(r, dt):
 
 def _prep(input, other):
     a, b, x, y, dt = binary_operands(input, other)
-    if type(x) is np.ndarray and x.dtype != dt:
+    if x.__class__ is _ndarray and x.dtype != dt:
         x = x.astype(dt)
-    if type(y) is np.ndarray and y.dtype != dt:
+    if y.__class__ is _ndarray and y.dtype != dt:
         y = y.astype(dt)
     return a, b, x, y, dt
 
@@ -75,6 +119,10 @@ class RsubBackward1(OpNode):
 
 def add(input, other, *, alpha=1, out=None):
     """``input + alpha * other`` with broadcasting."""
+    if other.__class__ is _float and alpha == 1 and out is None and isinstance(input, Tensor):
+        r = _fast_scalar(input, other, _op.add)
+        if r is not None:
+            return finish(node_for(AddBackward0, (input, None)), r)
     alpha = _scalar_arg(alpha, "alpha", "add")
     a, b, x, y, dt = _prep(input, other)
     if alpha != 1:
@@ -91,6 +139,10 @@ def add(input, other, *, alpha=1, out=None):
 
 def sub(input, other, *, alpha=1, out=None):
     """``input - alpha * other`` with broadcasting."""
+    if other.__class__ is _float and alpha == 1 and out is None and isinstance(input, Tensor):
+        r = _fast_scalar(input, other, _op.sub)
+        if r is not None:
+            return finish(node_for(SubBackward0, (input, None)), r)
     alpha = _scalar_arg(alpha, "alpha", "sub")
     a, b, x, y, dt = _prep(input, other)
     if dt.kind == "b":
@@ -138,6 +190,14 @@ class MulBackward0(OpNode):
 
 def mul(input, other, *, out=None):
     """Elementwise product with broadcasting."""
+    if other.__class__ is _float and out is None and isinstance(input, Tensor):
+        r = _fast_scalar(input, other, _op.mul)
+        if r is not None:
+            node = node_for(MulBackward0, (input, None))
+            if node is not None:
+                node._saved = (other, None)
+                node._saved_versions = (None, None)
+            return finish(node, r)
     a, b, x, y, dt = _prep(input, other)
     r = _finish_binary(x * y, dt)
     node = node_for(MulBackward0, (a, b))

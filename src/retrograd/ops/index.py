@@ -1,138 +1,590 @@
-"""Indexing: basic and advanced __getitem__, setitem (in place), where, and (more to come)
-index_select, gather, scatter, masked_fill, masked_select."""
+"""Indexing: ``t[idx]`` (basic indexing gives views, advanced indexing copies),
+``t[idx] = v`` as an in-place op, and ``where``/``nonzero``/``argwhere``.
+
+``t[idx]`` is applied the way PyTorch applies it, one index item at a time: an integer
+is a select, a slice a slice, ``None`` an unsqueeze, and tensors (or lists, or bools)
+are gathered into one advanced index applied last. So the grad_fn chain is PyTorch's
+(``x[0, 1:]`` is a SliceBackward0 whose input is a SelectBackward0). The array work is
+done once, on the combined NumPy index.
+"""
+import warnings
+
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state
+from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
+                    check_inplace, rebase_history, LEAF_INPLACE_MSG)
 from .. import _dtype as D
 
-__all__ = ["where"]
+__all__ = ["where", "nonzero", "argwhere", "index_put"]
+
+_ndarray = np.ndarray
+_INT_TYPES = (int, np.integer)
 
 
-def _convert_index(idx, shape):
-    """Turn a PyTorch index into a NumPy one; returns (index, is_basic)."""
-    if not isinstance(idx, tuple):
-        idx = (idx,)
-    out = []
-    basic = True
-    dim = 0
-    for i in idx:
-        if isinstance(i, Tensor):
-            a = i._data
-            if a.dtype.kind not in "biu":
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            if a.ndim == 0 and a.dtype.kind in "iu":
-                i = int(a)
-            else:
-                out.append(a)
-                basic = False
-                dim += a.ndim if a.dtype.kind == "b" else 1
-                continue
-        if isinstance(i, (list, np.ndarray)):
-            a = np.asarray(i)
-            if a.dtype.kind not in "biu" and a.size:
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            out.append(a.astype(np.int64) if a.dtype.kind != "b" else a)
-            basic = False
-            dim += 1
-            continue
-        if isinstance(i, bool):
-            out.append(i)
-            basic = False
-            continue
-        if isinstance(i, (int, np.integer)):
-            i = int(i)
-            if dim >= len(shape):
-                raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-            n = shape[dim]
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
-            dim += 1
-        elif isinstance(i, slice):
-            if i.step is not None and (i.step.item() if isinstance(i.step, Tensor) else i.step) <= 0:
-                raise ValueError("step must be greater than zero")
-            i = slice(*(s.item() if isinstance(s, Tensor) else s for s in (i.start, i.stop, i.step)))
-            dim += 1
-        elif i is Ellipsis:
-            dim = len(shape) - sum(1 for j in idx[len(out) + 1:] if j is not None and j is not Ellipsis)
-        elif i is None:
-            pass
-        else:
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
-                             "are valid indices (got " + type(i).__name__ + ")")
-        out.append(i)
-    if dim > len(shape) and basic:
-        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-    return tuple(out), basic
+# --- the differentiable scatter/gather pair behind every index backward -----------------
+
+def _acc_into(shape, npdt, np_index, g, xp=np):
+    """zeros(shape) with ``g`` added at ``np_index`` (duplicates accumulate), vectorized."""
+    n = 1
+    for s in shape:
+        n *= s
+    if g.size == 0 or n == 0:
+        return xp.zeros(shape, npdt)
+    lin = xp.arange(n).reshape(shape)[np_index]
+    g = xp.broadcast_to(g, lin.shape)
+    if npdt.kind == "c":
+        re = xp.bincount(lin.ravel(), weights=g.real.ravel(), minlength=n)
+        im = xp.bincount(lin.ravel(), weights=g.imag.ravel(), minlength=n)
+        return (re + 1j * im).astype(npdt).reshape(shape)
+    return xp.bincount(lin.ravel(), weights=g.ravel().astype(np.float64, copy=False),
+                       minlength=n).astype(npdt, copy=False).reshape(shape)
 
 
-def _check_adv_bounds(x, idx):
-    dim = 0
-    for i in idx:
-        if isinstance(i, np.ndarray) and i.dtype.kind in "iu":
-            n = x.shape[dim]
-            if i.size and (i.max() >= n or i.min() < -n):
-                bad = int(i.max()) if i.max() >= n else int(i.min())
-                raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
-            dim += 1
-        elif isinstance(i, np.ndarray) and i.dtype.kind == "b":
-            for k in range(i.ndim):
-                if i.shape[k] != x.shape[dim + k]:
-                    raise IndexError(f"The shape of the mask [{', '.join(map(str, i.shape))}] at index {k} "
-                                     f"does not match the shape of the indexed tensor "
-                                     f"[{', '.join(map(str, x.shape))}] at index {dim + k}")
-            dim += i.ndim
-        elif i is None:
-            continue
-        elif i is Ellipsis:
-            dim = x.ndim - sum(1 for j in idx[idx.index(i) + 1:] if j is not None)
-        elif isinstance(i, bool):
-            continue
-        else:
-            dim += 1
+def _is_basic(np_index):
+    return all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in np_index)
 
+
+class IndexBackwardBackward0(OpNode):
+    """Backward of a placement into zeros: read the same positions back."""
+    def backward(self, gg):
+        return take_np(gg, self.np_index)
+
+
+class TakeNpBackward(OpNode):
+    def backward(self, g):
+        return put_np(g, self.shape, self.np_index)
+
+
+def put_np(g, shape, np_index, accumulate=True):
+    """zeros(shape) with tensor ``g`` placed (added, for advanced indices) at a NumPy index."""
+    gd = g._data
+    npdt = gd.dtype
+    if _is_basic(np_index):
+        z = np.zeros(shape, npdt) if type(gd) is _ndarray else _xp(gd).zeros(shape, npdt)
+        z[np_index] = gd
+    else:
+        z = _acc_into(shape, npdt, np_index, gd, np if type(gd) is _ndarray else _xp(gd))
+    node = node_for(IndexBackwardBackward0, (g,))
+    if node is not None:
+        node.np_index = np_index
+    return finish(node, z)
+
+
+class ZeroRegionBackward(OpNode):
+    def backward(self, g):
+        return zero_region(g, self.np_index)
+
+
+def zero_region(t, np_index):
+    """A copy of ``t`` with zeros at ``np_index`` (differentiable)."""
+    r = t._data.copy()
+    r[np_index] = 0
+    node = node_for(ZeroRegionBackward, (t,))
+    if node is not None:
+        node.np_index = np_index
+    return finish(node, r)
+
+
+def take_np(t, np_index):
+    """``t[np_index]`` for a ready NumPy index (differentiable, always a copy)."""
+    x = t._data
+    r = x[np_index]
+    r = np.array(r) if type(x) is _ndarray else r.copy()
+    node = node_for(TakeNpBackward, (t,))
+    if node is not None:
+        node.shape, node.np_index = x.shape, np_index
+    return finish(node, r)
+
+
+def _xp(a):
+    from ._base import xp_of
+    return xp_of(a)
+
+
+# --- getitem ----------------------------------------------------------------------------
 
 class SelectBackward0(OpNode):
     def backward(self, g):
-        return _scatter_into_zeros(g, self.shape, self.dtype, self.index)
+        return put_np(g, self.in_shape, self.np_index)
 
 
-SliceBackward0 = type("SliceBackward0", (SelectBackward0,), {})
-IndexBackward0 = type("IndexBackward0", (SelectBackward0,), {})
-AliasBackward0 = type("AliasBackward0", (SelectBackward0,), {})
-UnsqueezeBackward0 = None  # defined in shape ops
+class SliceBackward0(SelectBackward0):
+    pass
 
 
-def _scatter_into_zeros(g, shape, npdt, index):
-    """Gradient of ``x[index]``: a zero tensor with ``g`` added at ``index`` (differentiable)."""
-    from .index_ops import index_put_grad
-    return index_put_grad(g, shape, npdt, index)
+class IndexBackward0(SelectBackward0):
+    pass
+
+
+class UnsqueezeBackward0(OpNode):
+    def backward(self, g):
+        return g.reshape(self.in_shape)
+
+
+class AliasBackward0(OpNode):
+    def backward(self, g):
+        return g
+
+
+_INDEX_TYPE_MSG = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                   "valid indices (got {})")
+_TENSOR_INDEX_MSG = "tensors used as indices must be long, int, byte or bool tensors"
+
+
+def _as_index_tuple(idx):
+    """PyTorch's rule for when a sequence index is a tuple of indices."""
+    if type(idx) is tuple:
+        return idx, False
+    if isinstance(idx, list) and len(idx) < 32:
+        for it in idx:
+            if it is None or it is Ellipsis or isinstance(it, (slice, Tensor, list, tuple)):
+                warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will "
+                              "be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this "
+                              "will be interpreted as tensor index, x[torch.tensor(seq)], which will result either "
+                              "in an error or a different result", UserWarning, stacklevel=4)
+                return tuple(idx), False
+    return (idx,), isinstance(idx, slice)
+
+
+def _index_array(i):
+    """An advanced index item (Tensor or nested list) as an integer or bool array."""
+    if isinstance(i, Tensor):
+        a = i._data
+        k = a.dtype.kind
+        if k not in "biu":
+            raise IndexError(_TENSOR_INDEX_MSG)
+        if a.dtype == np.uint8:
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                          "instead.", UserWarning, stacklevel=4)
+            a = a.astype(bool)
+        return a
+    try:
+        a = np.asarray(i)
+    except ValueError:
+        raise IndexError(_TENSOR_INDEX_MSG)
+    if a.size == 0:
+        return a.astype(np.int64)
+    if a.dtype.kind not in "biu":
+        raise IndexError(_TENSOR_INDEX_MSG)
+    return a if a.dtype.kind == "b" else a.astype(np.int64, copy=False)
+
+
+def _shape_str(s):
+    return "[" + ", ".join(str(int(v)) for v in s) + "]"
+
+
+def _parse(shape, idx, setting=False):
+    """Walk a PyTorch index over ``shape``.
+
+    Returns (steps, np_basic, adv, out_shape_after_basic) where ``steps`` lists the
+    basic ops in PyTorch's order as (node class, in_shape, np_index on that input), and
+    ``adv`` is None or the full NumPy index (slices elsewhere) for the advanced part.
+    """
+    items, single_slice = _as_index_tuple(idx)
+    single_slice = single_slice and not setting
+    ndim = len(shape)
+    specified = 0
+    for it in items:
+        if it is None or it is Ellipsis or isinstance(it, bool):
+            continue
+        if isinstance(it, Tensor):
+            specified += it._data.ndim if it._data.dtype.kind == "b" or it._data.dtype == np.uint8 else 1
+            if it._data.ndim == 0 and it._data.dtype.kind == "b":
+                specified -= 0
+            continue
+        specified += 1
+    if specified > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    cur = list(shape)
+    steps = []
+    basic = []        # NumPy index applied to the original array for the basic part
+    adv = {}          # result dim -> index array
+    dim = 0
+    n_adv = 0         # advanced index tensors so far (PyTorch names them in bounds errors)
+    for pos, it in enumerate(items):
+        if isinstance(it, Tensor) and it._data.ndim == 0:
+            k = it._data.dtype.kind
+            if k in "iu" and it._data.dtype != np.uint8:
+                it = int(it._data)
+            elif k == "b" or it._data.dtype == np.uint8:
+                it = bool(it._data)
+            else:
+                raise IndexError(_TENSOR_INDEX_MSG)
+        if isinstance(it, bool):
+            steps.append((UnsqueezeBackward0, tuple(cur), None))
+            cur.insert(dim, 1)
+            basic.append(None)
+            adv[dim] = np.zeros(1 if it else 0, np.int64)
+            dim += 1
+        elif isinstance(it, _INT_TYPES):
+            i = int(it)
+            n = cur[dim]
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for dimension {pos} with size {n}")
+            np_idx = (slice(None),) * dim + (i,)
+            steps.append((SelectBackward0, tuple(cur), np_idx))
+            del cur[dim]
+            basic.append(i)
+        elif isinstance(it, slice):
+            vals = []
+            for v in (it.start, it.stop, it.step):
+                if isinstance(v, Tensor):
+                    v = v.item()
+                elif v is not None and not isinstance(v, _INT_TYPES):
+                    v = v.__index__()
+                vals.append(v)
+            start, stop, step = vals
+            if step is not None and step <= 0:
+                raise ValueError("step must be greater than zero")
+            n = cur[dim]
+            s = slice(start, stop, step)
+            a, b, c = s.indices(n)
+            length = len(range(a, b, c))
+            if a == 0 and length == n and c == 1 and not single_slice:
+                basic.append(slice(None))
+            else:
+                np_idx = (slice(None),) * dim + (s,)
+                steps.append((SliceBackward0, tuple(cur), np_idx))
+                cur[dim] = length
+                basic.append(s)
+            dim += 1
+        elif it is None:
+            steps.append((UnsqueezeBackward0, tuple(cur), None))
+            cur.insert(dim, 1)
+            basic.append(None)
+            dim += 1
+        elif it is Ellipsis:
+            skip = ndim - specified
+            basic.append(Ellipsis) if Ellipsis not in basic else basic.extend([slice(None)] * skip)
+            dim += skip
+        elif isinstance(it, (Tensor, list, tuple, np.ndarray)):
+            a = _index_array(it)
+            if a.dtype.kind == "b":
+                for k in range(a.ndim):
+                    if dim + k >= len(cur) or a.shape[k] != cur[dim + k]:
+                        raise IndexError(f"The shape of the mask {_shape_str(a.shape)} at index {k} does not match "
+                                         f"the shape of the indexed tensor {_shape_str(cur)} at index {dim + k}")
+                adv[dim] = a
+                basic.extend([slice(None)] * a.ndim)
+                dim += a.ndim
+                n_adv += a.ndim
+            else:
+                n = cur[dim]
+                if a.size:
+                    hi, lo = int(a.max()), int(a.min())
+                    if hi >= n or lo < -n:
+                        raise IndexError(f"index {hi if hi >= n else lo} is out of bounds for dimension {n_adv} "
+                                         f"with size {n}")
+                adv[dim] = a
+                basic.append(slice(None))
+                dim += 1
+                n_adv += 1
+        elif isinstance(it, str):
+            raise TypeError("new(): invalid data type 'str'")
+        else:
+            raise IndexError(_INDEX_TYPE_MSG.format(type(it).__name__))
+    if adv:
+        full = []
+        d = 0
+        for k in sorted(adv):
+            full.extend([slice(None)] * (k - d))
+            a = adv[k]
+            full.append(a)
+            d = k + (a.ndim if a.dtype.kind == "b" else 1)
+        adv_index = tuple(full)
+    else:
+        adv_index = None
+    return steps, tuple(basic), adv_index, tuple(cur)
+
+
+def _chain(x_tensor, steps, final_cls=None, adv_index=None, adv_in_shape=None):
+    """Build the grad_fn chain for ``steps`` (+ an optional IndexBackward0); return the last node."""
+    if not (_state.grad and x_tensor._requires_grad):
+        return None
+    npdt = x_tensor._data.dtype
+    edge = x_tensor._edge()
+    node = None
+    for k, (cls, in_shape, np_idx) in enumerate(steps):
+        node = _new_node(cls, edge)
+        node.in_shape, node.np_index = in_shape, np_idx
+        edge = (node, 0)
+        nxt = steps[k + 1][1] if k + 1 < len(steps) else adv_in_shape
+        if nxt is not None:
+            node._out_meta = ((nxt, npdt),)
+    if final_cls is not None:
+        node = _new_node(final_cls, edge)
+        node.in_shape, node.np_index = adv_in_shape, adv_index
+    return node
+
+
+def _new_node(cls, edge):
+    from ..autograd.graph import _seq, Node
+    n = object.__new__(cls)
+    n.next_functions = (edge,)
+    n._seq = next(_seq)
+    if Node._anomaly_stack is not None:
+        n._trace = Node._anomaly_stack()
+    return n
+
+
+def _basic_view(x, basic):
+    r = x[basic]
+    if type(r) is not type(x):
+        r = x[basic + (Ellipsis,)] if Ellipsis not in basic else np.asarray(r)
+    return r
 
 
 def getitem(self, idx):
     """``t[idx]``: basic indexing gives a view, advanced indexing a copy."""
     x = self._data
-    nidx, basic = _convert_index(idx, x.shape)
-    if basic:
-        r = x[nidx]
-        if not isinstance(r, np.ndarray) and type(x) is np.ndarray:
-            r = x[nidx + (Ellipsis,)] if Ellipsis not in nidx else np.asarray(r)
-        single = isinstance(idx, (int, np.integer)) or (isinstance(idx, Tensor) and idx._data.ndim == 0)
-        cls = SelectBackward0 if single else (AliasBackward0 if False else SliceBackward0)
-        if isinstance(idx, tuple) and all(isinstance(i, (int, np.integer)) for i in idx) and idx:
-            cls = SelectBackward0
-        node = node_for(cls, (self,))
-        if node is not None:
-            node.shape, node.dtype, node.index = x.shape, x.dtype, nidx
-        return view_of(self, finish(node, r), lambda b, i=idx: b[i])
-    _check_adv_bounds(x, nidx)
-    r = arr(x[nidx])
-    if type(r) is np.ndarray and np.shares_memory(r, x):
+    steps, basic, adv_index, mid_shape = _parse(x.shape, idx)
+    r = _basic_view(x, basic) if basic else x
+    if adv_index is None:
+        if not steps:
+            steps = [(AliasBackward0, x.shape, None)]
+        node = _chain(self, steps)
+        return view_of(self, finish(node, r), lambda b, i=idx: getitem(b, i))
+    r = r[adv_index]
+    if type(r) is _ndarray and r.base is not None:
         r = r.copy()
-    node = node_for(IndexBackward0, (self,))
-    if node is not None:
-        node.shape, node.dtype, node.index = x.shape, x.dtype, nidx
+    r = arr(r)
+    node = _chain(self, steps, IndexBackward0, adv_index, mid_shape)
     return finish(node, r)
 
+
+# --- setitem: an in-place op ------------------------------------------------------------
+
+class CopySlices(OpNode):
+    """Gradient of ``y[idx] = v``: y's gradient with the region zeroed, v's gradient the region."""
+
+    def backward(self, g):
+        nf = self.next_functions
+        gy = gv = None
+        if nf[0][0] is not None:
+            gy = zero_region(g, self.np_index)
+        if len(nf) > 1 and nf[1][0] is not None:
+            gv = _fit_value_grad(take_np(g, self.np_index), self.value_shape)
+        return gy, gv
+
+
+class IndexPutBackward0(CopySlices):
+    accumulate = False
+
+    def backward(self, g):
+        nf = self.next_functions
+        gy = gv = None
+        if nf[0][0] is not None:
+            gy = g if self.accumulate else zero_region(g, self.np_index)
+        if len(nf) > 1 and nf[1][0] is not None:
+            gv = _fit_value_grad(take_np(g, self.np_index), self.value_shape)
+        return gy, gv
+
+
+class FillBackward3(OpNode):
+    def backward(self, g):
+        nf = self.next_functions
+        return (g * 0 if nf[0][0] is not None else None,
+                g.sum() if len(nf) > 1 and nf[1][0] is not None else None)
+
+
+class CopyBackwards(OpNode):
+    def backward(self, g):
+        nf = self.next_functions
+        gv = _fit_value_grad(g, self.value_shape) if nf[1][0] is not None else None
+        return (g * 0 if nf[0][0] is not None else None, gv)
+
+
+def _fit_value_grad(gv, vshape):
+    """Sum the region's gradient down to the value's shape (it was broadcast)."""
+    if tuple(gv._data.shape) == tuple(vshape):
+        return gv
+    n = 1
+    for s in vshape:
+        n *= s
+    lead = len(gv._data.shape) - len(vshape)
+    if lead < 0:  # the value had extra leading 1-dims, stripped before the copy
+        return gv.reshape(vshape)
+    return gv.sum_to_size(vshape) if vshape else gv.sum()
+
+
+def _value_array(self, value):
+    x = self._data
+    if isinstance(value, Tensor):
+        return value, value._data
+    if isinstance(value, (bool, int, float, complex, np.generic)):
+        return None, value
+    raise TypeError(f"can't assign a {type(value).__name__} to a {_type_name(self)}")
+
+
+def _type_name(t):
+    from ._base import type_name
+    return type_name(t)
+
+
+def _strip_leading_ones(shape):
+    shape = list(shape)
+    while shape and shape[0] == 1:
+        shape.pop(0)
+    return tuple(shape)
+
+
+def _check_copy_shape(v_shape, target):
+    """PyTorch's copy_ broadcast check of a value into the indexed region."""
+    vs = _strip_leading_ones(v_shape) if len(v_shape) > len(target) else tuple(v_shape)
+    if len(vs) > len(target):
+        raise RuntimeError(f"expand(torch.FloatTensor{{{_shape_str(v_shape)}}}, size={_shape_str(target)}): the "
+                           f"number of sizes provided ({len(target)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({len(v_shape)})")
+    off = len(target) - len(vs)
+    for k, s in enumerate(vs):
+        t = target[off + k]
+        if s != 1 and s != t:
+            raise RuntimeError(f"The expanded size of the tensor ({t}) must match the existing size ({s}) at "
+                               f"non-singleton dimension {off + k}.  Target sizes: {_shape_str(target)}.  "
+                               f"Tensor sizes: {_shape_str(vs)}")
+    return vs
+
+
+def setitem(self, idx, value):
+    """``t[idx] = value``: an in-place write that keeps gradients right."""
+    x = self._data
+    vt, v = _value_array(self, value)
+    steps, basic, adv_index, mid_shape = _parse(x.shape, idx, setting=True)
+    # The written region as one NumPy index on ``x``.
+    if adv_index is None:
+        region_index = basic if basic else (Ellipsis,)
+        kind = "self" if not steps else "slices"
+    else:
+        region_index = _compose(x.shape, basic, adv_index)
+        kind = "index_put" if not steps else "slices"
+    if _state.grad and self._requires_grad and self._grad_fn is None:
+        if kind == "slices":
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        raise RuntimeError(LEAF_INPLACE_MSG)
+    check_inplace(self)
+    region_shape = _region_shape(x.shape, region_index)
+    vd = v
+    if vt is not None:
+        if kind == "index_put":
+            vs = _strip_leading_ones(vd.shape) if len(vd.shape) > len(region_shape) else vd.shape
+            try:
+                ok = len(vs) <= len(region_shape) and np.broadcast_shapes(vs, region_shape) == tuple(region_shape)
+            except ValueError:
+                ok = False
+            if not ok:
+                raise RuntimeError(f"shape mismatch: value tensor of shape {_shape_str(vd.shape)} cannot be "
+                                   f"broadcast to indexing result of shape {_shape_str(region_shape)}")
+            if vd.dtype != x.dtype:
+                raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                                   f"{_dname(x.dtype)} for the destination and {_dname(vd.dtype)} for the source.")
+        else:
+            vs = _check_copy_shape(vd.shape, region_shape)
+        vd = vd.reshape(vs)
+        if vd.dtype != x.dtype:
+            vd = vd.astype(x.dtype)
+    recording = (_state.grad and x.dtype.kind in "fc"
+                 and (self._requires_grad or (vt is not None and vt._requires_grad)))
+    x[region_index] = vd
+    self._bump_version()
+    if not recording:
+        return
+    cls = {"self": FillBackward3 if vt is None else CopyBackwards, "slices": CopySlices,
+           "index_put": IndexPutBackward0}[kind]
+    vedge = vt._edge() if vt is not None and vt._requires_grad else (None, 0)
+    vshape = vt._data.shape if vt is not None else ()
+    base = self._base
+    if base is not None and self._view_fn is not None:
+        _rebase_view(self, base, cls, region_index, vedge, vshape)
+        return
+    node = _new_node(cls, self._edge() if self._requires_grad else (None, 0))
+    node.next_functions = node.next_functions + (vedge,)
+    node.np_index = region_index
+    node.value_shape = vshape
+    node._out_meta = ((x.shape, x.dtype),)
+    self._grad_fn = node
+    self._output_nr = 0
+    self._requires_grad = True
+
+
+def _rebase_view(view, base, cls, region_index, vedge, vshape):
+    """``view[idx] = v`` where ``view`` is a view of ``base``: the base gets a CopySlices
+    node over the written part of its own storage, and the view is re-derived from it."""
+    from ..autograd.grad_mode import no_grad
+    bd = base._data
+    n = bd.size
+    with no_grad():
+        lin = Tensor._make(np.arange(n, dtype=np.int64).reshape(bd.shape))
+        pos = view._view_fn(lin)._data[region_index]
+    bregion = np.unravel_index(pos, bd.shape) if bd.ndim else (Ellipsis,)
+    node = _new_node(CopySlices if cls is not IndexPutBackward0 or True else cls,
+                     base._edge() if base._requires_grad else (None, 0))
+    node.next_functions = node.next_functions + (vedge,)
+    node.np_index = bregion
+    node.value_shape = vshape
+    node._out_meta = ((bd.shape, bd.dtype),)
+    base._grad_fn = node
+    base._output_nr = 0
+    base._requires_grad = True
+    nv = view._view_fn(base)
+    view._grad_fn = nv._grad_fn
+    view._output_nr = nv._output_nr
+    view._requires_grad = True
+
+
+def _dname(npdt):
+    from ._base import _dtype_name
+    return _dtype_name(npdt)
+
+
+def _region_shape(shape, np_index):
+    n = 1
+    for s in shape:
+        n *= s
+    return np.broadcast_to(np.empty((), np.bool_), shape)[np_index].shape
+
+
+def _compose(shape, basic, adv_index):
+    """One NumPy index (a tuple of int arrays) for applying ``basic`` and then ``adv_index``."""
+    n = 1
+    for v in shape:
+        n *= v
+    lin = np.arange(n, dtype=np.int64).reshape(shape)
+    if basic:
+        lin = _basic_view(lin, basic)
+    lin = lin[adv_index]
+    return np.unravel_index(lin, shape) if shape else ()
+
+
+def index_put(input, indices, values, accumulate=False):
+    """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``)."""
+    r = input.clone()
+    return index_put_(r, indices, values, accumulate) if not accumulate else _index_put_acc(input, indices, values)
+
+
+def index_put_(self, indices, values, accumulate=False):
+    if not accumulate:
+        setitem(self, tuple(indices), values)
+        return self
+    from ._base import apply_inplace
+    return apply_inplace(self, _index_put_acc, indices, values)
+
+
+def _index_put_acc(input, indices, values):
+    x = input._data
+    steps, basic, adv_index, mid_shape = _parse(x.shape, tuple(indices))
+    region = _compose(x.shape, basic, adv_index) if adv_index is not None else basic
+    vd = values._data if isinstance(values, Tensor) else values
+    z = _acc_into(x.shape, x.dtype, region, np.broadcast_to(np.asarray(vd, x.dtype), _region_shape(x.shape, region)))
+    vt = values if isinstance(values, Tensor) else None
+    node = node_for(IndexPutBackward0, (input, vt))
+    if node is not None:
+        node.accumulate = True
+        node.np_index = region
+        node.value_shape = vt._data.shape if vt is not None else ()
+    return finish(node, x + z)
+
+
+# --- where, nonzero, argwhere -----------------------------------------------------------
 
 class WhereBackward0(OpNode):
     def backward(self, g):
@@ -146,21 +598,48 @@ class WhereBackward0(OpNode):
 def where(condition, input=None, other=None, *, out=None):
     """Elements of ``input`` where ``condition``, else of ``other``; one-argument form: nonzero."""
     if input is None and other is None:
-        return tuple(finish(None, a.astype(np.int64)) for a in np.nonzero(condition._data))
+        return nonzero(condition, as_tuple=True)
     c = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if c.dtype != np.bool_:
         if c.dtype == np.uint8:
             c = c.astype(bool)
         else:
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                               f"{D._FROM_NP[c.dtype].name.capitalize()}")
+                               f"{_dname(c.dtype)}")
     a, b, x, y, dt = binary_operands(input, other)
     r = np.where(c, x, y).astype(dt, copy=False)
     node = node_for(WhereBackward0, (a, b))
     if node is not None:
         save(node, condition if isinstance(condition, Tensor) else finish(None, c))
-    return finish(node, arr(r))
+    res = finish(node, arr(r))
+    if out is not None:
+        from ._base import write_out
+        return write_out(out, res, "where")
+    return res
 
 
-TENSOR_METHODS = {"__getitem__": getitem, "where": lambda self, condition, other: where(condition, self, other)}
+def nonzero(input, *, out=None, as_tuple=False):
+    """Indices of the non-zero elements: an (n, ndim) long tensor, or a tuple of index tensors."""
+    x = input._data
+    if as_tuple:
+        if x.ndim == 0:
+            return (finish(None, np.nonzero(x.reshape(1))[0].astype(np.int64)),)
+        return tuple(finish(None, a.astype(np.int64)) for a in np.nonzero(x))
+    r = np.argwhere(x).astype(np.int64) if x.ndim else np.zeros((int(bool(x)), 0), np.int64)
+    res = finish(None, r)
+    if out is not None:
+        from ._base import write_out
+        return write_out(out, res, "nonzero")
+    return res
+
+
+def argwhere(input):
+    """Indices of the non-zero elements as an (n, ndim) long tensor."""
+    return nonzero(input)
+
+
+TENSOR_METHODS = {"__getitem__": getitem, "__setitem__": setitem,
+                  "where": lambda self, condition, other: where(condition, self, other),
+                  "nonzero": nonzero, "argwhere": argwhere, "index_put": index_put,
+                  "index_put_": index_put_}
 INPLACE = {}

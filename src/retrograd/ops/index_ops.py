@@ -1,43 +1,665 @@
-"""The differentiable scatter behind indexing's backward."""
+"""Index ops by dimension: index_select, gather, scatter, scatter_add, index_add,
+index_fill, index_copy, masked_fill, masked_select, masked_scatter, take,
+take_along_dim, put. Accumulation over repeated indices is vectorized (bincount over
+flat positions), never a Python loop."""
 import numpy as np
 
-from ._base import OpNode, node_for, finish, arr
+from ._base import OpNode, node_for, save, finish, arr, wrap_dim, Tensor, _dtype_name, write_out
+from .index import take_np, put_np
+
+__all__ = ["index_select", "gather", "scatter", "scatter_add", "index_add", "index_fill", "index_copy",
+           "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim", "put"]
+
+_I64 = np.dtype(np.int64)
 
 
-def _np_index_add(z, index, v):
-    try:
-        np.add.at(z, index, v)
-    except (TypeError, IndexError, ValueError):
-        z[index] += v
+def _shape_str(s):
+    return "[" + ", ".join(str(int(v)) for v in s) + "]"
 
 
-def index_put_grad(g, shape, npdt, index):
-    """zeros(shape) with g added at numpy ``index``; differentiable in ``g``."""
-    z = np.zeros(shape, npdt)
-    gd = g._data
-    if all(isinstance(i, (int, slice, type(None), type(Ellipsis))) for i in index):
-        z[index] = gd
-    else:
-        _np_index_add(z, index, gd)
-    node = node_for(IndexBackward0Grad, (g,))
-    if node is not None:
-        node.np_index = index
-    return finish(node, z)
+def _size(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
-class IndexBackward0Grad(OpNode):
-    def backward(self, gg):
-        return _reindex(gg, self.np_index)
+def _accumulate_flat(n, lin, w, npdt):
+    """A length-``n`` array with weights ``w`` summed at flat positions ``lin``."""
+    w = np.broadcast_to(np.asarray(w), lin.shape).ravel()
+    lin = lin.ravel()
+    if npdt.kind == "c":
+        return (np.bincount(lin, w.real, n) + 1j * np.bincount(lin, w.imag, n)).astype(npdt)
+    if npdt.kind == "f":
+        return np.bincount(lin, w.astype(np.float64, copy=False), n).astype(npdt, copy=False)
+    z = np.zeros(n, npdt)
+    np.add.at(z, lin, w.astype(npdt, copy=False))
+    return z
 
 
-def _reindex(t, idx):
-    r = arr(t._data[idx])
-    node = node_for(IndexBackward0Grad2, (t,))
-    if node is not None:
-        node.shape, node.dtype, node.index = t._data.shape, t._data.dtype, idx
-    return finish(node, np.array(r))
+# --- dim-wise coordinates ---------------------------------------------------------------
+
+def _coords(dim, index):
+    """NumPy index selecting, for each element of ``index``, position ``index`` along
+    ``dim`` and the element's own coordinates along the other dims (gather/scatter)."""
+    nd = index.ndim
+    out = []
+    for k in range(nd):
+        if k == dim:
+            out.append(index)
+        else:
+            shp = [1] * nd
+            shp[k] = index.shape[k]
+            out.append(np.arange(index.shape[k]).reshape(shp))
+    return tuple(out)
 
 
-class IndexBackward0Grad2(OpNode):
+def _flat_positions(shape, coords, ishape):
+    """Flat positions (in a C-ordered array of ``shape``) of ``coords`` broadcast to ``ishape``."""
+    lin = np.zeros(ishape, np.int64)
+    stride = 1
+    for k in range(len(shape) - 1, -1, -1):
+        lin += np.asarray(coords[k]) * stride
+        stride *= shape[k]
+    return lin
+
+
+def _index_arg(index, op, kinds="iu", msg=None):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    a = index._data
+    if a.dtype.kind not in kinds or a.dtype == np.uint8:
+        raise RuntimeError(msg or f"{op}(): Expected dtype int32/int64 for index")
+    return a.astype(np.int64, copy=False)
+
+
+def _check_bounds(a, n, dim, exc=RuntimeError, prefix=""):
+    if a.size:
+        hi, lo = int(a.max()), int(a.min())
+        if hi >= n or lo < -n:
+            raise exc(f"{prefix}index {hi if hi >= n else lo} is out of bounds for dimension {dim} with size {n}")
+
+
+# --- index_select / index_add / index_fill / index_copy ---------------------------------
+
+def _vector_index(index, op, x_ndim):
+    a = _index_arg(index, op, msg=f"{op}(): Expected dtype int32 or int64 for index")
+    if a.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector")
+    return a.reshape(-1)
+
+
+class IndexSelectBackward0(OpNode):
     def backward(self, g):
-        return index_put_grad(g, self.shape, self.dtype, self.index)
+        (index,) = self.saved_tensors
+        z = finish(None, np.zeros(self.shape, g._data.dtype))
+        return index_add(z, self.dim, index, g)
+
+
+def index_select(input, dim, index, *, out=None):
+    """The slices of ``input`` along ``dim`` at positions ``index`` (a vector)."""
+    x = input._data
+    d = wrap_dim(dim, x.ndim)
+    a = _vector_index(index, "index_select", x.ndim)
+    if x.ndim == 0:
+        if a.size != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {a.size} value(s)")
+        if int(a[0]) not in (0, -1):
+            raise IndexError("index out of range in self")
+        r = x.copy()
+    else:
+        n = x.shape[d]
+        if a.size and (a.max() >= n or a.min() < -n):
+            raise IndexError("index out of range in self")
+        r = np.take(x, a, axis=d)
+    node = node_for(IndexSelectBackward0, (input,))
+    if node is not None:
+        node.shape, node.dim = x.shape, d
+        save(node, index)
+    res = finish(node, arr(r))
+    return res if out is None else write_out(out, res, "index_select")
+
+
+def _check_index_source(x, d, a, src, op):
+    if src.ndim and x.ndim:
+        ns = src.shape[d] if d < src.ndim else 1
+        if a.size != ns:
+            return ns
+    return None
+
+
+class IndexAddBackward0(OpNode):
+    def backward(self, g):
+        nf = self.next_functions
+        gs = None
+        if nf[1][0] is not None:
+            (index,) = self.saved_tensors
+            gs = index_select(g, self.dim, index) if g._data.ndim else g
+            if self.alpha != 1:
+                gs = gs * self.alpha
+            gs = gs.reshape(self.src_shape)
+        return (g if nf[0][0] is not None else None, gs)
+
+
+def index_add(input, dim, index, source, *, alpha=1, out=None):
+    """``input`` with ``alpha * source`` slices added at positions ``index`` along ``dim``."""
+    x, s = input._data, source._data
+    d = wrap_dim(dim, x.ndim)
+    a = _index_arg(index, "index_add_", msg=f"index_add_(): Expected dtype int32/int64 for index but got: "
+                   f"{_dtype_name(index._data.dtype)}")
+    if a.ndim > 1:
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {a.ndim} with type: "
+                         f"{_dtype_name(index._data.dtype)} and size: {_shape_str(a.shape)}")
+    a = a.reshape(-1)
+    if s.dtype != x.dtype:
+        raise RuntimeError(f"index_add_(): self ({_dtype_name(x.dtype)}) and source ({_dtype_name(s.dtype)}) must "
+                           "have the same scalar type")
+    ns = s.shape[d] if s.ndim else 1
+    if a.size != ns:
+        raise RuntimeError(f"index_add_(): Number of indices ({a.size}) should be equal to source.size(dim): "
+                           f"({ns}), for dim: {d}")
+    n = x.shape[d] if x.ndim else 1
+    _check_bounds(a, n, d)
+    r = _index_add_np(x, d, a % n if n else a, s.reshape(_src_shape(x, d, a.size)) * alpha if alpha != 1
+                      else s.reshape(_src_shape(x, d, a.size)))
+    node = node_for(IndexAddBackward0, (input, source))
+    if node is not None:
+        node.dim, node.alpha, node.src_shape = d, alpha, s.shape
+        save(node, index)
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, "index_add")
+
+
+def _src_shape(x, d, k):
+    if x.ndim == 0:
+        return ()
+    shp = list(x.shape)
+    shp[d] = k
+    return tuple(shp)
+
+
+def _index_add_np(x, d, a, s):
+    """``x`` (copied) with slices ``s`` added at ``a`` along ``d``; repeats accumulate."""
+    if x.ndim == 0:
+        return arr(x + s.sum()) if a.size else x.copy()
+    xm = np.moveaxis(x, d, 0)
+    n, rest = xm.shape[0], _size(xm.shape[1:])
+    sm = np.moveaxis(s, d, 0).reshape(a.size, rest)
+    if a.size and np.bincount(a, minlength=n).max() > 1:
+        lin = (a[:, None] * rest + np.arange(rest)).ravel()
+        add = _accumulate_flat(n * rest, lin, sm.ravel(), x.dtype).reshape(xm.shape)
+        r = xm + add
+    else:
+        r = xm.copy()
+        r[a] += sm.reshape((a.size,) + xm.shape[1:])
+    return np.ascontiguousarray(np.moveaxis(r, 0, d))
+
+
+class IndexFillBackward0(OpNode):
+    def backward(self, g):
+        (index,) = self.saved_tensors
+        nf = self.next_functions
+        gi = index_fill(g, self.dim, index, 0) if nf[0][0] is not None else None
+        if len(nf) == 1:
+            return gi
+        gv = None
+        if nf[1][0] is not None:
+            gv = (g - index_fill(g, self.dim, index, 0)).sum()
+        return gi, gv
+
+
+class IndexFillBackward1(IndexFillBackward0):
+    pass
+
+
+def index_fill(input, dim, index, value):
+    """``input`` with the slices at ``index`` along ``dim`` set to ``value``."""
+    x = input._data
+    d = wrap_dim(dim, x.ndim)
+    if index._data.dtype != _I64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    a = index._data
+    if a.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    a = a.reshape(-1)
+    n = x.shape[d] if x.ndim else 1
+    _check_bounds(a, n, d, IndexError)
+    vt = None
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value._data.ndim} dimension(s).")
+        vt, value = value, value._data
+    r = x.copy()
+    if x.ndim == 0:
+        if a.size:
+            r[()] = value
+    else:
+        sl = [slice(None)] * x.ndim
+        sl[d] = a
+        r[tuple(sl)] = value
+    if vt is not None:
+        node = node_for(IndexFillBackward1, (input, vt))
+    else:
+        node = node_for(IndexFillBackward0, (input,))
+    if node is not None:
+        node.dim = d
+        save(node, index)
+    return finish(node, r)
+
+
+class IndexCopyBackward0(OpNode):
+    def backward(self, g):
+        (index,) = self.saved_tensors
+        nf = self.next_functions
+        gi = index_fill(g, self.dim, index, 0) if nf[0][0] is not None else None
+        gs = None
+        if nf[1][0] is not None:
+            gs = (index_select(g, self.dim, index) if g._data.ndim else g).reshape(self.src_shape)
+        return gi, gs
+
+
+def index_copy(input, dim, index, source):
+    """``input`` with its slices at ``index`` along ``dim`` replaced by ``source``'s."""
+    x, s = input._data, source._data
+    d = wrap_dim(dim, x.ndim)
+    a = _index_arg(index, "index_copy_", msg="index_copy_(): Expected a long tensor for index, but got "
+                   + _dtype_name(index._data.dtype))
+    if a.ndim > 1:
+        raise IndexError("index_copy_(): Index should have dimension 1 or 0 (got " + str(a.ndim) + ")")
+    a = a.reshape(-1)
+    ns = s.shape[d] if s.ndim else 1
+    if a.size != ns:
+        raise IndexError(f"index_copy_(): Number of indices ({a.size}) should be equal to source.size(dim) ({ns})")
+    if s.dtype != x.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                           f"{_dtype_name(x.dtype)} and (source) {_dtype_name(s.dtype)}")
+    n = x.shape[d] if x.ndim else 1
+    _check_bounds(a, n, d, IndexError, "index_copy_(): ")
+    r = x.copy()
+    if x.ndim == 0:
+        r[()] = s.reshape(())
+    else:
+        sl = [slice(None)] * x.ndim
+        sl[d] = a
+        r[tuple(sl)] = s.reshape(_src_shape(x, d, a.size))
+    node = node_for(IndexCopyBackward0, (input, source))
+    if node is not None:
+        node.dim, node.src_shape = d, s.shape
+        save(node, index)
+    return finish(node, r)
+
+
+# --- gather / scatter -------------------------------------------------------------------
+
+def _gather_checks(x, d, a, op, src=None):
+    if a.ndim != x.ndim and not (a.ndim <= 1 and x.ndim <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    if src is None:
+        for k in range(a.ndim):
+            if k != d and a.shape[k] > (x.shape[k] if x.ndim else 1):
+                raise RuntimeError(f"Size does not match at dimension {k} expected index {_shape_str(a.shape)} to be "
+                                   f"no larger than self {_shape_str(x.shape)} apart from dimension {d}")
+    else:
+        for k in range(a.ndim):
+            too_big = (k != d and a.shape[k] > (x.shape[k] if x.ndim else 1)) or \
+                (src.ndim and a.shape[k] > src.shape[k])
+            if too_big:
+                raise RuntimeError(f"Expected index {_shape_str(a.shape)} to be no larger than self "
+                                   f"{_shape_str(x.shape)} apart from dimension {d} and to be no larger size than "
+                                   f"src {_shape_str(src.shape)}")
+    n = x.shape[d] if x.ndim else 1
+    if a.size:
+        hi, lo = int(a.max()), int(a.min())
+        if hi >= n or lo < 0:
+            raise RuntimeError(f"index {hi if hi >= n else lo} is out of bounds for dimension {d} with size {n}")
+
+
+class GatherBackward0(OpNode):
+    def backward(self, g):
+        (index,) = self.saved_tensors
+        z = finish(None, np.zeros(self.shape, g._data.dtype))
+        return scatter_add(z, self.dim, index, g)
+
+
+def gather(input, dim, index, *, sparse_grad=False, out=None):
+    """``out[i][j] = input[index[i][j]][j]`` (for dim 0), and so on."""
+    x = input._data
+    d = wrap_dim(dim, x.ndim)
+    a = _index_arg(index, "gather")
+    _gather_checks(x, d, a, "gather")
+    if x.ndim == 0:
+        r = np.broadcast_to(x, a.shape).copy()
+    else:
+        r = x[_coords(d, a % x.shape[d] if a.size else a)]
+    node = node_for(GatherBackward0, (input,))
+    if node is not None:
+        node.shape, node.dim = x.shape, d
+        save(node, index)
+    res = finish(node, arr(np.asarray(r)))
+    return res if out is None else write_out(out, res, "gather")
+
+
+class ScatterBackward0(OpNode):
+    def backward(self, g):
+        (index,) = self.saved_tensors
+        nf = self.next_functions
+        gi = scatter(g, self.dim, index, 0) if nf[0][0] is not None else None
+        if len(nf) == 1:
+            return gi
+        gs = gather(g, self.dim, index) if nf[1][0] is not None else None
+        return gi, gs
+
+
+class ScatterBackward1(ScatterBackward0):
+    pass
+
+
+class ScatterAddBackward0(OpNode):
+    def backward(self, g):
+        (index,) = self.saved_tensors
+        nf = self.next_functions
+        gs = gather(g, self.dim, index) if nf[1][0] is not None else None
+        return (g if nf[0][0] is not None else None, gs)
+
+
+_NotImplementedNode = type("NotImplemented", (OpNode,), {
+    "backward": lambda self, g: (_ for _ in ()).throw(
+        RuntimeError(f"derivative for aten::{self.op} is not implemented"))})
+
+
+def _scatter_prepare(input, dim, index, src, op):
+    x = input._data
+    d = wrap_dim(dim, x.ndim)
+    a = _index_arg(index, "scatter")
+    s = src._data if isinstance(src, Tensor) else None
+    if s is not None and s.dtype != x.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    _gather_checks(x, d, a, op, s if s is not None else np.empty(a.shape))
+    if x.ndim == 0:
+        return x, d, a, s, (Ellipsis,) if a.size else None
+    coords = _coords(d, a % x.shape[d] if a.size else a)
+    return x, d, a, s, coords
+
+
+def _src_part(s, a):
+    return s[tuple(slice(0, k) for k in a.shape)] if s.ndim else np.broadcast_to(s, a.shape)
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
+    """``input`` with ``src`` (or ``value``) written at ``index`` along ``dim``."""
+    if src is None:
+        src = value
+    x, d, a, s, coords = _scatter_prepare(input, dim, index, src, "scatter")
+    r = x.copy()
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    if coords is not None and a.size:
+        vals = _src_part(s, a) if s is not None else src
+        if reduce is None:
+            r[coords] = vals
+        elif reduce == "add":
+            lin = _flat_positions(x.shape, coords, a.shape)
+            r = (r.reshape(-1) + _accumulate_flat(r.size, lin, np.asarray(vals, x.dtype), x.dtype)).reshape(x.shape)
+        else:
+            lin = _flat_positions(x.shape, coords, a.shape).ravel()
+            flat = r.reshape(-1)
+            np.multiply.at(flat, lin, np.broadcast_to(np.asarray(vals, x.dtype), a.shape).ravel())
+            r = flat.reshape(x.shape)
+    st = src if isinstance(src, Tensor) else None
+    if reduce is not None:
+        node = node_for(_NotImplementedNode, (input, st))
+        if node is not None:
+            node.op = "scatter"
+    elif st is not None:
+        node = node_for(ScatterBackward0, (input, st))
+    else:
+        node = node_for(ScatterBackward1, (input,))
+    if node is not None:
+        node.dim = d
+        save(node, index)
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, "scatter")
+
+
+def scatter_add(input, dim, index, src, *, out=None):
+    """``input`` with ``src`` added at ``index`` along ``dim`` (repeats accumulate)."""
+    x, d, a, s, coords = _scatter_prepare(input, dim, index, src, "scatter_add")
+    if coords is not None and a.size:
+        if x.ndim == 0:
+            r = arr(x + _src_part(s, a).sum())
+        else:
+            lin = _flat_positions(x.shape, coords, a.shape)
+            r = (x.reshape(-1) + _accumulate_flat(x.size, lin, _src_part(s, a), x.dtype)).reshape(x.shape)
+    else:
+        r = x.copy()
+    node = node_for(ScatterAddBackward0, (input, src))
+    if node is not None:
+        node.dim = d
+        save(node, index)
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, "scatter_add")
+
+
+# --- masked ops -------------------------------------------------------------------------
+
+def _mask_arg(mask, op):
+    m = mask._data
+    if m.dtype != np.bool_:
+        if m.dtype == np.uint8:
+            return m.astype(bool)
+        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype {_dtype_name(m.dtype).lower()}")
+    return m
+
+
+def _broadcast_shape(a, b):
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        la, lb = len(a), len(b)
+        n = max(la, lb)
+        pa, pb = (1,) * (n - la) + tuple(a), (1,) * (n - lb) + tuple(b)
+        for k in range(n - 1, -1, -1):
+            if pa[k] != pb[k] and pa[k] != 1 and pb[k] != 1:
+                raise RuntimeError(f"The size of tensor a ({pa[k]}) must match the size of tensor b ({pb[k]}) at "
+                                   f"non-singleton dimension {k}")
+        raise
+
+
+class MaskedFillBackward0(OpNode):
+    def backward(self, g):
+        (mask,) = self.saved_tensors
+        nf = self.next_functions
+        gi = masked_fill(g, mask, 0) if nf[0][0] is not None else None
+        if len(nf) == 1:
+            return gi
+        gv = None
+        if nf[1][0] is not None:
+            from .index import where
+            gv = where(mask, g, g * 0).sum()
+        return gi, gv
+
+
+class MaskedFillBackward1(MaskedFillBackward0):
+    pass
+
+
+def masked_fill(input, mask, value):
+    """``input`` with ``value`` where ``mask`` is True (mask broadcasts)."""
+    x = input._data
+    m = _mask_arg(mask, "masked_fill_")
+    vt = None
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value._data.ndim} dimension(s).")
+        vt, value = value, value._data.item()
+    shape = _broadcast_shape(m.shape, x.shape)
+    r = np.array(np.broadcast_to(x, shape))
+    r[np.broadcast_to(m, shape)] = value
+    if vt is not None:
+        node = node_for(MaskedFillBackward1, (input, vt))
+    else:
+        node = node_for(MaskedFillBackward0, (input,))
+    if node is not None:
+        save(node, mask)
+    return finish(node, r)
+
+
+class MaskedSelectBackward0(OpNode):
+    def backward(self, g):
+        return put_np(g, self.shape, (self.mask,))
+
+
+def masked_select(input, mask, *, out=None):
+    """The elements of ``input`` where ``mask`` is True, as a 1-D tensor (broadcasting)."""
+    x = input._data
+    m = _mask_arg(mask, "masked_select:")
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+    shape = _broadcast_shape(m.shape, x.shape)
+    mb = np.broadcast_to(m, shape)
+    r = np.broadcast_to(x, shape)[mb]
+    node = node_for(MaskedSelectBackward0, (input,))
+    if node is not None:
+        node.shape, node.mask = shape, mb
+    res = finish(node, arr(r))
+    return res if out is None else write_out(out, res, "masked_select")
+
+
+class MaskedScatterBackward0(OpNode):
+    def backward(self, g):
+        nf = self.next_functions
+        m = self.mask
+        gi = None
+        if nf[0][0] is not None:
+            from .index import zero_region
+            gi = zero_region(g, (m,))
+        gs = None
+        if nf[1][0] is not None:
+            sel = take_np(g, (m,))
+            n = _size(self.src_shape)
+            gs = put_np(sel, (n,), (slice(0, sel._data.shape[0]),)).reshape(self.src_shape)
+        return gi, gs
+
+
+def masked_scatter(input, mask, source):
+    """``input`` with the elements of ``source``, in order, written where ``mask`` is True."""
+    x, s = input._data, source._data
+    m = _mask_arg(mask, "masked_scatter_")
+    if s.dtype != x.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
+                           f"{_dtype_name(x.dtype)} and {_dtype_name(s.dtype)}")
+    shape = _broadcast_shape(m.shape, x.shape)
+    mb = np.broadcast_to(m, shape)
+    k = int(mb.sum())
+    if s.size < k:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    r = np.array(np.broadcast_to(x, shape))
+    r[mb] = s.reshape(-1)[:k]
+    node = node_for(MaskedScatterBackward0, (input, source))
+    if node is not None:
+        node.mask, node.src_shape = mb, s.shape
+    return finish(node, r)
+
+
+# --- take / take_along_dim / put --------------------------------------------------------
+
+class TakeBackward0(OpNode):
+    def backward(self, g):
+        return put_np(g, (self.n,), (self.lin,)).reshape(self.shape)
+
+
+def _flat_index(a, n, op_name):
+    if a.size and (a.max() >= n or a.min() < -n):
+        bad = int(a.max()) if a.max() >= n else int(a.min())
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    return a % n if n else a
+
+
+def take(input, index):
+    """Elements of ``input`` treated as 1-D, at positions ``index`` (result shaped like index)."""
+    x = input._data
+    if index._data.dtype != _I64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {_dtype_name(index._data.dtype)}")
+    lin = _flat_index(index._data, x.size, "take")
+    r = x.reshape(-1)[lin] if x.ndim else np.broadcast_to(x, lin.shape).copy()
+    node = node_for(TakeBackward0, (input,))
+    if node is not None:
+        node.n, node.lin, node.shape = x.size, lin, x.shape
+    return finish(node, arr(np.asarray(r)))
+
+
+def take_along_dim(input, indices, dim=None, *, out=None):
+    """``gather`` along ``dim`` with broadcasting (or on the flattened input when dim is None)."""
+    if indices._data.dtype != _I64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{_dtype_name(indices._data.dtype)}")
+    if dim is None:
+        res = gather(input.reshape(-1), 0, indices.reshape(-1))
+    else:
+        x, a = input._data, indices._data
+        if x.ndim != a.ndim:
+            raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of "
+                               f"dimensions, but got {x.ndim} dimensions for input, and {a.ndim} dimensions for indices")
+        d = wrap_dim(dim, x.ndim)
+        xs, ascale = list(x.shape), list(a.shape)
+        xs[d] = ascale[d] = 1
+        b = list(_broadcast_shape(tuple(xs), tuple(ascale)))
+        bi, ba = list(b), list(b)
+        bi[d], ba[d] = x.shape[d], a.shape[d]
+        inp = input if tuple(bi) == x.shape else input.expand(*bi)
+        idx = indices if tuple(ba) == a.shape else indices.expand(*ba)
+        res = gather(inp, d, idx)
+    return res if out is None else write_out(out, res, "take_along_dim")
+
+
+class PutBackward0(OpNode):
+    def backward(self, g):
+        nf = self.next_functions
+        gi = gs = None
+        if nf[0][0] is not None:
+            if self.accumulate:
+                gi = g
+            else:
+                from .index import zero_region
+                gi = zero_region(g.reshape(-1), (self.lin,)).reshape(self.shape)
+        if nf[1][0] is not None:
+            gs = take_np(g.reshape(-1), (self.lin,)).reshape(self.src_shape)
+        return gi, gs
+
+
+def put(input, index, source, accumulate=False):
+    """``input`` (treated as 1-D) with ``source`` written (or added) at ``index``."""
+    x, s = input._data, source._data
+    if index._data.dtype != _I64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {_dtype_name(index._data.dtype)}")
+    if index._data.size != s.size:
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {s.size}, index.numel() = {index._data.size}")
+    if s.dtype != x.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{_dtype_name(x.dtype)} and source.dtype = {_dtype_name(s.dtype)}.")
+    lin = _flat_index(index._data.reshape(-1), x.size, "put")
+    flat = x.reshape(-1).copy()
+    if accumulate:
+        flat = flat + _accumulate_flat(x.size, lin, s.reshape(-1), x.dtype)
+    else:
+        flat[lin] = s.reshape(-1)
+    node = node_for(PutBackward0, (input, source))
+    if node is not None:
+        node.lin, node.shape, node.src_shape, node.accumulate = lin, x.shape, s.shape, accumulate
+    return finish(node, flat.reshape(x.shape))
+
+
+def _put_(self, index, source, accumulate=False):
+    from ._base import apply_inplace
+    return apply_inplace(self, put, index, source, accumulate)
+
+
+TENSOR_METHODS = {"index_select": index_select, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,
+                  "index_add": index_add, "index_fill": index_fill, "index_copy": index_copy,
+                  "masked_fill": masked_fill, "masked_select": masked_select, "masked_scatter": masked_scatter,
+                  "take": take, "take_along_dim": take_along_dim, "put": put, "put_": _put_}
+INPLACE = {"scatter_": scatter, "scatter_add_": scatter_add, "index_add_": index_add, "index_fill_": index_fill,
+           "index_copy_": index_copy, "masked_fill_": masked_fill, "masked_scatter_": masked_scatter}

@@ -1,5 +1,603 @@
-"""Linear algebra: matmul in all its rank cases, mm, bmm, mv, dot, outer, einsum, addmm,
-baddbmm."""
-__all__ = []
-TENSOR_METHODS = {}
-INPLACE = {}
+"""Linear algebra: matmul in all its rank cases, mm, bmm, mv, dot, vdot, outer, einsum,
+tensordot, addmm, addmv, addbmm, baddbmm.
+
+Each product is one NumPy call (BLAS) and one node. The node's name is the one PyTorch
+reports for the same call (``matmul`` of a 3-D and a 2-D tensor is an
+UnsafeViewBackward0 in PyTorch, which folds the batch into an mm and views it back).
+Backward formulas are themselves matmuls/einsums, so double backward works.
+"""
+import numpy as np
+
+from ._base import OpNode, node_for, save, finish, arr, Tensor, write_out, _dtype_name
+
+__all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "einsum", "tensordot",
+           "addmm", "addmv", "addbmm", "baddbmm", "addr", "chain_matmul"]
+
+_SHORT = {"float32": "float", "float64": "double", "float16": "half", "int64": "long", "int32": "int",
+          "int16": "short", "int8": "char", "uint8": "unsigned char", "bool": "bool",
+          "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def _mx(shape):
+    return "x".join(str(s) for s in shape)
+
+
+# --- a transpose of the last two dims, for backward formulas ------------------------------
+
+class TransposeBackward0(OpNode):
+    def backward(self, g):
+        return _mT(g)
+
+
+def _mT(t):
+    x = t._data
+    return finish(node_for(TransposeBackward0, (t,)), np.swapaxes(x, -1, -2))
+
+
+# --- matmul and its rank cases ------------------------------------------------------------
+
+class _MatmulNode(OpNode):
+    """Gradient of ``a @ b`` under NumPy's matmul rules (1-D operands promoted)."""
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        nf = self.next_functions
+        return _matmul_backward(g, a, b, nf[0][0] is not None, nf[1][0] is not None)
+
+
+def _matmul_backward(g, a, b, need_a, need_b):
+    an, bn = a._data.ndim, b._data.ndim
+    if an == 1 and bn == 1:
+        return (g * b if need_a else None, g * a if need_b else None)
+    A = a if an > 1 else a.reshape(1, a._data.shape[0])
+    B = b if bn > 1 else b.reshape(b._data.shape[0], 1)
+    G = g
+    if an == 1:
+        G = G.reshape(G._data.shape[:-1] + (1,) + G._data.shape[-1:]) if bn > 1 else G
+    if bn == 1:
+        G = G.reshape(G._data.shape + (1,))
+    ga = gb = None
+    if need_a:
+        ga = matmul(G, _mT(B))
+        if ga._data.shape != A._data.shape:
+            ga = ga.sum_to_size(A._data.shape)
+        if an == 1:
+            ga = ga.reshape(a._data.shape)
+    if need_b:
+        gb = matmul(_mT(A), G)
+        if gb._data.shape != B._data.shape:
+            gb = gb.sum_to_size(B._data.shape)
+        if bn == 1:
+            gb = gb.reshape(b._data.shape)
+    return ga, gb
+
+
+def _named(name):
+    return type(name, (_MatmulNode,), {"__module__": __name__})
+
+
+DotBackward0 = _named("DotBackward0")
+MvBackward0 = _named("MvBackward0")
+MmBackward0 = _named("MmBackward0")
+BmmBackward0 = _named("BmmBackward0")
+SqueezeBackward4 = _named("SqueezeBackward4")
+UnsafeViewBackward0 = _named("UnsafeViewBackward0")
+CloneBackward0 = _named("CloneBackward0")
+
+
+def _product(cls, a, b, r):
+    node = node_for(cls, (a, b))
+    if node is not None:
+        save(node, a, b)
+        # Like PyTorch, only what a needed gradient uses is version-checked.
+        nf = node.next_functions
+        v = node._saved_versions
+        if len(v) == 2:
+            node._saved_versions = (v[0] if nf[1][0] is not None else None, v[1] if nf[0][0] is not None else None)
+    return finish(node, arr(r))
+
+
+def _check_dot(x, y):
+    if x.ndim != 1 or y.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {x.ndim}D and {y.ndim}D tensors")
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_dtype_name(x.dtype)} and "
+                           f"{_dtype_name(y.dtype)}")
+    if x.shape[0] != y.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src [{y.shape[0]}] to have "
+                           f"the same number of elements, but got {x.shape[0]} and {y.shape[0]} elements respectively")
+
+
+def _check_mm(x, y):
+    if x.shape[1] != y.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_mx(x.shape)} and {_mx(y.shape)})")
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_SHORT[x.dtype.name]} != "
+                           f"{_SHORT[y.dtype.name]}")
+
+
+def _check_mv(x, y, n_in=None):
+    if x.ndim != 2 or y.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {x.ndim}, {y.ndim}")
+    if x.shape[1] != y.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({x.shape[0] if n_in is None else n_in}), mat "
+                           f"({_mx(x.shape)}), vec ({y.shape[0]})")
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_dtype_name(y.dtype)}, "
+                           f"{_dtype_name(x.dtype)}, and {_dtype_name(y.dtype)}")
+
+
+def _check_bmm(x, y):
+    if x.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if y.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if y.shape[0] != x.shape[0] or y.shape[1] != x.shape[2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{x.shape[0]}, "
+                           f"{x.shape[2]}] but got: [{y.shape[0]}, {y.shape[1]}].")
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(x.dtype)} but found {_dtype_name(y.dtype)}")
+
+
+def _mm_np(x, y):
+    if x.dtype.kind in "biu":
+        return np.matmul(x, y)  # exact integer product (no BLAS)
+    return np.matmul(x, y)
+
+
+def matmul(input, other, *, out=None):
+    """Matrix product with PyTorch's rank rules: dot, mv, mm, and batched with broadcasting."""
+    x, y = input._data, other._data
+    xn, yn = x.ndim, y.ndim
+    if xn == 0 or yn == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {xn}D and {yn}D")
+    if xn == 1 and yn == 1:
+        _check_dot(x, y)
+        cls = DotBackward0
+    elif xn == 2 and yn == 1:
+        _check_mv(x, y)
+        cls = MvBackward0
+    elif xn == 1 and yn == 2:
+        if x.shape[0] != y.shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied (1x{x.shape[0]} and {_mx(y.shape)})")
+        _check_mm(x.reshape(1, -1), y)
+        cls = SqueezeBackward4
+    elif xn == 2 and yn == 2:
+        _check_mm(x, y)
+        cls = MmBackward0
+    else:
+        _check_batched(x, y)
+        cls = UnsafeViewBackward0
+        if xn == 2 and yn >= 3 and input._requires_grad:
+            cls = CloneBackward0
+    res = _product(cls, input, other, _mm_np(x, y))
+    return res if out is None else write_out(out, res, "matmul")
+
+
+def _check_batched(x, y):
+    xn, yn = x.ndim, y.ndim
+    k = x.shape[-1]
+    ky = y.shape[-2] if yn >= 2 else y.shape[0]
+    if yn == 1:
+        if k != ky:
+            m = x.size // k if k else int(np.prod(x.shape[:-1]))
+            raise RuntimeError(f"size mismatch, got input ({m}), mat ({m}x{k}), vec ({ky})")
+    elif yn == 2 and xn >= 3:
+        if k != ky:
+            m = int(np.prod(x.shape[:-1]))
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {_mx(y.shape)})")
+    else:
+        bx = x.shape[:-2] if xn >= 2 else ()
+        by = y.shape[:-2]
+        try:
+            np.broadcast_shapes(bx, by)
+        except ValueError:
+            n = max(len(bx), len(by))
+            px, py = (1,) * (n - len(bx)) + tuple(bx), (1,) * (n - len(by)) + tuple(by)
+            for d in range(n - 1, -1, -1):
+                if px[d] != py[d] and px[d] != 1 and py[d] != 1:
+                    raise RuntimeError(f"The size of tensor a ({px[d]}) must match the size of tensor b ({py[d]}) "
+                                       f"at non-singleton dimension {d}")
+        if k != ky:
+            nb = int(np.prod(np.broadcast_shapes(bx, by)))
+            if xn == 1:
+                raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{nb}, {k}] but "
+                                   f"got: [{nb}, {ky}].")
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{nb}, {k}] but "
+                               f"got: [{nb}, {ky}].")
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(x.dtype)} but found {_dtype_name(y.dtype)}")
+
+
+def mm(input, mat2, *, out=None):
+    """Matrix product of two 2-D tensors."""
+    x, y = input._data, mat2._data
+    if x.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if y.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    _check_mm(x, y)
+    res = _product(MmBackward0, input, mat2, _mm_np(x, y))
+    return res if out is None else write_out(out, res, "mm")
+
+
+def bmm(input, mat2, *, out=None):
+    """Batched matrix product of two 3-D tensors with the same batch size."""
+    x, y = input._data, mat2._data
+    _check_bmm(x, y)
+    res = _product(BmmBackward0, input, mat2, _mm_np(x, y))
+    return res if out is None else write_out(out, res, "bmm")
+
+
+def mv(input, vec, *, out=None):
+    """Matrix-vector product."""
+    x, y = input._data, vec._data
+    _check_mv(x, y)
+    res = _product(MvBackward0, input, vec, _mm_np(x, y))
+    return res if out is None else write_out(out, res, "mv")
+
+
+def dot(input, tensor, *, out=None):
+    """Dot product of two 1-D tensors."""
+    x, y = input._data, tensor._data
+    _check_dot(x, y)
+    res = _product(DotBackward0, input, tensor, np.dot(x, y))
+    return res if out is None else write_out(out, res, "dot")
+
+
+class _VdotNode(OpNode):
+    """Real case: the gradients of a plain dot product."""
+    def backward(self, g):
+        a, b = self.saved_tensors
+        nf = self.next_functions
+        ga = gb = None
+        if nf[0][0] is not None:
+            ga = g * b
+        if nf[1][0] is not None:
+            gb = g * a
+        return ga, gb
+
+
+VdotBackward0 = type("VdotBackward0", (_VdotNode,), {"__module__": __name__})
+
+
+def vdot(input, other, *, out=None):
+    """Dot product with the first argument conjugated."""
+    x, y = input._data, other._data
+    _check_dot(x, y)
+    node = node_for(VdotBackward0, (input, other))
+    if node is not None:
+        save(node, input, other)
+    res = finish(node, arr(np.vdot(x, y)))
+    return res if out is None else write_out(out, res, "vdot")
+
+
+def inner(input, other, *, out=None):
+    """Inner product over the last dimension."""
+    if input._data.ndim == 0 or other._data.ndim == 0:
+        from .arithmetic import mul
+        return mul(input, other)
+    res = tensordot(input, other, ([-1], [-1]))
+    return res if out is None else write_out(out, res, "inner")
+
+
+def outer(input, vec2, *, out=None):
+    """Outer product of two 1-D tensors (a broadcast multiply, MulBackward0)."""
+    if input._data.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {input._data.ndim}-D")
+    if vec2._data.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {vec2._data.ndim}-D")
+    from .arithmetic import mul
+    res = mul(input.reshape(-1, 1), vec2)
+    return res if out is None else write_out(out, res, "outer")
+
+
+ger = outer
+
+
+# --- add + product -------------------------------------------------------------------------
+
+def _expand_check(src_shape, target):
+    """PyTorch's expand check for ``input`` against the product's shape."""
+    n, m = len(target), len(src_shape)
+    if m > n:
+        raise RuntimeError(f"expand(torch.FloatTensor{{[{', '.join(map(str, src_shape))}]}}, size=[{', '.join(map(str, target))}]): "
+                           f"the number of sizes provided ({n}) must be greater or equal to the number of dimensions "
+                           f"in the tensor ({m})")
+    for k in range(m):
+        s, t = src_shape[m - 1 - k], target[n - 1 - k]
+        if s != 1 and s != t:
+            raise RuntimeError(f"The expanded size of the tensor ({t}) must match the existing size ({s}) at "
+                               f"non-singleton dimension {n - 1 - k}.  Target sizes: [{', '.join(map(str, target))}].  "
+                               f"Tensor sizes: [{', '.join(map(str, src_shape))}]")
+
+
+class _AddProductNode(OpNode):
+    """``beta * input + alpha * (m1 op m2)``: op's gradient scaled by alpha, input's by beta."""
+    reduce_batch = False
+
+    def backward(self, g):
+        m1, m2 = self.saved_tensors
+        nf = self.next_functions
+        gi = None
+        if nf[0][0] is not None:
+            gi = g if self.beta == 1 else g * self.beta
+        gp = g if self.alpha == 1 else g * self.alpha
+        if self.reduce_batch:  # addbmm: the product was summed over the batch
+            gp = gp.reshape((1,) + gp._data.shape).expand(m1._data.shape[0], *gp._data.shape)
+        ga, gb = _matmul_backward(gp, m1, m2, nf[1][0] is not None, nf[2][0] is not None)
+        return gi, ga, gb
+
+
+AddmmBackward0 = type("AddmmBackward0", (_AddProductNode,), {"__module__": __name__})
+AddmvBackward0 = type("AddmvBackward0", (_AddProductNode,), {"__module__": __name__})
+BaddbmmBackward0 = type("BaddbmmBackward0", (_AddProductNode,), {"__module__": __name__})
+AddbmmBackward0 = type("AddbmmBackward0", (_AddProductNode,), {"__module__": __name__, "reduce_batch": True})
+
+
+def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out):
+    c = input._data
+    _expand_check(c.shape, prod.shape)
+    if c.dtype != prod.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(prod.dtype)} but found {_dtype_name(c.dtype)}")
+    if beta == 0:
+        r = alpha * prod if alpha != 1 else prod
+        r = np.array(np.broadcast_to(r, prod.shape), dtype=prod.dtype)
+    else:
+        r = (beta * c if beta != 1 else c) + (alpha * prod if alpha != 1 else prod)
+    r = np.asarray(r, dtype=prod.dtype)
+    node = node_for(cls, (input, m1, m2))
+    if node is not None:
+        node.beta, node.alpha = beta, alpha
+        save(node, m1, m2)
+    res = finish(node, arr(r))
+    return res if out is None else write_out(out, res, name)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * (mat1 @ mat2)``."""
+    x, y = mat1._data, mat2._data
+    if x.ndim != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {x.ndim}-D tensor")
+    if y.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got {y.ndim}-D tensor")
+    _check_mm(x, y)
+    return _add_product(AddmmBackward0, input, mat1, mat2, _mm_np(x, y), beta, alpha, "addmm", out)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * (mat @ vec)``."""
+    x, y = mat._data, vec._data
+    n_in = input._data.shape[0] if input._data.ndim == 1 else None
+    _check_mv(x, y)
+    if input._data.ndim == 1 and n_in != x.shape[0] and n_in != 1:
+        raise RuntimeError(f"size mismatch, got input ({n_in}), mat ({_mx(x.shape)}), vec ({y.shape[0]})")
+    return _add_product(AddmvBackward0, input, mat, vec, _mm_np(x, y), beta, alpha, "addmv", out)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * bmm(batch1, batch2)``."""
+    x, y = batch1._data, batch2._data
+    _check_bmm(x, y)
+    return _add_product(BaddbmmBackward0, input, batch1, batch2, _mm_np(x, y), beta, alpha, "baddbmm", out)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    x, y = batch1._data, batch2._data
+    _check_bmm(x, y)
+    prod = _mm_np(x, y).sum(0) if x.shape[0] else np.zeros((x.shape[1], y.shape[2]), x.dtype)
+    return _add_product(AddbmmBackward0, input, batch1, batch2, prod.astype(x.dtype, copy=False), beta, alpha,
+                        "addbmm", out)
+
+
+class AddrBackward0(_AddProductNode):
+    def backward(self, g):
+        v1, v2 = self.saved_tensors
+        nf = self.next_functions
+        gi = (g if self.beta == 1 else g * self.beta) if nf[0][0] is not None else None
+        gp = g if self.alpha == 1 else g * self.alpha
+        g1 = mv(gp, v2) if nf[1][0] is not None else None
+        g2 = mv(_mT(gp), v1) if nf[2][0] is not None else None
+        return gi, g1, g2
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    x, y = vec1._data, vec2._data
+    if x.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {x.ndim}-D")
+    if y.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec2, but got {y.ndim}-D")
+    return _add_product(AddrBackward0, input, vec1, vec2, np.multiply.outer(x, y), beta, alpha, "addr", out)
+
+
+def chain_matmul(*matrices, out=None):
+    """Product of a chain of matrices."""
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = matrices[0]
+    r = matrices[0]
+    for m in matrices[1:]:
+        r = mm(r, m)
+    r = r.view(r.shape)  # PyTorch's result is a view of its last product
+    return r if out is None else write_out(out, r, "chain_matmul")
+
+
+# --- einsum and tensordot ------------------------------------------------------------------
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _parse_einsum(equation, shapes):
+    """(input subscripts, output subscripts) with every '...' replaced by fresh letters."""
+    eq = equation.replace(" ", "")
+    if "->" in eq:
+        lhs, rhs = eq.split("->")
+    else:
+        lhs, rhs = eq, None
+    terms = lhs.split(",")
+    if len(terms) > len(shapes):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+    if len(terms) < len(shapes):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    used = set(c for c in eq if c.isalpha())
+    free = [c for c in _LETTERS if c not in used]
+    ell_nd = 0
+    for k, (t, shp) in enumerate(zip(terms, shapes)):
+        n_lab = len(t.replace("...", ""))
+        if "..." in t:
+            ell_nd = max(ell_nd, len(shp) - n_lab)
+        elif n_lab != len(shp):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({n_lab}) does not match the "
+                               f"number of dimensions ({len(shp)}) for operand {k} and no ellipsis was given")
+    ell = "".join(free[:ell_nd])
+    out_terms = []
+    for t, shp in zip(terms, shapes):
+        if "..." in t:
+            nd = len(shp) - len(t.replace("...", ""))
+            t = t.replace("...", ell[ell_nd - nd:] if nd else "")
+        out_terms.append(t)
+    if rhs is None:
+        counts = {}
+        for t in out_terms:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        rhs = ell + "".join(sorted((c for c, n in counts.items() if n == 1 and c not in ell),
+                                   key=lambda c: (c.isupper(), c) if False else c))
+    else:
+        rhs = rhs.replace("...", ell)
+    seen = set("".join(out_terms))
+    for c in rhs:
+        if c not in seen:
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input operand")
+    return out_terms, rhs
+
+
+def _einsum_node_cls(terms, rhs):
+    if len(terms) == 1:
+        return SumBackward1 if set(terms[0]) - set(rhs) else PermuteBackward0
+    contracted = set("".join(terms)) - set(rhs)
+    return ViewBackward0 if contracted else MulBackward0
+
+
+class _EinsumNode(OpNode):
+    def backward(self, g):
+        ops = self.saved_tensors
+        nf = self.next_functions
+        out = []
+        for k, (fn, _) in enumerate(nf):
+            out.append(_einsum_grad(g, ops, self.terms, self.rhs, k) if fn is not None else None)
+        return tuple(out)
+
+
+SumBackward1 = type("SumBackward1", (_EinsumNode,), {"__module__": __name__})
+PermuteBackward0 = type("PermuteBackward0", (_EinsumNode,), {"__module__": __name__})
+ViewBackward0 = type("ViewBackward0", (_EinsumNode,), {"__module__": __name__})
+MulBackward0 = type("MulBackward0", (_EinsumNode,), {"__module__": __name__})
+
+
+def _einsum_grad(g, ops, terms, rhs, k):
+    """Gradient of einsum w.r.t. operand ``k``: an einsum of g with the other operands."""
+    tk = terms[k]
+    shape = ops[k]._data.shape
+    uniq = "".join(dict.fromkeys(tk))
+    avail = set(rhs).union(*[set(t) for j, t in enumerate(terms) if j != k])
+    keep = "".join(c for c in uniq if c in avail)
+    others = [ops[j] for j in range(len(ops)) if j != k]
+    oterms = [terms[j] for j in range(len(ops)) if j != k]
+    r = _einsum_raw(",".join([rhs] + oterms) + "->" + keep, [g] + others)
+    size = {c: shape[tk.index(c)] for c in uniq}
+    if keep != uniq:  # labels only in this operand: its gradient is broadcast along them
+        r = r.reshape(tuple(size[c] if c in keep else 1 for c in uniq))
+        r = r.expand(*[size[c] for c in uniq])
+    if uniq != tk:  # repeated labels: the gradient lives on a diagonal
+        from .index import put_np
+        idx = []
+        for d, c in enumerate(tk):
+            p = uniq.index(c)
+            shp = [1] * len(uniq)
+            shp[p] = size[c]
+            idx.append(np.arange(size[c]).reshape(shp))
+        r = put_np(r, shape, tuple(idx))
+    return r
+
+
+def _einsum_raw(eq, tensors):
+    arrays = [t._data for t in tensors]
+    lhs, rhs = eq.split("->")
+    terms = lhs.split(",")
+    opt = len(arrays) > 2 or (len(arrays) == 2 and bool(set("".join(terms)) - set(rhs)))
+    r = np.einsum(eq, *arrays, optimize="greedy" if opt else False)
+    r = np.asarray(r)
+    dt = arrays[0].dtype
+    for a in arrays[1:]:
+        dt = np.promote_types(dt, a.dtype)
+    if r.dtype != dt:
+        r = r.astype(dt)
+    if r.base is not None and not r.flags.owndata:
+        r = r.copy()
+    node = node_for(_einsum_node_cls(terms, rhs), tuple(tensors))
+    if node is not None:
+        node.terms, node.rhs = terms, rhs
+        save(node, *tensors)
+    return finish(node, r)
+
+
+def einsum(equation, *operands):
+    """Einstein summation, e.g. ``einsum('bij,bjk->bik', a, b)`` (ellipsis supported)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    shapes = [o._data.shape for o in operands]
+    terms, rhs = _parse_einsum(equation, shapes)
+    sizes = {}
+    for k, (t, shp) in enumerate(zip(terms, shapes)):
+        for c, s in zip(t, shp):
+            if c in sizes and sizes[c] != s and s != 1 and sizes[c] != 1:
+                raise RuntimeError(f"einsum(): subscript {c} has size {s} for operand {k} which does not broadcast "
+                                   f"with previously seen size {sizes[c]}")
+            sizes[c] = s if c not in sizes or sizes[c] == 1 else sizes[c]
+    dts = {o._data.dtype for o in operands}
+    if len(dts) > 1:
+        names = [_dtype_name(o._data.dtype) for o in operands]
+        raise RuntimeError(f"expected scalar type {names[0]} but found {[n for n in names if n != names[0]][0]}")
+    return _einsum_raw(",".join(terms) + "->" + rhs, list(operands))
+
+
+def tensordot(a, b, dims=2, out=None):
+    """Sum over the given dims of ``a`` and ``b`` (as NumPy's tensordot)."""
+    na, nb = a._data.ndim, b._data.ndim
+    if isinstance(dims, int) and not isinstance(dims, bool):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da, db = list(range(na - dims, na)), list(range(dims))
+    elif isinstance(dims, Tensor):
+        return tensordot(a, b, dims.tolist() if dims._data.ndim else int(dims.item()), out)
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+    da = [d % na for d in da]
+    db = [d % nb for d in db]
+    for x, y in zip(da, db):
+        if a._data.shape[x] != b._data.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a._data.shape[x]} in dim "
+                               f"{x} and second has size {b._data.shape[y]} in dim {y}")
+    la = list(_LETTERS[:na])
+    lb = list(_LETTERS[na:na + nb])
+    for x, y in zip(da, db):
+        lb[y] = la[x]
+    rhs = "".join(c for i, c in enumerate(la) if i not in da) + "".join(c for i, c in enumerate(lb) if i not in db)
+    res = _einsum_raw("".join(la) + "," + "".join(lb) + "->" + rhs, [a, b])
+    if type(res._grad_fn) is MulBackward0:
+        res._grad_fn.__class__ = ViewBackward0
+    return res if out is None else write_out(out, res, "tensordot")
+
+
+def _rmatmul(self, other):
+    return matmul(other, self)
+
+
+TENSOR_METHODS = {"matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul, "mm": mm, "bmm": bmm, "mv": mv,
+                  "dot": dot, "vdot": vdot, "inner": inner, "outer": outer, "ger": ger, "addmm": addmm,
+                  "addmv": addmv, "addbmm": addbmm, "baddbmm": baddbmm, "addr": addr}
+INPLACE = {"addmm_": addmm, "addmv_": addmv, "addbmm_": addbmm, "baddbmm_": baddbmm, "addr_": addr}

@@ -1,19 +1,47 @@
-"""Reductions: sum, mean, and (more to come) prod, max/min, var/std, norm, logsumexp,
-cumsum; all/any/argmax/argmin without gradients."""
+"""Reductions: sum, mean, prod, max/min, amax/amin, var/std, logsumexp, norm, cumsum,
+cumprod, median; all/any/argmax/argmin/count_nonzero without gradients.
+
+Backward formulas are written with tensor ops, so they are differentiable themselves.
+"""
+import builtins
+import math
+import warnings
+
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, arr, norm_dims, write_out, Tensor, Size
+from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, arr, norm_dims,
+                    wrap_dim, write_out, Tensor, Size)
 from .. import _dtype as D
 
-__all__ = ["sum", "mean", "sum_to_size"]
+__all__ = ["sum", "mean", "sum_to_size", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
+           "all", "any", "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm",
+           "cumsum", "cumprod", "median", "nansum", "aminmax"]
+
+_int, _float, _bool = builtins.int, builtins.float, builtins.bool
+_I64 = np.dtype(np.int64)
+
+
+# *** helpers ***
+
+def _const(a):
+    """A tensor that needs no gradient, around array ``a``."""
+    return finish(None, arr(a))
 
 
 def _sum_dtype(npdt, dtype):
     if dtype is not None:
         return D.to_dtype(dtype).np
     if npdt.kind in "biu":
-        return np.dtype(np.int64)
+        return _I64
     return npdt
+
+
+def _dims_arg(dim, ndim):
+    """``dim`` for sum-like reductions: None, () and [] all mean every dimension."""
+    if dim is None or (isinstance(dim, (tuple, list, Size)) and len(dim) == 0):
+        return tuple(range(ndim))
+    dims = norm_dims(dim, ndim)
+    return dims if ndim else ()
 
 
 def _restore_dims(g, shape, dims, keepdim):
@@ -25,6 +53,135 @@ def _restore_dims(g, shape, dims, keepdim):
         g = g.reshape(full)
     return g
 
+
+def _keep_shape(shape, dims):
+    return tuple(1 if i in dims else s for i, s in enumerate(shape))
+
+
+def _dtype_word(npdt):
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+            "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[npdt.name]
+
+
+def _float_input(x):
+    """Integer and bool arrays promote to the default float dtype."""
+    if x.dtype.kind in "biu":
+        return x.astype(D._default[0].np)
+    return x
+
+
+def _check_nonempty(x, dims, name):
+    """PyTorch refuses reductions without an identity over empty dimensions."""
+    for d in dims:
+        if x.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _no_dim_empty(x, name, exc=RuntimeError):
+    if x.size == 0:
+        raise exc(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                  "Specify the reduction dim with the 'dim' argument.")
+
+
+class _ReturnType(tuple):
+    """A named pair such as ``torch.return_types.max(values=..., indices=...)``."""
+    __slots__ = ()
+    _name = "max"
+    _fields = ("values", "indices")
+
+    def __new__(cls, values, indices=None):
+        if indices is None and isinstance(values, (tuple, list)):
+            values, indices = values
+        return tuple.__new__(cls, (values, indices))
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+    def __repr__(self):
+        return f"torch.return_types.{self._name}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+    def __reduce__(self):
+        return (type(self), (self[0], self[1]))
+
+
+class return_types:  # noqa: N801  (PyTorch's spelling: torch.return_types.max)
+    """The named tuples returned by reductions that give values and indices."""
+
+
+for _n in ("max", "min", "median", "mode", "sort", "topk", "kthvalue", "cummax", "cummin", "nanmedian"):
+    setattr(return_types, _n, type(_n, (_ReturnType,), {"__slots__": (), "_name": _n,
+                                                         "__module__": "torch.return_types"}))
+
+
+class _MinMaxType(tuple):
+    __slots__ = ()
+
+    @property
+    def min(self):
+        return self[0]
+
+    @property
+    def max(self):
+        return self[1]
+
+    def __repr__(self):
+        return f"torch.return_types.aminmax(\nmin={self[0]!r},\nmax={self[1]!r})"
+
+
+return_types.aminmax = type("aminmax", (_MinMaxType,), {"__slots__": ()})
+
+
+# *** index-selecting gradients: scatter/gather along a dimension (differentiable pair) ***
+
+class _ScatterAlongBackward(OpNode):
+    def backward(self, g):
+        return _gather_along(g, self.index, self.dim)
+
+
+class _GatherAlongBackward(OpNode):
+    def backward(self, g):
+        return _scatter_along(g, self.index, self.dim, self.shape)
+
+
+_ScatterAlongBackward.__name__ = _ScatterAlongBackward.__qualname__ = "ValueSelectingReductionBackward0"
+_GatherAlongBackward.__name__ = _GatherAlongBackward.__qualname__ = "GatherBackward0"
+
+
+def _scatter_along(g, index, dim, shape):
+    """zeros(shape) with ``g`` (shaped like ``index``) put at ``index`` along ``dim``."""
+    z = np.zeros(shape, g._data.dtype)
+    if z.size:
+        np.put_along_axis(z, index, g._data, axis=dim)
+    node = node_for(_ScatterAlongBackward, (g,))
+    if node is not None:
+        node.index, node.dim = index, dim
+    return finish(node, z)
+
+
+def _gather_along(t, index, dim):
+    r = np.take_along_axis(t._data, index, axis=dim) if t._data.size else np.zeros(index.shape, t._data.dtype)
+    node = node_for(_GatherAlongBackward, (t,))
+    if node is not None:
+        node.index, node.dim, node.shape = index, dim, t._data.shape
+    return finish(node, arr(r))
+
+
+def _evenly(g, x_arr, out_keep_arr, dims):
+    """``g`` (broadcastable, keepdim shape) split evenly among the elements equal to the result."""
+    with np.errstate(invalid="ignore"):
+        mask = (x_arr == out_keep_arr) | (np.isnan(x_arr) & np.isnan(out_keep_arr))
+        count = mask.sum(axis=dims, keepdims=dims is not None)
+        w = (mask / np.maximum(count, 1)).astype(g._data.dtype)
+    return g * _const(w)
+
+
+# *** sum / mean ***
 
 class SumBackward0(OpNode):
     def backward(self, g):
@@ -40,19 +197,40 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of all elements, or over ``dim`` (an int or a tuple of ints)."""
     x = input._data
     rdt = _sum_dtype(x.dtype, dtype)
-    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0 and False):
+    if dim is None:
         r = arr(x.sum(dtype=rdt))
         node = node_for(SumBackward0, (input,))
         if node is not None:
             node.shape = x.shape
     else:
-        dims = norm_dims(dim, x.ndim)
+        dims = _dims_arg(dim, x.ndim)
         r = arr(x.sum(axis=dims, dtype=rdt, keepdims=keepdim))
         node = node_for(SumBackward1, (input,))
         if node is not None:
             node.shape, node.dims, node.keepdim = x.shape, dims, keepdim
     res = finish(node, r)
     return res if out is None else write_out(out, res, "sum")
+
+
+class NansumBackward0(OpNode):
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        g = _restore_dims(g, self.shape, self.dims, self.keepdim)
+        return g * _const(~np.isnan(x._data))
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Sum treating NaN as zero."""
+    x = input._data
+    rdt = _sum_dtype(x.dtype, dtype)
+    dims = _dims_arg(dim, x.ndim)
+    r = arr(np.nansum(x, axis=dims, dtype=rdt, keepdims=keepdim))
+    node = node_for(NansumBackward0, (input,))
+    if node is not None:
+        node.shape, node.dims, node.keepdim = x.shape, dims, keepdim
+        save(node, input)
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, "nansum")
 
 
 class MeanBackward0(OpNode):
@@ -73,16 +251,16 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if x.dtype.kind not in "fc":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
-            f"dtype. Got: {D._FROM_NP[x.dtype].name.capitalize() if x.dtype.kind != 'i' else 'Long'}")
+            f"dtype. Got: {_dtype_word(x.dtype)}")
     with np.errstate(invalid="ignore", divide="ignore"):
         if dim is None:
             r = arr(x.mean() if x.size else np.array(np.nan, x.dtype))
             node = node_for(MeanBackward0, (input,))
             if node is not None:
-                node.shape, node.n = x.shape, max(x.size, 1)
+                node.shape, node.n = x.shape, builtins.max(x.size, 1)
         else:
-            dims = norm_dims(dim, x.ndim)
-            r = arr(x.mean(axis=dims, keepdims=keepdim))
+            dims = _dims_arg(dim, x.ndim)
+            r = arr(x.mean(axis=dims, keepdims=keepdim)) if dims else x.copy()
             node = node_for(MeanBackward1, (input,))
             if node is not None:
                 n = 1
@@ -126,5 +304,676 @@ def sum_to_size(input, *size):
     return finish(node, r)
 
 
-TENSOR_METHODS = {"sum": sum, "mean": mean, "sum_to_size": sum_to_size}
-INPLACE = {}
+# *** prod ***
+
+def _exclusive_cumprod(t, d):
+    """prod of the elements before each one along ``d`` (1 for the first)."""
+    n = t.shape[d]
+    c = t.cumprod(d)
+    shape = list(t.shape)
+    shape[d] = 1
+    one = _const(np.ones(shape, t._data.dtype))
+    return cat_([one, c.narrow(d, 0, n - 1)], d) if n > 1 else one.expand(t.shape)
+
+
+def cat_(ts, d):
+    from .shape import cat
+    return cat(ts, d)
+
+
+def _prod_others(x, out_keep, d):
+    """d prod / d x_i along ``d`` (out_keep: the product, keepdim). Exact with zeros."""
+    if not np.any(x._data == 0):
+        return out_keep / x
+    pre = _exclusive_cumprod(x, d)
+    suf = _exclusive_cumprod(x.flip(d), d).flip(d)
+    return pre * suf
+
+
+class ProdBackward0(OpNode):
+    def backward(self, g):
+        x, out = self.saved_tensors
+        if x._data.size == 0:
+            return g.expand(x.shape) * 0
+        flat = x.reshape(-1)
+        return (g * _prod_others(flat, out.reshape(1), 0)).reshape(x.shape)
+
+
+class ProdBackward1(OpNode):
+    def backward(self, g):
+        x, out = self.saved_tensors
+        d = self.dim
+        if not self.keepdim and x.ndim:
+            g, out = g.unsqueeze(d), out.unsqueeze(d)
+        if x._data.size == 0:
+            return g.expand(x.shape) * 0
+        return g * _prod_others(x, out, d)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Product of all elements, or along ``dim``."""
+    x = input._data
+    rdt = _sum_dtype(x.dtype, dtype)
+    if dim is None:
+        r = arr(np.prod(x, dtype=rdt))
+        node = node_for(ProdBackward0, (input,))
+    else:
+        if isinstance(dim, (tuple, list)):
+            raise TypeError("prod() received an invalid combination of arguments - got (tuple), but expected "
+                            "one of:\n * (*, torch.dtype dtype = None)\n * (int dim, bool keepdim = False, "
+                            "*, torch.dtype dtype = None)\n")
+        d = wrap_dim(_int(dim), x.ndim)
+        r = arr(np.prod(x, axis=d if x.ndim else None, dtype=rdt, keepdims=keepdim and x.ndim > 0))
+        node = node_for(ProdBackward1, (input,))
+        if node is not None:
+            node.dim, node.keepdim = d, keepdim
+    res = finish(node, r)
+    if node is not None:
+        save(node, input)
+        save_output(node, res)
+    return res if out is None else write_out(out, res, "prod")
+
+
+# *** max / min / amax / amin ***
+
+class MaxBackward1(OpNode):
+    def backward(self, g):
+        x, out = self.saved_tensors
+        return _evenly(g, x._data, out._data, None)
+
+
+MinBackward1 = type("MinBackward1", (MaxBackward1,), {})
+
+
+class MaxBackward0(OpNode):
+    def backward(self, g):
+        if not self.keepdim and len(self.shape):
+            g = g.unsqueeze(self.dim)
+        return _scatter_along(g, self.index, self.dim, self.shape)
+
+
+MinBackward0 = type("MinBackward0", (MaxBackward0,), {})
+MedianBackward1 = type("MedianBackward1", (MaxBackward0,), {})
+
+
+def _extreme(name, np_fn, arg_fn, all_cls, dim_cls):
+    def op(input, dim=None, keepdim=False, *, out=None):
+        if isinstance(dim, Tensor):
+            from . import pointwise
+            return (pointwise.maximum if name == "max" else pointwise.minimum)(input, dim, out=out)
+        x = input._data
+        if dim is None:
+            if keepdim:
+                raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool, ), "
+                                "but expected one of:\n * ()\n * (Tensor other)\n * (int dim, bool keepdim = False)\n")
+            _no_dim_empty(x, name)
+            r = arr(np_fn(x))
+            node = node_for(all_cls, (input,))
+            res = finish(node, r)
+            if node is not None:
+                save(node, input)
+                save_output(node, res)
+            return res if out is None else write_out(out, res, name)
+        d = wrap_dim(_int(dim), x.ndim)
+        if x.ndim:
+            _check_nonempty(x, (d,), name)
+        xd = x if x.ndim else x.reshape(1)
+        if x.size:
+            idx = arg_fn(xd, axis=d, keepdims=True)
+            vals = np.take_along_axis(xd, idx, axis=d)
+        else:
+            shape = _keep_shape(xd.shape, (d,))
+            idx, vals = np.zeros(shape, np.int64), np.zeros(shape, x.dtype)
+        idx = idx.astype(np.int64, copy=False)
+        if not x.ndim:
+            idx_out, vals_out = idx.reshape(()), vals.reshape(())
+        elif keepdim:
+            idx_out, vals_out = idx, vals
+        else:
+            idx_out, vals_out = np.squeeze(idx, d), np.squeeze(vals, d)
+        node = node_for(dim_cls, (input,))
+        if node is not None:
+            node.dim, node.keepdim, node.shape, node.index = d, keepdim, x.shape, (idx if x.ndim else idx.reshape(()))
+            if not x.ndim:
+                node.index = np.zeros((), np.int64)
+        res = finish(node, vals_out.copy())
+        ind = finish(None, idx_out.copy())
+        rt = getattr(return_types, name)(res, ind)
+        if out is not None:
+            write_out(out[0], res, name)
+            write_out(out[1], ind, name)
+            return getattr(return_types, name)(out[0], out[1])
+        return rt
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"``{name}`` of all elements; with ``dim``, the (values, indices) along it; "
+                  f"with a tensor, the elementwise {name}imum.")
+    return op
+
+
+def _nan_arg(fn, nanfn):
+    def arg(x, axis=None, keepdims=False):
+        i = fn(x, axis=axis, keepdims=keepdims)
+        if x.dtype.kind in "fc":
+            nan = np.isnan(x)
+            if nan.any():
+                j = np.argmax(nan, axis=axis, keepdims=keepdims)
+                has = nan.any(axis=axis, keepdims=keepdims)
+                i = np.where(has, j, i)
+        return i
+    return arg
+
+
+_argmax_np = _nan_arg(np.argmax, None)
+_argmin_np = _nan_arg(np.argmin, None)
+
+max = _extreme("max", np.max, _argmax_np, MaxBackward1, MaxBackward0)
+min = _extreme("min", np.min, _argmin_np, MinBackward1, MinBackward0)
+
+
+class AmaxBackward0(OpNode):
+    def backward(self, g):
+        x, out = self.saved_tensors
+        g = _restore_dims(g, self.shape, self.dims, self.keepdim)
+        o = out._data if self.keepdim or not self.dims else out._data.reshape(_keep_shape(self.shape, self.dims))
+        return _evenly(g, x._data, o, self.dims)
+
+
+AminBackward0 = type("AminBackward0", (AmaxBackward0,), {})
+
+
+def _amaxmin(name, np_fn, cls):
+    def op(input, dim=(), keepdim=False, *, out=None):
+        x = input._data
+        dims = _dims_arg(dim, x.ndim)
+        if x.size == 0:
+            if dims == tuple(range(x.ndim)) and (dim is None or not isinstance(dim, _int) and len(dim) == 0):
+                _no_dim_empty(x, name)
+            _check_nonempty(x, dims, name)
+        r = arr(np_fn(x, axis=dims, keepdims=keepdim)) if x.ndim else x.copy()
+        node = node_for(cls, (input,))
+        res = finish(node, r)
+        if node is not None:
+            node.shape, node.dims, node.keepdim = x.shape, dims, keepdim
+            save(node, input)
+            save_output(node, res)
+        return res if out is None else write_out(out, res, name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``{name}`` over ``dim`` (all dimensions by default); ties share the gradient evenly."
+    return op
+
+
+amax = _amaxmin("amax", np.max, AmaxBackward0)
+amin = _amaxmin("amin", np.min, AminBackward0)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """(amin, amax) over ``dim`` (all dimensions by default)."""
+    d = () if dim is None else dim
+    return return_types.aminmax((amin(input, d, keepdim), amax(input, d, keepdim)))
+
+
+# *** index and truth reductions (no gradient) ***
+
+def _arg(name, fn):
+    def op(input, dim=None, keepdim=False, *, out=None):
+        x = input._data
+        if dim is None:
+            if x.size == 0:
+                raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+            r = fn(x.reshape(-1), axis=0)
+            r = np.asarray(r, np.int64).reshape((1,) * x.ndim if keepdim else ())
+        else:
+            d = wrap_dim(_int(dim), x.ndim)
+            if x.ndim == 0:
+                r = np.zeros((), np.int64)
+            else:
+                _check_nonempty(x, (d,), name)
+                r = fn(x, axis=d, keepdims=keepdim).astype(np.int64, copy=False) if x.size else \
+                    np.zeros(_keep_shape(x.shape, (d,)) if keepdim else x.shape[:d] + x.shape[d + 1:], np.int64)
+        res = finish(None, arr(r))
+        return res if out is None else write_out(out, res, name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Indices of the {name[3:]}imum (first one on ties); no gradient."
+    return op
+
+
+argmax = _arg("argmax", _argmax_np)
+argmin = _arg("argmin", _argmin_np)
+
+
+def _truth(name, fn):
+    def op(input, dim=None, keepdim=False, *, out=None):
+        x = input._data
+        dims = _dims_arg(dim, x.ndim)
+        r = arr(fn(x, axis=dims, keepdims=keepdim) if x.ndim else fn(x))
+        if x.dtype == np.uint8:
+            r = r.astype(np.uint8)
+        res = finish(None, r)
+        return res if out is None else write_out(out, res, name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Whether {'every' if name == 'all' else 'any'} element is nonzero; no gradient."
+    return op
+
+
+all = _truth("all", np.all)
+any = _truth("any", np.any)
+
+
+def count_nonzero(input, dim=None):
+    """Number of nonzero elements, over ``dim`` (an int or tuple) or all."""
+    x = input._data
+    dims = _dims_arg(dim, x.ndim)
+    r = np.count_nonzero(x, axis=dims) if x.ndim else np.count_nonzero(x)
+    return finish(None, arr(np.asarray(r, np.int64)))
+
+
+# *** var / std ***
+
+def _var_args(name, dim, unbiased, keepdim, correction):
+    if isinstance(dim, _bool):  # var(input, unbiased)
+        if unbiased is not None and not isinstance(unbiased, _bool):
+            raise TypeError(f"{name}() received an invalid combination of arguments")
+        dim, unbiased = None, dim
+    if correction is not None and unbiased is not None:
+        raise TypeError(f"{name}() received an invalid combination of arguments - got both 'unbiased' and "
+                        "'correction'; pass only one of them")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    return dim, keepdim, correction
+
+
+def _var_forward(name, x, dims, correction, keepdim):
+    if x.dtype.kind not in "fc":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    dof = builtins.max(0, n - correction)
+    if dof <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+                      "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = x.mean(axis=dims, keepdims=True) if x.size else np.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
+        dev = x - m
+        v = (dev * dev).sum(axis=dims, keepdims=keepdim) / dof if dims else (dev * dev) / dof
+    m = m if keepdim else m.reshape([s for i, s in enumerate(x.shape) if i not in dims])
+    return arr(np.asarray(v, x.dtype)), arr(np.asarray(m, x.dtype)), n, dof
+
+
+def _var_grad(g, x, dims, keepdim, dof):
+    g = _restore_dims(g, x.shape, dims, keepdim)
+    dev = x - x.mean(dims, keepdim=True) if dims else x * 0
+    return g * dev * (2.0 / dof if dof else math.inf)
+
+
+def _std_grad(g, x, std, dims, keepdim, dof):
+    g = _restore_dims(g, x.shape, dims, keepdim)
+    std = _restore_dims(std, x.shape, dims, keepdim)
+    zero = std._data == 0
+    if np.any(zero):
+        from .index import where
+        g = where(_const(zero), g * 0, g / std)
+    else:
+        g = g / std
+    dev = x - x.mean(dims, keepdim=True) if dims else x * 0
+    return g * dev * (1.0 / dof if dof else math.inf)
+
+
+class VarBackward0(OpNode):
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return _var_grad(g, x, self.dims, self.keepdim, self.dof)
+
+
+class StdBackward0(OpNode):
+    def backward(self, g):
+        x, out = self.saved_tensors
+        return _std_grad(g, x, out, self.dims, self.keepdim, self.dof)
+
+
+def _var_like(name, cls):
+    def op(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+        dim, keepdim, c = _var_args(name, dim, unbiased, keepdim, correction)
+        x = input._data
+        dims = _dims_arg(dim, x.ndim)
+        v, _, n, dof = _var_forward(name, x, dims, c, keepdim)
+        if name == "std":
+            v = arr(np.sqrt(v))
+        node = node_for(cls, (input,))
+        res = finish(node, v)
+        if node is not None:
+            node.dims, node.keepdim, node.dof = dims, keepdim, dof
+            save(node, input)
+            if name == "std":
+                save_output(node, res)
+        return res if out is None else write_out(out, res, name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"{'Variance' if name == 'var' else 'Standard deviation'} over ``dim`` with "
+                  "``correction`` (1 by default: Bessel's correction).")
+    return op
+
+
+var = _var_like("var", VarBackward0)
+std = _var_like("std", StdBackward0)
+
+
+class VarMeanBackward0(OpNode):
+    def _apply(self, grads):
+        gv, gm = grads
+        if self.std:
+            x, out = self.saved_tensors
+            r = _std_grad(gv, x, out, self.dims, self.keepdim, self.dof)
+        else:
+            (x,) = self.saved_tensors
+            r = _var_grad(gv, x, self.dims, self.keepdim, self.dof)
+        gm = _restore_dims(gm, x.shape, self.dims, self.keepdim) / builtins.max(self.n, 1)
+        return r + gm
+
+
+StdMeanBackward0 = type("StdMeanBackward0", (VarMeanBackward0,), {})
+
+
+def _var_mean_like(name, cls):
+    def op(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        dim, keepdim, c = _var_args(name, dim, unbiased, keepdim, correction)
+        x = input._data
+        dims = _dims_arg(dim, x.ndim)
+        v, m, n, dof = _var_forward(name.split("_")[0], x, dims, c, keepdim)
+        is_std = name == "std_mean"
+        if is_std:
+            v = arr(np.sqrt(v))
+        node = node_for(cls, (input,))
+        outs = finish_multi(node, [v, m])
+        if node is not None:
+            node.dims, node.keepdim, node.dof, node.n, node.std = dims, keepdim, dof, n, is_std
+            save(node, input)
+            if is_std:
+                save_output(node, outs[0])
+        return tuple(outs)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"({name.split('_')[0]}, mean) over ``dim`` in one pass."
+    return op
+
+
+var_mean = _var_mean_like("var_mean", VarMeanBackward0)
+std_mean = _var_mean_like("std_mean", StdMeanBackward0)
+
+
+# *** logsumexp ***
+
+class LogsumexpBackward0(OpNode):
+    def backward(self, g):
+        x, out = self.saved_tensors
+        g = _restore_dims(g, x.shape, self.dims, self.keepdim)
+        out = _restore_dims(out, x.shape, self.dims, self.keepdim)
+        return g * (x - out).exp()
+
+
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    """``log(sum(exp(input)))`` over ``dim``, computed stably."""
+    x = _float_input(input._data)
+    dims = _dims_arg(dim, x.ndim)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        if x.size == 0:
+            r = np.full(_keep_shape(x.shape, dims) if keepdim else
+                        [s for i, s in enumerate(x.shape) if i not in dims], -np.inf, x.dtype)
+        elif not dims:
+            r = x.copy()
+        else:
+            m = np.max(x, axis=dims, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0)
+            r = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
+            if not keepdim:
+                r = r.reshape([s for i, s in enumerate(x.shape) if i not in dims])
+    node = node_for(LogsumexpBackward0, (input,))
+    res = finish(node, arr(np.asarray(r, x.dtype)))
+    if node is not None:
+        node.dims, node.keepdim = dims, keepdim
+        save(node, input)
+        save_output(node, res)
+    return res if out is None else write_out(out, res, "logsumexp")
+
+
+# *** norm ***
+
+class LinalgVectorNormBackward0(OpNode):
+    def backward(self, g):
+        x, norm = self.saved_tensors
+        p, dims, keepdim = self.ord, self.dims, self.keepdim
+        g = _restore_dims(g, x.shape, dims, keepdim)
+        norm = _restore_dims(norm, x.shape, dims, keepdim)
+        if p == 0:
+            return x * 0 * g
+        if p == 1:
+            return x.sgn() * g
+        if p == 2:
+            return x * _masked_div(g, norm)
+        if math.isinf(p):
+            ax = x.abs()
+            mask = (ax._data == norm._data) | np.isnan(ax._data)
+            count = mask.sum(axis=dims, keepdims=dims is not None)
+            return x.sgn() * (g * _const((mask / np.maximum(count, 1)).astype(x._data.dtype)))
+        if p < 1:
+            from .index import where
+            scaled = x.sgn() * where(_const(x._data == 0), x * 0, x.abs() ** (p - 1))
+            return scaled * g * norm ** (1 - p)
+        if p < 2:
+            return x.sgn() * x.abs() ** (p - 1) * _masked_div(g, norm ** (p - 1))
+        return x * x.abs() ** (p - 2) * _masked_div(g, norm ** (p - 1))
+
+
+def _masked_div(g, d):
+    """``g / d`` with 0 where ``d`` is 0."""
+    zero = d._data == 0
+    if not np.any(zero):
+        return g / d
+    from .index import where
+    safe = where(_const(zero), d * 0 + 1, d)
+    return where(_const(zero), g * 0, g / safe)
+
+
+def _vector_norm_np(x, p, dims, keepdim):
+    ax = np.abs(x)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        if p == 2:
+            r = np.sqrt(np.sum(ax * ax, axis=dims, keepdims=keepdim))
+        elif p == 1:
+            r = np.sum(ax, axis=dims, keepdims=keepdim)
+        elif p == math.inf:
+            r = np.max(ax, axis=dims, keepdims=keepdim)
+        elif p == -math.inf:
+            r = np.min(ax, axis=dims, keepdims=keepdim)
+        elif p == 0:
+            r = np.sum(ax != 0, axis=dims, keepdims=keepdim)
+        else:
+            r = np.sum(ax ** p, axis=dims, keepdims=keepdim) ** (1.0 / p)
+    return np.asarray(r, x.dtype)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """The vector ``ord``-norm of ``x`` over ``dim`` (all elements by default)."""
+    a = x._data
+    if dtype is not None:
+        a = a.astype(D.to_dtype(dtype).np)
+    if a.dtype.kind not in "fc":
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {_dtype_word(a.dtype)}")
+    dims = _dims_arg(dim, a.ndim)
+    p = _float(ord)
+    if a.size == 0 and (p < 0 or math.isinf(p)):
+        if p == math.inf and dims != tuple(range(a.ndim)) and builtins.all(a.shape[d] for d in dims):
+            pass
+        else:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because "
+                               "the operation does not have an identity")
+    r = _vector_norm_np(a, p, dims, keepdim) if a.ndim else _vector_norm_np(a, p, None, False)
+    node = node_for(LinalgVectorNormBackward0, (x,))
+    res = finish(node, arr(r))
+    if node is not None:
+        node.ord, node.dims, node.keepdim = p, dims, keepdim
+        save(node, x)
+        save_output(node, res)
+    return res if out is None else write_out(out, res, "linalg_vector_norm")
+
+
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """The ``p``-norm over ``dim`` ('fro' and numbers: a vector norm over the given dims)."""
+    if isinstance(p, str):
+        if p != "fro":
+            raise NotImplementedError(f"norm(p={p!r}) is not supported; use p='fro' or a number")
+        p = 2
+    if isinstance(dim, _int):
+        dim = (dim,)
+    return vector_norm(input, p if p is not None else 2, dim, keepdim, dtype=dtype, out=out)
+
+
+# *** cumulative ***
+
+def _rev_cumsum(t, d):
+    return t.flip(d).cumsum(d).flip(d)
+
+
+class CumsumBackward0(OpNode):
+    def backward(self, g):
+        if g.ndim == 0:
+            return g
+        return _rev_cumsum(g, self.dim)
+
+
+def cumsum(input, dim, *, dtype=None, out=None):
+    """Running sum along ``dim``."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    rdt = _sum_dtype(x.dtype, dtype)
+    r = np.cumsum(x, axis=d, dtype=rdt) if x.ndim else x.astype(rdt)
+    node = node_for(CumsumBackward0, (input,))
+    if node is not None:
+        node.dim = d
+    res = finish(node, arr(r))
+    return res if out is None else write_out(out, res, "cumsum")
+
+
+class CumprodBackward0(OpNode):
+    def backward(self, g):
+        x, out = self.saved_tensors
+        d = self.dim
+        if x.ndim == 0:
+            return g
+        if x._data.size == 0:
+            return g
+        if not np.any(x._data == 0):
+            return _rev_cumsum(g * out, d) / x
+        # With zeros: grad_i = sum_{k >= i} g_k prod_{j <= k, j != i} x_j, built as an n x n table.
+        from .index import where
+        n = x.shape[d]
+        xm = x.movedim(d, -1)
+        gm = g.movedim(d, -1)
+        e = xm.unsqueeze(-2).expand(*xm.shape[:-1], n, n)
+        eye = np.eye(n, dtype=bool)
+        p = where(_const(eye), e * 0 + 1, e).cumprod(-1)
+        upper = _const(np.triu(np.ones((n, n), x._data.dtype)))
+        gi = (p * upper * gm.unsqueeze(-2)).sum(-1)
+        return gi.movedim(-1, d)
+
+
+def cumprod(input, dim, *, dtype=None, out=None):
+    """Running product along ``dim`` (gradients exact with zeros)."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    rdt = _sum_dtype(x.dtype, dtype)
+    r = np.cumprod(x, axis=d, dtype=rdt) if x.ndim else x.astype(rdt)
+    node = node_for(CumprodBackward0, (input,))
+    res = finish(node, arr(r))
+    if node is not None:
+        node.dim = d
+        save(node, input)
+        save_output(node, res)
+    return res if out is None else write_out(out, res, "cumprod")
+
+
+# *** median ***
+
+class MedianBackward0(OpNode):
+    def backward(self, g):
+        x, out = self.saved_tensors
+        return _evenly(g, x._data, out._data, None)
+
+
+def _lower_median_idx(x, d):
+    """Index (keepdim) of the lower median along ``d``; NaN wins, as in PyTorch."""
+    n = x.shape[d]
+    order = np.argsort(x, axis=d, kind="stable")
+    k = (n - 1) // 2
+    idx = np.take(order, [k], axis=d)
+    if x.dtype.kind in "fc":
+        nan = np.isnan(x)
+        if nan.any():
+            has = nan.any(axis=d, keepdims=True)
+            first = np.argmax(nan, axis=d, keepdims=True)
+            idx = np.where(has, first, idx)
+    return idx.astype(np.int64)
+
+
+def median(input, dim=None, keepdim=False, *, out=None):
+    """The lower median of all elements; with ``dim``, (values, indices) along it."""
+    x = input._data
+    if dim is None:
+        if x.size == 0:
+            r = np.array(np.nan, x.dtype)
+        else:
+            flat = x.reshape(-1)
+            r = flat[_lower_median_idx(flat, 0)[0]]
+        node = node_for(MedianBackward0, (input,))
+        res = finish(node, arr(np.asarray(r, x.dtype)))
+        if node is not None:
+            save(node, input)
+            save_output(node, res)
+        return res
+    d = wrap_dim(_int(dim), x.ndim)
+    if x.ndim == 0:
+        xd, dd = x.reshape(1), 0
+    else:
+        xd, dd = x, d
+        _check_nonempty(x, (d,), "median")
+    idx = _lower_median_idx(xd, dd) if xd.size else np.zeros(_keep_shape(xd.shape, (dd,)), np.int64)
+    vals = np.take_along_axis(xd, idx, axis=dd) if xd.size else np.zeros(idx.shape, x.dtype)
+    if x.ndim == 0:
+        vi, ii = vals.reshape(()), idx.reshape(())
+    elif keepdim:
+        vi, ii = vals, idx
+    else:
+        vi, ii = np.squeeze(vals, dd), np.squeeze(idx, dd)
+    node = node_for(MedianBackward1, (input,))
+    if node is not None:
+        node.dim, node.keepdim, node.shape = d, keepdim, x.shape
+        node.index = idx if x.ndim else np.zeros((), np.int64)
+    return return_types.median(finish(node, vi.copy()), finish(None, ii.copy()))
+
+
+# MaxBackward0 on 0-d inputs: the "scatter" is the identity.
+def _max0_apply(self, grads):
+    g = grads[0]
+    if not len(self.shape):
+        return g
+    if not self.keepdim:
+        g = g.unsqueeze(self.dim)
+    return _scatter_along(g, self.index, self.dim, self.shape)
+
+
+MaxBackward0._apply = _max0_apply
+
+
+def _max_method(self, dim=None, keepdim=False, *, out=None):
+    return max(self, dim, keepdim, out=out)
+
+
+TENSOR_METHODS = {n: globals()[n] for n in __all__}
+TENSOR_METHODS.update(norm=norm, logsumexp=logsumexp)
+INPLACE = {"cumsum_": cumsum, "cumprod_": cumprod}
+__all__ += ["return_types"]

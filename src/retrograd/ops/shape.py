@@ -1,16 +1,29 @@
-"""Shape ops: views (view/reshape, expand, ...), and (more to come) permutes, cat/stack,
-split/chunk/unbind, flip, roll, repeat. Views share their base's version counter."""
+"""Shape ops: views (view/reshape, expand, squeeze, transpose, permute, narrow, split...)
+and copies (cat, stack, repeat, flip, roll, triu/tril). Views share their base's version
+counter; each view records how to rebuild itself from its base (``view_fn``)."""
+import builtins
+import warnings
+
 import numpy as np
 
-from ._base import OpNode, node_for, finish, view_of, arr, Tensor, Size
+from ._base import (OpNode, node_for, finish, finish_multi, view_of, arr, wrap_dim, norm_dims,
+                    result_np_dtype, xp_of, type_name, Tensor, Size)
+from .. import _dtype as D
 
-__all__ = ["reshape", "expand", "broadcast_to"]
+__all__ = ["reshape", "expand", "broadcast_to", "flatten", "unflatten", "ravel", "squeeze", "unsqueeze",
+           "transpose", "swapaxes", "swapdims", "permute", "t", "movedim", "moveaxis",
+           "tile", "flip", "fliplr", "flipud", "roll", "cat", "concat", "concatenate", "stack", "hstack",
+           "vstack", "row_stack", "dstack", "column_stack", "split", "chunk", "unbind", "narrow", "select",
+           "tensor_split", "hsplit", "vsplit", "dsplit", "diagonal", "diag", "diag_embed", "triu", "tril",
+           "atleast_1d", "atleast_2d", "atleast_3d", "adjoint"]
+
+_int = builtins.int
 
 
 def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    return tuple(_int(s) for s in shape)
 
 
 def _infer(shape, numel, input_shape):
@@ -34,6 +47,12 @@ def _infer(shape, numel, input_shape):
     return tuple(shape)
 
 
+def _shp(shape):
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+# *** view / reshape / expand ***
+
 class ViewBackward0(OpNode):
     def backward(self, g):
         return g.reshape(self.shape)
@@ -46,7 +65,7 @@ class UnsafeViewBackward0(ViewBackward0):
 def view(input, *shape):
     """A view with a new shape (the data must be laid out compatibly)."""
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, Size, int)) and not isinstance(shape[0], np.integer):
-        return input.to(shape[0]) if False else _view_dtype(input, shape[0])
+        return _view_dtype(input, shape[0])
     shape = _infer(_shape_arg(shape), input._data.size, input._data.shape)
     x = input._data
     try:
@@ -62,25 +81,32 @@ def view(input, *shape):
 
 
 def _view_dtype(input, dtype):
-    from .._dtype import to_dtype
-    d = to_dtype(dtype)
+    d = D.to_dtype(dtype)
     return view_of(input, finish(None, input._data.view(d.np)))
+
+
+def _reshape(input, shape):
+    x = input._data
+    if x.shape == shape:
+        return view(input, shape)
+    try:
+        r = x.view()
+        r.shape = shape
+    except AttributeError:
+        r = x.reshape(shape)  # a copy: the layout does not allow a view
+        node = node_for(UnsafeViewBackward0, (input,))
+        if node is not None:
+            node.shape = x.shape
+        return finish(node, r)
+    node = node_for(ViewBackward0, (input,))
+    if node is not None:
+        node.shape = x.shape
+    return view_of(input, finish(node, r), lambda b: b.view(shape))
 
 
 def reshape(input, *shape):
     """The same data with a new shape: a view when possible, else a copy."""
-    shape = _infer(_shape_arg(shape), input._data.size, input._data.shape)
-    x = input._data
-    if x.shape == shape:
-        return view(input, shape)
-    r = x.reshape(shape)
-    shares = np.shares_memory(r, x) if r.size and type(x) is np.ndarray else True
-    if shares:
-        return view(input, shape)
-    node = node_for(UnsafeViewBackward0 if False else ViewBackward0, (input,))
-    if node is not None:
-        node.shape = x.shape
-    return finish(node, r)
+    return _reshape(input, _infer(_shape_arg(shape), input._data.size, input._data.shape))
 
 
 class ExpandBackward0(OpNode):
@@ -93,7 +119,7 @@ def expand(input, *sizes):
     sizes = _shape_arg(sizes)
     x = input._data
     if len(sizes) < x.ndim:
-        raise RuntimeError(f"expand(torch.FloatTensor{{[{', '.join(map(str, x.shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
+        raise RuntimeError(f"expand({type_name(input)}{{[{', '.join(map(str, x.shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
                            "the number of sizes provided ("
                            f"{len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({x.ndim})")
     lead = len(sizes) - x.ndim
@@ -129,8 +155,837 @@ def broadcast_to(input, size):
     return expand(input, size)
 
 
-TENSOR_METHODS = {"view": view, "reshape": reshape, "expand": expand, "broadcast_to": broadcast_to,
-                  "expand_as": lambda self, other: expand(self, other.shape),
-                  "view_as": lambda self, other: view(self, other.shape),
-                  "reshape_as": lambda self, other: reshape(self, other.shape)}
-INPLACE = {}
+# *** flatten / squeeze / unsqueeze ***
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dimensions ``start_dim`` .. ``end_dim`` into one."""
+    x = input._data
+    if x.ndim == 0:
+        return _reshape(input, (1,))
+    s, e = wrap_dim(_int(start_dim), x.ndim), wrap_dim(_int(end_dim), x.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    n = 1
+    for d in x.shape[s:e + 1]:
+        n *= d
+    return _reshape(input, x.shape[:s] + (n,) + x.shape[e + 1:])
+
+
+def unflatten(input, dim, sizes):
+    """Split dimension ``dim`` into ``sizes`` (one entry may be -1)."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    sizes = tuple(_int(s) for s in sizes)
+    if len(sizes) == 0:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    n = x.shape[d]
+    known = 1
+    for s in sizes:
+        if s != -1:
+            known *= s
+    if sizes.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if -1 in sizes:
+        if known == 0 or n % known:
+            raise RuntimeError(f"unflatten: Provided sizes {_shp(sizes)} don't multiply up to the size of dim {dim} "
+                               f"({n}) in the input tensor")
+        sizes = tuple(n // known if s == -1 else s for s in sizes)
+    elif known != n:
+        raise RuntimeError(f"unflatten: Provided sizes {_shp(sizes)} don't multiply up to the size of dim {dim} "
+                           f"({n}) in the input tensor")
+    return _reshape(input, x.shape[:d] + sizes + x.shape[d + 1:])
+
+
+def ravel(input):
+    """A 1-D view (or contiguous copy) of all elements."""
+    return view(input.contiguous(), (input._data.size,))
+
+
+class SqueezeBackward0(OpNode):
+    def backward(self, g):
+        return g.reshape(self.shape)
+
+
+SqueezeBackward1 = type("SqueezeBackward1", (SqueezeBackward0,), {})
+SqueezeBackward2 = type("SqueezeBackward2", (SqueezeBackward0,), {})
+UnsqueezeBackward0 = type("UnsqueezeBackward0", (SqueezeBackward0,), {})
+
+
+def squeeze(input, dim=None):
+    """Drop dimensions of size 1 (all, or those in ``dim``)."""
+    x = input._data
+    if dim is None:
+        cls, dims = SqueezeBackward0, tuple(i for i, s in enumerate(x.shape) if s == 1)
+    elif isinstance(dim, (tuple, list)):
+        cls, dims = SqueezeBackward2, tuple(d for d in norm_dims(dim, x.ndim) if x.ndim and x.shape[d] == 1)
+    else:
+        d = wrap_dim(_int(dim), x.ndim)
+        cls, dims = SqueezeBackward1, ((d,) if x.ndim and x.shape[d] == 1 else ())
+    shape = tuple(s for i, s in enumerate(x.shape) if i not in dims)
+    r = x.reshape(shape)
+    node = node_for(cls, (input,))
+    if node is not None:
+        node.shape = x.shape
+    return view_of(input, finish(node, r), lambda b: b.squeeze(dim))
+
+
+def unsqueeze(input, dim):
+    """Insert a dimension of size 1 at ``dim``."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim + 1)
+    r = x.reshape(x.shape[:d] + (1,) + x.shape[d:])
+    node = node_for(UnsqueezeBackward0, (input,))
+    if node is not None:
+        node.shape = x.shape
+    return view_of(input, finish(node, r), lambda b: b.unsqueeze(d))
+
+
+def atleast_1d(*tensors):
+    """Each tensor with at least one dimension."""
+    return _atleast(tensors, 1)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least two dimensions."""
+    return _atleast(tensors, 2)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least three dimensions."""
+    return _atleast(tensors, 3)
+
+
+def _atleast(tensors, n):
+    single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tensors[0]
+    out = []
+    for t in tensors:
+        nd = t._data.ndim
+        if nd >= n:
+            out.append(t)
+        elif n == 3 and nd == 2:
+            out.append(unsqueeze(t, -1))
+        elif n == 3 and nd == 1:
+            out.append(unsqueeze(unsqueeze(t, 0), -1))
+        elif nd == 1:
+            out.append(unsqueeze(t, 0))
+        else:
+            out.append(_reshape(t, (1,) * (n - nd) + t._data.shape))
+    return out[0] if single else tuple(out)
+
+
+# *** transpose / permute ***
+
+class TransposeBackward0(OpNode):
+    def backward(self, g):
+        return g.transpose(self.d0, self.d1)
+
+
+class TBackward0(OpNode):
+    def backward(self, g):
+        return g.t()
+
+
+class PermuteBackward0(OpNode):
+    def backward(self, g):
+        inv = [0] * len(self.dims)
+        for i, d in enumerate(self.dims):
+            inv[d] = i
+        return g.permute(inv)
+
+
+def transpose(input, dim0, dim1):
+    """A view with dimensions ``dim0`` and ``dim1`` swapped."""
+    x = input._data
+    d0, d1 = wrap_dim(_int(dim0), x.ndim), wrap_dim(_int(dim1), x.ndim)
+    r = x.swapaxes(d0, d1) if x.ndim else x.view()
+    node = node_for(TransposeBackward0, (input,))
+    if node is not None:
+        node.d0, node.d1 = d0, d1
+    return view_of(input, finish(node, r), lambda b: b.transpose(d0, d1))
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input):
+    """Transpose of a matrix (0-d and 1-d tensors come back as they are)."""
+    x = input._data
+    if x.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    r = x.T if x.ndim == 2 else x.view()
+    return view_of(input, finish(node_for(TBackward0, (input,)), r), lambda b: b.t())
+
+
+def permute(input, *dims):
+    """A view with the dimensions reordered as ``dims``."""
+    dims = _shape_arg(dims)
+    x = input._data
+    if len(dims) != x.ndim:
+        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                           "length of the desired ordering of dimensions i.e. input.dim() = "
+                           f"{x.ndim} is not equal to len(dims) = {len(dims)}")
+    dims = tuple(wrap_dim(d, x.ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    r = x.transpose(dims)
+    node = node_for(PermuteBackward0, (input,))
+    if node is not None:
+        node.dims = dims
+    return view_of(input, finish(node, r), lambda b: b.permute(dims))
+
+
+def _T(self):
+    nd = self._data.ndim
+    if nd > 2:
+        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+                      "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+                      "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+                      "tensor.", UserWarning, stacklevel=2)
+    return permute(self, tuple(range(nd - 1, -1, -1)))
+
+
+def _mT(self):
+    nd = self._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {nd}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def adjoint(input):
+    """Conjugate transpose of the last two dimensions (real tensors: ``mT``)."""
+    nd = input._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got {nd}-D tensor.")
+    return transpose(input, -2, -1)
+
+
+def movedim(input, source, destination):
+    """Move dimensions ``source`` to positions ``destination`` (a permute view)."""
+    x = input._data
+    nd = x.ndim
+    src = (source,) if isinstance(source, _int) else tuple(source)
+    dst = (destination,) if isinstance(destination, _int) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({_shp(src)} dims) should "
+                           f"contain the same number of dims as destination ({_shp(dst)} dims)")
+    src = tuple(wrap_dim(_int(d), nd) for d in src)
+    dst = tuple(wrap_dim(_int(d), nd) for d in dst)
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({_shp(src)})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({_shp(dst)})")
+    order = [None] * nd
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(nd) if d not in src)
+    order = tuple(o if o is not None else next(rest) for o in order)
+    return permute(input, order)
+
+
+moveaxis = movedim
+
+
+# *** repeat / tile / flip / roll ***
+
+class RepeatBackward0(OpNode):
+    def backward(self, g):
+        reps, shape = self.repeats, self.shape
+        lead = len(reps) - len(shape)
+        full = (1,) * lead + tuple(shape)
+        split = []
+        for r, s in zip(reps, full):
+            split += [r, s]
+        g = g.reshape(split).sum(tuple(range(0, 2 * len(reps), 2)))
+        return g.reshape(shape)
+
+
+def repeat(input, *sizes):
+    """Tile the tensor ``sizes[i]`` times along each dimension (a copy)."""
+    reps = _shape_arg(sizes)
+    x = input._data
+    if len(reps) < x.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    full = (1,) * (len(reps) - x.ndim) + x.shape
+    out_shape = [r * s for r, s in zip(reps, full)]
+    if builtins.any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(out_shape)}: {_shp(out_shape)}")
+    xp = xp_of(input)
+    r = xp.tile(x.reshape(full), reps) if reps else x.copy()
+    node = node_for(RepeatBackward0, (input,))
+    if node is not None:
+        node.repeats, node.shape = reps, x.shape
+    return finish(node, arr(r))
+
+
+def tile(input, dims):
+    """``repeat`` with ``dims`` padded with leading ones to the tensor's rank."""
+    dims = tuple(_int(d) for d in dims)
+    nd = input._data.ndim
+    if len(dims) < nd:
+        dims = (1,) * (nd - len(dims)) + dims
+    return repeat(input, dims)
+
+
+class FlipBackward0(OpNode):
+    def backward(self, g):
+        return g.flip(self.dims)
+
+
+def flip(input, *dims):
+    """Reverse the order of elements along ``dims`` (a copy)."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    x = input._data
+    dims = norm_dims(tuple(dims), x.ndim)
+    r = x[tuple(slice(None, None, -1) if i in dims else slice(None) for i in range(x.ndim))].copy() \
+        if dims else x.copy()
+    node = node_for(FlipBackward0, (input,))
+    if node is not None:
+        node.dims = dims
+    return finish(node, r)
+
+
+def fliplr(input):
+    """Flip left-right (dimension 1)."""
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+def flipud(input):
+    """Flip up-down (dimension 0)."""
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+class RollBackward0(OpNode):
+    def backward(self, g):
+        return g.roll(tuple(-s for s in self.shifts), self.dims)
+
+
+def roll(input, shifts, dims=None):
+    """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None)."""
+    x = input._data
+    sh = (shifts,) if isinstance(shifts, _int) else tuple(shifts)
+    if dims is None:
+        if len(sh) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:0")
+        r = np.roll(x.reshape(-1), sh[0]).reshape(x.shape) if x.size else x.copy()
+        node = node_for(RollBackward0, (input,))
+        res = finish(node, arr(r))
+        if node is not None:
+            node.shifts, node.dims = sh, None
+        return res
+    ds = (dims,) if isinstance(dims, _int) else tuple(dims)
+    if len(sh) != len(ds):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(ds)}")
+    ds = tuple(wrap_dim(_int(d), x.ndim) for d in ds)
+    xp = xp_of(input)
+    r = xp.roll(x, sh, ds) if x.ndim else x.copy()
+    node = node_for(RollBackward0, (input,))
+    if node is not None:
+        node.shifts, node.dims = sh, ds
+    return finish(node, arr(r))
+
+
+# *** cat / stack ***
+
+class CatBackward0(OpNode):
+    def backward(self, g):
+        out = []
+        off = 0
+        for n, need in zip(self.sizes, self.next_functions):
+            if n is None:  # a skipped legacy empty tensor: an empty gradient
+                out.append(g.reshape(-1).narrow(0, 0, 0) if need[0] is not None else None)
+                continue
+            out.append(g.narrow(self.dim, off, n) if need[0] is not None else None)
+            off += n
+        return tuple(out)
+
+
+def _tensor_list(tensors, name):
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
+    return list(tensors)
+
+
+def cat(tensors, dim=0, *, out=None):
+    """Concatenate along ``dim`` (dtypes promote; legacy 1-D empty tensors are skipped)."""
+    tensors = _tensor_list(tensors, "cat")
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+        if t._data.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    used = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
+    ref = used[0] if used else tensors[0]
+    nd = ref._data.ndim
+    d = wrap_dim(_int(dim), nd)
+    for i, t in enumerate(tensors):
+        s = t._data
+        if s.ndim == 1 and s.shape[0] == 0:
+            continue
+        if s.ndim != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {s.ndim}")
+        for k in range(nd):
+            if k != d and s.shape[k] != ref._data.shape[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                   f"{ref._data.shape[k]} but got size {s.shape[k]} for tensor number {i} in the list.")
+    dt = result_np_dtype(*tensors) if len(tensors) > 1 else ref._data.dtype
+    xp = xp_of(ref)
+    if used:
+        r = xp.concatenate([t._data.astype(dt, copy=False) for t in used], axis=d)
+    else:
+        r = xp.zeros((0,), dt)
+    node = node_for(CatBackward0, tuple(tensors))
+    if node is not None:
+        node.dim = d
+        node.sizes = [None if (t._data.ndim == 1 and t._data.shape[0] == 0 and nd != 1) else t._data.shape[d]
+                      for t in tensors]
+    res = finish(node, r)
+    if out is not None:
+        from ._base import write_out
+        return write_out(out, res, "cat")
+    return res
+
+
+concat = concatenate = cat
+
+
+class StackBackward0(OpNode):
+    def backward(self, g):
+        return tuple(g.select(self.dim, i) if nf[0] is not None else None
+                     for i, nf in enumerate(self.next_functions))
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Join equal-shaped tensors along a new dimension ``dim``."""
+    tensors = _tensor_list(tensors, "stack")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    s0 = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        if t._data.shape != s0:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {_shp(s0)} at entry 0 and "
+                               f"{_shp(t._data.shape)} at entry {i}")
+    d = wrap_dim(_int(dim), len(s0) + 1)
+    dt = result_np_dtype(*tensors) if len(tensors) > 1 else tensors[0]._data.dtype
+    xp = xp_of(tensors[0])
+    r = xp.stack([t._data.astype(dt, copy=False) for t in tensors], axis=d)
+    node = node_for(StackBackward0, tuple(tensors))
+    if node is not None:
+        node.dim = d
+    res = finish(node, r)
+    if out is not None:
+        from ._base import write_out
+        return write_out(out, res, "stack")
+    return res
+
+
+def hstack(tensors, *, out=None):
+    """Concatenate along dimension 1 (0 for 1-D tensors)."""
+    ts = atleast_1d(_tensor_list(tensors, "hstack"))
+    return cat(ts, 0 if ts[0]._data.ndim == 1 else 1, out=out)
+
+
+def vstack(tensors, *, out=None):
+    """Concatenate along dimension 0, after making every tensor at least 2-D."""
+    return cat(atleast_2d(_tensor_list(tensors, "vstack")), 0, out=out)
+
+
+row_stack = vstack
+
+
+def dstack(tensors, *, out=None):
+    """Concatenate along dimension 2, after making every tensor at least 3-D."""
+    return cat(atleast_3d(_tensor_list(tensors, "dstack")), 2, out=out)
+
+
+def column_stack(tensors, *, out=None):
+    """Stack 1-D tensors as columns (others are concatenated along dimension 1)."""
+    ts = []
+    for t in _tensor_list(tensors, "column_stack"):
+        nd = t._data.ndim
+        ts.append(_reshape(t, (t._data.size, 1)) if nd <= 1 else t)
+    return cat(ts, 1, out=out)
+
+
+# *** split / chunk / unbind (one node, several view outputs) ***
+
+class SplitBackward0(OpNode):
+    def _apply(self, grads):
+        return cat(list(grads), self.dim)
+
+
+SplitWithSizesBackward0 = type("SplitWithSizesBackward0", (SplitBackward0,), {})
+
+
+class UnbindBackward0(OpNode):
+    def _apply(self, grads):
+        return stack(list(grads), self.dim)
+
+
+def _split_views(input, sizes, d, cls):
+    x = input._data
+    datas, offs = [], []
+    off = 0
+    for n in sizes:
+        idx = (slice(None),) * d + (slice(off, off + n),)
+        datas.append(x[idx])
+        offs.append(off)
+        off += n
+    node = node_for(cls, (input,))
+    if node is not None:
+        node.dim = d
+    outs = finish_multi(node, datas)
+    return tuple(view_of(input, o) for o in outs)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Split into chunks of ``split_size`` (the last may be smaller) or of the listed sizes."""
+    x = tensor._data
+    d = wrap_dim(_int(dim), x.ndim)
+    if x.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [_int(s) for s in split_size_or_sections]
+        if builtins.sum(sizes) != n or builtins.any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                               f"dimension {d}), but got split_sizes={_shp(sizes)}")
+        return _split_views(tensor, sizes, d, SplitWithSizesBackward0)
+    s = _int(split_size_or_sections)
+    if s < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
+    if s == 0:
+        if n != 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        sizes = [0]
+    else:
+        k = builtins.max((n + s - 1) // s, 1)
+        sizes = [s] * (k - 1) + [n - s * (k - 1)]
+    return _split_views(tensor, sizes, d, SplitBackward0)
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    return split(input, list(split_sizes), dim)
+
+
+def chunk(input, chunks, dim=0):
+    """Split into ``chunks`` pieces of equal size (the last may be smaller, or fewer pieces)."""
+    chunks = _int(chunks)
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    x = input._data
+    if x.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    d = wrap_dim(_int(dim), x.ndim)
+    n = x.shape[d]
+    s = (n + chunks - 1) // chunks
+    if s == 0:
+        return split(input, [0] * chunks if n == 0 else [n], d)
+    return split(input, s, d)
+
+
+def unbind(input, dim=0):
+    """The slices along ``dim``, as a tuple of views."""
+    x = input._data
+    if x.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = wrap_dim(_int(dim), x.ndim)
+    node = node_for(UnbindBackward0, (input,))
+    if node is not None:
+        node.dim = d
+    datas = [x[(slice(None),) * d + (i,)] for i in range(x.shape[d])]
+    return tuple(view_of(input, o) for o in finish_multi(node, datas))
+
+
+# *** narrow / select / tensor_split ***
+
+class SelectBackward0(OpNode):
+    def backward(self, g):
+        return _basic_scatter(g, self.shape, self.index)
+
+
+class SliceBackward0(SelectBackward0):
+    pass
+
+
+class _BasicScatterBackward(OpNode):
+    def backward(self, g):
+        return _basic_gather(g, self.index)
+
+
+class _BasicGatherBackward(OpNode):
+    def backward(self, g):
+        return _basic_scatter(g, self.shape, self.index)
+
+
+_BasicScatterBackward.__name__ = _BasicScatterBackward.__qualname__ = "SliceBackwardBackward0"
+_BasicGatherBackward.__name__ = _BasicGatherBackward.__qualname__ = "SliceBackward0"
+
+
+def _basic_scatter(g, shape, index):
+    """zeros(shape) with ``g`` written at the basic ``index``; differentiable in ``g``."""
+    z = xp_of(g).zeros(shape, g._data.dtype)
+    z[index] = g._data
+    node = node_for(_BasicScatterBackward, (g,))
+    if node is not None:
+        node.index = index
+    return finish(node, z)
+
+
+def _basic_gather(t, index):
+    x = t._data
+    node = node_for(_BasicGatherBackward, (t,))
+    if node is not None:
+        node.index, node.shape = index, x.shape
+    return finish(node, x[index].copy())
+
+
+def _basic_view(input, index, cls, view_fn):
+    """``input[index]`` (ints and slices only) as a view recorded as ``cls``."""
+    x = input._data
+    node = node_for(cls, (input,))
+    if node is not None:
+        node.shape, node.index = x.shape, index
+    return view_of(input, finish(node, x[index]), view_fn)
+
+
+def narrow(input, dim, start, length):
+    """A view of ``length`` elements from ``start`` along ``dim``."""
+    x = input._data
+    if x.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(_int(dim), x.ndim)
+    n = x.shape[d]
+    start, length = _int(start), _int(length)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    if start < 0:
+        start += n
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return _slice(input, d, start, start + length)
+
+
+def _slice(input, d, a, b):
+    index = (slice(None),) * d + (slice(a, b), Ellipsis)
+    return _basic_view(input, index, SliceBackward0, lambda base: _slice(base, d, a, b))
+
+
+def select(input, dim, index):
+    """The slice at ``index`` along ``dim`` (a view, one dimension fewer)."""
+    x = input._data
+    if x.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(_int(dim), x.ndim)
+    n = x.shape[d]
+    i = _int(index)
+    if not -n <= i < n:
+        raise IndexError(f"select(): index {i} out of range for tensor of size {_shp(x.shape)} at dimension {d}")
+    i %= n
+    idx = (slice(None),) * d + (i, Ellipsis)
+    return _basic_view(input, idx, SelectBackward0, lambda base: select(base, d, i))
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Split at the given indices, or into ``sections`` nearly equal parts (views)."""
+    x = input._data
+    if x.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    d = wrap_dim(_int(dim), x.ndim)
+    n = x.shape[d]
+    ios = indices_or_sections
+    if isinstance(ios, Tensor):
+        ios = ios.tolist()
+    if isinstance(ios, (list, tuple)):
+        bounds = [0] + [builtins.min(builtins.max(_int(i) if _int(i) >= 0 else _int(i) + n, 0), n) for i in ios] + [n]
+    else:
+        k = _int(ios)
+        if k <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {k}")
+        q, r = divmod(n, k)
+        bounds = [0]
+        for i in range(k):
+            bounds.append(bounds[-1] + q + (1 if i < r else 0))
+    return tuple(_slice(input, d, a, builtins.max(a, b)) for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def _nsplit(name, d, need):
+    def op(input, indices_or_sections):
+        nd = input._data.ndim
+        if nd < need:
+            raise RuntimeError(f"torch.{name} requires a tensor with at least {need} dimension, but got a tensor "
+                               f"with {nd} dimensions!")
+        dd = 0 if (name == "hsplit" and nd == 1) else d
+        if isinstance(indices_or_sections, _int) and input._data.shape[dd] % indices_or_sections:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dd}, but the size of the dimension "
+                               f"{input._data.shape[dd]} is not divisible by the split_size {indices_or_sections}!")
+        return tensor_split(input, indices_or_sections, dd)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``tensor_split`` along dimension {d}."
+    return op
+
+
+hsplit = _nsplit("hsplit", 1, 1)
+vsplit = _nsplit("vsplit", 0, 2)
+dsplit = _nsplit("dsplit", 2, 3)
+
+
+# *** diagonal / diag / triu / tril ***
+
+def _diag_view(x, offset, d1, d2):
+    """A writable view of the diagonal of ``x`` (NumPy's own is read-only)."""
+    v = np.diagonal(x, offset, d1, d2)
+    if v.size == 0 or type(x) is not np.ndarray:
+        return v if type(x) is not np.ndarray else np.zeros(v.shape, x.dtype)
+    idx = [slice(None)] * x.ndim
+    if offset >= 0:
+        idx[d2] = slice(offset, None)
+    else:
+        idx[d1] = slice(-offset, None)
+    start = x[tuple(idx)]
+    return np.lib.stride_tricks.as_strided(start, shape=v.shape, strides=v.strides, writeable=x.flags.writeable)
+
+
+class DiagonalBackward0(OpNode):
+    def backward(self, g):
+        return _diag_scatter(g, self.shape, self.offset, self.d1, self.d2)
+
+
+class DiagonalBackwardBackward0(OpNode):
+    def backward(self, g):
+        return diagonal(g, self.offset, self.d1, self.d2)
+
+
+def _diag_scatter(g, shape, offset, d1, d2):
+    """zeros(shape) with ``g`` on its (offset, d1, d2) diagonal; differentiable in ``g``."""
+    z = np.zeros(shape, g._data.dtype)
+    if g._data.size:
+        _diag_view(z, offset, d1, d2)[...] = g._data
+    node = node_for(DiagonalBackwardBackward0, (g,))
+    if node is not None:
+        node.offset, node.d1, node.d2 = offset, d1, d2
+    return finish(node, z)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """A view of the diagonal over ``dim1``/``dim2`` (moved to the last dimension)."""
+    x = input._data
+    d1, d2 = wrap_dim(_int(dim1), x.ndim), wrap_dim(_int(dim2), x.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = _int(offset)
+    r = _diag_view(x, offset, d1, d2)
+    node = node_for(DiagonalBackward0, (input,))
+    if node is not None:
+        node.shape, node.offset, node.d1, node.d2 = x.shape, offset, d1, d2
+    return view_of(input, finish(node, r), lambda b: b.diagonal(offset, d1, d2))
+
+
+class DiagEmbedBackward0(OpNode):
+    def backward(self, g):
+        return diagonal(g, self.offset, self.d1, self.d2)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Tensors whose (dim1, dim2) diagonals are the last dimension of ``input``."""
+    x = input._data
+    nd = x.ndim + 1
+    d1, d2 = wrap_dim(_int(dim1), nd), wrap_dim(_int(dim2), nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = _int(offset)
+    n = x.shape[-1] + builtins.abs(offset) if x.ndim else builtins.abs(offset) + 1
+    rest = iter(x.shape[:-1])
+    shape = tuple(n if i in (d1, d2) else next(rest) for i in range(nd))
+    z = np.zeros(shape, x.dtype)
+    if z.size:
+        _diag_view(z, offset, d1, d2)[...] = x
+    node = node_for(DiagEmbedBackward0, (input,))
+    if node is not None:
+        node.offset, node.d1, node.d2 = offset, d1, d2
+    return finish(node, z)
+
+
+DiagonalBackward0_copy = type("DiagonalBackward0_copy", (DiagonalBackward0,), {})
+
+
+def diag(input, diagonal=0, *, out=None):
+    """1-D input: a matrix with it on a diagonal; 2-D input: its diagonal (a copy)."""
+    x = input._data
+    if x.ndim == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if x.ndim != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
+    offset = _int(diagonal)
+    r = _diag_view(x, offset, 0, 1).copy()
+    node = node_for(DiagonalBackward0_copy, (input,))
+    if node is not None:
+        node.shape, node.offset, node.d1, node.d2 = x.shape, offset, 0, 1
+    return finish(node, r)
+
+
+class TriuBackward0(OpNode):
+    def backward(self, g):
+        return triu(g, self.k)
+
+
+class TrilBackward0(OpNode):
+    def backward(self, g):
+        return tril(g, self.k)
+
+
+def _tri(name, np_fn, cls):
+    def op(input, diagonal=0, *, out=None):
+        x = input._data
+        if x.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        k = _int(diagonal)
+        r = np_fn(x, k)
+        node = node_for(cls, (input,))
+        if node is not None:
+            node.k = k
+        res = finish(node, arr(r))
+        if out is not None:
+            from ._base import write_out
+            return write_out(out, res, name)
+        return res
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"The {'upper' if name == 'triu' else 'lower'} triangle (others zeroed) from ``diagonal``."
+    return op
+
+
+triu = _tri("triu", np.triu, TriuBackward0)
+tril = _tri("tril", np.tril, TrilBackward0)
+
+
+def _repeat_method(self, *sizes):
+    return repeat(self, *sizes)
+
+
+def _flip_method(self, *dims):
+    return flip(self, *dims)
+
+
+TENSOR_METHODS = {n: globals()[n] for n in __all__ if n not in ("cat", "concat", "concatenate", "stack",
+                                                                "hstack", "vstack", "row_stack", "dstack",
+                                                                "column_stack", "atleast_1d", "atleast_2d",
+                                                                "atleast_3d")}
+TENSOR_METHODS.update({
+    "view": view, "repeat": repeat, "split_with_sizes": split_with_sizes,
+    "expand_as": lambda self, other: expand(self, other.shape),
+    "view_as": lambda self, other: view(self, other.shape),
+    "reshape_as": lambda self, other: reshape(self, other.shape),
+    "T": property(_T), "mT": property(_mT), "mH": property(_mT), "H": property(_T)})
+INPLACE = {"triu_": triu, "tril_": tril}

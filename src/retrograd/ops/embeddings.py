@@ -1,0 +1,249 @@
+"""Embeddings: row lookup (embedding), its renormalisation (embedding_renorm_) and bags of
+rows reduced by sum, mean or max (embedding_bag).
+
+The lookup's gradient is a segment sum of the upstream rows into the weight's rows
+(sorted segment sums, no ``np.add.at``); that sum's own gradient is the lookup again.
+"""
+import numpy as np
+
+from ._base import OpNode, node_for, save, finish, arr, Tensor
+from .resample import _scatter_axis
+
+__all__ = ["embedding", "embedding_bag", "embedding_renorm_"]
+
+_INDEX_KINDS = ("int64", "int32")
+
+
+def _check_indices(indices, fn):
+    if not isinstance(indices, Tensor):
+        raise TypeError(f"{fn}(): argument 'indices' (position 2) must be Tensor, not {type(indices).__name__}")
+    if indices._data.dtype.name not in _INDEX_KINDS:
+        from ._base import type_name
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {type_name(indices)} instead (while checking arguments for {fn})")
+
+
+# *** lookup ***
+
+def _lookup_scale(idx, num, padding_idx, scale_grad_by_freq, dtype):
+    """Per-lookup factor of the gradient: 0 at padding_idx, 1/count with scale_grad_by_freq."""
+    s = None
+    if scale_grad_by_freq:
+        s = (1.0 / np.bincount(idx, minlength=num)[idx]).astype(dtype)
+    if padding_idx is not None and padding_idx >= 0:
+        m = (idx != padding_idx).astype(dtype)
+        s = m if s is None else s * m
+    return s
+
+
+class EmbeddingBackward0(OpNode):
+    def backward(self, g):
+        return _dense_backward(g, self.idx, self.num, self.padding_idx, self.freq)
+
+
+class EmbeddingDenseBackward0(OpNode):
+    def backward(self, gg):
+        return _gather_rows(gg, self.idx, self.shape, self.padding_idx, self.freq, EmbeddingDenseBackwardBackward0)
+
+
+class EmbeddingDenseBackwardBackward0(EmbeddingBackward0):
+    pass
+
+
+def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls, scale=True):
+    w = weight._data
+    r = w[idx]
+    if scale:
+        s = _lookup_scale(idx, w.shape[0], padding_idx, freq, w.dtype)
+        if s is not None:
+            r = r * s[:, None]
+    r = r.reshape(tuple(out_shape) + w.shape[1:])
+    node = node_for(cls, (weight,))
+    if node is not None:
+        node.idx, node.num, node.padding_idx, node.freq = idx, w.shape[0], padding_idx, freq
+    return finish(node, r)
+
+
+def _dense_backward(g, idx, num, padding_idx, freq):
+    d = g._data
+    rows = d.reshape(idx.shape[0], -1)
+    s = _lookup_scale(idx, num, padding_idx, freq, d.dtype)
+    if s is not None:
+        rows = rows * s[:, None]
+    r = _scatter_axis(rows, idx, num, 0)
+    node = node_for(EmbeddingDenseBackward0, (g,))
+    if node is not None:
+        node.idx, node.shape, node.padding_idx, node.freq = idx, d.shape[:-1], padding_idx, freq
+    return finish(node, r)
+
+
+def _flat_indices(indices, num):
+    idx = indices._data.reshape(-1).astype(np.int64, copy=False)
+    if idx.size and (idx.min() < 0 or idx.max() >= num):
+        raise IndexError("index out of range in self")
+    return idx
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """``torch.nn.functional.embedding``: rows of ``weight`` picked by the integer ``input``."""
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    _check_indices(input, "embedding")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < num, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
+            padding_idx = num + padding_idx
+    idx = _flat_indices(input, num)
+    if max_norm is not None:
+        embedding_renorm_(weight, input, max_norm, norm_type)
+    pi = -1 if padding_idx is None else padding_idx
+    w = weight._data
+    r = w[idx].reshape(tuple(input._data.shape) + (w.shape[1],))
+    node = node_for(EmbeddingBackward0, (weight,))
+    if node is not None:
+        node.idx, node.num, node.padding_idx, node.freq = idx, num, pi, scale_grad_by_freq
+    return finish(node, r)
+
+
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """Rescale (in place) the rows of ``input`` named by ``indices`` whose norm exceeds ``max_norm``."""
+    w = input._data
+    u = np.unique(_flat_indices(indices, w.shape[0]))
+    rows = w[u]
+    if norm_type == float("inf"):
+        norms = np.abs(rows).max(axis=1)
+    else:
+        norms = (np.abs(rows) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+    big = norms > max_norm
+    if big.any():
+        scale = (max_norm / (norms[big] + 1e-7)).astype(w.dtype)
+        w[u[big]] = rows[big] * scale[:, None]
+    input._bump_version()
+    return input
+
+
+# *** bags ***
+
+class EmbeddingBagBackward0(OpNode):
+    def backward(self, g):
+        psw = self.saved_tensors[0] if len(self.next_functions) > 1 else None
+        gd = g._data
+        nf = self.next_functions
+        gw = gp = None
+        idx, bag, num, D = self.idx, self.bag, self.num, self.dim
+        if self.mode == "max":
+            if nf[0][0] is not None:
+                mi = self.max_idx  # (B, D) positions into idx; -1 for empty bags
+                ok = mi >= 0
+                flat = (idx[np.where(ok, mi, 0)] * D + np.arange(D)[None, :])[ok]
+                gw = np.bincount(flat, weights=gd[ok], minlength=num * D).reshape(num, D).astype(gd.dtype)
+        else:
+            per = gd[bag]
+            if self.mode == "mean":
+                per = per / self.counts[bag][:, None]
+            if nf[0][0] is not None:
+                rows = per if psw is None else per * psw._data[self.keep][:, None]
+                if self.freq:
+                    rows = rows / np.bincount(idx, minlength=num)[idx][:, None]
+                gw = _scatter_axis(rows.astype(gd.dtype, copy=False), idx, num, 0)
+            if len(nf) > 1 and nf[1][0] is not None:
+                full = np.zeros(self.n_all, gd.dtype)
+                full[self.keep] = (self.wrows * per).sum(axis=1)
+                gp = full
+        return (None if gw is None else finish(None, arr(gw)),) + (
+            (None if gp is None else finish(None, gp),) if len(nf) > 1 else ())
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """``torch.nn.functional.embedding_bag``: sums, means or maxima of bags of embeddings."""
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}) is not None, "
+                         f"then it must have the same shape as the input ({tuple(input.shape)})")
+    _check_indices(input, "embedding_bag")
+    num, D = weight.shape
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             "fixed length sequences. However, found offsets of type " + str(type(offsets)))
+        B, L = input.shape
+        off = np.arange(0, B * L, L, dtype=np.int64) if L else np.zeros(B, np.int64)
+        include_last_offset = False
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        off = offsets._data.astype(np.int64)
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if max_norm is not None:
+        embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                  "on GitHub.")
+    idx_all = input._data.reshape(-1).astype(np.int64)
+    n = idx_all.shape[0]
+    if off.size and off[0] != 0:
+        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                           f"position 0. However, got {off[0]}")
+    if off.size and off[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of {off[-1]}")
+    bad = np.flatnonzero((idx_all < 0) | (idx_all >= num))
+    if bad.size:
+        raise RuntimeError(f"Index {bad[0]} of input takes value {idx_all[bad[0]]} which is not in the valid "
+                           f"range [0, {num})")
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += num
+    B = off.shape[0] - 1 if include_last_offset else off.shape[0]
+    bag_all = np.searchsorted(off[:B] if B else off[:0], np.arange(n), side="right") - 1
+    keep = bag_all >= 0
+    if include_last_offset and off.size:
+        keep &= np.arange(n) < off[-1]
+    if padding_idx is not None:
+        keep &= idx_all != padding_idx
+    idx, bag = idx_all[keep], bag_all[keep]
+    w = weight._data
+    rows = w[idx]
+    psw = per_sample_weights
+    counts = np.bincount(bag, minlength=B)[:B] if B else np.zeros(0, np.int64)
+    max_idx = None
+    if mode == "max":
+        out = np.zeros((B, D), w.dtype)
+        max_idx = np.full((B, D), -1, np.int64)
+        if idx.size:
+            starts = np.flatnonzero(np.concatenate(([True], bag[1:] != bag[:-1])))
+            bags = bag[starts]
+            out[bags] = np.maximum.reduceat(rows, starts, axis=0)
+            pos = np.where(rows == out[bag], np.arange(idx.size)[:, None], idx.size)
+            max_idx[bags] = np.minimum.reduceat(pos, starts, axis=0)
+    else:
+        src = rows if psw is None else rows * psw._data.reshape(-1)[keep][:, None].astype(w.dtype)
+        out = _scatter_axis(src, bag, B, 0)
+        if mode == "mean":
+            out = out / np.maximum(counts, 1)[:, None].astype(w.dtype)
+    inputs = (weight,) if psw is None else (weight, psw)
+    node = node_for(EmbeddingBagBackward0, inputs)
+    if node is not None:
+        node.idx, node.bag, node.num, node.dim, node.mode = idx, bag, num, D, mode
+        node.freq, node.max_idx, node.keep, node.n_all = scale_grad_by_freq, max_idx, keep, n
+        node.counts = np.maximum(counts, 1).astype(w.dtype)
+        node.wrows = rows
+        if psw is not None:
+            save(node, psw)
+    return finish(node, arr(out.astype(w.dtype, copy=False)))
+
+
+TENSOR_METHODS = {}
+INPLACE = {}

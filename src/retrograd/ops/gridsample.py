@@ -1,0 +1,198 @@
+"""Spatial transformer ops: grid_sample (bilinear / nearest, zeros / border / reflection
+padding, align_corners) and affine_grid, for 4-D inputs."""
+import numpy as np
+
+from ._base import OpNode, node_for, save, finish, arr
+
+__all__ = ["grid_sampler", "affine_grid_generator"]
+
+
+def _unnormalize(c, size, align_corners):
+    if align_corners:
+        return (c + 1) / 2 * (size - 1), (size - 1) / 2
+    return ((c + 1) * size - 1) / 2, size / 2
+
+
+def _reflect(c, lo, hi):
+    """Reflect coordinates into [lo, hi] (twice the bounds, as PyTorch does); returns
+    (coordinate, d coordinate / d input)."""
+    if lo == hi:
+        return np.zeros_like(c), np.zeros_like(c)
+    mn = lo / 2
+    span = (hi - lo) / 2
+    d = c - mn
+    sign = np.where(d < 0, -1.0, 1.0)
+    d = np.abs(d)
+    extra = np.fmod(d, span)
+    flips = np.floor(d / span)
+    even = (flips % 2) == 0
+    out = np.where(even, extra + mn, span - extra + mn)
+    grad = np.where(even, sign, -sign)
+    return out, grad
+
+
+def _source_coords(c, size, padding_mode, align_corners):
+    x, scale = _unnormalize(c, size, align_corners)
+    g = np.full_like(x, scale)
+    if padding_mode == "border":
+        inside = (x > 0) & (x < size - 1)
+        x = np.clip(x, 0, size - 1)
+        g = g * inside
+    elif padding_mode == "reflection":
+        if align_corners:
+            x, gr = _reflect(x, 0, 2 * (size - 1))
+        else:
+            x, gr = _reflect(x, -1, 2 * size - 1)
+        g = g * gr
+        inside = (x > 0) & (x < size - 1)
+        x = np.clip(x, 0, size - 1)
+        g = g * inside
+    return x, g
+
+
+def _corners(x_t, ix, iy, H, W):
+    """Values at integer corners (N, Ho, Wo, C), zero outside; plus flat indices and masks."""
+    N = x_t.shape[0]
+    ok = (ix >= 0) & (ix < W) & (iy >= 0) & (iy < H)
+    xc, yc = np.clip(ix, 0, W - 1), np.clip(iy, 0, H - 1)
+    n = np.arange(N).reshape(N, 1, 1)
+    v = x_t[n, yc, xc] * ok[..., None]
+    return v, (n * H + yc) * W + xc, ok
+
+
+class GridSampler2DBackward0(OpNode):
+    def backward(self, g):
+        x, grid = self.saved_tensors
+        xd, gd = x._data, g._data
+        N, C, H, W = xd.shape
+        nf = self.next_functions
+        gt = gd.transpose(0, 2, 3, 1)  # N, Ho, Wo, C
+        parts = []
+        ggrid = None
+        if self.mode == "nearest":
+            parts.append((self.corners[0][1], self.corners[0][2].astype(xd.dtype), gt))
+        else:
+            (v00, i00, k00), (v01, i01, k01), (v10, i10, k10), (v11, i11, k11) = self.corners
+            wx1, wy1 = self.w
+            wx0, wy0 = 1 - wx1, 1 - wy1
+            for (v, i, k), w in (((v00, i00, k00), wx0 * wy0), ((v01, i01, k01), wx1 * wy0),
+                                 ((v10, i10, k10), wx0 * wy1), ((v11, i11, k11), wx1 * wy1)):
+                parts.append((i, (w * k).astype(xd.dtype), gt))
+            if nf[1][0] is not None:
+                dx = (wy0[..., None] * (v01 - v00) + wy1[..., None] * (v11 - v10)) * gt
+                dy = (wx0[..., None] * (v10 - v00) + wx1[..., None] * (v11 - v01)) * gt
+                gx, gy = self.dcoord
+                ggrid = np.stack([dx.sum(-1) * gx, dy.sum(-1) * gy], axis=-1).astype(xd.dtype)
+        gin = None
+        if nf[0][0] is not None:
+            flat = np.concatenate([(i[..., None] * C + np.arange(C)).ravel() for i, _, _ in parts])
+            wts = np.concatenate([(w[..., None] * gg).ravel() for _, w, gg in parts])
+            gin = np.bincount(flat, weights=wts, minlength=N * H * W * C).reshape(N, H, W, C)
+            gin = np.ascontiguousarray(gin.transpose(0, 3, 1, 2)).astype(xd.dtype)
+        if ggrid is None and nf[1][0] is not None:
+            ggrid = np.zeros(grid._data.shape, xd.dtype)
+        return (None if gin is None else finish(None, gin), None if ggrid is None else finish(None, ggrid))
+
+
+def grid_sampler(input, grid, interpolation_mode=0, padding_mode=0, align_corners=False):
+    """``torch.grid_sampler`` for 4-D input (modes as integers, as PyTorch's ATen op)."""
+    mode = ("bilinear", "nearest", "bicubic")[interpolation_mode]
+    pmode = ("zeros", "border", "reflection")[padding_mode]
+    return _grid_sample(input, grid, mode, pmode, align_corners)
+
+
+def _grid_sample(input, grid, mode, padding_mode, align_corners):
+    xd, gd = input._data, grid._data
+    if xd.ndim != 4:
+        raise NotImplementedError("grid_sample: only 4-D input (N, C, H, W) is supported")
+    if gd.ndim != 4 or gd.shape[-1] != 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes "
+                           f"[{', '.join(map(str, gd.shape))}]")
+    if gd.shape[0] != xd.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes [{', '.join(map(str, xd.shape))}] and grid with sizes "
+                           f"[{', '.join(map(str, gd.shape))}]")
+    if mode == "bicubic":
+        raise NotImplementedError("grid_sample: mode='bicubic' is not supported")
+    N, C, H, W = xd.shape
+    x_t = xd.transpose(0, 2, 3, 1)
+    ix, gx = _source_coords(gd[..., 0], W, padding_mode, align_corners)
+    iy, gy = _source_coords(gd[..., 1], H, padding_mode, align_corners)
+    if mode == "nearest":
+        cx, cy = np.rint(ix).astype(np.int64), np.rint(iy).astype(np.int64)
+        corners = [_corners(x_t, cx, cy, H, W)]
+        out = corners[0][0]
+        w = None
+    else:
+        x0, y0 = np.floor(ix), np.floor(iy)
+        wx1, wy1 = ix - x0, iy - y0
+        x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
+        corners = [_corners(x_t, x0 + a, y0 + b, H, W) for b in (0, 1) for a in (0, 1)]
+        wx0, wy0 = 1 - wx1, 1 - wy1
+        out = (corners[0][0] * (wx0 * wy0)[..., None] + corners[1][0] * (wx1 * wy0)[..., None]
+               + corners[2][0] * (wx0 * wy1)[..., None] + corners[3][0] * (wx1 * wy1)[..., None])
+        w = (wx1, wy1)
+    r = np.ascontiguousarray(out.transpose(0, 3, 1, 2)).astype(xd.dtype)
+    node = node_for(GridSampler2DBackward0, (input, grid))
+    if node is not None:
+        save(node, input, grid)
+        node.mode, node.corners, node.w, node.dcoord = mode, corners, w, (gx, gy)
+    return finish(node, r)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """``torch.nn.functional.grid_sample`` (4-D): sample ``input`` at the (x, y) of ``grid`` in [-1, 1]."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError("nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    return _grid_sample(input, grid, mode, padding_mode, bool(align_corners))
+
+
+class AffineGridGeneratorBackward0(OpNode):
+    def backward(self, g):
+        gd = g._data
+        N = gd.shape[0]
+        base = self.base  # (H*W, 3)
+        return finish(None, np.einsum("pk,npj->njk", base, gd.reshape(N, -1, 2)).astype(gd.dtype))
+
+
+def _linspace(n, align_corners, dtype):
+    if n <= 1:
+        return np.zeros(max(n, 0), dtype)
+    r = np.linspace(-1, 1, n, dtype=dtype)
+    return r if align_corners else r * (n - 1) / n
+
+
+def affine_grid_generator(theta, size, align_corners):
+    td = theta._data
+    N, C, H, W = size
+    xs, ys = _linspace(W, align_corners, td.dtype), _linspace(H, align_corners, td.dtype)
+    base = np.stack([np.broadcast_to(xs[None, :], (H, W)), np.broadcast_to(ys[:, None], (H, W)),
+                     np.ones((H, W), td.dtype)], axis=-1).reshape(H * W, 3)
+    r = np.matmul(base[None], np.swapaxes(td, 1, 2)).reshape(N, H, W, 2)
+    node = node_for(AffineGridGeneratorBackward0, (theta,))
+    if node is not None:
+        node.base = base
+    return finish(node, arr(r))
+
+
+def affine_grid(theta, size, align_corners=None):
+    """``torch.nn.functional.affine_grid`` for 2-D transforms: theta (N, 2, 3) -> grid (N, H, W, 2)."""
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) != 4:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {list(size)}.")
+    if theta.dim() != 3 or tuple(theta.shape[-2:]) != (2, 3):
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {list(size)}. "
+                         f"Got {list(theta.shape)}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
+    return affine_grid_generator(theta, [int(s) for s in size], bool(align_corners))
+
+
+TENSOR_METHODS = {}
+INPLACE = {}

@@ -1,0 +1,498 @@
+"""Elementwise ops over several inputs: clamp/clip, maximum/minimum, fmax/fmin, lerp,
+addcmul/addcdiv, atan2, hypot, xlogy. Inputs broadcast together and promote as in PyTorch;
+the engine sums broadcast gradients back down to each input's shape."""
+import numpy as np
+
+from ._base import (OpNode, node_for, save, save_output, finish, arr, result_np_dtype, binary_operands,
+                    write_out, Tensor, _SCALARS)
+from .. import _dtype as D
+
+__all__ = ["clamp", "clip", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "lerp",
+           "addcmul", "addcdiv", "atan2", "arctan2", "hypot", "xlogy"]
+
+
+def _const(a):
+    return finish(None, arr(a))
+
+
+def _data(v):
+    return v._data if isinstance(v, Tensor) else v
+
+
+def _bshape(*ts):
+    """The broadcast shape of the tensors' shapes, with PyTorch's error."""
+    shape = ()
+    for t in ts:
+        if not isinstance(t, Tensor):
+            continue
+        s = t._data.shape
+        n = max(len(shape), len(s))
+        a = (1,) * (n - len(shape)) + shape
+        b = (1,) * (n - len(s)) + s
+        out = []
+        for i, (p, q) in enumerate(zip(a, b)):
+            if p != q and p != 1 and q != 1:
+                raise RuntimeError(f"The size of tensor a ({p}) must match the size of tensor b ({q}) at "
+                                   f"non-singleton dimension {i}")
+            out.append(q if p == 1 else p)
+        shape = tuple(out)
+    return shape
+
+
+def _as(v, dt):
+    """Operand ``v`` (tensor or Python number) as an array/number of dtype ``dt``."""
+    if isinstance(v, Tensor):
+        d = v._data
+        return d if d.dtype == dt else d.astype(dt)
+    return v
+
+
+def _float_dt(dt):
+    return dt if dt.kind in "fc" else D._default[0].np
+
+
+def _out(node, r, dt, out, name):
+    res = finish(node, arr(np.asarray(r, dt)))
+    return res if out is None else write_out(out, res, name)
+
+
+# *** clamp ***
+
+class ClampBackward1(OpNode):
+    """Scalar bounds: the gradient passes where min <= x <= max."""
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        a = x._data
+        with np.errstate(invalid="ignore"):
+            m = np.ones(a.shape, bool)
+            if self.min is not None:
+                m &= a >= self.min
+            if self.max is not None:
+                m &= a <= self.max
+        return g * _const(m.astype(g._data.dtype))
+
+
+class ClampMinBackward0(ClampBackward1):
+    pass
+
+
+class ClampMaxBackward0(ClampBackward1):
+    pass
+
+
+class ClampBackward0(OpNode):
+    """Tensor bounds: x gets the gradient inside the bounds, a bound where it is active."""
+
+    def backward(self, g):
+        x, mn, mx = self.saved_tensors
+        a = x._data
+        lo = mn._data if mn is not None else None
+        hi = mx._data if mx is not None else None
+        nf = self.next_functions
+        dt = g._data.dtype
+        with np.errstate(invalid="ignore"):
+            inside = np.ones(a.shape, bool)
+            if lo is not None:
+                inside = inside & (a >= lo)
+            if hi is not None:
+                inside = inside & (a <= hi)
+            gx = g * _const(inside.astype(dt)) if nf[0][0] is not None else None
+            gmin = gmax = None
+            if lo is not None and hi is not None:
+                if nf[1][0] is not None:
+                    gmin = g * _const(((a < lo) & (lo < hi)).astype(dt))
+                if nf[2][0] is not None:
+                    gmax = g * _const(((a > hi) | (hi < lo)).astype(dt))
+            elif lo is not None and nf[1][0] is not None:
+                gmin = g * _const((a < lo).astype(dt))
+            elif hi is not None and nf[2][0] is not None:
+                gmax = g * _const((a > hi).astype(dt))
+        return gx, gmin, gmax
+
+
+class ClampMinBackward1(ClampBackward0):
+    def backward(self, g):
+        gx, gmin, _ = ClampBackward0.backward(self, g)
+        return gx, gmin
+
+
+class ClampMaxBackward1(OpNode):
+    def backward(self, g):
+        x, mx = self.saved_tensors
+        a, hi = x._data, mx._data
+        nf = self.next_functions
+        dt = g._data.dtype
+        with np.errstate(invalid="ignore"):
+            gx = g * _const((a <= hi).astype(dt)) if nf[0][0] is not None else None
+            gmax = g * _const((a > hi).astype(dt)) if nf[1][0] is not None else None
+        return gx, gmax
+
+
+def _scalar_bound(v):
+    if isinstance(v, Tensor):
+        return v
+    if v is None or isinstance(v, _SCALARS) or isinstance(v, np.generic):
+        return v
+    raise TypeError(f"clamp(): argument 'min' must be Number, not {type(v).__name__}")
+
+
+def _clamp(input, min, max, out, name, scalar_cls):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    min, max = _scalar_bound(min), _scalar_bound(max)
+    x = input._data
+    tensor_form = isinstance(min, Tensor) or isinstance(max, Tensor)
+    if tensor_form:
+        from .._creation import tensor as _tensor
+        if min is not None and not isinstance(min, Tensor):
+            min = _tensor(min)
+        if max is not None and not isinstance(max, Tensor):
+            max = _tensor(max)
+        _bshape(input, min, max)
+    dt = result_np_dtype(input, min, max)
+    a = _as(input, dt)
+    with np.errstate(invalid="ignore"):
+        r = a
+        if min is not None:
+            r = np.maximum(r, _as(min, dt))
+        if max is not None:
+            r = np.minimum(r, _as(max, dt))
+        if r is a:
+            r = a.copy()
+    if not tensor_form:
+        node = node_for(scalar_cls, (input,))
+        if node is not None:
+            node.min, node.max = min, max
+            save(node, input)
+        return _out(node, r, dt, out, name)
+    if name == "clamp_min":
+        node = node_for(ClampMinBackward1, (input, min))
+        if node is not None:
+            save(node, input, min, None)
+    elif name == "clamp_max":
+        node = node_for(ClampMaxBackward1, (input, max))
+        if node is not None:
+            save(node, input, max)
+    else:
+        node = node_for(ClampBackward0, (input, min, max))
+        if node is not None:
+            save(node, input, min, max)
+    return _out(node, r, dt, out, name)
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    """Limit elements to [min, max] (numbers or tensors; min > max gives max)."""
+    return _clamp(input, min, max, out, "clamp", ClampBackward1)
+
+
+clip = clamp
+
+
+def clamp_min(input, min, *, out=None):
+    """Limit elements from below."""
+    return _clamp(input, min, None, out, "clamp_min", ClampMinBackward0)
+
+
+def clamp_max(input, max, *, out=None):
+    """Limit elements from above."""
+    return _clamp(input, None, max, out, "clamp_max", ClampMaxBackward0)
+
+
+# *** maximum / minimum / fmax / fmin ***
+
+def _need_tensor(name, other):
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+
+
+class MaximumBackward0(OpNode):
+    """Ties share the gradient equally; NaN comparisons pass it to both sides."""
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        a, b = x._data, y._data
+        nf = self.next_functions
+        dt = g._data.dtype
+        big = self.sign > 0
+        with np.errstate(invalid="ignore"):
+            eq = (a == b) * 0.5
+            lo_a = (a < b) if big else (a > b)
+            lo_b = (a > b) if big else (a < b)
+            ga = g * _const((1 - lo_a - eq).astype(dt)) if nf[0][0] is not None else None
+            gb = g * _const((1 - lo_b - eq).astype(dt)) if nf[1][0] is not None else None
+        return ga, gb
+
+
+class MinimumBackward0(MaximumBackward0):
+    pass
+
+
+class FmaxBackward0(OpNode):
+    def backward(self, g):
+        x, y = self.saved_tensors
+        a, b = x._data, y._data
+        nf = self.next_functions
+        dt = g._data.dtype
+        with np.errstate(invalid="ignore"):
+            m = ((a >= b) if self.sign > 0 else (a <= b)) | np.isnan(b)
+        return (g * _const(m.astype(dt)) if nf[0][0] is not None else None,
+                g * _const((~m).astype(dt)) if nf[1][0] is not None else None)
+
+
+class FminBackward0(FmaxBackward0):
+    pass
+
+
+def _extremum(name, np_fn, cls, sign):
+    def op(input, other, *, out=None):
+        _need_tensor(name, other)
+        a, b, x, y, dt = binary_operands(input, other)
+        _bshape(input, other)
+        if dt.kind == "c":
+            raise RuntimeError(f"{name}() not implemented for complex tensors.")
+        with np.errstate(invalid="ignore"):
+            r = np_fn(_as(input, dt), _as(other, dt))
+        node = node_for(cls, (input, other))
+        if node is not None:
+            node.sign = sign
+            save(node, input, other)
+        return _out(node, r, dt, out, name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"Elementwise {name} of two tensors"
+                  + (" (NaN propagates)." if name in ("maximum", "minimum") else " (NaN is ignored)."))
+    return op
+
+
+maximum = _extremum("maximum", np.maximum, MaximumBackward0, 1)
+minimum = _extremum("minimum", np.minimum, MinimumBackward0, -1)
+fmax = _extremum("fmax", np.fmax, FmaxBackward0, 1)
+fmin = _extremum("fmin", np.fmin, FminBackward0, -1)
+
+
+# *** lerp ***
+
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+            "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+class LerpBackward0(OpNode):
+    def backward(self, g):
+        w = self.weight
+        nf = self.next_functions
+        return (g * (1 - w) if nf[0][0] is not None else None,
+                g * w if nf[1][0] is not None else None)
+
+
+class LerpBackward1(OpNode):
+    def backward(self, g):
+        s, e, w = self.saved_tensors
+        nf = self.next_functions
+        return (g * (1 - w) if nf[0][0] is not None else None,
+                g * w if nf[1][0] is not None else None,
+                g * (e - s) if nf[2][0] is not None else None)
+
+
+def _lerp_np(s, e, w):
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = e - s
+        return np.where(np.abs(w) < 0.5, s + w * d, e - d * (1 - w))
+
+
+def lerp(input, end, weight, *, out=None):
+    """``input + weight * (end - input)`` (weight a number or a tensor)."""
+    x = input._data
+    if not isinstance(end, Tensor):
+        raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not {type(end).__name__}")
+    if end._data.dtype != x.dtype:
+        raise RuntimeError(f"expected dtype {_C_NAMES[x.dtype.name]} for `end` but got dtype "
+                           f"{_C_NAMES[end._data.dtype.name]}")
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"lerp_kernel_scalar\" not implemented for '{_dtype_word(x.dtype)}'")
+    if isinstance(weight, Tensor):
+        if weight._data.dtype != x.dtype:
+            raise RuntimeError(f"expected dtype {_C_NAMES[x.dtype.name]} for `weight` but got dtype "
+                               f"{_C_NAMES[weight._data.dtype.name]}")
+        _bshape(input, end, weight)
+        r = _lerp_np(x, end._data, weight._data)
+        node = node_for(LerpBackward1, (input, end, weight))
+        if node is not None:
+            save(node, input, end, weight)
+        return _out(node, r, x.dtype, out, "lerp")
+    _bshape(input, end)
+    w = weight.item() if isinstance(weight, np.generic) else weight
+    r = _lerp_np(x, end._data, np.asarray(w, x.dtype))
+    node = node_for(LerpBackward0, (input, end))
+    if node is not None:
+        node.weight = w
+    return _out(node, r, x.dtype, out, "lerp")
+
+
+def _dtype_word(npdt):
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(npdt.name, npdt.name)
+
+
+# *** addcmul / addcdiv ***
+
+class AddcmulBackward0(OpNode):
+    def backward(self, g):
+        t1, t2 = self.saved_tensors
+        v = self.value
+        nf = self.next_functions
+        return (g if nf[0][0] is not None else None,
+                g * t2 * v if nf[1][0] is not None else None,
+                g * t1 * v if nf[2][0] is not None else None)
+
+
+class AddcdivBackward0(OpNode):
+    def backward(self, g):
+        t1, t2 = self.saved_tensors
+        v = self.value
+        nf = self.next_functions
+        return (g if nf[0][0] is not None else None,
+                g * v / t2 if nf[1][0] is not None else None,
+                -g * v * t1 / (t2 * t2) if nf[2][0] is not None else None)
+
+
+def _addc(name, cls, combine):
+    def op(input, tensor1, tensor2, *, value=1, out=None):
+        for n, t in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{name}(): argument '{n}' must be Tensor, not {type(t).__name__}")
+        if isinstance(value, Tensor):
+            value = value.item()
+        dt = result_np_dtype(input, tensor1, tensor2)
+        if name == "addcdiv" and tensor1._data.dtype.kind in "biu" and tensor2._data.dtype.kind in "biu":
+            raise RuntimeError(
+                "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will "
+                "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
+                "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer "
+                "inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior "
+                "is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+        if dt.kind not in "fc" and isinstance(value, float):
+            raise RuntimeError("For integral input tensors, argument value must not be a floating point number.")
+        _bshape(input, tensor1, tensor2)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = _as(input, dt) + value * combine(_as(tensor1, dt), _as(tensor2, dt))
+        node = node_for(cls, (input, tensor1, tensor2))
+        if node is not None:
+            node.value = value
+            save(node, tensor1, tensor2)
+        return _out(node, r, dt, out, name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``input + value * tensor1 {'*' if name == 'addcmul' else '/'} tensor2``."
+    return op
+
+
+addcmul = _addc("addcmul", AddcmulBackward0, lambda a, b: a * b)
+addcdiv = _addc("addcdiv", AddcdivBackward0, lambda a, b: a / b)
+
+
+# *** atan2 / hypot / xlogy ***
+
+class Atan2Backward0(OpNode):
+    def backward(self, g):
+        x, y = self.saved_tensors
+        nf = self.next_functions
+        d = x * x + y * y
+        return (g * y / d if nf[0][0] is not None else None,
+                g * -x / d if nf[1][0] is not None else None)
+
+
+class HypotBackward0(OpNode):
+    def backward(self, g):
+        x, y, r = self.saved_tensors
+        nf = self.next_functions
+        return (g * x / r if nf[0][0] is not None else None,
+                g * y / r if nf[1][0] is not None else None)
+
+
+def _float_binary(name, np_fn, cls, save_result):
+    def op(input, other, *, out=None):
+        _need_tensor(name, other)
+        dt = _float_dt(result_np_dtype(input, other))
+        _bshape(input, other)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = np_fn(_as(input, dt), _as(other, dt))
+        node = node_for(cls, (input, other))
+        res = finish(node, arr(np.asarray(r, dt)))
+        if node is not None:
+            save(node, input, other)
+            if save_result:
+                save_output(node, res)
+        return res if out is None else write_out(out, res, name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise ``{name}(input, other)``."
+    return op
+
+
+atan2 = _float_binary("atan2", np.arctan2, Atan2Backward0, False)
+arctan2 = atan2
+hypot = _float_binary("hypot", np.hypot, HypotBackward0, True)
+
+
+def _xlogy_grad_x(g, x, y):
+    gx = xlogy(g, y)
+    with np.errstate(invalid="ignore"):
+        kill = (np.asarray(_data(x)) == 0) & (np.asarray(_data(y)) <= 0)
+    if np.any(kill):
+        gx = gx * _const((~kill).astype(gx._data.dtype))
+    return gx
+
+
+class XlogyBackward0(OpNode):
+    def backward(self, g):
+        x, y = self.saved_tensors
+        nf = self.next_functions
+        return (_xlogy_grad_x(g, x, y) if nf[0][0] is not None else None,
+                g * x / y if nf[1][0] is not None else None)
+
+
+class XlogyBackward1(OpNode):
+    """``input`` is a number: only ``other`` gets a gradient."""
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        return g * x / y
+
+
+class XlogyBackward2(OpNode):
+    """``other`` is a number: only ``input`` gets a gradient."""
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        return _xlogy_grad_x(g, x, y)
+
+
+def xlogy(input, other, *, out=None):
+    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    a, b, x, y, dt = binary_operands(input, other)
+    dt = _float_dt(dt)
+    _bshape(a, b)
+    xa, ya = np.asarray(x, dt), np.asarray(y, dt)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where((xa == 0) & ~np.isnan(ya), np.zeros((), dt), xa * np.log(ya))
+    if a is not None and b is not None:
+        node = node_for(XlogyBackward0, (a, b))
+        if node is not None:
+            save(node, a, b)
+    elif b is not None:
+        node = node_for(XlogyBackward1, (b,))
+        if node is not None:
+            save(node, x, b)
+    else:
+        node = node_for(XlogyBackward2, (a,))
+        if node is not None:
+            save(node, a, y)
+    return _out(node, r, dt, out, "xlogy")
+
+
+TENSOR_METHODS = {n: globals()[n] for n in __all__}
+INPLACE = {"clamp_": clamp, "clip_": clip, "clamp_min_": clamp_min, "clamp_max_": clamp_max, "lerp_": lerp,
+           "addcmul_": addcmul, "addcdiv_": addcdiv, "atan2_": atan2, "arctan2_": atan2, "hypot_": hypot,
+           "xlogy_": xlogy}

@@ -1,0 +1,112 @@
+"""In-place ops on views: CopySlices.
+
+When an in-place op writes into a view of a tensor that takes part in autograd, the
+base's history changes too. As PyTorch does, the base's grad_fn becomes a CopySlices
+node wrapping the in-place op's node ``fn``: in backward, CopySlices takes the base's
+gradient, hands the view's slice of it to ``fn``, writes what ``fn`` returns for the
+view's old value back into that slice, and passes the rest of ``fn``'s gradients on.
+``y = x * 2; y[0] = 0`` thus gives ``x.grad = [0, 2, 2]`` after ``y.sum().backward()``.
+"""
+from ._base import Tensor, _state
+from ..autograd.graph import Node, _seq, _RELEASED, SECOND_BACKWARD_MSG
+
+__all__ = []
+
+_next = next
+
+
+class CopySlices(Node):
+    """grad_fn of a base after an in-place op on one of its views."""
+
+    def __init__(self, base_edge, base_meta, view_fn, fn):
+        self.next_functions = (base_edge,) + tuple(fn.next_functions[1:])
+        self._seq = _next(_seq)
+        self._out_meta = (base_meta,)
+        self.view_fn = view_fn
+        self.fn = fn
+        self._saved = ()  # so the engine releases ``fn``'s saved tensors with ours
+        if Node._anomaly_stack is not None:
+            self._trace = Node._anomaly_stack()
+
+    def name(self):
+        return "torch::autograd::CopySlices"
+
+    def _release(self):
+        self._saved = _RELEASED
+        if self.fn._saved is not None:
+            self.fn._release()
+
+    def _call_fn(self, grad_slice):
+        fn = self.fn
+        if fn._saved is _RELEASED:
+            raise RuntimeError(SECOND_BACKWARD_MSG)
+        res = fn._apply([grad_slice])
+        if type(res) is not tuple:
+            res = tuple(res) if isinstance(res, list) else (res,)
+        return res
+
+    def _apply(self, grads):
+        g = grads[0]
+        view_fn = self.view_fn
+        if not _state.grad:
+            # Plain arrays: copy the gradient, run fn on the view's slice, write its
+            # gradient for the view's old value back into that slice.
+            result = Tensor._make(g._data.copy())
+            sl = view_fn(result)._data
+            res = self._call_fn(Tensor._make(sl.copy()))
+            r0 = res[0] if res else None
+            if r0 is None:
+                sl[...] = 0
+            else:
+                sl[...] = r0._data
+            return (result,) + tuple(res[1:])
+        # create_graph: the same, written with differentiable ops:
+        # grad_base = g + S(r0 - view_fn(g)), S scattering a slice back into the base's shape.
+        gv = view_fn(g)
+        res = self._call_fn(gv)
+        r0 = res[0] if res else None
+        delta = -gv if r0 is None else r0 - gv
+        return (g + _scatter(view_fn, self._out_meta[0], delta),) + tuple(res[1:])
+
+
+def _scatter(view_fn, meta, t):
+    """Zeros of the base's shape with ``t`` in the view's place (differentiable in ``t``):
+    the vector-Jacobian product of ``view_fn``."""
+    from .. import _creation
+    from ..autograd import engine
+    shape, npdt = meta
+    p = _creation._zeros_np(shape, npdt)
+    p._requires_grad = True
+    (r,) = engine.grad(view_fn(p), p, t, create_graph=True)
+    return r
+
+
+def copy_slices(view, node, output_nr):
+    """Rewire ``view``'s base after the in-place op ``node`` wrote into ``view``."""
+    base = view._base
+    base_meta = (base._data.shape, base._data.dtype)
+    cs = CopySlices(base._edge(), base_meta, view._view_fn, node)
+    old, old_nr = base._grad_fn, base._output_nr
+    base._grad_fn = cs
+    base._output_nr = 0
+    base._requires_grad = True
+    if old is not None and old._retain_grad_hooks:
+        old._move_retain_grad(old_nr, cs, 0)
+    node._out_meta = ((view._data.shape, view._data.dtype),)
+    # The view's own grad_fn is replayed from the base's new history.
+    vold, vold_nr = view._grad_fn, view._output_nr
+    prev = _state.grad
+    _state.grad = True
+    try:
+        nv = view._view_fn(base)
+    finally:
+        _state.grad = prev
+    view._grad_fn = nv._grad_fn
+    view._output_nr = nv._output_nr
+    view._requires_grad = True
+    view._view_ver = view._version[0]
+    if vold is not None and vold._retain_grad_hooks:
+        vold._move_retain_grad(vold_nr, view._grad_fn, view._output_nr)
+    return view
+
+

@@ -1,0 +1,114 @@
+"""Adam (with AMSGrad, maximize, L2 or decoupled weight decay)."""
+import numpy as np
+
+from .._tensor import Tensor
+from .optimizer import (Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, addcmul,
+                        fma_scalar, lerp_scalar)
+
+__all__ = ["Adam"]
+
+
+def _check_adam_args(lr, betas, eps, weight_decay):
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _adam_moments(state, d, g, beta1, beta2):
+    """Advance the step count and the two moving averages; returns the step as a float."""
+    step_t = state["step"]
+    step_t._data += 1
+    exp_avg = state["exp_avg"]._data
+    exp_avg_sq = state["exp_avg_sq"]._data
+    lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
+    exp_avg_sq *= beta2
+    addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
+    return float(step_t._data)
+
+
+def _weight_decay(d, g, lr, weight_decay, decoupled):
+    """L2 penalty folded into the gradient, or decoupled decay of the parameter itself."""
+    if weight_decay != 0:
+        if decoupled:
+            d *= 1 - lr * weight_decay
+        else:
+            g = fma_scalar(d, weight_decay, g)
+    return g
+
+
+class Adam(Optimizer):
+    """Adam, as PyTorch computes it (``decoupled_weight_decay=True`` is AdamW)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        _check_adam_args(lr, betas, eps, weight_decay)
+        if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
+                or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))):
+            raise ValueError("betas must be either both floats or both Tensors")
+        betas = tuple(b.reshape(()) if isinstance(b, Tensor) and b.dim() != 0 else b for b in betas)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
+        _restore_steps(self)
+
+    def step(self, closure=None):
+        """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = (_scalar(b) for b in group["betas"])
+            lr = _scalar(group["lr"])
+            wd = group["weight_decay"]
+            eps = group["eps"]
+            amsgrad = group["amsgrad"]
+            decoupled = group["decoupled_weight_decay"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_avg_sq"] = _zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = _zeros_like(p)
+                d = p._data
+                g = self._grad_array(p, group["maximize"])
+                g = _weight_decay(d, g, lr, wd, decoupled)
+                step = _adam_moments(state, d, g, beta1, beta2)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                step_size = lr / bias_correction1
+                bias_correction2_sqrt = bias_correction2 ** 0.5
+                v = state["exp_avg_sq"]._data
+                if amsgrad:
+                    m = state["max_exp_avg_sq"]._data
+                    np.maximum(m, v, out=m)
+                    v = m
+                denom = np.sqrt(v) / bias_correction2_sqrt
+                denom += eps
+                addcdiv(d, state["exp_avg"]._data, denom, -step_size, out=d)
+                p._bump_version()
+        return loss

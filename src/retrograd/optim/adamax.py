@@ -1,0 +1,63 @@
+"""Adamax: Adam with the infinity norm in place of the second moment."""
+import numpy as np
+
+from .._tensor import Tensor
+from .adam import _check_adam_args
+from .optimizer import (Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, fma_scalar,
+                        lerp_scalar)
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    """Adamax, as PyTorch computes it."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        _check_adam_args(lr, betas, eps, weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+        _restore_steps(self)
+
+    def step(self, closure=None):
+        """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            lr = _scalar(group["lr"])
+            eps = group["eps"]
+            wd = group["weight_decay"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_inf"] = _zeros_like(p)
+                step_t = state["step"]
+                step_t._data += 1
+                d = p._data
+                g = self._grad_array(p, group["maximize"])
+                if wd != 0:
+                    g = fma_scalar(d, wd, g)
+                exp_avg = state["exp_avg"]._data
+                exp_inf = state["exp_inf"]._data
+                lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
+                exp_inf *= beta2
+                norm = np.abs(g)
+                norm += eps
+                np.maximum(exp_inf, norm, out=exp_inf)
+                clr = lr / (1 - beta1 ** float(step_t._data))
+                addcdiv(d, exp_avg, exp_inf, -clr, out=d)
+                p._bump_version()
+        return loss

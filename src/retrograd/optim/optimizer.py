@@ -1,0 +1,485 @@
+"""Optimizer: parameter groups, per-parameter state, hooks and state_dict in PyTorch's layout.
+
+Every optimizer updates its parameters' arrays in place (``p._data``), under no_grad,
+with vectorized array arithmetic, and bumps each parameter's version counter. Its
+per-parameter state lives in ``optimizer.state[p]`` as retrograd tensors under PyTorch's
+keys ('momentum_buffer', 'exp_avg', 'exp_avg_sq', 'step' as a 0-d float tensor, ...),
+so a state_dict saved here loads in PyTorch and the other way round.
+
+PyTorch's CPU kernels compute ``add(alpha=)``, ``addcmul`` and ``lerp`` with a fused
+multiply-add (one rounding); the helpers below do the same for float32 arrays by
+computing in float64 and rounding once, so that updates match PyTorch's to the bit.
+"""
+import functools
+import warnings
+from collections import OrderedDict, defaultdict
+from collections.abc import Iterable
+from copy import deepcopy
+from itertools import chain
+
+import numpy as np
+
+from .. import _dtype as D
+from .._tensor import Tensor
+from ..autograd import grad_mode
+from ..autograd.graph import RemovableHandle
+
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+
+_global_optimizer_pre_hooks = OrderedDict()
+_global_optimizer_post_hooks = OrderedDict()
+
+_F32 = np.dtype(np.float32)
+_F64 = np.float64
+
+
+class _RequiredParameter:
+    """Marks an option a parameter group has to give (no default)."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+_LEGACY = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+           "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+           "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def _typename(obj):
+    """``torch.typename``: 'torch.FloatTensor' for a float32 tensor, else the class's name."""
+    if isinstance(obj, Tensor):
+        prefix = "torch.cuda." if obj.device.type == "cuda" else "torch."
+        return prefix + _LEGACY.get(obj.dtype.name, "") + "Tensor"
+    module = type(obj).__module__
+    name = type(obj).__qualname__
+    return name if module in (None, "builtins") else module + "." + name
+
+
+def register_optimizer_step_pre_hook(hook):
+    """Run ``hook(optimizer, args, kwargs)`` before every optimizer's step."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook):
+    """Run ``hook(optimizer, args, kwargs)`` after every optimizer's step."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
+
+
+def _hooked_step(func):
+    """Wrap a step: pre-hooks, the step under no_grad, post-hooks."""
+    @functools.wraps(func)
+    def step(self, *args, **kwargs):
+        for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            result = pre_hook(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(f"{func} must return None or a tuple of (new_args, new_kwargs), "
+                                       f"but got {result}.")
+        with grad_mode.no_grad():
+            out = func(self, *args, **kwargs)
+        for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
+            post_hook(self, args, kwargs)
+        return out
+    step.hooked = True
+    return step
+
+
+# --- array helpers used by every optimizer ------------------------------------------
+def _scalar(x):
+    """A hyperparameter as a Python number (a 1-element tensor gives its value)."""
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def _as_dtype(v, dt):
+    """A Python scalar rounded to the array dtype, as PyTorch casts a Scalar to scalar_t."""
+    return dt.type(v)
+
+
+def _arr(x):
+    """NumPy turns 0-d results into scalars; state and outputs must stay arrays."""
+    return np.asarray(x) if isinstance(x, np.generic) else x
+
+
+def fma_scalar(x, s, y, out=None):
+    """``y + s * x`` with one rounding (PyTorch's ``y.add(x, alpha=s)``); s is a Python number."""
+    dt = y.dtype
+    if s == 1 or s == -1:          # exact without a fused step
+        r = y + x if s == 1 else y - x
+        if out is None:
+            return _arr(r)
+        out[...] = r
+        return out
+    if dt == _F32:
+        t = x.astype(_F64)
+        t *= _F64(np.float32(s))
+        t += y
+        if out is None:
+            return t.astype(dt)
+        out[...] = t
+        return out
+    r = y + _as_dtype(s, dt) * x
+    if out is None:
+        return _arr(r)
+    out[...] = r
+    return out
+
+
+def addcmul(y, a, b, value, out=None):
+    """``y + value * a * b`` as PyTorch computes it: ``fma(value * a, b, y)``."""
+    dt = y.dtype
+    va = a if value == 1 else _as_dtype(value, dt) * a
+    if dt == _F32:
+        t = va.astype(_F64)
+        t *= b
+        t += y
+        if out is None:
+            return t.astype(dt)
+        out[...] = t
+        return out
+    r = y + va * b
+    if out is None:
+        return _arr(r)
+    out[...] = r
+    return out
+
+
+def addcdiv(y, a, b, value, out=None):
+    """``y + (value * a) / b`` (PyTorch's addcdiv, no fused step)."""
+    t = a if value == 1 else _as_dtype(value, y.dtype) * a
+    t = t / b
+    if out is None:
+        return y + t
+    np.add(y, t, out=out)
+    return out
+
+
+def lerp_scalar(x, end, w, out):
+    """``x.lerp_(end, w)`` with PyTorch's two-sided formula and fused multiply-add."""
+    dt = x.dtype
+    w = _as_dtype(w, dt)
+    diff = end - x
+    if dt == _F32:
+        if abs(w) < 0.5:
+            t = diff.astype(_F64)
+            t *= _F64(w)
+            t += x
+        else:
+            t = diff.astype(_F64)
+            t *= -_F64(np.float32(1) - w)
+            t += end
+        out[...] = t
+        return out
+    if abs(w) < 0.5:
+        out[...] = x + w * diff
+    else:
+        out[...] = end - diff * (1 - w)
+    return out
+
+
+def _zeros_like(p):
+    return Tensor._make(np.zeros_like(p._data))
+
+
+def _step_tensor(value=0.0):
+    """The 'step' entry of a parameter's state: a 0-d tensor of the default float dtype."""
+    dt = np.float64 if D.get_default_dtype() is D.float64 else np.float32
+    return Tensor._make(np.array(value, dtype=dt))
+
+
+def _restore_steps(optimizer):
+    """After load_state_dict: a 'step' saved as a number becomes a 0-d tensor again."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            s = optimizer.state.get(p, None)
+            if s and "step" in s and not isinstance(s["step"], Tensor):
+                s["step"] = _step_tensor(float(s["step"]))
+
+
+def _cast_like(param, value):
+    """A loaded state tensor on the parameter's device and (for float params) dtype."""
+    data = value._data
+    pdata = param._data
+    if param.is_floating_point() and data.dtype != pdata.dtype:
+        data = data.astype(pdata.dtype)
+    if type(data) is not type(pdata):
+        data = data.get() if type(pdata) is np.ndarray else _to_device_like(data, pdata)
+    if data is value._data:
+        return value
+    return Tensor._make(data)
+
+
+def _to_device_like(data, like):
+    import importlib
+    xp = importlib.import_module(type(like).__module__.split(".")[0])
+    return xp.asarray(data)
+
+
+class Optimizer:
+    """Base class of all optimizers.
+
+    Args:
+        params: an iterable of tensors, of (name, tensor) pairs, or of dicts defining
+            parameter groups.
+        defaults: the options used when a parameter group does not give them.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "hooked", False):
+            cls.step = _hooked_step(step)
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        self._optimizer_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_state_dict_post_hooks = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks = OrderedDict()
+
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or "
+                            "dicts, but got " + _typename(params))
+
+        self.state = defaultdict(dict)
+        self.param_groups = []
+
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+                     "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                     "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks"):
+            if name not in self.__dict__:
+                setattr(self, name, OrderedDict())
+        self.defaults.setdefault("differentiable", False)
+
+    def __repr__(self):
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        s += ")"
+        return s
+
+    # --- hooks ----------------------------------------------------------------------
+    def register_step_pre_hook(self, hook):
+        """Run ``hook(optimizer, args, kwargs)`` before each step; it may return new (args, kwargs)."""
+        handle = RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook):
+        """Run ``hook(optimizer, args, kwargs)`` after each step."""
+        handle = RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
+    def _register(self, store, hook, prepend):
+        handle = RemovableHandle(store)
+        store[handle.id] = hook
+        if prepend:
+            store.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        return self._register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+    # --- state_dict -----------------------------------------------------------------
+    def state_dict(self):
+        """{'state': {param index: {key: value}}, 'param_groups': [{options..., 'params': [indices]}]}.
+
+        The state's tensors are the optimizer's own (not copies), as in PyTorch.
+        """
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
+        param_mappings = {}
+        start_index = 0
+
+        def pack_group(group):
+            nonlocal start_index
+            packed = {k: v for k, v in group.items() if k != "params"}
+            param_mappings.update({id(p): i for i, p in enumerate(group["params"], start_index)
+                                   if id(p) not in param_mappings})
+            packed["params"] = [param_mappings[id(p)] for p in group["params"]]
+            start_index += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {(param_mappings[id(k)] if isinstance(k, Tensor) else k): v
+                        for k, v in self.state.items()}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
+
+    def load_state_dict(self, state_dict):
+        """Load a state from :meth:`state_dict`; the groups must match in number and size.
+
+        Validates first and changes nothing when the state does not fit.
+        """
+        state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group "
+                             "that doesn't match the size of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def cast(param, value, key=None):
+            if isinstance(value, Tensor):
+                if key == "step":
+                    return value
+                return _cast_like(param, value)
+            if isinstance(value, dict):
+                return {k: cast(param, v, key=k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(cast(param, v) for v in value)
+            return value
+
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = cast(param, v)
+            else:
+                state[k] = v
+
+        def update_group(group, new_group):
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        self.__setstate__({"state": state, "param_groups": param_groups})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
+
+    # --- gradients and groups -------------------------------------------------------
+    def zero_grad(self, set_to_none=True):
+        """Clear every parameter's gradient: ``None`` (the default) or zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p._grad
+                if g is not None:
+                    if set_to_none:
+                        p._grad = None
+                    else:
+                        if g._grad_fn is not None:
+                            g.detach_()
+                        else:
+                            g.requires_grad_(False)
+                        g._data[...] = 0
+                        g._bump_version()
+
+    def step(self, closure=None):
+        """Perform a single optimization step (subclasses implement it)."""
+        raise NotImplementedError
+
+    def add_param_group(self, param_group):
+        """Add a group of parameters (with its own options) to ``param_groups``."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the "
+                            "ordering of tensors in sets will change between runs. Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+
+        tensors, names = [], []
+        for param in param_group["params"]:
+            if isinstance(param, tuple):
+                names.append(param[0])
+                tensors.append(param[1])
+            else:
+                tensors.append(param)
+        param_group["params"] = tensors
+        if names:
+            if len(names) == len(tensors):
+                param_group["param_names"] = names
+            else:
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(param))
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+
+        params = param_group["params"]
+        if len(params) != len(set(params)):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
+                          "in future, this will cause an error; "
+                          "see github.com/pytorch/pytorch/issues/40967 for more information", stacklevel=3)
+
+        param_set = set()
+        for group in self.param_groups:
+            param_set.update(set(group["params"]))
+            if ("param_names" in param_group) != ("param_names" in group):
+                txt = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {txt} to the optimizer")
+        if not param_set.isdisjoint(set(param_group["params"])):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # --- used by the subclasses ---------------------------------------------------------
+    @staticmethod
+    def _grad_array(p, maximize):
+        g = p._grad._data
+        return np.negative(g, out=np.empty_like(g)) if maximize else g
+
+    @staticmethod
+    def _closure_loss(closure):
+        if closure is None:
+            return None
+        with grad_mode.enable_grad():
+            return closure()

@@ -1,0 +1,77 @@
+"""RAdam: Adam with a rectified adaptive learning rate."""
+import numpy as np
+
+from .adam import _check_adam_args
+from .optimizer import Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcmul, fma_scalar, lerp_scalar
+
+__all__ = ["RAdam"]
+
+
+class RAdam(Optimizer):
+    """RAdam, as PyTorch computes it (plain momentum steps while the variance is untractable)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        _check_adam_args(lr, betas, eps, weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("capturable", False)
+        _restore_steps(self)
+
+    def step(self, closure=None):
+        """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            lr = _scalar(group["lr"])
+            eps = group["eps"]
+            wd = group["weight_decay"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_avg_sq"] = _zeros_like(p)
+                step_t = state["step"]
+                step_t._data += 1
+                step = float(step_t._data)
+                d = p._data
+                g = self._grad_array(p, group["maximize"])
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        d *= 1 - lr * wd
+                    else:
+                        g = fma_scalar(d, wd, g)
+                exp_avg = state["exp_avg"]._data
+                exp_avg_sq = state["exp_avg_sq"]._data
+                lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
+                exp_avg_sq *= beta2
+                addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                update = exp_avg / bias_correction1
+                rho_inf = 2 / (1 - beta2) - 1
+                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+                update *= lr
+                if rho_t > 5.0:
+                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                    root = np.sqrt(exp_avg_sq)
+                    root += eps
+                    update *= (bias_correction2 ** 0.5) / root
+                    update *= rect
+                d -= update
+                p._bump_version()
+        return loss

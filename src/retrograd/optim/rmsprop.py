@@ -1,0 +1,88 @@
+"""RMSprop (centered, momentum, weight decay, maximize)."""
+import numpy as np
+
+from .._tensor import Tensor
+from .optimizer import (Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, addcmul,
+                        fma_scalar, lerp_scalar)
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    """RMSprop: steps scaled by a running average of squared gradients."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("momentum", 0)
+            group.setdefault("centered", False)
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+        _restore_steps(self)
+
+    def step(self, closure=None):
+        """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = _scalar(group["lr"])
+            alpha = group["alpha"]
+            eps = group["eps"]
+            wd = group["weight_decay"]
+            momentum = group["momentum"]
+            centered = group["centered"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["square_avg"] = _zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = _zeros_like(p)
+                    if centered:
+                        state["grad_avg"] = _zeros_like(p)
+                state["step"]._data += 1
+                d = p._data
+                g = self._grad_array(p, group["maximize"])
+                if wd != 0:
+                    g = fma_scalar(d, wd, g)
+                sq = state["square_avg"]._data
+                sq *= alpha
+                addcmul(sq, g, g, 1 - alpha, out=sq)
+                if centered:
+                    ga = state["grad_avg"]._data
+                    lerp_scalar(ga, g, 1 - alpha, out=ga)
+                    avg = np.sqrt(addcmul(sq, ga, ga, -1))
+                else:
+                    avg = np.sqrt(sq)
+                avg += eps
+                if momentum > 0:
+                    buf = state["momentum_buffer"]._data
+                    buf *= momentum
+                    addcdiv(buf, g, avg, 1, out=buf)
+                    fma_scalar(buf, -lr, d, out=d)
+                else:
+                    addcdiv(d, g, avg, -lr, out=d)
+                p._bump_version()
+        return loss

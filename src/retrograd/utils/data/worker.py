@@ -1,0 +1,151 @@
+"""What runs inside a DataLoader worker process, and ``get_worker_info()``."""
+import os
+import pickle
+import queue
+import random
+import sys
+import traceback
+
+import numpy as np
+
+__all__ = ["WorkerInfo", "get_worker_info", "ExceptionWrapper"]
+
+# How often (seconds) a blocked worker or main process wakes up to check on the other side.
+MP_STATUS_CHECK_INTERVAL = 5.0
+
+_worker_info = None
+
+
+class WorkerInfo:
+    """Inside a worker: ``id``, ``num_workers``, ``seed`` and this worker's copy of ``dataset``."""
+    __initialized = False
+
+    def __init__(self, **kwargs):
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+        self.__keys = tuple(kwargs.keys())
+        self.__initialized = True
+
+    def __setattr__(self, key, val):
+        if self.__initialized:
+            raise RuntimeError(f"Cannot assign attributes to {self.__class__.__name__} objects")
+        return super().__setattr__(key, val)
+
+    def __repr__(self):
+        items = [f"{k}={getattr(self, k)}" for k in self.__keys]
+        return f"{self.__class__.__name__}({', '.join(items)})"
+
+
+def get_worker_info():
+    """The current worker's ``WorkerInfo``; ``None`` in the main process."""
+    return _worker_info
+
+
+class KeyErrorMessage(str):
+    """A KeyError message that prints its newlines (KeyError quotes its argument)."""
+
+    def __repr__(self):
+        return self
+
+
+class ExceptionWrapper:
+    """An exception caught in a worker, carried to the main process and raised there again."""
+
+    def __init__(self, exc_info=None, where="in background"):
+        if exc_info is None:
+            exc_info = sys.exc_info()
+        self.exc_type = exc_info[0]
+        try:  # the class travels by reference: one the main process cannot import becomes RuntimeError
+            pickle.dumps(self.exc_type)
+        except Exception:
+            self.exc_type = RuntimeError
+        self.exc_msg = "".join(traceback.format_exception(*exc_info))
+        self.where = where
+
+    def reraise(self):
+        msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
+        if self.exc_type is KeyError:
+            msg = KeyErrorMessage(msg)
+        elif getattr(self.exc_type, "message", None):
+            raise self.exc_type(message=msg)
+        try:
+            exception = self.exc_type(msg)
+        except Exception:
+            raise RuntimeError(msg) from None
+        raise exception
+
+
+class _IterableDatasetStopIteration:
+    def __init__(self, worker_id):
+        self.worker_id = worker_id
+
+
+class _ResumeIteration:
+    """Sent to persistent workers at the start of a new epoch (and echoed back)."""
+
+
+def _describe(e):
+    where = getattr(e, "_retrograd_sample", None)
+    return "" if where is None else f" ({where})"
+
+
+def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto_collation, collate_fn,
+                 drop_last, base_seed, init_fn, worker_id, num_workers, persistent_workers):
+    from .dataloader import _DatasetKind
+    from ... import _creation
+    global _worker_info
+    try:
+        seed = base_seed + worker_id
+        random.seed(seed)
+        _creation.manual_seed(seed)
+        np.random.seed(np.random.SeedSequence([worker_id, base_seed]).generate_state(4))
+        _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
+
+        init_exception = None
+        try:
+            if init_fn is not None:
+                init_fn(worker_id)
+            fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
+        except Exception:
+            init_exception = ExceptionWrapper(where=f"in DataLoader worker process {worker_id} (in worker_init_fn "
+                                                    "or while setting up the worker)")
+
+        iteration_end = False
+        parent = os.getppid()
+        while True:
+            try:
+                r = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
+            except queue.Empty:
+                if os.getppid() != parent:  # the main process died: stop
+                    break
+                continue
+            if isinstance(r, _ResumeIteration):
+                data_queue.put((r, None))
+                iteration_end = False
+                if init_exception is None:
+                    fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation, collate_fn,
+                                                          drop_last)
+                continue
+            if r is None:
+                break
+            if done_event.is_set() or iteration_end:
+                continue
+            idx, index = r
+            if init_exception is not None:
+                data, init_exception = init_exception, None
+            else:
+                try:
+                    data = fetcher.fetch(index)
+                except Exception as e:
+                    if isinstance(e, StopIteration) and dataset_kind == _DatasetKind.Iterable:
+                        data = _IterableDatasetStopIteration(worker_id)
+                        iteration_end = True
+                    else:
+                        data = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}{_describe(e)}")
+            data_queue.put((idx, data))
+            del data, idx, index, r
+    except KeyboardInterrupt:
+        pass
+    if done_event.is_set():
+        data_queue.cancel_join_thread()
+        data_queue.close()

@@ -1,0 +1,285 @@
+"""In-place safety: version counters, PyTorch's error at backward time, leaves refused
+before their data is touched, history rebased (CopySlices for views)."""
+import numpy as np
+import pytest
+
+import retrograd
+from helpers import torch, needs_torch
+
+HINT = ("Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+        "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def _vals(x):
+    return None if x is None else np.round(np.asarray(x.detach().numpy(), dtype=float), 5).tolist()
+
+
+def _error(lib, fn):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    try:
+        fn(lib, x)
+    except RuntimeError as e:
+        return str(e), _vals(x.grad)
+    return None, _vals(x.grad)
+
+
+def _mul(lib, x):
+    a = x * 1
+    y = a * a
+    a.mul_(2)
+    y.sum().backward()
+
+
+def _exp(lib, x):
+    y = x.exp()
+    y.add_(1)
+    y.sum().backward()
+
+
+def _sigmoid(lib, x):
+    y = x.sigmoid()
+    y.mul_(2)
+    y.sum().backward()
+
+
+def _pow(lib, x):
+    a = x * 1
+    y = a ** 2
+    a.add_(1)
+    y.sum().backward()
+
+
+def _pow_tensor(lib, x):
+    a = x * 1
+    y = a ** a
+    a.sub_(1)
+    y.sum().backward()
+
+
+def _view(lib, x):
+    a = x * 1
+    v = a.view(3)
+    y = v * v
+    a.add_(1)
+    y.sum().backward()
+
+
+def _double(lib, x):
+    a = (x * 1).double()
+    y = a.exp()
+    y.div_(2)
+    y.sum().backward()
+
+
+def _leaf_no_grad(lib, x):
+    y = x * x
+    with lib.no_grad():
+        x.add_(1)
+    y.sum().backward()
+
+
+CASES = {"mul": (_mul, "Mul", 1, "FloatTensor"), "exp": (_exp, "Exp", 1, "FloatTensor"),
+         "sigmoid": (_sigmoid, "Sigmoid", 1, "FloatTensor"), "pow": (_pow, "Add", 1, "FloatTensor"),
+         "pow_tensor": (_pow_tensor, "Sub", 1, "FloatTensor"), "view": (_view, None, 1, "FloatTensor"),
+         "double": (_double, "Exp", 1, "DoubleTensor"), "leaf": (_leaf_no_grad, None, 1, "FloatTensor")}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_modified_saved_tensor_raises_at_backward(case):
+    fn, op, version, tname = CASES[case]
+    msg, grad = _error(retrograd, fn)
+    where = f", which is output 0 of {op}," if op else ""
+    expected = ("one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [torch.{tname} [3]]{where} is at version {version}; expected version 0 instead. "
+                + HINT)
+    if case == "view":
+        # PyTorch names the replayed view AsStrided; retrograd replays the view op itself.
+        assert msg.startswith("one of the variables needed for gradient computation has been modified by an "
+                              "inplace operation: [torch.FloatTensor [3]], which is output 0 of View")
+        assert msg.endswith("is at version 1; expected version 0 instead. " + HINT)
+    else:
+        assert msg == expected
+        if torch is not None:
+            assert (msg, grad) == _error(torch, fn)
+    assert grad is None
+
+
+def test_hint_under_anomaly_mode():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with retrograd.autograd.detect_anomaly():
+            msg, _ = _error(retrograd, _mul)
+    assert msg.endswith("Hint: the backtrace further above shows the operation that failed to compute its "
+                        "gradient. The variable in question was changed in there or anywhere later. Good luck!")
+
+
+@pytest.mark.parametrize("op", ["add_", "mul_", "sub_", "div_", "exp_", "relu_", "clamp_"])
+def test_leaf_in_place_refused_before_touching_data(op):
+    x = retrograd.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    fn = getattr(x, op, None)
+    if fn is None:
+        pytest.skip(f"{op} is not defined yet")
+    args = {"add_": (1.0,), "mul_": (2.0,), "sub_": (1.0,), "div_": (2.0,), "clamp_": (0.0, 1.0)}.get(op, ())
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place "
+                       "operation."):
+        fn(*args)
+    np.testing.assert_array_equal(x.detach().numpy(), [1.0, -2.0, 3.0])
+    assert x._version_value == 0 and x.grad_fn is None
+
+
+def test_view_of_leaf_in_place_refused():
+    x = retrograd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = x[1:]
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is being used in an "
+                       "in-place operation."):
+        v.mul_(2)
+    np.testing.assert_array_equal(x.detach().numpy(), [1.0, 2.0, 3.0])
+
+
+def test_leaf_in_place_allowed_under_no_grad():
+    x = retrograd.tensor([1.0, 2.0], requires_grad=True)
+    with retrograd.no_grad():
+        x.mul_(2)
+    assert x.is_leaf and x.requires_grad and x._version_value == 1
+    np.testing.assert_array_equal(x.detach().numpy(), [2.0, 4.0])
+
+
+def test_versions_shared_with_views_and_bumped():
+    x = retrograd.tensor([1.0, 2.0, 3.0])
+    v = x[1:]
+    w = x.view(3, 1)
+    d = x.detach()
+    x.add_(1)
+    assert x._version_value == v._version_value == w._version_value == d._version_value == 1
+    v.mul_(2)
+    assert x._version_value == 2
+    np.testing.assert_array_equal(x.numpy(), [2.0, 6.0, 8.0])
+
+
+def rebase_cases(lib):
+    out = {}
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    y = x * 2
+    y.mul_(3)                        # in place on a non-leaf: history rebased
+    y.sum().backward()
+    out["nonleaf"] = (type(y.grad_fn).__name__, _vals(x.grad))
+    x.grad = None
+
+    y = x * 2
+    v = y[1:]
+    v.mul_(3)                        # in place on a view of a non-leaf: CopySlices
+    y.sum().backward()
+    out["view_base"] = (type(y.grad_fn).__name__, _vals(x.grad),
+                        [type(f).__name__ if f is not None else None for f, _ in y.grad_fn.next_functions])
+    x.grad = None
+
+    y = x * 2
+    v = y[1:]
+    v.mul_(3)
+    v.sum().backward()               # the view's own grad_fn is replayed from the base's new history
+    out["view_itself"] = _vals(x.grad)
+    x.grad = None
+
+    y = x * 2
+    v = y[1:]
+    y.mul_(3)                        # the base changes: the view's grad_fn follows
+    v.sum().backward()
+    out["base_then_view"] = _vals(x.grad)
+    x.grad = None
+
+    y = x * 2
+    v = y.view(3)
+    v.exp_()                         # an op that saves its output, on a view
+    y.sum().backward()
+    out["view_exp"] = np.round(_vals(x.grad), 3).tolist()
+    x.grad = None
+
+    y = x * 2
+    v = y[:2]
+    w = v[1:]                        # a view of a view
+    w.mul_(10)
+    y.sum().backward()
+    out["view_of_view"] = _vals(x.grad)
+    x.grad = None
+
+    b = lib.zeros(3)
+    b[1:].add_(x[1:] * 1)            # a plain tensor takes part in autograd through its view
+    b.sum().backward()
+    out["plain_base"] = (b.requires_grad, type(b.grad_fn).__name__, _vals(x.grad))
+    x.grad = None
+
+    y = x * 2
+    y.retain_grad()
+    y.add_(1)
+    (y * y).sum().backward()
+    out["retain_moves"] = (_vals(y.grad), _vals(x.grad))
+    x.grad = None
+
+    y = x * 1
+    v = y[:2]
+    z = y * y                        # y saved by mul; writing through the view invalidates it
+    v.add_(1)
+    try:
+        z.sum().backward()
+        out["view_write_saved"] = None
+    except RuntimeError as e:
+        out["view_write_saved"] = str(e).split("]]")[0]
+    return out
+
+
+def test_rebase_history_and_copy_slices():
+    r = rebase_cases(retrograd)
+    assert r["view_base"][:2] == ("CopySlices", [2.0, 6.0, 6.0])
+    assert r["view_itself"] == [0.0, 6.0, 6.0]
+    assert r["base_then_view"] == [0.0, 6.0, 6.0]
+    if torch is not None:
+        t = rebase_cases(torch)
+        for k in r:
+            assert r[k] == t[k], k
+
+
+def test_copy_slices_double_backward():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        y = x * x
+        y[1:].mul_(x[1:])
+        (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x)
+        return _vals(g), _vals(gg)
+    r = run(retrograd)
+    assert r == ([2.0, 12.0, 27.0], [2.0, 12.0, 18.0])
+    if torch is not None:
+        assert r == run(torch)
+
+
+@pytest.mark.skipif(not hasattr(retrograd.Tensor, "__setitem__"), reason="setitem comes with the indexing ops")
+def test_copy_slices_setitem_example():
+    x = retrograd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y[0] = 0
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 2.0, 2.0])
+    assert type(y.grad_fn).__name__ == "CopySlices"
+
+
+def test_in_place_result_dtype_checked_before_writing():
+    x = retrograd.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        x.mul_(1.5)
+    np.testing.assert_array_equal(x.numpy(), [1, 2, 3])
+    assert x._version_value == 0
+
+
+@needs_torch
+def test_saved_tensor_hooks_skip_version_check():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda p: p):
+            a = x * 1
+            y = a * a
+        a.mul_(2)     # the packed copies are what backward uses
+        y.sum().backward()
+        return _vals(x.grad)
+    assert run(retrograd) == run(torch) == [2.0, 4.0]

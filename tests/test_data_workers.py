@@ -1,0 +1,168 @@
+"""DataLoader with worker processes: same batches as in-process, seeding, worker info,
+iterable sharding, persistent workers, errors that name the worker and the sample, timeouts."""
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import retrograd
+from retrograd.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
+
+
+class Squares(Dataset):
+    def __len__(self):
+        return 23
+
+    def __getitem__(self, i):
+        return np.float32(i * i), i
+
+
+class WhoAmI(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        info = get_worker_info()
+        return {"worker": info.id, "n": info.num_workers, "seed": info.seed,
+                "draw": float(retrograd.rand(1).item()), "pid": os.getpid()}
+
+
+class FailsAt(Dataset):
+    def __init__(self, bad):
+        self.bad = bad
+
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        if i == self.bad:
+            raise ValueError(f"cannot read sample {i}")
+        return i
+
+
+class Sharded(IterableDataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        info = get_worker_info()
+        lo, step = (0, 1) if info is None else (info.id, info.num_workers)
+        return iter(range(lo, self.n, step))
+
+
+class Slow(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        time.sleep(1.5)
+        return i
+
+
+class Dies(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _flat(batches):
+    return [(b[0].tolist(), b[1].tolist()) for b in batches]
+
+
+def test_workers_give_the_same_batches_in_order():
+    ref = _flat(DataLoader(Squares(), batch_size=4))
+    for nw, pf in [(1, 2), (2, 2), (3, 1), (2, 4)]:
+        assert _flat(DataLoader(Squares(), batch_size=4, num_workers=nw, prefetch_factor=pf)) == ref
+
+
+def test_workers_with_seeded_shuffle_match_main_process():
+    def run(nw):
+        g = retrograd.Generator().manual_seed(11)
+        return _flat(DataLoader(Squares(), batch_size=5, shuffle=True, generator=g, num_workers=nw))
+    assert run(2) == run(0)
+
+
+def test_worker_info_and_seeds():
+    calls = []
+    out = list(DataLoader(WhoAmI(), batch_size=2, num_workers=2, worker_init_fn=calls.append,
+                          generator=retrograd.Generator().manual_seed(3)))
+    workers = [b["worker"].tolist() for b in out]
+    assert workers == [[0, 0], [1, 1], [0, 0], [1, 1]]        # round robin over the workers
+    seeds = {b["worker"][0].item(): b["seed"][0].item() for b in out}
+    assert seeds[1] == seeds[0] + 1                           # base seed + worker id
+    assert len({b["pid"][0].item() for b in out}) == 2 and os.getpid() not in {b["pid"][0].item() for b in out}
+    draws = [d for b in out for d in b["draw"].tolist()]
+    assert len(set(draws)) == len(draws)                      # workers' generators are seeded differently
+    again = list(DataLoader(WhoAmI(), batch_size=2, num_workers=2, generator=retrograd.Generator().manual_seed(3)))
+    assert [d for b in again for d in b["draw"].tolist()] == draws
+
+
+def test_worker_init_fn_runs_in_each_worker():
+    def init(worker_id):
+        np.random.seed(100 + worker_id)
+
+    class NpDraw(Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return np.random.randint(1 << 30)
+    a = [b.tolist() for b in DataLoader(NpDraw(), batch_size=1, num_workers=2, worker_init_fn=init)]
+    b = [b.tolist() for b in DataLoader(NpDraw(), batch_size=1, num_workers=2, worker_init_fn=init)]
+    assert a == b
+
+
+def test_worker_error_names_worker_and_sample():
+    with pytest.raises(ValueError) as ei:
+        list(DataLoader(FailsAt(13), batch_size=4, num_workers=2))
+    msg = str(ei.value)
+    assert "Caught ValueError in DataLoader worker process 1" in msg    # batch 3 goes to worker 1
+    assert "sample index 13" in msg
+    assert "cannot read sample 13" in msg and "Traceback" in msg
+
+
+def test_worker_init_fn_error():
+    def init(worker_id):
+        raise RuntimeError("init failed")
+    with pytest.raises(RuntimeError, match="(?s)in DataLoader worker process 0.*init failed"):
+        list(DataLoader(Squares(), batch_size=4, num_workers=1, worker_init_fn=init))
+
+
+def test_iterable_dataset_sharded_over_workers():
+    out = [b.tolist() for b in DataLoader(Sharded(10), batch_size=2, num_workers=2)]
+    assert sorted(x for b in out for x in b) == list(range(10))
+    assert out[0] == [0, 2] and out[1] == [1, 3]
+
+
+def test_persistent_workers_across_epochs():
+    dl = DataLoader(WhoAmI(), batch_size=4, num_workers=2, persistent_workers=True)
+    pids1 = {p for b in dl for p in b["pid"].tolist()}
+    pids2 = {p for b in dl for p in b["pid"].tolist()}
+    assert pids1 == pids2 and len(pids1) == 2
+    # an epoch broken off early does not leak its batches into the next one
+    it = iter(dl)
+    next(it)
+    assert sum(len(b["pid"]) for b in dl) == 8
+    dl._iterator._shutdown_workers()
+
+
+def test_timeout():
+    with pytest.raises(RuntimeError, match=r"DataLoader timed out after 0.3 seconds"):
+        list(DataLoader(Slow(), batch_size=1, num_workers=1, timeout=0.3))
+
+
+def test_dead_worker_is_reported():
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"):
+        list(DataLoader(Dies(), batch_size=1, num_workers=1, timeout=10))
+
+
+def test_tensor_dataset_through_workers():
+    x = retrograd.tensor(np.arange(24, dtype=np.float32).reshape(12, 2))
+    y = retrograd.tensor(np.arange(12))
+    out = list(DataLoader(TensorDataset(x, y), batch_size=5, num_workers=2))
+    assert [b[1].tolist() for b in out] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11]]
+    assert out[0][0].dtype == retrograd.float32

