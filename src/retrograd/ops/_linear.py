@@ -1,9 +1,7 @@
 """The fully connected layer's op: ``x @ w.T + b`` as one GEMM (AddmmBackward0 on 2-D
 input, as in PyTorch), with its own small differentiable matrix product so that its
 backward is itself differentiable."""
-import numpy as np
-
-from ._base import OpNode, node_for, save, finish, Tensor
+from ._base import OpNode, node_for, save, finish
 
 
 def _shape_err(a, b):

@@ -15,9 +15,9 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ._base import OpNode, node_for, save, finish, Tensor
+from ._base import OpNode, node_for, save, finish
 
-__all__ = []
+__all__ = ["conv1d", "conv2d", "conv3d"]
 TENSOR_METHODS = {}
 INPLACE = {}
 
@@ -63,7 +63,6 @@ def _fwd(x, w, p, want_cols=False):
     if _wide(p, w.ndim - 2):
         y, cols = _fwd_wide(x, w, p)
         return (y, cols) if want_cols else y
-    nd = w.ndim - 2
     xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
     k = w.shape[2:]
     out = _out_size(xp.shape[2:], k, p)
@@ -432,7 +431,7 @@ def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
     x, w = input._data, weight._data
     name = f"conv{nd}d"
     if w.ndim != nd + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if w.ndim < 3 else
+        raise RuntimeError("weight should have at least three dimensions" if w.ndim < 3 else
                            f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input, but got weight "
                            f"of size {_fmt(w.shape)} instead")
     if x.ndim not in (nd + 1, nd + 2):
@@ -498,3 +497,18 @@ def _unsqueeze0(t):
     if node is not None:
         node.shape = t._data.shape
     return finish(node, t._data[None])
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution over (N, C, L) or (C, L) input."""
+    return convolution(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution over (N, C, H, W) or (C, H, W) input."""
+    return convolution(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution over (N, C, D, H, W) or (C, D, H, W) input."""
+    return convolution(input, weight, bias, stride, padding, dilation, groups, 3)
