@@ -5,7 +5,7 @@ import pytest
 import retrograd
 import retrograd.nn as rnn
 import retrograd.nn.functional as RF
-from helpers import check, gradcheck_op, needs_torch, torch
+from helpers import check, gradcheck_op, needs_torch
 from nn_seq_helpers import lib_of, module_parity
 
 CT2 = [([(2, 4, 5, 6), (4, 3, 3, 2), (3,)], {}),

@@ -36,7 +36,6 @@ def test_embedding_double_backward():
 @needs_torch
 @pytest.mark.parametrize("max_norm,norm_type", [(1.0, 2.0), (1.5, 1.0), (0.5, float("inf"))])
 def test_embedding_max_norm_renormalises_in_place(max_norm, norm_type):
-    w = np.random.default_rng(0).standard_normal((10, 3))
     m, mt = module_parity(lambda lib: lib.nn.Embedding(10, 3, max_norm=max_norm, norm_type=norm_type).double(),
                           [np.array(IDX)])
     np.testing.assert_allclose(m.weight.detach().numpy(), mt.weight.detach().numpy(), atol=1e-12)

@@ -243,3 +243,13 @@ def test_lstm_trains_on_a_toy_task():
             p.data._data -= 0.5 * p.grad.numpy()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
+
+
+@needs_torch
+@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
+def test_recurrent_double_backward(cls):
+    from nn_seq_helpers import double_backward_parity, copy_params
+    mt = getattr(torch.nn, cls)(3, 4, bidirectional=True).double()
+    mr = getattr(rnn, cls)(3, 4, bidirectional=True).double()
+    copy_params(mr, mt)
+    double_backward_parity(lambda x: (mr if isinstance(x, retrograd.Tensor) else mt)(x)[0], (4, 2, 3))

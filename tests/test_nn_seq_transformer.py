@@ -5,7 +5,7 @@ import pytest
 
 import retrograd
 import retrograd.nn as rnn
-from helpers import needs_torch, torch
+from helpers import needs_torch
 from nn_seq_helpers import module_parity
 
 

@@ -4,7 +4,6 @@ import warnings
 
 import numpy as np
 
-from .._tensor import Tensor
 from ..ops._base import finish
 from ..ops._linear import linear
 from ..ops._seqkit import cat

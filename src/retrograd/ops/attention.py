@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, finish_multi, arr, Tensor, _state
+from ._base import OpNode, node_for, save, finish, finish_multi, arr, _state
 from ._seqkit import graph_grads
 from .linalg import matmul
 from .activation import softmax

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, finish, arr, Tensor
+from ._base import OpNode, node_for, finish, arr
 
 __all__ = ["constant_pad_nd"]
 

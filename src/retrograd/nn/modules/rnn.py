@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import _creation
 from ...ops._base import finish
-from ...ops._seqkit import cat, stack, unbind, split_sizes
+from ...ops._seqkit import cat, stack, unbind, split_sizes, lstm_pointwise, gru_pointwise
 from ...ops.unary import tanh, sigmoid, relu
 from ..parameter import Parameter
 from .. import functional as F, init
@@ -165,7 +165,6 @@ class RNNBase(Module):
     def _direction(self, x, h, c, params, reverse, masks):
         """Run one direction over time-major ``x`` (L, N, F); returns (outputs (L, N, H), h, c)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = params
-        H = self.hidden_size
         steps = unbind(_linear(x, w_ih, b_ih), 0)
         L = len(steps)
         outs = [None] * L
@@ -173,11 +172,11 @@ class RNNBase(Module):
         for t in order:
             gx = steps[t]
             if self.mode == "LSTM":
-                h2, c2 = _lstm_step(gx, h, c, w_hh, b_hh, H)
+                h2, c2 = lstm_pointwise(gx + F.linear(h, w_hh, b_hh), c)
                 if w_hr is not None:
                     h2 = F.linear(h2, w_hr)
             elif self.mode == "GRU":
-                h2, c2 = _gru_step(gx, h, w_hh, b_hh, H), None
+                h2, c2 = gru_pointwise(gx, F.linear(h, w_hh, b_hh), h), None
             else:
                 h2, c2 = _rnn_step(gx, h, w_hh, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu"), None
             if masks is not None:
