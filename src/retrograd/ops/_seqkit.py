@@ -121,30 +121,31 @@ class ThnnFusedLstmCellBackward0(OpNode):
                              dh * tc * o * (1 - o)], axis=-1)
         nf = self.next_functions
         return (finish(None, da) if nf[0][0] is not None else None,
-                finish(None, dct * f) if nf[1][0] is not None else None)
+                finish(None, da) if nf[1][0] is not None else None,
+                finish(None, dct * f) if nf[2][0] is not None else None)
 
 
-def _lstm_composite(gates, c):
+def _lstm_composite(gx, gh, c):
     from .unary import sigmoid, tanh
     H = c.shape[-1]
-    i, f, g, o = split_sizes(gates, [H, H, H, H], -1)
+    i, f, g, o = split_sizes(gx + gh, [H, H, H, H], -1)
     c2 = sigmoid(f) * c + sigmoid(i) * tanh(g)
     return sigmoid(o) * tanh(c2), c2
 
 
-def lstm_pointwise(gates, c):
-    """(h', c') of an LSTM step from the summed gate pre-activations (N, 4H) and c (N, H)."""
-    a, cd = gates._data, c._data
+def lstm_pointwise(gx, gh, c):
+    """(h', c') of an LSTM step from the input and hidden projections (N, 4H) and c (N, H)."""
+    a, cd = gx._data + gh._data, c._data
     H = cd.shape[-1]
     i, f, o = _sig(a[..., :H]), _sig(a[..., H:2 * H]), _sig(a[..., 3 * H:])
     g = np.tanh(a[..., 2 * H:3 * H])
     c2 = f * cd + i * g
     tc = np.tanh(c2)
-    node = node_for(ThnnFusedLstmCellBackward0, (gates, c))
+    node = node_for(ThnnFusedLstmCellBackward0, (gx, gh, c))
     h2, c2 = finish_multi(node, [o * tc, c2])
     if node is not None:
         node.vals = (i, f, g, o, cd, tc)
-        save(node, gates, c)
+        save(node, gx, gh, c)
     return h2, c2
 
 

@@ -172,7 +172,7 @@ class RNNBase(Module):
         for t in order:
             gx = steps[t]
             if self.mode == "LSTM":
-                h2, c2 = lstm_pointwise(gx + F.linear(h, w_hh, b_hh), c)
+                h2, c2 = lstm_pointwise(gx, F.linear(h, w_hh, b_hh), c)
                 if w_hr is not None:
                     h2 = F.linear(h2, w_hr)
             elif self.mode == "GRU":
