@@ -479,10 +479,14 @@ def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
     if any(padded[i] < eff[i] for i in range(nd)):
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
                            f"size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than actual input size")
+    tn = {"float32": "float", "float64": "double", "float16": "c10::Half"}
+    if bias is not None and bias._data.dtype != x.dtype:
+        raise RuntimeError(f"Input type ({tn.get(x.dtype.name, x.dtype.name)}) and bias type "
+                           f"({tn.get(bias._data.dtype.name, bias._data.dtype.name)}) should be the same")
     if x.dtype != w.dtype:
-        tn = {"float32": "float", "float64": "double", "float16": "c10::Half"}
-        raise RuntimeError(f"Input type ({tn.get(x.dtype.name, x.dtype.name)}) and weight type "
-                           f"({tn.get(w.dtype.name, w.dtype.name)}) should be the same")
+        tc = {"float32": "Float", "float64": "Double", "float16": "Half"}
+        raise RuntimeError(f"expected scalar type {tc.get(x.dtype.name, x.dtype.name)} but found "
+                           f"{tc.get(w.dtype.name, w.dtype.name)}")
     out = _conv(input, weight, _P(stride, pad, dilation, groups), bias)
     return _squeeze0(out) if unbatched else out
 
