@@ -61,7 +61,7 @@ def _cols(xp, k, out, p):
 def _fwd(x, w, p, want_cols=False):
     """y = conv(x, w): (N, O, *out)."""
     if _wide(p, w.ndim - 2):
-        y, cols = _fwd_wide(x, w, p)
+        y, cols = _fwd_wide(x, w, p, want_cols)
         return (y, cols) if want_cols else y
     xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
     k = w.shape[2:]
@@ -152,6 +152,33 @@ def _bwd_in(g, w, xshape, p):
 # width). Each output row then carries Wp - OW extra columns, which are dropped (forward)
 # or are zero (backward). Copies and slice-adds run over long contiguous runs.
 
+# Workspace: the column buffers are large and live for one call (or until the backward
+# that uses them). Handing them back to a small pool and reusing them avoids touching
+# fresh pages on every call, which otherwise costs more than the GEMM itself.
+_POOL = {}
+_POOL_KEYS = 16
+
+
+def _take(shape, dtype):
+    free = _POOL.get((shape, dtype))
+    if free:
+        return free.pop()
+    return np.empty(shape, dtype)
+
+
+def _give(a):
+    if type(a) is not np.ndarray or not a.flags.owndata:
+        return
+    key = (a.shape, a.dtype)
+    free = _POOL.get(key)
+    if free is None:
+        if len(_POOL) >= _POOL_KEYS:
+            _POOL.pop(next(iter(_POOL)))
+        free = _POOL[key] = []
+    if len(free) < 2:
+        free.append(a)
+
+
 def _wide(p, nd):
     return nd == 2 and p.stride == (1, 1)
 
@@ -169,26 +196,39 @@ def _wide_cols(x, k, p):
     n, c, h, w = x.shape
     hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
     (plh, _), (plw, _) = p.pad
-    flat = np.zeros((n, c, hp * wp + slack), x.dtype)
+    flat = _take((n, c, hp * wp + slack), x.dtype)
+    flat.fill(0)
     flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + w] = x
     st = flat.strides
     sz = flat.itemsize
     G = p.groups
-    v = as_strided(flat, (n, G, c // G, k[0], k[1], oh * wp),
+    shape = (n, G, c // G, k[0], k[1], oh * wp)
+    v = as_strided(flat, shape,
                    (st[0], st[1] * (c // G), st[1], p.dilation[0] * wp * sz, p.dilation[1] * sz, sz),
                    writeable=False)
-    return v.reshape(n, G, -1, oh * wp), (hp, wp, oh, ow, slack)
+    cols = _take((n, G, (c // G) * k[0] * k[1], oh * wp), x.dtype)
+    np.copyto(cols.reshape(shape), v)
+    _give(flat)
+    return cols, (hp, wp, oh, ow, slack)
 
 
-def _fwd_wide(x, w, p):
+def _fwd_wide(x, w, p, keep_cols=False):
     n = x.shape[0]
     o = w.shape[0]
     G = p.groups
     cols, (hp, wp, oh, ow, _) = _wide_cols(x, w.shape[2:], p)
     wm = w.reshape(G, o // G, -1)
-    y = np.matmul(wm[0], cols[:, 0]) if G == 1 else np.matmul(wm, cols)
-    y = y.reshape(n, o, oh, wp)[:, :, :, :ow]
-    return np.ascontiguousarray(y), cols
+    dt = np.result_type(w.dtype, cols.dtype)
+    if G == 1:
+        yw = np.matmul(wm[0], cols[:, 0], out=_take((n, o, oh * wp), dt))
+    else:
+        yw = np.matmul(wm, cols, out=_take((n, G, o // G, oh * wp), dt))
+    y = np.ascontiguousarray(yw.reshape(n, o, oh, wp)[:, :, :, :ow])
+    _give(yw)
+    if not keep_cols:
+        _give(cols)
+        cols = None
+    return y, cols
 
 
 def _g_wide(g, wp):
@@ -201,7 +241,8 @@ def _g_wide(g, wp):
 
 
 def _bwd_w_wide(x, g, wshape, p, cols=None):
-    if cols is None:
+    own = cols is None
+    if own:
         cols, _ = _wide_cols(x, wshape[2:], p)
     G = p.groups
     n, o = g.shape[:2]
@@ -210,6 +251,8 @@ def _bwd_w_wide(x, g, wshape, p, cols=None):
         gw = np.matmul(gwide, cols[:, 0].transpose(0, 2, 1)).sum(0)
     else:
         gw = np.matmul(gwide.reshape(n, G, o // G, -1), cols.transpose(0, 1, 3, 2)).sum(0)
+    if own:
+        _give(cols)
     return gw.reshape(wshape)
 
 
@@ -221,17 +264,20 @@ def _bwd_in_wide(g, w, xshape, p):
     hp, wp, oh, ow, slack = _wide_geom(xshape, k, p)
     gwide = _g_wide(g, wp)
     wm = w.reshape(G, o // G, -1)
+    dt = np.result_type(w.dtype, gwide.dtype)
     if G == 1:
-        d = np.matmul(wm[0].T, gwide)                                        # (N, CKK, OH*Wp)
+        dbuf = np.matmul(wm[0].T, gwide, out=_take((n, wm.shape[2], oh * wp), dt))          # (N, CKK, OH*Wp)
     else:
-        d = np.matmul(wm.transpose(0, 2, 1), gwide.reshape(n, G, o // G, -1))   # (N, G, CgKK, OH*Wp)
-    d = d.reshape(n, c, k[0], k[1], oh * wp)
+        dbuf = np.matmul(wm.transpose(0, 2, 1), gwide.reshape(n, G, o // G, -1),
+                         out=_take((n, G, wm.shape[2], oh * wp), dt))                     # (N, G, CgKK, OH*Wp)
+    d = dbuf.reshape(n, c, k[0], k[1], oh * wp)
     flat = np.zeros((n, c, hp * wp + slack), d.dtype)
     L = oh * wp
     for kh in range(k[0]):
         for kw in range(k[1]):
             s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
             flat[:, :, s0:s0 + L] += d[:, :, kh, kw]
+    _give(dbuf)
     (plh, _), (plw, _) = p.pad
     return flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd]
 
@@ -248,10 +294,17 @@ class ConvolutionBackward0(OpNode):
         if nf[1][0] is not None:
             cols = self.__dict__.pop("cols", None)
             gw = _conv_weight_grad(x, g, w.shape, p, cols)
+            _give(cols)
         gb = None
         if len(nf) > 2 and nf[2][0] is not None:
             gb = g.sum([0] + list(range(2, g.ndim)))
         return (gx, gw, gb) if len(nf) > 2 else (gx, gw)
+
+    def __del__(self):
+        # a graph dropped before its backward hands its column buffer back
+        cols = self.__dict__.get("cols")
+        if cols is not None:
+            _give(cols)
 
 
 class ConvolutionBackwardBackward0(OpNode):
