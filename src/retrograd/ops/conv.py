@@ -193,6 +193,8 @@ def _wide_geom(xshape, k, p):
 
 
 def _wide_cols(x, k, p):
+    """Columns in the wide layout, (G, Cg*KH*KW, N*OH*Wp): one row per (channel, kernel
+    offset), one contiguous run of OH*Wp per sample."""
     n, c, h, w = x.shape
     hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
     (plh, _), (plw, _) = p.pad
@@ -202,11 +204,11 @@ def _wide_cols(x, k, p):
     st = flat.strides
     sz = flat.itemsize
     G = p.groups
-    shape = (n, G, c // G, k[0], k[1], oh * wp)
+    shape = (G, c // G, k[0], k[1], n, oh * wp)
     v = as_strided(flat, shape,
-                   (st[0], st[1] * (c // G), st[1], p.dilation[0] * wp * sz, p.dilation[1] * sz, sz),
+                   (st[1] * (c // G), st[1], p.dilation[0] * wp * sz, p.dilation[1] * sz, st[0], sz),
                    writeable=False)
-    cols = _take((n, G, (c // G) * k[0] * k[1], oh * wp), x.dtype)
+    cols = _take((G, (c // G) * k[0] * k[1], n * oh * wp), x.dtype)
     np.copyto(cols.reshape(shape), v)
     _give(flat)
     return cols, (hp, wp, oh, ow, slack)
@@ -219,11 +221,8 @@ def _fwd_wide(x, w, p, keep_cols=False):
     cols, (hp, wp, oh, ow, _) = _wide_cols(x, w.shape[2:], p)
     wm = w.reshape(G, o // G, -1)
     dt = np.result_type(w.dtype, cols.dtype)
-    if G == 1:
-        yw = np.matmul(wm[0], cols[:, 0], out=_take((n, o, oh * wp), dt))
-    else:
-        yw = np.matmul(wm, cols, out=_take((n, G, o // G, oh * wp), dt))
-    y = np.ascontiguousarray(yw.reshape(n, o, oh, wp)[:, :, :, :ow])
+    yw = np.matmul(wm, cols, out=_take((G, o // G, n * oh * wp), dt))      # one GEMM per group
+    y = np.ascontiguousarray(yw.reshape(o, n, oh, wp)[:, :, :, :ow].transpose(1, 0, 2, 3))
     _give(yw)
     if not keep_cols:
         _give(cols)
@@ -231,13 +230,14 @@ def _fwd_wide(x, w, p, keep_cols=False):
     return y, cols
 
 
-def _g_wide(g, wp):
+def _g_wide(g, wp, G):
+    """The output gradient as (G, O/G, N*OH*Wp), zero in the extra columns."""
     n, o, oh, ow = g.shape
-    if ow == wp:
-        return g.reshape(n, o, oh * wp)
-    gw = np.zeros((n, o, oh, wp), g.dtype)
-    gw[:, :, :, :ow] = g
-    return gw.reshape(n, o, oh * wp)
+    gw = _take((o, n, oh, wp), g.dtype)
+    if ow != wp:
+        gw[:, :, :, ow:] = 0
+    gw[:, :, :, :ow] = g.transpose(1, 0, 2, 3)
+    return gw.reshape(G, o // G, n * oh * wp)
 
 
 def _bwd_w_wide(x, g, wshape, p, cols=None):
@@ -245,12 +245,9 @@ def _bwd_w_wide(x, g, wshape, p, cols=None):
     if own:
         cols, _ = _wide_cols(x, wshape[2:], p)
     G = p.groups
-    n, o = g.shape[:2]
-    gwide = _g_wide(g, _wide_geom(x.shape, wshape[2:], p)[1])
-    if G == 1:
-        gw = np.matmul(gwide, cols[:, 0].transpose(0, 2, 1)).sum(0)
-    else:
-        gw = np.matmul(gwide.reshape(n, G, o // G, -1), cols.transpose(0, 1, 3, 2)).sum(0)
+    gwide = _g_wide(g, _wide_geom(x.shape, wshape[2:], p)[1], G)
+    gw = np.matmul(gwide, cols.transpose(0, 2, 1))                       # (G, O/G, CgKK)
+    _give(gwide)
     if own:
         _give(cols)
     return gw.reshape(wshape)
@@ -262,24 +259,22 @@ def _bwd_in_wide(g, w, xshape, p):
     k = w.shape[2:]
     G = p.groups
     hp, wp, oh, ow, slack = _wide_geom(xshape, k, p)
-    gwide = _g_wide(g, wp)
+    gwide = _g_wide(g, wp, G)
     wm = w.reshape(G, o // G, -1)
-    dt = np.result_type(w.dtype, gwide.dtype)
-    if G == 1:
-        dbuf = np.matmul(wm[0].T, gwide, out=_take((n, wm.shape[2], oh * wp), dt))          # (N, CKK, OH*Wp)
-    else:
-        dbuf = np.matmul(wm.transpose(0, 2, 1), gwide.reshape(n, G, o // G, -1),
-                         out=_take((n, G, wm.shape[2], oh * wp), dt))                     # (N, G, CgKK, OH*Wp)
-    d = dbuf.reshape(n, c, k[0], k[1], oh * wp)
-    flat = np.zeros((n, c, hp * wp + slack), d.dtype)
     L = oh * wp
+    dt = np.result_type(w.dtype, gwide.dtype)
+    dbuf = np.matmul(wm.transpose(0, 2, 1), gwide, out=_take((G, wm.shape[2], n * L), dt))   # (G, CgKK, N*L)
+    _give(gwide)
+    d = dbuf.reshape(c, k[0], k[1], n, L)
+    flat = np.zeros((c, n, hp * wp + slack), dt)
     for kh in range(k[0]):
         for kw in range(k[1]):
             s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
-            flat[:, :, s0:s0 + L] += d[:, :, kh, kw]
+            flat[:, :, s0:s0 + L] += d[:, kh, kw]
     _give(dbuf)
     (plh, _), (plw, _) = p.pad
-    return flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd]
+    gx = flat[:, :, :hp * wp].reshape(c, n, hp, wp)[:, :, plh:plh + h, plw:plw + wd]
+    return np.ascontiguousarray(gx.transpose(1, 0, 2, 3))
 
 
 # *** differentiable ops ***
