@@ -112,8 +112,13 @@ def _max_spread(g, arg, geo):
     a = arg._data.reshape((B,) + out)
     hi = tuple(max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - S[i] - p[i]) for i in range(len(S)))
     gp = np.zeros((B,) + tuple(S[i] + p[i] + hi[i] for i in range(len(S))), gd.dtype)
+    overlap = any(s[i] < d[i] * (k[i] - 1) + 1 for i in range(len(S)))
     for j, off in enumerate(itertools.product(*[range(v) for v in k])):
-        _window(gp, off, s, d, out).__iadd__(np.where(a == j, gd, 0).astype(gd.dtype, copy=False))
+        win = _window(gp, off, s, d, out)
+        if overlap:
+            win += np.where(a == j, gd, 0).astype(gd.dtype, copy=False)
+        else:                       # each input position belongs to one window at most
+            np.copyto(win, gd, where=a == j)
     r = gp[(slice(None),) + tuple(slice(p[i], p[i] + S[i]) for i in range(len(S)))]
     node = node_for(_MaxSpreadBackward, (g,))
     if node is not None:
