@@ -173,3 +173,12 @@ def test_multihead_attention_double_backward(average):
         o, w = m(x, x.cos(), x, average_attn_weights=average)
         return o * 1.0 + w.sum()
     double_backward_parity(f, (3, 2, 4))
+
+
+def test_multihead_attention_mask_type_checks():
+    m = rnn.MultiheadAttention(4, 2)
+    x = retrograd.zeros(3, 2, 4)
+    with pytest.warns(UserWarning, match="Support for mismatched key_padding_mask and attn_mask is deprecated"):
+        m(x, x, x, key_padding_mask=retrograd.zeros(2, 3, dtype=retrograd.bool), attn_mask=retrograd.zeros(3, 3))
+    with pytest.raises(AssertionError, match="only bool and floating types of key_padding_mask are supported"):
+        m(x, x, x, key_padding_mask=retrograd.zeros(2, 3, dtype=retrograd.int64))

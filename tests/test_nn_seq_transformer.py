@@ -148,3 +148,26 @@ def test_encoder_nested_tensor_warning_as_pytorch():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         rnn.TransformerEncoder(rnn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1)
+
+
+@needs_torch
+def test_state_dict_from_pytorch_loads_and_matches():
+    import torch
+    rng = np.random.default_rng(0)
+    for make, shape in [(lambda lib: lib.nn.LSTM(3, 4, 2, bidirectional=True, proj_size=2), (5, 2, 3)),
+                        (lambda lib: lib.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), (2, 5, 8)),
+                        (lambda lib: lib.nn.MultiheadAttention(8, 2, kdim=3, vdim=5), None)]:
+        mt = make(torch).double().eval()
+        m = make(retrograd).double().eval()
+        sd = {k: retrograd.from_numpy(v.detach().numpy().copy()) for k, v in mt.state_dict().items()}
+        res = m.load_state_dict(sd)
+        assert not res.missing_keys and not res.unexpected_keys
+        if shape is None:
+            q, k, v = rng.standard_normal((4, 2, 8)), rng.standard_normal((6, 2, 3)), rng.standard_normal((6, 2, 5))
+            o = m(retrograd.from_numpy(q), retrograd.from_numpy(k), retrograd.from_numpy(v))[0]
+            ot = mt(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v))[0]
+        else:
+            x = rng.standard_normal(shape)
+            o, ot = m(retrograd.from_numpy(x)), mt(torch.from_numpy(x))
+            o, ot = (o[0], ot[0]) if isinstance(o, tuple) else (o, ot)
+        np.testing.assert_allclose(o.detach().numpy(), ot.detach().numpy(), atol=1e-12)
