@@ -52,13 +52,13 @@ class EmbeddingDenseBackwardBackward0(EmbeddingBackward0):
     pass
 
 
-def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls, scale=True):
+def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls):
+    """The lookup with the gradient's per-lookup factors (the adjoint of ``_dense_backward``)."""
     w = weight._data
     r = w[idx]
-    if scale:
-        s = _lookup_scale(idx, w.shape[0], padding_idx, freq, w.dtype)
-        if s is not None:
-            r = r * s[:, None]
+    s = _lookup_scale(idx, w.shape[0], padding_idx, freq, w.dtype)
+    if s is not None:
+        r = r * s[:, None]
     r = r.reshape(tuple(out_shape) + w.shape[1:])
     node = node_for(cls, (weight,))
     if node is not None:
@@ -67,6 +67,7 @@ def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls, scale=True):
 
 
 def _dense_backward(g, idx, num, padding_idx, freq):
+    """The weight gradient of a lookup: upstream rows summed into their weight rows."""
     d = g._data
     rows = d.reshape(idx.shape[0], -1)
     s = _lookup_scale(idx, num, padding_idx, freq, d.dtype)
