@@ -250,3 +250,17 @@ def test_recurrent_double_backward(cls):
     mr = getattr(rnn, cls)(3, 4, bidirectional=True).double()
     copy_params(mr, mt)
     double_backward_parity(lambda x: (mr if isinstance(x, retrograd.Tensor) else mt)(x)[0], (4, 2, 3))
+
+
+@needs_torch
+def test_lstm_projection_packed_unsorted_roundtrip():
+    rng = np.random.default_rng(0)
+    kw = dict(input_size=3, hidden_size=5, proj_size=2, num_layers=2, bidirectional=True, batch_first=True)
+
+    def call(m, lib, x, h, c):
+        p = lib.nn.utils.rnn.pack_padded_sequence(x, lib.tensor([2, 4, 1]), batch_first=True, enforce_sorted=False)
+        o, (hn, cn) = m(p, (h, c))
+        return lib.nn.utils.rnn.pad_packed_sequence(o, batch_first=True)[0], hn, cn
+    module_parity(lambda lib: lib.nn.LSTM(**kw).double(),
+                  [rng.standard_normal((3, 4, 3)), rng.standard_normal((4, 3, 2)), rng.standard_normal((4, 3, 5))],
+                  call=call)
