@@ -5,7 +5,7 @@
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != "0" ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
-if ! command -v mpirun >/dev/null || [ ! -e /usr/include/x86_64-linux-gnu/openmpi ] && ! command -v mpicc >/dev/null; then
+if ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then  # mpi4py builds with mpicc
   $SUDO apt-get update
   $SUDO apt-get install -y libopenmpi-dev openmpi-bin
 fi
