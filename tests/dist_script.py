@@ -1,6 +1,7 @@
 """Run under ``mpirun -n N``: collectives and DistributedDataParallel, checked against one process.
 
-Each rank prints one JSON line: ``{"rank": r, "checks": {name: bool}, ...}``.
+``python3 dist_script.py BACKEND [OUTDIR]``: each rank writes ``OUTDIR/rank<r>.json`` (or prints it)
+with ``{"rank": r, "world_size": n, "checks": {name: bool}}``.
 """
 import json
 import os
@@ -81,5 +82,37 @@ checks["no_sync_local"] = ws == 1 or not all(np.allclose(gathered[0].numpy(), g.
 ((ddp(X[idx]) - Y[idx]) ** 2).mean().backward()
 checks["no_sync_then_sync"] = all(np.allclose(p.grad.numpy(), 2 * q.grad.numpy(), rtol=1e-5, atol=1e-6)
                                   for p, q in zip(model.parameters(), ref.parameters()))
-print(json.dumps({"rank": rank, "world_size": ws, "checks": checks}), flush=True)
+
+# find_unused_parameters: a layer the forward skips does not hold the reduction back
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.used, self.unused = nn.Linear(3, 2), nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.used(x)
+
+
+torch.manual_seed(3)
+two = DDP(TwoHeads(), find_unused_parameters=True)
+two(X[idx]).pow(2).mean().backward()
+g = two.module.used.weight.grad.clone()
+ref2 = TwoHeads()
+ref2.load_state_dict(two.module.state_dict())
+ref2(X).pow(2).mean().backward()
+checks["find_unused"] = np.allclose(g.numpy(), ref2.used.weight.grad.numpy(), rtol=1e-5, atol=1e-6) \
+    and two.module.unused.weight.grad is None
+strict = DDP(TwoHeads())
+strict(X[idx]).pow(2).mean().backward()
+try:
+    strict(X[idx])
+    checks["unfinished_reduction_error"] = False
+except RuntimeError as e:
+    checks["unfinished_reduction_error"] = "Expected to have finished reduction" in str(e)
+report = json.dumps({"rank": rank, "world_size": ws, "checks": checks})
+if len(sys.argv) > 2:
+    with open(os.path.join(sys.argv[2], f"rank{rank}.json"), "w") as f:
+        f.write(report)
+else:
+    print(report, flush=True)
 dist.destroy_process_group()

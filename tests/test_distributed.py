@@ -129,17 +129,16 @@ def _has_mpi4py():
 
 @pytest.mark.skipif(_mpirun() is None or not _has_mpi4py(),
                     reason="needs mpirun and mpi4py (.ci/setup-mpi.sh installs them)")
-def test_two_processes_under_mpirun(backend="mpi"):
+def test_two_processes_under_mpirun(tmp_path, backend="mpi"):
     cmd = [_mpirun(), "-n", "2"]
     probe = subprocess.run([_mpirun(), "--version"], capture_output=True, text=True)
     if "Open MPI" in probe.stdout + probe.stderr or "OpenRTE" in probe.stdout + probe.stderr:
         cmd += ["--allow-run-as-root", "--oversubscribe"]
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    r = subprocess.run(cmd + [sys.executable, os.path.join(HERE, "dist_script.py"), backend],
+    r = subprocess.run(cmd + [sys.executable, os.path.join(HERE, "dist_script.py"), backend, str(tmp_path)],
                        capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
-    reports = sorted((json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")),
-                     key=lambda d: d["rank"])
+    reports = [json.loads((tmp_path / f"rank{k}.json").read_text()) for k in range(2)]
     assert [d["rank"] for d in reports] == [0, 1] and all(d["world_size"] == 2 for d in reports)
     for d in reports:
         failed = [k for k, ok in d["checks"].items() if not ok]

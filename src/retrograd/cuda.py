@@ -18,11 +18,12 @@ _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 
 def _cupy():
     """CuPy when it is installed and sees a GPU, else None (never raises)."""
+    from . import _device
     try:
-        import cupy
-        if cupy.cuda.runtime.getDeviceCount() > 0:
-            return cupy
-    except Exception:
+        xp = _device.array_module(_device.device("cuda", 0))
+        if xp.cuda.runtime.getDeviceCount() > 0:
+            return xp
+    except Exception:  # no CuPy (AssertionError), no driver or no device
         pass
     return None
 

@@ -7,7 +7,6 @@ and talk through mpi4py (imported only here, on first use); the backend names "m
 tensor's array (a CUDA tensor's array is copied through the host).
 """
 import os
-import pickle
 
 import numpy as np
 
@@ -261,6 +260,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
 def all_gather_object(object_list, obj, group=None):
     """``object_list[i]`` = rank i's ``obj`` (any picklable object)."""
+    import pickle
     g = _pg(group)
     objs = g.comm.allgather(obj) if g.size > 1 else [pickle.loads(pickle.dumps(obj))]
     object_list[:] = objs

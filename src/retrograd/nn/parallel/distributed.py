@@ -56,7 +56,13 @@ class DistributedDataParallel(Module):
         if self.broadcast_buffers and g.size > 1:
             for b in self.module.buffers():
                 dist.broadcast(b, 0, group=g)
-        self._ddp_ready.clear()
+        if self._ddp_ready:
+            raise RuntimeError(
+                "Expected to have finished reduction in the prior iteration before starting a new one. This error "
+                "indicates that your module has parameters that were not used in producing loss. You can enable "
+                "unused parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+                "`torch.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function outputs "
+                "participate in calculating loss.")
         out = self.module(*inputs, **kwargs)
         if self.find_unused_parameters:
             object.__setattr__(self, "_ddp_expected", _reached_leaves(out) & set(map(id, self._ddp_params)))
