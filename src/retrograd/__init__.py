@@ -23,21 +23,9 @@ from . import utils  # noqa: F401
 from .serialization import save, load  # noqa: F401
 from ._threads import set_num_threads, get_num_threads, set_num_interop_threads, get_num_interop_threads  # noqa: F401
 
-# Loaded on first use, to keep ``import retrograd`` light.
-_LAZY = {"amp": ".amp", "cuda": ".cuda", "backends": ".backends", "distributed": ".distributed",
-         "testing": ".testing"}
-_LAZY_NAMES = {"autocast": ("amp", "autocast"), "is_autocast_enabled": ("amp", "is_autocast_enabled"),
-               "get_autocast_dtype": ("amp", "get_autocast_dtype"), "set_autocast_dtype": ("amp", "set_autocast_dtype")}
-
-
-def __getattr__(name):
-    import importlib
-    if name in _LAZY:
-        return importlib.import_module(_LAZY[name], __name__)
-    if name in _LAZY_NAMES:
-        mod, attr = _LAZY_NAMES[name]
-        return getattr(importlib.import_module("." + mod, __name__), attr)
-    raise AttributeError(f"module 'retrograd' has no attribute '{name}'")
+# Light modules (CuPy, mpi4py and threadpoolctl load only inside their functions).
+from . import amp, cuda, backends, distributed, testing  # noqa: F401,E402
+from .amp import autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_dtype  # noqa: F401,E402
 
 bool = _dtype.bool_
 float = _dtype.float32

@@ -1,11 +1,13 @@
 """autocast: matmul, linear and convolution run in a lower precision inside the region.
 
 State is thread-local, one entry per device type ("cpu", "cuda"). The ops that autocast
-(matmul, mm, bmm, addmm, baddbmm, addbmm, linear, conv1d/2d/3d, conv_transpose1d/2d) get a
-thin wrapper the first time an autocast region is entered; outside a region it costs one
+(matmul, mm, bmm, addmm, baddbmm, addbmm, linear, conv1d/2d/3d, conv_transpose1d/2d), and the
+losses it runs in float32 (mse_loss, cross_entropy, nll_loss, l1/smooth_l1/huber, kl_div,
+binary_cross_entropy[_with_logits]: float16 inputs are cast up), get a thin wrapper the first time an autocast region is entered; outside a region it costs one
 attribute test. Inside, their floating-point inputs (float64 excepted, as in PyTorch) on the
 region's device are cast to the region's dtype, so the results come out in that dtype and
 the casts are recorded in the graph (gradients reach float32 parameters in float32).
+``cache_enabled`` is accepted; casts are not cached.
 
 bfloat16 is stored as float32 in retrograd (NumPy has no bfloat16; see ``_dtype.py``), so
 on the CPU, whose default autocast dtype is bfloat16, the region computes in float32 and
@@ -118,7 +120,17 @@ def _cast(x, active):
     return x
 
 
-def _autocasting(fn):
+def _cast_fp32(x, active):
+    from .._tensor import Tensor
+    if isinstance(x, Tensor):
+        if x._data.dtype.kind == "f" and x._data.dtype.itemsize == 2 and x.device.type in active:
+            return x._to(D.float32)
+    elif isinstance(x, (list, tuple)):
+        return type(x)(_cast_fp32(v, active) for v in x)
+    return x
+
+
+def _autocasting(fn, cast=_cast):
     def wrapper(*args, **kwargs):
         active = _state.active
         if active is None:
@@ -126,7 +138,7 @@ def _autocasting(fn):
         # Inside the op, nothing autocasts again (as in PyTorch: the kernels run with autocast off).
         _state.active = None
         try:
-            return fn(*[_cast(a, active) for a in args], **{k: _cast(v, active) for k, v in kwargs.items()})
+            return fn(*[cast(a, active) for a in args], **{k: cast(v, active) for k, v in kwargs.items()})
         finally:
             _state.active = active
     functools.update_wrapper(wrapper, fn)
@@ -136,6 +148,9 @@ def _autocasting(fn):
 
 _LINALG = ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm")
 _FUNCTIONAL = ("linear", "conv_transpose1d", "conv_transpose2d")  # conv1d/2d/3d and the Conv layers: convolution
+# Ops PyTorch's CPU autocast runs in float32 (lower-precision inputs are cast up).
+_FP32 = ("mse_loss", "cross_entropy", "nll_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+         "binary_cross_entropy", "binary_cross_entropy_with_logits")
 _installed = []
 _lock = threading.Lock()
 
@@ -163,6 +178,9 @@ def _install():
                 Tensor.__matmul__ = w
         for name in _FUNCTIONAL:
             setattr(F, name, _autocasting(getattr(F, name)))
+        for name in _FP32:
+            if hasattr(F, name):
+                setattr(F, name, _autocasting(getattr(F, name), _cast_fp32))
         conv.convolution = _autocasting(conv.convolution)
         _installed.append(True)
 
