@@ -118,6 +118,10 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         raise ValueError("trying to initialize the default process group twice!")
     name = Backend(backend if backend is not None else "gloo")
     size = _launched_size()
+    env_size = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if size == 1 and env_size > 1:
+        raise RuntimeError(f"WORLD_SIZE={env_size} but this process was not started by mpirun: retrograd's "
+                           f"process groups run over MPI; start the script with mpirun -n {env_size}")
     if size > 1 or world_size > 1:
         try:
             from mpi4py import MPI

@@ -4,8 +4,6 @@ Without CuPy, or without a GPU, ``is_available()`` is False, ``device_count()`` 
 memory figures are 0, and calls that need a device raise PyTorch's
 ``AssertionError: Torch not compiled with CUDA enabled``.
 """
-import sys
-import warnings
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "get_device_name",
            "get_device_properties", "get_device_capability", "synchronize", "manual_seed",
@@ -18,7 +16,7 @@ _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 
 def _cupy():
     """CuPy when it is installed and sees a GPU, else None (never raises)."""
-    from . import _device
+    from .. import _device
     try:
         xp = _device.array_module(_device.device("cuda", 0))
         if xp.cuda.runtime.getDeviceCount() > 0:
@@ -58,7 +56,7 @@ def _index(device):
         return None
     if isinstance(device, int):
         return device
-    from ._device import device as _dev
+    from .._device import device as _dev
     d = _dev(device)
     if d.type != "cuda":
         raise ValueError(f"Expected a cuda device, but got: {d}")
@@ -183,29 +181,4 @@ def reset_peak_memory_stats(device=None):
     pass
 
 
-class _AmpModule:
-    """``torch.cuda.amp``: the deprecated spellings of ``torch.amp`` with device "cuda"."""
-
-    @staticmethod
-    def autocast(enabled=True, dtype=None, cache_enabled=True):
-        from . import _dtype
-        from .amp import autocast
-        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
-                      "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning, stacklevel=2)
-        return autocast("cuda", dtype=dtype or _dtype.float16, enabled=enabled, cache_enabled=cache_enabled)
-
-    @staticmethod
-    def GradScaler(init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                   enabled=True):
-        from .amp import GradScaler
-        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning, stacklevel=2)
-        return GradScaler("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
-
-    def __getattr__(self, name):
-        from . import amp
-        return getattr(amp, name)
-
-
-amp = _AmpModule()
-sys.modules[__name__ + ".amp"] = amp
+from . import amp  # noqa: F401,E402
