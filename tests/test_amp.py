@@ -191,3 +191,13 @@ def test_grad_scaler_cuda_without_cuda_disables():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert not retrograd.cuda.amp.GradScaler().is_enabled()
+
+
+def test_cuda_amp_spellings_import():
+    from retrograd.cuda.amp import autocast, GradScaler  # noqa: F401
+    import retrograd.cuda.amp as cuda_amp
+    assert cuda_amp.custom_fwd is not None and retrograd.cuda.amp is cuda_amp
+    with pytest.warns(FutureWarning, match=r"torch.cuda.amp.autocast\(args...\)` is deprecated"):
+        ctx = autocast(enabled=False)
+    with ctx:
+        assert not retrograd.is_autocast_enabled("cuda")

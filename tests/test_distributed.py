@@ -143,3 +143,12 @@ def test_two_processes_under_mpirun(tmp_path, backend="mpi"):
     for d in reports:
         failed = [k for k, ok in d["checks"].items() if not ok]
         assert not failed, (d["rank"], failed)
+
+
+def test_world_size_from_another_launcher_is_refused(monkeypatch):
+    for v in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    with pytest.raises(RuntimeError, match="start the script with mpirun -n 4"):
+        dist.init_process_group("nccl")
+    assert not dist.is_initialized()
