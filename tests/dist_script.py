@@ -47,6 +47,21 @@ checks["reduce"] = (r.item() == s) if rank == 0 else (r.item() == rank + 1)
 objs = []
 dist.all_gather_object(objs, {"rank": rank})
 checks["all_gather_object"] = objs == [{"rank": q} for q in range(ws)]
+gl = [torch.zeros(2) for _ in range(ws)] if rank == 0 else None
+dist.gather(torch.tensor([float(rank), 1.0]), gl, dst=0)
+checks["gather"] = rank != 0 or [t.tolist() for t in gl] == [[float(q), 1.0] for q in range(ws)]
+sc = torch.zeros(3)
+dist.scatter(sc, [torch.full((3,), float(q)) for q in range(ws)] if rank == 0 else None, src=0)
+checks["scatter"] = sc.tolist() == [float(rank)] * 3
+cat = torch.zeros(2 * ws)
+dist.all_gather_into_tensor(cat, torch.tensor([float(rank), 5.0]))
+checks["all_gather_into_tensor"] = cat.tolist() == [v for q in range(ws) for v in (float(q), 5.0)]
+if ws > 1:
+    box = torch.zeros(2)
+    if rank == 0:
+        dist.send(torch.tensor([3.0, 4.0]), dst=1)
+    elif rank == 1:
+        checks["send_recv"] = dist.recv(box, src=0) == 0 and box.tolist() == [3.0, 4.0]
 dist.barrier()
 
 # --- DDP: same gradients as one process on the whole batch ---

@@ -53,6 +53,15 @@ def test_single_process_group_needs_no_mpi(group):
     objs = []
     dist.all_gather_object(objs, {"a": 1})
     assert objs == [{"a": 1}]
+    gl = [retrograd.zeros(2)]
+    dist.gather(t, gl, dst=0)
+    sc = retrograd.zeros(2)
+    dist.scatter(sc, [retrograd.tensor([5.0, 6.0])], src=0)
+    cat = retrograd.zeros(2)
+    dist.all_gather_into_tensor(cat, t)
+    assert gl[0].tolist() == [1.0, 2.0] and sc.tolist() == [5.0, 6.0] and cat.tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match="Argument ``gather_list`` must be specified on destination rank."):
+        dist.gather(t, None, dst=0)
     assert "mpi4py" not in sys.modules or os.environ.get("OMPI_COMM_WORLD_SIZE")
 
 

@@ -14,7 +14,7 @@ __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "is_
            "is_mpi_available", "is_gloo_available", "is_nccl_available", "is_torchelastic_launched",
            "get_rank", "get_world_size", "get_backend", "ReduceOp", "Backend", "all_reduce", "broadcast",
            "all_gather", "all_gather_object", "broadcast_object_list", "reduce", "barrier", "group",
-           "GroupMember"]
+           "GroupMember", "gather", "scatter", "all_gather_into_tensor", "send", "recv"]
 
 _NOT_INIT = "Default process group has not been initialized, please make sure to call init_process_group."
 # Variables that launchers (Open MPI, MPICH/Hydra, Slurm's PMI) set in every process they start.
@@ -284,3 +284,81 @@ def barrier(group=None, async_op=False, device_ids=None):
     if g.size > 1:
         g.comm.Barrier()
     return _done(async_op)
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    """Rank ``dst`` receives every rank's ``tensor`` in ``gather_list`` (others pass None)."""
+    g = _pg(group)
+    dst = group_dst if group_dst is not None else (0 if dst is None else dst)
+    buf = _host(tensor)
+    if g.rank == dst:
+        if gather_list is None or len(gather_list) != g.size:
+            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+        out = np.empty((g.size,) + buf.shape, buf.dtype)
+        if g.size > 1:
+            g.comm.Gather(buf, out, root=dst)
+        else:
+            out[0] = buf
+        for t, a in zip(gather_list, out):
+            _write(t, a)
+    else:
+        if gather_list:
+            raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+        g.comm.Gather(buf, None, root=dst)
+    return _done(async_op)
+
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    """Rank ``src`` hands ``scatter_list[i]`` to rank i, which receives it in ``tensor``."""
+    g = _pg(group)
+    src = group_src if group_src is not None else (0 if src is None else src)
+    buf = _host(tensor)
+    if g.rank == src:
+        if scatter_list is None or len(scatter_list) != g.size:
+            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
+        send = np.ascontiguousarray(np.stack([_host(t).astype(buf.dtype, copy=False) for t in scatter_list]))
+        if g.size > 1:
+            g.comm.Scatter(send, buf, root=src)
+        else:
+            buf = send[0]
+    else:
+        if scatter_list:
+            raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+        g.comm.Scatter(None, buf, root=src)
+    _write(tensor, buf)
+    return _done(async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """``output_tensor`` = every rank's ``input_tensor`` concatenated (or stacked) along dim 0."""
+    g = _pg(group)
+    buf = _host(input_tensor)
+    out = np.empty((g.size,) + buf.shape, buf.dtype)
+    if g.size > 1:
+        g.comm.Allgather(buf, out)
+    else:
+        out[0] = buf
+    _write(output_tensor, out.reshape(tuple(output_tensor.shape)))
+    return _done(async_op)
+
+
+def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+    """Send ``tensor`` to rank ``dst`` (blocking)."""
+    g = _pg(group)
+    dst = group_dst if group_dst is not None else dst
+    if dst == g.rank:
+        raise ValueError("Invalid destination rank: destination rank should not be the same as the rank of "
+                         "the current process.")
+    g.comm.Send(_host(tensor), dest=dst, tag=tag)
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receive into ``tensor`` from rank ``src`` (any rank when None); returns the sender's rank."""
+    from mpi4py import MPI
+    g = _pg(group)
+    src = group_src if group_src is not None else src
+    buf = _host(tensor)
+    status = MPI.Status()
+    g.comm.Recv(buf, source=MPI.ANY_SOURCE if src is None else src, tag=tag, status=status)
+    _write(tensor, buf)
+    return status.Get_source()
