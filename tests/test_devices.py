@@ -157,3 +157,31 @@ def test_assert_close_options():
         retrograd.testing.assert_close(a, a, rtol=0.1)
     with pytest.raises(AssertionError, match="^custom$"):
         retrograd.testing.assert_close(a, a + 1, msg="custom")
+
+
+@cuda_only
+def test_cuda_amp_and_grad_scaler():
+    m = retrograd.nn.Linear(3, 2).cuda()
+    opt = retrograd.optim.SGD(m.parameters(), lr=0.1)
+    scaler = retrograd.amp.GradScaler("cuda", init_scale=4.0)
+    with retrograd.autocast("cuda"):
+        y = m(retrograd.ones(5, 3, device="cuda"))
+    assert y.dtype == retrograd.float16 and y.is_cuda
+    scaler.scale(y.float().sum()).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 4.0 and m.weight.grad.is_cuda
+    np.testing.assert_allclose(m.bias.grad.cpu().numpy(), [5.0, 5.0])
+
+
+@cuda_only
+def test_cuda_collectives_single_process():
+    import retrograd.distributed as dist
+    dist.init_process_group("nccl")
+    try:
+        t = retrograd.ones(3, device="cuda")
+        dist.all_reduce(t)
+        dist.broadcast(t, 0)
+        assert t.is_cuda and t.cpu().tolist() == [1.0, 1.0, 1.0]
+    finally:
+        dist.destroy_process_group()
