@@ -12,7 +12,7 @@ import retrograd
 import retrograd.distributed as dist
 import retrograd.nn as nn
 from retrograd.utils.data import DistributedSampler
-from helpers import needs_torch, torch
+from helpers import needs_torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
