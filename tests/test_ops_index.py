@@ -322,7 +322,8 @@ def test_nonzero_parity(fn, shape):
 
 def test_scatter_reduce_has_no_derivative():
     x = retrograd.zeros(3, requires_grad=True)
-    r = x.scatter(0, retrograd.tensor([0, 0]), retrograd.ones(2), reduce="add")
+    with pytest.warns(UserWarning, match="The reduce argument of torch.scatter with Tensor src is deprecated"):
+        r = x.scatter(0, retrograd.tensor([0, 0]), retrograd.ones(2), reduce="add")
     assert type(r.grad_fn).__name__ == "NotImplemented" and r.tolist() == [2.0, 0.0, 0.0]
     with pytest.raises(RuntimeError, match="derivative for aten::scatter is not implemented"):
         r.sum().backward()
@@ -457,6 +458,7 @@ INT_OPS = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
 @pytest.mark.parametrize("fn", INT_OPS)
 @pytest.mark.parametrize("dtype", ["long", "int32", "float32"])
 def test_index_ops_other_dtypes(fn, dtype):

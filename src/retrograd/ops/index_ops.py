@@ -392,6 +392,11 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     r = x.copy()
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
+    if reduce is not None and isinstance(src, Tensor):
+        import warnings
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
+                      "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+                      UserWarning, stacklevel=2)
     if coords is not None and a.size:
         vals = _src_part(s, a) if s is not None else src
         if reduce is None:
