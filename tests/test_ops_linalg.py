@@ -100,8 +100,7 @@ OPS = [
     (lambda a, b: L(a).tensordot(a, b, dims=1), [(2, 3), (3, 4)]),
     (lambda a, b: L(a).tensordot(a, b, dims=([1, 2], [0, 1])), [(2, 3, 4), (3, 4, 5)]),
     (lambda a, b: L(a).tensordot(a, b, dims=0), [(2, 3), (3,)]),
-    (lambda a, b, c: L(a).linalg.multi_dot([a, b, c]) if L(a) is torch else L(a).chain_matmul(a, b, c),
-     [(2, 3), (3, 4), (4, 2)]),
+    (lambda a, b, c: L(a).linalg.multi_dot([a, b, c]), [(2, 3), (3, 4), (4, 2)]),
     (lambda c, a, b: (c * 1).addmm_(a, b), [(2, 4), (2, 3), (3, 4)]),
 ]
 
@@ -161,6 +160,12 @@ def test_integer_matmul_is_exact():
     a = retrograd.tensor([[2 ** 40, 1], [3, 4]])
     b = retrograd.tensor([3, 5])
     assert (a @ b).tolist() == [3 * 2 ** 40 + 5, 29] and (a @ b).dtype == retrograd.int64
+
+
+def test_chain_matmul_is_deprecated():
+    with pytest.warns(UserWarning, match="torch.chain_matmul is deprecated"):
+        r = retrograd.chain_matmul(retrograd.ones(2, 3), retrograd.ones(3, 4))
+    assert r.tolist() == [[3.0] * 4] * 2
 
 
 def test_rmatmul_and_out():

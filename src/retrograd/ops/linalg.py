@@ -414,7 +414,11 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
 
 
 def chain_matmul(*matrices, out=None):
-    """Product of a chain of matrices."""
+    """Product of a chain of matrices (deprecated in PyTorch: use linalg.multi_dot)."""
+    import warnings
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+                  "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
+                  "parameters.", UserWarning, stacklevel=2)
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = matrices[0]
     r = matrices[0]
