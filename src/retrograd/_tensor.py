@@ -324,6 +324,25 @@ class Tensor:
             self._grad_acc = weakref.ref(acc)
         return acc
 
+    def _saved_proxy(self):
+        """What a node saves in place of this leaf: the same data, version counter and
+        AccumulateGrad, but not the leaf itself. A saved leaf would close the cycle
+        leaf -> .grad -> grad_fn -> ... -> saved leaf once ``create_graph=True`` gives
+        ``.grad`` a history (PyTorch issue 4661); the proxy keeps the graph a tree."""
+        p = self.__dict__.get("_proxy")
+        if p is None:
+            p = _new(Tensor)
+            p._data = self._data
+            p._version = self._shared_version()
+            p._requires_grad = True
+            acc = self._grad_accumulator()
+            p._grad_acc = self._grad_acc
+            p._acc = acc
+            self._proxy = p
+        elif p._data is not self._data:
+            p._data = self._data
+        return p
+
     def _edge(self):
         if not self._requires_grad:
             return (None, 0)
@@ -385,6 +404,9 @@ class Tensor:
         """A new tensor sharing storage (and version counter) with no history."""
         t = _new(Tensor)
         t._data = self._data
+        if self._inference:
+            t._inference = True
+            return t
         t._version = self._shared_version()
         return t
 

@@ -1,4 +1,4 @@
-"""``torch.linalg``: matrix functions under PyTorch's names."""
+"""``torch.linalg``: matrix functions under PyTorch's names (each lives with its op family)."""
 from .ops.linalg import (matmul, det, inv, solve, multi_dot, vecdot, linalg_cross as cross,  # noqa: F401
                          _LinAlgErrorType as LinAlgError)
 from .ops import reduce as _reduce

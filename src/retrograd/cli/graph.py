@@ -11,6 +11,9 @@ import os
 import sys
 import traceback
 
+from ..autograd.graph import AccumulateGrad
+from ..autograd.tracing import node_name
+
 __all__ = ["main"]
 
 
@@ -36,6 +39,8 @@ class _Newest:
         self.node = None
 
     def __call__(self, node, grads_in, grads_out):
+        if isinstance(node, AccumulateGrad):
+            return
         n = self.node
         if n is None or node._seq > n._seq:
             self.node = node
@@ -128,7 +133,7 @@ def _draw(args, namespace, newest_node, recording):
         if found is not None:
             what, target = found
         if newest_node is not None and (target is None or newest_node._seq > target._grad_fn._seq):
-            target, what = newest_node, f"the last backward's root ({newest_node.name()})"
+            target, what = newest_node, f"the last backward's root ({node_name(newest_node)})"
         if target is None:
             print("retrograd graph: the script computed no scalar that requires grad; "
                   "name a tensor with --var NAME", file=sys.stderr)

@@ -15,13 +15,31 @@
     vp.setAttribute("transform", "translate(" + tx + "," + ty + ") scale(" + scale + ")");
   }
 
-  function fit() {
+  // whole: the entire graph in view; otherwise (on opening) a readable scale, the
+  // top of the graph first, when fitting everything would make it too small to read.
+  function fit(whole) {
     var b = vp.getBBox();
     var w = canvas.clientWidth || 800, h = canvas.clientHeight || 600;
     if (!b.width || !b.height) { scale = 1; tx = 0; ty = 0; apply(); return; }
     scale = Math.min(w / (b.width + 40), h / (b.height + 40), 1.5);
+    if (whole !== true && scale < 0.6) {
+      scale = Math.min(w / (b.width + 40), 1);
+      tx = (w - b.width * scale) / 2 - b.x * scale;
+      ty = 20 - b.y * scale;
+      apply();
+      return;
+    }
     tx = (w - b.width * scale) / 2 - b.x * scale;
     ty = (h - b.height * scale) / 2 - b.y * scale;
+    apply();
+  }
+
+  // Pan so that an element out of view comes to the middle of the canvas.
+  function reveal(el) {
+    var r = el.getBoundingClientRect(), c = canvas.getBoundingClientRect();
+    if (r.left >= c.left && r.right <= c.right && r.top >= c.top && r.bottom <= c.bottom) return;
+    tx += (c.left + c.width / 2) - (r.left + r.width / 2);
+    ty += (c.top + c.height / 2) - (r.top + r.height / 2);
     apply();
   }
 
@@ -196,7 +214,7 @@
       var s = steps[cur];
       label.textContent = "step " + (cur + 1) + "/" + steps.length + ": " + s.name;
       var el2 = nodeEl(s.node);
-      if (el2) el2.classList.add("rg-current");
+      if (el2) { el2.classList.add("rg-current"); reveal(el2); }
       var h = "<div class='rg-row'><b>" + esc(s.name) + "</b> (step " + (cur + 1) + " of " + steps.length + ")</div>";
       h += "<div class='rg-row'>gradient arrived:</div>";
       s.grads_in.forEach(function (g) { h += "<pre>" + esc(g) + "</pre>"; });
@@ -243,14 +261,14 @@
     showStep(-1);
   }
 
-  document.getElementById("rg-fit").addEventListener("click", fit);
+  document.getElementById("rg-fit").addEventListener("click", function () { fit(true); });
   document.getElementById("rg-zin").addEventListener("click", function () {
     zoomAt(1.25, canvas.clientWidth / 2, canvas.clientHeight / 2);
   });
   document.getElementById("rg-zout").addEventListener("click", function () {
     zoomAt(0.8, canvas.clientWidth / 2, canvas.clientHeight / 2);
   });
-  window.addEventListener("resize", fit);
+  window.addEventListener("resize", function () { fit(); });
   fit();
   window.rgGraph = { showStep: showStep, showDetails: showDetails, toggleGroup: toggleGroup, fit: fit };
 })();
