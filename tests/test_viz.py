@@ -549,7 +549,7 @@ def test_trace_on_graph_and_html(tmp_path):
     d = json.loads(viz.graph(z, trace=tr).to_json())
     assert len(d["trace"]) == 3
     with pytest.raises(ValueError, match="backward of another graph"):
-        viz.graph(x * 2, trace=tr)
+        viz.graph(retrograd.ones(2, requires_grad=True) * 2, trace=tr)
 
 
 def test_trace_multi_input_grads():
@@ -606,6 +606,10 @@ def test_cli_loss_inside_function(tmp_path):
     d = json.loads(out.read_text())
     labels = sorted(n["label"] for n in d["nodes"] if n["kind"] == "function")
     assert labels == ["AccumulateGrad", "MulBackward0", "SumBackward0"]
+    # The last backward walk (not both) comes along for the step-through.
+    assert [st["name"] for st in d["trace"]] == ["SumBackward0", "MulBackward0", "AccumulateGrad"]
+    assert main([str(s), "-o", str(out), "--no-trace"]) == 0
+    assert json.loads(out.read_text())["trace"] is None
 
 
 def test_cli_via_dispatcher(tmp_path):

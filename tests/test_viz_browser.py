@@ -87,6 +87,12 @@ def test_page_details_and_step_through(browser, tmp_path):
     page.mouse.wheel(0, -200)
     assert page.get_attribute("#rg-viewport", "transform") != before
 
+    # Find a node by name.
+    page.fill("#rg-find", "y")
+    page.press("#rg-find", "Enter")
+    assert page.locator(".rg-node.rg-selected").count() == 1
+    assert "intermediate" in page.inner_text("#rg-details")
+
     os.makedirs(ARTIFACTS, exist_ok=True)
     page.screenshot(path=os.path.join(ARTIFACTS, "viz_step_through.png"))
     assert errors == []

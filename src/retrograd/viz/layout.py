@@ -11,6 +11,10 @@
    their neighbours in alternating sweeps; a final left-to-right pass keeps every gap,
    so no two boxes ever overlap.
 
+Module groups (``compound_layout``) are laid out one by one, deepest first, each then
+standing as one box in the layout around it; edges enter a box through its top side
+and leave through its bottom.
+
 Everything is iterative; a cycle (which autograd graphs never have) is broken rather
 than looped on.
 """

@@ -121,7 +121,38 @@
     details.innerHTML = h;
   }
 
+  function nodeEl(id) { return id ? svg.querySelector(".rg-node[data-id='" + id + "']") : null; }
   var selected = null;
+  function select(n) {
+    if (selected) selected.classList.remove("rg-selected");
+    selected = n;
+    n.classList.add("rg-selected");
+    showDetails(n.getAttribute("data-id"));
+  }
+
+  // Find: Enter goes to the next node whose label, name or module holds the text.
+  var find = document.getElementById("rg-find"), found = [], foundAt = -1, lastQuery = null;
+  find.addEventListener("keydown", function (e) {
+    if (e.key !== "Enter") return;
+    var q = find.value.trim().toLowerCase();
+    if (!q) return;
+    if (q !== lastQuery) {
+      lastQuery = q;
+      foundAt = -1;
+      found = Object.keys(data.nodes).filter(function (id) {
+        var d = data.nodes[id];
+        return [d.label, d.name, d.module].some(function (s) { return s && String(s).toLowerCase().indexOf(q) >= 0; });
+      });
+    }
+    var shown = found.filter(function (id) { var el = nodeEl(id); return el && !el.classList.contains("rg-hidden"); });
+    if (!shown.length) { find.style.background = "#fdd"; return; }
+    find.style.background = "";
+    foundAt = (foundAt + 1) % shown.length;
+    var el = nodeEl(shown[foundAt]);
+    select(el);
+    reveal(el);
+  });
+
   svg.addEventListener("click", function (e) {
     if (drag && drag.moved) return;
     var fold = e.target.closest(".rg-fold");
@@ -129,11 +160,7 @@
     var gl = e.target.closest(".rg-group");
     if (gl && e.target.tagName === "text") { toggleGroup(gl.getAttribute("data-group")); return; }
     var n = e.target.closest(".rg-node");
-    if (!n) return;
-    if (selected) selected.classList.remove("rg-selected");
-    selected = n;
-    n.classList.add("rg-selected");
-    showDetails(n.getAttribute("data-id"));
+    if (n) select(n);
   });
 
   // --- module groups -------------------------------------------------------------------
@@ -193,7 +220,6 @@
   var steps = data.trace || [];
   var cur = -1, timer = null;
   var stepBox = document.getElementById("rg-step");
-  function nodeEl(id) { return id ? svg.querySelector(".rg-node[data-id='" + id + "']") : null; }
   function edgeEls(src, dst) {
     return svg.querySelectorAll(".rg-edge[data-src='" + src + "'][data-dst='" + dst + "']");
   }
