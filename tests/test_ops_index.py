@@ -463,3 +463,26 @@ INT_OPS = [
 @pytest.mark.parametrize("dtype", ["long", "int32", "float32"])
 def test_index_ops_other_dtypes(fn, dtype):
     check(lambda x: fn((x * 4).to(getattr(_lib(x), dtype))), [(3, 4)], low=0, high=3, grad=False)
+
+
+@needs_torch
+@pytest.mark.parametrize("code", [
+    "y = x.exp(); y[0] = 1; y.sum().backward()",
+    "y = x * 2; z = y * y; y[0] = 1; z.sum().backward()",
+    "y = x * 2; z = y[1:] * 3; y[0] = 1; (z.sum() + y.sum()).backward()",
+    "y = x * 2; z = y @ y; y[[0]] = 1; z.backward()",
+    "y = x * 2; z = y.masked_fill(y > 0, 0.5) * y; y.masked_fill_(y > 3, 1.); z.sum().backward()",
+    "y = x * 2; idx = torch.tensor([0, 1]); z = y[idx]; idx[0] = 2; z.sum().backward()",
+    "y = x * 2; m = y > 0; z = y[m]; m[0] = False; z.sum().backward()",
+    "y = x * 2; idx = torch.tensor([[0, 1, 2]]); z = y[None].gather(1, idx); idx[0, 0] = 2; z.sum().backward()",
+])
+def test_in_place_after_save_parity(code):
+    out = []
+    for lib in (retrograd, torch):
+        x = lib.ones(3, requires_grad=True)
+        try:
+            exec(code, {"torch": lib, "x": x})
+            out.append(("ok", x.grad.tolist()))
+        except RuntimeError as e:
+            out.append(("error", str(e).split(" Hint")[0]))
+    assert out[0] == out[1]

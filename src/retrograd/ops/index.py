@@ -180,7 +180,9 @@ class SliceBackward0(SelectBackward0):
 
 
 class IndexBackward0(SelectBackward0):
-    pass
+    def backward(self, g):
+        _ = self.saved_tensors  # integer index tensors: refused if modified in place since
+        return put_np(g, self.in_shape, self.np_index)
 
 
 class UnsqueezeBackward0(OpNode):
@@ -474,6 +476,10 @@ def _getitem_general(self, idx):
         r = r.copy()
     r = arr(r)
     node = _chain(self, steps, IndexBackward0, adv_index, mid_shape)
+    if node is not None:
+        items = idx if type(idx) is tuple else (idx,)
+        save(node, *[i for i in items if isinstance(i, Tensor) and i._data.ndim and i._data.dtype.kind in "iu"
+                     and i._data.dtype != np.uint8])
     return finish(node, r)
 
 
