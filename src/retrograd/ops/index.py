@@ -477,6 +477,8 @@ def _getitem_general(self, idx):
     r = arr(r)
     node = _chain(self, steps, IndexBackward0, adv_index, mid_shape)
     if node is not None:
+        # Masks are read now (PyTorch turns them into indices): later writes to them do not matter.
+        node.np_index = tuple(a.copy() if isinstance(a, np.ndarray) and a.dtype.kind == "b" else a for a in adv_index)
         items = idx if type(idx) is tuple else (idx,)
         save(node, *[i for i in items if isinstance(i, Tensor) and i._data.ndim and i._data.dtype.kind in "iu"
                      and i._data.dtype != np.uint8])
