@@ -181,7 +181,7 @@ class SliceBackward0(SelectBackward0):
 
 class IndexBackward0(SelectBackward0):
     def backward(self, g):
-        _ = self.saved_tensors  # integer index tensors: refused if modified in place since
+        _ = self.saved_tensors  # the index tensors: refused if modified in place since
         return put_np(g, self.in_shape, self.np_index)
 
 
@@ -477,11 +477,10 @@ def _getitem_general(self, idx):
     r = arr(r)
     node = _chain(self, steps, IndexBackward0, adv_index, mid_shape)
     if node is not None:
-        # Masks are read now (PyTorch turns them into indices): later writes to them do not matter.
+        # Our own copy of masks, so a bad write to one is reported, never read.
         node.np_index = tuple(a.copy() if isinstance(a, np.ndarray) and a.dtype.kind == "b" else a for a in adv_index)
         items = idx if type(idx) is tuple else (idx,)
-        save(node, *[i for i in items if isinstance(i, Tensor) and i._data.ndim and i._data.dtype.kind in "iu"
-                     and i._data.dtype != np.uint8])
+        save(node, *[i for i in items if isinstance(i, Tensor) and i._data.ndim])
     return finish(node, r)
 
 
