@@ -139,6 +139,8 @@ def test_getitem_bad_tensor_index():
     x = retrograd.zeros(3, 4)
     with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool tensors"):
         x[retrograd.tensor([1.0])]
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool tensors"):
+        x[retrograd.tensor([1], dtype=retrograd.int8)]
     with pytest.raises(IndexError, match=r"The shape of the mask \[2\] at index 0 does not match the shape of the "
                                          r"indexed tensor \[3, 4\] at index 0"):
         x[retrograd.tensor([True, False])]

@@ -198,6 +198,7 @@ class AliasBackward0(OpNode):
 _INDEX_TYPE_MSG = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
                    "valid indices (got {})")
 _TENSOR_INDEX_MSG = "tensors used as indices must be long, int, byte or bool tensors"
+_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.bool_))
 
 
 def _as_index_tuple(idx):
@@ -219,8 +220,7 @@ def _index_array(i):
     """An advanced index item (Tensor or nested list) as an integer or bool array."""
     if isinstance(i, Tensor):
         a = i._data
-        k = a.dtype.kind
-        if k not in "biu":
+        if a.dtype not in _INDEX_DTYPES:
             raise IndexError(_TENSOR_INDEX_MSG)
         if a.dtype == np.uint8:
             warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
