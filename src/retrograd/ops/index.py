@@ -36,6 +36,11 @@ def _acc_into(shape, npdt, np_index, g, xp=np):
         n *= s_
     if g.size == 0 or n == 0:
         return xp.zeros(shape, npdt)
+    if all((isinstance(i, slice) and i == slice(None)) or (hasattr(i, "dtype") and i.dtype.kind == "b")
+           for i in np_index):  # masks select each element at most once: a plain write
+        z = xp.zeros(shape, npdt)
+        z[np_index] = g
+        return z
     rows = _rows_form(shape, np_index, xp)
     if rows is None:
         lin = xp.arange(n).reshape(shape)[np_index]
