@@ -12,8 +12,7 @@ import warnings
 import numpy as np
 
 from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
-                    check_inplace, rebase_history, LEAF_INPLACE_MSG)
-from .. import _dtype as D
+                    check_inplace, LEAF_INPLACE_MSG)
 from ..autograd.graph import _seq, Node
 
 __all__ = ["where", "nonzero", "argwhere", "index_put"]
@@ -545,7 +544,6 @@ def _fit_value_grad(gv, vshape):
 
 
 def _value_array(self, value):
-    x = self._data
     if isinstance(value, Tensor):
         return value, value._data
     if isinstance(value, (bool, int, float, complex, np.generic)):

@@ -623,7 +623,7 @@ def masked_select(input, mask, *, out=None):
     x = input._data
     m = _mask_arg(mask, "masked_select:")
     if mask._data.dtype != np.bool_:
-        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = _broadcast_shape(m.shape, x.shape)
     mb = np.broadcast_to(m, shape)
     r = np.broadcast_to(x, shape)[mb]

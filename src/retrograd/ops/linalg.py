@@ -670,7 +670,7 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     from ._base import wrap_dim
     x, y = input._data, other._data
     if x.ndim != y.ndim:
-        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     d = wrap_dim(dim, x.ndim)
     if x.shape[d] != 3 or y.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {x.shape[d]} and "
