@@ -77,6 +77,12 @@ GETITEM = [
     (lambda x: x[_mask(x)], [NC(3, 4)]),
     (lambda x: x[1, [0, 2], 1:], [(2, 3, 4)]),
     (lambda x: x[[0, 1], :, [1, 2]], [(2, 3, 4)]),
+    (lambda x: x[np.array([0, 2])], [(3, 4)]),
+    (lambda x: x[np.array(1)], [(3, 4)]),
+    (lambda x: x[np.int64(1), 1:], [(3, 4)]),
+    (lambda x: x[range(2)], [(3, 4)]),
+    (lambda x: x[[True, False, True]], [(3, 4)]),
+    (lambda x: x[..., _idx(x, [0, 0])], [(3, 4)]),
 ]
 
 
@@ -88,6 +94,13 @@ def test_getitem_parity(fn, specs):
 @pytest.mark.parametrize("fn,specs", GETITEM[:: 3])
 def test_getitem_gradcheck(fn, specs):
     gradcheck_op(fn, specs)
+
+
+def test_sequence_of_sequences_warns_at_the_callers_line():
+    x = retrograd.zeros(3, 4)
+    with pytest.warns(UserWarning, match="Using a non-tuple sequence for multidimensional indexing") as rec:
+        r = x[[0, [1]]]
+    assert r.shape == (1,) and rec[0].filename == __file__
 
 
 def test_getitem_chain_names():

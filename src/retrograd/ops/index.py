@@ -205,6 +205,15 @@ _TENSOR_INDEX_MSG = "tensors used as indices must be long, int, byte or bool ten
 _INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.bool_))
 
 
+def _user_level():
+    """The stack level of the first frame outside this module (where a warning belongs)."""
+    import sys
+    f, level = sys._getframe(1), 1
+    while f is not None and f.f_globals.get("__name__") == __name__:
+        f, level = f.f_back, level + 1
+    return level
+
+
 def _as_index_tuple(idx):
     """PyTorch's rule for when a sequence index is a tuple of indices."""
     if type(idx) is tuple:
@@ -215,7 +224,7 @@ def _as_index_tuple(idx):
                 warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will "
                               "be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this "
                               "will be interpreted as tensor index, x[torch.tensor(seq)], which will result either "
-                              "in an error or a different result", UserWarning, stacklevel=4)
+                              "in an error or a different result", UserWarning, stacklevel=_user_level())
                 return tuple(idx), False
     return (idx,), isinstance(idx, slice)
 
@@ -228,7 +237,7 @@ def _index_array(i):
             raise IndexError(_TENSOR_INDEX_MSG)
         if a.dtype == np.uint8:
             warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
-                          "instead.", UserWarning, stacklevel=4)
+                          "instead.", UserWarning, stacklevel=_user_level())
             a = a.astype(bool)
         return a
     try:
@@ -355,7 +364,15 @@ def _parse(shape, idx, setting=False):
             else:
                 basic.append(Ellipsis)
             dim += skip
-        elif isinstance(it, (Tensor, list, tuple, np.ndarray)):
+        elif isinstance(it, np.ndarray) and it.ndim == 0 and it.dtype.kind in "iu":
+            i = int(it)
+            n = cur[dim]
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for dimension {pos} with size {n}")
+            steps.append((SelectBackward0, tuple(cur), (slice(None),) * dim + (i,)))
+            del cur[dim]
+            basic.append(i)
+        elif isinstance(it, (Tensor, list, tuple, np.ndarray, range)):
             a = _index_array(it)
             if a.dtype.kind == "b":
                 for k in range(a.ndim):
