@@ -139,6 +139,11 @@ EINSUM = [
     ("ij,jk->ik", [(0, 3), (3, 4)]),
     ("i,->i", [(3,), ()]),
     ("iij,jk->ik", [(3, 3, 2), (2, 4)]),
+    ("ab...,b->a...", [(2, 3, 4, 2), (3,)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    ("ij,ij->i", [(2, 1), (2, 3)]),
+    ("...ii->...i", [(2, 3, 3)]),
+    ("iii->i", [(2, 2, 2)]),
 ]
 
 
@@ -218,6 +223,10 @@ def R(*s, dtype=None):
     (lambda: retrograd.addmv(R(3), R(2, 3), R(3)), r"size mismatch, got input \(3\), mat \(2x3\), vec \(3\)"),
     (lambda: retrograd.einsum("ij,jk->ik", R(2, 3), R(4, 4)),
      "einsum\\(\\): subscript j has size 4 for operand 1 which does not broadcast with previously seen size 3"),
+    (lambda: retrograd.einsum("ii->ii", R(3, 3)), "einsum\\(\\): output subscript i appears more than once in the "
+                                                  "output"),
+    (lambda: retrograd.einsum("i1,1j", R(2, 3), R(3, 4)), "einsum\\(\\): invalid subscript given at index 1 in the "
+                                                          "equation string, subscripts must be in \\[a-zA-Z\\]"),
     (lambda: retrograd.einsum("ij,jk->ik", R(2, 3)), "einsum\\(\\): fewer operands were provided than specified in "
                                                      "the equation"),
     (lambda: retrograd.einsum("ij->ik", R(2, 3)), "einsum\\(\\): output subscript k does not appear in the equation "

@@ -436,6 +436,10 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 def _parse_einsum(equation, shapes):
     """(input subscripts, output subscripts) with every '...' replaced by fresh letters."""
     eq = equation.replace(" ", "")
+    for k, c in enumerate(equation):
+        if not (c.isascii() and c.isalpha()) and c not in " ,.->":
+            raise RuntimeError(f"einsum(): invalid subscript given at index {k} in the equation string, subscripts "
+                               "must be in [a-zA-Z]")
     if "->" in eq:
         lhs, rhs = eq.split("->")
     else:
@@ -471,6 +475,9 @@ def _parse_einsum(equation, shapes):
     else:
         rhs = rhs.replace("...", ell)
     seen = set("".join(out_terms))
+    for k, c in enumerate(rhs):
+        if c in rhs[:k]:
+            raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
     for c in rhs:
         if c not in seen:
             raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input operand")
