@@ -518,6 +518,9 @@ def _einsum_grad(g, ops, terms, rhs, k):
     oterms = [terms[j] for j in range(len(ops)) if j != k]
     r = _einsum_raw(",".join([rhs] + oterms) + "->" + keep, [g] + others)
     size = {c: shape[tk.index(c)] for c in uniq}
+    want = tuple(size[c] for c in keep)
+    if r._data.shape != want:  # a size-1 label of another operand was broadcast against this one
+        r = r.expand(*want)
     if keep != uniq:  # labels only in this operand: its gradient is broadcast along them
         r = r.reshape(tuple(size[c] if c in keep else 1 for c in uniq))
         r = r.expand(*[size[c] for c in uniq])
