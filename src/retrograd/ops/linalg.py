@@ -519,8 +519,12 @@ def _einsum_grad(g, ops, terms, rhs, k):
     r = _einsum_raw(",".join([rhs] + oterms) + "->" + keep, [g] + others)
     size = {c: shape[tk.index(c)] for c in uniq}
     want = tuple(size[c] for c in keep)
-    if r._data.shape != want:  # a size-1 label of another operand was broadcast against this one
-        r = r.expand(*want)
+    if r._data.shape != want:  # a label of size 1 here or in another operand was broadcast
+        down = tuple(1 if w == 1 else h for h, w in zip(r._data.shape, want))
+        if down != r._data.shape:
+            r = r.sum_to_size(down)
+        if down != want:
+            r = r.expand(*want)
     if keep != uniq:  # labels only in this operand: its gradient is broadcast along them
         r = r.reshape(tuple(size[c] if c in keep else 1 for c in uniq))
         r = r.expand(*[size[c] for c in uniq])
