@@ -478,7 +478,41 @@ def getitem(self, idx):
             node = _new_node(cls, self._edge())
             node.in_shape, node.np_index = x.shape, (idx,)
         return view_of(self, finish(node, r), lambda b, i=idx: getitem(b, i))
+    if t is tuple and len(idx) <= x.ndim:
+        r = _getitem_basic_tuple(self, x, idx)
+        if r is not None:
+            return r
     return _getitem_general(self, idx)
+
+
+def _getitem_basic_tuple(self, x, idx):
+    """``t[i, a:b, ...]`` with only ints and plain slices: one NumPy view, PyTorch's node chain."""
+    steps = []
+    shape = list(x.shape)
+    dim = 0
+    for pos, it in enumerate(idx):
+        t = type(it)
+        if t is int:
+            n = shape[dim]
+            if not -n <= it < n:
+                raise IndexError(f"index {it} is out of bounds for dimension {pos} with size {n}")
+            steps.append((SelectBackward0, tuple(shape), (slice(None),) * dim + (it,)))
+            del shape[dim]
+        elif t is slice and (it.step is None or (type(it.step) is int and it.step > 0)) \
+                and (it.start is None or type(it.start) is int) and (it.stop is None or type(it.stop) is int):
+            n = shape[dim]
+            a, b, c = it.indices(n)
+            if not (a == 0 and c == 1 and b >= n):
+                steps.append((SliceBackward0, tuple(shape), (slice(None),) * dim + (it,)))
+                shape[dim] = len(range(a, b, c))
+            dim += 1
+        else:
+            return None
+    r = x[idx + (Ellipsis,)]
+    if not steps:
+        steps = [(AliasBackward0, x.shape, None)]
+    node = _chain(self, steps) if _state.grad and self._requires_grad else None
+    return view_of(self, finish(node, r), lambda b, i=idx: getitem(b, i))
 
 
 def _getitem_general(self, idx):
