@@ -141,6 +141,13 @@ def _short_name(fn):
     return n
 
 
+def _error_type_name(t):
+    """The type name PyTorch's errors show: bool tensors have no legacy name there."""
+    if t._data.dtype == np.bool_:
+        return "CUDABoolType" if t.device.type == "cuda" else "CPUBoolType"
+    return type_name(t)
+
+
 def _version_error(t, cur, expected):
     fn = t._grad_fn
     shape = "[" + ", ".join(str(s) for s in t._data.shape) + "]"
@@ -153,7 +160,7 @@ def _version_error(t, cur, expected):
             "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [{type_name(t)} {shape}]{where} is at version {cur}; expected version "
+        f"operation: [{_error_type_name(t)} {shape}]{where} is at version {cur}; expected version "
         f"{expected} instead. {hint}")
 
 
