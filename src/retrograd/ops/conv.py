@@ -58,6 +58,14 @@ def _cols(xp, k, out, p):
     return as_strided(xp, shape, strides, writeable=False)
 
 
+def _im2col(xp, k, out, p, shape):
+    """The column matrix (N, G, Cg*prod(K), L), copied from the strided view into a pooled buffer."""
+    v = _cols(xp, k, out, p)
+    cols = _take(shape, xp.dtype)
+    np.copyto(cols.reshape(v.shape), v)
+    return cols
+
+
 def _fwd(x, w, p, want_cols=False):
     """y = conv(x, w): (N, O, *out)."""
     if _wide(p, w.ndim - 2):
@@ -75,14 +83,17 @@ def _fwd(x, w, p, want_cols=False):
     L = 1
     for s in out:
         L *= s
-    cols = _cols(xp, k, out, p).reshape(n, g, ckk, L)   # the im2col copy
+    cols = _im2col(xp, k, out, p, (n, g, ckk, L))       # the im2col copy
     wm = w.reshape(g, o // g, ckk)
     if g == 1:
         y = np.matmul(wm[0], cols[:, 0])                 # (N, O, L)
     else:
         y = np.matmul(wm, cols)                          # (N, G, O/G, L)
     y = y.reshape((n, o) + out)
-    return (y, cols) if want_cols else y
+    if not want_cols:
+        _give(cols)
+        return y
+    return y, cols
 
 
 def _bwd_w(x, g, wshape, p, cols=None):
@@ -100,14 +111,17 @@ def _bwd_w(x, g, wshape, p, cols=None):
     L = 1
     for s in out:
         L *= s
-    if cols is None:
+    own = cols is None
+    if own:
         xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
-        cols = _cols(xp, k, out, p).reshape(n, G, ckk, L)
+        cols = _im2col(xp, k, out, p, (n, G, ckk, L))
     gm = g.reshape(n, G, o // G, L)
     if G == 1:
         gw = np.matmul(gm[:, 0], cols[:, 0].transpose(0, 2, 1)).sum(0)          # (O, CKK)
     else:
         gw = np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0)                   # (G, O/G, CgKK)
+    if own:
+        _give(cols)
     return gw.reshape(wshape)
 
 
