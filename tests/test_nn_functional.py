@@ -150,6 +150,8 @@ CONV_POOL = [
     (lambda x, w: F(x).conv2d(x, w, dilation=(2, 1), padding="same"), [(1, 2, 6, 5), (2, 2, 2, 3)]),
     (lambda x, w: F(x).conv1d(x, w, stride=2), [(2, 3, 7), (2, 3, 3)]),
     (lambda x, w: F(x).conv3d(x, w, padding=1), [(1, 2, 3, 4, 3), (2, 2, 2, 2, 2)]),
+    (lambda x, w: F(x).conv2d(x, w, padding=1, groups=3), [(2, 3, 4, 5), (3, 1, 3, 2)]),
+    (lambda x, w: F(x).conv2d(x, w, stride=2, dilation=(1, 2), groups=2), [(1, 2, 6, 7), (2, 1, 2, 2)]),
     (lambda x: F(x).max_pool2d(x, 2), [(2, 2, 4, 6)]),
     (lambda x: F(x).max_pool2d(x, 3, 2, 1, ceil_mode=True), [(1, 2, 6, 7)]),
     (lambda x: F(x).max_pool2d(x, 3, 1, 1, dilation=2), [(1, 2, 6, 7)]),
@@ -191,6 +193,7 @@ def _double_backward_works():
 @pytest.mark.parametrize("fn,specs", [
     (lambda x, w: F(x).conv2d(x, w, padding=1), [(1, 2, 4, 3), (2, 2, 3, 3)]),
     (lambda x, w: F(x).conv2d(x, w, stride=2, groups=2), [(1, 2, 5, 5), (2, 1, 3, 3)]),
+    (lambda x, w: F(x).conv2d(x, w, padding=1, groups=2), [(1, 2, 4, 3), (2, 1, 3, 3)]),
     (lambda x: F(x).max_pool2d(x, 2), [(1, 2, 4, 4)]),
     (lambda x: F(x).avg_pool2d(x, 2, 1), [(1, 1, 4, 3)]),
     (lambda x: F(x).adaptive_avg_pool2d(x, 2), [(1, 1, 5, 3)]),

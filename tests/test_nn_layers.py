@@ -65,6 +65,9 @@ LAYERS = [
     (lambda l: l.nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2), (2, 4, 9, 8)),
     (lambda l: l.nn.Conv2d(4, 4, 3, padding=2, dilation=2, groups=4, bias=False), (2, 4, 7, 7)),
     (lambda l: l.nn.Conv2d(2, 3, (2, 3), stride=(2, 1), padding=(0, 1)), (3, 2, 7, 5)),
+    (lambda l: l.nn.Conv2d(3, 3, 3, padding=1, groups=3), (2, 3, 6, 5)),                  # depthwise
+    (lambda l: l.nn.Conv2d(3, 3, (3, 2), stride=2, padding=(1, 0), groups=3), (2, 3, 7, 6)),
+    (lambda l: l.nn.Conv1d(4, 4, 3, padding=1, groups=4), (2, 4, 7)),
     (lambda l: l.nn.Conv2d(2, 3, 4, padding="same"), (2, 2, 6, 5)),
     (lambda l: l.nn.Conv2d(2, 3, 3, padding="valid"), (2, 2, 6, 5)),
     (lambda l: l.nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect"), (2, 2, 6, 5)),
