@@ -211,8 +211,8 @@ def test_graph_is_freed_after_backward():
         gc.enable()
 
 
-def test_leaf_kept_alive_only_by_user():
-    # AccumulateGrad holds its leaf weakly: the graph never keeps a dropped leaf alive.
+def test_graph_keeps_its_leaf_alive():
+    # As in PyTorch: AccumulateGrad.variable is the leaf, alive while the graph is.
     gc.disable()
     try:
         x = retrograd.tensor([1.0], requires_grad=True)
@@ -221,8 +221,11 @@ def test_leaf_kept_alive_only_by_user():
         assert type(acc).__name__ == "AccumulateGrad" and acc.variable is x
         ref = weakref.ref(x)
         del x
-        assert ref() is None and acc.variable is None
-        y.sum().backward()     # nothing to accumulate into, and no error
+        assert ref() is not None
+        y.sum().backward()
+        np.testing.assert_array_equal(acc.variable.grad.numpy(), [2.0])
+        del y, acc
+        assert ref() is None
     finally:
         gc.enable()
 

@@ -271,7 +271,7 @@ class Tensor:
                     "var_no_grad = var.detach().")
             return self
         if requires_grad and self._data.dtype.kind not in "fc":
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = requires_grad
@@ -323,6 +323,25 @@ class Tensor:
             acc = AccumulateGrad(self)
             self._grad_acc = weakref.ref(acc)
         return acc
+
+    def _saved_proxy(self):
+        """What a node saves in place of this leaf: the same data, version counter and
+        AccumulateGrad, but not the leaf itself. A saved leaf would close the cycle
+        leaf -> .grad -> grad_fn -> ... -> saved leaf once ``create_graph=True`` gives
+        ``.grad`` a history (PyTorch issue 4661); the proxy keeps the graph a tree."""
+        p = self.__dict__.get("_proxy")
+        if p is None:
+            p = _new(Tensor)
+            p._data = self._data
+            p._version = self._shared_version()
+            p._requires_grad = True
+            acc = self._grad_accumulator()
+            p._grad_acc = self._grad_acc
+            p._acc = acc
+            self._proxy = p
+        elif p._data is not self._data:
+            p._data = self._data
+        return p
 
     def _edge(self):
         if not self._requires_grad:
@@ -385,6 +404,9 @@ class Tensor:
         """A new tensor sharing storage (and version counter) with no history."""
         t = _new(Tensor)
         t._data = self._data
+        if self._inference:
+            t._inference = True
+            return t
         t._version = self._shared_version()
         return t
 
@@ -432,7 +454,7 @@ class Tensor:
 
     def _scalar_check(self, what):
         if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+            raise ValueError("only one element tensors can be converted to Python scalars")
 
     def __float__(self):
         self._scalar_check("float")

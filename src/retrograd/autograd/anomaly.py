@@ -26,9 +26,19 @@ def is_anomaly_check_nan_enabled():
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+_seen = {}
+
+
+def _internal(filename):
+    r = _seen.get(filename)
+    if r is None:
+        r = _seen[filename] = os.path.abspath(filename).startswith(_PKG)
+    return r
+
+
 def _stack():
     """The forward call's stack as the user sees it (retrograd's own frames left out)."""
-    frames = [f for f in traceback.extract_stack()[:-1] if not f.filename.startswith(_PKG)]
+    frames = [f for f in traceback.extract_stack()[:-1] if not _internal(f.filename)]
     return traceback.format_list(frames)
 
 

@@ -20,6 +20,7 @@ from .._tensor import Tensor, Size
 
 __all__ = ["run_backward", "backward", "grad"]
 
+_NODE_APPLY = Node._apply   # nodes that keep it have one output and a plain ``backward``
 _heappush = heapq.heappush
 _heappop = heapq.heappop
 _state = grad_mode._state
@@ -190,6 +191,8 @@ def _run_accumulate(fn, grads_in, create_graph):
         g = grads_in[0]
     if g is not None:
         _accumulate(var, g, create_graph)
+        if create_graph and var._grad._grad_fn is not None:
+            fn._strong = None
         post = var._post_acc_hooks
         if post:
             for h in list(post.values()):
@@ -208,7 +211,7 @@ def _accumulate(var, g, create_graph):
             # A fresh buffer: the incoming gradient may be shared with other leaves
             # (an add passes one gradient to both inputs), and .grad is mutated in place.
             var._grad = Tensor._make(g._data.copy())
-    elif create_graph or old._requires_grad:
+    elif create_graph:
         var._grad = old + g
     else:
         d = old._data
@@ -311,9 +314,18 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
     _state.grad = bool(create_graph)
     check = anomaly_check[0]
     fn = None
+    nxt = None
     try:
-        while heap:
-            fn = _heappop(heap)[1]
+        while True:
+            # A chain's next node skips the heap: when it is the only ready node, it is
+            # the newest ready node.
+            if nxt is not None:
+                fn = nxt
+                nxt = None
+            elif heap:
+                fn = _heappop(heap)[1]
+            else:
+                break
             grads_in = buffers.pop(fn)
             if info is not None:
                 needed = info[fn]
@@ -342,7 +354,7 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                         break
             if fn._saved is _RELEASED:
                 raise RuntimeError(SECOND_BACKWARD_MSG)
-            out = fn._apply(grads_in)
+            out = fn.backward(grads_in[0]) if fn.__class__._apply is _NODE_APPLY else fn._apply(grads_in)
             if type(out) is not tuple:
                 out = tuple(out) if isinstance(out, list) else (out,)
             nfs = fn.next_functions
@@ -357,7 +369,10 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                 check(fn, out)
             if not keep_graph and fn._saved is not None:
                 fn._release()
-            for i, (nf, nr) in enumerate(nfs):
+            ready = None
+            i = -1
+            for nf, nr in nfs:
+                i += 1
                 if nf is None:
                     continue
                 g = out[i]
@@ -371,11 +386,25 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                         g = _validate(fn, i, g, meta)
                     buf = buffers.get(nf)
                     if buf is None:
-                        buf = buffers[nf] = [None] * len(nf._out_meta)
-                    old = buf[nr]
-                    buf[nr] = g if old is None else old + g
+                        n_out = len(nf._out_meta)
+                        if n_out == 1:
+                            buffers[nf] = [g]
+                        else:
+                            buf = buffers[nf] = [None] * n_out
+                            buf[nr] = g
+                    else:
+                        old = buf[nr]
+                        buf[nr] = g if old is None else old + g
                 if c == 0 and nf in buffers:
-                    _heappush(heap, (-nf._seq, nf))
+                    if ready is None:
+                        ready = nf
+                    else:
+                        _heappush(heap, (-nf._seq, nf))
+            if ready is not None:
+                if heap:
+                    _heappush(heap, (-ready._seq, ready))
+                else:
+                    nxt = ready
     except BaseException:
         if fn is not None and fn._trace is not None and Node._anomaly_stack is not None:
             _anomaly_report(fn)

@@ -1,6 +1,7 @@
 """Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode (thread-local)."""
 import functools
 import inspect
+import sys
 import threading
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
@@ -36,21 +37,24 @@ class _DecoratorContextManager:
             @functools.wraps(func)
             def gen(*args, **kwargs):
                 g = func(*args, **kwargs)
-                with self.clone():
-                    resp = g.send(None)
-                while True:
-                    try:
-                        req = yield resp
-                    except GeneratorExit:
-                        with self.clone():
-                            g.close()
-                        raise
-                    except BaseException:
-                        with self.clone():
-                            resp = g.throw(*__import__("sys").exc_info())
-                    else:
-                        with self.clone():
-                            resp = g.send(req)
+                try:
+                    with self.clone():
+                        resp = g.send(None)
+                    while True:
+                        try:
+                            req = yield resp
+                        except GeneratorExit:
+                            with self.clone():
+                                g.close()
+                            raise
+                        except BaseException:
+                            with self.clone():
+                                resp = g.throw(*sys.exc_info())
+                        else:
+                            with self.clone():
+                                resp = g.send(req)
+                except StopIteration as e:
+                    return e.value
             return gen
 
         @functools.wraps(func)
@@ -122,11 +126,9 @@ class inference_mode(_DecoratorContextManager):
 
     def __enter__(self):
         self.prev = (_state.grad, _state.inference)
-        if self.mode:
-            _state.grad = False
-            _state.inference = True
-        else:
-            _state.inference = False
+        # As PyTorch's InferenceMode guard: grad mode is the opposite of the mode.
+        _state.grad = not self.mode
+        _state.inference = self.mode
 
     def __exit__(self, *exc):
         _state.grad, _state.inference = self.prev

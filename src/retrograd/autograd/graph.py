@@ -180,14 +180,17 @@ class Node:
 class AccumulateGrad(Node):
     """The node for a leaf tensor: adds the gradient that reaches it into ``.grad``.
 
-    It holds its leaf by weak reference: ``param.grad`` made with ``create_graph=True``
-    points back through its graph to this node, and a strong reference would close the
-    cycle param -> grad -> grad_fn -> ... -> AccumulateGrad -> param (PyTorch issue 4661).
+    Like PyTorch's, it keeps its leaf alive (``.variable``) while the graph lives. But
+    once ``create_graph=True`` gives the leaf a ``.grad`` with a history, that history
+    leads back here and a strong reference would close the cycle param -> grad ->
+    grad_fn -> ... -> AccumulateGrad -> param (PyTorch issue 4661); from then on the
+    node holds its leaf weakly (the user holds the leaf anyway, to read its ``.grad``).
     """
     next_functions = ()
 
     def __init__(self, variable):
         self._var = weakref.ref(variable)
+        self._strong = variable
         self._seq = _ACC_SEQ + next(_seq)
         self._out_meta = ((variable._data.shape, variable._data.dtype),)
         if Node._anomaly_stack is not None:
@@ -196,9 +199,6 @@ class AccumulateGrad(Node):
     @property
     def variable(self):
         return self._var()
-
-    def name(self):
-        return "torch::autograd::AccumulateGrad"
 
     def _sequence_nr(self):
         return 2 ** 64 - 1

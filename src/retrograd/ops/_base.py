@@ -133,8 +133,8 @@ class OpNode(Node):
 def _short_name(fn):
     """How PyTorch names a node in the in-place error: the op, without ``Backward0``."""
     n = fn.name()
-    if "::" in n:
-        return n
+    if n in ("CopySlices", "AccumulateGrad"):
+        return "torch::autograd::" + n
     i = n.rfind("Backward")
     if i > 0 and n[i + 8:].isdigit() or (i > 0 and i + 8 == len(n)):
         return n[:i]
@@ -191,14 +191,20 @@ def save(node, *items):
     if _pack_stack:
         return _save_with_hooks(node, items)
     vs = []
+    proxied = False
     for t in items:
         if isinstance(t, Tensor):
             if t._inference:
                 _inference_error()
             v = t._version
             vs.append(0 if v is None else v[0])
+            if t._requires_grad and t._grad_fn is None:
+                proxied = True
         else:
             vs.append(None)
+    if proxied:
+        items = tuple(t._saved_proxy() if isinstance(t, Tensor) and t._requires_grad and t._grad_fn is None
+                      else t for t in items)
     node._saved = items
     node._saved_versions = tuple(vs)
 

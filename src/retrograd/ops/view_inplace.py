@@ -28,9 +28,6 @@ class CopySlices(Node):
         if Node._anomaly_stack is not None:
             self._trace = Node._anomaly_stack()
 
-    def name(self):
-        return "torch::autograd::CopySlices"
-
     def _release(self):
         self._saved = _RELEASED
         if self.fn._saved is not None:

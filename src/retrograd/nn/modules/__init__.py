@@ -27,3 +27,5 @@ from .bilinear import Bilinear  # noqa: F401
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d  # noqa: F401
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
 from .activation_attention import MultiheadAttention  # noqa: F401
+from .transformer import (Transformer, TransformerEncoder, TransformerDecoder,  # noqa: F401
+                          TransformerEncoderLayer, TransformerDecoderLayer)
