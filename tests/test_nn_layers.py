@@ -122,6 +122,7 @@ LAYERS = [
 
 
 @needs_torch
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
 @pytest.mark.parametrize("make,shape", LAYERS)
 def test_layer_parity(make, shape):
     module_parity(make, shape)
