@@ -178,26 +178,31 @@ def _bwd_in(g, w, xshape, p):
 # fresh pages on every call, which otherwise costs more than the GEMM itself.
 _POOL = {}
 _POOL_KEYS = 16
+_POOL_BYTES = [0, 256 << 20]      # held now, most held
 
 
 def _take(shape, dtype):
     free = _POOL.get((shape, dtype))
     if free:
-        return free.pop()
+        a = free.pop()
+        _POOL_BYTES[0] -= a.nbytes
+        return a
     return np.empty(shape, dtype)
 
 
 def _give(a):
-    if type(a) is not np.ndarray or not a.flags.owndata:
+    if type(a) is not np.ndarray or not a.flags.owndata or _POOL_BYTES[0] + a.nbytes > _POOL_BYTES[1]:
         return
     key = (a.shape, a.dtype)
     free = _POOL.get(key)
     if free is None:
         if len(_POOL) >= _POOL_KEYS:
-            _POOL.pop(next(iter(_POOL)))
+            for old in _POOL.pop(next(iter(_POOL))):
+                _POOL_BYTES[0] -= old.nbytes
         free = _POOL[key] = []
     if len(free) < 2:
         free.append(a)
+        _POOL_BYTES[0] += a.nbytes
 
 
 def _wide(p, nd):
