@@ -390,7 +390,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 # --- sequence, resampling and attention ---------------------------------------------------
 
-from ..ops.resample import pad, interpolate, unfold, fold  # noqa: F401,E402
+from ..ops.resample import pad, interpolate, unfold, fold, pixel_shuffle, pixel_unshuffle  # noqa: F401,E402
 from ..ops.embeddings import embedding, embedding_bag  # noqa: F401,E402
 from ..ops.convt import conv_transpose1d, conv_transpose2d, bilinear  # noqa: F401,E402
 from ..ops.attention import scaled_dot_product_attention  # noqa: F401,E402

@@ -361,7 +361,7 @@ def check_same_device(a, b):
         da, db = a.device, b.device
         if da != db and a._data.ndim and b._data.ndim:
             raise RuntimeError(
-                f"Expected all tensors to be on the same device, but found at least two devices, {db} and {da}!")
+                f"Expected all tensors to be on the same device, but found at least two devices, {da} and {db}!")
 
 
 def binary_operands(input, other):
@@ -375,6 +375,8 @@ def binary_operands(input, other):
         if isinstance(other, Tensor):
             y = other._data
             if x.dtype == y.dtype:
+                if type(x) is not type(y):  # numpy and cupy arrays: different devices
+                    check_same_device(input, other)
                 return input, other, x, y, x.dtype
             check_same_device(input, other)
             return input, other, x, y, result_np_dtype(input, other)
