@@ -168,7 +168,6 @@ def test_dropout_train_eval():
     vals = np.unique(y.numpy())
     np.testing.assert_allclose(vals, [0.0, 1 / 0.7], rtol=1e-6)
     assert abs((y.numpy() == 0).mean() - 0.3) < 0.02
-    assert type(y.grad_fn).__name__ if y.requires_grad else True
     d.eval()
     assert d(x) is x
     d2 = retrograd.nn.Dropout2d(0.5)
