@@ -150,6 +150,8 @@ CONV_POOL = [
     (lambda x, w: F(x).conv2d(x, w, dilation=(2, 1), padding="same"), [(1, 2, 6, 5), (2, 2, 2, 3)]),
     (lambda x, w: F(x).conv1d(x, w, stride=2), [(2, 3, 7), (2, 3, 3)]),
     (lambda x, w: F(x).conv3d(x, w, padding=1), [(1, 2, 3, 4, 3), (2, 2, 2, 2, 2)]),
+    (lambda x, w: F(x).conv2d(x, w, padding=1, groups=3), [(2, 3, 4, 5), (3, 1, 3, 2)]),
+    (lambda x, w: F(x).conv2d(x, w, stride=2, dilation=(1, 2), groups=2), [(1, 2, 6, 7), (2, 1, 2, 2)]),
     (lambda x: F(x).max_pool2d(x, 2), [(2, 2, 4, 6)]),
     (lambda x: F(x).max_pool2d(x, 3, 2, 1, ceil_mode=True), [(1, 2, 6, 7)]),
     (lambda x: F(x).max_pool2d(x, 3, 1, 1, dilation=2), [(1, 2, 6, 7)]),
@@ -191,6 +193,7 @@ def _double_backward_works():
 @pytest.mark.parametrize("fn,specs", [
     (lambda x, w: F(x).conv2d(x, w, padding=1), [(1, 2, 4, 3), (2, 2, 3, 3)]),
     (lambda x, w: F(x).conv2d(x, w, stride=2, groups=2), [(1, 2, 5, 5), (2, 1, 3, 3)]),
+    (lambda x, w: F(x).conv2d(x, w, padding=1, groups=2), [(1, 2, 4, 3), (2, 1, 3, 3)]),
     (lambda x: F(x).max_pool2d(x, 2), [(1, 2, 4, 4)]),
     (lambda x: F(x).avg_pool2d(x, 2, 1), [(1, 1, 4, 3)]),
     (lambda x: F(x).adaptive_avg_pool2d(x, 2), [(1, 1, 5, 3)]),
@@ -200,6 +203,8 @@ def _double_backward_works():
     (lambda x: F(x).elu(x), [(2, 3)]),
     (lambda x: F(x).cross_entropy(x, T(x, CLS6)), [(6, 5)]),
     (lambda x, w: F(x).layer_norm(x, (3,), w), [(2, 3), (3,)]),
+    (lambda x, w, b: F(x).linear(x, w, b).tanh(), [(3, 4), (2, 4), (2,)]),
+    (lambda x, w: F(x).linear(x, w).tanh(), [(3, 4), (2, 4)]),
 ])
 def test_second_order(fn, specs):
     gradcheck_op(fn, specs, second_order=True)
@@ -289,3 +294,16 @@ def test_top_level_dropout():
     assert retrograd.dropout(x, 0.25, False) is x
     z = retrograd.feature_dropout(retrograd.ones(8, 16, 3), 0.5, True).numpy()
     assert np.all((z == 0).all(-1) | (z == 2).all(-1))
+
+
+@needs_torch
+def test_linear_graph_matches_torch():
+    """Linear records addmm(bias, x, weight.t()) as PyTorch does: the weight goes through TBackward0."""
+    def names(fn):
+        return [type(f).__name__ if f is not None else None for f, _ in fn.next_functions]
+    for lib in (retrograd, torch):
+        lin = lib.nn.Linear(4, 3)
+        out = lin(lib.ones(2, 4))
+        assert names(out.grad_fn) == ["AccumulateGrad", None, "TBackward0"]
+        out = lib.nn.functional.linear(lib.ones(2, 4), lin.weight)
+        assert type(out.grad_fn).__name__ == "MmBackward0" and names(out.grad_fn) == [None, "TBackward0"]

@@ -65,6 +65,9 @@ LAYERS = [
     (lambda l: l.nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2), (2, 4, 9, 8)),
     (lambda l: l.nn.Conv2d(4, 4, 3, padding=2, dilation=2, groups=4, bias=False), (2, 4, 7, 7)),
     (lambda l: l.nn.Conv2d(2, 3, (2, 3), stride=(2, 1), padding=(0, 1)), (3, 2, 7, 5)),
+    (lambda l: l.nn.Conv2d(3, 3, 3, padding=1, groups=3), (2, 3, 6, 5)),                  # depthwise
+    (lambda l: l.nn.Conv2d(3, 3, (3, 2), stride=2, padding=(1, 0), groups=3), (2, 3, 7, 6)),
+    (lambda l: l.nn.Conv1d(4, 4, 3, padding=1, groups=4), (2, 4, 7)),
     (lambda l: l.nn.Conv2d(2, 3, 4, padding="same"), (2, 2, 6, 5)),
     (lambda l: l.nn.Conv2d(2, 3, 3, padding="valid"), (2, 2, 6, 5)),
     (lambda l: l.nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect"), (2, 2, 6, 5)),
@@ -119,6 +122,7 @@ LAYERS = [
 
 
 @needs_torch
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
 @pytest.mark.parametrize("make,shape", LAYERS)
 def test_layer_parity(make, shape):
     module_parity(make, shape)
@@ -164,7 +168,6 @@ def test_dropout_train_eval():
     vals = np.unique(y.numpy())
     np.testing.assert_allclose(vals, [0.0, 1 / 0.7], rtol=1e-6)
     assert abs((y.numpy() == 0).mean() - 0.3) < 0.02
-    assert type(y.grad_fn).__name__ if y.requires_grad else True
     d.eval()
     assert d(x) is x
     d2 = retrograd.nn.Dropout2d(0.5)

@@ -356,3 +356,16 @@ def test_custom_loader_is_used():
     sd["1.w"] = retrograd.ones(2)
     net.load_state_dict(sd)
     assert net[1].w.tolist() == [2.0, 2.0]
+
+
+def test_always_call_hook_runs_when_forward_raises():
+    class Bad(nn.Module):
+        def forward(self, x):
+            raise ValueError("boom")
+    m = Bad()
+    seen = []
+    m.register_forward_hook(lambda mod, args, out: seen.append(out), always_call=True)
+    m.register_forward_hook(lambda mod, args, out: seen.append("plain"))
+    with pytest.raises(ValueError, match="boom"):
+        m(1)
+    assert seen == [None]

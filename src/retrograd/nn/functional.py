@@ -386,6 +386,8 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     return _pool.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2)
+
+
 # --- sequence, resampling and attention ---------------------------------------------------
 
 from ..ops.resample import pad, interpolate, unfold, fold, pixel_shuffle, pixel_unshuffle  # noqa: F401,E402

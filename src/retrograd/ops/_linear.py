@@ -1,7 +1,7 @@
 """The fully connected layer's op: ``x @ w.T + b`` as one GEMM (AddmmBackward0 on 2-D
 input, as in PyTorch), with its own small differentiable matrix product so that its
 backward is itself differentiable."""
-from ._base import OpNode, node_for, save, finish
+from ._base import OpNode, node_for, save, finish, _state
 
 
 _TN = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
@@ -43,13 +43,30 @@ def _mm(a, b, ta=False, tb=False):
 
 
 class AddmmBackward0(OpNode):
+    """``bias + x @ wt`` where ``wt`` is the transposed weight (its own TBackward0, as in PyTorch)."""
+
     def backward(self, g):
-        x, w = self.saved_tensors
+        x, wt = self.saved_tensors
         nf = self.next_functions
         gb = g.sum(0) if nf[0][0] is not None else None
-        gx = _mm(g, w) if nf[1][0] is not None else None
-        gw = _mm(g, x, True, False) if nf[2][0] is not None else None
-        return gb, gx, gw
+        gx = _mm(g, wt, False, True) if nf[1][0] is not None else None
+        # g^T x in the weight's own orientation, handed on transposed (TBackward0 turns it back)
+        gwt = _mm(g, x, True, False).t() if nf[2][0] is not None else None
+        return gb, gx, gwt
+
+
+class _LinearMm(OpNode):
+    """``x @ wt`` for a linear layer without bias (MmBackward0)."""
+
+    def backward(self, g):
+        x, wt = self.saved_tensors
+        nf = self.next_functions
+        gx = _mm(g, wt, False, True) if nf[0][0] is not None else None
+        gwt = _mm(g, x, True, False).t() if nf[1][0] is not None else None
+        return gx, gwt
+
+
+_LinearMm = type("MmBackward0", (_LinearMm,), {})
 
 
 class _Reshape(OpNode):
@@ -88,16 +105,15 @@ def linear(input, weight, bias=None):
         inp = _reshape_named(input, x2.shape, "ViewBackward0")
     r = x2 @ w.T
     if bias is not None:
-        b = bias._data
-        r += b
-        node = node_for(AddmmBackward0, (bias, inp, weight))
-        if node is not None:
-            save(node, inp if weight._requires_grad else None, weight if inp._requires_grad else None)
-    else:
-        node = node_for(MmBackward0, (inp, weight))
-        if node is not None:
-            node.ta, node.tb = False, True
-            save(node, inp if weight._requires_grad else None, weight if inp._requires_grad else None)
+        r += bias._data
+    node = None
+    if _state.grad and (inp._requires_grad or weight._requires_grad or (bias is not None and bias._requires_grad)):
+        wt = weight.t()                  # a view; TBackward0 when the weight requires grad
+        if bias is not None:
+            node = node_for(AddmmBackward0, (bias, inp, wt))
+        else:
+            node = node_for(_LinearMm, (inp, wt))
+        save(node, inp if wt._requires_grad else None, wt if inp._requires_grad else None)
     out = finish(node, r)
     if nd == 2:
         return out

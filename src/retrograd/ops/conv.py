@@ -58,8 +58,19 @@ def _cols(xp, k, out, p):
     return as_strided(xp, shape, strides, writeable=False)
 
 
+def _im2col(xp, k, out, p, shape):
+    """The column matrix (N, G, Cg*prod(K), L), copied from the strided view into a pooled buffer."""
+    v = _cols(xp, k, out, p)
+    cols = _take(shape, xp.dtype)
+    np.copyto(cols.reshape(v.shape), v)
+    return cols
+
+
 def _fwd(x, w, p, want_cols=False):
     """y = conv(x, w): (N, O, *out)."""
+    if _depthwise(w, p):
+        y = _fwd_dw(x, w, p)
+        return (y, None) if want_cols else y
     if _wide(p, w.ndim - 2):
         y, cols = _fwd_wide(x, w, p, want_cols)
         return (y, cols) if want_cols else y
@@ -75,18 +86,23 @@ def _fwd(x, w, p, want_cols=False):
     L = 1
     for s in out:
         L *= s
-    cols = _cols(xp, k, out, p).reshape(n, g, ckk, L)   # the im2col copy
+    cols = _im2col(xp, k, out, p, (n, g, ckk, L))       # the im2col copy
     wm = w.reshape(g, o // g, ckk)
     if g == 1:
         y = np.matmul(wm[0], cols[:, 0])                 # (N, O, L)
     else:
         y = np.matmul(wm, cols)                          # (N, G, O/G, L)
     y = y.reshape((n, o) + out)
-    return (y, cols) if want_cols else y
+    if not want_cols:
+        _give(cols)
+        return y
+    return y, cols
 
 
 def _bwd_w(x, g, wshape, p, cols=None):
     """Weight gradient: sum over batch and positions of g (x) columns."""
+    if wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
+        return _bwd_w_dw(x, g, wshape, p)
     if _wide(p, len(wshape) - 2):
         return _bwd_w_wide(x, g, wshape, p, cols)
     n = x.shape[0]
@@ -100,19 +116,24 @@ def _bwd_w(x, g, wshape, p, cols=None):
     L = 1
     for s in out:
         L *= s
-    if cols is None:
+    own = cols is None
+    if own:
         xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
-        cols = _cols(xp, k, out, p).reshape(n, G, ckk, L)
+        cols = _im2col(xp, k, out, p, (n, G, ckk, L))
     gm = g.reshape(n, G, o // G, L)
     if G == 1:
         gw = np.matmul(gm[:, 0], cols[:, 0].transpose(0, 2, 1)).sum(0)          # (O, CKK)
     else:
         gw = np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0)                   # (G, O/G, CgKK)
+    if own:
+        _give(cols)
     return gw.reshape(wshape)
 
 
 def _bwd_in(g, w, xshape, p):
     """Input gradient: columns = w^T g, then col2im by strided slice-adds per kernel offset."""
+    if _depthwise(w, p):
+        return _bwd_in_dw(g, w, xshape, p)
     if _wide(p, w.ndim - 2):
         return _bwd_in_wide(g, w, xshape, p)
     n = g.shape[0]
@@ -157,26 +178,31 @@ def _bwd_in(g, w, xshape, p):
 # fresh pages on every call, which otherwise costs more than the GEMM itself.
 _POOL = {}
 _POOL_KEYS = 16
+_POOL_BYTES = [0, 256 << 20]      # held now, most held
 
 
 def _take(shape, dtype):
     free = _POOL.get((shape, dtype))
     if free:
-        return free.pop()
+        a = free.pop()
+        _POOL_BYTES[0] -= a.nbytes
+        return a
     return np.empty(shape, dtype)
 
 
 def _give(a):
-    if type(a) is not np.ndarray or not a.flags.owndata:
+    if type(a) is not np.ndarray or not a.flags.owndata or _POOL_BYTES[0] + a.nbytes > _POOL_BYTES[1]:
         return
     key = (a.shape, a.dtype)
     free = _POOL.get(key)
     if free is None:
         if len(_POOL) >= _POOL_KEYS:
-            _POOL.pop(next(iter(_POOL)))
+            for old in _POOL.pop(next(iter(_POOL))):
+                _POOL_BYTES[0] -= old.nbytes
         free = _POOL[key] = []
     if len(free) < 2:
         free.append(a)
+        _POOL_BYTES[0] += a.nbytes
 
 
 def _wide(p, nd):
@@ -275,6 +301,112 @@ def _bwd_in_wide(g, w, xshape, p):
     (plh, _), (plw, _) = p.pad
     gx = flat[:, :, :hp * wp].reshape(c, n, hp, wp)[:, :, plh:plh + h, plw:plw + wd]
     return np.ascontiguousarray(gx.transpose(1, 0, 2, 3))
+
+
+# Depthwise convolutions (one input and one output channel per group) have nothing for a
+# GEMM to share: they are a few whole-array multiply-adds, one per kernel offset.
+
+def _depthwise(w, p):
+    return w.shape[1] == 1 and p.groups == w.shape[0] and p.groups > 1
+
+
+def _dw_window(xp, off, p, out):
+    nd = len(out)
+    return xp[(slice(None), slice(None)) + tuple(
+        slice(off[i] * p.dilation[i], off[i] * p.dilation[i] + p.stride[i] * (out[i] - 1) + 1, p.stride[i])
+        for i in range(nd))]
+
+
+def _dw_flat(x, k, p):
+    """Stride-1 2-D: the padded input flattened per channel, so each offset is one shift."""
+    n, c, h, wd = x.shape
+    hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
+    (plh, _), (plw, _) = p.pad
+    flat = np.zeros((n, c, hp * wp + slack), x.dtype)
+    flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd] = x
+    return flat, (hp, wp, oh, ow)
+
+
+def _fwd_dw(x, w, p):
+    k = w.shape[2:]
+    if _wide(p, len(k)):
+        flat, (hp, wp, oh, ow) = _dw_flat(x, k, p)
+        L = oh * wp
+        dt = np.result_type(x.dtype, w.dtype)
+        y = np.zeros((x.shape[0], w.shape[0], L), dt)
+        tmp = np.empty_like(y)
+        for kh in range(k[0]):
+            for kw in range(k[1]):
+                s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
+                np.multiply(flat[:, :, s0:s0 + L], w[:, 0, kh, kw][None, :, None], out=tmp)
+                y += tmp
+        return np.ascontiguousarray(y.reshape(x.shape[0], -1, oh, wp)[:, :, :, :ow])
+    xp = _pad_zeros(x, p.pad)
+    k = w.shape[2:]
+    out = _out_size(xp.shape[2:], k, p)
+    bshape = (1, w.shape[0]) + (1,) * len(k)
+    y = None
+    for off in itertools.product(*[range(v) for v in k]):
+        term = _dw_window(xp, off, p, out) * w[(slice(None), 0) + off].reshape(bshape)
+        if y is None:
+            y = term
+        else:
+            y += term
+    return y
+
+
+def _bwd_in_dw(g, w, xshape, p):
+    k = w.shape[2:]
+    if _wide(p, len(k)):
+        n, c, h, wd = xshape
+        hp, wp, oh, ow, slack = _wide_geom(xshape, k, p)
+        L = oh * wp
+        dt = np.result_type(g.dtype, w.dtype)
+        gw = np.zeros((n, c, oh, wp), dt)
+        gw[:, :, :, :ow] = g
+        gw = gw.reshape(n, c, L)
+        flat = np.zeros((n, c, hp * wp + slack), dt)
+        tmp = np.empty_like(gw)
+        for kh in range(k[0]):
+            for kw in range(k[1]):
+                s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
+                np.multiply(gw, w[:, 0, kh, kw][None, :, None], out=tmp)
+                flat[:, :, s0:s0 + L] += tmp
+        (plh, _), (plw, _) = p.pad
+        return flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd]
+    out = g.shape[2:]
+    sp = tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], p.pad))
+    gxp = np.zeros(tuple(xshape[:2]) + sp, np.result_type(g.dtype, w.dtype))
+    bshape = (1, w.shape[0]) + (1,) * len(k)
+    for off in itertools.product(*[range(v) for v in k]):
+        _dw_window(gxp, off, p, out).__iadd__(g * w[(slice(None), 0) + off].reshape(bshape))
+    if any(lo or hi for lo, hi in p.pad):
+        gxp = gxp[(slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(xshape[2:], p.pad))]
+    return gxp
+
+
+def _bwd_w_dw(x, g, wshape, p):
+    k = wshape[2:]
+    if _wide(p, len(k)):
+        flat, (hp, wp, oh, ow) = _dw_flat(x, k, p)
+        n, c = g.shape[:2]
+        L = oh * wp
+        gwide = np.zeros((n, c, oh, wp), g.dtype)
+        gwide[:, :, :, :ow] = g
+        gwide = gwide.reshape(n, c, L)
+        gw = np.empty(wshape, np.result_type(g.dtype, x.dtype))
+        for kh in range(k[0]):
+            for kw in range(k[1]):
+                s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
+                gw[:, 0, kh, kw] = np.einsum("ncl,ncl->c", flat[:, :, s0:s0 + L], gwide)
+        return gw
+    xp = _pad_zeros(x, p.pad)
+    out = g.shape[2:]
+    gw = np.empty(wshape, np.result_type(g.dtype, x.dtype))
+    axes = (0,) + tuple(range(2, g.ndim))
+    for off in itertools.product(*[range(v) for v in k]):
+        gw[(slice(None), 0) + off] = (_dw_window(xp, off, p, out) * g).sum(axis=axes)
+    return gw
 
 
 # *** differentiable ops ***

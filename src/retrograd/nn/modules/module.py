@@ -666,7 +666,22 @@ class Module:
             from ._backward_hook import BackwardHook
             bw_hook = BackwardHook(self, full_hooks, list(self._backward_pre_hooks.values()))
             args = bw_hook.setup_input_hook(args)
-        result = self.forward(*args, **kwargs)
+        try:
+            result = self.forward(*args, **kwargs)
+        except Exception:
+            # hooks registered with always_call=True run even when forward raises
+            for hid, hook in self._forward_hooks.items():
+                if hid in self._forward_hooks_always_called:
+                    try:
+                        if hid in self._forward_hooks_with_kwargs:
+                            hook(self, args, kwargs, None)
+                        else:
+                            hook(self, args, None)
+                    except Exception as e:
+                        import warnings
+                        warnings.warn("forward hook with ``always_call=True`` raised an exception that was "
+                                      f"silenced as another error was raised in forward: {str(e)}")
+            raise
         for hid, hook in itertools.chain(_global_forward_hooks.items(), self._forward_hooks.items()):
             if hid in self._forward_hooks_with_kwargs:
                 r = hook(self, args, kwargs, result)
