@@ -226,8 +226,6 @@ def test_lenet_module_counts_and_groups():
 
 
 @pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
-@pytest.mark.xfail(strict=False, reason="nn.Linear records no TBackward0 for its weight (PyTorch does); "
-                                        "a question for nn, not for the drawing")
 def test_lenet_graph_matches_pytorch():
     nn = getattr(retrograd, "nn", None)
     if nn is None or not hasattr(nn, "Linear"):
