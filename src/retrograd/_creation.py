@@ -28,7 +28,17 @@ class Generator:
     def __init__(self, device="cpu"):
         self.device = to_device(device)
         self._seed = 67280421310721
-        self._np = np.random.Generator(np.random.PCG64(self._seed))
+        self._npg = None            # numpy.random (and its hashlib/secrets) loads on first draw
+
+    @property
+    def _np(self):
+        if self._npg is None:
+            self._npg = np.random.Generator(np.random.PCG64(self._seed))
+        return self._npg
+
+    @_np.setter
+    def _np(self, g):
+        self._npg = g
 
     def manual_seed(self, seed):
         """Reseed; returns the generator."""
