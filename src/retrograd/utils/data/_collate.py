@@ -1,7 +1,6 @@
 """Collation: turning a list of samples into a batch (``default_collate``) and
 converting a single sample's arrays to tensors (``default_convert``)."""
 import collections.abc
-import copy
 import re
 
 import numpy as np
@@ -30,6 +29,7 @@ def default_convert(data):
     if isinstance(data, collections.abc.Mapping):
         try:
             if isinstance(data, collections.abc.MutableMapping):
+                import copy
                 clone = copy.copy(data)
                 clone.update({k: default_convert(data[k]) for k in data})
                 return clone
@@ -43,6 +43,7 @@ def default_convert(data):
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
         try:
             if isinstance(data, collections.abc.MutableSequence):
+                import copy
                 clone = copy.copy(data)
                 for i, d in enumerate(data):
                     clone[i] = default_convert(d)
@@ -66,6 +67,7 @@ def collate(batch, *, collate_fn_map=None):
     if isinstance(elem, collections.abc.Mapping):
         try:
             if isinstance(elem, collections.abc.MutableMapping):
+                import copy
                 clone = copy.copy(elem)
                 clone.update({k: collate([d[k] for d in batch], collate_fn_map=collate_fn_map) for k in elem})
                 return clone
@@ -84,6 +86,7 @@ def collate(batch, *, collate_fn_map=None):
             return [collate(s, collate_fn_map=collate_fn_map) for s in transposed]
         try:
             if isinstance(elem, collections.abc.MutableSequence):
+                import copy
                 clone = copy.copy(elem)
                 for i, s in enumerate(transposed):
                     clone[i] = collate(s, collate_fn_map=collate_fn_map)

@@ -1,7 +1,5 @@
 """The DataLoader: batches from a dataset, in the main process or in worker processes."""
 import itertools
-import multiprocessing
-import queue
 import time
 
 import numpy as np
@@ -206,6 +204,7 @@ class DataLoader:
     def multiprocessing_context(self, ctx):
         if ctx is not None:
             if self.num_workers > 0:
+                import multiprocessing
                 if isinstance(ctx, str):
                     valid = multiprocessing.get_all_start_methods()
                     if ctx not in valid:
@@ -323,6 +322,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         super().__init__(loader)
         if self._num_workers <= 0:
             raise AssertionError("num_workers must be positive")
+        import multiprocessing
         ctx = loader.multiprocessing_context or multiprocessing.get_context()
         self._worker_init_fn = loader.worker_init_fn
         self._worker_result_queue = ctx.Queue()
@@ -378,6 +378,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     self._shutdown_workers()
                     raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly "
                                        f"(exit code(s) {codes})") from e
+                import queue
                 if not isinstance(e, queue.Empty):
                     raise
                 if time.monotonic() >= deadline:

@@ -1,10 +1,6 @@
 """What runs inside a DataLoader worker process, and ``get_worker_info()``."""
 import os
-import pickle
-import queue
-import random
 import sys
-import traceback
 
 import numpy as np
 
@@ -67,6 +63,8 @@ class ExceptionWrapper:
         if exc_info is None:
             exc_info = sys.exc_info()
         self.exc_type = exc_info[0]
+        import pickle
+        import traceback
         try:  # the class travels by reference: one the main process cannot import becomes RuntimeError
             pickle.dumps(self.exc_type)
         except Exception:
@@ -103,6 +101,8 @@ def _describe(e):
 
 def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto_collation, collate_fn,
                  drop_last, base_seed, init_fn, worker_id, num_workers, persistent_workers):
+    import queue
+    import random
     from .dataloader import _DatasetKind
     from ... import _creation
     global _worker_info
