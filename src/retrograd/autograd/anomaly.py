@@ -1,7 +1,6 @@
 """Anomaly detection: where each node was created, and NaNs caught in backward."""
 import os
 import threading
-import traceback
 import warnings
 
 import numpy as np
@@ -38,6 +37,7 @@ def _internal(filename):
 
 def _stack():
     """The forward call's stack as the user sees it (retrograd's own frames left out)."""
+    import traceback
     frames = [f for f in traceback.extract_stack()[:-1] if not _internal(f.filename)]
     return traceback.format_list(frames)
 

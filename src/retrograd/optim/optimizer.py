@@ -13,7 +13,6 @@ computing in float64 and rounding once, so that updates match PyTorch's to the b
 import functools
 import warnings
 from collections import OrderedDict, defaultdict
-from copy import deepcopy
 from itertools import chain
 
 import numpy as np
@@ -373,6 +372,7 @@ class Optimizer:
             if result is not None:
                 state_dict = result
         groups = self.param_groups
+        from copy import deepcopy
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")

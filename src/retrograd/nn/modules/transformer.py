@@ -1,7 +1,6 @@
 """Transformer layers: TransformerEncoderLayer, TransformerEncoder, TransformerDecoderLayer,
 TransformerDecoder and Transformer, as PyTorch composes them (post-norm by default,
 ``norm_first`` for pre-norm)."""
-import copy
 import warnings
 
 import numpy as np
@@ -29,6 +28,7 @@ def _get_activation_fn(activation):
 
 
 def _get_clones(module, n):
+    import copy
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
 
