@@ -15,7 +15,7 @@ import heapq
 import numpy as np
 
 from . import grad_mode
-from .graph import AccumulateGrad, Node, SECOND_BACKWARD_MSG, _RELEASED  # noqa: F401
+from .graph import AccumulateGrad, Node, SECOND_BACKWARD_MSG, _RELEASED, _ACC_SEQ  # noqa: F401
 from .._tensor import Tensor, Size
 
 __all__ = ["run_backward", "backward", "grad"]
@@ -269,6 +269,11 @@ def _exec_info(roots, targets):
 
 # --- the walk -----------------------------------------------------------------------------
 
+def _key(fn):
+    """Heap order: newest node first; a leaf's AccumulateGrad before anything else."""
+    return -fn._seq if fn.__class__ is not AccumulateGrad else -(_ACC_SEQ + fn._seq)
+
+
 def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=None):
     """Walk the graph from ``roots`` (list of (node, output_nr)) with ``grads``.
 
@@ -308,7 +313,7 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
     heap = []
     for fn in buffers:
         if deps[fn] == 0 and (info is None or fn in info):
-            _heappush(heap, (-fn._seq, fn))
+            _heappush(heap, (_key(fn), fn))
 
     prev_mode = _state.grad
     _state.grad = bool(create_graph)
@@ -399,10 +404,10 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                     if ready is None:
                         ready = nf
                     else:
-                        _heappush(heap, (-nf._seq, nf))
+                        _heappush(heap, (_key(nf), nf))
             if ready is not None:
                 if heap:
-                    _heappush(heap, (-ready._seq, ready))
+                    _heappush(heap, (_key(ready), ready))
                 else:
                     nxt = ready
     except BaseException:

@@ -19,7 +19,8 @@ __all__ = ["Node", "AccumulateGrad", "RemovableHandle", "saved_tensors_hooks",
 
 _seq = itertools.count()
 _RELEASED = object()
-# AccumulateGrad runs as soon as it is ready (PyTorch gives it the largest sequence number).
+# AccumulateGrad runs as soon as it is ready (PyTorch gives it the largest sequence number):
+# the engine's heap key for it is shifted by this much (its _seq stays in creation order).
 _ACC_SEQ = 1 << 62
 
 SECOND_BACKWARD_MSG = (
@@ -191,7 +192,7 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         self._var = weakref.ref(variable)
         self._strong = variable
-        self._seq = _ACC_SEQ + next(_seq)
+        self._seq = next(_seq)
         self._out_meta = ((variable._data.shape, variable._data.dtype),)
         if Node._anomaly_stack is not None:
             self._trace = Node._anomaly_stack()
