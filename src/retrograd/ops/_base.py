@@ -131,13 +131,16 @@ class OpNode(Node):
 
 
 def _short_name(fn):
-    """How PyTorch names a node in the in-place error: the op, without ``Backward0``."""
+    """How PyTorch names a node in the in-place error: ``ExpBackward0`` -> ``Exp``,
+    ``ClampBackward1`` -> ``Clamp1``, its own C++ nodes by their C++ names."""
     n = fn.name()
-    if n in ("CopySlices", "AccumulateGrad"):
+    if n in ("CopySlices", "AccumulateGrad", "CopyBackwards"):
         return "torch::autograd::" + n
     i = n.rfind("Backward")
-    if i > 0 and n[i + 8:].isdigit() or (i > 0 and i + 8 == len(n)):
-        return n[:i]
+    if i > 0:
+        digits = n[i + 8:]
+        if digits == "" or digits.isdigit():
+            return n[:i] + ("" if digits in ("", "0") else digits)
     return n
 
 
