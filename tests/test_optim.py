@@ -1,10 +1,12 @@
 """Optimizers against PyTorch: the same parameters and gradients, step for step.
 
-Every update is compared after each of 25 steps. SGD and Adamax must agree to the bit
-(PyTorch's fused multiply-adds are reproduced). The optimizers that take a square root
-are compared with rtol 1e-6 and atol 1e-6 (a few float32 ulps at 1): PyTorch's CPU sqrt
-(MKL's vsSqrt) is not correctly rounded while NumPy's is, so its result differs in the
-last bit now and then, and RMSprop's momentum carries those bits along.
+Every update is compared after each of 25 steps. SGD, Adamax, Rprop and ASGD must agree
+to the bit (PyTorch's fused multiply-adds are reproduced). The optimizers that take a square
+root are compared with rtol 1e-6 and atol 1e-6 (a few float32 ulps at 1): PyTorch's CPU sqrt
+(MKL's vsSqrt) is not correctly rounded while NumPy's is, so its result differs in the last
+bit now and then, and RMSprop's momentum carries those bits along. With PyTorch's sqrt put
+in their place, those optimizers too must agree to the bit (test_bit_for_bit_with_torchs_sqrt).
+Adafactor is compared with the same tolerance: its norms are sums, rounded by addition order.
 """
 import copy
 import itertools
@@ -57,6 +59,12 @@ CASES = (
     + [("RAdam", dict(betas=(0.5, 0.9)))]
     + [("Adadelta", dict(**kw)) for kw in _combos(weight_decay=[0, 0.1], maximize=[False, True])]
     + [("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-5))]
+    + [("Rprop", dict(maximize=m)) for m in (False, True)]
+    + [("Rprop", dict(lr=0.1, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2)))]
+    + [("ASGD", dict(lr=0.05, **kw)) for kw in _combos(t0=[1e6, 5], weight_decay=[0, 0.1], maximize=[False, True])]
+    + [("ASGD", dict(lambd=0.01, alpha=0.5, t0=3))]
+    + [("Adafactor", dict(**kw)) for kw in _combos(weight_decay=[0, 0.1], maximize=[False, True])]
+    + [("Adafactor", dict(lr=0.05, eps=(1e-20, 1e-3), d=2.0, beta2_decay=-0.5))]
 )
 
 
@@ -83,7 +91,7 @@ def _set_grads(rng, ours, theirs, skip=None):
         t.grad = torch.tensor(g.copy())
 
 
-EXACT = ("SGD", "Adamax")
+EXACT = ("SGD", "Adamax", "Rprop", "ASGD")
 
 
 def _close(ours, theirs, rtol=1e-6, atol=1e-6, exact=False):
@@ -127,6 +135,33 @@ def test_step_by_step_matches_torch(case):
             assert o_ours.param_groups[0][k] == v, k
 
 
+SQRT_USERS = ("adam", "adagrad", "rmsprop", "nadam", "radam", "adadelta")
+
+
+def _torch_sqrt(a):
+    return torch.from_numpy(np.array(a, copy=True)).sqrt().numpy()
+
+
+@needs_torch
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] not in EXACT + ("Adafactor",)], ids=_ids)
+def test_bit_for_bit_with_torchs_sqrt(case, monkeypatch):
+    # With PyTorch's own square root put in, every other operation must round as PyTorch's does.
+    import importlib
+    for mod in SQRT_USERS:
+        monkeypatch.setattr(importlib.import_module("retrograd.optim." + mod), "_sqrt", _torch_sqrt)
+    name, kw = case
+    rng = np.random.default_rng(11)
+    ours, theirs = _pair(rng)
+    o_ours = getattr(optim, name)(ours, **kw)
+    o_theirs = getattr(torch.optim, name)(theirs, **kw)
+    for i in range(STEPS):
+        _set_grads(rng, ours, theirs, skip=0 if i % 7 == 6 else None)
+        o_ours.step()
+        o_theirs.step()
+        _close(ours, theirs, exact=True)
+    _state_close(o_ours, o_theirs, ours, theirs, rtol=0, atol=0)
+
+
 @needs_torch
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
                                      ("Adam", dict(lr=0.01, amsgrad=True)), ("AdamW", dict(lr=0.01)),
@@ -145,6 +180,36 @@ def test_float64_matches_torch(name, kw):
         o_theirs.step()
         _close(ours, theirs, rtol=1e-12, atol=1e-14)
     _state_close(o_ours, o_theirs, ours, theirs, rtol=1e-12, atol=1e-14)
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
+                                     ("SGD", dict(lr=0.1, maximize=True)),
+                                     ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1)), ("AdamW", dict(lr=0.01)),
+                                     ("Adagrad", dict(initial_accumulator_value=0.3, weight_decay=0.1)),
+                                     ("RMSprop", dict(centered=True, momentum=0.5)), ("Adamax", dict(maximize=True)),
+                                     ("NAdam", dict()), ("RAdam", dict()), ("Adadelta", dict()), ("Rprop", dict()),
+                                     ("ASGD", dict(t0=3))])
+def test_complex_parameters_match_torch(name, kw):
+    # PyTorch updates complex parameters as pairs of reals (view_as_real), except SGD.
+    rng = np.random.default_rng(12)
+    shapes = [(3, 4), ()]
+    init = [(rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(np.complex64) for s in shapes]
+    ours = [retrograd.tensor(a.copy(), requires_grad=True) for a in init]
+    theirs = [torch.tensor(a.copy(), requires_grad=True) for a in init]
+    o_ours = getattr(optim, name)(ours, **kw)
+    o_theirs = getattr(torch.optim, name)(theirs, **kw)
+    for _ in range(20):
+        for r, t in zip(ours, theirs):
+            g = (rng.standard_normal(r.shape) + 1j * rng.standard_normal(r.shape)).astype(np.complex64)
+            r.grad = retrograd.tensor(g.copy())
+            t.grad = torch.tensor(g.copy())
+        o_ours.step()
+        o_theirs.step()
+        _close(ours, theirs, exact=name in EXACT)
+    for r, t in zip(ours, theirs):
+        for k, v in o_theirs.state[t].items():
+            assert o_ours.state[r][k].dtype.name == str(v.dtype).split(".")[1] and o_ours.state[r][k].shape == v.shape
 
 
 @needs_torch
@@ -177,6 +242,29 @@ def test_changing_lr_between_steps_takes_effect():
         o_ours.step()
         o_theirs.step()
         _close(ours, theirs)
+
+
+def test_custom_optimizer_subclass():
+    class MySGD(optim.Optimizer):
+        def __init__(self, params, lr=0.01):
+            super().__init__(params, dict(lr=lr))
+
+        @retrograd.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.add_(p.grad, alpha=-group["lr"])
+                        self.state[p]["n"] = self.state[p].get("n", 0) + 1
+
+    w = retrograd.ones(3, requires_grad=True)
+    opt = MySGD([w], lr=0.5)
+    calls = []
+    opt.register_step_post_hook(lambda *a: calls.append(1))
+    (w * w).sum().backward()
+    opt.step()
+    assert w.tolist() == [0.0, 0.0, 0.0] and calls == [1]
+    assert opt.state_dict() == {"state": {0: {"n": 1}}, "param_groups": [{"lr": 0.5, "params": [0]}]}
 
 
 def test_step_is_in_place_and_bumps_version():
@@ -268,6 +356,26 @@ def test_step_hooks():
     g.remove()
     opt.step()
     assert len(calls) == 3
+
+
+@needs_torch
+def test_hooks_on_a_subclass_calling_super_step_fire_as_in_torch():
+    counts = []
+    for lib in (retrograd, torch):
+        lib.optim.SGD([lib.ones(1, requires_grad=True)], lr=0.1)   # the base class's step is patched now
+
+        class MySGD(lib.optim.SGD):
+            def step(self, closure=None):
+                return super().step(closure)
+
+        p = lib.ones(2, requires_grad=True)
+        p.grad = lib.ones(2)
+        opt = MySGD([p], lr=0.1)
+        seen = []
+        opt.register_step_pre_hook(lambda *a: seen.append(1))
+        opt.step()
+        counts.append((len(seen), p.detach().numpy().tolist()))
+    assert counts[0] == counts[1]
 
 
 def test_repr():
@@ -362,6 +470,21 @@ def test_load_state_dict_casts_state_to_param_dtype_but_keeps_step():
     assert opt.state[p]["step"].dtype == retrograd.float32
 
 
+def test_load_state_dict_with_read_only_arrays_still_steps():
+    p = retrograd.randn(3, requires_grad=True)
+    opt = optim.Adam([p])
+    arrays = {k: np.zeros(3, dtype=np.float32) for k in ("exp_avg", "exp_avg_sq")}
+    arrays["step"] = np.array(2.0, dtype=np.float32)
+    for a in arrays.values():
+        a.flags.writeable = False
+    sd = opt.state_dict()
+    sd["state"] = {0: {k: retrograd.from_numpy(a) for k, a in arrays.items()}}
+    opt.load_state_dict(sd)
+    p.grad = retrograd.ones(3)
+    opt.step()
+    assert opt.state[p]["step"].item() == 3.0
+
+
 def test_load_state_dict_step_as_number_becomes_tensor():
     p = retrograd.randn(3, requires_grad=True)
     opt = optim.Adam([p])
@@ -439,6 +562,8 @@ def test_set_of_parameters_in_a_group():
     ("NAdam", dict(momentum_decay=-1), "Invalid momentum_decay value: -1"),
     ("Adadelta", dict(rho=1.5), "Invalid rho value: 1.5"),
     ("LBFGS", dict(lr=-1.0), "Invalid learning rate: -1.0"),
+    ("Rprop", dict(etas=(1.5, 1.2)), "Invalid eta values: 1.5, 1.2"),
+    ("Adafactor", dict(d=0.5), "Clipping threshold d should be >= 1 but is: 0.5"),
 ])
 def test_invalid_options(name, kw, msg):
     p = retrograd.randn(2, requires_grad=True)

@@ -181,35 +181,34 @@ def test_lenet_like_counts_equal_pytorch_graph():
     assert len(g.edges) == edges + tensors
 
 
-def _nn_lenet():
-    nn = getattr(retrograd, "nn", None)
-    if nn is None or not hasattr(nn, "Conv2d") or not hasattr(nn, "Module"):
-        pytest.skip("retrograd.nn (Conv2d) is not available in this build")
-    return nn
-
-
-def test_lenet_module_counts_and_groups():
-    nn = _nn_lenet()
-    F = nn.functional
-
+def _lenet(nn, F, conv):
     class LeNet(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv1 = nn.Conv2d(1, 6, 5)
-            self.conv2 = nn.Conv2d(6, 16, 5)
-            self.fc1 = nn.Linear(16 * 4 * 4, 120)
+            if conv:
+                self.conv1 = nn.Conv2d(1, 6, 5)
+                self.conv2 = nn.Conv2d(6, 16, 5)
+            self.fc1 = nn.Linear(16 * 4 * 4 if conv else 28 * 28, 120)
             self.fc2 = nn.Linear(120, 84)
             self.fc3 = nn.Linear(84, 10)
 
         def forward(self, x):
-            x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+            if conv:
+                x = F.max_pool2d(self.conv1(x).relu(), 2)
+                x = F.max_pool2d(self.conv2(x).relu(), 2)
             x = x.flatten(1)
-            x = F.relu(self.fc1(x))
-            x = F.relu(self.fc2(x))
+            x = self.fc1(x).relu()
+            x = self.fc2(x).relu()
             return self.fc3(x)
+    return LeNet()
 
-    model = LeNet()
+
+def test_lenet_module_counts_and_groups():
+    nn = getattr(retrograd, "nn", None)
+    if nn is None or not hasattr(nn, "Linear"):
+        pytest.skip("retrograd.nn is not available in this build")
+    conv = hasattr(nn, "Conv2d") and hasattr(nn.functional, "max_pool2d")
+    model = _lenet(nn, nn.functional, conv)
     x = retrograd.randn(2, 1, 28, 28)
     with viz.record_modules(model):
         loss = model(x).sum()
@@ -218,11 +217,28 @@ def test_lenet_module_counts_and_groups():
     assert sorted(n.label for n in g.function_nodes()) == names
     assert len(g.tensor_nodes()) == tensors
     assert len(g.edges) == edges + tensors
-    assert {"conv1", "conv2", "fc1", "fc2", "fc3"} <= set(g.groups)
+    layers = {"fc1", "fc2", "fc3"} | ({"conv1", "conv2"} if conv else set())
+    assert set(g.groups) == layers
     assert {n.name for n in g.tensor_nodes("leaf")} == {k for k, _ in model.named_parameters()}
-    if torch is not None:
-        tnames = sorted(n.label for n in g.function_nodes())
-        assert "ConvolutionBackward0" in tnames
+    for n in g.tensor_nodes("leaf"):
+        assert n.group == n.name.split(".")[0]
+    assert _overlaps(_boxes(g.to_svg())) == []
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+@pytest.mark.xfail(strict=False, reason="nn.Linear records no TBackward0 for its weight (PyTorch does); "
+                                        "a question for nn, not for the drawing")
+def test_lenet_graph_matches_pytorch():
+    nn = getattr(retrograd, "nn", None)
+    if nn is None or not hasattr(nn, "Linear"):
+        pytest.skip("retrograd.nn is not available in this build")
+    conv = hasattr(nn, "Conv2d") and hasattr(nn.functional, "max_pool2d")
+    loss = _lenet(nn, nn.functional, conv)(retrograd.randn(2, 1, 28, 28)).sum()
+    g = viz.graph(loss)
+    tmodel = _lenet(torch.nn, torch.nn.functional, conv)
+    tnames, tedges, ttensors = real_graph(tmodel(torch.randn(2, 1, 28, 28)).sum())
+    assert sorted(n.label for n in g.function_nodes()) == tnames
+    assert len(g.tensor_nodes()) == ttensors and len(g.edges) == tedges + ttensors
 
 
 # --- module groups ------------------------------------------------------------------------
@@ -321,6 +337,12 @@ def test_record_modules(monkeypatch, named):
     assert g.node_of(out.grad_fn).group is None
     # The latest recording is used by default.
     assert viz.graph(out).groups == g.groups
+    # Recordings nest without naming a module twice.
+    with viz.record_modules(net if named else None):
+        with viz.record_modules(net if named else None) as inner:
+            out2 = net(x).sum()
+    assert viz.graph(out2, modules=inner).groups == g.groups
+    assert Module.__call__ is orig
 
 
 # --- big graphs ---------------------------------------------------------------------------
@@ -336,7 +358,8 @@ def test_hundred_thousand_nodes_fold_by_module():
     g = viz.graph(s)
     assert len(g.nodes) >= 100_000
     f = g.fold()
-    assert 10 <= len(f.nodes) <= viz.graph.__globals__["MAX_DRAWN"]
+    from retrograd.viz.graph import MAX_DRAWN
+    assert 10 <= len(f.nodes) <= MAX_DRAWN
     counts = sorted(n.count for n in f.nodes.values() if n.kind == "fold")
     assert counts == [10000] * 9 + [10002]          # block0 holds x and its AccumulateGrad too
     svg = g.to_svg()
@@ -525,6 +548,8 @@ def test_trace_on_graph_and_html(tmp_path):
     assert "rg-next" in html and "AccumulateGrad" in html
     d = json.loads(viz.graph(z, trace=tr).to_json())
     assert len(d["trace"]) == 3
+    with pytest.raises(ValueError, match="backward of another graph"):
+        viz.graph(retrograd.ones(2, requires_grad=True) * 2, trace=tr)
 
 
 def test_trace_multi_input_grads():
@@ -581,6 +606,10 @@ def test_cli_loss_inside_function(tmp_path):
     d = json.loads(out.read_text())
     labels = sorted(n["label"] for n in d["nodes"] if n["kind"] == "function")
     assert labels == ["AccumulateGrad", "MulBackward0", "SumBackward0"]
+    # The last backward walk (not both) comes along for the step-through.
+    assert [st["name"] for st in d["trace"]] == ["SumBackward0", "MulBackward0", "AccumulateGrad"]
+    assert main([str(s), "-o", str(out), "--no-trace"]) == 0
+    assert json.loads(out.read_text())["trace"] is None
 
 
 def test_cli_via_dispatcher(tmp_path):
@@ -595,7 +624,7 @@ def test_import_stays_light():
     import sys
     code = ("import sys, retrograd; "
             "print(any(m in sys.modules for m in ('retrograd.viz.svg', 'retrograd.viz.layout', "
-            "'retrograd.viz.html', 'json')))")
+            "'retrograd.viz.html', 'retrograd.viz.trace')))")
     src = os.path.join(os.path.dirname(__file__), "..", "src")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": src})
@@ -648,3 +677,93 @@ def test_group_boxes_hold_their_members_only():
             inside = a0 < x1 and x0 < a1 and b0 < y1 and y0 < b1
             member = grp == path or grp.startswith(path + ".")
             assert inside == member, (path, nid, grp)
+
+
+def test_saved_tensors_under_hooks_and_own_output():
+    a = retrograd.randn(3, requires_grad=True)
+    with retrograd.autograd.graph.saved_tensors_hooks(lambda t: t * 1, lambda p: p):
+        c = a.tanh() * a
+    with retrograd.autograd.graph.saved_tensors_hooks(lambda t: "opaque", lambda p: a):
+        d = a.exp()
+    e = a.exp()                                   # saves its own output
+    g = viz.graph(c, d, e, show_saved=True)
+    tanh = g.function_nodes("TanhBackward0")[0].details()["saved"]
+    assert tanh[0]["packed"] and tanh[0]["shape"] == [3]
+    exps = [n.details()["saved"] for n in g.function_nodes("ExpBackward0")]
+    assert {"name": "saved[0]", "value": "packed by saved_tensors_hooks (str)"} in [x[0] for x in exps]
+    assert any(x[0].get("shape") == [3] and "packed" not in x[0] for x in exps)
+    assert len([n for n in g.nodes.values() if n.kind == "saved"]) == 4
+
+
+def test_leaf_output_drawn_once_and_shared_weight_grouping():
+    w = retrograd.ones(3, requires_grad=True)
+    with viz.scope("m"):
+        with viz.scope("a"):
+            h = w * 2
+        with viz.scope("b"):
+            h = h * w
+    g = viz.graph(h, w)
+    leaves = g.tensor_nodes("leaf")
+    assert len(leaves) == 1 and leaves[0].name == "w"
+    assert leaves[0].group == "m"                 # used in m.a and m.b: belongs to m
+    u = retrograd.ones(2, requires_grad=True)
+    g2 = viz.graph(h, u)                          # a leaf outside the graph stands alone
+    assert len(g2.tensor_nodes("leaf")) == 2
+
+
+def test_edges_enter_groups_from_the_top_and_leave_from_the_bottom():
+    from retrograd.viz.svg import _svg_layout
+    a = retrograd.randn(4, 3, requires_grad=True)
+    b = retrograd.randn(3, requires_grad=True)
+    with viz.scope("block1"):
+        u = (a * b).tanh()
+        with viz.scope("inner"):
+            u = u * a
+    with viz.scope("block2"):
+        v = u.exp().sum() * b
+    g = viz.graph(v.sum())
+    lay = _svg_layout(g)
+    checked = 0
+    for (x, y, _), pts in zip(g.edges, lay.paths):
+        gx, gy = g.nodes[x].group or "", g.nodes[y].group or ""
+        for path, box in lay.boxes.items():
+            x0, y0, x1, y1 = box
+            inside_x = gx == path or gx.startswith(path + ".")
+            inside_y = gy == path or gy.startswith(path + ".")
+            if inside_y and not inside_x:
+                assert any(abs(py - y0) < 1e-6 and x0 <= px <= x1 for px, py in pts), (x, y, path)
+                checked += 1
+            if inside_x and not inside_y:
+                assert any(abs(py - y1) < 1e-6 and x0 <= px <= x1 for px, py in pts), (x, y, path)
+                checked += 1
+    assert checked >= 6
+
+
+def test_cli_groups_by_module_and_records_source(tmp_path):
+    nn = getattr(retrograd, "nn", None)
+    if nn is None or not hasattr(nn, "Linear"):
+        pytest.skip("retrograd.nn is not available in this build")
+    from retrograd.cli.graph import main
+    s = tmp_path / "train.py"
+    s.write_text("import retrograd as torch\n"
+                 "import retrograd.nn as nn\n"
+                 "class Net(nn.Module):\n"
+                 "    def __init__(self):\n"
+                 "        super().__init__()\n"
+                 "        self.fc1 = nn.Linear(8, 16)\n"
+                 "        self.fc2 = nn.Linear(16, 3)\n"
+                 "    def forward(self, x):\n"
+                 "        return self.fc2(self.fc1(x).relu())\n"
+                 "net = Net()\n"
+                 "for _ in range(2):\n"
+                 "    loss = net(torch.randn(4, 8)).pow(2).mean()\n"
+                 "    loss.backward()\n")
+    out = tmp_path / "g.json"
+    assert main([str(s), "-o", str(out), "--source"]) == 0
+    d = json.loads(out.read_text())
+    assert set(d["groups"]) == {"Net", "Net.fc1", "Net.fc2"}
+    names = {n.get("name") for n in d["nodes"] if n.get("role") == "leaf"}
+    assert names == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
+    pw = [n for n in d["nodes"] if n["label"] == "PowBackward0"][0]
+    assert "train.py" in pw["source"] and "pow(2)" in pw["source"]
+    assert not retrograd.autograd.is_anomaly_enabled()

@@ -87,6 +87,12 @@ def test_page_details_and_step_through(browser, tmp_path):
     page.mouse.wheel(0, -200)
     assert page.get_attribute("#rg-viewport", "transform") != before
 
+    # Find a node by name.
+    page.fill("#rg-find", "y")
+    page.press("#rg-find", "Enter")
+    assert page.locator(".rg-node.rg-selected").count() == 1
+    assert "intermediate" in page.inner_text("#rg-details")
+
     os.makedirs(ARTIFACTS, exist_ok=True)
     page.screenshot(path=os.path.join(ARTIFACTS, "viz_step_through.png"))
     assert errors == []
@@ -106,12 +112,30 @@ def test_page_module_groups_collapse(browser, tmp_path):
     assert page.locator("#rg-groups input").count() == 2
     page.locator("#rg-groups input[data-group='encoder']").check()
     assert page.locator(".rg-fold[data-group='encoder']").is_visible()
-    assert "encoder" in page.text_content(".rg-fold[data-group='encoder']")
+    assert "encoder: " in page.text_content(".rg-fold[data-group='encoder']")
     assert page.locator(".rg-node:visible").count() < visible
     page.click(".rg-fold[data-group='encoder']")          # a click on the box opens it again
     assert page.locator(".rg-node:visible").count() == visible
     os.makedirs(ARTIFACTS, exist_ok=True)
     page.screenshot(path=os.path.join(ARTIFACTS, "viz_groups.png"))
+    assert errors == []
+    page.close()
+
+
+def test_step_through_brings_the_node_into_view(browser, tmp_path):
+    x = retrograd.ones(2, requires_grad=True)
+    y = x
+    for _ in range(60):
+        y = (y * 1.5).tanh()
+    s = y.sum()
+    with retrograd.autograd.trace() as tr:
+        s.backward()
+    path = viz.graph(s, trace=tr).save(tmp_path / "tall.html")
+    page, errors = _open(browser, path)
+    page.click("#rg-next")
+    box = page.locator(".rg-node.rg-current rect").bounding_box()
+    canvas = page.locator("#rg-canvas").bounding_box()
+    assert canvas["y"] <= box["y"] and box["y"] + box["height"] <= canvas["y"] + canvas["height"]
     assert errors == []
     page.close()
 

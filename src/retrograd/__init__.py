@@ -13,6 +13,7 @@ from ._creation import *  # noqa: F401,F403
 from .ops import *  # noqa: F401,F403
 from . import _tensor_methods  # noqa: F401
 from . import autograd  # noqa: F401
+from . import linalg  # noqa: F401
 from . import nn  # noqa: F401
 from . import optim  # noqa: F401
 from . import viz  # noqa: F401  (light: the drawing code loads on first use)

@@ -124,6 +124,8 @@ def _finish(data, requires_grad=False, device=None):
                 data = xp.asarray(data)
     t = _make(data)
     if requires_grad:
+        if data.dtype.kind not in "fc":
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     if grad_mode._state.inference:
         t._inference = True
@@ -279,6 +281,9 @@ def _filled(fill, size, dtype, device, requires_grad, default_float=True):
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor of zeros (default dtype unless ``dtype``)."""
+    dims = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list, Size)) else size
+    if any(isinstance(s, (_bint, np.integer)) and s < 0 for s in dims):
+        raise RuntimeError("zeros: Dimension size must be non-negative.")
     return _filled(0, size, dtype, device, requires_grad)
 
 
@@ -352,7 +357,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         isfloat = any(isinstance(v, (_bfloat, np.floating)) for v in (start, end, step))
         dt = D.get_default_dtype() if isfloat else D.int64
@@ -379,7 +384,19 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     dt = _float_dt(dtype)
-    return _finish(np.linspace(_num(start), _num(end), steps).astype(dt.np), requires_grad, device)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    start, end = _num(start), _num(end)
+    cdt = dt.np if dt.np.kind == "f" else np.dtype(np.float64)
+    if steps <= 1:
+        r = np.full(steps, start, cdt)
+    else:
+        # PyTorch's formula: the first half counts up from start, the second down from end.
+        step = (cdt.type(end) - cdt.type(start)) / cdt.type(steps - 1)
+        i = np.arange(steps, dtype=cdt)
+        r = np.where(np.arange(steps) < steps // 2, cdt.type(start) + i * step,
+                     cdt.type(end) - (cdt.type(steps - 1) - i) * step)
+    return _finish(r.astype(dt.np), requires_grad, device)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
@@ -395,10 +412,13 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 
 # --- random -------------------------------------------------------------------------------
 
-def _rand_dt(dtype):
+_KERNEL_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _rand_dt(dtype, kernel="check_uniform_bounds"):
     dt = _float_dt(dtype)
     if not dt.is_floating_point:
-        raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{dt.name.capitalize()}\'')
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_KERNEL_NAMES.get(dt.name, dt.name)}\'')
     return dt
 
 
@@ -416,7 +436,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """Standard normal samples."""
-    dt = _rand_dt(dtype)
+    dt = _rand_dt(dtype, "normal_kernel_cpu")
     return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator)),
                    requires_grad, device)
 
@@ -518,7 +538,12 @@ def _legacy_new(cls, *args, **kwargs):
     elif not args:
         t = _make(np.zeros((0,), D.get_default_dtype().np))
     elif all(isinstance(a, (_bint, np.integer)) and not isinstance(a, _bbool) for a in args):
+        for a in args:
+            if a < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {a}: [{', '.join(map(str, args))}]")
         t = _make(np.zeros(tuple(args), D.get_default_dtype().np))
+    elif len(args) == 1 and isinstance(args[0], (_bbool, _bfloat, builtins.complex)):
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
     elif len(args) == 1 and isinstance(args[0], (tuple, Size)) and cls is Tensor and all(isinstance(a, _bint) for a in args[0]) and isinstance(args[0], Size):
         t = _make(np.zeros(tuple(args[0]), D.get_default_dtype().np))
     else:
@@ -538,3 +563,28 @@ def _rebuild(cls, data, requires_grad):
     if requires_grad:
         t._requires_grad = True
     return t
+
+
+# --- Tensor.new_* : new tensors with this tensor's dtype and device by default -------------
+
+def _new_factory(fn):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+        return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    method.__name__ = "new_" + fn.__name__
+    method.__doc__ = f"``{fn.__name__}`` with this tensor's dtype and device by default."
+    return method
+
+
+def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, **kw):
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, **kw):
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+Tensor.new_zeros = _new_factory(zeros)
+Tensor.new_ones = _new_factory(ones)
+Tensor.new_empty = _new_factory(empty)
+Tensor.new_full = _new_full
+Tensor.new_tensor = _new_tensor

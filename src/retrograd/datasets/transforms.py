@@ -34,13 +34,16 @@ def to_tensor(pic):
     if pic.ndim not in (2, 3):
         raise ValueError(f"pic should be 2/3 dimensional. Got {pic.ndim} dimensions.")
     if pic.ndim == 2:
-        pic = pic[:, :, None]
-    img = np.ascontiguousarray(pic.transpose(2, 0, 1))
+        img = pic[None]                      # (1, H, W): no transpose needed
+    else:
+        img = pic.transpose(2, 0, 1)
     if img.dtype == np.uint8:
-        return Tensor._make(img.astype(np.float32) / np.float32(255))
+        out = img.astype(np.float32)         # a new C-contiguous array
+        out /= np.float32(255)
+        return Tensor._make(out)
     if img.dtype == np.bool_:
         return Tensor._make(img.astype(np.float32))
-    return Tensor._make(img.copy())
+    return Tensor._make(np.array(img, order="C"))
 
 
 class ToTensor:
@@ -53,8 +56,19 @@ class ToTensor:
         return f"{self.__class__.__name__}()"
 
 
-def normalize(tensor, mean, std, inplace=False):
-    """``(tensor - mean) / std`` channel by channel, for a (..., C, H, W) float tensor."""
+def _stats(mean, std, dtype):
+    mean = np.asarray(mean, dtype=dtype)
+    std = np.asarray(std, dtype=dtype)
+    if (std == 0).any():
+        raise ValueError(f"std evaluated to zero after conversion to {dtype}, leading to division by zero.")
+    if mean.ndim == 1:
+        mean = mean[:, None, None]
+    if std.ndim == 1:
+        std = std[:, None, None]
+    return mean, std
+
+
+def _check_image(tensor):
     if not isinstance(tensor, Tensor):
         raise TypeError(f"img should be Tensor Image. Got {type(tensor)}")
     if not tensor.is_floating_point():
@@ -62,20 +76,24 @@ def normalize(tensor, mean, std, inplace=False):
     if tensor.ndim < 3:
         raise ValueError("Expected tensor to be a tensor image of size (..., C, H, W). Got tensor.size() = "
                          f"{tensor.size()}")
+
+
+def _apply(tensor, mean, std, inplace):
     d = tensor._data
-    mean = np.asarray(mean, dtype=d.dtype)
-    std = np.asarray(std, dtype=d.dtype)
-    if (std == 0).any():
-        raise ValueError(f"std evaluated to zero after conversion to {tensor.dtype}, leading to division by zero.")
-    if mean.ndim == 1:
-        mean = mean[:, None, None]
-    if std.ndim == 1:
-        std = std[:, None, None]
     if inplace:
         d -= mean
         d /= std
         return tensor
-    return Tensor._make((d - mean) / std)
+    out = d - mean
+    out /= std
+    return Tensor._make(out)
+
+
+def normalize(tensor, mean, std, inplace=False):
+    """``(tensor - mean) / std`` channel by channel, for a (..., C, H, W) float tensor."""
+    _check_image(tensor)
+    m, s = _stats(mean, std, tensor._data.dtype)
+    return _apply(tensor, m, s, inplace)
 
 
 class Normalize:
@@ -83,9 +101,15 @@ class Normalize:
 
     def __init__(self, mean, std, inplace=False):
         self.mean, self.std, self.inplace = mean, std, inplace
+        self._prepared = {}
 
     def __call__(self, tensor):
-        return normalize(tensor, self.mean, self.std, self.inplace)
+        _check_image(tensor)
+        dt = tensor._data.dtype
+        stats = self._prepared.get(dt)
+        if stats is None:
+            stats = self._prepared[dt] = _stats(self.mean, self.std, dt)
+        return _apply(tensor, stats[0], stats[1], self.inplace)
 
     def __repr__(self):
         return f"{self.__class__.__name__}(mean={self.mean}, std={self.std})"

@@ -12,6 +12,15 @@ from ..ops.resample import interpolate
 from ..ops.attention import multi_head_attention_core
 
 
+def _linear(x, w, b=None):
+    """``linear`` over the last dimension; a constant input of rank > 2 is flattened first
+    (its weight gradient then needs the 2-D input)."""
+    if x.dim() > 2 and not x.requires_grad:
+        lead = tuple(x.shape[:-1])
+        return linear(x.reshape(-1, x.shape[-1]), w, b).reshape(lead + (w.shape[0],))
+    return linear(x, w, b)
+
+
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     """Deprecated alias of ``interpolate``."""
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
@@ -79,15 +88,16 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         bq, bk, bv = in_proj_bias[0:E], in_proj_bias[E:2 * E], in_proj_bias[2 * E:]
     else:
         bq = bk = bv = None
-    q = linear(query, wq, bq)
-    k = linear(key, wk, bk) if static_k is None else static_k
-    v = linear(value, wv, bv) if static_v is None else static_v
+    q = _linear(query, wq, bq)
+    k = _linear(key, wk, bk) if static_k is None else static_k
+    v = _linear(value, wv, bv) if static_v is None else static_v
     dt = q._data.dtype
     # masks as one additive array broadcastable to (N, H, L, S')
     m = None
-    if attn_mask is None and is_causal:
-        m = np.triu(np.full((L, S), -np.inf, dt), 1)[None, None]
-    elif attn_mask is not None:
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if attn_mask is not None:
         am = _additive(attn_mask, dt, "attn_mask")
         if am.ndim == 2:
             if am.shape != (L, S):
@@ -124,7 +134,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     mask = None if m is None else finish(None, np.ascontiguousarray(m))
     out, w = multi_head_attention_core(q, k, v, num_heads, mask, dropout_p if training else 0.0,
                                        need_weights, average_attn_weights, batch_first)
-    out = linear(out, out_proj_weight, out_proj_bias)
+    out = _linear(out, out_proj_weight, out_proj_bias)
     if unbatched:
         out = out.reshape((L, E))
         if w is not None:

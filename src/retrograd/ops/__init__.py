@@ -9,11 +9,11 @@ from .._tensor import Tensor
 from ._base import apply_inplace
 from . import arithmetic, unary, reduce, shape, index, index_ops, compare, copy  # noqa: F401
 from . import linalg, random_ops, pointwise  # noqa: F401
-from . import conv, pool, activation, loss  # noqa: F401
+from . import conv, pool, activation, loss, normalization  # noqa: F401
 from . import resample, embeddings, convt, attention, gridsample  # noqa: F401
 
 FAMILIES = [arithmetic, unary, reduce, shape, index, index_ops, compare, copy, linalg, random_ops,
-            pointwise, conv, pool, activation, loss]
+            pointwise, conv, pool, activation, loss, normalization]
 FAMILIES += [resample, embeddings, convt, attention, gridsample]
 
 

@@ -326,6 +326,29 @@ def tanhshrink(input):
     return input - tanh(input)
 
 
+class GluBackward0(OpNode):
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        xd, gd = x._data, g._data
+        a, b = np.split(xd, 2, axis=self.dim)
+        sb = _sigmoid_np(b)
+        ga = gd * sb
+        gb = gd * a * sb * (1 - sb)
+        return finish(None, np.concatenate([ga, gb], axis=self.dim).astype(xd.dtype, copy=False))
+
+
+def glu(input, dim=-1):
+    """``a * sigmoid(b)`` where ``a, b`` are the two halves of ``input`` along ``dim``."""
+    x = input._data
+    if x.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = wrap_dim(dim, x.ndim)
+    if x.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {x.shape[d]}")
+    a, b = np.split(x, 2, axis=d)
+    return _op(GluBackward0, input, (a * _sigmoid_np(b)).astype(x.dtype, copy=False), dim=d)
+
+
 # *** softmax ***
 
 def _softmax_dim(name, ndim, stacklevel):

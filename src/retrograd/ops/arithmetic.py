@@ -60,8 +60,29 @@ def _finish_binary(r, dt):
     return r
 
 
+def broadcast_error(xs, ys):
+    """PyTorch's error for shapes that do not broadcast."""
+    n = max(len(xs), len(ys))
+    px, py = (1,) * (n - len(xs)) + tuple(xs), (1,) * (n - len(ys)) + tuple(ys)
+    for d in range(n - 1, -1, -1):
+        if px[d] != py[d] and px[d] != 1 and py[d] != 1:
+            return RuntimeError(f"The size of tensor a ({px[d]}) must match the size of tensor b ({py[d]}) at "
+                                f"non-singleton dimension {d}")
+    return RuntimeError("shapes do not broadcast")
+
+
+def _check_broadcast(x, y):
+    xs, ys = np.shape(x), np.shape(y)
+    if xs != ys and xs and ys:
+        try:
+            np.broadcast_shapes(xs, ys)
+        except ValueError:
+            raise broadcast_error(xs, ys) from None
+
+
 def _prep(input, other):
     a, b, x, y, dt = binary_operands(input, other)
+    _check_broadcast(x, y)
     if x.__class__ is _ndarray and x.dtype != dt:
         x = x.astype(dt)
     if y.__class__ is _ndarray and y.dtype != dt:
@@ -235,6 +256,7 @@ class DivBackward2(OpNode):
 def div(input, other, *, rounding_mode=None, out=None):
     """True division, or rounded with ``rounding_mode`` 'trunc' or 'floor'."""
     a, b, x, y, dt = binary_operands(input, other)
+    _check_broadcast(x, y)
     if rounding_mode is None:
         if dt.kind not in "fc":
             from .._dtype import _default
@@ -276,28 +298,51 @@ divide = true_divide = div
 
 
 def floor_divide(input, other, *, out=None):
-    """Division rounded toward negative infinity."""
-    return div(input, other, rounding_mode="floor", out=out)
+    """Division rounded toward negative infinity (no derivative, as in PyTorch)."""
+    from .index_ops import _NotImplementedNode
+    from .._tensor import Tensor as _T
+    from ..autograd import grad_mode
+    with grad_mode.no_grad():
+        r = div(input, other, rounding_mode="floor")
+    ins = tuple(t if isinstance(t, _T) else None for t in (input, other))
+    node = node_for(_NotImplementedNode, ins)
+    if node is not None:
+        node.op = "floor_divide"
+    res = finish(node, r._data)
+    return res if out is None else write_out(out, res, "floor_divide")
 
 
 class RemainderBackward0(OpNode):
+    """Divisor is a number: the gradient passes through."""
+    def backward(self, g):
+        return g
+
+
+FmodBackward0 = type("FmodBackward0", (RemainderBackward0,), {"__module__": __name__})
+
+
+class RemainderBackward1(OpNode):
+    mode = "floor"
+
     def backward(self, g):
         self_, other = self.saved_tensors
         nf = self.next_functions
         gb = None
         if nf[1][0] is not None:
-            gb = -g * div(self_, other, rounding_mode="floor")
+            gb = -g * div(self_, other, rounding_mode=self.mode)
         return (g if nf[0][0] is not None else None, gb)
 
 
-class FmodBackward0(OpNode):
-    def backward(self, g):
-        self_, other = self.saved_tensors
-        nf = self.next_functions
-        gb = None
-        if nf[1][0] is not None:
-            gb = -g * div(self_, other, rounding_mode="trunc")
-        return (g if nf[0][0] is not None else None, gb)
+FmodBackward1 = type("FmodBackward1", (RemainderBackward1,), {"__module__": __name__, "mode": "trunc"})
+
+
+def _mod_node(cls0, cls1, a, b, x, y):
+    if b is None:
+        return node_for(cls0, (a,))
+    node = node_for(cls1, (a, b))
+    if node is not None:
+        save(node, a if a is not None else x, b)
+    return node
 
 
 def remainder(input, other, *, out=None):
@@ -305,9 +350,7 @@ def remainder(input, other, *, out=None):
     a, b, x, y, dt = _prep(input, other)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = _finish_binary(np.remainder(x, y), dt)
-    node = node_for(RemainderBackward0, (a, b))
-    if node is not None:
-        save(node, a if a is not None else x, b if b is not None else y)
+    node = _mod_node(RemainderBackward0, RemainderBackward1, a, b, x, y)
     res = finish(node, r)
     return res if out is None else write_out(out, res, "remainder")
 
@@ -317,9 +360,7 @@ def fmod(input, other, *, out=None):
     a, b, x, y, dt = _prep(input, other)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = _finish_binary(np.fmod(x, y), dt)
-    node = node_for(FmodBackward0, (a, b))
-    if node is not None:
-        save(node, a if a is not None else x, b if b is not None else y)
+    node = _mod_node(FmodBackward0, FmodBackward1, a, b, x, y)
     res = finish(node, r)
     return res if out is None else write_out(out, res, "fmod")
 

@@ -1,17 +1,19 @@
 """Comparisons and logical ops: bool results, never a grad_fn."""
 import numpy as np
 
-from ._base import finish, arr, binary_operands, write_out, Tensor
+from ._base import finish, arr, binary_operands, write_out, Tensor, _dtype_name
+from .arithmetic import _check_broadcast
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
            "not_equal", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal",
            "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
-           "bitwise_xor", "bitwise_not", "signbit"]
+           "bitwise_xor", "bitwise_not", "signbit", "isclose", "allclose", "equal", "result_type"]
 
 
 def _cmp(ufunc, name):
     def op(input, other, *, out=None):
         a, b, x, y, dt = binary_operands(input, other)
+        _check_broadcast(x, y)
         if type(x) is np.ndarray and x.dtype != dt:
             x = x.astype(dt)
         if type(y) is np.ndarray and y.dtype != dt:
@@ -37,7 +39,8 @@ def _bitwise(ufunc, name):
     def op(input, other, *, out=None):
         a, b, x, y, dt = binary_operands(input, other)
         if dt.kind not in "biu":
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{dt.name.capitalize()}\'')
+            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dtype_name(dt)}\'')
+        _check_broadcast(x, y)
         res = finish(None, arr(ufunc(np.asarray(x).astype(dt), np.asarray(y).astype(dt))).astype(dt))
         return res if out is None else write_out(out, res, name)
     op.__name__ = name
@@ -71,9 +74,46 @@ logical_not = _un(np.logical_not, "logical_not")
 def bitwise_not(input, *, out=None):
     x = input._data
     if x.dtype.kind not in "biu":
-        raise RuntimeError(f'"bitwise_not_cpu" not implemented for \'{input.dtype.name.capitalize()}\'')
+        raise RuntimeError(f'"bitwise_not_cpu" not implemented for \'{_dtype_name(x.dtype)}\'')
     res = finish(None, arr(np.logical_not(x) if x.dtype.kind == "b" else np.invert(x)))
     return res if out is None else write_out(out, res, "bitwise_not")
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (infinities equal themselves)."""
+    x, y = input._data, other._data
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"{_dtype_name(x.dtype)} did not match {_dtype_name(y.dtype)}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    _check_broadcast(x, y)
+    if x.dtype.kind == "b":
+        return finish(None, arr(np.equal(x, y)))
+    xf = x if x.dtype.kind in "fc" else x.astype(np.float64)
+    yf = y if y.dtype.kind in "fc" else y.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = np.isclose(xf, yf, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return finish(None, arr(r))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True when every pair of elements is close (see ``isclose``)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def equal(input, other):
+    """True when both tensors have the same size and the same elements."""
+    x, y = input._data, other._data
+    return x.shape == y.shape and bool(np.array_equal(x, y))
+
+
+def result_type(tensor1, tensor2):
+    """The dtype an arithmetic op on these operands gives (PyTorch's promotion)."""
+    from ._base import result_np_dtype
+    from .. import _dtype as D
+    return D._FROM_NP[np.dtype(result_np_dtype(tensor1, tensor2))]
 
 
 def _eq_dunder(self, other):
@@ -88,7 +128,7 @@ def _ne_dunder(self, other):
     return ne(self, other)
 
 
-TENSOR_METHODS = {n: globals()[n] for n in __all__}
+TENSOR_METHODS = {n: globals()[n] for n in __all__ if n != "result_type"}
 TENSOR_METHODS.update({
     "__eq__": _eq_dunder, "__ne__": _ne_dunder, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
     "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor, "__invert__": bitwise_not,

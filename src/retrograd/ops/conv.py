@@ -60,6 +60,9 @@ def _cols(xp, k, out, p):
 
 def _fwd(x, w, p, want_cols=False):
     """y = conv(x, w): (N, O, *out)."""
+    if _wide(p, w.ndim - 2):
+        y, cols = _fwd_wide(x, w, p)
+        return (y, cols) if want_cols else y
     nd = w.ndim - 2
     xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
     k = w.shape[2:]
@@ -85,6 +88,8 @@ def _fwd(x, w, p, want_cols=False):
 
 def _bwd_w(x, g, wshape, p, cols=None):
     """Weight gradient: sum over batch and positions of g (x) columns."""
+    if _wide(p, len(wshape) - 2):
+        return _bwd_w_wide(x, g, wshape, p, cols)
     n = x.shape[0]
     G = p.groups
     o = wshape[0]
@@ -101,14 +106,16 @@ def _bwd_w(x, g, wshape, p, cols=None):
         cols = _cols(xp, k, out, p).reshape(n, G, ckk, L)
     gm = g.reshape(n, G, o // G, L)
     if G == 1:
-        gw = np.tensordot(gm[:, 0], cols[:, 0], axes=([0, 2], [0, 2]))      # (O, CKK)
+        gw = np.matmul(gm[:, 0], cols[:, 0].transpose(0, 2, 1)).sum(0)          # (O, CKK)
     else:
-        gw = np.einsum("ngol,ngcl->goc", gm, cols, optimize=True)
+        gw = np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0)                   # (G, O/G, CgKK)
     return gw.reshape(wshape)
 
 
 def _bwd_in(g, w, xshape, p):
     """Input gradient: columns = w^T g, then col2im by strided slice-adds per kernel offset."""
+    if _wide(p, w.ndim - 2):
+        return _bwd_in_wide(g, w, xshape, p)
     n = g.shape[0]
     G = p.groups
     o = w.shape[0]
@@ -139,6 +146,95 @@ def _bwd_in(g, w, xshape, p):
     if any(lo or hi for lo, hi in p.pad):
         gxp = gxp[(slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(xshape[2:], p.pad))]
     return gxp
+
+
+# Stride-1 2-D convolutions use a "wide" layout: the padded input is flattened per
+# channel, so every kernel offset is one contiguous shift of length OH * Wp (Wp the padded
+# width). Each output row then carries Wp - OW extra columns, which are dropped (forward)
+# or are zero (backward). Copies and slice-adds run over long contiguous runs.
+
+def _wide(p, nd):
+    return nd == 2 and p.stride == (1, 1)
+
+
+def _wide_geom(xshape, k, p):
+    (plh, phh), (plw, phw) = p.pad
+    hp, wp = xshape[2] + plh + phh, xshape[3] + plw + phw
+    oh = hp - p.dilation[0] * (k[0] - 1)
+    ow = wp - p.dilation[1] * (k[1] - 1)
+    slack = p.dilation[1] * (k[1] - 1)
+    return hp, wp, oh, ow, slack
+
+
+def _wide_cols(x, k, p):
+    n, c, h, w = x.shape
+    hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
+    (plh, _), (plw, _) = p.pad
+    flat = np.zeros((n, c, hp * wp + slack), x.dtype)
+    flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + w] = x
+    st = flat.strides
+    sz = flat.itemsize
+    G = p.groups
+    v = as_strided(flat, (n, G, c // G, k[0], k[1], oh * wp),
+                   (st[0], st[1] * (c // G), st[1], p.dilation[0] * wp * sz, p.dilation[1] * sz, sz),
+                   writeable=False)
+    return v.reshape(n, G, -1, oh * wp), (hp, wp, oh, ow, slack)
+
+
+def _fwd_wide(x, w, p):
+    n = x.shape[0]
+    o = w.shape[0]
+    G = p.groups
+    cols, (hp, wp, oh, ow, _) = _wide_cols(x, w.shape[2:], p)
+    wm = w.reshape(G, o // G, -1)
+    y = np.matmul(wm[0], cols[:, 0]) if G == 1 else np.matmul(wm, cols)
+    y = y.reshape(n, o, oh, wp)[:, :, :, :ow]
+    return np.ascontiguousarray(y), cols
+
+
+def _g_wide(g, wp):
+    n, o, oh, ow = g.shape
+    if ow == wp:
+        return g.reshape(n, o, oh * wp)
+    gw = np.zeros((n, o, oh, wp), g.dtype)
+    gw[:, :, :, :ow] = g
+    return gw.reshape(n, o, oh * wp)
+
+
+def _bwd_w_wide(x, g, wshape, p, cols=None):
+    if cols is None:
+        cols, _ = _wide_cols(x, wshape[2:], p)
+    G = p.groups
+    n, o = g.shape[:2]
+    gwide = _g_wide(g, _wide_geom(x.shape, wshape[2:], p)[1])
+    if G == 1:
+        gw = np.matmul(gwide, cols[:, 0].transpose(0, 2, 1)).sum(0)
+    else:
+        gw = np.matmul(gwide.reshape(n, G, o // G, -1), cols.transpose(0, 1, 3, 2)).sum(0)
+    return gw.reshape(wshape)
+
+
+def _bwd_in_wide(g, w, xshape, p):
+    n, c, h, wd = xshape
+    o = w.shape[0]
+    k = w.shape[2:]
+    G = p.groups
+    hp, wp, oh, ow, slack = _wide_geom(xshape, k, p)
+    gwide = _g_wide(g, wp)
+    wm = w.reshape(G, o // G, -1)
+    if G == 1:
+        d = np.matmul(wm[0].T, gwide)                                        # (N, CKK, OH*Wp)
+    else:
+        d = np.matmul(wm.transpose(0, 2, 1), gwide.reshape(n, G, o // G, -1))   # (N, G, CgKK, OH*Wp)
+    d = d.reshape(n, c, k[0], k[1], oh * wp)
+    flat = np.zeros((n, c, hp * wp + slack), d.dtype)
+    L = oh * wp
+    for kh in range(k[0]):
+        for kw in range(k[1]):
+            s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
+            flat[:, :, s0:s0 + L] += d[:, :, kh, kw]
+    (plh, _), (plw, _) = p.pad
+    return flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd]
 
 
 # *** differentiable ops ***

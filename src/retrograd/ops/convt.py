@@ -98,7 +98,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
                            f"got weight of size [{wshape}] instead")
     xs = list(x.shape) if not unbatched else [1] + list(x.shape)
     if xs[1] != wshape[0]:
-        raise RuntimeError(f"Given transposed=1, weight of size {wshape}, expected input{xs if not unbatched else xs[1:]}"
+        shown = xs if not unbatched else xs[1:]
+        raise RuntimeError(f"Given transposed=1, weight of size {wshape}, expected input{shown}"
                            f" to have {wshape[0]} channels, but got {xs[1]} channels instead")
     Cout = wshape[1] * groups
     if bias is not None and (bias.dim() != 1 or bias.shape[0] != Cout):
@@ -172,8 +173,8 @@ class TrilinearBackward0(OpNode):
         if nf[1][0] is not None:
             out[1] = finish(None, arr(np.einsum("...o,oij,...i->...j", gd, W, a)))
         if nf[2][0] is not None:
-            out[2] = finish(None, arr(np.einsum("bo,bi,bj->oij", gd.reshape(-1, gd.shape[-1]), a.reshape(-1, a.shape[-1]),
-                                                  b.reshape(-1, b.shape[-1]), optimize=True)))
+            g2, a2, b2 = gd.reshape(-1, gd.shape[-1]), a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
+            out[2] = finish(None, arr(np.einsum("bo,bi,bj->oij", g2, a2, b2, optimize=True)))
         return tuple(out)
 
 
@@ -195,6 +196,10 @@ def bilinear(input1, input2, weight, bias=None):
     if bias is not None and bias.shape[0] != W.shape[0]:
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but expected "
                            f"{W.shape[0]}")
+    if a.ndim > 2:  # as PyTorch: flatten the batch dimensions, then view the result back
+        lead = a.shape[:-1]
+        r = bilinear(input1.reshape(-1, a.shape[-1]), input2.reshape(-1, b.shape[-1]), weight, bias)
+        return r.reshape(lead + (W.shape[0],))
     r = arr(np.einsum("...i,oij,...j->...o", a, W, b, optimize=True).astype(a.dtype, copy=False))
     node = node_for(TrilinearBackward0, (input1, input2, weight))
     if node is not None:

@@ -9,7 +9,7 @@ import numpy as np
 from ._base import OpNode, node_for, save, finish, arr, Tensor
 from .resample import _scatter_axis
 
-__all__ = ["embedding", "embedding_bag", "embedding_renorm_"]
+__all__ = ["embedding_renorm_"]  # torch.embedding/embedding_bag take (weight, indices): F has the user forms
 
 _INDEX_KINDS = ("int64", "int32")
 

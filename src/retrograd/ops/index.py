@@ -14,6 +14,7 @@ import numpy as np
 from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
                     check_inplace, rebase_history, LEAF_INPLACE_MSG)
 from .. import _dtype as D
+from ..autograd.graph import _seq, Node
 
 __all__ = ["where", "nonzero", "argwhere", "index_put"]
 
@@ -24,20 +25,86 @@ _INT_TYPES = (int, np.integer)
 # --- the differentiable scatter/gather pair behind every index backward -----------------
 
 def _acc_into(shape, npdt, np_index, g, xp=np):
-    """zeros(shape) with ``g`` added at ``np_index`` (duplicates accumulate), vectorized."""
+    """zeros(shape) with ``g`` added at ``np_index`` (repeats accumulate), vectorized.
+
+    The usual index (full slices and integer/bool arrays) becomes a segment sum over
+    rows: the indexed dims are moved to the front and flattened, the rest of each
+    element is a row. Anything else goes through flat positions and bincount.
+    """
     n = 1
-    for s in shape:
-        n *= s
+    for s_ in shape:
+        n *= s_
     if g.size == 0 or n == 0:
         return xp.zeros(shape, npdt)
-    lin = xp.arange(n).reshape(shape)[np_index]
-    g = xp.broadcast_to(g, lin.shape)
-    if npdt.kind == "c":
-        re = xp.bincount(lin.ravel(), weights=g.real.ravel(), minlength=n)
-        im = xp.bincount(lin.ravel(), weights=g.imag.ravel(), minlength=n)
-        return (re + 1j * im).astype(npdt).reshape(shape)
-    return xp.bincount(lin.ravel(), weights=g.ravel().astype(np.float64, copy=False),
-                       minlength=n).astype(npdt, copy=False).reshape(shape)
+    rows = _rows_form(shape, np_index, xp)
+    if rows is None:
+        lin = xp.arange(n).reshape(shape)[np_index]
+        g = xp.broadcast_to(g, lin.shape)
+        if npdt.kind == "c":
+            re = xp.bincount(lin.ravel(), weights=g.real.ravel(), minlength=n)
+            im = xp.bincount(lin.ravel(), weights=g.imag.ravel(), minlength=n)
+            return (re + 1j * im).astype(npdt).reshape(shape)
+        return xp.bincount(lin.ravel(), weights=g.ravel().astype(np.float64, copy=False),
+                           minlength=n).astype(npdt, copy=False).reshape(shape)
+    pos, arrays, lead = rows
+    bshape = xp.broadcast_shapes(*[a.shape for a in arrays])
+    nb = len(bshape)
+    g = xp.broadcast_to(g, _result_shape(shape, pos, bshape, lead))
+    if lead and pos[0] != 0:
+        g = xp.moveaxis(g, tuple(range(pos[0], pos[0] + nb)), tuple(range(nb)))
+    idims = tuple(shape[p] for p in pos)
+    rest = tuple(shape[k] for k in range(len(shape)) if k not in pos)
+    r = 1
+    for s_ in rest:
+        r *= s_
+    flat = xp.ravel_multi_index(tuple(xp.broadcast_to(a % d, bshape) for a, d in zip(arrays, idims)), idims).ravel()
+    g2 = g.reshape(flat.size, r)
+    order = xp.argsort(flat, kind="stable")
+    sf = flat[order]
+    starts = xp.flatnonzero(xp.concatenate((xp.ones(1, bool), sf[1:] != sf[:-1])))
+    sums = xp.add.reduceat(g2[order], starts, axis=0)
+    m = 1
+    for d in idims:
+        m *= d
+    z = xp.zeros((m, r), npdt)
+    z[sf[starts]] = sums
+    z = z.reshape(idims + rest)
+    return xp.moveaxis(z, tuple(range(len(pos))), pos)
+
+
+def _rows_form(shape, np_index, xp):
+    """(indexed dims, their int arrays, adjacent?) when ``np_index`` is full slices and arrays."""
+    pos, arrays = [], []
+    d = 0
+    for it in np_index:
+        if isinstance(it, slice) and it == slice(None):
+            d += 1
+        elif hasattr(it, "dtype") and hasattr(it, "ndim"):
+            if it.dtype.kind == "b":
+                for a in xp.nonzero(it):
+                    pos.append(d)
+                    arrays.append(a)
+                    d += 1
+            elif it.dtype.kind in "iu":
+                pos.append(d)
+                arrays.append(it.astype(np.int64, copy=False))
+                d += 1
+            else:
+                return None
+        else:
+            return None
+    if not pos or d > len(shape):
+        return None
+    lead = pos == list(range(pos[0], pos[0] + len(pos)))
+    return tuple(pos), arrays, lead
+
+
+def _result_shape(shape, pos, bshape, lead):
+    rest = [shape[k] for k in range(len(shape)) if k not in pos]
+    if lead:
+        k = pos[0]
+        return tuple(rest[:k]) + tuple(bshape) + tuple(rest[k:])
+    return tuple(bshape) + tuple(rest)
 
 
 def _is_basic(np_index):
@@ -185,14 +252,15 @@ def _parse(shape, idx, setting=False):
     ndim = len(shape)
     specified = 0
     for it in items:
-        if it is None or it is Ellipsis or isinstance(it, bool):
+        t = type(it)
+        if t is int or t is slice:
+            specified += 1
+        elif it is None or it is Ellipsis or t is bool:
             continue
-        if isinstance(it, Tensor):
+        elif isinstance(it, Tensor):
             specified += it._data.ndim if it._data.dtype.kind == "b" or it._data.dtype == np.uint8 else 1
-            if it._data.ndim == 0 and it._data.dtype.kind == "b":
-                specified -= 0
-            continue
-        specified += 1
+        else:
+            specified += 1
     if specified > ndim:
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
     cur = list(shape)
@@ -202,6 +270,27 @@ def _parse(shape, idx, setting=False):
     dim = 0
     n_adv = 0         # advanced index tensors so far (PyTorch names them in bounds errors)
     for pos, it in enumerate(items):
+        t = type(it)
+        if t is int:
+            n = cur[dim]
+            if not -n <= it < n:
+                raise IndexError(f"index {it} is out of bounds for dimension {pos} with size {n}")
+            steps.append((SelectBackward0, tuple(cur), (slice(None),) * dim + (it,)))
+            del cur[dim]
+            basic.append(it)
+            continue
+        if t is slice and (it.step is None or (type(it.step) is int and it.step > 0)) \
+                and (it.start is None or type(it.start) is int) and (it.stop is None or type(it.stop) is int):
+            n = cur[dim]
+            a, b, c = it.indices(n)
+            if a == 0 and c == 1 and b >= n and not single_slice:
+                basic.append(slice(None))
+            else:
+                steps.append((SliceBackward0, tuple(cur), (slice(None),) * dim + (it,)))
+                cur[dim] = len(range(a, b, c))
+                basic.append(it)
+            dim += 1
+            continue
         if isinstance(it, Tensor) and it._data.ndim == 0:
             k = it._data.dtype.kind
             if k in "iu" and it._data.dtype != np.uint8:
@@ -235,7 +324,7 @@ def _parse(shape, idx, setting=False):
                 vals.append(v)
             start, stop, step = vals
             if step is not None and step <= 0:
-                raise ValueError("step must be greater than zero")
+                raise ValueError("step must be greater than zero" if step else "slice step cannot be zero")
             n = cur[dim]
             s = slice(start, stop, step)
             a, b, c = s.indices(n)
@@ -255,7 +344,10 @@ def _parse(shape, idx, setting=False):
             dim += 1
         elif it is Ellipsis:
             skip = ndim - specified
-            basic.append(Ellipsis) if Ellipsis not in basic else basic.extend([slice(None)] * skip)
+            if Ellipsis in basic:  # PyTorch accepts a second '...' (it spans no dims then)
+                basic.extend([slice(None)] * skip)
+            else:
+                basic.append(Ellipsis)
             dim += skip
         elif isinstance(it, (Tensor, list, tuple, np.ndarray)):
             a = _index_array(it)
@@ -318,7 +410,6 @@ def _chain(x_tensor, steps, final_cls=None, adv_index=None, adv_in_shape=None):
 
 
 def _new_node(cls, edge):
-    from ..autograd.graph import _seq, Node
     n = object.__new__(cls)
     n.next_functions = (edge,)
     n._seq = next(_seq)
@@ -334,9 +425,43 @@ def _basic_view(x, basic):
     return r
 
 
+_ZERO_DIM_INT = ("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ "
+                 "to convert a 0-dim tensor to a number")
+
+
 def getitem(self, idx):
     """``t[idx]``: basic indexing gives a view, advanced indexing a copy."""
     x = self._data
+    t = type(idx)
+    if t is int or t is slice:  # the common cases, without the general walk
+        if not x.ndim:
+            raise IndexError(_ZERO_DIM_INT if t is int else "slice() cannot be applied to a 0-dim tensor.")
+        n = x.shape[0]
+        if t is int:
+            if not -n <= idx < n:
+                raise IndexError(f"index {idx} is out of bounds for dimension 0 with size {n}")
+            r = x[idx, ...]
+            cls = SelectBackward0
+        else:
+            if idx.step is not None and not (type(idx.step) is int and idx.step > 0):
+                return _getitem_general(self, idx)
+            if (idx.start is not None and type(idx.start) is not int) or \
+                    (idx.stop is not None and type(idx.stop) is not int):
+                return _getitem_general(self, idx)
+            r = x[idx]
+            cls = SliceBackward0
+        node = None
+        if _state.grad and self._requires_grad:
+            node = _new_node(cls, self._edge())
+            node.in_shape, node.np_index = x.shape, (idx,)
+        return view_of(self, finish(node, r), lambda b, i=idx: getitem(b, i))
+    return _getitem_general(self, idx)
+
+
+def _getitem_general(self, idx):
+    x = self._data
+    if not x.ndim and isinstance(idx, (int, np.integer)) and not isinstance(idx, bool):
+        raise IndexError(_ZERO_DIM_INT)
     steps, basic, adv_index, mid_shape = _parse(x.shape, idx)
     r = _basic_view(x, basic) if basic else x
     if adv_index is None:
@@ -413,7 +538,9 @@ def _value_array(self, value):
         return value, value._data
     if isinstance(value, (bool, int, float, complex, np.generic)):
         return None, value
-    raise TypeError(f"can't assign a {type(value).__name__} to a {_type_name(self)}")
+    tp = type(value)
+    name = tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__name__}"
+    raise TypeError(f"can't assign a {name} to a {_type_name(self)}")
 
 
 def _type_name(t):
@@ -516,7 +643,7 @@ def _rebase_view(view, base, cls, region_index, vedge, vshape):
         lin = Tensor._make(np.arange(n, dtype=np.int64).reshape(bd.shape))
         pos = view._view_fn(lin)._data[region_index]
     bregion = np.unravel_index(pos, bd.shape) if bd.ndim else (Ellipsis,)
-    node = _new_node(CopySlices if cls is not IndexPutBackward0 or True else cls,
+    node = _new_node(CopySlices,
                      base._edge() if base._requires_grad else (None, 0))
     node.next_functions = node.next_functions + (vedge,)
     node.np_index = bregion
@@ -607,6 +734,14 @@ def where(condition, input=None, other=None, *, out=None):
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                                f"{_dname(c.dtype)}")
     a, b, x, y, dt = binary_operands(input, other)
+    from .arithmetic import broadcast_error
+    shp = c.shape
+    for o in (x, y):
+        os_ = np.shape(o)
+        try:
+            shp = np.broadcast_shapes(shp, os_)
+        except ValueError:
+            raise broadcast_error(shp, os_) from None
     r = np.where(c, x, y).astype(dt, copy=False)
     node = node_for(WhereBackward0, (a, b))
     if node is not None:

@@ -7,7 +7,7 @@ import numpy as np
 from ._base import OpNode, node_for, save, finish, arr, wrap_dim, Tensor, _dtype_name, write_out
 from .index import take_np, put_np
 
-__all__ = ["index_select", "gather", "scatter", "scatter_add", "index_add", "index_fill", "index_copy",
+__all__ = ["index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_fill", "index_copy",
            "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim", "put"]
 
 _I64 = np.dtype(np.int64)
@@ -92,8 +92,10 @@ def _vector_index(index, op, x_ndim):
 class IndexSelectBackward0(OpNode):
     def backward(self, g):
         (index,) = self.saved_tensors
-        z = finish(None, np.zeros(self.shape, g._data.dtype))
-        return index_add(z, self.dim, index, g)
+        if not self.shape:
+            return g.reshape(())
+        a = index._data.reshape(-1).astype(np.int64, copy=False)
+        return put_np(g, self.shape, (slice(None),) * self.dim + (a,))
 
 
 def index_select(input, dim, index, *, out=None):
@@ -182,17 +184,13 @@ def _index_add_np(x, d, a, s):
     """``x`` (copied) with slices ``s`` added at ``a`` along ``d``; repeats accumulate."""
     if x.ndim == 0:
         return arr(x + s.sum()) if a.size else x.copy()
-    xm = np.moveaxis(x, d, 0)
-    n, rest = xm.shape[0], _size(xm.shape[1:])
-    sm = np.moveaxis(s, d, 0).reshape(a.size, rest)
-    if a.size and np.bincount(a, minlength=n).max() > 1:
-        lin = (a[:, None] * rest + np.arange(rest)).ravel()
-        add = _accumulate_flat(n * rest, lin, sm.ravel(), x.dtype).reshape(xm.shape)
-        r = xm + add
-    else:
-        r = xm.copy()
-        r[a] += sm.reshape((a.size,) + xm.shape[1:])
-    return np.ascontiguousarray(np.moveaxis(r, 0, d))
+    sl = (slice(None),) * d + (a,)
+    if a.size and np.bincount(a, minlength=x.shape[d]).max() > 1:
+        from .index import _acc_into
+        return x + _acc_into(x.shape, x.dtype, sl, s)
+    r = x.copy()
+    r[sl] += s
+    return r
 
 
 class IndexFillBackward0(OpNode):
@@ -441,6 +439,84 @@ def scatter_add(input, dim, index, src, *, out=None):
     return res if out is None else write_out(out, res, "scatter_add")
 
 
+class ScatterReduceBackward0(OpNode):
+    """Gradients of scatter_reduce for sum, mean, amax/amin (ties share) and prod."""
+
+    def backward(self, g):
+        from .index import where
+        inp, src, index, res = self.saved_tensors
+        nf = self.next_functions
+        d, red, inc = self.dim, self.reduce, self.include_self
+        mask = self.scattered  # positions of the input that received values
+        gi = gs = None
+        if red == "sum":
+            gi = g if inc else masked_fill(g, mask, 0)
+            gs = gather(g, d, index)
+        elif red == "mean":
+            cnt = self.count
+            gi = g / cnt if inc else masked_fill(g / cnt, mask, 0)
+            gs = gather(g / cnt, d, index)
+        elif red in ("amax", "amin"):
+            self_is = (inp == res) if inc else (inp == res) & ~mask
+            src_is = src.__eq__(gather(res, d, index))
+            n = self_is.to(g.dtype) + scatter_add(finish(None, np.zeros(res._data.shape, g._data.dtype)), d,
+                                                  index, src_is.to(g.dtype))
+            gn = g / where(n == 0, n + 1, n)
+            gi = where(self_is, gn, gn * 0)
+            gs = where(src_is, gather(gn, d, index), gather(gn, d, index) * 0)
+        else:  # prod, without zeros: d(prod)/dx = prod / x
+            gr = g * res
+            gi = gr / inp if inc else masked_fill(g, mask, 0)
+            gs = gather(gr, d, index) / src
+        return (gi if nf[0][0] is not None else None, gs if nf[1][0] is not None else None)
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
+    """``input`` with ``src`` reduced into it at ``index`` along ``dim``
+    (``reduce``: 'sum', 'prod', 'mean', 'amax' or 'amin')."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    x, d, a, s, coords = _scatter_prepare(input, dim, index, src, "scatter_reduce")
+    r = x.copy()
+    count = None
+    scattered = np.zeros(x.shape, bool)
+    if coords is not None and a.size and x.ndim:
+        lin = _flat_positions(x.shape, coords, a.shape).ravel()
+        vals = _src_part(s, a).ravel()
+        flat = r.reshape(-1)
+        hit = np.zeros(x.size, bool)
+        hit[lin] = True
+        scattered = hit.reshape(x.shape)
+        if not include_self:
+            init = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
+            if x.dtype.kind in "iu" and reduce in ("amax", "amin"):
+                info = np.iinfo(x.dtype)
+                init = info.min if reduce == "amax" else info.max
+            flat[hit] = init
+        if reduce in ("sum", "mean"):
+            np.add.at(flat, lin, vals)
+        elif reduce == "prod":
+            np.multiply.at(flat, lin, vals)
+        elif reduce == "amax":
+            np.maximum.at(flat, lin, vals)
+        else:
+            np.minimum.at(flat, lin, vals)
+        if reduce == "mean":
+            cnt = np.bincount(lin, minlength=x.size).astype(x.dtype) + (1 if include_self else 0)
+            cnt = np.maximum(cnt, 1)
+            flat[...] = flat / cnt if x.dtype.kind == "f" else flat // cnt
+            count = cnt.reshape(x.shape)
+        r = flat.reshape(x.shape)
+    node = node_for(ScatterReduceBackward0, (input, src))
+    res = finish(node, r)
+    if node is not None:
+        node.dim, node.reduce, node.include_self = d, reduce, include_self
+        node.scattered = finish(None, scattered)
+        node.count = finish(None, count if count is not None else np.ones(x.shape, x.dtype))
+        save(node, input, src, index, res.detach())
+    return res if out is None else write_out(out, res, "scatter_reduce")
+
+
 # --- masked ops -------------------------------------------------------------------------
 
 def _mask_arg(mask, op):
@@ -658,8 +734,9 @@ def _put_(self, index, source, accumulate=False):
 
 
 TENSOR_METHODS = {"index_select": index_select, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,
+                  "scatter_reduce": scatter_reduce,
                   "index_add": index_add, "index_fill": index_fill, "index_copy": index_copy,
                   "masked_fill": masked_fill, "masked_select": masked_select, "masked_scatter": masked_scatter,
                   "take": take, "take_along_dim": take_along_dim, "put": put, "put_": _put_}
-INPLACE = {"scatter_": scatter, "scatter_add_": scatter_add, "index_add_": index_add, "index_fill_": index_fill,
+INPLACE = {"scatter_": scatter, "scatter_add_": scatter_add, "scatter_reduce_": scatter_reduce, "index_add_": index_add, "index_fill_": index_fill,
            "index_copy_": index_copy, "masked_fill_": masked_fill, "masked_scatter_": masked_scatter}

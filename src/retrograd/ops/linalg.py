@@ -11,7 +11,8 @@ import numpy as np
 from ._base import OpNode, node_for, save, finish, arr, Tensor, write_out, _dtype_name
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "einsum", "tensordot",
-           "addmm", "addmv", "addbmm", "baddbmm", "addr", "chain_matmul"]
+           "addmm", "addmv", "addbmm", "baddbmm", "addr", "chain_matmul", "trace", "kron", "cross", "det",
+           "inverse"]
 
 _SHORT = {"float32": "float", "float64": "double", "float16": "half", "int64": "long", "int32": "int",
           "int16": "short", "int8": "char", "uint8": "unsigned char", "bool": "bool",
@@ -462,8 +463,7 @@ def _parse_einsum(equation, shapes):
         for t in out_terms:
             for c in t:
                 counts[c] = counts.get(c, 0) + 1
-        rhs = ell + "".join(sorted((c for c, n in counts.items() if n == 1 and c not in ell),
-                                   key=lambda c: (c.isupper(), c) if False else c))
+        rhs = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
     else:
         rhs = rhs.replace("...", ell)
     seen = set("".join(out_terms))
@@ -593,11 +593,244 @@ def tensordot(a, b, dims=2, out=None):
     return res if out is None else write_out(out, res, "tensordot")
 
 
+# --- trace, kron, cross ---------------------------------------------------------------------
+
+class TraceBackward0(OpNode):
+    def backward(self, g):
+        from .index import put_np
+        n, m = self.shape
+        k = min(n, m)
+        d = np.arange(k)
+        return put_np(g.reshape(1).expand(k), self.shape, (d, d))
+
+
+def trace(input):
+    """Sum of the main diagonal of a matrix."""
+    x = input._data
+    if x.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
+    r = np.trace(x)
+    if x.dtype.kind in "biu":
+        r = r.astype(np.int64)
+    node = node_for(TraceBackward0, (input,))
+    if node is not None:
+        node.shape = x.shape
+    return finish(node, arr(np.asarray(r, dtype=r.dtype if x.dtype.kind in "biu" else x.dtype)))
+
+
+class KronBackward(OpNode):
+    def backward(self, g):
+        a, b = self.saved_tensors
+        nf = self.next_functions
+        n = self.nd
+        ash, bsh = self.ashape, self.bshape
+        gg = g.reshape(tuple(v for pair in zip(ash, bsh) for v in pair))
+        la, lb = _LETTERS[:n], _LETTERS[n:2 * n]
+        gsub = "".join(x + y for x, y in zip(la, lb))
+        ga = gb = None
+        if nf[0][0] is not None:
+            ga = _einsum_raw(f"{gsub},{lb}->{la}", [gg, b.reshape(bsh)]).reshape(a._data.shape)
+        if nf[1][0] is not None:
+            gb = _einsum_raw(f"{gsub},{la}->{lb}", [gg, a.reshape(ash)]).reshape(b._data.shape)
+        return ga, gb
+
+
+KronUnsafeView = type("UnsafeViewBackward0", (KronBackward,), {"__module__": __name__})
+
+
+def kron(input, other, *, out=None):
+    """Kronecker product."""
+    x, y = input._data, other._data
+    n = max(x.ndim, y.ndim)
+    ash = (1,) * (n - x.ndim) + x.shape
+    bsh = (1,) * (n - y.ndim) + y.shape
+    r = np.kron(x.reshape(ash), y.reshape(bsh))
+    node = node_for(KronUnsafeView, (input, other))
+    if node is not None:
+        node.nd, node.ashape, node.bshape = n, ash, bsh
+        save(node, input, other)
+    res = finish(node, arr(r))
+    return res if out is None else write_out(out, res, "kron")
+
+
+class LinalgCrossBackward0(OpNode):
+    def backward(self, g):
+        a, b = self.saved_tensors
+        nf = self.next_functions
+        return (linalg_cross(b, g, dim=self.dim) if nf[0][0] is not None else None,
+                linalg_cross(g, a, dim=self.dim) if nf[1][0] is not None else None)
+
+
+def linalg_cross(input, other, *, dim=-1, out=None):
+    """Cross product of 3-vectors along ``dim`` (broadcasting)."""
+    from ._base import wrap_dim
+    x, y = input._data, other._data
+    if x.ndim != y.ndim:
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+    d = wrap_dim(dim, x.ndim)
+    if x.shape[d] != 3 or y.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {x.shape[d]} and "
+                           f"{y.shape[d]}")
+    r = np.cross(x, y, axisa=d, axisb=d, axisc=d)
+    node = node_for(LinalgCrossBackward0, (input, other))
+    if node is not None:
+        node.dim = d
+        save(node, input, other)
+    res = finish(node, arr(r.astype(np.result_type(x, y), copy=False)))
+    return res if out is None else write_out(out, res, "linalg_cross")
+
+
+def cross(input, other, dim=None, *, out=None):
+    """Cross product along ``dim`` (default: the first dimension of size 3)."""
+    if dim is None:
+        import warnings
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                      "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        shp = np.broadcast_shapes(input._data.shape, other._data.shape)
+        dim = next((k for k, s in enumerate(shp) if s == 3), -1)
+    return linalg_cross(input, other, dim=dim, out=out)
+
+
+# --- det, inv, solve -----------------------------------------------------------------------
+
+def _check_square(x, name):
+    if x.ndim < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions.")
+    if x.shape[-1] != x.shape[-2]:
+        raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are {x.shape[-2]} by "
+                           f"{x.shape[-1]} matrices")
+    if x.dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{_dtype_name(x.dtype)}")
+
+
+class LinalgDetBackward0(OpNode):
+    def backward(self, g):
+        (a,) = self.saved_tensors
+        d = det(a)
+        return _mT(inv(a)) * (g * d).reshape(g._data.shape + (1, 1))
+
+
+def det(A, *, out=None):
+    """Determinant of (a batch of) square matrices."""
+    x = A._data
+    _check_square(x, "det")
+    node = node_for(LinalgDetBackward0, (A,))
+    if node is not None:
+        save(node, A)
+    res = finish(node, arr(np.asarray(np.linalg.det(x), dtype=x.dtype)))
+    return res if out is None else write_out(out, res, "linalg_det")
+
+
+class LinalgInvExBackward0(OpNode):
+    def backward(self, g):
+        (ai,) = self.saved_tensors
+        t = _mT(ai)
+        return -matmul(matmul(t, g), t)
+
+
+def inv(A, *, out=None):
+    """Inverse of (a batch of) square matrices."""
+    from ._base import save_output
+    x = A._data
+    _check_square(x, "inv")
+    try:
+        r = np.linalg.inv(x)
+    except np.linalg.LinAlgError:
+        raise _singular("inv", x) from None
+    node = node_for(LinalgInvExBackward0, (A,))
+    res = finish(node, r.astype(x.dtype, copy=False))
+    if node is not None:
+        save_output(node, res)
+    return res if out is None else write_out(out, res, "linalg_inv")
+
+
+def _singular(name, x):
+    # The first zero pivot of an LU factorisation, as LAPACK reports it (1-based).
+    return _LinAlgErrorType(f"linalg.{name}: The diagonal element {_zero_pivot(x)} is zero, the inversion could not "
+                            "be completed because the input matrix is singular.")
+
+
+class _LinAlgErrorType(RuntimeError):
+    pass
+
+
+_LinAlgErrorType.__name__ = "_LinAlgError"
+
+
+def _zero_pivot(x):
+    a = np.array(x.reshape(-1, x.shape[-1], x.shape[-1])[0], dtype=np.float64)
+    n = a.shape[0]
+    for k in range(n):
+        p = k + int(np.argmax(np.abs(a[k:, k])))
+        if a[p, k] == 0:
+            return k + 1
+        a[[k, p]] = a[[p, k]]
+        a[k + 1:] -= np.outer(a[k + 1:, k] / a[k, k], a[k])
+    return n
+
+
+class LinalgSolveExBackward0(OpNode):
+    def backward(self, g):
+        a, x = self.saved_tensors
+        nf = self.next_functions
+        vec = self.vec
+        gb = solve(_mT(a), g)
+        ga = None
+        if nf[0][0] is not None:
+            if vec:
+                ga = -(gb.reshape(gb._data.shape + (1,)) * x.reshape(x._data.shape[:-1] + (1, x._data.shape[-1])))
+            else:
+                ga = -matmul(gb, _mT(x))
+        return ga, (gb if nf[1][0] is not None else None)
+
+
+def solve(A, B, *, left=True, out=None):
+    """The solution X of ``A @ X = B``."""
+    from ._base import save_output
+    a, b = A._data, B._data
+    _check_square(a, "solve")
+    vec = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
+    try:
+        r = np.linalg.solve(a, b[..., None])[..., 0] if vec else np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        raise _singular("solve", a) from None
+    node = node_for(LinalgSolveExBackward0, (A, B))
+    res = finish(node, arr(r.astype(np.result_type(a, b), copy=False)))
+    if node is not None:
+        node.vec = vec
+        save(node, A)
+        save_output(node, res)
+    return res if out is None else write_out(out, res, "linalg_solve")
+
+
+def multi_dot(tensors, *, out=None):
+    """Product of a chain of matrices (the first and last may be vectors)."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    r = tensors[0]
+    for t in tensors[1:]:
+        r = matmul(r, t)
+    r = r.view(r.shape)
+    return r if out is None else write_out(out, r, "linalg_multi_dot")
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """Dot product of vectors along ``dim`` (broadcasting)."""
+    from .arithmetic import mul
+    res = mul(x, y).sum(dim)
+    return res if out is None else write_out(out, res, "linalg_vecdot")
+
+
 def _rmatmul(self, other):
     return matmul(other, self)
 
 
 TENSOR_METHODS = {"matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul, "mm": mm, "bmm": bmm, "mv": mv,
                   "dot": dot, "vdot": vdot, "inner": inner, "outer": outer, "ger": ger, "addmm": addmm,
-                  "addmv": addmv, "addbmm": addbmm, "baddbmm": baddbmm, "addr": addr}
+                  "addmv": addmv, "addbmm": addbmm, "baddbmm": baddbmm, "addr": addr, "trace": trace,
+                  "kron": kron, "cross": cross, "det": det, "inverse": inv}
+inverse = inv
 INPLACE = {"addmm_": addmm, "addmv_": addmv, "addbmm_": addbmm, "baddbmm_": baddbmm, "addr_": addr}

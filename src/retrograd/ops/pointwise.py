@@ -8,11 +8,22 @@ from ._base import (OpNode, node_for, save, save_output, finish, arr, result_np_
 from .. import _dtype as D
 
 __all__ = ["clamp", "clip", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "lerp",
-           "addcmul", "addcdiv", "atan2", "arctan2", "hypot", "xlogy"]
+           "addcmul", "addcdiv", "atan2", "arctan2", "hypot", "xlogy", "logaddexp", "logaddexp2", "copysign"]
 
 
 def _const(a):
     return finish(None, arr(a))
+
+
+def _mask(g, m):
+    """``g`` where ``m`` holds, else 0 (an infinite or NaN ``g`` gives 0 too, as in PyTorch)."""
+    m = np.asarray(m)
+    if m.all():
+        return g
+    from .index import where
+    if m.shape != g._data.shape:
+        m = np.broadcast_to(m, np.broadcast_shapes(m.shape, g._data.shape))
+    return where(_const(m), g, 0.0)
 
 
 def _data(v):
@@ -44,6 +55,8 @@ def _as(v, dt):
     if isinstance(v, Tensor):
         d = v._data
         return d if d.dtype == dt else d.astype(dt)
+    if dt.kind in "iub" and v is not None:
+        return np.array(v).astype(dt)  # wraps around like PyTorch's cast of a bound
     return v
 
 
@@ -70,7 +83,7 @@ class ClampBackward1(OpNode):
                 m &= a >= self.min
             if self.max is not None:
                 m &= a <= self.max
-        return g * _const(m.astype(g._data.dtype))
+        return _mask(g, m)
 
 
 class ClampMinBackward0(ClampBackward1):
@@ -90,24 +103,23 @@ class ClampBackward0(OpNode):
         lo = mn._data if mn is not None else None
         hi = mx._data if mx is not None else None
         nf = self.next_functions
-        dt = g._data.dtype
         with np.errstate(invalid="ignore"):
             inside = np.ones(a.shape, bool)
             if lo is not None:
                 inside = inside & (a >= lo)
             if hi is not None:
                 inside = inside & (a <= hi)
-            gx = g * _const(inside.astype(dt)) if nf[0][0] is not None else None
+            gx = _mask(g, inside) if nf[0][0] is not None else None
             gmin = gmax = None
             if lo is not None and hi is not None:
                 if nf[1][0] is not None:
-                    gmin = g * _const(((a < lo) & (lo < hi)).astype(dt))
+                    gmin = _mask(g, (a < lo) & (lo < hi))
                 if nf[2][0] is not None:
-                    gmax = g * _const(((a > hi) | (hi < lo)).astype(dt))
+                    gmax = _mask(g, (a > hi) | (hi < lo))
             elif lo is not None and nf[1][0] is not None:
-                gmin = g * _const((a < lo).astype(dt))
+                gmin = _mask(g, a < lo)
             elif hi is not None and nf[2][0] is not None:
-                gmax = g * _const((a > hi).astype(dt))
+                gmax = _mask(g, a > hi)
         return gx, gmin, gmax
 
 
@@ -122,10 +134,9 @@ class ClampMaxBackward1(OpNode):
         x, mx = self.saved_tensors
         a, hi = x._data, mx._data
         nf = self.next_functions
-        dt = g._data.dtype
         with np.errstate(invalid="ignore"):
-            gx = g * _const((a <= hi).astype(dt)) if nf[0][0] is not None else None
-            gmax = g * _const((a > hi).astype(dt)) if nf[1][0] is not None else None
+            gx = _mask(g, a <= hi) if nf[0][0] is not None else None
+            gmax = _mask(g, a > hi) if nf[1][0] is not None else None
         return gx, gmax
 
 
@@ -141,7 +152,6 @@ def _clamp(input, min, max, out, name, scalar_cls):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     min, max = _scalar_bound(min), _scalar_bound(max)
-    x = input._data
     tensor_form = isinstance(min, Tensor) or isinstance(max, Tensor)
     if tensor_form:
         from .._creation import tensor as _tensor
@@ -219,8 +229,9 @@ class MaximumBackward0(OpNode):
             eq = (a == b) * 0.5
             lo_a = (a < b) if big else (a > b)
             lo_b = (a > b) if big else (a < b)
-            ga = g * _const((1 - lo_a - eq).astype(dt)) if nf[0][0] is not None else None
-            gb = g * _const((1 - lo_b - eq).astype(dt)) if nf[1][0] is not None else None
+            half = g * _const((1 - eq).astype(dt)) if eq.any() else g
+            ga = _mask(half, ~lo_a) if nf[0][0] is not None else None
+            gb = _mask(half, ~lo_b) if nf[1][0] is not None else None
         return ga, gb
 
 
@@ -233,11 +244,10 @@ class FmaxBackward0(OpNode):
         x, y = self.saved_tensors
         a, b = x._data, y._data
         nf = self.next_functions
-        dt = g._data.dtype
         with np.errstate(invalid="ignore"):
             m = ((a >= b) if self.sign > 0 else (a <= b)) | np.isnan(b)
-        return (g * _const(m.astype(dt)) if nf[0][0] is not None else None,
-                g * _const((~m).astype(dt)) if nf[1][0] is not None else None)
+        return (_mask(g, m) if nf[0][0] is not None else None,
+                _mask(g, ~m) if nf[1][0] is not None else None)
 
 
 class FminBackward0(FmaxBackward0):
@@ -365,6 +375,8 @@ def _addc(name, cls, combine):
         if isinstance(value, Tensor):
             value = value.item()
         dt = result_np_dtype(input, tensor1, tensor2)
+        if dt.kind == "b":
+            raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
         if name == "addcdiv" and tensor1._data.dtype.kind in "biu" and tensor2._data.dtype.kind in "biu":
             raise RuntimeError(
                 "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will "
@@ -414,7 +426,10 @@ class HypotBackward0(OpNode):
 def _float_binary(name, np_fn, cls, save_result):
     def op(input, other, *, out=None):
         _need_tensor(name, other)
-        dt = _float_dt(result_np_dtype(input, other))
+        dt = result_np_dtype(input, other)
+        if name == "hypot" and dt.kind not in "fc":
+            raise NotImplementedError(f"\"hypot_cpu\" not implemented for '{_dtype_word(dt)}'")
+        dt = _float_dt(dt)
         _bshape(input, other)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             r = np_fn(_as(input, dt), _as(other, dt))
@@ -436,12 +451,84 @@ arctan2 = atan2
 hypot = _float_binary("hypot", np.hypot, HypotBackward0, True)
 
 
+class LogaddexpBackward0(OpNode):
+    def backward(self, g):
+        x, y = self.saved_tensors
+        nf = self.next_functions
+        if self.base2:
+            return (g / (1 + 2 ** (y - x)) if nf[0][0] is not None else None,
+                    g / (1 + 2 ** (x - y)) if nf[1][0] is not None else None)
+        return (g / (1 + (y - x).exp()) if nf[0][0] is not None else None,
+                g / (1 + (x - y).exp()) if nf[1][0] is not None else None)
+
+
+Logaddexp2Backward0 = type("Logaddexp2Backward0", (LogaddexpBackward0,), {})
+
+
+def _logaddexp(name, np_fn, cls):
+    def op(input, other, *, out=None):
+        _need_tensor(name, other)
+        dt = _float_dt(result_np_dtype(input, other))
+        _bshape(input, other)
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = np_fn(_as(input, dt), _as(other, dt))
+        node = node_for(cls, (input, other))
+        if node is not None:
+            node.base2 = name == "logaddexp2"
+            save(node, input, other)
+        return _out(node, r, dt, out, name)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``log{'2' if name.endswith('2') else ''}({'2**' if name.endswith('2') else 'exp('}input) + ...)`` " \
+                 "computed stably."
+    return op
+
+
+logaddexp = _logaddexp("logaddexp", np.logaddexp, LogaddexpBackward0)
+logaddexp2 = _logaddexp("logaddexp2", np.logaddexp2, Logaddexp2Backward0)
+
+
+class CopysignBackward0(OpNode):
+    """d/dx copysign(x, y) = result / x (0 where x is 0); ``other`` gets a zero gradient."""
+
+    def backward(self, g):
+        x, r = self.saved_tensors[0], self.saved_tensors[-1]
+        xa = x._data
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(xa == 0, 0, np.asarray(r._data) / np.where(xa == 0, 1, xa)).astype(g._data.dtype)
+        gx = g * _const(ratio)
+        if len(self.next_functions) == 1:
+            return gx
+        return (gx if self.next_functions[0][0] is not None else None,
+                g * 0 if self.next_functions[1][0] is not None else None)
+
+
+CopysignBackward1 = type("CopysignBackward1", (CopysignBackward0,), {})
+
+
+def copysign(input, other, *, out=None):
+    """``input``'s magnitude with ``other``'s sign (elementwise)."""
+    a, b, x, y, dt = binary_operands(input, other)
+    dt = _float_dt(dt)
+    _bshape(a, b)
+    r = np.copysign(np.asarray(x, dt), np.asarray(y, dt))
+    if b is not None:
+        node = node_for(CopysignBackward0, (a, b))
+    else:
+        node = node_for(CopysignBackward1, (a,))
+    res = finish(node, arr(np.asarray(r, dt)))
+    if node is not None:
+        save(node, a)
+        save_output(node, res)
+    return res if out is None else write_out(out, res, "copysign")
+
+
 def _xlogy_grad_x(g, x, y):
     gx = xlogy(g, y)
     with np.errstate(invalid="ignore"):
         kill = (np.asarray(_data(x)) == 0) & (np.asarray(_data(y)) <= 0)
     if np.any(kill):
-        gx = gx * _const((~kill).astype(gx._data.dtype))
+        gx = _mask(gx, ~kill)
     return gx
 
 
@@ -495,4 +582,4 @@ def xlogy(input, other, *, out=None):
 TENSOR_METHODS = {n: globals()[n] for n in __all__}
 INPLACE = {"clamp_": clamp, "clip_": clip, "clamp_min_": clamp_min, "clamp_max_": clamp_max, "lerp_": lerp,
            "addcmul_": addcmul, "addcdiv_": addcdiv, "atan2_": atan2, "arctan2_": atan2, "hypot_": hypot,
-           "xlogy_": xlogy}
+           "xlogy_": xlogy, "copysign_": copysign}

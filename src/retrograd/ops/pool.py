@@ -85,66 +85,59 @@ def _window(xp, off, s, d, out):
 
 class _MaxPoolBackward(OpNode):
     def backward(self, g):
-        (idx,) = self.saved_tensors
-        return _scatter(g, idx, self.in_shape, self.overlap)
+        (arg,) = self.saved_tensors
+        return _max_spread(g, arg, self.geo)
 
 
 MaxPool2DWithIndicesBackward0 = type("MaxPool2DWithIndicesBackward0", (_MaxPoolBackward,), {})
 MaxPool3DWithIndicesBackward0 = type("MaxPool3DWithIndicesBackward0", (_MaxPoolBackward,), {})
-AdaptiveMaxPool2DBackward0 = type("AdaptiveMaxPool2DBackward0", (_MaxPoolBackward,), {})
-AdaptiveMaxPool3DBackward0 = type("AdaptiveMaxPool3DBackward0", (_MaxPoolBackward,), {})
 
 
-class _ScatterBackward(OpNode):
+class _MaxSpreadBackward(OpNode):
     def backward(self, gg):
-        (idx,) = self.saved_tensors
-        return _gather(gg, idx, self.out_nd)
+        (arg,) = self.saved_tensors
+        return _max_pick(gg, arg, self.geo)
 
 
-class _GatherBackward(OpNode):
+class _MaxPickBackward(OpNode):
     def backward(self, g):
-        (idx,) = self.saved_tensors
-        return _scatter(g, idx, self.in_shape, self.overlap)
+        (arg,) = self.saved_tensors
+        return _max_spread(g, arg, self.geo)
 
 
-def _split(shape, nd):
-    return shape[:len(shape) - nd], shape[len(shape) - nd:]
-
-
-def _scatter(g, idx, in_shape, overlap):
-    """Differentiable: zeros(in_shape) with g added at flat spatial indices idx."""
-    gd = g._data
-    ind = idx._data
-    lead_in, sp_in = in_shape[0], in_shape[1]
-    B = _prod(lead_in)
-    plane = _prod(sp_in)
-    gflat = gd.reshape(B, -1)
-    iflat = ind.reshape(B, -1)
-    if not overlap:
-        out = np.zeros((B, plane), gd.dtype)
-        out[np.arange(B)[:, None], iflat] = gflat
-    else:
-        pos = (iflat + (np.arange(B) * plane)[:, None]).ravel()
-        out = np.bincount(pos, weights=gflat.ravel(), minlength=B * plane).astype(gd.dtype, copy=False)
-    r = out.reshape(tuple(lead_in) + tuple(sp_in))
-    node = node_for(_ScatterBackward, (g,))
-    if node is not None:
-        node.out_nd = len(sp_in)
-        save(node, idx)
-    return finish(node, r)
-
-
-def _gather(x, idx, nd):
-    """Differentiable: x's spatial planes gathered at flat indices idx."""
-    xd = x._data
-    lead, sp = _split(xd.shape, nd)
+def _max_spread(g, arg, geo):
+    """Differentiable: each output gradient sent back to the input position its window's
+    maximum came from (one masked slice-add per kernel offset; overlapping windows add)."""
+    lead, S, k, s, p, d, out = geo
     B = _prod(lead)
-    r = np.take_along_axis(xd.reshape(B, -1), idx._data.reshape(B, -1), axis=1).reshape(idx._data.shape)
-    node = node_for(_GatherBackward, (x,))
+    gd = g._data.reshape((B,) + out)
+    a = arg._data.reshape((B,) + out)
+    hi = tuple(max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - S[i] - p[i]) for i in range(len(S)))
+    gp = np.zeros((B,) + tuple(S[i] + p[i] + hi[i] for i in range(len(S))), gd.dtype)
+    for j, off in enumerate(itertools.product(*[range(v) for v in k])):
+        _window(gp, off, s, d, out).__iadd__(np.where(a == j, gd, 0).astype(gd.dtype, copy=False))
+    r = gp[(slice(None),) + tuple(slice(p[i], p[i] + S[i]) for i in range(len(S)))]
+    node = node_for(_MaxSpreadBackward, (g,))
     if node is not None:
-        node.in_shape, node.overlap = (lead, sp), True
-        save(node, idx)
-    return finish(node, r)
+        node.geo = geo
+        save(node, arg)
+    return finish(node, np.ascontiguousarray(r).reshape(tuple(lead) + S))
+
+
+def _max_pick(x, arg, geo):
+    """Differentiable: the input values at each window's argmax (the adjoint of _max_spread)."""
+    lead, S, k, s, p, d, out = geo
+    B = _prod(lead)
+    xp = _padded(x._data.reshape((B,) + S), S, k, s, p, d, out, 0)
+    a = arg._data.reshape((B,) + out)
+    r = np.zeros(a.shape, xp.dtype)
+    for j, off in enumerate(itertools.product(*[range(v) for v in k])):
+        np.copyto(r, _window(xp, off, s, d, out), where=a == j)
+    node = node_for(_MaxPickBackward, (x,))
+    if node is not None:
+        node.geo = geo
+        save(node, arg)
+    return finish(node, r.reshape(tuple(lead) + out))
 
 
 def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False,
@@ -155,42 +148,49 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
     if nd == 1:
         # PyTorch pools 1-D signals as 2-D ones of height 1.
-        r = max_pool(_unsq(input, -2), (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, True, 2)
-        y, i = _sq(r[0], -2), finish(None, r[1]._data[..., 0, :])
-        return (y, i) if return_indices else y
+        r = max_pool(_unsq(input, -2), (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, return_indices, 2)
+        if return_indices:
+            return _sq(r[0], -2), finish(None, r[1]._data[..., 0, :])
+        return _sq(r, -2)
     B = _prod(lead)
     x3 = x.reshape((B,) + S)
     neg = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = _padded(x3, S, k, s, p, d, out, neg)
-    best = None
-    arg = None
-    for j, off in enumerate(itertools.product(*[range(v) for v in k])):
-        w = _window(xp, off, s, d, out)
-        if best is None:
-            best = w.copy()
-            arg = np.zeros(best.shape, np.int64)
-        else:
-            m = (w > best) | (np.isnan(w) & ~np.isnan(best)) if x.dtype.kind == "f" else (w > best)
-            np.copyto(best, w, where=m)
-            arg[m] = j
-    # flat index into the unpadded spatial plane
-    koff = np.unravel_index(arg, k)
+    offs = list(itertools.product(*[range(v) for v in k]))
+    wins = [_window(xp, off, s, d, out) for off in offs]
+    best = wins[0].copy()
+    for w in wins[1:]:
+        np.maximum(best, w, out=best)                    # NaN propagates, as in PyTorch
+    kidx = np.int8 if len(offs) < 128 else np.int64
+    arg = np.zeros(best.shape, kidx)
+    nan = x.dtype.kind == "f" and np.isnan(best).any()
+    for j in range(len(offs) - 1, 0, -1):                # earliest offset wins ties
+        hit = wins[j] == best
+        if nan:
+            hit |= np.isnan(wins[j])
+        np.copyto(arg, j, where=hit)
+    if nan:
+        first = np.isnan(wins[0]) | (wins[0] == best)
+        np.copyto(arg, 0, where=first)
+    else:
+        np.copyto(arg, 0, where=wins[0] == best)
+    geo = (tuple(lead), tuple(S), k, s, p, d, out)
+    cls = MaxPool2DWithIndicesBackward0 if nd == 2 else MaxPool3DWithIndicesBackward0
+    node = node_for(cls, (input,))
+    res = finish(node, best.reshape(tuple(lead) + out))
+    arg_t = finish(None, arg)
+    if node is not None:
+        node.geo = geo
+        save(node, arg_t)
+    if not return_indices:
+        return res
+    koff = np.unravel_index(arg.astype(np.int64), k)
     flat = None
     for i in range(nd):
         pos = (np.arange(out[i]) * s[i] - p[i]).reshape((1,) + tuple(-1 if j == i else 1 for j in range(nd)))
         pos = pos + koff[i] * d[i]
         flat = pos if flat is None else flat * S[i] + pos
-    y = best.reshape(tuple(lead) + out)
-    ind = flat.reshape(tuple(lead) + out)
-    cls = MaxPool2DWithIndicesBackward0 if nd == 2 else MaxPool3DWithIndicesBackward0
-    node = node_for(cls, (input,))
-    idx_t = finish(None, ind)
-    res = finish(node, y)
-    if node is not None:
-        node.in_shape = (lead, S)
-        node.overlap = any(s[i] < d[i] * (k[i] - 1) + 1 for i in range(nd))
-        save(node, idx_t)
-    return (res, idx_t) if return_indices else res
+    return res, finish(None, flat.reshape(tuple(lead) + out).astype(np.int64))
 
 
 class UnsqueezeBackward0(OpNode):
@@ -395,6 +395,60 @@ def adaptive_avg_pool(input, output_size, nd=2):
                                AdaptiveAvgPool2DBackward0 if nd == 2 else AdaptiveAvgPool3DBackward0)
 
 
+class _IndexMaxBackward(OpNode):
+    def backward(self, g):
+        (idx,) = self.saved_tensors
+        return _scatter(g, idx, self.in_shape)
+
+
+AdaptiveMaxPool2DBackward0 = type("AdaptiveMaxPool2DBackward0", (_IndexMaxBackward,), {})
+AdaptiveMaxPool3DBackward0 = type("AdaptiveMaxPool3DBackward0", (_IndexMaxBackward,), {})
+
+
+class _ScatterBackward(OpNode):
+    def backward(self, gg):
+        (idx,) = self.saved_tensors
+        return _gather(gg, idx, self.nd)
+
+
+class _GatherBackward(OpNode):
+    def backward(self, g):
+        (idx,) = self.saved_tensors
+        return _scatter(g, idx, self.in_shape)
+
+
+def _scatter(g, idx, in_shape):
+    """Differentiable: zeros(in_shape) with g added at flat spatial indices idx (one bincount)."""
+    gd = g._data
+    lead, sp = in_shape
+    B = _prod(lead)
+    plane = _prod(sp)
+    pos = (idx._data.reshape(B, -1) + (np.arange(B) * plane)[:, None]).ravel()
+    out = np.bincount(pos, weights=gd.reshape(-1), minlength=B * plane).astype(gd.dtype, copy=False)
+    node = node_for(_ScatterBackward, (g,))
+    if node is not None:
+        node.nd = len(sp)
+        save(node, idx)
+    return finish(node, out.reshape(tuple(lead) + tuple(sp)))
+
+
+def _gather(x, idx, nd):
+    """Differentiable: x's spatial planes read at flat indices idx."""
+    xd = x._data
+    lead, sp = _split(xd.shape, nd)
+    B = _prod(lead)
+    r = np.take_along_axis(xd.reshape(B, -1), idx._data.reshape(B, -1), axis=1).reshape(idx._data.shape)
+    node = node_for(_GatherBackward, (x,))
+    if node is not None:
+        node.in_shape = (lead, sp)
+        save(node, idx)
+    return finish(node, r)
+
+
+def _split(shape, nd):
+    return shape[:len(shape) - nd], shape[len(shape) - nd:]
+
+
 def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
     """Adaptive max pooling, with flat argmax indices."""
     x = input._data
@@ -442,6 +496,5 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
     res = finish(node, y)
     if node is not None:
         node.in_shape = (lead, S)
-        node.overlap = True
         save(node, idx_t)
     return (res, idx_t) if return_indices else res

@@ -15,7 +15,8 @@ from .. import _dtype as D
 
 __all__ = ["sum", "mean", "sum_to_size", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
            "all", "any", "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm",
-           "cumsum", "cumprod", "median", "nansum", "aminmax"]
+           "cumsum", "cumprod", "median", "nansum", "nanmean", "aminmax", "trace",
+           "logcumsumexp", "cummax", "cummin", "dist", "sort", "argsort", "msort", "topk", "kthvalue"]
 
 _int, _float, _bool = builtins.int, builtins.float, builtins.bool
 _I64 = np.dtype(np.int64)
@@ -154,10 +155,17 @@ _GatherAlongBackward.__name__ = _GatherAlongBackward.__qualname__ = "GatherBackw
 
 
 def _scatter_along(g, index, dim, shape):
-    """zeros(shape) with ``g`` (shaped like ``index``) put at ``index`` along ``dim``."""
-    z = np.zeros(shape, g._data.dtype)
-    if z.size:
-        np.put_along_axis(z, index, g._data, axis=dim)
+    """zeros(shape) with ``g`` (shaped like ``index``) added at ``index`` along ``dim``."""
+    gd = g._data
+    z = np.zeros(shape, gd.dtype)
+    if z.size and index.size:
+        n = shape[dim]
+        zi = np.moveaxis(z, dim, -1)
+        idx = np.moveaxis(np.broadcast_to(index, gd.shape), dim, -1)
+        rows = np.arange(idx.size // idx.shape[-1]).reshape(idx.shape[:-1] + (1,)) * n
+        flat = (rows + idx).reshape(-1)
+        summed = np.bincount(flat, weights=np.moveaxis(gd, dim, -1).reshape(-1), minlength=zi.size)
+        zi[...] = summed.reshape(zi.shape).astype(gd.dtype, copy=False)
     node = node_for(_ScatterAlongBackward, (g,))
     if node is not None:
         node.index, node.dim = index, dim
@@ -252,21 +260,33 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
             f"dtype. Got: {_dtype_word(x.dtype)}")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if dim is None:
-            r = arr(x.mean() if x.size else np.array(np.nan, x.dtype))
-            node = node_for(MeanBackward0, (input,))
-            if node is not None:
-                node.shape, node.n = x.shape, builtins.max(x.size, 1)
-        else:
-            dims = _dims_arg(dim, x.ndim)
-            r = arr(x.mean(axis=dims, keepdims=keepdim)) if dims else x.copy()
-            node = node_for(MeanBackward1, (input,))
-            if node is not None:
-                n = 1
-                for d in dims:
-                    n *= x.shape[d]
-                node.shape, node.dims, node.keepdim, node.n = x.shape, dims, keepdim, n
+    if dim is None:
+        dims, n = None, x.size
+        node = node_for(MeanBackward0, (input,))
+        if node is not None:
+            node.shape, node.n = x.shape, builtins.max(n, 1)
+    else:
+        dims = _dims_arg(dim, x.ndim)
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        node = node_for(MeanBackward1, (input,))
+        if node is not None:
+            node.shape, node.dims, node.keepdim, node.n = x.shape, dims, keepdim, n
+    if n == 0 or x.dtype == np.float16:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = x.mean(axis=dims, keepdims=keepdim and dims is not None) if x.size else \
+                np.full([s for i, s in enumerate(x.shape) if dims is not None and (i not in dims or keepdim)]
+                        if dims is not None else [], np.nan, x.dtype)
+            if dims is not None and keepdim and x.size == 0:
+                r = r.reshape(_keep_shape(x.shape, dims))
+    elif dims is None:
+        r = np.add.reduce(x, axis=None) / n
+    elif dims:
+        r = np.add.reduce(x, axis=dims, keepdims=keepdim) / n
+    else:
+        r = x.copy()
+    r = arr(r)
     r = r.astype(x.dtype, copy=False)
     res = finish(node, r)
     return res if out is None else write_out(out, res, "mean")
@@ -304,6 +324,35 @@ def sum_to_size(input, *size):
     return finish(node, r)
 
 
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Mean over the elements that are not NaN."""
+    x = input._data
+    if x.dtype.kind not in "fc":
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{_dtype_word(x.dtype)}")
+    dims = _dims_arg(dim, x.ndim)
+    count = np.sum(~np.isnan(x), axis=dims, keepdims=keepdim).astype(x.dtype)
+    res = nansum(input, dim, keepdim, dtype=dtype) / _const(count)
+    return res if out is None else write_out(out, res, "nanmean")
+
+
+class TraceBackward0(OpNode):
+    def backward(self, g):
+        return g * _const(np.eye(*self.shape, dtype=g._data.dtype))
+
+
+def trace(input):
+    """Sum of the main diagonal of a matrix."""
+    x = input._data
+    if x.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
+    r = np.trace(x, dtype=_sum_dtype(x.dtype, None))
+    node = node_for(TraceBackward0, (input,))
+    if node is not None:
+        node.shape = x.shape
+    return finish(node, arr(np.asarray(r)))
+
+
 # *** prod ***
 
 def _exclusive_cumprod(t, d):
@@ -313,12 +362,10 @@ def _exclusive_cumprod(t, d):
     shape = list(t.shape)
     shape[d] = 1
     one = _const(np.ones(shape, t._data.dtype))
-    return cat_([one, c.narrow(d, 0, n - 1)], d) if n > 1 else one.expand(t.shape)
-
-
-def cat_(ts, d):
+    if n <= 1:
+        return one.expand(t.shape)
     from .shape import cat
-    return cat(ts, d)
+    return cat([one, c.narrow(d, 0, n - 1)], d)
 
 
 def _prod_others(x, out_keep, d):
@@ -386,8 +433,12 @@ MinBackward1 = type("MinBackward1", (MaxBackward1,), {})
 
 
 class MaxBackward0(OpNode):
+    """Gradient of values picked along ``dim`` at ``index`` (keepdim-shaped)."""
+
     def backward(self, g):
-        if not self.keepdim and len(self.shape):
+        if not len(self.shape):
+            return g
+        if not self.keepdim:
             g = g.unsqueeze(self.dim)
         return _scatter_along(g, self.index, self.dim, self.shape)
 
@@ -396,7 +447,7 @@ MinBackward0 = type("MinBackward0", (MaxBackward0,), {})
 MedianBackward1 = type("MedianBackward1", (MaxBackward0,), {})
 
 
-def _extreme(name, np_fn, arg_fn, all_cls, dim_cls):
+def _extreme(name, np_fn, arg_fn, all_cls, dim_cls, red_fn):
     def op(input, dim=None, keepdim=False, *, out=None):
         if isinstance(dim, Tensor):
             from . import pointwise
@@ -420,7 +471,7 @@ def _extreme(name, np_fn, arg_fn, all_cls, dim_cls):
         xd = x if x.ndim else x.reshape(1)
         if x.size:
             idx = arg_fn(xd, axis=d, keepdims=True)
-            vals = np.take_along_axis(xd, idx, axis=d)
+            vals = red_fn.reduce(xd, axis=d, keepdims=True)
         else:
             shape = _keep_shape(xd.shape, (d,))
             idx, vals = np.zeros(shape, np.int64), np.zeros(shape, x.dtype)
@@ -451,24 +502,12 @@ def _extreme(name, np_fn, arg_fn, all_cls, dim_cls):
     return op
 
 
-def _nan_arg(fn, nanfn):
-    def arg(x, axis=None, keepdims=False):
-        i = fn(x, axis=axis, keepdims=keepdims)
-        if x.dtype.kind in "fc":
-            nan = np.isnan(x)
-            if nan.any():
-                j = np.argmax(nan, axis=axis, keepdims=keepdims)
-                has = nan.any(axis=axis, keepdims=keepdims)
-                i = np.where(has, j, i)
-        return i
-    return arg
+# NumPy's argmax/argmin already return the first NaN, as PyTorch does.
+_argmax_np = np.argmax
+_argmin_np = np.argmin
 
-
-_argmax_np = _nan_arg(np.argmax, None)
-_argmin_np = _nan_arg(np.argmin, None)
-
-max = _extreme("max", np.max, _argmax_np, MaxBackward1, MaxBackward0)
-min = _extreme("min", np.min, _argmin_np, MinBackward1, MinBackward0)
+max = _extreme("max", np.max, _argmax_np, MaxBackward1, MaxBackward0, np.maximum)
+min = _extreme("min", np.min, _argmin_np, MinBackward1, MinBackward0, np.minimum)
 
 
 class AmaxBackward0(OpNode):
@@ -511,6 +550,10 @@ amin = _amaxmin("amin", np.min, AminBackward0)
 def aminmax(input, *, dim=None, keepdim=False):
     """(amin, amax) over ``dim`` (all dimensions by default)."""
     d = () if dim is None else dim
+    x = input._data
+    if x.size == 0 and (dim is None or x.ndim and x.shape[wrap_dim(_int(dim), x.ndim)] == 0):
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                           "identity.")
     return return_types.aminmax((amin(input, d, keepdim), amax(input, d, keepdim)))
 
 
@@ -519,6 +562,8 @@ def aminmax(input, *, dim=None, keepdim=False):
 def _arg(name, fn):
     def op(input, dim=None, keepdim=False, *, out=None):
         x = input._data
+        if x.dtype.kind == "b":
+            raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
             if x.size == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
@@ -586,9 +631,9 @@ def _var_args(name, dim, unbiased, keepdim, correction):
     return dim, keepdim, correction
 
 
-def _var_forward(name, x, dims, correction, keepdim):
+def _var_forward(name, x, dims, correction, keepdim, opname=None):
     if x.dtype.kind not in "fc":
-        raise RuntimeError("std and var only support floating point and complex dtypes")
+        raise RuntimeError(f"{opname or 'std and var'} only support floating point and complex dtypes")
     n = 1
     for d in dims:
         n *= x.shape[d]
@@ -597,7 +642,8 @@ def _var_forward(name, x, dims, correction, keepdim):
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                       "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
     with np.errstate(invalid="ignore", divide="ignore"):
-        m = x.mean(axis=dims, keepdims=True) if x.size else np.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
+        m = (np.add.reduce(x, axis=dims, keepdims=True) / n if x.dtype != np.float16 else
+             x.mean(axis=dims, keepdims=True)) if x.size else np.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
         dev = x - m
         v = (dev * dev).sum(axis=dims, keepdims=keepdim) / dof if dims else (dev * dev) / dof
     m = m if keepdim else m.reshape([s for i, s in enumerate(x.shape) if i not in dims])
@@ -683,7 +729,7 @@ def _var_mean_like(name, cls):
         dim, keepdim, c = _var_args(name, dim, unbiased, keepdim, correction)
         x = input._data
         dims = _dims_arg(dim, x.ndim)
-        v, m, n, dof = _var_forward(name.split("_")[0], x, dims, c, keepdim)
+        v, m, n, dof = _var_forward(name.split("_")[0], x, dims, c, keepdim, name)
         is_std = name == "std_mean"
         if is_std:
             v = arr(np.sqrt(v))
@@ -745,27 +791,31 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
 class LinalgVectorNormBackward0(OpNode):
     def backward(self, g):
         x, norm = self.saved_tensors
-        p, dims, keepdim = self.ord, self.dims, self.keepdim
-        g = _restore_dims(g, x.shape, dims, keepdim)
-        norm = _restore_dims(norm, x.shape, dims, keepdim)
-        if p == 0:
-            return x * 0 * g
-        if p == 1:
-            return x.sgn() * g
-        if p == 2:
-            return x * _masked_div(g, norm)
-        if math.isinf(p):
-            ax = x.abs()
-            mask = (ax._data == norm._data) | np.isnan(ax._data)
-            count = mask.sum(axis=dims, keepdims=dims is not None)
-            return x.sgn() * (g * _const((mask / np.maximum(count, 1)).astype(x._data.dtype)))
-        if p < 1:
-            from .index import where
-            scaled = x.sgn() * where(_const(x._data == 0), x * 0, x.abs() ** (p - 1))
-            return scaled * g * norm ** (1 - p)
-        if p < 2:
-            return x.sgn() * x.abs() ** (p - 1) * _masked_div(g, norm ** (p - 1))
-        return x * x.abs() ** (p - 2) * _masked_div(g, norm ** (p - 1))
+        return _vector_norm_grad(x, norm, g, self.ord, self.dims, self.keepdim)
+
+
+def _vector_norm_grad(x, norm, g, p, dims, keepdim):
+    """PyTorch's linalg_vector_norm_backward, with tensor ops."""
+    g = _restore_dims(g, x.shape, dims, keepdim)
+    norm = _restore_dims(norm, x.shape, dims, keepdim)
+    if p == 0:
+        return x * 0 * g
+    if p == 1:
+        return x.sgn() * g
+    if p == 2:
+        return x * _masked_div(g, norm)
+    if math.isinf(p):
+        ax = x.abs()
+        mask = (ax._data == norm._data) | np.isnan(ax._data)
+        count = mask.sum(axis=dims, keepdims=True) if dims else mask.sum()
+        return x.sgn() * (g * _const((mask / np.maximum(count, 1)).astype(x._data.dtype)))
+    if p < 1:
+        from .index import where
+        scaled = x.sgn() * where(_const(x._data == 0), x * 0, x.abs() ** (p - 1))
+        return scaled * g * norm ** (1 - p)
+    if p < 2:
+        return x.sgn() * x.abs() ** (p - 1) * _masked_div(g, norm ** (p - 1))
+    return x * x.abs() ** (p - 2) * _masked_div(g, norm ** (p - 1))
 
 
 def _masked_div(g, d):
@@ -897,6 +947,223 @@ def cumprod(input, dim, *, dtype=None, out=None):
     return res if out is None else write_out(out, res, "cumprod")
 
 
+class LogcumsumexpBackward0(OpNode):
+    def backward(self, g):
+        x, out = self.saved_tensors
+        d = self.dim
+        if x.ndim == 0:
+            return g
+        # Stable in log space, the positive and negative parts of g apart (as PyTorch does).
+        from .index import where
+        lowest = np.finfo(g._data.dtype).min
+        absg = g.abs()
+        pos, neg = g._data > 0, g._data < 0
+        with np.errstate(divide="ignore"):
+            logabs = absg.log()
+        lp = where(_const(pos), logabs, lowest)
+        ln = where(_const(neg), logabs, lowest)
+        rev = lambda t: logcumsumexp(t.flip(d), d).flip(d)  # noqa: E731
+        return (rev(lp - out) + x).exp() - (rev(ln - out) + x).exp()
+
+
+def logcumsumexp(input, dim, *, out=None):
+    """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
+    x = _float_input(input._data)
+    d = wrap_dim(_int(dim), x.ndim)
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = np.logaddexp.accumulate(x, axis=d) if x.ndim and x.size else x.copy()
+    node = node_for(LogcumsumexpBackward0, (input,))
+    res = finish(node, arr(np.asarray(r, x.dtype)))
+    if node is not None:
+        node.dim = d
+        save(node, input)
+        save_output(node, res)
+    return res if out is None else write_out(out, res, "logcumsumexp")
+
+
+class CummaxBackward0(OpNode):
+    def backward(self, g):
+        if g.ndim == 0:
+            return g
+        return _scatter_along(g, self.index, self.dim, self.shape)
+
+
+CumminBackward0 = type("CumminBackward0", (CummaxBackward0,), {})
+
+
+def _cum_extreme(name, ufunc, cls):
+    def op(input, dim, *, out=None):
+        x = input._data
+        d = wrap_dim(_int(dim), x.ndim)
+        if x.ndim == 0 or x.size == 0:
+            vals, idx = x.copy(), np.zeros(x.shape, np.int64)
+        else:
+            with np.errstate(invalid="ignore"):
+                vals = ufunc.accumulate(x, axis=d)
+                pos = np.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
+                hit = x == vals
+                if x.dtype.kind in "fc":
+                    nan = np.isnan(x)
+                    seen = np.logical_or.accumulate(nan, axis=d)
+                    first = nan & ~np.concatenate([np.zeros_like(seen.take([0], axis=d)),
+                                                   seen.take(range(x.shape[d] - 1), axis=d)], axis=d)
+                    hit = np.where(seen, first, hit)
+                idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d).astype(np.int64)
+        node = node_for(cls, (input,))
+        if node is not None:
+            node.dim, node.index, node.shape = d, idx, x.shape
+        res = getattr(return_types, name)(finish(node, arr(vals)), finish(None, arr(idx)))
+        if out is not None:
+            write_out(out[0], res[0], name)
+            write_out(out[1], res[1], name)
+            return getattr(return_types, name)(out[0], out[1])
+        return res
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Running {name[3:]}imum along ``dim``: (values, indices)."
+    return op
+
+
+cummax = _cum_extreme("cummax", np.maximum, CummaxBackward0)
+cummin = _cum_extreme("cummin", np.minimum, CumminBackward0)
+
+
+class DistBackward0(OpNode):
+    def backward(self, g):
+        a, b, norm = self.saved_tensors
+        gx = _vector_norm_grad(a - b, norm, g, self.p, (), False)
+        nf = self.next_functions
+        return (gx if nf[0][0] is not None else None, -gx if nf[1][0] is not None else None)
+
+
+def dist(input, other, p=2):
+    """The ``p``-norm of ``input - other``."""
+    from .arithmetic import sub
+    with_grad = node_for(DistBackward0, (input, other))
+    from ..autograd import grad_mode
+    with grad_mode.no_grad():
+        diff = sub(input, other)
+    pf = _float(p)
+    a = diff._data
+    if a.dtype.kind not in "fc":
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {_dtype_word(a.dtype)}")
+    res = finish(with_grad, arr(_vector_norm_np(a, pf, None, False)))
+    if with_grad is not None:
+        with_grad.p = pf
+        save(with_grad, input, other)
+        save_output(with_grad, res)
+    return res
+
+
+# *** sort / topk / kthvalue ***
+
+def _sort_idx(x, d, descending):
+    """Stable sorting indices along ``d``; NaN sorts as the largest value, as in PyTorch."""
+    if not descending:
+        return np.argsort(x, axis=d, kind="stable")
+    n = x.shape[d]
+    return (n - 1) - np.flip(np.argsort(np.flip(x, d), axis=d, kind="stable"), d)
+
+
+class SortBackward0(OpNode):
+    def backward(self, g):
+        if g.ndim == 0:
+            return g
+        return _scatter_along(g, self.index, self.dim, self.shape)
+
+
+SortBackward1 = type("SortBackward1", (SortBackward0,), {})
+TopkBackward0 = type("TopkBackward0", (SortBackward0,), {})
+
+
+def _selected(name, cls, input, idx, d, extra=None):
+    x = input._data
+    vals = np.take_along_axis(x, idx, axis=d) if x.ndim else x.copy()
+    node = node_for(cls, (input,))
+    if node is not None:
+        node.index, node.dim, node.shape = idx, d, x.shape
+        if extra:
+            node.__dict__.update(extra)
+    return getattr(return_types, name)(finish(node, arr(vals)), finish(None, arr(idx.astype(np.int64, copy=False))))
+
+
+def sort(input, dim=-1, descending=False, stable=None, *, out=None):
+    """(values, indices) sorted along ``dim``; equal values keep their order."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    idx = _sort_idx(x, d, descending) if x.ndim else np.zeros((), np.int64)
+    res = _selected("sort", SortBackward0 if stable is None else SortBackward1, input, idx, d)
+    if out is not None:
+        write_out(out[0], res[0], "sort")
+        write_out(out[1], res[1], "sort")
+        return return_types.sort(out[0], out[1])
+    return res
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    """Indices that sort ``input`` along ``dim``; no gradient."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    idx = _sort_idx(x, d, descending) if x.ndim else np.zeros((), np.int64)
+    return finish(None, arr(idx.astype(np.int64, copy=False)))
+
+
+def msort(input):
+    """``sort`` along dimension 0, values only."""
+    return sort(input, 0)[0]
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    """The ``k`` largest (or smallest) elements along ``dim``, with their indices."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    n = x.shape[d] if x.ndim else 1
+    k = _int(k)
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    if x.ndim == 0:
+        idx = np.zeros((), np.int64)
+    else:
+        idx = np.take(_sort_idx(x, d, largest), np.arange(k), axis=d)
+    res = _selected("topk", TopkBackward0, input, idx, d)
+    if out is not None:
+        write_out(out[0], res[0], "topk")
+        write_out(out[1], res[1], "topk")
+        return return_types.topk(out[0], out[1])
+    return res
+
+
+KthvalueBackward0 = type("KthvalueBackward0", (MaxBackward0,), {})
+
+
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    """The ``k``-th smallest element along ``dim`` (1-based), with its index."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    n = x.shape[d] if x.ndim else 1
+    k = _int(k)
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if x.ndim == 0:
+        idx = np.zeros((), np.int64)
+        vals = x.copy()
+    else:
+        idx = np.take(_sort_idx(x, d, False), [k - 1], axis=d)
+        vals = np.take_along_axis(x, idx, axis=d)
+    node = node_for(KthvalueBackward0, (input,))
+    if node is not None:
+        node.dim, node.keepdim, node.shape, node.index = d, keepdim, x.shape, idx
+    if x.ndim and not keepdim:
+        vals, idx = np.squeeze(vals, d), np.squeeze(idx, d)
+    res = return_types.kthvalue(finish(node, arr(vals)), finish(None, arr(idx.astype(np.int64))))
+    if out is not None:
+        write_out(out[0], res[0], "kthvalue")
+        write_out(out[1], res[1], "kthvalue")
+        return return_types.kthvalue(out[0], out[1])
+    return res
+
+
 # *** median ***
 
 class MedianBackward0(OpNode):
@@ -923,6 +1190,8 @@ def _lower_median_idx(x, d):
 def median(input, dim=None, keepdim=False, *, out=None):
     """The lower median of all elements; with ``dim``, (values, indices) along it."""
     x = input._data
+    if x.dtype.kind == "b":
+        raise NotImplementedError(f"\"{'median_cpu' if dim is None else 'median_out'}\" not implemented for 'Bool'")
     if dim is None:
         if x.size == 0:
             r = np.array(np.nan, x.dtype)
@@ -954,23 +1223,6 @@ def median(input, dim=None, keepdim=False, *, out=None):
         node.dim, node.keepdim, node.shape = d, keepdim, x.shape
         node.index = idx if x.ndim else np.zeros((), np.int64)
     return return_types.median(finish(node, vi.copy()), finish(None, ii.copy()))
-
-
-# MaxBackward0 on 0-d inputs: the "scatter" is the identity.
-def _max0_apply(self, grads):
-    g = grads[0]
-    if not len(self.shape):
-        return g
-    if not self.keepdim:
-        g = g.unsqueeze(self.dim)
-    return _scatter_along(g, self.index, self.dim, self.shape)
-
-
-MaxBackward0._apply = _max0_apply
-
-
-def _max_method(self, dim=None, keepdim=False, *, out=None):
-    return max(self, dim, keepdim, out=out)
 
 
 TENSOR_METHODS = {n: globals()[n] for n in __all__}

@@ -25,13 +25,47 @@ def _scatter_axis(a, idx, n, axis):
     out = np.zeros(shape, a.dtype)
     if idx.size == 0 or a.size == 0:
         return out
-    order = np.argsort(idx, kind="stable")
-    si = idx[order]
-    starts = np.flatnonzero(np.concatenate(([True], si[1:] != si[:-1])))
-    red = np.add.reduceat(np.take(a, order, axis=axis), starts, axis=axis)
     sl = [slice(None)] * a.ndim
+    m = idx.size
+    if m % n == 0 and np.array_equal(idx, np.arange(m) // (m // n)):
+        # integer nearest upsampling: each slot is the sum of a run of equal length
+        r = a.reshape(a.shape[:axis] + (n, m // n) + a.shape[axis + 1:]).sum(axis=axis + 1)
+        return r.astype(a.dtype, copy=False)
+    # the longest stretch copied with a constant offset (the interior of a padding) as a slice
+    k = idx - np.arange(m)
+    kk = np.bincount(k - k.min()).argmax() + k.min()
+    run = np.flatnonzero(k == kk)
+    if 2 * run.size >= m and run[-1] - run[0] + 1 == run.size:
+        p0, p1 = int(run[0]), int(run[-1]) + 1
+        sl[axis] = slice(p0 + kk, p1 + kk)
+        src = [slice(None)] * a.ndim
+        src[axis] = slice(p0, p1)
+        out[tuple(sl)] = a[tuple(src)]
+        rest = np.concatenate([np.arange(p0), np.arange(p1, m)]).astype(np.int64)
+        if rest.size:
+            out += _scatter_axis(np.take(a, rest, axis=axis), idx[rest], n, axis)
+        return out
+    counts = np.bincount(idx, minlength=n)
+    if counts.max() <= 4:
+        # few sources per slot (padding, upsampling): a few rounds of scatters with unique targets
+        remaining = np.arange(idx.size)
+        while remaining.size:
+            _, first = np.unique(idx[remaining], return_index=True)
+            pick = remaining[first]
+            sl[axis] = idx[pick]
+            out[tuple(sl)] += np.take(a, pick, axis=axis)
+            keep = np.ones(remaining.size, bool)
+            keep[first] = False
+            remaining = remaining[keep]
+        return out
+    if np.all(idx[1:] >= idx[:-1]):
+        si, src = idx, a
+    else:  # many sources per slot (embedding rows): sorted segment sums
+        order = np.argsort(idx, kind="stable")
+        si, src = idx[order], np.take(a, order, axis=axis)
+    starts = np.flatnonzero(np.concatenate(([True], si[1:] != si[:-1])))
     sl[axis] = si[starts]
-    out[tuple(sl)] = red
+    out[tuple(sl)] = np.add.reduceat(src, starts, axis=axis)
     return out
 
 
@@ -41,9 +75,31 @@ def _wshape(w, axis, ndim):
     return w.reshape(s)
 
 
+def _dense(n_in, n_out, terms, dtype):
+    """The map of one axis as a dense (n_out, n_in) matrix."""
+    M = np.zeros((n_out, n_in), dtype)
+    rows = np.arange(n_out)
+    for idx, w in terms:
+        M[rows, idx] += 1 if w is None else w.astype(dtype)  # (row, idx) pairs are unique within a term
+    return M
+
+
+def _apply_dense(a, M, axis):
+    if axis == a.ndim - 1:
+        return np.matmul(a, M.T)
+    if axis == a.ndim - 2:
+        return np.matmul(M, a)
+    return np.moveaxis(np.tensordot(M, a, axes=([1], [axis])), 0, axis)
+
+
 def _gather(a, maps, adjoint):
     """Apply each axis map (axis, n_in, n_out, [(idx, weight or None), ...]) to ``a``."""
     for axis, n_in, n_out, terms in (reversed(maps) if adjoint else maps):
+        if any(w is not None for _, w in terms) and n_in * n_out <= 1 << 16:
+            # weighted (interpolating) maps: one small GEMM per axis
+            M = _dense(n_in, n_out, terms, a.dtype)
+            a = _apply_dense(a, M.T if adjoint else M, axis)
+            continue
         out = None
         for idx, w in terms:
             if adjoint:
@@ -490,7 +546,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"{oh} * {ow} = {oh * ow}, but got input.size({nd - 1})={x.shape[-1]}.")
     if x.shape[-2] % kk:
         raise RuntimeError(f"Expected size of input's dimension {nd - 2} to be divisible by the product of "
-                           f"kernel_size, but got input.size({nd - 2})={x.shape[-2]} and kernel_size=({ks[0]}, {ks[1]}).")
+                           f"kernel_size, but got input.size({nd - 2})={x.shape[-2]} and "
+                           f"kernel_size=({ks[0]}, {ks[1]}).")
     return _col2im(x, osz, ks, dil, pad, st)
 
 

@@ -12,10 +12,11 @@ from .. import _dtype as D
 
 __all__ = ["reshape", "expand", "broadcast_to", "flatten", "unflatten", "ravel", "squeeze", "unsqueeze",
            "transpose", "swapaxes", "swapdims", "permute", "t", "movedim", "moveaxis",
-           "tile", "flip", "fliplr", "flipud", "roll", "cat", "concat", "concatenate", "stack", "hstack",
+           "tile", "repeat_interleave", "flip", "fliplr", "flipud", "roll", "cat", "concat", "concatenate", "stack", "hstack",
            "vstack", "row_stack", "dstack", "column_stack", "split", "chunk", "unbind", "narrow", "select",
            "tensor_split", "hsplit", "vsplit", "dsplit", "diagonal", "diag", "diag_embed", "triu", "tril",
-           "atleast_1d", "atleast_2d", "atleast_3d", "adjoint"]
+           "atleast_1d", "atleast_2d", "atleast_3d", "adjoint", "broadcast_shapes", "broadcast_tensors",
+           "meshgrid", "rot90"]
 
 _int = builtins.int
 
@@ -350,7 +351,11 @@ def _T(self):
 
 def _mT(self):
     nd = self._data.ndim
-    if nd < 2:
+    if nd == 0:
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+                      UserWarning, stacklevel=2)
+        return self
+    if nd == 1:
         raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {nd}-D tensor.")
     return transpose(self, -2, -1)
 
@@ -367,6 +372,9 @@ def movedim(input, source, destination):
     """Move dimensions ``source`` to positions ``destination`` (a permute view)."""
     x = input._data
     nd = x.ndim
+    if nd == 0:
+        wrap_dim(_int(source) if isinstance(source, _int) else 0, 0)
+        return permute(input, ())
     src = (source,) if isinstance(source, _int) else tuple(source)
     dst = (destination,) if isinstance(destination, _int) else tuple(destination)
     if len(src) != len(dst):
@@ -430,6 +438,41 @@ def tile(input, dims):
     return repeat(input, dims)
 
 
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element ``repeats`` times along ``dim`` (flattened when ``dim`` is None)."""
+    if repeats is None:  # repeat_interleave(repeats): indices repeated by the counts
+        r = input._data
+        if r.ndim > 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        return finish(None, np.repeat(np.arange(r.size, dtype=np.int64), r))
+    if dim is None:
+        input, d = flatten(input), 0
+    else:
+        d = wrap_dim(_int(dim), input._data.ndim)
+    x = input._data
+    if x.ndim == 0:
+        input, x = _reshape(input, (1,)), x.reshape(1)
+    n = x.shape[d]
+    if isinstance(repeats, Tensor):
+        reps = repeats._data.reshape(-1)
+        if reps.size == 1:
+            reps = np.broadcast_to(reps, (n,))
+        if reps.size != n:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                               f"{reps.size} and input.size({d}) = {n}")
+        if np.any(reps < 0):
+            raise RuntimeError("repeats can not be negative")
+        from .index_ops import index_select
+        return index_select(input, d, finish(None, np.repeat(np.arange(n, dtype=np.int64), reps)))
+    k = _int(repeats)
+    if k < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    u = unsqueeze(input, d + 1)
+    shape = list(u._data.shape)
+    shape[d + 1] = k
+    return view(expand(u, shape).contiguous(), x.shape[:d] + (n * k,) + x.shape[d + 1:])
+
+
 class FlipBackward0(OpNode):
     def backward(self, g):
         return g.flip(self.dims)
@@ -442,7 +485,7 @@ def flip(input, *dims):
     x = input._data
     dims = norm_dims(tuple(dims), x.ndim)
     r = x[tuple(slice(None, None, -1) if i in dims else slice(None) for i in range(x.ndim))].copy() \
-        if dims else x.copy()
+        if dims and x.ndim else x.copy()
     node = node_for(FlipBackward0, (input,))
     if node is not None:
         node.dims = dims
@@ -645,7 +688,7 @@ def _split_views(input, sizes, d, cls):
     if node is not None:
         node.dim = d
     outs = finish_multi(node, datas)
-    return tuple(view_of(input, o) for o in outs)
+    return tuple(view_of(input, o, lambda b, a=a, n=n: _slice(b, d, a, a + n)) for o, a, n in zip(outs, offs, sizes))
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -703,8 +746,8 @@ def unbind(input, dim=0):
     node = node_for(UnbindBackward0, (input,))
     if node is not None:
         node.dim = d
-    datas = [x[(slice(None),) * d + (i,)] for i in range(x.shape[d])]
-    return tuple(view_of(input, o) for o in finish_multi(node, datas))
+    datas = [x[(slice(None),) * d + (i, Ellipsis)] for i in range(x.shape[d])]
+    return tuple(view_of(input, o, lambda b, i=i: select(b, d, i)) for i, o in enumerate(finish_multi(node, datas)))
 
 
 # *** narrow / select / tensor_split ***
@@ -970,6 +1013,184 @@ triu = _tri("triu", np.triu, TriuBackward0)
 tril = _tri("tril", np.tril, TrilBackward0)
 
 
+# *** broadcasting helpers, meshgrid, unfold, rot90 ***
+
+def broadcast_shapes(*shapes):
+    """The shape all ``shapes`` broadcast to."""
+    shapes = [(s,) if isinstance(s, _int) else tuple(s) for s in shapes]
+    n = builtins.max([len(s) for s in shapes], default=0)
+    out = [1] * n
+    for k, s in enumerate(shapes):
+        for i, d in enumerate(s):
+            j = n - len(s) + i
+            if d < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {d}: {_shp(s)}")
+            if d != 1 and out[j] != 1 and d != out[j]:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {d} at {i - len(s)}! Mismatching "
+                                   f"argument at index {k} had {s}; but expected shape should be broadcastable to "
+                                   f"{_shp(out)}")
+            if d != 1:
+                out[j] = d
+    return Size(out)
+
+
+def broadcast_tensors(*tensors):
+    """Views of ``tensors`` expanded to their common shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    shape = ()
+    for t in tensors:
+        s = t._data.shape
+        n = builtins.max(len(shape), len(s))
+        a, b = (1,) * (n - len(shape)) + tuple(shape), (1,) * (n - len(s)) + s
+        for i, (p, q) in enumerate(zip(a, b)):
+            if p != q and p != 1 and q != 1:
+                raise RuntimeError(f"The size of tensor a ({p}) must match the size of tensor b ({q}) at "
+                                   f"non-singleton dimension {i}")
+        shape = tuple(q if p == 1 else p for p, q in zip(a, b))
+    return tuple(t if t._data.shape == shape else expand(t, shape) for t in tensors)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-D tensors ('ij' indexing by default, or 'xy')."""
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    for t in tensors:
+        if t._data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
+    ts = list(tensors)
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t._data.size for t in ts)
+    n = len(ts)
+    outs = [expand(_reshape(t, tuple(-1 if i == k else 1 for i in range(n))), shape) for k, t in enumerate(ts)]
+    if swap:
+        outs[0], outs[1] = outs[1], outs[0]
+    return tuple(outs)
+
+
+class UnfoldBackward0(OpNode):
+    def backward(self, g):
+        return _unfold_backward(g, self.shape, self.dim, self.size, self.step)
+
+
+class UnfoldBackwardBackward0(OpNode):
+    def backward(self, g):
+        return unfold(g, self.dim, self.size, self.step)
+
+
+def _unfold_backward(g, shape, d, size, step):
+    """Windows of ``g`` summed back into a tensor of ``shape`` (differentiable in ``g``)."""
+    x = g._data
+    z = xp_of(g).zeros(shape, x.dtype)
+    n = x.shape[d] if len(shape) else 1
+    gm = x.reshape(1, size) if not len(shape) else np.moveaxis(x, -1, d + 1)  # window index right after d
+    for j in range(size):
+        if not len(shape):
+            z[...] += gm[0, j]
+            continue
+        sl = (slice(None),) * d + (slice(j, j + step * (n - 1) + 1, step),)
+        z[sl] += gm[(slice(None),) * (d + 1) + (j,)]
+    node = node_for(UnfoldBackwardBackward0, (g,))
+    if node is not None:
+        node.dim, node.size, node.step = d, size, step
+    return finish(node, z)
+
+
+def unfold(input, dimension, size, step):
+    """A view of all windows of ``size`` along ``dimension``, ``step`` apart (windows last)."""
+    x = input._data
+    d = wrap_dim(_int(dimension), x.ndim)
+    size, step = _int(size), _int(step)
+    length = x.shape[d] if x.ndim else 1
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if x.ndim == 0:
+        r = x.reshape(1)
+    else:
+        n = (length - size) // step + 1
+        st = x.strides[d]
+        shape = x.shape[:d] + (n,) + x.shape[d + 1:] + (size,)
+        strides = x.strides[:d] + (st * step,) + x.strides[d + 1:] + (st,)
+        r = np.lib.stride_tricks.as_strided(x, shape, strides, writeable=x.flags.writeable)
+    node = node_for(UnfoldBackward0, (input,))
+    if node is not None:
+        node.shape, node.dim, node.size, node.step = x.shape, d, size, step
+    return view_of(input, finish(node, r), lambda b: unfold(b, d, size, step))
+
+
+class Rot90Backward0(OpNode):
+    def backward(self, g):
+        return rot90(g, -self.k, self.dims)
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims`` (from the first toward the second)."""
+    x = input._data
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if x.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {x.ndim}")
+    d0, d1 = wrap_dim(_int(dims[0]), x.ndim), wrap_dim(_int(dims[1]), x.ndim)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    k = _int(k)
+    r = np.ascontiguousarray(np.rot90(x, k, (d0, d1)))
+    node = node_for(Rot90Backward0, (input,))
+    if node is not None:
+        node.k, node.dims = k, (d0, d1)
+    return finish(node, r)
+
+
+# *** in-place shape changes (squeeze_, unsqueeze_, t_, transpose_): the tensor becomes the view ***
+
+SqueezeBackward3 = type("SqueezeBackward3", (SqueezeBackward0,), {})
+SqueezeBackward4 = type("SqueezeBackward4", (SqueezeBackward0,), {})
+SqueezeBackward5 = type("SqueezeBackward5", (SqueezeBackward0,), {})
+UnsqueezeBackward1 = type("UnsqueezeBackward1", (SqueezeBackward0,), {})
+TBackward1 = type("TBackward1", (TBackward0,), {})
+TransposeBackward1 = type("TransposeBackward1", (TransposeBackward0,), {})
+_INPLACE_NODES = {SqueezeBackward0: SqueezeBackward3, SqueezeBackward1: SqueezeBackward4,
+                  SqueezeBackward2: SqueezeBackward5, UnsqueezeBackward0: UnsqueezeBackward1,
+                  TBackward0: TBackward1, TransposeBackward0: TransposeBackward1}
+
+
+def _metadata_inplace(fn, name):
+    def method(self, *args, **kwargs):
+        from ._base import check_inplace
+        check_inplace(self)
+        r = fn(self, *args, **kwargs)
+        node = r._grad_fn
+        if node is not None:
+            node.__class__ = _INPLACE_NODES[type(node)]
+            self._grad_fn, self._output_nr = node, 0
+        self._data = r._data
+        if self._base is not None and getattr(r, "_view_fn", None) is not None:
+            self._view_fn = r._view_fn
+        self._bump_version()
+        return self
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In-place ``{fn.__name__}``: this tensor takes the new shape."
+    return method
+
+
+INPLACE_IMPL = {n: _metadata_inplace(f, n) for n, f in (
+    ("squeeze_", squeeze), ("unsqueeze_", unsqueeze), ("t_", t), ("transpose_", transpose),
+    ("swapaxes_", transpose), ("swapdims_", transpose))}
+
+
 def _repeat_method(self, *sizes):
     return repeat(self, *sizes)
 
@@ -981,11 +1202,13 @@ def _flip_method(self, *dims):
 TENSOR_METHODS = {n: globals()[n] for n in __all__ if n not in ("cat", "concat", "concatenate", "stack",
                                                                 "hstack", "vstack", "row_stack", "dstack",
                                                                 "column_stack", "atleast_1d", "atleast_2d",
-                                                                "atleast_3d")}
+                                                                "atleast_3d", "broadcast_shapes",
+                                                                "broadcast_tensors", "meshgrid")}
 TENSOR_METHODS.update({
-    "view": view, "repeat": repeat, "split_with_sizes": split_with_sizes,
+    "view": view, "repeat": repeat, "split_with_sizes": split_with_sizes, "unfold": unfold,
     "expand_as": lambda self, other: expand(self, other.shape),
     "view_as": lambda self, other: view(self, other.shape),
     "reshape_as": lambda self, other: reshape(self, other.shape),
-    "T": property(_T), "mT": property(_mT), "mH": property(_mT), "H": property(_T)})
-INPLACE = {"triu_": triu, "tril_": tril}
+    "T": property(_T), "mT": property(_mT), "mH": property(_mT)})
+INPLACE = {"triu_": triu, "tril_": tril, "squeeze_": squeeze, "unsqueeze_": unsqueeze, "t_": t,
+           "transpose_": transpose, "swapaxes_": transpose, "swapdims_": transpose}

@@ -10,7 +10,10 @@ from .nadam import NAdam  # noqa: F401
 from .radam import RAdam  # noqa: F401
 from .adadelta import Adadelta  # noqa: F401
 from .lbfgs import LBFGS  # noqa: F401
+from .rprop import Rprop  # noqa: F401
+from .asgd import ASGD  # noqa: F401
+from .adafactor import Adafactor  # noqa: F401
 from . import lr_scheduler  # noqa: F401
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adamax", "NAdam", "RAdam", "Adadelta",
-           "LBFGS", "lr_scheduler"]
+           "LBFGS", "Rprop", "ASGD", "Adafactor", "lr_scheduler"]

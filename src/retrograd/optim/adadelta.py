@@ -1,8 +1,6 @@
 """Adadelta: unit-corrected steps from running averages of squared gradients and updates."""
-import numpy as np
-
 from .._tensor import Tensor
-from .optimizer import Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcmul, fma_scalar
+from .optimizer import Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcmul, fma_scalar
 
 __all__ = ["Adadelta"]
 
@@ -52,16 +50,16 @@ class Adadelta(Optimizer):
                     state["square_avg"] = _zeros_like(p)
                     state["acc_delta"] = _zeros_like(p)
                 state["step"]._data += 1
-                d = p._data
+                d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 if wd != 0:
                     g = fma_scalar(d, wd, g)
-                sq = state["square_avg"]._data
-                acc = state["acc_delta"]._data
+                sq = _real(state["square_avg"]._data)
+                acc = _real(state["acc_delta"]._data)
                 sq *= rho
                 addcmul(sq, g, g, 1 - rho, out=sq)
-                std = np.sqrt(sq + eps)
-                delta = np.sqrt(acc + eps)
+                std = _sqrt(sq + eps)
+                delta = _sqrt(acc + eps)
                 delta /= std
                 delta *= g
                 acc *= rho

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _restore_steps, _scalar, _step_tensor, addcdiv, addcmul, fma_scalar
+from .optimizer import Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, addcdiv, addcmul, fma_scalar
 
 __all__ = ["Adagrad"]
 
@@ -34,6 +34,8 @@ class Adagrad(Optimizer):
                 state = self.state[p]
                 state["step"] = _step_tensor()
                 init = group["initial_accumulator_value"]
+                if p.is_complex():
+                    init = complex(init, init)
                 state["sum"] = Tensor._make(np.full_like(p._data, init))
 
     def __setstate__(self, state):
@@ -63,14 +65,14 @@ class Adagrad(Optimizer):
                 step_t = state["step"]
                 step_t._data += 1
                 step = float(step_t._data)
-                d = p._data
+                d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 if wd != 0:
                     g = fma_scalar(d, wd, g)
                 clr = lr / (1 + (step - 1) * lr_decay)
-                s = state["sum"]._data
+                s = _real(state["sum"]._data)
                 addcmul(s, g, g, 1, out=s)
-                std = np.sqrt(s)
+                std = _sqrt(s)
                 std += eps
                 addcdiv(d, g, std, -clr, out=d)
                 p._bump_version()

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, addcmul,
+from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcdiv, addcmul,
                         fma_scalar, lerp_scalar)
 
 __all__ = ["Adam"]
@@ -27,8 +27,8 @@ def _adam_moments(state, d, g, beta1, beta2):
     """Advance the step count and the two moving averages; returns the step as a float."""
     step_t = state["step"]
     step_t._data += 1
-    exp_avg = state["exp_avg"]._data
-    exp_avg_sq = state["exp_avg_sq"]._data
+    exp_avg = _real(state["exp_avg"]._data)
+    exp_avg_sq = _real(state["exp_avg_sq"]._data)
     lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
     exp_avg_sq *= beta2
     addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
@@ -94,7 +94,7 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = _zeros_like(p)
                     if amsgrad:
                         state["max_exp_avg_sq"] = _zeros_like(p)
-                d = p._data
+                d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 g = _weight_decay(d, g, lr, wd, decoupled)
                 step = _adam_moments(state, d, g, beta1, beta2)
@@ -102,13 +102,13 @@ class Adam(Optimizer):
                 bias_correction2 = 1 - beta2 ** step
                 step_size = lr / bias_correction1
                 bias_correction2_sqrt = bias_correction2 ** 0.5
-                v = state["exp_avg_sq"]._data
+                v = _real(state["exp_avg_sq"]._data)
                 if amsgrad:
-                    m = state["max_exp_avg_sq"]._data
+                    m = _real(state["max_exp_avg_sq"]._data)
                     np.maximum(m, v, out=m)
                     v = m
-                denom = np.sqrt(v) / bias_correction2_sqrt
+                denom = _sqrt(v) / bias_correction2_sqrt
                 denom += eps
-                addcdiv(d, state["exp_avg"]._data, denom, -step_size, out=d)
+                addcdiv(d, _real(state["exp_avg"]._data), denom, -step_size, out=d)
                 p._bump_version()
         return loss

@@ -1,9 +1,8 @@
 """Adamax: Adam with the infinity norm in place of the second moment."""
 import numpy as np
 
-from .._tensor import Tensor
 from .adam import _check_adam_args
-from .optimizer import (Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, fma_scalar,
+from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, fma_scalar,
                         lerp_scalar)
 
 __all__ = ["Adamax"]
@@ -46,12 +45,12 @@ class Adamax(Optimizer):
                     state["exp_inf"] = _zeros_like(p)
                 step_t = state["step"]
                 step_t._data += 1
-                d = p._data
+                d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 if wd != 0:
                     g = fma_scalar(d, wd, g)
-                exp_avg = state["exp_avg"]._data
-                exp_inf = state["exp_inf"]._data
+                exp_avg = _real(state["exp_avg"]._data)
+                exp_inf = _real(state["exp_inf"]._data)
                 lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
                 exp_inf *= beta2
                 norm = np.abs(g)

@@ -7,7 +7,7 @@ as PyTorch's does. The state keeps PyTorch's keys, with tensors for its tensors.
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _scalar, fma_scalar
+from .optimizer import Optimizer, _real, _scalar, fma_scalar
 
 __all__ = ["LBFGS"]
 
@@ -157,23 +157,23 @@ class LBFGS(Optimizer):
 
     def _numel(self):
         if self._numel_cache is None:
-            self._numel_cache = sum(p.numel() for p in self._params)
+            self._numel_cache = sum(2 * p.numel() if p.is_complex() else p.numel() for p in self._params)
         return self._numel_cache
 
     def _gather_flat_grad(self):
         views = []
         for p in self._params:
             if p._grad is None:
-                views.append(np.zeros(p._data.size, dtype=p._data.dtype))
+                views.append(np.zeros(_real(p._data).size, dtype=_real(p._data).dtype))
             else:
-                views.append(p._grad._data.reshape(-1))
+                views.append(_real(p._grad._data).reshape(-1))
         return np.concatenate(views, 0)
 
     def _add_grad(self, step_size, update):
         offset = 0
         for p in self._params:
-            n = p._data.size
-            d = p._data
+            d = _real(p._data)
+            n = d.size
             fma_scalar(update[offset:offset + n].reshape(d.shape), step_size, d, out=d)
             p._bump_version()
             offset += n

@@ -11,8 +11,8 @@ import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
-from functools import partial, wraps
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial, wraps
 from typing import Any, Literal, SupportsFloat, TypedDict
 from weakref import ref
 
@@ -26,13 +26,6 @@ __all__ = ["LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR"
            "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR", "LRScheduler"]
 
 
-def _to_scalar(x):
-    """A 1-element tensor as a 0-d tensor; anything else unchanged."""
-    if isinstance(x, Tensor) and x.dim() != 0:
-        return x.reshape(())
-    return x
-
-
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being "
     "deprecated where possible. Please use `scheduler.step()` to step the "
@@ -44,6 +37,7 @@ EPOCH_DEPRECATION_WARNING = (
 
 
 def _format_param(name: str, optimizer: Optimizer, param):
+    """One value per parameter group (a list must have one per group already)."""
 
     def _copy(_param):
         return _param.clone() if isinstance(_param, Tensor) else _param
@@ -61,6 +55,7 @@ def _format_param(name: str, optimizer: Optimizer, param):
 
 
 def _param_groups_val_list(optimizer: Optimizer, key: str) -> list[Any]:
+    """group[key] of every group (tensors cloned)."""
     return [
         group[key].clone() if isinstance(group[key], Tensor) else group[key]
         for group in optimizer.param_groups
@@ -70,6 +65,7 @@ def _param_groups_val_list(optimizer: Optimizer, key: str) -> list[Any]:
 def _update_param_group_val(
     param_group: dict[str, Any], key: str, val: float | Tensor
 ) -> None:
+    """Set group[key]; a tensor-valued option is filled in place."""
     if isinstance(param_group[key], Tensor):
         param_group[key].fill_(val.item() if isinstance(val, Tensor) else val)
     else:

@@ -1,9 +1,7 @@
 """NAdam: Adam with Nesterov momentum (momentum_decay, decoupled weight decay)."""
-import numpy as np
-
 from .._tensor import Tensor
 from .adam import _check_adam_args
-from .optimizer import (Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, addcmul,
+from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcdiv, addcmul,
                         fma_scalar, lerp_scalar)
 
 __all__ = ["NAdam"]
@@ -59,7 +57,7 @@ class NAdam(Optimizer):
                 step_t._data += 1
                 step = float(step_t._data)
                 bias_correction2 = 1 - beta2 ** step
-                d = p._data
+                d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
@@ -70,12 +68,12 @@ class NAdam(Optimizer):
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
                 mu_product = state["mu_product"]._data
                 mu_product *= mu
-                exp_avg = state["exp_avg"]._data
-                exp_avg_sq = state["exp_avg_sq"]._data
+                exp_avg = _real(state["exp_avg"]._data)
+                exp_avg_sq = _real(state["exp_avg_sq"]._data)
                 lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
                 exp_avg_sq *= beta2
                 addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
-                denom = np.sqrt(exp_avg_sq / bias_correction2)
+                denom = _sqrt(exp_avg_sq / bias_correction2)
                 mu_product_v = float(mu_product)
                 mu_product_next = mu_product_v * mu_next
                 denom += eps

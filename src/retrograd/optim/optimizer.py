@@ -13,7 +13,6 @@ computing in float64 and rounding once, so that updates match PyTorch's to the b
 import functools
 import warnings
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable
 from copy import deepcopy
 from itertools import chain
 
@@ -112,10 +111,10 @@ def fma_scalar(x, s, y, out=None):
     """``y + s * x`` with one rounding (PyTorch's ``y.add(x, alpha=s)``); s is a Python number."""
     dt = y.dtype
     if s == 1 or s == -1:          # exact without a fused step
-        r = y + x if s == 1 else y - x
+        ufunc = np.add if s == 1 else np.subtract
         if out is None:
-            return _arr(r)
-        out[...] = r
+            return _arr(ufunc(y, x))
+        ufunc(y, x, out=out)
         return out
     if dt == _F32:
         t = x.astype(_F64)
@@ -184,6 +183,19 @@ def lerp_scalar(x, end, w, out):
     return out
 
 
+def _real(a):
+    """A complex array seen as (real, imag) float pairs (PyTorch's view_as_real); others as they are."""
+    if a.dtype.kind != "c":
+        return a
+    return a[..., None].view(a.real.dtype)
+
+
+def _sqrt(a):
+    """Elementwise square root: one name for every optimizer, so a test can swap in PyTorch's
+    own (MKL's, which is not correctly rounded) and check the rest of the arithmetic bit for bit."""
+    return np.sqrt(a)
+
+
 def _zeros_like(p):
     return Tensor._make(np.zeros_like(p._data))
 
@@ -211,6 +223,8 @@ def _cast_like(param, value):
         data = data.astype(pdata.dtype)
     if type(data) is not type(pdata):
         data = data.get() if type(pdata) is np.ndarray else _to_device_like(data, pdata)
+    if type(data) is np.ndarray and not data.flags.writeable:
+        data = data.copy()       # e.g. a checkpoint's buffer: the optimizer updates state in place
     if data is value._data:
         return value
     return Tensor._make(data)
@@ -231,12 +245,6 @@ class Optimizer:
         defaults: the options used when a parameter group does not give them.
     """
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        step = cls.__dict__.get("step")
-        if step is not None and not getattr(step, "hooked", False):
-            cls.step = _hooked_step(step)
-
     def __init__(self, params, defaults):
         self.defaults = defaults
         self._optimizer_step_pre_hooks = OrderedDict()
@@ -245,6 +253,7 @@ class Optimizer:
         self._optimizer_state_dict_post_hooks = OrderedDict()
         self._optimizer_load_state_dict_pre_hooks = OrderedDict()
         self._optimizer_load_state_dict_post_hooks = OrderedDict()
+        self._patch_step_function()
 
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or "
@@ -271,7 +280,15 @@ class Optimizer:
                      "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks"):
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
+        self._patch_step_function()
         self.defaults.setdefault("differentiable", False)
+
+    def _patch_step_function(self):
+        # As PyTorch does: the class's step gets the hooks (and no_grad) the first time an
+        # instance is made, so a subclass's own step is wrapped too.
+        cls = self.__class__
+        if not getattr(cls.step, "hooked", False):
+            cls.step = _hooked_step(cls.step)
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
@@ -368,7 +385,9 @@ class Optimizer:
         def cast(param, value, key=None):
             if isinstance(value, Tensor):
                 if key == "step":
-                    return value
+                    d = value._data
+                    writable = type(d) is not np.ndarray or d.flags.writeable
+                    return value if writable else Tensor._make(d.copy())
                 return _cast_like(param, value)
             if isinstance(value, dict):
                 return {k: cast(param, v, key=k) for k, v in value.items()}
@@ -473,8 +492,10 @@ class Optimizer:
 
     # --- used by the subclasses ---------------------------------------------------------
     @staticmethod
-    def _grad_array(p, maximize):
+    def _grad_array(p, maximize, real=True):
         g = p._grad._data
+        if real:
+            g = _real(g)
         return np.negative(g, out=np.empty_like(g)) if maximize else g
 
     @staticmethod

@@ -2,7 +2,8 @@
 import numpy as np
 
 from .adam import _check_adam_args
-from .optimizer import Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcmul, fma_scalar, lerp_scalar
+from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcmul,
+                        fma_scalar, lerp_scalar)
 
 __all__ = ["RAdam"]
 
@@ -48,15 +49,15 @@ class RAdam(Optimizer):
                 step_t = state["step"]
                 step_t._data += 1
                 step = float(step_t._data)
-                d = p._data
+                d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
                         d *= 1 - lr * wd
                     else:
                         g = fma_scalar(d, wd, g)
-                exp_avg = state["exp_avg"]._data
-                exp_avg_sq = state["exp_avg_sq"]._data
+                exp_avg = _real(state["exp_avg"]._data)
+                exp_avg_sq = _real(state["exp_avg_sq"]._data)
                 lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
                 exp_avg_sq *= beta2
                 addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
@@ -68,9 +69,12 @@ class RAdam(Optimizer):
                 update *= lr
                 if rho_t > 5.0:
                     rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                    root = np.sqrt(exp_avg_sq)
+                    root = _sqrt(exp_avg_sq)
                     root += eps
-                    update *= (bias_correction2 ** 0.5) / root
+                    # PyTorch divides a number by a tensor as reciprocal() * number.
+                    adaptive_lr = np.reciprocal(root)
+                    adaptive_lr *= bias_correction2 ** 0.5
+                    update *= adaptive_lr
                     update *= rect
                 d -= update
                 p._bump_version()

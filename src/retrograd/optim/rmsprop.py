@@ -1,8 +1,6 @@
 """RMSprop (centered, momentum, weight decay, maximize)."""
-import numpy as np
-
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, addcmul,
+from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcdiv, addcmul,
                         fma_scalar, lerp_scalar)
 
 __all__ = ["RMSprop"]
@@ -63,22 +61,22 @@ class RMSprop(Optimizer):
                     if centered:
                         state["grad_avg"] = _zeros_like(p)
                 state["step"]._data += 1
-                d = p._data
+                d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 if wd != 0:
                     g = fma_scalar(d, wd, g)
-                sq = state["square_avg"]._data
+                sq = _real(state["square_avg"]._data)
                 sq *= alpha
                 addcmul(sq, g, g, 1 - alpha, out=sq)
                 if centered:
-                    ga = state["grad_avg"]._data
+                    ga = _real(state["grad_avg"]._data)
                     lerp_scalar(ga, g, 1 - alpha, out=ga)
-                    avg = np.sqrt(addcmul(sq, ga, ga, -1))
+                    avg = _sqrt(addcmul(sq, ga, ga, -1))
                 else:
-                    avg = np.sqrt(sq)
+                    avg = _sqrt(sq)
                 avg += eps
                 if momentum > 0:
-                    buf = state["momentum_buffer"]._data
+                    buf = _real(state["momentum_buffer"]._data)
                     buf *= momentum
                     addcdiv(buf, g, avg, 1, out=buf)
                     fma_scalar(buf, -lr, d, out=d)

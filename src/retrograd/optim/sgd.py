@@ -47,8 +47,9 @@ class SGD(Optimizer):
             for p in group["params"]:
                 if p._grad is None:
                     continue
+                # PyTorch's SGD works on complex numbers as they are (no fused steps then).
                 d = p._data
-                g = self._grad_array(p, maximize)
+                g = self._grad_array(p, maximize, real=False)
                 if wd != 0:
                     g = fma_scalar(d, wd, g)
                 if momentum != 0:

@@ -19,11 +19,12 @@ import numpy as np
 from .._tensor import Tensor
 from .. import _dtype as D
 from ..autograd.graph import Node, AccumulateGrad, _RELEASED
+from ..autograd.tracing import node_name, creation_order, format_values
 
 __all__ = ["graph", "Graph", "GNode"]
 
-# Tensors up to this many elements show their values.
-SMALL = 16
+# Tensors up to this many elements show their values (and grad) in their box.
+BOX_VALUES = 4
 # Above this many nodes, the drawings (SVG, HTML) fold the graph by module.
 MAX_DRAWN = 1500
 
@@ -65,8 +66,14 @@ class GNode:
         if self.kind == "tensor":
             first = self.name if self.name else ("leaf" if self.role == "leaf" else
                                                   "output" if self.role == "output" else "")
-            second = f"{_shape_str(self.shape)} {self.dtype or ''}".strip()
-            return [first, second] if first else [second]
+            out = [first] if first else []
+            out.append(f"{_shape_str(self.shape)} {self.dtype or ''}".strip())
+            o = self.obj
+            if isinstance(o, Tensor) and o._data.size <= BOX_VALUES:
+                out.append("= " + format_values(o._data))
+                if o._grad is not None:
+                    out.append("grad " + format_values(o._grad._data))
+            return out
         if self.kind == "saved":
             return [self.label, _shape_str(self.shape)] if self.shape is not None else [self.label]
         if self.kind == "fold":
@@ -96,16 +103,16 @@ class GNode:
             if g is not None:
                 d["grad"] = _values(g._data)
             if o._grad_fn is not None:
-                d["grad_fn"] = o._grad_fn.name()
+                d["grad_fn"] = node_name(o._grad_fn)
         elif self.kind == "function" and isinstance(o, Node):
-            d["seq"] = o._seq
+            d["seq"] = o._sequence_nr()
             d["saved"] = _saved_info(o)
             src = source_line(o)
             if src:
                 d["source"] = src
             if isinstance(o, AccumulateGrad):
                 v = o.variable
-                if v._grad is not None:
+                if v is not None and v._grad is not None:
                     d["grad"] = _values(v._grad._data)
         elif self.kind == "saved":
             d.update(self.extra or {})
@@ -124,6 +131,7 @@ class Graph:
         self._fn_ids = {}      # id(autograd Node) -> node id
         self._t_ids = {}       # (id(Node), output_nr) -> tensor node id (leaves: (AccumulateGrad, 0))
         self._keep = []        # the autograd nodes, so their ids stay valid
+        self.group_kinds = {}  # module path -> the module's class name
 
     # --- building --------------------------------------------------------------------
     def _add(self, kind, label, **kw):
@@ -194,7 +202,10 @@ class Graph:
 
     def to_json(self):
         import json
-        return json.dumps(self.to_dict(), indent=1)
+        # Indented for reading when small; compact (and C-encoded, far faster) when large.
+        if len(self.nodes) <= 2000:
+            return json.dumps(self.to_dict(), indent=1)
+        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     def to_dict(self):
         return {
@@ -259,14 +270,7 @@ def _dtype_str(npdt):
 
 def _values(a):
     """Values of a small array as text; a summary for a large one."""
-    a = np.asarray(a)
-    if a.size <= SMALL:
-        return np.array2string(a, precision=4, separator=", ", suppress_small=True)
-    if a.dtype.kind in "fc" and a.size:
-        af = a.astype(np.float64) if a.dtype.kind == "f" else np.abs(a)
-        return (f"{a.size} values: min {af.min():.4g}, max {af.max():.4g}, mean {af.mean():.4g}, "
-                f"norm {np.linalg.norm(af.ravel()):.4g}")
-    return f"{a.size} values"
+    return format_values(a)
 
 
 def _saved_info(fn):
@@ -283,14 +287,20 @@ def _saved_info(fn):
     out = []
     for i, item in enumerate(s):
         name = names[i] if i < len(names) else f"saved[{i}]"
+        packed = hasattr(item, "packed") and hasattr(item, "unpack")
+        if packed:
+            item = item.packed                 # what a saved_tensors_hooks pack returned
         data = getattr(item, "_data", None)
-        if data is None:
-            data = getattr(item, "data", None) if type(item).__name__ == "SavedOutput" else None
+        if data is None and type(item).__name__ == "SavedOutput":
+            data = item.data
         if data is not None and hasattr(data, "shape"):
-            out.append({"name": name, "shape": list(data.shape), "dtype": _dtype_str(data.dtype),
-                        "values": _values(data)})
-        elif item is None:
-            out.append({"name": name, "value": "packed by saved_tensors_hooks"})
+            info = {"name": name, "shape": list(data.shape), "dtype": _dtype_str(data.dtype),
+                    "values": _values(data)}
+            if packed:
+                info["packed"] = True
+            out.append(info)
+        elif packed or item is None:
+            out.append({"name": name, "value": f"packed by saved_tensors_hooks ({type(item).__name__})"})
         else:
             out.append({"name": name, "value": repr(item)[:80]})
     return out
@@ -345,19 +355,23 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
     g = Graph()
     g.trace = trace
     tnode_of = {}          # (id(fn), nr) -> tensor GNode id for non-leaf outputs
-    out_ids = set()
     roots = []
+    leaf_outputs = []
     for o in outputs:
         if isinstance(o, Tensor):
             if o._grad_fn is None:
                 key = ("leaf", id(o))
                 if key in tnode_of:
                     continue
+                if o._requires_grad and any(isinstance(x, Tensor) and x._grad_fn is not None
+                                            for x in outputs):
+                    # Drawn with its AccumulateGrad if the other outputs' graph holds it.
+                    leaf_outputs.append(o)
+                    continue
                 name, _ = by_leaf.get(id(o), (None, o))
                 n = g._add("tensor", name or "tensor", role="leaf" if o._requires_grad else "output",
                            name=name, shape=tuple(o._data.shape), dtype=_dtype_str(o._data.dtype), obj=o)
                 tnode_of[key] = n.id
-                out_ids.add(n.id)
             else:
                 roots.append((o._grad_fn, o._output_nr, o))
         elif isinstance(o, Node):
@@ -382,7 +396,10 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
         for nf, _ in fn.next_functions:
             if nf is not None and id(nf) not in seen:
                 stack.append(nf)
-    fns.sort(key=lambda f: f._seq)
+    fns.sort(key=creation_order)
+    if trace is not None and len(trace) and not any(id(st.node) in seen for st in trace.steps):
+        raise ValueError("the trace recorded the backward of another graph: none of its nodes is in "
+                         "this one (draw the tensor backward() was called on)")
     groups = _module_groups(fns, modules)
 
     def tensor_for(fn, nr, role):
@@ -392,9 +409,10 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
             return nid
         if isinstance(fn, AccumulateGrad):
             v = fn.variable
-            name, obj = by_leaf.get(id(v), (None, v))
-            n = g._add("tensor", name or "leaf", role="leaf", name=name, shape=tuple(v._data.shape),
-                       dtype=_dtype_str(v._data.dtype), group=groups.get(id(fn)), seq=fn._seq, obj=obj)
+            name, obj = by_leaf.get(id(v), (None, v)) if v is not None else (None, None)
+            shape, npdt = fn._out_meta[0]
+            n = g._add("tensor", name or "leaf", role="leaf", name=name, shape=tuple(shape),
+                       dtype=_dtype_str(npdt), group=groups.get(id(fn)), seq=creation_order(fn), obj=obj)
             tnode_of[key] = n.id
             g._edge(n.id, g._fn_ids[id(fn)])
             return n.id
@@ -403,13 +421,13 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
         shape = tuple(meta[0]) if meta[0] is not None else (tuple(obj._data.shape) if obj is not None else None)
         dt = _dtype_str(meta[1]) if meta[1] is not None else None
         n = g._add("tensor", name or role, role=role, name=name, shape=shape, dtype=dt,
-                   group=groups.get(id(fn)), seq=fn._seq, obj=obj)
+                   group=groups.get(id(fn)), seq=creation_order(fn), obj=obj)
         tnode_of[key] = n.id
         g._edge(g._fn_ids[id(fn)], n.id)
         return n.id
 
     for fn in fns:
-        n = g._add("function", fn.name(), group=groups.get(id(fn)), seq=fn._seq, obj=fn)
+        n = g._add("function", node_name(fn), group=groups.get(id(fn)), seq=creation_order(fn), obj=fn)
         g._fn_ids[id(fn)] = n.id
     g._keep = fns
     # Outputs first, so that they are named and styled as outputs.
@@ -417,7 +435,6 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
         if nr is None:
             continue
         nid = tensor_for(fn, nr, "output")
-        out_ids.add(nid)
         t = g.nodes[nid]
         if t.obj is None:
             t.obj = o
@@ -435,9 +452,17 @@ def graph(*outputs, params=None, show_saved=False, labels=None, modules=None, tr
                 g._edge(tensor_for(nf, nr, "intermediate"), fid)
         if show_saved:
             _add_saved(g, fn, fid, groups.get(id(fn)))
-    # A leaf goes with the module of the functions using it when they agree.
+    for o in leaf_outputs:
+        acc = o._grad_acc() if o._grad_acc is not None else None
+        nid = tnode_of.get((id(acc), 0)) if acc is not None else None
+        if nid is None:
+            name, _ = by_leaf.get(id(o), (None, o))
+            n = g._add("tensor", name or "leaf", role="leaf", name=name, shape=tuple(o._data.shape),
+                       dtype=_dtype_str(o._data.dtype), obj=o)
+            tnode_of[("leaf", id(o))] = n.id
     _group_leaves(g)
     g._t_ids = tnode_of
+    g.group_kinds = groups.get(_KINDS, {})
     return g
 
 
@@ -458,35 +483,53 @@ def _add_saved(g, fn, fid, group):
     if s is None:
         return
     if s is _RELEASED:
-        n = g._add("saved", "saved tensors freed", group=group, seq=fn._seq, extra={"freed": True})
+        n = g._add("saved", "saved tensors freed", group=group, seq=creation_order(fn), extra={"freed": True})
         g._edge(n.id, fid, "saved")
         return
     for info in _saved_info(fn):
         if "shape" not in info:
             continue
         n = g._add("saved", info["name"], shape=tuple(info["shape"]), dtype=info["dtype"], group=group,
-                   seq=fn._seq, extra={"values": info["values"], "freed": False})
+                   seq=creation_order(fn), extra={"values": info["values"], "freed": False})
         g._edge(n.id, fid, "saved")
 
 
 def _group_leaves(g):
+    """A leaf (and its AccumulateGrad) goes in the innermost module holding every
+    function that uses it: a layer's weight in the layer, a weight shared by two
+    blocks of a module in that module, an input used outside any module in none."""
     users = {}
     for a, b, k in g.edges:
         na = g.nodes[a]
         if na.kind == "function" and isinstance(na.obj, AccumulateGrad):
-            users.setdefault(a, set()).add(g.nodes[b].group)
+            users.setdefault(a, []).append(g.nodes[b].group)
     for a, gs in users.items():
-        if len(gs) == 1:
-            grp = next(iter(gs))
-            if grp and g.nodes[a].group is None:
-                g.nodes[a].group = grp
+        common = gs[0]
+        for x in gs[1:]:
+            if not common or not x:
+                common = None
+                break
+            common = _common_path(common, x)
+        if common and g.nodes[a].group is None:
+            g.nodes[a].group = common
     for a, b, k in g.edges:
         na, nb = g.nodes[a], g.nodes[b]
         if na.kind == "tensor" and na.role == "leaf" and nb.kind == "function" and na.group is None:
             na.group = nb.group
 
 
+def _common_path(a, b):
+    pa, pb = a.split("."), b.split(".")
+    n = 0
+    while n < len(pa) and n < len(pb) and pa[n] == pb[n]:
+        n += 1
+    return ".".join(pa[:n]) or None
+
+
 # --- module groups ------------------------------------------------------------------------
+
+_KINDS = "kinds"
+
 
 def _module_groups(fns, modules):
     """id(fn) -> module path, from the sequence-number ranges a recording kept.
@@ -543,7 +586,10 @@ def _module_groups(fns, modules):
         k = taken.get(name, 0) + 1
         taken[name] = k
         eff[i] = name if k == 1 else f"{name}#{k}"
-    return {f: eff[i] for f, i in owner.items()}
+    kinds = getattr(modules, "kinds", None) or {}
+    out = {f: eff[i] for f, i in owner.items()}
+    out[_KINDS] = {eff[i]: kinds[ranges[i][2]] for i in used if ranges[i][2] in kinds}
+    return out
 
 
 def _fold(g, max_nodes):
@@ -600,6 +646,7 @@ def _fold(g, max_nodes):
         if a2 != b2 and (a2, b2) not in seen:
             seen.add((a2, b2))
             f._edge(a2, b2, k)
+    f.group_kinds = g.group_kinds
     f._fn_ids = {k: new_id[v] for k, v in g._fn_ids.items()}
     f._t_ids = {k: new_id[v] for k, v in g._t_ids.items()}
     f._keep = g._keep

@@ -3,12 +3,17 @@
 1. Layers by longest path from the sources (computation flows downwards); a source
    (a leaf) moves down to sit just above its first user.
 2. Edges spanning several layers get a dummy point in each layer they cross, so they
-   bend around boxes and take part in crossing reduction.
+   bend around boxes and take part in crossing reduction (up to ``MAX_SPAN`` layers;
+   longer ones are drawn as one curve).
 3. Crossings are reduced by barycentre sweeps (down, then up, a few rounds), keeping
    the order with fewer crossings.
 4. Boxes are placed left to right with a minimum gap, then pulled towards the mean x of
    their neighbours in alternating sweeps; a final left-to-right pass keeps every gap,
    so no two boxes ever overlap.
+
+Module groups (``compound_layout``) are laid out one by one, deepest first, each then
+standing as one box in the layout around it; edges enter a box through its top side
+and leave through its bottom.
 
 Everything is iterative; a cycle (which autograd graphs never have) is broken rather
 than looped on.
@@ -18,6 +23,9 @@ __all__ = ["layout", "compound_layout", "Layout"]
 H_GAP = 24.0
 V_GAP = 46.0
 DUMMY_W = 8.0
+# Edges longer than this many layers get no bend points: drawn as one curve, they
+# keep a leaf used all along a long chain from filling the layout with dummies.
+MAX_SPAN = 12
 
 
 class Layout:
@@ -108,14 +116,12 @@ def _crossings(upper, lower, pred_index):
     return inv
 
 
-def layout(ids, sizes, edges, sweeps=4, groups=None):
+def layout(ids, sizes, edges, sweeps=4, top=(), bottom=()):
     """Lay out nodes ``ids`` with ``sizes[id] = (w, h)`` and ``edges`` (src, dst) pairs.
 
-    groups: optional ``{id: "a.b"}`` module paths; members of a group are kept next to
-    each other in every layer, so that a group's box holds few strangers.
+    top / bottom: nodes kept in the first / last layer (a group's entry and exit points).
     """
     ids = list(ids)
-    grp = dict(groups or {})
     succ = {v: [] for v in ids}
     pred = {v: [] for v in ids}
     for a, b in edges:
@@ -123,6 +129,20 @@ def layout(ids, sizes, edges, sweeps=4, groups=None):
             succ[a].append(b)
             pred[b].append(a)
     rank, order, tpos = _layers(ids, succ, pred)
+    if top or bottom:
+        top, bottom = set(top), set(bottom)
+        for v in top:
+            rank[v] = 0
+        # Nodes fed by an entry point sit below it.
+        for v in order:
+            if v in top or v in bottom:
+                continue
+            for u in pred[v]:
+                if tpos[u] < tpos[v] and rank[u] + 1 > rank[v]:
+                    rank[v] = rank[u] + 1
+        last = max((rank[v] for v in ids if v not in bottom and v not in top), default=0)
+        for v in bottom:
+            rank[v] = max([last] + [rank[u] + 1 for u in pred[v]])
     size = dict(sizes)
 
     # Dummy points for long edges; edges that go upwards (only from a broken cycle)
@@ -136,7 +156,7 @@ def layout(ids, sizes, edges, sweeps=4, groups=None):
             chains.append([a, b])
             continue
         ra, rb = rank[a], rank[b]
-        if rb <= ra:
+        if rb <= ra or rb - ra > MAX_SPAN:
             chains.append([a, b])
             continue
         chain = [a]
@@ -146,11 +166,6 @@ def layout(ids, sizes, edges, sweeps=4, groups=None):
             n_dummy += 1
             rank[d] = r
             size[d] = (DUMMY_W, 1.0)
-            ga, gb = grp.get(a), grp.get(b)
-            if ga and gb:
-                common = _common(ga, gb)
-                if common:
-                    grp[d] = common
             up[d] = [prev]
             down[d] = []
             down[prev].append(d)
@@ -191,9 +206,9 @@ def layout(ids, sizes, edges, sweeps=4, groups=None):
     if best_c:
         for _ in range(sweeps):
             for i in range(1, nlayers):
-                _sort_bary(layers[i], layers[i - 1], up, grp)
+                _sort_bary(layers[i], layers[i - 1], up)
             for i in range(nlayers - 2, -1, -1):
-                _sort_bary(layers[i], layers[i + 1], down, grp)
+                _sort_bary(layers[i], layers[i + 1], down)
             c = total_crossings(layers)
             if c < best_c:
                 best_c = c
@@ -242,39 +257,16 @@ def _common(a, b):
     return ".".join(pa[:n])
 
 
-def _sort_bary(layer, fixed, nb, grp):
+def _sort_bary(layer, fixed, nb):
     """Order ``layer`` by the mean position of each node's neighbours in ``fixed``; a
-    node without neighbours keeps its position. Group members stay together: a group is
-    placed at the mean of its members' keys."""
+    node without neighbours keeps its relative place."""
     idx = {v: i for i, v in enumerate(fixed)}
+    scale = len(fixed) / max(1, len(layer))
     bary = {}
     for i, v in enumerate(layer):
         ns = [idx[u] for u in nb[v] if u in idx]
-        bary[v] = sum(ns) / len(ns) if ns else i * (len(fixed) / max(1, len(layer)))
-    if not grp:
-        layer.sort(key=lambda v: bary[v])
-        return
-    sums = {}
-    for v in layer:
-        g = grp.get(v)
-        while g:
-            s = sums.setdefault(g, [0.0, 0])
-            s[0] += bary[v]
-            s[1] += 1
-            g = g.rpartition(".")[0]
-
-    def key(v):
-        g = grp.get(v)
-        if not g:
-            return (bary[v],)
-        parts = g.split(".")
-        out = []
-        for i in range(1, len(parts) + 1):
-            s = sums[".".join(parts[:i])]
-            out.append(s[0] / s[1])
-        out.append(bary[v])
-        return tuple(out)
-    layer.sort(key=key)
+        bary[v] = sum(ns) / len(ns) if ns else i * scale
+    layer.sort(key=bary.__getitem__)
 
 
 def _place(layer, x, size, nb, both=None):
@@ -328,8 +320,10 @@ def compound_layout(ids, sizes, edges, groups):
 
     Each group is laid out on its own, deepest first, and then stands as one box in
     the layout of the group around it; so a group's box holds its members and nothing
-    else, and boxes never overlap. An edge is routed at the level of the innermost
-    group holding both its ends. Returns a Layout with ``boxes[path] = (x0, y0, x1, y1)``.
+    else, and boxes never overlap. An edge leaving a group leaves through an exit point
+    on the box's bottom side, and one entering comes in through an entry point on its
+    top side, routed inside like any other edge. Returns a Layout whose ``boxes[path]``
+    are the groups' boxes (x0, y0, x1, y1).
     """
     ids = list(ids)
     gof = {v: (groups.get(v) or "") for v in ids}
@@ -353,12 +347,27 @@ def compound_layout(ids, sizes, edges, groups):
         head = rest.split(".")[0]
         return ("g", f"{level}.{head}" if level else head)
 
-    level_edges = {p: [] for p in allp}
-    for i, (a, b) in enumerate(edges):
-        level_edges[_lca(gof[a], gof[b])].append(i)
+    def depth(p):
+        return p.count(".") + 1 if p else 0
 
-    done = {}      # path -> (w, h, pos, paths {edge index: pts}, boxes)
-    for P in sorted(allp, key=lambda p: (-(p.count(".") + 1) if p else 0)):
+    level_edges = {p: [] for p in allp}
+    cross_in = {p: [] for p in allp}      # edges entering group p from outside
+    cross_out = {p: [] for p in allp}     # edges leaving group p
+    for i, (a, b) in enumerate(edges):
+        lca = _lca(gof[a], gof[b])
+        level_edges[lca].append(i)
+        d = depth(lca)
+        for q in (_prefixes(gof[b]) if gof[b] else []):
+            if depth(q) > d:
+                cross_in[q].append(i)
+        for q in (_prefixes(gof[a]) if gof[a] else []):
+            if depth(q) > d:
+                cross_out[q].append(i)
+
+    # done[path] = (w, h, pos, ports, segs): positions relative to the group's content;
+    # ports[("in"|"out", i)] = point; segs[i] = {"out": [(depth, pts)], "in": [...], "mid": pts}
+    done = {}
+    for P in sorted(allp, key=lambda p: -depth(p)):
         units, usize = [], {}
         for v in direct[P]:
             u = ("n", v)
@@ -367,43 +376,91 @@ def compound_layout(ids, sizes, edges, groups):
         for c in sorted(children[P]):
             u = ("g", c)
             units.append(u)
-            w, h = done[c][0], done[c][1]
-            usize[u] = (w, h + LABEL_H)
+            usize[u] = (done[c][0], done[c][1] + LABEL_H)
+        tops = [("in", i) for i in cross_in[P]]
+        bottoms = [("out", i) for i in cross_out[P]]
+        for u in tops + bottoms:
+            units.append(u)
+            usize[u] = (DUMMY_W, 1.0)
         uedges, emap = [], {}
-        for i in level_edges[P]:
-            a, b = edges[i]
-            key = (unit(a, P), unit(b, P))
+
+        def add(key, i):
             j = emap.get(key)
             if j is None:
                 j = emap[key] = len(uedges)
                 uedges.append(key)
-            emap[i] = j
-        lay = layout(units, usize, uedges)
-        pos, paths, boxes = {}, {}, {}
+            return j
+        routes = []               # (edge index, kind, contracted edge index)
+        for i in level_edges[P]:
+            a, b = edges[i]
+            routes.append((i, "mid", add((unit(a, P), unit(b, P)), i)))
+        for i in cross_in[P]:
+            routes.append((i, "in", add((("in", i), unit(edges[i][1], P)), i)))
+        for i in cross_out[P]:
+            routes.append((i, "out", add((unit(edges[i][0], P), ("out", i)), i)))
+        lay = layout(units, usize, uedges, top=tops, bottom=bottoms)
+
+        pos, ports, segs, boxes = {}, {}, {}, {}
         for u in units:
             x, y = lay.pos[u]
             if u[0] == "n":
                 pos[u[1]] = (x, y)
-                continue
-            w, h = usize[u]
-            x0, y0 = x - w / 2, y - h / 2
-            boxes[u[1]] = (x0, y0, x0 + w, y0 + h)
-            cw, ch, cpos, cpaths, cboxes = done.pop(u[1])
-            oy = y0 + LABEL_H
-            for v, (vx, vy) in cpos.items():
-                pos[v] = (vx + x0, vy + oy)
-            for i, pts in cpaths.items():
-                paths[i] = [(px + x0, py + oy) for px, py in pts]
-            for k, (bx0, by0, bx1, by1) in cboxes.items():
-                boxes[k] = (bx0 + x0, by0 + oy, bx1 + x0, by1 + oy)
-        for i in level_edges[P]:
-            a, b = edges[i]
-            pts = list(lay.paths[emap[i]])
-            pts[0] = pos[a]
-            pts[-1] = pos[b]
-            paths[i] = pts
-        done[P] = (lay.width, lay.height, pos, paths, boxes)
-    w, h, pos, paths, boxes = done[""]
-    out = Layout(pos, {v: sizes[v] for v in ids}, [paths[i] for i in range(len(edges))], w, h, [])
+            elif u[0] == "in":
+                ports[u] = (x, -LABEL_H)               # on the box's top side
+            elif u[0] == "out":
+                ports[u] = (x, lay.height)             # on its bottom side
+            else:
+                w, h = usize[u]
+                x0, y0 = x - w / 2, y - h / 2
+                boxes[u[1]] = (x0, y0, x0 + w, y0 + h)
+                cw, ch, cpos, cports, csegs, cboxes = done.pop(u[1])
+                oy = y0 + LABEL_H
+
+                def sh(pts, x0=x0, oy=oy):
+                    return [(px + x0, py + oy) for px, py in pts]
+                for v, pt in cpos.items():
+                    pos[v] = sh([pt])[0]
+                for k, pt in cports.items():
+                    ports[("c",) + k] = sh([pt])[0]     # a child's port, seen from here
+                for i, sg in csegs.items():
+                    mine = segs.setdefault(i, {"out": [], "in": [], "mid": None})
+                    for side in ("out", "in"):
+                        mine[side].extend((d, sh(pts)) for d, pts in sg[side])
+                    if sg["mid"] is not None:
+                        mine["mid"] = sh(sg["mid"])
+                for k, bx in cboxes.items():
+                    boxes[k] = (bx[0] + x0, bx[1] + oy, bx[2] + x0, bx[3] + oy)
+
+        def end_point(u, i, side):
+            if u[0] == "n":
+                return pos[u[1]]
+            if u[0] in ("in", "out"):
+                return ports[u]
+            return ports[("c", side, i)]            # a child group: its own port for edge i
+        for i, kind, j in routes:
+            pts = list(lay.paths[j])
+            ua, ub = uedges[j]
+            pts[0] = end_point(ua, i, "out")
+            pts[-1] = end_point(ub, i, "in")
+            mine = segs.setdefault(i, {"out": [], "in": [], "mid": None})
+            if kind == "mid":
+                mine["mid"] = pts
+            else:
+                mine[kind].append((depth(P), pts))
+        done[P] = (lay.width, lay.height, pos, {k: v for k, v in ports.items() if k[0] != "c"}, segs, boxes)
+
+    w, h, pos, _, segs, boxes = done[""]
+    paths = []
+    for i in range(len(edges)):
+        sg = segs[i]
+        pts = []
+        parts = [p for _, p in sorted(sg["out"], key=lambda t: -t[0])] + [sg["mid"]] + \
+                [p for _, p in sorted(sg["in"], key=lambda t: t[0])]
+        for part in parts:
+            if pts and part and pts[-1] == part[0]:
+                part = part[1:]
+            pts.extend(part)
+        paths.append(pts)
+    out = Layout(pos, {v: sizes[v] for v in ids}, paths, w, h, [])
     out.boxes = boxes
     return out

@@ -42,6 +42,7 @@ class scope:
         self.name = name
         self.recording = recording
         self.module = module
+        self.kind = type(module).__name__ if module is not None else None
 
     def __enter__(self):
         st = _stack()
@@ -59,6 +60,8 @@ class scope:
         if rec is None:
             rec = _latest[0] = record_modules()
         rec.ranges.append((self.start, next(_seq), self.path))
+        if self.kind is not None:
+            rec.kinds[self.path] = self.kind
         return False
 
 
@@ -73,6 +76,7 @@ class record_modules:
     def __init__(self, model=None):
         self.model = model
         self.ranges = []
+        self.kinds = {}            # path -> class name of the module called there
         self._names = {}
         if model is not None and hasattr(model, "named_modules"):
             self._names = {id(m): n for n, m in model.named_modules()}
@@ -95,6 +99,9 @@ class record_modules:
             orig = self._orig
 
             def __call__(module, *args, **kwargs):
+                st = _stack()
+                if st and st[-1][1].module is module:
+                    return orig(module, *args, **kwargs)     # an outer recording has it
                 name = rec._name(module)
                 if name is None:
                     return orig(module, *args, **kwargs)

@@ -15,13 +15,31 @@
     vp.setAttribute("transform", "translate(" + tx + "," + ty + ") scale(" + scale + ")");
   }
 
-  function fit() {
+  // whole: the entire graph in view; otherwise (on opening) a readable scale, the
+  // top of the graph first, when fitting everything would make it too small to read.
+  function fit(whole) {
     var b = vp.getBBox();
     var w = canvas.clientWidth || 800, h = canvas.clientHeight || 600;
     if (!b.width || !b.height) { scale = 1; tx = 0; ty = 0; apply(); return; }
     scale = Math.min(w / (b.width + 40), h / (b.height + 40), 1.5);
+    if (whole !== true && scale < 0.6) {
+      scale = Math.min(w / (b.width + 40), 1);
+      tx = (w - b.width * scale) / 2 - b.x * scale;
+      ty = 20 - b.y * scale;
+      apply();
+      return;
+    }
     tx = (w - b.width * scale) / 2 - b.x * scale;
     ty = (h - b.height * scale) / 2 - b.y * scale;
+    apply();
+  }
+
+  // Pan so that an element out of view comes to the middle of the canvas.
+  function reveal(el) {
+    var r = el.getBoundingClientRect(), c = canvas.getBoundingClientRect();
+    if (r.left >= c.left && r.right <= c.right && r.top >= c.top && r.bottom <= c.bottom) return;
+    tx += (c.left + c.width / 2) - (r.left + r.width / 2);
+    ty += (c.top + c.height / 2) - (r.top + r.height / 2);
     apply();
   }
 
@@ -103,7 +121,38 @@
     details.innerHTML = h;
   }
 
+  function nodeEl(id) { return id ? svg.querySelector(".rg-node[data-id='" + id + "']") : null; }
   var selected = null;
+  function select(n) {
+    if (selected) selected.classList.remove("rg-selected");
+    selected = n;
+    n.classList.add("rg-selected");
+    showDetails(n.getAttribute("data-id"));
+  }
+
+  // Find: Enter goes to the next node whose label, name or module holds the text.
+  var find = document.getElementById("rg-find"), found = [], foundAt = -1, lastQuery = null;
+  find.addEventListener("keydown", function (e) {
+    if (e.key !== "Enter") return;
+    var q = find.value.trim().toLowerCase();
+    if (!q) return;
+    if (q !== lastQuery) {
+      lastQuery = q;
+      foundAt = -1;
+      found = Object.keys(data.nodes).filter(function (id) {
+        var d = data.nodes[id];
+        return [d.label, d.name, d.module].some(function (s) { return s && String(s).toLowerCase().indexOf(q) >= 0; });
+      });
+    }
+    var shown = found.filter(function (id) { var el = nodeEl(id); return el && !el.classList.contains("rg-hidden"); });
+    if (!shown.length) { find.style.background = "#fdd"; return; }
+    find.style.background = "";
+    foundAt = (foundAt + 1) % shown.length;
+    var el = nodeEl(shown[foundAt]);
+    select(el);
+    reveal(el);
+  });
+
   svg.addEventListener("click", function (e) {
     if (drag && drag.moved) return;
     var fold = e.target.closest(".rg-fold");
@@ -111,11 +160,7 @@
     var gl = e.target.closest(".rg-group");
     if (gl && e.target.tagName === "text") { toggleGroup(gl.getAttribute("data-group")); return; }
     var n = e.target.closest(".rg-node");
-    if (!n) return;
-    if (selected) selected.classList.remove("rg-selected");
-    selected = n;
-    n.classList.add("rg-selected");
-    showDetails(n.getAttribute("data-id"));
+    if (n) select(n);
   });
 
   // --- module groups -------------------------------------------------------------------
@@ -175,7 +220,6 @@
   var steps = data.trace || [];
   var cur = -1, timer = null;
   var stepBox = document.getElementById("rg-step");
-  function nodeEl(id) { return id ? svg.querySelector(".rg-node[data-id='" + id + "']") : null; }
   function edgeEls(src, dst) {
     return svg.querySelectorAll(".rg-edge[data-src='" + src + "'][data-dst='" + dst + "']");
   }
@@ -196,7 +240,7 @@
       var s = steps[cur];
       label.textContent = "step " + (cur + 1) + "/" + steps.length + ": " + s.name;
       var el2 = nodeEl(s.node);
-      if (el2) el2.classList.add("rg-current");
+      if (el2) { el2.classList.add("rg-current"); reveal(el2); }
       var h = "<div class='rg-row'><b>" + esc(s.name) + "</b> (step " + (cur + 1) + " of " + steps.length + ")</div>";
       h += "<div class='rg-row'>gradient arrived:</div>";
       s.grads_in.forEach(function (g) { h += "<pre>" + esc(g) + "</pre>"; });
@@ -243,14 +287,14 @@
     showStep(-1);
   }
 
-  document.getElementById("rg-fit").addEventListener("click", fit);
+  document.getElementById("rg-fit").addEventListener("click", function () { fit(true); });
   document.getElementById("rg-zin").addEventListener("click", function () {
     zoomAt(1.25, canvas.clientWidth / 2, canvas.clientHeight / 2);
   });
   document.getElementById("rg-zout").addEventListener("click", function () {
     zoomAt(0.8, canvas.clientWidth / 2, canvas.clientHeight / 2);
   });
-  window.addEventListener("resize", fit);
+  window.addEventListener("resize", function () { fit(); });
   fit();
   window.rgGraph = { showStep: showStep, showDetails: showDetails, toggleGroup: toggleGroup, fit: fit };
 })();

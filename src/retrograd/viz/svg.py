@@ -89,7 +89,7 @@ def to_dot(g):
             if p:
                 cid[0] += 1
                 out.append(" " * ind + f"subgraph cluster_{cid[0]} {{")
-                out.append(" " * ind + f"  label={_dot_str(p.rpartition('.')[2])}; style=\"rounded,dashed\"; "
+                out.append(" " * ind + f"  label={_dot_str(_group_label(g, p))}; style=\"rounded,dashed\"; "
                            "color=\"#999999\"; fontsize=10;")
                 stack.append((p, ind, True))
             inner = ind + 2 if p else ind
@@ -149,6 +149,11 @@ CSS = """
 """
 
 
+def _group_label(g, path):
+    kind = getattr(g, "group_kinds", {}).get(path)
+    return f"{path} ({kind})" if kind and kind != path.rpartition(".")[2] else path
+
+
 def _svg_layout(g):
     ids = list(g.nodes)
     sizes = {nid: node_size(g.nodes[nid]) for nid in ids}
@@ -171,8 +176,8 @@ def render_svg(g, lay=None, interactive=False):
     H = max([lay.height] + [b[3] + 8 for b in gboxes.values()]) + dy
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="rg-graph" width="{W:.0f}" height="{H:.0f}" '
            f'viewBox="0 0 {W:.0f} {H:.0f}">',
-           "<defs><marker id=\"rg-arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" "
-           "markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#777\"/>"
+           "<defs><marker id=\"rg-arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"9\" "
+           "markerHeight=\"9\" markerUnits=\"userSpaceOnUse\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#777\"/>"
            "</marker></defs>",
            f"<style>{CSS}</style>",
            f'<g id="rg-viewport"><g transform="translate({dx:.1f},{dy:.1f})">']
@@ -181,7 +186,7 @@ def render_svg(g, lay=None, interactive=False):
         x0, y0, x1, y1 = gboxes[k]
         out.append(f'<g class="rg-group" data-group="{escape(k, {chr(34): "&quot;"})}">'
                    f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" rx="6"/>'
-                   f'<text x="{x0 + 6:.1f}" y="{y0 + 12:.1f}">{escape(k.rpartition(".")[2])}</text></g>')
+                   f'<text x="{x0 + 6:.1f}" y="{y0 + 12:.1f}">{escape(_group_label(g, k))}</text></g>')
     out.append("</g>")
     out.append('<g class="rg-edges">')
     for (a, b, k), pts in zip(g.edges, lay.paths):
@@ -219,7 +224,7 @@ def render_svg(g, lay=None, interactive=False):
         for k in sorted(gboxes, key=lambda k: -k.count(".")):
             x0, y0, x1, y1 = gboxes[k]
             cnt = g.groups.get(k, 0)
-            label = f"{k.rpartition('.')[2]} ({cnt} nodes)"
+            label = f"{_group_label(g, k)}: {cnt} nodes"
             out.append(f'<g class="rg-fold" data-group="{escape(k, {chr(34): "&quot;"})}" style="display:none">'
                        f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" rx="8" '
                        f'fill="{STYLE["fold"][0]}" stroke="{STYLE["fold"][1]}" stroke-width="2"/>'

@@ -1,7 +1,7 @@
 """A backward trace (``retrograd.autograd.trace``) laid onto a Graph's node ids, for
 the HTML step-through and the JSON output."""
 from ..autograd.graph import AccumulateGrad
-from ..autograd.tracing import format_grad
+from ..autograd.tracing import format_grad, node_name
 
 __all__ = ["steps_for"]
 
@@ -14,7 +14,7 @@ def steps_for(g, tr):
     for s in tr.steps:
         fn = s.node
         gid = g._fn_ids.get(id(fn))
-        step = {"i": s.index, "node": gid, "name": fn.name(),
+        step = {"i": s.index, "node": gid, "name": node_name(fn),
                 "grads_in": [format_grad(x) for x in s.grads_in], "sent": []}
         if isinstance(fn, AccumulateGrad):
             step["leaf"] = t_ids.get((id(fn), 0))
@@ -27,6 +27,6 @@ def steps_for(g, tr):
                     src = g._fn_ids.get(id(nf))
                 else:
                     src = t_ids.get((id(nf), nr))
-                step["sent"].append({"input": i, "to": src, "name": nf.name(), "grad": format_grad(gout)})
+                step["sent"].append({"input": i, "to": src, "name": node_name(nf), "grad": format_grad(gout)})
         steps.append(step)
     return steps

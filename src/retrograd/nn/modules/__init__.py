@@ -3,6 +3,20 @@ from .module import Module  # noqa: F401
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 from .linear import Identity, Linear  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
+from .conv import Conv1d, Conv2d, Conv3d  # noqa: F401
+from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d,  # noqa: F401
+                      AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,
+                      AdaptiveMaxPool2d)
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
+from .normalization import LayerNorm, GroupNorm  # noqa: F401
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
+from .activation import (Threshold, ReLU, RReLU, Hardtanh, ReLU6, Sigmoid, Hardsigmoid, Tanh,  # noqa: F401
+                         SiLU, Mish, Hardswish, ELU, CELU, SELU, GLU, GELU, Hardshrink, LeakyReLU,
+                         LogSigmoid, Softplus, Softshrink, PReLU, Softsign, Tanhshrink, Softmin, Softmax,
+                         LogSoftmax)
+from .loss import (L1Loss, NLLLoss, KLDivLoss, MSELoss, BCELoss, BCEWithLogitsLoss, HuberLoss,  # noqa: F401
+                   SmoothL1Loss, CrossEntropyLoss, CosineEmbeddingLoss, MarginRankingLoss,
+                   TripletMarginLoss)
 from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .padding import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d,  # noqa: F401
                       ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
@@ -13,3 +27,5 @@ from .bilinear import Bilinear  # noqa: F401
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d  # noqa: F401
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
 from .activation_attention import MultiheadAttention  # noqa: F401
+from .transformer import (Transformer, TransformerEncoder, TransformerDecoder,  # noqa: F401
+                          TransformerEncoderLayer, TransformerDecoderLayer)

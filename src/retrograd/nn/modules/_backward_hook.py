@@ -4,6 +4,8 @@ The node on the outputs sees the gradients of the outputs (grad_output); the nod
 the inputs sees the gradients of the inputs (grad_input) and runs the module's hooks,
 which may replace grad_input.
 """
+import warnings
+
 from ..._tensor import Tensor
 from ...ops._base import OpNode, node_for, finish_multi
 
@@ -100,6 +102,10 @@ class BackwardHook:
                     changed = grad_output
             self.grad_outputs = grad_output
             if not self.input_tensors_index:
+                warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
+                              "outputs since no inputs require gradients. See "
+                              "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module."
+                              "register_full_backward_hook for more details.", stacklevel=5)
                 grad_input = tuple([None] * self.n_inputs)
                 for h in self.user_hooks:
                     out = h(self.module, grad_input, self.grad_outputs)

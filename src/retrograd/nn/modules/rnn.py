@@ -16,6 +16,7 @@ from ...ops._seqkit import cat, stack, unbind, split_sizes
 from ...ops.unary import tanh, sigmoid, relu
 from ..parameter import Parameter
 from .. import functional as F, init
+from .._functional_seq import _linear
 from ..utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 from .module import Module
 
@@ -165,7 +166,7 @@ class RNNBase(Module):
         """Run one direction over time-major ``x`` (L, N, F); returns (outputs (L, N, H), h, c)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = params
         H = self.hidden_size
-        steps = unbind(F.linear(x, w_ih, b_ih), 0)
+        steps = unbind(_linear(x, w_ih, b_ih), 0)
         L = len(steps)
         outs = [None] * L
         order = range(L - 1, -1, -1) if reverse else range(L)
@@ -309,12 +310,6 @@ class RNN(RNNBase):
             raise ValueError(f"Unknown nonlinearity '{self_nl}'. Select from 'tanh' or 'relu'.")
         super().__init__(mode, *args, **kwargs)
         self.nonlinearity = self_nl
-
-    def extra_repr(self):
-        s = super().extra_repr()
-        if self.nonlinearity != "tanh":
-            s += f", nonlinearity={self.nonlinearity}"
-        return s
 
 
 class LSTM(RNNBase):

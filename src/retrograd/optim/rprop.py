@@ -1,0 +1,64 @@
+"""Rprop: per-coordinate step sizes that grow while the gradient keeps its sign."""
+import numpy as np
+
+from .._tensor import Tensor
+from .optimizer import Optimizer, _real, _restore_steps, _scalar, _step_tensor, _zeros_like
+
+__all__ = ["Rprop"]
+
+
+class Rprop(Optimizer):
+    """The resilient backpropagation algorithm, as PyTorch computes it."""
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
+                 maximize=False, differentiable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+        _restore_steps(self)
+
+    def step(self, closure=None):
+        """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            etaminus, etaplus = group["etas"]
+            step_size_min, step_size_max = group["step_sizes"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["prev"] = _zeros_like(p)
+                    lr = _scalar(group["lr"])
+                    init = complex(lr, lr) if p.is_complex() else lr
+                    state["step_size"] = Tensor._make(np.full_like(p._grad._data, init))
+                state["step"]._data += 1
+                d = _real(p._data)
+                g = self._grad_array(p, group["maximize"])
+                prev = _real(state["prev"]._data)
+                step_size = _real(state["step_size"]._data)
+                sign = np.sign(g * prev)
+                factor = np.where(sign > 0, etaplus, np.where(sign < 0, etaminus, 1)).astype(d.dtype)
+                step_size *= factor
+                np.clip(step_size, step_size_min, step_size_max, out=step_size)
+                g = g.copy()
+                g[factor == d.dtype.type(etaminus)] = 0
+                d -= np.sign(g) * step_size
+                prev[...] = g
+                p._bump_version()
+        return loss
