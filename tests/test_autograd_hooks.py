@@ -243,3 +243,22 @@ def test_accumulate_grad_runs_as_soon_as_ready():
         out.backward()
         return log
     assert run(retrograd) == run(torch)
+
+
+@needs_torch
+def test_register_multi_grad_hook_matches_torch():
+    def run(lib):
+        reg = lib.autograd.graph.register_multi_grad_hook
+        a, b, c = (lib.tensor([v], requires_grad=True) for v in (1.0, 2.0, 3.0))
+        seen, seen_any = [], []
+        h = reg((a, b, c), lambda gs: seen.append([_vals(g) for g in gs]))
+        (a * b).sum().backward()
+        (a * c * b).sum().backward()
+        (c * 2).sum().backward()
+        h2 = reg((a, b), lambda g: seen_any.append(_vals(g)), mode="any")
+        (a * b).sum().backward()
+        h.remove()
+        h2.remove()
+        (a * b).sum().backward()
+        return seen, seen_any
+    assert run(retrograd) == run(torch)

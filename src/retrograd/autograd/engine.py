@@ -15,7 +15,7 @@ import heapq
 import numpy as np
 
 from . import grad_mode
-from .graph import AccumulateGrad, Node, SECOND_BACKWARD_MSG, _RELEASED, _ACC_SEQ  # noqa: F401
+from .graph import AccumulateGrad, Node, SECOND_BACKWARD_MSG, _RELEASED, _ACC_SEQ, _current_task  # noqa: F401
 from .._tensor import Tensor, Size
 
 __all__ = ["run_backward", "backward", "grad"]
@@ -270,8 +270,9 @@ def _exec_info(roots, targets):
 # --- the walk -----------------------------------------------------------------------------
 
 def _key(fn):
-    """Heap order: newest node first; a leaf's AccumulateGrad before anything else."""
-    return -fn._seq if fn.__class__ is not AccumulateGrad else -(_ACC_SEQ + fn._seq)
+    """Heap order: newest node first; leaves' AccumulateGrad before anything else (among
+    themselves in creation order, as PyTorch's ties come out)."""
+    return -fn._seq if fn.__class__ is not AccumulateGrad else fn._seq - 2 * _ACC_SEQ
 
 
 def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=None):
@@ -317,6 +318,8 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
 
     prev_mode = _state.grad
     _state.grad = bool(create_graph)
+    prev_task = _current_task[0]
+    _current_task[0] = deps if info is None else info
     check = anomaly_check[0]
     fn = None
     nxt = None
@@ -416,6 +419,7 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
         raise
     finally:
         _state.grad = prev_mode
+        _current_task[0] = prev_task
     return captured
 
 

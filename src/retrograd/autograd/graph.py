@@ -275,34 +275,59 @@ class save_on_cpu(saved_tensors_hooks):
         super().__init__(pack, unpack)
 
 
+class _MultiHandle:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+# The backward pass now running (set by the engine): its nodes, for register_multi_grad_hook.
+_current_task = [None]
+
+
 def register_multi_grad_hook(tensors, fn, *, mode="all"):
-    """Call ``fn(grads)`` once the gradients of all ``tensors`` (mode 'all') or of the
-    first one (mode 'any') have been computed in a backward pass."""
+    """Call ``fn`` once per backward pass: with the gradients of all ``tensors`` (mode
+    'all'; None for those the pass does not reach) once the last of them is computed,
+    or with the first gradient computed (mode 'any')."""
     if mode not in ("all", "any"):
         raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
     tensors = tuple(tensors)
     n = len(tensors)
-    state = {"grads": [None] * n, "count": 0, "fired": False}
+    state = {"task": None, "grads": None, "left": 0}
+
+    def begin():
+        task = _current_task[0]
+        if state["task"] is not task:
+            state["task"] = task
+            state["grads"] = [None] * n
+            if mode == "all":
+                reached = task if task is not None else {}
+                state["left"] = sum(1 for t in tensors if t.requires_grad and t._edge()[0] in reached)
+            else:
+                state["left"] = 1
+        return state
 
     def make(i):
         def hook(g):
-            if mode == "any":
-                if not state["fired"]:
-                    state["fired"] = True
-                    fn(g)
+            st = begin()
+            if st["left"] <= 0:
                 return None
-            state["grads"][i] = g
-            state["count"] += 1
-            if state["count"] == sum(1 for t in tensors if t.requires_grad):
-                grads, state["grads"], state["count"] = state["grads"], [None] * n, 0
-                fn(tuple(grads))
+            st["grads"][i] = g
+            st["left"] -= 1
+            if mode == "any":
+                fn(g)
+            elif st["left"] == 0:
+                fn(tuple(st["grads"]))
             return None
         return hook
 
-    handles = [t.register_hook(make(i)) for i, t in enumerate(tensors) if t.requires_grad]
-
-    class _Multi:
-        def remove(self):
-            for h in handles:
-                h.remove()
-    return _Multi()
+    return _MultiHandle([t.register_hook(make(i)) for i, t in enumerate(tensors) if t.requires_grad])
