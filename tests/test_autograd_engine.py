@@ -230,6 +230,41 @@ def test_graph_keeps_its_leaf_alive():
         gc.enable()
 
 
+def test_parameter_freed_without_the_cycle_collector():
+    gc.collect()
+    gc.disable()
+    try:
+        p = retrograd.tensor([1.0, 2.0], requires_grad=True)
+        x = retrograd.tensor([3.0, 4.0], requires_grad=True)
+        y = (p * x).exp().sum()          # mul saves p (for x's gradient)
+        y.backward()
+        z = p * x                        # a graph never backwarded
+        ref = weakref.ref(p)
+        del p, y, z
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
+def test_saved_leaf_stand_in_reaches_the_leaf():
+    class UsesOther(retrograd.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, other):
+            ctx.save_for_backward(other)     # a leaf that is also an input
+            return a * other
+
+        @staticmethod
+        def backward(ctx, g):
+            (o,) = ctx.saved_tensors
+            return g * o, g * 0
+    w = retrograd.tensor([2.0, 3.0], requires_grad=True)
+    a = retrograd.tensor([1.0, 1.0], requires_grad=True)
+    out = UsesOther.apply(a, w)
+    (g,) = retrograd.autograd.grad(out.sum(), a, create_graph=True)
+    (g * g).sum().backward()             # d/dw of sum(w**2) lands in w.grad
+    np.testing.assert_allclose(w.grad.numpy(), [4.0, 6.0])
+
+
 @needs_torch
 def test_next_functions_and_names_match_torch():
     def run(lib):

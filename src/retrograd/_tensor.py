@@ -69,6 +69,7 @@ class Tensor:
     _backward_hooks = None   # hooks of a leaf (non-leaf hooks live on grad_fn)
     _post_acc_hooks = None
     _grad_acc = None         # weak reference to this leaf's AccumulateGrad
+    _leaf_ref = None         # on a saved leaf's stand-in: weak reference to the leaf
     _inference = False
     _is_param = False
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor's reflected op
@@ -320,6 +321,11 @@ class Tensor:
         ref = self._grad_acc
         acc = ref() if ref is not None else None
         if acc is None:
+            leaf = self._leaf_ref() if self._leaf_ref is not None else None
+            if leaf is not None:    # a saved leaf's stand-in: the leaf's own accumulator
+                acc = leaf._grad_accumulator()
+                self._grad_acc = leaf._grad_acc
+                return acc
             acc = AccumulateGrad(self)
             self._grad_acc = weakref.ref(acc)
         return acc
@@ -335,9 +341,9 @@ class Tensor:
             p._data = self._data
             p._version = self._shared_version()
             p._requires_grad = True
-            acc = self._grad_accumulator()
+            self._grad_accumulator()
             p._grad_acc = self._grad_acc
-            p._acc = acc
+            p._leaf_ref = weakref.ref(self)
             self._proxy = p
         elif p._data is not self._data:
             p._data = self._data
