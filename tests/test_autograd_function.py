@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import retrograd
-from helpers import torch, needs_torch
+from helpers import torch
 
 SECOND = "Trying to backward through the graph a second time"
 

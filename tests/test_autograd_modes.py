@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import retrograd
-from helpers import torch, needs_torch
+from helpers import torch
 
 
 def _vals(x):

@@ -336,17 +336,18 @@ class Tensor:
         leaf -> .grad -> grad_fn -> ... -> saved leaf once ``create_graph=True`` gives
         ``.grad`` a history (PyTorch issue 4661); the proxy keeps the graph a tree."""
         p = self.__dict__.get("_proxy")
-        if p is None:
+        v = self._shared_version()
+        if p is None or p._data is not self._data or p._version is not v:
+            # (a new stand-in when .data or the version counter was replaced: nodes that
+            # saved the old one keep what they saved)
             p = _new(Tensor)
             p._data = self._data
-            p._version = self._shared_version()
+            p._version = v
             p._requires_grad = True
             self._grad_accumulator()
             p._grad_acc = self._grad_acc
             p._leaf_ref = weakref.ref(self)
             self._proxy = p
-        elif p._data is not self._data:
-            p._data = self._data
         return p
 
     def _edge(self):

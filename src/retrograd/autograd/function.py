@@ -18,7 +18,6 @@ graph and is freed with it. ::
 """
 import functools
 
-from .. import _dtype as D  # noqa: F401
 from .._tensor import Tensor
 from ..ops._base import OpNode, save, view_of, SavedOutput, _Packed, _pack_stack, check_inplace
 from . import grad_mode
