@@ -12,6 +12,7 @@ One flag, ``_hooked``, tells the engine a node has any hook at all (the common c
 costs one attribute test).
 """
 import itertools
+import threading
 import weakref
 
 __all__ = ["Node", "AccumulateGrad", "RemovableHandle", "saved_tensors_hooks",
@@ -210,14 +211,33 @@ class AccumulateGrad(Node):
         return ()
 
 
+class _HooksTLS(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_hooks_tls = _HooksTLS()
+# How many saved_tensors_hooks contexts are open in all threads: ops test this one number
+# before looking at their own thread's stack, so saving costs nothing extra without hooks.
+_hooks_open = [0]
+
+
+def current_pack_hooks():
+    """This thread's innermost (pack, unpack) pair, or None."""
+    if _hooks_open[0]:
+        st = _hooks_tls.stack
+        if st:
+            return st[-1]
+    return None
+
+
 class saved_tensors_hooks:
     """Pack/unpack hooks for tensors saved for backward (e.g. to offload or compress them).
 
     ``pack_hook(tensor)`` runs when an op saves a tensor and may return anything;
     ``unpack_hook(packed)`` runs when backward needs it and must return a tensor with the
-    original's content. Innermost context wins.
+    original's content. Innermost context wins; the hooks are thread-local.
     """
-    _stack = []
 
     def __init__(self, pack_hook, unpack_hook):
         self.pack_hook = pack_hook
@@ -226,11 +246,13 @@ class saved_tensors_hooks:
     def __enter__(self):
         if _disabled[0] is not None:
             raise RuntimeError(_disabled[0])
-        saved_tensors_hooks._stack.append((self.pack_hook, self.unpack_hook))
+        _hooks_tls.stack.append((self.pack_hook, self.unpack_hook))
+        _hooks_open[0] += 1
         return self
 
     def __exit__(self, *exc):
-        saved_tensors_hooks._stack.pop()
+        _hooks_tls.stack.pop()
+        _hooks_open[0] -= 1
         return False
 
 

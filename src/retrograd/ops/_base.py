@@ -191,8 +191,10 @@ _NO_EDGE = (None, 0)
 
 def save(node, *items):
     """Save tensors (or plain values) on ``node`` for its backward, with their versions."""
-    if _pack_stack:
-        return _save_with_hooks(node, items)
+    if _hooks_open[0]:
+        hooks = current_pack_hooks()
+        if hooks is not None:
+            return _save_with_hooks(node, items, hooks)
     vs = []
     proxied = False
     for t in items:
@@ -214,8 +216,9 @@ def save(node, *items):
 
 def save_output(node, out):
     """Save ``out`` (a result of ``node`` itself) without making a reference cycle."""
-    if _pack_stack:
-        so = _Packed(out, _pack_stack[-1][0], _pack_stack[-1][1], True)
+    hooks = current_pack_hooks() if _hooks_open[0] else None
+    if hooks is not None:
+        so = _Packed(out, hooks[0], hooks[1], True)
         v = None
     else:
         so = SavedOutput(out)
@@ -239,15 +242,14 @@ def _inference_error():
     raise RuntimeError(INFERENCE_SAVE_MSG)
 
 
-# saved_tensors_hooks: (pack, unpack) pairs, innermost last (shared with autograd.graph).
-from ..autograd.graph import saved_tensors_hooks as _sth  # noqa: E402
-_pack_stack = _sth._stack
+# saved_tensors_hooks: this thread's innermost (pack, unpack) pair.
+from ..autograd.graph import current_pack_hooks, _hooks_open  # noqa: E402
 
 
-def _save_with_hooks(node, items):
+def _save_with_hooks(node, items, hooks):
     """Tensors go through the innermost pack hook; nothing else keeps them (no version
     check either, as in PyTorch: the hooks own the data)."""
-    pack, unpack = _pack_stack[-1]
+    pack, unpack = hooks
     saved = []
     for t in items:
         if isinstance(t, Tensor):
