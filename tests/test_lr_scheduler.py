@@ -373,3 +373,47 @@ def test_tensor_lr_is_filled_in_place():
         assert opt.param_groups[0]["lr"] is lr
         res.append((p.detach().numpy().tolist(), float(lr), [float(x) for x in s.get_last_lr()]))
     assert res[0] == res[1]
+
+
+@needs_torch
+@pytest.mark.parametrize("make", [lambda m, o: m.StepLR(o, step_size=3, gamma=0.5),
+                                  lambda m, o: m.MultiStepLR(o, milestones=[2, 6, 6], gamma=0.5),
+                                  lambda m, o: m.ExponentialLR(o, gamma=0.9),
+                                  lambda m, o: m.CosineAnnealingLR(o, T_max=8, eta_min=0.01),
+                                  lambda m, o: m.LinearLR(o, start_factor=0.25, total_iters=6),
+                                  lambda m, o: m.ConstantLR(o, factor=0.5, total_iters=4),
+                                  lambda m, o: m.PolynomialLR(o, total_iters=9, power=1.5),
+                                  lambda m, o: m.LambdaLR(o, _lambda)])
+def test_step_with_an_epoch_uses_the_closed_form_as_torch(make):
+    epochs = [1, 2, 5, 3, 9, 9, 12, 0, 7]
+    res = []
+    for lib in (retrograd, torch):
+        opt = _optimizer(lib)
+        s = make(lib.optim.lr_scheduler, opt)
+        seq = []
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            for e in epochs:
+                opt.step()
+                s.step(e)
+                seq.append(s.get_last_lr())
+        res.append((seq, [str(w.message) for w in rec]))
+    assert res[0] == res[1]
+
+
+@needs_torch
+def test_warm_restarts_with_fractional_epochs_match_torch():
+    res = []
+    for lib in (retrograd, torch):
+        opt = _optimizer(lib)
+        s = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=2, eta_min=0.001)
+        seq = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for epoch in range(12):
+                for i in range(4):
+                    opt.step()
+                    s.step(epoch + i / 4)
+                    seq.append((s.get_last_lr(), s.T_cur, s.T_i, s.last_epoch))
+        res.append(seq)
+    assert res[0] == res[1]

@@ -694,3 +694,35 @@ def test_lbfgs_stops_at_a_minimum():
         return loss
     opt.step(closure)
     assert len(calls) == 1 and x.tolist() == [0.0, 0.0, 0.0]
+
+
+# --- with nn modules ----------------------------------------------------------------------
+@needs_torch
+@pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.01))])
+def test_training_a_module_tracks_torch(name, kw):
+    if not hasattr(retrograd, "nn") or not hasattr(retrograd.nn, "Linear"):
+        pytest.skip("retrograd.nn is not available")
+    torch.manual_seed(0)
+    t_model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Linear(8, 3))
+    r_model = retrograd.nn.Sequential(retrograd.nn.Linear(5, 8), retrograd.nn.Linear(8, 3))
+    r_model.load_state_dict({k: retrograd.tensor(v.detach().numpy().copy()) for k, v in t_model.state_dict().items()})
+    pairs = []
+    for lib, model in ((torch, t_model), (retrograd, r_model)):
+        opt = getattr(lib.optim, name)(model.parameters(), **kw)
+        pairs.append((lib, model, opt, lib.optim.lr_scheduler.StepLR(opt, 3, 0.5)))
+    rng = np.random.default_rng(13)
+    for _ in range(10):
+        x = rng.standard_normal((16, 5)).astype(np.float32)
+        y = rng.standard_normal((16, 3)).astype(np.float32)
+        losses = []
+        for lib, model, opt, sched in pairs:
+            opt.zero_grad()
+            loss = ((model(lib.tensor(x)) - lib.tensor(y)) ** 2).mean()
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+        np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    for a, b in zip(t_model.parameters(), r_model.parameters()):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert len(pairs[1][2].state_dict()["state"]) == 4
