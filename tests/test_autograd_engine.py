@@ -309,3 +309,24 @@ def test_million_deep_chain_backward_and_free():
     r = subprocess.run([sys.executable, "-c", DEEP], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "ok"
+
+
+@needs_torch
+def test_gradient_edges_in_grad():
+    def run(lib):
+        G = lib.autograd.graph
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        z = (y * y).sum()
+        e = G.get_gradient_edge(y)
+        out = [type(e.node).__name__, e.output_nr]
+        out.append([g.tolist() for g in lib.autograd.grad(z, e, retain_graph=True)])
+        out.append([g.tolist() for g in lib.autograd.grad(z, [G.get_gradient_edge(x), y])])
+        y3 = x * 3
+        out.append([g.tolist() for g in lib.autograd.grad(G.get_gradient_edge(y3), x, lib.ones(2))])
+        try:
+            G.get_gradient_edge(lib.ones(2))
+        except RuntimeError as err:
+            out.append(str(err))
+        return out
+    assert run(retrograd) == run(torch)

@@ -15,7 +15,8 @@ import heapq
 import numpy as np
 
 from . import grad_mode
-from .graph import AccumulateGrad, Node, SECOND_BACKWARD_MSG, _RELEASED, _ACC_SEQ, _current_task  # noqa: F401
+from .graph import (AccumulateGrad, Node, GradientEdge, SECOND_BACKWARD_MSG, _RELEASED, _ACC_SEQ,  # noqa: F401
+                    _current_task)
 from .._tensor import Tensor, Size
 
 __all__ = ["run_backward", "backward", "grad"]
@@ -468,6 +469,16 @@ def _make_roots(tensors, grad_tensors, create_graph, what="tensors"):
     from .. import _creation
     roots, grads = [], []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if isinstance(t, GradientEdge):
+            shape, npdt = t[0]._out_meta[t[1]]
+            if g is None:
+                if int(np.prod(shape)) != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                g = _creation._zeros_np(shape, npdt)
+                g._data[...] = 1
+            roots.append(tuple(t[:2]))
+            grads.append(g if create_graph else g.detach())
+            continue
         if not isinstance(t, Tensor):
             raise TypeError(f"{what} must be Tensors, but element {i} is {type(t).__name__}")
         if not t._requires_grad:
@@ -543,9 +554,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Return the gradients of ``outputs`` with respect to ``inputs`` (nothing accumulates)."""
-    outputs = _as_tuple(outputs)
-    single = isinstance(inputs, Tensor)
-    inputs = (inputs,) if single else tuple(inputs)
+    outputs = (outputs,) if isinstance(outputs, (Tensor, GradientEdge)) else tuple(outputs)
+    inputs = (inputs,) if isinstance(inputs, (Tensor, GradientEdge)) else tuple(inputs)
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
@@ -560,6 +570,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     for t in inputs:
+        if isinstance(t, GradientEdge):
+            continue
         if not isinstance(t, Tensor):
             raise TypeError(f"grad(): inputs must be Tensors, but got {type(t).__name__}")
         if not t._requires_grad:
@@ -568,7 +580,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     captures = {}
     targets = {}
     for slot, t in enumerate(inputs):
-        fn, nr = t._edge()
+        fn, nr = t[:2] if isinstance(t, GradientEdge) else t._edge()
         captures.setdefault(fn, []).append((nr, slot))
         targets[fn] = False
     captured = run_backward(roots, grads, retain_graph, create_graph, targets=targets, captures=captures)
@@ -577,7 +589,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if g is None:
             if materialize_grads:
                 from .. import _creation
-                g = _creation.zeros_like(t)
+                if isinstance(t, GradientEdge):
+                    shape, npdt = t[0]._out_meta[t[1]]
+                    g = _creation._zeros_np(shape, npdt)
+                else:
+                    g = _creation.zeros_like(t)
             elif not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in "
                                    "the graph. Set allow_unused=True if this is the desired behavior.")

@@ -16,7 +16,8 @@ import threading
 import weakref
 
 __all__ = ["Node", "AccumulateGrad", "RemovableHandle", "saved_tensors_hooks",
-           "disable_saved_tensors_hooks", "save_on_cpu", "register_multi_grad_hook"]
+           "disable_saved_tensors_hooks", "save_on_cpu", "register_multi_grad_hook", "GradientEdge",
+           "get_gradient_edge", "increment_version"]
 
 _seq = itertools.count()
 _RELEASED = object()
@@ -229,6 +230,38 @@ def current_pack_hooks():
         if st:
             return st[-1]
     return None
+
+
+class GradientEdge(tuple):
+    """(node, output_nr): where a tensor's gradient enters the graph. ``autograd.grad``
+    accepts it in place of a tensor (as outputs or inputs)."""
+    __slots__ = ()
+
+    def __new__(cls, node, output_nr, ownership_token=None):
+        return tuple.__new__(cls, (node, output_nr, ownership_token))
+
+    node = property(lambda self: self[0])
+    output_nr = property(lambda self: self[1])
+    ownership_token = property(lambda self: self[2])
+
+    def __repr__(self):
+        return f"GradientEdge(node={self[0]!r}, output_nr={self[1]}, ownership_token={self[2]!r})"
+
+
+def get_gradient_edge(tensor):
+    """The GradientEdge of ``tensor`` (its grad_fn, or a leaf's AccumulateGrad)."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require "
+                           "gradients")
+    node, nr = tensor._edge()
+    return GradientEdge(node, nr)
+
+
+def increment_version(tensor):
+    """Bump the version counter of ``tensor`` (or of each tensor in an iterable), as an
+    in-place write the autograd engine could not see would."""
+    for t in (tensor if isinstance(tensor, (list, tuple)) else (tensor,)):
+        t._bump_version()
 
 
 class saved_tensors_hooks:
