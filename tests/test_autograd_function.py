@@ -379,3 +379,14 @@ def test_function_graph_freed():
         assert ref() is None   # the saved output does not keep its own node alive
     finally:
         gc.enable()
+
+
+def test_legacy_variable():
+    from retrograd.autograd import Variable
+    t = retrograd.ones(2)
+    v = Variable(t, requires_grad=True)
+    assert v is not t and v.requires_grad and not t.requires_grad and isinstance(t, Variable)
+    (v * 3).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), [3.0, 3.0])
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got int"):
+        Variable(3)
