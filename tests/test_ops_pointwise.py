@@ -225,6 +225,7 @@ BAD = [
     (lambda L, x: L.addcdiv(x.long(), x.long(), x.long()), RuntimeError, "Integer division with addcdiv is no longer "
                                                                          "supported"),
     (lambda L, x: L.addcmul(x, x, x[:2]), RuntimeError, "The size of tensor a"),
+    (lambda L, x: L.addcmul(x, x, x, value=x), TypeError, r"addcmul\(\): argument 'value' must be Number, not Tensor"),
     (lambda L, x: x.detach().long().clamp_(2.5), RuntimeError, "result type Float can't be cast to the desired output "
                                                                "type"),
 ]

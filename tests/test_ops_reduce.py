@@ -22,6 +22,8 @@ CASES = [
     (lambda x: x.mean(), [(3, 4)]),
     (lambda x: x.mean(0, keepdim=True), [NC(3, 4)]),
     (lambda x: x.mean(()), [(3, 4)]),
+    (lambda x: x.mean(None, True), [(3, 4)]),
+    (lambda x: x.sum(None, keepdim=True), [NC(3, 4)]),
     (lambda x: x.mean(1), [(0, 3)]),
     (lambda x: x.nansum(1), [(3, 4)]),
     (lambda x: x.nanmean(), [(3, 4)]),

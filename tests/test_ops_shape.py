@@ -147,6 +147,11 @@ CASES = [
     (lambda x: lib_of(x).rot90(x, 2, [1, 2]), [NC(2, 3, 4)]),
     (lambda x: x.rot90(-1, [1, 0]), [(3, 4)]),
     (lambda x: x.rot90(3), [(0, 3)]),
+    (lambda x: x.diff(), [(3, 4)]),
+    (lambda x, p: lib_of(x).diff(x, n=2, dim=0, prepend=p), [NC(3, 4), (1, 4)]),
+    (lambda x, a: x.diff(dim=0, append=a), [(3,), (2,)]),
+    (lambda x: x.diff(n=5), [(3, 4)]),
+    (lambda x: x.diff(), [(0, 3)]),
     # expand / broadcast
     (lambda x, y: lib_of(x).broadcast_tensors(x, y), [(3, 1), (4,)]),
     (lambda x, y: lib_of(x).broadcast_tensors(x, y), [(), NC(2, 3)]),
@@ -294,6 +299,13 @@ BAD = [
     (lambda x: x.split(0), RuntimeError, "split_size can only be 0 if dimension size is 0, but got dimension size of 3"),
     (lambda x: x.split([1, 1]), RuntimeError, r"split_with_sizes expects split_sizes to sum exactly to 3 \(input "
                                               r"tensor's size at dimension 0\), but got split_sizes=\[1, 1\]"),
+    (lambda x: x.split([2, -1, 2]), RuntimeError, r"split_with_sizes expects split_sizes have only non-negative entries, "
+                                                  r"but got split_sizes=\[2, -1, 2\]"),
+    (lambda x: _lib(x).hstack([]), RuntimeError, "hstack expects a non-empty TensorList"),
+    (lambda x: _lib(x).column_stack([]), RuntimeError, "column_stack expects a non-empty TensorList"),
+    (lambda x: x.sum().roll(1, 0), IndexError, "Dimension specified as 0 but tensor has no dimensions"),
+    (lambda x: x.expand(4, -1, 5), RuntimeError, r"The expanded size of the tensor \(5\) must match the existing size "
+                                                 r"\(4\) at non-singleton dimension 2."),
     (lambda x: x.chunk(0), RuntimeError, "chunk expects `chunks` to be greater than 0, got: 0"),
     (lambda x: x.narrow(0, 2, 2), RuntimeError, r"start \(2\) \+ length \(2\) exceeds dimension size \(3\)."),
     (lambda x: x.narrow(0, 4, 0), IndexError, r"start out of range \(expected to be in range of \[-3, 3\], but got 4\)"),
@@ -330,6 +342,9 @@ BAD = [
                                                                   r"tensor b \(2\) at non-singleton dimension 0"),
     (lambda x: _lib(x).broadcast_shapes((3,), (4,)), RuntimeError, "Attempting to broadcast a dimension of length 4 "
                                                                    "at -1! Mismatching argument at index 1 had"),
+    (lambda x: _lib(x).meshgrid(x[0], x[0].double(), indexing="ij"), RuntimeError, "meshgrid expects all tensors "
+                                                                                    "to have the same dtype"),
+    (lambda x: _lib(x).meshgrid(indexing="ij"), RuntimeError, "meshgrid expects a non-empty TensorList"),
     (lambda x: _lib(x).meshgrid(x, indexing="ij"), RuntimeError, "torch.meshgrid: Expected 0D or 1D tensor in the "
                                                                  "tensor list but got"),
 ]

@@ -140,6 +140,9 @@ class ClampMaxBackward1(OpNode):
         return gx, gmax
 
 
+_PLAIN = (int, float, type(None))
+
+
 def _scalar_bound(v):
     if isinstance(v, Tensor):
         return v
@@ -160,16 +163,18 @@ def _clamp(input, min, max, out, name, scalar_cls):
         if max is not None and not isinstance(max, Tensor):
             max = _tensor(max)
         _bshape(input, min, max)
-    dt = result_np_dtype(input, min, max)
+    if not tensor_form and input._data.dtype.kind == "f" and type(min) in _PLAIN and type(max) in _PLAIN:
+        dt = input._data.dtype  # a float tensor with Python-number bounds keeps its dtype
+    else:
+        dt = result_np_dtype(input, min, max)
     a = _as(input, dt)
-    with np.errstate(invalid="ignore"):
-        r = a
-        if min is not None:
-            r = np.maximum(r, _as(min, dt))
-        if max is not None:
-            r = np.minimum(r, _as(max, dt))
-        if r is a:
-            r = a.copy()
+    r = a
+    if min is not None:
+        r = np.maximum(r, _as(min, dt))
+    if max is not None:
+        r = np.minimum(r, _as(max, dt))
+    if r is a:
+        r = a.copy()
     if not tensor_form:
         node = node_for(scalar_cls, (input,))
         if node is not None:
@@ -373,7 +378,7 @@ def _addc(name, cls, combine):
             if not isinstance(t, Tensor):
                 raise TypeError(f"{name}(): argument '{n}' must be Tensor, not {type(t).__name__}")
         if isinstance(value, Tensor):
-            value = value.item()
+            raise TypeError(f"{name}(): argument 'value' must be Number, not Tensor")
         dt = result_np_dtype(input, tensor1, tensor2)
         if dt.kind == "b":
             raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")

@@ -15,7 +15,7 @@ from .. import _dtype as D
 
 __all__ = ["sum", "mean", "sum_to_size", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
            "all", "any", "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm",
-           "cumsum", "cumprod", "median", "nansum", "nanmean", "aminmax", "trace",
+           "cumsum", "cumprod", "median", "nansum", "nanmean", "aminmax",
            "logcumsumexp", "cummax", "cummin", "dist", "sort", "argsort", "msort", "topk", "kthvalue"]
 
 _int, _float, _bool = builtins.int, builtins.float, builtins.bool
@@ -205,7 +205,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of all elements, or over ``dim`` (an int or a tuple of ints)."""
     x = input._data
     rdt = _sum_dtype(x.dtype, dtype)
-    if dim is None:
+    if dim is None and not keepdim:
         r = arr(x.sum(dtype=rdt))
         node = node_for(SumBackward0, (input,))
         if node is not None:
@@ -260,7 +260,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
             f"dtype. Got: {_dtype_word(x.dtype)}")
-    if dim is None:
+    if dim is None and not keepdim:
         dims, n = None, x.size
         node = node_for(MeanBackward0, (input,))
         if node is not None:
@@ -336,23 +336,6 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return res if out is None else write_out(out, res, "nanmean")
 
 
-class TraceBackward0(OpNode):
-    def backward(self, g):
-        return g * _const(np.eye(*self.shape, dtype=g._data.dtype))
-
-
-def trace(input):
-    """Sum of the main diagonal of a matrix."""
-    x = input._data
-    if x.ndim != 2:
-        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
-    r = np.trace(x, dtype=_sum_dtype(x.dtype, None))
-    node = node_for(TraceBackward0, (input,))
-    if node is not None:
-        node.shape = x.shape
-    return finish(node, arr(np.asarray(r)))
-
-
 # *** prod ***
 
 def _exclusive_cumprod(t, d):
@@ -402,7 +385,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = input._data
     rdt = _sum_dtype(x.dtype, dtype)
     if dim is None:
-        r = arr(np.prod(x, dtype=rdt))
+        r = arr(np.prod(x, dtype=rdt, keepdims=keepdim))
         node = node_for(ProdBackward0, (input,))
     else:
         if isinstance(dim, (tuple, list)):

@@ -16,7 +16,7 @@ __all__ = ["reshape", "expand", "broadcast_to", "flatten", "unflatten", "ravel",
            "vstack", "row_stack", "dstack", "column_stack", "split", "chunk", "unbind", "narrow", "select",
            "tensor_split", "hsplit", "vsplit", "dsplit", "diagonal", "diag", "diag_embed", "triu", "tril",
            "atleast_1d", "atleast_2d", "atleast_3d", "adjoint", "broadcast_shapes", "broadcast_tensors",
-           "meshgrid", "rot90"]
+           "meshgrid", "rot90", "diff"]
 
 _int = builtins.int
 
@@ -124,22 +124,23 @@ def expand(input, *sizes):
                            "the number of sizes provided ("
                            f"{len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({x.ndim})")
     lead = len(sizes) - x.ndim
-    target = []
-    for i, s in enumerate(sizes):
+    target = [0] * len(sizes)
+    for i in range(len(sizes) - 1, -1, -1):  # from the last dimension, as PyTorch checks
+        s = sizes[i]
         if i < lead:
             if s == -1:
                 raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}")
-            target.append(s)
+            target[i] = s
         else:
             cur = x.shape[i - lead]
             if s == -1:
-                target.append(cur)
+                target[i] = cur
             elif cur != s and cur != 1:
                 raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at "
                                    f"non-singleton dimension {i}.  Target sizes: [{', '.join(map(str, sizes))}].  "
                                    f"Tensor sizes: [{', '.join(map(str, x.shape))}]")
             else:
-                target.append(s)
+                target[i] = s
     target = tuple(target)
     if target == x.shape:
         r = x.view()
@@ -525,6 +526,8 @@ def roll(input, shifts, dims=None):
             node.shifts, node.dims = sh, None
         return res
     ds = (dims,) if isinstance(dims, _int) else tuple(dims)
+    if x.ndim == 0 and ds:
+        raise IndexError(f"Dimension specified as {ds[0]} but tensor has no dimensions")
     if len(sh) != len(ds):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(ds)}")
     ds = tuple(wrap_dim(_int(d), x.ndim) for d in ds)
@@ -551,10 +554,13 @@ class CatBackward0(OpNode):
         return tuple(out)
 
 
-def _tensor_list(tensors, name):
+def _tensor_list(tensors, name, nonempty=False):
     if isinstance(tensors, Tensor):
         raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
-    return list(tensors)
+    tensors = list(tensors)
+    if nonempty and not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
 
 
 def cat(tensors, dim=0, *, out=None):
@@ -581,8 +587,10 @@ def cat(tensors, dim=0, *, out=None):
             if k != d and s.shape[k] != ref._data.shape[k]:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{ref._data.shape[k]} but got size {s.shape[k]} for tensor number {i} in the list.")
-    dt = result_np_dtype(*tensors) if len(tensors) > 1 else ref._data.dtype
-    xp = xp_of(ref)
+    dt = ref._data.dtype
+    if builtins.any(t._data.dtype != dt for t in tensors):
+        dt = result_np_dtype(*tensors)
+    xp = np if type(ref._data) is np.ndarray else xp_of(ref)
     if used:
         r = xp.concatenate([t._data.astype(dt, copy=False) for t in used], axis=d)
     else:
@@ -619,8 +627,10 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {_shp(s0)} at entry 0 and "
                                f"{_shp(t._data.shape)} at entry {i}")
     d = wrap_dim(_int(dim), len(s0) + 1)
-    dt = result_np_dtype(*tensors) if len(tensors) > 1 else tensors[0]._data.dtype
-    xp = xp_of(tensors[0])
+    dt = tensors[0]._data.dtype
+    if builtins.any(t._data.dtype != dt for t in tensors):
+        dt = result_np_dtype(*tensors)
+    xp = np if type(tensors[0]._data) is np.ndarray else xp_of(tensors[0])
     r = xp.stack([t._data.astype(dt, copy=False) for t in tensors], axis=d)
     node = node_for(StackBackward0, tuple(tensors))
     if node is not None:
@@ -634,13 +644,13 @@ def stack(tensors, dim=0, *, out=None):
 
 def hstack(tensors, *, out=None):
     """Concatenate along dimension 1 (0 for 1-D tensors)."""
-    ts = atleast_1d(_tensor_list(tensors, "hstack"))
+    ts = atleast_1d(_tensor_list(tensors, "hstack", True))
     return cat(ts, 0 if ts[0]._data.ndim == 1 else 1, out=out)
 
 
 def vstack(tensors, *, out=None):
     """Concatenate along dimension 0, after making every tensor at least 2-D."""
-    return cat(atleast_2d(_tensor_list(tensors, "vstack")), 0, out=out)
+    return cat(atleast_2d(_tensor_list(tensors, "vstack", True)), 0, out=out)
 
 
 row_stack = vstack
@@ -648,13 +658,13 @@ row_stack = vstack
 
 def dstack(tensors, *, out=None):
     """Concatenate along dimension 2, after making every tensor at least 3-D."""
-    return cat(atleast_3d(_tensor_list(tensors, "dstack")), 2, out=out)
+    return cat(atleast_3d(_tensor_list(tensors, "dstack", True)), 2, out=out)
 
 
 def column_stack(tensors, *, out=None):
     """Stack 1-D tensors as columns (others are concatenated along dimension 1)."""
     ts = []
-    for t in _tensor_list(tensors, "column_stack"):
+    for t in _tensor_list(tensors, "column_stack", True):
         nd = t._data.ndim
         ts.append(_reshape(t, (t._data.size, 1)) if nd <= 1 else t)
     return cat(ts, 1, out=out)
@@ -700,7 +710,10 @@ def split(tensor, split_size_or_sections, dim=0):
     n = x.shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
         sizes = [_int(s) for s in split_size_or_sections]
-        if builtins.sum(sizes) != n or builtins.any(s < 0 for s in sizes):
+        if builtins.any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                               f"split_sizes={_shp(sizes)}")
+        if builtins.sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                                f"dimension {d}), but got split_sizes={_shp(sizes)}")
         return _split_views(tensor, sizes, d, SplitWithSizesBackward0)
@@ -1061,7 +1074,11 @@ def meshgrid(*tensors, indexing=None):
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
     for t in tensors:
+        if t._data.dtype != tensors[0]._data.dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
         if t._data.ndim > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
     ts = list(tensors)
@@ -1152,6 +1169,29 @@ def rot90(input, k=1, dims=(0, 1)):
     if node is not None:
         node.k, node.dims = k, (d0, d1)
     return finish(node, r)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``dim`` (after joining ``prepend``/``append``)."""
+    x = input._data
+    if x.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    d = wrap_dim(_int(dim), x.ndim)
+    n = _int(n)
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    parts = [t for t in (prepend, input, append) if t is not None]
+    t = cat(parts, d) if len(parts) > 1 else input
+    if n == 0:
+        return t.clone()
+    from .arithmetic import sub
+    for _ in range(n):
+        m = t._data.shape[d]
+        if m == 0:
+            break
+        a, b = narrow(t, d, 1, m - 1), narrow(t, d, 0, m - 1)
+        t = a.logical_xor(b) if t._data.dtype.kind == "b" else sub(a, b)
+    return t
 
 
 # *** in-place shape changes (squeeze_, unsqueeze_, t_, transpose_): the tensor becomes the view ***
