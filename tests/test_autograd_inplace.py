@@ -358,3 +358,25 @@ def test_copy_errors_leave_destination_alone():
     np.testing.assert_array_equal(t.numpy(), [1.0, 1.0, 1.0])
     np.testing.assert_array_equal(x.detach().numpy(), [1.0, 2.0, 3.0])
     assert t._version_value == 0
+
+
+def test_version_attribute_like_torch():
+    def run(lib):
+        x = lib.zeros(3)
+        v = x[1:]
+        out = [x._version]
+        x.add_(1)
+        v.mul_(2)
+        out += [x._version, v._version, x.detach()._version, type(x._version).__name__ == "int" or
+                isinstance(x._version, int)]
+        with lib.inference_mode():
+            t = lib.ones(1)
+        try:
+            t._version
+        except RuntimeError as e:
+            out.append(str(e))
+        return out
+    r = run(retrograd)
+    assert r[:4] == [0, 2, 2, 2] and r[4] is True
+    if torch is not None:
+        assert r == run(torch)

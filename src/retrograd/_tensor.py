@@ -54,6 +54,16 @@ class Size(tuple):
         return Size(tuple(other) + tuple(self))
 
 
+class _Version(int):
+    """An int, indexable as ``v[0]`` too (the shared counter's old spelling)."""
+    __slots__ = ()
+
+    def __getitem__(self, i):
+        if i != 0:
+            raise IndexError("list index out of range")
+        return int(self)
+
+
 class Tensor:
     """A multi-dimensional array that can record the operations made on it."""
     # Class-level defaults: a fresh tensor only stores what differs from these.
@@ -61,7 +71,7 @@ class Tensor:
     _grad = None
     _grad_fn = None
     _output_nr = 0
-    _version = None          # a one-item list shared with views; None means version 0
+    _vc = None               # version counter: a one-item list shared with views; None means 0
     _base = None             # the tensor this one is a view of
     _view_fn = None          # rebuilds this view from its base (for in-place on views)
     _view_ver = 0            # version of the shared counter when this view's grad_fn was made
@@ -97,7 +107,7 @@ class Tensor:
     def data(self):
         """A tensor sharing this one's storage, detached from the graph."""
         t = Tensor._make(self._data)
-        t._version = self._shared_version()
+        t._vc = self._shared_version()
         return t
 
     @data.setter
@@ -228,7 +238,7 @@ class Tensor:
     def _refresh_view(self):
         """A view whose base (or a sibling view) was modified in place since its grad_fn
         was made gets a fresh grad_fn, replayed from the base's current history."""
-        v = self._version
+        v = self._vc
         if v is None or v[0] == self._view_ver:
             return
         base, view_fn = self._base, self._view_fn
@@ -337,12 +347,12 @@ class Tensor:
         ``.grad`` a history (PyTorch issue 4661); the proxy keeps the graph a tree."""
         p = self.__dict__.get("_proxy")
         v = self._shared_version()
-        if p is None or p._data is not self._data or p._version is not v:
+        if p is None or p._data is not self._data or p._vc is not v:
             # (a new stand-in when .data or the version counter was replaced: nodes that
             # saved the old one keep what they saved)
             p = _new(Tensor)
             p._data = self._data
-            p._version = v
+            p._vc = v
             p._requires_grad = True
             self._grad_accumulator()
             p._grad_acc = self._grad_acc
@@ -361,20 +371,34 @@ class Tensor:
         return (self._grad_accumulator(), 0)
 
     def _shared_version(self):
-        v = self._version
+        v = self._vc
         if v is None:
-            v = self._version = [0]
+            v = self._vc = [0]
         return v
 
     @property
+    def _version(self):
+        """The version counter's value (PyTorch's ``Tensor._version``): in-place writes to
+        this tensor or any view of it increase it."""
+        if self._inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        v = self._vc
+        return _Version(0 if v is None else v[0])
+
+    @_version.setter
+    def _version(self, counter):
+        # Share a counter (a one-item list, from ``_shared_version()``) or reset it (None).
+        self._vc = counter
+
+    @property
     def _version_value(self):
-        v = self._version
+        v = self._vc
         return 0 if v is None else v[0]
 
     def _bump_version(self):
-        v = self._version
+        v = self._vc
         if v is None:
-            self._version = [1]
+            self._vc = [1]
         else:
             v[0] += 1
 
@@ -414,7 +438,7 @@ class Tensor:
         if self._inference:
             t._inference = True
             return t
-        t._version = self._shared_version()
+        t._vc = self._shared_version()
         return t
 
     def detach_(self):

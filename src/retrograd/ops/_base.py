@@ -72,7 +72,7 @@ class _Packed:
                             f"of type {type(r).__name__}")
         t = _new(Tensor)
         t._data = r._data
-        t._version = r._shared_version()
+        t._vc = r._shared_version()
         if self.requires_grad:
             t._requires_grad = True
             fn = node if self.is_output else self.grad_fn
@@ -104,7 +104,7 @@ class OpNode(Node):
             elif tp is _Packed:
                 item = item.unpack_for(self)
             elif v is not None:
-                cur = item._version
+                cur = item._vc
                 cur = 0 if cur is None else cur[0]
                 if cur != v:
                     _version_error(item, cur, v)
@@ -114,7 +114,7 @@ class OpNode(Node):
     def _rebuild(self, item):
         t = _new(Tensor)
         t._data = item.data
-        t._version = item.version
+        t._vc = item.version
         if item.requires_grad:
             t._requires_grad = True
             t._grad_fn = self
@@ -201,7 +201,7 @@ def save(node, *items):
         if isinstance(t, Tensor):
             if t._inference:
                 _inference_error()
-            v = t._version
+            v = t._vc
             vs.append(0 if v is None else v[0])
             if t._requires_grad and t._grad_fn is None:
                 proxied = True
@@ -294,7 +294,7 @@ def finish_multi(node, datas):
 def view_of(base, t, view_fn=None):
     """Mark ``t`` as a view of ``base``: they share a version counter, and ``view_fn``
     rebuilds the view from the root base (for in-place ops on views: CopySlices)."""
-    v = t._version = base._shared_version()
+    v = t._vc = base._shared_version()
     t._view_ver = v[0]
     root = base._base
     if root is None:
