@@ -166,3 +166,28 @@ def test_tensor_dataset_through_workers():
     out = list(DataLoader(TensorDataset(x, y), batch_size=5, num_workers=2))
     assert [b[1].tolist() for b in out] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11]]
     assert out[0][0].dtype == retrograd.float32
+
+
+class Uneven(Dataset):
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        if i == 0:
+            time.sleep(1.5)      # the first batch is slow
+        return i
+
+
+def test_in_order_false_hands_out_batches_as_they_come():
+    out = [b.tolist() for b in DataLoader(Uneven(), batch_size=3, num_workers=2, in_order=False)]
+    assert sorted(out) == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+    assert out[0] != [0, 1, 2]               # the slow first batch did not hold the others back
+    ordered = [b.tolist() for b in DataLoader(Uneven(), batch_size=3, num_workers=2)]
+    assert ordered == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+
+
+def test_error_inside_a_subset_names_both_indices():
+    from retrograd.utils.data import Subset
+    sub = Subset(FailsAt(13), list(range(16))[::-1])     # subset index 2 is dataset index 13
+    with pytest.raises(ValueError, match=r"sample index 2 \(index 13 of the subset's dataset\)"):
+        list(DataLoader(sub, batch_size=4, num_workers=1))

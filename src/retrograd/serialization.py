@@ -220,7 +220,22 @@ def _fail(name, why):
     raise CheckpointError(f"{name} is not a valid retrograd checkpoint: {why}")
 
 
+_TORCH_HINT = ("it looks like a PyTorch checkpoint (a zip of pickles, or a pickle); retrograd never unpickles "
+               "files, since that can run code. Convert it once with PyTorch, e.g. "
+               "safetensors.torch.save_file(torch.load(path), 'model.safetensors') for a state_dict")
+
+
 def _parse(raw, name):
+    try:
+        return _parse_safetensors(raw, name)
+    except CheckpointError:
+        ours = raw[8:9] == b"{"   # a safetensors header (ours, damaged) starts there
+        if not ours and (raw[:4] == b"PK\x03\x04" or (len(raw) > 1 and raw[0] == 0x80 and 2 <= raw[1] <= 5)):
+            _fail(name, _TORCH_HINT)
+        raise
+
+
+def _parse_safetensors(raw, name):
     if len(raw) < 8:
         _fail(name, f"the file is {len(raw)} bytes long, too short for a safetensors header (truncated?)")
     n = struct.unpack("<Q", raw[:8])[0]

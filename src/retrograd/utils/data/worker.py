@@ -41,6 +41,18 @@ def get_worker_info():
     return _worker_info
 
 
+def _tag(e, where):
+    """Remember which sample failed: a worker names it in the error it sends back; in the main
+    process it is added as a note to the exception as it propagates."""
+    if getattr(e, "_retrograd_sample", None) is None:
+        try:
+            e._retrograd_sample = where
+        except AttributeError:
+            pass
+        if _worker_info is None and hasattr(e, "add_note"):
+            e.add_note(f"(raised by the DataLoader {where})")
+
+
 class KeyErrorMessage(str):
     """A KeyError message that prints its newlines (KeyError quotes its argument)."""
 
