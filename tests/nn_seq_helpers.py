@@ -98,7 +98,7 @@ def double_backward_parity(fn, shape, seed=0, atol=1e-10):
         outs = lib.autograd.grad((gx * h).sum() + (gx * gx).sum(), [x, g], allow_unused=True)
         res.append([None if o is None else _np(o) for o in outs])
     for r, t in zip(*res):
-        if t is None:
-            assert r is None or not np.any(r)
+        if t is None or r is None:
+            assert not np.any(r if t is None else t)
         else:
             np.testing.assert_allclose(r, t, atol=atol)

@@ -250,3 +250,42 @@ def test_softmax_implicit_dim_warns():
     with pytest.warns(UserWarning, match="Implicit dimension choice for softmax has been deprecated"):
         y = retrograd.nn.functional.softmax(retrograd.ones(2, 3))
     np.testing.assert_allclose(y.numpy(), np.full((2, 3), 1 / 3), rtol=1e-6)
+
+
+def L(x):
+    """The top-level module (torch or retrograd) of x's library."""
+    return torch if torch is not None and isinstance(x, torch.Tensor) else retrograd
+
+
+TOP_LEVEL = [
+    (lambda x, w: L(x).conv2d(x, w, None, 1, 1), [(1, 2, 5, 4), (3, 2, 3, 3)]),
+    (lambda x, w: L(x).conv1d(x, w, stride=2), [(2, 3, 7), (2, 3, 3)]),
+    (lambda x: L(x).max_pool2d(x, 2), [(1, 2, 4, 6)]),
+    (lambda x: L(x).max_pool1d(x, 3, 2, 1), [(1, 2, 7)]),
+    (lambda x: L(x).avg_pool1d(x, 2), [(1, 2, 6)]),
+    (lambda x: L(x).adaptive_avg_pool1d(x, 3), [(1, 2, 7)]),
+    (lambda x: L(x).adaptive_max_pool1d(x, 3), [(1, 2, 7)]),
+    (lambda x, w, b: L(x).layer_norm(x, (3,), w, b, 1e-5), [(2, 3), (3,), (3,)]),
+    (lambda x, w, b: L(x).group_norm(x, 2, w, b), [(2, 4, 3), (4,), (4,)]),
+    (lambda x, w, b: L(x).batch_norm(x, w, b, None, None, True, 0.1, 1e-5, False), [(4, 3), (3,), (3,)]),
+    (lambda x, y: L(x).cosine_similarity(x, y), [(3, 4), (3, 4)]),
+    (lambda x, y: L(x).pairwise_distance(x, y), [(3, 4), (3, 4)]),
+    (lambda x: L(x).softmax(x, 1), [(3, 4)]),
+    (lambda x: L(x).selu(x), [(3, 4)]),
+    (lambda x: L(x).dropout(x, 0.3, False), [(3, 4)]),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("fn,specs", TOP_LEVEL)
+def test_top_level_forms(fn, specs):
+    check(fn, specs, grad=fn is not TOP_LEVEL[-1][0])
+
+
+def test_top_level_dropout():
+    x = retrograd.ones(100, 100)
+    y = retrograd.dropout(x, 0.25, True)
+    assert abs((y.numpy() == 0).mean() - 0.25) < 0.03
+    assert retrograd.dropout(x, 0.25, False) is x
+    z = retrograd.feature_dropout(retrograd.ones(8, 16, 3), 0.5, True).numpy()
+    assert np.all((z == 0).all(-1) | (z == 2).all(-1))

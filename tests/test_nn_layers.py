@@ -237,3 +237,14 @@ def test_conv_bad_input_messages():
         with pytest.raises(RuntimeError, match=r"Given input size: \(2x3x3\). Calculated output size: \(2x0x0\). "
                                                r"Output size is too small"):
             lib.nn.MaxPool2d(4)(lib.zeros(1, 2, 3, 3))
+
+
+@needs_torch
+def test_dtype_mismatch_messages():
+    for lib in (retrograd, torch):
+        with pytest.raises(RuntimeError, match=r"Input type \(double\) and bias type \(float\) should be the same"):
+            lib.nn.Conv2d(1, 2, 3)(lib.zeros(1, 1, 5, 5, dtype=lib.float64))
+        with pytest.raises(RuntimeError, match="expected scalar type Double but found Float"):
+            lib.nn.Conv2d(1, 2, 3, bias=False)(lib.zeros(1, 1, 5, 5, dtype=lib.float64))
+        with pytest.raises(RuntimeError, match="mat1 and mat2 must have the same dtype, but got Double and Float"):
+            lib.nn.Linear(3, 2)(lib.zeros(2, 3, dtype=lib.float64))

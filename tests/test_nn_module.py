@@ -328,3 +328,31 @@ def test_sequential_forward_and_flatten():
 def test_missing_forward():
     with pytest.raises(NotImplementedError, match='Module \\[Module\\] is missing the required "forward" function'):
         nn.Module()(1)
+
+
+@needs_torch
+def test_batchnorm_old_checkpoint_without_num_batches_tracked():
+    for lib in (retrograd, torch):
+        bn = lib.nn.BatchNorm1d(3)
+        sd = {k: v for k, v in bn.state_dict().items() if k != "num_batches_tracked"}
+        res = bn.load_state_dict(sd)
+        assert not res.missing_keys and not res.unexpected_keys
+
+
+def test_custom_loader_is_used():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(retrograd.zeros(2))
+
+        def _load_from_state_dict(self, state_dict, prefix, *args):
+            key = prefix + "w"
+            if key in state_dict:
+                state_dict[key] = state_dict[key] * 2
+            super()._load_from_state_dict(state_dict, prefix, *args)
+
+    net = nn.Sequential(nn.Linear(2, 2), Scaled())
+    sd = net.state_dict()
+    sd["1.w"] = retrograd.ones(2)
+    net.load_state_dict(sd)
+    assert net[1].w.tolist() == [2.0, 2.0]

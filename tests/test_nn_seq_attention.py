@@ -148,3 +148,37 @@ def test_multihead_attention_errors():
         m(retrograd.zeros(3, 2, 5), x, x)
     with pytest.raises(RuntimeError, match=r"The shape of the 2D attn_mask is \(2, 2\), but should be \(3, 3\)."):
         m(x, x, x, attn_mask=retrograd.zeros(2, 2))
+
+
+@needs_torch
+def test_sdpa_double_backward():
+    from nn_seq_helpers import double_backward_parity
+    double_backward_parity(lambda q: lib_of(q).nn.functional.scaled_dot_product_attention(q, q * 2, q.sin(),
+                                                                                          is_causal=True), (2, 3, 4))
+    m = np.random.default_rng(1).standard_normal((3, 3))
+    double_backward_parity(lambda q: lib_of(q).nn.functional.scaled_dot_product_attention(
+        q, q * 2, q, attn_mask=lib_of(q).tensor(m)), (2, 3, 4))
+
+
+@needs_torch
+@pytest.mark.parametrize("average", [True, False])
+def test_multihead_attention_double_backward(average):
+    from nn_seq_helpers import double_backward_parity, copy_params
+    mt = torch.nn.MultiheadAttention(4, 2).double()
+    mr = rnn.MultiheadAttention(4, 2).double()
+    copy_params(mr, mt)
+
+    def f(x):
+        m = mr if isinstance(x, retrograd.Tensor) else mt
+        o, w = m(x, x.cos(), x, average_attn_weights=average)
+        return o * 1.0 + w.sum()
+    double_backward_parity(f, (3, 2, 4))
+
+
+def test_multihead_attention_mask_type_checks():
+    m = rnn.MultiheadAttention(4, 2)
+    x = retrograd.zeros(3, 2, 4)
+    with pytest.warns(UserWarning, match="Support for mismatched key_padding_mask and attn_mask is deprecated"):
+        m(x, x, x, key_padding_mask=retrograd.zeros(2, 3, dtype=retrograd.bool), attn_mask=retrograd.zeros(3, 3))
+    with pytest.raises(AssertionError, match="only bool and floating types of key_padding_mask are supported"):
+        m(x, x, x, key_padding_mask=retrograd.zeros(2, 3, dtype=retrograd.int64))

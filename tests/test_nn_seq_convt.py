@@ -5,7 +5,7 @@ import pytest
 import retrograd
 import retrograd.nn as rnn
 import retrograd.nn.functional as RF
-from helpers import check, gradcheck_op, needs_torch, torch
+from helpers import check, gradcheck_op, needs_torch
 from nn_seq_helpers import lib_of, module_parity
 
 CT2 = [([(2, 4, 5, 6), (4, 3, 3, 2), (3,)], {}),
@@ -122,3 +122,18 @@ def test_bilinear_errors():
     with pytest.raises(RuntimeError, match="bilinear\\(\\): input batch dimensions do not match at dim 0: got 2 "
                                            "and 3"):
         RF.bilinear(retrograd.zeros(2, 3), retrograd.zeros(3, 4), retrograd.zeros(5, 3, 4))
+
+
+@needs_torch
+def test_conv_transpose_and_bilinear_double_backward():
+    from nn_seq_helpers import double_backward_parity
+    rng = np.random.default_rng(3)
+    W, B, W1, W3 = (rng.standard_normal(s) for s in ((4, 3, 3, 2), (6,), (4, 2, 3), (5, 3, 3)))
+
+    def T(x, a):
+        return lib_of(x).from_numpy(a.copy())
+    double_backward_parity(lambda x: lib_of(x).nn.functional.conv_transpose2d(
+        x, T(x, W) * x.sum(), T(x, B), stride=2, padding=1, output_padding=1, groups=2), (2, 4, 3, 3))
+    double_backward_parity(lambda x: lib_of(x).nn.functional.conv_transpose1d(x, T(x, W1) * x.mean(), stride=2),
+                           (4, 5))
+    double_backward_parity(lambda x: lib_of(x).nn.functional.bilinear(x, x.sin(), T(x, W3) * x.sum()), (2, 2, 3))

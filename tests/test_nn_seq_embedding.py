@@ -36,7 +36,6 @@ def test_embedding_double_backward():
 @needs_torch
 @pytest.mark.parametrize("max_norm,norm_type", [(1.0, 2.0), (1.5, 1.0), (0.5, float("inf"))])
 def test_embedding_max_norm_renormalises_in_place(max_norm, norm_type):
-    w = np.random.default_rng(0).standard_normal((10, 3))
     m, mt = module_parity(lambda lib: lib.nn.Embedding(10, 3, max_norm=max_norm, norm_type=norm_type).double(),
                           [np.array(IDX)])
     np.testing.assert_allclose(m.weight.detach().numpy(), mt.weight.detach().numpy(), atol=1e-12)
@@ -142,3 +141,25 @@ def test_embedding_bag_errors():
     with pytest.raises(RuntimeError, match="offsets\\[-1\\] can not be greater than input's length 2 but got "
                                            "offsets\\[-1\\] of 3"):
         RF.embedding_bag(retrograd.tensor([1, 2]), w, retrograd.tensor([0, 3]))
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_double_backward(mode):
+    # PyTorch has no double backward for embedding_bag: compare with its lookup-and-reduce form
+    P = np.random.default_rng(3).standard_normal(9)
+    S = np.zeros((4, 9))
+    for b, (lo, hi) in enumerate([(0, 3), (3, 3), (3, 5), (5, 9)]):
+        S[b, lo:hi] = 1.0 / max(hi - lo, 1) if mode == "mean" else 1.0
+
+    def f(w):
+        lib = lib_of(w)
+        psw = lib.from_numpy(P.copy()) * w.sum() if mode == "sum" else None
+        if lib is retrograd:
+            return RF.embedding_bag(lib.tensor(FLAT), w * w.sum(), lib.tensor([0, 3, 3, 5]), mode=mode,
+                                    per_sample_weights=psw)
+        rows = torch.nn.functional.embedding(torch.tensor(FLAT), w * w.sum())
+        if psw is not None:
+            rows = rows * psw[:, None]
+        return torch.from_numpy(S) @ rows
+    double_backward_parity(f, (10, 3))

@@ -258,3 +258,34 @@ def test_grid_sample_errors():
         RF.grid_sample(retrograd.zeros(1, 1, 2, 2), retrograd.zeros(2, 2, 2, 2))
 
 
+
+
+@needs_torch
+@pytest.mark.parametrize("mode,pm", [("bilinear", "zeros"), ("bilinear", "border"), ("nearest", "zeros")])
+def test_grid_sample_double_backward(mode, pm):
+    X = np.random.default_rng(3).standard_normal((2, 3, 4, 5))
+    for ac in (False, True):
+        double_backward_parity(lambda g: lib_of(g).nn.functional.grid_sample(
+            lib_of(g).from_numpy(X.copy()) * g.sum(), g, mode=mode, padding_mode=pm, align_corners=ac), (2, 3, 3, 2))
+
+
+@pytest.mark.parametrize("shape,r", [((1, 8, 3, 3), 2), ((2, 9, 2, 1), 3), ((4, 2, 2), 1), ((2, 1, 4, 2, 2), 2)])
+def test_pixel_shuffle_parity(shape, r):
+    check(lambda x: F(x).pixel_shuffle(x, r), [shape])
+    check(lambda x: F(x).pixel_unshuffle(F(x).pixel_shuffle(x, r) * 1.0, r), [shape])
+
+
+def test_pixel_shuffle_gradcheck_and_modules():
+    gradcheck_op(lambda x: RF.pixel_shuffle(x, 2), [(1, 4, 2, 1)])
+    gradcheck_op(lambda x: RF.pixel_unshuffle(x, 2), [(1, 1, 2, 4)])
+    assert repr(rnn.PixelShuffle(2)) == "PixelShuffle(upscale_factor=2)"
+    assert repr(rnn.PixelUnshuffle(3)) == "PixelUnshuffle(downscale_factor=3)"
+    x = retrograd.arange(16.0).reshape(1, 4, 2, 2)
+    np.testing.assert_array_equal(rnn.PixelUnshuffle(2)(rnn.PixelShuffle(2)(x)).numpy(), x.numpy())
+    with pytest.raises(RuntimeError, match="pixel_shuffle expects its input's 'channel' dimension to be divisible by "
+                                           "the square of upscale_factor, but input.size\\(-3\\)=7 is not divisible "
+                                           "by 4"):
+        RF.pixel_shuffle(retrograd.zeros(1, 7, 3, 3), 2)
+    with pytest.raises(RuntimeError, match="pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                                           "input.size\\(-2\\)=3 is not divisible by 2"):
+        RF.pixel_unshuffle(retrograd.zeros(1, 7, 3, 3), 2)

@@ -4,7 +4,6 @@ import warnings
 
 import numpy as np
 
-from .._tensor import Tensor
 from ..ops._base import finish
 from ..ops._linear import linear
 from ..ops._seqkit import cat
@@ -93,6 +92,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     v = _linear(value, wv, bv) if static_v is None else static_v
     dt = q._data.dtype
     # masks as one additive array broadcastable to (N, H, L, S')
+    if key_padding_mask is not None and attn_mask is not None and \
+            (key_padding_mask._data.dtype == np.bool_) != (attn_mask._data.dtype == np.bool_):
+        warnings.warn("Support for mismatched key_padding_mask and attn_mask is deprecated. Use same type for both "
+                      "instead.", stacklevel=3)
     m = None
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "

@@ -7,15 +7,12 @@ so additions merge cleanly.
 """
 import warnings
 
-import numpy as np
-
-from .._creation import _gen
 from ..ops import activation as _act
 from ..ops import conv as _conv
 from ..ops import loss as _loss
 from ..ops import normalization as _norm
 from ..ops import pool as _pool
-from ..ops._base import apply_inplace as _apply_inplace, finish as _finish
+from ..ops._base import apply_inplace as _apply_inplace
 from ..ops._linear import linear  # noqa: F401
 from ..ops.shape import reshape as _reshape
 from ..ops.unary import relu as _relu, sigmoid as _sigmoid, tanh as _tanh
@@ -177,58 +174,25 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 # --- dropout --------------------------------------------------------------------------
 
-def _check_p(p):
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-
-
-def _dropout_mask(shape, p, dtype):
-    if p == 1.0:
-        return np.zeros(shape, dtype)
-    keep = _gen(None).random(shape) >= p
-    return (keep / (1.0 - p)).astype(dtype)
-
-
-def _apply_mask(input, mask, inplace):
-    m = _finish(None, mask)
-    if inplace:
-        return _apply_inplace(input, lambda t: t * m)
-    return input * m
-
-
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only)."""
-    _check_p(p)
-    if not training or p == 0.0:
-        return input
-    return _apply_mask(input, _dropout_mask(input._data.shape, p, input._data.dtype), inplace)
-
-
-def _feature_dropout(input, p, training, inplace, batched):
-    if not training or p == 0.0:
-        return input
-    shape = input._data.shape
-    if batched:
-        mshape = shape[:2] + (1,) * (len(shape) - 2)
-    else:
-        mshape = shape[:1] + (1,) * (len(shape) - 1)
-    return _apply_mask(input, _dropout_mask(mshape, p, input._data.dtype), inplace)
+    return _act.dropout(input, p, training, inplace)
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, L) or (C, L) input."""
-    _check_p(p)
+    _act._check_p(p)
     d = input.ndim
     if d not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {d}D input. Note that dropout1d "
                            "exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
                            "dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
-    return _feature_dropout(input, p, training, inplace, d == 3)
+    return _act.feature_dropout(input, p, training, inplace, d == 3)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, H, W) input."""
-    _check_p(p)
+    _act._check_p(p)
     d = input.ndim
     if d not in (3, 4):
         warnings.warn(f"dropout2d: Received a {d}-D input to dropout2d, which is deprecated and will result in an "
@@ -242,12 +206,12 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       "This behavior will change in a future release to interpret the input as one without a batch "
                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
                       "switch to using dropout1d instead.", stacklevel=2)
-    return _feature_dropout(input, p, training, inplace, d != 3)
+    return _act.feature_dropout(input, p, training, inplace, d != 3)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input."""
-    _check_p(p)
+    _act._check_p(p)
     d = input.ndim
     if d not in (4, 5):
         warnings.warn(f"dropout3d: Received a {d}-D input to dropout3d, which is deprecated and will result in an "
@@ -255,7 +219,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
                       "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
                       "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
                       "inputs).", stacklevel=2)
-    return _feature_dropout(input, p, training, inplace, d == 5)
+    return _act.feature_dropout(input, p, training, inplace, d == 5)
 
 
 # --- distances and vectors ------------------------------------------------------------
@@ -347,7 +311,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 # --- normalization --------------------------------------------------------------------
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
-    return _norm.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    return _norm._batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -424,7 +388,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return _pool.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2)
 # --- sequence, resampling and attention ---------------------------------------------------
 
-from ..ops.resample import pad, interpolate, unfold, fold  # noqa: F401,E402
+from ..ops.resample import pad, interpolate, unfold, fold, pixel_shuffle, pixel_unshuffle  # noqa: F401,E402
 from ..ops.embeddings import embedding, embedding_bag  # noqa: F401,E402
 from ..ops.convt import conv_transpose1d, conv_transpose2d, bilinear  # noqa: F401,E402
 from ..ops.attention import scaled_dot_product_attention  # noqa: F401,E402

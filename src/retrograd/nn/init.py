@@ -7,7 +7,6 @@ import warnings
 
 import numpy as np
 
-from .._tensor import Tensor
 from .._creation import _gen
 from ..autograd import grad_mode
 

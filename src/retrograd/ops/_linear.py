@@ -1,9 +1,11 @@
 """The fully connected layer's op: ``x @ w.T + b`` as one GEMM (AddmmBackward0 on 2-D
 input, as in PyTorch), with its own small differentiable matrix product so that its
 backward is itself differentiable."""
-import numpy as np
+from ._base import OpNode, node_for, save, finish
 
-from ._base import OpNode, node_for, save, finish, Tensor
+
+_TN = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+       "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def _shape_err(a, b):
@@ -71,6 +73,10 @@ def linear(input, weight, bias=None):
     w = weight._data
     if w.ndim != 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {w.ndim}D")
+    if x.dtype != w.dtype or (bias is not None and bias._data.dtype != x.dtype):
+        other = w.dtype if x.dtype != w.dtype else bias._data.dtype
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_TN.get(x.dtype.name, x.dtype.name)} "
+                           f"and {_TN.get(other.name, other.name)}")
     nd = x.ndim
     if nd == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
@@ -92,8 +98,6 @@ def linear(input, weight, bias=None):
         if node is not None:
             node.ta, node.tb = False, True
             save(node, inp if weight._requires_grad else None, weight if inp._requires_grad else None)
-    if r.dtype != x.dtype and x.dtype == w.dtype:
-        r = r.astype(x.dtype)
     out = finish(node, r)
     if nd == 2:
         return out

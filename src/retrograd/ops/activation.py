@@ -10,12 +10,13 @@ import warnings
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, save_output, finish, wrap_dim, Tensor
+from ._base import OpNode, node_for, save, save_output, finish, wrap_dim, apply_inplace
 from .unary import _erf_np, _sigmoid_np, exp, tanh, sigmoid, erf
 from .index import where
 from .. import _dtype as D
 
-__all__ = ["softmax", "log_softmax", "selu", "celu", "threshold", "prelu", "hardshrink", "rrelu"]
+__all__ = ["softmax", "log_softmax", "selu", "celu", "threshold", "prelu", "hardshrink", "rrelu", "selu_", "celu_",
+           "threshold_", "dropout", "feature_dropout", "dropout_", "feature_dropout_"]
 
 
 def _const(a, like):
@@ -431,6 +432,67 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dtype is not None:
         input = input._to(D.to_dtype(dtype))
     return softmax(-input, dim)
+
+
+# *** dropout ***
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_mask(shape, p, dtype):
+    if p == 1.0:
+        return np.zeros(shape, dtype)
+    from .._creation import _gen
+    keep = _gen(None).random(shape) >= p
+    return (keep / (1.0 - p)).astype(dtype)
+
+
+def _masked(input, mask, inplace):
+    m = finish(None, mask)
+    if inplace:
+        return apply_inplace(input, lambda t: t * m)
+    return input * m
+
+
+def dropout(input, p=0.5, train=True, inplace=False):
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (when ``train``)."""
+    _check_p(p)
+    if not train or p == 0.0:
+        return input
+    return _masked(input, _dropout_mask(input._data.shape, p, input._data.dtype), inplace)
+
+
+def feature_dropout(input, p=0.5, train=True, inplace=False, batched=True):
+    """Zero whole channels (dim 1; dim 0 when not ``batched``) with probability ``p``."""
+    _check_p(p)
+    if not train or p == 0.0:
+        return input
+    shape = input._data.shape
+    k = 2 if batched else 1
+    mshape = shape[:k] + (1,) * (len(shape) - k)
+    return _masked(input, _dropout_mask(mshape, p, input._data.dtype), inplace)
+
+
+def dropout_(input, p=0.5, train=True):
+    return dropout(input, p, train, True)
+
+
+def feature_dropout_(input, p=0.5, train=True):
+    return feature_dropout(input, p, train, True)
+
+
+def selu_(input):
+    return apply_inplace(input, selu)
+
+
+def celu_(input, alpha=1.0):
+    return apply_inplace(input, celu, alpha)
+
+
+def threshold_(input, threshold_, value):
+    return apply_inplace(input, threshold, threshold_, value)
 
 
 def _tensor_softmax(self, dim, dtype=None):

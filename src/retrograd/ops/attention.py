@@ -6,7 +6,10 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, finish_multi, arr, Tensor
+from ._base import OpNode, node_for, save, finish, finish_multi, arr, _state
+from ._seqkit import graph_grads
+from .linalg import matmul
+from .activation import softmax
 from .. import _creation
 
 __all__ = []
@@ -23,6 +26,8 @@ def _softmax_rows(s):
 
 
 def _dropout_mask(shape, p, dtype):
+    if p >= 1:
+        return np.zeros(shape, dtype)
     keep = _creation.default_generator._np.random(shape) >= p
     return keep.astype(dtype) / dtype.type(1 - p)
 
@@ -59,6 +64,10 @@ def _sum_to(a, shape):
 
 class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
     def backward(self, g):
+        if _state.grad:  # create_graph: differentiate the composite, so that double backward works
+            inputs = list(self.saved_tensors[:3]) + ([self.mask_t] if len(self.next_functions) > 3 else [])
+            grads = graph_grads(self._composite, inputs, [g])
+            return tuple(grads[i] if self.next_functions[i][0] is not None else None for i in range(len(inputs)))
         q, k, v = self.saved_tensors[:3]
         kd, vd, rep = k._data, v._data, self.rep
         if rep > 1:
@@ -72,6 +81,21 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
         if len(nf) > 3:
             out.append(_sum_to(ds, self.mask_shape) if nf[3][0] is not None else None)
         return tuple(None if (a is None or nf[i][0] is None) else finish(None, arr(a)) for i, a in enumerate(out))
+
+
+    def _composite(self, q, k, v, m=None):
+        if self.rep > 1:
+            idx = np.repeat(np.arange(k.shape[-3]), self.rep)
+            k, v = k[..., idx, :, :], v[..., idx, :, :]
+        s = matmul(q, k.transpose(-2, -1)) * self.scale
+        if m is not None:
+            s = s + m
+        elif self.const_mask is not None:
+            s = s + finish(None, self.const_mask)
+        p = softmax(s, -1)
+        if self.drop is not None:
+            p = p * finish(None, self.drop)
+        return matmul(p, v)
 
 
 def _float_mask(attn_mask, dtype):
@@ -112,8 +136,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         mask = _float_mask(attn_mask, q.dtype)
     sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     drop = _dropout_mask(q.shape[:-1] + (S,), dropout_p, q.dtype) if dropout_p > 0 else None
-    if drop is not None and dropout_p >= 1:
-        drop = np.zeros_like(drop)
     out, p, pd = _attend(q, k, v, mask, sc, drop)
     grad_mask = attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._requires_grad
     inputs = (query, key, value) + ((attn_mask,) if grad_mask else ())
@@ -122,8 +144,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         save(node, query, key, value)
         node.rep = rep
         node.p, node.pd, node.drop, node.scale = p, pd, drop, sc
+        node.const_mask = None if grad_mask else mask
         if grad_mask:
             node.mask_shape = attn_mask._data.shape
+            node.mask_t = attn_mask
     res = finish(node, arr(out))
     return res
 
@@ -134,6 +158,10 @@ class MultiheadAttentionBackward0(OpNode):
     """Backward of the head-split attention: inputs q, k, v (projected), optional float mask."""
 
     def _apply(self, grads):
+        if _state.grad:  # create_graph: differentiate the composite, so that double backward works
+            inputs = list(self.saved_tensors) + ([self.mask_t] if len(self.next_functions) > 3 else [])
+            res = graph_grads(self._composite, inputs, list(grads))
+            return tuple(res[i] if self.next_functions[i][0] is not None else None for i in range(len(inputs)))
         g_out = grads[0]
         g_w = grads[1] if len(grads) > 1 else None
         q, k, v = self.saved_tensors
@@ -158,6 +186,32 @@ class MultiheadAttentionBackward0(OpNode):
         if len(nf) > 3:
             out.append(None if nf[3][0] is None else finish(None, arr(_sum_to(ds, self.mask_shape))))
         return tuple(out)
+
+
+    def _composite(self, q, k, v, m=None):
+        H, bf = self.heads, self.batch_first
+
+        def split(x):
+            if not bf:
+                x = x.transpose(0, 1)
+            N, L, E = x.shape
+            return x.reshape(N, L, H, E // H).transpose(1, 2)
+        qh, kh, vh = split(q), split(k), split(v)
+        s = matmul(qh, kh.transpose(-2, -1)) * self.scale
+        if m is not None:
+            s = s + m
+        elif self.const_mask is not None:
+            s = s + finish(None, self.const_mask)
+        p = softmax(s, -1)
+        pd = p if self.drop is None else p * finish(None, self.drop)
+        o = matmul(pd, vh)
+        N, _, L, d = o.shape
+        o = o.transpose(1, 2).reshape(N, L, H * d)
+        if not bf:
+            o = o.transpose(0, 1)
+        if not self.need_weights:
+            return (o,)
+        return o, (pd.mean(1) if self.average else pd)
 
 
 def _split(x, H, batch_first):
@@ -186,8 +240,6 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
     m = None if mask is None else mask._data
     sc = 1.0 / math.sqrt(qh.shape[-1])
     drop = _dropout_mask(qh.shape[:-1] + (kh.shape[2],), dropout_p, qh.dtype) if dropout_p > 0 else None
-    if drop is not None and dropout_p >= 1:
-        drop = np.zeros_like(drop)
     out, p, pd = _attend(qh, kh, vh, m, sc, drop)
     outs = [_merge(out, batch_first)]
     if need_weights:
@@ -199,8 +251,10 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
         save(node, q, k, v)
         node.heads, node.batch_first, node.p, node.pd, node.drop, node.scale = H, batch_first, p, pd, drop, sc
         node.need_weights, node.average = need_weights, average_attn_weights
+        node.const_mask = None if grad_mask else m
         if grad_mask:
             node.mask_shape = m.shape
+            node.mask_t = mask
     return res[0], (res[1] if need_weights else None)
 
 

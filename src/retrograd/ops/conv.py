@@ -15,9 +15,9 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ._base import OpNode, node_for, save, finish, Tensor
+from ._base import OpNode, node_for, save, finish
 
-__all__ = []
+__all__ = ["conv1d", "conv2d", "conv3d"]
 TENSOR_METHODS = {}
 INPLACE = {}
 
@@ -61,9 +61,8 @@ def _cols(xp, k, out, p):
 def _fwd(x, w, p, want_cols=False):
     """y = conv(x, w): (N, O, *out)."""
     if _wide(p, w.ndim - 2):
-        y, cols = _fwd_wide(x, w, p)
+        y, cols = _fwd_wide(x, w, p, want_cols)
         return (y, cols) if want_cols else y
-    nd = w.ndim - 2
     xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
     k = w.shape[2:]
     out = _out_size(xp.shape[2:], k, p)
@@ -153,6 +152,33 @@ def _bwd_in(g, w, xshape, p):
 # width). Each output row then carries Wp - OW extra columns, which are dropped (forward)
 # or are zero (backward). Copies and slice-adds run over long contiguous runs.
 
+# Workspace: the column buffers are large and live for one call (or until the backward
+# that uses them). Handing them back to a small pool and reusing them avoids touching
+# fresh pages on every call, which otherwise costs more than the GEMM itself.
+_POOL = {}
+_POOL_KEYS = 16
+
+
+def _take(shape, dtype):
+    free = _POOL.get((shape, dtype))
+    if free:
+        return free.pop()
+    return np.empty(shape, dtype)
+
+
+def _give(a):
+    if type(a) is not np.ndarray or not a.flags.owndata:
+        return
+    key = (a.shape, a.dtype)
+    free = _POOL.get(key)
+    if free is None:
+        if len(_POOL) >= _POOL_KEYS:
+            _POOL.pop(next(iter(_POOL)))
+        free = _POOL[key] = []
+    if len(free) < 2:
+        free.append(a)
+
+
 def _wide(p, nd):
     return nd == 2 and p.stride == (1, 1)
 
@@ -167,50 +193,63 @@ def _wide_geom(xshape, k, p):
 
 
 def _wide_cols(x, k, p):
+    """Columns in the wide layout, (G, Cg*KH*KW, N*OH*Wp): one row per (channel, kernel
+    offset), one contiguous run of OH*Wp per sample."""
     n, c, h, w = x.shape
     hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
     (plh, _), (plw, _) = p.pad
-    flat = np.zeros((n, c, hp * wp + slack), x.dtype)
+    flat = _take((n, c, hp * wp + slack), x.dtype)
+    flat.fill(0)
     flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + w] = x
     st = flat.strides
     sz = flat.itemsize
     G = p.groups
-    v = as_strided(flat, (n, G, c // G, k[0], k[1], oh * wp),
-                   (st[0], st[1] * (c // G), st[1], p.dilation[0] * wp * sz, p.dilation[1] * sz, sz),
+    shape = (G, c // G, k[0], k[1], n, oh * wp)
+    v = as_strided(flat, shape,
+                   (st[1] * (c // G), st[1], p.dilation[0] * wp * sz, p.dilation[1] * sz, st[0], sz),
                    writeable=False)
-    return v.reshape(n, G, -1, oh * wp), (hp, wp, oh, ow, slack)
+    cols = _take((G, (c // G) * k[0] * k[1], n * oh * wp), x.dtype)
+    np.copyto(cols.reshape(shape), v)
+    _give(flat)
+    return cols, (hp, wp, oh, ow, slack)
 
 
-def _fwd_wide(x, w, p):
+def _fwd_wide(x, w, p, keep_cols=False):
     n = x.shape[0]
     o = w.shape[0]
     G = p.groups
     cols, (hp, wp, oh, ow, _) = _wide_cols(x, w.shape[2:], p)
     wm = w.reshape(G, o // G, -1)
-    y = np.matmul(wm[0], cols[:, 0]) if G == 1 else np.matmul(wm, cols)
-    y = y.reshape(n, o, oh, wp)[:, :, :, :ow]
-    return np.ascontiguousarray(y), cols
+    dt = np.result_type(w.dtype, cols.dtype)
+    yw = np.matmul(wm, cols, out=_take((G, o // G, n * oh * wp), dt))      # one GEMM per group
+    y = np.ascontiguousarray(yw.reshape(o, n, oh, wp)[:, :, :, :ow].transpose(1, 0, 2, 3))
+    _give(yw)
+    if not keep_cols:
+        _give(cols)
+        cols = None
+    return y, cols
 
 
-def _g_wide(g, wp):
+def _g_wide(g, wp, G):
+    """The output gradient as (G, O/G, N*OH*Wp), zero in the extra columns."""
     n, o, oh, ow = g.shape
-    if ow == wp:
-        return g.reshape(n, o, oh * wp)
-    gw = np.zeros((n, o, oh, wp), g.dtype)
-    gw[:, :, :, :ow] = g
-    return gw.reshape(n, o, oh * wp)
+    gw = _take((o, n, oh, wp), g.dtype)
+    if ow != wp:
+        gw[:, :, :, ow:] = 0
+    gw[:, :, :, :ow] = g.transpose(1, 0, 2, 3)
+    return gw.reshape(G, o // G, n * oh * wp)
 
 
 def _bwd_w_wide(x, g, wshape, p, cols=None):
-    if cols is None:
+    own = cols is None
+    if own:
         cols, _ = _wide_cols(x, wshape[2:], p)
     G = p.groups
-    n, o = g.shape[:2]
-    gwide = _g_wide(g, _wide_geom(x.shape, wshape[2:], p)[1])
-    if G == 1:
-        gw = np.matmul(gwide, cols[:, 0].transpose(0, 2, 1)).sum(0)
-    else:
-        gw = np.matmul(gwide.reshape(n, G, o // G, -1), cols.transpose(0, 1, 3, 2)).sum(0)
+    gwide = _g_wide(g, _wide_geom(x.shape, wshape[2:], p)[1], G)
+    gw = np.matmul(gwide, cols.transpose(0, 2, 1))                       # (G, O/G, CgKK)
+    _give(gwide)
+    if own:
+        _give(cols)
     return gw.reshape(wshape)
 
 
@@ -220,21 +259,22 @@ def _bwd_in_wide(g, w, xshape, p):
     k = w.shape[2:]
     G = p.groups
     hp, wp, oh, ow, slack = _wide_geom(xshape, k, p)
-    gwide = _g_wide(g, wp)
+    gwide = _g_wide(g, wp, G)
     wm = w.reshape(G, o // G, -1)
-    if G == 1:
-        d = np.matmul(wm[0].T, gwide)                                        # (N, CKK, OH*Wp)
-    else:
-        d = np.matmul(wm.transpose(0, 2, 1), gwide.reshape(n, G, o // G, -1))   # (N, G, CgKK, OH*Wp)
-    d = d.reshape(n, c, k[0], k[1], oh * wp)
-    flat = np.zeros((n, c, hp * wp + slack), d.dtype)
     L = oh * wp
+    dt = np.result_type(w.dtype, gwide.dtype)
+    dbuf = np.matmul(wm.transpose(0, 2, 1), gwide, out=_take((G, wm.shape[2], n * L), dt))   # (G, CgKK, N*L)
+    _give(gwide)
+    d = dbuf.reshape(c, k[0], k[1], n, L)
+    flat = np.zeros((c, n, hp * wp + slack), dt)
     for kh in range(k[0]):
         for kw in range(k[1]):
             s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
-            flat[:, :, s0:s0 + L] += d[:, :, kh, kw]
+            flat[:, :, s0:s0 + L] += d[:, kh, kw]
+    _give(dbuf)
     (plh, _), (plw, _) = p.pad
-    return flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd]
+    gx = flat[:, :, :hp * wp].reshape(c, n, hp, wp)[:, :, plh:plh + h, plw:plw + wd]
+    return np.ascontiguousarray(gx.transpose(1, 0, 2, 3))
 
 
 # *** differentiable ops ***
@@ -249,10 +289,17 @@ class ConvolutionBackward0(OpNode):
         if nf[1][0] is not None:
             cols = self.__dict__.pop("cols", None)
             gw = _conv_weight_grad(x, g, w.shape, p, cols)
+            _give(cols)
         gb = None
         if len(nf) > 2 and nf[2][0] is not None:
             gb = g.sum([0] + list(range(2, g.ndim)))
         return (gx, gw, gb) if len(nf) > 2 else (gx, gw)
+
+    def __del__(self):
+        # a graph dropped before its backward hands its column buffer back
+        cols = self.__dict__.get("cols")
+        if cols is not None:
+            _give(cols)
 
 
 class ConvolutionBackwardBackward0(OpNode):
@@ -432,7 +479,7 @@ def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
     x, w = input._data, weight._data
     name = f"conv{nd}d"
     if w.ndim != nd + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if w.ndim < 3 else
+        raise RuntimeError("weight should have at least three dimensions" if w.ndim < 3 else
                            f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input, but got weight "
                            f"of size {_fmt(w.shape)} instead")
     if x.ndim not in (nd + 1, nd + 2):
@@ -480,10 +527,14 @@ def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
     if any(padded[i] < eff[i] for i in range(nd)):
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
                            f"size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than actual input size")
+    tn = {"float32": "float", "float64": "double", "float16": "c10::Half"}
+    if bias is not None and bias._data.dtype != x.dtype:
+        raise RuntimeError(f"Input type ({tn.get(x.dtype.name, x.dtype.name)}) and bias type "
+                           f"({tn.get(bias._data.dtype.name, bias._data.dtype.name)}) should be the same")
     if x.dtype != w.dtype:
-        tn = {"float32": "float", "float64": "double", "float16": "c10::Half"}
-        raise RuntimeError(f"Input type ({tn.get(x.dtype.name, x.dtype.name)}) and weight type "
-                           f"({tn.get(w.dtype.name, w.dtype.name)}) should be the same")
+        tc = {"float32": "Float", "float64": "Double", "float16": "Half"}
+        raise RuntimeError(f"expected scalar type {tc.get(x.dtype.name, x.dtype.name)} but found "
+                           f"{tc.get(w.dtype.name, w.dtype.name)}")
     out = _conv(input, weight, _P(stride, pad, dilation, groups), bias)
     return _squeeze0(out) if unbatched else out
 
@@ -498,3 +549,18 @@ def _unsqueeze0(t):
     if node is not None:
         node.shape = t._data.shape
     return finish(node, t._data[None])
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution over (N, C, L) or (C, L) input."""
+    return convolution(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution over (N, C, H, W) or (C, H, W) input."""
+    return convolution(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution over (N, C, D, H, W) or (C, D, H, W) input."""
+    return convolution(input, weight, bias, stride, padding, dilation, groups, 3)

@@ -6,8 +6,11 @@ backward runs the other way: im2col of the gradient, then a GEMM per direction.
 """
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, arr
+from ._base import OpNode, node_for, save, finish, arr, _state
+from ._seqkit import graph_grads
 from .arithmetic import add
+from .linalg import matmul, einsum
+from .resample import _col2im
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "bilinear"]
 
@@ -47,6 +50,11 @@ def _unblocks(c, shape_p, dil, st):
 
 class ConvolutionBackward0(OpNode):
     def backward(self, g):
+        if _state.grad:  # create_graph: differentiate the composite, so that double backward works
+            nf = self.next_functions
+            inputs = list(self.saved_tensors) + ([self.bias_t] if len(nf) > 2 else [])
+            res = graph_grads(self._composite, inputs, [g])
+            return tuple(res[i] if nf[i][0] is not None else None for i in range(len(inputs)))
         x, w = self.saved_tensors
         ks, dil, pad, st, G, nsp, unbatched = self.args
         xd, wd, gd = x._data, w._data, g._data
@@ -72,6 +80,34 @@ class ConvolutionBackward0(OpNode):
             gb = gd.sum(axis=(0, 2, 3))
         out = tuple(None if a is None else finish(None, arr(a)) for a in (gx, gw, gb))
         return out if len(nf) > 2 else out[:2]
+
+
+    def _composite(self, x, w, b=None):
+        """The transposed convolution as tensor ops: a GEMM per group, then col2im."""
+        ks, dil, pad, st, G, nsp, unbatched = self.args
+        xs, ws = tuple(x.shape), tuple(w.shape)
+        if unbatched:
+            x = x.reshape((1,) + xs)
+        if nsp == 1:
+            x = x.reshape(tuple(x.shape[:2]) + (1, x.shape[2]))
+            w = w.reshape(ws[:2] + (1, ws[2]))
+        N, Cin, H, W = x.shape
+        Cout = w.shape[1] * G
+        kk = ks[0] * ks[1]
+        Ho, Wo = self.out_hw
+        if (Ho + 2 * pad[0] - dil[0] * (ks[0] - 1) - 1) // st[0] + 1 != H or \
+                (Wo + 2 * pad[1] - dil[1] * (ks[1] - 1) - 1) // st[1] + 1 != W:
+            raise NotImplementedError("double backward of conv_transpose with output_padding >= stride")
+        wg = w.reshape(G, Cin // G, Cout // G * kk).transpose(1, 2)
+        cols = matmul(wg, x.reshape(N, G, Cin // G, H * W)).reshape(N, Cout * kk, H * W)
+        r = _col2im(cols, (Ho, Wo), ks, dil, pad, st)
+        if b is not None:
+            r = r + b.reshape(1, -1, 1, 1)
+        if nsp == 1:
+            r = r.reshape(N, Cout, Wo)
+        if unbatched:
+            r = r.reshape(tuple(r.shape[1:]))
+        return r
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nsp, name):
@@ -143,6 +179,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     node = node_for(ConvolutionBackward0, (input, weight, bias) if bias is not None else (input, weight))
     if node is not None:
         node.args = (ks, dil, pad, st, G, nsp, unbatched)
+        node.out_hw = (Ho, Wo)
+        node.bias_t = bias
         save(node, input, weight)
     return finish(node, r)
 
@@ -163,6 +201,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 class TrilinearBackward0(OpNode):
     def backward(self, g):
+        if _state.grad:  # create_graph: differentiate the composite, so that double backward works
+            res = graph_grads(lambda a, b, w: einsum("...i,oij,...j->...o", a, w, b), list(self.saved_tensors), [g])
+            return tuple(res[i] if self.next_functions[i][0] is not None else None for i in range(3))
         x1, x2, w = self.saved_tensors
         gd = g._data
         nf = self.next_functions

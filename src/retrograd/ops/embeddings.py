@@ -6,7 +6,9 @@ The lookup's gradient is a segment sum of the upstream rows into the weight's ro
 """
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, arr, Tensor
+from ._base import OpNode, node_for, save, finish, arr, Tensor, _state
+from ._seqkit import graph_grads
+from .linalg import matmul
 from .resample import _scatter_axis
 
 __all__ = ["embedding_renorm_"]  # torch.embedding/embedding_bag take (weight, indices): F has the user forms
@@ -50,13 +52,13 @@ class EmbeddingDenseBackwardBackward0(EmbeddingBackward0):
     pass
 
 
-def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls, scale=True):
+def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls):
+    """The lookup with the gradient's per-lookup factors (the adjoint of ``_dense_backward``)."""
     w = weight._data
     r = w[idx]
-    if scale:
-        s = _lookup_scale(idx, w.shape[0], padding_idx, freq, w.dtype)
-        if s is not None:
-            r = r * s[:, None]
+    s = _lookup_scale(idx, w.shape[0], padding_idx, freq, w.dtype)
+    if s is not None:
+        r = r * s[:, None]
     r = r.reshape(tuple(out_shape) + w.shape[1:])
     node = node_for(cls, (weight,))
     if node is not None:
@@ -65,6 +67,7 @@ def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls, scale=True):
 
 
 def _dense_backward(g, idx, num, padding_idx, freq):
+    """The weight gradient of a lookup: upstream rows summed into their weight rows."""
     d = g._data
     rows = d.reshape(idx.shape[0], -1)
     s = _lookup_scale(idx, num, padding_idx, freq, d.dtype)
@@ -130,6 +133,31 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
 
 class EmbeddingBagBackward0(OpNode):
     def backward(self, g):
+        if _state.grad:  # create_graph: differentiate the composite, so that double backward works
+            nf = self.next_functions
+            inputs = [self.weight_t] + ([self.saved_tensors[0]] if len(nf) > 1 else [])
+            res = graph_grads(self._composite, inputs, [g])
+            return tuple(res[i] if nf[i][0] is not None else None for i in range(len(inputs)))
+        return self._backward_arrays(g)
+
+    def _composite(self, weight, psw=None):
+        """The bag reduction as a gather and a (bags x lookups) matrix product."""
+        D = self.dim
+        if self.mode == "max":
+            mi = self.max_idx
+            ok = mi >= 0
+            rows = finish(None, self.idx[np.where(ok, mi, 0)])
+            cols = finish(None, np.broadcast_to(np.arange(D), mi.shape).copy())
+            return weight[rows, cols] * finish(None, ok.astype(weight._data.dtype))
+        rows = weight[finish(None, self.idx)]
+        if psw is not None:
+            rows = rows * psw.reshape(-1)[finish(None, np.flatnonzero(self.keep))].unsqueeze(1)
+        B = self.counts.shape[0]
+        S = np.zeros((B, self.idx.size), weight._data.dtype)
+        S[self.bag, np.arange(self.idx.size)] = 1.0 / self.counts[self.bag] if self.mode == "mean" else 1.0
+        return matmul(finish(None, S), rows)
+
+    def _backward_arrays(self, g):
         psw = self.saved_tensors[0] if len(self.next_functions) > 1 else None
         gd = g._data
         nf = self.next_functions
@@ -240,6 +268,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         node.freq, node.max_idx, node.keep, node.n_all = scale_grad_by_freq, max_idx, keep, n
         node.counts = np.maximum(counts, 1).astype(w.dtype)
         node.wrows = rows
+        node.weight_t = weight
         if psw is not None:
             save(node, psw)
     return finish(node, arr(out.astype(w.dtype, copy=False)))

@@ -2,7 +2,8 @@
 padding, align_corners) and affine_grid, for 4-D inputs."""
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, arr
+from ._base import OpNode, node_for, save, finish, arr, _state
+from ._seqkit import graph_grads
 
 __all__ = ["grid_sampler", "affine_grid_generator"]
 
@@ -62,6 +63,9 @@ def _corners(x_t, ix, iy, H, W):
 
 class GridSampler2DBackward0(OpNode):
     def backward(self, g):
+        if _state.grad:  # create_graph: differentiate the composite, so that double backward works
+            res = graph_grads(self._composite, list(self.saved_tensors), [g])
+            return tuple(res[i] if self.next_functions[i][0] is not None else None for i in range(2))
         x, grid = self.saved_tensors
         xd, gd = x._data, g._data
         N, C, H, W = xd.shape
@@ -92,6 +96,33 @@ class GridSampler2DBackward0(OpNode):
         if ggrid is None and nf[1][0] is not None:
             ggrid = np.zeros(grid._data.shape, xd.dtype)
         return (None if gin is None else finish(None, gin), None if ggrid is None else finish(None, ggrid))
+
+
+    def _composite(self, x, grid):
+        """Bilinear / nearest sampling as gathers and weights in tensor ops."""
+        N, C, H, W = x.shape
+        flat = x.permute(0, 2, 3, 1).reshape(N * H * W, C)
+
+        def corner(k):
+            _, idx, ok = self.corners[k]
+            return flat[finish(None, idx)] * finish(None, ok[..., None].astype(x._data.dtype))
+        if self.mode == "nearest":
+            return corner(0).permute(0, 3, 1, 2)
+        if self.padding_mode == "reflection":
+            raise NotImplementedError("double backward of grid_sample with padding_mode='reflection'")
+
+        def coord(c, size):
+            if self.align_corners:
+                r = (c + 1) / 2 * (size - 1)
+            else:
+                r = ((c + 1) * size - 1) / 2
+            return r.clamp(0, size - 1) if self.padding_mode == "border" else r
+        ix, iy = coord(grid[..., 0], W), coord(grid[..., 1], H)
+        wx1 = (ix - finish(None, np.floor(ix._data))).unsqueeze(-1)
+        wy1 = (iy - finish(None, np.floor(iy._data))).unsqueeze(-1)
+        wx0, wy0 = 1 - wx1, 1 - wy1
+        out = corner(0) * (wx0 * wy0) + corner(1) * (wx1 * wy0) + corner(2) * (wx0 * wy1) + corner(3) * (wx1 * wy1)
+        return out.permute(0, 3, 1, 2)
 
 
 def grid_sampler(input, grid, interpolation_mode=0, padding_mode=0, align_corners=False):
@@ -137,6 +168,7 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
     if node is not None:
         save(node, input, grid)
         node.mode, node.corners, node.w, node.dcoord = mode, corners, w, (gx, gy)
+        node.padding_mode, node.align_corners = padding_mode, align_corners
     return finish(node, r)
 
 

@@ -10,13 +10,12 @@ import warnings
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, wrap_dim, Tensor, Size
-from .. import _dtype as D
-from .unary import exp, log, sigmoid, relu, sqrt
+from ._base import OpNode, node_for, save, finish, wrap_dim, Size
+from .unary import exp, log, sigmoid, sqrt
 from .index import where
 from .activation import log_softmax, _softplus_np
 
-__all__ = []
+__all__ = ["cosine_similarity", "pairwise_distance"]
 TENSOR_METHODS = {}
 INPLACE = {}
 

@@ -6,10 +6,10 @@ applies the closed-form gradient, so it is differentiable again.
 """
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, Tensor, Size
+from ._base import OpNode, node_for, save, finish, Size
 from .unary import rsqrt
 
-__all__ = []
+__all__ = ["batch_norm", "layer_norm", "group_norm"]
 TENSOR_METHODS = {}
 INPLACE = {}
 
@@ -45,8 +45,8 @@ class NativeBatchNormBackward0(OpNode):
         return (gx if nf[0][0] is not None else None, gw, gb)
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
-               eps=1e-5):
+def _batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+                eps=1e-5):
     """Normalize over every dim but the channel dim (1); update the running stats when training."""
     x = input._data
     if x.ndim < 2:
@@ -112,7 +112,7 @@ class NativeLayerNormBackward0(OpNode):
                 gb if len(nf) > 2 and nf[2][0] is not None else None)
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
@@ -161,7 +161,7 @@ class NativeGroupNormBackward0(OpNode):
         return (gx if nf[0][0] is not None else None, gw, gb)
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     """Normalize over groups of channels (and all spatial positions) per sample."""
     x = input._data
     if x.ndim < 2:
@@ -185,3 +185,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         node.groups, node.eps = num_groups, eps
         save(node, input, weight)
     return finish(node, y.astype(x.dtype, copy=False))
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):
+    """PyTorch's top-level ``torch.batch_norm`` (argument order of the native op)."""
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)

@@ -7,15 +7,13 @@ backward scatters through the saved flat indices (plain assignment when windows 
 overlap, one ``bincount`` when they can).
 """
 import itertools
-import math
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
-from ._base import OpNode, node_for, save, finish, finish_multi, Tensor
+from ._base import OpNode, node_for, save, finish
 from .conv import _tup, SqueezeBackward1
 
-__all__ = []
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d"]
 TENSOR_METHODS = {}
 INPLACE = {}
 
@@ -114,8 +112,13 @@ def _max_spread(g, arg, geo):
     a = arg._data.reshape((B,) + out)
     hi = tuple(max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - S[i] - p[i]) for i in range(len(S)))
     gp = np.zeros((B,) + tuple(S[i] + p[i] + hi[i] for i in range(len(S))), gd.dtype)
+    overlap = any(s[i] < d[i] * (k[i] - 1) + 1 for i in range(len(S)))
     for j, off in enumerate(itertools.product(*[range(v) for v in k])):
-        _window(gp, off, s, d, out).__iadd__(np.where(a == j, gd, 0).astype(gd.dtype, copy=False))
+        win = _window(gp, off, s, d, out)
+        if overlap:
+            win += np.where(a == j, gd, 0).astype(gd.dtype, copy=False)
+        else:                       # each input position belongs to one window at most
+            np.copyto(win, gd, where=a == j)
     r = gp[(slice(None),) + tuple(slice(p[i], p[i] + S[i]) for i in range(len(S)))]
     node = node_for(_MaxSpreadBackward, (g,))
     if node is not None:
@@ -498,3 +501,29 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
         node.in_shape = (lead, S)
         save(node, idx_t)
     return (res, idx_t) if return_indices else res
+
+
+# *** PyTorch's top-level forms (torch.max_pool2d, ...) ***
+
+def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return max_pool(input, kernel_size, stride or None, padding, dilation, ceil_mode, False, 1)
+
+
+def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return max_pool(input, kernel_size, stride or None, padding, dilation, ceil_mode, False, 2)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return max_pool(input, kernel_size, stride or None, padding, dilation, ceil_mode, False, 3)
+
+
+def avg_pool1d(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+    return avg_pool(input, kernel_size, stride or None, padding, ceil_mode, count_include_pad, None, 1)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return adaptive_avg_pool(input, output_size, 1)
+
+
+def adaptive_max_pool1d(input, output_size):
+    return adaptive_max_pool(input, output_size, True, 1)

@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, finish, arr, Tensor
+from ._base import OpNode, node_for, finish, arr
 
-__all__ = ["constant_pad_nd"]
+__all__ = ["constant_pad_nd", "pixel_shuffle", "pixel_unshuffle"]
 
 
 # *** separable gather maps ***
@@ -549,6 +549,75 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"kernel_size, but got input.size({nd - 2})={x.shape[-2]} and "
                            f"kernel_size=({ks[0]}, {ks[1]}).")
     return _col2im(x, osz, ks, dil, pad, st)
+
+
+# *** pixel shuffle ***
+
+def _shuffle_np(x, r):
+    *lead, C, H, W = x.shape
+    y = x.reshape(tuple(lead) + (C // (r * r), r, r, H, W))
+    n = len(lead)
+    y = y.transpose(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+    return np.ascontiguousarray(y).reshape(tuple(lead) + (C // (r * r), H * r, W * r))
+
+
+def _unshuffle_np(x, r):
+    *lead, C, H, W = x.shape
+    y = x.reshape(tuple(lead) + (C, H // r, r, W // r, r))
+    n = len(lead)
+    y = y.transpose(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+    return np.ascontiguousarray(y).reshape(tuple(lead) + (C * r * r, H // r, W // r))
+
+
+class PixelShuffleBackward0(OpNode):
+    def backward(self, g):
+        return _pixel(g, self.r, False)
+
+
+class PixelUnshuffleBackward0(OpNode):
+    def backward(self, g):
+        return _pixel(g, self.r, True)
+
+
+def _pixel(x, r, shuffle):
+    d = _shuffle_np(x._data, r) if shuffle else _unshuffle_np(x._data, r)
+    node = node_for(PixelShuffleBackward0 if shuffle else PixelUnshuffleBackward0, (x,))
+    if node is not None:
+        node.r = r
+    return finish(node, d)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
+    r = int(upscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError("pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    C = input.shape[-3]
+    if C % (r * r):
+        raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={C} is not divisible by {r * r}")
+    return _pixel(input, r, True)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W)."""
+    r = int(downscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError("pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    H, W = input.shape[-2], input.shape[-1]
+    if H % r:
+        raise RuntimeError("pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                           f"input.size(-2)={H} is not divisible by {r}")
+    if W % r:
+        raise RuntimeError("pixel_unshuffle expects width to be divisible by downscale_factor, but "
+                           f"input.size(-1)={W} is not divisible by {r}")
+    return _pixel(input, r, False)
 
 
 TENSOR_METHODS = {}

@@ -1,6 +1,5 @@
 """MultiheadAttention."""
 from ... import _creation
-from ...autograd import grad_mode
 from ..parameter import Parameter
 from .. import init
 from .._functional_seq import multi_head_attention_forward

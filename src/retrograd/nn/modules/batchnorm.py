@@ -55,6 +55,15 @@ class _NormBase(Module):
     def _check_input_dim(self, input):
         raise NotImplementedError
 
+    def _upgrade_state_dict(self, state_dict, prefix, local_metadata):
+        # checkpoints older than version 2 (or without metadata) lack num_batches_tracked
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                                   else _creation.tensor(0, dtype=D.int64))
+
     def extra_repr(self):
         return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
                 "bias={use_bias}, track_running_stats={track_running_stats}".format(

@@ -546,21 +546,30 @@ class Module:
         if metadata is not None:
             state_dict._metadata = metadata
 
+        deferred = []
+
         def walk(module, prefix=""):
             local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
             for hook in module._load_state_dict_pre_hooks.values():
                 hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+            upgrade = getattr(module, "_upgrade_state_dict", None)
+            if upgrade is not None:
+                upgrade(state_dict, prefix, local_metadata)
             if type(module)._load_from_state_dict is not Module._load_from_state_dict:
-                # A module with its own loader (e.g. BatchNorm's num_batches_tracked): validated
-                # by the generic check below, then loaded by its own hook after every check passed.
-                pass
-            module._check_from_state_dict(state_dict, prefix, local_metadata, True, missing_keys,
-                                          unexpected_keys, error_msgs, plan)
+                # a module with its own loader runs it once everything else has been checked
+                deferred.append((module, prefix, local_metadata))
+            else:
+                module._check_from_state_dict(state_dict, prefix, local_metadata, True, missing_keys,
+                                              unexpected_keys, error_msgs, plan)
             for name, child in module._modules.items():
                 if child is not None:
                     walk(child, prefix + name + ".")
 
         walk(self)
+        if not error_msgs:
+            for module, prefix, local_metadata in deferred:
+                module._load_from_state_dict(state_dict, prefix, local_metadata, True, missing_keys,
+                                             unexpected_keys, error_msgs)
         if strict:
             if unexpected_keys:
                 error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(

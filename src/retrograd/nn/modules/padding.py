@@ -48,15 +48,91 @@ class _ZeroPadNd(_ConstantPadNd):
         return f"{self.padding}"
 
 
-def _make(name, base, mode, n):
-    cls = type(name, (base,), {"mode": mode, "n": n, "__module__": __name__,
-                               "__doc__": f"Pads the last {n} dimension(s) ({mode})."})
-    globals()[name] = cls
+class ConstantPad1d(_ConstantPadNd):
+    """Pads the last 1 dimension with a constant."""
+    mode = "constant"
+    n = 1
 
 
-for _n in (1, 2, 3):
-    _make(f"ConstantPad{_n}d", _ConstantPadNd, "constant", _n)
-    _make(f"ZeroPad{_n}d", _ZeroPadNd, "constant", _n)
-    _make(f"ReflectionPad{_n}d", _PadNd, "reflect", _n)
-    _make(f"ReplicationPad{_n}d", _PadNd, "replicate", _n)
-    _make(f"CircularPad{_n}d", _PadNd, "circular", _n)
+class ZeroPad1d(_ZeroPadNd):
+    """Pads the last 1 dimension with zeros."""
+    mode = "constant"
+    n = 1
+
+
+class ReflectionPad1d(_PadNd):
+    """Pads the last 1 dimension by reflection."""
+    mode = "reflect"
+    n = 1
+
+
+class ReplicationPad1d(_PadNd):
+    """Pads the last 1 dimension by replicating the edge."""
+    mode = "replicate"
+    n = 1
+
+
+class CircularPad1d(_PadNd):
+    """Pads the last 1 dimension circularly."""
+    mode = "circular"
+    n = 1
+
+
+class ConstantPad2d(_ConstantPadNd):
+    """Pads the last 2 dimensions with a constant."""
+    mode = "constant"
+    n = 2
+
+
+class ZeroPad2d(_ZeroPadNd):
+    """Pads the last 2 dimensions with zeros."""
+    mode = "constant"
+    n = 2
+
+
+class ReflectionPad2d(_PadNd):
+    """Pads the last 2 dimensions by reflection."""
+    mode = "reflect"
+    n = 2
+
+
+class ReplicationPad2d(_PadNd):
+    """Pads the last 2 dimensions by replicating the edge."""
+    mode = "replicate"
+    n = 2
+
+
+class CircularPad2d(_PadNd):
+    """Pads the last 2 dimensions circularly."""
+    mode = "circular"
+    n = 2
+
+
+class ConstantPad3d(_ConstantPadNd):
+    """Pads the last 3 dimensions with a constant."""
+    mode = "constant"
+    n = 3
+
+
+class ZeroPad3d(_ZeroPadNd):
+    """Pads the last 3 dimensions with zeros."""
+    mode = "constant"
+    n = 3
+
+
+class ReflectionPad3d(_PadNd):
+    """Pads the last 3 dimensions by reflection."""
+    mode = "reflect"
+    n = 3
+
+
+class ReplicationPad3d(_PadNd):
+    """Pads the last 3 dimensions by replicating the edge."""
+    mode = "replicate"
+    n = 3
+
+
+class CircularPad3d(_PadNd):
+    """Pads the last 3 dimensions circularly."""
+    mode = "circular"
+    n = 3

@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import _creation
 from ...ops._base import finish
-from ...ops._seqkit import cat, stack, unbind, split_sizes
+from ...ops._seqkit import cat, stack, unbind, split_sizes, lstm_pointwise, gru_pointwise
 from ...ops.unary import tanh, sigmoid, relu
 from ..parameter import Parameter
 from .. import functional as F, init
@@ -165,7 +165,6 @@ class RNNBase(Module):
     def _direction(self, x, h, c, params, reverse, masks):
         """Run one direction over time-major ``x`` (L, N, F); returns (outputs (L, N, H), h, c)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = params
-        H = self.hidden_size
         steps = unbind(_linear(x, w_ih, b_ih), 0)
         L = len(steps)
         outs = [None] * L
@@ -173,11 +172,11 @@ class RNNBase(Module):
         for t in order:
             gx = steps[t]
             if self.mode == "LSTM":
-                h2, c2 = _lstm_step(gx, h, c, w_hh, b_hh, H)
+                h2, c2 = lstm_pointwise(gx, F.linear(h, w_hh, b_hh), c)
                 if w_hr is not None:
                     h2 = F.linear(h2, w_hr)
             elif self.mode == "GRU":
-                h2, c2 = _gru_step(gx, h, w_hh, b_hh, H), None
+                h2, c2 = gru_pointwise(gx, F.linear(h, w_hh, b_hh), h), None
             else:
                 h2, c2 = _rnn_step(gx, h, w_hh, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu"), None
             if masks is not None:
@@ -278,9 +277,9 @@ class RNNBase(Module):
                 h_n = h_n[:, unsorted_indices]
                 c_n = c_n[:, unsorted_indices] if c_n is not None else None
         elif unbatched:
-            output = output.reshape((output.shape[0], output.shape[2]))
-            h_n = h_n.reshape((h_n.shape[0], h_n.shape[2]))
-            c_n = c_n.reshape((c_n.shape[0], c_n.shape[2])) if c_n is not None else None
+            output = output.squeeze(1)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if c_n is not None else None
         elif self.batch_first:
             output = _swap01(output)
         return (output, (h_n, c_n)) if is_lstm else (output, h_n)
@@ -403,7 +402,7 @@ class RNNCell(RNNCellBase):
         x, (h,), batched = self._prep(input, hx, 1)
         r = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh,
                       self.nonlinearity)
-        return r if batched else r.reshape((r.shape[1],))
+        return r if batched else r.squeeze(0)
 
 
 class LSTMCell(RNNCellBase):
@@ -417,7 +416,7 @@ class LSTMCell(RNNCellBase):
         h2, c2 = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh,
                             self.hidden_size)
         if not batched:
-            h2, c2 = h2.reshape((h2.shape[1],)), c2.reshape((c2.shape[1],))
+            h2, c2 = h2.squeeze(0), c2.squeeze(0)
         return h2, c2
 
 
@@ -430,4 +429,4 @@ class GRUCell(RNNCellBase):
     def forward(self, input, hx=None):
         x, (h,), batched = self._prep(input, hx, 1)
         r = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.hidden_size)
-        return r if batched else r.reshape((r.shape[1],))
+        return r if batched else r.squeeze(0)

@@ -2,6 +2,7 @@
 TransformerDecoder and Transformer, as PyTorch composes them (post-norm by default,
 ``norm_first`` for pre-norm)."""
 import copy
+import warnings
 
 import numpy as np
 
@@ -148,6 +149,28 @@ class TransformerDecoderLayer(Module):
         return self.dropout3(x)
 
 
+def _why_not_fast_path(layer):
+    """PyTorch's reason (word for word) why an encoder stack cannot use nested tensors."""
+    e = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{e} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{e}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return f"{e}.self_attn.batch_first was not True(use batch_first for better inference performance)"
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{e}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{e}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{e}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{e}.norm1.eps was not equal to {e}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{e}.self_attn.num_heads is odd"
+    return ""
+
+
 class TransformerEncoder(Module):
     """A stack of ``num_layers`` copies of ``encoder_layer`` (and an optional final norm)."""
 
@@ -159,6 +182,11 @@ class TransformerEncoder(Module):
         self.enable_nested_tensor = enable_nested_tensor
         self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why = _why_not_fast_path(encoder_layer)
+        if enable_nested_tensor and why:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         output = src

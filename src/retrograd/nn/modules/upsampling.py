@@ -1,8 +1,8 @@
-"""Upsample, UpsamplingNearest2d, UpsamplingBilinear2d."""
+"""Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, PixelShuffle, PixelUnshuffle."""
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
+__all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle"]
 
 
 class Upsample(Module):
@@ -41,3 +41,31 @@ class UpsamplingNearest2d(Upsample):
 class UpsamplingBilinear2d(Upsample):
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+class PixelShuffle(Module):
+    """Rearranges (*, C*r*r, H, W) into (*, C, H*r, W*r) (sub-pixel convolution)."""
+
+    def __init__(self, upscale_factor):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input):
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self):
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """Rearranges (*, C, H*r, W*r) into (*, C*r*r, H, W)."""
+
+    def __init__(self, downscale_factor):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input):
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self):
+        return f"downscale_factor={self.downscale_factor}"
