@@ -380,3 +380,35 @@ def test_version_attribute_like_torch():
     assert r[:4] == [0, 2, 2, 2] and r[4] is True
     if torch is not None:
         assert r == run(torch)
+
+
+def test_view_made_under_no_grad_refuses_tracked_in_place():
+    def run(lib):
+        out = []
+        x = lib.ones(3, requires_grad=True)
+        y = x * 2
+        with lib.no_grad():
+            v = y[1:]
+            vv = x[1:]
+        for t in (v, vv):
+            try:
+                t.mul_(2)
+                out.append("ok")
+            except RuntimeError as e:
+                out.append(str(e))
+        out.append(_vals(y))
+        with lib.no_grad():
+            v.mul_(2)               # both inside no_grad: allowed, not tracked
+        out.append((_vals(y), type(y.grad_fn).__name__))
+        z = lib.ones(3)
+        with lib.no_grad():
+            w = z[1:]
+        w.mul_(2)                   # the base takes no part in autograd: allowed
+        out.append(_vals(z))
+        return out
+    r = run(retrograd)
+    assert r[0].startswith("A view was created in no_grad mode and is being modified inplace with grad mode "
+                           "enabled.") and r[1] == r[0]
+    assert r[2] == [2.0, 2.0, 2.0]
+    if torch is not None:
+        assert r == run(torch)

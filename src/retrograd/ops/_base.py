@@ -296,6 +296,8 @@ def view_of(base, t, view_fn=None):
     rebuilds the view from the root base (for in-place ops on views: CopySlices)."""
     v = t._vc = base._shared_version()
     t._view_ver = v[0]
+    if not _state.grad and base._requires_grad:
+        t._nograd_view = True
     root = base._base
     if root is None:
         t._base = base
@@ -474,8 +476,17 @@ def write_out(out, result, opname):
 LEAF_INPLACE_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 
 
+NOGRAD_VIEW_MSG = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that "
+    "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both "
+    "the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
+    "tracked) or both outside (if you want the inplace to be tracked).")
+
+
 def check_inplace(t):
     """Refuse in-place ops on leaves that require grad (before anything is touched)."""
+    if t._nograd_view and _state.grad:
+        raise RuntimeError(NOGRAD_VIEW_MSG)
     if t._requires_grad and t._grad_fn is None and _state.grad:
         raise RuntimeError(LEAF_INPLACE_MSG)
     base = t._base
