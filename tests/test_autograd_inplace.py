@@ -412,3 +412,28 @@ def test_view_made_under_no_grad_refuses_tracked_in_place():
     assert r[2] == [2.0, 2.0, 2.0]
     if torch is not None:
         assert r == run(torch)
+
+
+def test_multi_output_views_refuse_in_place():
+    def run(lib):
+        out = []
+        x = lib.ones(3, 2, requires_grad=True)
+        y = x * 2
+        a, b, c = y.unbind(0)
+        try:
+            b.mul_(2)
+            out.append("ok")
+        except RuntimeError as e:
+            out.append(str(e))
+        with lib.no_grad():
+            a.mul_(2)
+        out.append(_vals(y))
+        z = lib.ones(3, 2)
+        z0, = z.split(3)
+        z0.mul_(2)
+        out.append(_vals(z))
+        return out
+    r = run(retrograd)
+    assert r[0].startswith("Output 1 of Unbind is a view and is being modified inplace.")
+    if torch is not None:
+        assert r == run(torch)

@@ -76,6 +76,7 @@ class Tensor:
     _view_fn = None          # rebuilds this view from its base (for in-place on views)
     _view_ver = 0            # version of the shared counter when this view's grad_fn was made
     _nograd_view = False     # a view of a tensor requiring grad, made under no_grad
+    _multi_view = False      # one of several views made by one node (unbind, split, chunk)
     _retains_grad = False
     _backward_hooks = None   # hooks of a leaf (non-leaf hooks live on grad_fn)
     _post_acc_hooks = None

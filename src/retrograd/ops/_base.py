@@ -298,6 +298,9 @@ def view_of(base, t, view_fn=None):
     t._view_ver = v[0]
     if not _state.grad and base._requires_grad:
         t._nograd_view = True
+    fn = t._grad_fn
+    if fn is not None and len(fn._out_meta) > 1:
+        t._multi_view = True
     root = base._base
     if root is None:
         t._base = base
@@ -487,6 +490,11 @@ def check_inplace(t):
     """Refuse in-place ops on leaves that require grad (before anything is touched)."""
     if t._nograd_view and _state.grad:
         raise RuntimeError(NOGRAD_VIEW_MSG)
+    if t._multi_view and _state.grad and t._requires_grad:
+        raise RuntimeError(
+            f"Output {t._output_nr} of {_short_name(t._grad_fn)} is a view and is being modified inplace. This "
+            "view is the output of a function that returns multiple views. Such functions do not allow the "
+            "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.")
     if t._requires_grad and t._grad_fn is None and _state.grad:
         raise RuntimeError(LEAF_INPLACE_MSG)
     base = t._base
