@@ -130,6 +130,22 @@ def test_inplace_parity(fn):
     check(fn, [(3, 4)])
 
 
+@pytest.mark.parametrize("expr", [
+    "torch.tensor([-0.0, float('nan'), -2.0, 3.0]).sign()", "torch.tensor([True, False]).sign()",
+    "torch.tensor([-3, 0, 2]).sign()", "torch.tensor([float('nan'), -1.0]).sgn()",
+    "torch.tensor([True]).add(torch.tensor([True]), alpha=True)", "torch.tensor([5., -5.]) % 0",
+    "torch.tensor([1, 2], dtype=torch.uint8) - 3", "torch.tensor([2.5, 3.5, -2.5]).round()",
+    "torch.tensor([1.2345]).round(decimals=2)", "torch.tensor([0]).reciprocal()", "torch.tensor([4]).sqrt()",
+    "torch.float_power(torch.tensor([2]), 2)", "torch.tensor([2]) ** torch.tensor(3.)", "2.5 ** torch.tensor([1, 2])",
+])
+def test_edge_values(expr):
+    if torch is None:
+        pytest.skip("PyTorch (torch==2.13.0) is not installed")
+    r, t = eval(expr, {"torch": retrograd}), eval(expr, {"torch": torch})
+    assert str(r.dtype) == str(t.dtype)
+    np.testing.assert_array_equal(np.asarray(r._data), t.numpy())
+
+
 def test_sgn_and_floor_divide_gradients():
     # PyTorch's sgn gradient is a ZeroTensor (no numbers to compare); floor_divide has none.
     check(lambda a: a.sgn(), [(3, 4)], grad=False)
@@ -229,6 +245,10 @@ def test_arith_errors(call, exc, msg):
 
 @needs_torch
 @pytest.mark.parametrize("call", [
+    lambda L: L.tensor([5, -5]) % L.tensor([3, 0]),
+    lambda L: L.tensor([5]).fmod(0),
+    lambda L: L.tensor([1.0]).add(L.tensor([2.0]), alpha=True),
+    lambda L: L.tensor([1]).sub(1, alpha=True),
     lambda L: L.ones(3) + L.ones(4),
     lambda L: L.ones(2, 3) * L.ones(4, 3),
     lambda L: L.ones(3, dtype=L.long) // 0,

@@ -77,6 +77,12 @@ GETITEM = [
     (lambda x: x[_mask(x)], [NC(3, 4)]),
     (lambda x: x[1, [0, 2], 1:], [(2, 3, 4)]),
     (lambda x: x[[0, 1], :, [1, 2]], [(2, 3, 4)]),
+    (lambda x: x[np.array([0, 2])], [(3, 4)]),
+    (lambda x: x[np.array(1)], [(3, 4)]),
+    (lambda x: x[np.int64(1), 1:], [(3, 4)]),
+    (lambda x: x[range(2)], [(3, 4)]),
+    (lambda x: x[[True, False, True]], [(3, 4)]),
+    (lambda x: x[..., _idx(x, [0, 0])], [(3, 4)]),
 ]
 
 
@@ -88,6 +94,13 @@ def test_getitem_parity(fn, specs):
 @pytest.mark.parametrize("fn,specs", GETITEM[:: 3])
 def test_getitem_gradcheck(fn, specs):
     gradcheck_op(fn, specs)
+
+
+def test_sequence_of_sequences_warns_at_the_callers_line():
+    x = retrograd.zeros(3, 4)
+    with pytest.warns(UserWarning, match="Using a non-tuple sequence for multidimensional indexing") as rec:
+        r = x[[0, [1]]]
+    assert r.shape == (1,) and rec[0].filename == __file__
 
 
 def test_getitem_chain_names():
@@ -139,6 +152,8 @@ def test_getitem_bad_tensor_index():
     x = retrograd.zeros(3, 4)
     with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool tensors"):
         x[retrograd.tensor([1.0])]
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool tensors"):
+        x[retrograd.tensor([1], dtype=retrograd.int8)]
     with pytest.raises(IndexError, match=r"The shape of the mask \[2\] at index 0 does not match the shape of the "
                                          r"indexed tensor \[3, 4\] at index 0"):
         x[retrograd.tensor([True, False])]
@@ -322,7 +337,8 @@ def test_nonzero_parity(fn, shape):
 
 def test_scatter_reduce_has_no_derivative():
     x = retrograd.zeros(3, requires_grad=True)
-    r = x.scatter(0, retrograd.tensor([0, 0]), retrograd.ones(2), reduce="add")
+    with pytest.warns(UserWarning, match="The reduce argument of torch.scatter with Tensor src is deprecated"):
+        r = x.scatter(0, retrograd.tensor([0, 0]), retrograd.ones(2), reduce="add")
     assert type(r.grad_fn).__name__ == "NotImplemented" and r.tolist() == [2.0, 0.0, 0.0]
     with pytest.raises(RuntimeError, match="derivative for aten::scatter is not implemented"):
         r.sum().backward()
@@ -457,7 +473,31 @@ INT_OPS = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
 @pytest.mark.parametrize("fn", INT_OPS)
 @pytest.mark.parametrize("dtype", ["long", "int32", "float32"])
 def test_index_ops_other_dtypes(fn, dtype):
     check(lambda x: fn((x * 4).to(getattr(_lib(x), dtype))), [(3, 4)], low=0, high=3, grad=False)
+
+
+@needs_torch
+@pytest.mark.parametrize("code", [
+    "y = x.exp(); y[0] = 1; y.sum().backward()",
+    "y = x * 2; z = y * y; y[0] = 1; z.sum().backward()",
+    "y = x * 2; z = y[1:] * 3; y[0] = 1; (z.sum() + y.sum()).backward()",
+    "y = x * 2; z = y @ y; y[[0]] = 1; z.backward()",
+    "y = x * 2; z = y.masked_fill(y > 0, 0.5) * y; y.masked_fill_(y > 3, 1.); z.sum().backward()",
+    "y = x * 2; idx = torch.tensor([0, 1]); z = y[idx]; idx[0] = 2; z.sum().backward()",
+    "y = x * 2; m = y > 0; z = y[m]; m[0] = False; z.sum().backward()",
+    "y = x * 2; idx = torch.tensor([[0, 1, 2]]); z = y[None].gather(1, idx); idx[0, 0] = 2; z.sum().backward()",
+])
+def test_in_place_after_save_parity(code):
+    out = []
+    for lib in (retrograd, torch):
+        x = lib.ones(3, requires_grad=True)
+        try:
+            exec(code, {"torch": lib, "x": x})
+            out.append(("ok", x.grad.tolist()))
+        except RuntimeError as e:
+            out.append(("error", str(e).split(" Hint")[0]))
+    assert out[0] == out[1]

@@ -100,8 +100,7 @@ OPS = [
     (lambda a, b: L(a).tensordot(a, b, dims=1), [(2, 3), (3, 4)]),
     (lambda a, b: L(a).tensordot(a, b, dims=([1, 2], [0, 1])), [(2, 3, 4), (3, 4, 5)]),
     (lambda a, b: L(a).tensordot(a, b, dims=0), [(2, 3), (3,)]),
-    (lambda a, b, c: L(a).linalg.multi_dot([a, b, c]) if L(a) is torch else L(a).chain_matmul(a, b, c),
-     [(2, 3), (3, 4), (4, 2)]),
+    (lambda a, b, c: L(a).linalg.multi_dot([a, b, c]), [(2, 3), (3, 4), (4, 2)]),
     (lambda c, a, b: (c * 1).addmm_(a, b), [(2, 4), (2, 3), (3, 4)]),
 ]
 
@@ -140,6 +139,11 @@ EINSUM = [
     ("ij,jk->ik", [(0, 3), (3, 4)]),
     ("i,->i", [(3,), ()]),
     ("iij,jk->ik", [(3, 3, 2), (2, 4)]),
+    ("ab...,b->a...", [(2, 3, 4, 2), (3,)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    ("ij,ij->i", [(2, 1), (2, 3)]),
+    ("...ii->...i", [(2, 3, 3)]),
+    ("iii->i", [(2, 2, 2)]),
 ]
 
 
@@ -161,6 +165,12 @@ def test_integer_matmul_is_exact():
     a = retrograd.tensor([[2 ** 40, 1], [3, 4]])
     b = retrograd.tensor([3, 5])
     assert (a @ b).tolist() == [3 * 2 ** 40 + 5, 29] and (a @ b).dtype == retrograd.int64
+
+
+def test_chain_matmul_is_deprecated():
+    with pytest.warns(UserWarning, match="torch.chain_matmul is deprecated"):
+        r = retrograd.chain_matmul(retrograd.ones(2, 3), retrograd.ones(3, 4))
+    assert r.tolist() == [[3.0] * 4] * 2
 
 
 def test_rmatmul_and_out():
@@ -213,6 +223,10 @@ def R(*s, dtype=None):
     (lambda: retrograd.addmv(R(3), R(2, 3), R(3)), r"size mismatch, got input \(3\), mat \(2x3\), vec \(3\)"),
     (lambda: retrograd.einsum("ij,jk->ik", R(2, 3), R(4, 4)),
      "einsum\\(\\): subscript j has size 4 for operand 1 which does not broadcast with previously seen size 3"),
+    (lambda: retrograd.einsum("ii->ii", R(3, 3)), "einsum\\(\\): output subscript i appears more than once in the "
+                                                  "output"),
+    (lambda: retrograd.einsum("i1,1j", R(2, 3), R(3, 4)), "einsum\\(\\): invalid subscript given at index 1 in the "
+                                                          "equation string, subscripts must be in \\[a-zA-Z\\]"),
     (lambda: retrograd.einsum("ij,jk->ik", R(2, 3)), "einsum\\(\\): fewer operands were provided than specified in "
                                                      "the equation"),
     (lambda: retrograd.einsum("ij->ik", R(2, 3)), "einsum\\(\\): output subscript k does not appear in the equation "

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import retrograd
-from helpers import torch, needs_torch
+from helpers import torch
 
 
 def _run(lib, expr):
@@ -316,3 +316,23 @@ def test_grad_checks():
 ])
 def test_legacy_constructor(expr):
     same(expr, values="shape" in expr or "([" in expr)
+
+
+@pytest.mark.parametrize("opts,expr", [
+    ("precision=2", "torch.tensor([1.23456, 2.5])"), ("sci_mode=True", "torch.tensor([1.5, 2.0])"),
+    ("sci_mode=False", "torch.tensor([1e-8, 1e8])"), ("threshold=5", "torch.arange(10.)"),
+    ("threshold=5, edgeitems=2", "torch.arange(20.).reshape(4, 5)"), ("linewidth=20", "torch.arange(12.)"),
+    ("precision=6", "torch.tensor([1/3])"), ("profile='short'", "torch.tensor([1/3, 1e5])"),
+])
+def test_printoptions(opts, expr):
+    if torch is None:
+        pytest.skip("PyTorch (torch==2.13.0) is not installed")
+    out = []
+    for lib in (retrograd, torch):
+        eval(f"torch.set_printoptions({opts})", {"torch": lib})
+        try:
+            out.append(repr(eval(expr, {"torch": lib})))
+        finally:
+            lib.set_printoptions(profile="default")
+            lib.set_printoptions(sci_mode=None)
+    assert out[0] == out[1]

@@ -57,20 +57,14 @@ class _Formatter:
             if v != math.ceil(v):
                 self.int_mode = False
                 break
-        if self.int_mode:
-            if vmax / vmin > 1000.0 or vmax > 1.0e8:
-                self.sci_mode = True
-                self.max_width = max(self.max_width, max(len(f"{v:.{p}e}") for v in listed))
-            else:
-                self.max_width = max(self.max_width, max(len(f"{v:.0f}") + 1 for v in listed))
+        self.sci_mode = (vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4
+                         if PRINT_OPTS.sci_mode is None else PRINT_OPTS.sci_mode)
+        if self.sci_mode:
+            self.max_width = max(self.max_width, max(len(f"{v:.{p}e}") for v in listed))
+        elif self.int_mode:
+            self.max_width = max(self.max_width, max(len(f"{v:.0f}") + 1 for v in listed))
         else:
-            if vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4:
-                self.sci_mode = True
-                self.max_width = max(self.max_width, max(len(f"{v:.{p}e}") for v in listed))
-            else:
-                self.max_width = max(self.max_width, max(len(f"{v:.{p}f}") for v in listed))
-        if PRINT_OPTS.sci_mode is not None:
-            self.sci_mode = PRINT_OPTS.sci_mode
+            self.max_width = max(self.max_width, max(len(f"{v:.{p}f}") for v in listed))
 
     def format(self, value):
         p = PRINT_OPTS.precision

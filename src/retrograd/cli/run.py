@@ -67,24 +67,12 @@ class _MissingModule(types.ModuleType):
 
 
 def _shim_modules():
-    """Small stand-ins for device-query modules that scripts touch on their first lines."""
-    from .. import _device
-    cuda = types.ModuleType("torch.cuda")
-    cuda.is_available = _device.cuda_is_available
-    cuda.device_count = lambda: 1 if _device.cuda_is_available() else 0
-    cuda.manual_seed = cuda.manual_seed_all = lambda seed: None
-    cuda.synchronize = lambda device=None: None
-    backends = _MissingModule("torch.backends")
-    cudnn = types.ModuleType("torch.backends.cudnn")
-    cudnn.enabled, cudnn.benchmark, cudnn.deterministic = True, False, False
-    cudnn.is_available = lambda: False
-    mps = types.ModuleType("torch.backends.mps")
-    mps.is_available = mps.is_built = lambda: False
-    backends.cudnn, backends.mps = cudnn, mps
+    """Small stand-ins for device-query modules that scripts touch on their first lines
+    (``torch.cuda`` and ``torch.backends`` are retrograd's own modules)."""
     accelerator = types.ModuleType("torch.accelerator")
     accelerator.is_available = lambda: False
     accelerator.current_accelerator = lambda check_available=False: None
-    return {"cuda": cuda, "backends": backends, "accelerator": accelerator}
+    return {"accelerator": accelerator}
 
 
 def _retro_name(fullname):

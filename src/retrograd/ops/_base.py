@@ -144,6 +144,13 @@ def _short_name(fn):
     return n
 
 
+def _error_type_name(t):
+    """The type name PyTorch's errors show: bool tensors have no legacy name there."""
+    if t._data.dtype == np.bool_:
+        return "CUDABoolType" if t.device.type == "cuda" else "CPUBoolType"
+    return type_name(t)
+
+
 def _version_error(t, cur, expected):
     fn = t._grad_fn
     shape = "[" + ", ".join(str(s) for s in t._data.shape) + "]"
@@ -156,7 +163,7 @@ def _version_error(t, cur, expected):
             "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [{type_name(t)} {shape}]{where} is at version {cur}; expected version "
+        f"operation: [{_error_type_name(t)} {shape}]{where} is at version {cur}; expected version "
         f"{expected} instead. {hint}")
 
 
@@ -371,7 +378,7 @@ def check_same_device(a, b):
         da, db = a.device, b.device
         if da != db and a._data.ndim and b._data.ndim:
             raise RuntimeError(
-                f"Expected all tensors to be on the same device, but found at least two devices, {db} and {da}!")
+                f"Expected all tensors to be on the same device, but found at least two devices, {da} and {db}!")
 
 
 def binary_operands(input, other):
@@ -385,6 +392,8 @@ def binary_operands(input, other):
         if isinstance(other, Tensor):
             y = other._data
             if x.dtype == y.dtype:
+                if type(x) is not type(y):  # numpy and cupy arrays: different devices
+                    check_same_device(input, other)
                 return input, other, x, y, x.dtype
             check_same_device(input, other)
             return input, other, x, y, result_np_dtype(input, other)

@@ -90,6 +90,17 @@ def _prep(input, other):
     return a, b, x, y, dt
 
 
+def _check_alpha(alpha, dt):
+    if alpha.__class__ is bool and dt.kind != "b":
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+
+
+def _check_int_divisor(y, dt):
+    """Integer division by zero raises, as in PyTorch."""
+    if dt.kind in "iub" and np.any(np.asarray(y) == 0):
+        raise RuntimeError("ZeroDivisionError")
+
+
 def _scalar_arg(v, name, op):
     if isinstance(v, Tensor):
         if v._data.size != 1:
@@ -146,6 +157,7 @@ def add(input, other, *, alpha=1, out=None):
             return finish(node_for(AddBackward0, (input, None)), r)
     alpha = _scalar_arg(alpha, "alpha", "add")
     a, b, x, y, dt = _prep(input, other)
+    _check_alpha(alpha, dt)
     if alpha != 1:
         if dt.kind not in "fc" and isinstance(alpha, float):
             raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
@@ -166,6 +178,7 @@ def sub(input, other, *, alpha=1, out=None):
             return finish(node_for(SubBackward0, (input, None)), r)
     alpha = _scalar_arg(alpha, "alpha", "sub")
     a, b, x, y, dt = _prep(input, other)
+    _check_alpha(alpha, dt)
     if dt.kind == "b":
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
@@ -348,6 +361,7 @@ def _mod_node(cls0, cls1, a, b, x, y):
 def remainder(input, other, *, out=None):
     """Python-style modulus (sign of the divisor)."""
     a, b, x, y, dt = _prep(input, other)
+    _check_int_divisor(y, dt)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = _finish_binary(np.remainder(x, y), dt)
     node = _mod_node(RemainderBackward0, RemainderBackward1, a, b, x, y)
@@ -358,6 +372,7 @@ def remainder(input, other, *, out=None):
 def fmod(input, other, *, out=None):
     """C-style modulus (sign of the dividend)."""
     a, b, x, y, dt = _prep(input, other)
+    _check_int_divisor(y, dt)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = _finish_binary(np.fmod(x, y), dt)
     node = _mod_node(FmodBackward0, FmodBackward1, a, b, x, y)

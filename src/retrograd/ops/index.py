@@ -12,8 +12,7 @@ import warnings
 import numpy as np
 
 from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
-                    check_inplace, rebase_history, LEAF_INPLACE_MSG)
-from .. import _dtype as D
+                    check_inplace, LEAF_INPLACE_MSG)
 from ..autograd.graph import _seq, Node
 
 __all__ = ["where", "nonzero", "argwhere", "index_put"]
@@ -36,6 +35,11 @@ def _acc_into(shape, npdt, np_index, g, xp=np):
         n *= s_
     if g.size == 0 or n == 0:
         return xp.zeros(shape, npdt)
+    if all((isinstance(i, slice) and i == slice(None)) or (hasattr(i, "dtype") and i.dtype.kind == "b")
+           for i in np_index):  # masks select each element at most once: a plain write
+        z = xp.zeros(shape, npdt)
+        z[np_index] = g
+        return z
     rows = _rows_form(shape, np_index, xp)
     if rows is None:
         lin = xp.arange(n).reshape(shape)[np_index]
@@ -180,7 +184,9 @@ class SliceBackward0(SelectBackward0):
 
 
 class IndexBackward0(SelectBackward0):
-    pass
+    def backward(self, g):
+        _ = self.saved_tensors  # the index tensors: refused if modified in place since
+        return put_np(g, self.in_shape, self.np_index)
 
 
 class UnsqueezeBackward0(OpNode):
@@ -196,6 +202,16 @@ class AliasBackward0(OpNode):
 _INDEX_TYPE_MSG = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
                    "valid indices (got {})")
 _TENSOR_INDEX_MSG = "tensors used as indices must be long, int, byte or bool tensors"
+_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.bool_))
+
+
+def _user_level():
+    """The stack level of the first frame outside this module (where a warning belongs)."""
+    import sys
+    f, level = sys._getframe(1), 1
+    while f is not None and f.f_globals.get("__name__") == __name__:
+        f, level = f.f_back, level + 1
+    return level
 
 
 def _as_index_tuple(idx):
@@ -208,7 +224,7 @@ def _as_index_tuple(idx):
                 warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will "
                               "be changed in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this "
                               "will be interpreted as tensor index, x[torch.tensor(seq)], which will result either "
-                              "in an error or a different result", UserWarning, stacklevel=4)
+                              "in an error or a different result", UserWarning, stacklevel=_user_level())
                 return tuple(idx), False
     return (idx,), isinstance(idx, slice)
 
@@ -217,12 +233,11 @@ def _index_array(i):
     """An advanced index item (Tensor or nested list) as an integer or bool array."""
     if isinstance(i, Tensor):
         a = i._data
-        k = a.dtype.kind
-        if k not in "biu":
+        if a.dtype not in _INDEX_DTYPES:
             raise IndexError(_TENSOR_INDEX_MSG)
         if a.dtype == np.uint8:
             warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
-                          "instead.", UserWarning, stacklevel=4)
+                          "instead.", UserWarning, stacklevel=_user_level())
             a = a.astype(bool)
         return a
     try:
@@ -349,7 +364,15 @@ def _parse(shape, idx, setting=False):
             else:
                 basic.append(Ellipsis)
             dim += skip
-        elif isinstance(it, (Tensor, list, tuple, np.ndarray)):
+        elif isinstance(it, np.ndarray) and it.ndim == 0 and it.dtype.kind in "iu":
+            i = int(it)
+            n = cur[dim]
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for dimension {pos} with size {n}")
+            steps.append((SelectBackward0, tuple(cur), (slice(None),) * dim + (i,)))
+            del cur[dim]
+            basic.append(i)
+        elif isinstance(it, (Tensor, list, tuple, np.ndarray, range)):
             a = _index_array(it)
             if a.dtype.kind == "b":
                 for k in range(a.ndim):
@@ -455,7 +478,41 @@ def getitem(self, idx):
             node = _new_node(cls, self._edge())
             node.in_shape, node.np_index = x.shape, (idx,)
         return view_of(self, finish(node, r), lambda b, i=idx: getitem(b, i))
+    if t is tuple and len(idx) <= x.ndim:
+        r = _getitem_basic_tuple(self, x, idx)
+        if r is not None:
+            return r
     return _getitem_general(self, idx)
+
+
+def _getitem_basic_tuple(self, x, idx):
+    """``t[i, a:b, ...]`` with only ints and plain slices: one NumPy view, PyTorch's node chain."""
+    steps = []
+    shape = list(x.shape)
+    dim = 0
+    for pos, it in enumerate(idx):
+        t = type(it)
+        if t is int:
+            n = shape[dim]
+            if not -n <= it < n:
+                raise IndexError(f"index {it} is out of bounds for dimension {pos} with size {n}")
+            steps.append((SelectBackward0, tuple(shape), (slice(None),) * dim + (it,)))
+            del shape[dim]
+        elif t is slice and (it.step is None or (type(it.step) is int and it.step > 0)) \
+                and (it.start is None or type(it.start) is int) and (it.stop is None or type(it.stop) is int):
+            n = shape[dim]
+            a, b, c = it.indices(n)
+            if not (a == 0 and c == 1 and b >= n):
+                steps.append((SliceBackward0, tuple(shape), (slice(None),) * dim + (it,)))
+                shape[dim] = len(range(a, b, c))
+            dim += 1
+        else:
+            return None
+    r = x[idx + (Ellipsis,)]
+    if not steps:
+        steps = [(AliasBackward0, x.shape, None)]
+    node = _chain(self, steps) if _state.grad and self._requires_grad else None
+    return view_of(self, finish(node, r), lambda b, i=idx: getitem(b, i))
 
 
 def _getitem_general(self, idx):
@@ -474,6 +531,11 @@ def _getitem_general(self, idx):
         r = r.copy()
     r = arr(r)
     node = _chain(self, steps, IndexBackward0, adv_index, mid_shape)
+    if node is not None:
+        # Our own copy of masks, so a bad write to one is reported, never read.
+        node.np_index = tuple(a.copy() if isinstance(a, np.ndarray) and a.dtype.kind == "b" else a for a in adv_index)
+        items = idx if type(idx) is tuple else (idx,)
+        save(node, *[i for i in items if isinstance(i, Tensor) and i._data.ndim])
     return finish(node, r)
 
 
@@ -533,7 +595,6 @@ def _fit_value_grad(gv, vshape):
 
 
 def _value_array(self, value):
-    x = self._data
     if isinstance(value, Tensor):
         return value, value._data
     if isinstance(value, (bool, int, float, complex, np.generic)):

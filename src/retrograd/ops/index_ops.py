@@ -56,12 +56,13 @@ def _coords(dim, index):
 
 def _flat_positions(shape, coords, ishape):
     """Flat positions (in a C-ordered array of ``shape``) of ``coords`` broadcast to ``ishape``."""
-    lin = np.zeros(ishape, np.int64)
+    lin = None
     stride = 1
     for k in range(len(shape) - 1, -1, -1):
-        lin += np.asarray(coords[k]) * stride
+        term = coords[k] * stride if stride != 1 else coords[k]
+        lin = term if lin is None else lin + term  # small broadcast terms first, one full pass each
         stride *= shape[k]
-    return lin
+    return np.broadcast_to(lin, ishape) if lin is not None else np.zeros(ishape, np.int64)
 
 
 def _index_arg(index, op, kinds="iu", msg=None):
@@ -316,8 +317,31 @@ def _gather_checks(x, d, a, op, src=None):
 class GatherBackward0(OpNode):
     def backward(self, g):
         (index,) = self.saved_tensors
-        z = finish(None, np.zeros(self.shape, g._data.dtype))
-        return scatter_add(z, self.dim, index, g)
+        return _gather_grad(g, index, self.shape, self.dim)
+
+
+class _GatherGradBackward(OpNode):
+    def backward(self, gg):
+        (index,) = self.saved_tensors
+        return gather(gg, self.dim, index)
+
+
+def _gather_grad(g, index, shape, d):
+    """zeros(shape) with ``g`` summed at ``index`` along ``d`` (indices already checked)."""
+    gd, a = g._data, index._data
+    if not shape:
+        r = np.asarray(gd.sum(), dtype=gd.dtype)
+    elif a.size == 0:
+        r = np.zeros(shape, gd.dtype)
+    else:
+        coords = _coords(d, a)
+        lin = _flat_positions(shape, coords, a.shape)
+        r = _accumulate_flat(_size(shape), lin, gd, gd.dtype).reshape(shape)
+    node = node_for(_GatherGradBackward, (g,))
+    if node is not None:
+        node.dim = d
+        save(node, index)
+    return finish(node, r)
 
 
 def gather(input, dim, index, *, sparse_grad=False, out=None):
@@ -329,7 +353,9 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     if x.ndim == 0:
         r = np.broadcast_to(x, a.shape).copy()
     else:
-        r = x[_coords(d, a % x.shape[d] if a.size else a)]
+        # Index no larger than the input off ``d``: gather from the matching corner.
+        xs = x[tuple(slice(None) if k == d else slice(0, a.shape[k]) for k in range(x.ndim))]
+        r = np.take_along_axis(xs, a, axis=d)
     node = node_for(GatherBackward0, (input,))
     if node is not None:
         node.shape, node.dim = x.shape, d
@@ -392,6 +418,11 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     r = x.copy()
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
+    if reduce is not None and isinstance(src, Tensor):
+        import warnings
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
+                      "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+                      UserWarning, stacklevel=2)
     if coords is not None and a.size:
         vals = _src_part(s, a) if s is not None else src
         if reduce is None:
@@ -592,7 +623,7 @@ def masked_select(input, mask, *, out=None):
     x = input._data
     m = _mask_arg(mask, "masked_select:")
     if mask._data.dtype != np.bool_:
-        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = _broadcast_shape(m.shape, x.shape)
     mb = np.broadcast_to(m, shape)
     r = np.broadcast_to(x, shape)[mb]

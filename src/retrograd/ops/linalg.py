@@ -414,7 +414,11 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
 
 
 def chain_matmul(*matrices, out=None):
-    """Product of a chain of matrices."""
+    """Product of a chain of matrices (deprecated in PyTorch: use linalg.multi_dot)."""
+    import warnings
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+                  "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
+                  "parameters.", UserWarning, stacklevel=2)
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = matrices[0]
     r = matrices[0]
@@ -432,6 +436,10 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 def _parse_einsum(equation, shapes):
     """(input subscripts, output subscripts) with every '...' replaced by fresh letters."""
     eq = equation.replace(" ", "")
+    for k, c in enumerate(equation):
+        if not (c.isascii() and c.isalpha()) and c not in " ,.->":
+            raise RuntimeError(f"einsum(): invalid subscript given at index {k} in the equation string, subscripts "
+                               "must be in [a-zA-Z]")
     if "->" in eq:
         lhs, rhs = eq.split("->")
     else:
@@ -467,6 +475,9 @@ def _parse_einsum(equation, shapes):
     else:
         rhs = rhs.replace("...", ell)
     seen = set("".join(out_terms))
+    for k, c in enumerate(rhs):
+        if c in rhs[:k]:
+            raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
     for c in rhs:
         if c not in seen:
             raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input operand")
@@ -507,6 +518,13 @@ def _einsum_grad(g, ops, terms, rhs, k):
     oterms = [terms[j] for j in range(len(ops)) if j != k]
     r = _einsum_raw(",".join([rhs] + oterms) + "->" + keep, [g] + others)
     size = {c: shape[tk.index(c)] for c in uniq}
+    want = tuple(size[c] for c in keep)
+    if r._data.shape != want:  # a label of size 1 here or in another operand was broadcast
+        down = tuple(1 if w == 1 else h for h, w in zip(r._data.shape, want))
+        if down != r._data.shape:
+            r = r.sum_to_size(down)
+        if down != want:
+            r = r.expand(*want)
     if keep != uniq:  # labels only in this operand: its gradient is broadcast along them
         r = r.reshape(tuple(size[c] if c in keep else 1 for c in uniq))
         r = r.expand(*[size[c] for c in uniq])
@@ -666,7 +684,7 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     from ._base import wrap_dim
     x, y = input._data, other._data
     if x.ndim != y.ndim:
-        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     d = wrap_dim(dim, x.ndim)
     if x.shape[d] != 3 or y.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {x.shape[d]} and "

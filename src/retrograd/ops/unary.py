@@ -117,8 +117,18 @@ _make_unary("reciprocal", lambda a: 1.0 / a, "ReciprocalBackward0", "output", la
 _make_unary("relu", lambda a: np.maximum(a, 0).astype(a.dtype, copy=False), "ReluBackward0", "output",
             lambda g, x, y: g * (y > 0), float_only=False)
 _make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sign(x), float_only=False)
-_make_unary("sign", np.sign, "SignBackward0", "none", lambda g, x, y: g * 0, float_only=False)
-_make_unary("sgn", np.sign, "SgnBackward0", "none", lambda g, x, y: g * 0, float_only=False)
+def _sign_np(a):
+    """PyTorch's sign: bool stays bool, NaN gives 0, -0.0 gives 0."""
+    if a.dtype.kind == "b":
+        return a.copy()
+    r = np.sign(a)
+    if a.dtype.kind == "f":
+        r = np.where(np.isnan(r), 0, r).astype(a.dtype, copy=False) + 0
+    return r
+
+
+_make_unary("sign", _sign_np, "SignBackward0", "none", lambda g, x, y: g * 0, float_only=False)
+_make_unary("sgn", _sign_np, "SgnBackward0", "none", lambda g, x, y: g * 0, float_only=False)
 _make_unary("floor", np.floor, "FloorBackward0", "none", lambda g, x, y: g * 0, float_only=False)
 _make_unary("ceil", np.ceil, "CeilBackward0", "none", lambda g, x, y: g * 0, float_only=False)
 _make_unary("trunc", np.trunc, "TruncBackward0", "none", lambda g, x, y: g * 0, float_only=False)
