@@ -25,3 +25,11 @@ h = w.register_hook(custom_hook)     # register before backward to see the gradi
 (w * 10).sum().backward()
 print("clamped by the hook:", w.grad)
 h.remove()
+
+# The article's own snippet registers the hook *after* backward: the hook then has no
+# effect on that backward (it would run on the next one), exactly as in PyTorch.
+tensor = torch.tensor(5.0)
+tensor.requires_grad = True
+tensor.backward()                    # d(tensor)/d(tensor) = 1
+tensor.register_hook(custom_hook)
+print("hook registered after backward:", tensor.grad)

@@ -61,9 +61,10 @@ def test_set_detect_anomaly_and_check_nan_off():
 
 
 def test_detect_anomaly_as_decorator():
-    @retrograd.autograd.detect_anomaly()
-    def f():
-        return retrograd.autograd.is_anomaly_enabled()
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled."):
+        @retrograd.autograd.detect_anomaly()
+        def f():
+            return retrograd.autograd.is_anomaly_enabled()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert f()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import retrograd
-from helpers import torch, needs_torch
+from helpers import torch
 
 SECOND = "Trying to backward through the graph a second time"
 
@@ -379,3 +379,82 @@ def test_function_graph_freed():
         assert ref() is None   # the saved output does not keep its own node alive
     finally:
         gc.enable()
+
+
+def test_legacy_variable():
+    from retrograd.autograd import Variable
+    t = retrograd.ones(2)
+    v = Variable(t, requires_grad=True)
+    assert v is not t and v.requires_grad and not t.requires_grad and isinstance(t, Variable)
+    (v * 3).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), [3.0, 3.0])
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got int"):
+        Variable(3)
+
+
+def test_double_backward_tutorial_functions():
+    """PyTorch's custom_function_double_backward tutorial: what passes gradgradcheck there
+    passes here, and the bad Sinh (saving tensors on ctx) fails it here too."""
+    lib = retrograd
+    F = lib.autograd.Function
+
+    class Exp(F):
+        @staticmethod
+        def forward(ctx, x):
+            result = lib.exp(x)
+            ctx.save_for_backward(result)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (result,) = ctx.saved_tensors
+            return grad_out * result
+
+    class Sinh(F):
+        @staticmethod
+        def forward(ctx, x):
+            expx, expnegx = lib.exp(x), lib.exp(-x)
+            ctx.save_for_backward(expx, expnegx)
+            return expx - expnegx, expx, expnegx
+
+        @staticmethod
+        def backward(ctx, grad_out, _grad_out_exp, _grad_out_negexp):
+            expx, expnegx = ctx.saved_tensors
+            grad_input = grad_out * (expx + expnegx)
+            grad_input += _grad_out_exp * expx
+            grad_input -= _grad_out_negexp * expnegx
+            return grad_input
+
+    class SinhBad(F):
+        @staticmethod
+        def forward(ctx, x):
+            expx, expnegx = lib.exp(x), lib.exp(-x)
+            ctx.expx, ctx.expnegx = expx, expnegx
+            return expx - expnegx
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            return grad_out * (ctx.expx + ctx.expnegx)
+
+    class MyCube(F):
+        @staticmethod
+        def forward(x):
+            return x ** 3, 3 * x ** 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0], output[1])
+
+        @staticmethod
+        def backward(ctx, grad_output, grad_dx):
+            x, dx = ctx.saved_tensors
+            return grad_output * dx + grad_dx * 6 * x
+
+    x = lib.rand(3, 3, requires_grad=True, dtype=lib.double)
+    gc_, ggc = lib.autograd.gradcheck, lib.autograd.gradgradcheck
+    assert gc_(Exp.apply, x) and ggc(Exp.apply, x)
+    assert gc_(lambda t: Sinh.apply(t)[0], x) and ggc(lambda t: Sinh.apply(t)[0], x)
+    assert gc_(lambda t: MyCube.apply(t)[0], x) and ggc(lambda t: MyCube.apply(t)[0], x)
+    assert gc_(SinhBad.apply, x)
+    with pytest.raises(lib.autograd.gradcheck.GradcheckError, match="Jacobian mismatch for output 0"):
+        ggc(SinhBad.apply, x)

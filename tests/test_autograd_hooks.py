@@ -226,3 +226,39 @@ def test_register_multi_grad_hook_any():
     register_multi_grad_hook((a, b), lambda g: seen.append(g), mode="any")
     (a * b).sum().backward()
     assert len(seen) == 1
+
+
+@needs_torch
+def test_accumulate_grad_runs_as_soon_as_ready():
+    """A leaf's gradient is accumulated (and its hooks run) before older nodes still pending."""
+    def run(lib):
+        log = []
+        a = lib.tensor([1.0], requires_grad=True)
+        b = lib.tensor([2.0], requires_grad=True)
+        h = a * 3                      # older node, still pending while b is done
+        out = (h * 2 + b * 5).sum()
+        a.register_post_accumulate_grad_hook(lambda t: log.append("a"))
+        b.register_post_accumulate_grad_hook(lambda t: log.append("b"))
+        h.grad_fn.register_prehook(lambda g: log.append("h"))
+        out.backward()
+        return log
+    assert run(retrograd) == run(torch)
+
+
+@needs_torch
+def test_register_multi_grad_hook_matches_torch():
+    def run(lib):
+        reg = lib.autograd.graph.register_multi_grad_hook
+        a, b, c = (lib.tensor([v], requires_grad=True) for v in (1.0, 2.0, 3.0))
+        seen, seen_any = [], []
+        h = reg((a, b, c), lambda gs: seen.append([_vals(g) for g in gs]))
+        (a * b).sum().backward()
+        (a * c * b).sum().backward()
+        (c * 2).sum().backward()
+        h2 = reg((a, b), lambda g: seen_any.append(_vals(g)), mode="any")
+        (a * b).sum().backward()
+        h.remove()
+        h2.remove()
+        (a * b).sum().backward()
+        return seen, seen_any
+    assert run(retrograd) == run(torch)

@@ -283,3 +283,157 @@ def test_saved_tensor_hooks_skip_version_check():
         y.sum().backward()
         return _vals(x.grad)
     assert run(retrograd) == run(torch) == [2.0, 4.0]
+
+
+INPLACE_OPS = {
+    "zero_": lambda lib, t: t.zero_(), "fill_": lambda lib, t: t.fill_(3.0),
+    "copy_": lambda lib, t: t.copy_(lib.ones(3)), "clamp_": lambda lib, t: t.clamp_(0, 3),
+    "relu_": lambda lib, t: t.relu_(), "exp_": lambda lib, t: t.exp_(), "div_": lambda lib, t: t.div_(2),
+    "sub_": lambda lib, t: t.sub_(1), "setitem": lambda lib, t: t.__setitem__(0, 5.0),
+    "setitem_tensor": lambda lib, t: t.__setitem__(slice(1, None), lib.ones(2)),
+    "masked_fill_": lambda lib, t: t.masked_fill_(t > 3, 0.0), "index_put": lambda lib, t: t.__setitem__([0, 2], 1.0),
+}
+
+
+def _inplace_case(lib, op):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    z = y * y                                    # saves y
+    v0 = y._version_value if lib is retrograd else y._version
+    op(lib, y)
+    bumped = (y._version_value if lib is retrograd else y._version) - v0
+    msg = None
+    try:
+        z.sum().backward()
+    except RuntimeError as e:
+        msg = str(e)
+    y = x * 2
+    op(lib, y)
+    (y * x).sum().backward()
+    return bumped, type(y.grad_fn).__name__, msg, _vals(x.grad)
+
+
+@pytest.mark.parametrize("op", list(INPLACE_OPS))
+def test_every_in_place_op_bumps_and_rebases(op):
+    r = _inplace_case(retrograd, INPLACE_OPS[op])
+    assert r[0] == 1 and r[2] is not None and r[2].startswith("one of the variables needed")
+    if torch is not None:
+        assert r == _inplace_case(torch, INPLACE_OPS[op])
+
+
+def test_out_write_bumps_version():
+    t = retrograd.zeros(3)
+    retrograd.exp(retrograd.ones(3), out=t)
+    assert t._version_value == 1
+
+
+@needs_torch
+def test_copy_and_fill_gradients():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        s = lib.tensor([5.0], dtype=lib.float64, requires_grad=True)
+        v = lib.tensor(3.0, requires_grad=True)
+        y = x * 1
+        y.copy_(s)
+        (y * x).sum().backward()
+        y = x * 1
+        y.fill_(v)
+        (y * x).sum().backward()
+        w = lib.zeros(2)
+        w.copy_(x)
+        return _vals(x.grad), _vals(s.grad), str(s.grad.dtype), _vals(v.grad), type(w.grad_fn).__name__
+    assert run(retrograd) == run(torch)
+
+
+def test_copy_errors_leave_destination_alone():
+    t = retrograd.ones(3)
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of tensor b \(2\) at "
+                       r"non-singleton dimension 0"):
+        t.copy_(retrograd.ones(2))
+    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"):
+        t.copy_(retrograd.ones(2, 3))
+    x = retrograd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        x.copy_(retrograd.zeros(3))
+    np.testing.assert_array_equal(t.numpy(), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(x.detach().numpy(), [1.0, 2.0, 3.0])
+    assert t._version_value == 0
+
+
+def test_version_attribute_like_torch():
+    def run(lib):
+        x = lib.zeros(3)
+        v = x[1:]
+        out = [x._version]
+        x.add_(1)
+        v.mul_(2)
+        out += [x._version, v._version, x.detach()._version, type(x._version).__name__ == "int" or
+                isinstance(x._version, int)]
+        with lib.inference_mode():
+            t = lib.ones(1)
+        try:
+            t._version
+        except RuntimeError as e:
+            out.append(str(e))
+        return out
+    r = run(retrograd)
+    assert r[:4] == [0, 2, 2, 2] and r[4] is True
+    if torch is not None:
+        assert r == run(torch)
+
+
+def test_view_made_under_no_grad_refuses_tracked_in_place():
+    def run(lib):
+        out = []
+        x = lib.ones(3, requires_grad=True)
+        y = x * 2
+        with lib.no_grad():
+            v = y[1:]
+            vv = x[1:]
+        for t in (v, vv):
+            try:
+                t.mul_(2)
+                out.append("ok")
+            except RuntimeError as e:
+                out.append(str(e))
+        out.append(_vals(y))
+        with lib.no_grad():
+            v.mul_(2)               # both inside no_grad: allowed, not tracked
+        out.append((_vals(y), type(y.grad_fn).__name__))
+        z = lib.ones(3)
+        with lib.no_grad():
+            w = z[1:]
+        w.mul_(2)                   # the base takes no part in autograd: allowed
+        out.append(_vals(z))
+        return out
+    r = run(retrograd)
+    assert r[0].startswith("A view was created in no_grad mode and is being modified inplace with grad mode "
+                           "enabled.") and r[1] == r[0]
+    assert r[2] == [2.0, 2.0, 2.0]
+    if torch is not None:
+        assert r == run(torch)
+
+
+def test_multi_output_views_refuse_in_place():
+    def run(lib):
+        out = []
+        x = lib.ones(3, 2, requires_grad=True)
+        y = x * 2
+        a, b, c = y.unbind(0)
+        try:
+            b.mul_(2)
+            out.append("ok")
+        except RuntimeError as e:
+            out.append(str(e))
+        with lib.no_grad():
+            a.mul_(2)
+        out.append(_vals(y))
+        z = lib.ones(3, 2)
+        z0, = z.split(3)
+        z0.mul_(2)
+        out.append(_vals(z))
+        return out
+    r = run(retrograd)
+    assert r[0].startswith("Output 1 of Unbind is a view and is being modified inplace.")
+    if torch is not None:
+        assert r == run(torch)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import retrograd
-from helpers import torch, needs_torch
+from helpers import torch
 
 
 def _vals(x):
@@ -176,3 +176,20 @@ def test_unpack_hook_must_return_tensor():
         y = (x * x).sum()
     with pytest.raises(TypeError, match="Output of saved tensor unpack_hook expected to be a Tensor"):
         y.backward()
+
+
+def test_saved_tensors_hooks_are_thread_local():
+    packed = []
+    x = retrograd.tensor([1.0, 2.0], requires_grad=True)
+    ys = {}
+
+    def worker():
+        ys["other"] = x * x          # another thread: no hooks apply
+    with retrograd.autograd.graph.saved_tensors_hooks(lambda t: packed.append(1) or t, lambda p: p):
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        y = x * x
+    assert packed == [1, 1]          # mul saved both operands, in this thread only
+    (y.sum() + ys["other"].sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, 8.0])

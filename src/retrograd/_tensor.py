@@ -54,6 +54,16 @@ class Size(tuple):
         return Size(tuple(other) + tuple(self))
 
 
+class _Version(int):
+    """An int, indexable as ``v[0]`` too (the shared counter's old spelling)."""
+    __slots__ = ()
+
+    def __getitem__(self, i):
+        if i != 0:
+            raise IndexError("list index out of range")
+        return int(self)
+
+
 class Tensor:
     """A multi-dimensional array that can record the operations made on it."""
     # Class-level defaults: a fresh tensor only stores what differs from these.
@@ -61,14 +71,17 @@ class Tensor:
     _grad = None
     _grad_fn = None
     _output_nr = 0
-    _version = None          # a one-item list shared with views; None means version 0
+    _vc = None               # version counter: a one-item list shared with views; None means 0
     _base = None             # the tensor this one is a view of
     _view_fn = None          # rebuilds this view from its base (for in-place on views)
     _view_ver = 0            # version of the shared counter when this view's grad_fn was made
+    _nograd_view = False     # a view of a tensor requiring grad, made under no_grad
+    _multi_view = False      # one of several views made by one node (unbind, split, chunk)
     _retains_grad = False
     _backward_hooks = None   # hooks of a leaf (non-leaf hooks live on grad_fn)
     _post_acc_hooks = None
     _grad_acc = None         # weak reference to this leaf's AccumulateGrad
+    _leaf_ref = None         # on a saved leaf's stand-in: weak reference to the leaf
     _inference = False
     _is_param = False
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor's reflected op
@@ -96,7 +109,7 @@ class Tensor:
     def data(self):
         """A tensor sharing this one's storage, detached from the graph."""
         t = Tensor._make(self._data)
-        t._version = self._shared_version()
+        t._vc = self._shared_version()
         return t
 
     @data.setter
@@ -227,7 +240,7 @@ class Tensor:
     def _refresh_view(self):
         """A view whose base (or a sibling view) was modified in place since its grad_fn
         was made gets a fresh grad_fn, replayed from the base's current history."""
-        v = self._version
+        v = self._vc
         if v is None or v[0] == self._view_ver:
             return
         base, view_fn = self._base, self._view_fn
@@ -320,6 +333,11 @@ class Tensor:
         ref = self._grad_acc
         acc = ref() if ref is not None else None
         if acc is None:
+            leaf = self._leaf_ref() if self._leaf_ref is not None else None
+            if leaf is not None:    # a saved leaf's stand-in: the leaf's own accumulator
+                acc = leaf._grad_accumulator()
+                self._grad_acc = leaf._grad_acc
+                return acc
             acc = AccumulateGrad(self)
             self._grad_acc = weakref.ref(acc)
         return acc
@@ -330,17 +348,18 @@ class Tensor:
         leaf -> .grad -> grad_fn -> ... -> saved leaf once ``create_graph=True`` gives
         ``.grad`` a history (PyTorch issue 4661); the proxy keeps the graph a tree."""
         p = self.__dict__.get("_proxy")
-        if p is None:
+        v = self._shared_version()
+        if p is None or p._data is not self._data or p._vc is not v:
+            # (a new stand-in when .data or the version counter was replaced: nodes that
+            # saved the old one keep what they saved)
             p = _new(Tensor)
             p._data = self._data
-            p._version = self._shared_version()
+            p._vc = v
             p._requires_grad = True
-            acc = self._grad_accumulator()
+            self._grad_accumulator()
             p._grad_acc = self._grad_acc
-            p._acc = acc
+            p._leaf_ref = weakref.ref(self)
             self._proxy = p
-        elif p._data is not self._data:
-            p._data = self._data
         return p
 
     def _edge(self):
@@ -354,20 +373,34 @@ class Tensor:
         return (self._grad_accumulator(), 0)
 
     def _shared_version(self):
-        v = self._version
+        v = self._vc
         if v is None:
-            v = self._version = [0]
+            v = self._vc = [0]
         return v
 
     @property
+    def _version(self):
+        """The version counter's value (PyTorch's ``Tensor._version``): in-place writes to
+        this tensor or any view of it increase it."""
+        if self._inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        v = self._vc
+        return _Version(0 if v is None else v[0])
+
+    @_version.setter
+    def _version(self, counter):
+        # Share a counter (a one-item list, from ``_shared_version()``) or reset it (None).
+        self._vc = counter
+
+    @property
     def _version_value(self):
-        v = self._version
+        v = self._vc
         return 0 if v is None else v[0]
 
     def _bump_version(self):
-        v = self._version
+        v = self._vc
         if v is None:
-            self._version = [1]
+            self._vc = [1]
         else:
             v[0] += 1
 
@@ -407,7 +440,7 @@ class Tensor:
         if self._inference:
             t._inference = True
             return t
-        t._version = self._shared_version()
+        t._vc = self._shared_version()
         return t
 
     def detach_(self):

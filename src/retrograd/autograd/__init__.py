@@ -15,14 +15,14 @@ _LAZY = {
     "is_anomaly_enabled": ("anomaly", "is_anomaly_enabled"),
     "Function": ("function", "Function"), "once_differentiable": ("function", "once_differentiable"),
     "gradcheck": ("gradcheck", "gradcheck"), "gradgradcheck": ("gradcheck", "gradgradcheck"),
-    "trace": ("tracing", "trace"),
+    "trace": ("tracing", "trace"), "Variable": ("variable", "Variable"),
 }
-_SUBMODULES = {"engine", "anomaly", "function", "functional", "gradcheck", "forward_ad", "profiler"}
+_SUBMODULES = {"engine", "anomaly", "function", "functional", "gradcheck", "variable", "tracing"}
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
            "inference_mode", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "graph", "Function", "once_differentiable", "gradcheck", "gradgradcheck",
-           "functional"]
+           "functional", "Variable"]
 
 
 def __getattr__(name):

@@ -15,7 +15,8 @@ import heapq
 import numpy as np
 
 from . import grad_mode
-from .graph import AccumulateGrad, Node, SECOND_BACKWARD_MSG, _RELEASED  # noqa: F401
+from .graph import (AccumulateGrad, Node, GradientEdge, SECOND_BACKWARD_MSG, _RELEASED, _ACC_SEQ,  # noqa: F401
+                    _current_task)
 from .._tensor import Tensor, Size
 
 __all__ = ["run_backward", "backward", "grad"]
@@ -269,6 +270,12 @@ def _exec_info(roots, targets):
 
 # --- the walk -----------------------------------------------------------------------------
 
+def _key(fn):
+    """Heap order: newest node first; leaves' AccumulateGrad before anything else (among
+    themselves in creation order, as PyTorch's ties come out)."""
+    return -fn._seq if fn.__class__ is not AccumulateGrad else fn._seq - 2 * _ACC_SEQ
+
+
 def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=None):
     """Walk the graph from ``roots`` (list of (node, output_nr)) with ``grads``.
 
@@ -308,10 +315,12 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
     heap = []
     for fn in buffers:
         if deps[fn] == 0 and (info is None or fn in info):
-            _heappush(heap, (-fn._seq, fn))
+            _heappush(heap, (_key(fn), fn))
 
     prev_mode = _state.grad
     _state.grad = bool(create_graph)
+    prev_task = _current_task[0]
+    _current_task[0] = deps if info is None else info
     check = anomaly_check[0]
     fn = None
     nxt = None
@@ -399,10 +408,10 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                     if ready is None:
                         ready = nf
                     else:
-                        _heappush(heap, (-nf._seq, nf))
+                        _heappush(heap, (_key(nf), nf))
             if ready is not None:
                 if heap:
-                    _heappush(heap, (-ready._seq, ready))
+                    _heappush(heap, (_key(ready), ready))
                 else:
                     nxt = ready
     except BaseException:
@@ -411,6 +420,7 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
         raise
     finally:
         _state.grad = prev_mode
+        _current_task[0] = prev_task
     return captured
 
 
@@ -459,6 +469,16 @@ def _make_roots(tensors, grad_tensors, create_graph, what="tensors"):
     from .. import _creation
     roots, grads = [], []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if isinstance(t, GradientEdge):
+            shape, npdt = t[0]._out_meta[t[1]]
+            if g is None:
+                if int(np.prod(shape)) != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                g = _creation._zeros_np(shape, npdt)
+                g._data[...] = 1
+            roots.append(tuple(t[:2]))
+            grads.append(g if create_graph else g.detach())
+            continue
         if not isinstance(t, Tensor):
             raise TypeError(f"{what} must be Tensors, but element {i} is {type(t).__name__}")
         if not t._requires_grad:
@@ -534,9 +554,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Return the gradients of ``outputs`` with respect to ``inputs`` (nothing accumulates)."""
-    outputs = _as_tuple(outputs)
-    single = isinstance(inputs, Tensor)
-    inputs = (inputs,) if single else tuple(inputs)
+    outputs = (outputs,) if isinstance(outputs, (Tensor, GradientEdge)) else tuple(outputs)
+    inputs = (inputs,) if isinstance(inputs, (Tensor, GradientEdge)) else tuple(inputs)
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
@@ -551,6 +570,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     for t in inputs:
+        if isinstance(t, GradientEdge):
+            continue
         if not isinstance(t, Tensor):
             raise TypeError(f"grad(): inputs must be Tensors, but got {type(t).__name__}")
         if not t._requires_grad:
@@ -559,7 +580,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     captures = {}
     targets = {}
     for slot, t in enumerate(inputs):
-        fn, nr = t._edge()
+        fn, nr = t[:2] if isinstance(t, GradientEdge) else t._edge()
         captures.setdefault(fn, []).append((nr, slot))
         targets[fn] = False
     captured = run_backward(roots, grads, retain_graph, create_graph, targets=targets, captures=captures)
@@ -568,7 +589,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if g is None:
             if materialize_grads:
                 from .. import _creation
-                g = _creation.zeros_like(t)
+                if isinstance(t, GradientEdge):
+                    shape, npdt = t[0]._out_meta[t[1]]
+                    g = _creation._zeros_np(shape, npdt)
+                else:
+                    g = _creation.zeros_like(t)
             elif not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in "
                                    "the graph. Set allow_unused=True if this is the desired behavior.")

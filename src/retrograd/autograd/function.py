@@ -18,9 +18,9 @@ graph and is freed with it. ::
 """
 import functools
 
-from .. import _dtype as D  # noqa: F401
 from .._tensor import Tensor
-from ..ops._base import OpNode, save, view_of, SavedOutput, _Packed, _pack_stack, check_inplace
+from ..ops._base import OpNode, save, view_of, SavedOutput, _Packed, check_inplace
+from .graph import current_pack_hooks
 from . import grad_mode
 from .graph import Node, _seq
 
@@ -259,8 +259,9 @@ def _save_ctx(ctx, originals, result):
         if t is None or plain[k] is not None:
             continue
         out = result[ids[id(t)]]
-        if _pack_stack:
-            saved[k] = _Packed(out, _pack_stack[-1][0], _pack_stack[-1][1], True)
+        hooks = current_pack_hooks()
+        if hooks is not None:
+            saved[k] = _Packed(out, hooks[0], hooks[1], True)
             vs[k] = None
         else:
             saved[k] = so = SavedOutput(out)

@@ -12,14 +12,17 @@ One flag, ``_hooked``, tells the engine a node has any hook at all (the common c
 costs one attribute test).
 """
 import itertools
+import threading
 import weakref
 
 __all__ = ["Node", "AccumulateGrad", "RemovableHandle", "saved_tensors_hooks",
-           "disable_saved_tensors_hooks", "save_on_cpu", "register_multi_grad_hook"]
+           "disable_saved_tensors_hooks", "save_on_cpu", "register_multi_grad_hook", "GradientEdge",
+           "get_gradient_edge", "increment_version"]
 
 _seq = itertools.count()
 _RELEASED = object()
-# AccumulateGrad runs as soon as it is ready (PyTorch gives it the largest sequence number).
+# AccumulateGrad runs as soon as it is ready (PyTorch gives it the largest sequence number):
+# the engine's heap key for it is shifted by this much (its _seq stays in creation order).
 _ACC_SEQ = 1 << 62
 
 SECOND_BACKWARD_MSG = (
@@ -191,7 +194,7 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         self._var = weakref.ref(variable)
         self._strong = variable
-        self._seq = _ACC_SEQ + next(_seq)
+        self._seq = next(_seq)
         self._out_meta = ((variable._data.shape, variable._data.dtype),)
         if Node._anomaly_stack is not None:
             self._trace = Node._anomaly_stack()
@@ -209,14 +212,65 @@ class AccumulateGrad(Node):
         return ()
 
 
+class _HooksTLS(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_hooks_tls = _HooksTLS()
+# How many saved_tensors_hooks contexts are open in all threads: ops test this one number
+# before looking at their own thread's stack, so saving costs nothing extra without hooks.
+_hooks_open = [0]
+
+
+def current_pack_hooks():
+    """This thread's innermost (pack, unpack) pair, or None."""
+    if _hooks_open[0]:
+        st = _hooks_tls.stack
+        if st:
+            return st[-1]
+    return None
+
+
+class GradientEdge(tuple):
+    """(node, output_nr): where a tensor's gradient enters the graph. ``autograd.grad``
+    accepts it in place of a tensor (as outputs or inputs)."""
+    __slots__ = ()
+
+    def __new__(cls, node, output_nr, ownership_token=None):
+        return tuple.__new__(cls, (node, output_nr, ownership_token))
+
+    node = property(lambda self: self[0])
+    output_nr = property(lambda self: self[1])
+    ownership_token = property(lambda self: self[2])
+
+    def __repr__(self):
+        return f"GradientEdge(node={self[0]!r}, output_nr={self[1]}, ownership_token={self[2]!r})"
+
+
+def get_gradient_edge(tensor):
+    """The GradientEdge of ``tensor`` (its grad_fn, or a leaf's AccumulateGrad)."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require "
+                           "gradients")
+    node, nr = tensor._edge()
+    return GradientEdge(node, nr)
+
+
+def increment_version(tensor):
+    """Bump the version counter of ``tensor`` (or of each tensor in an iterable), as an
+    in-place write the autograd engine could not see would."""
+    for t in (tensor if isinstance(tensor, (list, tuple)) else (tensor,)):
+        t._bump_version()
+
+
 class saved_tensors_hooks:
     """Pack/unpack hooks for tensors saved for backward (e.g. to offload or compress them).
 
     ``pack_hook(tensor)`` runs when an op saves a tensor and may return anything;
     ``unpack_hook(packed)`` runs when backward needs it and must return a tensor with the
-    original's content. Innermost context wins.
+    original's content. Innermost context wins; the hooks are thread-local.
     """
-    _stack = []
 
     def __init__(self, pack_hook, unpack_hook):
         self.pack_hook = pack_hook
@@ -225,11 +279,13 @@ class saved_tensors_hooks:
     def __enter__(self):
         if _disabled[0] is not None:
             raise RuntimeError(_disabled[0])
-        saved_tensors_hooks._stack.append((self.pack_hook, self.unpack_hook))
+        _hooks_tls.stack.append((self.pack_hook, self.unpack_hook))
+        _hooks_open[0] += 1
         return self
 
     def __exit__(self, *exc):
-        saved_tensors_hooks._stack.pop()
+        _hooks_tls.stack.pop()
+        _hooks_open[0] -= 1
         return False
 
 
@@ -274,34 +330,59 @@ class save_on_cpu(saved_tensors_hooks):
         super().__init__(pack, unpack)
 
 
+class _MultiHandle:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+# The backward pass now running (set by the engine): its nodes, for register_multi_grad_hook.
+_current_task = [None]
+
+
 def register_multi_grad_hook(tensors, fn, *, mode="all"):
-    """Call ``fn(grads)`` once the gradients of all ``tensors`` (mode 'all') or of the
-    first one (mode 'any') have been computed in a backward pass."""
+    """Call ``fn`` once per backward pass: with the gradients of all ``tensors`` (mode
+    'all'; None for those the pass does not reach) once the last of them is computed,
+    or with the first gradient computed (mode 'any')."""
     if mode not in ("all", "any"):
         raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
     tensors = tuple(tensors)
     n = len(tensors)
-    state = {"grads": [None] * n, "count": 0, "fired": False}
+    state = {"task": None, "grads": None, "left": 0}
+
+    def begin():
+        task = _current_task[0]
+        if state["task"] is not task:
+            state["task"] = task
+            state["grads"] = [None] * n
+            if mode == "all":
+                reached = task if task is not None else {}
+                state["left"] = sum(1 for t in tensors if t.requires_grad and t._edge()[0] in reached)
+            else:
+                state["left"] = 1
+        return state
 
     def make(i):
         def hook(g):
-            if mode == "any":
-                if not state["fired"]:
-                    state["fired"] = True
-                    fn(g)
+            st = begin()
+            if st["left"] <= 0:
                 return None
-            state["grads"][i] = g
-            state["count"] += 1
-            if state["count"] == sum(1 for t in tensors if t.requires_grad):
-                grads, state["grads"], state["count"] = state["grads"], [None] * n, 0
-                fn(tuple(grads))
+            st["grads"][i] = g
+            st["left"] -= 1
+            if mode == "any":
+                fn(g)
+            elif st["left"] == 0:
+                fn(tuple(st["grads"]))
             return None
         return hook
 
-    handles = [t.register_hook(make(i)) for i, t in enumerate(tensors) if t.requires_grad]
-
-    class _Multi:
-        def remove(self):
-            for h in handles:
-                h.remove()
-    return _Multi()
+    return _MultiHandle([t.register_hook(make(i)) for i, t in enumerate(tensors) if t.requires_grad])

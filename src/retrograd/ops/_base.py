@@ -72,7 +72,7 @@ class _Packed:
                             f"of type {type(r).__name__}")
         t = _new(Tensor)
         t._data = r._data
-        t._version = r._shared_version()
+        t._vc = r._shared_version()
         if self.requires_grad:
             t._requires_grad = True
             fn = node if self.is_output else self.grad_fn
@@ -104,7 +104,7 @@ class OpNode(Node):
             elif tp is _Packed:
                 item = item.unpack_for(self)
             elif v is not None:
-                cur = item._version
+                cur = item._vc
                 cur = 0 if cur is None else cur[0]
                 if cur != v:
                     _version_error(item, cur, v)
@@ -114,7 +114,7 @@ class OpNode(Node):
     def _rebuild(self, item):
         t = _new(Tensor)
         t._data = item.data
-        t._version = item.version
+        t._vc = item.version
         if item.requires_grad:
             t._requires_grad = True
             t._grad_fn = self
@@ -131,13 +131,16 @@ class OpNode(Node):
 
 
 def _short_name(fn):
-    """How PyTorch names a node in the in-place error: the op, without ``Backward0``."""
+    """How PyTorch names a node in the in-place error: ``ExpBackward0`` -> ``Exp``,
+    ``ClampBackward1`` -> ``Clamp1``, its own C++ nodes by their C++ names."""
     n = fn.name()
-    if n in ("CopySlices", "AccumulateGrad"):
+    if n in ("CopySlices", "AccumulateGrad", "CopyBackwards"):
         return "torch::autograd::" + n
     i = n.rfind("Backward")
-    if i > 0 and n[i + 8:].isdigit() or (i > 0 and i + 8 == len(n)):
-        return n[:i]
+    if i > 0:
+        digits = n[i + 8:]
+        if digits == "" or digits.isdigit():
+            return n[:i] + ("" if digits in ("", "0") else digits)
     return n
 
 
@@ -195,15 +198,17 @@ _NO_EDGE = (None, 0)
 
 def save(node, *items):
     """Save tensors (or plain values) on ``node`` for its backward, with their versions."""
-    if _pack_stack:
-        return _save_with_hooks(node, items)
+    if _hooks_open[0]:
+        hooks = current_pack_hooks()
+        if hooks is not None:
+            return _save_with_hooks(node, items, hooks)
     vs = []
     proxied = False
     for t in items:
         if isinstance(t, Tensor):
             if t._inference:
                 _inference_error()
-            v = t._version
+            v = t._vc
             vs.append(0 if v is None else v[0])
             if t._requires_grad and t._grad_fn is None:
                 proxied = True
@@ -218,8 +223,9 @@ def save(node, *items):
 
 def save_output(node, out):
     """Save ``out`` (a result of ``node`` itself) without making a reference cycle."""
-    if _pack_stack:
-        so = _Packed(out, _pack_stack[-1][0], _pack_stack[-1][1], True)
+    hooks = current_pack_hooks() if _hooks_open[0] else None
+    if hooks is not None:
+        so = _Packed(out, hooks[0], hooks[1], True)
         v = None
     else:
         so = SavedOutput(out)
@@ -243,15 +249,14 @@ def _inference_error():
     raise RuntimeError(INFERENCE_SAVE_MSG)
 
 
-# saved_tensors_hooks: (pack, unpack) pairs, innermost last (shared with autograd.graph).
-from ..autograd.graph import saved_tensors_hooks as _sth  # noqa: E402
-_pack_stack = _sth._stack
+# saved_tensors_hooks: this thread's innermost (pack, unpack) pair.
+from ..autograd.graph import current_pack_hooks, _hooks_open  # noqa: E402
 
 
-def _save_with_hooks(node, items):
+def _save_with_hooks(node, items, hooks):
     """Tensors go through the innermost pack hook; nothing else keeps them (no version
     check either, as in PyTorch: the hooks own the data)."""
-    pack, unpack = _pack_stack[-1]
+    pack, unpack = hooks
     saved = []
     for t in items:
         if isinstance(t, Tensor):
@@ -296,8 +301,13 @@ def finish_multi(node, datas):
 def view_of(base, t, view_fn=None):
     """Mark ``t`` as a view of ``base``: they share a version counter, and ``view_fn``
     rebuilds the view from the root base (for in-place ops on views: CopySlices)."""
-    v = t._version = base._shared_version()
+    v = t._vc = base._shared_version()
     t._view_ver = v[0]
+    if not _state.grad and base._requires_grad:
+        t._nograd_view = True
+    fn = t._grad_fn
+    if fn is not None and len(fn._out_meta) > 1:
+        t._multi_view = True
     root = base._base
     if root is None:
         t._base = base
@@ -478,8 +488,22 @@ def write_out(out, result, opname):
 LEAF_INPLACE_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 
 
+NOGRAD_VIEW_MSG = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that "
+    "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both "
+    "the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
+    "tracked) or both outside (if you want the inplace to be tracked).")
+
+
 def check_inplace(t):
     """Refuse in-place ops on leaves that require grad (before anything is touched)."""
+    if t._nograd_view and _state.grad:
+        raise RuntimeError(NOGRAD_VIEW_MSG)
+    if t._multi_view and _state.grad and t._requires_grad:
+        raise RuntimeError(
+            f"Output {t._output_nr} of {_short_name(t._grad_fn)} is a view and is being modified inplace. This "
+            "view is the output of a function that returns multiple views. Such functions do not allow the "
+            "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.")
     if t._requires_grad and t._grad_fn is None and _state.grad:
         raise RuntimeError(LEAF_INPLACE_MSG)
     base = t._base

@@ -24,6 +24,66 @@ def clone(input, *, memory_format=None):
     return finish(node_for(CloneBackward0, (input,)), x.copy())
 
 
+class CopyBackwards(OpNode):
+    """``self.copy_(src)``: no gradient to the overwritten value, all of it to ``src``."""
+
+    def backward(self, g):
+        nf = self.next_functions
+        gs = None
+        if nf[1][0] is not None:
+            gs = g if g._data.dtype == self.src_dtype else g.to(D._FROM_NP[self.src_dtype])
+        return (g * 0 if nf[0][0] is not None else None, gs)
+
+
+def _copy_check(dst_shape, src_shape):
+    """PyTorch's errors for a source that cannot be broadcast into the destination."""
+    for i in range(1, min(len(dst_shape), len(src_shape)) + 1):
+        a, b = dst_shape[-i], src_shape[-i]
+        if a != b and b != 1:
+            if a == 1:
+                break
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                               f"non-singleton dimension {len(dst_shape) - i}")
+    try:
+        full = np.broadcast_shapes(dst_shape, src_shape)
+    except ValueError:
+        full = None
+    if full != tuple(dst_shape):
+        raise RuntimeError(f"output with shape {list(dst_shape)} doesn't match the broadcast shape "
+                           f"{list(full if full is not None else src_shape)}")
+
+
+def _copied(input, src):
+    x, y = input._data, src._data
+    _copy_check(x.shape, y.shape)
+    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    r = xp.broadcast_to(y, x.shape).astype(x.dtype, copy=True)
+    node = node_for(CopyBackwards, (input, src))
+    if node is not None:
+        node.src_dtype = y.dtype
+    return finish(node, r)
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy ``src`` (broadcast, cast) into this tensor, in place; differentiable in both."""
+    from ._base import apply_inplace, check_inplace, _state
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
+    if type(src._data) is not type(self._data):
+        src = src._to(None, self.device)
+    if _state.grad and (self._requires_grad or src._requires_grad):
+        return apply_inplace(self, _copied, src)
+    check_inplace(self)
+    x = self._data
+    _copy_check(x.shape, src._data.shape)
+    if x.ndim == 0 and type(x) is np.ndarray:
+        x[()] = src._data
+    else:
+        x[...] = src._data
+    self._bump_version()
+    return self
+
+
 def contiguous(input, memory_format=None):
     """This tensor if C-contiguous, else a contiguous copy."""
     if input._data.flags.c_contiguous:
@@ -118,7 +178,7 @@ def _cuda(self, device=None, non_blocking=False, **kw):
 
 
 TENSOR_METHODS = {
-    "clone": clone, "contiguous": contiguous, "to": to, "_to": _to,
+    "clone": clone, "contiguous": contiguous, "copy_": copy_, "to": to, "_to": _to,
     "float": _conv(D.float32), "double": _conv(D.float64), "half": _conv(D.float16),
     "bfloat16": _conv(D.bfloat16), "long": _conv(D.int64), "int": _conv(D.int32),
     "short": _conv(D.int16), "char": _conv(D.int8), "byte": _conv(D.uint8), "bool": _conv(D.bool_),

@@ -1,7 +1,7 @@
 """In-place random fills: normal_, uniform_, bernoulli_, exponential_, random_, fill_, zero_."""
 import numpy as np
 
-from ._base import check_inplace, Tensor
+from ._base import check_inplace, Tensor, OpNode, node_for, finish, apply_inplace, _state
 from .._creation import _gen
 
 __all__ = []
@@ -28,18 +28,47 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
     return _fill_inplace(self, _gen(generator).uniform(a, b, self._data.shape))
 
 
+class ZeroBackward0(OpNode):
+    def backward(self, g):
+        return g * 0
+
+
+class FillBackward2(ZeroBackward0):
+    pass
+
+
+class FillBackward3(OpNode):
+    def backward(self, g):
+        nf = self.next_functions
+        return (g * 0 if nf[0][0] is not None else None, g.sum() if nf[1][0] is not None else None)
+
+
+def _filled(input, value, cls):
+    """Out-of-place fill (for in-place fills that take part in autograd)."""
+    v = value._data if isinstance(value, Tensor) else value
+    r = np.empty_like(input._data)
+    r[...] = v
+    return finish(node_for(cls, (input,) if cls is not FillBackward3 else (input, value)), r)
+
+
 def fill_(self, value):
-    """Fill with ``value``."""
+    """Fill with ``value`` (a number or a 0-d tensor)."""
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
+        if _state.grad and (self._requires_grad or value._requires_grad):
+            return apply_inplace(self, _filled, value, FillBackward3)
         value = value._data
+    elif _state.grad and self._requires_grad:
+        return apply_inplace(self, _filled, value, FillBackward2)
     return _fill_inplace(self, value)
 
 
 def zero_(self):
     """Fill with zeros."""
+    if _state.grad and self._requires_grad:
+        return apply_inplace(self, _filled, 0, ZeroBackward0)
     return _fill_inplace(self, 0)
 
 

@@ -101,7 +101,7 @@ def copy_slices(view, node, output_nr):
     view._grad_fn = nv._grad_fn
     view._output_nr = nv._output_nr
     view._requires_grad = True
-    view._view_ver = view._version[0]
+    view._view_ver = view._vc[0]
     if vold is not None and vold._retain_grad_hooks:
         vold._move_retain_grad(vold_nr, view._grad_fn, view._output_nr)
     return view
