@@ -3,8 +3,8 @@ ceil_mode, divisor_override), adaptive average and adaptive max; 1-D, 2-D and 3-
 
 Windows are strided views of the (padded) input; the kernel is walked one offset at a
 time (a handful of whole-array operations), never one pixel at a time. Max pooling's
-backward scatters through the saved flat indices (plain assignment when windows cannot
-overlap, one ``bincount`` when they can).
+backward sends each gradient to its window's maximum (one scatter through flat positions
+when windows cannot overlap, one masked add per kernel offset when they can).
 """
 import functools
 import itertools
@@ -203,7 +203,7 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     B = _prod(lead)
     x3 = x.reshape((B,) + S)
     if (k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind == "f"
-            and not np.isnan(x3.max())):
+            and 2 * out[0] <= S[0] and 2 * out[1] <= S[1] and not np.isnan(x3.max())):
         best, arg = _max_pool_2x2(x3, out)
         return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
     neg = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
@@ -216,16 +216,11 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     kidx = np.int8 if len(offs) < 128 else np.int64
     arg = np.zeros(best.shape, kidx)
     nan = x.dtype.kind == "f" and np.isnan(best).any()
-    for j in range(len(offs) - 1, 0, -1):                # earliest offset wins ties
-        hit = wins[j] == best
-        if nan:
-            hit |= np.isnan(wins[j])
-        np.copyto(arg, j, where=hit)
-    if nan:
-        first = np.isnan(wins[0]) | (wins[0] == best)
-        np.copyto(arg, 0, where=first)
-    else:
-        np.copyto(arg, 0, where=wins[0] == best)
+    for j in range(len(offs) - 1, -1, -1):               # earliest offset wins ties
+        np.copyto(arg, j, where=wins[j] == best)
+    if nan:                                              # a NaN wins its window (PyTorch: the last one)
+        for j in range(len(offs)):
+            np.copyto(arg, j, where=np.isnan(wins[j]))
     return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
 
 
