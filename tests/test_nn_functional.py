@@ -307,3 +307,23 @@ def test_linear_graph_matches_torch():
         assert names(out.grad_fn) == ["AccumulateGrad", None, "TBackward0"]
         out = lib.nn.functional.linear(lib.ones(2, 4), lin.weight)
         assert type(out.grad_fn).__name__ == "MmBackward0" and names(out.grad_fn) == [None, "TBackward0"]
+
+
+@needs_torch
+@pytest.mark.parametrize("shape,ceil", [((3, 4, 8, 6), False), ((2, 3, 7, 9), False), ((2, 3, 7, 9), True),
+                                        ((1, 5, 5), False)])
+def test_max_pool2d_2x2_ties_and_nan(shape, ceil):
+    """The 2x2/stride-2 path: ties (ReLU zeros, repeated values) go to the first maximum,
+    a NaN wins its window, odd sizes drop or (ceil_mode) pad the last row and column."""
+    rng = np.random.default_rng(0)
+    x = np.maximum(np.round(rng.standard_normal((2,) + shape) * 2) / 2, 0).astype(np.float32)
+    x[1].reshape(-1)[::7] = np.nan
+    for a in x:
+        out = {}
+        for lib in (retrograd, torch):
+            t = lib.tensor(a).requires_grad_(True)
+            y, i = lib.nn.functional.max_pool2d(t, 2, ceil_mode=ceil, return_indices=True)
+            y.backward(lib.tensor(np.arange(y.numel(), dtype=np.float32).reshape(tuple(y.shape))))
+            out[lib.__name__] = (y.detach().numpy(), i.numpy(), t.grad.numpy())
+        for r, e in zip(out["retrograd"], out["torch"]):
+            np.testing.assert_array_equal(r, e)

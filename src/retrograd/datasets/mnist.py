@@ -17,6 +17,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..utils.data.dataset import Dataset
+from . import transforms as _tf
 
 __all__ = ["MNIST", "FashionMNIST", "read_idx", "cache_dir"]
 
@@ -214,6 +215,34 @@ class MNIST(Dataset):
         if self.target_transform is not None:
             target = self.target_transform(target)
         return img, target
+
+    @property
+    def __getitems__(self):
+        """The DataLoader's batched fetch, offered only when it gives exactly the samples
+        ``__getitem__`` gives: the images converted by ToTensor (and Normalize) as one array
+        for the whole batch instead of one small array per image. None otherwise, and the
+        loader then fetches sample by sample."""
+        if type(self).__getitem__ is not MNIST.__getitem__ or self.target_transform is not None:
+            return None
+        t = self.transform
+        if type(t) is not _tf.Compose or not t.transforms or type(t.transforms[0]) is not _tf.ToTensor \
+                or any(type(n) is not _tf.Normalize for n in t.transforms[1:]):
+            return None
+        return self._getitems_batched
+
+    def _getitems_batched(self, indices):
+        idx = np.asarray(indices)
+        n = len(self.data._data)
+        if idx.ndim != 1 or idx.dtype.kind not in "iu" or (idx.size and (idx.min() < -n or idx.max() >= n)):
+            return [self[i] for i in indices]        # __getitem__ raises its own errors
+        img = self.data._data[idx][:, None].astype(np.float32)     # ToTensor: (1, H, W) each, in [0, 1]
+        img /= np.float32(255)
+        x = Tensor._make(img)
+        for norm in self.transform.transforms[1:]:
+            x = norm(x)                               # channel by channel, as on one image
+        imgs = x._data
+        targets = self.targets._data[idx].tolist()
+        return [(Tensor._make(imgs[i]), targets[i]) for i in range(len(targets))]
 
     def __len__(self):
         return len(self.data._data)

@@ -3,12 +3,14 @@ ceil_mode, divisor_override), adaptive average and adaptive max; 1-D, 2-D and 3-
 
 Windows are strided views of the (padded) input; the kernel is walked one offset at a
 time (a handful of whole-array operations), never one pixel at a time. Max pooling's
-backward scatters through the saved flat indices (plain assignment when windows cannot
-overlap, one ``bincount`` when they can).
+backward sends each gradient to its window's maximum (one scatter through flat positions
+when windows cannot overlap, one masked add per kernel offset when they can).
 """
+import functools
 import itertools
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ._base import OpNode, node_for, save, finish
 from .conv import _tup, SqueezeBackward1
@@ -113,18 +115,61 @@ def _max_spread(g, arg, geo):
     hi = tuple(max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - S[i] - p[i]) for i in range(len(S)))
     gp = np.zeros((B,) + tuple(S[i] + p[i] + hi[i] for i in range(len(S))), gd.dtype)
     overlap = any(s[i] < d[i] * (k[i] - 1) + 1 for i in range(len(S)))
-    for j, off in enumerate(itertools.product(*[range(v) for v in k])):
-        win = _window(gp, off, s, d, out)
-        if overlap:
+    if overlap:
+        for j, off in enumerate(itertools.product(*[range(v) for v in k])):
+            win = _window(gp, off, s, d, out)
             win += np.where(a == j, gd, 0).astype(gd.dtype, copy=False)
-        else:                       # each input position belongs to one window at most
-            np.copyto(win, gd, where=a == j)
+    else:
+        # each input position belongs to one window at most: one scatter through the
+        # flat positions (window start + offset of its maximum)
+        base, offs = _flat_positions(B, gp.shape[1:], k, s, d, out)
+        gp.reshape(-1)[base + offs[a]] = gd
     r = gp[(slice(None),) + tuple(slice(p[i], p[i] + S[i]) for i in range(len(S)))]
     node = node_for(_MaxSpreadBackward, (g,))
     if node is not None:
         node.geo = geo
         save(node, arg)
     return finish(node, np.ascontiguousarray(r).reshape(tuple(lead) + S))
+
+
+@functools.lru_cache(maxsize=16)
+def _flat_positions(B, P, k, s, d, out):
+    """Flat index, in a (B, *P) array, of each window's first element (B, *out), and of
+    each kernel offset relative to it (prod(k),): read-only, cached per geometry."""
+    nd = len(P)
+    strides = [1] * nd
+    for i in range(nd - 2, -1, -1):
+        strides[i] = strides[i + 1] * P[i + 1]
+    base = (np.arange(B, dtype=np.intp) * _prod(P)).reshape((B,) + (1,) * nd)
+    for i in range(nd):
+        base = base + (np.arange(out[i], dtype=np.intp) * (s[i] * strides[i])).reshape(
+            (1,) + tuple(-1 if j == i else 1 for j in range(nd)))
+    offs = np.zeros(k, np.intp)
+    for i in range(nd):
+        offs = offs + (np.arange(k[i], dtype=np.intp) * (d[i] * strides[i])).reshape(
+            tuple(-1 if j == i else 1 for j in range(nd)))
+    base.flags.writeable = False
+    offs = offs.reshape(-1)
+    offs.flags.writeable = False
+    return base, offs
+
+
+def _max_pool_2x2(x3, out):
+    """Kernel 2x2, stride 2, no padding, no NaN: the same maximum and first-maximum offset
+    as the general loop, on the four window corners copied apart first (one strided copy;
+    every later operation runs on contiguous arrays)."""
+    st = x3.strides
+    q = np.ascontiguousarray(as_strided(x3, (2, 2, x3.shape[0]) + tuple(out),
+                                        (st[1], st[2], st[0], 2 * st[1], 2 * st[2]), writeable=False))
+    a, b, c, e = q[0, 0], q[0, 1], q[1, 0], q[1, 1]
+    best = np.maximum(a, b)
+    np.maximum(best, c, out=best)
+    np.maximum(best, e, out=best)
+    past_a = a != best                                   # earliest offset wins ties
+    past_b = past_a & (b != best)
+    arg = past_a.view(np.int8) + past_b.view(np.int8)
+    arg += (past_b & (c != best)).view(np.int8)
+    return best, arg
 
 
 def _max_pick(x, arg, geo):
@@ -157,6 +202,10 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
         return _sq(r, -2)
     B = _prod(lead)
     x3 = x.reshape((B,) + S)
+    if (k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind == "f"
+            and 2 * out[0] <= S[0] and 2 * out[1] <= S[1] and not np.isnan(x3.max())):
+        best, arg = _max_pool_2x2(x3, out)
+        return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
     neg = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     xp = _padded(x3, S, k, s, p, d, out, neg)
     offs = list(itertools.product(*[range(v) for v in k]))
@@ -167,17 +216,17 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     kidx = np.int8 if len(offs) < 128 else np.int64
     arg = np.zeros(best.shape, kidx)
     nan = x.dtype.kind == "f" and np.isnan(best).any()
-    for j in range(len(offs) - 1, 0, -1):                # earliest offset wins ties
-        hit = wins[j] == best
-        if nan:
-            hit |= np.isnan(wins[j])
-        np.copyto(arg, j, where=hit)
-    if nan:
-        first = np.isnan(wins[0]) | (wins[0] == best)
-        np.copyto(arg, 0, where=first)
-    else:
-        np.copyto(arg, 0, where=wins[0] == best)
-    geo = (tuple(lead), tuple(S), k, s, p, d, out)
+    for j in range(len(offs) - 1, -1, -1):               # earliest offset wins ties
+        np.copyto(arg, j, where=wins[j] == best)
+    if nan:                                              # a NaN wins its window (PyTorch: the last one)
+        for j in range(len(offs)):
+            np.copyto(arg, j, where=np.isnan(wins[j]))
+    return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
+
+
+def _max_pool_result(input, best, arg, geo, return_indices):
+    lead, S, k, s, p, d, out = geo
+    nd = len(S)
     cls = MaxPool2DWithIndicesBackward0 if nd == 2 else MaxPool3DWithIndicesBackward0
     node = node_for(cls, (input,))
     res = finish(node, best.reshape(tuple(lead) + out))
