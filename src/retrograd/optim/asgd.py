@@ -1,6 +1,5 @@
 """ASGD: averaged stochastic gradient descent (the average lives in state['ax'])."""
-from .._tensor import Tensor
-from .optimizer import Optimizer, _real, _restore_steps, _scalar, _step_tensor, _zeros_like, fma_scalar
+from .optimizer import Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _step_tensor, _zeros_like, fma_scalar
 
 __all__ = ["ASGD"]
 
@@ -8,26 +7,16 @@ __all__ = ["ASGD"]
 class ASGD(Optimizer):
     """Averaged SGD, as PyTorch computes it."""
 
+    _group_option_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
+    _tensor_steps = True
+
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_lr(lr)
+        _check_nonnegative(weight_decay=weight_decay)
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _restore_steps(self)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""

@@ -1,8 +1,8 @@
 """NAdam: Adam with Nesterov momentum (momentum_decay, decoupled weight decay)."""
 from .._tensor import Tensor
 from .adam import _check_adam_args
-from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcdiv, addcmul,
-                        fma_scalar, lerp_scalar)
+from .optimizer import (Optimizer, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, _zeros_like, addcdiv,
+                        addcmul, fma_scalar, lerp_scalar)
 
 __all__ = ["NAdam"]
 
@@ -10,12 +10,15 @@ __all__ = ["NAdam"]
 class NAdam(Optimizer):
     """NAdam, as PyTorch computes it (the momentum product is kept as a 0-d tensor)."""
 
+    _group_option_defaults = {"maximize": False, "foreach": None, "capturable": False, "differentiable": False,
+                             "decoupled_weight_decay": False}
+    _tensor_steps = True
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
         _check_adam_args(lr, betas, eps, weight_decay)
-        if not 0.0 <= momentum_decay:
-            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        _check_nonnegative(momentum_decay=momentum_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable)
@@ -24,16 +27,10 @@ class NAdam(Optimizer):
     def __setstate__(self, state):
         super().__setstate__(state)
         for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
             for p in group["params"]:
                 s = self.state.get(p, None)
                 if s and "mu_product" in s and not isinstance(s["mu_product"], Tensor):
                     s["mu_product"] = _step_tensor(float(s["mu_product"]))
-        _restore_steps(self)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""

@@ -2,14 +2,17 @@
 import numpy as np
 
 from .adam import _check_adam_args
-from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcmul,
-                        fma_scalar, lerp_scalar)
+from .optimizer import Optimizer, _real, _scalar, _sqrt, _step_tensor, _zeros_like, addcmul, fma_scalar, lerp_scalar
 
 __all__ = ["RAdam"]
 
 
 class RAdam(Optimizer):
     """RAdam, as PyTorch computes it (plain momentum steps while the variance is untractable)."""
+
+    _group_option_defaults = {"foreach": None, "maximize": False, "differentiable": False,
+                             "decoupled_weight_decay": False, "capturable": False}
+    _tensor_steps = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
@@ -19,16 +22,6 @@ class RAdam(Optimizer):
                         foreach=foreach, capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
                         differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("capturable", False)
-        _restore_steps(self)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
