@@ -12,7 +12,8 @@ import numpy as np
 
 from ... import _creation
 from ...ops._base import finish
-from ...ops._seqkit import cat, stack, unbind, split_sizes, lstm_pointwise, gru_pointwise
+from ...ops._seqkit import lstm_pointwise, gru_pointwise
+from ...ops.shape import cat, split, stack, unbind
 from ...ops.unary import tanh, sigmoid, relu
 from ..parameter import Parameter
 from .. import functional as F, init
@@ -42,7 +43,7 @@ def _rnn_step(gx, h, w_hh, b_hh, nonlinearity):
 
 def _lstm_step(gx, h, c, w_hh, b_hh, H):
     gates = gx + F.linear(h, w_hh, b_hh)
-    i, f, g, o = split_sizes(gates, [H, H, H, H], -1)
+    i, f, g, o = split(gates, [H, H, H, H], -1)
     c2 = sigmoid(f) * c + sigmoid(i) * tanh(g)
     h2 = sigmoid(o) * tanh(c2)
     return h2, c2
@@ -50,8 +51,8 @@ def _lstm_step(gx, h, c, w_hh, b_hh, H):
 
 def _gru_step(gx, h, w_hh, b_hh, H):
     gh = F.linear(h, w_hh, b_hh)
-    xr, xz, xn = split_sizes(gx, [H, H, H], -1)
-    hr, hz, hn = split_sizes(gh, [H, H, H], -1)
+    xr, xz, xn = split(gx, [H, H, H], -1)
+    hr, hz, hn = split(gh, [H, H, H], -1)
     r = sigmoid(xr + hr)
     z = sigmoid(xz + hz)
     n = tanh(xn + r * hn)
