@@ -1,6 +1,5 @@
 """Adadelta: unit-corrected steps from running averages of squared gradients and updates."""
-from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, _zeros_like,
-                        addcmul, fma_scalar)
+from .optimizer import Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcmul, fma_scalar
 
 __all__ = ["Adadelta"]
 
@@ -29,14 +28,7 @@ class Adadelta(Optimizer):
             rho = group["rho"]
             eps = group["eps"]
             wd = group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["square_avg"] = _zeros_like(p)
-                    state["acc_delta"] = _zeros_like(p)
+            for p, state in self._params_with_grad(group, ("square_avg", "acc_delta")):
                 state["step"]._data += 1
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])

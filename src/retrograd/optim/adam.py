@@ -2,8 +2,8 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, _zeros_like,
-                        addcdiv, addcmul, fma_scalar, lerp_scalar)
+from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcdiv, addcmul, fma_scalar,
+                        lerp_scalar)
 
 __all__ = ["Adam"]
 
@@ -71,16 +71,8 @@ class Adam(Optimizer):
             eps = group["eps"]
             amsgrad = group["amsgrad"]
             decoupled = group["decoupled_weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _zeros_like(p)
+            buffers = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
+            for p, state in self._params_with_grad(group, buffers):
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 g = _weight_decay(d, g, lr, wd, decoupled)

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .adam import _check_adam_args
-from .optimizer import Optimizer, _real, _scalar, _step_tensor, _zeros_like, addcdiv, fma_scalar, lerp_scalar
+from .optimizer import Optimizer, _real, _scalar, addcdiv, fma_scalar, lerp_scalar
 
 __all__ = ["Adamax"]
 
@@ -28,14 +28,7 @@ class Adamax(Optimizer):
             lr = _scalar(group["lr"])
             eps = group["eps"]
             wd = group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_inf"] = _zeros_like(p)
+            for p, state in self._params_with_grad(group, ("exp_avg", "exp_inf")):
                 step_t = state["step"]
                 step_t._data += 1
                 d = _real(p._data)

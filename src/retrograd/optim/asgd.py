@@ -1,7 +1,15 @@
 """ASGD: averaged stochastic gradient descent (the average lives in state['ax'])."""
-from .optimizer import Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _step_tensor, _zeros_like, fma_scalar
+from .optimizer import Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _step_tensor, fma_scalar
 
 __all__ = ["ASGD"]
+
+
+def _init_asgd_state(lr):
+    """A new state's 'eta' (the group's lr) and 'mu' (1), before its 'ax' buffer."""
+    def init(p, state):
+        state["eta"] = _step_tensor(lr)
+        state["mu"] = _step_tensor(1.0)
+    return init
 
 
 class ASGD(Optimizer):
@@ -25,15 +33,7 @@ class ASGD(Optimizer):
             lr = _scalar(group["lr"])
             lambd, alpha, t0 = group["lambd"], group["alpha"], group["t0"]
             wd = group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["eta"] = _step_tensor(lr)
-                    state["mu"] = _step_tensor(1.0)
-                    state["ax"] = _zeros_like(p)
+            for p, state in self._params_with_grad(group, ("ax",), _init_asgd_state(lr)):
                 step_t = state["step"]
                 step_t._data += 1
                 d = _real(p._data)

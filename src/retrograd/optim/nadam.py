@@ -1,10 +1,14 @@
 """NAdam: Adam with Nesterov momentum (momentum_decay, decoupled weight decay)."""
 from .._tensor import Tensor
 from .adam import _check_adam_args
-from .optimizer import (Optimizer, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, _zeros_like, addcdiv,
-                        addcmul, fma_scalar, lerp_scalar)
+from .optimizer import (Optimizer, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, addcdiv, addcmul,
+                        fma_scalar, lerp_scalar)
 
 __all__ = ["NAdam"]
+
+
+def _init_mu_product(p, state):
+    state["mu_product"] = _step_tensor(1.0)
 
 
 class NAdam(Optimizer):
@@ -41,15 +45,7 @@ class NAdam(Optimizer):
             eps = group["eps"]
             wd = group["weight_decay"]
             momentum_decay = group["momentum_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["mu_product"] = _step_tensor(1.0)
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
+            for p, state in self._params_with_grad(group, ("exp_avg", "exp_avg_sq"), _init_mu_product):
                 step_t = state["step"]
                 step_t._data += 1
                 step = float(step_t._data)

@@ -524,6 +524,22 @@ class Optimizer:
             g = _real(g)
         return np.negative(g, out=np.empty_like(g)) if maximize else g
 
+    def _params_with_grad(self, group, buffers=(), init=None):
+        """Each parameter of ``group`` that has a gradient, with its state. A new state gets
+        'step' (a 0-d zero), then what ``init(p, state)`` adds, then a zero-filled tensor
+        per name in ``buffers`` (the keys in this order, as PyTorch's state has them)."""
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = _step_tensor()
+                if init is not None:
+                    init(p, state)
+                for name in buffers:
+                    state[name] = _zeros_like(p)
+            yield p, state
+
     @staticmethod
     def _closure_loss(closure):
         if closure is None:

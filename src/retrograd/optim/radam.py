@@ -2,7 +2,7 @@
 import numpy as np
 
 from .adam import _check_adam_args
-from .optimizer import Optimizer, _real, _scalar, _sqrt, _step_tensor, _zeros_like, addcmul, fma_scalar, lerp_scalar
+from .optimizer import Optimizer, _real, _scalar, _sqrt, addcmul, fma_scalar, lerp_scalar
 
 __all__ = ["RAdam"]
 
@@ -31,14 +31,7 @@ class RAdam(Optimizer):
             lr = _scalar(group["lr"])
             eps = group["eps"]
             wd = group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
+            for p, state in self._params_with_grad(group, ("exp_avg", "exp_avg_sq")):
                 step_t = state["step"]
                 step_t._data += 1
                 step = float(step_t._data)

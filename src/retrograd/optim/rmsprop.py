@@ -1,6 +1,6 @@
 """RMSprop (centered, momentum, weight decay, maximize)."""
-from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, _zeros_like,
-                        addcdiv, addcmul, fma_scalar, lerp_scalar)
+from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcdiv, addcmul, fma_scalar,
+                        lerp_scalar)
 
 __all__ = ["RMSprop"]
 
@@ -31,17 +31,9 @@ class RMSprop(Optimizer):
             wd = group["weight_decay"]
             momentum = group["momentum"]
             centered = group["centered"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["square_avg"] = _zeros_like(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = _zeros_like(p)
-                    if centered:
-                        state["grad_avg"] = _zeros_like(p)
+            buffers = (("square_avg",) + (("momentum_buffer",) if momentum > 0 else ())
+                       + (("grad_avg",) if centered else ()))
+            for p, state in self._params_with_grad(group, buffers):
                 state["step"]._data += 1
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])

@@ -2,9 +2,19 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _check_lr, _real, _scalar, _step_tensor, _zeros_like
+from .optimizer import Optimizer, _check_lr, _real, _scalar, _zeros_like
 
 __all__ = ["Rprop"]
+
+
+def _init_rprop_state(group):
+    """A new state's 'prev' (zeros) and 'step_size' (filled with the group's lr)."""
+    def init(p, state):
+        state["prev"] = _zeros_like(p)
+        lr = _scalar(group["lr"])
+        value = complex(lr, lr) if p.is_complex() else lr
+        state["step_size"] = Tensor._make(np.full_like(p._grad._data, value))
+    return init
 
 
 class Rprop(Optimizer):
@@ -28,16 +38,7 @@ class Rprop(Optimizer):
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["prev"] = _zeros_like(p)
-                    lr = _scalar(group["lr"])
-                    init = complex(lr, lr) if p.is_complex() else lr
-                    state["step_size"] = Tensor._make(np.full_like(p._grad._data, init))
+            for p, state in self._params_with_grad(group, init=_init_rprop_state(group)):
                 state["step"]._data += 1
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
