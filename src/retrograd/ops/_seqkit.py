@@ -36,7 +36,7 @@ def _sig(a):
 class ThnnFusedLstmCellBackward0(OpNode):
     def _apply(self, grads):
         if _state.grad:
-            res = graph_grads(_lstm_composite, list(self.saved_tensors), list(grads))
+            res = graph_grads(lstm_composite, list(self.saved_tensors), list(grads))
             return tuple(res)
         dh, dc2 = grads[0]._data, grads[1]._data
         i, f, g, o, c, tc = self.vals
@@ -49,7 +49,8 @@ class ThnnFusedLstmCellBackward0(OpNode):
                 finish(None, dct * f) if nf[2][0] is not None else None)
 
 
-def _lstm_composite(gx, gh, c):
+def lstm_composite(gx, gh, c):
+    """(h', c') of an LSTM step as tensor ops (differentiable to any order; LSTMCell uses it)."""
     from .shape import split
     from .unary import sigmoid, tanh
     H = c.shape[-1]
@@ -77,7 +78,7 @@ def lstm_pointwise(gx, gh, c):
 class ThnnFusedGruCellBackward0(OpNode):
     def backward(self, g):
         if _state.grad:
-            return tuple(graph_grads(_gru_composite, list(self.saved_tensors), [g]))
+            return tuple(graph_grads(gru_composite, list(self.saved_tensors), [g]))
         dh2 = g._data
         r, z, n, hn, h = self.vals
         dan = dh2 * (1 - z) * (1 - n * n)
@@ -88,7 +89,8 @@ class ThnnFusedGruCellBackward0(OpNode):
         return tuple(finish(None, a) if nf[k][0] is not None else None for k, a in enumerate(out))
 
 
-def _gru_composite(gx, gh, h):
+def gru_composite(gx, gh, h):
+    """h' of a GRU step as tensor ops (differentiable to any order; GRUCell uses it)."""
     from .shape import split
     from .unary import sigmoid, tanh
     H = h.shape[-1]
