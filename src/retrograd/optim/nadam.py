@@ -1,8 +1,7 @@
 """NAdam: Adam with Nesterov momentum (momentum_decay, decoupled weight decay)."""
 from .._tensor import Tensor
-from .adam import _check_adam_args
-from .optimizer import (Optimizer, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, addcdiv, addcmul,
-                        fma_scalar, lerp_scalar)
+from .adam import _adam_moments, _check_adam_args, _weight_decay
+from .optimizer import Optimizer, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, addcdiv
 
 __all__ = ["NAdam"]
 
@@ -46,26 +45,17 @@ class NAdam(Optimizer):
             wd = group["weight_decay"]
             momentum_decay = group["momentum_decay"]
             for p, state in self._params_with_grad(group, ("exp_avg", "exp_avg_sq"), _init_mu_product):
-                step_t = state["step"]
-                step_t._data += 1
-                step = float(step_t._data)
-                bias_correction2 = 1 - beta2 ** step
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        d *= 1 - lr * wd
-                    else:
-                        g = fma_scalar(d, wd, g)
+                g = _weight_decay(d, g, lr, wd, group["decoupled_weight_decay"])
+                step = _adam_moments(state, d, g, beta1, beta2)
+                bias_correction2 = 1 - beta2 ** step
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
                 mu_product = state["mu_product"]._data
                 mu_product *= mu
                 exp_avg = _real(state["exp_avg"]._data)
                 exp_avg_sq = _real(state["exp_avg_sq"]._data)
-                lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
-                exp_avg_sq *= beta2
-                addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
                 denom = _sqrt(exp_avg_sq / bias_correction2)
                 mu_product_v = float(mu_product)
                 mu_product_next = mu_product_v * mu_next

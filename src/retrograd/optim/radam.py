@@ -1,8 +1,8 @@
 """RAdam: Adam with a rectified adaptive learning rate."""
 import numpy as np
 
-from .adam import _check_adam_args
-from .optimizer import Optimizer, _real, _scalar, _sqrt, addcmul, fma_scalar, lerp_scalar
+from .adam import _adam_moments, _check_adam_args, _weight_decay
+from .optimizer import Optimizer, _real, _scalar, _sqrt
 
 __all__ = ["RAdam"]
 
@@ -32,21 +32,12 @@ class RAdam(Optimizer):
             eps = group["eps"]
             wd = group["weight_decay"]
             for p, state in self._params_with_grad(group, ("exp_avg", "exp_avg_sq")):
-                step_t = state["step"]
-                step_t._data += 1
-                step = float(step_t._data)
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        d *= 1 - lr * wd
-                    else:
-                        g = fma_scalar(d, wd, g)
+                g = _weight_decay(d, g, lr, wd, group["decoupled_weight_decay"])
+                step = _adam_moments(state, d, g, beta1, beta2)
                 exp_avg = _real(state["exp_avg"]._data)
                 exp_avg_sq = _real(state["exp_avg_sq"]._data)
-                lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
-                exp_avg_sq *= beta2
-                addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 update = exp_avg / bias_correction1
