@@ -6,12 +6,9 @@ unless ``create_graph=True``, and ``strict=True`` refuses outputs independent of
 input. Forward-mode products (jvp, hvp) use the double-vjp trick: the vjp is linear in
 its vector, so differentiating it with respect to that vector gives the jvp.
 """
-import numpy as np
-
 from .._tensor import Tensor
 from .. import _creation
 from . import grad_mode, engine
-from .function import Function
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -151,62 +148,51 @@ def _prep_v(v, ref, is_ref_tuple, create_graph, fn_name, what):
     return v
 
 
+def _prep_inputs(inputs, create_graph, fn_name):
+    """(whether a tuple was given, the inputs as fresh graph leaves or views)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    return is_inputs_tuple, _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+
+
+def _call(func, inputs, strict, fn_name):
+    """(whether func returned a tuple, its outputs as a tuple), each output checked in strict mode."""
+    is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", fn_name)
+    _check_requires_grad(outputs, "outputs", strict=strict)
+    return is_outputs_tuple, outputs
+
+
+def _product(outputs, is_outputs_tuple, of, wrt, v, refs, is_res_tuple, create_graph, strict, stage):
+    """The last step every product shares: the vjp of ``of`` with respect to ``wrt`` along ``v``
+    (missing parts as zeros like ``refs``), then (outputs, product) in the shapes the user gave."""
+    with grad_mode.set_grad_enabled(True if create_graph else grad_mode.is_grad_enabled()):
+        grad_res = _autograd_grad(of, wrt, v, create_graph=create_graph)
+        res = _fill_in_zeros(grad_res, refs, strict, create_graph, stage)
+    outputs = _grad_postprocess(outputs, create_graph)
+    res = _grad_postprocess(res, create_graph)
+    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(res, is_res_tuple)
+
+
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T J): the vector-Jacobian product at ``inputs``."""
     with grad_mode.enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_inputs_tuple, inputs = _prep_inputs(inputs, create_graph, "vjp")
+        is_outputs_tuple, outputs = _call(func, inputs, strict, "vjp")
         v = _prep_v(v, outputs, is_outputs_tuple, create_graph, "vjp", "the user-provided function returns")
-    with grad_mode.set_grad_enabled(True if create_graph else grad_mode.is_grad_enabled()):
-        grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(res, is_inputs_tuple)
+    return _product(outputs, is_outputs_tuple, outputs, inputs, v, inputs, is_inputs_tuple, create_graph, strict,
+                    "back")
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v): the Jacobian-vector product, by the double-vjp trick."""
     with grad_mode.enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        is_inputs_tuple, inputs = _prep_inputs(inputs, create_graph, "jvp")
         v = _prep_v(v, inputs, is_inputs_tuple, create_graph, "jvp", "the input to the user-provided function is")
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_outputs_tuple, outputs = _call(func, inputs, strict, "jvp")
         grad_outputs = tuple(_creation.zeros_like(out, requires_grad=True) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    with grad_mode.set_grad_enabled(True if create_graph else grad_mode.is_grad_enabled()):
-        grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(res, is_outputs_tuple)
-
-
-class _Stack(Function):
-    """Differentiable stacking of Jacobian rows (used until/unless ``retrograd.stack`` exists)."""
-
-    @staticmethod
-    def forward(ctx, *rows):
-        ctx.n = len(rows)
-        return Tensor._make(np.stack([r._data for r in rows]))
-
-    @staticmethod
-    def backward(ctx, g):
-        return tuple(g[i] for i in range(ctx.n))
-
-
-def _stack(rows):
-    from .. import ops
-    st = getattr(ops, "stack", None)
-    if st is not None:
-        return st(rows, dim=0)
-    return _Stack.apply(*rows)
+    return _product(outputs, is_outputs_tuple, grad_inputs, grad_outputs, v, outputs, is_outputs_tuple, create_graph,
+                    strict, "back_trick")
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
@@ -223,11 +209,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
                            "supported together. Please either set `strict=False` or `vectorize=False`.")
     with grad_mode.enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jacobian")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_inputs_tuple, inputs = _prep_inputs(inputs, create_graph, "jacobian")
+        is_outputs_tuple, outputs = _call(func, inputs, strict, "jacobian")
         jac = ()
         for i, out in enumerate(outputs):
             jac_i = tuple([] for _ in inputs)
@@ -253,9 +236,10 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
 
 
 def _rows(rows, shape, inp):
+    from ..ops import stack     # ops import autograd: bound at call time
     if not rows:
         return _creation.zeros(shape, dtype=inp.dtype)
-    return _stack(rows).view(shape)
+    return stack(rows).view(shape)
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
@@ -285,12 +269,9 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
 
 
 def _scalar_jac(func, inputs, v, create_graph, strict, name):
-    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", name)
-    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+    is_inputs_tuple, inputs = _prep_inputs(inputs, create_graph, name)
     v = _prep_v(v, inputs, is_inputs_tuple, create_graph, name, "the input to the user-provided function is")
-    outputs = func(*inputs)
-    is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", name)
-    _check_requires_grad(outputs, "outputs", strict=strict)
+    is_outputs_tuple, outputs = _call(func, inputs, strict, name)
     if is_outputs_tuple or not isinstance(outputs[0], Tensor):
         raise RuntimeError(f"The function given to {name} should return a single Tensor")
     if outputs[0].nelement() != 1:
@@ -305,12 +286,8 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs, v, outputs, is_outputs_tuple, jac = _scalar_jac(func, inputs, v, create_graph,
                                                                                  strict, "vhp")
-    with grad_mode.set_grad_enabled(True if create_graph else grad_mode.is_grad_enabled()):
-        grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(res, is_inputs_tuple)
+    return _product(outputs, is_outputs_tuple, jac, inputs, v, inputs, is_inputs_tuple, create_graph, strict,
+                    "double_back")
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -321,9 +298,5 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         grad_jac = tuple(_creation.zeros_like(inp, requires_grad=True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
-    with grad_mode.set_grad_enabled(True if create_graph else grad_mode.is_grad_enabled()):
-        grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
-        res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    res = _grad_postprocess(res, create_graph)
-    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(res, is_inputs_tuple)
+    return _product(outputs, is_outputs_tuple, double_back, grad_jac, v, inputs, is_inputs_tuple, create_graph,
+                    strict, "double_back_trick")

@@ -16,6 +16,7 @@ import zlib
 import numpy as np
 
 from .._tensor import Tensor
+from ..serialization import _write_atomic
 from ..utils.data.dataset import Dataset
 from . import transforms as _tf
 
@@ -80,33 +81,10 @@ def _md5(path, chunk=1 << 20):
     return h.hexdigest()
 
 
-def _chmod_default(fd):
-    # mkstemp makes the file private (0600); give it the mode a plain open() would.
-    mask = os.umask(0)
-    os.umask(mask)
-    try:
-        os.fchmod(fd, 0o666 & ~mask)
-    except OSError:
-        pass
-
-
-
 def _atomic_write(path, data):
-    import tempfile
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    try:
-        _chmod_default(fd)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``data`` to ``path`` through a temporary file and a rename, making the folder first."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    _write_atomic(path, data)
 
 
 def cache_dir():

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..ops._base import finish
 from ..ops._linear import linear
-from ..ops._seqkit import cat
+from ..ops.shape import cat
 from ..ops.resample import interpolate
 from ..ops.attention import multi_head_attention_core
 

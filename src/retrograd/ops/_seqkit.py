@@ -1,84 +1,8 @@
-"""Small differentiable joins used by the sequence layers: cat and stack along an axis
-(their backward is slicing, itself differentiable)."""
+"""Sequence-layer kernels: graph_grads (differentiable gradients of a composite, for fused
+nodes under create_graph) and the fused LSTM/GRU cell pointwise steps."""
 import numpy as np
 
 from ._base import OpNode, node_for, save, finish, finish_multi, _state
-
-
-class CatBackward0(OpNode):
-    def backward(self, g):
-        out, start = [], 0
-        nf = self.next_functions
-        for i, n in enumerate(self.sizes):
-            if nf[i][0] is None:
-                out.append(None)
-            else:
-                idx = (slice(None),) * self.dim + (slice(start, start + n),)
-                out.append(g[idx])
-            start += n
-        return tuple(out)
-
-
-class StackBackward0(OpNode):
-    def backward(self, g):
-        nf = self.next_functions
-        return tuple(None if nf[i][0] is None else g[(slice(None),) * self.dim + (i,)]
-                     for i in range(len(nf)))
-
-
-def cat(tensors, dim=0):
-    tensors = list(tensors)
-    d = dim % tensors[0]._data.ndim
-    r = np.concatenate([t._data for t in tensors], axis=d)
-    node = node_for(CatBackward0, tuple(tensors))
-    if node is not None:
-        node.sizes, node.dim = [t._data.shape[d] for t in tensors], d
-    return finish(node, r)
-
-
-def stack(tensors, dim=0):
-    tensors = list(tensors)
-    d = dim % (tensors[0]._data.ndim + 1)
-    r = np.stack([t._data for t in tensors], axis=d)
-    node = node_for(StackBackward0, tuple(tensors))
-    if node is not None:
-        node.dim = d
-    return finish(node, r)
-
-
-class UnbindBackward0(OpNode):
-    def _apply(self, grads):
-        return stack(grads, self.dim)
-
-
-class SplitWithSizesBackward0(OpNode):
-    def _apply(self, grads):
-        return cat(grads, self.dim)
-
-
-def unbind(t, dim=0):
-    """The slices of ``t`` along ``dim`` (one node; its backward stacks the gradients)."""
-    d = dim % t._data.ndim
-    x = t._data
-    parts = [np.ascontiguousarray(x[(slice(None),) * d + (i,)]) for i in range(x.shape[d])]
-    node = node_for(UnbindBackward0, (t,))
-    if node is not None:
-        node.dim = d
-    return finish_multi(node, parts)
-
-
-def split_sizes(t, sizes, dim=-1):
-    """``t`` cut along ``dim`` into pieces of the given sizes (one node; backward concatenates)."""
-    d = dim % t._data.ndim
-    x = t._data
-    parts, start = [], 0
-    for n in sizes:
-        parts.append(np.ascontiguousarray(x[(slice(None),) * d + (slice(start, start + n),)]))
-        start += n
-    node = node_for(SplitWithSizesBackward0, (t,))
-    if node is not None:
-        node.dim = d
-    return finish_multi(node, parts)
 
 
 def graph_grads(fn, inputs, grads):
@@ -112,7 +36,7 @@ def _sig(a):
 class ThnnFusedLstmCellBackward0(OpNode):
     def _apply(self, grads):
         if _state.grad:
-            res = graph_grads(_lstm_composite, list(self.saved_tensors), list(grads))
+            res = graph_grads(lstm_composite, list(self.saved_tensors), list(grads))
             return tuple(res)
         dh, dc2 = grads[0]._data, grads[1]._data
         i, f, g, o, c, tc = self.vals
@@ -125,10 +49,12 @@ class ThnnFusedLstmCellBackward0(OpNode):
                 finish(None, dct * f) if nf[2][0] is not None else None)
 
 
-def _lstm_composite(gx, gh, c):
+def lstm_composite(gx, gh, c):
+    """(h', c') of an LSTM step as tensor ops (differentiable to any order; LSTMCell uses it)."""
+    from .shape import split
     from .unary import sigmoid, tanh
     H = c.shape[-1]
-    i, f, g, o = split_sizes(gx + gh, [H, H, H, H], -1)
+    i, f, g, o = split(gx + gh, [H, H, H, H], -1)
     c2 = sigmoid(f) * c + sigmoid(i) * tanh(g)
     return sigmoid(o) * tanh(c2), c2
 
@@ -152,7 +78,7 @@ def lstm_pointwise(gx, gh, c):
 class ThnnFusedGruCellBackward0(OpNode):
     def backward(self, g):
         if _state.grad:
-            return tuple(graph_grads(_gru_composite, list(self.saved_tensors), [g]))
+            return tuple(graph_grads(gru_composite, list(self.saved_tensors), [g]))
         dh2 = g._data
         r, z, n, hn, h = self.vals
         dan = dh2 * (1 - z) * (1 - n * n)
@@ -163,11 +89,13 @@ class ThnnFusedGruCellBackward0(OpNode):
         return tuple(finish(None, a) if nf[k][0] is not None else None for k, a in enumerate(out))
 
 
-def _gru_composite(gx, gh, h):
+def gru_composite(gx, gh, h):
+    """h' of a GRU step as tensor ops (differentiable to any order; GRUCell uses it)."""
+    from .shape import split
     from .unary import sigmoid, tanh
     H = h.shape[-1]
-    xr, xz, xn = split_sizes(gx, [H, H, H], -1)
-    hr, hz, hn = split_sizes(gh, [H, H, H], -1)
+    xr, xz, xn = split(gx, [H, H, H], -1)
+    hr, hz, hn = split(gh, [H, H, H], -1)
     r = sigmoid(xr + hr)
     z = sigmoid(xz + hz)
     n = tanh(xn + r * hn)

@@ -1,6 +1,5 @@
 """Adadelta: unit-corrected steps from running averages of squared gradients and updates."""
-from .._tensor import Tensor
-from .optimizer import Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcmul, fma_scalar
+from .optimizer import Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcmul, fma_scalar
 
 __all__ = ["Adadelta"]
 
@@ -8,30 +7,18 @@ __all__ = ["Adadelta"]
 class Adadelta(Optimizer):
     """Adadelta, as PyTorch computes it."""
 
+    _group_option_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
+    _tensor_steps = True
+
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_nonnegative(epsilon=eps, weight_decay=weight_decay)
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _restore_steps(self)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
@@ -41,14 +28,7 @@ class Adadelta(Optimizer):
             rho = group["rho"]
             eps = group["eps"]
             wd = group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["square_avg"] = _zeros_like(p)
-                    state["acc_delta"] = _zeros_like(p)
+            for p, state in self._params_with_grad(group, ("square_avg", "acc_delta")):
                 state["step"]._data += 1
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _restore_steps, _scalar, _sqrt, _step_tensor, fma_scalar, lerp_scalar
+from .optimizer import Optimizer, _scalar, _sqrt, _step_tensor, fma_scalar, lerp_scalar
 
 __all__ = ["Adafactor"]
 
@@ -15,6 +15,9 @@ def _norm(a, axis=None, keepdims=False):
 
 class Adafactor(Optimizer):
     """Adafactor as PyTorch implements it (relative step sizes, update clipping by ``d``)."""
+
+    _group_option_defaults = {"foreach": None}
+    _tensor_steps = True
 
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,
                  foreach=None, maximize=False):
@@ -35,12 +38,6 @@ class Adafactor(Optimizer):
         defaults = dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-        _restore_steps(self)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""

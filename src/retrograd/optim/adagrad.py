@@ -2,7 +2,8 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, addcdiv, addcmul, fma_scalar
+from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, addcdiv, addcmul,
+                        fma_scalar)
 
 __all__ = ["Adagrad"]
 
@@ -10,20 +11,14 @@ __all__ = ["Adagrad"]
 class Adagrad(Optimizer):
     """Adagrad: each coordinate's step shrinks with its accumulated squared gradients."""
 
+    _group_option_defaults = {"foreach": None, "maximize": False, "differentiable": False, "fused": None}
+    _tensor_steps = True
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_lr(lr)
+        _check_nonnegative(lr_decay=lr_decay, weight_decay=weight_decay,
+                           initial_accumulator_value=initial_accumulator_value, epsilon=eps)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
@@ -38,14 +33,6 @@ class Adagrad(Optimizer):
                     init = complex(init, init)
                 state["sum"] = Tensor._make(np.full_like(p._data, init))
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
-        _restore_steps(self)
 
     def share_memory(self):
         """A no-op: arrays are already in this process's memory."""

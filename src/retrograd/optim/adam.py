@@ -2,25 +2,20 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcdiv, addcmul,
-                        fma_scalar, lerp_scalar)
+from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcdiv, addcmul, fma_scalar,
+                        lerp_scalar)
 
 __all__ = ["Adam"]
 
 
 def _check_adam_args(lr, betas, eps, weight_decay):
-    if isinstance(lr, Tensor) and lr.numel() != 1:
-        raise ValueError("Tensor lr must be 1-element")
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
+    _check_lr(lr)
+    _check_nonnegative(epsilon=eps)
     if not 0.0 <= betas[0] < 1.0:
         raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
     if not 0.0 <= betas[1] < 1.0:
         raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    _check_nonnegative(weight_decay=weight_decay)
 
 
 def _adam_moments(state, d, g, beta1, beta2):
@@ -48,6 +43,10 @@ def _weight_decay(d, g, lr, weight_decay, decoupled):
 class Adam(Optimizer):
     """Adam, as PyTorch computes it (``decoupled_weight_decay=True`` is AdamW)."""
 
+    _group_option_defaults = {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
+                             "differentiable": False, "decoupled_weight_decay": False, "fused": None}
+    _tensor_steps = True
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
@@ -62,18 +61,6 @@ class Adam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
-        _restore_steps(self)
-
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._closure_loss(closure)
@@ -84,16 +71,8 @@ class Adam(Optimizer):
             eps = group["eps"]
             amsgrad = group["amsgrad"]
             decoupled = group["decoupled_weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _zeros_like(p)
+            buffers = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
+            for p, state in self._params_with_grad(group, buffers):
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 g = _weight_decay(d, g, lr, wd, decoupled)

@@ -2,8 +2,7 @@
 import numpy as np
 
 from .adam import _check_adam_args
-from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _step_tensor, _zeros_like, addcdiv, fma_scalar,
-                        lerp_scalar)
+from .optimizer import Optimizer, _real, _scalar, addcdiv, fma_scalar, lerp_scalar
 
 __all__ = ["Adamax"]
 
@@ -11,21 +10,15 @@ __all__ = ["Adamax"]
 class Adamax(Optimizer):
     """Adamax, as PyTorch computes it."""
 
+    _group_option_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
+    _tensor_steps = True
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
         _check_adam_args(lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _restore_steps(self)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
@@ -35,14 +28,7 @@ class Adamax(Optimizer):
             lr = _scalar(group["lr"])
             eps = group["eps"]
             wd = group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_inf"] = _zeros_like(p)
+            for p, state in self._params_with_grad(group, ("exp_avg", "exp_inf")):
                 step_t = state["step"]
                 step_t._data += 1
                 d = _real(p._data)

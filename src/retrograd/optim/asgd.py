@@ -1,33 +1,30 @@
 """ASGD: averaged stochastic gradient descent (the average lives in state['ax'])."""
-from .._tensor import Tensor
-from .optimizer import Optimizer, _real, _restore_steps, _scalar, _step_tensor, _zeros_like, fma_scalar
+from .optimizer import Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _step_tensor, fma_scalar
 
 __all__ = ["ASGD"]
+
+
+def _init_asgd_state(lr):
+    """A new state's 'eta' (the group's lr) and 'mu' (1), before its 'ax' buffer."""
+    def init(p, state):
+        state["eta"] = _step_tensor(lr)
+        state["mu"] = _step_tensor(1.0)
+    return init
 
 
 class ASGD(Optimizer):
     """Averaged SGD, as PyTorch computes it."""
 
+    _group_option_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
+    _tensor_steps = True
+
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_lr(lr)
+        _check_nonnegative(weight_decay=weight_decay)
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _restore_steps(self)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
@@ -36,15 +33,7 @@ class ASGD(Optimizer):
             lr = _scalar(group["lr"])
             lambd, alpha, t0 = group["lambd"], group["alpha"], group["t0"]
             wd = group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["eta"] = _step_tensor(lr)
-                    state["mu"] = _step_tensor(1.0)
-                    state["ax"] = _zeros_like(p)
+            for p, state in self._params_with_grad(group, ("ax",), _init_asgd_state(lr)):
                 step_t = state["step"]
                 step_t._data += 1
                 d = _real(p._data)

@@ -72,6 +72,64 @@ def _update_param_group_val(
         param_group[key] = val
 
 
+def _lr_lambdas(optimizer: Optimizer, lr_lambda) -> list:
+    """LambdaLR's and MultiplicativeLR's lr_lambda: one for every group, or a list of one per group."""
+    if not isinstance(lr_lambda, list) and not isinstance(lr_lambda, tuple):
+        return [lr_lambda] * len(optimizer.param_groups)
+    if len(lr_lambda) != len(optimizer.param_groups):
+        raise ValueError(
+            f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
+        )
+    return list(lr_lambda)
+
+
+def _state_dict_with_list(scheduler, key: str, save_item) -> dict[str, Any]:
+    """The scheduler's __dict__ but its optimizer, with the list ``key`` saved item by item."""
+    state_dict = {
+        k: value
+        for k, value in scheduler.__dict__.items()
+        if k not in ("optimizer", key)
+    }
+    state_dict[key] = [save_item(item) for item in getattr(scheduler, key)]
+    return state_dict
+
+
+def _load_state_dict_with_list(scheduler, state_dict: dict[str, Any], key: str, load_item) -> None:
+    """Undo _state_dict_with_list: ``load_item(own_item, saved)`` for each saved entry of ``key``."""
+    saved = state_dict.pop(key)
+    scheduler.__dict__.update(state_dict)
+    state_dict[key] = saved
+    own = getattr(scheduler, key)
+    for idx, item in enumerate(saved):
+        load_item(own[idx], item)
+
+
+def _load_lr_lambda_state(fn, saved) -> None:
+    if saved is not None:
+        fn.__dict__.update(saved)
+
+
+def _check_schedulers(owner, schedulers, optimizer) -> None:
+    """SequentialLR's and ChainedScheduler's checks of the schedulers they are given."""
+    for scheduler_idx, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(
+                f"{owner.__class__.__name__} at index {scheduler_idx} should have `optimizer` as its attribute."
+            )
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(
+                f"{owner.__class__.__name__} does not support `ReduceLROnPlateau` scheduler as it "
+                "requires additional kwargs to be specified when calling `step`, "
+                f"but got one at index {scheduler_idx} in the given schedulers sequence."
+            )
+        if optimizer != scheduler.optimizer:
+            raise ValueError(
+                f"{owner.__class__.__name__} expects all schedulers to belong to the same optimizer, but "
+                f"got scheduler {scheduler.__class__.__name__} at index {scheduler_idx} has {scheduler.optimizer}, "
+                f"which is different from {optimizer.__class__.__name__}."
+            )
+
+
 class LRScheduler:
     """Base class of the schedulers.
 
@@ -248,39 +306,17 @@ class LambdaLR(LRScheduler):
     ) -> None:
         self.optimizer = optimizer
 
-        self.lr_lambdas: list[Callable[[int], float]]
-        if not isinstance(lr_lambda, list) and not isinstance(lr_lambda, tuple):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
-                )
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas: list[Callable[[int], float]] = _lr_lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "lr_lambdas")
-        }
-        state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
-
-        for idx, fn in enumerate(self.lr_lambdas):
-            if not isinstance(fn, types.FunctionType):
-                state_dict["lr_lambdas"][idx] = fn.__dict__.copy()
-
-        return state_dict
+        # A lambda or function is not saved; a callable object's __dict__ is.
+        return _state_dict_with_list(
+            self, "lr_lambdas", lambda fn: None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+        )
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        state_dict["lr_lambdas"] = lr_lambdas
-
-        for idx, fn in enumerate(lr_lambdas):
-            if fn is not None:
-                self.lr_lambdas[idx].__dict__.update(fn)
+        _load_state_dict_with_list(self, state_dict, "lr_lambdas", _load_lr_lambda_state)
 
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
@@ -303,15 +339,7 @@ class MultiplicativeLR(LRScheduler):
     ) -> None:
         self.optimizer = optimizer
 
-        self.lr_lambdas: list[Callable[[int], float]]
-        if not isinstance(lr_lambda, list) and not isinstance(lr_lambda, tuple):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
-                )
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas: list[Callable[[int], float]] = _lr_lambdas(optimizer, lr_lambda)
         for lr_lambda in self.lr_lambdas:
             if not callable(lr_lambda):
                 raise TypeError(
@@ -319,28 +347,9 @@ class MultiplicativeLR(LRScheduler):
                 )
         super().__init__(optimizer, last_epoch)
 
-    def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "lr_lambdas")
-        }
-        state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
-
-        for idx, fn in enumerate(self.lr_lambdas):
-            if not isinstance(fn, types.FunctionType):
-                state_dict["lr_lambdas"][idx] = fn.__dict__.copy()
-
-        return state_dict
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        state_dict["lr_lambdas"] = lr_lambdas
-
-        for idx, fn in enumerate(lr_lambdas):
-            if fn is not None:
-                self.lr_lambdas[idx].__dict__.update(fn)
+    # Saved and loaded as LambdaLR's: a callable object's __dict__ per group, None for a function.
+    state_dict = LambdaLR.state_dict
+    load_state_dict = LambdaLR.load_state_dict
 
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
@@ -562,23 +571,7 @@ class SequentialLR(LRScheduler):
                 f"{self.__class__.__name__} expects at least one scheduler, but got no scheduler."
             )
 
-        for scheduler_idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(
-                    f"{self.__class__.__name__} at index {scheduler_idx} should have `optimizer` as its attribute."
-                )
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(
-                    f"{self.__class__.__name__} does not support `ReduceLROnPlateau` scheduler as it "
-                    "requires additional kwargs to be specified when calling `step`, "
-                    f"but got one at index {scheduler_idx} in the given schedulers sequence."
-                )
-            if optimizer != scheduler.optimizer:
-                raise ValueError(
-                    f"{self.__class__.__name__} expects all schedulers to belong to the same optimizer, but "
-                    f"got scheduler {scheduler.__class__.__name__} at index {scheduler_idx} has {scheduler.optimizer}, "
-                    f"which is different from {optimizer.__class__.__name__}."
-                )
+        _check_schedulers(self, schedulers, optimizer)
 
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(
@@ -619,25 +612,12 @@ class SequentialLR(LRScheduler):
         self._last_lr = scheduler.get_last_lr()
 
     def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "_schedulers")
-        }
-        state_dict["_schedulers"] = [None] * len(self._schedulers)
-
-        for idx, s in enumerate(self._schedulers):
-            state_dict["_schedulers"][idx] = s.state_dict()
-
-        return state_dict
+        return _state_dict_with_list(self, "_schedulers", lambda s: s.state_dict())
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = _schedulers
-
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
+        _load_state_dict_with_list(
+            self, state_dict, "_schedulers", lambda sched, s: sched.load_state_dict(s)
+        )
 
 
 class PolynomialLR(LRScheduler):
@@ -747,23 +727,7 @@ class ChainedScheduler(LRScheduler):
             )
 
         optimizer = optimizer or schedulers[0].optimizer
-        for scheduler_idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(
-                    f"{self.__class__.__name__} at index {scheduler_idx} should have `optimizer` as its attribute."
-                )
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(
-                    f"{self.__class__.__name__} does not support `ReduceLROnPlateau` scheduler as it "
-                    "requires additional kwargs to be specified when calling `step`, "
-                    f"but got one at index {scheduler_idx} in the given schedulers sequence."
-                )
-            if optimizer != scheduler.optimizer:
-                raise ValueError(
-                    f"{self.__class__.__name__} expects all schedulers to belong to the same optimizer, but "
-                    f"got scheduler {scheduler.__class__.__name__} at index {scheduler_idx} has {scheduler.optimizer}, "
-                    f"which is different from {optimizer.__class__.__name__}."
-                )
+        _check_schedulers(self, schedulers, optimizer)
         self._schedulers = schedulers
         self.optimizer = optimizer
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
@@ -773,26 +737,9 @@ class ChainedScheduler(LRScheduler):
             scheduler.step()
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
 
-    def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "_schedulers")
-        }
-        state_dict["_schedulers"] = [None] * len(self._schedulers)
-
-        for idx, s in enumerate(self._schedulers):
-            state_dict["_schedulers"][idx] = s.state_dict()
-
-        return state_dict
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = _schedulers
-
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
+    # Saved and loaded as SequentialLR's: each scheduler's own state_dict in a list.
+    state_dict = SequentialLR.state_dict
+    load_state_dict = SequentialLR.load_state_dict
 
 
 class ReduceLROnPlateau(LRScheduler):

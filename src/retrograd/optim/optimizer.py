@@ -214,6 +214,21 @@ def _restore_steps(optimizer):
                 s["step"] = _step_tensor(float(s["step"]))
 
 
+def _check_lr(lr):
+    """PyTorch's check of a learning rate: a number >= 0 or a 1-element tensor."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _check_nonnegative(**options):
+    """PyTorch's 'Invalid <name> value: <v>' for the first of the options (in order) below 0."""
+    for name, value in options.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {name} value: {value}")
+
+
 def _cast_like(param, value):
     """A loaded state tensor on the parameter's device and (for float params) dtype."""
     data = value._data
@@ -243,6 +258,12 @@ class Optimizer:
             parameter groups.
         defaults: the options used when a parameter group does not give them.
     """
+
+    # The options a parameter group saved by an older version may lack, with the defaults
+    # __setstate__ gives them (in this order), and whether the state keeps 'step' as a 0-d
+    # tensor, which __setstate__ restores where a state was saved with a number.
+    _group_option_defaults = {}
+    _tensor_steps = False
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -281,6 +302,11 @@ class Optimizer:
                 setattr(self, name, OrderedDict())
         self._patch_step_function()
         self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:
+            for name, value in self._group_option_defaults.items():
+                group.setdefault(name, value)
+        if self._tensor_steps:
+            _restore_steps(self)
 
     def _patch_step_function(self):
         # As PyTorch does: the class's step gets the hooks (and no_grad) the first time an
@@ -497,6 +523,22 @@ class Optimizer:
         if real:
             g = _real(g)
         return np.negative(g, out=np.empty_like(g)) if maximize else g
+
+    def _params_with_grad(self, group, buffers=(), init=None):
+        """Each parameter of ``group`` that has a gradient, with its state. A new state gets
+        'step' (a 0-d zero), then what ``init(p, state)`` adds, then a zero-filled tensor
+        per name in ``buffers`` (the keys in this order, as PyTorch's state has them)."""
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = _step_tensor()
+                if init is not None:
+                    init(p, state)
+                for name in buffers:
+                    state[name] = _zeros_like(p)
+            yield p, state
 
     @staticmethod
     def _closure_loss(closure):

@@ -1,15 +1,18 @@
 """RAdam: Adam with a rectified adaptive learning rate."""
 import numpy as np
 
-from .adam import _check_adam_args
-from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcmul,
-                        fma_scalar, lerp_scalar)
+from .adam import _adam_moments, _check_adam_args, _weight_decay
+from .optimizer import Optimizer, _real, _scalar, _sqrt
 
 __all__ = ["RAdam"]
 
 
 class RAdam(Optimizer):
     """RAdam, as PyTorch computes it (plain momentum steps while the variance is untractable)."""
+
+    _group_option_defaults = {"foreach": None, "maximize": False, "differentiable": False,
+                             "decoupled_weight_decay": False, "capturable": False}
+    _tensor_steps = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
@@ -20,16 +23,6 @@ class RAdam(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("capturable", False)
-        _restore_steps(self)
-
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._closure_loss(closure)
@@ -38,29 +31,13 @@ class RAdam(Optimizer):
             lr = _scalar(group["lr"])
             eps = group["eps"]
             wd = group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
-                step_t = state["step"]
-                step_t._data += 1
-                step = float(step_t._data)
+            for p, state in self._params_with_grad(group, ("exp_avg", "exp_avg_sq")):
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        d *= 1 - lr * wd
-                    else:
-                        g = fma_scalar(d, wd, g)
+                g = _weight_decay(d, g, lr, wd, group["decoupled_weight_decay"])
+                step = _adam_moments(state, d, g, beta1, beta2)
                 exp_avg = _real(state["exp_avg"]._data)
                 exp_avg_sq = _real(state["exp_avg_sq"]._data)
-                lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
-                exp_avg_sq *= beta2
-                addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 update = exp_avg / bias_correction1

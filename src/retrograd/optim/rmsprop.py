@@ -1,7 +1,6 @@
 """RMSprop (centered, momentum, weight decay, maximize)."""
-from .._tensor import Tensor
-from .optimizer import (Optimizer, _real, _restore_steps, _scalar, _sqrt, _step_tensor, _zeros_like, addcdiv, addcmul,
-                        fma_scalar, lerp_scalar)
+from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcdiv, addcmul, fma_scalar,
+                        lerp_scalar)
 
 __all__ = ["RMSprop"]
 
@@ -9,35 +8,18 @@ __all__ = ["RMSprop"]
 class RMSprop(Optimizer):
     """RMSprop: steps scaled by a running average of squared gradients."""
 
+    _group_option_defaults = {"momentum": 0, "centered": False, "foreach": None, "maximize": False,
+                             "differentiable": False, "capturable": False}
+    _tensor_steps = True
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_lr(lr)
+        _check_nonnegative(epsilon=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _restore_steps(self)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
@@ -49,17 +31,9 @@ class RMSprop(Optimizer):
             wd = group["weight_decay"]
             momentum = group["momentum"]
             centered = group["centered"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["square_avg"] = _zeros_like(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = _zeros_like(p)
-                    if centered:
-                        state["grad_avg"] = _zeros_like(p)
+            buffers = (("square_avg",) + (("momentum_buffer",) if momentum > 0 else ())
+                       + (("grad_avg",) if centered else ()))
+            for p, state in self._params_with_grad(group, buffers):
                 state["step"]._data += 1
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])

@@ -2,34 +2,35 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _real, _restore_steps, _scalar, _step_tensor, _zeros_like
+from .optimizer import Optimizer, _check_lr, _real, _scalar, _zeros_like
 
 __all__ = ["Rprop"]
+
+
+def _init_rprop_state(group):
+    """A new state's 'prev' (zeros) and 'step_size' (filled with the group's lr)."""
+    def init(p, state):
+        state["prev"] = _zeros_like(p)
+        lr = _scalar(group["lr"])
+        value = complex(lr, lr) if p.is_complex() else lr
+        state["step_size"] = Tensor._make(np.full_like(p._grad._data, value))
+    return init
 
 
 class Rprop(Optimizer):
     """The resilient backpropagation algorithm, as PyTorch computes it."""
 
+    _group_option_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
+    _tensor_steps = True
+
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _restore_steps(self)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
@@ -37,16 +38,7 @@ class Rprop(Optimizer):
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["prev"] = _zeros_like(p)
-                    lr = _scalar(group["lr"])
-                    init = complex(lr, lr) if p.is_complex() else lr
-                    state["step_size"] = Tensor._make(np.full_like(p._grad._data, init))
+            for p, state in self._params_with_grad(group, init=_init_rprop_state(group)):
                 state["step"]._data += 1
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])

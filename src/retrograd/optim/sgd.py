@@ -8,6 +8,9 @@ __all__ = ["SGD"]
 class SGD(Optimizer):
     """Stochastic gradient descent (optionally with momentum), step for step as PyTorch's."""
 
+    _group_option_defaults = {"nesterov": False, "maximize": False, "foreach": None, "differentiable": False,
+                             "fused": False}
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         if isinstance(lr, Tensor) and lr.numel() != 1:
@@ -24,15 +27,6 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""

@@ -15,6 +15,73 @@ def _inplace_str(inplace, first=False):
     return "inplace=True" if first else ", inplace=True"
 
 
+class _InplaceActivation(Module):
+    """An activation whose one option is ``inplace``; ``_function(input, inplace)`` computes it."""
+    __constants__ = ["inplace"]
+    _repr_inplace = True        # whether extra_repr shows 'inplace=True' (PyTorch's do not all)
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return self._function(input, self.inplace)
+
+    def extra_repr(self):
+        return _inplace_str(self.inplace, True) if self._repr_inplace else ""
+
+
+class _AlphaActivation(Module):
+    """ELU and CELU: ``_function(input, alpha, inplace)``."""
+    __constants__ = ["alpha", "inplace"]
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return self._function(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
+
+
+class _Shrink(Module):
+    """Hardshrink and Softshrink: ``_function(input, lambd)``."""
+    __constants__ = ["lambd"]
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return self._function(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class _SoftmaxFamily(Module):
+    """Softmin, Softmax and LogSoftmax: ``_function(input, dim)`` over an optional ``dim``."""
+    __constants__ = ["dim"]
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if not hasattr(self, "dim"):
+            self.dim = None
+
+    def forward(self, input):
+        return self._function(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
 class Threshold(Module):
     """``x`` if ``x > threshold`` else ``value``."""
     __constants__ = ["threshold", "value", "inplace"]
@@ -32,19 +99,9 @@ class Threshold(Module):
         return f"threshold={self.threshold}, value={self.value}{_inplace_str(self.inplace)}"
 
 
-class ReLU(Module):
+class ReLU(_InplaceActivation):
     """``max(0, x)``."""
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.relu(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return _inplace_str(self.inplace, True)
+    _function = staticmethod(F.relu)
 
 
 class RReLU(Module):
@@ -97,15 +154,9 @@ class Sigmoid(Module):
         return F.sigmoid(input)
 
 
-class Hardsigmoid(Module):
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.hardsigmoid(input, self.inplace)
+class Hardsigmoid(_InplaceActivation):
+    _function = staticmethod(F.hardsigmoid)
+    _repr_inplace = False
 
 
 class Tanh(Module):
@@ -113,89 +164,31 @@ class Tanh(Module):
         return F.tanh(input)
 
 
-class SiLU(Module):
+class SiLU(_InplaceActivation):
     """``x * sigmoid(x)``."""
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.silu(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return _inplace_str(self.inplace, True)
+    _function = staticmethod(F.silu)
 
 
-class Mish(Module):
+class Mish(_InplaceActivation):
     """``x * tanh(softplus(x))``."""
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.mish(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return _inplace_str(self.inplace, True)
+    _function = staticmethod(F.mish)
 
 
-class Hardswish(Module):
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.hardswish(input, self.inplace)
+class Hardswish(_InplaceActivation):
+    _function = staticmethod(F.hardswish)
+    _repr_inplace = False
 
 
-class ELU(Module):
-    __constants__ = ["alpha", "inplace"]
-
-    def __init__(self, alpha=1.0, inplace=False):
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.elu(input, self.alpha, self.inplace)
-
-    def extra_repr(self):
-        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
+class ELU(_AlphaActivation):
+    _function = staticmethod(F.elu)
 
 
-class CELU(Module):
-    __constants__ = ["alpha", "inplace"]
-
-    def __init__(self, alpha=1.0, inplace=False):
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.celu(input, self.alpha, self.inplace)
-
-    def extra_repr(self):
-        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
+class CELU(_AlphaActivation):
+    _function = staticmethod(F.celu)
 
 
-class SELU(Module):
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.selu(input, self.inplace)
-
-    def extra_repr(self):
-        return _inplace_str(self.inplace, True)
+class SELU(_InplaceActivation):
+    _function = staticmethod(F.selu)
 
 
 class GLU(Module):
@@ -226,18 +219,8 @@ class GELU(Module):
         return f"approximate={repr(self.approximate)}"
 
 
-class Hardshrink(Module):
-    __constants__ = ["lambd"]
-
-    def __init__(self, lambd=0.5):
-        super().__init__()
-        self.lambd = lambd
-
-    def forward(self, input):
-        return F.hardshrink(input, self.lambd)
-
-    def extra_repr(self):
-        return f"{self.lambd}"
+class Hardshrink(_Shrink):
+    _function = staticmethod(F.hardshrink)
 
 
 class LeakyReLU(Module):
@@ -275,18 +258,8 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class Softshrink(Module):
-    __constants__ = ["lambd"]
-
-    def __init__(self, lambd=0.5):
-        super().__init__()
-        self.lambd = lambd
-
-    def forward(self, input):
-        return F.softshrink(input, self.lambd)
-
-    def extra_repr(self):
-        return str(self.lambd)
+class Softshrink(_Shrink):
+    _function = staticmethod(F.softshrink)
 
 
 class PReLU(Module):
@@ -321,58 +294,13 @@ class Tanhshrink(Module):
         return F.tanhshrink(input)
 
 
-class Softmin(Module):
-    __constants__ = ["dim"]
-
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        if not hasattr(self, "dim"):
-            self.dim = None
-
-    def forward(self, input):
-        return F.softmin(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
+class Softmin(_SoftmaxFamily):
+    _function = staticmethod(F.softmin)
 
 
-class Softmax(Module):
-    __constants__ = ["dim"]
-
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        if not hasattr(self, "dim"):
-            self.dim = None
-
-    def forward(self, input):
-        return F.softmax(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
+class Softmax(_SoftmaxFamily):
+    _function = staticmethod(F.softmax)
 
 
-class LogSoftmax(Module):
-    __constants__ = ["dim"]
-
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        if not hasattr(self, "dim"):
-            self.dim = None
-
-    def forward(self, input):
-        return F.log_softmax(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
+class LogSoftmax(_SoftmaxFamily):
+    _function = staticmethod(F.log_softmax)

@@ -1,9 +1,9 @@
 """Batch normalization: BatchNorm1d/2d/3d with running statistics."""
 from ... import _creation
 from ... import _dtype as D
-from ..parameter import Parameter
-from .. import functional as F, init
+from .. import functional as F
 from .module import Module
+from .normalization import _affine_parameters, _reset_affine
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
@@ -20,15 +20,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if self.affine:
-            self.weight = Parameter(_creation.empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_creation.empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.affine, bias, num_features, device, dtype)
         if self.track_running_stats:
             self.register_buffer("running_mean", _creation.zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", _creation.ones(num_features, device=device, dtype=dtype))
@@ -47,10 +39,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def _check_input_dim(self, input):
         raise NotImplementedError

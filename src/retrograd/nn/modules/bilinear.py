@@ -1,9 +1,8 @@
 """Bilinear: ``y = x1^T A x2 + b``."""
 import math
 
-from ... import _creation
-from ..parameter import Parameter
 from .. import functional as F, init
+from .linear import _weight_and_bias
 from .module import Module
 
 __all__ = ["Bilinear"]
@@ -17,12 +16,7 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(_creation.empty((out_features, in1_features, in2_features), device=device,
-                                                dtype=dtype))
-        if bias:
-            self.bias = Parameter(_creation.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in1_features, in2_features), bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):

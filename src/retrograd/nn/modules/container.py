@@ -10,11 +10,26 @@ from .module import Module, _addindent
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
-def _index(idx, n, what):
+def _get_abs_string_index(self, idx):
+    """ModuleList's and ParameterList's key for an integer index (negative counts from the end)."""
     idx = operator.index(idx)
-    if not (-n <= idx < n):
+    if not (-len(self) <= idx < len(self)):
         raise IndexError(f"index {idx} is out of range")
-    return idx % n if n else idx
+    if idx < 0:
+        idx += len(self)
+    return str(idx)
+
+
+def _update_pairs(items, owner):
+    """The (key, value) pairs of a sequence given to ModuleDict/ParameterDict.update, each checked as it comes."""
+    for j, p in enumerate(items):
+        if not isinstance(p, container_abcs.Iterable):
+            raise TypeError(owner + " update sequence element #" + str(j) + " should be Iterable; is"
+                            + type(p).__name__)
+        if not len(p) == 2:
+            raise ValueError(owner + " update sequence element #" + str(j) + " has length "
+                             + str(len(p)) + "; 2 is required")
+        yield p[0], p[1]
 
 
 class Sequential(Module):
@@ -128,13 +143,7 @@ class ModuleList(Module):
         if modules is not None:
             self += modules
 
-    def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+    _get_abs_string_index = _get_abs_string_index
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -270,14 +279,8 @@ class ModuleDict(Module):
             for key, module in modules.items():
                 self[key] = module
         else:
-            for j, m in enumerate(modules):
-                if not isinstance(m, container_abcs.Iterable):
-                    raise TypeError("ModuleDict update sequence element #" + str(j) + " should be Iterable; is"
-                                    + type(m).__name__)
-                if not len(m) == 2:
-                    raise ValueError("ModuleDict update sequence element #" + str(j) + " has length "
-                                     + str(len(m)) + "; 2 is required")
-                self[m[0]] = m[1]
+            for key, module in _update_pairs(modules, "ModuleDict"):
+                self[key] = module
 
 
 def _param_line(k, p, typename):
@@ -298,13 +301,7 @@ class ParameterList(Module):
         if values is not None:
             self += values
 
-    def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+    _get_abs_string_index = _get_abs_string_index
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -452,14 +449,8 @@ class ParameterDict(Module):
             for key, parameter in sorted(parameters.items()):
                 self[key] = parameter
         else:
-            for j, p in enumerate(parameters):
-                if not isinstance(p, container_abcs.Iterable):
-                    raise TypeError("ParameterDict update sequence element #" + str(j) + " should be Iterable; is"
-                                    + type(p).__name__)
-                if not len(p) == 2:
-                    raise ValueError("ParameterDict update sequence element #" + str(j) + " has length "
-                                     + str(len(p)) + "; 2 is required")
-                self[p[0]] = p[1]
+            for key, parameter in _update_pairs(parameters, "ParameterDict"):
+                self[key] = parameter
 
     def extra_repr(self):
         return "\n".join(_param_line(k, p, _typename) for k, p in self.items())

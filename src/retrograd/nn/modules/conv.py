@@ -2,10 +2,9 @@
 transposed convolutions)."""
 import math
 
-from ... import _creation
 from ...ops import conv as _conv_ops
-from ..parameter import Parameter
 from .. import init
+from .linear import _weight_and_bias
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d"]
@@ -74,11 +73,7 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups, *kernel_size)
         else:
             shape = (out_channels, in_channels // groups, *kernel_size)
-        self.weight = Parameter(_creation.empty(shape, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_creation.empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, shape, bias, out_channels, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -19,6 +19,15 @@ class Identity(Module):
         return input
 
 
+def _weight_and_bias(module, weight_shape, bias, bias_size, device, dtype):
+    """Register an uninitialised ``weight`` and, if ``bias``, a ``bias`` of ``bias_size`` (else None)."""
+    module.weight = Parameter(_creation.empty(weight_shape, device=device, dtype=dtype))
+    if bias:
+        module.bias = Parameter(_creation.empty(bias_size, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
 class Linear(Module):
     """``y = x @ weight.T + bias``; weight and bias drawn from U(-1/sqrt(in), 1/sqrt(in))."""
 
@@ -26,11 +35,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_creation.empty((out_features, in_features), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_creation.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in_features), bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -9,6 +9,28 @@ from .module import Module
 __all__ = ["LayerNorm", "GroupNorm"]
 
 
+def _affine_parameters(module, affine, bias, shape, device, dtype):
+    """Register the normalization layers' ``weight`` and ``bias`` of ``shape`` (``None`` when not
+    affine; ``bias`` alone ``None`` when affine without bias)."""
+    if affine:
+        module.weight = Parameter(_creation.empty(shape, device=device, dtype=dtype))
+        if bias:
+            module.bias = Parameter(_creation.empty(shape, device=device, dtype=dtype))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module, affine):
+    """Weight to ones and bias to zeros, where the layer has them."""
+    if affine:
+        init.ones_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """Normalize over the trailing ``normalized_shape`` dims (per sample), then scale and shift."""
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
@@ -20,22 +42,11 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if self.elementwise_affine:
-            self.weight = Parameter(_creation.empty(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_creation.empty(self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.elementwise_affine, bias, self.normalized_shape, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.elementwise_affine)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -57,22 +68,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if self.affine:
-            self.weight = Parameter(_creation.empty(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_creation.empty(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.affine, bias, num_channels, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)

@@ -1,16 +1,11 @@
 """Padding layers: constant/zero, reflection, replication and circular, in 1, 2 and 3 dimensions."""
 from .. import functional as F
+from .conv import _ntuple
 from .module import Module
 
 __all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
            "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
            "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d"]
-
-
-def _ntuple(padding, n):
-    if isinstance(padding, (tuple, list)):
-        return tuple(padding)
-    return (padding,) * (2 * n)
 
 
 class _PadNd(Module):
@@ -19,7 +14,7 @@ class _PadNd(Module):
 
     def __init__(self, padding):
         super().__init__()
-        self.padding = _ntuple(padding, self.n)
+        self.padding = _ntuple(2 * self.n)(padding)
 
     def forward(self, input):
         return F.pad(input, self.padding, self.mode)

@@ -12,8 +12,9 @@ import numpy as np
 
 from ... import _creation
 from ...ops._base import finish
-from ...ops._seqkit import cat, stack, unbind, split_sizes, lstm_pointwise, gru_pointwise
-from ...ops.unary import tanh, sigmoid, relu
+from ...ops._seqkit import gru_composite, gru_pointwise, lstm_composite, lstm_pointwise
+from ...ops.shape import cat, stack, unbind
+from ...ops.unary import tanh, relu
 from ..parameter import Parameter
 from .. import functional as F, init
 from .._functional_seq import _linear
@@ -38,24 +39,6 @@ def _dropout(x, p, training):
 def _rnn_step(gx, h, w_hh, b_hh, nonlinearity):
     a = gx + F.linear(h, w_hh, b_hh)
     return tanh(a) if nonlinearity == "tanh" else relu(a)
-
-
-def _lstm_step(gx, h, c, w_hh, b_hh, H):
-    gates = gx + F.linear(h, w_hh, b_hh)
-    i, f, g, o = split_sizes(gates, [H, H, H, H], -1)
-    c2 = sigmoid(f) * c + sigmoid(i) * tanh(g)
-    h2 = sigmoid(o) * tanh(c2)
-    return h2, c2
-
-
-def _gru_step(gx, h, w_hh, b_hh, H):
-    gh = F.linear(h, w_hh, b_hh)
-    xr, xz, xn = split_sizes(gx, [H, H, H], -1)
-    hr, hz, hn = split_sizes(gh, [H, H, H], -1)
-    r = sigmoid(xr + hr)
-    z = sigmoid(xz + hz)
-    n = tanh(xn + r * hn)
-    return (1 - z) * n + z * h
 
 
 class RNNBase(Module):
@@ -413,8 +396,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h, c), batched = self._prep(input, hx, 2)
-        h2, c2 = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh,
-                            self.hidden_size)
+        h2, c2 = lstm_composite(F.linear(x, self.weight_ih, self.bias_ih), F.linear(h, self.weight_hh, self.bias_hh),
+                                c)
         if not batched:
             h2, c2 = h2.squeeze(0), c2.squeeze(0)
         return h2, c2
@@ -428,5 +411,5 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), batched = self._prep(input, hx, 1)
-        r = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.hidden_size)
+        r = gru_composite(F.linear(x, self.weight_ih, self.bias_ih), F.linear(h, self.weight_hh, self.bias_hh), h)
         return r if batched else r.squeeze(0)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..._tensor import Tensor
 from ...ops._base import finish
-from ...ops._seqkit import cat, stack
+from ...ops.shape import cat, stack
 from ...ops.resample import constant_pad_nd
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "pack_sequence",

@@ -418,11 +418,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             idx, data = self._get_data()
             self._tasks_outstanding -= 1
             if isinstance(data, _worker._IterableDatasetStopIteration):
-                if self._persistent_workers:
-                    self._workers_status[data.worker_id] = False
-                else:
-                    self._mark_worker_as_unavailable(data.worker_id)
-                self._try_put_index()
+                self._worker_exhausted(data.worker_id)
                 continue
             if idx != self._rcvd_idx:
                 if idx in self._task_info:
@@ -431,6 +427,14 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 del self._task_info[idx]
                 self._rcvd_idx += 1
                 return self._process_data(data)
+
+    def _worker_exhausted(self, worker_id):
+        # The worker's iterable dataset ran out: stop asking it (keep it alive if persistent).
+        if self._persistent_workers:
+            self._workers_status[worker_id] = False
+        else:
+            self._mark_worker_as_unavailable(worker_id)
+        self._try_put_index()
 
     def _next_data_any_order(self):
         # in_order=False: hand out each batch as soon as a worker delivers it.
@@ -443,11 +447,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._tasks_outstanding -= 1
             self._task_info.pop(idx, None)
             if isinstance(data, _worker._IterableDatasetStopIteration):
-                if self._persistent_workers:
-                    self._workers_status[data.worker_id] = False
-                else:
-                    self._mark_worker_as_unavailable(data.worker_id)
-                self._try_put_index()
+                self._worker_exhausted(data.worker_id)
                 continue
             return self._process_data(data)
 
