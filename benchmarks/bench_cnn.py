@@ -25,35 +25,8 @@ import retrograd  # noqa: E402
 from nn_models import seed_cnn  # noqa: E402
 
 
-class _SGD:
-    """SGD with momentum as torch.optim.SGD computes it (used when retrograd.optim is absent)."""
-
-    def __init__(self, params, lr, momentum):
-        self.params, self.lr, self.momentum = list(params), lr, momentum
-        self.bufs = [None] * len(self.params)
-
-    def zero_grad(self):
-        for p in self.params:
-            p.grad = None
-
-    def step(self):
-        for i, p in enumerate(self.params):
-            if p.grad is None:
-                continue
-            g = p.grad._data
-            if self.bufs[i] is None:
-                self.bufs[i] = g.copy()
-            else:
-                self.bufs[i] *= self.momentum
-                self.bufs[i] += g
-            p._data -= self.lr * self.bufs[i]
-
-
 def _sgd(lib, params):
-    optim = getattr(lib, "optim", None)
-    if optim is not None and hasattr(optim, "SGD"):
-        return optim.SGD(params, lr=0.01, momentum=0.9)
-    return _SGD(params, 0.01, 0.9)
+    return lib.optim.SGD(params, lr=0.01, momentum=0.9)
 
 
 def _time(lib, model, x, y, steps):
