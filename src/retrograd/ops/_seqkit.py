@@ -116,3 +116,132 @@ def gru_pointwise(gx, gh, h):
         node.vals = (r, z, n, hn, hd)
         save(node, gx, gh, h)
     return res
+
+
+# *** a whole LSTM layer (one direction) as one node ***
+
+class MkldnnRnnLayerBackward0(OpNode):
+    """Backward through time of ``lstm_layer``: on arrays, or through the tensor-op
+    composite when the backward itself is recorded (create_graph)."""
+
+    def _apply(self, grads):
+        saved = self.saved_tensors
+        if _state.grad:
+            fn = lambda *ins: lstm_layer_composite(*ins, self.reverse, self.masks)  # noqa: E731
+            return tuple(graph_grads(fn, list(saved), list(grads)))
+        w = saved[3]._data
+        acts, tcs, cps, hps = self.vals
+        L, N, H = tcs.shape
+        dout = grads[0]._data
+        dh = grads[1]._data
+        dc = grads[2]._data
+        da = np.empty(acts.shape, acts.dtype)
+        ms = self.masks
+        nf = self.next_functions
+        want_w, want_b = nf[3][0] is not None, nf[4][0] is not None
+        dw = db = None
+        order = range(L) if self.reverse else range(L - 1, -1, -1)
+        for t in order:
+            act = acts[t]
+            i, f, g, o = act[:, :H], act[:, H:2 * H], act[:, 2 * H:3 * H], act[:, 3 * H:]
+            tc = tcs[t]
+            if ms is not None:
+                m, nm = ms[t][0]._data, ms[t][1]._data
+                dh2 = (dout[t] + dh) * m
+                dc2 = dc * m
+            else:
+                dh2 = dout[t] + dh
+                dc2 = dc
+            dct = dc2 + dh2 * o * (1 - tc * tc)
+            d = da[t]
+            d[:, :H] = dct * g * i * (1 - i)
+            d[:, H:2 * H] = dct * cps[t] * f * (1 - f)
+            d[:, 2 * H:3 * H] = dct * i * (1 - g * g)
+            d[:, 3 * H:] = dh2 * tc * o * (1 - o)
+            # the weight and bias gradients add up step by step, newest first, as the
+            # per-step graph of lstm_layer_composite sums them
+            if want_w:
+                gw = d.T @ hps[t]
+                dw = gw if dw is None else dw + gw
+            if want_b:
+                gb = d.sum(0)
+                db = gb if db is None else db + gb
+            if ms is not None:
+                dh = d @ w + dh * nm
+                dc = dct * f + dc * nm
+            else:
+                dh = d @ w
+                dc = dct * f
+        out = [da, dh, dc, dw, db]
+        return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
+                     for k, a in enumerate(out))
+
+
+def lstm_layer_composite(gx, h, c, w_hh, b_hh, reverse=False, masks=None):
+    """(outputs (L, N, H), h_L, c_L) of an LSTM layer over the input projections ``gx``
+    (L, N, 4H) as tensor ops; ``masks`` (per step (m, 1 - m), each (N, 1)) keep the state of
+    finished sequences."""
+    from ._linear import linear
+    from .shape import stack, unbind
+    steps = unbind(gx, 0)
+    L = len(steps)
+    outs = [None] * L
+    for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        h2, c2 = lstm_composite(steps[t], linear(h, w_hh, b_hh), c)
+        if masks is not None:
+            m, nm = masks[t]
+            outs[t] = h2 * m
+            h = h2 * m + h * nm
+            c = c2 * m + c * nm
+        else:
+            outs[t] = h2
+            h, c = h2, c2
+    return stack(outs, 0), h, c
+
+
+def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
+    """An LSTM layer (one direction) over the input projections ``gx`` (L, N, 4H), as one
+    node: returns (outputs (L, N, H), h_L, c_L). ``masks`` as in ``lstm_layer_composite``."""
+    ga, w = gx._data, w_hh._data
+    b = b_hh._data if b_hh is not None else None
+    h, c = h0._data, c0._data
+    L, N = ga.shape[:2]
+    H = c.shape[-1]
+    dt = np.result_type(ga, h, c, w)
+    out = np.empty((L, N, H), dt)
+    acts = np.empty((L, N, 4 * H), dt)
+    tcs = np.empty((L, N, H), dt)
+    cps = np.empty((L, N, H), dt)
+    hps = np.empty((L, N, H), dt)
+    wt = w.T
+    for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        hps[t] = h
+        cps[t] = c
+        a = h @ wt
+        if b is not None:
+            a += b
+        a = ga[t] + a
+        act = acts[t]
+        act[...] = _sig(a)
+        act[:, 2 * H:3 * H] = np.tanh(a[:, 2 * H:3 * H])
+        i, f, g, o = act[:, :H], act[:, H:2 * H], act[:, 2 * H:3 * H], act[:, 3 * H:]
+        c2 = f * c + i * g
+        tc = np.tanh(c2)
+        tcs[t] = tc
+        h2 = o * tc
+        if masks is not None:
+            m, nm = masks[t][0]._data, masks[t][1]._data
+            out[t] = h2 * m
+            h = h2 * m + h * nm
+            c = c2 * m + c * nm
+        else:
+            out[t] = h2
+            h, c = h2, c2
+    node = node_for(MkldnnRnnLayerBackward0, (gx, h0, c0, w_hh, b_hh))
+    res = finish_multi(node, [out, np.array(h, dt, copy=True), np.array(c, dt, copy=True)])
+    if node is not None:
+        node.vals = (acts, tcs, cps, hps)
+        node.reverse = reverse
+        node.masks = masks
+        save(node, gx, h0, c0, w_hh, b_hh)
+    return res

@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import _creation
 from ...ops._base import finish
-from ...ops._seqkit import gru_composite, gru_pointwise, lstm_composite, lstm_pointwise
+from ...ops._seqkit import gru_composite, gru_pointwise, lstm_composite, lstm_layer, lstm_pointwise
 from ...ops.shape import cat, stack, unbind
 from ...ops.unary import tanh, relu
 from ..parameter import Parameter
@@ -148,7 +148,10 @@ class RNNBase(Module):
     def _direction(self, x, h, c, params, reverse, masks):
         """Run one direction over time-major ``x`` (L, N, F); returns (outputs (L, N, H), h, c)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = params
-        steps = unbind(_linear(x, w_ih, b_ih), 0)
+        gx = _linear(x, w_ih, b_ih)
+        if self.mode == "LSTM" and w_hr is None and gx.shape[0] > 0:
+            return lstm_layer(gx, h, c, w_hh, b_hh, reverse, masks)
+        steps = unbind(gx, 0)
         L = len(steps)
         outs = [None] * L
         order = range(L - 1, -1, -1) if reverse else range(L)
