@@ -131,20 +131,25 @@ class MkldnnRnnLayerBackward0(OpNode):
             return tuple(graph_grads(fn, list(saved), list(grads)))
         w = saved[3]._data
         acts, tcs, cps, hps = self.vals
+        self.vals = None
         L, N, H = tcs.shape
+        H2, H3 = 2 * H, 3 * H
         dout = grads[0]._data
         dh = grads[1]._data
         dc = grads[2]._data
+        # the factors that do not depend on the incoming gradient, for all steps at once
+        om = 1 - acts                                   # 1 - i, 1 - f, ., 1 - o
+        gg = acts[..., H2:H3]
+        om[..., H2:H3] = 1 - gg * gg
+        otc = 1 - tcs * tcs
         da = np.empty(acts.shape, acts.dtype)
         ms = self.masks
         nf = self.next_functions
         want_w, want_b = nf[3][0] is not None, nf[4][0] is not None
         dw = db = None
-        order = range(L) if self.reverse else range(L - 1, -1, -1)
-        for t in order:
-            act = acts[t]
-            i, f, g, o = act[:, :H], act[:, H:2 * H], act[:, 2 * H:3 * H], act[:, 3 * H:]
-            tc = tcs[t]
+        for t in (range(L) if self.reverse else range(L - 1, -1, -1)):
+            act, omt = acts[t], om[t]
+            i, f, g, o = act[:, :H], act[:, H:H2], act[:, H2:H3], act[:, H3:]
             if ms is not None:
                 m, nm = ms[t][0]._data, ms[t][1]._data
                 dh2 = (dout[t] + dh) * m
@@ -152,26 +157,39 @@ class MkldnnRnnLayerBackward0(OpNode):
             else:
                 dh2 = dout[t] + dh
                 dc2 = dc
-            dct = dc2 + dh2 * o * (1 - tc * tc)
+            # dct = dc2 + dh2 * o * (1 - tc^2)
+            dct = dh2 * o
+            dct *= otc[t]
+            dct += dc2
             d = da[t]
-            d[:, :H] = dct * g * i * (1 - i)
-            d[:, H:2 * H] = dct * cps[t] * f * (1 - f)
-            d[:, 2 * H:3 * H] = dct * i * (1 - g * g)
-            d[:, 3 * H:] = dh2 * tc * o * (1 - o)
-            # the weight and bias gradients add up step by step, newest first, as the
-            # per-step graph of lstm_layer_composite sums them
-            if want_w:
-                gw = d.T @ hps[t]
-                dw = gw if dw is None else dw + gw
-            if want_b:
-                gb = d.sum(0)
-                db = gb if db is None else db + gb
+            x = d[:, :H]                                # dct * g * i * (1 - i)
+            np.multiply(dct, g, out=x)
+            x *= i
+            x *= omt[:, :H]
+            x = d[:, H:H2]                              # dct * c * f * (1 - f)
+            np.multiply(dct, cps[t], out=x)
+            x *= f
+            x *= omt[:, H:H2]
+            x = d[:, H2:H3]                             # dct * i * (1 - g^2)
+            np.multiply(dct, i, out=x)
+            x *= omt[:, H2:H3]
+            x = d[:, H3:]                               # dh2 * tc * o * (1 - o)
+            np.multiply(dh2, tcs[t], out=x)
+            x *= o
+            x *= omt[:, H3:]
             if ms is not None:
                 dh = d @ w + dh * nm
                 dc = dct * f + dc * nm
             else:
                 dh = d @ w
                 dc = dct * f
+        # the weight and bias gradients: one per step, added up newest step first (as the
+        # per-step graph of lstm_layer_composite sums them)
+        back = slice(None) if self.reverse else slice(None, None, -1)
+        if want_w:
+            dw = np.matmul(da.transpose(0, 2, 1), np.stack(hps))[back].sum(0)
+        if want_b:
+            db = da.sum(1)[back].sum(0)
         out = [da, dh, dc, dw, db]
         return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
                      for k, a in enumerate(out))
@@ -207,12 +225,13 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
     h, c = h0._data, c0._data
     L, N = ga.shape[:2]
     H = c.shape[-1]
+    H2, H3 = 2 * H, 3 * H
     dt = np.result_type(ga, h, c, w)
     out = np.empty((L, N, H), dt)
     acts = np.empty((L, N, 4 * H), dt)
     tcs = np.empty((L, N, H), dt)
-    cps = np.empty((L, N, H), dt)
-    hps = np.empty((L, N, H), dt)
+    cps = [None] * L                                    # the states each step starts from
+    hps = [None] * L
     wt = w.T
     for t in (range(L - 1, -1, -1) if reverse else range(L)):
         hps[t] = h
@@ -220,23 +239,29 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
         a = h @ wt
         if b is not None:
             a += b
-        a = ga[t] + a
+        np.add(ga[t], a, out=a)
         act = acts[t]
-        act[...] = _sig(a)
-        act[:, 2 * H:3 * H] = np.tanh(a[:, 2 * H:3 * H])
-        i, f, g, o = act[:, :H], act[:, H:2 * H], act[:, 2 * H:3 * H], act[:, 3 * H:]
-        c2 = f * c + i * g
-        tc = np.tanh(c2)
-        tcs[t] = tc
-        h2 = o * tc
+        # sigmoid as _sig computes it, then tanh on the g gate
+        e = np.abs(a)
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        num = np.where(a >= 0, 1, e)
+        e += 1
+        np.divide(num, e, out=act)
+        np.tanh(a[:, H2:H3], out=act[:, H2:H3])
+        i, f, g, o = act[:, :H], act[:, H:H2], act[:, H2:H3], act[:, H3:]
+        c2 = f * c
+        c2 += i * g
+        tc = np.tanh(c2, out=tcs[t])
         if masks is not None:
+            h2 = o * tc
             m, nm = masks[t][0]._data, masks[t][1]._data
-            out[t] = h2 * m
+            np.multiply(h2, m, out=out[t])
             h = h2 * m + h * nm
             c = c2 * m + c * nm
         else:
-            out[t] = h2
-            h, c = h2, c2
+            h = np.multiply(o, tc, out=out[t])
+            c = c2
     node = node_for(MkldnnRnnLayerBackward0, (gx, h0, c0, w_hh, b_hh))
     res = finish_multi(node, [out, np.array(h, dt, copy=True), np.array(c, dt, copy=True)])
     if node is not None:
