@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import _creation
 from ...ops._base import finish
-from ...ops._seqkit import gru_composite, gru_pointwise, lstm_composite, lstm_layer, lstm_pointwise
+from ...ops._seqkit import gru_composite, gru_layer, gru_pointwise, lstm_composite, lstm_layer, lstm_pointwise
 from ...ops.shape import cat, stack, unbind
 from ...ops.unary import tanh, relu
 from ..parameter import Parameter
@@ -151,6 +151,8 @@ class RNNBase(Module):
         gx = _linear(x, w_ih, b_ih)
         if self.mode == "LSTM" and w_hr is None and gx.shape[0] > 0:
             return lstm_layer(gx, h, c, w_hh, b_hh, reverse, masks)
+        if self.mode == "GRU" and gx.shape[0] > 0:
+            return (*gru_layer(gx, h, w_hh, b_hh, reverse, masks), None)
         steps = unbind(gx, 0)
         L = len(steps)
         outs = [None] * L
