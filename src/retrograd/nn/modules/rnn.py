@@ -1,7 +1,9 @@
 """Recurrent layers: RNN, LSTM, GRU and their cells.
 
-The layers run one tensor-op cell per time step (the input projection of all steps is one
-GEMM up front), so gradients come from the ops' own backward. Packed sequences run on
+The input projection of all steps is one GEMM up front. LSTM (without projection) and GRU
+layers then run each direction as one node whose time loop works on arrays (backward
+through time included; under create_graph it differentiates the tensor-op composite);
+RNN and projected LSTM run one tensor-op cell per time step. Packed sequences run on
 their padded form with a per-step mask: finished sequences keep their last state.
 """
 import math
