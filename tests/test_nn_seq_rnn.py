@@ -136,6 +136,20 @@ def test_cell_grad_fn_names():
         assert [type(t.grad_fn).__name__ for t in o] == [type(t.grad_fn).__name__ for t in ot]
 
 
+@needs_torch
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layer_grad_fn_names(cls, dtype):
+    a = np.random.default_rng(0).standard_normal((5, 2, 3)).astype(dtype)
+    x = retrograd.from_numpy(a.copy()).requires_grad_(True)
+    xt = torch.from_numpy(a.copy()).requires_grad_(True)
+    o, h = getattr(rnn, cls)(3, 4).to(getattr(retrograd, dtype))(x)
+    ot, ht = getattr(torch.nn, cls)(3, 4).to(getattr(torch, dtype))(xt)
+    assert type(o.grad_fn).__name__ == type(ot.grad_fn).__name__
+    h, ht = (h, ht) if cls == "GRU" else (h[1], ht[1])
+    assert type(h.grad_fn).__name__ == type(ht.grad_fn).__name__
+
+
 def test_recurrent_errors():
     m = rnn.LSTM(3, 4)
     with pytest.raises(ValueError, match="LSTM: Expected input to be 2D or 3D, got 4D tensor instead"):
@@ -250,6 +264,22 @@ def test_recurrent_double_backward(cls):
     mr = getattr(rnn, cls)(3, 4, bidirectional=True).double()
     copy_params(mr, mt)
     double_backward_parity(lambda x: (mr if isinstance(x, retrograd.Tensor) else mt)(x)[0], (4, 2, 3))
+
+
+@needs_torch
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_recurrent_double_backward_packed(cls):
+    from nn_seq_helpers import double_backward_parity, copy_params, lib_of
+    mt = getattr(torch.nn, cls)(3, 4, bidirectional=True).double()
+    mr = getattr(rnn, cls)(3, 4, bidirectional=True).double()
+    copy_params(mr, mt)
+
+    def fn(x):
+        lib = lib_of(x)
+        m = mr if lib is retrograd else mt
+        out, _ = m(lib.nn.utils.rnn.pack_padded_sequence(x, lib.tensor([4, 2, 1])))
+        return lib.nn.utils.rnn.pad_packed_sequence(out)[0]
+    double_backward_parity(fn, (4, 3, 3))
 
 
 @needs_torch

@@ -116,3 +116,310 @@ def gru_pointwise(gx, gh, h):
         node.vals = (r, z, n, hn, hd)
         save(node, gx, gh, h)
     return res
+
+
+# *** a whole LSTM layer (one direction) as one node ***
+
+class _LstmLayerNode(OpNode):
+    """Backward through time of ``lstm_layer``: on arrays, or through the tensor-op
+    composite when the backward itself is recorded (create_graph)."""
+
+    def _apply(self, grads):
+        saved = self.saved_tensors
+        if _state.grad:
+            fn = lambda *ins: lstm_layer_composite(*ins, self.reverse, self.masks)  # noqa: E731
+            return tuple(graph_grads(fn, list(saved), list(grads)))
+        w = saved[3]._data
+        acts, tcs, cps, hps = self.vals
+        self.vals = None
+        L, N, H = tcs.shape
+        H2, H3 = 2 * H, 3 * H
+        dout = grads[0]._data
+        dh = grads[1]._data
+        dc = grads[2]._data
+        # the factors that do not depend on the incoming gradient, for all steps at once
+        om = 1 - acts                                   # 1 - i, 1 - f, ., 1 - o
+        gg = acts[..., H2:H3]
+        om[..., H2:H3] = 1 - gg * gg
+        otc = 1 - tcs * tcs
+        da = np.empty(acts.shape, acts.dtype)
+        ms = self.masks
+        nf = self.next_functions
+        want_w, want_b = nf[3][0] is not None, nf[4][0] is not None
+        dw = db = None
+        for t in (range(L) if self.reverse else range(L - 1, -1, -1)):
+            act, omt = acts[t], om[t]
+            i, f, g, o = act[:, :H], act[:, H:H2], act[:, H2:H3], act[:, H3:]
+            if ms is not None:
+                m, nm = ms[t][0]._data, ms[t][1]._data
+                dh2 = (dout[t] + dh) * m
+                dc2 = dc * m
+            else:
+                dh2 = dout[t] + dh
+                dc2 = dc
+            # dct = dc2 + dh2 * o * (1 - tc^2)
+            dct = dh2 * o
+            dct *= otc[t]
+            dct += dc2
+            d = da[t]
+            x = d[:, :H]                                # dct * g * i * (1 - i)
+            np.multiply(dct, g, out=x)
+            x *= i
+            x *= omt[:, :H]
+            x = d[:, H:H2]                              # dct * c * f * (1 - f)
+            np.multiply(dct, cps[t], out=x)
+            x *= f
+            x *= omt[:, H:H2]
+            x = d[:, H2:H3]                             # dct * i * (1 - g^2)
+            np.multiply(dct, i, out=x)
+            x *= omt[:, H2:H3]
+            x = d[:, H3:]                               # dh2 * tc * o * (1 - o)
+            np.multiply(dh2, tcs[t], out=x)
+            x *= o
+            x *= omt[:, H3:]
+            if ms is not None:
+                dh = d @ w + dh * nm
+                dc = dct * f + dc * nm
+            else:
+                dh = d @ w
+                dc = dct * f
+        # the weight and bias gradients: one per step, added up newest step first (as the
+        # per-step graph of lstm_layer_composite sums them)
+        back = slice(None) if self.reverse else slice(None, None, -1)
+        if want_w:
+            dw = np.matmul(da.transpose(0, 2, 1), np.stack(hps))[back].sum(0)
+        if want_b:
+            db = da.sum(1)[back].sum(0)
+        out = [da, dh, dc, dw, db]
+        return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
+                     for k, a in enumerate(out))
+
+
+# named as PyTorch's CPU LSTM output shows it: the oneDNN layer for float32, the stack of
+# the per-step outputs otherwise
+MkldnnRnnLayerBackward0 = type("MkldnnRnnLayerBackward0", (_LstmLayerNode,), {})
+_LstmLayerStack = type("StackBackward0", (_LstmLayerNode,), {})
+
+
+def lstm_layer_composite(gx, h, c, w_hh, b_hh, reverse=False, masks=None):
+    """(outputs (L, N, H), h_L, c_L) of an LSTM layer over the input projections ``gx``
+    (L, N, 4H) as tensor ops; ``masks`` (per step (m, 1 - m), each (N, 1)) keep the state of
+    finished sequences."""
+    from ._linear import linear
+    from .shape import stack, unbind
+    steps = unbind(gx, 0)
+    L = len(steps)
+    outs = [None] * L
+    for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        h2, c2 = lstm_composite(steps[t], linear(h, w_hh, b_hh), c)
+        if masks is not None:
+            m, nm = masks[t]
+            outs[t] = h2 * m
+            h = h2 * m + h * nm
+            c = c2 * m + c * nm
+        else:
+            outs[t] = h2
+            h, c = h2, c2
+    return stack(outs, 0), h, c
+
+
+def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
+    """An LSTM layer (one direction) over the input projections ``gx`` (L, N, 4H), as one
+    node: returns (outputs (L, N, H), h_L, c_L). ``masks`` as in ``lstm_layer_composite``."""
+    ga, w = gx._data, w_hh._data
+    b = b_hh._data if b_hh is not None else None
+    h, c = h0._data, c0._data
+    L, N = ga.shape[:2]
+    H = c.shape[-1]
+    H2, H3 = 2 * H, 3 * H
+    dt = np.result_type(ga, h, c, w)
+    out = np.empty((L, N, H), dt)
+    acts = np.empty((L, N, 4 * H), dt)
+    tcs = np.empty((L, N, H), dt)
+    cps = [None] * L                                    # the states each step starts from
+    hps = [None] * L
+    wt = w.T
+    for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        hps[t] = h
+        cps[t] = c
+        a = h @ wt
+        if b is not None:
+            a += b
+        np.add(ga[t], a, out=a)
+        act = acts[t]
+        # sigmoid as _sig computes it, then tanh on the g gate
+        e = np.abs(a)
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        num = np.where(a >= 0, 1, e)
+        e += 1
+        np.divide(num, e, out=act)
+        np.tanh(a[:, H2:H3], out=act[:, H2:H3])
+        i, f, g, o = act[:, :H], act[:, H:H2], act[:, H2:H3], act[:, H3:]
+        c2 = f * c
+        c2 += i * g
+        tc = np.tanh(c2, out=tcs[t])
+        if masks is not None:
+            h2 = o * tc
+            m, nm = masks[t][0]._data, masks[t][1]._data
+            np.multiply(h2, m, out=out[t])
+            h = h2 * m + h * nm
+            c = c2 * m + c * nm
+        else:
+            h = np.multiply(o, tc, out=out[t])
+            c = c2
+    node = node_for(MkldnnRnnLayerBackward0 if dt == np.float32 else _LstmLayerStack, (gx, h0, c0, w_hh, b_hh))
+    res = finish_multi(node, [out, np.array(h, dt, copy=True), np.array(c, dt, copy=True)])
+    if node is not None:
+        node.vals = (acts, tcs, cps, hps)
+        node.reverse = reverse
+        node.masks = masks
+        save(node, gx, h0, c0, w_hh, b_hh)
+    return res
+
+
+# *** a whole GRU layer (one direction) as one node ***
+
+class _GruLayerNode(OpNode):
+    """Backward through time of ``gru_layer``: on arrays, or through the tensor-op
+    composite when the backward itself is recorded (create_graph)."""
+
+    def _apply(self, grads):
+        saved = self.saved_tensors
+        if _state.grad:
+            fn = lambda *ins: gru_layer_composite(*ins, self.reverse, self.masks)  # noqa: E731
+            return tuple(graph_grads(fn, list(saved), list(grads)))
+        w = saved[2]._data
+        rzs, ns, hns, hps = self.vals
+        self.vals = None
+        L, N, H = ns.shape
+        H2 = 2 * H
+        dout = grads[0]._data
+        dh = grads[1]._data
+        om = 1 - rzs                                    # 1 - r, 1 - z
+        omn = 1 - ns * ns
+        dgx = np.empty((L, N, 3 * H), ns.dtype)
+        dgh = np.empty((L, N, 3 * H), ns.dtype)
+        ms = self.masks
+        nf = self.next_functions
+        dz = yw = None
+        for t in (range(L) if self.reverse else range(L - 1, -1, -1)):
+            rz, omt = rzs[t], om[t]
+            r, z = rz[:, :H], rz[:, H:]
+            n, hn, h = ns[t], hns[t], hps[t]
+            # the gradient reaching h_t, its parts summed in the order the per-step graph sums them
+            if ms is not None:
+                m, nm = ms[t][0]._data, ms[t][1]._data
+                dh2 = (dout[t] + dh) * m
+            elif dz is None:
+                dh2 = dout[t] + dh
+            else:
+                dh2 = dout[t] + dz
+                dh2 += yw
+            x, y = dgx[t], dgh[t]
+            dan = x[:, H2:]                             # dh2 * (1 - z) * (1 - n^2)
+            np.multiply(dh2, omt[:, H:], out=dan)
+            dan *= omn[t]
+            dar = x[:, :H]                              # dan * hn * r * (1 - r)
+            np.multiply(dan, hn, out=dar)
+            dar *= r
+            dar *= omt[:, :H]
+            daz = x[:, H:H2]                            # dh2 * (h - n) * z * (1 - z)
+            np.subtract(h, n, out=daz)
+            daz *= dh2
+            daz *= z
+            daz *= omt[:, H:]
+            y[:, :H2] = x[:, :H2]
+            np.multiply(dan, r, out=y[:, H2:])
+            dz = dh2 * z
+            yw = y @ w
+            if ms is not None:
+                dh = dz + yw + dh * nm
+        if ms is None:
+            dh = dz + yw
+        back = slice(None) if self.reverse else slice(None, None, -1)
+        dw = np.matmul(dgh.transpose(0, 2, 1), np.stack(hps))[back].sum(0) if nf[2][0] is not None else None
+        db = dgh.sum(1)[back].sum(0) if nf[3][0] is not None else None
+        out = [dgx, dh, dw, db]
+        return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
+                     for k, a in enumerate(out))
+
+
+# named as PyTorch's GRU output shows it (the stack of the per-step outputs)
+_GruLayerStack = type("StackBackward0", (_GruLayerNode,), {})
+
+
+def gru_layer_composite(gx, h, w_hh, b_hh, reverse=False, masks=None):
+    """(outputs (L, N, H), h_L) of a GRU layer over the input projections ``gx`` (L, N, 3H)
+    as tensor ops; ``masks`` as in ``lstm_layer_composite``."""
+    from ._linear import linear
+    from .shape import stack, unbind
+    steps = unbind(gx, 0)
+    L = len(steps)
+    outs = [None] * L
+    for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        h2 = gru_composite(steps[t], linear(h, w_hh, b_hh), h)
+        if masks is not None:
+            m, nm = masks[t]
+            outs[t] = h2 * m
+            h = h2 * m + h * nm
+        else:
+            outs[t] = h2
+            h = h2
+    return stack(outs, 0), h
+
+
+def gru_layer(gx, h0, w_hh, b_hh, reverse=False, masks=None):
+    """A GRU layer (one direction) over the input projections ``gx`` (L, N, 3H), as one
+    node: returns (outputs (L, N, H), h_L). ``masks`` as in ``lstm_layer_composite``."""
+    ga, w = gx._data, w_hh._data
+    b = b_hh._data if b_hh is not None else None
+    h = h0._data
+    L, N = ga.shape[:2]
+    H = h.shape[-1]
+    H2 = 2 * H
+    dt = np.result_type(ga, h, w)
+    out = np.empty((L, N, H), dt)
+    rzs = np.empty((L, N, H2), dt)
+    ns = np.empty((L, N, H), dt)
+    hns = [None] * L
+    hps = [None] * L
+    wt = w.T
+    for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        hps[t] = h
+        gh = h @ wt
+        if b is not None:
+            gh += b
+        a = ga[t]
+        s = a[:, :H2] + gh[:, :H2]
+        # sigmoid as _sig computes it
+        e = np.abs(s)
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        num = np.where(s >= 0, 1, e)
+        e += 1
+        rz = rzs[t]
+        np.divide(num, e, out=rz)
+        r, z = rz[:, :H], rz[:, H:]
+        hn = hns[t] = gh[:, H2:]
+        n = r * hn
+        np.add(a[:, H2:], n, out=n)
+        n = np.tanh(n, out=ns[t])
+        u = 1 - z
+        u *= n
+        v = z * h
+        if masks is not None:
+            h2 = u + v
+            m, nm = masks[t][0]._data, masks[t][1]._data
+            np.multiply(h2, m, out=out[t])
+            h = h2 * m + h * nm
+        else:
+            h = np.add(u, v, out=out[t])
+    node = node_for(_GruLayerStack, (gx, h0, w_hh, b_hh))
+    res = finish_multi(node, [out, np.array(h, dt, copy=True)])
+    if node is not None:
+        node.vals = (rzs, ns, hns, hps)
+        node.reverse = reverse
+        node.masks = masks
+        save(node, gx, h0, w_hh, b_hh)
+    return res

@@ -1,7 +1,9 @@
 """Recurrent layers: RNN, LSTM, GRU and their cells.
 
-The layers run one tensor-op cell per time step (the input projection of all steps is one
-GEMM up front), so gradients come from the ops' own backward. Packed sequences run on
+The input projection of all steps is one GEMM up front. LSTM (without projection) and GRU
+layers then run each direction as one node whose time loop works on arrays (backward
+through time included; under create_graph it differentiates the tensor-op composite);
+RNN and projected LSTM run one tensor-op cell per time step. Packed sequences run on
 their padded form with a per-step mask: finished sequences keep their last state.
 """
 import math
@@ -12,7 +14,7 @@ import numpy as np
 
 from ... import _creation
 from ...ops._base import finish
-from ...ops._seqkit import gru_composite, gru_pointwise, lstm_composite, lstm_pointwise
+from ...ops._seqkit import gru_composite, gru_layer, gru_pointwise, lstm_composite, lstm_layer, lstm_pointwise
 from ...ops.shape import cat, stack, unbind
 from ...ops.unary import tanh, relu
 from ..parameter import Parameter
@@ -148,7 +150,12 @@ class RNNBase(Module):
     def _direction(self, x, h, c, params, reverse, masks):
         """Run one direction over time-major ``x`` (L, N, F); returns (outputs (L, N, H), h, c)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = params
-        steps = unbind(_linear(x, w_ih, b_ih), 0)
+        gx = _linear(x, w_ih, b_ih)
+        if self.mode == "LSTM" and w_hr is None and gx.shape[0] > 0:
+            return lstm_layer(gx, h, c, w_hh, b_hh, reverse, masks)
+        if self.mode == "GRU" and gx.shape[0] > 0:
+            return (*gru_layer(gx, h, w_hh, b_hh, reverse, masks), None)
+        steps = unbind(gx, 0)
         L = len(steps)
         outs = [None] * L
         order = range(L - 1, -1, -1) if reverse else range(L)
