@@ -294,7 +294,8 @@ def _drain(dl):
 @pytest.mark.parametrize("kind", ["map", "iterable"])
 def test_iteration_goes_on_after_a_worker_error(kind, in_order, persistent):
     ours, theirs = (FailsAt(5), _torch_failsat) if kind == "map" else (ShardedFails(), _torch_shardedfails)
-    kw = dict(batch_size=2, num_workers=2, in_order=in_order, persistent_workers=persistent)
+    # timeout: a loader that stops delivering fails the test instead of blocking it
+    kw = dict(batch_size=2, num_workers=2, in_order=in_order, persistent_workers=persistent, timeout=10)
     torch = pytest.importorskip("torch")
     dl, tdl = DataLoader(ours, **kw), torch.utils.data.DataLoader(theirs(torch), **kw)
     # in_order=False hands batches out as the workers deliver them: compare them as a set
