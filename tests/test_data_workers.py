@@ -191,3 +191,119 @@ def test_error_inside_a_subset_names_both_indices():
     sub = Subset(FailsAt(13), list(range(16))[::-1])     # subset index 2 is dataset index 13
     with pytest.raises(ValueError, match=r"sample index 2 \(index 13 of the subset's dataset\)"):
         list(DataLoader(sub, batch_size=4, num_workers=1))
+
+
+_HANG_SCRIPT = """
+import json, sys
+from retrograd.utils.data import DataLoader, IterableDataset, get_worker_info
+
+class Sharded(IterableDataset):
+    def __iter__(self):
+        info = get_worker_info()
+        lo, step = (0, 1) if info is None else (info.id, info.num_workers)
+        return iter(range(lo, 10, step))
+
+dl = DataLoader(Sharded(), batch_size=3, num_workers=2, in_order=False, persistent_workers=sys.argv[1] == "1")
+print(json.dumps([[b.tolist() for b in dl] for _ in range(2)]))
+"""
+
+
+def _torch_batches(make_dataset, **kw):
+    torch = pytest.importorskip("torch")
+    return [b.tolist() for b in torch.utils.data.DataLoader(make_dataset(torch), **kw)]
+
+
+def _torch_sharded(torch):
+    class TSharded(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            info = torch.utils.data.get_worker_info()
+            lo, step = (0, 1) if info is None else (info.id, info.num_workers)
+            return iter(range(lo, 10, step))
+    return TSharded()
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_in_order_false_over_an_iterable_dataset_ends_the_epoch(persistent):
+    # Run in a child process with a time limit, so that a loader that never ends fails the test.
+    import json
+    import subprocess
+    import sys
+    src = os.path.dirname(os.path.dirname(retrograd.__file__))
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        r = subprocess.run([sys.executable, "-c", _HANG_SCRIPT, str(int(persistent))], env=env,
+                           capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("DataLoader(IterableDataset, num_workers=2, in_order=False) did not finish its epoch")
+    assert r.returncode == 0, r.stderr
+    epochs = json.loads(r.stdout)
+    ref = sorted(_torch_batches(_torch_sharded, batch_size=3, num_workers=2, in_order=False,
+                                persistent_workers=persistent))
+    assert ref == [[0, 2, 4], [1, 3, 5], [6, 8], [7, 9]]
+    assert [sorted(e) for e in epochs] == [ref, ref]
+
+
+class ShardedFails(IterableDataset):
+    """Worker 0's stream breaks at sample 4 (which ends that stream); worker 1's runs to 11."""
+
+    def __iter__(self):
+        info = get_worker_info()
+        for i in range(info.id, 12, info.num_workers):
+            if i == 4:
+                raise ValueError("bad sample 4")
+            yield i
+
+
+def _torch_shardedfails(torch):
+    class T(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            info = torch.utils.data.get_worker_info()
+            for i in range(info.id, 12, info.num_workers):
+                if i == 4:
+                    raise ValueError("bad sample 4")
+                yield i
+    return T()
+
+
+def _torch_failsat(torch):
+    class T(torch.utils.data.Dataset):
+        def __len__(self):
+            return 16
+
+        def __getitem__(self, i):
+            if i == 5:
+                raise ValueError(f"cannot read sample {i}")
+            return i
+    return T()
+
+
+def _drain(dl):
+    # Like a training loop that catches a worker's error and carries on.
+    it, out = iter(dl), []
+    while True:
+        try:
+            out.append(next(it).tolist())
+        except StopIteration:
+            return out
+        except ValueError:
+            out.append("error")
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("in_order", [True, False])
+@pytest.mark.parametrize("kind", ["map", "iterable"])
+def test_iteration_goes_on_after_a_worker_error(kind, in_order, persistent):
+    ours, theirs = (FailsAt(5), _torch_failsat) if kind == "map" else (ShardedFails(), _torch_shardedfails)
+    # timeout: a loader that stops delivering fails the test instead of blocking it
+    kw = dict(batch_size=2, num_workers=2, in_order=in_order, persistent_workers=persistent, timeout=10)
+    torch = pytest.importorskip("torch")
+    dl, tdl = DataLoader(ours, **kw), torch.utils.data.DataLoader(theirs(torch), **kw)
+    # in_order=False hands batches out as the workers deliver them: compare them as a set
+    same = (lambda a, b: a == b) if in_order else (lambda a, b: sorted(map(str, a)) == sorted(map(str, b)))
+    ref = _drain(tdl)
+    assert same(_drain(dl), ref)
+    assert "error" in ref and (len(ref) > ref.index("error") + 1 or not in_order)
+    if persistent:   # the next epoch is whole again
+        assert same(_drain(dl), _drain(tdl))
+        dl._iterator._shutdown_workers()
+        tdl._iterator._shutdown_workers()

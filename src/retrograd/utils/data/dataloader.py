@@ -112,8 +112,10 @@ class DataLoader:
     ``generator`` makes it reproducible), ``sampler``, ``batch_sampler``, ``drop_last``,
     ``collate_fn``, ``num_workers`` (real worker processes), ``prefetch_factor``,
     ``persistent_workers``, ``worker_init_fn``, ``timeout``, ``in_order`` (False hands batches
-    out as the workers deliver them); ``pin_memory`` is accepted and does nothing on the CPU. A worker's error is raised again in the main process with the
-    worker's number, the failing sample index and the worker's traceback.
+    out as the workers deliver them); ``pin_memory`` is accepted and does nothing on the CPU.
+    A worker's error is raised again in the main process with the worker's number, the failing
+    sample index and the worker's traceback; the next ``next()`` goes on with the remaining
+    batches, as in PyTorch.
     """
     __initialized = False
 
@@ -352,6 +354,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._task_info = {}
         self._tasks_outstanding = 0
         self._workers_status = [True] * self._num_workers
+        self._workers_num_tasks = [0] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
         if not first_iter:
             for q in self._index_queues:
@@ -398,35 +401,37 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _next_data(self):
         if self._shutdown:
             raise StopIteration
-        if not self._in_order:
-            return self._next_data_any_order()
         while True:
+            # Skip the tasks that an exhausted worker (its iterable dataset ran out) will never
+            # answer: it drops whatever it is sent after its StopIteration.
             while self._rcvd_idx < self._send_idx:
-                info = self._task_info[self._rcvd_idx]
-                if len(info) == 2 or self._workers_status[info[0]]:
-                    break
-                del self._task_info[self._rcvd_idx]
+                info = self._task_info.get(self._rcvd_idx)
+                if info is not None:
+                    if len(info) == 2 or self._workers_status[info[0]]:
+                        break
+                    del self._task_info[self._rcvd_idx]
                 self._rcvd_idx += 1
             else:
                 if not self._persistent_workers:
                     self._shutdown_workers()
                 raise StopIteration
-            if len(self._task_info[self._rcvd_idx]) == 2:
-                data = self._task_info.pop(self._rcvd_idx)[1]
+            info = self._task_info[self._rcvd_idx]
+            if len(info) == 2:  # arrived earlier, out of order
+                del self._task_info[self._rcvd_idx]
                 self._rcvd_idx += 1
-                return self._process_data(data)
+                return self._process_data(info[1], info[0])
             idx, data = self._get_data()
             self._tasks_outstanding -= 1
             if isinstance(data, _worker._IterableDatasetStopIteration):
                 self._worker_exhausted(data.worker_id)
                 continue
-            if idx != self._rcvd_idx:
-                if idx in self._task_info:
-                    self._task_info[idx] += (data,)
-            else:
-                del self._task_info[idx]
-                self._rcvd_idx += 1
-                return self._process_data(data)
+            if idx == self._rcvd_idx or not self._in_order:
+                # in_order=False: hand it out now; the loop above steps over the gap it leaves
+                worker_id = self._task_info.pop(idx)[0]
+                if idx == self._rcvd_idx:
+                    self._rcvd_idx += 1
+                return self._process_data(data, worker_id)
+            self._task_info[idx] += (data,)
 
     def _worker_exhausted(self, worker_id):
         # The worker's iterable dataset ran out: stop asking it (keep it alive if persistent).
@@ -436,44 +441,34 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._mark_worker_as_unavailable(worker_id)
         self._try_put_index()
 
-    def _next_data_any_order(self):
-        # in_order=False: hand out each batch as soon as a worker delivers it.
-        while True:
-            if self._tasks_outstanding == 0:
-                if not self._persistent_workers:
-                    self._shutdown_workers()
-                raise StopIteration
-            idx, data = self._get_data()
-            self._tasks_outstanding -= 1
-            self._task_info.pop(idx, None)
-            if isinstance(data, _worker._IterableDatasetStopIteration):
-                self._worker_exhausted(data.worker_id)
-                continue
-            return self._process_data(data)
-
     def _try_put_index(self):
-        if self._tasks_outstanding >= self._prefetch_factor * self._num_workers:
+        max_tasks = self._prefetch_factor * self._num_workers
+        if self._tasks_outstanding >= max_tasks:
             return
-        try:
+        for _ in range(self._num_workers):  # the next worker still at work
+            worker_queue_idx = next(self._worker_queue_idx_cycle)
+            if self._workers_status[worker_queue_idx]:
+                # in_order=False: only to a worker with room, so a slow one does not hoard the work
+                if self._in_order or \
+                        self._workers_num_tasks[worker_queue_idx] < max_tasks // sum(self._workers_status):
+                    break
+        else:
+            return
+        try:  # drawn only once a worker can take it, so that no batch is skipped
             index = self._next_index()
         except StopIteration:
             return
-        for _ in range(self._num_workers):
-            worker_queue_idx = next(self._worker_queue_idx_cycle)
-            if self._workers_status[worker_queue_idx]:
-                break
-        else:
-            return
         self._index_queues[worker_queue_idx].put((self._send_idx, index))
         self._task_info[self._send_idx] = (worker_queue_idx,)
+        self._workers_num_tasks[worker_queue_idx] += 1
         self._tasks_outstanding += 1
         self._send_idx += 1
 
-    def _process_data(self, data):
+    def _process_data(self, data, worker_id):
+        # A worker's error is raised for this batch only: the next call goes on with the others.
+        self._workers_num_tasks[worker_id] -= 1
         self._try_put_index()
         if isinstance(data, _worker.ExceptionWrapper):
-            if not self._persistent_workers:  # the epoch ends here: do not leave workers behind
-                self._shutdown_workers()
             data.reraise()
         return data
 
