@@ -174,10 +174,6 @@ class Tensor:
     def nbytes(self):
         return self._data.nbytes
 
-    @property
-    def is_floating_point_(self):
-        return self.dtype.is_floating_point
-
     def is_floating_point(self):
         return self._data.dtype.kind == "f"
 

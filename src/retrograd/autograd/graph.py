@@ -123,10 +123,6 @@ class Node:
         if self._saved is not None:
             self._saved = _RELEASED
 
-    def _raise_if_released(self):
-        if self._saved is _RELEASED:
-            raise RuntimeError(SECOND_BACKWARD_MSG)
-
     # --- hooks ----------------------------------------------------------------------
     def register_hook(self, fn):
         """Run ``fn(grad_inputs, grad_outputs)`` after this node; it may return new grad_inputs."""

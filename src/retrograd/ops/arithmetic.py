@@ -495,10 +495,6 @@ def float_power(input, exponent, *, out=None):
 
 
 # The methods bound onto Tensor by ops/__init__.py.
-def _r(fn):
-    return lambda self, other: fn(other, self)
-
-
 def _rtruediv(self, other):
     from .unary import reciprocal
     return mul(reciprocal(self), other)

@@ -123,14 +123,6 @@ def index_select(input, dim, index, *, out=None):
     return res if out is None else write_out(out, res, "index_select")
 
 
-def _check_index_source(x, d, a, src, op):
-    if src.ndim and x.ndim:
-        ns = src.shape[d] if d < src.ndim else 1
-        if a.size != ns:
-            return ns
-    return None
-
-
 class IndexAddBackward0(OpNode):
     def backward(self, g):
         nf = self.next_functions
