@@ -603,3 +603,52 @@ def rebase_history(self, node, output_nr):
     self._requires_grad = True
     if old is not None and old._retain_grad_hooks:
         old._move_retain_grad(old_nr, node, output_nr)
+
+
+# --- gradients that are zero somewhere: select, never multiply ------------------------------
+
+class _MaskedGradNode(OpNode):
+    """Backward of a masked gradient: linear in the incoming gradient, constant in ``dep``
+    (PyTorch's ``threshold_backward`` and friends: their derivative w.r.t. the tensor the
+    mask came from is zero, but the result still belongs to the graph)."""
+
+    def backward(self, gg):
+        nf = self.next_functions
+        dg = masked_grad(gg, self.factor, None) if nf[0][0] is not None else None
+        if nf[1][0] is None:
+            return dg, None
+        z = finish(None, np.zeros(self.dep_shape, dtype=gg._data.dtype))
+        return dg, z
+
+
+def masked_grad(g, factor, dep, name="ThresholdBackwardBackward0"):
+    """``g * factor`` where ``factor`` (a bool mask or an array broadcastable to ``g``) is
+    constant; positions where ``factor`` is 0 are exactly 0 even when ``g`` is inf or nan,
+    as in PyTorch, where such gradients are selected rather than multiplied.
+
+    Under ``create_graph`` the result stays in the graph whenever ``g`` or ``dep`` (the
+    tensor the mask was computed from) requires grad, as PyTorch's ``*_backward`` kernels
+    do; its derivative w.r.t. ``dep`` is zero.
+    """
+    gd = g._data
+    xp = np if type(gd) is _ndarray else xp_of(g)
+    f = factor._data if isinstance(factor, Tensor) else factor
+    if getattr(f, "dtype", None) is not None and f.dtype.kind == "b":
+        r = xp.where(f, gd, xp.zeros((), dtype=gd.dtype))
+    else:
+        prod = gd * f
+        r = xp.where(f != 0, prod, xp.zeros((), dtype=prod.dtype))
+    r = arr(r.astype(gd.dtype, copy=False))
+    node = node_for(_MASKED_NODES.get(name) or _masked_node(name), (g, dep))
+    if node is not None:
+        node.factor = f
+        node.dep_shape = dep._data.shape if dep is not None else None
+    return finish(node, r)
+
+
+_MASKED_NODES = {}
+
+
+def _masked_node(name):
+    cls = _MASKED_NODES[name] = type(name, (_MaskedGradNode,), {"__module__": __name__})
+    return cls
