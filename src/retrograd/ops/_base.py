@@ -152,7 +152,7 @@ def _error_type_name(t):
 
 
 def _version_error(t, cur, expected):
-    fn = t._grad_fn
+    fn = t.grad_fn if t._base is not None else t._grad_fn   # (a view's as rebuilt now, as PyTorch shows)
     shape = "[" + ", ".join(str(s) for s in t._data.shape) + "]"
     where = f", which is output {t._output_nr} of {_short_name(fn)}," if fn is not None else ""
     from ..autograd import anomaly
@@ -176,6 +176,12 @@ def node_for(cls, inputs):
     wanted = False
     for t in inputs:
         if t is None or not t._requires_grad:
+            if t is not None and t._base is not None and t._base._requires_grad:
+                # A view made before its base required grad, or under no_grad: it
+                # requires grad; its edge is the rebuilt grad_fn's, or none.
+                wanted = True
+                edges.append(t._edge())
+                continue
             edges.append(_NO_EDGE)
             continue
         wanted = True
@@ -298,15 +304,22 @@ def finish_multi(node, datas):
     return outs
 
 
-def view_of(base, t, view_fn=None):
+def view_of(base, t, view_fn=None, multi=False):
     """Mark ``t`` as a view of ``base``: they share a version counter, and ``view_fn``
-    rebuilds the view from the root base (for in-place ops on views: CopySlices)."""
+    rebuilds the view from the root base (for in-place ops on views: CopySlices).
+
+    ``multi``: ``t`` is one of several views made by one op (split, unbind, chunk). As
+    in PyTorch, a view made under no_grad or by such an op (or a view of one) can never
+    have its history rebased by an in-place op (``check_inplace``, ``_refresh_view``)."""
     v = t._vc = base._shared_version()
     t._view_ver = v[0]
-    if not _state.grad and base._requires_grad:
+    if not _state.grad:
         t._nograd_view = True
-    fn = t._grad_fn
-    if fn is not None and len(fn._out_meta) > 1:
+    elif multi:
+        t._multi_view = True
+    elif base._nograd_view:
+        t._nograd_view = True
+    elif base._multi_view:
         t._multi_view = True
     root = base._base
     if root is None:
@@ -488,27 +501,48 @@ def write_out(out, result, opname):
 LEAF_INPLACE_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 
 
-NOGRAD_VIEW_MSG = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that "
-    "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both "
-    "the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
-    "tracked) or both outside (if you want the inplace to be tracked).")
+_MULTI_VIEW_MSG = (" This view is the output of a function that returns multiple views. Such functions do not "
+                   "allow the output views to be modified inplace. You should replace the inplace operation by "
+                   "an out-of-place one.")
+_NOGRAD_VIEW_MSG = (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+                    "code by moving both the view and the inplace either both inside the no_grad block (if you "
+                    "don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
 
 
-def check_inplace(t):
-    """Refuse in-place ops on leaves that require grad (before anything is touched)."""
-    if t._nograd_view and _state.grad:
-        raise RuntimeError(NOGRAD_VIEW_MSG)
-    if t._multi_view and _state.grad and t._requires_grad:
-        raise RuntimeError(
-            f"Output {t._output_nr} of {_short_name(t._grad_fn)} is a view and is being modified inplace. This "
-            "view is the output of a function that returns multiple views. Such functions do not allow the "
-            "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.")
-    if t._requires_grad and t._grad_fn is None and _state.grad:
-        raise RuntimeError(LEAF_INPLACE_MSG)
-    base = t._base
-    if base is not None and base._requires_grad and base._grad_fn is None and _state.grad:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+def view_rebase_error(t, indirect):
+    """PyTorch's error for rebasing the history of a view that cannot be rebased (made
+    under no_grad, or by an op with several view outputs): written in place itself, or
+    (``indirect``) through its base or a sibling view."""
+    fn = t._grad_fn
+    what = "its base or another view of its base has been" if indirect else "is being"
+    if t._nograd_view or fn is None:
+        prefix = (f"Output {t._output_nr} of {_short_name(fn)} is a view of a view which was created in"
+                  if fn is not None else "A view was created in")
+        msg = f"{prefix} no_grad mode and {what} modified inplace with grad mode enabled."
+    else:
+        msg = f"Output {t._output_nr} of {_short_name(fn)} is a view and {what} modified inplace."
+    return RuntimeError(msg + (_MULTI_VIEW_MSG if t._multi_view else _NOGRAD_VIEW_MSG))
+
+
+def check_inplace(t, *others):
+    """Refuse, before anything is touched, the in-place ops PyTorch refuses when the op is
+    recorded (grad mode on and ``t`` or one of ``others`` requires grad): on leaves that
+    require grad, on views of leaves, and on views whose history cannot be rebased."""
+    if _state.grad:
+        rg = t._requires_grad
+        base = t._base
+        if base is not None and not rg:
+            rg = base._requires_grad
+        if rg or any(isinstance(o, Tensor) and o._requires_grad for o in others):
+            if base is not None:
+                if t._nograd_view or t._multi_view:
+                    raise view_rebase_error(t, False)
+                if rg and base._grad_fn is None:
+                    raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                                       "in-place operation.")
+                t._refresh_view()
+            if rg and t._grad_fn is None:
+                raise RuntimeError(LEAF_INPLACE_MSG)
     if t._inference and not _state.inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed."
                            "You can make a clone to get a normal tensor before doing inplace update."
@@ -529,7 +563,7 @@ def apply_inplace(self, fn, *args, **kwargs):
     snapshot of the old value stands in for ``self`` so a node that saved it is not
     invalidated by this very write.
     """
-    check_inplace(self)
+    check_inplace(self, *args)
     recording = _state.grad and (self._requires_grad or any(
         isinstance(a, Tensor) and a._requires_grad for a in args))
     if recording:

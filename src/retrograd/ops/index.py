@@ -649,7 +649,7 @@ def setitem(self, idx, value):
         if kind == "slices":
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
         raise RuntimeError(LEAF_INPLACE_MSG)
-    check_inplace(self)
+    check_inplace(self, vt)
     region_shape = _region_shape(x.shape, region_index)
     vd = v
     if vt is not None:
@@ -671,7 +671,7 @@ def setitem(self, idx, value):
         if vd.dtype != x.dtype:
             vd = vd.astype(x.dtype)
     recording = (_state.grad and x.dtype.kind in "fc"
-                 and (self._requires_grad or (vt is not None and vt._requires_grad)))
+                 and (self.requires_grad or (vt is not None and vt.requires_grad)))
     x[region_index] = vd
     self._bump_version()
     if not recording:
@@ -697,12 +697,10 @@ def setitem(self, idx, value):
 def _rebase_view(view, base, cls, region_index, vedge, vshape):
     """``view[idx] = v`` where ``view`` is a view of ``base``: the base gets a CopySlices
     node over the written part of its own storage, and the view is re-derived from it."""
-    from ..autograd.grad_mode import no_grad
+    from .view_inplace import _positions, regenerate_view
     bd = base._data
-    n = bd.size
-    with no_grad():
-        lin = Tensor._make(np.arange(n, dtype=np.int64).reshape(bd.shape))
-        pos = view._view_fn(lin)._data[region_index]
+    pos = _positions(view, base)
+    pos = (np.arange(bd.size, dtype=np.int64) if pos is None else pos).reshape(view._data.shape)[region_index]
     bregion = np.unravel_index(pos, bd.shape) if bd.ndim else (Ellipsis,)
     node = _new_node(CopySlices,
                      base._edge() if base._requires_grad else (None, 0))
@@ -710,13 +708,13 @@ def _rebase_view(view, base, cls, region_index, vedge, vshape):
     node.np_index = bregion
     node.value_shape = vshape
     node._out_meta = ((bd.shape, bd.dtype),)
+    old, old_nr = base._grad_fn, base._output_nr
     base._grad_fn = node
     base._output_nr = 0
     base._requires_grad = True
-    nv = view._view_fn(base)
-    view._grad_fn = nv._grad_fn
-    view._output_nr = nv._output_nr
-    view._requires_grad = True
+    if old is not None and old._retain_grad_hooks:
+        old._move_retain_grad(old_nr, node, 0)
+    regenerate_view(view)
 
 
 def _dname(npdt):

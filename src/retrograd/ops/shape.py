@@ -698,7 +698,8 @@ def _split_views(input, sizes, d, cls):
     if node is not None:
         node.dim = d
     outs = finish_multi(node, datas)
-    return tuple(view_of(input, o, lambda b, a=a, n=n: _slice(b, d, a, a + n)) for o, a, n in zip(outs, offs, sizes))
+    return tuple(view_of(input, o, lambda b, a=a, n=n: _slice(b, d, a, a + n), True)
+                 for o, a, n in zip(outs, offs, sizes))
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -760,7 +761,8 @@ def unbind(input, dim=0):
     if node is not None:
         node.dim = d
     datas = [x[(slice(None),) * d + (i, Ellipsis)] for i in range(x.shape[d])]
-    return tuple(view_of(input, o, lambda b, i=i: select(b, d, i)) for i, o in enumerate(finish_multi(node, datas)))
+    return tuple(view_of(input, o, lambda b, i=i: select(b, d, i), True)
+                 for i, o in enumerate(finish_multi(node, datas)))
 
 
 # *** narrow / select / tensor_split ***

@@ -7,7 +7,9 @@ gradient, hands the view's slice of it to ``fn``, writes what ``fn`` returns for
 view's old value back into that slice, and passes the rest of ``fn``'s gradients on.
 ``y = x * 2; y[0] = 0`` thus gives ``x.grad = [0, 2, 2]`` after ``y.sum().backward()``.
 """
-from ._base import Tensor, _state
+import numpy as np
+
+from ._base import Tensor, OpNode, _state, view_rebase_error
 from ..autograd.graph import Node, _seq, _RELEASED, SECOND_BACKWARD_MSG
 
 __all__ = []
@@ -90,20 +92,71 @@ def copy_slices(view, node, output_nr):
     if old is not None and old._retain_grad_hooks:
         old._move_retain_grad(old_nr, cs, 0)
     node._out_meta = ((view._data.shape, view._data.dtype),)
-    # The view's own grad_fn is replayed from the base's new history.
-    vold, vold_nr = view._grad_fn, view._output_nr
-    prev = _state.grad
-    _state.grad = True
-    try:
-        nv = view._view_fn(base)
-    finally:
-        _state.grad = prev
-    view._grad_fn = nv._grad_fn
-    view._output_nr = nv._output_nr
-    view._requires_grad = True
-    view._view_ver = view._vc[0]
-    if vold is not None and vold._retain_grad_hooks:
-        vold._move_retain_grad(vold_nr, view._grad_fn, view._output_nr)
+    regenerate_view(view)
     return view
 
 
+class AsStridedBackward0(OpNode):
+    """grad_fn of a view whose base's history changed after the view was made: the
+    gradient goes back to the base's elements the view covers (summed where several
+    view elements share one, as after ``expand``)."""
+
+    def backward(self, g):
+        if self.pos is None:   # the view covers its base once, in order
+            return g.reshape(self.base_shape)
+        from .index import put_np
+        return put_np(g.reshape(-1), (self.numel,), (self.pos,)).reshape(self.base_shape)
+
+
+def _positions(view, base):
+    """For each element of ``view``, the flat (row-major) position in ``base`` of the
+    element it shares memory with; None when that is simply ``arange(base.numel())``."""
+    vd, bd = view._data, base._data
+    n = bd.size
+    if type(vd) is np.ndarray and type(bd) is np.ndarray and bd.flags.c_contiguous and vd.dtype == bd.dtype:
+        k = bd.itemsize
+        off = (vd.__array_interface__["data"][0] - bd.__array_interface__["data"][0]) // k
+        pos = np.full(vd.shape, off, np.int64)
+        for d, (m, st) in enumerate(zip(vd.shape, vd.strides)):
+            if m > 1:
+                shape = [1] * vd.ndim
+                shape[d] = m
+                pos = pos + (np.arange(m, dtype=np.int64) * (st // k)).reshape(shape)
+    else:
+        prev = _state.grad
+        _state.grad = False
+        try:
+            lin = Tensor._make(np.arange(n, dtype=np.int64).reshape(bd.shape))
+            pos = np.asarray(view._view_fn(lin)._data, dtype=np.int64)
+        finally:
+            _state.grad = prev
+    if pos.size == n and (n == 0 or (pos.ravel() == np.arange(n)).all()):
+        return None
+    return pos.reshape(-1)
+
+
+def regenerate_view(view, indirect=False):
+    """Give ``view`` a fresh grad_fn after its base's history changed (PyTorch's lazy
+    view rule: an AsStridedBackward0 on the base's current grad_fn). ``indirect``: the
+    change came through the base or a sibling view; views that cannot be rebased refuse."""
+    if indirect and (view._nograd_view or view._multi_view):
+        raise view_rebase_error(view, True)
+    view._view_ver = view._vc[0]
+    if view._view_fn is None:   # (a dtype view: nothing to rebuild it from)
+        return
+    base = view._base
+    node = object.__new__(AsStridedBackward0)
+    node.next_functions = (base._edge(),)
+    node._seq = _next(_seq)
+    if Node._anomaly_stack is not None:
+        node._trace = Node._anomaly_stack()
+    node.base_shape = base._data.shape
+    node.numel = base._data.size
+    node.pos = _positions(view, base)
+    node._out_meta = ((view._data.shape, view._data.dtype),)
+    old, old_nr = view._grad_fn, view._output_nr
+    view._grad_fn = node
+    view._output_nr = 0
+    view._requires_grad = True
+    if old is not None and old._retain_grad_hooks:
+        old._move_retain_grad(old_nr, node, 0)
