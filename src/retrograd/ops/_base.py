@@ -133,7 +133,7 @@ class OpNode(Node):
 def _short_name(fn):
     """How PyTorch names a node in the in-place error: ``ExpBackward0`` -> ``Exp``,
     ``ClampBackward1`` -> ``Clamp1``, its own C++ nodes by their C++ names."""
-    n = fn.name()
+    n = fn.__name__ if isinstance(fn, type) else fn.name()
     if n in ("CopySlices", "AccumulateGrad", "CopyBackwards"):
         return "torch::autograd::" + n
     i = n.rfind("Backward")
@@ -313,8 +313,12 @@ def view_of(base, t, view_fn=None, multi=False):
     have its history rebased by an in-place op (``check_inplace``, ``_refresh_view``)."""
     v = t._vc = base._shared_version()
     t._view_ver = v[0]
-    if not _state.grad:
-        t._nograd_view = True
+    if t._inference and not base._inference:
+        t._inference = False   # (a view of a normal tensor made in inference mode is a normal tensor)
+    if base._nograd_view == "inference":
+        t._nograd_view = "inference"
+    elif not _state.grad:
+        t._nograd_view = "inference" if _state.inference else True
     elif multi:
         t._multi_view = True
     elif base._nograd_view:
@@ -509,19 +513,35 @@ _NOGRAD_VIEW_MSG = (" Given that this use case is ambiguous and error-prone, it 
                     "don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
 
 
-def view_rebase_error(t, indirect):
+_OWN = object()
+
+
+def view_rebase_error(t, indirect, through=_OWN):
     """PyTorch's error for rebasing the history of a view that cannot be rebased (made
-    under no_grad, or by an op with several view outputs): written in place itself, or
-    (``indirect``) through its base or a sibling view."""
-    fn = t._grad_fn
-    what = "its base or another view of its base has been" if indirect else "is being"
-    if t._nograd_view or fn is None:
-        prefix = (f"Output {t._output_nr} of {_short_name(fn)} is a view of a view which was created in"
-                  if fn is not None else "A view was created in")
-        msg = f"{prefix} no_grad mode and {what} modified inplace with grad mode enabled."
+    under no_grad or in inference mode, or by an op with several view outputs): written
+    in place itself, or (``indirect``) through its base or a sibling view. ``through``:
+    the write goes through a further view of ``t`` made by that node class (``t[i] = v``),
+    or None when that view would have no grad_fn."""
+    if through is _OWN:
+        fn = t._grad_fn
+        nr, name = t._output_nr, (_short_name(fn) if fn is not None else None)
     else:
-        msg = f"Output {t._output_nr} of {_short_name(fn)} is a view and {what} modified inplace."
-    return RuntimeError(msg + (_MULTI_VIEW_MSG if t._multi_view else _NOGRAD_VIEW_MSG))
+        nr, name = 0, (_short_name(through) if through is not None else None)
+    what = "its base or another view of its base has been" if indirect else "is being"
+    meta = t._nograd_view
+    if meta or name is None:
+        prefix = (f"Output {nr} of {name} is a view of a view which was created in" if name is not None
+                  else "A view was created in")
+        if meta == "inference":
+            msg = f"{prefix} inference mode and {what} modified inplace in normal mode."
+        else:
+            msg = f"{prefix} no_grad mode and {what} modified inplace with grad mode enabled."
+    else:
+        msg = f"Output {nr} of {name} is a view and {what} modified inplace."
+    if t._multi_view:
+        return RuntimeError(msg + _MULTI_VIEW_MSG)
+    tail = _NOGRAD_VIEW_MSG.replace("no_grad block", "inference_mode block") if meta == "inference" else _NOGRAD_VIEW_MSG
+    return RuntimeError(msg + tail)
 
 
 def check_inplace(t, *others):

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
-                    check_inplace, LEAF_INPLACE_MSG)
+                    check_inplace, view_rebase_error, LEAF_INPLACE_MSG)
 from ..autograd.graph import _seq, Node
 
 __all__ = ["where", "nonzero", "argwhere", "index_put"]
@@ -414,7 +414,7 @@ def _parse(shape, idx, setting=False):
 
 def _chain(x_tensor, steps, final_cls=None, adv_index=None, adv_in_shape=None):
     """Build the grad_fn chain for ``steps`` (+ an optional IndexBackward0); return the last node."""
-    if not (_state.grad and x_tensor._requires_grad):
+    if not (_state.grad and _rg(x_tensor)):
         return None
     npdt = x_tensor._data.dtype
     edge = x_tensor._edge()
@@ -430,6 +430,11 @@ def _chain(x_tensor, steps, final_cls=None, adv_index=None, adv_in_shape=None):
         node = _new_node(final_cls, edge)
         node.in_shape, node.np_index = adv_in_shape, adv_index
     return node
+
+
+def _rg(t):
+    """Whether ``t`` requires grad (a view does when its base does)."""
+    return t._requires_grad or (t._base is not None and t._base._requires_grad)
 
 
 def _new_node(cls, edge):
@@ -474,7 +479,7 @@ def getitem(self, idx):
             r = x[idx]
             cls = SliceBackward0
         node = None
-        if _state.grad and self._requires_grad:
+        if _state.grad and _rg(self):
             node = _new_node(cls, self._edge())
             node.in_shape, node.np_index = x.shape, (idx,)
         return view_of(self, finish(node, r), lambda b, i=idx: getitem(b, i))
@@ -511,7 +516,7 @@ def _getitem_basic_tuple(self, x, idx):
     r = x[idx + (Ellipsis,)]
     if not steps:
         steps = [(AliasBackward0, x.shape, None)]
-    node = _chain(self, steps) if _state.grad and self._requires_grad else None
+    node = _chain(self, steps)
     return view_of(self, finish(node, r), lambda b, i=idx: getitem(b, i))
 
 
@@ -649,6 +654,10 @@ def setitem(self, idx, value):
         if kind == "slices":
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
         raise RuntimeError(LEAF_INPLACE_MSG)
+    if (kind == "slices" and (self._nograd_view or self._multi_view) and _state.grad
+            and (_rg(self) or (vt is not None and vt.requires_grad))):
+        # The write goes into the view ``self[idx]``, which inherits how ``self`` was made.
+        raise view_rebase_error(self, False, steps[-1][0] if _rg(self) else None)
     check_inplace(self, vt)
     region_shape = _region_shape(x.shape, region_index)
     vd = v
@@ -678,13 +687,13 @@ def setitem(self, idx, value):
         return
     cls = {"self": FillBackward3 if vt is None else CopyBackwards, "slices": CopySlices,
            "index_put": IndexPutBackward0}[kind]
-    vedge = vt._edge() if vt is not None and vt._requires_grad else (None, 0)
+    vedge = vt._edge() if vt is not None else (None, 0)
     vshape = vt._data.shape if vt is not None else ()
     base = self._base
     if base is not None and self._view_fn is not None:
         _rebase_view(self, base, cls, region_index, vedge, vshape)
         return
-    node = _new_node(cls, self._edge() if self._requires_grad else (None, 0))
+    node = _new_node(cls, self._edge())
     node.next_functions = node.next_functions + (vedge,)
     node.np_index = region_index
     node.value_shape = vshape

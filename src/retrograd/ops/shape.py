@@ -1222,6 +1222,8 @@ def _metadata_inplace(fn, name):
         if self._base is not None and getattr(r, "_view_fn", None) is not None:
             self._view_fn = r._view_fn
         self._bump_version()
+        if self._base is not None:
+            self._view_ver = self._vc[0]   # its grad_fn was just set: current, not stale
         return self
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"In-place ``{fn.__name__}``: this tensor takes the new shape."
