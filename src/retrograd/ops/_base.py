@@ -483,6 +483,7 @@ def write_out(out, result, opname):
         raise RuntimeError(f"{opname}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
     r = result._data
+    check_internal_overlap(out._data)
     if out._data.shape != r.shape:
         if out._data.size != 0:
             import warnings
@@ -544,10 +545,67 @@ def view_rebase_error(t, indirect, through=_OWN):
     return RuntimeError(msg + tail)
 
 
-def check_inplace(t, *others):
+INTERNAL_OVERLAP_MSG = ("unsupported operation: more than one element of the written-to tensor refers to a "
+                        "single memory location. Please clone() the tensor before performing the operation.")
+PARTIAL_OVERLAP_MSG = ("unsupported operation: some elements of the input tensor and the written-to tensor refer "
+                       "to a single memory location. Please clone() the tensor before performing the operation.")
+
+
+def check_internal_overlap(d):
+    """PyTorch refuses to write into an array where several elements share one location
+    (a stride-0 dimension of size > 1, as made by ``expand``)."""
+    st = d.strides
+    if 0 in st:
+        for n, s in zip(d.shape, st):
+            if s == 0 and n > 1:
+                raise RuntimeError(INTERNAL_OVERLAP_MSG)
+
+
+def _dense_span(a):
+    """(first, last + 1) byte address of an array whose elements tile a block of memory
+    exactly once (PyTorch's non-overlapping-and-dense), else None (too hard to tell)."""
+    if type(a) is not _ndarray:
+        return None
+    k = a.itemsize
+    expect = k
+    for s, n in sorted((s, n) for n, s in zip(a.shape, a.strides) if n != 1):
+        if s != expect:
+            return None
+        expect *= n
+    p = a.__array_interface__["data"][0]
+    return p, p + a.size * k
+
+
+def check_partial_overlap(out, inp):
+    """PyTorch's refusal to write ``out`` from ``inp`` when they share some memory but are
+    not the very same elements in the same layout."""
+    if out.size == 0 or inp.size == 0 or out is inp:
+        return
+    a = _dense_span(out)
+    if a is None:
+        return
+    b = _dense_span(inp)
+    if b is None:
+        return
+    if a == b:
+        if out.strides != inp.strides:
+            raise RuntimeError(PARTIAL_OVERLAP_MSG)
+    elif a[0] < b[1] and b[0] < a[1]:
+        raise RuntimeError(PARTIAL_OVERLAP_MSG)
+
+
+def check_inplace(t, *others, overlap=True):
     """Refuse, before anything is touched, the in-place ops PyTorch refuses when the op is
     recorded (grad mode on and ``t`` or one of ``others`` requires grad): on leaves that
-    require grad, on views of leaves, and on views whose history cannot be rebased."""
+    require grad, on views of leaves, and on views whose history cannot be rebased.
+    ``overlap``: also refuse writes into memory that several elements share, or that
+    overlaps a tensor in ``others`` only partly (as PyTorch's elementwise writes do)."""
+    if overlap:
+        d = t._data
+        check_internal_overlap(d)
+        for o in others:
+            if isinstance(o, Tensor):
+                check_partial_overlap(d, o._data)
     if _state.grad:
         rg = t._requires_grad
         base = t._base
@@ -583,7 +641,7 @@ def apply_inplace(self, fn, *args, **kwargs):
     snapshot of the old value stands in for ``self`` so a node that saved it is not
     invalidated by this very write.
     """
-    check_inplace(self, *args)
+    check_inplace(self, *args, *kwargs.values(), overlap=not getattr(fn, "_overlap_ok", False))
     recording = _state.grad and (self._requires_grad or any(
         isinstance(a, Tensor) and a._requires_grad for a in args))
     if recording:
@@ -613,6 +671,11 @@ def apply_inplace(self, fn, *args, **kwargs):
         raise RuntimeError(f"output with shape {list(sd.shape)} doesn't match the broadcast shape {list(rd.shape)}")
     if sd.ndim == 0 and type(sd) is _ndarray:
         sd[()] = rd
+    elif 0 in sd.strides:
+        # Elements sharing memory (an expanded tensor, for the ops PyTorch lets write one):
+        # only the elements the op changed are written, as PyTorch's kernels do.
+        m = rd != sd
+        sd[m] = rd[m]
     else:
         sd[...] = rd
     self._bump_version()

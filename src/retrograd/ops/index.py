@@ -12,7 +12,8 @@ import warnings
 import numpy as np
 
 from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
-                    check_inplace, view_rebase_error, LEAF_INPLACE_MSG)
+                    check_inplace, view_rebase_error, check_internal_overlap, check_partial_overlap,
+                    LEAF_INPLACE_MSG)
 from ..autograd.graph import _seq, Node
 
 __all__ = ["where", "nonzero", "argwhere", "index_put"]
@@ -386,6 +387,8 @@ def _parse(shape, idx, setting=False):
             else:
                 n = cur[dim]
                 if a.size:
+                    if n == 0:
+                        raise IndexError("index is out of bounds for dimension with size 0")
                     hi, lo = int(a.max()), int(a.min())
                     if hi >= n or lo < -n:
                         raise IndexError(f"index {hi if hi >= n else lo} is out of bounds for dimension {n_adv} "
@@ -658,7 +661,16 @@ def setitem(self, idx, value):
             and (_rg(self) or (vt is not None and vt.requires_grad))):
         # The write goes into the view ``self[idx]``, which inherits how ``self`` was made.
         raise view_rebase_error(self, False, steps[-1][0] if _rg(self) else None)
-    check_inplace(self, vt)
+    check_inplace(self, vt, overlap=False)
+    if kind == "index_put":   # (PyTorch's index_put_ writes expanded tensors, with a deprecation warning)
+        if vt is not None:
+            check_partial_overlap(x, vt._data)
+    else:                     # a copy into the region, a view of ``x``
+        reg = x[region_index]
+        if type(reg) is _ndarray:
+            check_internal_overlap(reg)
+            if vt is not None:
+                check_partial_overlap(reg, vt._data)
     region_shape = _region_shape(x.shape, region_index)
     vd = v
     if vt is not None:
@@ -765,6 +777,7 @@ def index_put_(self, indices, values, accumulate=False):
 
 
 def _index_put_acc(input, indices, values):
+    """``input`` with ``values`` added at ``indices`` (repeats accumulate)."""
     x = input._data
     steps, basic, adv_index, mid_shape = _parse(x.shape, tuple(indices))
     region = _compose(x.shape, basic, adv_index) if adv_index is not None else basic
@@ -777,6 +790,9 @@ def _index_put_acc(input, indices, values):
         node.np_index = region
         node.value_shape = vt._data.shape if vt is not None else ()
     return finish(node, x + z)
+
+
+_index_put_acc._overlap_ok = True   # (PyTorch's index_put_ writes expanded tensors, with a deprecation warning)
 
 
 # --- where, nonzero, argwhere -----------------------------------------------------------

@@ -7,8 +7,8 @@ from .._creation import _gen
 __all__ = []
 
 
-def _fill_inplace(self, values):
-    check_inplace(self)
+def _fill_inplace(self, values, overlap=True):
+    check_inplace(self, overlap=overlap)
     d = self._data
     if d.ndim == 0:
         d[()] = values
@@ -60,16 +60,17 @@ def fill_(self, value):
         if _state.grad and (self._requires_grad or value._requires_grad):
             return apply_inplace(self, _filled, value, FillBackward3)
         value = value._data
+        check_inplace(self, overlap=True)
     elif _state.grad and self._requires_grad:
         return apply_inplace(self, _filled, value, FillBackward2)
-    return _fill_inplace(self, value)
+    return _fill_inplace(self, value, overlap=False)   # (PyTorch fills expanded tensors with a number)
 
 
 def zero_(self):
     """Fill with zeros."""
     if _state.grad and self._requires_grad:
         return apply_inplace(self, _filled, 0, ZeroBackward0)
-    return _fill_inplace(self, 0)
+    return _fill_inplace(self, 0, overlap=False)
 
 
 def bernoulli_(self, p=0.5, *, generator=None):

@@ -82,8 +82,11 @@ def view(input, *shape):
 
 
 def _view_dtype(input, dtype):
+    # Not a differentiable view in PyTorch (no ``_base``): it shares memory and version only.
     d = D.to_dtype(dtype)
-    return view_of(input, finish(None, input._data.view(d.np)))
+    t = finish(None, input._data.view(d.np))
+    t._vc = input._shared_version()
+    return t
 
 
 def _reshape(input, shape):
@@ -144,8 +147,14 @@ def expand(input, *sizes):
     target = tuple(target)
     if target == x.shape:
         r = x.view()
+    elif type(x) is np.ndarray:
+        # Writable like PyTorch's expanded tensors (np.broadcast_to is read-only); writes that
+        # would land several elements on one location are refused by check_inplace.
+        lead = len(target) - x.ndim
+        strides = (0,) * lead + tuple(0 if s != t else st for s, t, st in zip(x.shape, target[lead:], x.strides))
+        r = np.lib.stride_tricks.as_strided(x, target, strides, writeable=x.flags.writeable)
     else:
-        r = np.broadcast_to(x, target) if type(x) is np.ndarray else x.__array_namespace__().broadcast_to(x, target)
+        r = x.__array_namespace__().broadcast_to(x, target)
     node = node_for(ExpandBackward0, (input,))
     if node is not None:
         node.shape = x.shape
@@ -471,7 +480,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     u = unsqueeze(input, d + 1)
     shape = list(u._data.shape)
     shape[d + 1] = k
-    return view(expand(u, shape).contiguous(), x.shape[:d] + (n * k,) + x.shape[d + 1:])
+    from .copy import clone   # always a copy, even when k == 1 (as PyTorch)
+    return view(clone(expand(u, shape)), x.shape[:d] + (n * k,) + x.shape[d + 1:])
 
 
 class FlipBackward0(OpNode):
@@ -1026,6 +1036,7 @@ def _tri(name, np_fn, cls):
 
 triu = _tri("triu", np.triu, TriuBackward0)
 tril = _tri("tril", np.tril, TrilBackward0)
+triu._overlap_ok = tril._overlap_ok = True   # (PyTorch's triu_/tril_ write expanded tensors too)
 
 
 # *** broadcasting helpers, meshgrid, unfold, rot90 ***
@@ -1166,7 +1177,7 @@ def rot90(input, k=1, dims=(0, 1)):
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
     k = _int(k)
-    r = np.ascontiguousarray(np.rot90(x, k, (d0, d1)))
+    r = np.array(np.rot90(x, k, (d0, d1)), order="C")   # a copy for every k, as PyTorch
     node = node_for(Rot90Backward0, (input,))
     if node is not None:
         node.k, node.dims = k, (d0, d1)
@@ -1212,7 +1223,7 @@ _INPLACE_NODES = {SqueezeBackward0: SqueezeBackward3, SqueezeBackward1: SqueezeB
 def _metadata_inplace(fn, name):
     def method(self, *args, **kwargs):
         from ._base import check_inplace
-        check_inplace(self)
+        check_inplace(self, overlap=False)
         r = fn(self, *args, **kwargs)
         node = r._grad_fn
         if node is not None:
