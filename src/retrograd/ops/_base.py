@@ -555,7 +555,7 @@ def check_internal_overlap(d):
     """PyTorch refuses to write into an array where several elements share one location
     (a stride-0 dimension of size > 1, as made by ``expand``)."""
     st = d.strides
-    if 0 in st:
+    if 0 in st and d.size:
         for n, s in zip(d.shape, st):
             if s == 0 and n > 1:
                 raise RuntimeError(INTERNAL_OVERLAP_MSG)

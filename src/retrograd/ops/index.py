@@ -645,6 +645,10 @@ def setitem(self, idx, value):
     """``t[idx] = value``: an in-place write that keeps gradients right."""
     x = self._data
     vt, v = _value_array(self, value)
+    if idx is False:   # PyTorch writes nothing and records nothing
+        return
+    if not x.ndim and (type(idx) is int or type(idx) is slice):
+        raise IndexError(_ZERO_DIM_INT if type(idx) is int else "slice() cannot be applied to a 0-dim tensor.")
     steps, basic, adv_index, mid_shape = _parse(x.shape, idx, setting=True)
     # The written region as one NumPy index on ``x``.
     if adv_index is None:
@@ -697,7 +701,9 @@ def setitem(self, idx, value):
     self._bump_version()
     if not recording:
         return
-    cls = {"self": FillBackward3 if vt is None else CopyBackwards, "slices": CopySlices,
+    # (PyTorch fills a tensor of 1+ dims with a number or 0-d value; otherwise it copies)
+    fill = x.ndim and (vt is None or not vt._data.ndim)
+    cls = {"self": FillBackward3 if fill else CopyBackwards, "slices": CopySlices,
            "index_put": IndexPutBackward0}[kind]
     vedge = vt._edge() if vt is not None else (None, 0)
     vshape = vt._data.shape if vt is not None else ()
@@ -759,7 +765,9 @@ def _compose(shape, basic, adv_index):
     if basic:
         lin = _basic_view(lin, basic)
     lin = lin[adv_index]
-    return np.unravel_index(lin, shape) if shape else ()
+    if not shape:   # a 0-d tensor: its one element, selected or not (a 0-d mask)
+        return (np.array(lin.size > 0),)
+    return np.unravel_index(lin, shape)
 
 
 def index_put(input, indices, values, accumulate=False):
