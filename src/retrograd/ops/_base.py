@@ -7,6 +7,7 @@ the result with ``finish``. Backward formulas are written with tensor ops, so th
 themselves differentiable (create_graph=True).
 """
 import builtins
+import weakref
 
 import numpy as np
 
@@ -39,13 +40,15 @@ def type_name(t):
 class SavedOutput:
     """An op's output saved by its own node: kept as data, rebuilt on unpack, so that
     output -> grad_fn -> output is no reference cycle."""
-    __slots__ = ("data", "version", "output_nr", "requires_grad")
+    __slots__ = ("data", "version", "output_nr", "requires_grad", "view_fn")
 
     def __init__(self, t):
         self.data = t._data
         self.version = t._shared_version()
         self.output_nr = t._output_nr
         self.requires_grad = t._requires_grad
+        self.view_fn = None   # an in-place op's output on a view: a weak reference to the
+                              # view's grad_fn then, named in errors while it lives (PyTorch's)
 
 
 class _Packed:
@@ -99,7 +102,11 @@ class OpNode(Node):
             tp = type(item)
             if tp is SavedOutput:
                 if item.version[0] != v:
-                    _version_error(self._rebuild(item), item.version[0], v)
+                    t = self._rebuild(item)
+                    vf = item.view_fn() if item.view_fn is not None else None
+                    if vf is not None:
+                        t._grad_fn, t._output_nr = vf, 0
+                    _version_error(t, item.version[0], v)
                 item = self._rebuild(item)
             elif tp is _Packed:
                 item = item.unpack_for(self)
@@ -600,12 +607,6 @@ def check_inplace(t, *others, overlap=True):
     require grad, on views of leaves, and on views whose history cannot be rebased.
     ``overlap``: also refuse writes into memory that several elements share, or that
     overlaps a tensor in ``others`` only partly (as PyTorch's elementwise writes do)."""
-    if overlap:
-        d = t._data
-        check_internal_overlap(d)
-        for o in others:
-            if isinstance(o, Tensor):
-                check_partial_overlap(d, o._data)
     if _state.grad:
         rg = t._requires_grad
         base = t._base
@@ -625,6 +626,12 @@ def check_inplace(t, *others, overlap=True):
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed."
                            "You can make a clone to get a normal tensor before doing inplace update."
                            "See https://github.com/pytorch/rfcs/pull/17 for more details.")
+    if overlap:
+        d = t._data
+        check_internal_overlap(d)
+        for o in others:
+            if isinstance(o, Tensor):
+                check_partial_overlap(d, o._data)
 
 
 def _dtype_name(npdt):
@@ -681,24 +688,31 @@ def apply_inplace(self, fn, *args, **kwargs):
     self._bump_version()
     if recording:
         node = r._grad_fn
-        if node is not None:
-            _adopt_saved_output(node, r, self)
+        adopted = _adopt_saved_output(node, r, self) if node is not None else ()
         rebase_history(self, node, r._output_nr)
+        if self._base is not None:
+            for it in adopted:
+                it.view_fn = weakref.ref(self._grad_fn)
     return self
 
 
 def _adopt_saved_output(node, r, self):
+    """The output ``r`` that ``node`` saved becomes ``self`` (written in place); returns the
+    adopted saved items."""
     saved = node._saved
     if saved is None or saved is _RELEASED:
-        return
+        return ()
     items, vs = list(saved), list(node._saved_versions)
+    adopted = []
     for i, it in enumerate(items):
         if type(it) is SavedOutput and it.data is r._data:
             it.data = self._data
             it.version = self._shared_version()
             vs[i] = it.version[0]
+            adopted.append(it)
     node._saved = tuple(items)
     node._saved_versions = tuple(vs)
+    return adopted
 
 
 def rebase_history(self, node, output_nr):

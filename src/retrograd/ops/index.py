@@ -551,8 +551,12 @@ def _getitem_general(self, idx):
 
 class CopySlices(OpNode):
     """Gradient of ``y[idx] = v``: y's gradient with the region zeroed, v's gradient the region."""
+    overlapping = False   # written through a view whose elements share memory (PyTorch refuses)
 
     def backward(self, g):
+        if self.overlapping and self.next_functions[0][0] is not None:
+            from ._base import INTERNAL_OVERLAP_MSG
+            raise RuntimeError(INTERNAL_OVERLAP_MSG)
         nf = self.next_functions
         gy = gv = None
         if nf[0][0] is not None:
@@ -663,7 +667,10 @@ def setitem(self, idx, value):
         raise RuntimeError(LEAF_INPLACE_MSG)
     if (kind == "slices" and (self._nograd_view or self._multi_view) and _state.grad
             and (_rg(self) or (vt is not None and vt.requires_grad))):
-        # The write goes into the view ``self[idx]``, which inherits how ``self`` was made.
+        # The write goes into the view ``self[idx]``, which inherits how ``self`` was made
+        # (making it first brings ``self``'s own grad_fn up to date, which may refuse).
+        if self._base is not None:
+            self._refresh_view()
         raise view_rebase_error(self, False, steps[-1][0] if _rg(self) else None)
     check_inplace(self, vt, overlap=False)
     if kind == "index_put":   # (PyTorch's index_put_ writes expanded tensors, with a deprecation warning)
@@ -709,7 +716,7 @@ def setitem(self, idx, value):
     vshape = vt._data.shape if vt is not None else ()
     base = self._base
     if base is not None and self._view_fn is not None:
-        _rebase_view(self, base, cls, region_index, vedge, vshape)
+        _rebase_view(self, base, cls, region_index, vedge, vshape, basic if kind == "slices" else None)
         return
     node = _new_node(cls, self._edge())
     node.next_functions = node.next_functions + (vedge,)
@@ -721,19 +728,24 @@ def setitem(self, idx, value):
     self._requires_grad = True
 
 
-def _rebase_view(view, base, cls, region_index, vedge, vshape):
+def _rebase_view(view, base, cls, region_index, vedge, vshape, basic):
     """``view[idx] = v`` where ``view`` is a view of ``base``: the base gets a CopySlices
-    node over the written part of its own storage, and the view is re-derived from it."""
+    node over the written part of its own storage, and the view is re-derived from it.
+    ``basic``: the basic part of ``idx`` when PyTorch writes through the view ``view[basic]``."""
     from .view_inplace import _positions, regenerate_view
     bd = base._data
-    pos = _positions(view, base)
-    pos = (np.arange(bd.size, dtype=np.int64) if pos is None else pos).reshape(view._data.shape)[region_index]
-    bregion = np.unravel_index(pos, bd.shape) if bd.ndim else (Ellipsis,)
+    allpos = _positions(view, base)
+    allpos = (np.arange(bd.size, dtype=np.int64) if allpos is None else allpos).reshape(view._data.shape)
+    written = _basic_view(allpos, basic) if basic else allpos
+    overlapping = np.unique(written).size < written.size   # (PyTorch's backward then refuses)
+    pos = allpos[region_index]
+    bregion = np.unravel_index(pos, bd.shape) if bd.ndim else (np.array(pos.size > 0),)
     node = _new_node(CopySlices,
                      base._edge() if base._requires_grad else (None, 0))
     node.next_functions = node.next_functions + (vedge,)
     node.np_index = bregion
     node.value_shape = vshape
+    node.overlapping = overlapping
     node._out_meta = ((bd.shape, bd.dtype),)
     old, old_nr = base._grad_fn, base._output_nr
     base._grad_fn = node

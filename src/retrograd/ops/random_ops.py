@@ -51,16 +51,19 @@ def _filled(input, value, cls):
     return finish(node_for(cls, (input,) if cls is not FillBackward3 else (input, value)), r)
 
 
+_filled._overlap_ok = True   # (PyTorch fills expanded tensors with a number)
+
+
 def fill_(self, value):
     """Fill with ``value`` (a number or a 0-d tensor)."""
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
+        check_inplace(self, value)   # (a tensor value is copied in: PyTorch checks for overlap)
         if _state.grad and (self._requires_grad or value._requires_grad):
             return apply_inplace(self, _filled, value, FillBackward3)
         value = value._data
-        check_inplace(self, overlap=True)
     elif _state.grad and self._requires_grad:
         return apply_inplace(self, _filled, value, FillBackward2)
     return _fill_inplace(self, value, overlap=False)   # (PyTorch fills expanded tensors with a number)

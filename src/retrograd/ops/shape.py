@@ -40,6 +40,9 @@ def _infer(shape, numel, input_shape):
         if s != -1:
             known *= s
     if neg:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape [{', '.join(map(str, shape))}] because "
+                               "the unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
         shape[neg[0]] = numel // known
@@ -89,10 +92,15 @@ def _view_dtype(input, dtype):
     return t
 
 
+class ReshapeAliasBackward0(ViewBackward0):
+    pass
+
+
 def _reshape(input, shape):
     x = input._data
-    if x.shape == shape:
+    if x.flags.c_contiguous:
         return view(input, shape)
+    # PyTorch: a non-contiguous input is viewed (a reshape alias) when its strides allow it
     try:
         r = x.view()
         r.shape = shape
@@ -102,10 +110,10 @@ def _reshape(input, shape):
         if node is not None:
             node.shape = x.shape
         return finish(node, r)
-    node = node_for(ViewBackward0, (input,))
+    node = node_for(ReshapeAliasBackward0, (input,))
     if node is not None:
         node.shape = x.shape
-    return view_of(input, finish(node, r), lambda b: b.view(shape))
+    return view_of(input, finish(node, r), lambda b: b.reshape(shape))
 
 
 def reshape(input, *shape):
@@ -120,6 +128,8 @@ class ExpandBackward0(OpNode):
 
 def expand(input, *sizes):
     """A broadcast view (``-1`` keeps a dimension)."""
+    if not sizes:
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = _shape_arg(sizes)
     x = input._data
     if len(sizes) < x.ndim:
@@ -206,7 +216,7 @@ def unflatten(input, dim, sizes):
     elif known != n:
         raise RuntimeError(f"unflatten: Provided sizes {_shp(sizes)} don't multiply up to the size of dim {dim} "
                            f"({n}) in the input tensor")
-    return _reshape(input, x.shape[:d] + sizes + x.shape[d + 1:])
+    return view(input, x.shape[:d] + sizes + x.shape[d + 1:])   # (splitting one dimension is always a view)
 
 
 def ravel(input):
@@ -586,7 +596,7 @@ def cat(tensors, dim=0, *, out=None):
     used = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
     ref = used[0] if used else tensors[0]
     nd = ref._data.ndim
-    d = wrap_dim(_int(dim), nd)
+    d = wrap_dim(_int(dim), nd) if used else 0   # (only legacy empty tensors: any dim goes)
     for i, t in enumerate(tensors):
         s = t._data
         if s.ndim == 1 and s.shape[0] == 0:
@@ -1233,7 +1243,7 @@ def _metadata_inplace(fn, name):
         if self._base is not None and getattr(r, "_view_fn", None) is not None:
             self._view_fn = r._view_fn
         self._bump_version()
-        if self._base is not None:
+        if self._base is not None and node is not None:
             self._view_ver = self._vc[0]   # its grad_fn was just set: current, not stale
         return self
     method.__name__ = method.__qualname__ = name

@@ -9,7 +9,7 @@ view's old value back into that slice, and passes the rest of ``fn``'s gradients
 """
 import numpy as np
 
-from ._base import Tensor, OpNode, _state, view_rebase_error
+from ._base import Tensor, OpNode, _state, view_rebase_error, INTERNAL_OVERLAP_MSG
 from ..autograd.graph import Node, _seq, _RELEASED, SECOND_BACKWARD_MSG
 
 __all__ = []
@@ -18,13 +18,19 @@ _next = next
 
 
 class CopySlices(Node):
-    """grad_fn of a base after an in-place op on one of its views."""
+    """grad_fn of a base after an in-place op on one of its views. The view is known by
+    the flat positions of its elements in the base (``pos``; None: all of them, in
+    order), fixed when the write happened, as PyTorch keeps the view's geometry."""
 
-    def __init__(self, base_edge, base_meta, view_fn, fn):
+    def __init__(self, base_edge, base_meta, pos, view_shape, fn):
         self.next_functions = (base_edge,) + tuple(fn.next_functions[1:])
         self._seq = _next(_seq)
         self._out_meta = (base_meta,)
-        self.view_fn = view_fn
+        self.pos = pos
+        self.view_shape = view_shape
+        # (a view with elements sharing memory, as after expand: PyTorch's backward refuses
+        # to write the base's gradient into it)
+        self.overlapping = pos is not None and np.unique(pos).size < pos.size
         self.fn = fn
         self._saved = ()  # so the engine releases ``fn``'s saved tensors with ours
         if Node._anomaly_stack is not None:
@@ -46,45 +52,39 @@ class CopySlices(Node):
 
     def _apply(self, grads):
         g = grads[0]
-        view_fn = self.view_fn
+        pos, vshape = self.pos, self.view_shape
+        if self.overlapping and self.next_functions[0][0] is not None:
+            raise RuntimeError(INTERNAL_OVERLAP_MSG)
         if not _state.grad:
             # Plain arrays: copy the gradient, run fn on the view's slice, write its
             # gradient for the view's old value back into that slice.
-            result = Tensor._make(g._data.copy())
-            sl = view_fn(result)._data
-            res = self._call_fn(Tensor._make(sl.copy()))
+            flat = g._data.reshape(-1).copy()
+            sl = flat if pos is None else flat[pos]
+            res = self._call_fn(Tensor._make(sl.reshape(vshape).copy()))
             r0 = res[0] if res else None
-            if r0 is None:
-                sl[...] = 0
+            if pos is None:
+                flat[...] = 0 if r0 is None else r0._data.reshape(-1)
             else:
-                sl[...] = r0._data
-            return (result,) + tuple(res[1:])
+                flat[pos] = 0 if r0 is None else r0._data.reshape(-1)
+            return (Tensor._make(flat.reshape(g._data.shape)),) + tuple(res[1:])
         # create_graph: the same, written with differentiable ops:
-        # grad_base = g + S(r0 - view_fn(g)), S scattering a slice back into the base's shape.
-        gv = view_fn(g)
+        # grad_base = g + S(r0 - g[view]), S scattering the view's part back into the base.
+        from .index import take_np, put_np
+        gf = g.reshape(-1)
+        gv = (gf if pos is None else take_np(gf, (pos,))).reshape(vshape)
         res = self._call_fn(gv)
         r0 = res[0] if res else None
-        delta = -gv if r0 is None else r0 - gv
-        return (g + _scatter(view_fn, self._out_meta[0], delta),) + tuple(res[1:])
-
-
-def _scatter(view_fn, meta, t):
-    """Zeros of the base's shape with ``t`` in the view's place (differentiable in ``t``):
-    the vector-Jacobian product of ``view_fn``."""
-    from .. import _creation
-    from ..autograd import engine
-    shape, npdt = meta
-    p = _creation._zeros_np(shape, npdt)
-    p._requires_grad = True
-    (r,) = engine.grad(view_fn(p), p, t, create_graph=True)
-    return r
+        delta = (-gv if r0 is None else r0 - gv).reshape(-1)
+        if pos is not None:
+            delta = put_np(delta, (gf._data.size,), (pos,))
+        return (g + delta.reshape(g._data.shape),) + tuple(res[1:])
 
 
 def copy_slices(view, node, output_nr):
     """Rewire ``view``'s base after the in-place op ``node`` wrote into ``view``."""
     base = view._base
     base_meta = (base._data.shape, base._data.dtype)
-    cs = CopySlices(base._edge(), base_meta, view._view_fn, node)
+    cs = CopySlices(base._edge(), base_meta, _positions(view, base), view._data.shape, node)
     old, old_nr = base._grad_fn, base._output_nr
     base._grad_fn = cs
     base._output_nr = 0
@@ -110,18 +110,20 @@ class AsStridedBackward0(OpNode):
 
 def _positions(view, base):
     """For each element of ``view``, the flat (row-major) position in ``base`` of the
-    element it shares memory with; None when that is simply ``arange(base.numel())``."""
+    element it shares memory with (from the arrays' own geometry, as PyTorch's
+    as_strided does); None when that is simply ``arange(base.numel())``."""
     vd, bd = view._data, base._data
     n = bd.size
-    if type(vd) is np.ndarray and type(bd) is np.ndarray and bd.flags.c_contiguous and vd.dtype == bd.dtype:
+    if type(vd) is np.ndarray and type(bd) is np.ndarray and vd.itemsize == bd.itemsize:
         k = bd.itemsize
-        off = (vd.__array_interface__["data"][0] - bd.__array_interface__["data"][0]) // k
-        pos = np.full(vd.shape, off, np.int64)
-        for d, (m, st) in enumerate(zip(vd.shape, vd.strides)):
-            if m > 1:
-                shape = [1] * vd.ndim
-                shape[d] = m
-                pos = pos + (np.arange(m, dtype=np.int64) * (st // k)).reshape(shape)
+        v0, b0 = vd.__array_interface__["data"][0], bd.__array_interface__["data"][0]
+        vaddr = _addresses(vd, (v0 - b0) // k, k)
+        if bd.flags.c_contiguous:
+            pos = vaddr
+        else:   # the base's own layout: from memory offsets back to row-major positions
+            baddr = _addresses(bd, 0, k).reshape(-1)
+            order = np.argsort(baddr, kind="stable")
+            pos = order[np.searchsorted(baddr[order], vaddr)]
     else:
         prev = _state.grad
         _state.grad = False
@@ -133,6 +135,17 @@ def _positions(view, base):
     if pos.size == n and (n == 0 or (pos.ravel() == np.arange(n)).all()):
         return None
     return pos.reshape(-1)
+
+
+def _addresses(a, off, k):
+    """Memory offsets (in elements) of every element of ``a``, ``off`` for its first."""
+    pos = np.full(a.shape, off, np.int64)
+    for d, (m, st) in enumerate(zip(a.shape, a.strides)):
+        if m > 1:
+            shape = [1] * a.ndim
+            shape[d] = m
+            pos = pos + (np.arange(m, dtype=np.int64) * (st // k)).reshape(shape)
+    return pos
 
 
 def regenerate_view(view, indirect=False):
