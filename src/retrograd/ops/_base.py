@@ -619,7 +619,8 @@ def check_inplace(t, *others, overlap=True):
                 if rg and base._grad_fn is None:
                     raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                                        "in-place operation.")
-                t._refresh_view()
+            # (PyTorch tests the grad_fn as it stands: a view made before its base required
+            # grad and not used since counts as a leaf here)
             if rg and t._grad_fn is None:
                 raise RuntimeError(LEAF_INPLACE_MSG)
     if t._inference and not _state.inference:

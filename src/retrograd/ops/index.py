@@ -661,6 +661,8 @@ def setitem(self, idx, value):
     else:
         region_index = _compose(x.shape, basic, adv_index)
         kind = "index_put" if not steps else "slices"
+    if kind == "slices" and self._base is not None and _state.grad:
+        self._refresh_view()   # (PyTorch writes through the view self[idx], made first)
     if _state.grad and self._requires_grad and self._grad_fn is None:
         if kind == "slices":
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
@@ -753,7 +755,10 @@ def _rebase_view(view, base, cls, region_index, vedge, vshape, basic):
     base._requires_grad = True
     if old is not None and old._retain_grad_hooks:
         old._move_retain_grad(old_nr, node, 0)
-    regenerate_view(view)
+    if not basic:
+        # Written itself: its grad_fn is rebuilt now. (Written through the view view[basic],
+        # as PyTorch does, it is left stale, rebuilt when next used.)
+        regenerate_view(view)
 
 
 def _dname(npdt):
