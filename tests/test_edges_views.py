@@ -898,3 +898,74 @@ def _random_program(seed):
 def test_random_view_programs():
     for seed in range(200):
         _parity(_random_program(seed))
+
+
+# --- as_strided, copies of views, scatters into views, unsafe splits ----------------------------
+
+def _w(T, shape):
+    return T.arange(1., 1 + int(np.prod(shape))).reshape(shape)
+
+
+STRIDED = {
+    "as_strided": lambda T, y: y.as_strided((2, 2), (1, 2), 1), "as_strided_fn": lambda T, y: T.as_strided(y, (3,), (2,)),
+    "as_strided_of_view": lambda T, y: y[1].as_strided((2,), (1,)),
+    "as_strided_outside_input": lambda T, y: y[1].as_strided((2,), (1,), 0),
+    "as_strided_out_of_bounds": lambda T, y: y.as_strided((7,), (1,)),
+    "as_strided_transposed": lambda T, y: y.t().as_strided((2, 3), (3, 1)),
+    "as_strided_empty": lambda T, y: y.as_strided((0, 2), (1, 1), 100),
+    "narrow_copy": lambda T, y: y.narrow_copy(1, 1, 2), "select_scatter": lambda T, y: T.select_scatter(y, y[0] * 2, 0, 1),
+    "slice_scatter": lambda T, y: T.slice_scatter(y, y[:, :1] * 3, 1, 1, 2),
+    "slice_scatter_step": lambda T, y: T.slice_scatter(y, y[:, :2] * 3, 1, 0, None, 2),
+    "diagonal_scatter": lambda T, y: T.diagonal_scatter(y, y[0, :2] * 5),
+    "diagonal_scatter_offset": lambda T, y: T.diagonal_scatter(y, y[0, :2] * 5, 1),
+    "select_scatter_bad_size": lambda T, y: T.select_scatter(y, y[0, :2], 0, 1),
+    "unsafe_split": lambda T, y: y.unsafe_split(1), "unsafe_chunk": lambda T, y: y.unsafe_chunk(2, 1),
+    "unsafe_split_with_sizes": lambda T, y: y.unsafe_split_with_sizes([1, 2], 1),
+    "split_with_sizes": lambda T, y: T.split_with_sizes(y, [1, 2], 1), "diagflat": lambda T, y: T.diagflat(y),
+    "diagflat_offset": lambda T, y: T.diagflat(y[0], -1), "H": lambda T, y: y.H, "H_1d": lambda T, y: y[0].H,
+    "view_copy": lambda T, y: T.view_copy(y, (6,)), "expand_copy": lambda T, y: T.expand_copy(y, (2, 2, 3)),
+    "permute_copy": lambda T, y: T.permute_copy(y, (1, 0)), "t_copy": lambda T, y: T.t_copy(y),
+    "transpose_copy": lambda T, y: T.transpose_copy(y, 0, 1), "unsqueeze_copy": lambda T, y: T.unsqueeze_copy(y, 1),
+    "squeeze_copy": lambda T, y: T.squeeze_copy(y[:1]), "diagonal_copy": lambda T, y: T.diagonal_copy(y),
+    "select_copy": lambda T, y: T.select_copy(y, 1, 2), "slice_copy": lambda T, y: T.slice_copy(y, 1, 0, 2),
+    "alias_copy": lambda T, y: T.alias_copy(y), "unbind_copy": lambda T, y: T.unbind_copy(y, 1),
+    "split_copy": lambda T, y: T.split_copy(y, 2, 1), "unfold_copy": lambda T, y: T.unfold_copy(y, 1, 2, 1),
+}
+
+
+def _strided_program(name):
+    def prog(T, L):
+        x = (T.arange(6.).reshape(2, 3) * 1.5 - 2).requires_grad_()
+        y = x * 1
+        r = STRIDED[name](T, y)
+        outs = r if isinstance(r, tuple) else (r,)
+        L += [r, [(_gname(o), o._is_view(), o._base is y if o._is_view() else None) for o in outs]]
+        sum((o * _w(T, tuple(o.shape))).sum() for o in outs).backward()
+        L.append(x.grad)
+        try:
+            outs[0].mul_(2)     # a view, a copy, or an unsafe split (writes allowed)
+            L.append(y)
+        except RuntimeError as e:
+            L.append(str(e))
+    return prog
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(STRIDED))
+def test_strided_and_copy_ops(name):
+    _parity(_strided_program(name))
+
+
+def test_as_strided_and_scatter_gradcheck():
+    rs = np.random.RandomState(1)
+    x = retrograd.tensor(rs.uniform(-1, 1, (3, 4)), requires_grad=True)
+    s = retrograd.tensor(rs.uniform(-1, 1, (3,)), requires_grad=True)
+    fns = [lambda a, b: (a * 1).as_strided((2, 3), (1, 2), 1),          # overlapping elements sum
+           lambda a, b: (a * 1)[1:].as_strided((3, 2), (1, 4), 4),       # of a view, non-contiguous
+           lambda a, b: retrograd.diagonal_scatter(a, b),
+           lambda a, b: retrograd.select_scatter(a, b, 1, 2),
+           lambda a, b: retrograd.slice_scatter(a, b.reshape(3, 1), 1, 1, 2),
+           lambda a, b: retrograd.narrow_copy(a, 0, 1, 2) * b.sum()]
+    for f in fns:
+        assert gradcheck(f, (x, s))
+        assert gradgradcheck(f, (x, s))

@@ -1277,3 +1277,230 @@ TENSOR_METHODS.update({
     "T": property(_T), "mT": property(_mT), "mH": property(_mT)})
 INPLACE = {"triu_": triu, "tril_": tril, "squeeze_": squeeze, "unsqueeze_": unsqueeze, "t_": t,
            "transpose_": transpose, "swapaxes_": transpose, "swapdims_": transpose}
+
+
+# *** as_strided, copies of views, scatters into views, unsafe splits ***
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of ``input``'s storage with the given sizes, strides and offset (in elements)."""
+    x = input._data
+    size, stride = tuple(_int(s) for s in size), tuple(_int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    if builtins.any(st < 0 for st in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {_shp(stride)}")
+    off = input.storage_offset() if storage_offset is None else _int(storage_offset)
+    root = x
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    k = x.itemsize
+    n_storage = root.nbytes // k
+    need = (1 + builtins.sum((s - 1) * st for s, st in zip(size, stride)) + off) if all(size) else 0
+    if need > n_storage:
+        raise RuntimeError(f"setStorage: sizes {_shp(size)}, strides {_shp(stride)}, storage offset {off}, and itemsize "
+                           f"{k} requiring a storage size of {need * k} are out of bounds for storage of size "
+                           f"{n_storage * k}")
+    r = np.ndarray(size, x.dtype, buffer=root, offset=off * k if all(size) else 0, strides=tuple(st * k for st in stride))
+    node = node_for(AsStridedBackward0, (input,))
+    res = finish(node, r)
+    if node is not None:
+        from .view_inplace import _positions
+        node.base_shape, node.numel = x.shape, x.size
+        node.pos = pos = _positions(res, input, outside=True)
+        if pos is not None and pos.size and pos.min() < 0:   # (storage outside the input: no gradient)
+            node.keep = np.flatnonzero(pos >= 0)
+            node.pos = pos[node.keep]
+    return view_of(input, res, lambda b: as_strided(b, size, stride, off))
+
+
+def _copy_variant(fn, name):
+    """PyTorch's ``<view op>_copy``: the view op's result as a copy; its node is named
+    ``<node>_copy``."""
+    def op(input, *args, **kwargs):
+        r = fn(input, *args, **kwargs)
+        outs = r if isinstance(r, tuple) else (r,)
+        node = outs[0]._grad_fn if outs and outs[0]._grad_fn is not None else None
+        if node is not None:
+            node.__class__ = _copy_class(type(node))
+        copies = []
+        for o in outs:
+            c = finish(None, o._data.copy())
+            if node is not None:
+                c._grad_fn, c._output_nr, c._requires_grad = node, o._output_nr, True
+            copies.append(c)
+        return tuple(copies) if isinstance(r, tuple) else copies[0]
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``{fn.__name__}`` as a copy."
+    return op
+
+
+_COPY_CLASSES = {}
+
+
+def _copy_class(cls):
+    c = _COPY_CLASSES.get(cls)
+    if c is None:
+        c = _COPY_CLASSES[cls] = type(cls.__name__ + "_copy", (cls,), {"__module__": __name__})
+    return c
+
+
+def _alias(input):
+    from .index import AliasBackward0
+    node = node_for(AliasBackward0, (input,))
+    return view_of(input, finish(node, input._data.view()), lambda b: _alias(b))
+
+
+view_copy = _copy_variant(lambda x, *s: view(x, *s), "view_copy")
+expand_copy = _copy_variant(lambda x, *s: expand(x, *s), "expand_copy")
+permute_copy = _copy_variant(lambda x, *d: permute(x, *d), "permute_copy")
+t_copy = _copy_variant(t, "t_copy")
+transpose_copy = _copy_variant(transpose, "transpose_copy")
+unsqueeze_copy = _copy_variant(unsqueeze, "unsqueeze_copy")
+squeeze_copy = _copy_variant(squeeze, "squeeze_copy")
+diagonal_copy = _copy_variant(diagonal, "diagonal_copy")
+select_copy = _copy_variant(select, "select_copy")
+slice_copy = _copy_variant(lambda x, dim=0, start=None, end=None, step=1:
+                           x[(slice(None),) * wrap_dim(_int(dim), x._data.ndim) + (slice(start, end, step),)],
+                           "slice_copy")
+alias_copy = _copy_variant(_alias, "alias_copy")
+unbind_copy = _copy_variant(lambda x, dim=0: unbind(x, dim), "unbind_copy")
+split_copy = _copy_variant(lambda x, s, dim=0: split(x, s, dim), "split_copy")
+unfold_copy = _copy_variant(unfold, "unfold_copy")
+
+
+class NarrowCopyBackward0(SliceBackward0):
+    pass
+
+
+def narrow_copy(input, dim, start, length):
+    """``narrow`` as a copy."""
+    r = narrow(input, dim, start, length)
+    node = r._grad_fn
+    if node is not None:
+        node.__class__ = NarrowCopyBackward0
+    c = finish(None, r._data.copy())
+    if node is not None:
+        c._grad_fn, c._requires_grad = node, True
+    return c
+
+
+class _ScatterIntoBackward(OpNode):
+    """``input`` with ``src`` written into a view of it: the view's part of the gradient
+    goes to ``src``, the rest to ``input``."""
+
+    def backward(self, g):
+        from .index import zero_region
+        nf = self.next_functions
+        gi = zero_region(g, self.region) if nf[0][0] is not None else None
+        gs = self.take(g) if nf[1][0] is not None else None
+        return gi, gs
+
+
+SelectScatterBackward0 = type("SelectScatterBackward0", (_ScatterIntoBackward,), {})
+SliceScatterBackward0 = type("SliceScatterBackward0", (_ScatterIntoBackward,), {})
+DiagonalScatterBackward0 = type("DiagonalScatterBackward0", (_ScatterIntoBackward,), {})
+
+
+def _scatter_into(input, src, view_fn, region, cls):
+    x = input._data
+    target = view_fn(Tensor._make(np.empty(x.shape, x.dtype)))
+    if tuple(src._data.shape) != tuple(target._data.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{_shp(src._data.shape)}, slice size = {_shp(target._data.shape)}")
+    r = x.copy()
+    if region is None:
+        view_fn(Tensor._make(r))._data[...] = src._data
+    else:
+        r[region] = src._data
+    node = node_for(cls, (input, src))
+    if node is not None:
+        if region is None:   # (a diagonal: its elements as a mask)
+            m = np.zeros(x.shape, np.bool_)
+            view_fn(Tensor._make(m))._data[...] = True
+            region = (m,)
+        node.region, node.take = region, view_fn
+    return finish(node, r)
+
+
+def select_scatter(input, src, dim, index):
+    """``input`` with ``src`` in place of ``input.select(dim, index)``."""
+    d = wrap_dim(_int(dim), input._data.ndim)
+    n = input._data.shape[d]
+    i = _int(index)
+    if not -n <= i < n:
+        raise IndexError(f"select(): index {i} out of range for tensor of size {_shp(input._data.shape)} at dimension {d}")
+    i %= n
+    return _scatter_into(input, src, lambda t: select(t, d, i), (slice(None),) * d + (i,), SelectScatterBackward0)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """``input`` with ``src`` in place of ``input[..., start:end:step, ...]`` along ``dim``."""
+    d = wrap_dim(_int(dim), input._data.ndim)
+    idx = (slice(None),) * d + (slice(start, end, step),)
+    return _scatter_into(input, src, lambda t: t[idx], idx, SliceScatterBackward0)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """``input`` with ``src`` in place of ``input.diagonal(offset, dim1, dim2)``."""
+    return _scatter_into(input, src, lambda t: diagonal(t, offset, dim1, dim2), None, DiagonalScatterBackward0)
+
+
+class UnsafeSplitBackward0(SplitBackward0):
+    pass
+
+
+UnsafeSplitWithSizesBackward0 = type("UnsafeSplitWithSizesBackward0", (SplitBackward0,), {})
+
+
+def _unsafe(fn, cls):
+    def op(input, *args, **kwargs):
+        outs = fn(input, *args, **kwargs)
+        node = outs[0]._grad_fn if outs else None
+        if node is not None:
+            node.__class__ = cls
+        res = []
+        for o in outs:   # (same memory, but not views: in-place writes are allowed)
+            c = finish(None, o._data)
+            c._vc = input._shared_version()
+            if node is not None:
+                c._grad_fn, c._output_nr, c._requires_grad = node, o._output_nr, True
+            res.append(c)
+        return tuple(res)
+    return op
+
+
+unsafe_split = _unsafe(split, UnsafeSplitBackward0)
+unsafe_chunk = _unsafe(chunk, UnsafeSplitBackward0)
+unsafe_split_with_sizes = _unsafe(split_with_sizes, UnsafeSplitWithSizesBackward0)
+for _f, _n in ((unsafe_split, "unsafe_split"), (unsafe_chunk, "unsafe_chunk"),
+               (unsafe_split_with_sizes, "unsafe_split_with_sizes")):
+    _f.__name__ = _f.__qualname__ = _n
+    _f.__doc__ = f"``{_n[7:]}`` whose outputs are not views (in-place writes to them are allowed)."
+
+
+def diagflat(input, offset=0):
+    """A matrix with the flattened ``input`` on its ``offset`` diagonal."""
+    return diag_embed(flatten(input), offset, 0, 1)
+
+
+from .view_inplace import AsStridedBackward0  # noqa: E402  (the node of lazily rebuilt views too)
+
+__all__ += ["as_strided", "narrow_copy", "select_scatter", "slice_scatter", "diagonal_scatter", "unsafe_split",
+            "unsafe_chunk", "unsafe_split_with_sizes", "split_with_sizes", "diagflat", "view_copy", "expand_copy",
+            "permute_copy", "t_copy", "transpose_copy", "unsqueeze_copy", "squeeze_copy", "diagonal_copy",
+            "select_copy", "slice_copy", "alias_copy", "unbind_copy", "split_copy", "unfold_copy"]
+TENSOR_METHODS.update({"as_strided": as_strided, "narrow_copy": narrow_copy, "select_scatter": select_scatter,
+                       "slice_scatter": slice_scatter, "diagonal_scatter": diagonal_scatter,
+                       "unsafe_split": unsafe_split, "unsafe_chunk": unsafe_chunk,
+                       "unsafe_split_with_sizes": unsafe_split_with_sizes, "diagflat": diagflat,
+                       "H": property(lambda self: _H(self))})
+
+
+def _H(self):
+    nd = self._data.ndim
+    if nd == 0:
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=3)
+        return self
+    if nd != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {nd}-D tensor.")
+    return transpose(self, 0, 1)

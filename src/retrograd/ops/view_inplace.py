@@ -101,17 +101,23 @@ class AsStridedBackward0(OpNode):
     gradient goes back to the base's elements the view covers (summed where several
     view elements share one, as after ``expand``)."""
 
+    keep = None   # (as_strided beyond its input: the view elements that are the input's)
+
     def backward(self, g):
         if self.pos is None:   # the view covers its base once, in order
             return g.reshape(self.base_shape)
-        from .index import put_np
-        return put_np(g.reshape(-1), (self.numel,), (self.pos,)).reshape(self.base_shape)
+        from .index import put_np, take_np
+        gf = g.reshape(-1)
+        if self.keep is not None:
+            gf = take_np(gf, (self.keep,))
+        return put_np(gf, (self.numel,), (self.pos,)).reshape(self.base_shape)
 
 
-def _positions(view, base):
+def _positions(view, base, outside=False):
     """For each element of ``view``, the flat (row-major) position in ``base`` of the
     element it shares memory with (from the arrays' own geometry, as PyTorch's
-    as_strided does); None when that is simply ``arange(base.numel())``."""
+    as_strided does); None when that is simply ``arange(base.numel())``. ``outside``:
+    the view may reach memory that is not ``base``'s (``as_strided``): -1 there."""
     vd, bd = view._data, base._data
     n = bd.size
     if type(vd) is np.ndarray and type(bd) is np.ndarray and vd.itemsize == bd.itemsize:
@@ -120,10 +126,16 @@ def _positions(view, base):
         vaddr = _addresses(vd, (v0 - b0) // k, k)
         if bd.flags.c_contiguous:
             pos = vaddr
+            if outside:
+                pos = np.where((pos >= 0) & (pos < n), pos, -1)
         else:   # the base's own layout: from memory offsets back to row-major positions
             baddr = _addresses(bd, 0, k).reshape(-1)
             order = np.argsort(baddr, kind="stable")
-            pos = order[np.searchsorted(baddr[order], vaddr)]
+            sb = baddr[order]
+            at = np.minimum(np.searchsorted(sb, vaddr), max(n - 1, 0))
+            pos = order[at] if n else np.full(vaddr.shape, -1, np.int64)
+            if outside and n:
+                pos = np.where(sb[at] == vaddr, pos, -1)
     else:
         prev = _state.grad
         _state.grad = False
