@@ -969,3 +969,68 @@ def test_as_strided_and_scatter_gradcheck():
     for f in fns:
         assert gradcheck(f, (x, s))
         assert gradgradcheck(f, (x, s))
+
+
+# --- random index expressions: t[idx] and t[idx] = v ------------------------------------------
+
+def _random_index(r, shape, T):
+    items, nd, d, ell = [], len(shape), 0, False
+    for _ in range(r.randrange(0, nd + 2)):
+        c = r.random()
+        if c < 0.25 and d < nd:
+            n = shape[d]
+            items.append(r.randrange(-n, n) if n else 0)
+            d += 1
+        elif c < 0.5 and d < nd:
+            n = shape[d]
+            a, b = r.randrange(-n - 1, n + 2), r.randrange(-n - 1, n + 2)
+            items.append(slice(r.choice([None, a]), r.choice([None, b]), r.choice([None, 1, 2, 3])))
+            d += 1
+        elif c < 0.6:
+            items.append(None)
+        elif c < 0.65 and not ell:
+            items.append(Ellipsis)
+            ell, d = True, nd
+        elif c < 0.8 and d < nd:
+            n = shape[d]
+            items.append(T.tensor([r.randrange(-n, n) for _ in range(r.randrange(0, 3))] if n else [], dtype=T.long))
+            d += 1
+        elif c < 0.9 and d < nd:
+            items.append(T.tensor(np.random.RandomState(r.randrange(1000)).rand(shape[d]) > 0.5))
+            d += 1
+        elif c < 0.95:
+            items.append(r.choice([True, False]))
+        elif d < nd:
+            n = shape[d]
+            items.append([r.randrange(-n, n) for _ in range(2)] if n else [])
+            d += 1
+    return items[0] if len(items) == 1 and r.random() < 0.5 else tuple(items)
+
+
+def _index_fuzz_program(seed):
+    def prog(T, L):
+        r = random.Random(seed)
+        shape = r.choice([(), (1,), (4,), (2, 3), (3, 1, 2), (0, 2), (2, 0)])
+        idx = _random_index(r, shape, T)
+        x = T.tensor(np.random.RandomState(seed).uniform(-1, 1, shape), requires_grad=True)
+        try:
+            g = (x * 1)[idx]
+            L += [g, _gname(g), g._is_view()]
+            (g * T.tensor(np.random.RandomState(seed + 1).uniform(-1, 1, tuple(g.shape)))).sum().backward()
+            L.append(x.grad)
+        except (IndexError, RuntimeError, ValueError, TypeError) as e:
+            L.append(f"{type(e).__name__}: {e}")
+        x2 = T.tensor(np.random.RandomState(seed).uniform(-1, 1, shape), requires_grad=True)
+        y2 = x2 * 1
+        w = T.tensor(0.5, dtype=T.float64, requires_grad=True)
+        y2[idx] = [w, 3.0, w.expand(2)][r.randrange(3)]
+        L += [y2, _gname(y2)]
+        (y2 * T.tensor(np.random.RandomState(seed + 2).uniform(-1, 1, shape))).sum().backward()
+        L += [x2.grad, w.grad]
+    return prog
+
+
+@needs_torch
+def test_random_index_expressions():
+    for seed in range(300):
+        _parity(_index_fuzz_program(seed))

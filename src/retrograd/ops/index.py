@@ -256,6 +256,12 @@ def _shape_str(s):
     return "[" + ", ".join(str(int(v)) for v in s) + "]"
 
 
+def _whole(start, stop, step, n):
+    """PyTorch skips a slice (no SliceBackward0) only when it is written as the whole
+    dimension: start 0 (or none), stop at least the size (or none), step 1 (or none)."""
+    return (start is None or start == 0) and (stop is None or stop >= n) and (step is None or step == 1)
+
+
 def _parse(shape, idx, setting=False):
     """Walk a PyTorch index over ``shape``.
 
@@ -299,7 +305,7 @@ def _parse(shape, idx, setting=False):
                 and (it.start is None or type(it.start) is int) and (it.stop is None or type(it.stop) is int):
             n = cur[dim]
             a, b, c = it.indices(n)
-            if a == 0 and c == 1 and b >= n and not single_slice:
+            if _whole(it.start, it.stop, it.step, n) and not single_slice:
                 basic.append(slice(None))
             else:
                 steps.append((SliceBackward0, tuple(cur), (slice(None),) * dim + (it,)))
@@ -345,7 +351,7 @@ def _parse(shape, idx, setting=False):
             s = slice(start, stop, step)
             a, b, c = s.indices(n)
             length = len(range(a, b, c))
-            if a == 0 and length == n and c == 1 and not single_slice:
+            if _whole(start, stop, step, n) and not single_slice:
                 basic.append(slice(None))
             else:
                 np_idx = (slice(None),) * dim + (s,)
@@ -402,6 +408,15 @@ def _parse(shape, idx, setting=False):
         else:
             raise IndexError(_INDEX_TYPE_MSG.format(type(it).__name__))
     if adv:
+        shapes = []
+        for k in sorted(adv):
+            a = adv[k]
+            shapes += [(int(np.count_nonzero(a)),)] * a.ndim if a.dtype.kind == "b" else [a.shape]
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                             + ", ".join(_shape_str(sh) for sh in shapes)) from None
         full = []
         d = 0
         for k in sorted(adv):
@@ -510,7 +525,7 @@ def _getitem_basic_tuple(self, x, idx):
                 and (it.start is None or type(it.start) is int) and (it.stop is None or type(it.stop) is int):
             n = shape[dim]
             a, b, c = it.indices(n)
-            if not (a == 0 and c == 1 and b >= n):
+            if not _whole(it.start, it.stop, it.step, n):
                 steps.append((SliceBackward0, tuple(shape), (slice(None),) * dim + (it,)))
                 shape[dim] = len(range(a, b, c))
             dim += 1
@@ -628,11 +643,11 @@ def _strip_leading_ones(shape):
     return tuple(shape)
 
 
-def _check_copy_shape(v_shape, target):
+def _check_copy_shape(v_shape, target, vt):
     """PyTorch's copy_ broadcast check of a value into the indexed region."""
     vs = _strip_leading_ones(v_shape) if len(v_shape) > len(target) else tuple(v_shape)
     if len(vs) > len(target):
-        raise RuntimeError(f"expand(torch.FloatTensor{{{_shape_str(v_shape)}}}, size={_shape_str(target)}): the "
+        raise RuntimeError(f"expand({_type_name(vt)}{{{_shape_str(v_shape)}}}, size={_shape_str(target)}): the "
                            f"number of sizes provided ({len(target)}) must be greater or equal to the number of "
                            f"dimensions in the tensor ({len(v_shape)})")
     off = len(target) - len(vs)
@@ -687,7 +702,8 @@ def setitem(self, idx, value):
     region_shape = _region_shape(x.shape, region_index)
     vd = v
     if vt is not None:
-        if kind == "index_put":
+        if adv_index is not None and idx is not True:   # (PyTorch's index_put_, on self or on self[basic];
+            # a lone True is a copy into self.unsqueeze(0))
             vs = _strip_leading_ones(vd.shape) if len(vd.shape) > len(region_shape) else vd.shape
             try:
                 ok = len(vs) <= len(region_shape) and np.broadcast_shapes(vs, region_shape) == tuple(region_shape)
@@ -700,7 +716,7 @@ def setitem(self, idx, value):
                 raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                                    f"{_dname(x.dtype)} for the destination and {_dname(vd.dtype)} for the source.")
         else:
-            vs = _check_copy_shape(vd.shape, region_shape)
+            vs = _check_copy_shape(vd.shape, region_shape, vt)
         vd = vd.reshape(vs)
         if vd.dtype != x.dtype:
             vd = vd.astype(x.dtype)
