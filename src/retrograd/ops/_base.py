@@ -586,7 +586,8 @@ def _dense_span(a):
 def check_partial_overlap(out, inp):
     """PyTorch's refusal to write ``out`` from ``inp`` when they share some memory but are
     not the very same elements in the same layout."""
-    if out.size == 0 or inp.size == 0 or out is inp:
+    if out.size == 0 or inp.size == 0 or out is inp or type(out) is not _ndarray or type(inp) is not _ndarray \
+            or not np.may_share_memory(out, inp):
         return
     a = _dense_span(out)
     if a is None:
@@ -612,7 +613,13 @@ def check_inplace(t, *others, overlap=True):
         base = t._base
         if base is not None and not rg:
             rg = base._requires_grad
-        if rg or any(isinstance(o, Tensor) and o._requires_grad for o in others):
+        recorded = rg
+        if not rg:
+            for o in others:
+                if isinstance(o, Tensor) and o._requires_grad:
+                    recorded = True
+                    break
+        if recorded:
             if base is not None:
                 if t._nograd_view or t._multi_view:
                     raise view_rebase_error(t, False)
@@ -629,9 +636,10 @@ def check_inplace(t, *others, overlap=True):
                            "See https://github.com/pytorch/rfcs/pull/17 for more details.")
     if overlap:
         d = t._data
-        check_internal_overlap(d)
+        if 0 in d.strides:
+            check_internal_overlap(d)
         for o in others:
-            if isinstance(o, Tensor):
+            if isinstance(o, Tensor) and o._data.size:
                 check_partial_overlap(d, o._data)
 
 
