@@ -264,4 +264,4 @@ _add("type", lambda t, x, *a: x.type(*a) if not a else x.type(getattr(t, a[0])),
 _add("cpu", method("cpu"), _basic, view=True)
 _add("copy_", lambda t, x, y: (x * 1).copy_(y),
      lambda mk: [Sample(mk.rand(2, 3), mk.rand(2, 3)), Sample(mk.rand(2, 3), mk.rand(3)),
-                 Sample(mk.rand(2, 3), mk.rand(2, 3).astype(np.float32), grad=[1])])
+                 Sample(mk.rand(2, 3), mk.rand(2, 3).astype(np.float32), grad=[1], kind="mixed_dtype")])
