@@ -13,6 +13,9 @@ from opinfo import ALL_OPS, KNOWN_MISMATCHES
 from opinfo.core import (torch, expand_samples, call, build, flat, is_tensor, compare_arrays,
                          compare_outputs, to_numpy, tol, upstream_arrays, FLOAT_KINDS)
 
+# the nonfinite/degenerate samples do inf/nan arithmetic on purpose; NumPy warns about it
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::numpy.exceptions.ComplexWarning")
+
 _SAMPLES = {}
 
 
