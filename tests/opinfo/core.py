@@ -189,7 +189,8 @@ class Sample:
 
 @dataclasses.dataclass
 class OpInfo:
-    """One op of the table (see tests/opinfo/__init__.py for how to write one)."""
+    """One op of the table (see tests/opinfo/__init__.py for how to write one). ``skip`` maps a
+    test kind ("gradcheck") or a sample kind ("nonfinite") to the reason it does not apply."""
     name: str
     op: Callable
     samples: Callable
