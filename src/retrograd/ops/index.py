@@ -594,10 +594,15 @@ class IndexPutBackward0(CopySlices):
         return gy, gv
 
 
+def _zeros_like(g):
+    """The overwritten tensor's gradient: plain zeros, outside the graph (as PyTorch's)."""
+    return finish(None, _xp(g._data).zeros(g._data.shape, g._data.dtype))
+
+
 class FillBackward3(OpNode):
     def backward(self, g):
         nf = self.next_functions
-        return (g * 0 if nf[0][0] is not None else None,
+        return (_zeros_like(g) if nf[0][0] is not None else None,
                 g.sum() if len(nf) > 1 and nf[1][0] is not None else None)
 
 
@@ -605,7 +610,7 @@ class CopyBackwards(OpNode):
     def backward(self, g):
         nf = self.next_functions
         gv = _fit_value_grad(g, self.value_shape) if nf[1][0] is not None else None
-        return (g * 0 if nf[0][0] is not None else None, gv)
+        return (_zeros_like(g) if nf[0][0] is not None else None, gv)
 
 
 def _fit_value_grad(gv, vshape):
@@ -624,8 +629,8 @@ def _fit_value_grad(gv, vshape):
 def _value_array(self, value):
     if isinstance(value, Tensor):
         return value, value._data
-    if isinstance(value, (bool, int, float, complex, np.generic)):
-        return None, value
+    if isinstance(value, (bool, int, float, complex, np.integer)) and not isinstance(value, np.bool_):
+        return None, value   # (numbers; NumPy's float32 or bool scalars are refused, as PyTorch does)
     tp = type(value)
     name = tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__name__}"
     raise TypeError(f"can't assign a {name} to a {_type_name(self)}")
@@ -803,13 +808,21 @@ def _compose(shape, basic, adv_index):
     return np.unravel_index(lin, shape)
 
 
+def _check_values(name, values):
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{name}(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+
+
 def index_put(input, indices, values, accumulate=False):
     """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``)."""
+    _check_values("index_put", values)
     r = input.clone()
     return index_put_(r, indices, values, accumulate) if not accumulate else _index_put_acc(input, indices, values)
 
 
 def index_put_(self, indices, values, accumulate=False):
+    """``self[indices] = values`` in place (``+=`` with ``accumulate``)."""
+    _check_values("index_put_", values)
     if not accumulate:
         setitem(self, tuple(indices), values)
         return self
@@ -823,6 +836,20 @@ def _index_put_acc(input, indices, values):
     steps, basic, adv_index, mid_shape = _parse(x.shape, tuple(indices))
     region = _compose(x.shape, basic, adv_index) if adv_index is not None else basic
     vd = values._data if isinstance(values, Tensor) else values
+    if isinstance(values, Tensor) and vd.dtype != x.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_dname(x.dtype)} for the destination and {_dname(vd.dtype)} for the source.")
+    rs = _region_shape(x.shape, region)
+    vs = np.shape(vd)
+    vs = _strip_leading_ones(vs) if len(vs) > len(rs) else vs
+    try:
+        ok = len(vs) <= len(rs) and np.broadcast_shapes(vs, rs) == tuple(rs)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {_shape_str(np.shape(vd))} cannot be broadcast "
+                           f"to indexing result of shape {_shape_str(rs)}")
+    vd = np.reshape(vd, vs)
     z = _acc_into(x.shape, x.dtype, region, np.broadcast_to(np.asarray(vd, x.dtype), _region_shape(x.shape, region)))
     vt = values if isinstance(values, Tensor) else None
     node = node_for(IndexPutBackward0, (input, vt))
@@ -881,10 +908,9 @@ def where(condition, input=None, other=None, *, out=None):
 def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) long tensor, or a tuple of index tensors."""
     x = input._data
-    if as_tuple:
-        if x.ndim == 0:
-            return (finish(None, np.nonzero(x.reshape(1))[0].astype(np.int64)),)
-        return tuple(finish(None, a.astype(np.int64)) for a in np.nonzero(x))
+    if as_tuple:   # (PyTorch: the columns of nonzero(), as views)
+        from .shape import unbind
+        return unbind(nonzero(input if x.ndim else input.reshape(1)), 1)
     r = np.argwhere(x).astype(np.int64) if x.ndim else np.zeros((int(bool(x)), 0), np.int64)
     res = finish(None, r)
     if out is not None:

@@ -584,7 +584,7 @@ def einsum(equation, *operands):
     if len(dts) > 1:
         names = [_dtype_name(o._data.dtype) for o in operands]
         raise RuntimeError(f"expected scalar type {names[0]} but found {[n for n in names if n != names[0]][0]}")
-    if len(operands) == 1 and (set(terms[0]) == set(rhs) or operands[0]._data.dtype.kind in "fc"):
+    if len(operands) == 1:
         return _einsum_single(operands[0], terms[0], rhs)
     return _einsum_raw(",".join(terms) + "->" + rhs, list(operands))
 

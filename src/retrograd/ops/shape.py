@@ -343,6 +343,8 @@ def t(input):
 
 def permute(input, *dims):
     """A view with the dimensions reordered as ``dims``."""
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims)
     x = input._data
     if len(dims) != x.ndim:
@@ -394,7 +396,7 @@ def movedim(input, source, destination):
     nd = x.ndim
     if nd == 0:
         wrap_dim(_int(source) if isinstance(source, _int) else 0, 0)
-        return permute(input, ())
+        return _alias(input)   # (PyTorch: an alias of a 0-d tensor)
     src = (source,) if isinstance(source, _int) else tuple(source)
     dst = (destination,) if isinstance(destination, _int) else tuple(destination)
     if len(src) != len(dst):
@@ -422,6 +424,8 @@ moveaxis = movedim
 class RepeatBackward0(OpNode):
     def backward(self, g):
         reps, shape = self.repeats, self.shape
+        if not g._data.size:   # (nothing repeated: plain zeros, outside the graph, as PyTorch's)
+            return finish(None, xp_of(g).zeros(shape, g._data.dtype))
         lead = len(reps) - len(shape)
         full = (1,) * lead + tuple(shape)
         split = []
@@ -501,6 +505,8 @@ class FlipBackward0(OpNode):
 
 def flip(input, *dims):
     """Reverse the order of elements along ``dims`` (a copy)."""
+    if not dims:
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
     x = input._data
@@ -1205,8 +1211,10 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         raise RuntimeError(f"order must be non-negative but got {n}")
     parts = [t for t in (prepend, input, append) if t is not None]
     t = cat(parts, d) if len(parts) > 1 else input
-    if n == 0:
-        return t.clone()
+    if n == 0:   # (PyTorch copies into a new tensor: CopyBackwards)
+        from .copy import copy_
+        from .. import _creation
+        return copy_(_creation.empty_like(t), t)
     from .arithmetic import sub
     for _ in range(n):
         m = t._data.shape[d]
@@ -1452,12 +1460,16 @@ class UnsafeSplitBackward0(SplitBackward0):
 UnsafeSplitWithSizesBackward0 = type("UnsafeSplitWithSizesBackward0", (SplitBackward0,), {})
 
 
-def _unsafe(fn, cls):
+def _unsafe(fn, name):
     def op(input, *args, **kwargs):
+        if name == "unsafe_split" and args and isinstance(args[0], (list, tuple)):
+            raise TypeError(f"unsafe_split(): argument 'split_size' (position 1) must be int, not "
+                            f"{type(args[0]).__name__}")
         outs = fn(input, *args, **kwargs)
         node = outs[0]._grad_fn if outs else None
         if node is not None:
-            node.__class__ = cls
+            node.__class__ = (UnsafeSplitWithSizesBackward0 if isinstance(node, SplitWithSizesBackward0)
+                              else UnsafeSplitBackward0)
         res = []
         for o in outs:   # (same memory, but not views: in-place writes are allowed)
             c = finish(None, o._data)
@@ -1469,9 +1481,9 @@ def _unsafe(fn, cls):
     return op
 
 
-unsafe_split = _unsafe(split, UnsafeSplitBackward0)
-unsafe_chunk = _unsafe(chunk, UnsafeSplitBackward0)
-unsafe_split_with_sizes = _unsafe(split_with_sizes, UnsafeSplitWithSizesBackward0)
+unsafe_split = _unsafe(split, "unsafe_split")
+unsafe_chunk = _unsafe(chunk, "unsafe_chunk")
+unsafe_split_with_sizes = _unsafe(split_with_sizes, "unsafe_split_with_sizes")
 for _f, _n in ((unsafe_split, "unsafe_split"), (unsafe_chunk, "unsafe_chunk"),
                (unsafe_split_with_sizes, "unsafe_split_with_sizes")):
     _f.__name__ = _f.__qualname__ = _n
