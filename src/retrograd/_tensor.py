@@ -11,7 +11,6 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import CPU, device_of_array
-from .autograd import grad_mode
 from .autograd.graph import AccumulateGrad, RemovableHandle
 
 __all__ = ["Tensor", "Size"]

@@ -6,6 +6,11 @@ node wrapping the in-place op's node ``fn``: in backward, CopySlices takes the b
 gradient, hands the view's slice of it to ``fn``, writes what ``fn`` returns for the
 view's old value back into that slice, and passes the rest of ``fn``'s gradients on.
 ``y = x * 2; y[0] = 0`` thus gives ``x.grad = [0, 2, 2]`` after ``y.sum().backward()``.
+
+Every other view of that base is then stale: the next time its grad_fn is looked at, it
+becomes an AsStridedBackward0 on the base's current grad_fn (``regenerate_view``). Views are
+known by the flat positions of their elements in the base, read from the arrays' memory
+layout, as PyTorch keeps a view's geometry rather than the ops that made it.
 """
 import numpy as np
 
