@@ -27,15 +27,12 @@ class CopySlices(Node):
     the flat positions of its elements in the base (``pos``; None: all of them, in
     order), fixed when the write happened, as PyTorch keeps the view's geometry."""
 
-    def __init__(self, base_edge, base_meta, pos, view_shape, fn):
+    def __init__(self, base_edge, base_meta, place, view_shape, fn):
         self.next_functions = (base_edge,) + tuple(fn.next_functions[1:])
         self._seq = _next(_seq)
         self._out_meta = (base_meta,)
-        self.pos = pos
+        self.place = place
         self.view_shape = view_shape
-        # (a view with elements sharing memory, as after expand: PyTorch's backward refuses
-        # to write the base's gradient into it)
-        self.overlapping = pos is not None and np.unique(pos).size < pos.size
         self.fn = fn
         self._saved = ()  # so the engine releases ``fn``'s saved tensors with ours
         if Node._anomaly_stack is not None:
@@ -57,12 +54,22 @@ class CopySlices(Node):
 
     def _apply(self, grads):
         g = grads[0]
-        pos, vshape = self.pos, self.view_shape
-        if self.overlapping and self.next_functions[0][0] is not None:
+        if self.next_functions[0][0] is not None and self.place.overlapping():
+            # (a view with elements sharing memory, as after expand: PyTorch's backward
+            # refuses to write the base's gradient into it)
             raise RuntimeError(INTERNAL_OVERLAP_MSG)
+        vshape = self.view_shape
+        if not _state.grad and self.place.geo is not None and type(g._data) is np.ndarray:
+            # Plain arrays: copy the gradient, run fn on the view's slice (a strided view
+            # of the copy), write its gradient for the view's old value back into it.
+            result = np.array(g._data, order="C")
+            sl = self.place.view_into(result.reshape(-1))
+            res = self._call_fn(Tensor._make(sl.copy()))
+            r0 = res[0] if res else None
+            sl[...] = 0 if r0 is None else r0._data
+            return (Tensor._make(result),) + tuple(res[1:])
+        pos = self.place.pos()
         if not _state.grad:
-            # Plain arrays: copy the gradient, run fn on the view's slice, write its
-            # gradient for the view's old value back into that slice.
             flat = g._data.reshape(-1).copy()
             sl = flat if pos is None else flat[pos]
             res = self._call_fn(Tensor._make(sl.reshape(vshape).copy()))
@@ -89,7 +96,7 @@ def copy_slices(view, node, output_nr):
     """Rewire ``view``'s base after the in-place op ``node`` wrote into ``view``."""
     base = view._base
     base_meta = (base._data.shape, base._data.dtype)
-    cs = CopySlices(base._edge(), base_meta, _positions(view, base), view._data.shape, node)
+    cs = CopySlices(base._edge(), base_meta, Placement(view, base), view._data.shape, node)
     old, old_nr = base._grad_fn, base._output_nr
     base._grad_fn = cs
     base._output_nr = 0
@@ -106,16 +113,74 @@ class AsStridedBackward0(OpNode):
     gradient goes back to the base's elements the view covers (summed where several
     view elements share one, as after ``expand``)."""
 
-    keep = None   # (as_strided beyond its input: the view elements that are the input's)
+    keep = None    # (as_strided beyond its input: the view elements that are the input's)
+    place = None   # a Placement, or the positions themselves in ``pos``
 
     def backward(self, g):
-        if self.pos is None:   # the view covers its base once, in order
+        place = self.place
+        if (place is not None and place.geo is not None and not _state.grad and type(g._data) is np.ndarray
+                and not place.overlapping()):
+            z = np.zeros(self.numel, g._data.dtype)
+            place.view_into(z)[...] = g._data
+            return Tensor._make(z.reshape(self.base_shape))
+        pos = place.pos() if place is not None else self.pos
+        if pos is None:   # the view covers its base once, in order
             return g.reshape(self.base_shape)
         from .index import put_np, take_np
         gf = g.reshape(-1)
         if self.keep is not None:
             gf = take_np(gf, (self.keep,))
-        return put_np(gf, (self.numel,), (self.pos,)).reshape(self.base_shape)
+        return put_np(gf, (self.numel,), (pos,)).reshape(self.base_shape)
+
+
+_UNSET = object()
+
+
+class Placement:
+    """Where a view's elements lie in its base, kept as PyTorch keeps a view's geometry:
+    sizes, strides and offset in the base's storage (the flat positions are worked out
+    only when a backward needs them), or the positions themselves when the base's own
+    layout is not plain row-major."""
+    __slots__ = ("geo", "_pos", "n")
+
+    def __init__(self, view, base):
+        vd, bd = view._data, base._data
+        self.n = bd.size
+        self._pos = _UNSET
+        self.geo = None
+        if type(vd) is np.ndarray and type(bd) is np.ndarray and bd.flags.c_contiguous and vd.itemsize == bd.itemsize:
+            k = bd.itemsize
+            off = (vd.__array_interface__["data"][0] - bd.__array_interface__["data"][0]) // k
+            self.geo = (vd.shape, tuple(st // k for st in vd.strides), off)
+        else:
+            self._pos = _positions(view, base)
+
+    def pos(self):
+        """The flat positions (None: all of the base, in order)."""
+        p = self._pos
+        if p is _UNSET:
+            shape, strides, off = self.geo
+            p = _flat(shape, strides, off)
+            if p.size == self.n and (self.n == 0 or (p == np.arange(self.n)).all()):
+                p = None
+            self._pos = p
+        return p
+
+    def view_into(self, flat):
+        """The view's elements within ``flat`` (a contiguous 1-D array shaped like the base's
+        storage), as a writable strided view."""
+        shape, strides, off = self.geo
+        k = flat.itemsize
+        start = flat[off:] if off < flat.size else flat[:0]
+        return np.lib.stride_tricks.as_strided(start, shape, tuple(st * k for st in strides))
+
+    def overlapping(self):
+        """Whether several view elements share one base element (PyTorch: a stride 0)."""
+        if self.geo is not None:
+            shape, strides = self.geo[0], self.geo[1]
+            return 0 not in shape and any(st == 0 and m > 1 for m, st in zip(shape, strides))
+        p = self._pos
+        return p is not None and np.unique(p).size < p.size
 
 
 def _positions(view, base, outside=False):
@@ -156,13 +221,18 @@ def _positions(view, base, outside=False):
 
 def _addresses(a, off, k):
     """Memory offsets (in elements) of every element of ``a``, ``off`` for its first."""
-    pos = np.full(a.shape, off, np.int64)
-    for d, (m, st) in enumerate(zip(a.shape, a.strides)):
+    return _flat(a.shape, tuple(st // k for st in a.strides), off).reshape(a.shape)
+
+
+def _flat(shape, strides, off):
+    """off + sum(index * stride) for every index of ``shape``, flattened row-major."""
+    pos = np.full(shape, off, np.int64)
+    for d, (m, st) in enumerate(zip(shape, strides)):
         if m > 1:
-            shape = [1] * a.ndim
-            shape[d] = m
-            pos = pos + (np.arange(m, dtype=np.int64) * (st // k)).reshape(shape)
-    return pos
+            sh = [1] * len(shape)
+            sh[d] = m
+            pos = pos + (np.arange(m, dtype=np.int64) * st).reshape(sh)
+    return pos.reshape(-1)
 
 
 def regenerate_view(view, indirect=False):
@@ -182,7 +252,7 @@ def regenerate_view(view, indirect=False):
         node._trace = Node._anomaly_stack()
     node.base_shape = base._data.shape
     node.numel = base._data.size
-    node.pos = _positions(view, base)
+    node.place = Placement(view, base)
     node._out_meta = ((view._data.shape, view._data.dtype),)
     old, old_nr = view._grad_fn, view._output_nr
     view._grad_fn = node
