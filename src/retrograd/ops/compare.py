@@ -39,7 +39,7 @@ def _bitwise(ufunc, name):
     def op(input, other, *, out=None):
         a, b, x, y, dt = binary_operands(input, other)
         if dt.kind not in "biu":
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dtype_name(dt)}\'')
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_name(dt)}\'')
         _check_broadcast(x, y)
         res = finish(None, arr(ufunc(np.asarray(x).astype(dt), np.asarray(y).astype(dt))).astype(dt))
         return res if out is None else write_out(out, res, name)
@@ -74,7 +74,7 @@ logical_not = _un(np.logical_not, "logical_not")
 def bitwise_not(input, *, out=None):
     x = input._data
     if x.dtype.kind not in "biu":
-        raise RuntimeError(f'"bitwise_not_cpu" not implemented for \'{_dtype_name(x.dtype)}\'')
+        raise NotImplementedError(f'"bitwise_not_cpu" not implemented for \'{_dtype_name(x.dtype)}\'')
     res = finish(None, arr(np.logical_not(x) if x.dtype.kind == "b" else np.invert(x)))
     return res if out is None else write_out(out, res, "bitwise_not")
 
@@ -128,10 +128,16 @@ def _ne_dunder(self, other):
     return ne(self, other)
 
 
+def _invert(self):
+    if self._data.dtype.kind not in "biu":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(self)
+
+
 TENSOR_METHODS = {n: globals()[n] for n in __all__ if n != "result_type"}
 TENSOR_METHODS.update({
     "__eq__": _eq_dunder, "__ne__": _ne_dunder, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
-    "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor, "__invert__": bitwise_not,
+    "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor, "__invert__": _invert,
     "__rand__": bitwise_and, "__ror__": bitwise_or, "__rxor__": bitwise_xor,
 })
 INPLACE = {"eq_": eq, "ne_": ne, "lt_": lt, "le_": le, "gt_": gt, "ge_": ge,

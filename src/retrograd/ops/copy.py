@@ -32,7 +32,10 @@ class CopyBackwards(OpNode):
         gs = None
         if nf[1][0] is not None:
             gs = g if g._data.dtype == self.src_dtype else g.to(D._FROM_NP[self.src_dtype])
-        return (g * 0 if nf[0][0] is not None else None, gs)
+        if nf[0][0] is not None:
+            from .arithmetic import zeros_grad
+            return zeros_grad(g), gs
+        return None, gs
 
 
 def _copy_check(dst_shape, src_shape):

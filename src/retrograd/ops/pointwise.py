@@ -4,7 +4,7 @@ the engine sums broadcast gradients back down to each input's shape."""
 import numpy as np
 
 from ._base import (OpNode, node_for, save, save_output, finish, arr, result_np_dtype, binary_operands,
-                    write_out, Tensor, _SCALARS)
+                    write_out, Tensor, _SCALARS, masked_grad)
 from .. import _dtype as D
 
 __all__ = ["clamp", "clip", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "lerp",
@@ -15,15 +15,14 @@ def _const(a):
     return finish(None, arr(a))
 
 
-def _mask(g, m):
+def _mask(g, m, name="WhereBackward0"):
     """``g`` where ``m`` holds, else 0 (an infinite or NaN ``g`` gives 0 too, as in PyTorch)."""
     m = np.asarray(m)
-    if m.all():
+    if m.all() and m.shape == g._data.shape:
         return g
-    from .index import where
     if m.shape != g._data.shape:
         m = np.broadcast_to(m, np.broadcast_shapes(m.shape, g._data.shape))
-    return where(_const(m), g, 0.0)
+    return masked_grad(g, m, None, name)
 
 
 def _data(v):
@@ -163,6 +162,8 @@ def _clamp(input, min, max, out, name, scalar_cls):
         if max is not None and not isinstance(max, Tensor):
             max = _tensor(max)
         _bshape(input, min, max)
+        if result_np_dtype(input, min, max).kind == "b":
+            raise NotImplementedError("\"clamp_cpu\" not implemented for 'Bool'")
     if not tensor_form and input._data.dtype.kind == "f" and type(min) in _PLAIN and type(max) in _PLAIN:
         dt = input._data.dtype  # a float tensor with Python-number bounds keeps its dtype
     else:
@@ -231,12 +232,13 @@ class MaximumBackward0(OpNode):
         dt = g._data.dtype
         big = self.sign > 0
         with np.errstate(invalid="ignore"):
-            eq = (a == b) * 0.5
+            share = np.where(a == b, dt.type(0.5), dt.type(1))
             lo_a = (a < b) if big else (a > b)
             lo_b = (a > b) if big else (a < b)
-            half = g * _const((1 - eq).astype(dt)) if eq.any() else g
-            ga = _mask(half, ~lo_a) if nf[0][0] is not None else None
-            gb = _mask(half, ~lo_b) if nf[1][0] is not None else None
+            ga = masked_grad(g, np.where(lo_a, dt.type(0), share), None, "MaskedFillBackward0") \
+                if nf[0][0] is not None else None
+            gb = masked_grad(g, np.where(lo_b, dt.type(0), share), None, "MaskedFillBackward0") \
+                if nf[1][0] is not None else None
         return ga, gb
 
 
@@ -251,8 +253,8 @@ class FmaxBackward0(OpNode):
         nf = self.next_functions
         with np.errstate(invalid="ignore"):
             m = ((a >= b) if self.sign > 0 else (a <= b)) | np.isnan(b)
-        return (_mask(g, m) if nf[0][0] is not None else None,
-                _mask(g, ~m) if nf[1][0] is not None else None)
+        return (_mask(g, m, "MaskedFillBackward0") if nf[0][0] is not None else None,
+                _mask(g, ~m, "MaskedFillBackward0") if nf[1][0] is not None else None)
 
 
 class FminBackward0(FmaxBackward0):
@@ -334,7 +336,9 @@ def lerp(input, end, weight, *, out=None):
         r = _lerp_np(x, end._data, weight._data)
         node = node_for(LerpBackward1, (input, end, weight))
         if node is not None:
-            save(node, input, end, weight)
+            # the ends are needed only for the weight's gradient (PyTorch saves them only then)
+            wg = weight._requires_grad
+            save(node, input if wg else None, end if wg else None, weight)
         return _out(node, r, x.dtype, out, "lerp")
     _bshape(input, end)
     w = weight.item() if isinstance(weight, np.generic) else weight
@@ -390,14 +394,17 @@ def _addc(name, cls, combine):
                 "inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior "
                 "is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
         if dt.kind not in "fc" and isinstance(value, float):
-            raise RuntimeError("For integral input tensors, argument value must not be a floating point number.")
+            value = int(value)  # PyTorch casts the value to the integral result type
         _bshape(input, tensor1, tensor2)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             r = _as(input, dt) + value * combine(_as(tensor1, dt), _as(tensor2, dt))
         node = node_for(cls, (input, tensor1, tensor2))
         if node is not None:
             node.value = value
-            save(node, tensor1, tensor2)
+            # what each gradient needs, as PyTorch saves it: tensor1's gradient uses tensor2;
+            # tensor2's uses tensor1 (and, for addcdiv, tensor2 too)
+            g1, g2 = tensor1._requires_grad, tensor2._requires_grad
+            save(node, tensor1 if g2 else None, tensor2 if g1 or (g2 and name == "addcdiv") else None)
         return _out(node, r, dt, out, name)
 
     op.__name__ = op.__qualname__ = name
@@ -412,17 +419,21 @@ addcdiv = _addc("addcdiv", AddcdivBackward0, lambda a, b: a / b)
 # *** atan2 / hypot / xlogy ***
 
 class Atan2Backward0(OpNode):
+    """PyTorch's atan2_backward: 1 / (x^2 + y^2), taken as 0 where that is 0 (the origin)."""
+
     def backward(self, g):
+        from .index import where
         x, y = self.saved_tensors
         nf = self.next_functions
         d = x * x + y * y
-        return (g * y / d if nf[0][0] is not None else None,
-                g * -x / d if nf[1][0] is not None else None)
+        recip = where(_const(d._data == 0), 0.0, d.reciprocal())
+        return (g * y * recip if nf[0][0] is not None else None,
+                g * -x * recip if nf[1][0] is not None else None)
 
 
 class HypotBackward0(OpNode):
     def backward(self, g):
-        x, y, r = self.saved_tensors
+        x, y, r = self.saved_tensors  # x, y saved only for their own gradient
         nf = self.next_functions
         return (g * x / r if nf[0][0] is not None else None,
                 g * y / r if nf[1][0] is not None else None)
@@ -441,9 +452,11 @@ def _float_binary(name, np_fn, cls, save_result):
         node = node_for(cls, (input, other))
         res = finish(node, arr(np.asarray(r, dt)))
         if node is not None:
-            save(node, input, other)
-            if save_result:
+            if save_result:  # hypot: each operand is used by its own gradient only
+                save(node, input if input._requires_grad else None, other if other._requires_grad else None)
                 save_output(node, res)
+            else:
+                save(node, input, other)
         return res if out is None else write_out(out, res, name)
 
     op.__name__ = op.__qualname__ = name
@@ -473,7 +486,9 @@ Logaddexp2Backward0 = type("Logaddexp2Backward0", (LogaddexpBackward0,), {})
 def _logaddexp(name, np_fn, cls):
     def op(input, other, *, out=None):
         _need_tensor(name, other)
-        dt = _float_dt(result_np_dtype(input, other))
+        dt = result_np_dtype(input, other)
+        if dt.kind not in "fc":
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype_word(dt)}'")
         _bshape(input, other)
         with np.errstate(over="ignore", invalid="ignore"):
             r = np_fn(_as(input, dt), _as(other, dt))
@@ -497,15 +512,16 @@ class CopysignBackward0(OpNode):
     """d/dx copysign(x, y) = result / x (0 where x is 0); ``other`` gets a zero gradient."""
 
     def backward(self, g):
-        x, r = self.saved_tensors[0], self.saved_tensors[-1]
-        xa = x._data
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = np.where(xa == 0, 0, np.asarray(r._data) / np.where(xa == 0, 1, xa)).astype(g._data.dtype)
-        gx = g * _const(ratio)
-        if len(self.next_functions) == 1:
+        from .index import where
+        from .arithmetic import zeros_grad
+        nf = self.next_functions
+        gx = None
+        if nf[0][0] is not None:
+            x, r = self.saved_tensors
+            gx = g * where(_const(x._data == 0), 0.0, r / x)
+        if len(nf) == 1:
             return gx
-        return (gx if self.next_functions[0][0] is not None else None,
-                g * 0 if self.next_functions[1][0] is not None else None)
+        return gx, (zeros_grad(g, self.other_shape) if nf[1][0] is not None else None)
 
 
 CopysignBackward1 = type("CopysignBackward1", (CopysignBackward0,), {})
@@ -519,10 +535,12 @@ def copysign(input, other, *, out=None):
     r = np.copysign(np.asarray(x, dt), np.asarray(y, dt))
     if b is not None:
         node = node_for(CopysignBackward0, (a, b))
+        if node is not None:
+            node.other_shape = b._data.shape
     else:
         node = node_for(CopysignBackward1, (a,))
     res = finish(node, arr(np.asarray(r, dt)))
-    if node is not None:
+    if node is not None and a is not None and a._requires_grad:
         save(node, a)
         save_output(node, res)
     return res if out is None else write_out(out, res, "copysign")

@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, save_output, finish, arr, write_out, Tensor
+from ._base import OpNode, node_for, save, save_output, finish, arr, write_out, Tensor, masked_grad, _dtype_name
+from .arithmetic import zeros_grad
 from .. import _dtype as D
 
 __all__ = []
@@ -41,9 +42,19 @@ def _erfinv_np(x):
         return y
 
 
-def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, int_ok_result=False):
+def _not_implemented(kernel, kinds="b"):
+    """A dtype check: PyTorch has no ``kernel`` for inputs of these dtype kinds."""
+    def check(dt):
+        if dt.kind in kinds:
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
+    return check
+
+
+def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None):
     """Define op ``name``: forward ``fwd(array)``, node ``node_name`` whose backward is
-    ``bwd(g, x, y)`` (x the saved input, y the saved output; unused ones are None)."""
+    ``bwd(g, x, y)`` (x the saved input, y the saved output; unused ones are None).
+    ``saves`` is what PyTorch saves ("input", "output", "both" or "none"), so that in-place
+    writes are caught exactly when PyTorch catches them; ``check(dtype)`` refuses dtypes."""
 
     def backward(self, g):
         if saves == "input":
@@ -52,6 +63,9 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, int_ok_result
         if saves == "output":
             (y,) = self.saved_tensors
             return bwd(g, None, y)
+        if saves == "both":
+            x, y = self.saved_tensors
+            return bwd(g, x, y)
         return bwd(g, None, None)
 
     node_cls = type(node_name, (OpNode,), {"backward": backward, "__module__": __name__})
@@ -59,6 +73,8 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, int_ok_result
     def op(input, *, out=None):
         x = input._data
         k = x.dtype.kind
+        if check is not None:
+            check(x.dtype)
         if k in "iub" and float_only:
             x = x.astype(D._default[0].np)
         with np.errstate(all="ignore"):
@@ -66,9 +82,9 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, int_ok_result
         node = node_for(node_cls, (input,))
         res = finish(node, r)
         if node is not None:
-            if saves == "input":
+            if saves == "input" or saves == "both":
                 save(node, input)
-            elif saves == "output":
+            if saves == "output" or saves == "both":
                 save_output(node, res)
         return res if out is None else write_out(out, res, name)
 
@@ -111,12 +127,18 @@ _make_unary("sigmoid", lambda a: _sigmoid_np(a), "SigmoidBackward0", "output",
             lambda g, x, y: g * (y * (1 - y)))
 _make_unary("erf", _erf_np, "ErfBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * _SQRT_PI_2))
 _make_unary("erfc", _erfc_np, "ErfcBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * -_SQRT_PI_2))
-_make_unary("erfinv", _erfinv_np, "ErfinvBackward0", "output",
-            lambda g, x, y: g * (exp(y * y) * (math.sqrt(math.pi) / 2)))
+_make_unary("erfinv", _erfinv_np, "ErfinvBackward0", "input",
+            lambda g, x, y: exp(erfinv(x) * erfinv(x)) * (math.sqrt(math.pi) / 2) * g)
 _make_unary("reciprocal", lambda a: 1.0 / a, "ReciprocalBackward0", "output", lambda g, x, y: g * -(y * y))
+def _relu_check(dt):
+    if dt.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
+
+
 _make_unary("relu", lambda a: np.maximum(a, 0).astype(a.dtype, copy=False), "ReluBackward0", "output",
-            lambda g, x, y: g * (y > 0), float_only=False)
-_make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sign(x), float_only=False)
+            lambda g, x, y: masked_grad(g, y._data > 0, y), float_only=False, check=_relu_check)
+_make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sign(x), float_only=False,
+            check=_not_implemented("abs_cpu"))
 def _sign_np(a):
     """PyTorch's sign: bool stays bool, NaN gives 0, -0.0 gives 0."""
     if a.dtype.kind == "b":
@@ -127,12 +149,19 @@ def _sign_np(a):
     return r
 
 
-_make_unary("sign", _sign_np, "SignBackward0", "none", lambda g, x, y: g * 0, float_only=False)
-_make_unary("sgn", _sign_np, "SgnBackward0", "none", lambda g, x, y: g * 0, float_only=False)
-_make_unary("floor", np.floor, "FloorBackward0", "none", lambda g, x, y: g * 0, float_only=False)
-_make_unary("ceil", np.ceil, "CeilBackward0", "none", lambda g, x, y: g * 0, float_only=False)
-_make_unary("trunc", np.trunc, "TruncBackward0", "none", lambda g, x, y: g * 0, float_only=False)
-_make_unary("frac", lambda a: a - np.trunc(a), "FracBackward0", "none", lambda g, x, y: g)
+# Zero derivatives are zeros outside the graph (PyTorch's zeros_like(grad)): an infinite or
+# NaN incoming gradient still gives 0.
+_zero = lambda g, x, y: zeros_grad(g)  # noqa: E731
+_make_unary("sign", _sign_np, "SignBackward0", "none", _zero, float_only=False)
+_make_unary("sgn", _sign_np, "SgnBackward0", "both", _zero, float_only=False)
+_make_unary("floor", np.floor, "FloorBackward0", "none", _zero, float_only=False,
+            check=_not_implemented("floor_vml_cpu"))
+_make_unary("ceil", np.ceil, "CeilBackward0", "none", _zero, float_only=False,
+            check=_not_implemented("ceil_vml_cpu"))
+_make_unary("trunc", np.trunc, "TruncBackward0", "none", _zero, float_only=False,
+            check=_not_implemented("trunc_vml_cpu"))
+_make_unary("frac", lambda a: a - np.trunc(a), "FracBackward0", "none", lambda g, x, y: g,
+            check=_not_implemented("frac_cpu", "biu"))
 
 
 def _sigmoid_np(a):
@@ -143,7 +172,7 @@ def _sigmoid_np(a):
 
 class RoundBackward0(OpNode):
     def backward(self, g):
-        return g * 0
+        return zeros_grad(g)
 
 
 RoundBackward1 = type("RoundBackward1", (RoundBackward0,), {})
@@ -152,6 +181,7 @@ RoundBackward1 = type("RoundBackward1", (RoundBackward0,), {})
 def round(input, *, decimals=0, out=None):
     """Round half to even, optionally to ``decimals`` places."""
     x = input._data
+    _not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", "b" if decimals == 0 else "biu")(x.dtype)
     r = arr(np.round(x, decimals))
     res = finish(node_for(RoundBackward0 if decimals == 0 else RoundBackward1, (input,)), r)
     return res if out is None else write_out(out, res, "round")
