@@ -95,9 +95,9 @@ def _check_alpha(alpha, dt):
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
 
 
-def _check_int_divisor(y, dt):
-    """Integer division by zero raises, as in PyTorch."""
-    if dt.kind in "iub" and np.any(np.asarray(y) == 0):
+def _check_int_divisor(y, dt, x=1):
+    """Integer division by zero raises, as in PyTorch (when there is anything to divide)."""
+    if dt.kind in "iub" and np.any(np.asarray(y) == 0) and np.size(x):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -320,7 +320,7 @@ def _rounded_div(x, y, dt, mode):
     """``x / y`` rounded by ``mode`` ('trunc' or 'floor') in dtype ``dt``."""
     _not_for_bool(dt, f"div_{mode}_cpu")
     if dt.kind in "iu":
-        _check_int_divisor(y, dt)
+        _check_int_divisor(y, dt, x)
         q = np.floor_divide(x, y)
         if mode == "floor":
             return q
@@ -415,7 +415,7 @@ def _mod_node(cls0, cls1, a, b, x, y):
 def _modulus(input, other, kernel, float_fn, int_fn):
     a, b, x, y, dt = _prep(input, other)
     _not_for_bool(dt, kernel)
-    _check_int_divisor(y, dt)
+    _check_int_divisor(y, dt, x)
     with np.errstate(divide="ignore", invalid="ignore"):
         return a, b, x, y, _finish_binary((float_fn if dt.kind in "fc" else int_fn)(x, y), dt)
 
@@ -553,22 +553,18 @@ def pow(input, exponent, *, out=None):
             save_output(node, res)
         return res if out is None else write_out(out, res, "pow")
     if isinstance(exponent, Tensor):
-        if exponent._data.ndim == 0 and not exponent._requires_grad and input._data.ndim:
-            exponent = exponent.item()
-        else:
-            a, b, x, y, dt = _prep(input, exponent)
-            _not_for_bool(dt, "pow")
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                r = _finish_binary(np.power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
-            node = node_for(PowBackward1, (a, b))
-            res = finish(node, r)
-            if node is not None:
-                save(node, a, b)
-                if b._requires_grad:
-                    save_output(node, res)
-            return res if out is None else write_out(out, res, "pow")
+        a, b, x, y, dt = _prep(input, exponent)
+        _not_for_bool(dt, "pow")
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = _finish_binary(np.power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
+        node = node_for(PowBackward1, (a, b))
+        res = finish(node, r)
+        if node is not None:
+            save(node, a, b)
+            if b._requires_grad:
+                save_output(node, res)
+        return res if out is None else write_out(out, res, "pow")
     a, _, x, y, dt = _prep(input, exponent)
-    _not_for_bool(dt, "pow")
     if dt.kind in "iu" and isinstance(exponent, int) and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

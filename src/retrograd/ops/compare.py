@@ -38,9 +38,9 @@ logical_xor = _cmp(np.logical_xor, "logical_xor")
 def _bitwise(ufunc, name):
     def op(input, other, *, out=None):
         a, b, x, y, dt = binary_operands(input, other)
+        _check_broadcast(x, y)
         if dt.kind not in "biu":
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_name(dt)}\'')
-        _check_broadcast(x, y)
         res = finish(None, arr(ufunc(np.asarray(x).astype(dt), np.asarray(y).astype(dt))).astype(dt))
         return res if out is None else write_out(out, res, name)
     op.__name__ = name

@@ -61,7 +61,8 @@ def _copied(input, src):
     _copy_check(x.shape, y.shape)
     xp = np if type(x) is np.ndarray else x.__array_namespace__()
     r = xp.broadcast_to(y, x.shape).astype(x.dtype, copy=True)
-    node = node_for(CopyBackwards, (input, src))
+    # an integral destination cannot carry a gradient
+    node = node_for(CopyBackwards, (input, src)) if x.dtype.kind in "fc" else None
     if node is not None:
         node.src_dtype = y.dtype
     return finish(node, r)

@@ -168,6 +168,10 @@ def _clamp(input, min, max, out, name, scalar_cls):
         dt = input._data.dtype  # a float tensor with Python-number bounds keeps its dtype
     else:
         dt = result_np_dtype(input, min, max)
+    if dt.kind == "b" and not tensor_form:
+        kernel = "clamp_scalar_cpu" if min is not None and max is not None else (
+            "clamp_min_scalar_cpu" if min is not None else "clamp_max_scalar_cpu")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     a = _as(input, dt)
     r = a
     if min is not None:
@@ -307,9 +311,13 @@ class LerpBackward1(OpNode):
     def backward(self, g):
         s, e, w = self.saved_tensors
         nf = self.next_functions
+        gw = None
+        if nf[2][0] is not None:
+            gw = g * (e - s)
+            if gw._data.dtype != w._data.dtype:
+                gw = gw.to(w.dtype)
         return (g * (1 - w) if nf[0][0] is not None else None,
-                g * w if nf[1][0] is not None else None,
-                g * (e - s) if nf[2][0] is not None else None)
+                g * w if nf[1][0] is not None else None, gw)
 
 
 def _lerp_np(s, e, w):
@@ -329,11 +337,14 @@ def lerp(input, end, weight, *, out=None):
     if x.dtype.kind not in "fc":
         raise NotImplementedError(f"\"lerp_kernel_scalar\" not implemented for '{_dtype_word(x.dtype)}'")
     if isinstance(weight, Tensor):
-        if weight._data.dtype != x.dtype:
-            raise RuntimeError(f"expected dtype {_C_NAMES[x.dtype.name]} for `weight` but got dtype "
-                               f"{_C_NAMES[weight._data.dtype.name]}")
+        wd = weight._data
+        if wd.dtype != x.dtype:
+            if wd.ndim:  # a 0-d weight is a number to PyTorch's type checks
+                raise RuntimeError(f"expected dtype {_C_NAMES[x.dtype.name]} for `weight` but got dtype "
+                                   f"{_C_NAMES[wd.dtype.name]}")
+            wd = wd.astype(x.dtype)
         _bshape(input, end, weight)
-        r = _lerp_np(x, end._data, weight._data)
+        r = _lerp_np(x, end._data, wd)
         node = node_for(LerpBackward1, (input, end, weight))
         if node is not None:
             # the ends are needed only for the weight's gradient (PyTorch saves them only then)
@@ -362,8 +373,8 @@ class AddcmulBackward0(OpNode):
         v = self.value
         nf = self.next_functions
         return (g if nf[0][0] is not None else None,
-                g * t2 * v if nf[1][0] is not None else None,
-                g * t1 * v if nf[2][0] is not None else None)
+                g * (t2 * v) if nf[1][0] is not None else None,
+                g * (t1 * v) if nf[2][0] is not None else None)
 
 
 class AddcdivBackward0(OpNode):
@@ -372,8 +383,8 @@ class AddcdivBackward0(OpNode):
         v = self.value
         nf = self.next_functions
         return (g if nf[0][0] is not None else None,
-                g * v / t2 if nf[1][0] is not None else None,
-                -g * v * t1 / (t2 * t2) if nf[2][0] is not None else None)
+                g * (v / t2) if nf[1][0] is not None else None,
+                -g * (v * t1 / (t2 * t2)) if nf[2][0] is not None else None)
 
 
 def _addc(name, cls, combine):

@@ -136,7 +136,7 @@ def _relu_check(dt):
 
 
 _make_unary("relu", lambda a: np.maximum(a, 0).astype(a.dtype, copy=False), "ReluBackward0", "output",
-            lambda g, x, y: masked_grad(g, y._data > 0, y), float_only=False, check=_relu_check)
+            lambda g, x, y: masked_grad(g, ~(y._data <= 0), y), float_only=False, check=_relu_check)
 _make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sign(x), float_only=False,
             check=_not_implemented("abs_cpu"))
 def _sign_np(a):
