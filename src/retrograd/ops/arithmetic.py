@@ -561,8 +561,7 @@ def pow(input, exponent, *, out=None):
         res = finish(node, r)
         if node is not None:
             save(node, a, b)
-            if b._requires_grad:
-                save_output(node, res)
+            save_output(node, res)  # PyTorch keeps a saved output whatever needs it
         return res if out is None else write_out(out, res, "pow")
     a, _, x, y, dt = _prep(input, exponent)
     if dt.kind in "iu" and isinstance(exponent, int) and exponent < 0:

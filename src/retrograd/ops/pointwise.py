@@ -551,8 +551,8 @@ def copysign(input, other, *, out=None):
     else:
         node = node_for(CopysignBackward1, (a,))
     res = finish(node, arr(np.asarray(r, dt)))
-    if node is not None and a is not None and a._requires_grad:
-        save(node, a)
+    if node is not None:
+        save(node, a if a is not None and a._requires_grad else None)
         save_output(node, res)
     return res if out is None else write_out(out, res, "copysign")
 
