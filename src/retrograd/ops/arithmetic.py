@@ -93,6 +93,8 @@ def _prep(input, other):
 def _check_alpha(alpha, dt):
     if alpha.__class__ is bool and dt.kind != "b":
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if dt.kind not in "fc" and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
 
 
 def _check_int_divisor(y, dt, x=1):
@@ -208,8 +210,6 @@ def add(input, other, *, alpha=1, out=None):
     a, b, x, y, dt = _prep(input, other)
     _check_alpha(alpha, dt)
     if alpha != 1:
-        if dt.kind not in "fc" and isinstance(alpha, float):
-            raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
         y = y * alpha
     r = _finish_binary(x + y, dt)
     node = node_for(AddBackward0, (a, b))
@@ -247,12 +247,14 @@ def rsub(input, other, *, alpha=1):
     _sub_check(input, other)
     if not isinstance(other, Tensor):
         a, _, x, y, dt = _prep(input, other)
+        _check_alpha(alpha, dt)
         r = _finish_binary(y - (x * alpha if alpha != 1 else x), dt)
         node = node_for(RsubBackward1, (a,))
         if node is not None and alpha != 1:
             node.alpha = alpha
         return finish(node, r)
     a, b, x, y, dt = _prep(input, other)
+    _check_alpha(alpha, dt)
     r = _finish_binary(y - (x * alpha if alpha != 1 else x), dt)
     node = node_for(RsubBackward0, (a, b))
     if node is not None and alpha != 1:
@@ -567,10 +569,22 @@ def pow(input, exponent, *, out=None):
     if dt.kind in "iu" and isinstance(exponent, int) and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # PyTorch's kernels for these exponents (their roundings and signed zeros differ
+        # from pow's: (-0.) ** -0.5 is -inf there)
         if y == 2:
             r = x * x
-        elif y == 0.5 and dt.kind == "f":
+        elif dt.kind != "f":
+            r = np.power(x, y)
+        elif y == 0.5:
             r = np.sqrt(x)
+        elif y == 3:
+            r = x * x * x
+        elif y == -0.5:
+            r = 1 / np.sqrt(x)
+        elif y == -1:
+            r = 1 / x
+        elif y == -2:
+            r = 1 / (x * x)
         else:
             r = np.power(x, y)
     r = _finish_binary(r, dt)

@@ -558,9 +558,14 @@ def copysign(input, other, *, out=None):
 
 
 def _xlogy_grad_x(g, x, y):
+    """PyTorch's xlogy gradient for ``x``: 0 where x == 0 and y <= 0 (with a number ``y``,
+    wherever x == 0 unless y > 0, so a NaN ``y`` masks too)."""
     gx = xlogy(g, y)
     with np.errstate(invalid="ignore"):
-        kill = (np.asarray(_data(x)) == 0) & (np.asarray(_data(y)) <= 0)
+        if isinstance(y, Tensor):
+            kill = (np.asarray(_data(x)) == 0) & (np.asarray(_data(y)) <= 0)
+        else:
+            kill = (np.asarray(_data(x)) == 0) & (not y > 0)
     if np.any(kill):
         gx = _mask(gx, ~kill)
     return gx
