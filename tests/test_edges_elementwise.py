@@ -475,3 +475,29 @@ def test_xlogy_number_other_gradient_matches_torch(other):
     x = np.array([0.0, -0.0, 1.5, -2.0, 0.0])
     (rl, gr), (tl, gt) = grads_both(lambda L, a: L.xlogy(a, other), [x], np.array([1.0, np.inf, 2.0, 0.5, np.nan]))
     assert_same(gr[0], gt[0], exact=False)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["sigmoid", "tanh"])
+def test_sigmoid_tanh_second_derivative_nonfinite_matches_torch(name):
+    """Their gradients are ops of their own (sigmoid_backward, tanh_backward), so an
+    infinite upstream gradient gives PyTorch's second derivative, not inf - inf."""
+    x0 = np.array([-2.5, -1.0, 0.0, 0.7, 3.0])
+    up = np.array([np.inf, -np.inf, 1.0, np.nan, 2.0])
+    res = {}
+    for n in LIBS:
+        L = lib(n)
+        x = L.from_numpy(x0.copy()).requires_grad_(True)
+        (g,) = L.autograd.grad(getattr(L, name)(x), x, L.from_numpy(up.copy()), create_graph=True)
+        (g2,) = L.autograd.grad(g, x, L.from_numpy(np.array([0.5, 1.5, -1.0, 2.0, 1.0])))
+        res[n] = (g, g2)
+    assert type(res["retrograd"][0].grad_fn).__name__ == type(res["torch"][0].grad_fn).__name__
+    for a, b in zip(res["retrograd"], res["torch"]):
+        assert_same(a, b, exact=False)
+
+
+def test_sigmoid_tanh_gradgradcheck():
+    x = retrograd.from_numpy(np.random.default_rng(5).uniform(-2, 2, (3, 4))).requires_grad_(True)
+    for fn in (retrograd.sigmoid, retrograd.tanh, lambda t: retrograd.tanh(retrograd.sigmoid(t))):
+        assert gradcheck(fn, (x,))
+        assert gradgradcheck(fn, (x,))

@@ -50,6 +50,42 @@ def _not_implemented(kernel, kinds="b"):
     return check
 
 
+# sigmoid's and tanh's gradients are ops of their own, as in PyTorch (sigmoid_backward,
+# tanh_backward): their second derivatives then come out as PyTorch's, infinities included.
+
+class SigmoidBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, y = self.saved_tensors
+        nf = self.next_functions
+        return (_sigmoid_backward(gg, y) if nf[0][0] is not None else None,
+                gg * g * (y * -2 + 1) if nf[1][0] is not None else None)
+
+
+class TanhBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, y = self.saved_tensors
+        nf = self.next_functions
+        return (_tanh_backward(gg, y) if nf[0][0] is not None else None,
+                gg * (y * -2 * g) if nf[1][0] is not None else None)
+
+
+def _elementwise_backward(cls, g, y, data):
+    node = node_for(cls, (g, y))
+    if node is not None:
+        save(node, g, y)
+    return finish(node, arr(data))
+
+
+def _sigmoid_backward(g, y):
+    gd, yd = g._data, y._data
+    return _elementwise_backward(SigmoidBackwardBackward0, g, y, gd * (1 - yd) * yd)
+
+
+def _tanh_backward(g, y):
+    gd, yd = g._data, y._data
+    return _elementwise_backward(TanhBackwardBackward0, g, y, gd * (1 - yd * yd))
+
+
 def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None):
     """Define op ``name``: forward ``fwd(array)``, node ``node_name`` whose backward is
     ``bwd(g, x, y)`` (x the saved input, y the saved output; unused ones are None).
@@ -119,12 +155,12 @@ _make_unary("acos", np.arccos, "AcosBackward0", "input", lambda g, x, y: g * -rs
 _make_unary("atan", np.arctan, "AtanBackward0", "input", lambda g, x, y: g / (x * x + 1))
 _make_unary("sinh", np.sinh, "SinhBackward0", "input", lambda g, x, y: g * cosh(x))
 _make_unary("cosh", np.cosh, "CoshBackward0", "input", lambda g, x, y: g * sinh(x))
-_make_unary("tanh", np.tanh, "TanhBackward0", "output", lambda g, x, y: g * (1 - y * y))
+_make_unary("tanh", np.tanh, "TanhBackward0", "output", lambda g, x, y: _tanh_backward(g, y))
 _make_unary("asinh", np.arcsinh, "AsinhBackward0", "input", lambda g, x, y: g * rsqrt(x * x + 1))
 _make_unary("acosh", np.arccosh, "AcoshBackward0", "input", lambda g, x, y: g * rsqrt(x * x - 1))
 _make_unary("atanh", np.arctanh, "AtanhBackward0", "input", lambda g, x, y: g / (1 - x * x))
 _make_unary("sigmoid", lambda a: _sigmoid_np(a), "SigmoidBackward0", "output",
-            lambda g, x, y: g * (y * (1 - y)))
+            lambda g, x, y: _sigmoid_backward(g, y))
 _make_unary("erf", _erf_np, "ErfBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * _SQRT_PI_2))
 _make_unary("erfc", _erfc_np, "ErfcBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * -_SQRT_PI_2))
 _make_unary("erfinv", _erfinv_np, "ErfinvBackward0", "input",
