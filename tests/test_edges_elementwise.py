@@ -419,7 +419,23 @@ ERRORS = {
     "logaddexp_int": lambda L: L.logaddexp(L.tensor([1]), L.tensor([2])),
     "clamp_bool_bool": lambda L: L.clamp(L.tensor([True]), True),
     "clamp_bool_tensor": lambda L: L.clamp(L.tensor([True]), L.tensor([False]), L.tensor([True])),
+    "positive_bool": lambda L: +L.tensor([True]), "positive_fn_bool": lambda L: L.positive(L.tensor([True])),
+    "logical_and_number": lambda L: L.logical_and(L.tensor([1.5]), 2),
+    "logical_or_method_number": lambda L: L.tensor([True]).logical_or(1.5),
+    "logical_xor_inplace_number": lambda L: L.tensor([True]).logical_xor_(True),
 }
+
+
+@needs_torch
+def test_bool_forms_torch_accepts():
+    b = np.array([True, False, True])
+    for f in (lambda L, x: L.clamp_min(x, x.flip(0)), lambda L, x: L.clamp_max(x, x.flip(0)),
+              lambda L, x: L.clamp(x, min=x.flip(0)), lambda L, x: L.logical_and(x, x.flip(0)),
+              lambda L, x: x.clone().logical_or_(x.flip(0)), lambda L, x: x ** True, lambda L, x: x ** False):
+        (_, r), (_, t) = run_both(f, b)
+        assert_same(r, t)
+    x = retrograd.tensor([1.0, -2.0])
+    assert retrograd.positive(x) is x and (+x) is x
 
 
 @needs_torch

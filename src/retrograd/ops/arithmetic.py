@@ -8,7 +8,7 @@ from ._base import (OpNode, node_for, save, finish, arr, binary_operands, cast,
                     apply_inplace, write_out, Tensor, _SCALARS, _state, _float, xp_of, _dtype_name)
 
 __all__ = ["add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide",
-           "floor_divide", "remainder", "fmod", "neg", "negative", "pow", "float_power"]
+           "floor_divide", "remainder", "fmod", "neg", "negative", "positive", "pow", "float_power"]
 
 
 _ndarray = np.ndarray
@@ -465,6 +465,13 @@ def neg(input, *, out=None):
 negative = neg
 
 
+def positive(input):
+    """``+input``: the tensor itself (refused for bool, as in PyTorch)."""
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
 class PowBackward0(OpNode):
     """d(x ** c)/dx = c * x ** (c - 1); exactly zero (outside the graph) for c == 0."""
 
@@ -630,7 +637,7 @@ TENSOR_METHODS = {
     "__mul__": mul, "__rmul__": mul, "__truediv__": div, "__rtruediv__": _rtruediv,
     "__floordiv__": floor_divide, "__rfloordiv__": _rfloordiv, "__mod__": remainder,
     "__rmod__": _rmod, "__neg__": neg, "__pow__": pow, "__rpow__": _rpow,
-    "__pos__": lambda self: self,
+    "__pos__": positive, "positive": positive,
 }
 
 INPLACE = {"add_": add, "sub_": sub, "subtract_": sub, "mul_": mul, "multiply_": mul, "div_": div,

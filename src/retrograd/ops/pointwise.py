@@ -162,7 +162,8 @@ def _clamp(input, min, max, out, name, scalar_cls):
         if max is not None and not isinstance(max, Tensor):
             max = _tensor(max)
         _bshape(input, min, max)
-        if result_np_dtype(input, min, max).kind == "b":
+        if name == "clamp" and min is not None and max is not None and \
+                result_np_dtype(input, min, max).kind == "b":
             raise NotImplementedError("\"clamp_cpu\" not implemented for 'Bool'")
     if not tensor_form and input._data.dtype.kind == "f" and type(min) in _PLAIN and type(max) in _PLAIN:
         dt = input._data.dtype  # a float tensor with Python-number bounds keeps its dtype
