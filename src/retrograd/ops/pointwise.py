@@ -18,8 +18,6 @@ def _const(a):
 def _mask(g, m, name="WhereBackward0"):
     """``g`` where ``m`` holds, else 0 (an infinite or NaN ``g`` gives 0 too, as in PyTorch)."""
     m = np.asarray(m)
-    if m.all() and m.shape == g._data.shape:
-        return g
     if m.shape != g._data.shape:
         m = np.broadcast_to(m, np.broadcast_shapes(m.shape, g._data.shape))
     return masked_grad(g, m, None, name)
@@ -565,11 +563,11 @@ def _xlogy_grad_x(g, x, y):
     with np.errstate(invalid="ignore"):
         if isinstance(y, Tensor):
             kill = (np.asarray(_data(x)) == 0) & (np.asarray(_data(y)) <= 0)
+        elif y > 0:
+            return gx
         else:
-            kill = (np.asarray(_data(x)) == 0) & (not y > 0)
-    if np.any(kill):
-        gx = _mask(gx, ~kill)
-    return gx
+            kill = np.asarray(_data(x)) == 0
+    return _mask(gx, ~kill, "MaskedFillBackward0")
 
 
 class XlogyBackward0(OpNode):
