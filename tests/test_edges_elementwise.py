@@ -249,6 +249,8 @@ MASKED = {
     "remainder": lambda L, x: L.remainder(x, x.flip(0) + 5), "abs": lambda L, x: L.abs(x),
     "copy_": lambda L, x: (x * 1).copy_(x.flip(0)), "copysign": lambda L, x: L.copysign(x, x.flip(0)),
     "pow0": lambda L, x: x ** 0, "pow_t0": lambda L, x: x ** (x * 0),
+    "clamp_wide": lambda L, x: L.clamp(x, -10.0, 10.0), "xlogy": lambda L, x: L.xlogy(x, x.flip(0).abs()),
+    "xlogy_nan": lambda L, x: L.xlogy(x, float("nan")), "sigmoid": lambda L, x: L.sigmoid(x),
 }
 X_MASKED = np.array([-1.5, -0.25, 0.0, 0.0, 0.3, 1.2, 2.5, -0.0, np.nan, -3.0])
 UP_BAD = np.array([np.inf, -np.inf, np.nan, 1.0, np.inf, np.nan, -2.0, np.inf, 0.5, np.nan])
@@ -277,7 +279,7 @@ def test_zero_gradients_select_without_torch():
 
 
 CG = ["relu", "clamp", "clamp_t", "where", "where_s", "maximum", "fmax", "abs", "copysign", "floor",
-      "sign", "div_floor", "pow0", "pow_t0", "copy_", "remainder"]
+      "sign", "div_floor", "pow0", "pow_t0", "copy_", "remainder", "clamp_wide", "xlogy", "xlogy_nan", "sigmoid"]
 
 
 @needs_torch
