@@ -519,3 +519,13 @@ def test_sigmoid_tanh_gradgradcheck():
     for fn in (retrograd.sigmoid, retrograd.tanh, lambda t: retrograd.tanh(retrograd.sigmoid(t))):
         assert gradcheck(fn, (x,))
         assert gradgradcheck(fn, (x,))
+
+
+def test_zero_scalar_keeps_its_sign_on_0d_float32():
+    """The 0-d fast path rounds Python numbers to float32 through a cache; 0.0 and -0.0
+    must not be confused there."""
+    x = retrograd.tensor(-1.5)
+    assert math.copysign(1, (x * -0.0).item()) == 1
+    assert math.copysign(1, (x * 0.0).item()) == -1
+    assert math.copysign(1, (retrograd.tensor(-0.0) + -0.0).item()) == -1
+    assert math.copysign(1, (retrograd.tensor(-0.0) - 0.0).item()) == -1

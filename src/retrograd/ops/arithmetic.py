@@ -21,6 +21,8 @@ _F32_OF = {}
 def _f32(v):
     """``v`` rounded to float32, as PyTorch casts a Python scalar for a float32 op (cached:
     loops reuse the same few constants)."""
+    if v == 0:
+        return v  # 0.0 and -0.0 are one dict key: never cached, so the sign survives
     r = _F32_OF.get(v)
     if r is None:
         if len(_F32_OF) > 512:
