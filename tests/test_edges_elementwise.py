@@ -350,6 +350,8 @@ VERSIONED = {
     "lerp": (lambda L, a, b: L.lerp(a, b, b), 2), "maximum": (lambda L, a, b: L.maximum(a, b), 2),
     "where": (lambda L, a, b: L.where(a > 0, a, b), 2), "relu": (lambda L, a: L.relu(a), 1),
     "exp": (lambda L, a: L.exp(a), 1), "clamp": (lambda L, a: L.clamp(a, -1, 1), 1),
+    "copysign_other": (lambda L, a, b: L.copysign(b, a), 2), "pow_other": (lambda L, a, b: b ** a, 2),
+    "fmod_other": (lambda L, a, b: L.fmod(b, a), 2),
 }
 
 

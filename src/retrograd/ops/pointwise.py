@@ -524,10 +524,11 @@ class CopysignBackward0(OpNode):
     def backward(self, g):
         from .index import where
         from .arithmetic import zeros_grad
+        saved = self.saved_tensors  # all unpacked (and version-checked) first, as in PyTorch
         nf = self.next_functions
         gx = None
         if nf[0][0] is not None:
-            x, r = self.saved_tensors
+            x, r = saved
             gx = g * where(_const(x._data == 0), 0.0, r / x)
         if len(nf) == 1:
             return gx
