@@ -531,3 +531,16 @@ def test_zero_scalar_keeps_its_sign_on_0d_float32():
     assert math.copysign(1, (x * 0.0).item()) == -1
     assert math.copysign(1, (retrograd.tensor(-0.0) + -0.0).item()) == -1
     assert math.copysign(1, (retrograd.tensor(-0.0) - 0.0).item()) == -1
+
+
+@needs_torch
+def test_signed_zero_ties_match_torch():
+    """relu(-0.) is -0.; clamp and maximum/minimum keep the input on a tie (PyTorch's scalar
+    kernels; small tensors)."""
+    for a, b in [(-0.0, 0.0), (0.0, -0.0)]:
+        x, y = np.array([a, a, 1.0]), np.array([b, b, 1.0])
+        for f in (lambda L, p, q: L.maximum(p, q), lambda L, p, q: L.minimum(p, q), lambda L, p, q: L.relu(p),
+                  lambda L, p, q: L.clamp(p, min=b), lambda L, p, q: L.clamp(p, max=b), lambda L, p, q: L.clamp(p, q, q),
+                  lambda L, p, q: L.clamp_min(p, q), lambda L, p, q: L.clamp_max(p, q)):
+            (_, r), (_, t) = run_both(f, x, y, grad=False)
+            assert_same(r, t)

@@ -174,9 +174,9 @@ def _clamp(input, min, max, out, name, scalar_cls):
     a = _as(input, dt)
     r = a
     if min is not None:
-        r = np.maximum(r, _as(min, dt))
+        r = np.maximum(_as(min, dt), r)  # ties keep the input (its signed zero), as in PyTorch
     if max is not None:
-        r = np.minimum(r, _as(max, dt))
+        r = np.minimum(_as(max, dt), r)
     if r is a:
         r = a.copy()
     if not tensor_form:
@@ -264,7 +264,7 @@ class FminBackward0(FmaxBackward0):
     pass
 
 
-def _extremum(name, np_fn, cls, sign):
+def _extremum(name, np_fn, cls, sign, swap=False):
     def op(input, other, *, out=None):
         _need_tensor(name, other)
         a, b, x, y, dt = binary_operands(input, other)
@@ -272,7 +272,9 @@ def _extremum(name, np_fn, cls, sign):
         if dt.kind == "c":
             raise RuntimeError(f"{name}() not implemented for complex tensors.")
         with np.errstate(invalid="ignore"):
-            r = np_fn(_as(input, dt), _as(other, dt))
+            # NumPy returns the second operand on ties, PyTorch's scalar kernel the first (its
+            # vectorized one, used on long tensors, the second): -0. against 0. shows it
+            r = np_fn(_as(other, dt), _as(input, dt)) if swap else np_fn(_as(input, dt), _as(other, dt))
         node = node_for(cls, (input, other))
         if node is not None:
             node.sign = sign
@@ -285,8 +287,8 @@ def _extremum(name, np_fn, cls, sign):
     return op
 
 
-maximum = _extremum("maximum", np.maximum, MaximumBackward0, 1)
-minimum = _extremum("minimum", np.minimum, MinimumBackward0, -1)
+maximum = _extremum("maximum", np.maximum, MaximumBackward0, 1, swap=True)
+minimum = _extremum("minimum", np.minimum, MinimumBackward0, -1, swap=True)
 fmax = _extremum("fmax", np.fmax, FmaxBackward0, 1)
 fmin = _extremum("fmin", np.fmin, FminBackward0, -1)
 

@@ -171,7 +171,8 @@ def _relu_check(dt):
         raise RuntimeError("Boolean inputs not supported for relu")
 
 
-_make_unary("relu", lambda a: np.maximum(a, 0).astype(a.dtype, copy=False), "ReluBackward0", "output",
+# np.maximum returns its second operand on ties, PyTorch its first: relu(-0.) is -0.
+_make_unary("relu", lambda a: np.maximum(0, a).astype(a.dtype, copy=False), "ReluBackward0", "output",
             lambda g, x, y: masked_grad(g, ~(y._data <= 0), y), float_only=False, check=_relu_check)
 _make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sign(x), float_only=False,
             check=_not_implemented("abs_cpu"))
