@@ -396,8 +396,6 @@ def _addc(name, cls, combine):
         if isinstance(value, Tensor):
             raise TypeError(f"{name}(): argument 'value' must be Number, not Tensor")
         dt = result_np_dtype(input, tensor1, tensor2)
-        if dt.kind == "b":
-            raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
         if name == "addcdiv" and tensor1._data.dtype.kind in "biu" and tensor2._data.dtype.kind in "biu":
             raise RuntimeError(
                 "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will "
@@ -405,6 +403,8 @@ def _addc(name, cls, combine):
                 "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer "
                 "inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior "
                 "is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+        if dt.kind == "b":
+            raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
         if dt.kind not in "fc" and isinstance(value, float):
             value = int(value)  # PyTorch casts the value to the integral result type
         _bshape(input, tensor1, tensor2)
@@ -620,6 +620,21 @@ def xlogy(input, other, *, out=None):
     return _out(node, r, dt, out, "xlogy")
 
 
+def _addc_inplace(name, fn):
+    def method(self, tensor1, tensor2, *, value=1):
+        # PyTorch checks the output's shape before the dtype
+        shape = _bshape(self, tensor1, tensor2)
+        if shape != tuple(self._data.shape):
+            raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast "
+                               f"shape {list(shape)}")
+        from ._base import apply_inplace
+        return apply_inplace(self, fn, tensor1, tensor2, value=value)
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{fn.__name__}``."
+    return method
+
+
+INPLACE_IMPL = {"addcmul_": _addc_inplace("addcmul_", addcmul), "addcdiv_": _addc_inplace("addcdiv_", addcdiv)}
 TENSOR_METHODS = {n: globals()[n] for n in __all__}
 INPLACE = {"clamp_": clamp, "clip_": clip, "clamp_min_": clamp_min, "clamp_max_": clamp_max, "lerp_": lerp,
            "addcmul_": addcmul, "addcdiv_": addcdiv, "atan2_": atan2, "arctan2_": atan2, "hypot_": hypot,

@@ -241,4 +241,5 @@ __all__ += ["round", "square", "fix", "absolute", "arcsin", "arccos", "arctan", 
 TENSOR_METHODS.update(round=round, square=square, fix=fix, absolute=absolute, arcsin=arcsin,
                       arccos=arccos, arctan=arctan, arcsinh=arcsinh, arccosh=arccosh,
                       arctanh=arctanh, __abs__=abs)  # noqa: F821
-INPLACE.update(round_=round, square_=square, fix_=fix, absolute_=absolute)
+INPLACE.update(round_=round, square_=square, fix_=fix, absolute_=absolute, arcsin_=arcsin, arccos_=arccos,
+               arctan_=arctan, arcsinh_=arcsinh, arccosh_=arccosh, arctanh_=arctanh)
