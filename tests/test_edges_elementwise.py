@@ -544,3 +544,18 @@ def test_signed_zero_ties_match_torch():
                   lambda L, p, q: L.clamp_min(p, q), lambda L, p, q: L.clamp_max(p, q)):
             (_, r), (_, t) = run_both(f, x, y, grad=False)
             assert_same(r, t)
+
+
+@needs_torch
+def test_number_mod_tensor_has_no_derivative_as_torch():
+    """``number % tensor`` (remainder.Scalar_Tensor) records torch's NotImplemented node."""
+    msgs = []
+    for n in LIBS:
+        L = lib(n)
+        x = L.tensor([0.7, -1.3], requires_grad=True)
+        y = 2.5 % x
+        assert type(y.grad_fn).__name__ == "NotImplemented"
+        with pytest.raises(RuntimeError) as e:
+            y.sum().backward()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
