@@ -559,3 +559,13 @@ def test_number_mod_tensor_has_no_derivative_as_torch():
             y.sum().backward()
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pow_of_0d_infinities_matches_torch(dtype):
+    """C's pow on 0-d operands too: (-inf) ** 0.5 is inf (NumPy's 0-d loop says nan)."""
+    for b, e in [(-math.inf, 0.5), (-math.inf, 1.5), (-math.inf, -0.5), (-math.inf, 3.0), (-0.0, -1.5)]:
+        for f in (lambda L, x, y: x ** y, lambda L, x, y: x ** float(y), lambda L, x, y: float(x) ** y):
+            (_, r), (_, t) = run_both(f, np.array(b, dtype), np.array(e, dtype), grad=False)
+            assert_same(r, t)

@@ -535,6 +535,17 @@ def _const(a):
     return finish(None, arr(np.asarray(a)))
 
 
+def _power(x, y):
+    """``np.power`` through NumPy's array loop even for 0-d operands: its 0-d loop gives
+    (-inf) ** 0.5 = nan where C's pow (and PyTorch) give inf."""
+    if np.ndim(x) == 0 and np.ndim(y) == 0:
+        x1 = x.reshape(1) if x.__class__ is _ndarray else x
+        y1 = y.reshape(1) if y.__class__ is _ndarray else y
+        if x1 is not x or y1 is not y:
+            return np.power(x1, y1).reshape(())
+    return np.power(x, y)
+
+
 def _int_pow(x, y):
     """Integer power with PyTorch's rule for negative exponents: 1 ** n is 1, (-1) ** n is
     +-1, anything else truncates to 0."""
@@ -555,7 +566,7 @@ def pow(input, exponent, *, out=None):
         a, b, x, y, dt = _prep(input, exponent)
         _not_for_bool(dt, "pow")
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = _finish_binary(np.power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
+            r = _finish_binary(_power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
         node = node_for(PowBackward2, (b,))
         res = finish(node, r)
         if node is not None:
@@ -567,7 +578,7 @@ def pow(input, exponent, *, out=None):
         a, b, x, y, dt = _prep(input, exponent)
         _not_for_bool(dt, "pow")
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = _finish_binary(np.power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
+            r = _finish_binary(_power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
         node = node_for(PowBackward1, (a, b))
         res = finish(node, r)
         if node is not None:
@@ -583,7 +594,7 @@ def pow(input, exponent, *, out=None):
         if y == 2:
             r = x * x
         elif dt.kind != "f":
-            r = np.power(x, y)
+            r = np.power(x, y)  # integral: NumPy's loops are exact
         elif y == 0.5:
             r = np.sqrt(x)
         elif y == 3:
@@ -595,7 +606,7 @@ def pow(input, exponent, *, out=None):
         elif y == -2:
             r = 1 / (x * x)
         else:
-            r = np.power(x, y)
+            r = _power(x, y)
     r = _finish_binary(r, dt)
     node = node_for(PowBackward0, (a,))
     if node is not None:
