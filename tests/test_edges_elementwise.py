@@ -569,3 +569,15 @@ def test_pow_of_0d_infinities_matches_torch(dtype):
         for f in (lambda L, x, y: x ** y, lambda L, x, y: x ** float(y), lambda L, x, y: float(x) ** y):
             (_, r), (_, t) = run_both(f, np.array(b, dtype), np.array(e, dtype), grad=False)
             assert_same(r, t)
+
+
+@needs_torch
+def test_unary_extremes_match_torch():
+    """sigmoid underflows to exactly 0 as PyTorch's 1 / (1 + exp(-x)); erfinv(-0.) is -0."""
+    for dtype in (np.float32, np.float64):
+        x = np.array([-1000.0, -745.0, -710.0, -104.0, -89.0, -20.0, 0.0, 20.0, 89.0, np.nan], dtype)
+        (_, r), (_, t) = run_both(lambda L, a: L.sigmoid(a), x, grad=False)
+        assert_same(r, t, exact=False)
+        assert (_np(r)[:2] == 0).all()
+        (_, r), (_, t) = run_both(lambda L, a: L.erfinv(a), np.array([-0.0, 0.0, 1.0, -1.0], dtype), grad=False)
+        assert_same(r, t)

@@ -28,6 +28,10 @@ def _erfc_np(x):
 
 
 def _erfinv_np(x):
+    return np.where(x == 0, x, _erfinv_raw(x))  # erfinv(-0.) is -0.
+
+
+def _erfinv_raw(x):
     try:
         from scipy.special import erfinv
         return erfinv(x)
@@ -202,9 +206,8 @@ _make_unary("frac", lambda a: a - np.trunc(a), "FracBackward0", "none", lambda g
 
 
 def _sigmoid_np(a):
-    # Stable for large |a|: never exponentiates a positive number.
-    e = np.exp(-np.abs(a))
-    return np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+    # PyTorch's formula: exp(-a) overflows to inf for very negative a, giving exactly 0 there
+    return (1 / (1 + np.exp(-a))).astype(a.dtype, copy=False)
 
 
 class RoundBackward0(OpNode):
