@@ -532,7 +532,7 @@ class PowBackward2(OpNode):
 
 
 def _const(a):
-    return finish(None, arr(np.asarray(a)))
+    return finish(None, arr(a))
 
 
 def _power(x, y):
