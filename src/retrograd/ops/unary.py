@@ -142,7 +142,7 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 # name, numpy forward, node, saves, backward(g, x, y)
 _make_unary("exp", np.exp, "ExpBackward0", "output", lambda g, x, y: g * y)
-_make_unary("exp2", np.exp2, "Exp2Backward0", "output", lambda g, x, y: g * (y * _LN2))
+_make_unary("exp2", np.exp2, "Exp2Backward0", "output", lambda g, x, y: g * y * _LN2)
 _make_unary("expm1", np.expm1, "Expm1Backward0", "output", lambda g, x, y: g * (y + 1))
 _make_unary("log", np.log, "LogBackward0", "input", lambda g, x, y: g / x)
 _make_unary("log2", np.log2, "Log2Backward0", "input", lambda g, x, y: g / (x * _LN2))
@@ -150,7 +150,7 @@ _make_unary("log10", np.log10, "Log10Backward0", "input", lambda g, x, y: g / (x
 _make_unary("log1p", np.log1p, "Log1PBackward0", "input", lambda g, x, y: g / (x + 1))
 _make_unary("sqrt", np.sqrt, "SqrtBackward0", "output", lambda g, x, y: g / (y * 2))
 _make_unary("rsqrt", lambda a: 1.0 / np.sqrt(a), "RsqrtBackward0", "output",
-            lambda g, x, y: g * (y * y * y * -0.5))
+            lambda g, x, y: g * -0.5 * (y * y * y))
 _make_unary("sin", np.sin, "SinBackward0", "input", lambda g, x, y: g * cos(x))
 _make_unary("cos", np.cos, "CosBackward0", "input", lambda g, x, y: g * -sin(x))
 _make_unary("tan", np.tan, "TanBackward0", "output", lambda g, x, y: g * (y * y + 1))
