@@ -5,7 +5,7 @@ import operator as _op
 import numpy as np
 
 from ._base import (OpNode, node_for, save, finish, arr, binary_operands, cast,
-                    apply_inplace, write_out, Tensor, _SCALARS, _state, _float, xp_of, _dtype_name)
+                    apply_inplace, write_out, Tensor, _SCALARS, _state, _float, xp_of)
 
 __all__ = ["add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide",
            "floor_divide", "remainder", "fmod", "neg", "negative", "positive", "pow", "float_power"]
