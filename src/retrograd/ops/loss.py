@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, wrap_dim, Size
+from ._base import OpNode, node_for, save, finish, wrap_dim, Size, arr
 from .unary import exp, log, sigmoid, sqrt
 from .index import where
 from .activation import log_softmax, _softplus_np
@@ -70,35 +70,58 @@ _TN = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Lon
 
 class _NllBackward(OpNode):
     def backward(self, g):
-        return _nll_grad(g, self.coef, self.target, self.in_shape, self.reduction)
+        x, target, w = self.saved_tensors
+        return _nll_backward(g, x, target, w, self.reduction, self.ignore_index, self.total_weight,
+                             self.double_cls)
 
 
 NllLossBackward0 = type("NllLossBackward0", (_NllBackward,), {})
 NllLoss2DBackward0 = type("NllLoss2DBackward0", (_NllBackward,), {})
 
 
-class NllLossBackwardBackward0(OpNode):
+class _NllDoubleBackward(OpNode):
+    """The input gradient is linear in the incoming gradient: its derivative w.r.t. that
+    gradient is nll_loss itself (PyTorch's formula); w.r.t. the log-probabilities, zero."""
+
     def backward(self, gg):
-        # the input gradient is linear in g: gather gg back at the targets
-        picked = np.take_along_axis(gg._data, self.target[:, None], axis=1)[:, 0] * self.coef
-        r = picked.reshape(self.g_shape) if self.reduction == "none" else np.asarray(picked.sum(), gg._data.dtype)
-        return finish(None, r.astype(gg._data.dtype, copy=False))
+        nf = self.next_functions
+        dg = dx = None
+        if nf[0][0] is not None:
+            dg = nll_loss(gg, self.target, self.weight, self.ignore_index, self.reduction)
+            if tuple(dg.shape) != self.g_shape:
+                dg = dg.reshape(self.g_shape)
+        if nf[1][0] is not None:
+            dx = _const(np.zeros(self.x_shape), gg._data.dtype)
+        return dg, dx
 
 
-def _nll_grad(g, coef, target, in_shape, reduction):
-    """zeros(input) with -w[t]/norm * g at each (sample, target)."""
+NllLossBackwardBackward0 = type("NllLossBackwardBackward0", (_NllDoubleBackward,), {})
+NllLoss2DBackwardBackward0 = type("NllLoss2DBackwardBackward0", (_NllDoubleBackward,), {})
+
+
+def _nll_backward(g, x, target, weight, reduction, ignore_index, total_weight, cls):
+    """zeros(input) with -w[t] * g (/ total weight) at each non-ignored (sample, target);
+    ignored positions are never written, so they stay 0 whatever g holds."""
     gd = g._data
-    n = target.shape[0]
-    c = in_shape[1] if len(in_shape) > 1 else in_shape[0]
-    gv = gd.reshape(-1) if reduction == "none" else gd.reshape(())
+    xs = x._data.shape
+    tf = target._data.reshape(-1).astype(np.int64)
+    n = tf.shape[0]
+    c = xs[1] if len(xs) > 1 else xs[0]
+    valid = tf != ignore_index
+    gv = np.broadcast_to(gd.reshape(-1) if reduction == "none" else gd.reshape(()), (n,))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if reduction == "mean":
+            gv = gv / total_weight
+        val = -gv
+        if weight is not None:
+            val = val * weight._data.astype(gd.dtype, copy=False)[np.where(valid, tf, 0)]
     gx = np.zeros((n, c), gd.dtype)
-    gx[np.arange(n), target] = coef * gv
-    # back to the input layout (N, C, *d)
-    gx = _from_rows(gx, in_shape)
-    node = node_for(NllLossBackwardBackward0, (g,))
+    gx[np.nonzero(valid)[0], tf[valid]] = val[valid]
+    node = node_for(cls, (g, x))
     if node is not None:
-        node.coef, node.target, node.reduction, node.g_shape = coef, target, reduction, gd.shape
-    return finish(node, gx)
+        node.target, node.weight, node.ignore_index, node.reduction = target, weight, ignore_index, reduction
+        node.g_shape, node.x_shape = tuple(gd.shape), xs
+    return finish(node, _from_rows(gx, xs))
 
 
 def _to_rows(x):
@@ -151,33 +174,30 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
                                f"weight tensor of shape: {list(weight._data.shape)}")
     rows = _to_rows(x)
     tf = t.reshape(-1).astype(np.int64)
-    ignored = tf == ignore_index
-    valid = ~ignored
-    tv = np.where(ignored, 0, tf)
+    valid = tf != ignore_index
+    tv = np.where(valid, tf, 0)
     bad = valid & ((tf < 0) | (tf >= c))
     if bad.any():
         raise IndexError(f"Target {int(tf[np.argmax(bad)])} is out of bounds.")
     w = weight._data.astype(x.dtype, copy=False) if weight is not None else None
-    wt = (w[tv] if w is not None else np.ones(tf.shape, x.dtype)) * valid
-    picked = rows[np.arange(rows.shape[0]), tv]
-    losses = -(picked * wt)
+    wt = np.where(valid, w[tv] if w is not None else np.ones(tf.shape, x.dtype), 0).astype(x.dtype, copy=False)
+    # ignored positions are selected out, never multiplied (an infinite input there must not leak)
+    losses = np.where(valid, -(rows[np.arange(rows.shape[0]), tv] * wt), 0).astype(x.dtype, copy=False)
+    total = np.asarray(wt.sum(), x.dtype)
     if reduction == "none":
-        r = losses.reshape(t.shape).astype(x.dtype, copy=False)
-        coef = -wt
+        r = losses.reshape(t.shape)
     elif reduction == "sum":
         r = np.asarray(losses.sum(), x.dtype)
-        coef = -wt
     else:
-        total = wt.sum()
         with np.errstate(invalid="ignore", divide="ignore"):
             r = np.asarray(losses.sum() / total, x.dtype)
-            coef = -wt / total
+    double = NllLoss2DBackwardBackward0 if x.ndim >= 3 else NllLossBackwardBackward0
     cls = NllLoss2DBackward0 if x.ndim >= 3 else NllLossBackward0
     node = node_for(cls, (input,))
     if node is not None:
-        node.coef = coef.astype(x.dtype, copy=False)
-        node.target, node.in_shape, node.reduction = tv, x.shape, reduction
-    res = finish(node, r)
+        node.reduction, node.ignore_index, node.total_weight, node.double_cls = reduction, ignore_index, total, double
+        save(node, input, target, weight)
+    res = finish(node, arr(r))
     if reduction == "none" and (x.ndim == 3 or x.ndim > 4) and node is not None:
         # PyTorch runs these through the 4-D kernel and views the result back
         from ._linear import _reshape_named
@@ -194,7 +214,8 @@ def _div_scalar(t, s):
     node = node_for(DivBackward1, (t,))
     if node is not None:
         node.other = s
-    return finish(node, np.asarray(t._data / s, t._data.dtype))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return finish(node, arr(np.asarray(t._data / s, t._data.dtype)))
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
@@ -205,18 +226,25 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if x.ndim == 1 else 1
-    c = x.shape[class_dim]
+    c = x.shape[class_dim] if x.ndim else 1
+    wshape = [1] * x.ndim
+    if x.ndim:
+        wshape[class_dim] = c
     if x.shape == t.shape and t.dtype.kind == "f":
+        if weight is not None and (weight._data.ndim != 1 or weight._data.shape[0] != c):
+            raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {c} classes or no "
+                               f"classes but got weight tensor of shape: {list(weight._data.shape)}")
         lp = log_softmax(input, class_dim)
         tgt = target
         if label_smoothing > 0:
             tgt = target * (1 - label_smoothing) + label_smoothing / c
         prod = lp * tgt
         if weight is not None:
-            prod = prod * weight.reshape((1, c) + (1,) * (x.ndim - 2) if x.ndim >= 2 else (c,))
+            prod = prod * (weight.reshape(wshape) if x.ndim > 1 else weight)
         if reduction == "mean":
-            n = x.size // c if c else 0
-            return _div_scalar(-prod.sum(), n)
+            if x.size == 0:
+                return -prod.sum().fill_(float("nan"))
+            return _div_scalar(-prod.sum(), x.size // c)
         if reduction == "sum":
             return -prod.sum()
         return -prod.sum(class_dim)
@@ -229,19 +257,16 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         return nll
     ignore = t == ignore_index
     if weight is not None:
-        wshape = [1] * x.ndim
-        wshape[class_dim] = c
         smooth = -(lp * weight.reshape(wshape)).sum(class_dim)
     else:
         smooth = -lp.sum(class_dim)
-    smooth = smooth * _const(~ignore, x.dtype)
+    smooth = smooth.masked_fill(_const(ignore, np.bool_), 0.0)
     if reduction == "mean":
         if weight is not None:
-            tv = t[~ignore].reshape(-1)
-            denom = weight._data[tv].sum()
+            denom = _const(weight._data[t[~ignore].reshape(-1)].sum(), weight._data.dtype)
         else:
-            denom = (~ignore).sum()
-        ret = smooth.sum() / _const(denom, x.dtype)
+            denom = _const((~ignore).sum(), np.int64)
+        ret = smooth.sum() / denom
     elif reduction == "sum":
         ret = smooth.sum()
     else:
