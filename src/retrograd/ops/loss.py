@@ -13,7 +13,7 @@ import numpy as np
 from ._base import OpNode, node_for, save, finish, wrap_dim, Size, arr
 from .unary import exp, log, sigmoid, sqrt
 from .index import where
-from .activation import log_softmax, _softplus_np
+from .activation import log_softmax, logsigmoid
 
 __all__ = ["cosine_similarity", "pairwise_distance"]
 TENSOR_METHODS = {}
@@ -55,7 +55,7 @@ def _reduce_np(a, reduction):
             return np.asarray(a.mean() if a.size else np.nan, a.dtype)
     if reduction == "sum":
         return np.asarray(a.sum(), a.dtype)
-    return a
+    return arr(a)
 
 
 def _const(a, dtype):
@@ -327,7 +327,7 @@ class HuberLossBackward0(_PointwiseLossBackward):
 def _pointwise(cls, input, target, reduction, fn, **attrs):
     _reduction(reduction)
     x, y, shape = _pair(input, target)
-    r = _reduce_np(fn(x - y).astype(x.dtype, copy=False), reduction)
+    r = _reduce_np(arr(np.asarray(fn(x - y), x.dtype)), reduction)
     node = node_for(cls, (input, target))
     if node is not None:
         for k, v in attrs.items():
@@ -377,24 +377,109 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 # *** binary cross entropy ***
 
+def _check_out_shape(input, *others):
+    """The loss is computed in place into an input-shaped buffer: nothing may broadcast it larger."""
+    shape = tuple(input.shape)
+    full = np.broadcast_shapes(shape, *(tuple(o.shape) for o in others if o is not None))
+    if full != shape:
+        raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape {list(full)}")
+
+
+def _no_grad_weight(fn, **tensors):
+    from ..autograd import grad_mode
+    if grad_mode.is_grad_enabled():
+        for name, t in tensors.items():
+            if t is not None and t._requires_grad:
+                raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument '{name}'. "
+                                   "This input cannot have requires_grad True.")
+
+
+class LogitBackward0(OpNode):
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g / (x * (1 - x))
+
+
+def _logit(input):
+    """``log(x / (1 - x))`` for x in [0, 1] (binary_cross_entropy's inputs are checked)."""
+    x = input._data
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = arr(np.log(x / (1 - x)))
+    node = node_for(LogitBackward0, (input,))
+    if node is not None:
+        save(node, input)
+    return finish(node, r)
+
+
+def _bce_mean(t, reduction, n):
+    return _div_scalar(t, n) if reduction == "mean" else t
+
+
 class BinaryCrossEntropyBackward0(OpNode):
     def backward(self, g):
         x, y, w = self.saved_tensors
         nf = self.next_functions
-        scale = g if self.reduction != "mean" else g / self.n
-        gx = gy = None
-        if nf[0][0] is not None:
-            denom = _const(np.maximum((1 - x._data) * x._data, 1e-12), x._data.dtype)
-            gx = (x - y) / denom * scale
-            if w is not None:
-                gx = gx * w
+        gx = _bce_backward(g, x, y, w, self.reduction) if nf[0][0] is not None else None
+        gy = None
         if nf[1][0] is not None:
-            lx = _const(np.maximum(np.log(x._data), -100), x._data.dtype)
-            l1x = _const(np.maximum(np.log1p(-x._data), -100), x._data.dtype)
-            gy = (l1x - lx) * scale
+            gy = -_logit(x) * g
             if w is not None:
                 gy = gy * w
+            gy = _bce_mean(gy, self.reduction, x._data.size)
         return gx, gy
+
+
+_BCE_EPS = 1e-12
+_BCE_EPS_F = float(np.float32(1e-12))     # the first backward's kernel clamps at a float constant
+
+
+class BinaryCrossEntropyBackwardBackward0(OpNode):
+    """PyTorch's binary_cross_entropy double backward: its own formulas (with eps in the
+    denominators), written with tensor ops so they differentiate again."""
+
+    def backward(self, gg):
+        g, x, y, w = self.saved_tensors
+        nf = self.next_functions
+        red, n, eps = self.reduction, x._data.size, _BCE_EPS
+        dg = dx = dy = None
+        if nf[0][0] is not None:
+            dg = (x - y) / ((x + eps) * (1 - x + eps)) * gg
+            if w is not None:
+                dg = dg * w
+            if red != "none":
+                dg = _bce_mean(dg.sum(), red, n)
+        if nf[1][0] is not None:
+            dx = (x * x - x * y * 2 + y) / ((x + eps) ** 2 * (1 - x + eps) ** 2) * (gg * g)
+            if w is not None:
+                dx = dx * w
+            dx = _bce_mean(dx, red, n)
+        if nf[2][0] is not None:
+            dy = -gg * g
+            if w is not None:
+                dy = dy * w
+            denom = (1 - x) * x
+            from ..autograd import grad_mode
+            with grad_mode.no_grad():
+                # clamped in value only: the graph keeps the unclamped product (as PyTorch does)
+                denom.clamp_min_(eps)
+            dy = _bce_mean(dy / denom, red, n)
+        return dg, dx, dy
+
+
+def _bce_backward(g, x, y, w, reduction):
+    """``g * (x - y) / max(x (1 - x), eps) * w (/ n)``: PyTorch's binary_cross_entropy_backward."""
+    gd, xd, yd = g._data, x._data, y._data
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        r = gd * (xd - yd) / np.maximum((1 - xd) * xd, _BCE_EPS_F)
+        if w is not None:
+            r = r * w._data
+        if reduction == "mean":
+            r = r / xd.size
+    node = node_for(BinaryCrossEntropyBackwardBackward0, (g, x, y))
+    if node is not None:
+        node.reduction = reduction
+        save(node, g, x, y, w)
+    return finish(node, arr(np.asarray(r, xd.dtype)))
 
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
@@ -403,19 +488,29 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({Size(target.shape)}) that is different to the input size "
                          f"({Size(input.shape)}) is deprecated. Please ensure they have the same size.")
-    x, y = input._data, target._data.astype(input._data.dtype, copy=False)
-    if x.size and ((x < 0).any() or (x > 1).any()):
-        raise RuntimeError("all elements of input should be between 0 and 1")
-    with np.errstate(divide="ignore"):
-        l = -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log1p(-x), -100))
-    wt = None
-    if weight is not None:
-        wt = weight._data
-        l = l * wt
-    r = _reduce_np(l.astype(x.dtype, copy=False), reduction)
+    _no_grad_weight("binary_cross_entropy", weight=weight)
+    if weight is not None and tuple(weight.shape) != tuple(target.shape):
+        from .shape import expand, broadcast_shapes
+        weight = expand(weight, *broadcast_shapes(tuple(target.shape), tuple(weight.shape)))
+        _check_out_shape(input, weight)
+    x, y = input._data, target._data
+    if y.dtype != x.dtype:
+        raise RuntimeError(f"Found dtype {_TN.get(y.dtype.name, y.dtype.name)} but expected "
+                           f"{_TN.get(x.dtype.name, x.dtype.name)}")
+    if x.size:
+        with np.errstate(invalid="ignore"):
+            if not ((x >= 0) & (x <= 1)).all():
+                raise RuntimeError("all elements of input should be between 0 and 1")
+            if not ((y >= 0) & (y <= 1)).all():
+                raise RuntimeError("all elements of target should be between 0 and 1")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        l = (y - 1) * np.maximum(np.log1p(-x), -100) - y * np.maximum(np.log(x), -100)
+        if weight is not None:
+            l = l * weight._data
+    r = _reduce_np(arr(np.asarray(l, x.dtype)), reduction)
     node = node_for(BinaryCrossEntropyBackward0, (input, target))
     if node is not None:
-        node.reduction, node.n = reduction, max(1, x.size)
+        node.reduction = reduction
         save(node, input, target, weight)
     return finish(node, r)
 
@@ -424,24 +519,26 @@ class BinaryCrossEntropyWithLogitsBackward0(OpNode):
     def backward(self, g):
         x, y, w, pw = self.saved_tensors
         nf = self.next_functions
-        scale = g if self.reduction != "mean" else g / self.n
+        red, n = self.reduction, x._data.size
         gx = gy = None
         if nf[0][0] is not None:
             if pw is not None:
-                lw = pw * y + 1 - y
-                gx = (sigmoid(x) * lw - pw * y) * scale
+                t = pw * y
+                gx = (t + 1 - y) * sigmoid(x) - t
             else:
-                gx = (sigmoid(x) - y) * scale
+                gx = sigmoid(x) - y
+            gx = gx * g
             if w is not None:
                 gx = gx * w
+            gx = _bce_mean(gx, red, n)
         if nf[1][0] is not None:
             if pw is not None:
-                sp = _const(_softplus_np(-x._data), x._data.dtype)
-                gy = ((pw - 1) * sp - x) * scale
+                gy = (logsigmoid(-x) - logsigmoid(x) * pw) * g
             else:
-                gy = -x * scale
+                gy = -x * g
             if w is not None:
                 gy = gy * w
+            gy = _bce_mean(gy, red, n)
         return gx, gy
 
 
@@ -450,21 +547,26 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     _reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({Size(target.shape)}) must be the same as input size ({Size(input.shape)})")
-    x, y = input._data, target._data.astype(input._data.dtype, copy=False)
-    sp = np.logaddexp(0, -x)          # log(1 + exp(-x)), stable
-    if pos_weight is not None:
-        lw = 1 + (pos_weight._data - 1) * y
-        l = (1 - y) * x + lw * sp
-    else:
-        l = (1 - y) * x + sp
-    if weight is not None:
-        l = l * weight._data
-    r = _reduce_np(np.asarray(l).astype(x.dtype, copy=False), reduction)
-    if reduction == "none":
-        r = np.broadcast_to(r, np.broadcast_shapes(x.shape, r.shape)).copy() if r.shape != x.shape else r
+    _no_grad_weight("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
+    x, y = input._data, target._data
+    if x.dtype.kind not in "fc":
+        raise RuntimeError(f'"log_sigmoid_cpu" not implemented for \'{_TN.get(x.dtype.name, x.dtype.name)}\'')
+    if y.dtype.kind not in "fc":
+        raise RuntimeError(f"result type {_TN[x.dtype.name]} can't be cast to the desired output type "
+                           f"{_TN.get(y.dtype.name, y.dtype.name)}")
+    _check_out_shape(input, weight, pos_weight)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ls = np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))      # log_sigmoid(x), stable
+        if pos_weight is not None:
+            ls = ls * ((pos_weight._data - 1) * y + 1)
+        l = (1 - y) * x - ls
+        if weight is not None:
+            l = l * weight._data
+    # PyTorch computes the loss in place into ``1 - target``: the target's dtype
+    r = _reduce_np(arr(np.asarray(l, y.dtype)), reduction)
     node = node_for(BinaryCrossEntropyWithLogitsBackward0, (input, target))
     if node is not None:
-        node.reduction, node.n = reduction, max(1, x.size)
+        node.reduction = reduction
         save(node, input, target, weight, pos_weight)
     return finish(node, r)
 
