@@ -283,15 +283,12 @@ def _size_warning(input, target):
                       "Please ensure they have the same size.", stacklevel=3)
 
 
-def _pair(input, target):
-    x, y = input._data, target._data
-    dt = np.result_type(x.dtype, y.dtype) if x.dtype != y.dtype else x.dtype
-    try:
-        shape = np.broadcast_shapes(x.shape, y.shape)
-    except ValueError:
-        raise RuntimeError(f"The size of tensor a ({x.shape[-1]}) must match the size of tensor b "
-                           f"({y.shape[-1]}) at non-singleton dimension {max(x.ndim, y.ndim) - 1}")
-    return x.astype(dt, copy=False), y.astype(dt, copy=False), shape
+def _expanded(input, target):
+    """``torch.broadcast_tensors(input, target)`` (the tensors themselves when shapes agree)."""
+    if tuple(input.shape) == tuple(target.shape):
+        return input, target
+    from .shape import broadcast_tensors
+    return broadcast_tensors(input, target)
 
 
 class _PointwiseLossBackward(OpNode):
@@ -300,7 +297,9 @@ class _PointwiseLossBackward(OpNode):
     def backward(self, g):
         x, y = self.saved_tensors
         d = x - y
-        gd = self.deriv(d) * (g if self.reduction == "none" else g / self.n if self.reduction == "mean" else g)
+        gd = self.deriv(d) * g
+        if self.reduction == "mean":
+            gd = _div_scalar(gd, self.n)
         nf = self.next_functions
         return (gd if nf[0][0] is not None else None, -gd if nf[1][0] is not None else None)
 
@@ -314,44 +313,74 @@ class SmoothL1LossBackward0(_PointwiseLossBackward):
     def deriv(self, d):
         b = self.beta
         dd = d._data
-        return where(finish(None, np.abs(dd) < b), d / b, _const(np.sign(dd), dd.dtype))
+        with np.errstate(invalid="ignore"):
+            inside = np.abs(dd) < b
+        return where(_const(inside, np.bool_), d / b, _const(np.sign(dd), dd.dtype))
 
 
 class HuberLossBackward0(_PointwiseLossBackward):
     def deriv(self, d):
+        # |d| == delta takes the linear branch: the second derivative there is 0, as in PyTorch
         de = self.delta
         dd = d._data
-        return where(finish(None, np.abs(dd) <= de), d, _const(np.sign(dd) * de, dd.dtype))
+        with np.errstate(invalid="ignore"):
+            inside = np.abs(dd) < de
+        return where(_const(inside, np.bool_), d, _const(np.sign(dd) * de, dd.dtype))
+
+
+def _float_kernel(name, *ts):
+    for t in ts:
+        k = t._data.dtype.kind
+        if k in "iub":
+            raise RuntimeError(f'"{name}" not implemented for \'{_TN.get(t._data.dtype.name)}\'')
 
 
 def _pointwise(cls, input, target, reduction, fn, **attrs):
     _reduction(reduction)
-    x, y, shape = _pair(input, target)
-    r = _reduce_np(arr(np.asarray(fn(x - y), x.dtype)), reduction)
+    input, target = _expanded(input, target)
+    x, y = input._data, target._data
+    dt = np.result_type(x.dtype, y.dtype) if x.dtype != y.dtype else x.dtype
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = _reduce_np(arr(np.asarray(fn(x.astype(dt, copy=False) - y.astype(dt, copy=False)), dt)), reduction)
     node = node_for(cls, (input, target))
     if node is not None:
         for k, v in attrs.items():
             setattr(node, k, v)
-        node.reduction, node.n = reduction, max(1, int(np.prod(shape)))
+        node.reduction, node.n = reduction, x.size
         save(node, input, target)
     return finish(node, r)
+
+
+def _weighted(elementwise, weight, input, reduction, mean_by_weight):
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = elementwise * weight
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if mean_by_weight else loss.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
 
 
 def mse_loss(input, target, reduction="mean", weight=None):
     """Mean squared error."""
     _size_warning(input, target)
     if weight is not None:
-        return _reduce_t((input - target) * (input - target) * weight, _reduction(reduction))
+        ei, et = _expanded(input, target)
+        return _weighted((ei - et) ** 2, weight, input, reduction, True)
+    _float_kernel("mse_cpu", input, target)
     return _pointwise(MseLossBackward0, input, target, reduction, lambda d: d * d)
 
 
 def l1_loss(input, target, reduction="mean", weight=None):
     """Mean absolute error."""
     _size_warning(input, target)
-    d = (input - target).abs()
+    ei, et = _expanded(input, target)
     if weight is not None:
-        d = d * weight
-    return _reduce_t(d, _reduction(reduction))
+        return _weighted((ei - et).abs(), weight, input, reduction, True)
+    return _reduce_t((ei - et).abs(), _reduction(reduction))
 
 
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
@@ -360,7 +389,9 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0:
-        return l1_loss(input, target, reduction)
+        ei, et = _expanded(input, target)
+        return _reduce_t((ei - et).abs(), _reduction(reduction))
+    _float_kernel("smooth_l1_cpu", input, target)
     return _pointwise(SmoothL1LossBackward0, input, target, reduction,
                       lambda d: np.where(np.abs(d) < beta, 0.5 * d * d / beta, np.abs(d) - 0.5 * beta), beta=beta)
 
@@ -370,9 +401,15 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _size_warning(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    return _pointwise(HuberLossBackward0, input, target, reduction,
-                      lambda d: np.where(np.abs(d) < delta, 0.5 * d * d, delta * (np.abs(d) - 0.5 * delta)),
-                      delta=delta)
+    _float_kernel("huber_cpu", input, target)
+
+    def fn(d):
+        return np.where(np.abs(d) < delta, 0.5 * d * d, delta * (np.abs(d) - 0.5 * delta))
+    if weight is not None:
+        _reduction(reduction)
+        return _weighted(_pointwise(HuberLossBackward0, input, target, "none", fn, delta=delta), weight, input,
+                         reduction, False)
+    return _pointwise(HuberLossBackward0, input, target, reduction, fn, delta=delta)
 
 
 # *** binary cross entropy ***
@@ -575,44 +612,31 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise ``target * (log target - input)`` (input in log space), reduced."""
+    legacy = size_average is not None or reduce is not None
     reduction = legacy_reduction(size_average, reduce, reduction)
-    if reduction == "mean":
+    if reduction == "mean" and not legacy:
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                       stacklevel=2)
+    if reduction not in _REDUCTIONS and reduction != "batchmean":
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if input._data.dtype.kind in "iub" or target._data.dtype.kind in "iub":
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = exp(target) * (target - input)
     else:
-        t = target._data
-        if target._requires_grad:
-            tl = where(finish(None, t > 0), target * log(target), target * 0)
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                tl = _const(np.where(t == 0, 0, t * np.log(np.where(t == 0, 1, t))), t.dtype)
-        loss = tl - target * input
+        from .pointwise import xlogy
+        loss = xlogy(target, target) - target * input
     if reduction == "batchmean":
-        if input.ndim == 0:
-            return loss.sum()
-        return loss.sum() / _const(input.shape[0], loss._data.dtype)
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+        loss = loss.sum()
+        return loss if input.ndim == 0 else loss / _const(input.shape[0], loss._data.dtype)
     return _reduce_t(loss, reduction)
 
 
-class ClampMinBackward0(OpNode):
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g * _const(x._data >= self.min, g._data.dtype)
-
-
-def _clamp_min(input, m):
-    x = input._data
-    node = node_for(ClampMinBackward0, (input,))
-    if node is not None:
-        node.min = m
-        save(node, input)
-    return finish(node, np.maximum(x, m).astype(x.dtype, copy=False))
+def _clamp_min(t, m):
+    from .pointwise import clamp_min
+    return clamp_min(t, m)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
@@ -627,56 +651,58 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
 def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     """``1 - cos(x1, x2)`` for y = 1, ``max(0, cos(x1, x2) - margin)`` for y = -1."""
     _reduction(reduction)
-    td = 1 if input1.ndim == 2 else 0
+    td = target.ndim
+    if td not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if td == 1 and not (input1.ndim == 2 and input2.ndim == 2):
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    if td == 0 and not (input1.ndim == 1 and input2.ndim == 1):
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
     eps = 1e-12
     prod_sum = (input1 * input2).sum(td)
     mag1 = (input1 * input1).sum(td) + eps
     mag2 = (input2 * input2).sum(td) + eps
     cos = prod_sum / sqrt(mag1 * mag2)
     y = target._data
-    zeros = cos * 0
-    out = where(finish(None, y == 1), 1 - cos, zeros) + where(finish(None, y == -1), _clamp_min(cos - margin, 0), zeros)
+    zeros = _const(np.zeros(cos._data.shape), cos._data.dtype)
+    out = where(finish(None, arr(y == 1)), 1 - cos, zeros) + \
+        where(finish(None, arr(y == -1)), _clamp_min(cos - margin, 0), zeros)
     return _reduce_t(out, reduction)
 
 
 class NormBackward1(OpNode):
     def backward(self, g):
-        (v,) = self.saved_tensors
-        p = self.p
-        r = _norm(v, p, self.dim, True)
-        gk = g if self.keepdim else g.reshape(r.shape)
-        if p == 2:
-            safe = where(finish(None, r._data == 0), r * 0 + 1, r)
-            return v / safe * gk * _const(r._data != 0, v._data.dtype)
-        if p == 1:
-            return v.sign() * gk
-        av = v.abs()
-        return v.sign() * av ** (p - 1) / r ** (p - 1) * gk
+        v, r = self.saved_tensors
+        from .reduce import _vector_norm_grad
+        return _vector_norm_grad(v, r, g, self.p, self.dims, self.keepdim)
 
 
 def _norm(v, p, dim, keepdim):
-    """The ``p``-norm of ``v`` along ``dim`` (differentiable)."""
+    """``at::norm(v, p, dim, keepdim)``: the ``p``-norm over one dim (PyTorch's NormBackward1)."""
+    from .reduce import _vector_norm_np
     d = v._data
-    a = np.abs(d)
-    if p == 2:
-        r = np.sqrt((a * a).sum(axis=dim, keepdims=keepdim))
-    elif p == 1:
-        r = a.sum(axis=dim, keepdims=keepdim)
-    elif p == float("inf"):
-        r = a.max(axis=dim, keepdims=keepdim)
-    else:
-        r = (a ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
+    if d.dtype.kind not in "fc":
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
+                           f"Got {_TN.get(d.dtype.name, d.dtype.name)} instead.")
+    dims = (dim,) if d.ndim else None
+    p = float(p)
+    r = arr(_vector_norm_np(d, p, dims, keepdim)) if d.ndim else arr(np.asarray(np.abs(d) if p else d != 0, d.dtype))
     node = node_for(NormBackward1, (v,))
+    res = finish(node, r)
     if node is not None:
-        node.p, node.dim, node.keepdim = p, dim, keepdim
+        node.p, node.dims, node.keepdim = p, (dims or ()), keepdim
+        from ._base import save_output
         save(node, v)
-    return finish(node, np.asarray(r, d.dtype))
+        save_output(node, res)
+    return res
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """``||x1 - x2 + eps||_p`` over the last dim."""
     nd = max(x1.ndim, x2.ndim)
-    return _norm(x1 - x2 + eps, p, nd - 1 if nd else None, keepdim)
+    return _norm(x1 - x2 + eps, p, nd - 1 if nd else 0, keepdim)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction="mean"):
@@ -689,28 +715,50 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        d_swap = pairwise_distance(positive, negative, p, eps)
-        d_neg = where(finish(None, d_swap._data < d_neg._data), d_swap, d_neg)
-    return _reduce_t(_clamp_min(d_pos - d_neg + margin, 0), reduction)
+        from .pointwise import minimum
+        # a tie shares the gradient between both distances, as torch.min does
+        d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce_t(_clamp_min(margin + d_pos - d_neg, 0), reduction)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``."""
-    nd = max(x1.ndim, x2.ndim)
-    d = wrap_dim(dim, nd)
-    n1 = _norm(x1, 2, d - (nd - x1.ndim), True)
-    n2 = _norm(x2, 2, d - (nd - x2.ndim), True)
-    n1 = where(finish(None, n1._data < eps), _const(eps, n1._data.dtype), n1)
-    n2 = where(finish(None, n2._data < eps), _const(eps, n2._data.dtype), n2)
-    return ((x1 / n1) * (x2 / n2)).sum(d)
+    """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` along ``dim``.
+
+    As in PyTorch, each norm is clamped in value only (the gradient sees the plain norm)."""
+    from ._base import result_np_dtype
+    from .reduce import vector_norm
+    from .shape import broadcast_tensors
+    from ..autograd import grad_mode
+    dt = result_np_dtype(x1, x2)
+    if dt.kind != "f":
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_TN.get(dt.name)}")
+    if x1._data.dtype.kind in "iub":
+        x1 = x1.to(_dtype_of(dt))
+    if x2._data.dtype.kind in "iub":
+        x2 = x2.to(_dtype_of(dt))
+    if x1.shape != x2.shape:
+        x1, x2 = broadcast_tensors(x1, x2)
+    n1 = vector_norm(x1, 2, dim, True).clone()
+    n2 = vector_norm(x2, 2, dim, True).clone()
+    with grad_mode.no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _dtype_of(npdt):
+    from .. import _dtype as D
+    return D._FROM_NP[npdt]
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``input / max(||input||_p, eps)`` along ``dim``."""
-    d = wrap_dim(dim, input.ndim)
-    n = _norm(input, p, d, True)
-    n = where(finish(None, n._data < eps), _const(eps, n._data.dtype), n)
-    return input / n.expand(input.shape)
+    if out is None:
+        denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+        return input / denom
+    denom = input.norm(p, dim, keepdim=True).clamp_min_(eps).expand_as(input)
+    from .arithmetic import div
+    return div(input, denom, out=out)
 
 
 def one_hot(tensor, num_classes=-1):
