@@ -143,35 +143,52 @@ def _from_rows(r, shape):
     return np.ascontiguousarray(np.moveaxis(r.reshape((shape[0],) + tuple(shape[2:]) + (c,)), -1, 1))
 
 
-def _check_target(input, target):
+def _check_target(input, target, weight):
+    """nll_loss_nd's checks, in PyTorch's order and words."""
     x, t = input._data, target._data
-    if t.dtype.kind not in "iub":
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_TN.get(t.dtype.name, t.dtype.name)}")
     if x.ndim < 1:
-        raise RuntimeError("input tensor should be 1D or 2D")
-    if x.ndim <= 2 and t.ndim > 1:
-        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    if x.ndim == 1:
-        if t.ndim != 0:
-            raise ValueError(f"Expected input batch_size (1) to match target batch_size ({t.shape[0]}).")
-        return
-    if x.shape[0] != (t.shape[0] if t.ndim else 1):
-        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
-                         f"({t.shape[0] if t.ndim else 1}).")
-    if x.ndim > 2 and t.shape != x.shape[:1] + x.shape[2:]:
+        raise ValueError(f"Expected 1 or more dimensions (got {x.ndim})")
+    tb = t.shape[0] if t.ndim else 0
+    if x.ndim != 1 and x.shape[0] != tb:
+        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size ({tb}).")
+    if x.ndim == 1 and t.ndim == 1 and t.shape[0] != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {t.shape[0]}")
+    if x.ndim <= 2:
+        if t.ndim > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    elif x.ndim == 4:
+        if t.ndim != 3:
+            raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of "
+                               f"dimension: {t.ndim}")
+        if t.shape[1:] != x.shape[2:]:
+            raise RuntimeError(f"size mismatch (got input: {list(x.shape)} , target: {list(t.shape)}")
+    elif t.shape[1:] != x.shape[2:]:
         raise RuntimeError(f"Expected target size {list(x.shape[:1] + x.shape[2:])}, got {list(t.shape)}")
+    if t.dtype != np.int64 and t.dtype != np.uint8:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_TN.get(t.dtype.name, t.dtype.name)}")
+    c = x.shape[1] if x.ndim >= 2 else x.shape[0]
+    if weight is not None:
+        w = weight._data
+        if w.ndim != 1 or w.shape[0] != c:
+            raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
+                               f"weight tensor of shape: {list(w.shape)}")
+    kernel = "nll_loss2d_forward" if x.ndim >= 3 else "nll_loss_forward"
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel[:-8]}{"_forward_out_frame" if x.ndim >= 3 else "_out_frame"}" not '
+                                  f"implemented for '{_TN.get(x.dtype.name, x.dtype.name)}'")
+    if weight is not None:
+        if weight._data.dtype != x.dtype:
+            raise RuntimeError(f"expected scalar type {_TN[x.dtype.name]} but found "
+                               f"{_TN.get(weight._data.dtype.name, weight._data.dtype.name)}")
+        _no_grad_weight(kernel, weight=weight)
+    return c
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log likelihood of the target classes (class dim 1, or 0 for 1-D input)."""
     _reduction(reduction)
-    _check_target(input, target)
+    c = _check_target(input, target, weight)
     x, t = input._data, target._data
-    c = x.shape[1] if x.ndim >= 2 else x.shape[0]
-    if weight is not None:
-        if weight._data.ndim != 1 or weight._data.shape[0] != c:
-            raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
-                               f"weight tensor of shape: {list(weight._data.shape)}")
     rows = _to_rows(x)
     tf = t.reshape(-1).astype(np.int64)
     valid = tf != ignore_index
@@ -185,7 +202,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     losses = np.where(valid, -(rows[np.arange(rows.shape[0]), tv] * wt), 0).astype(x.dtype, copy=False)
     total = np.asarray(wt.sum(), x.dtype)
     if reduction == "none":
-        r = losses.reshape(t.shape)
+        r = losses.reshape(t.shape if x.ndim > 1 else ())
     elif reduction == "sum":
         r = np.asarray(losses.sum(), x.dtype)
     else:
@@ -223,14 +240,17 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     probabilities (same shape as input), ``-sum(target * log_softmax(input))``."""
     _reduction(reduction)
     x, t = input._data, target._data
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if x.ndim == 1 else 1
     c = x.shape[class_dim] if x.ndim else 1
     wshape = [1] * x.ndim
     if x.ndim:
         wshape[class_dim] = c
-    if x.shape == t.shape and t.dtype.kind == "f":
+    if x.shape == t.shape:
+        if t.dtype.kind != "f":
+            raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                               f"{_TN.get(t.dtype.name, t.dtype.name)}")
         if weight is not None and (weight._data.ndim != 1 or weight._data.shape[0] != c):
             raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {c} classes or no "
                                f"classes but got weight tensor of shape: {list(weight._data.shape)}")
@@ -328,11 +348,11 @@ class HuberLossBackward0(_PointwiseLossBackward):
         return where(_const(inside, np.bool_), d, _const(np.sign(dd) * de, dd.dtype))
 
 
-def _float_kernel(name, *ts):
-    for t in ts:
-        k = t._data.dtype.kind
-        if k in "iub":
-            raise RuntimeError(f'"{name}" not implemented for \'{_TN.get(t._data.dtype.name)}\'')
+def _float_kernel(name, input, target):
+    from ._base import result_np_dtype
+    dt = result_np_dtype(input, target)
+    if dt.kind in "iub":
+        raise NotImplementedError(f'"{name}" not implemented for \'{_TN.get(dt.name, dt.name)}\'')
 
 
 def _pointwise(cls, input, target, reduction, fn, **attrs):
@@ -467,7 +487,7 @@ class BinaryCrossEntropyBackward0(OpNode):
 
 
 _BCE_EPS = 1e-12
-_BCE_EPS_F = float(np.float32(1e-12))     # the first backward's kernel clamps at a float constant
+_EPS_F = float(np.float32(1e-12))     # PyTorch's loss kernels' EPSILON is a float constant
 
 
 class BinaryCrossEntropyBackwardBackward0(OpNode):
@@ -484,7 +504,7 @@ class BinaryCrossEntropyBackwardBackward0(OpNode):
             if w is not None:
                 dg = dg * w
             if red != "none":
-                dg = _bce_mean(dg.sum(), red, n)
+                dg = _bce_mean(dg, red, n).sum()
         if nf[1][0] is not None:
             dx = (x * x - x * y * 2 + y) / ((x + eps) ** 2 * (1 - x + eps) ** 2) * (gg * g)
             if w is not None:
@@ -507,7 +527,7 @@ def _bce_backward(g, x, y, w, reduction):
     """``g * (x - y) / max(x (1 - x), eps) * w (/ n)``: PyTorch's binary_cross_entropy_backward."""
     gd, xd, yd = g._data, x._data, y._data
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        r = gd * (xd - yd) / np.maximum((1 - xd) * xd, _BCE_EPS_F)
+        r = gd * (xd - yd) / np.maximum((1 - xd) * xd, _EPS_F)
         if w is not None:
             r = r * w._data
         if reduction == "mean":
@@ -660,7 +680,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     if td == 0 and not (input1.ndim == 1 and input2.ndim == 1):
         raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with sizes "
                            f"{list(input1.shape)} and {list(input2.shape)}.")
-    eps = 1e-12
+    eps = _EPS_F
     prod_sum = (input1 * input2).sum(td)
     mag1 = (input1 * input1).sum(td) + eps
     mag2 = (input2 * input2).sum(td) + eps
@@ -674,26 +694,25 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
 
 class NormBackward1(OpNode):
     def backward(self, g):
+        if self.p == 0:
+            return None     # PyTorch's norm_backward: no gradient for the 0-"norm"
         v, r = self.saved_tensors
         from .reduce import _vector_norm_grad
         return _vector_norm_grad(v, r, g, self.p, self.dims, self.keepdim)
 
 
 def _norm(v, p, dim, keepdim):
-    """``at::norm(v, p, dim, keepdim)``: the ``p``-norm over one dim (PyTorch's NormBackward1)."""
-    from .reduce import _vector_norm_np
-    d = v._data
-    if d.dtype.kind not in "fc":
-        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
-                           f"Got {_TN.get(d.dtype.name, d.dtype.name)} instead.")
-    dims = (dim,) if d.ndim else None
-    p = float(p)
-    r = arr(_vector_norm_np(d, p, dims, keepdim)) if d.ndim else arr(np.asarray(np.abs(d) if p else d != 0, d.dtype))
+    """``at::norm(v, p, dim, keepdim)``: linalg.vector_norm's value and checks, recorded as
+    PyTorch's NormBackward1 (the same norm_backward formula)."""
+    from .reduce import vector_norm
+    from ..autograd import grad_mode
+    with grad_mode.no_grad():
+        r = vector_norm(v, p, dim, keepdim)
     node = node_for(NormBackward1, (v,))
-    res = finish(node, r)
+    res = finish(node, r._data)
     if node is not None:
-        node.p, node.dims, node.keepdim = p, (dims or ()), keepdim
         from ._base import save_output
+        node.p, node.dims, node.keepdim = float(p), (dim,) if v.ndim else (), keepdim
         save(node, v)
         save_output(node, res)
     return res
