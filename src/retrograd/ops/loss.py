@@ -14,6 +14,7 @@ from ._base import OpNode, node_for, save, finish, wrap_dim, Size, arr
 from .unary import exp, log, sigmoid, sqrt
 from .index import where
 from .activation import log_softmax, logsigmoid
+from ..autograd import grad_mode as _grad_mode
 
 __all__ = ["cosine_similarity", "pairwise_distance"]
 TENSOR_METHODS = {}
@@ -62,6 +63,8 @@ def _const(a, dtype):
     return finish(None, np.asarray(a, dtype=dtype))
 
 
+_grad_state = _grad_mode._state
+
 _TN = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
        "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
@@ -99,24 +102,38 @@ NllLossBackwardBackward0 = type("NllLossBackwardBackward0", (_NllDoubleBackward,
 NllLoss2DBackwardBackward0 = type("NllLoss2DBackwardBackward0", (_NllDoubleBackward,), {})
 
 
+def _valid_targets(t, ignore_index):
+    """(row indices, their targets) of the targets that are not ignored."""
+    tf = t.reshape(-1)
+    if tf.dtype != np.int64:
+        tf = tf.astype(np.int64)
+    valid = tf != ignore_index
+    if valid.all():
+        return np.arange(tf.shape[0]), tf
+    idx = np.nonzero(valid)[0]
+    return idx, tf[idx]
+
+
 def _nll_backward(g, x, target, weight, reduction, ignore_index, total_weight, cls):
     """zeros(input) with -w[t] * g (/ total weight) at each non-ignored (sample, target);
     ignored positions are never written, so they stay 0 whatever g holds."""
     gd = g._data
     xs = x._data.shape
-    tf = target._data.reshape(-1).astype(np.int64)
-    n = tf.shape[0]
-    c = xs[1] if len(xs) > 1 else xs[0]
-    valid = tf != ignore_index
-    gv = np.broadcast_to(gd.reshape(-1) if reduction == "none" else gd.reshape(()), (n,))
+    t = target._data
+    idx, tv = _valid_targets(t, ignore_index)
     with np.errstate(invalid="ignore", divide="ignore"):
-        if reduction == "mean":
-            gv = gv / total_weight
+        if reduction == "none":
+            gv = gd.reshape(-1)
+            gv = gv if idx.shape[0] == gv.shape[0] else gv[idx]
+        else:
+            gv = gd.reshape(())
+            if reduction == "mean":
+                gv = gv / total_weight
         val = -gv
         if weight is not None:
-            val = val * weight._data.astype(gd.dtype, copy=False)[np.where(valid, tf, 0)]
-    gx = np.zeros((n, c), gd.dtype)
-    gx[np.nonzero(valid)[0], tf[valid]] = val[valid]
+            val = val * weight._data[tv]
+    gx = np.zeros((t.size, xs[1] if len(xs) > 1 else xs[0]), gd.dtype)
+    gx[idx, tv] = val
     node = node_for(cls, (g, x))
     if node is not None:
         node.target, node.weight, node.ignore_index, node.reduction = target, weight, ignore_index, reduction
@@ -190,24 +207,32 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     c = _check_target(input, target, weight)
     x, t = input._data, target._data
     rows = _to_rows(x)
-    tf = t.reshape(-1).astype(np.int64)
-    valid = tf != ignore_index
-    tv = np.where(valid, tf, 0)
-    bad = valid & ((tf < 0) | (tf >= c))
-    if bad.any():
-        raise IndexError(f"Target {int(tf[np.argmax(bad)])} is out of bounds.")
-    w = weight._data.astype(x.dtype, copy=False) if weight is not None else None
-    wt = np.where(valid, w[tv] if w is not None else np.ones(tf.shape, x.dtype), 0).astype(x.dtype, copy=False)
-    # ignored positions are selected out, never multiplied (an infinite input there must not leak)
-    losses = np.where(valid, -(rows[np.arange(rows.shape[0]), tv] * wt), 0).astype(x.dtype, copy=False)
-    total = np.asarray(wt.sum(), x.dtype)
+    idx, tv = _valid_targets(t, ignore_index)
+    if tv.size:
+        bad = (tv < 0) | (tv >= c)
+        if bad.any():
+            raise IndexError(f"Target {int(tv[np.argmax(bad)])} is out of bounds.")
+    # ignored positions are left out, never multiplied (an infinite input there must not leak)
+    picked = rows[idx, tv]
+    if weight is not None:
+        wv = weight._data[tv]
+        lv = -(picked * wv)
+        total = np.asarray(wv.sum(), x.dtype)
+    else:
+        lv = -picked
+        total = np.asarray(idx.shape[0], x.dtype)
     if reduction == "none":
-        r = losses.reshape(t.shape if x.ndim > 1 else ())
+        if idx.shape[0] == t.size:
+            r = lv.reshape(t.shape if x.ndim > 1 else ())
+        else:
+            r = np.zeros(t.size, x.dtype)
+            r[idx] = lv
+            r = r.reshape(t.shape if x.ndim > 1 else ())
     elif reduction == "sum":
-        r = np.asarray(losses.sum(), x.dtype)
+        r = np.asarray(lv.sum(), x.dtype)
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.asarray(losses.sum() / total, x.dtype)
+            r = np.asarray(lv.sum() / total, x.dtype)
     double = NllLoss2DBackwardBackward0 if x.ndim >= 3 else NllLossBackwardBackward0
     cls = NllLoss2DBackward0 if x.ndim >= 3 else NllLossBackward0
     node = node_for(cls, (input,))
@@ -319,6 +344,7 @@ class _PointwiseLossBackward(OpNode):
         d = x - y
         gd = self.deriv(d) * g
         if self.reduction == "mean":
+            # elementwise, as PyTorch's kernels scale: an empty input's derivative w.r.t. g stays 0
             gd = _div_scalar(gd, self.n)
         nf = self.next_functions
         return (gd if nf[0][0] is not None else None, -gd if nf[1][0] is not None else None)
@@ -443,8 +469,7 @@ def _check_out_shape(input, *others):
 
 
 def _no_grad_weight(fn, **tensors):
-    from ..autograd import grad_mode
-    if grad_mode.is_grad_enabled():
+    if _grad_state.grad:
         for name, t in tensors.items():
             if t is not None and t._requires_grad:
                 raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument '{name}'. "
@@ -604,16 +629,17 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     _reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({Size(target.shape)}) must be the same as input size ({Size(input.shape)})")
-    _no_grad_weight("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     x, y = input._data, target._data
     if x.dtype.kind not in "fc":
         raise RuntimeError(f'"log_sigmoid_cpu" not implemented for \'{_TN.get(x.dtype.name, x.dtype.name)}\'')
     if y.dtype.kind not in "fc":
         raise RuntimeError(f"result type {_TN[x.dtype.name]} can't be cast to the desired output type "
                            f"{_TN.get(y.dtype.name, y.dtype.name)}")
-    _check_out_shape(input, weight, pos_weight)
-    with np.errstate(over="ignore", invalid="ignore"):
-        ls = np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))      # log_sigmoid(x), stable
+    if weight is not None or pos_weight is not None:
+        _no_grad_weight("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
+        _check_out_shape(input, weight, pos_weight)
+    with np.errstate(invalid="ignore"):
+        ls = -np.logaddexp(0, -x)      # log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))
         if pos_weight is not None:
             ls = ls * ((pos_weight._data - 1) * y + 1)
         l = (1 - y) * x - ls
