@@ -239,12 +239,10 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     if node is not None:
         node.reduction, node.ignore_index, node.total_weight, node.double_cls = reduction, ignore_index, total, double
         save(node, input, target, weight)
-    res = finish(node, arr(r))
-    if reduction == "none" and (x.ndim == 3 or x.ndim > 4) and node is not None:
-        # PyTorch runs these through the 4-D kernel and views the result back
-        from ._linear import _reshape_named
-        res = _reshape_named(res, r.shape, "ViewBackward0")
-    return res
+    if reduction == "none" and (x.ndim == 3 or x.ndim > 4):
+        # PyTorch runs these through the 4-D kernel and views its (N, 1, -1) result back
+        return finish(node, r.reshape(x.shape[0], 1, int(np.prod(x.shape[2:])))).view(r.shape)
+    return finish(node, arr(r))
 
 
 class DivBackward1(OpNode):
@@ -337,41 +335,93 @@ def _expanded(input, target):
 
 
 class _PointwiseLossBackward(OpNode):
-    """Loss = reduce(f(x - y)); grad wrt x is f'(d) * g (/n), wrt y its negative."""
+    """Loss = reduce(f(x - y)). Its gradients come from the loss's own backward kernel, an op
+    of (g, x, y) with PyTorch's double-backward formulas; input and target get separately
+    computed gradients, as PyTorch's two backward calls (second derivatives are summed, not
+    factored: inf - inf stays nan)."""
 
     def backward(self, g):
         x, y = self.saved_tensors
-        d = x - y
-        gd = self.deriv(d) * g
-        if self.reduction == "mean":
-            # elementwise, as PyTorch's kernels scale: an empty input's derivative w.r.t. g stays 0
-            gd = _div_scalar(gd, self.n)
         nf = self.next_functions
-        return (gd if nf[0][0] is not None else None, -gd if nf[1][0] is not None else None)
+        k, red = self.kernel, self.reduction
+        gx = _pointwise_backward(k, g, x, y, red) if nf[0][0] is not None else None
+        gy = None
+        if nf[1][0] is not None:
+            gy = _pointwise_backward(k, g, y, x, red) if k.swap_target else -_pointwise_backward(k, g, x, y, red)
+        return gx, gy
 
 
-class MseLossBackward0(_PointwiseLossBackward):
-    def deriv(self, d):
-        return d * 2
+class _PointwiseBackwardBackward(OpNode):
+    def backward(self, gg):
+        g, x, y = self.saved_tensors
+        nf = self.next_functions
+        k, red, n = self.kernel, self.reduction, x._data.size
+        dg = dx = dy = None
+        if nf[0][0] is not None:
+            if red == "none":
+                dg = _pointwise_backward(k, gg, x, y, red)
+            else:
+                ones = _const(np.ones(g._data.shape), g._data.dtype)
+                dg = (_pointwise_backward(k, ones, x, y, red) * gg).sum()
+        if nf[1][0] is not None:
+            dx = k.second(gg * g, x._data - y._data, red, n)
+        if nf[2][0] is not None:
+            dy = -k.second(gg * g, x._data - y._data, red, n)
+        return dg, dx, dy
 
 
-class SmoothL1LossBackward0(_PointwiseLossBackward):
-    def deriv(self, d):
-        b = self.beta
-        dd = d._data
-        with np.errstate(invalid="ignore"):
-            inside = np.abs(dd) < b
-        return where(_const(inside, np.bool_), d / b, _const(np.sign(dd), dd.dtype))
+class _Kernel:
+    swap_target = False
+
+    def __init__(self, name, **params):
+        self.node = type(name, (_PointwiseBackwardBackward,), {"__module__": __name__})
+        self.__dict__.update(params)
+
+    def _scale(self, t, red, n):
+        return _div_scalar(t, n) if red == "mean" else t
 
 
-class HuberLossBackward0(_PointwiseLossBackward):
-    def deriv(self, d):
-        # |d| == delta takes the linear branch: the second derivative there is 0, as in PyTorch
+class _Mse(_Kernel):
+    swap_target = True      # mse_loss_backward(grad, target, self)
+
+    def value(self, gd, d, norm):
+        return d * (2 * norm) * gd
+
+    def second(self, ggg, d, red, n):
+        return self._scale(ggg * 2, red, n)
+
+
+class _Huber(_Kernel):
+    def value(self, gd, d, norm):
         de = self.delta
-        dd = d._data
-        with np.errstate(invalid="ignore"):
-            inside = np.abs(dd) < de
-        return where(_const(inside, np.bool_), d, _const(np.sign(dd) * de, dd.dtype))
+        return np.where(d < -de, -norm * gd * de, np.where(d > de, norm * gd * de, norm * d * gd))
+
+    def second(self, ggg, d, red, n):
+        # multiplied by the mask, as PyTorch's huber_loss_double_backward (an inf there gives nan)
+        return self._scale(ggg * _const(np.abs(d) < self.delta, ggg._data.dtype), red, n)
+
+
+class _SmoothL1(_Kernel):
+    def value(self, gd, d, norm):
+        b = self.beta
+        return np.where(d <= -b, -norm * gd, np.where(d >= b, norm * gd, norm * d * gd / b))
+
+    def second(self, ggg, d, red, n):
+        return self._scale(ggg * _const(np.abs(d) < self.beta, ggg._data.dtype) / self.beta, red, n)
+
+
+def _pointwise_backward(k, g, x, y, reduction):
+    """The loss kernel's input gradient (PyTorch's <loss>_backward), recorded as its own op."""
+    xd, yd, gd = x._data, y._data, g._data
+    n = xd.size
+    norm = (1.0 / n if n else float("inf")) if reduction == "mean" else 1.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = k.value(gd, xd - yd, norm)
+    node = node_for(k.node, (g, x, y))
+    if node is not None:
+        node.kernel, node.reduction = k, reduction
+        save(node, g, x, y)
+    return finish(node, arr(np.asarray(r, np.result_type(xd, yd))))
 
 
 def _float_kernel(name, input, target):
@@ -381,7 +431,13 @@ def _float_kernel(name, input, target):
         raise NotImplementedError(f'"{name}" not implemented for \'{_TN.get(dt.name, dt.name)}\'')
 
 
-def _pointwise(cls, input, target, reduction, fn, **attrs):
+MseLossBackward0 = type("MseLossBackward0", (_PointwiseLossBackward,), {})
+SmoothL1LossBackward0 = type("SmoothL1LossBackward0", (_PointwiseLossBackward,), {})
+HuberLossBackward0 = type("HuberLossBackward0", (_PointwiseLossBackward,), {})
+_MSE = _Mse("MseLossBackwardBackward0")
+
+
+def _pointwise(cls, kernel, input, target, reduction, fn):
     _reduction(reduction)
     input, target = _expanded(input, target)
     x, y = input._data, target._data
@@ -390,9 +446,7 @@ def _pointwise(cls, input, target, reduction, fn, **attrs):
         r = _reduce_np(arr(np.asarray(fn(x.astype(dt, copy=False) - y.astype(dt, copy=False)), dt)), reduction)
     node = node_for(cls, (input, target))
     if node is not None:
-        for k, v in attrs.items():
-            setattr(node, k, v)
-        node.reduction, node.n = reduction, x.size
+        node.kernel, node.reduction = kernel, reduction
         save(node, input, target)
     return finish(node, r)
 
@@ -417,7 +471,7 @@ def mse_loss(input, target, reduction="mean", weight=None):
         ei, et = _expanded(input, target)
         return _weighted((ei - et) ** 2, weight, input, reduction, True)
     _float_kernel("mse_cpu", input, target)
-    return _pointwise(MseLossBackward0, input, target, reduction, lambda d: d * d)
+    return _pointwise(MseLossBackward0, _MSE, input, target, reduction, lambda d: d * d)
 
 
 def l1_loss(input, target, reduction="mean", weight=None):
@@ -438,8 +492,8 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
         ei, et = _expanded(input, target)
         return _reduce_t((ei - et).abs(), _reduction(reduction))
     _float_kernel("smooth_l1_cpu", input, target)
-    return _pointwise(SmoothL1LossBackward0, input, target, reduction,
-                      lambda d: np.where(np.abs(d) < beta, 0.5 * d * d / beta, np.abs(d) - 0.5 * beta), beta=beta)
+    return _pointwise(SmoothL1LossBackward0, _SmoothL1("SmoothL1LossBackwardBackward0", beta=beta), input, target,
+                      reduction, lambda d: np.where(np.abs(d) < beta, 0.5 * d * d / beta, np.abs(d) - 0.5 * beta))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -451,11 +505,12 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
     def fn(d):
         return np.where(np.abs(d) < delta, 0.5 * d * d, delta * (np.abs(d) - 0.5 * delta))
+    kernel = _Huber("HuberLossBackwardBackward0", delta=delta)
     if weight is not None:
         _reduction(reduction)
-        return _weighted(_pointwise(HuberLossBackward0, input, target, "none", fn, delta=delta), weight, input,
+        return _weighted(_pointwise(HuberLossBackward0, kernel, input, target, "none", fn), weight, input,
                          reduction, False)
-    return _pointwise(HuberLossBackward0, input, target, reduction, fn, delta=delta)
+    return _pointwise(HuberLossBackward0, kernel, input, target, reduction, fn)
 
 
 # *** binary cross entropy ***
@@ -579,6 +634,8 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     if y.dtype != x.dtype:
         raise RuntimeError(f"Found dtype {_TN.get(y.dtype.name, y.dtype.name)} but expected "
                            f"{_TN.get(x.dtype.name, x.dtype.name)}")
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{_TN.get(x.dtype.name)}\'')
     if x.size:
         with np.errstate(invalid="ignore"):
             if not ((x >= 0) & (x <= 1)).all():
@@ -631,7 +688,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         raise ValueError(f"Target size ({Size(target.shape)}) must be the same as input size ({Size(input.shape)})")
     x, y = input._data, target._data
     if x.dtype.kind not in "fc":
-        raise RuntimeError(f'"log_sigmoid_cpu" not implemented for \'{_TN.get(x.dtype.name, x.dtype.name)}\'')
+        raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for \'{_TN.get(x.dtype.name, x.dtype.name)}\'')
     if y.dtype.kind not in "fc":
         raise RuntimeError(f"result type {_TN[x.dtype.name]} can't be cast to the desired output type "
                            f"{_TN.get(y.dtype.name, y.dtype.name)}")
