@@ -3,15 +3,17 @@ label smoothing, any number of spatial dims), MSE, L1, smooth L1, Huber, binary
 cross-entropy (plain and with logits), KL divergence, and the margin/embedding losses;
 plus the distances they use (pairwise distance, cosine similarity, normalize).
 
-The dedicated kernels (NllLossBackward0, MseLossBackward0, ...) run on arrays; the
-composite losses are built from tensor ops so their grad_fn is PyTorch's too.
+The dedicated kernels (NllLossBackward0, MseLossBackward0, ...) run on arrays; their
+backward is itself an op (PyTorch's <loss>_backward) whose own derivatives are PyTorch's
+double-backward formulas, written with tensor ops. The composite losses are built from
+tensor ops in PyTorch's order, so their grad_fn and edge-case values are PyTorch's too.
 """
 import warnings
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, wrap_dim, Size, arr
-from .unary import exp, log, sigmoid, sqrt
+from ._base import OpNode, node_for, save, finish, Size, arr
+from .unary import exp, sigmoid, sqrt
 from .index import where
 from .activation import log_softmax, logsigmoid
 from ..autograd import grad_mode as _grad_mode
