@@ -84,6 +84,7 @@ BmmBackward0 = _named("BmmBackward0")
 SqueezeBackward4 = _named("SqueezeBackward4")
 UnsafeViewBackward0 = _named("UnsafeViewBackward0")
 CloneBackward0 = _named("CloneBackward0")
+MmTransposeBackward0 = _named("TransposeBackward0")
 
 
 def _product(cls, a, b, r):
@@ -141,9 +142,14 @@ def _check_bmm(x, y):
 
 
 def _mm_np(x, y):
-    if x.dtype.kind in "biu":
-        return np.matmul(x, y)  # exact integer product (no BLAS)
     return np.matmul(x, y)
+
+
+def _no_bool(x, kernel):
+    """PyTorch's CPU product kernels (and trace, cross) have no bool version; the kernel name
+    is the one PyTorch's error names."""
+    if x.dtype == np.bool_:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 def matmul(input, other, *, out=None):
@@ -154,24 +160,33 @@ def matmul(input, other, *, out=None):
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {xn}D and {yn}D")
     if xn == 1 and yn == 1:
         _check_dot(x, y)
+        _no_bool(x, "dot")
         cls = DotBackward0
     elif xn == 2 and yn == 1:
         _check_mv(x, y)
+        _no_bool(x, "addmv_impl_cpu")
         cls = MvBackward0
     elif xn == 1 and yn == 2:
         if x.shape[0] != y.shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied (1x{x.shape[0]} and {_mx(y.shape)})")
         _check_mm(x.reshape(1, -1), y)
+        _no_bool(x, "addmm_impl_cpu_")
         cls = SqueezeBackward4
     elif xn == 2 and yn == 2:
         _check_mm(x, y)
+        _no_bool(x, "addmm_impl_cpu_")
         cls = MmBackward0
     else:
         _check_batched(x, y)
+        if x.dtype == np.bool_:  # the kernel PyTorch's batched matmul lands in
+            _no_bool(x, "bmm" if yn >= 3 else "addmv_impl_cpu" if yn == 1 else "addmm_impl_cpu_")
         cls = UnsafeViewBackward0
-        if xn == 2 and yn >= 3 and input._requires_grad:
-            cls = CloneBackward0
-    res = _product(cls, input, other, _mm_np(x, y))
+    r = _mm_np(x, y)
+    # PyTorch folds a 2-D (or batch-1 3-D) left operand that requires grad into one mm against
+    # the transposed right operand, then copies the transposed result back (a view if empty)
+    if yn >= 3 and input._requires_grad and (xn == 2 or (xn == 3 == yn and x.shape[0] == 1 != y.shape[0])):
+        cls = CloneBackward0 if r.size else MmTransposeBackward0
+    res = _product(cls, input, other, r)
     return res if out is None else write_out(out, res, "matmul")
 
 
@@ -218,6 +233,7 @@ def mm(input, mat2, *, out=None):
     if y.ndim != 2:
         raise RuntimeError("mat2 must be a matrix")
     _check_mm(x, y)
+    _no_bool(x, "addmm_impl_cpu_")
     res = _product(MmBackward0, input, mat2, _mm_np(x, y))
     return res if out is None else write_out(out, res, "mm")
 
@@ -226,6 +242,7 @@ def bmm(input, mat2, *, out=None):
     """Batched matrix product of two 3-D tensors with the same batch size."""
     x, y = input._data, mat2._data
     _check_bmm(x, y)
+    _no_bool(x, "bmm")
     res = _product(BmmBackward0, input, mat2, _mm_np(x, y))
     return res if out is None else write_out(out, res, "bmm")
 
@@ -234,6 +251,7 @@ def mv(input, vec, *, out=None):
     """Matrix-vector product."""
     x, y = input._data, vec._data
     _check_mv(x, y)
+    _no_bool(x, "addmv_impl_cpu")
     res = _product(MvBackward0, input, vec, _mm_np(x, y))
     return res if out is None else write_out(out, res, "mv")
 
@@ -242,6 +260,7 @@ def dot(input, tensor, *, out=None):
     """Dot product of two 1-D tensors."""
     x, y = input._data, tensor._data
     _check_dot(x, y)
+    _no_bool(x, "dot")
     res = _product(DotBackward0, input, tensor, np.dot(x, y))
     return res if out is None else write_out(out, res, "dot")
 
@@ -266,6 +285,7 @@ def vdot(input, other, *, out=None):
     """Dot product with the first argument conjugated."""
     x, y = input._data, other._data
     _check_dot(x, y)
+    _no_bool(x, "dot")
     node = node_for(VdotBackward0, (input, other))
     if node is not None:
         save(node, input, other)
@@ -336,22 +356,44 @@ BaddbmmBackward0 = type("BaddbmmBackward0", (_AddProductNode,), {"__module__": _
 AddbmmBackward0 = type("AddbmmBackward0", (_AddProductNode,), {"__module__": __name__, "reduce_batch": True})
 
 
-def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out):
+def _scalars(dt, beta, alpha, name):
+    """beta and alpha as PyTorch applies them to a ``dt`` result: integer results truncate them
+    (``addr`` refuses floating ones), bool results treat them as truths."""
+    if dt.kind == "f" or dt.kind == "c":
+        return beta, alpha
+    if name == "addr":
+        for n, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, float) or (isinstance(v, Tensor) and v._data.dtype.kind == "f"):
+                raise RuntimeError(f"For integral input tensors, argument {n} must not be a floating point number.")
+    if dt.kind == "b":
+        return bool(beta), bool(alpha)
+    return int(beta), int(alpha)
+
+
+def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
+    """``beta * input + alpha * prod``. As in BLAS (and PyTorch), ``input`` is not read when
+    beta is 0, and for the gemm/gemv based ops (``gemm``) ``prod`` is not read when alpha is 0,
+    so nan/inf there do not reach the result."""
     c = input._data
     _expand_check(c.shape, prod.shape)
-    if c.dtype != prod.dtype:
-        raise RuntimeError(f"expected scalar type {_dtype_name(prod.dtype)} but found {_dtype_name(c.dtype)}")
-    if beta == 0:
-        r = alpha * prod if alpha != 1 else prod
-        r = np.array(np.broadcast_to(r, prod.shape), dtype=prod.dtype)
+    dt = prod.dtype
+    if c.dtype != dt:  # only addr gets here with mixed dtypes: it promotes
+        dt = np.promote_types(c.dtype, dt)
+    beta, alpha = _scalars(dt, beta, alpha, name)
+    if dt.kind == "b":
+        r = (c & beta) | (prod & alpha) if beta else prod & alpha
+    elif beta == 0:
+        r = np.zeros(prod.shape, dt) if gemm and alpha == 0 else (alpha * prod if alpha != 1 else prod)
+    elif gemm and alpha == 0:
+        r = beta * c if beta != 1 else c
     else:
         r = (beta * c if beta != 1 else c) + (alpha * prod if alpha != 1 else prod)
-    r = np.asarray(r, dtype=prod.dtype)
+    r = np.array(np.broadcast_to(r, prod.shape), dtype=dt)
     node = node_for(cls, (input, m1, m2))
     if node is not None:
         node.beta, node.alpha = beta, alpha
         save(node, m1, m2)
-    res = finish(node, arr(r))
+    res = finish(node, r)
     return res if out is None else write_out(out, res, name)
 
 
@@ -362,34 +404,55 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
         raise RuntimeError(f"mat1 must be a matrix, got {x.ndim}-D tensor")
     if y.ndim != 2:
         raise RuntimeError(f"mat2 must be a matrix, got {y.ndim}-D tensor")
+    if input._data.dtype != y.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_dtype_name(input._data.dtype)} and "
+                           f"{_dtype_name(y.dtype)}")
     _check_mm(x, y)
-    return _add_product(AddmmBackward0, input, mat1, mat2, _mm_np(x, y), beta, alpha, "addmm", out)
+    _no_bool(x, "addmm_impl_cpu_")
+    return _add_product(AddmmBackward0, input, mat1, mat2, _mm_np(x, y), beta, alpha, "addmm", out, True)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat @ vec)``."""
     x, y = mat._data, vec._data
-    n_in = input._data.shape[0] if input._data.ndim == 1 else None
-    _check_mv(x, y)
-    if input._data.ndim == 1 and n_in != x.shape[0] and n_in != 1:
-        raise RuntimeError(f"size mismatch, got input ({n_in}), mat ({_mx(x.shape)}), vec ({y.shape[0]})")
-    return _add_product(AddmvBackward0, input, mat, vec, _mm_np(x, y), beta, alpha, "addmv", out)
+    c = input._data
+    n_in = c.shape[0] if c.ndim == 1 else None
+    if x.ndim != 2 or y.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {c.ndim}, {x.ndim}, {y.ndim}")
+    if (x.shape[1] != y.shape[0]) or (c.ndim == 1 and n_in != x.shape[0] and n_in != 1):
+        raise RuntimeError(f"size mismatch, got input ({n_in if n_in is not None else x.shape[0]}), mat "
+                           f"({_mx(x.shape)}), vec ({y.shape[0]})")
+    if not c.dtype == x.dtype == y.dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_dtype_name(c.dtype)}, "
+                           f"{_dtype_name(x.dtype)}, and {_dtype_name(y.dtype)}")
+    _no_bool(x, "addmv_impl_cpu")
+    return _add_product(AddmvBackward0, input, mat, vec, _mm_np(x, y), beta, alpha, "addmv", out, True)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * bmm(batch1, batch2)``."""
     x, y = batch1._data, batch2._data
     _check_bmm(x, y)
+    c = input._data
+    if c.dtype != x.dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {_SHORT[c.dtype.name]}, batch1: "
+                           f"{_SHORT[x.dtype.name]}, batch2: {_SHORT[y.dtype.name]}")
+    _no_bool(x, "baddbmm")
     return _add_product(BaddbmmBackward0, input, batch1, batch2, _mm_np(x, y), beta, alpha, "baddbmm", out)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     x, y = batch1._data, batch2._data
+    c = input._data
+    if c.dtype != y.dtype and x.ndim == 3 == y.ndim:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_dtype_name(c.dtype)} and "
+                           f"{_dtype_name(y.dtype)}")
     _check_bmm(x, y)
+    _no_bool(x, "addmm_impl_cpu_")
     prod = _mm_np(x, y).sum(0) if x.shape[0] else np.zeros((x.shape[1], y.shape[2]), x.dtype)
     return _add_product(AddbmmBackward0, input, batch1, batch2, prod.astype(x.dtype, copy=False), beta, alpha,
-                        "addbmm", out)
+                        "addbmm", out, True)
 
 
 class AddrBackward0(_AddProductNode):
@@ -398,13 +461,18 @@ class AddrBackward0(_AddProductNode):
         nf = self.next_functions
         gi = (g if self.beta == 1 else g * self.beta) if nf[0][0] is not None else None
         gp = g if self.alpha == 1 else g * self.alpha
-        g1 = mv(gp, v2) if nf[1][0] is not None else None
-        g2 = mv(_mT(gp), v1) if nf[2][0] is not None else None
+        g1 = mv(gp, _as(v2, gp)) if nf[1][0] is not None else None
+        g2 = mv(_mT(gp), _as(v1, gp)) if nf[2][0] is not None else None
         return gi, g1, g2
 
 
+def _as(t, like):
+    """``t`` in ``like``'s dtype (addr promotes mixed dtypes; its backward must too)."""
+    return t if t._data.dtype == like._data.dtype else t.to(like.dtype)
+
+
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
-    """``beta * input + alpha * outer(vec1, vec2)``."""
+    """``beta * input + alpha * outer(vec1, vec2)`` (mixed dtypes promote)."""
     x, y = vec1._data, vec2._data
     if x.ndim != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {x.ndim}-D")
