@@ -190,6 +190,20 @@ def matmul(input, other, *, out=None):
     return res if out is None else write_out(out, res, "matmul")
 
 
+def _broadcast_batch(bx, by):
+    """The broadcast of two batch shapes, with PyTorch's error when they do not broadcast."""
+    try:
+        return np.broadcast_shapes(bx, by)
+    except ValueError:
+        n = max(len(bx), len(by))
+        px, py = (1,) * (n - len(bx)) + tuple(bx), (1,) * (n - len(by)) + tuple(by)
+        for d in range(n - 1, -1, -1):
+            if px[d] != py[d] and px[d] != 1 and py[d] != 1:
+                raise RuntimeError(f"The size of tensor a ({px[d]}) must match the size of tensor b ({py[d]}) "
+                                   f"at non-singleton dimension {d}") from None
+        raise
+
+
 def _check_batched(x, y):
     xn, yn = x.ndim, y.ndim
     k = x.shape[-1]
@@ -205,15 +219,7 @@ def _check_batched(x, y):
     else:
         bx = x.shape[:-2] if xn >= 2 else ()
         by = y.shape[:-2]
-        try:
-            np.broadcast_shapes(bx, by)
-        except ValueError:
-            n = max(len(bx), len(by))
-            px, py = (1,) * (n - len(bx)) + tuple(bx), (1,) * (n - len(by)) + tuple(by)
-            for d in range(n - 1, -1, -1):
-                if px[d] != py[d] and px[d] != 1 and py[d] != 1:
-                    raise RuntimeError(f"The size of tensor a ({px[d]}) must match the size of tensor b ({py[d]}) "
-                                       f"at non-singleton dimension {d}")
+        _broadcast_batch(bx, by)
         if k != ky:
             nb = int(np.prod(np.broadcast_shapes(bx, by)))
             if xn == 1:
@@ -298,6 +304,8 @@ def inner(input, other, *, out=None):
     if input._data.ndim == 0 or other._data.ndim == 0:
         from .arithmetic import mul
         return mul(input, other)
+    if input._data.dtype == np.bool_:
+        _no_bool(input._data, "dot" if input._data.ndim == 1 == other._data.ndim else "addmm_impl_cpu_")
     res = tensordot(input, other, ([-1], [-1]))
     return res if out is None else write_out(out, res, "inner")
 
@@ -489,10 +497,10 @@ def chain_matmul(*matrices, out=None):
                   "parameters.", UserWarning, stacklevel=2)
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = matrices[0]
-    r = matrices[0]
-    for m in matrices[1:]:
-        r = mm(r, m)
-    r = r.view(r.shape)  # PyTorch's result is a view of its last product
+    for m in matrices:
+        if m._data.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {m._data.ndim}, expected 2 instead.")
+    r = matrices[0].clone() if len(matrices) == 1 else multi_dot(matrices)
     return r if out is None else write_out(out, r, "chain_matmul")
 
 
@@ -673,9 +681,11 @@ def tensordot(a, b, dims=2, out=None):
     for x, y in zip(da, db):
         lb[y] = la[x]
     rhs = "".join(c for i, c in enumerate(la) if i not in da) + "".join(c for i, c in enumerate(lb) if i not in db)
+    if a._data.dtype == np.bool_:
+        _no_bool(a._data, "addmm_impl_cpu_")
     res = _einsum_raw("".join(la) + "," + "".join(lb) + "->" + rhs, [a, b])
-    if type(res._grad_fn) is MulBackward0:
-        res._grad_fn.__class__ = ViewBackward0
+    # PyTorch's result is a view of the mm its contraction is folded into
+    res = res.view(res._data.shape)
     return res if out is None else write_out(out, res, "tensordot")
 
 
@@ -695,6 +705,7 @@ def trace(input):
     x = input._data
     if x.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
+    _no_bool(x, "trace")
     r = np.trace(x)
     if x.dtype.kind in "biu":
         r = r.astype(np.int64)
@@ -757,6 +768,9 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     if x.shape[d] != 3 or y.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {x.shape[d]} and "
                            f"{y.shape[d]}")
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(x.dtype)} but found {_dtype_name(y.dtype)}")
+    _no_bool(x, "cross")
     r = np.cross(x, y, axisa=d, axisb=d, axisc=d)
     node = node_for(LinalgCrossBackward0, (input, other))
     if node is not None:
@@ -792,20 +806,54 @@ def _check_square(x, name):
 
 
 class LinalgDetBackward0(OpNode):
+    """PyTorch's linalg_det_backward: the gradient G solves A^T G = g det(A) I where A is
+    regular; where |det A| < 100 eps it is g times the cofactor matrix (the adjugate's
+    transpose), which needs no inverse and is right at singular matrices too."""
+
     def backward(self, g):
-        (a,) = self.saved_tensors
-        d = det(a)
-        return _mT(inv(a)) * (g * d).reshape(g._data.shape + (1, 1))
+        a, d = self.saved_tensors
+        shape = a._data.shape
+        n = shape[-1]
+        if a._data.size == 0:
+            return finish(None, np.zeros(shape, a._data.dtype))
+        gm = g.reshape(g._data.shape + (1, 1))
+        if n == 1:  # d det / dA = 1
+            return gm.expand(*shape)
+        from .shape import diag_embed
+        dd = d._data
+        singular = np.abs(dd) < 100 * np.finfo(dd.dtype).eps
+        if not singular.any():
+            return solve(_mT(a), diag_embed((g * d).unsqueeze(-1).expand(*g._data.shape, n)))
+        grad_s = gm * _cofactors(a)
+        if singular.all():
+            return grad_s
+        from .index import where
+        mask = finish(None, singular.reshape(singular.shape + (1, 1)))
+        safe = where(mask, finish(None, np.eye(n, dtype=dd.dtype)), a)  # solve only the regular ones
+        grad_r = solve(_mT(safe), diag_embed((g * d).unsqueeze(-1).expand(*g._data.shape, n)))
+        return where(mask, grad_s, grad_r)
+
+
+def _cofactors(a):
+    """The cofactor matrix of (a batch of) n x n matrices, n >= 2, built from determinants of
+    minors so that it is differentiable again."""
+    n = a._data.shape[-1]
+    keep = np.array([[r for r in range(n) if r != i] for i in range(n)])
+    minors = a[(Ellipsis, keep[:, None, :, None], keep[None, :, None, :])]
+    sign = finish(None, np.where(np.add.outer(np.arange(n), np.arange(n)) % 2, -1.0, 1.0).astype(a._data.dtype))
+    return det(minors) * sign
 
 
 def det(A, *, out=None):
     """Determinant of (a batch of) square matrices."""
+    from ._base import save_output
     x = A._data
     _check_square(x, "det")
     node = node_for(LinalgDetBackward0, (A,))
+    res = finish(node, arr(np.asarray(np.linalg.det(x), dtype=x.dtype)))
     if node is not None:
         save(node, A)
-    res = finish(node, arr(np.asarray(np.linalg.det(x), dtype=x.dtype)))
+        save_output(node, res)
     return res if out is None else write_out(out, res, "linalg_det")
 
 
@@ -878,6 +926,11 @@ def solve(A, B, *, left=True, out=None):
     a, b = A._data, B._data
     _check_square(a, "solve")
     vec = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
+    n = a.shape[-1]
+    if (b.shape[-1] if vec else b.shape[-2] if b.ndim >= 2 else -1) != n:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and "
+                           f"{b.shape[-1] if vec else b.shape[-2]}x{1 if vec else b.shape[-1]})")
+    _broadcast_batch(b.shape[:-1] if vec else b.shape[:-2], a.shape[:-2])
     try:
         r = np.linalg.solve(a, b[..., None])[..., 0] if vec else np.linalg.solve(a, b)
     except np.linalg.LinAlgError:
@@ -894,18 +947,78 @@ def solve(A, B, *, left=True, out=None):
 def multi_dot(tensors, *, out=None):
     """Product of a chain of matrices (the first and last may be vectors)."""
     tensors = list(tensors)
-    if len(tensors) < 2:
-        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
-    r = tensors[0]
-    for t in tensors[1:]:
-        r = matmul(r, t)
-    r = r.view(r.shape)
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    first, last = tensors[0]._data.ndim, tensors[-1]._data.ndim
+    if first not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {first}D")
+    if last not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last}D")
+    for k in range(1, n - 1):
+        if tensors[k]._data.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {k} must be 2D but got {tensors[k]._data.ndim}D")
+    dt = tensors[0]._data.dtype
+    for k in range(1, n):
+        if tensors[k]._data.dtype != dt:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{_SHORT[dt.name]} and tensor {k} {_SHORT[tensors[k]._data.dtype.name]}")
+    ms = list(tensors)
+    if first == 1:
+        ms[0] = ms[0].reshape(1, -1)
+    if last == 1:
+        ms[-1] = ms[-1].reshape(-1, 1)
+    for k in range(n - 1):
+        a, b = ms[k]._data.shape, ms[k + 1]._data.shape
+        if a[1] != b[0]:
+            raise RuntimeError(f"multi_dot(): tensors {k} and {k + 1} with shapes {list(a)} and {list(b)} cannot be "
+                               "multiplied")
+    if n == 2:
+        r = mm(ms[0], ms[1])
+    elif n == 3:  # the cheaper of the two orders, as PyTorch decides it
+        a, b = ms[0]._data.shape
+        c, d = ms[2]._data.shape
+        r = mm(ms[0], mm(ms[1], ms[2])) if a * c * (b + d) > b * d * (a + c) else mm(mm(ms[0], ms[1]), ms[2])
+    else:
+        r = _chain_product(ms, _chain_order(ms), 0, n - 1)
+    shape = ms[0]._data.shape[:1] if first == 2 else ()
+    shape += ms[-1]._data.shape[1:] if last == 2 else ()
+    r = r.view(shape)  # PyTorch's result is a view of its last product
     return r if out is None else write_out(out, r, "linalg_multi_dot")
+
+
+def _chain_order(ms):
+    """The optimal parenthesisation of a matrix chain (PyTorch's dynamic programme: the first
+    split of least cost wins ties, so non-finite values meet in PyTorch's order)."""
+    n = len(ms)
+    p = [ms[0]._data.shape[0]] + [m._data.shape[1] for m in ms]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
+
+
+def _chain_product(ms, split, i, j):
+    if i == j:
+        return ms[i]
+    k = split[i][j]
+    return mm(_chain_product(ms, split, i, k), _chain_product(ms, split, k + 1, j))
 
 
 def vecdot(x, y, *, dim=-1, out=None):
     """Dot product of vectors along ``dim`` (broadcasting)."""
     from .arithmetic import mul
+    for t in (x, y):
+        if t._data.dtype.kind not in "fc":
+            raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                               f"{_dtype_name(t._data.dtype)}")
     res = mul(x, y).sum(dim)
     return res if out is None else write_out(out, res, "linalg_vecdot")
 
