@@ -228,6 +228,10 @@ def _check_batched(x, y):
             raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{nb}, {k}] but "
                                f"got: [{nb}, {ky}].")
     if x.dtype != y.dtype:
+        if xn >= 3 and yn == 2:  # folded into one mm
+            _check_mm(x.reshape(-1, k), y)
+        if xn >= 3 and yn == 1:  # folded into one mv
+            _check_mv(x.reshape(-1, k), y)
         raise RuntimeError(f"expected scalar type {_dtype_name(x.dtype)} but found {_dtype_name(y.dtype)}")
 
 
@@ -367,6 +371,10 @@ AddbmmBackward0 = type("AddbmmBackward0", (_AddProductNode,), {"__module__": __n
 def _scalars(dt, beta, alpha, name):
     """beta and alpha as PyTorch applies them to a ``dt`` result: integer results truncate them
     (``addr`` refuses floating ones), bool results treat them as truths."""
+    if name == "addr" and dt.kind != "b":
+        for n, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, bool):
+                raise RuntimeError(f"Boolean {n} only supported for Boolean results.")
     if dt.kind == "f" or dt.kind == "c":
         return beta, alpha
     if name == "addr":
