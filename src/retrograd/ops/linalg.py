@@ -404,7 +404,10 @@ def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
         r = beta * c if beta != 1 else c
     else:
         r = (beta * c if beta != 1 else c) + (alpha * prod if alpha != 1 else prod)
-    r = np.array(np.broadcast_to(r, prod.shape), dtype=dt)
+    if r is c or r.shape != prod.shape:
+        r = np.array(np.broadcast_to(r, prod.shape), dtype=dt)
+    elif r.dtype != dt:
+        r = r.astype(dt)
     node = node_for(cls, (input, m1, m2))
     if node is not None:
         node.beta, node.alpha = beta, alpha
