@@ -87,12 +87,13 @@ _add("bmm", method("bmm"),
                  Sample(mk.rand(2, 2, 3), mk.rand(2, 3, 4).astype(np.float32), kind="mixed_dtype"),
                  Sample(mk.rand(2, 2, 3), mk.rand(3, 3, 4), kind="error"),
                  Sample(mk.rand(2, 2, 3), mk.rand(2, 4, 4), kind="error"),
-                 Sample(mk.rand(2, 3), mk.rand(3, 4), kind="error")])
+                 Sample(mk.rand(2, 3), mk.rand(3, 4), kind="error"), Sample(mk.arr(1.0), mk.arr(2.0), kind="error")])
 _add("mv", method("mv"),
      lambda mk: [Sample(mk.rand(2, 3), mk.rand(3)), Sample(mk.rand(1, 1), mk.rand(1), kind="size1"),
                  Sample(mk.rand(0, 3), mk.rand(3), kind="empty"), Sample(mk.rand(2, 0), mk.rand(0), kind="empty"),
                  Sample(mk.rand(2, 3), mk.rand(3).astype(np.float32), kind="mixed_dtype"),
-                 Sample(mk.rand(2, 3), mk.rand(4), kind="error"), Sample(mk.rand(3), mk.rand(3), kind="error")])
+                 Sample(mk.rand(2, 3), mk.rand(4), kind="error"), Sample(mk.rand(3), mk.rand(3), kind="error"),
+                 Sample(mk.rand(2, 3), mk.arr(1.0), kind="error")])
 
 
 def _vec_pairs(mk):
@@ -211,6 +212,7 @@ def _cross_samples(mk):
     yield Sample(mk.rand(2, 3), mk.rand(2, 3).astype(np.float32), dim=1, kind="mixed_dtype")
     yield Sample(mk.rand(2, 4), mk.rand(2, 4), dim=1, kind="error")
     yield Sample(mk.rand(2, 3), mk.rand(3), dim=-1, kind="error")
+    yield Sample(mk.arr(1.0), mk.arr(2.0), dim=0, kind="error")
 
 
 _add("cross", method("cross"), _cross_samples)
@@ -256,6 +258,7 @@ def _det_samples(mk):
     yield Sample(np.zeros((3, 3)), kind="zero")
     yield Sample(mk.rand(2, 3), kind="error")
     yield Sample(mk.rand(3), kind="error")
+    yield Sample(mk.arr(2.0), kind="error")
 
 
 _DET_FD = ("basic", "noncontig", "size1", "degenerate", "singular", "zero")
@@ -280,6 +283,7 @@ def _inv_samples(mk):
     yield Sample(np.zeros((2, 2)), kind="degenerate")
     yield Sample(mk.rand(2, 3), kind="error")
     yield Sample(mk.rand(3), kind="error")
+    yield Sample(mk.arr(2.0), kind="error")
 
 
 _add("inverse", method("inverse"), _inv_samples)
