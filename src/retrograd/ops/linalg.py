@@ -308,6 +308,9 @@ def inner(input, other, *, out=None):
     if input._data.ndim == 0 or other._data.ndim == 0:
         from .arithmetic import mul
         return mul(input, other)
+    if input._data.shape[-1] != other._data.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input._data.shape)} and {list(other._data.shape)}")
     if input._data.dtype == np.bool_:
         _no_bool(input._data, "dot" if input._data.ndim == 1 == other._data.ndim else "addmm_impl_cpu_")
     res = tensordot(input, other, ([-1], [-1]))
@@ -467,6 +470,13 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     if c.dtype != y.dtype and x.ndim == 3 == y.ndim:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {_dtype_name(c.dtype)} and "
                            f"{_dtype_name(y.dtype)}")
+    if x.ndim == 3 == y.ndim:
+        if x.shape[0] != y.shape[0]:
+            raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {x.shape[0]} and "
+                               f"{y.shape[0]}")
+        if x.shape[2] != y.shape[1]:
+            raise RuntimeError(f"Incompatible matrix sizes for bmm ({x.shape[1]}x{x.shape[2]} and "
+                               f"{y.shape[1]}x{y.shape[2]})")
     _check_bmm(x, y)
     _no_bool(x, "addmm_impl_cpu_")
     prod = _mm_np(x, y).sum(0) if x.shape[0] else np.zeros((x.shape[1], y.shape[2]), x.dtype)
@@ -674,19 +684,19 @@ def tensordot(a, b, dims=2, out=None):
     if isinstance(dims, int) and not isinstance(dims, bool):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
-        da, db = list(range(na - dims, na)), list(range(dims))
+        da, db = list(range(-dims, 0)), list(range(dims))
     elif isinstance(dims, Tensor):
         return tensordot(a, b, dims.tolist() if dims._data.ndim else int(dims.item()), out)
     else:
         da, db = dims
         da = [da] if isinstance(da, int) else list(da)
         db = [db] if isinstance(db, int) else list(db)
-    da = [d % na for d in da]
-    db = [d % nb for d in db]
     for x, y in zip(da, db):
         if a._data.shape[x] != b._data.shape[y]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size {a._data.shape[x]} in dim "
                                f"{x} and second has size {b._data.shape[y]} in dim {y}")
+    da = [d % na for d in da]
+    db = [d % nb for d in db]
     la = list(_LETTERS[:na])
     lb = list(_LETTERS[na:na + nb])
     for x, y in zip(da, db):
@@ -775,6 +785,8 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     x, y = input._data, other._data
     if x.ndim != y.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if x.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = wrap_dim(dim, x.ndim)
     if x.shape[d] != 3 or y.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {x.shape[d]} and "
@@ -892,9 +904,16 @@ def inv(A, *, out=None):
 
 
 def _singular(name, x):
-    # The first zero pivot of an LU factorisation, as LAPACK reports it (1-based).
-    return _LinAlgErrorType(f"linalg.{name}: The diagonal element {_zero_pivot(x)} is zero, the inversion could not "
-                            "be completed because the input matrix is singular.")
+    """PyTorch's error for the first singular matrix of the batch ``x`` (LAPACK's first zero
+    pivot, 1-based, for inv)."""
+    mats = x.reshape(-1, x.shape[-1], x.shape[-1])
+    found = ((k, _zero_pivot(m)) for k, m in enumerate(mats))
+    k, pivot = next(((k, p) for k, p in found if p is not None), (0, None))
+    where = f"(Batch element {k}): " if x.ndim > 2 else ""
+    if name == "solve":
+        return _LinAlgErrorType(f"torch.linalg.solve: {where}The solver failed because the input matrix is singular.")
+    return _LinAlgErrorType(f"linalg.{name}: {where}The diagonal element {pivot or x.shape[-1]} is zero, the inversion "
+                            "could not be completed because the input matrix is singular.")
 
 
 class _LinAlgErrorType(RuntimeError):
@@ -905,7 +924,7 @@ _LinAlgErrorType.__name__ = "_LinAlgError"
 
 
 def _zero_pivot(x):
-    a = np.array(x.reshape(-1, x.shape[-1], x.shape[-1])[0], dtype=np.float64)
+    a = np.array(x, dtype=np.float64)
     n = a.shape[0]
     for k in range(n):
         p = k + int(np.argmax(np.abs(a[k:, k])))
@@ -913,7 +932,7 @@ def _zero_pivot(x):
             return k + 1
         a[[k, p]] = a[[p, k]]
         a[k + 1:] -= np.outer(a[k + 1:, k] / a[k, k], a[k])
-    return n
+    return None
 
 
 class LinalgSolveExBackward0(OpNode):
