@@ -207,7 +207,7 @@ def test_matmul_grad_fn_names(sa, sb, which):
         a = lib.tensor(R(*sa)).requires_grad_(which[0])
         b = lib.tensor(R(*sb)).requires_grad_(which[1])
         out = a @ b
-        names[lib] = type(out.grad_fn).__name__
+        names[lib] = type(out.grad_fn).__name__, out._base is not None
         if out.numel():
             g = lib.autograd.grad(out.sum(), [t for t, w in zip((a, b), which) if w])
             names[lib, "g"] = [tuple(x.shape) for x in g]

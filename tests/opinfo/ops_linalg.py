@@ -50,6 +50,8 @@ def _matmul_samples(mk):
     yield Sample(r(2, 3, 0), r(2, 0, 4), kind="empty")
     yield Sample(r(0, 2, 3), r(1, 3, 2), kind="empty")
     yield Sample(r(3), r(0, 3, 2), kind="empty")
+    yield Sample(r(2, 3), r(0, 3, 4), kind="empty")
+    yield Sample(r(1, 2, 3), r(0, 3, 2), kind="empty")
     yield Sample(mk.arr([[0.0, 0.0], [1.0, INF]]), mk.arr([[0.0, 1.0], [2.0, 0.0]]), kind="degenerate")
     yield Sample(r(2, 3), r(3, 4).astype(np.float32), kind="mixed_dtype")
     yield Sample(r(2, 3), r(4, 5), kind="error")

@@ -8,7 +8,7 @@ Backward formulas are themselves matmuls/einsums, so double backward works.
 """
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, arr, Tensor, write_out, _dtype_name
+from ._base import OpNode, node_for, save, finish, arr, Tensor, write_out, _dtype_name, _state
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "einsum", "tensordot",
            "addmm", "addmv", "addbmm", "baddbmm", "addr", "chain_matmul", "trace", "kron", "cross", "det",
@@ -84,7 +84,6 @@ BmmBackward0 = _named("BmmBackward0")
 SqueezeBackward4 = _named("SqueezeBackward4")
 UnsafeViewBackward0 = _named("UnsafeViewBackward0")
 CloneBackward0 = _named("CloneBackward0")
-MmTransposeBackward0 = _named("TransposeBackward0")
 
 
 def _product(cls, a, b, r):
@@ -185,7 +184,10 @@ def matmul(input, other, *, out=None):
     # PyTorch folds a 2-D (or batch-1 3-D) left operand that requires grad into one mm against
     # the transposed right operand, then copies the transposed result back (a view if empty)
     if yn >= 3 and input._requires_grad and (xn == 2 or (xn == 3 == yn and x.shape[0] == 1 != y.shape[0])):
-        cls = CloneBackward0 if r.size else MmTransposeBackward0
+        if not r.size and _state.grad:  # the copy of an empty result is skipped: a transposed view
+            res = matmul(_mT(other), _mT(input)).transpose(-1, -2)
+            return res if out is None else write_out(out, res, "matmul")
+        cls = CloneBackward0
     res = _product(cls, input, other, r)
     return res if out is None else write_out(out, res, "matmul")
 
