@@ -470,3 +470,21 @@ def test_random_fills_stay_in_their_ranges(dt, top):
     assert (retrograd.zeros(4000).log_normal_().numpy() > 0).all()
     p = retrograd.tensor([0.0, 1.0, 1.0, 0.0])
     assert retrograd.zeros(4).bernoulli_(p).tolist() == [0.0, 1.0, 1.0, 0.0]
+
+
+@needs_torch
+def test_bernoulli_with_a_probability_tensor_that_requires_grad():
+    """bernoulli_(p) is recorded when p requires grad (even if self does not); p's gradient is
+    zeros, like the overwritten values'."""
+    res = {}
+    for lib in (retrograd, torch):
+        x = lib.tensor([0.3, -1.0, 2.0]).requires_grad_()
+        p = lib.tensor([0.2, 0.5, 0.9]).requires_grad_()
+        y = x * 2
+        y.bernoulli_(p)
+        gx, gp = lib.autograd.grad(y, (x, p), lib.full((3,), INF))
+        z = lib.zeros(3)
+        z.bernoulli_(p)
+        res[lib] = (type(y.grad_fn).__name__, np_(gx).tolist(), np_(gp).tolist(), z.requires_grad,
+                    type(z.grad_fn).__name__, set(np_(z).tolist()) <= {0.0, 1.0})
+    assert res[retrograd] == res[torch]

@@ -40,7 +40,6 @@ ZeroBackward0 = _fill_node("ZeroBackward0")
 FillBackward2 = _fill_node("FillBackward2")
 NormalBackward0 = _fill_node("NormalBackward0")
 UniformBackward0 = _fill_node("UniformBackward0")
-BernoulliBackward1 = _fill_node("BernoulliBackward1")
 BernoulliBackward2 = _fill_node("BernoulliBackward2")
 ExponentialBackward0 = _fill_node("ExponentialBackward0")
 LogNormalBackward0 = _fill_node("LogNormalBackward0")
@@ -54,6 +53,22 @@ class FillBackward3(OpNode):
         nf = self.next_functions
         return (finish(None, xp_of(g).zeros_like(g._data)) if nf[0][0] is not None else None,
                 g.sum() if nf[1][0] is not None else None)
+
+
+class BernoulliBackward1(OpNode):
+    """bernoulli_(p) with a tensor ``p``: zero gradients for the old values and for ``p``."""
+    def backward(self, g):
+        nf = self.next_functions
+        xp = xp_of(g)
+        return (finish(None, xp.zeros_like(g._data)) if nf[0][0] is not None else None,
+                finish(None, xp.zeros(self.p_shape, self.p_dtype)) if nf[1][0] is not None else None)
+
+
+def _bernoulli_filled(input, values, p):
+    node = node_for(BernoulliBackward1, (input, p))
+    if node is not None:
+        node.p_shape, node.p_dtype = p._data.shape, p._data.dtype
+    return finish(node, np.asarray(values, dtype=input._data.dtype))
 
 
 def _filled(input, value, cls):
@@ -116,12 +131,13 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples that are 1 with probability ``p`` (a number or a tensor)."""
     if isinstance(p, Tensor):
-        pp, cls = p._data, BernoulliBackward1
-    else:
-        if not 0 <= p <= 1:
-            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
-        pp, cls = p, BernoulliBackward2
-    return _fill(self, _gen(generator).random(self._data.shape) < pp, cls)
+        values = _gen(generator).random(self._data.shape) < p._data
+        if _state.grad and (self._requires_grad or p._requires_grad):
+            return apply_inplace(self, _bernoulli_filled, values, p)
+        return _fill_inplace(self, values)
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
+    return _fill(self, _gen(generator).random(self._data.shape) < p, BernoulliBackward2)
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
