@@ -431,9 +431,6 @@ _add("zero_", lambda t, x: (x * 1).zero_(),
 
 
 # ------------------------------------------------------------- differences owned elsewhere
-_known("einsum(ii->i) einsum(ij->ji)", "views", "basic noncontig nonfinite ties",
-       "einsum returns a copy for a pure relabeling/diagonal; torch returns a view")
-_known("einsum", "values", "bool", "bool reductions keep dtype bool; torch sums bools to int64")
 _known("einsum", "errors", "bool", "bool products are computed; torch raises NotImplementedError (\"bmm\")")
 _known("linalg.vector_norm linalg.norm linalg.matrix_norm", "gradgrad", "infgrad",
        "vector_norm's double backward (ops/reduce.py) with inf upstream gives -inf where torch gives nan")

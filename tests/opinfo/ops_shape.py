@@ -1,6 +1,6 @@
 """Op table entries: shape and view ops (view/reshape, squeeze, expand, transposes, split and
-friends, diagonals, flips, repeats), indexing (``t[idx]``, ``t[idx] = v``, index_put, nonzero),
-single-operand einsum and pixel (un)shuffle. ``view=True`` where torch's first sample is a view
+friends, diagonals, flips, repeats), indexing (``t[idx]``, ``t[idx] = v``, index_put, nonzero) and
+pixel (un)shuffle. ``view=True`` where torch's first sample is a view
 of the input (its ``_base`` is set)."""
 import numpy as np
 
@@ -187,16 +187,7 @@ for _n, _base in (("unsafe_split", "split"), ("unsafe_chunk", "chunk"), ("unsafe
 
 # ------------------------------------------------------------------------- diagonals, triangles
 
-_add("diag", method("diag"),
-     lambda mk: [Sample(mk.rand(3)), Sample(mk.rand(3), 1), Sample(mk.rand(3, 4)), Sample(mk.rand(3, 4), -1),
-                 Sample(mk.rand(0), kind="empty"), Sample(mk.rand(2, 2, 2), kind="bad")])
-_add("diag_embed", method("diag_embed"),
-     lambda mk: [Sample(mk.rand(2, 3)), Sample(mk.rand(2, 3), 1, 0, 2), Sample(mk.rand(3), -1), Sample(mk.rand(), kind="bad")])
 _add("diagflat", method("diagflat"), lambda mk: [Sample(mk.rand(2, 2)), Sample(mk.rand(3), -1)])
-for _n in ("triu", "tril"):
-    _add(_n, method(_n),
-         lambda mk: [Sample(mk.rand(3, 4)), Sample(mk.rand(3, 4), 1), Sample(mk.rand(2, 3, 3), -1),
-                     Sample(mk.rand(0, 2), kind="empty"), Sample(mk.rand(3), kind="bad")], inplace=_n + "_")
 _add("select_scatter", lambda lib, x, s, *a: lib.select_scatter(x, s, *a),
      lambda mk: [Sample(mk.rand(3, 4), mk.rand(4), 0, 1), Sample(mk.rand(3, 4), mk.rand(3), -1, -1),
                  Sample(mk.rand(3, 4), mk.rand(3), 0, 1, kind="bad")])
@@ -327,12 +318,9 @@ _add("argwhere", method("argwhere"), lambda mk: [Sample(mk.arr([[0., 1.5], [-2.,
      grad=False)
 
 
-# ---------------------------------------------------------- single-operand einsum, pixel shuffle
+# --------------------------------------------------------------------------- pixel shuffle
+# (einsum, diag, diag_embed, triu and tril have their entries in ops_linalg)
 
-_add("einsum", lambda lib, x, eq: lib.einsum(eq, x),
-     lambda mk: [Sample(mk.rand(3, 3), "ij->ji"), Sample(mk.rand(3, 3), "ii->i"), Sample(mk.rand(3, 3, 2), "iij->ji"),
-                 Sample(mk.rand(3, 3), "ij"), Sample(mk.rand(2, 3, 4), "i...->...i"), Sample(mk.rand(3, 3), "ii"),
-                 Sample(mk.rand(3, 3), "ij->j"), Sample(mk.rand(2, 3), "ii->i", kind="bad")], view=True)
 _add("F.pixel_shuffle", lambda lib, x, r: lib.nn.functional.pixel_shuffle(x, r),
      lambda mk: [Sample(mk.rand(1, 8, 2, 3), 2), Sample(mk.rand(2, 4, 2, 3), 1), Sample(mk.rand(3, 4, 1, 2), 2),
                  Sample(mk.rand(1, 3, 2, 2), 2, kind="bad")])
