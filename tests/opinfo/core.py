@@ -207,6 +207,7 @@ class OpInfo:
     nonfinite: bool = True           # derive the nonfinite kind
     covers: Tuple[str, ...] = ()     # further Tensor method / F names this entry exercises
     gradcheck_kinds: Tuple[str, ...] = GRADCHECK_KINDS
+    fuzz: Any = None                 # how the fuzzer (tests/fuzz) feeds the op: see FuzzSig
 
     def covered_names(self):
         names = {self.name, *self.covers}
@@ -215,11 +216,24 @@ class OpInfo:
         return names
 
 
+@dataclasses.dataclass(frozen=True)
+class FuzzSig:
+    """How the differential fuzzer (tests/fuzz) wires an op into random programs. An entry's
+    ``fuzz=None`` derives it: ``chain`` = every float array argument of a sample may be replaced
+    by an earlier result of the same shape and dtype; ``any_shape`` = the entry's ``elementwise``
+    (args[0] may be an earlier result of any shape, the other array args are redrawn to shapes
+    that broadcast with it). ``fuzz=False`` keeps the op out of random programs (say why in
+    ``skip["fuzz"]``)."""
+    chain: Optional[Tuple[int, ...]] = None
+    any_shape: Optional[bool] = None
+
+
 def method(name):
     """op calling Tensor.<name> on the first argument."""
     def op(lib, x, *args, **kwargs):
         return getattr(x, name)(*args, **kwargs)
     op.__name__ = name
+    op.fuzz_call = ("method", name)   # lets the fuzzer's reproducers print x.name(...)
     return op
 
 
@@ -228,6 +242,7 @@ def function(name):
     def op(lib, *args, **kwargs):
         return getattr(lib, name)(*args, **kwargs)
     op.__name__ = name
+    op.fuzz_call = ("function", name)
     return op
 
 
