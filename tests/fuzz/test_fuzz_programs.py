@@ -24,6 +24,8 @@ import os
 import time
 
 import pytest
+
+pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, Phase, given, seed, settings, strategies as st
 from hypothesis.errors import Flaky
 
