@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from opinfo import ALL_OPS, KNOWN_MISMATCHES
 from opinfo.core import (torch, expand_samples, compare_arrays, compare_outputs, flat, is_tensor,
-                         to_numpy, Index, FuzzSig, FLOAT_KINDS, _resample)
+                         to_numpy, Index, FuzzSig, _resample)
 
 
 # ----------------------------------------------------------------------------------- findings

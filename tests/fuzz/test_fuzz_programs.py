@@ -96,7 +96,8 @@ def test_fuzz_programs(shard, record_property):
     line = (f"{stats['programs']} programs in {elapsed:.0f} s ({stats['programs'] / elapsed:.1f}/s), "
             f"{stats['steps']} steps, {stats['grad_checked']} first / {stats['gradgrad_checked']} second "
             f"derivatives compared; {stats['skipped_known']} steps left out as known mismatches, "
-            f"{stats['raised_both']} raised in both, {stats['diverged']} stopped on rounding drift, "
+            f"{stats['raised_both']} raised in both, "
+            f"{stats['diverged']} stopped early (rounding drift, negative-stride layout), "
             f"{stats['float32_noise']} float32 rounding; {r} rounds")
     record_property("fuzz", line)
     print(line)
