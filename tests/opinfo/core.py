@@ -121,6 +121,7 @@ _known("xlogy", "fuzz:gradgrad", "nonfinite degenerate", "second derivative nan 
 _known("__itruediv__ __rtruediv__", "fuzz:gradgrad", "nonfinite degenerate", "second derivative at x/inf nan (torch 0)")
 _known("__ipow__", "fuzz:grad fuzz:gradgrad", "degenerate",
        "0**e grad nan (torch 0); mixed second derivative at exponent 0 is 1/x (torch masks it to 0)")
+_known("__imod__", "fuzz:grad", "nonfinite degenerate", "x %= y: d/dy at an infinite operand uses the wrong floor quotient")
 _known("div(rounding_mode)", "fuzz:values", "nonfinite degenerate", "floor division: -inf // 2 is -inf (torch nan)")
 _known("pow __pow__", "fuzz:values", "nonfinite", "torch's float16 (-inf)**0.5 is inf (its float32/64: nan)")
 _known("erf erfc erfinv", "fuzz:values", "float16", "float16 input gives a float64 (erf, erfc) / float32 (erfinv) result")
