@@ -180,13 +180,48 @@ def _gather_along(t, index, dim):
     return finish(node, arr(r))
 
 
-def _evenly(g, x_arr, out_keep_arr, dims):
-    """``g`` (broadcastable, keepdim shape) split evenly among the elements equal to the result."""
+class _SelectEvenlyBackward(OpNode):
+    """Backward of ``_select_evenly``: the incoming gradient summed over the selected
+    positions, scaled (PyTorch's IndexPutBackward0 followed by the division)."""
+
+    def backward(self, gg):
+        return _select_evenly(gg, self.weights).sum()
+
+
+_SelectEvenlyBackward.__name__ = _SelectEvenlyBackward.__qualname__ = "IndexPutBackward0"
+
+
+def _select_evenly(g, weights):
+    """``g`` (0-d) written at the positions where ``weights`` (mask / count) is nonzero,
+    scaled by it; every other position is exactly 0 whatever ``g`` is (inf, nan)."""
+    gd = g._data
+    prod = gd * weights
+    r = arr(np.where(weights != 0, prod, np.zeros((), prod.dtype)).astype(gd.dtype, copy=False))
+    node = node_for(_SelectEvenlyBackward, (g,))
+    if node is not None:
+        node.weights = weights
+    return finish(node, r)
+
+
+def _evenly_weights(x, value, dtype):
+    """PyTorch's evenly_distribute_backward: the gradient of a full reduction that picks a
+    value (max, min, median) is shared evenly by the elements equal to it, or by the NaNs
+    when the value is NaN."""
     with np.errstate(invalid="ignore"):
-        mask = (x_arr == out_keep_arr) | (np.isnan(x_arr) & np.isnan(out_keep_arr))
-        count = mask.sum(axis=dims, keepdims=dims is not None)
-        w = (mask / np.maximum(count, 1)).astype(g._data.dtype)
-    return g * _const(w)
+        mask = np.isnan(x) if x.dtype.kind in "fc" and np.isnan(value).any() else (x == value)
+    count = mask.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (mask / np.asarray(count, dtype)).astype(dtype)
+
+
+def _scaled_by_count(g, x_arr, out_keep_arr, dims):
+    """PyTorch's scale_grad_by_count (amax/amin): ``(g / count) * mask``, mask = x == result.
+    A multiplication, as there: inf or nan in ``g`` reaches the other elements as nan."""
+    with np.errstate(invalid="ignore"):
+        mask = x_arr == out_keep_arr
+    count = mask.sum(axis=dims, keepdims=True) if dims is not None else mask.sum()
+    dt = g._data.dtype
+    return (g / _const(np.asarray(count, dt))) * _const(mask.astype(dt))
 
 
 # *** sum / mean ***
@@ -273,13 +308,14 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         node = node_for(MeanBackward1, (input,))
         if node is not None:
             node.shape, node.dims, node.keepdim, node.n = x.shape, dims, keepdim, n
-    if n == 0 or x.dtype == np.float16:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = x.mean(axis=dims, keepdims=keepdim and dims is not None) if x.size else \
-                np.full([s for i, s in enumerate(x.shape) if dims is not None and (i not in dims or keepdim)]
-                        if dims is not None else [], np.nan, x.dtype)
-            if dims is not None and keepdim and x.size == 0:
-                r = r.reshape(_keep_shape(x.shape, dims))
+    if x.size == 0:
+        if dims is None:
+            shape = ()
+        else:
+            shape = _keep_shape(x.shape, dims) if keepdim else tuple(s for i, s in enumerate(x.shape) if i not in dims)
+        r = np.full(shape, np.nan, x.dtype)
+    elif x.dtype == np.float16:
+        r = x.mean(axis=dims, keepdims=keepdim and dims is not None)
     elif dims is None:
         r = np.add.reduce(x, axis=None) / n
     elif dims:
@@ -363,8 +399,6 @@ def _prod_others(x, out_keep, d):
 class ProdBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
-        if x._data.size == 0:
-            return g.expand(x.shape) * 0
         flat = x.reshape(-1)
         return (g * _prod_others(flat, out.reshape(1), 0)).reshape(x.shape)
 
@@ -375,8 +409,6 @@ class ProdBackward1(OpNode):
         d = self.dim
         if not self.keepdim and x.ndim:
             g, out = g.unsqueeze(d), out.unsqueeze(d)
-        if x._data.size == 0:
-            return g.expand(x.shape) * 0
         return g * _prod_others(x, out, d)
 
 
@@ -409,7 +441,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
 class MaxBackward1(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
-        return _evenly(g, x._data, out._data, None)
+        return _select_evenly(g, _evenly_weights(x._data, out._data, g._data.dtype))
 
 
 MinBackward1 = type("MinBackward1", (MaxBackward1,), {})
@@ -498,7 +530,7 @@ class AmaxBackward0(OpNode):
         x, out = self.saved_tensors
         g = _restore_dims(g, self.shape, self.dims, self.keepdim)
         o = out._data if self.keepdim or not self.dims else out._data.reshape(_keep_shape(self.shape, self.dims))
-        return _evenly(g, x._data, o, self.dims)
+        return _scaled_by_count(g, x._data, o, self.dims)
 
 
 AminBackward0 = type("AminBackward0", (AmaxBackward0,), {})
@@ -534,9 +566,13 @@ def aminmax(input, *, dim=None, keepdim=False):
     """(amin, amax) over ``dim`` (all dimensions by default)."""
     d = () if dim is None else dim
     x = input._data
-    if x.size == 0 and (dim is None or x.ndim and x.shape[wrap_dim(_int(dim), x.ndim)] == 0):
-        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
-                           "identity.")
+    if x.size == 0:
+        if dim is None:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has "
+                               "no identity.")
+        dd = wrap_dim(_int(dim), x.ndim)
+        if x.ndim and x.shape[dd] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {dd} to have non-zero size.")
     return return_types.aminmax((amin(input, d, keepdim), amax(input, d, keepdim)))
 
 
@@ -633,35 +669,49 @@ def _var_forward(name, x, dims, correction, keepdim, opname=None):
     return arr(np.asarray(v, x.dtype)), arr(np.asarray(m, x.dtype)), n, dof
 
 
-def _var_grad(g, x, dims, keepdim, dof):
-    g = _restore_dims(g, x.shape, dims, keepdim)
-    dev = x - x.mean(dims, keepdim=True) if dims else x * 0
-    return g * dev * (2.0 / dof if dof else math.inf)
+def _var_grad(g, x, dims, keepdim, full, correction):
+    """PyTorch's var_backward. A full reduction with no degrees of freedom left gives
+    ``g * (nan where x == mean else inf)``, a constant factor; a reduction over ``dims``
+    divides by ``n - correction`` as it is (0 gives inf, a negative count a negative factor)."""
+    xd = x._data
+    if full:
+        dof = xd.size - correction
+        if dof <= 0:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                m = xd.mean() if xd.size else np.nan
+                f = np.where(xd == m, np.nan, np.inf).astype(g._data.dtype)
+            return g * _const(f)
+        return (2.0 / dof) * g * (x - x.mean())
+    if not keepdim and xd.ndim > 1:
+        g = _restore_dims(g, xd.shape, dims, keepdim)
+    n = 1
+    for d in dims:
+        n *= xd.shape[d]
+    dof = n - correction
+    return (2.0 / dof if dof else math.inf) * g * (x - x.mean(dims, keepdim=True))
 
 
-def _std_grad(g, x, std, dims, keepdim, dof):
-    g = _restore_dims(g, x.shape, dims, keepdim)
-    std = _restore_dims(std, x.shape, dims, keepdim)
-    zero = std._data == 0
-    if np.any(zero):
-        from .index import where
-        g = where(_const(zero), g * 0, g / std)
-    else:
-        g = g / std
-    dev = x - x.mean(dims, keepdim=True) if dims else x * 0
-    return g * dev * (1.0 / dof if dof else math.inf)
+def _std_grad(g, x, std, dims, keepdim, full, correction):
+    """PyTorch's std_backward: var's gradient of ``g / (2 std)``, which is 0 where std is 0."""
+    from .index_ops import masked_fill
+    gv = masked_fill(g / (std * 2), _const(std._data == 0), 0)
+    return _var_grad(gv, x, dims, keepdim, full, correction)
+
+
+def _full_reduction(dim, ndim):
+    return ndim == 0 or dim is None or (isinstance(dim, (tuple, list, Size)) and len(dim) == 0)
 
 
 class VarBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return _var_grad(g, x, self.dims, self.keepdim, self.dof)
+        return _var_grad(g, x, self.dims, self.keepdim, self.full, self.correction)
 
 
 class StdBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
-        return _std_grad(g, x, out, self.dims, self.keepdim, self.dof)
+        return _std_grad(g, x, out, self.dims, self.keepdim, self.full, self.correction)
 
 
 def _var_like(name, cls):
@@ -675,7 +725,8 @@ def _var_like(name, cls):
         node = node_for(cls, (input,))
         res = finish(node, v)
         if node is not None:
-            node.dims, node.keepdim, node.dof = dims, keepdim, dof
+            node.dims, node.keepdim, node.correction = dims, keepdim, c
+            node.full = _full_reduction(dim, x.ndim)
             save(node, input)
             if name == "std":
                 save_output(node, res)
@@ -692,16 +743,25 @@ std = _var_like("std", StdBackward0)
 
 
 class VarMeanBackward0(OpNode):
+    """Gradient of (var or std, mean); an output that received no gradient adds nothing."""
+    _materialize_grads = False
+
     def _apply(self, grads):
         gv, gm = grads
-        if self.std:
-            x, out = self.saved_tensors
-            r = _std_grad(gv, x, out, self.dims, self.keepdim, self.dof)
-        else:
-            (x,) = self.saved_tensors
-            r = _var_grad(gv, x, self.dims, self.keepdim, self.dof)
-        gm = _restore_dims(gm, x.shape, self.dims, self.keepdim) / builtins.max(self.n, 1)
-        return r + gm
+        r = None
+        if gv is not None:
+            if self.std:
+                x, out = self.saved_tensors
+                r = _std_grad(gv, x, out, self.dims, self.keepdim, self.full, self.correction)
+            else:
+                (x,) = self.saved_tensors
+                r = _var_grad(gv, x, self.dims, self.keepdim, self.full, self.correction)
+        if gm is not None:
+            shape = self.shape
+            gm = _restore_dims(gm, shape, self.dims, self.keepdim).expand(shape)
+            gm = gm / builtins.max(self.n, 1)  # n == 0 only for an empty input
+            r = gm if r is None else r + gm
+        return r
 
 
 StdMeanBackward0 = type("StdMeanBackward0", (VarMeanBackward0,), {})
@@ -719,7 +779,8 @@ def _var_mean_like(name, cls):
         node = node_for(cls, (input,))
         outs = finish_multi(node, [v, m])
         if node is not None:
-            node.dims, node.keepdim, node.dof, node.n, node.std = dims, keepdim, dof, n, is_std
+            node.dims, node.keepdim, node.correction, node.n, node.std = dims, keepdim, c, n, is_std
+            node.full, node.shape = _full_reduction(dim, x.ndim), x.shape
             save(node, input)
             if is_std:
                 save_output(node, outs[0])
@@ -773,6 +834,8 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
 
 class LinalgVectorNormBackward0(OpNode):
     def backward(self, g):
+        if self.ord == 0:
+            return None  # the 0-"norm" counts nonzeros: PyTorch gives it no gradient at all
         x, norm = self.saved_tensors
         return _vector_norm_grad(x, norm, g, self.ord, self.dims, self.keepdim)
 
@@ -896,9 +959,7 @@ class CumprodBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
         d = self.dim
-        if x.ndim == 0:
-            return g
-        if x._data.size == 0:
+        if x._data.size <= 1:
             return g
         if not np.any(x._data == 0):
             return _rev_cumsum(g * out, d) / x
@@ -934,7 +995,7 @@ class LogcumsumexpBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
         d = self.dim
-        if x.ndim == 0:
+        if x.ndim == 0 or x._data.size == 0:
             return g
         # Stable in log space, the positive and negative parts of g apart (as PyTorch does).
         from .index import where
@@ -966,6 +1027,9 @@ def logcumsumexp(input, dim, *, out=None):
 
 class CummaxBackward0(OpNode):
     def backward(self, g):
+        (x,) = self.saved_tensors
+        if x._data.size == 0:
+            return x  # PyTorch's cummaxmin_backward hands back the (empty) input itself
         if g.ndim == 0:
             return g
         return _scatter_along(g, self.index, self.dim, self.shape)
@@ -981,20 +1045,20 @@ def _cum_extreme(name, ufunc, cls):
         if x.ndim == 0 or x.size == 0:
             vals, idx = x.copy(), np.zeros(x.shape, np.int64)
         else:
+            # PyTorch's rule: position i takes over when x_i is NaN or x_i >= (<=) the running
+            # value, so ties and NaNs point at their last occurrence, and once a NaN is seen
+            # only a later NaN moves the index.
             with np.errstate(invalid="ignore"):
                 vals = ufunc.accumulate(x, axis=d)
-                pos = np.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
                 hit = x == vals
                 if x.dtype.kind in "fc":
-                    nan = np.isnan(x)
-                    seen = np.logical_or.accumulate(nan, axis=d)
-                    first = nan & ~np.concatenate([np.zeros_like(seen.take([0], axis=d)),
-                                                   seen.take(range(x.shape[d] - 1), axis=d)], axis=d)
-                    hit = np.where(seen, first, hit)
-                idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d).astype(np.int64)
+                    hit |= np.isnan(x)
+            pos = np.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
+            idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d).astype(np.int64)
         node = node_for(cls, (input,))
         if node is not None:
             node.dim, node.index, node.shape = d, idx, x.shape
+            save(node, input)
         res = getattr(return_types, name)(finish(node, arr(vals)), finish(None, arr(idx)))
         if out is not None:
             write_out(out[0], res[0], name)
@@ -1152,7 +1216,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
 class MedianBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
-        return _evenly(g, x._data, out._data, None)
+        return _select_evenly(g, _evenly_weights(x._data, out._data, g._data.dtype))
 
 
 def _lower_median_idx(x, d):
