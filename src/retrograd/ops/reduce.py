@@ -834,9 +834,9 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
 
 class LinalgVectorNormBackward0(OpNode):
     def backward(self, g):
+        x, norm = self.saved_tensors
         if self.ord == 0:
             return None  # the 0-"norm" counts nonzeros: PyTorch gives it no gradient at all
-        x, norm = self.saved_tensors
         return _vector_norm_grad(x, norm, g, self.ord, self.dims, self.keepdim)
 
 
