@@ -73,10 +73,17 @@ def _float_input(x):
 
 
 def _check_nonempty(x, dims, name):
-    """PyTorch refuses reductions without an identity over empty dimensions."""
+    """PyTorch refuses reductions without an identity over empty dimensions (it names the
+    first empty one as the caller wrote it)."""
     for d in dims:
-        if x.shape[d] == 0:
+        if x.shape[wrap_dim(d, x.ndim)] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _dims_as_given(dim):
+    if dim is None:
+        return ()
+    return tuple(dim) if isinstance(dim, (tuple, list, Size)) else (dim,)
 
 
 def _no_dim_empty(x, name, exc=RuntimeError):
@@ -399,6 +406,8 @@ def _prod_others(x, out_keep, d):
 class ProdBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
+        if x.ndim == 0:
+            return g
         flat = x.reshape(-1)
         return (g * _prod_others(flat, out.reshape(1), 0)).reshape(x.shape)
 
@@ -407,7 +416,9 @@ class ProdBackward1(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
         d = self.dim
-        if not self.keepdim and x.ndim:
+        if x.ndim == 0:
+            return g
+        if not self.keepdim:
             g, out = g.unsqueeze(d), out.unsqueeze(d)
         return g * _prod_others(x, out, d)
 
@@ -543,7 +554,7 @@ def _amaxmin(name, np_fn, cls):
         if x.size == 0:
             if dims == tuple(range(x.ndim)) and (dim is None or not isinstance(dim, _int) and len(dim) == 0):
                 _no_dim_empty(x, name)
-            _check_nonempty(x, dims, name)
+            _check_nonempty(x, _dims_as_given(dim), name)
         r = arr(np_fn(x, axis=dims, keepdims=keepdim)) if x.ndim else x.copy()
         node = node_for(cls, (input,))
         res = finish(node, r)
@@ -841,37 +852,28 @@ class LinalgVectorNormBackward0(OpNode):
 
 
 def _vector_norm_grad(x, norm, g, p, dims, keepdim):
-    """PyTorch's linalg_vector_norm_backward, with tensor ops."""
-    g = _restore_dims(g, x.shape, dims, keepdim)
-    norm = _restore_dims(norm, x.shape, dims, keepdim)
-    if p == 0:
-        return x * 0 * g
+    """PyTorch's norm_backward, op for op (its masks decide the second derivative at 0)."""
+    from .index_ops import masked_fill
+    if not keepdim and x.ndim:
+        g = _restore_dims(g, x.shape, dims, keepdim)
+        norm = _restore_dims(norm, x.shape, dims, keepdim)
     if p == 1:
         return x.sgn() * g
     if p == 2:
-        return x * _masked_div(g, norm)
+        return g * masked_fill(x / norm, _const(norm._data == 0), 0)
     if math.isinf(p):
         ax = x.abs()
-        mask = (ax._data == norm._data) | np.isnan(ax._data)
-        count = mask.sum(axis=dims, keepdims=True) if dims else mask.sum()
-        return x.sgn() * (g * _const((mask / np.maximum(count, 1)).astype(x._data.dtype)))
+        with np.errstate(invalid="ignore"):
+            mask = _const((ax._data == norm._data) | np.isnan(ax._data))
+        count = mask.sum(dims, keepdim=True) if dims else mask.sum()
+        return x.sgn() * ((g / count) * mask)
     if p < 1:
-        from .index import where
-        scaled = x.sgn() * where(_const(x._data == 0), x * 0, x.abs() ** (p - 1))
+        scaled = x.sgn() * masked_fill(x.abs() ** (p - 1), _const(x._data == 0), 0)
         return scaled * g * norm ** (1 - p)
+    scale = masked_fill(g / norm ** (p - 1), _const(norm._data == 0), 0)
     if p < 2:
-        return x.sgn() * x.abs() ** (p - 1) * _masked_div(g, norm ** (p - 1))
-    return x * x.abs() ** (p - 2) * _masked_div(g, norm ** (p - 1))
-
-
-def _masked_div(g, d):
-    """``g / d`` with 0 where ``d`` is 0."""
-    zero = d._data == 0
-    if not np.any(zero):
-        return g / d
-    from .index import where
-    safe = where(_const(zero), d * 0 + 1, d)
-    return where(_const(zero), g * 0, g / safe)
+        return x.sgn() * x.abs() ** (p - 1) * scale
+    return x * x.abs() ** (p - 2) * scale
 
 
 def _vector_norm_np(x, p, dims, keepdim):
@@ -903,11 +905,15 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     dims = _dims_arg(dim, a.ndim)
     p = _float(ord)
     if a.size == 0 and (p < 0 or math.isinf(p)):
-        if p == math.inf and dims != tuple(range(a.ndim)) and builtins.all(a.shape[d] for d in dims):
-            pass
-        else:
-            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because "
+        given = _dims_as_given(dim)
+        word = _fmt_scalar(p)
+        if not given:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {word} norm on an empty tensor because "
                                "the operation does not have an identity")
+        for d in given:
+            if a.shape[wrap_dim(d, a.ndim)] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {word} norm on the dimension {d}because "
+                                   "this dimension is empty and the operation does not have an identity")
     r = _vector_norm_np(a, p, dims, keepdim) if a.ndim else _vector_norm_np(a, p, None, False)
     node = node_for(LinalgVectorNormBackward0, (x,))
     res = finish(node, arr(r))
@@ -935,6 +941,13 @@ def _rev_cumsum(t, d):
     return t.flip(d).cumsum(d).flip(d)
 
 
+def _fmt_scalar(v):
+    """A number as PyTorch's messages print a Scalar: 2, 0.5, inf."""
+    if math.isfinite(v) and v == _int(v):
+        return str(_int(v))
+    return str(v)
+
+
 class CumsumBackward0(OpNode):
     def backward(self, g):
         if g.ndim == 0:
@@ -959,7 +972,7 @@ class CumprodBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
         d = self.dim
-        if x._data.size <= 1:
+        if x._data.size <= 1 or x.shape[d] == 1:
             return g
         if not np.any(x._data == 0):
             return _rev_cumsum(g * out, d) / x
