@@ -16,7 +16,8 @@ from .. import _dtype as D
 __all__ = ["sum", "mean", "sum_to_size", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
            "all", "any", "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm",
            "cumsum", "cumprod", "median", "nansum", "nanmean", "aminmax",
-           "logcumsumexp", "cummax", "cummin", "dist", "sort", "argsort", "msort", "topk", "kthvalue"]
+           "logcumsumexp", "cummax", "cummin", "dist", "sort", "argsort", "msort", "topk", "kthvalue",
+           "mode", "nanmedian"]
 
 _int, _float, _bool = builtins.int, builtins.float, builtins.bool
 _I64 = np.dtype(np.int64)
@@ -1118,12 +1119,29 @@ def dist(input, other, p=2):
 
 # *** sort / topk / kthvalue ***
 
-def _sort_idx(x, d, descending):
-    """Stable sorting indices along ``d``; NaN sorts as the largest value, as in PyTorch."""
+def _sort_idx(x, d, descending, stable=True):
+    """Sorting indices along ``d``; NaN sorts as the largest value, as in PyTorch. Unless
+    ``stable``, rows longer than 16 with ties come out in the order of PyTorch's CPU kernel
+    (std::sort, which is stable only up to 16 elements)."""
     if not descending:
-        return np.argsort(x, axis=d, kind="stable")
-    n = x.shape[d]
-    return (n - 1) - np.flip(np.argsort(np.flip(x, d), axis=d, kind="stable"), d)
+        idx = np.argsort(x, axis=d, kind="stable")
+    else:
+        n = x.shape[d]
+        idx = (n - 1) - np.flip(np.argsort(np.flip(x, d), axis=d, kind="stable"), d)
+    if stable or x.ndim == 0 or x.shape[d] <= 16 or x.size == 0:
+        return idx
+    rows, mshape = _as_rows(x, d)
+    replay = np.nonzero(_rows_needing_replay(rows))[0]
+    if not len(replay):
+        return idx
+    out, _ = _as_rows(idx, d)
+    out = out.copy()
+    less = _gt_or_nan if descending else _lt_nan_last
+    for r in replay:
+        algo = _StdAlgo([(v, i) for i, v in enumerate(rows[r].tolist())], _StdAlgo.by_value(less))
+        algo.sort(0, rows.shape[1])
+        out[r] = [p[1] for p in algo.a]
+    return np.moveaxis(out.reshape(mshape), -1, d)
 
 
 class SortBackward0(OpNode):
@@ -1152,7 +1170,7 @@ def sort(input, dim=-1, descending=False, stable=None, *, out=None):
     """(values, indices) sorted along ``dim``; equal values keep their order."""
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
-    idx = _sort_idx(x, d, descending) if x.ndim else np.zeros((), np.int64)
+    idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else np.zeros((), np.int64)
     res = _selected("sort", SortBackward0 if stable is None else SortBackward1, input, idx, d)
     if out is not None:
         write_out(out[0], res[0], "sort")
@@ -1165,13 +1183,273 @@ def argsort(input, dim=-1, descending=False, stable=False):
     """Indices that sort ``input`` along ``dim``; no gradient."""
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
-    idx = _sort_idx(x, d, descending) if x.ndim else np.zeros((), np.int64)
+    idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else np.zeros((), np.int64)
     return finish(None, arr(idx.astype(np.int64, copy=False)))
 
 
 def msort(input):
     """``sort`` along dimension 0, values only."""
     return sort(input, 0)[0]
+
+
+# *** PyTorch's CPU selection order ***
+# Which of several equal elements topk, kthvalue and mode report (and so which one gets
+# the gradient) is decided by the algorithms PyTorch's CPU kernels run: a Sedgewick
+# quickselect for kthvalue, the C++ standard library's nth_element / partial_sort / sort
+# (libstdc++'s introselect, heap select and introsort) for topk and mode. These are
+# replayed on the rows where the choice matters (ties, NaNs, unsorted topk); every other
+# row takes the vectorized NumPy path, which gives the same answer there.
+
+def _gt_or_nan(x, y):
+    return (x != x and y == y) or x > y
+
+
+def _lt_nan_last(x, y):
+    return (x == x and y != y) or x < y
+
+
+def _torch_quickselect(vals, k):
+    """PyTorch's quick_select_template (kthvalue): the index that ends up at ``k``."""
+    arr, idx = list(vals), list(range(len(vals)))
+    gt = _gt_or_nan
+
+    def swap(i, j):
+        arr[i], arr[j] = arr[j], arr[i]
+        idx[i], idx[j] = idx[j], idx[i]
+
+    lo, hi = 0, len(arr) - 1
+    while hi > lo:
+        if hi == lo + 1:
+            if gt(arr[lo], arr[hi]):
+                swap(lo, hi)
+            break
+        swap((lo + hi) >> 1, lo + 1)
+        if gt(arr[lo + 1], arr[hi]):
+            swap(lo + 1, hi)
+        if gt(arr[lo], arr[hi]):
+            swap(lo, hi)
+        if gt(arr[lo + 1], arr[lo]):
+            swap(lo + 1, lo)
+        i, j, piv = lo + 1, hi, arr[lo]
+        while True:
+            i += 1
+            while gt(piv, arr[i]):
+                i += 1
+            j -= 1
+            while gt(arr[j], piv):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(lo, j)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+    return idx[k]
+
+
+class _StdAlgo:
+    """libstdc++'s sorting algorithms over a list of items, step for step; ``less`` compares
+    two items (``by_value`` wraps a comparison of the first fields of (value, index) pairs)."""
+
+    def __init__(self, items, less):
+        self.a = items
+        self.less = less
+
+    @staticmethod
+    def by_value(less):
+        return lambda p, q: less(p[0], q[0])
+
+    def _c(self, i, j):
+        return self.less(self.a[i], self.a[j])
+
+    def _swap(self, i, j):
+        a = self.a
+        a[i], a[j] = a[j], a[i]
+
+    def _median_to_first(self, result, x, y, z):
+        c = self._c
+        if c(x, y):
+            if c(y, z):
+                self._swap(result, y)
+            elif c(x, z):
+                self._swap(result, z)
+            else:
+                self._swap(result, x)
+        elif c(x, z):
+            self._swap(result, x)
+        elif c(y, z):
+            self._swap(result, z)
+        else:
+            self._swap(result, y)
+
+    def _partition_pivot(self, first, last):
+        mid = first + (last - first) // 2
+        self._median_to_first(first, first + 1, mid, last - 1)
+        lo, hi, c = first + 1, last, self._c
+        while True:
+            while c(lo, first):
+                lo += 1
+            hi -= 1
+            while c(first, hi):
+                hi -= 1
+            if not lo < hi:
+                return lo
+            self._swap(lo, hi)
+            lo += 1
+
+    def _linear_insert(self, i):
+        a, less = self.a, self.less
+        val = a[i]
+        j = i - 1
+        while less(val, a[j]):
+            a[i] = a[j]
+            i, j = j, j - 1
+        a[i] = val
+
+    def _insertion_sort(self, first, last):
+        a, less = self.a, self.less
+        for i in range(first + 1, last):
+            if less(a[i], a[first]):
+                val = a[i]
+                a[first + 1:i + 1] = a[first:i]
+                a[first] = val
+            else:
+                self._linear_insert(i)
+
+    def _adjust_heap(self, first, hole, n, value):
+        a, less = self.a, self.less
+        top = second = hole
+        while second < (n - 1) // 2:
+            second = 2 * (second + 1)
+            if less(a[first + second], a[first + second - 1]):
+                second -= 1
+            a[first + hole] = a[first + second]
+            hole = second
+        if n & 1 == 0 and second == (n - 2) // 2:
+            second = 2 * (second + 1)
+            a[first + hole] = a[first + second - 1]
+            hole = second - 1
+        parent = (hole - 1) // 2
+        while hole > top and less(a[first + parent], value):
+            a[first + hole] = a[first + parent]
+            hole = parent
+            parent = (hole - 1) // 2
+        a[first + hole] = value
+
+    def _heap_select(self, first, middle, last):
+        a = self.a
+        n = middle - first
+        if n >= 2:
+            parent = (n - 2) // 2
+            while True:
+                self._adjust_heap(first, parent, n, a[first + parent])
+                if parent == 0:
+                    break
+                parent -= 1
+        for i in range(middle, last):
+            if self._c(i, first):
+                value = a[i]
+                a[i] = a[first]
+                self._adjust_heap(first, 0, n, value)
+
+    def _sort_heap(self, first, last):
+        a = self.a
+        while last - first > 1:
+            last -= 1
+            value = a[last]
+            a[last] = a[first]
+            self._adjust_heap(first, 0, last - first, value)
+
+    def partial_sort(self, first, middle, last):
+        self._heap_select(first, middle, last)
+        self._sort_heap(first, middle)
+
+    def nth_element(self, first, nth, last):
+        if first == last or nth == last:
+            return
+        depth = 2 * ((last - first).bit_length() - 1)
+        while last - first > 3:
+            if depth == 0:
+                self._heap_select(first, nth + 1, last)
+                self._swap(first, nth)
+                return
+            depth -= 1
+            cut = self._partition_pivot(first, last)
+            if cut <= nth:
+                first = cut
+            else:
+                last = cut
+        self._insertion_sort(first, last)
+
+    def _introsort(self, first, last, depth):
+        while last - first > 16:
+            if depth == 0:
+                self.partial_sort(first, last, last)
+                return
+            depth -= 1
+            cut = self._partition_pivot(first, last)
+            self._introsort(cut, last, depth)
+            last = cut
+
+    def sort(self, first, last):
+        if last - first < 2:
+            return
+        self._introsort(first, last, 2 * ((last - first).bit_length() - 1))
+        if last - first > 16:
+            self._insertion_sort(first, first + 16)
+            for i in range(first + 16, last):
+                self._linear_insert(i)
+        else:
+            self._insertion_sort(first, last)
+
+
+# Past this many elements in the rows to replay, rows keep NumPy's stable order (a tie may
+# then be reported at another of its equal positions than PyTorch's), to bound the cost.
+_REPLAY_BUDGET = 1 << 16
+
+
+def _rows_needing_replay(x2, any_order=False):
+    """Rows of a 2-D array (one row per reduced slice) with ties or NaNs."""
+    if any_order and x2.size <= _REPLAY_BUDGET:
+        return np.ones(x2.shape[0], bool)
+    s = np.sort(x2, axis=1)
+    with np.errstate(invalid="ignore"):
+        tie = (s[:, 1:] == s[:, :-1]).any(axis=1) if s.shape[1] > 1 else np.zeros(s.shape[0], bool)
+    if x2.dtype.kind in "fc":
+        tie |= np.isnan(x2).any(axis=1)
+    if tie.sum() * x2.shape[1] > _REPLAY_BUDGET:
+        tie[:] = False
+    return tie
+
+
+def _as_rows(x, d):
+    """``x`` with ``d`` moved last, as (rows, n)."""
+    m = np.moveaxis(x, d, -1)
+    return m.reshape(-1, m.shape[-1]), m.shape
+
+
+def _topk_idx(x, k, d, largest, sorted_):
+    """Indices (along ``d``, in output order) that PyTorch's CPU topk returns."""
+    base = np.take(_sort_idx(x, d, largest), np.arange(k), axis=d)
+    if k == 0 or x.size == 0:
+        return base
+    rows, mshape = _as_rows(x, d)
+    n = rows.shape[1]
+    out, _ = _as_rows(base, d)
+    out = out.copy()
+    less = _gt_or_nan if largest else _lt_nan_last
+    for r in np.nonzero(_rows_needing_replay(rows, not sorted_))[0]:
+        algo = _StdAlgo([(v, i) for i, v in enumerate(rows[r].tolist())], _StdAlgo.by_value(less))
+        if k * 64 <= n:
+            algo.partial_sort(0, k, n)
+        else:
+            algo.nth_element(0, k - 1, n)
+            if sorted_:
+                algo.sort(0, k - 1)
+        out[r] = [p[1] for p in algo.a[:k]]
+    return np.moveaxis(out.reshape(mshape[:-1] + (k,)), -1, d)
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
@@ -1185,7 +1463,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     if x.ndim == 0:
         idx = np.zeros((), np.int64)
     else:
-        idx = np.take(_sort_idx(x, d, largest), np.arange(k), axis=d)
+        idx = _topk_idx(x, k, d, largest, sorted)
     res = _selected("topk", TopkBackward0, input, idx, d)
     if out is not None:
         write_out(out[0], res[0], "topk")
@@ -1197,10 +1475,22 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 KthvalueBackward0 = type("KthvalueBackward0", (MaxBackward0,), {})
 
 
+def _kth_idx(x, k, d):
+    """Index (keepdim) of the ``k``-th smallest along ``d`` as PyTorch's CPU kernel picks it."""
+    idx = np.take(_sort_idx(x, d, False), [k - 1], axis=d)
+    rows, mshape = _as_rows(x, d)
+    out = np.moveaxis(idx, d, -1).reshape(-1).copy()
+    for r in np.nonzero(_rows_needing_replay(rows))[0]:
+        out[r] = _torch_quickselect(rows[r].tolist(), k - 1)
+    return np.moveaxis(out.reshape(mshape[:-1] + (1,)), -1, d)
+
+
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The ``k``-th smallest element along ``dim`` (1-based), with its index."""
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
+    if x.ndim:
+        _check_nonempty(x, (d,), "kthvalue")
     n = x.shape[d] if x.ndim else 1
     k = _int(k)
     if not 1 <= k <= n:
@@ -1209,7 +1499,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
         idx = np.zeros((), np.int64)
         vals = x.copy()
     else:
-        idx = np.take(_sort_idx(x, d, False), [k - 1], axis=d)
+        idx = _kth_idx(x, k, d)
         vals = np.take_along_axis(x, idx, axis=d)
     node = node_for(KthvalueBackward0, (input,))
     if node is not None:
@@ -1224,6 +1514,53 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     return res
 
 
+ModeBackward0 = type("ModeBackward0", (MaxBackward0,), {})
+
+
+def _mode_row(vals):
+    """PyTorch's CPU mode of one row: sort (value, index) pairs by value with std::sort,
+    then the first value whose run is strictly the longest, at the last index of its run."""
+    algo = _StdAlgo([(v, i) for i, v in enumerate(vals)], lambda p, q: p[0] < q[0])
+    algo.sort(0, len(vals))
+    a = algo.a
+    best_v, best_i, best_n, run = 0, 0, 0, 0
+    for i in range(len(a)):
+        run += 1
+        if i == len(a) - 1 or a[i][0] != a[i + 1][0]:
+            if run > best_n:
+                best_v, best_i, best_n = a[i][0], a[i][1], run
+            run = 0
+    return best_v, best_i
+
+
+def mode(input, dim=-1, keepdim=False, *, out=None):
+    """The most frequent value along ``dim`` (the smallest of equally frequent ones), with an index of it."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    if x.ndim:
+        _check_nonempty(x, (d,), "mode")
+    if x.ndim == 0:
+        idx = np.zeros((), np.int64)
+    else:
+        rows, mshape = _as_rows(x, d)
+        flat = np.zeros(rows.shape[0], np.int64)
+        for r in range(rows.shape[0]):
+            flat[r] = _mode_row(rows[r].tolist())[1]
+        idx = np.moveaxis(flat.reshape(mshape[:-1] + (1,)), -1, d)
+    vals = np.take_along_axis(x, idx, axis=d) if x.ndim else x.copy()
+    node = node_for(ModeBackward0, (input,))
+    if node is not None:
+        node.dim, node.keepdim, node.shape, node.index = d, keepdim, x.shape, idx
+    if x.ndim and not keepdim:
+        vals, idx = np.squeeze(vals, d), np.squeeze(idx, d)
+    res = return_types.mode(finish(node, arr(np.array(vals))), finish(None, arr(np.array(idx, np.int64))))
+    if out is not None:
+        write_out(out[0], res[0], "mode")
+        write_out(out[1], res[1], "mode")
+        return return_types.mode(out[0], out[1])
+    return res
+
+
 # *** median ***
 
 class MedianBackward0(OpNode):
@@ -1232,33 +1569,49 @@ class MedianBackward0(OpNode):
         return _select_evenly(g, _evenly_weights(x._data, out._data, g._data.dtype))
 
 
-def _lower_median_idx(x, d):
-    """Index (keepdim) of the lower median along ``d``; NaN wins, as in PyTorch."""
+def _lower_median_idx(x, d, ignore_nan=False):
+    """Index (keepdim) of the lower median along ``d``. A NaN wins for median (the first
+    one); nanmedian takes the lower median of the other values (the first NaN when all are)."""
     n = x.shape[d]
-    order = np.argsort(x, axis=d, kind="stable")
-    k = (n - 1) // 2
-    idx = np.take(order, [k], axis=d)
+    order = np.argsort(x, axis=d, kind="stable")  # NaNs last, ties in index order
     if x.dtype.kind in "fc":
         nan = np.isnan(x)
         if nan.any():
+            if ignore_nan:
+                m = n - nan.sum(axis=d, keepdims=True)
+                idx = np.take_along_axis(order, np.maximum(m - 1, 0) // 2, axis=d).astype(np.int64)
+                # A row of NaNs only: PyTorch's nth_element sees them all as equal and
+                # leaves at the front whichever its partitioning put there.
+                return np.where(m == 0, _all_equal_nth(n), idx)
+            idx = np.take(order, [(n - 1) // 2], axis=d)
             has = nan.any(axis=d, keepdims=True)
             first = np.argmax(nan, axis=d, keepdims=True)
-            idx = np.where(has, first, idx)
-    return idx.astype(np.int64)
+            return np.where(has, first, idx).astype(np.int64)
+    return np.take(order, [(n - 1) // 2], axis=d).astype(np.int64)
 
 
-def median(input, dim=None, keepdim=False, *, out=None):
-    """The lower median of all elements; with ``dim``, (values, indices) along it."""
+def _all_equal_nth(n):
+    """The index std::nth_element leaves first among ``n`` elements that compare equal."""
+    algo = _StdAlgo(list(range(n)), lambda p, q: False)
+    algo.nth_element(0, 0, n)
+    return algo.a[0]
+
+
+NanmedianBackward0 = type("NanmedianBackward0", (MedianBackward0,), {})
+NanmedianBackward1 = type("NanmedianBackward1", (MaxBackward0,), {})
+
+
+def _median(name, input, dim, keepdim, ignore_nan, classes):
     x = input._data
     if x.dtype.kind == "b":
-        raise NotImplementedError(f"\"{'median_cpu' if dim is None else 'median_out'}\" not implemented for 'Bool'")
+        raise NotImplementedError(f"\"{name + '_cpu' if dim is None else name + '_out'}\" not implemented for 'Bool'")
     if dim is None:
         if x.size == 0:
             r = np.array(np.nan, x.dtype)
         else:
             flat = x.reshape(-1)
-            r = flat[_lower_median_idx(flat, 0)[0]]
-        node = node_for(MedianBackward0, (input,))
+            r = flat[_lower_median_idx(flat, 0, ignore_nan)[0]]
+        node = node_for(classes[0], (input,))
         res = finish(node, arr(np.asarray(r, x.dtype)))
         if node is not None:
             save(node, input)
@@ -1270,7 +1623,7 @@ def median(input, dim=None, keepdim=False, *, out=None):
     else:
         xd, dd = x, d
         _check_nonempty(x, (d,), "median")
-    idx = _lower_median_idx(xd, dd) if xd.size else np.zeros(_keep_shape(xd.shape, (dd,)), np.int64)
+    idx = _lower_median_idx(xd, dd, ignore_nan) if xd.size else np.zeros(_keep_shape(xd.shape, (dd,)), np.int64)
     vals = np.take_along_axis(xd, idx, axis=dd) if xd.size else np.zeros(idx.shape, x.dtype)
     if x.ndim == 0:
         vi, ii = vals.reshape(()), idx.reshape(())
@@ -1278,11 +1631,31 @@ def median(input, dim=None, keepdim=False, *, out=None):
         vi, ii = vals, idx
     else:
         vi, ii = np.squeeze(vals, dd), np.squeeze(idx, dd)
-    node = node_for(MedianBackward1, (input,))
+    node = node_for(classes[1], (input,))
     if node is not None:
         node.dim, node.keepdim, node.shape = d, keepdim, x.shape
         node.index = idx if x.ndim else np.zeros((), np.int64)
-    return return_types.median(finish(node, vi.copy()), finish(None, ii.copy()))
+    return getattr(return_types, name)(finish(node, vi.copy()), finish(None, ii.copy()))
+
+
+def median(input, dim=None, keepdim=False, *, out=None):
+    """The lower median of all elements (NaN if there is one); with ``dim``, (values, indices) along it."""
+    res = _median("median", input, dim, keepdim, False, (MedianBackward0, MedianBackward1))
+    return _write_pair(res, out, "median") if out is not None else res
+
+
+def nanmedian(input, dim=None, keepdim=False, *, out=None):
+    """``median`` of the values that are not NaN; with ``dim``, (values, indices) along it."""
+    res = _median("nanmedian", input, dim, keepdim, True, (NanmedianBackward0, NanmedianBackward1))
+    return _write_pair(res, out, "nanmedian") if out is not None else res
+
+
+def _write_pair(res, out, name):
+    if isinstance(res, Tensor):
+        return write_out(out, res, name)
+    write_out(out[0], res[0], name)
+    write_out(out[1], res[1], name)
+    return getattr(return_types, name)(out[0], out[1])
 
 
 TENSOR_METHODS = {n: globals()[n] for n in __all__}
