@@ -149,6 +149,13 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     if s.dtype != x.dtype:
         raise RuntimeError(f"index_add_(): self ({_dtype_name(x.dtype)}) and source ({_dtype_name(s.dtype)}) must "
                            "have the same scalar type")
+    if s.ndim and d >= s.ndim:
+        raise RuntimeError(f"index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim {s.ndim}")
+    if s.ndim != x.ndim or any(k != d and s.shape[k] != x.shape[k] for k in range(x.ndim)):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified "
+                               f"dimension. Got self.shape = {_shape_str(x.shape)} source.shape = {_shape_str(s.shape)}")
+    if x.ndim == 0 and a.size != 1:
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     ns = s.shape[d] if s.ndim else 1
     if a.size != ns:
         raise RuntimeError(f"index_add_(): Number of indices ({a.size}) should be equal to source.size(dim): "
@@ -259,8 +266,10 @@ def index_copy(input, dim, index, source):
     if a.ndim > 1:
         raise IndexError("index_copy_(): Index should have dimension 1 or 0 (got " + str(a.ndim) + ")")
     a = a.reshape(-1)
+    if s.ndim == 0 and a.size != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element (got {a.size})")
     ns = s.shape[d] if s.ndim else 1
-    if a.size != ns:
+    if a.size != ns and x.ndim:
         raise IndexError(f"index_copy_(): Number of indices ({a.size}) should be equal to source.size(dim) ({ns})")
     if s.dtype != x.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
@@ -269,7 +278,7 @@ def index_copy(input, dim, index, source):
     _check_bounds(a, n, d, IndexError, "index_copy_(): ")
     r = x.copy()
     if x.ndim == 0:
-        r[()] = s.reshape(())
+        r[()] = s.reshape(-1)[-1]  # repeated positions: the last write wins, as in PyTorch
     else:
         sl = [slice(None)] * x.ndim
         sl[d] = a
@@ -535,9 +544,12 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     x, d, a, s, coords = _scatter_prepare(input, dim, index, src, "scatter_reduce")
     r = x.copy()
-    if coords is not None and a.size and x.ndim:
-        lin = _flat_positions(x.shape, coords, a.shape).ravel()
-        vals = _src_part(s, a).ravel()
+    if coords is not None and a.size:
+        if x.ndim:
+            lin = _flat_positions(x.shape, coords, a.shape).ravel()
+        else:
+            lin = np.zeros(a.size, np.int64)
+        vals = np.broadcast_to(_src_part(s, a), a.shape).ravel()
         flat = r.reshape(-1)
         hit = np.zeros(x.size, bool)
         hit[lin] = True
@@ -731,6 +743,8 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         res = gather(input.reshape(-1), 0, indices.reshape(-1))
     else:
         x, a = input._data, indices._data
+        if x.ndim == 0:
+            raise IndexError(f"Dimension specified as {wrap_dim(dim, 0)} but tensor has no dimensions")
         if x.ndim != a.ndim:
             raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of "
                                f"dimensions, but got {x.ndim} dimensions for input, and {a.ndim} dimensions for indices")
