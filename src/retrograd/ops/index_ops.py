@@ -543,6 +543,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     x, d, a, s, coords = _scatter_prepare(input, dim, index, src, "scatter_reduce")
+    if reduce == "mean" and x.dtype.kind == "b":
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
     r = x.copy()
     if coords is not None and a.size:
         if x.ndim:
@@ -558,6 +560,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
             if x.dtype.kind in "iu" and reduce in ("amax", "amin"):
                 info = np.iinfo(x.dtype)
                 init = info.min if reduce == "amax" else info.max
+            elif x.dtype.kind == "b" and reduce in ("amax", "amin"):
+                init = reduce == "amin"
             flat[hit] = init
         if reduce in ("sum", "mean"):
             np.add.at(flat, lin, vals)

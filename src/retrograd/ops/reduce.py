@@ -1026,7 +1026,9 @@ class LogcumsumexpBackward0(OpNode):
 
 def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
-    x = _float_input(input._data)
+    if input._data.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{_dtype_word(input._data.dtype)}'")
+    x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     with np.errstate(invalid="ignore", over="ignore"):
         r = np.logaddexp.accumulate(x, axis=d) if x.ndim and x.size else x.copy()
@@ -1107,8 +1109,8 @@ def dist(input, other, p=2):
     pf = _float(p)
     a = diff._data
     if a.dtype.kind not in "fc":
-        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {_dtype_word(a.dtype)}")
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{_dtype_word(a.dtype)} instead.")
     res = finish(with_grad, arr(_vector_norm_np(a, pf, None, False)))
     if with_grad is not None:
         with_grad.p = pf
@@ -1455,6 +1457,8 @@ def _topk_idx(x, k, d, largest, sorted_):
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``, with their indices."""
     x = input._data
+    if x.dtype.kind == "b":
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     d = wrap_dim(_int(dim), x.ndim)
     n = x.shape[d] if x.ndim else 1
     k = _int(k)
@@ -1488,6 +1492,8 @@ def _kth_idx(x, k, d):
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The ``k``-th smallest element along ``dim`` (1-based), with its index."""
     x = input._data
+    if x.dtype.kind == "b":
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d = wrap_dim(_int(dim), x.ndim)
     if x.ndim:
         _check_nonempty(x, (d,), "kthvalue")
@@ -1604,7 +1610,7 @@ NanmedianBackward1 = type("NanmedianBackward1", (MaxBackward0,), {})
 def _median(name, input, dim, keepdim, ignore_nan, classes):
     x = input._data
     if x.dtype.kind == "b":
-        raise NotImplementedError(f"\"{name + '_cpu' if dim is None else name + '_out'}\" not implemented for 'Bool'")
+        raise NotImplementedError(f"\"{'median_cpu' if dim is None else 'median_out'}\" not implemented for 'Bool'")
     if dim is None:
         if x.size == 0:
             r = np.array(np.nan, x.dtype)
