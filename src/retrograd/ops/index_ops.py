@@ -498,7 +498,7 @@ class ScatterReduceBackward0(OpNode):
                        gather(g * res, d, index) / masked_fill(src, src_zero, 1))
             if gs._requires_grad and bool((nzero._data > 1).any()):
                 gs = _delayed_error(gs, "scatter_reduce(): Double backward is unsupported for src when >1 zeros "
-                                        "in src are scattered to the same position")
+                                        "in src are scattered to the same position in self")
         else:  # amax / amin: ties share the gradient evenly
             value = gather(res, d, index)
             self_is = inp == res
@@ -563,14 +563,15 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
             elif x.dtype.kind == "b" and reduce in ("amax", "amin"):
                 init = reduce == "amin"
             flat[hit] = init
-        if reduce in ("sum", "mean"):
-            np.add.at(flat, lin, vals)
-        elif reduce == "prod":
-            np.multiply.at(flat, lin, vals)
-        elif reduce == "amax":
-            np.maximum.at(flat, lin, vals)
-        else:
-            np.minimum.at(flat, lin, vals)
+        with np.errstate(invalid="ignore", over="ignore"):
+            if reduce in ("sum", "mean"):
+                np.add.at(flat, lin, vals)
+            elif reduce == "prod":
+                np.multiply.at(flat, lin, vals)
+            elif reduce == "amax":
+                np.maximum.at(flat, lin, vals)
+            else:
+                np.minimum.at(flat, lin, vals)
         if reduce == "mean":
             cnt = np.bincount(lin, minlength=x.size).astype(x.dtype) + (1 if include_self else 0)
             cnt = np.maximum(cnt, 1)

@@ -203,7 +203,8 @@ def _select_evenly(g, weights):
     """``g`` (0-d) written at the positions where ``weights`` (mask / count) is nonzero,
     scaled by it; every other position is exactly 0 whatever ``g`` is (inf, nan)."""
     gd = g._data
-    prod = gd * weights
+    with np.errstate(invalid="ignore", over="ignore"):
+        prod = gd * weights
     r = arr(np.where(weights != 0, prod, np.zeros((), prod.dtype)).astype(gd.dtype, copy=False))
     node = node_for(_SelectEvenlyBackward, (g,))
     if node is not None:
