@@ -487,3 +487,27 @@ def test_errors_as_torch(call):
 def test_bool_scatter_amax_without_self():
     parity(lambda L, a: a.scatter_reduce(0, L.tensor([[0, 1, 0]]), a[:1], "amax", include_self=False),
            A([[True, False, True], [False, False, True]]))
+
+
+# --- prod / cumprod with zeros next to inf and nan (first order and create_graph) ----------------
+
+@needs_torch
+@pytest.mark.parametrize("seed", range(3))
+def test_prod_cumprod_zeros_and_nonfinite(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(25):
+        shape = (int(rng.integers(1, 4)), int(rng.integers(1, 6)))
+        x = rng.integers(-2, 3, shape).astype(float)
+        if rng.random() < .5:
+            x[rng.random(shape) < .2] = rng.choice([nan, inf, -inf])
+        d = int(rng.integers(-2, 2))
+        for second in (False, True):
+            parity(lambda L, a: a.cumprod(d), x, second=second)
+            parity(lambda L, a: a.prod(d), x, second=second)
+            parity(lambda L, a: a.prod(), x, second=second)
+
+
+def test_prod_cumprod_gradgradcheck_with_zeros():
+    x = _leaf([[0., 1.5, -2., 0.5], [1., 0., 0., 2.]])
+    for f in (lambda a: a.cumprod(1), lambda a: a.prod(1), lambda a: a.prod(), lambda a: a.cumprod(0)):
+        assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))

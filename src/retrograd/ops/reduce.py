@@ -383,26 +383,22 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 # *** prod ***
 
-def _exclusive_cumprod(t, d):
-    """prod of the elements before each one along ``d`` (1 for the first)."""
-    n = t.shape[d]
-    c = t.cumprod(d)
-    shape = list(t.shape)
-    shape[d] = 1
-    one = _const(np.ones(shape, t._data.dtype))
-    if n <= 1:
-        return one.expand(t.shape)
-    from .shape import cat
-    return cat([one, c.narrow(d, 0, n - 1)], d)
-
-
 def _prod_others(x, out_keep, d):
-    """d prod / d x_i along ``d`` (out_keep: the product, keepdim). Exact with zeros."""
+    """d prod / d x_i along ``d`` (out_keep: the product, keepdim), as PyTorch's
+    prod_backward: ``out / x`` without zeros, else the products of the elements before and
+    after each one (prod_safe_zeros_backward), each built from the other elements only."""
     if not np.any(x._data == 0):
         return out_keep / x
-    pre = _exclusive_cumprod(x, d)
-    suf = _exclusive_cumprod(x.flip(d), d).flip(d)
-    return pre * suf
+    n = x.shape[d]
+    shape = list(x.shape)
+    shape[d] = 1
+    one = _const(np.ones(shape, x._data.dtype))
+    if n == 1:
+        return one
+    from .shape import cat
+    before = cat([one, x.narrow(d, 0, n - 1)], d).cumprod(d)
+    after = cat([one, x.narrow(d, 1, n - 1).flip(d)], d).cumprod(d).flip(d)
+    return before * after
 
 
 class ProdBackward0(OpNode):
@@ -410,6 +406,8 @@ class ProdBackward0(OpNode):
         x, out = self.saved_tensors
         if x.ndim == 0:
             return g
+        if not _grad_enabled() and np.count_nonzero(x._data == 0) > 1:
+            return finish(None, np.zeros(x.shape, g._data.dtype))  # PyTorch's shortcut (first order only)
         flat = x.reshape(-1)
         return (g * _prod_others(flat, out.reshape(1), 0)).reshape(x.shape)
 
@@ -978,17 +976,55 @@ class CumprodBackward0(OpNode):
             return g
         if not np.any(x._data == 0):
             return _rev_cumsum(g * out, d) / x
-        # With zeros: grad_i = sum_{k >= i} g_k prod_{j <= k, j != i} x_j, built as an n x n table.
-        from .index import where
+        if not _grad_enabled():
+            return finish(None, _cumprod_grad_zeros_np(g._data, x._data, out._data, d))
+        # Differentiable (create_graph), op for op as PyTorch: for each k, the products of
+        # the elements up to every j >= k with x_k left out.
+        from .shape import cat, stack
         n = x.shape[d]
-        xm = x.movedim(d, -1)
-        gm = g.movedim(d, -1)
-        e = xm.unsqueeze(-2).expand(*xm.shape[:-1], n, n)
-        eye = np.eye(n, dtype=bool)
-        p = where(_const(eye), e * 0 + 1, e).cumprod(-1)
-        upper = _const(np.triu(np.ones((n, n), x._data.dtype)))
-        gi = (p * upper * gm.unsqueeze(-2)).sum(-1)
-        return gi.movedim(-1, d)
+        shape = list(x.shape)
+        shape[d] = 1
+        ones = _const(np.ones(shape, x._data.dtype))
+        cols = []
+        for k in range(n):
+            if k == 0:
+                omitted = cat([ones, x.narrow(d, 1, n - 1).cumprod(d)], d)
+            else:
+                until = x.narrow(d, 0, k).prod(d, keepdim=True)
+                if k == n - 1:
+                    omitted = until
+                else:
+                    after = x.narrow(d, k + 1, n - k - 1).cumprod(d)
+                    omitted = cat([until, until.expand_as(after) * after], d)
+            cols.append((g.narrow(d, k, n - k) * omitted).sum(d))
+        return stack(cols, d)
+
+
+def _grad_enabled():
+    from ..autograd import grad_mode
+    return grad_mode._state.grad
+
+
+def _cumprod_grad_zeros_np(g, x, out, d):
+    """PyTorch's O(n) cumprod gradient for inputs with zeros (first order only): up to the
+    first zero ``rev_cumsum(g * out) / x``; at the first zero the products after it."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        cs = np.cumsum(x == 0, axis=d)
+        gi = np.zeros(x.shape, g.dtype)
+        mask = cs == 0
+        w = np.where(mask, out * g, 0)
+        before = np.flip(np.cumsum(np.flip(w, d), axis=d), d) / x
+        gi[mask] = before[mask]
+        mask = cs == 1
+        first = np.argmax(mask, axis=d, keepdims=True)
+        first_mask = np.zeros(x.shape, bool)
+        np.put_along_axis(first_mask, first, True, axis=d)
+        first_mask &= mask
+        mask &= ~first_mask
+        t = (np.cumprod(np.where(mask, x, 1), axis=d) * np.where(cs != 1, 0, g)).sum(axis=d, keepdims=True)
+        t = t * np.where(first == 0, 1, np.take_along_axis(out, np.maximum(first - 1, 0), axis=d))
+        gi[first_mask] = np.broadcast_to(t, x.shape)[first_mask]
+    return gi
 
 
 def cumprod(input, dim, *, dtype=None, out=None):
