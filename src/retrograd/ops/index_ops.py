@@ -162,6 +162,8 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
                            f"({ns}), for dim: {d}")
     n = x.shape[d] if x.ndim else 1
     _check_bounds(a, n, d)
+    if x.dtype.kind in "iub" and alpha != 1:
+        alpha = int(alpha)  # PyTorch takes an integral alpha for integral tensors
     r = _index_add_np(x, d, a % n if n else a, s.reshape(_src_shape(x, d, a.size)) * alpha if alpha != 1
                       else s.reshape(_src_shape(x, d, a.size)))
     node = node_for(IndexAddBackward0, (input, source))
@@ -621,7 +623,7 @@ class MaskedFillBackward0(OpNode):
         gv = None
         if nf[1][0] is not None:
             from .index import where
-            gv = where(mask, g, g * 0).sum()
+            gv = where(mask, g, finish(None, np.zeros((), g._data.dtype))).sum()
         return gi, gv
 
 

@@ -190,37 +190,32 @@ def _gather_along(t, index, dim):
 
 class _SelectEvenlyBackward(OpNode):
     """Backward of ``_select_evenly``: the incoming gradient summed over the selected
-    positions, scaled (PyTorch's IndexPutBackward0 followed by the division)."""
+    positions, divided by their count (PyTorch's IndexPutBackward0 then the division)."""
 
     def backward(self, gg):
-        return _select_evenly(gg, self.weights).sum()
+        from .index import where
+        picked = where(_const(self.mask), gg, _const(np.zeros((), gg._data.dtype))).sum()
+        return picked / self.count
 
 
 _SelectEvenlyBackward.__name__ = _SelectEvenlyBackward.__qualname__ = "IndexPutBackward0"
 
 
-def _select_evenly(g, weights):
-    """``g`` (0-d) written at the positions where ``weights`` (mask / count) is nonzero,
-    scaled by it; every other position is exactly 0 whatever ``g`` is (inf, nan)."""
-    gd = g._data
-    with np.errstate(invalid="ignore", over="ignore"):
-        prod = gd * weights
-    r = arr(np.where(weights != 0, prod, np.zeros((), prod.dtype)).astype(gd.dtype, copy=False))
-    node = node_for(_SelectEvenlyBackward, (g,))
-    if node is not None:
-        node.weights = weights
-    return finish(node, r)
-
-
-def _evenly_weights(x, value, dtype):
-    """PyTorch's evenly_distribute_backward: the gradient of a full reduction that picks a
-    value (max, min, median) is shared evenly by the elements equal to it, or by the NaNs
-    when the value is NaN."""
+def _select_evenly(g, x, value):
+    """PyTorch's evenly_distribute_backward (max(), min(), median()): ``g / count`` at the
+    elements equal to the picked value (at the NaNs when it is NaN), exactly 0 elsewhere
+    whatever ``g`` is (inf, nan)."""
     with np.errstate(invalid="ignore"):
         mask = np.isnan(x) if x.dtype.kind in "fc" and np.isnan(value).any() else (x == value)
-    count = mask.sum()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (mask / np.asarray(count, dtype)).astype(dtype)
+    count = _int(mask.sum())
+    gd = g._data
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        share = gd / np.asarray(count, gd.dtype)
+    r = arr(np.where(mask, share, np.zeros((), gd.dtype)).astype(gd.dtype, copy=False))
+    node = node_for(_SelectEvenlyBackward, (g,))
+    if node is not None:
+        node.mask, node.count = mask, count
+    return finish(node, r)
 
 
 def _scaled_by_count(g, x_arr, out_keep_arr, dims):
@@ -292,7 +287,10 @@ class MeanBackward0(OpNode):
 
 class MeanBackward1(OpNode):
     def backward(self, g):
-        return (_restore_dims(g, self.shape, self.dims, self.keepdim) / self.n).expand(self.shape)
+        g = _restore_dims(g, self.shape, self.dims, self.keepdim)
+        if self.n == 0:  # PyTorch divides after expanding: nothing is divided by 0 then
+            return g.expand(self.shape) / self.n
+        return (g / self.n).expand(self.shape)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -337,14 +335,6 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return res if out is None else write_out(out, res, "mean")
 
 
-class SumToSizeBackward(OpNode):
-    def backward(self, g):
-        return g.expand(self.shape)
-
-
-SumToSizeBackward = type("SumBackward1", (SumToSizeBackward,), {})
-
-
 def sum_to_size(input, *size):
     """Sum broadcast dimensions so the result has shape ``size``."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
@@ -362,11 +352,8 @@ def sum_to_size(input, *size):
         if s != 1 and x.shape[lead + i] != s:
             raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
                                f"{{{', '.join(map(str, x.shape))}}}.")
-    r = arr(x.sum(axis=axes).reshape(size)) if axes else x.reshape(size)
-    node = node_for(SumToSizeBackward, (input,))
-    if node is not None:
-        node.shape = x.shape
-    return finish(node, r)
+    r = sum(input, axes, keepdim=True)
+    return r.view(size) if lead else r  # as PyTorch's sum_to: a view when leading dims go
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -452,7 +439,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
 class MaxBackward1(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
-        return _select_evenly(g, _evenly_weights(x._data, out._data, g._data.dtype))
+        return _select_evenly(g, x._data, out._data)
 
 
 MinBackward1 = type("MinBackward1", (MaxBackward1,), {})
@@ -584,7 +571,34 @@ def aminmax(input, *, dim=None, keepdim=False):
         dd = wrap_dim(_int(dim), x.ndim)
         if x.ndim and x.shape[dd] == 0:
             raise IndexError(f"aminmax: Expected reduction dim {dd} to have non-zero size.")
-    return return_types.aminmax((amin(input, d, keepdim), amax(input, d, keepdim)))
+    from ..autograd import grad_mode
+    with grad_mode.no_grad():
+        lo, hi = amin(input, d, keepdim), amax(input, d, keepdim)
+    node = node_for(AminmaxBackward0, (input,))
+    outs = finish_multi(node, [lo._data, hi._data])
+    if node is not None:
+        node.shape, node.dims, node.keepdim = x.shape, _dims_arg(d, x.ndim), keepdim
+        save(node, input)
+        save_output(node, outs[0])
+        save_output(node, outs[1])
+    return return_types.aminmax(tuple(outs))
+
+
+class AminmaxBackward0(OpNode):
+    """amin's and amax's gradients (scaled by their tie counts), for the outputs that got one."""
+    _materialize_grads = False
+
+    def _apply(self, grads):
+        x, lo, hi = self.saved_tensors
+        r = None
+        for g, out in zip(grads, (lo, hi)):
+            if g is None:
+                continue
+            g = _restore_dims(g, self.shape, self.dims, self.keepdim)
+            o = out._data if self.keepdim or not self.dims else out._data.reshape(_keep_shape(self.shape, self.dims))
+            part = _scaled_by_count(g, x._data, o, self.dims)
+            r = part if r is None else r + part
+        return r
 
 
 # *** index and truth reductions (no gradient) ***
@@ -676,8 +690,23 @@ def _var_forward(name, x, dims, correction, keepdim, opname=None):
              x.mean(axis=dims, keepdims=True)) if x.size else np.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
         dev = x - m
         v = (dev * dev).sum(axis=dims, keepdims=keepdim) / dof if dims else (dev * dev) / dof
+        if opname is not None and x.dtype.kind == "f" and x.size:
+            m = _welford_mean_inf(x, dims, m)
     m = m if keepdim else m.reshape([s for i, s in enumerate(x.shape) if i not in dims])
     return arr(np.asarray(v, x.dtype)), arr(np.asarray(m, x.dtype)), n, dof
+
+
+def _welford_mean_inf(x, dims, m):
+    """var_mean/std_mean's mean as PyTorch's Welford pass leaves it: an infinity that is not
+    the last element visited (in order) turns the running mean into inf - inf = nan."""
+    inf = np.isinf(x)
+    if not inf.any():
+        return m
+    rest = [i for i in range(x.ndim) if i not in dims]
+    flat = np.transpose(inf, rest + list(dims)).reshape([x.shape[i] for i in rest] + [-1])
+    count = flat.sum(-1)
+    bad = (count > 1) | ((count == 1) & ~flat[..., -1])
+    return np.where(bad.reshape(m.shape), np.nan, m)
 
 
 def _var_grad(g, x, dims, keepdim, full, correction):
@@ -1609,7 +1638,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
 class MedianBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
-        return _select_evenly(g, _evenly_weights(x._data, out._data, g._data.dtype))
+        return _select_evenly(g, x._data, out._data)
 
 
 def _lower_median_idx(x, d, ignore_nan=False):
@@ -1703,5 +1732,16 @@ def _write_pair(res, out, name):
 
 TENSOR_METHODS = {n: globals()[n] for n in __all__}
 TENSOR_METHODS.update(norm=norm, logsumexp=logsumexp)
-INPLACE = {"cumsum_": cumsum, "cumprod_": cumprod}
+
+
+def _scan_into_self(fn):
+    def op(input, dim, *, dtype=None):
+        if input._data.dtype.kind == "b":  # the result (Long) cannot go back into a Bool tensor
+            raise NotImplementedError(f"\"{fn.__name__}_out_cpu\" not implemented for 'Bool'")
+        return fn(input, dim, dtype=dtype)
+    op.__name__ = fn.__name__
+    return op
+
+
+INPLACE = {"cumsum_": _scan_into_self(cumsum), "cumprod_": _scan_into_self(cumprod)}
 __all__ += ["return_types"]
