@@ -511,3 +511,50 @@ def test_prod_cumprod_gradgradcheck_with_zeros():
     x = _leaf([[0., 1.5, -2., 0.5], [1., 0., 0., 2.]])
     for f in (lambda a: a.cumprod(1), lambda a: a.prod(1), lambda a: a.prod(), lambda a: a.cumprod(0)):
         assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))
+
+
+# --- found by the op table ------------------------------------------------------------------------
+
+@needs_torch
+def test_aminmax_is_one_node_and_each_output_alone():
+    x = A([[1., 3., 3.], [2., 0., 0.]])
+    parity(lambda L, a: L.aminmax(a), x)
+    parity(lambda L, a: L.aminmax(a, dim=1, keepdim=True), x)
+    parity(lambda L, a: L.aminmax(a, dim=0)[0], x)
+    parity(lambda L, a: L.aminmax(a, dim=1)[1] * inf, x, second=False)
+    r = retrograd.aminmax(_leaf(x))
+    assert type(r.min.grad_fn).__name__ == "AminmaxBackward0" and r.min.grad_fn is r.max.grad_fn
+
+
+@needs_torch
+def test_sum_to_size_is_a_view_of_the_sum_when_leading_dims_go():
+    parity(lambda L, a: a.sum_to_size(3), A([[1., 2., 3.], [4., 5., 6.]]))
+    y = _leaf([[1., 2., 3.], [4., 5., 6.]]).sum_to_size(3)
+    assert type(y.grad_fn).__name__ == "ViewBackward0" and y._base is not None
+
+
+@needs_torch
+def test_var_mean_mean_with_infinities_as_welford():
+    for row in ([1., inf, 2.], [inf, 1., 2.], [1., 2., inf], [inf, inf], [1., -inf]):
+        parity(lambda L, a: L.var_mean(a), A(row), second=False)
+        parity(lambda L, a: L.std_mean(a, 1), A([row, row[::-1]]), second=False)
+
+
+@needs_torch
+def test_masked_fill_value_gradient_selects():
+    m = A([[True, False], [False, True]])
+    parity(lambda L, a, v: a.masked_fill(L.tensor(m), v), A([[1., 2.], [3., 4.]]), A(0.5),
+           ups=[[[1., inf], [nan, 2.]]], second=False)
+
+
+@needs_torch
+def test_empty_mean_and_median_second_order():
+    parity(lambda L, a: a.mean(0), np.zeros((0, 3)))
+    parity(lambda L, a: a.median(), np.zeros((0, 3)))
+
+
+@needs_torch
+def test_integral_index_add_alpha_and_bool_inplace_scans():
+    parity(lambda L, a: a.index_add(0, L.tensor([0, 0]), L.tensor([3, 4]), alpha=2.5), A([1, 2]))
+    raises_like(lambda L: L.tensor([True, False]).cumsum_(0))
+    raises_like(lambda L: L.tensor([True, False]).cumprod_(0))

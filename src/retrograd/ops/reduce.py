@@ -733,9 +733,17 @@ def _var_grad(g, x, dims, keepdim, full, correction):
 
 def _std_grad(g, x, std, dims, keepdim, full, correction):
     """PyTorch's std_backward: var's gradient of ``g / (2 std)``, which is 0 where std is 0."""
-    from .index_ops import masked_fill
-    gv = masked_fill(g / (std * 2), _const(std._data == 0), 0)
+    gv = _zero_where(g / (std * 2), std._data == 0)
     return _var_grad(gv, x, dims, keepdim, full, correction)
+
+
+def _zero_where(t, mask):
+    """PyTorch's ``t.masked_fill_(mask, 0)`` in its backward formulas (skipped when the mask
+    is empty: then it is the identity, its derivative too)."""
+    if not mask.any():
+        return t
+    from .index_ops import masked_fill
+    return masked_fill(t, _const(mask), 0)
 
 
 def _full_reduction(dim, ndim):
@@ -882,14 +890,13 @@ class LinalgVectorNormBackward0(OpNode):
 
 def _vector_norm_grad(x, norm, g, p, dims, keepdim):
     """PyTorch's norm_backward, op for op (its masks decide the second derivative at 0)."""
-    from .index_ops import masked_fill
     if not keepdim and x.ndim:
         g = _restore_dims(g, x.shape, dims, keepdim)
         norm = _restore_dims(norm, x.shape, dims, keepdim)
     if p == 1:
         return x.sgn() * g
     if p == 2:
-        return g * masked_fill(x / norm, _const(norm._data == 0), 0)
+        return g * _zero_where(x / norm, norm._data == 0)
     if math.isinf(p):
         ax = x.abs()
         with np.errstate(invalid="ignore"):
@@ -897,9 +904,9 @@ def _vector_norm_grad(x, norm, g, p, dims, keepdim):
         count = mask.sum(dims, keepdim=True) if dims else mask.sum()
         return x.sgn() * ((g / count) * mask)
     if p < 1:
-        scaled = x.sgn() * masked_fill(x.abs() ** (p - 1), _const(x._data == 0), 0)
+        scaled = x.sgn() * _zero_where(x.abs() ** (p - 1), x._data == 0)
         return scaled * g * norm ** (1 - p)
-    scale = masked_fill(g / norm ** (p - 1), _const(norm._data == 0), 0)
+    scale = _zero_where(g / norm ** (p - 1), norm._data == 0)
     if p < 2:
         return x.sgn() * x.abs() ** (p - 1) * scale
     return x * x.abs() ** (p - 2) * scale
