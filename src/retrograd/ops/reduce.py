@@ -1206,10 +1206,10 @@ def _sort_idx(x, d, descending, stable=True):
     if stable or x.ndim == 0 or x.shape[d] <= 16 or x.size == 0:
         return idx
     rows, mshape = _as_rows(x, d)
-    replay = np.nonzero(_rows_needing_replay(rows))[0]
+    out, _ = _as_rows(idx, d)
+    replay = np.nonzero(_rows_needing_replay(rows, out))[0]
     if not len(replay):
         return idx
-    out, _ = _as_rows(idx, d)
     out = out.copy()
     less = _gt_or_nan if descending else _lt_nan_last
     for r in replay:
@@ -1485,11 +1485,12 @@ class _StdAlgo:
 _REPLAY_BUDGET = 1 << 16
 
 
-def _rows_needing_replay(x2, any_order=False):
-    """Rows of a 2-D array (one row per reduced slice) with ties or NaNs."""
+def _rows_needing_replay(x2, order, any_order=False):
+    """Rows of a 2-D array (one row per reduced slice) with ties or NaNs; ``order`` (same
+    layout) sorts each row."""
     if any_order and x2.size <= _REPLAY_BUDGET:
         return np.ones(x2.shape[0], bool)
-    s = np.sort(x2, axis=1)
+    s = np.take_along_axis(x2, order, axis=1)
     with np.errstate(invalid="ignore"):
         tie = (s[:, 1:] == s[:, :-1]).any(axis=1) if s.shape[1] > 1 else np.zeros(s.shape[0], bool)
     if x2.dtype.kind in "fc":
@@ -1507,7 +1508,8 @@ def _as_rows(x, d):
 
 def _topk_idx(x, k, d, largest, sorted_):
     """Indices (along ``d``, in output order) that PyTorch's CPU topk returns."""
-    base = np.take(_sort_idx(x, d, largest), np.arange(k), axis=d)
+    full = _sort_idx(x, d, largest)
+    base = np.take(full, np.arange(k), axis=d)
     if k == 0 or x.size == 0:
         return base
     rows, mshape = _as_rows(x, d)
@@ -1515,7 +1517,7 @@ def _topk_idx(x, k, d, largest, sorted_):
     out, _ = _as_rows(base, d)
     out = out.copy()
     less = _gt_or_nan if largest else _lt_nan_last
-    for r in np.nonzero(_rows_needing_replay(rows, not sorted_))[0]:
+    for r in np.nonzero(_rows_needing_replay(rows, _as_rows(full, d)[0], not sorted_))[0]:
         algo = _StdAlgo([(v, i) for i, v in enumerate(rows[r].tolist())], _StdAlgo.by_value(less))
         if k * 64 <= n:
             algo.partial_sort(0, k, n)
@@ -1554,10 +1556,11 @@ KthvalueBackward0 = type("KthvalueBackward0", (MaxBackward0,), {})
 
 def _kth_idx(x, k, d):
     """Index (keepdim) of the ``k``-th smallest along ``d`` as PyTorch's CPU kernel picks it."""
-    idx = np.take(_sort_idx(x, d, False), [k - 1], axis=d)
+    full = _sort_idx(x, d, False)
+    idx = np.take(full, [k - 1], axis=d)
     rows, mshape = _as_rows(x, d)
     out = np.moveaxis(idx, d, -1).reshape(-1).copy()
-    for r in np.nonzero(_rows_needing_replay(rows))[0]:
+    for r in np.nonzero(_rows_needing_replay(rows, _as_rows(full, d)[0]))[0]:
         out[r] = _torch_quickselect(rows[r].tolist(), k - 1)
     return np.moveaxis(out.reshape(mshape[:-1] + (1,)), -1, d)
 
@@ -1622,8 +1625,9 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
         idx = np.zeros((), np.int64)
     else:
         rows, mshape = _as_rows(x, d)
-        flat = np.zeros(rows.shape[0], np.int64)
-        for r in range(rows.shape[0]):
+        order = np.argsort(rows, axis=1, kind="stable")
+        flat = order[:, 0].copy()  # all values distinct: the smallest one
+        for r in np.nonzero(_rows_needing_replay(rows, order))[0]:
             flat[r] = _mode_row(rows[r].tolist())[1]
         idx = np.moveaxis(flat.reshape(mshape[:-1] + (1,)), -1, d)
     vals = np.take_along_axis(x, idx, axis=d) if x.ndim else x.copy()
