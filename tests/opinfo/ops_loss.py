@@ -261,14 +261,11 @@ _known("F.cosine_embedding_loss", "grad gradgrad", "infgrad",
        "where's backward multiplies the unselected branch by 0 (inf upstream gives nan); torch selects")
 _known("F.margin_ranking_loss", "gradgrad", "nonfinite",
        "clamp_min's double backward goes through where, which multiplies by 0 (nan); torch selects")
-_known("F.triplet_margin_loss", "gradgrad", "nonfinite infgrad",
+_known("F.triplet_margin_loss", "gradgrad", "nonfinite",
        "clamp_min / norm double backward: where multiplies by 0 and the norm divides unmasked (torch selects)")
 _known("F.l1_loss", "gradgrad", "infgrad", "abs's second derivative (sign's backward g * 0) is nan under an inf "
                                           "upstream; torch's is 0")
 _known("F.l1_loss(weight)", "gradgrad", "infgrad nonfinite", "abs's second derivative (sign's backward g * 0) is "
                                                            "nan under inf/nan; torch's is 0")
-_known("F.cosine_similarity F.normalize", "gradgrad", "degenerate",
-       "vector_norm's backward at a zero norm: torch's (x / norm).masked_fill_(norm == 0, 0) makes the second "
-       "derivative nan, retrograd's where() gives a finite value")
-_known("F.pairwise_distance", "gradgrad", "degenerate infgrad",
-       "vector_norm's backward at a zero norm / inf upstream: torch's masked_fill form gives nan")
+_known("F.normalize", "gradgrad", "degenerate",
+       "at a zero row clamp_min's double backward goes through where, which multiplies by 0 (nan); torch selects")
