@@ -3,7 +3,7 @@ indices or probabilities, the regression losses, binary cross entropy, KL diverg
 embedding losses, cosine similarity, pairwise distance, normalize, one_hot)."""
 import numpy as np
 
-from .core import OpInfo, Sample, _known
+from .core import OpInfo, Sample
 
 OPS = []
 INF, NAN = np.inf, np.nan
@@ -255,17 +255,3 @@ def _one_hot_samples(mk):
 
 _add("one_hot", _one_hot_samples, grad=False, int_dtypes=False, nonfinite=False)
 
-
-# What still differs from torch 2.13, and where the cause lives (not in the loss code itself).
-_known("F.cosine_embedding_loss", "grad gradgrad", "infgrad",
-       "where's backward multiplies the unselected branch by 0 (inf upstream gives nan); torch selects")
-_known("F.margin_ranking_loss", "gradgrad", "nonfinite",
-       "clamp_min's double backward goes through where, which multiplies by 0 (nan); torch selects")
-_known("F.triplet_margin_loss", "gradgrad", "nonfinite",
-       "clamp_min / norm double backward: where multiplies by 0 and the norm divides unmasked (torch selects)")
-_known("F.l1_loss", "gradgrad", "infgrad", "abs's second derivative (sign's backward g * 0) is nan under an inf "
-                                          "upstream; torch's is 0")
-_known("F.l1_loss(weight)", "gradgrad", "infgrad nonfinite", "abs's second derivative (sign's backward g * 0) is "
-                                                           "nan under inf/nan; torch's is 0")
-_known("F.normalize", "gradgrad", "degenerate",
-       "at a zero row clamp_min's double backward goes through where, which multiplies by 0 (nan); torch selects")
