@@ -435,13 +435,3 @@ _known("einsum(ii->i) einsum(ij->ji)", "views", "basic noncontig nonfinite ties"
        "einsum returns a copy for a pure relabeling/diagonal; torch returns a view")
 _known("einsum", "values", "bool", "bool reductions keep dtype bool; torch sums bools to int64")
 _known("einsum", "errors", "bool", "bool products are computed; torch raises NotImplementedError (\"bmm\")")
-_known("linalg.vector_norm linalg.norm linalg.matrix_norm", "gradgrad", "infgrad",
-       "vector_norm's double backward (ops/reduce.py) with inf upstream gives -inf where torch gives nan")
-_known("linalg.norm linalg.matrix_norm", "gradgrad", "degenerate",
-       "vector_norm's double backward (ops/reduce.py) at a zero norm is 0 where torch gives nan")
-_known("linalg.vector_norm", "gradgrad", "degenerate",
-       "vector_norm's double backward (ops/reduce.py) at a zero norm is 0 where torch gives nan; ord=0 "
-       "gradient requires grad where torch gives None")
-_known("linalg.norm linalg.matrix_norm", "grad gradgrad", "nonfinite",
-       "amax/amin backward (ops/reduce.py) when the maximum is nan gives 0 where torch's count-scaled "
-       "mask gives nan")
