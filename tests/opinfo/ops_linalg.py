@@ -432,13 +432,3 @@ _add("zero_", lambda t, x: (x * 1).zero_(),
 
 # ------------------------------------------------------------- differences owned elsewhere
 _known("einsum", "errors", "bool", "bool products are computed; torch raises NotImplementedError (\"bmm\")")
-_known("linalg.vector_norm linalg.norm linalg.matrix_norm", "gradgrad", "infgrad",
-       "vector_norm's double backward (ops/reduce.py) with inf upstream gives -inf where torch gives nan")
-_known("linalg.norm linalg.matrix_norm", "gradgrad", "degenerate",
-       "vector_norm's double backward (ops/reduce.py) at a zero norm is 0 where torch gives nan")
-_known("linalg.vector_norm", "gradgrad", "degenerate",
-       "vector_norm's double backward (ops/reduce.py) at a zero norm is 0 where torch gives nan; ord=0 "
-       "gradient requires grad where torch gives None")
-_known("linalg.norm linalg.matrix_norm", "grad gradgrad", "nonfinite",
-       "amax/amin backward (ops/reduce.py) when the maximum is nan gives 0 where torch's count-scaled "
-       "mask gives nan")

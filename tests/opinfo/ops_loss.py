@@ -3,7 +3,7 @@ indices or probabilities, the regression losses, binary cross entropy, KL diverg
 embedding losses, cosine similarity, pairwise distance, normalize, one_hot)."""
 import numpy as np
 
-from .core import OpInfo, Sample, _known
+from .core import OpInfo, Sample
 
 OPS = []
 INF, NAN = np.inf, np.nan
@@ -255,12 +255,3 @@ def _one_hot_samples(mk):
 
 _add("one_hot", _one_hot_samples, grad=False, int_dtypes=False, nonfinite=False)
 
-
-# What still differs from torch 2.13, and where the cause lives (not in the loss code itself).
-_known("F.triplet_margin_loss", "gradgrad", "infgrad",
-       "norm double backward under an inf upstream: the norm divides unmasked (-inf where torch gives nan)")
-_known("F.cosine_similarity F.normalize", "gradgrad", "degenerate",
-       "vector_norm's backward at a zero norm: torch's (x / norm).masked_fill_(norm == 0, 0) makes the second "
-       "derivative nan, retrograd's where() gives a finite value")
-_known("F.pairwise_distance", "gradgrad", "degenerate infgrad",
-       "vector_norm's backward at a zero norm / inf upstream: torch's masked_fill form gives nan")

@@ -4,7 +4,7 @@ take_along_dim, put. Accumulation over repeated indices is vectorized (bincount 
 flat positions), never a Python loop."""
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, arr, wrap_dim, Tensor, _dtype_name, write_out
+from ._base import OpNode, node_for, save, save_output, finish, arr, wrap_dim, Tensor, _dtype_name, write_out
 from .index import take_np, put_np
 
 __all__ = ["index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_fill", "index_copy",
@@ -149,12 +149,21 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     if s.dtype != x.dtype:
         raise RuntimeError(f"index_add_(): self ({_dtype_name(x.dtype)}) and source ({_dtype_name(s.dtype)}) must "
                            "have the same scalar type")
+    if s.ndim and d >= s.ndim:
+        raise RuntimeError(f"index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim {s.ndim}")
+    if s.ndim != x.ndim or any(k != d and s.shape[k] != x.shape[k] for k in range(x.ndim)):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified "
+                               f"dimension. Got self.shape = {_shape_str(x.shape)} source.shape = {_shape_str(s.shape)}")
+    if x.ndim == 0 and a.size != 1:
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     ns = s.shape[d] if s.ndim else 1
     if a.size != ns:
         raise RuntimeError(f"index_add_(): Number of indices ({a.size}) should be equal to source.size(dim): "
                            f"({ns}), for dim: {d}")
     n = x.shape[d] if x.ndim else 1
     _check_bounds(a, n, d)
+    if x.dtype.kind in "iub" and alpha != 1:
+        alpha = int(alpha)  # PyTorch takes an integral alpha for integral tensors
     r = _index_add_np(x, d, a % n if n else a, s.reshape(_src_shape(x, d, a.size)) * alpha if alpha != 1
                       else s.reshape(_src_shape(x, d, a.size)))
     node = node_for(IndexAddBackward0, (input, source))
@@ -259,8 +268,10 @@ def index_copy(input, dim, index, source):
     if a.ndim > 1:
         raise IndexError("index_copy_(): Index should have dimension 1 or 0 (got " + str(a.ndim) + ")")
     a = a.reshape(-1)
+    if s.ndim == 0 and a.size != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element (got {a.size})")
     ns = s.shape[d] if s.ndim else 1
-    if a.size != ns:
+    if a.size != ns and x.ndim:
         raise IndexError(f"index_copy_(): Number of indices ({a.size}) should be equal to source.size(dim) ({ns})")
     if s.dtype != x.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
@@ -269,7 +280,7 @@ def index_copy(input, dim, index, source):
     _check_bounds(a, n, d, IndexError, "index_copy_(): ")
     r = x.copy()
     if x.ndim == 0:
-        r[()] = s.reshape(())
+        r[()] = s.reshape(-1)[-1]  # repeated positions: the last write wins, as in PyTorch
     else:
         sl = [slice(None)] * x.ndim
         sl[d] = a
@@ -308,7 +319,7 @@ def _gather_checks(x, d, a, op, src=None):
 
 class GatherBackward0(OpNode):
     def backward(self, g):
-        (index,) = self.saved_tensors
+        _, index = self.saved_tensors  # the input is saved as PyTorch saves it: in-place changes are caught
         return _gather_grad(g, index, self.shape, self.dim)
 
 
@@ -351,7 +362,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     node = node_for(GatherBackward0, (input,))
     if node is not None:
         node.shape, node.dim = x.shape, d
-        save(node, index)
+        save(node, input, index)
     res = finish(node, arr(np.asarray(r)))
     return res if out is None else write_out(out, res, "gather")
 
@@ -463,35 +474,69 @@ def scatter_add(input, dim, index, src, *, out=None):
 
 
 class ScatterReduceBackward0(OpNode):
-    """Gradients of scatter_reduce for sum, mean, amax/amin (ties share) and prod."""
+    """PyTorch's scatter_reduce_backward, in tensor ops (so it is differentiable itself)."""
 
     def backward(self, g):
         from .index import where
         inp, src, index, res = self.saved_tensors
         nf = self.next_functions
         d, red, inc = self.dim, self.reduce, self.include_self
-        mask = self.scattered  # positions of the input that received values
-        gi = gs = None
+        dt = g.dtype
         if red == "sum":
-            gi = g if inc else masked_fill(g, mask, 0)
-            gs = gather(g, d, index)
+            gi, gs = g, gather(g, d, index)
         elif red == "mean":
-            cnt = self.count
-            gi = g / cnt if inc else masked_fill(g / cnt, mask, 0)
-            gs = gather(g / cnt, d, index)
-        elif red in ("amax", "amin"):
-            self_is = (inp == res) if inc else (inp == res) & ~mask
-            src_is = src.__eq__(gather(res, d, index))
-            n = self_is.to(g.dtype) + scatter_add(finish(None, np.zeros(res._data.shape, g._data.dtype)), d,
-                                                  index, src_is.to(g.dtype))
-            gn = g / where(n == 0, n + 1, n)
-            gi = where(self_is, gn, gn * 0)
-            gs = where(src_is, gather(gn, d, index), gather(gn, d, index) * 0)
-        else:  # prod, without zeros: d(prod)/dx = prod / x
-            gr = g * res
-            gi = gr / inp if inc else masked_fill(g, mask, 0)
-            gs = gather(gr, d, index) / src
+            n = scatter_add(_full_like(g, 1.0 if inc else 0.0), d, index, _full_like(src, 1.0))
+            n = masked_fill(n, n == 0, 1)
+            gi, gs = g / n, gather(g, d, index) / gather(n, d, index)
+        elif red == "prod":
+            # Products of the other elements, exact when some of them are zero.
+            masked_inp = masked_fill(inp, inp == 0, 1)
+            gi = g * scatter_reduce(masked_inp, d, index, src, "prod", include_self=inc) / masked_inp
+            src_zero = src == 0
+            nzero = gather(scatter_add(_full_like(inp, 0.0), d, index, src_zero.to(dt)), d, index)
+            single = src_zero & (nzero == 1)
+            others = scatter_reduce(inp, d, index, masked_fill(src, single, 1), "prod", include_self=inc)
+            gs = where(single, gather(g * others, d, index),
+                       gather(g * res, d, index) / masked_fill(src, src_zero, 1))
+            if gs._requires_grad and bool((nzero._data > 1).any()):
+                gs = _delayed_error(gs, "scatter_reduce(): Double backward is unsupported for src when >1 zeros "
+                                        "in src are scattered to the same position in self")
+        else:  # amax / amin: ties share the gradient evenly
+            value = gather(res, d, index)
+            self_is = inp == res
+            if not inc:
+                # An input element that was overwritten takes no part in the reduction. (PyTorch
+                # 2.13 still counts it when it happens to equal the result, halving the others.)
+                self_is = scatter(self_is, d, index, False)
+            src_is = src == value
+            n = scatter_add(self_is.to(dt), d, index, src_is.to(dt))
+            gd = g / n
+            gi = self_is * gd
+            gs = src_is * gather(gd, d, index)
+        if not inc:
+            gi = scatter(gi, d, index, 0)
         return (gi if nf[0][0] is not None else None, gs if nf[1][0] is not None else None)
+
+
+def _full_like(t, v):
+    return finish(None, np.full(t._data.shape, v, t._data.dtype if t._data.dtype.kind in "fc" else np.float64))
+
+
+class _DelayedErrorNode(OpNode):
+    def backward(self, g):
+        raise RuntimeError(self.msg)
+
+
+_DelayedErrorNode.__name__ = _DelayedErrorNode.__qualname__ = "DelayedError"
+
+
+def _delayed_error(t, msg):
+    """``t`` unchanged, but differentiating through it raises ``msg`` (PyTorch's DelayedError)."""
+    node = node_for(_DelayedErrorNode, (t,))
+    if node is None:
+        return t
+    node.msg = msg
+    return finish(node, t._data)
 
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
@@ -500,43 +545,46 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     x, d, a, s, coords = _scatter_prepare(input, dim, index, src, "scatter_reduce")
+    if reduce == "mean" and x.dtype.kind == "b":
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
     r = x.copy()
-    count = None
-    scattered = np.zeros(x.shape, bool)
-    if coords is not None and a.size and x.ndim:
-        lin = _flat_positions(x.shape, coords, a.shape).ravel()
-        vals = _src_part(s, a).ravel()
+    if coords is not None and a.size:
+        if x.ndim:
+            lin = _flat_positions(x.shape, coords, a.shape).ravel()
+        else:
+            lin = np.zeros(a.size, np.int64)
+        vals = np.broadcast_to(_src_part(s, a), a.shape).ravel()
         flat = r.reshape(-1)
         hit = np.zeros(x.size, bool)
         hit[lin] = True
-        scattered = hit.reshape(x.shape)
         if not include_self:
             init = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
             if x.dtype.kind in "iu" and reduce in ("amax", "amin"):
                 info = np.iinfo(x.dtype)
                 init = info.min if reduce == "amax" else info.max
+            elif x.dtype.kind == "b" and reduce in ("amax", "amin"):
+                init = reduce == "amin"
             flat[hit] = init
-        if reduce in ("sum", "mean"):
-            np.add.at(flat, lin, vals)
-        elif reduce == "prod":
-            np.multiply.at(flat, lin, vals)
-        elif reduce == "amax":
-            np.maximum.at(flat, lin, vals)
-        else:
-            np.minimum.at(flat, lin, vals)
+        with np.errstate(invalid="ignore", over="ignore"):
+            if reduce in ("sum", "mean"):
+                np.add.at(flat, lin, vals)
+            elif reduce == "prod":
+                np.multiply.at(flat, lin, vals)
+            elif reduce == "amax":
+                np.maximum.at(flat, lin, vals)
+            else:
+                np.minimum.at(flat, lin, vals)
         if reduce == "mean":
             cnt = np.bincount(lin, minlength=x.size).astype(x.dtype) + (1 if include_self else 0)
             cnt = np.maximum(cnt, 1)
             flat[...] = flat / cnt if x.dtype.kind == "f" else flat // cnt
-            count = cnt.reshape(x.shape)
         r = flat.reshape(x.shape)
     node = node_for(ScatterReduceBackward0, (input, src))
     res = finish(node, r)
     if node is not None:
         node.dim, node.reduce, node.include_self = d, reduce, include_self
-        node.scattered = finish(None, scattered)
-        node.count = finish(None, count if count is not None else np.ones(x.shape, x.dtype))
-        save(node, input, src, index, res.detach())
+        save(node, input, src, index)
+        save_output(node, res)
     return res if out is None else write_out(out, res, "scatter_reduce")
 
 
@@ -575,7 +623,7 @@ class MaskedFillBackward0(OpNode):
         gv = None
         if nf[1][0] is not None:
             from .index import where
-            gv = where(mask, g, g * 0).sum()
+            gv = where(mask, g, finish(None, np.zeros((), g._data.dtype))).sum()
         return gi, gv
 
 
@@ -607,6 +655,7 @@ def masked_fill(input, mask, value):
 
 class MaskedSelectBackward0(OpNode):
     def backward(self, g):
+        self.saved_tensors  # noqa: B018  (input and mask are saved as in PyTorch: in-place changes are caught)
         return put_np(g, self.shape, (self.mask,))
 
 
@@ -622,6 +671,7 @@ def masked_select(input, mask, *, out=None):
     node = node_for(MaskedSelectBackward0, (input,))
     if node is not None:
         node.shape, node.mask = shape, mb
+        save(node, input, mask)
     res = finish(node, arr(r))
     return res if out is None else write_out(out, res, "masked_select")
 
@@ -666,6 +716,7 @@ def masked_scatter(input, mask, source):
 
 class TakeBackward0(OpNode):
     def backward(self, g):
+        self.saved_tensors  # noqa: B018  (input and index are saved as in PyTorch: in-place changes are caught)
         return put_np(g, (self.n,), (self.lin,)).reshape(self.shape)
 
 
@@ -686,6 +737,7 @@ def take(input, index):
     node = node_for(TakeBackward0, (input,))
     if node is not None:
         node.n, node.lin, node.shape = x.size, lin, x.shape
+        save(node, input, index)
     return finish(node, arr(np.asarray(r)))
 
 
@@ -698,6 +750,8 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         res = gather(input.reshape(-1), 0, indices.reshape(-1))
     else:
         x, a = input._data, indices._data
+        if x.ndim == 0:
+            raise IndexError(f"Dimension specified as {wrap_dim(dim, 0)} but tensor has no dimensions")
         if x.ndim != a.ndim:
             raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of "
                                f"dimensions, but got {x.ndim} dimensions for input, and {a.ndim} dimensions for indices")

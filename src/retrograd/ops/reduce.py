@@ -16,7 +16,8 @@ from .. import _dtype as D
 __all__ = ["sum", "mean", "sum_to_size", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
            "all", "any", "count_nonzero", "var", "std", "var_mean", "std_mean", "logsumexp", "norm",
            "cumsum", "cumprod", "median", "nansum", "nanmean", "aminmax",
-           "logcumsumexp", "cummax", "cummin", "dist", "sort", "argsort", "msort", "topk", "kthvalue"]
+           "logcumsumexp", "cummax", "cummin", "dist", "sort", "argsort", "msort", "topk", "kthvalue",
+           "mode", "nanmedian"]
 
 _int, _float, _bool = builtins.int, builtins.float, builtins.bool
 _I64 = np.dtype(np.int64)
@@ -73,10 +74,17 @@ def _float_input(x):
 
 
 def _check_nonempty(x, dims, name):
-    """PyTorch refuses reductions without an identity over empty dimensions."""
+    """PyTorch refuses reductions without an identity over empty dimensions (it names the
+    first empty one as the caller wrote it)."""
     for d in dims:
-        if x.shape[d] == 0:
+        if x.shape[wrap_dim(d, x.ndim)] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _dims_as_given(dim):
+    if dim is None:
+        return ()
+    return tuple(dim) if isinstance(dim, (tuple, list, Size)) else (dim,)
 
 
 def _no_dim_empty(x, name, exc=RuntimeError):
@@ -180,13 +188,44 @@ def _gather_along(t, index, dim):
     return finish(node, arr(r))
 
 
-def _evenly(g, x_arr, out_keep_arr, dims):
-    """``g`` (broadcastable, keepdim shape) split evenly among the elements equal to the result."""
+class _SelectEvenlyBackward(OpNode):
+    """Backward of ``_select_evenly``: the incoming gradient summed over the selected
+    positions, divided by their count (PyTorch's IndexPutBackward0 then the division)."""
+
+    def backward(self, gg):
+        from .index import where
+        picked = where(_const(self.mask), gg, _const(np.zeros((), gg._data.dtype))).sum()
+        return picked / self.count
+
+
+_SelectEvenlyBackward.__name__ = _SelectEvenlyBackward.__qualname__ = "IndexPutBackward0"
+
+
+def _select_evenly(g, x, value):
+    """PyTorch's evenly_distribute_backward (max(), min(), median()): ``g / count`` at the
+    elements equal to the picked value (at the NaNs when it is NaN), exactly 0 elsewhere
+    whatever ``g`` is (inf, nan)."""
     with np.errstate(invalid="ignore"):
-        mask = (x_arr == out_keep_arr) | (np.isnan(x_arr) & np.isnan(out_keep_arr))
-        count = mask.sum(axis=dims, keepdims=dims is not None)
-        w = (mask / np.maximum(count, 1)).astype(g._data.dtype)
-    return g * _const(w)
+        mask = np.isnan(x) if x.dtype.kind in "fc" and np.isnan(value).any() else (x == value)
+    count = _int(mask.sum())
+    gd = g._data
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        share = gd / np.asarray(count, gd.dtype)
+    r = arr(np.where(mask, share, np.zeros((), gd.dtype)).astype(gd.dtype, copy=False))
+    node = node_for(_SelectEvenlyBackward, (g,))
+    if node is not None:
+        node.mask, node.count = mask, count
+    return finish(node, r)
+
+
+def _scaled_by_count(g, x_arr, out_keep_arr, dims):
+    """PyTorch's scale_grad_by_count (amax/amin): ``(g / count) * mask``, mask = x == result.
+    A multiplication, as there: inf or nan in ``g`` reaches the other elements as nan."""
+    with np.errstate(invalid="ignore"):
+        mask = x_arr == out_keep_arr
+    count = mask.sum(axis=dims, keepdims=True) if dims is not None else mask.sum()
+    dt = g._data.dtype
+    return (g / _const(np.asarray(count, dt))) * _const(mask.astype(dt))
 
 
 # *** sum / mean ***
@@ -248,7 +287,10 @@ class MeanBackward0(OpNode):
 
 class MeanBackward1(OpNode):
     def backward(self, g):
-        return (_restore_dims(g, self.shape, self.dims, self.keepdim) / self.n).expand(self.shape)
+        g = _restore_dims(g, self.shape, self.dims, self.keepdim)
+        if self.n == 0:  # PyTorch divides after expanding: nothing is divided by 0 then
+            return g.expand(self.shape) / self.n
+        return (g / self.n).expand(self.shape)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -273,13 +315,14 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         node = node_for(MeanBackward1, (input,))
         if node is not None:
             node.shape, node.dims, node.keepdim, node.n = x.shape, dims, keepdim, n
-    if n == 0 or x.dtype == np.float16:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = x.mean(axis=dims, keepdims=keepdim and dims is not None) if x.size else \
-                np.full([s for i, s in enumerate(x.shape) if dims is not None and (i not in dims or keepdim)]
-                        if dims is not None else [], np.nan, x.dtype)
-            if dims is not None and keepdim and x.size == 0:
-                r = r.reshape(_keep_shape(x.shape, dims))
+    if x.size == 0:
+        if dims is None:
+            shape = ()
+        else:
+            shape = _keep_shape(x.shape, dims) if keepdim else tuple(s for i, s in enumerate(x.shape) if i not in dims)
+        r = np.full(shape, np.nan, x.dtype)
+    elif x.dtype == np.float16:
+        r = x.mean(axis=dims, keepdims=keepdim and dims is not None)
     elif dims is None:
         r = np.add.reduce(x, axis=None) / n
     elif dims:
@@ -290,14 +333,6 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     r = r.astype(x.dtype, copy=False)
     res = finish(node, r)
     return res if out is None else write_out(out, res, "mean")
-
-
-class SumToSizeBackward(OpNode):
-    def backward(self, g):
-        return g.expand(self.shape)
-
-
-SumToSizeBackward = type("SumBackward1", (SumToSizeBackward,), {})
 
 
 def sum_to_size(input, *size):
@@ -317,11 +352,8 @@ def sum_to_size(input, *size):
         if s != 1 and x.shape[lead + i] != s:
             raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
                                f"{{{', '.join(map(str, x.shape))}}}.")
-    r = arr(x.sum(axis=axes).reshape(size)) if axes else x.reshape(size)
-    node = node_for(SumToSizeBackward, (input,))
-    if node is not None:
-        node.shape = x.shape
-    return finish(node, r)
+    r = sum(input, axes, keepdim=True)
+    return r.view(size) if lead else r  # as PyTorch's sum_to: a view when leading dims go
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -338,33 +370,31 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 # *** prod ***
 
-def _exclusive_cumprod(t, d):
-    """prod of the elements before each one along ``d`` (1 for the first)."""
-    n = t.shape[d]
-    c = t.cumprod(d)
-    shape = list(t.shape)
-    shape[d] = 1
-    one = _const(np.ones(shape, t._data.dtype))
-    if n <= 1:
-        return one.expand(t.shape)
-    from .shape import cat
-    return cat([one, c.narrow(d, 0, n - 1)], d)
-
-
 def _prod_others(x, out_keep, d):
-    """d prod / d x_i along ``d`` (out_keep: the product, keepdim). Exact with zeros."""
+    """d prod / d x_i along ``d`` (out_keep: the product, keepdim), as PyTorch's
+    prod_backward: ``out / x`` without zeros, else the products of the elements before and
+    after each one (prod_safe_zeros_backward), each built from the other elements only."""
     if not np.any(x._data == 0):
         return out_keep / x
-    pre = _exclusive_cumprod(x, d)
-    suf = _exclusive_cumprod(x.flip(d), d).flip(d)
-    return pre * suf
+    n = x.shape[d]
+    shape = list(x.shape)
+    shape[d] = 1
+    one = _const(np.ones(shape, x._data.dtype))
+    if n == 1:
+        return one
+    from .shape import cat
+    before = cat([one, x.narrow(d, 0, n - 1)], d).cumprod(d)
+    after = cat([one, x.narrow(d, 1, n - 1).flip(d)], d).cumprod(d).flip(d)
+    return before * after
 
 
 class ProdBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
-        if x._data.size == 0:
-            return g.expand(x.shape) * 0
+        if x.ndim == 0:
+            return g
+        if not _grad_enabled() and np.count_nonzero(x._data == 0) > 1:
+            return finish(None, np.zeros(x.shape, g._data.dtype))  # PyTorch's shortcut (first order only)
         flat = x.reshape(-1)
         return (g * _prod_others(flat, out.reshape(1), 0)).reshape(x.shape)
 
@@ -373,10 +403,10 @@ class ProdBackward1(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
         d = self.dim
-        if not self.keepdim and x.ndim:
+        if x.ndim == 0:
+            return g
+        if not self.keepdim:
             g, out = g.unsqueeze(d), out.unsqueeze(d)
-        if x._data.size == 0:
-            return g.expand(x.shape) * 0
         return g * _prod_others(x, out, d)
 
 
@@ -409,7 +439,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
 class MaxBackward1(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
-        return _evenly(g, x._data, out._data, None)
+        return _select_evenly(g, x._data, out._data)
 
 
 MinBackward1 = type("MinBackward1", (MaxBackward1,), {})
@@ -498,7 +528,7 @@ class AmaxBackward0(OpNode):
         x, out = self.saved_tensors
         g = _restore_dims(g, self.shape, self.dims, self.keepdim)
         o = out._data if self.keepdim or not self.dims else out._data.reshape(_keep_shape(self.shape, self.dims))
-        return _evenly(g, x._data, o, self.dims)
+        return _scaled_by_count(g, x._data, o, self.dims)
 
 
 AminBackward0 = type("AminBackward0", (AmaxBackward0,), {})
@@ -511,7 +541,7 @@ def _amaxmin(name, np_fn, cls):
         if x.size == 0:
             if dims == tuple(range(x.ndim)) and (dim is None or not isinstance(dim, _int) and len(dim) == 0):
                 _no_dim_empty(x, name)
-            _check_nonempty(x, dims, name)
+            _check_nonempty(x, _dims_as_given(dim), name)
         r = arr(np_fn(x, axis=dims, keepdims=keepdim)) if x.ndim else x.copy()
         node = node_for(cls, (input,))
         res = finish(node, r)
@@ -534,10 +564,41 @@ def aminmax(input, *, dim=None, keepdim=False):
     """(amin, amax) over ``dim`` (all dimensions by default)."""
     d = () if dim is None else dim
     x = input._data
-    if x.size == 0 and (dim is None or x.ndim and x.shape[wrap_dim(_int(dim), x.ndim)] == 0):
-        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
-                           "identity.")
-    return return_types.aminmax((amin(input, d, keepdim), amax(input, d, keepdim)))
+    if x.size == 0:
+        if dim is None:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has "
+                               "no identity.")
+        dd = wrap_dim(_int(dim), x.ndim)
+        if x.ndim and x.shape[dd] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {dd} to have non-zero size.")
+    from ..autograd import grad_mode
+    with grad_mode.no_grad():
+        lo, hi = amin(input, d, keepdim), amax(input, d, keepdim)
+    node = node_for(AminmaxBackward0, (input,))
+    outs = finish_multi(node, [lo._data, hi._data])
+    if node is not None:
+        node.shape, node.dims, node.keepdim = x.shape, _dims_arg(d, x.ndim), keepdim
+        save(node, input)
+        save_output(node, outs[0])
+        save_output(node, outs[1])
+    return return_types.aminmax(tuple(outs))
+
+
+class AminmaxBackward0(OpNode):
+    """amin's and amax's gradients (scaled by their tie counts), for the outputs that got one."""
+    _materialize_grads = False
+
+    def _apply(self, grads):
+        x, lo, hi = self.saved_tensors
+        r = None
+        for g, out in zip(grads, (lo, hi)):
+            if g is None:
+                continue
+            g = _restore_dims(g, self.shape, self.dims, self.keepdim)
+            o = out._data if self.keepdim or not self.dims else out._data.reshape(_keep_shape(self.shape, self.dims))
+            part = _scaled_by_count(g, x._data, o, self.dims)
+            r = part if r is None else r + part
+        return r
 
 
 # *** index and truth reductions (no gradient) ***
@@ -629,39 +690,76 @@ def _var_forward(name, x, dims, correction, keepdim, opname=None):
              x.mean(axis=dims, keepdims=True)) if x.size else np.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
         dev = x - m
         v = (dev * dev).sum(axis=dims, keepdims=keepdim) / dof if dims else (dev * dev) / dof
+        if opname is not None and x.dtype.kind == "f" and x.size:
+            m = _welford_mean_inf(x, dims, m)
     m = m if keepdim else m.reshape([s for i, s in enumerate(x.shape) if i not in dims])
     return arr(np.asarray(v, x.dtype)), arr(np.asarray(m, x.dtype)), n, dof
 
 
-def _var_grad(g, x, dims, keepdim, dof):
-    g = _restore_dims(g, x.shape, dims, keepdim)
-    dev = x - x.mean(dims, keepdim=True) if dims else x * 0
-    return g * dev * (2.0 / dof if dof else math.inf)
+def _welford_mean_inf(x, dims, m):
+    """var_mean/std_mean's mean as PyTorch's Welford pass leaves it: an infinity that is not
+    the last element visited (in order) turns the running mean into inf - inf = nan."""
+    inf = np.isinf(x)
+    if not inf.any():
+        return m
+    rest = [i for i in range(x.ndim) if i not in dims]
+    flat = np.transpose(inf, rest + list(dims)).reshape([x.shape[i] for i in rest] + [-1])
+    count = flat.sum(-1)
+    bad = (count > 1) | ((count == 1) & ~flat[..., -1])
+    return np.where(bad.reshape(m.shape), np.nan, m)
 
 
-def _std_grad(g, x, std, dims, keepdim, dof):
-    g = _restore_dims(g, x.shape, dims, keepdim)
-    std = _restore_dims(std, x.shape, dims, keepdim)
-    zero = std._data == 0
-    if np.any(zero):
-        from .index import where
-        g = where(_const(zero), g * 0, g / std)
-    else:
-        g = g / std
-    dev = x - x.mean(dims, keepdim=True) if dims else x * 0
-    return g * dev * (1.0 / dof if dof else math.inf)
+def _var_grad(g, x, dims, keepdim, full, correction):
+    """PyTorch's var_backward. A full reduction with no degrees of freedom left gives
+    ``g * (nan where x == mean else inf)``, a constant factor; a reduction over ``dims``
+    divides by ``n - correction`` as it is (0 gives inf, a negative count a negative factor)."""
+    xd = x._data
+    if full:
+        dof = xd.size - correction
+        if dof <= 0:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                m = xd.mean() if xd.size else np.nan
+                f = np.where(xd == m, np.nan, np.inf).astype(g._data.dtype)
+            return g * _const(f)
+        return (2.0 / dof) * g * (x - x.mean())
+    if not keepdim and xd.ndim > 1:
+        g = _restore_dims(g, xd.shape, dims, keepdim)
+    n = 1
+    for d in dims:
+        n *= xd.shape[d]
+    dof = n - correction
+    return (2.0 / dof if dof else math.inf) * g * (x - x.mean(dims, keepdim=True))
+
+
+def _std_grad(g, x, std, dims, keepdim, full, correction):
+    """PyTorch's std_backward: var's gradient of ``g / (2 std)``, which is 0 where std is 0."""
+    gv = _zero_where(g / (std * 2), std._data == 0)
+    return _var_grad(gv, x, dims, keepdim, full, correction)
+
+
+def _zero_where(t, mask):
+    """PyTorch's ``t.masked_fill_(mask, 0)`` in its backward formulas (skipped when the mask
+    is empty: then it is the identity, its derivative too)."""
+    if not mask.any():
+        return t
+    from .index_ops import masked_fill
+    return masked_fill(t, _const(mask), 0)
+
+
+def _full_reduction(dim, ndim):
+    return ndim == 0 or dim is None or (isinstance(dim, (tuple, list, Size)) and len(dim) == 0)
 
 
 class VarBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return _var_grad(g, x, self.dims, self.keepdim, self.dof)
+        return _var_grad(g, x, self.dims, self.keepdim, self.full, self.correction)
 
 
 class StdBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
-        return _std_grad(g, x, out, self.dims, self.keepdim, self.dof)
+        return _std_grad(g, x, out, self.dims, self.keepdim, self.full, self.correction)
 
 
 def _var_like(name, cls):
@@ -675,7 +773,8 @@ def _var_like(name, cls):
         node = node_for(cls, (input,))
         res = finish(node, v)
         if node is not None:
-            node.dims, node.keepdim, node.dof = dims, keepdim, dof
+            node.dims, node.keepdim, node.correction = dims, keepdim, c
+            node.full = _full_reduction(dim, x.ndim)
             save(node, input)
             if name == "std":
                 save_output(node, res)
@@ -692,16 +791,25 @@ std = _var_like("std", StdBackward0)
 
 
 class VarMeanBackward0(OpNode):
+    """Gradient of (var or std, mean); an output that received no gradient adds nothing."""
+    _materialize_grads = False
+
     def _apply(self, grads):
         gv, gm = grads
-        if self.std:
-            x, out = self.saved_tensors
-            r = _std_grad(gv, x, out, self.dims, self.keepdim, self.dof)
-        else:
-            (x,) = self.saved_tensors
-            r = _var_grad(gv, x, self.dims, self.keepdim, self.dof)
-        gm = _restore_dims(gm, x.shape, self.dims, self.keepdim) / builtins.max(self.n, 1)
-        return r + gm
+        r = None
+        if gv is not None:
+            if self.std:
+                x, out = self.saved_tensors
+                r = _std_grad(gv, x, out, self.dims, self.keepdim, self.full, self.correction)
+            else:
+                (x,) = self.saved_tensors
+                r = _var_grad(gv, x, self.dims, self.keepdim, self.full, self.correction)
+        if gm is not None:
+            shape = self.shape
+            gm = _restore_dims(gm, shape, self.dims, self.keepdim).expand(shape)
+            gm = gm / builtins.max(self.n, 1)  # n == 0 only for an empty input
+            r = gm if r is None else r + gm
+        return r
 
 
 StdMeanBackward0 = type("StdMeanBackward0", (VarMeanBackward0,), {})
@@ -719,7 +827,8 @@ def _var_mean_like(name, cls):
         node = node_for(cls, (input,))
         outs = finish_multi(node, [v, m])
         if node is not None:
-            node.dims, node.keepdim, node.dof, node.n, node.std = dims, keepdim, dof, n, is_std
+            node.dims, node.keepdim, node.correction, node.n, node.std = dims, keepdim, c, n, is_std
+            node.full, node.shape = _full_reduction(dim, x.ndim), x.shape
             save(node, input)
             if is_std:
                 save_output(node, outs[0])
@@ -774,41 +883,33 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
 class LinalgVectorNormBackward0(OpNode):
     def backward(self, g):
         x, norm = self.saved_tensors
+        if self.ord == 0:
+            return None  # the 0-"norm" counts nonzeros: PyTorch gives it no gradient at all
         return _vector_norm_grad(x, norm, g, self.ord, self.dims, self.keepdim)
 
 
 def _vector_norm_grad(x, norm, g, p, dims, keepdim):
-    """PyTorch's linalg_vector_norm_backward, with tensor ops."""
-    g = _restore_dims(g, x.shape, dims, keepdim)
-    norm = _restore_dims(norm, x.shape, dims, keepdim)
-    if p == 0:
-        return x * 0 * g
+    """PyTorch's norm_backward, op for op (its masks decide the second derivative at 0)."""
+    if not keepdim and x.ndim:
+        g = _restore_dims(g, x.shape, dims, keepdim)
+        norm = _restore_dims(norm, x.shape, dims, keepdim)
     if p == 1:
         return x.sgn() * g
     if p == 2:
-        return x * _masked_div(g, norm)
+        return g * _zero_where(x / norm, norm._data == 0)
     if math.isinf(p):
         ax = x.abs()
-        mask = (ax._data == norm._data) | np.isnan(ax._data)
-        count = mask.sum(axis=dims, keepdims=True) if dims else mask.sum()
-        return x.sgn() * (g * _const((mask / np.maximum(count, 1)).astype(x._data.dtype)))
+        with np.errstate(invalid="ignore"):
+            mask = _const((ax._data == norm._data) | np.isnan(ax._data))
+        count = mask.sum(dims, keepdim=True) if dims else mask.sum()
+        return x.sgn() * ((g / count) * mask)
     if p < 1:
-        from .index import where
-        scaled = x.sgn() * where(_const(x._data == 0), x * 0, x.abs() ** (p - 1))
+        scaled = x.sgn() * _zero_where(x.abs() ** (p - 1), x._data == 0)
         return scaled * g * norm ** (1 - p)
+    scale = _zero_where(g / norm ** (p - 1), norm._data == 0)
     if p < 2:
-        return x.sgn() * x.abs() ** (p - 1) * _masked_div(g, norm ** (p - 1))
-    return x * x.abs() ** (p - 2) * _masked_div(g, norm ** (p - 1))
-
-
-def _masked_div(g, d):
-    """``g / d`` with 0 where ``d`` is 0."""
-    zero = d._data == 0
-    if not np.any(zero):
-        return g / d
-    from .index import where
-    safe = where(_const(zero), d * 0 + 1, d)
-    return where(_const(zero), g * 0, g / safe)
+        return x.sgn() * x.abs() ** (p - 1) * scale
+    return x * x.abs() ** (p - 2) * scale
 
 
 def _vector_norm_np(x, p, dims, keepdim):
@@ -840,11 +941,15 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     dims = _dims_arg(dim, a.ndim)
     p = _float(ord)
     if a.size == 0 and (p < 0 or math.isinf(p)):
-        if p == math.inf and dims != tuple(range(a.ndim)) and builtins.all(a.shape[d] for d in dims):
-            pass
-        else:
-            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because "
+        given = _dims_as_given(dim)
+        word = _fmt_scalar(p)
+        if not given:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {word} norm on an empty tensor because "
                                "the operation does not have an identity")
+        for d in given:
+            if a.shape[wrap_dim(d, a.ndim)] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {word} norm on the dimension {d}because "
+                                   "this dimension is empty and the operation does not have an identity")
     r = _vector_norm_np(a, p, dims, keepdim) if a.ndim else _vector_norm_np(a, p, None, False)
     node = node_for(LinalgVectorNormBackward0, (x,))
     res = finish(node, arr(r))
@@ -872,6 +977,13 @@ def _rev_cumsum(t, d):
     return t.flip(d).cumsum(d).flip(d)
 
 
+def _fmt_scalar(v):
+    """A number as PyTorch's messages print a Scalar: 2, 0.5, inf."""
+    if math.isfinite(v) and v == _int(v):
+        return str(_int(v))
+    return str(v)
+
+
 class CumsumBackward0(OpNode):
     def backward(self, g):
         if g.ndim == 0:
@@ -896,23 +1008,59 @@ class CumprodBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
         d = self.dim
-        if x.ndim == 0:
-            return g
-        if x._data.size == 0:
+        if x._data.size <= 1 or x.shape[d] == 1:
             return g
         if not np.any(x._data == 0):
             return _rev_cumsum(g * out, d) / x
-        # With zeros: grad_i = sum_{k >= i} g_k prod_{j <= k, j != i} x_j, built as an n x n table.
-        from .index import where
+        if not _grad_enabled():
+            return finish(None, _cumprod_grad_zeros_np(g._data, x._data, out._data, d))
+        # Differentiable (create_graph), op for op as PyTorch: for each k, the products of
+        # the elements up to every j >= k with x_k left out.
+        from .shape import cat, stack
         n = x.shape[d]
-        xm = x.movedim(d, -1)
-        gm = g.movedim(d, -1)
-        e = xm.unsqueeze(-2).expand(*xm.shape[:-1], n, n)
-        eye = np.eye(n, dtype=bool)
-        p = where(_const(eye), e * 0 + 1, e).cumprod(-1)
-        upper = _const(np.triu(np.ones((n, n), x._data.dtype)))
-        gi = (p * upper * gm.unsqueeze(-2)).sum(-1)
-        return gi.movedim(-1, d)
+        shape = list(x.shape)
+        shape[d] = 1
+        ones = _const(np.ones(shape, x._data.dtype))
+        cols = []
+        for k in range(n):
+            if k == 0:
+                omitted = cat([ones, x.narrow(d, 1, n - 1).cumprod(d)], d)
+            else:
+                until = x.narrow(d, 0, k).prod(d, keepdim=True)
+                if k == n - 1:
+                    omitted = until
+                else:
+                    after = x.narrow(d, k + 1, n - k - 1).cumprod(d)
+                    omitted = cat([until, until.expand_as(after) * after], d)
+            cols.append((g.narrow(d, k, n - k) * omitted).sum(d))
+        return stack(cols, d)
+
+
+def _grad_enabled():
+    from ..autograd import grad_mode
+    return grad_mode._state.grad
+
+
+def _cumprod_grad_zeros_np(g, x, out, d):
+    """PyTorch's O(n) cumprod gradient for inputs with zeros (first order only): up to the
+    first zero ``rev_cumsum(g * out) / x``; at the first zero the products after it."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        cs = np.cumsum(x == 0, axis=d)
+        gi = np.zeros(x.shape, g.dtype)
+        mask = cs == 0
+        w = np.where(mask, out * g, 0)
+        before = np.flip(np.cumsum(np.flip(w, d), axis=d), d) / x
+        gi[mask] = before[mask]
+        mask = cs == 1
+        first = np.argmax(mask, axis=d, keepdims=True)
+        first_mask = np.zeros(x.shape, bool)
+        np.put_along_axis(first_mask, first, True, axis=d)
+        first_mask &= mask
+        mask &= ~first_mask
+        t = (np.cumprod(np.where(mask, x, 1), axis=d) * np.where(cs != 1, 0, g)).sum(axis=d, keepdims=True)
+        t = t * np.where(first == 0, 1, np.take_along_axis(out, np.maximum(first - 1, 0), axis=d))
+        gi[first_mask] = np.broadcast_to(t, x.shape)[first_mask]
+    return gi
 
 
 def cumprod(input, dim, *, dtype=None, out=None):
@@ -934,7 +1082,7 @@ class LogcumsumexpBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
         d = self.dim
-        if x.ndim == 0:
+        if x.ndim == 0 or x._data.size == 0:
             return g
         # Stable in log space, the positive and negative parts of g apart (as PyTorch does).
         from .index import where
@@ -951,7 +1099,9 @@ class LogcumsumexpBackward0(OpNode):
 
 def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
-    x = _float_input(input._data)
+    if input._data.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{_dtype_word(input._data.dtype)}'")
+    x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     with np.errstate(invalid="ignore", over="ignore"):
         r = np.logaddexp.accumulate(x, axis=d) if x.ndim and x.size else x.copy()
@@ -966,6 +1116,9 @@ def logcumsumexp(input, dim, *, out=None):
 
 class CummaxBackward0(OpNode):
     def backward(self, g):
+        (x,) = self.saved_tensors
+        if x._data.size == 0:
+            return x  # PyTorch's cummaxmin_backward hands back the (empty) input itself
         if g.ndim == 0:
             return g
         return _scatter_along(g, self.index, self.dim, self.shape)
@@ -981,20 +1134,20 @@ def _cum_extreme(name, ufunc, cls):
         if x.ndim == 0 or x.size == 0:
             vals, idx = x.copy(), np.zeros(x.shape, np.int64)
         else:
+            # PyTorch's rule: position i takes over when x_i is NaN or x_i >= (<=) the running
+            # value, so ties and NaNs point at their last occurrence, and once a NaN is seen
+            # only a later NaN moves the index.
             with np.errstate(invalid="ignore"):
                 vals = ufunc.accumulate(x, axis=d)
-                pos = np.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
                 hit = x == vals
                 if x.dtype.kind in "fc":
-                    nan = np.isnan(x)
-                    seen = np.logical_or.accumulate(nan, axis=d)
-                    first = nan & ~np.concatenate([np.zeros_like(seen.take([0], axis=d)),
-                                                   seen.take(range(x.shape[d] - 1), axis=d)], axis=d)
-                    hit = np.where(seen, first, hit)
-                idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d).astype(np.int64)
+                    hit |= np.isnan(x)
+            pos = np.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
+            idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d).astype(np.int64)
         node = node_for(cls, (input,))
         if node is not None:
             node.dim, node.index, node.shape = d, idx, x.shape
+            save(node, input)
         res = getattr(return_types, name)(finish(node, arr(vals)), finish(None, arr(idx)))
         if out is not None:
             write_out(out[0], res[0], name)
@@ -1029,8 +1182,8 @@ def dist(input, other, p=2):
     pf = _float(p)
     a = diff._data
     if a.dtype.kind not in "fc":
-        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {_dtype_word(a.dtype)}")
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{_dtype_word(a.dtype)} instead.")
     res = finish(with_grad, arr(_vector_norm_np(a, pf, None, False)))
     if with_grad is not None:
         with_grad.p = pf
@@ -1041,12 +1194,29 @@ def dist(input, other, p=2):
 
 # *** sort / topk / kthvalue ***
 
-def _sort_idx(x, d, descending):
-    """Stable sorting indices along ``d``; NaN sorts as the largest value, as in PyTorch."""
+def _sort_idx(x, d, descending, stable=True):
+    """Sorting indices along ``d``; NaN sorts as the largest value, as in PyTorch. Unless
+    ``stable``, rows longer than 16 with ties come out in the order of PyTorch's CPU kernel
+    (std::sort, which is stable only up to 16 elements)."""
     if not descending:
-        return np.argsort(x, axis=d, kind="stable")
-    n = x.shape[d]
-    return (n - 1) - np.flip(np.argsort(np.flip(x, d), axis=d, kind="stable"), d)
+        idx = np.argsort(x, axis=d, kind="stable")
+    else:
+        n = x.shape[d]
+        idx = (n - 1) - np.flip(np.argsort(np.flip(x, d), axis=d, kind="stable"), d)
+    if stable or x.ndim == 0 or x.shape[d] <= 16 or x.size == 0:
+        return idx
+    rows, mshape = _as_rows(x, d)
+    out, _ = _as_rows(idx, d)
+    replay = np.nonzero(_rows_needing_replay(rows, out))[0]
+    if not len(replay):
+        return idx
+    out = out.copy()
+    less = _gt_or_nan if descending else _lt_nan_last
+    for r in replay:
+        algo = _StdAlgo([(v, i) for i, v in enumerate(rows[r].tolist())], _StdAlgo.by_value(less))
+        algo.sort(0, rows.shape[1])
+        out[r] = [p[1] for p in algo.a]
+    return np.moveaxis(out.reshape(mshape), -1, d)
 
 
 class SortBackward0(OpNode):
@@ -1075,7 +1245,7 @@ def sort(input, dim=-1, descending=False, stable=None, *, out=None):
     """(values, indices) sorted along ``dim``; equal values keep their order."""
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
-    idx = _sort_idx(x, d, descending) if x.ndim else np.zeros((), np.int64)
+    idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else np.zeros((), np.int64)
     res = _selected("sort", SortBackward0 if stable is None else SortBackward1, input, idx, d)
     if out is not None:
         write_out(out[0], res[0], "sort")
@@ -1088,7 +1258,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
     """Indices that sort ``input`` along ``dim``; no gradient."""
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
-    idx = _sort_idx(x, d, descending) if x.ndim else np.zeros((), np.int64)
+    idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else np.zeros((), np.int64)
     return finish(None, arr(idx.astype(np.int64, copy=False)))
 
 
@@ -1097,9 +1267,273 @@ def msort(input):
     return sort(input, 0)[0]
 
 
+# *** PyTorch's CPU selection order ***
+# Which of several equal elements topk, kthvalue and mode report (and so which one gets
+# the gradient) is decided by the algorithms PyTorch's CPU kernels run: a Sedgewick
+# quickselect for kthvalue, the C++ standard library's nth_element / partial_sort / sort
+# (libstdc++'s introselect, heap select and introsort) for topk and mode. These are
+# replayed on the rows where the choice matters (ties, NaNs, unsorted topk); every other
+# row takes the vectorized NumPy path, which gives the same answer there.
+
+def _gt_or_nan(x, y):
+    return (x != x and y == y) or x > y
+
+
+def _lt_nan_last(x, y):
+    return (x == x and y != y) or x < y
+
+
+def _torch_quickselect(vals, k):
+    """PyTorch's quick_select_template (kthvalue): the index that ends up at ``k``."""
+    arr, idx = list(vals), list(range(len(vals)))
+    gt = _gt_or_nan
+
+    def swap(i, j):
+        arr[i], arr[j] = arr[j], arr[i]
+        idx[i], idx[j] = idx[j], idx[i]
+
+    lo, hi = 0, len(arr) - 1
+    while hi > lo:
+        if hi == lo + 1:
+            if gt(arr[lo], arr[hi]):
+                swap(lo, hi)
+            break
+        swap((lo + hi) >> 1, lo + 1)
+        if gt(arr[lo + 1], arr[hi]):
+            swap(lo + 1, hi)
+        if gt(arr[lo], arr[hi]):
+            swap(lo, hi)
+        if gt(arr[lo + 1], arr[lo]):
+            swap(lo + 1, lo)
+        i, j, piv = lo + 1, hi, arr[lo]
+        while True:
+            i += 1
+            while gt(piv, arr[i]):
+                i += 1
+            j -= 1
+            while gt(arr[j], piv):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(lo, j)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+    return idx[k]
+
+
+class _StdAlgo:
+    """libstdc++'s sorting algorithms over a list of items, step for step; ``less`` compares
+    two items (``by_value`` wraps a comparison of the first fields of (value, index) pairs)."""
+
+    def __init__(self, items, less):
+        self.a = items
+        self.less = less
+
+    @staticmethod
+    def by_value(less):
+        return lambda p, q: less(p[0], q[0])
+
+    def _c(self, i, j):
+        return self.less(self.a[i], self.a[j])
+
+    def _swap(self, i, j):
+        a = self.a
+        a[i], a[j] = a[j], a[i]
+
+    def _median_to_first(self, result, x, y, z):
+        c = self._c
+        if c(x, y):
+            if c(y, z):
+                self._swap(result, y)
+            elif c(x, z):
+                self._swap(result, z)
+            else:
+                self._swap(result, x)
+        elif c(x, z):
+            self._swap(result, x)
+        elif c(y, z):
+            self._swap(result, z)
+        else:
+            self._swap(result, y)
+
+    def _partition_pivot(self, first, last):
+        mid = first + (last - first) // 2
+        self._median_to_first(first, first + 1, mid, last - 1)
+        lo, hi, c = first + 1, last, self._c
+        while True:
+            while c(lo, first):
+                lo += 1
+            hi -= 1
+            while c(first, hi):
+                hi -= 1
+            if not lo < hi:
+                return lo
+            self._swap(lo, hi)
+            lo += 1
+
+    def _linear_insert(self, i):
+        a, less = self.a, self.less
+        val = a[i]
+        j = i - 1
+        while less(val, a[j]):
+            a[i] = a[j]
+            i, j = j, j - 1
+        a[i] = val
+
+    def _insertion_sort(self, first, last):
+        a, less = self.a, self.less
+        for i in range(first + 1, last):
+            if less(a[i], a[first]):
+                val = a[i]
+                a[first + 1:i + 1] = a[first:i]
+                a[first] = val
+            else:
+                self._linear_insert(i)
+
+    def _adjust_heap(self, first, hole, n, value):
+        a, less = self.a, self.less
+        top = second = hole
+        while second < (n - 1) // 2:
+            second = 2 * (second + 1)
+            if less(a[first + second], a[first + second - 1]):
+                second -= 1
+            a[first + hole] = a[first + second]
+            hole = second
+        if n & 1 == 0 and second == (n - 2) // 2:
+            second = 2 * (second + 1)
+            a[first + hole] = a[first + second - 1]
+            hole = second - 1
+        parent = (hole - 1) // 2
+        while hole > top and less(a[first + parent], value):
+            a[first + hole] = a[first + parent]
+            hole = parent
+            parent = (hole - 1) // 2
+        a[first + hole] = value
+
+    def _heap_select(self, first, middle, last):
+        a = self.a
+        n = middle - first
+        if n >= 2:
+            parent = (n - 2) // 2
+            while True:
+                self._adjust_heap(first, parent, n, a[first + parent])
+                if parent == 0:
+                    break
+                parent -= 1
+        for i in range(middle, last):
+            if self._c(i, first):
+                value = a[i]
+                a[i] = a[first]
+                self._adjust_heap(first, 0, n, value)
+
+    def _sort_heap(self, first, last):
+        a = self.a
+        while last - first > 1:
+            last -= 1
+            value = a[last]
+            a[last] = a[first]
+            self._adjust_heap(first, 0, last - first, value)
+
+    def partial_sort(self, first, middle, last):
+        self._heap_select(first, middle, last)
+        self._sort_heap(first, middle)
+
+    def nth_element(self, first, nth, last):
+        if first == last or nth == last:
+            return
+        depth = 2 * ((last - first).bit_length() - 1)
+        while last - first > 3:
+            if depth == 0:
+                self._heap_select(first, nth + 1, last)
+                self._swap(first, nth)
+                return
+            depth -= 1
+            cut = self._partition_pivot(first, last)
+            if cut <= nth:
+                first = cut
+            else:
+                last = cut
+        self._insertion_sort(first, last)
+
+    def _introsort(self, first, last, depth):
+        while last - first > 16:
+            if depth == 0:
+                self.partial_sort(first, last, last)
+                return
+            depth -= 1
+            cut = self._partition_pivot(first, last)
+            self._introsort(cut, last, depth)
+            last = cut
+
+    def sort(self, first, last):
+        if last - first < 2:
+            return
+        self._introsort(first, last, 2 * ((last - first).bit_length() - 1))
+        if last - first > 16:
+            self._insertion_sort(first, first + 16)
+            for i in range(first + 16, last):
+                self._linear_insert(i)
+        else:
+            self._insertion_sort(first, last)
+
+
+# Past this many elements in the rows to replay, rows keep NumPy's stable order (a tie may
+# then be reported at another of its equal positions than PyTorch's), to bound the cost.
+_REPLAY_BUDGET = 1 << 16
+
+
+def _rows_needing_replay(x2, order, any_order=False):
+    """Rows of a 2-D array (one row per reduced slice) with ties or NaNs; ``order`` (same
+    layout) sorts each row."""
+    if any_order and x2.size <= _REPLAY_BUDGET:
+        return np.ones(x2.shape[0], bool)
+    s = np.take_along_axis(x2, order, axis=1)
+    with np.errstate(invalid="ignore"):
+        tie = (s[:, 1:] == s[:, :-1]).any(axis=1) if s.shape[1] > 1 else np.zeros(s.shape[0], bool)
+    if x2.dtype.kind in "fc":
+        tie |= np.isnan(x2).any(axis=1)
+    if tie.sum() * x2.shape[1] > _REPLAY_BUDGET:
+        tie[:] = False
+    return tie
+
+
+def _as_rows(x, d):
+    """``x`` with ``d`` moved last, as (rows, n)."""
+    m = np.moveaxis(x, d, -1)
+    return m.reshape(-1, m.shape[-1]), m.shape
+
+
+def _topk_idx(x, k, d, largest, sorted_):
+    """Indices (along ``d``, in output order) that PyTorch's CPU topk returns."""
+    full = _sort_idx(x, d, largest)
+    base = np.take(full, np.arange(k), axis=d)
+    if k == 0 or x.size == 0:
+        return base
+    rows, mshape = _as_rows(x, d)
+    n = rows.shape[1]
+    out, _ = _as_rows(base, d)
+    out = out.copy()
+    less = _gt_or_nan if largest else _lt_nan_last
+    for r in np.nonzero(_rows_needing_replay(rows, _as_rows(full, d)[0], not sorted_))[0]:
+        algo = _StdAlgo([(v, i) for i, v in enumerate(rows[r].tolist())], _StdAlgo.by_value(less))
+        if k * 64 <= n:
+            algo.partial_sort(0, k, n)
+        else:
+            algo.nth_element(0, k - 1, n)
+            if sorted_:
+                algo.sort(0, k - 1)
+        out[r] = [p[1] for p in algo.a[:k]]
+    return np.moveaxis(out.reshape(mshape[:-1] + (k,)), -1, d)
+
+
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``, with their indices."""
     x = input._data
+    if x.dtype.kind == "b":
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     d = wrap_dim(_int(dim), x.ndim)
     n = x.shape[d] if x.ndim else 1
     k = _int(k)
@@ -1108,7 +1542,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     if x.ndim == 0:
         idx = np.zeros((), np.int64)
     else:
-        idx = np.take(_sort_idx(x, d, largest), np.arange(k), axis=d)
+        idx = _topk_idx(x, k, d, largest, sorted)
     res = _selected("topk", TopkBackward0, input, idx, d)
     if out is not None:
         write_out(out[0], res[0], "topk")
@@ -1120,10 +1554,25 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 KthvalueBackward0 = type("KthvalueBackward0", (MaxBackward0,), {})
 
 
+def _kth_idx(x, k, d):
+    """Index (keepdim) of the ``k``-th smallest along ``d`` as PyTorch's CPU kernel picks it."""
+    full = _sort_idx(x, d, False)
+    idx = np.take(full, [k - 1], axis=d)
+    rows, mshape = _as_rows(x, d)
+    out = np.moveaxis(idx, d, -1).reshape(-1).copy()
+    for r in np.nonzero(_rows_needing_replay(rows, _as_rows(full, d)[0]))[0]:
+        out[r] = _torch_quickselect(rows[r].tolist(), k - 1)
+    return np.moveaxis(out.reshape(mshape[:-1] + (1,)), -1, d)
+
+
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The ``k``-th smallest element along ``dim`` (1-based), with its index."""
     x = input._data
+    if x.dtype.kind == "b":
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d = wrap_dim(_int(dim), x.ndim)
+    if x.ndim:
+        _check_nonempty(x, (d,), "kthvalue")
     n = x.shape[d] if x.ndim else 1
     k = _int(k)
     if not 1 <= k <= n:
@@ -1132,7 +1581,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
         idx = np.zeros((), np.int64)
         vals = x.copy()
     else:
-        idx = np.take(_sort_idx(x, d, False), [k - 1], axis=d)
+        idx = _kth_idx(x, k, d)
         vals = np.take_along_axis(x, idx, axis=d)
     node = node_for(KthvalueBackward0, (input,))
     if node is not None:
@@ -1147,31 +1596,95 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     return res
 
 
+ModeBackward0 = type("ModeBackward0", (MaxBackward0,), {})
+
+
+def _mode_row(vals):
+    """PyTorch's CPU mode of one row: sort (value, index) pairs by value with std::sort,
+    then the first value whose run is strictly the longest, at the last index of its run."""
+    algo = _StdAlgo([(v, i) for i, v in enumerate(vals)], lambda p, q: p[0] < q[0])
+    algo.sort(0, len(vals))
+    a = algo.a
+    best_v, best_i, best_n, run = 0, 0, 0, 0
+    for i in range(len(a)):
+        run += 1
+        if i == len(a) - 1 or a[i][0] != a[i + 1][0]:
+            if run > best_n:
+                best_v, best_i, best_n = a[i][0], a[i][1], run
+            run = 0
+    return best_v, best_i
+
+
+def mode(input, dim=-1, keepdim=False, *, out=None):
+    """The most frequent value along ``dim`` (the smallest of equally frequent ones), with an index of it."""
+    x = input._data
+    d = wrap_dim(_int(dim), x.ndim)
+    if x.ndim:
+        _check_nonempty(x, (d,), "mode")
+    if x.ndim == 0:
+        idx = np.zeros((), np.int64)
+    else:
+        rows, mshape = _as_rows(x, d)
+        order = np.argsort(rows, axis=1, kind="stable")
+        flat = order[:, 0].copy()  # all values distinct: the smallest one
+        for r in np.nonzero(_rows_needing_replay(rows, order))[0]:
+            flat[r] = _mode_row(rows[r].tolist())[1]
+        idx = np.moveaxis(flat.reshape(mshape[:-1] + (1,)), -1, d)
+    vals = np.take_along_axis(x, idx, axis=d) if x.ndim else x.copy()
+    node = node_for(ModeBackward0, (input,))
+    if node is not None:
+        node.dim, node.keepdim, node.shape, node.index = d, keepdim, x.shape, idx
+    if x.ndim and not keepdim:
+        vals, idx = np.squeeze(vals, d), np.squeeze(idx, d)
+    res = return_types.mode(finish(node, arr(np.array(vals))), finish(None, arr(np.array(idx, np.int64))))
+    if out is not None:
+        write_out(out[0], res[0], "mode")
+        write_out(out[1], res[1], "mode")
+        return return_types.mode(out[0], out[1])
+    return res
+
+
 # *** median ***
 
 class MedianBackward0(OpNode):
     def backward(self, g):
         x, out = self.saved_tensors
-        return _evenly(g, x._data, out._data, None)
+        return _select_evenly(g, x._data, out._data)
 
 
-def _lower_median_idx(x, d):
-    """Index (keepdim) of the lower median along ``d``; NaN wins, as in PyTorch."""
+def _lower_median_idx(x, d, ignore_nan=False):
+    """Index (keepdim) of the lower median along ``d``. A NaN wins for median (the first
+    one); nanmedian takes the lower median of the other values (the first NaN when all are)."""
     n = x.shape[d]
-    order = np.argsort(x, axis=d, kind="stable")
-    k = (n - 1) // 2
-    idx = np.take(order, [k], axis=d)
+    order = np.argsort(x, axis=d, kind="stable")  # NaNs last, ties in index order
     if x.dtype.kind in "fc":
         nan = np.isnan(x)
         if nan.any():
+            if ignore_nan:
+                m = n - nan.sum(axis=d, keepdims=True)
+                idx = np.take_along_axis(order, np.maximum(m - 1, 0) // 2, axis=d).astype(np.int64)
+                # A row of NaNs only: PyTorch's nth_element sees them all as equal and
+                # leaves at the front whichever its partitioning put there.
+                return np.where(m == 0, _all_equal_nth(n), idx)
+            idx = np.take(order, [(n - 1) // 2], axis=d)
             has = nan.any(axis=d, keepdims=True)
             first = np.argmax(nan, axis=d, keepdims=True)
-            idx = np.where(has, first, idx)
-    return idx.astype(np.int64)
+            return np.where(has, first, idx).astype(np.int64)
+    return np.take(order, [(n - 1) // 2], axis=d).astype(np.int64)
 
 
-def median(input, dim=None, keepdim=False, *, out=None):
-    """The lower median of all elements; with ``dim``, (values, indices) along it."""
+def _all_equal_nth(n):
+    """The index std::nth_element leaves first among ``n`` elements that compare equal."""
+    algo = _StdAlgo(list(range(n)), lambda p, q: False)
+    algo.nth_element(0, 0, n)
+    return algo.a[0]
+
+
+NanmedianBackward0 = type("NanmedianBackward0", (MedianBackward0,), {})
+NanmedianBackward1 = type("NanmedianBackward1", (MaxBackward0,), {})
+
+
+def _median(name, input, dim, keepdim, ignore_nan, classes):
     x = input._data
     if x.dtype.kind == "b":
         raise NotImplementedError(f"\"{'median_cpu' if dim is None else 'median_out'}\" not implemented for 'Bool'")
@@ -1180,8 +1693,8 @@ def median(input, dim=None, keepdim=False, *, out=None):
             r = np.array(np.nan, x.dtype)
         else:
             flat = x.reshape(-1)
-            r = flat[_lower_median_idx(flat, 0)[0]]
-        node = node_for(MedianBackward0, (input,))
+            r = flat[_lower_median_idx(flat, 0, ignore_nan)[0]]
+        node = node_for(classes[0], (input,))
         res = finish(node, arr(np.asarray(r, x.dtype)))
         if node is not None:
             save(node, input)
@@ -1193,7 +1706,7 @@ def median(input, dim=None, keepdim=False, *, out=None):
     else:
         xd, dd = x, d
         _check_nonempty(x, (d,), "median")
-    idx = _lower_median_idx(xd, dd) if xd.size else np.zeros(_keep_shape(xd.shape, (dd,)), np.int64)
+    idx = _lower_median_idx(xd, dd, ignore_nan) if xd.size else np.zeros(_keep_shape(xd.shape, (dd,)), np.int64)
     vals = np.take_along_axis(xd, idx, axis=dd) if xd.size else np.zeros(idx.shape, x.dtype)
     if x.ndim == 0:
         vi, ii = vals.reshape(()), idx.reshape(())
@@ -1201,14 +1714,45 @@ def median(input, dim=None, keepdim=False, *, out=None):
         vi, ii = vals, idx
     else:
         vi, ii = np.squeeze(vals, dd), np.squeeze(idx, dd)
-    node = node_for(MedianBackward1, (input,))
+    node = node_for(classes[1], (input,))
     if node is not None:
         node.dim, node.keepdim, node.shape = d, keepdim, x.shape
         node.index = idx if x.ndim else np.zeros((), np.int64)
-    return return_types.median(finish(node, vi.copy()), finish(None, ii.copy()))
+    return getattr(return_types, name)(finish(node, vi.copy()), finish(None, ii.copy()))
+
+
+def median(input, dim=None, keepdim=False, *, out=None):
+    """The lower median of all elements (NaN if there is one); with ``dim``, (values, indices) along it."""
+    res = _median("median", input, dim, keepdim, False, (MedianBackward0, MedianBackward1))
+    return _write_pair(res, out, "median") if out is not None else res
+
+
+def nanmedian(input, dim=None, keepdim=False, *, out=None):
+    """``median`` of the values that are not NaN; with ``dim``, (values, indices) along it."""
+    res = _median("nanmedian", input, dim, keepdim, True, (NanmedianBackward0, NanmedianBackward1))
+    return _write_pair(res, out, "nanmedian") if out is not None else res
+
+
+def _write_pair(res, out, name):
+    if isinstance(res, Tensor):
+        return write_out(out, res, name)
+    write_out(out[0], res[0], name)
+    write_out(out[1], res[1], name)
+    return getattr(return_types, name)(out[0], out[1])
 
 
 TENSOR_METHODS = {n: globals()[n] for n in __all__}
 TENSOR_METHODS.update(norm=norm, logsumexp=logsumexp)
-INPLACE = {"cumsum_": cumsum, "cumprod_": cumprod}
+
+
+def _scan_into_self(fn):
+    def op(input, dim, *, dtype=None):
+        if input._data.dtype.kind == "b":  # the result (Long) cannot go back into a Bool tensor
+            raise NotImplementedError(f"\"{fn.__name__}_out_cpu\" not implemented for 'Bool'")
+        return fn(input, dim, dtype=dtype)
+    op.__name__ = fn.__name__
+    return op
+
+
+INPLACE = {"cumsum_": _scan_into_self(cumsum), "cumprod_": _scan_into_self(cumprod)}
 __all__ += ["return_types"]
