@@ -93,14 +93,11 @@ def test_modified_saved_tensor_raises_at_backward(case):
                 f"operation: [torch.{tname} [3]]{where} is at version {version}; expected version 0 instead. "
                 + HINT)
     if case == "view":
-        # PyTorch names the replayed view AsStrided; retrograd replays the view op itself.
-        assert msg.startswith("one of the variables needed for gradient computation has been modified by an "
-                              "inplace operation: [torch.FloatTensor [3]], which is output 0 of View")
-        assert msg.endswith("is at version 1; expected version 0 instead. " + HINT)
-    else:
-        assert msg == expected
-        if torch is not None:
-            assert (msg, grad) == _error(torch, fn)
+        # The saved view's grad_fn is shown as rebuilt after its base changed (PyTorch's AsStrided).
+        expected = expected.replace("[3]]", "[3]], which is output 0 of AsStrided,")
+    assert msg == expected
+    if torch is not None:
+        assert (msg, grad) == _error(torch, fn)
     assert grad is None
 
 

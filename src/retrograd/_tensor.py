@@ -11,7 +11,6 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import CPU, device_of_array
-from .autograd import grad_mode
 from .autograd.graph import AccumulateGrad, RemovableHandle
 
 __all__ = ["Tensor", "Size"]
@@ -75,8 +74,9 @@ class Tensor:
     _base = None             # the tensor this one is a view of
     _view_fn = None          # rebuilds this view from its base (for in-place on views)
     _view_ver = 0            # version of the shared counter when this view's grad_fn was made
-    _nograd_view = False     # a view of a tensor requiring grad, made under no_grad
-    _multi_view = False      # one of several views made by one node (unbind, split, chunk)
+    _nograd_view = False     # a view made under no_grad (or a view of one): PyTorch's NO_GRAD_MODE
+    _multi_view = False      # a view made by an op with several view outputs (unbind, split, chunk)
+                             # in grad mode, or a view of one: PyTorch's MULTI_OUTPUT_NODE
     _retains_grad = False
     _backward_hooks = None   # hooks of a leaf (non-leaf hooks live on grad_fn)
     _post_acc_hooks = None
@@ -225,37 +225,33 @@ class Tensor:
     # --- autograd metadata ------------------------------------------------------------
     @property
     def grad_fn(self):
-        if self._base is not None and self._requires_grad:
+        if self._base is not None:
             self._refresh_view()
         return self._grad_fn
 
     @property
     def is_leaf(self):
+        if self._base is not None:
+            self._refresh_view()
         return self._grad_fn is None
 
+    def _is_view(self):
+        """Whether this tensor is a (differentiable) view of another: its ``_base``."""
+        return self._base is not None
+
     def _refresh_view(self):
-        """A view whose base (or a sibling view) was modified in place since its grad_fn
-        was made gets a fresh grad_fn, replayed from the base's current history."""
-        v = self._vc
-        if v is None or v[0] == self._view_ver:
+        """PyTorch's lazy view rule: a view whose base (or a sibling view) was written in
+        place since its grad_fn was set gets a fresh grad_fn, an AsStridedBackward0 over
+        the base's current history. Nothing to do while neither the view nor its base
+        takes part in autograd (the version seen is then left as it was, so a base that
+        starts requiring grad later is still noticed)."""
+        if self._grad_fn is None and not self._base._requires_grad:
             return
-        base, view_fn = self._base, self._view_fn
-        self._view_ver = v[0]
-        if view_fn is None or not base._requires_grad:
+        v = self._vc[0]
+        if v == self._view_ver:
             return
-        prev = grad_mode._state.grad
-        grad_mode._state.grad = True
-        try:
-            nv = view_fn(base)
-        finally:
-            grad_mode._state.grad = prev
-        old, old_nr = self._grad_fn, self._output_nr
-        if nv._grad_fn is None:
-            return
-        self._grad_fn = nv._grad_fn
-        self._output_nr = nv._output_nr
-        if old is not None:
-            old._move_retain_grad(old_nr, self._grad_fn, self._output_nr)
+        from .ops.view_inplace import regenerate_view
+        regenerate_view(self, indirect=True)
 
     @property
     def output_nr(self):
@@ -263,7 +259,10 @@ class Tensor:
 
     @property
     def requires_grad(self):
-        return self._requires_grad
+        if self._requires_grad:
+            return True
+        b = self._base   # a view requires grad when its base does (even one made under no_grad)
+        return b is not None and b._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value):
@@ -359,10 +358,10 @@ class Tensor:
         return p
 
     def _edge(self):
-        if not self._requires_grad:
-            return (None, 0)
         if self._base is not None:
             self._refresh_view()
+        if not self._requires_grad:
+            return (None, 0)
         fn = self._grad_fn
         if fn is not None:
             return (fn, self._output_nr)

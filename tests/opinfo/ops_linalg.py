@@ -431,7 +431,4 @@ _add("zero_", lambda t, x: (x * 1).zero_(),
 
 
 # ------------------------------------------------------------- differences owned elsewhere
-_known("einsum(ii->i) einsum(ij->ji)", "views", "basic noncontig nonfinite ties",
-       "einsum returns a copy for a pure relabeling/diagonal; torch returns a view")
-_known("einsum", "values", "bool", "bool reductions keep dtype bool; torch sums bools to int64")
 _known("einsum", "errors", "bool", "bool products are computed; torch raises NotImplementedError (\"bmm\")")

@@ -7,6 +7,7 @@ the result with ``finish``. Backward formulas are written with tensor ops, so th
 themselves differentiable (create_graph=True).
 """
 import builtins
+import weakref
 
 import numpy as np
 
@@ -39,13 +40,15 @@ def type_name(t):
 class SavedOutput:
     """An op's output saved by its own node: kept as data, rebuilt on unpack, so that
     output -> grad_fn -> output is no reference cycle."""
-    __slots__ = ("data", "version", "output_nr", "requires_grad")
+    __slots__ = ("data", "version", "output_nr", "requires_grad", "view_fn")
 
     def __init__(self, t):
         self.data = t._data
         self.version = t._shared_version()
         self.output_nr = t._output_nr
         self.requires_grad = t._requires_grad
+        self.view_fn = None   # an in-place op's output on a view: a weak reference to the
+                              # view's grad_fn then, named in errors while it lives (PyTorch's)
 
 
 class _Packed:
@@ -99,7 +102,11 @@ class OpNode(Node):
             tp = type(item)
             if tp is SavedOutput:
                 if item.version[0] != v:
-                    _version_error(self._rebuild(item), item.version[0], v)
+                    t = self._rebuild(item)
+                    vf = item.view_fn() if item.view_fn is not None else None
+                    if vf is not None:
+                        t._grad_fn, t._output_nr = vf, 0
+                    _version_error(t, item.version[0], v)
                 item = self._rebuild(item)
             elif tp is _Packed:
                 item = item.unpack_for(self)
@@ -133,7 +140,7 @@ class OpNode(Node):
 def _short_name(fn):
     """How PyTorch names a node in the in-place error: ``ExpBackward0`` -> ``Exp``,
     ``ClampBackward1`` -> ``Clamp1``, its own C++ nodes by their C++ names."""
-    n = fn.name()
+    n = fn.__name__ if isinstance(fn, type) else fn.name()
     if n in ("CopySlices", "AccumulateGrad", "CopyBackwards"):
         return "torch::autograd::" + n
     i = n.rfind("Backward")
@@ -152,7 +159,7 @@ def _error_type_name(t):
 
 
 def _version_error(t, cur, expected):
-    fn = t._grad_fn
+    fn = t.grad_fn if t._base is not None else t._grad_fn   # (a view's as rebuilt now, as PyTorch shows)
     shape = "[" + ", ".join(str(s) for s in t._data.shape) + "]"
     where = f", which is output {t._output_nr} of {_short_name(fn)}," if fn is not None else ""
     from ..autograd import anomaly
@@ -176,6 +183,12 @@ def node_for(cls, inputs):
     wanted = False
     for t in inputs:
         if t is None or not t._requires_grad:
+            if t is not None and t._base is not None and t._base._requires_grad:
+                # A view made before its base required grad, or under no_grad: it
+                # requires grad; its edge is the rebuilt grad_fn's, or none.
+                wanted = True
+                edges.append(t._edge())
+                continue
             edges.append(_NO_EDGE)
             continue
         wanted = True
@@ -298,15 +311,26 @@ def finish_multi(node, datas):
     return outs
 
 
-def view_of(base, t, view_fn=None):
+def view_of(base, t, view_fn=None, multi=False):
     """Mark ``t`` as a view of ``base``: they share a version counter, and ``view_fn``
-    rebuilds the view from the root base (for in-place ops on views: CopySlices)."""
+    rebuilds the view from the root base (for in-place ops on views: CopySlices).
+
+    ``multi``: ``t`` is one of several views made by one op (split, unbind, chunk). As
+    in PyTorch, a view made under no_grad or by such an op (or a view of one) can never
+    have its history rebased by an in-place op (``check_inplace``, ``_refresh_view``)."""
     v = t._vc = base._shared_version()
     t._view_ver = v[0]
-    if not _state.grad and base._requires_grad:
+    if t._inference and not base._inference:
+        t._inference = False   # (a view of a normal tensor made in inference mode is a normal tensor)
+    if base._nograd_view == "inference":
+        t._nograd_view = "inference"
+    elif not _state.grad:
+        t._nograd_view = "inference" if _state.inference else True
+    elif multi:
+        t._multi_view = True
+    elif base._nograd_view:
         t._nograd_view = True
-    fn = t._grad_fn
-    if fn is not None and len(fn._out_meta) > 1:
+    elif base._multi_view:
         t._multi_view = True
     root = base._base
     if root is None:
@@ -469,6 +493,7 @@ def write_out(out, result, opname):
     if r.dtype != out._data.dtype and not D.can_cast(_FROM_NP[r.dtype], _FROM_NP[out._data.dtype]):
         raise RuntimeError(f"result type {_dtype_name(r.dtype)} can't be cast to the desired output type "
                            f"{_dtype_name(out._data.dtype)}")
+    check_internal_overlap(out._data)
     if out._data.shape != r.shape:
         if out._data.size != 0:
             import warnings
@@ -488,31 +513,134 @@ def write_out(out, result, opname):
 LEAF_INPLACE_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 
 
-NOGRAD_VIEW_MSG = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that "
-    "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both "
-    "the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
-    "tracked) or both outside (if you want the inplace to be tracked).")
+_MULTI_VIEW_MSG = (" This view is the output of a function that returns multiple views. Such functions do not "
+                   "allow the output views to be modified inplace. You should replace the inplace operation by "
+                   "an out-of-place one.")
+_NOGRAD_VIEW_MSG = (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+                    "code by moving both the view and the inplace either both inside the no_grad block (if you "
+                    "don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
 
 
-def check_inplace(t):
-    """Refuse in-place ops on leaves that require grad (before anything is touched)."""
-    if t._nograd_view and _state.grad:
-        raise RuntimeError(NOGRAD_VIEW_MSG)
-    if t._multi_view and _state.grad and t._requires_grad:
-        raise RuntimeError(
-            f"Output {t._output_nr} of {_short_name(t._grad_fn)} is a view and is being modified inplace. This "
-            "view is the output of a function that returns multiple views. Such functions do not allow the "
-            "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.")
-    if t._requires_grad and t._grad_fn is None and _state.grad:
-        raise RuntimeError(LEAF_INPLACE_MSG)
-    base = t._base
-    if base is not None and base._requires_grad and base._grad_fn is None and _state.grad:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+_OWN = object()
+
+
+def view_rebase_error(t, indirect, through=_OWN):
+    """PyTorch's error for rebasing the history of a view that cannot be rebased (made
+    under no_grad or in inference mode, or by an op with several view outputs): written
+    in place itself, or (``indirect``) through its base or a sibling view. ``through``:
+    the write goes through a further view of ``t`` made by that node class (``t[i] = v``),
+    or None when that view would have no grad_fn."""
+    if through is _OWN:
+        fn = t._grad_fn
+        nr, name = t._output_nr, (_short_name(fn) if fn is not None else None)
+    else:
+        nr, name = 0, (_short_name(through) if through is not None else None)
+    what = "its base or another view of its base has been" if indirect else "is being"
+    meta = t._nograd_view
+    if meta or name is None:
+        prefix = (f"Output {nr} of {name} is a view of a view which was created in" if name is not None
+                  else "A view was created in")
+        if meta == "inference":
+            msg = f"{prefix} inference mode and {what} modified inplace in normal mode."
+        else:
+            msg = f"{prefix} no_grad mode and {what} modified inplace with grad mode enabled."
+    else:
+        msg = f"Output {nr} of {name} is a view and {what} modified inplace."
+    if t._multi_view:
+        return RuntimeError(msg + _MULTI_VIEW_MSG)
+    tail = _NOGRAD_VIEW_MSG.replace("no_grad block", "inference_mode block") if meta == "inference" else _NOGRAD_VIEW_MSG
+    return RuntimeError(msg + tail)
+
+
+INTERNAL_OVERLAP_MSG = ("unsupported operation: more than one element of the written-to tensor refers to a "
+                        "single memory location. Please clone() the tensor before performing the operation.")
+PARTIAL_OVERLAP_MSG = ("unsupported operation: some elements of the input tensor and the written-to tensor refer "
+                       "to a single memory location. Please clone() the tensor before performing the operation.")
+
+
+def check_internal_overlap(d):
+    """PyTorch refuses to write into an array where several elements share one location
+    (a stride-0 dimension of size > 1, as made by ``expand``)."""
+    st = d.strides
+    if 0 in st and d.size:
+        for n, s in zip(d.shape, st):
+            if s == 0 and n > 1:
+                raise RuntimeError(INTERNAL_OVERLAP_MSG)
+
+
+def _dense_span(a):
+    """(first, last + 1) byte address of an array whose elements tile a block of memory
+    exactly once (PyTorch's non-overlapping-and-dense), else None (too hard to tell)."""
+    if type(a) is not _ndarray:
+        return None
+    k = a.itemsize
+    expect = k
+    for s, n in sorted((s, n) for n, s in zip(a.shape, a.strides) if n != 1):
+        if s != expect:
+            return None
+        expect *= n
+    p = a.__array_interface__["data"][0]
+    return p, p + a.size * k
+
+
+def check_partial_overlap(out, inp):
+    """PyTorch's refusal to write ``out`` from ``inp`` when they share some memory but are
+    not the very same elements in the same layout."""
+    if out.size == 0 or inp.size == 0 or out is inp or type(out) is not _ndarray or type(inp) is not _ndarray \
+            or not np.may_share_memory(out, inp):
+        return
+    a = _dense_span(out)
+    if a is None:
+        return
+    b = _dense_span(inp)
+    if b is None:
+        return
+    if a == b:
+        if out.strides != inp.strides:
+            raise RuntimeError(PARTIAL_OVERLAP_MSG)
+    elif a[0] < b[1] and b[0] < a[1]:
+        raise RuntimeError(PARTIAL_OVERLAP_MSG)
+
+
+def check_inplace(t, *others, overlap=True):
+    """Refuse, before anything is touched, the in-place ops PyTorch refuses when the op is
+    recorded (grad mode on and ``t`` or one of ``others`` requires grad): on leaves that
+    require grad, on views of leaves, and on views whose history cannot be rebased.
+    ``overlap``: also refuse writes into memory that several elements share, or that
+    overlaps a tensor in ``others`` only partly (as PyTorch's elementwise writes do)."""
+    if _state.grad:
+        rg = t._requires_grad
+        base = t._base
+        if base is not None and not rg:
+            rg = base._requires_grad
+        recorded = rg
+        if not rg:
+            for o in others:
+                if isinstance(o, Tensor) and o._requires_grad:
+                    recorded = True
+                    break
+        if recorded:
+            if base is not None:
+                if t._nograd_view or t._multi_view:
+                    raise view_rebase_error(t, False)
+                if rg and base._grad_fn is None:
+                    raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                                       "in-place operation.")
+            # (PyTorch tests the grad_fn as it stands: a view made before its base required
+            # grad and not used since counts as a leaf here)
+            if rg and t._grad_fn is None:
+                raise RuntimeError(LEAF_INPLACE_MSG)
     if t._inference and not _state.inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed."
                            "You can make a clone to get a normal tensor before doing inplace update."
                            "See https://github.com/pytorch/rfcs/pull/17 for more details.")
+    if overlap:
+        d = t._data
+        if 0 in d.strides:
+            check_internal_overlap(d)
+        for o in others:
+            if isinstance(o, Tensor) and o._data.size:
+                check_partial_overlap(d, o._data)
 
 
 def _dtype_name(npdt):
@@ -529,7 +657,7 @@ def apply_inplace(self, fn, *args, **kwargs):
     snapshot of the old value stands in for ``self`` so a node that saved it is not
     invalidated by this very write.
     """
-    check_inplace(self)
+    check_inplace(self, *args, *kwargs.values(), overlap=not getattr(fn, "_overlap_ok", False))
     recording = _state.grad and (self._requires_grad or any(
         isinstance(a, Tensor) and a._requires_grad for a in args))
     if recording:
@@ -559,29 +687,41 @@ def apply_inplace(self, fn, *args, **kwargs):
         raise RuntimeError(f"output with shape {list(sd.shape)} doesn't match the broadcast shape {list(rd.shape)}")
     if sd.ndim == 0 and type(sd) is _ndarray:
         sd[()] = rd
+    elif 0 in sd.strides:
+        # Elements sharing memory (an expanded tensor, for the ops PyTorch lets write one):
+        # only the elements the op changed are written, as PyTorch's kernels do.
+        m = rd != sd
+        sd[m] = rd[m]
     else:
         sd[...] = rd
     self._bump_version()
     if recording:
         node = r._grad_fn
-        if node is not None:
-            _adopt_saved_output(node, r, self)
+        adopted = _adopt_saved_output(node, r, self) if node is not None else ()
         rebase_history(self, node, r._output_nr)
+        if self._base is not None:
+            for it in adopted:
+                it.view_fn = weakref.ref(self._grad_fn)
     return self
 
 
 def _adopt_saved_output(node, r, self):
+    """The output ``r`` that ``node`` saved becomes ``self`` (written in place); returns the
+    adopted saved items."""
     saved = node._saved
     if saved is None or saved is _RELEASED:
-        return
+        return ()
     items, vs = list(saved), list(node._saved_versions)
+    adopted = []
     for i, it in enumerate(items):
         if type(it) is SavedOutput and it.data is r._data:
             it.data = self._data
             it.version = self._shared_version()
             vs[i] = it.version[0]
+            adopted.append(it)
     node._saved = tuple(items)
     node._saved_versions = tuple(vs)
+    return adopted
 
 
 def rebase_history(self, node, output_nr):

@@ -77,7 +77,7 @@ def copy_(self, src, non_blocking=False):
         src = src._to(None, self.device)
     if _state.grad and (self._requires_grad or src._requires_grad):
         return apply_inplace(self, _copied, src)
-    check_inplace(self)
+    check_inplace(self, src)
     x = self._data
     _copy_check(x.shape, src._data.shape)
     if x.ndim == 0 and type(x) is np.ndarray:

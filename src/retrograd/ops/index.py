@@ -12,7 +12,8 @@ import warnings
 import numpy as np
 
 from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
-                    check_inplace, LEAF_INPLACE_MSG)
+                    check_inplace, view_rebase_error, check_internal_overlap, check_partial_overlap,
+                    LEAF_INPLACE_MSG)
 from ..autograd.graph import _seq, Node
 
 __all__ = ["where", "nonzero", "argwhere", "index_put"]
@@ -255,6 +256,12 @@ def _shape_str(s):
     return "[" + ", ".join(str(int(v)) for v in s) + "]"
 
 
+def _whole(start, stop, step, n):
+    """PyTorch skips a slice (no SliceBackward0) only when it is written as the whole
+    dimension: start 0 (or none), stop at least the size (or none), step 1 (or none)."""
+    return (start is None or start == 0) and (stop is None or stop >= n) and (step is None or step == 1)
+
+
 def _parse(shape, idx, setting=False):
     """Walk a PyTorch index over ``shape``.
 
@@ -298,7 +305,7 @@ def _parse(shape, idx, setting=False):
                 and (it.start is None or type(it.start) is int) and (it.stop is None or type(it.stop) is int):
             n = cur[dim]
             a, b, c = it.indices(n)
-            if a == 0 and c == 1 and b >= n and not single_slice:
+            if _whole(it.start, it.stop, it.step, n) and not single_slice:
                 basic.append(slice(None))
             else:
                 steps.append((SliceBackward0, tuple(cur), (slice(None),) * dim + (it,)))
@@ -344,7 +351,7 @@ def _parse(shape, idx, setting=False):
             s = slice(start, stop, step)
             a, b, c = s.indices(n)
             length = len(range(a, b, c))
-            if a == 0 and length == n and c == 1 and not single_slice:
+            if _whole(start, stop, step, n) and not single_slice:
                 basic.append(slice(None))
             else:
                 np_idx = (slice(None),) * dim + (s,)
@@ -386,6 +393,8 @@ def _parse(shape, idx, setting=False):
             else:
                 n = cur[dim]
                 if a.size:
+                    if n == 0:
+                        raise IndexError("index is out of bounds for dimension with size 0")
                     hi, lo = int(a.max()), int(a.min())
                     if hi >= n or lo < -n:
                         raise IndexError(f"index {hi if hi >= n else lo} is out of bounds for dimension {n_adv} "
@@ -399,6 +408,15 @@ def _parse(shape, idx, setting=False):
         else:
             raise IndexError(_INDEX_TYPE_MSG.format(type(it).__name__))
     if adv:
+        shapes = []
+        for k in sorted(adv):
+            a = adv[k]
+            shapes += [(int(np.count_nonzero(a)),)] * a.ndim if a.dtype.kind == "b" else [a.shape]
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                             + ", ".join(_shape_str(sh) for sh in shapes)) from None
         full = []
         d = 0
         for k in sorted(adv):
@@ -414,7 +432,7 @@ def _parse(shape, idx, setting=False):
 
 def _chain(x_tensor, steps, final_cls=None, adv_index=None, adv_in_shape=None):
     """Build the grad_fn chain for ``steps`` (+ an optional IndexBackward0); return the last node."""
-    if not (_state.grad and x_tensor._requires_grad):
+    if not (_state.grad and _rg(x_tensor)):
         return None
     npdt = x_tensor._data.dtype
     edge = x_tensor._edge()
@@ -430,6 +448,11 @@ def _chain(x_tensor, steps, final_cls=None, adv_index=None, adv_in_shape=None):
         node = _new_node(final_cls, edge)
         node.in_shape, node.np_index = adv_in_shape, adv_index
     return node
+
+
+def _rg(t):
+    """Whether ``t`` requires grad (a view does when its base does)."""
+    return t._requires_grad or (t._base is not None and t._base._requires_grad)
 
 
 def _new_node(cls, edge):
@@ -474,7 +497,7 @@ def getitem(self, idx):
             r = x[idx]
             cls = SliceBackward0
         node = None
-        if _state.grad and self._requires_grad:
+        if _state.grad and _rg(self):
             node = _new_node(cls, self._edge())
             node.in_shape, node.np_index = x.shape, (idx,)
         return view_of(self, finish(node, r), lambda b, i=idx: getitem(b, i))
@@ -502,7 +525,7 @@ def _getitem_basic_tuple(self, x, idx):
                 and (it.start is None or type(it.start) is int) and (it.stop is None or type(it.stop) is int):
             n = shape[dim]
             a, b, c = it.indices(n)
-            if not (a == 0 and c == 1 and b >= n):
+            if not _whole(it.start, it.stop, it.step, n):
                 steps.append((SliceBackward0, tuple(shape), (slice(None),) * dim + (it,)))
                 shape[dim] = len(range(a, b, c))
             dim += 1
@@ -511,7 +534,7 @@ def _getitem_basic_tuple(self, x, idx):
     r = x[idx + (Ellipsis,)]
     if not steps:
         steps = [(AliasBackward0, x.shape, None)]
-    node = _chain(self, steps) if _state.grad and self._requires_grad else None
+    node = _chain(self, steps)
     return view_of(self, finish(node, r), lambda b, i=idx: getitem(b, i))
 
 
@@ -543,8 +566,12 @@ def _getitem_general(self, idx):
 
 class CopySlices(OpNode):
     """Gradient of ``y[idx] = v``: y's gradient with the region zeroed, v's gradient the region."""
+    overlapping = False   # written through a view whose elements share memory (PyTorch refuses)
 
     def backward(self, g):
+        if self.overlapping and self.next_functions[0][0] is not None:
+            from ._base import INTERNAL_OVERLAP_MSG
+            raise RuntimeError(INTERNAL_OVERLAP_MSG)
         nf = self.next_functions
         gy = gv = None
         if nf[0][0] is not None:
@@ -567,10 +594,15 @@ class IndexPutBackward0(CopySlices):
         return gy, gv
 
 
+def _zeros_like(g):
+    """The overwritten tensor's gradient: plain zeros, outside the graph (as PyTorch's)."""
+    return finish(None, _xp(g._data).zeros(g._data.shape, g._data.dtype))
+
+
 class FillBackward3(OpNode):
     def backward(self, g):
         nf = self.next_functions
-        return (g * 0 if nf[0][0] is not None else None,
+        return (_zeros_like(g) if nf[0][0] is not None else None,
                 g.sum() if len(nf) > 1 and nf[1][0] is not None else None)
 
 
@@ -578,7 +610,7 @@ class CopyBackwards(OpNode):
     def backward(self, g):
         nf = self.next_functions
         gv = _fit_value_grad(g, self.value_shape) if nf[1][0] is not None else None
-        return (g * 0 if nf[0][0] is not None else None, gv)
+        return (_zeros_like(g) if nf[0][0] is not None else None, gv)
 
 
 def _fit_value_grad(gv, vshape):
@@ -597,8 +629,8 @@ def _fit_value_grad(gv, vshape):
 def _value_array(self, value):
     if isinstance(value, Tensor):
         return value, value._data
-    if isinstance(value, (bool, int, float, complex, np.generic)):
-        return None, value
+    if isinstance(value, (bool, int, float, complex, np.integer)) and not isinstance(value, np.bool_):
+        return None, value   # (numbers; NumPy's float32 or bool scalars are refused, as PyTorch does)
     tp = type(value)
     name = tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__name__}"
     raise TypeError(f"can't assign a {name} to a {_type_name(self)}")
@@ -616,11 +648,11 @@ def _strip_leading_ones(shape):
     return tuple(shape)
 
 
-def _check_copy_shape(v_shape, target):
+def _check_copy_shape(v_shape, target, vt):
     """PyTorch's copy_ broadcast check of a value into the indexed region."""
     vs = _strip_leading_ones(v_shape) if len(v_shape) > len(target) else tuple(v_shape)
     if len(vs) > len(target):
-        raise RuntimeError(f"expand(torch.FloatTensor{{{_shape_str(v_shape)}}}, size={_shape_str(target)}): the "
+        raise RuntimeError(f"expand({_type_name(vt)}{{{_shape_str(v_shape)}}}, size={_shape_str(target)}): the "
                            f"number of sizes provided ({len(target)}) must be greater or equal to the number of "
                            f"dimensions in the tensor ({len(v_shape)})")
     off = len(target) - len(vs)
@@ -637,6 +669,10 @@ def setitem(self, idx, value):
     """``t[idx] = value``: an in-place write that keeps gradients right."""
     x = self._data
     vt, v = _value_array(self, value)
+    if idx is False:   # PyTorch writes nothing and records nothing
+        return
+    if not x.ndim and (type(idx) is int or type(idx) is slice):
+        raise IndexError(_ZERO_DIM_INT if type(idx) is int else "slice() cannot be applied to a 0-dim tensor.")
     steps, basic, adv_index, mid_shape = _parse(x.shape, idx, setting=True)
     # The written region as one NumPy index on ``x``.
     if adv_index is None:
@@ -645,15 +681,34 @@ def setitem(self, idx, value):
     else:
         region_index = _compose(x.shape, basic, adv_index)
         kind = "index_put" if not steps else "slices"
+    if kind == "slices" and self._base is not None and _state.grad:
+        self._refresh_view()   # (PyTorch writes through the view self[idx], made first)
     if _state.grad and self._requires_grad and self._grad_fn is None:
         if kind == "slices":
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
         raise RuntimeError(LEAF_INPLACE_MSG)
-    check_inplace(self)
+    if (kind == "slices" and (self._nograd_view or self._multi_view) and _state.grad
+            and (_rg(self) or (vt is not None and vt.requires_grad))):
+        # The write goes into the view ``self[idx]``, which inherits how ``self`` was made
+        # (making it first brings ``self``'s own grad_fn up to date, which may refuse).
+        if self._base is not None:
+            self._refresh_view()
+        raise view_rebase_error(self, False, steps[-1][0] if _rg(self) else None)
+    check_inplace(self, vt, overlap=False)
+    if kind == "index_put":   # (PyTorch's index_put_ writes expanded tensors, with a deprecation warning)
+        if vt is not None:
+            check_partial_overlap(x, vt._data)
+    else:                     # a copy into the region, a view of ``x``
+        reg = x[region_index]
+        if type(reg) is _ndarray:
+            check_internal_overlap(reg)
+            if vt is not None:
+                check_partial_overlap(reg, vt._data)
     region_shape = _region_shape(x.shape, region_index)
     vd = v
     if vt is not None:
-        if kind == "index_put":
+        if adv_index is not None and idx is not True:   # (PyTorch's index_put_, on self or on self[basic];
+            # a lone True is a copy into self.unsqueeze(0))
             vs = _strip_leading_ones(vd.shape) if len(vd.shape) > len(region_shape) else vd.shape
             try:
                 ok = len(vs) <= len(region_shape) and np.broadcast_shapes(vs, region_shape) == tuple(region_shape)
@@ -666,25 +721,27 @@ def setitem(self, idx, value):
                 raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                                    f"{_dname(x.dtype)} for the destination and {_dname(vd.dtype)} for the source.")
         else:
-            vs = _check_copy_shape(vd.shape, region_shape)
+            vs = _check_copy_shape(vd.shape, region_shape, vt)
         vd = vd.reshape(vs)
         if vd.dtype != x.dtype:
             vd = vd.astype(x.dtype)
     recording = (_state.grad and x.dtype.kind in "fc"
-                 and (self._requires_grad or (vt is not None and vt._requires_grad)))
+                 and (self.requires_grad or (vt is not None and vt.requires_grad)))
     x[region_index] = vd
     self._bump_version()
     if not recording:
         return
-    cls = {"self": FillBackward3 if vt is None else CopyBackwards, "slices": CopySlices,
+    # (PyTorch fills a tensor of 1+ dims with a number or 0-d value; otherwise it copies)
+    fill = x.ndim and (vt is None or not vt._data.ndim)
+    cls = {"self": FillBackward3 if fill else CopyBackwards, "slices": CopySlices,
            "index_put": IndexPutBackward0}[kind]
-    vedge = vt._edge() if vt is not None and vt._requires_grad else (None, 0)
+    vedge = vt._edge() if vt is not None else (None, 0)
     vshape = vt._data.shape if vt is not None else ()
     base = self._base
     if base is not None and self._view_fn is not None:
-        _rebase_view(self, base, cls, region_index, vedge, vshape)
+        _rebase_view(self, base, cls, region_index, vedge, vshape, basic if kind == "slices" else None)
         return
-    node = _new_node(cls, self._edge() if self._requires_grad else (None, 0))
+    node = _new_node(cls, self._edge())
     node.next_functions = node.next_functions + (vedge,)
     node.np_index = region_index
     node.value_shape = vshape
@@ -694,29 +751,35 @@ def setitem(self, idx, value):
     self._requires_grad = True
 
 
-def _rebase_view(view, base, cls, region_index, vedge, vshape):
+def _rebase_view(view, base, cls, region_index, vedge, vshape, basic):
     """``view[idx] = v`` where ``view`` is a view of ``base``: the base gets a CopySlices
-    node over the written part of its own storage, and the view is re-derived from it."""
-    from ..autograd.grad_mode import no_grad
+    node over the written part of its own storage, and the view is re-derived from it.
+    ``basic``: the basic part of ``idx`` when PyTorch writes through the view ``view[basic]``."""
+    from .view_inplace import _positions, regenerate_view
     bd = base._data
-    n = bd.size
-    with no_grad():
-        lin = Tensor._make(np.arange(n, dtype=np.int64).reshape(bd.shape))
-        pos = view._view_fn(lin)._data[region_index]
-    bregion = np.unravel_index(pos, bd.shape) if bd.ndim else (Ellipsis,)
+    allpos = _positions(view, base)
+    allpos = (np.arange(bd.size, dtype=np.int64) if allpos is None else allpos).reshape(view._data.shape)
+    written = _basic_view(allpos, basic) if basic else allpos
+    overlapping = np.unique(written).size < written.size   # (PyTorch's backward then refuses)
+    pos = allpos[region_index]
+    bregion = np.unravel_index(pos, bd.shape) if bd.ndim else (np.array(pos.size > 0),)
     node = _new_node(CopySlices,
                      base._edge() if base._requires_grad else (None, 0))
     node.next_functions = node.next_functions + (vedge,)
     node.np_index = bregion
     node.value_shape = vshape
+    node.overlapping = overlapping
     node._out_meta = ((bd.shape, bd.dtype),)
+    old, old_nr = base._grad_fn, base._output_nr
     base._grad_fn = node
     base._output_nr = 0
     base._requires_grad = True
-    nv = view._view_fn(base)
-    view._grad_fn = nv._grad_fn
-    view._output_nr = nv._output_nr
-    view._requires_grad = True
+    if old is not None and old._retain_grad_hooks:
+        old._move_retain_grad(old_nr, node, 0)
+    if not basic:
+        # Written itself: its grad_fn is rebuilt now. (Written through the view view[basic],
+        # as PyTorch does, it is left stale, rebuilt when next used.)
+        regenerate_view(view)
 
 
 def _dname(npdt):
@@ -740,16 +803,26 @@ def _compose(shape, basic, adv_index):
     if basic:
         lin = _basic_view(lin, basic)
     lin = lin[adv_index]
-    return np.unravel_index(lin, shape) if shape else ()
+    if not shape:   # a 0-d tensor: its one element, selected or not (a 0-d mask)
+        return (np.array(lin.size > 0),)
+    return np.unravel_index(lin, shape)
+
+
+def _check_values(name, values):
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{name}(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
 
 
 def index_put(input, indices, values, accumulate=False):
     """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``)."""
+    _check_values("index_put", values)
     r = input.clone()
     return index_put_(r, indices, values, accumulate) if not accumulate else _index_put_acc(input, indices, values)
 
 
 def index_put_(self, indices, values, accumulate=False):
+    """``self[indices] = values`` in place (``+=`` with ``accumulate``)."""
+    _check_values("index_put_", values)
     if not accumulate:
         setitem(self, tuple(indices), values)
         return self
@@ -758,10 +831,25 @@ def index_put_(self, indices, values, accumulate=False):
 
 
 def _index_put_acc(input, indices, values):
+    """``input`` with ``values`` added at ``indices`` (repeats accumulate)."""
     x = input._data
     steps, basic, adv_index, mid_shape = _parse(x.shape, tuple(indices))
     region = _compose(x.shape, basic, adv_index) if adv_index is not None else basic
     vd = values._data if isinstance(values, Tensor) else values
+    if isinstance(values, Tensor) and vd.dtype != x.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_dname(x.dtype)} for the destination and {_dname(vd.dtype)} for the source.")
+    rs = _region_shape(x.shape, region)
+    vs = np.shape(vd)
+    vs = _strip_leading_ones(vs) if len(vs) > len(rs) else vs
+    try:
+        ok = len(vs) <= len(rs) and np.broadcast_shapes(vs, rs) == tuple(rs)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {_shape_str(np.shape(vd))} cannot be broadcast "
+                           f"to indexing result of shape {_shape_str(rs)}")
+    vd = np.reshape(vd, vs)
     z = _acc_into(x.shape, x.dtype, region, np.broadcast_to(np.asarray(vd, x.dtype), _region_shape(x.shape, region)))
     vt = values if isinstance(values, Tensor) else None
     node = node_for(IndexPutBackward0, (input, vt))
@@ -770,6 +858,9 @@ def _index_put_acc(input, indices, values):
         node.np_index = region
         node.value_shape = vt._data.shape if vt is not None else ()
     return finish(node, x + z)
+
+
+_index_put_acc._overlap_ok = True   # (PyTorch's index_put_ writes expanded tensors, with a deprecation warning)
 
 
 # --- where, nonzero, argwhere -----------------------------------------------------------
@@ -823,10 +914,9 @@ def where(condition, input=None, other=None, *, out=None):
 def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) long tensor, or a tuple of index tensors."""
     x = input._data
-    if as_tuple:
-        if x.ndim == 0:
-            return (finish(None, np.nonzero(x.reshape(1))[0].astype(np.int64)),)
-        return tuple(finish(None, a.astype(np.int64)) for a in np.nonzero(x))
+    if as_tuple:   # (PyTorch: the columns of nonzero(), as views)
+        from .shape import unbind
+        return unbind(nonzero(input if x.ndim else input.reshape(1)), 1)
     r = np.argwhere(x).astype(np.int64) if x.ndim else np.zeros((int(bool(x)), 0), np.int64)
     res = finish(None, r)
     if out is not None:

@@ -815,5 +815,7 @@ TENSOR_METHODS = {"index_select": index_select, "gather": gather, "scatter": sca
                   "index_add": index_add, "index_fill": index_fill, "index_copy": index_copy,
                   "masked_fill": masked_fill, "masked_select": masked_select, "masked_scatter": masked_scatter,
                   "take": take, "take_along_dim": take_along_dim, "put": put, "put_": _put_}
+# PyTorch's index_fill_ and masked_fill_ write expanded tensors (masked_fill_ with a deprecation warning).
+index_fill._overlap_ok = masked_fill._overlap_ok = True
 INPLACE = {"scatter_": scatter, "scatter_add_": scatter_add, "scatter_reduce_": scatter_reduce, "index_add_": index_add, "index_fill_": index_fill,
            "index_copy_": index_copy, "masked_fill_": masked_fill, "masked_scatter_": masked_scatter}

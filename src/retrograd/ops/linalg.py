@@ -668,6 +668,12 @@ def einsum(equation, *operands):
     terms, rhs = _parse_einsum(equation, shapes)
     sizes = {}
     for k, (t, shp) in enumerate(zip(terms, shapes)):
+        own = {}
+        for c, s in zip(t, shp):
+            if c in own and own[c] != s:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but the sizes don't match, "
+                                   f"{s} != {own[c]}")
+            own[c] = s
         for c, s in zip(t, shp):
             if c in sizes and sizes[c] != s and s != 1 and sizes[c] != 1:
                 raise RuntimeError(f"einsum(): subscript {c} has size {s} for operand {k} which does not broadcast "
@@ -677,7 +683,30 @@ def einsum(equation, *operands):
     if len(dts) > 1:
         names = [_dtype_name(o._data.dtype) for o in operands]
         raise RuntimeError(f"expected scalar type {names[0]} but found {[n for n in names if n != names[0]][0]}")
+    if len(operands) == 1:
+        return _einsum_single(operands[0], terms[0], rhs)
     return _einsum_raw(",".join(terms) + "->" + rhs, list(operands))
+
+
+def _einsum_single(x, term, rhs):
+    """One operand, as PyTorch does it: each repeated subscript's diagonal moved back to its
+    first place, one permute (output subscripts first), then a sum over the rest. With
+    nothing summed the result is a view."""
+    labels = list(term)
+    k = 0
+    while k < len(labels):
+        c = labels[k]
+        j = labels.index(c, k + 1) if c in labels[k + 1:] else -1
+        if j < 0:
+            k += 1
+            continue
+        x = x.diagonal(0, k, j).movedim(-1, k)
+        del labels[j]
+    summed = [c for c in labels if c not in rhs]
+    x = x.permute([labels.index(c) for c in list(rhs) + summed])
+    if summed:
+        x = x.sum(tuple(range(len(rhs), len(labels))))
+    return x
 
 
 def tensordot(a, b, dims=2, out=None):

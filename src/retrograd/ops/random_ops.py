@@ -15,8 +15,8 @@ from .._creation import _gen
 __all__ = []
 
 
-def _fill_inplace(self, values):
-    check_inplace(self)
+def _fill_inplace(self, values, overlap=True):
+    check_inplace(self, overlap=overlap)
     d = self._data
     if d.ndim == 0:
         d[()] = values
@@ -79,11 +79,17 @@ def _filled(input, value, cls):
     return finish(node_for(cls, (input,) if cls is not FillBackward3 else (input, value)), r)
 
 
-def _fill(self, values, cls):
-    """Write ``values`` into ``self``; recorded as ``cls`` when ``self`` requires grad."""
+_filled._overlap_ok = True   # (checked by _fill: PyTorch fills expanded tensors with a number)
+
+
+def _fill(self, values, cls, overlap=True):
+    """Write ``values`` into ``self``; recorded as ``cls`` when ``self`` requires grad.
+    ``overlap``: refuse tensors whose elements share memory (all fills but fill_/zero_)."""
     if _state.grad and self._requires_grad:
+        if overlap:
+            check_inplace(self)
         return apply_inplace(self, _filled, values, cls)
-    return _fill_inplace(self, values)
+    return _fill_inplace(self, values, overlap)
 
 
 def fill_(self, value):
@@ -92,15 +98,16 @@ def fill_(self, value):
         if value._data.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
+        check_inplace(self, value)   # (a tensor value is copied in: PyTorch checks for overlap)
         if _state.grad and (self._requires_grad or value._requires_grad):
             return apply_inplace(self, _filled, value, FillBackward3)
         value = value._data
-    return _fill(self, value, FillBackward2)
+    return _fill(self, value, FillBackward2, overlap=False)
 
 
 def zero_(self):
     """Fill with zeros."""
-    return _fill(self, 0, ZeroBackward0)
+    return _fill(self, 0, ZeroBackward0, overlap=False)
 
 
 def _g(v):

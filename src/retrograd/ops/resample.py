@@ -558,7 +558,8 @@ def _shuffle_np(x, r):
     y = x.reshape(tuple(lead) + (C // (r * r), r, r, H, W))
     n = len(lead)
     y = y.transpose(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
-    return np.ascontiguousarray(y).reshape(tuple(lead) + (C // (r * r), H * r, W * r))
+    # np.array copies always (a factor of 1 would otherwise hand back the input's memory)
+    return np.array(y, order="C").reshape(tuple(lead) + (C // (r * r), H * r, W * r))
 
 
 def _unshuffle_np(x, r):
@@ -566,7 +567,7 @@ def _unshuffle_np(x, r):
     y = x.reshape(tuple(lead) + (C, H // r, r, W // r, r))
     n = len(lead)
     y = y.transpose(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
-    return np.ascontiguousarray(y).reshape(tuple(lead) + (C * r * r, H // r, W // r))
+    return np.array(y, order="C").reshape(tuple(lead) + (C * r * r, H // r, W // r))
 
 
 class PixelShuffleBackward0(OpNode):

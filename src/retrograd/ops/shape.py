@@ -40,6 +40,9 @@ def _infer(shape, numel, input_shape):
         if s != -1:
             known *= s
     if neg:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape [{', '.join(map(str, shape))}] because "
+                               "the unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
         shape[neg[0]] = numel // known
@@ -82,14 +85,22 @@ def view(input, *shape):
 
 
 def _view_dtype(input, dtype):
+    # Not a differentiable view in PyTorch (no ``_base``): it shares memory and version only.
     d = D.to_dtype(dtype)
-    return view_of(input, finish(None, input._data.view(d.np)))
+    t = finish(None, input._data.view(d.np))
+    t._vc = input._shared_version()
+    return t
+
+
+class ReshapeAliasBackward0(ViewBackward0):
+    pass
 
 
 def _reshape(input, shape):
     x = input._data
-    if x.shape == shape:
+    if x.flags.c_contiguous:
         return view(input, shape)
+    # PyTorch: a non-contiguous input is viewed (a reshape alias) when its strides allow it
     try:
         r = x.view()
         r.shape = shape
@@ -99,10 +110,10 @@ def _reshape(input, shape):
         if node is not None:
             node.shape = x.shape
         return finish(node, r)
-    node = node_for(ViewBackward0, (input,))
+    node = node_for(ReshapeAliasBackward0, (input,))
     if node is not None:
         node.shape = x.shape
-    return view_of(input, finish(node, r), lambda b: b.view(shape))
+    return view_of(input, finish(node, r), lambda b: b.reshape(shape))
 
 
 def reshape(input, *shape):
@@ -117,6 +128,8 @@ class ExpandBackward0(OpNode):
 
 def expand(input, *sizes):
     """A broadcast view (``-1`` keeps a dimension)."""
+    if not sizes:
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = _shape_arg(sizes)
     x = input._data
     if len(sizes) < x.ndim:
@@ -144,8 +157,14 @@ def expand(input, *sizes):
     target = tuple(target)
     if target == x.shape:
         r = x.view()
+    elif type(x) is np.ndarray:
+        # Writable like PyTorch's expanded tensors (np.broadcast_to is read-only); writes that
+        # would land several elements on one location are refused by check_inplace.
+        lead = len(target) - x.ndim
+        strides = (0,) * lead + tuple(0 if s != t else st for s, t, st in zip(x.shape, target[lead:], x.strides))
+        r = np.lib.stride_tricks.as_strided(x, target, strides, writeable=x.flags.writeable)
     else:
-        r = np.broadcast_to(x, target) if type(x) is np.ndarray else x.__array_namespace__().broadcast_to(x, target)
+        r = x.__array_namespace__().broadcast_to(x, target)
     node = node_for(ExpandBackward0, (input,))
     if node is not None:
         node.shape = x.shape
@@ -197,7 +216,7 @@ def unflatten(input, dim, sizes):
     elif known != n:
         raise RuntimeError(f"unflatten: Provided sizes {_shp(sizes)} don't multiply up to the size of dim {dim} "
                            f"({n}) in the input tensor")
-    return _reshape(input, x.shape[:d] + sizes + x.shape[d + 1:])
+    return view(input, x.shape[:d] + sizes + x.shape[d + 1:])   # (splitting one dimension is always a view)
 
 
 def ravel(input):
@@ -324,6 +343,8 @@ def t(input):
 
 def permute(input, *dims):
     """A view with the dimensions reordered as ``dims``."""
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims)
     x = input._data
     if len(dims) != x.ndim:
@@ -375,7 +396,7 @@ def movedim(input, source, destination):
     nd = x.ndim
     if nd == 0:
         wrap_dim(_int(source) if isinstance(source, _int) else 0, 0)
-        return permute(input, ())
+        return _alias(input)   # (PyTorch: an alias of a 0-d tensor)
     src = (source,) if isinstance(source, _int) else tuple(source)
     dst = (destination,) if isinstance(destination, _int) else tuple(destination)
     if len(src) != len(dst):
@@ -403,6 +424,8 @@ moveaxis = movedim
 class RepeatBackward0(OpNode):
     def backward(self, g):
         reps, shape = self.repeats, self.shape
+        if not g._data.size:   # (nothing repeated: plain zeros, outside the graph, as PyTorch's)
+            return finish(None, xp_of(g).zeros(shape, g._data.dtype))
         lead = len(reps) - len(shape)
         full = (1,) * lead + tuple(shape)
         split = []
@@ -471,7 +494,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     u = unsqueeze(input, d + 1)
     shape = list(u._data.shape)
     shape[d + 1] = k
-    return view(expand(u, shape).contiguous(), x.shape[:d] + (n * k,) + x.shape[d + 1:])
+    from .copy import clone   # always a copy, even when k == 1 (as PyTorch)
+    return view(clone(expand(u, shape)), x.shape[:d] + (n * k,) + x.shape[d + 1:])
 
 
 class FlipBackward0(OpNode):
@@ -481,6 +505,8 @@ class FlipBackward0(OpNode):
 
 def flip(input, *dims):
     """Reverse the order of elements along ``dims`` (a copy)."""
+    if not dims:
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
     x = input._data
@@ -576,7 +602,7 @@ def cat(tensors, dim=0, *, out=None):
     used = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
     ref = used[0] if used else tensors[0]
     nd = ref._data.ndim
-    d = wrap_dim(_int(dim), nd)
+    d = wrap_dim(_int(dim), nd) if used else 0   # (only legacy empty tensors: any dim goes)
     for i, t in enumerate(tensors):
         s = t._data
         if s.ndim == 1 and s.shape[0] == 0:
@@ -698,7 +724,8 @@ def _split_views(input, sizes, d, cls):
     if node is not None:
         node.dim = d
     outs = finish_multi(node, datas)
-    return tuple(view_of(input, o, lambda b, a=a, n=n: _slice(b, d, a, a + n)) for o, a, n in zip(outs, offs, sizes))
+    return tuple(view_of(input, o, lambda b, a=a, n=n: _slice(b, d, a, a + n), True)
+                 for o, a, n in zip(outs, offs, sizes))
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -760,7 +787,8 @@ def unbind(input, dim=0):
     if node is not None:
         node.dim = d
     datas = [x[(slice(None),) * d + (i, Ellipsis)] for i in range(x.shape[d])]
-    return tuple(view_of(input, o, lambda b, i=i: select(b, d, i)) for i, o in enumerate(finish_multi(node, datas)))
+    return tuple(view_of(input, o, lambda b, i=i: select(b, d, i), True)
+                 for i, o in enumerate(finish_multi(node, datas)))
 
 
 # *** narrow / select / tensor_split ***
@@ -1024,6 +1052,7 @@ def _tri(name, np_fn, cls):
 
 triu = _tri("triu", np.triu, TriuBackward0)
 tril = _tri("tril", np.tril, TrilBackward0)
+triu._overlap_ok = tril._overlap_ok = True   # (PyTorch's triu_/tril_ write expanded tensors too)
 
 
 # *** broadcasting helpers, meshgrid, unfold, rot90 ***
@@ -1164,7 +1193,7 @@ def rot90(input, k=1, dims=(0, 1)):
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
     k = _int(k)
-    r = np.ascontiguousarray(np.rot90(x, k, (d0, d1)))
+    r = np.array(np.rot90(x, k, (d0, d1)), order="C")   # a copy for every k, as PyTorch
     node = node_for(Rot90Backward0, (input,))
     if node is not None:
         node.k, node.dims = k, (d0, d1)
@@ -1182,8 +1211,10 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         raise RuntimeError(f"order must be non-negative but got {n}")
     parts = [t for t in (prepend, input, append) if t is not None]
     t = cat(parts, d) if len(parts) > 1 else input
-    if n == 0:
-        return t.clone()
+    if n == 0:   # (PyTorch copies into a new tensor: CopyBackwards)
+        from .copy import copy_
+        from .. import _creation
+        return copy_(_creation.empty_like(t), t)
     from .arithmetic import sub
     for _ in range(n):
         m = t._data.shape[d]
@@ -1210,7 +1241,7 @@ _INPLACE_NODES = {SqueezeBackward0: SqueezeBackward3, SqueezeBackward1: SqueezeB
 def _metadata_inplace(fn, name):
     def method(self, *args, **kwargs):
         from ._base import check_inplace
-        check_inplace(self)
+        check_inplace(self, overlap=False)
         r = fn(self, *args, **kwargs)
         node = r._grad_fn
         if node is not None:
@@ -1220,6 +1251,8 @@ def _metadata_inplace(fn, name):
         if self._base is not None and getattr(r, "_view_fn", None) is not None:
             self._view_fn = r._view_fn
         self._bump_version()
+        if self._base is not None and node is not None:
+            self._view_ver = self._vc[0]   # its grad_fn was just set: current, not stale
         return self
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"In-place ``{fn.__name__}``: this tensor takes the new shape."
@@ -1252,3 +1285,234 @@ TENSOR_METHODS.update({
     "T": property(_T), "mT": property(_mT), "mH": property(_mT)})
 INPLACE = {"triu_": triu, "tril_": tril, "squeeze_": squeeze, "unsqueeze_": unsqueeze, "t_": t,
            "transpose_": transpose, "swapaxes_": transpose, "swapdims_": transpose}
+
+
+# *** as_strided, copies of views, scatters into views, unsafe splits ***
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of ``input``'s storage with the given sizes, strides and offset (in elements)."""
+    x = input._data
+    size, stride = tuple(_int(s) for s in size), tuple(_int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    if builtins.any(st < 0 for st in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {_shp(stride)}")
+    off = input.storage_offset() if storage_offset is None else _int(storage_offset)
+    root = x
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    k = x.itemsize
+    n_storage = root.nbytes // k
+    need = (1 + builtins.sum((s - 1) * st for s, st in zip(size, stride)) + off) if all(size) else 0
+    if need > n_storage:
+        raise RuntimeError(f"setStorage: sizes {_shp(size)}, strides {_shp(stride)}, storage offset {off}, and itemsize "
+                           f"{k} requiring a storage size of {need * k} are out of bounds for storage of size "
+                           f"{n_storage * k}")
+    r = np.ndarray(size, x.dtype, buffer=root, offset=off * k if all(size) else 0, strides=tuple(st * k for st in stride))
+    node = node_for(AsStridedBackward0, (input,))
+    res = finish(node, r)
+    if node is not None:
+        from .view_inplace import _positions
+        node.base_shape, node.numel = x.shape, x.size
+        node.pos = pos = _positions(res, input, outside=True)
+        if pos is not None and pos.size and pos.min() < 0:   # (storage outside the input: no gradient)
+            node.keep = np.flatnonzero(pos >= 0)
+            node.pos = pos[node.keep]
+    return view_of(input, res, lambda b: as_strided(b, size, stride, off))
+
+
+def _copy_variant(fn, name):
+    """PyTorch's ``<view op>_copy``: the view op's result as a copy; its node is named
+    ``<node>_copy``."""
+    def op(input, *args, **kwargs):
+        r = fn(input, *args, **kwargs)
+        outs = r if isinstance(r, tuple) else (r,)
+        node = outs[0]._grad_fn if outs and outs[0]._grad_fn is not None else None
+        if node is not None:
+            node.__class__ = _copy_class(type(node))
+        copies = []
+        for o in outs:
+            c = finish(None, o._data.copy())
+            if node is not None:
+                c._grad_fn, c._output_nr, c._requires_grad = node, o._output_nr, True
+            copies.append(c)
+        return tuple(copies) if isinstance(r, tuple) else copies[0]
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"``{fn.__name__}`` as a copy."
+    return op
+
+
+_COPY_CLASSES = {}
+
+
+def _copy_class(cls):
+    c = _COPY_CLASSES.get(cls)
+    if c is None:
+        c = _COPY_CLASSES[cls] = type(cls.__name__ + "_copy", (cls,), {"__module__": __name__})
+    return c
+
+
+def _alias(input):
+    from .index import AliasBackward0
+    node = node_for(AliasBackward0, (input,))
+    return view_of(input, finish(node, input._data.view()), lambda b: _alias(b))
+
+
+view_copy = _copy_variant(lambda x, *s: view(x, *s), "view_copy")
+expand_copy = _copy_variant(lambda x, *s: expand(x, *s), "expand_copy")
+permute_copy = _copy_variant(lambda x, *d: permute(x, *d), "permute_copy")
+t_copy = _copy_variant(t, "t_copy")
+transpose_copy = _copy_variant(transpose, "transpose_copy")
+unsqueeze_copy = _copy_variant(unsqueeze, "unsqueeze_copy")
+squeeze_copy = _copy_variant(squeeze, "squeeze_copy")
+diagonal_copy = _copy_variant(diagonal, "diagonal_copy")
+select_copy = _copy_variant(select, "select_copy")
+slice_copy = _copy_variant(lambda x, dim=0, start=None, end=None, step=1:
+                           x[(slice(None),) * wrap_dim(_int(dim), x._data.ndim) + (slice(start, end, step),)],
+                           "slice_copy")
+alias_copy = _copy_variant(_alias, "alias_copy")
+unbind_copy = _copy_variant(lambda x, dim=0: unbind(x, dim), "unbind_copy")
+split_copy = _copy_variant(lambda x, s, dim=0: split(x, s, dim), "split_copy")
+unfold_copy = _copy_variant(unfold, "unfold_copy")
+
+
+class NarrowCopyBackward0(SliceBackward0):
+    pass
+
+
+def narrow_copy(input, dim, start, length):
+    """``narrow`` as a copy."""
+    r = narrow(input, dim, start, length)
+    node = r._grad_fn
+    if node is not None:
+        node.__class__ = NarrowCopyBackward0
+    c = finish(None, r._data.copy())
+    if node is not None:
+        c._grad_fn, c._requires_grad = node, True
+    return c
+
+
+class _ScatterIntoBackward(OpNode):
+    """``input`` with ``src`` written into a view of it: the view's part of the gradient
+    goes to ``src``, the rest to ``input``."""
+
+    def backward(self, g):
+        from .index import zero_region
+        nf = self.next_functions
+        gi = zero_region(g, self.region) if nf[0][0] is not None else None
+        gs = self.take(g) if nf[1][0] is not None else None
+        return gi, gs
+
+
+SelectScatterBackward0 = type("SelectScatterBackward0", (_ScatterIntoBackward,), {})
+SliceScatterBackward0 = type("SliceScatterBackward0", (_ScatterIntoBackward,), {})
+DiagonalScatterBackward0 = type("DiagonalScatterBackward0", (_ScatterIntoBackward,), {})
+
+
+def _scatter_into(input, src, view_fn, region, cls):
+    x = input._data
+    target = view_fn(Tensor._make(np.empty(x.shape, x.dtype)))
+    if tuple(src._data.shape) != tuple(target._data.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{_shp(src._data.shape)}, slice size = {_shp(target._data.shape)}")
+    r = x.copy()
+    if region is None:
+        view_fn(Tensor._make(r))._data[...] = src._data
+    else:
+        r[region] = src._data
+    node = node_for(cls, (input, src))
+    if node is not None:
+        if region is None:   # (a diagonal: its elements as a mask)
+            m = np.zeros(x.shape, np.bool_)
+            view_fn(Tensor._make(m))._data[...] = True
+            region = (m,)
+        node.region, node.take = region, view_fn
+    return finish(node, r)
+
+
+def select_scatter(input, src, dim, index):
+    """``input`` with ``src`` in place of ``input.select(dim, index)``."""
+    d = wrap_dim(_int(dim), input._data.ndim)
+    n = input._data.shape[d]
+    i = _int(index)
+    if not -n <= i < n:
+        raise IndexError(f"select(): index {i} out of range for tensor of size {_shp(input._data.shape)} at dimension {d}")
+    i %= n
+    return _scatter_into(input, src, lambda t: select(t, d, i), (slice(None),) * d + (i,), SelectScatterBackward0)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """``input`` with ``src`` in place of ``input[..., start:end:step, ...]`` along ``dim``."""
+    d = wrap_dim(_int(dim), input._data.ndim)
+    idx = (slice(None),) * d + (slice(start, end, step),)
+    return _scatter_into(input, src, lambda t: t[idx], idx, SliceScatterBackward0)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """``input`` with ``src`` in place of ``input.diagonal(offset, dim1, dim2)``."""
+    return _scatter_into(input, src, lambda t: diagonal(t, offset, dim1, dim2), None, DiagonalScatterBackward0)
+
+
+class UnsafeSplitBackward0(SplitBackward0):
+    pass
+
+
+UnsafeSplitWithSizesBackward0 = type("UnsafeSplitWithSizesBackward0", (SplitBackward0,), {})
+
+
+def _unsafe(fn, name):
+    def op(input, *args, **kwargs):
+        if name == "unsafe_split" and args and isinstance(args[0], (list, tuple)):
+            raise TypeError(f"unsafe_split(): argument 'split_size' (position 1) must be int, not "
+                            f"{type(args[0]).__name__}")
+        outs = fn(input, *args, **kwargs)
+        node = outs[0]._grad_fn if outs else None
+        if node is not None:
+            node.__class__ = (UnsafeSplitWithSizesBackward0 if isinstance(node, SplitWithSizesBackward0)
+                              else UnsafeSplitBackward0)
+        res = []
+        for o in outs:   # (same memory, but not views: in-place writes are allowed)
+            c = finish(None, o._data)
+            c._vc = input._shared_version()
+            if node is not None:
+                c._grad_fn, c._output_nr, c._requires_grad = node, o._output_nr, True
+            res.append(c)
+        return tuple(res)
+    return op
+
+
+unsafe_split = _unsafe(split, "unsafe_split")
+unsafe_chunk = _unsafe(chunk, "unsafe_chunk")
+unsafe_split_with_sizes = _unsafe(split_with_sizes, "unsafe_split_with_sizes")
+for _f, _n in ((unsafe_split, "unsafe_split"), (unsafe_chunk, "unsafe_chunk"),
+               (unsafe_split_with_sizes, "unsafe_split_with_sizes")):
+    _f.__name__ = _f.__qualname__ = _n
+    _f.__doc__ = f"``{_n[7:]}`` whose outputs are not views (in-place writes to them are allowed)."
+
+
+def diagflat(input, offset=0):
+    """A matrix with the flattened ``input`` on its ``offset`` diagonal."""
+    return diag_embed(flatten(input), offset, 0, 1)
+
+
+from .view_inplace import AsStridedBackward0  # noqa: E402  (the node of lazily rebuilt views too)
+
+__all__ += ["as_strided", "narrow_copy", "select_scatter", "slice_scatter", "diagonal_scatter", "unsafe_split",
+            "unsafe_chunk", "unsafe_split_with_sizes", "split_with_sizes", "diagflat", "view_copy", "expand_copy",
+            "permute_copy", "t_copy", "transpose_copy", "unsqueeze_copy", "squeeze_copy", "diagonal_copy",
+            "select_copy", "slice_copy", "alias_copy", "unbind_copy", "split_copy", "unfold_copy"]
+TENSOR_METHODS.update({"as_strided": as_strided, "narrow_copy": narrow_copy, "select_scatter": select_scatter,
+                       "slice_scatter": slice_scatter, "diagonal_scatter": diagonal_scatter,
+                       "unsafe_split": unsafe_split, "unsafe_chunk": unsafe_chunk,
+                       "unsafe_split_with_sizes": unsafe_split_with_sizes, "diagflat": diagflat,
+                       "H": property(lambda self: _H(self))})
+
+
+def _H(self):
+    nd = self._data.ndim
+    if nd == 0:
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=3)
+        return self
+    if nd != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {nd}-D tensor.")
+    return transpose(self, 0, 1)

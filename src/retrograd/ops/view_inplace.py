@@ -6,8 +6,15 @@ node wrapping the in-place op's node ``fn``: in backward, CopySlices takes the b
 gradient, hands the view's slice of it to ``fn``, writes what ``fn`` returns for the
 view's old value back into that slice, and passes the rest of ``fn``'s gradients on.
 ``y = x * 2; y[0] = 0`` thus gives ``x.grad = [0, 2, 2]`` after ``y.sum().backward()``.
+
+Every other view of that base is then stale: the next time its grad_fn is looked at, it
+becomes an AsStridedBackward0 on the base's current grad_fn (``regenerate_view``). Views are
+known by the flat positions of their elements in the base, read from the arrays' memory
+layout, as PyTorch keeps a view's geometry rather than the ops that made it.
 """
-from ._base import Tensor, _state
+import numpy as np
+
+from ._base import Tensor, OpNode, _state, view_rebase_error, INTERNAL_OVERLAP_MSG
 from ..autograd.graph import Node, _seq, _RELEASED, SECOND_BACKWARD_MSG
 
 __all__ = []
@@ -16,13 +23,16 @@ _next = next
 
 
 class CopySlices(Node):
-    """grad_fn of a base after an in-place op on one of its views."""
+    """grad_fn of a base after an in-place op on one of its views. The view is known by
+    the flat positions of its elements in the base (``pos``; None: all of them, in
+    order), fixed when the write happened, as PyTorch keeps the view's geometry."""
 
-    def __init__(self, base_edge, base_meta, view_fn, fn):
+    def __init__(self, base_edge, base_meta, place, view_shape, fn):
         self.next_functions = (base_edge,) + tuple(fn.next_functions[1:])
         self._seq = _next(_seq)
         self._out_meta = (base_meta,)
-        self.view_fn = view_fn
+        self.place = place
+        self.view_shape = view_shape
         self.fn = fn
         self._saved = ()  # so the engine releases ``fn``'s saved tensors with ours
         if Node._anomaly_stack is not None:
@@ -44,45 +54,49 @@ class CopySlices(Node):
 
     def _apply(self, grads):
         g = grads[0]
-        view_fn = self.view_fn
-        if not _state.grad:
-            # Plain arrays: copy the gradient, run fn on the view's slice, write its
-            # gradient for the view's old value back into that slice.
-            result = Tensor._make(g._data.copy())
-            sl = view_fn(result)._data
+        if self.next_functions[0][0] is not None and self.place.overlapping():
+            # (a view with elements sharing memory, as after expand: PyTorch's backward
+            # refuses to write the base's gradient into it)
+            raise RuntimeError(INTERNAL_OVERLAP_MSG)
+        vshape = self.view_shape
+        if not _state.grad and self.place.geo is not None and type(g._data) is np.ndarray:
+            # Plain arrays: copy the gradient, run fn on the view's slice (a strided view
+            # of the copy), write its gradient for the view's old value back into it.
+            result = np.array(g._data, order="C")
+            sl = self.place.view_into(result.reshape(-1))
             res = self._call_fn(Tensor._make(sl.copy()))
             r0 = res[0] if res else None
-            if r0 is None:
-                sl[...] = 0
+            sl[...] = 0 if r0 is None else r0._data
+            return (Tensor._make(result),) + tuple(res[1:])
+        pos = self.place.pos()
+        if not _state.grad:
+            flat = g._data.reshape(-1).copy()
+            sl = flat if pos is None else flat[pos]
+            res = self._call_fn(Tensor._make(sl.reshape(vshape).copy()))
+            r0 = res[0] if res else None
+            if pos is None:
+                flat[...] = 0 if r0 is None else r0._data.reshape(-1)
             else:
-                sl[...] = r0._data
-            return (result,) + tuple(res[1:])
+                flat[pos] = 0 if r0 is None else r0._data.reshape(-1)
+            return (Tensor._make(flat.reshape(g._data.shape)),) + tuple(res[1:])
         # create_graph: the same, written with differentiable ops:
-        # grad_base = g + S(r0 - view_fn(g)), S scattering a slice back into the base's shape.
-        gv = view_fn(g)
+        # grad_base = g + S(r0 - g[view]), S scattering the view's part back into the base.
+        from .index import take_np, put_np
+        gf = g.reshape(-1)
+        gv = (gf if pos is None else take_np(gf, (pos,))).reshape(vshape)
         res = self._call_fn(gv)
         r0 = res[0] if res else None
-        delta = -gv if r0 is None else r0 - gv
-        return (g + _scatter(view_fn, self._out_meta[0], delta),) + tuple(res[1:])
-
-
-def _scatter(view_fn, meta, t):
-    """Zeros of the base's shape with ``t`` in the view's place (differentiable in ``t``):
-    the vector-Jacobian product of ``view_fn``."""
-    from .. import _creation
-    from ..autograd import engine
-    shape, npdt = meta
-    p = _creation._zeros_np(shape, npdt)
-    p._requires_grad = True
-    (r,) = engine.grad(view_fn(p), p, t, create_graph=True)
-    return r
+        delta = (-gv if r0 is None else r0 - gv).reshape(-1)
+        if pos is not None:
+            delta = put_np(delta, (gf._data.size,), (pos,))
+        return (g + delta.reshape(g._data.shape),) + tuple(res[1:])
 
 
 def copy_slices(view, node, output_nr):
     """Rewire ``view``'s base after the in-place op ``node`` wrote into ``view``."""
     base = view._base
     base_meta = (base._data.shape, base._data.dtype)
-    cs = CopySlices(base._edge(), base_meta, view._view_fn, node)
+    cs = CopySlices(base._edge(), base_meta, Placement(view, base), view._data.shape, node)
     old, old_nr = base._grad_fn, base._output_nr
     base._grad_fn = cs
     base._output_nr = 0
@@ -90,20 +104,159 @@ def copy_slices(view, node, output_nr):
     if old is not None and old._retain_grad_hooks:
         old._move_retain_grad(old_nr, cs, 0)
     node._out_meta = ((view._data.shape, view._data.dtype),)
-    # The view's own grad_fn is replayed from the base's new history.
-    vold, vold_nr = view._grad_fn, view._output_nr
-    prev = _state.grad
-    _state.grad = True
-    try:
-        nv = view._view_fn(base)
-    finally:
-        _state.grad = prev
-    view._grad_fn = nv._grad_fn
-    view._output_nr = nv._output_nr
-    view._requires_grad = True
-    view._view_ver = view._vc[0]
-    if vold is not None and vold._retain_grad_hooks:
-        vold._move_retain_grad(vold_nr, view._grad_fn, view._output_nr)
+    regenerate_view(view)
     return view
 
 
+class AsStridedBackward0(OpNode):
+    """grad_fn of a view whose base's history changed after the view was made: the
+    gradient goes back to the base's elements the view covers (summed where several
+    view elements share one, as after ``expand``)."""
+
+    keep = None    # (as_strided beyond its input: the view elements that are the input's)
+    place = None   # a Placement, or the positions themselves in ``pos``
+
+    def backward(self, g):
+        place = self.place
+        if (place is not None and place.geo is not None and not _state.grad and type(g._data) is np.ndarray
+                and not place.overlapping()):
+            z = np.zeros(self.numel, g._data.dtype)
+            place.view_into(z)[...] = g._data
+            return Tensor._make(z.reshape(self.base_shape))
+        pos = place.pos() if place is not None else self.pos
+        if pos is None:   # the view covers its base once, in order
+            return g.reshape(self.base_shape)
+        from .index import put_np, take_np
+        gf = g.reshape(-1)
+        if self.keep is not None:
+            gf = take_np(gf, (self.keep,))
+        return put_np(gf, (self.numel,), (pos,)).reshape(self.base_shape)
+
+
+_UNSET = object()
+
+
+class Placement:
+    """Where a view's elements lie in its base, kept as PyTorch keeps a view's geometry:
+    sizes, strides and offset in the base's storage (the flat positions are worked out
+    only when a backward needs them), or the positions themselves when the base's own
+    layout is not plain row-major."""
+    __slots__ = ("geo", "_pos", "n")
+
+    def __init__(self, view, base):
+        vd, bd = view._data, base._data
+        self.n = bd.size
+        self._pos = _UNSET
+        self.geo = None
+        if type(vd) is np.ndarray and type(bd) is np.ndarray and bd.flags.c_contiguous and vd.itemsize == bd.itemsize:
+            k = bd.itemsize
+            off = (vd.__array_interface__["data"][0] - bd.__array_interface__["data"][0]) // k
+            self.geo = (vd.shape, tuple(st // k for st in vd.strides), off)
+        else:
+            self._pos = _positions(view, base)
+
+    def pos(self):
+        """The flat positions (None: all of the base, in order)."""
+        p = self._pos
+        if p is _UNSET:
+            shape, strides, off = self.geo
+            p = _flat(shape, strides, off)
+            if p.size == self.n and (self.n == 0 or (p == np.arange(self.n)).all()):
+                p = None
+            self._pos = p
+        return p
+
+    def view_into(self, flat):
+        """The view's elements within ``flat`` (a contiguous 1-D array shaped like the base's
+        storage), as a writable strided view."""
+        shape, strides, off = self.geo
+        k = flat.itemsize
+        start = flat[off:] if off < flat.size else flat[:0]
+        return np.lib.stride_tricks.as_strided(start, shape, tuple(st * k for st in strides))
+
+    def overlapping(self):
+        """Whether several view elements share one base element (PyTorch: a stride 0)."""
+        if self.geo is not None:
+            shape, strides = self.geo[0], self.geo[1]
+            return 0 not in shape and any(st == 0 and m > 1 for m, st in zip(shape, strides))
+        p = self._pos
+        return p is not None and np.unique(p).size < p.size
+
+
+def _positions(view, base, outside=False):
+    """For each element of ``view``, the flat (row-major) position in ``base`` of the
+    element it shares memory with (from the arrays' own geometry, as PyTorch's
+    as_strided does); None when that is simply ``arange(base.numel())``. ``outside``:
+    the view may reach memory that is not ``base``'s (``as_strided``): -1 there."""
+    vd, bd = view._data, base._data
+    n = bd.size
+    if type(vd) is np.ndarray and type(bd) is np.ndarray and vd.itemsize == bd.itemsize:
+        k = bd.itemsize
+        v0, b0 = vd.__array_interface__["data"][0], bd.__array_interface__["data"][0]
+        vaddr = _addresses(vd, (v0 - b0) // k, k)
+        if bd.flags.c_contiguous:
+            pos = vaddr
+            if outside:
+                pos = np.where((pos >= 0) & (pos < n), pos, -1)
+        else:   # the base's own layout: from memory offsets back to row-major positions
+            baddr = _addresses(bd, 0, k).reshape(-1)
+            order = np.argsort(baddr, kind="stable")
+            sb = baddr[order]
+            at = np.minimum(np.searchsorted(sb, vaddr), max(n - 1, 0))
+            pos = order[at] if n else np.full(vaddr.shape, -1, np.int64)
+            if outside and n:
+                pos = np.where(sb[at] == vaddr, pos, -1)
+    else:
+        prev = _state.grad
+        _state.grad = False
+        try:
+            lin = Tensor._make(np.arange(n, dtype=np.int64).reshape(bd.shape))
+            pos = np.asarray(view._view_fn(lin)._data, dtype=np.int64)
+        finally:
+            _state.grad = prev
+    if pos.size == n and (n == 0 or (pos.ravel() == np.arange(n)).all()):
+        return None
+    return pos.reshape(-1)
+
+
+def _addresses(a, off, k):
+    """Memory offsets (in elements) of every element of ``a``, ``off`` for its first."""
+    return _flat(a.shape, tuple(st // k for st in a.strides), off).reshape(a.shape)
+
+
+def _flat(shape, strides, off):
+    """off + sum(index * stride) for every index of ``shape``, flattened row-major."""
+    pos = np.full(shape, off, np.int64)
+    for d, (m, st) in enumerate(zip(shape, strides)):
+        if m > 1:
+            sh = [1] * len(shape)
+            sh[d] = m
+            pos = pos + (np.arange(m, dtype=np.int64) * st).reshape(sh)
+    return pos.reshape(-1)
+
+
+def regenerate_view(view, indirect=False):
+    """Give ``view`` a fresh grad_fn after its base's history changed (PyTorch's lazy
+    view rule: an AsStridedBackward0 on the base's current grad_fn). ``indirect``: the
+    change came through the base or a sibling view; views that cannot be rebased refuse."""
+    if indirect and (view._nograd_view or view._multi_view):
+        raise view_rebase_error(view, True)
+    view._view_ver = view._vc[0]
+    if view._view_fn is None:   # (a dtype view: nothing to rebuild it from)
+        return
+    base = view._base
+    node = object.__new__(AsStridedBackward0)
+    node.next_functions = (base._edge(),)
+    node._seq = _next(_seq)
+    if Node._anomaly_stack is not None:
+        node._trace = Node._anomaly_stack()
+    node.base_shape = base._data.shape
+    node.numel = base._data.size
+    node.place = Placement(view, base)
+    node._out_meta = ((view._data.shape, view._data.dtype),)
+    old, old_nr = view._grad_fn, view._output_nr
+    view._grad_fn = node
+    view._output_nr = 0
+    view._requires_grad = True
+    if old is not None and old._retain_grad_hooks:
+        old._move_retain_grad(old_nr, node, 0)
