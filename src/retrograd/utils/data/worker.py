@@ -126,6 +126,13 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
     from ... import _creation
     global _worker_info
     _die_with_parent(parent_pid)
+    # Ctrl-C reaches the whole process group: the main process decides when to stop (a
+    # training loop may finish its step first) and shuts the workers down itself.
+    import signal
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError):
+        pass
     parent = os.getppid()
     try:
         seed = base_seed + worker_id
