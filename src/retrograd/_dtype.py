@@ -188,7 +188,7 @@ _C_NAMES = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "
 def _overflows(value, dt, half=False):
     """Whether a Python/NumPy number does not fit ``dt`` by c10::overflows' rule (unsigned
     types accept negatives down to -max: two's-complement wrap; NaN/inf never fit an integer;
-    float32 overflows past its finite range, float16/bfloat16 and bool never do)."""
+    float32 overflows past its finite range, float16 too with ``half``; bfloat16 and bool never)."""
     if isinstance(value, (builtins.bool, np.bool_)) or dt._kind == 0 or dt._kind == 3:
         return False
     if dt._kind == 1:
@@ -197,7 +197,8 @@ def _overflows(value, dt, half=False):
             return True
         lo = -info.max if info.min == 0 else info.min
         return not (lo <= value <= info.max) if not isinstance(value, builtins.complex) else False
-    if (dt.name == "float32" or half and dt.name == "float16") and isinstance(value, (builtins.int, builtins.float, np.integer, np.floating)):
+    real = (builtins.int, builtins.float, np.integer, np.floating)
+    if (dt.name == "float32" or half and dt.name == "float16") and isinstance(value, real):
         return builtins.bool(np.isfinite(value)) and abs(builtins.float(value)) > builtins.float(np.finfo(dt.np).max)
     return False
 
@@ -206,7 +207,8 @@ def check_scalar_fits(value, dt, half=False):
     """PyTorch's check when a scalar is written into a tensor of dtype ``dt`` (fill_, full):
     RuntimeError "value cannot be converted to type int8_t without overflow". ``half``: also
     check float16 (``full`` does, ``fill_`` does not)."""
-    if isinstance(value, builtins.int) and not isinstance(value, builtins.bool) and not -2**63 <= value < 2**63 and dt._kind < 2:
+    big = isinstance(value, builtins.int) and not isinstance(value, builtins.bool) and not -2**63 <= value < 2**63
+    if big and dt._kind < 2:
         raise RuntimeError(f"value cannot be converted to type {_C_NAMES.get(dt.name, dt.name)} without overflow")
     if _overflows(value, dt, half):
         raise RuntimeError(f"value cannot be converted to type {_C_NAMES.get(dt.name, dt.name)} without overflow")
