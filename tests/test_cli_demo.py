@@ -96,18 +96,24 @@ def intr_run(tmp_path_factory):
     return tmp, common, json.loads((tmp / "full.json").read_text())
 
 
-def interrupt_at(trigger, *args, cwd):
-    """Run the demo, send SIGINT once a stdout line matches ``trigger``; (status, out, err)."""
+def interrupt_at(trigger, *args, cwd, group=False):
+    """Run the demo, send SIGINT once a stdout line matches ``trigger`` (to the whole process
+    group, DataLoader workers included, as a terminal's Ctrl-C does, with ``group``);
+    (status, out, err)."""
     import signal
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=SRC)
     p = subprocess.Popen([sys.executable, "-m", "retrograd", "demo", "mnist", "--no-progress", "--no-plot", *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                         start_new_session=group)
     lines = []
     try:
         for line in p.stdout:
             lines.append(line)
             if re.search(trigger, line):
-                p.send_signal(signal.SIGINT)
+                if group:
+                    os.killpg(p.pid, signal.SIGINT)
+                else:
+                    p.send_signal(signal.SIGINT)
                 break
         out, err = p.communicate(timeout=120)
     finally:
@@ -133,7 +139,9 @@ def test_ctrl_c_at_random_steps_then_resume_is_bit_exact(intr_run):
     for i in range(3):
         epoch, step = rng.randint(1, 2), rng.randint(1, 4)
         run = tmp / f"step{i}"
-        rc, out, err = interrupt_at(rf"^epoch {epoch}/2 step {step}/5 ", *common, "--out", str(run), cwd=tmp)
+        workers = ["--num-workers", "2"] if i == 2 else []      # the batches do not depend on the workers
+        rc, out, err = interrupt_at(rf"^epoch {epoch}/2 step {step}/5 ", *common, *workers, "--out", str(run),
+                                    cwd=tmp, group=bool(workers))
         assert rc == 130, (epoch, step, out, err)
         msg = [ln for ln in err.splitlines() if ln.strip()]
         assert len(msg) == 1 and msg[0].startswith("interrupted while "), err      # one clear line
