@@ -32,6 +32,11 @@ CASES = [
     "T.zeros(2, device=3.5)", "T.full((2,), 1, device=3.5)", "T.zeros(2, device=T.zeros(1))",
     "T.zeros(2, dtype=T.zeros(1))", "T.zeros(2, requires_grad=1)", "T.tensor([1.], requires_grad=1)",
     "T.zeros(2, dtype=T.float32, requires_grad=None)",
+    # functions with several signatures: the parser's "invalid combination" message
+    "T.arange(3, dtype='float32')", "T.arange(0, 3, dtype='float32')", "T.arange(0., 3, 0.5, device=3.5)",
+    "T.eye(3, dtype='float32')", "T.eye(3, 2, requires_grad=1)", "T.rand(2, 3, dtype='float32')",
+    "T.randn((2, 3), dtype='float32')", "T.randint(0, 5, (2,), dtype='float32')", "T.randint(5, (2,), device=1.5)",
+    "T.linspace(0, 1, 5, dtype='float32')", "T.logspace(0, 1, 5, dtype='float32')",
 ]
 
 

@@ -130,14 +130,48 @@ def _size(size):
 _PY_DTYPES = (builtins.float, builtins.int, builtins.bool, builtins.complex)
 
 
-def _check_args(fname, dtype=None, device=None, requires_grad=None):
-    """Reject wrongly typed keyword arguments as PyTorch's argument parser does."""
+_OPTS = ("torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, "
+         "bool pin_memory = False, bool requires_grad = False")
+_OUT = "Tensor out = None, " + _OPTS
+_LIN = [f"({a} start, {b} end, int steps{{base}}, *, {_OUT})"
+        for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"), ("Number", "Number"))]
+# Functions PyTorch declares with several signatures: a wrongly typed argument gets the
+# parser's "invalid combination" message listing them, not the one-signature message.
+_OVERLOADS = {
+    "arange": [f"(Number end, *, {_OUT})", f"(Number start, Number end, *, {_OPTS})",
+               f"(Number start, Number end, Number step = 1, *, {_OUT})"],
+    "eye": [f"(int n, *, {_OUT})", f"(int n, int m, *, {_OUT})"],
+    "rand": [f"(tuple of ints size, *, torch.Generator generator, {_OUT})", f"(tuple of ints size, *, {_OUT})"],
+    "randn": [f"(tuple of ints size, *, torch.Generator generator, {_OUT})", f"(tuple of ints size, *, {_OUT})"],
+    "randint": [f"(int high, tuple of ints size, *, torch.Generator generator, {_OUT})",
+                f"(int high, tuple of ints size, *, {_OUT})",
+                f"(int low, int high, tuple of ints size, *, torch.Generator generator, {_OUT})",
+                f"(int low, int high, tuple of ints size, *, {_OUT})"],
+    "linspace": [s.format(base="") for s in _LIN],
+    "logspace": [s.format(base=", float base = 10.0") for s in _LIN],
+}
+
+
+def _check_args(fname, dtype=None, device=None, requires_grad=None, args=()):
+    """Reject wrongly typed keyword arguments as PyTorch's argument parser does (``args``:
+    the positional arguments, named in the message of a function with several signatures)."""
+    bad = None
     if dtype is not None and not isinstance(dtype, D.dtype) and dtype not in _PY_DTYPES:
-        raise TypeError(f"{fname}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
-    if device is not None and not isinstance(device, (str, _bint, _device_cls)) or isinstance(device, _bbool):
-        raise TypeError(f"{fname}(): argument 'device' must be torch.device, not {type(device).__name__}")
-    if requires_grad is not None and not isinstance(requires_grad, _bbool):
-        raise TypeError(f"{fname}(): argument 'requires_grad' must be bool, not {type(requires_grad).__name__}")
+        bad = ("dtype", "torch.dtype", dtype)
+    elif device is not None and not isinstance(device, (str, _bint, _device_cls)) or isinstance(device, _bbool):
+        bad = ("device", "torch.device", device)
+    elif requires_grad is not None and not isinstance(requires_grad, _bbool):
+        bad = ("requires_grad", "bool", requires_grad)
+    if bad is None:
+        return
+    if fname in _OVERLOADS:
+        got = [type(a).__name__ for a in args if a is not None]
+        for k, v, default in (("dtype", dtype, None), ("device", device, None), ("requires_grad", requires_grad, False)):
+            if v is not default and v is not None:
+                got.append(f"{k}={type(v).__name__}")
+        raise TypeError(f"{fname}() received an invalid combination of arguments - got ({', '.join(got)}), but "
+                        "expected one of:\n" + "".join(f" * {sig}\n" for sig in _OVERLOADS[fname]))
+    raise TypeError(f"{fname}(): argument '{bad[0]}' must be {bad[1]}, not {type(bad[2]).__name__}")
 
 
 def _alloc(make, shape, npdt, *args):
@@ -414,7 +448,8 @@ def _num(v):
 
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Values from ``start`` to ``end`` (exclusive) by ``step``."""
-    _check_args("arange", dtype, device, requires_grad)
+    _check_args("arange", dtype, device, requires_grad,
+                (start,) if end is None else (start, end) if step == 1 else (start, end, step))
     start, end, step = _num(start), _num(end), _num(step)
     if end is None:
         start, end = 0, start
@@ -447,7 +482,7 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    _check_args("linspace", dtype, device, requires_grad)
+    _check_args("linspace", dtype, device, requires_grad, (start, end, steps))
     dt = _float_dt(dtype)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -470,7 +505,7 @@ def _linspace(start, end, steps, cdt):
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    _check_args("logspace", dtype, device, requires_grad)
+    _check_args("logspace", dtype, device, requires_grad, (start, end, steps) + ((base,) if base != 10.0 else ()))
     dt = _float_dt(dtype)
     with np.errstate(all="ignore"):
         return _finish(np.logspace(_num(start), _num(end), steps, base=base).astype(dt.np), requires_grad, device)
@@ -478,7 +513,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The identity matrix (``n`` x ``m``)."""
-    _check_args("eye", dtype, device, requires_grad)
+    _check_args("eye", dtype, device, requires_grad, (n, m))
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     m = n if m is None else m
@@ -508,14 +543,14 @@ def _sample(fn, dt, shape, g):
 
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """Uniform samples on [0, 1)."""
-    _check_args("rand", dtype, device, requires_grad)
+    _check_args("rand", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype)
     return _finish(_sample(lambda g, s, d: g.random(s, dtype=d), dt, _size(size), _gen(generator)), requires_grad, device)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """Standard normal samples."""
-    _check_args("randn", dtype, device, requires_grad)
+    _check_args("randn", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype, "normal_kernel_cpu")
     return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator)),
                    requires_grad, device)
@@ -527,6 +562,7 @@ _RANDINT_C_NAMES = {"int8": "signed char", "uint8": "unsigned char", "int16": "s
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
             requires_grad=False):
     """Random integers in [low, high)."""
+    _check_args("randint", dtype, device, requires_grad, (low, high, size))
     if size is None:
         if isinstance(high, (tuple, list, Size)):
             low, high, size = 0, low, high
@@ -536,7 +572,6 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
         low, high = 0, low
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    _check_args("randint", dtype, device, requires_grad)
     for v in (low, high):
         if isinstance(v, _bint) and not -2**63 <= v < 2**63:
             raise ValueError("Overflow when unpacking long long")
