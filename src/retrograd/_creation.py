@@ -166,8 +166,8 @@ def _check_args(fname, dtype=None, device=None, requires_grad=None, args=()):
         return
     if fname in _OVERLOADS:
         got = [type(a).__name__ for a in args if a is not None]
-        for k, v, default in (("dtype", dtype, None), ("device", device, None), ("requires_grad", requires_grad, False)):
-            if v is not default and v is not None:
+        for k, v in (("dtype", dtype), ("device", device), ("requires_grad", requires_grad)):
+            if v is not None and v is not False:
                 got.append(f"{k}={type(v).__name__}")
         raise TypeError(f"{fname}() received an invalid combination of arguments - got ({', '.join(got)}), but "
                         "expected one of:\n" + "".join(f" * {sig}\n" for sig in _OVERLOADS[fname]))
