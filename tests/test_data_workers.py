@@ -2,6 +2,8 @@
 iterable sharding, persistent workers, errors that name the worker and the sample, timeouts."""
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -307,3 +309,64 @@ def test_iteration_goes_on_after_a_worker_error(kind, in_order, persistent):
         assert same(_drain(dl), _drain(tdl))
         dl._iterator._shutdown_workers()
         tdl._iterator._shutdown_workers()
+
+
+def test_worker_init_fn_error_is_reported_by_every_later_batch():
+    def init(worker_id):
+        raise RuntimeError("init failed")
+    it = iter(DataLoader(Squares(), batch_size=4, num_workers=1, worker_init_fn=init))
+    for _ in range(3):      # the first batch and the ones after it: the original error each time
+        with pytest.raises(RuntimeError) as ei:
+            next(it)
+        msg = str(ei.value)
+        assert "init failed" in msg and "Traceback" in msg and "in worker_init_fn" in msg, msg
+        assert "UnboundLocalError" not in msg
+
+
+_KILLED_PARENT = r"""
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+from retrograd.utils.data import DataLoader, Dataset
+
+class Busy(Dataset):
+    def __len__(self):
+        return 1000
+    def __getitem__(self, i):
+        time.sleep(0.2)
+        return i
+
+it = iter(DataLoader(Busy(), batch_size=1, num_workers=2, prefetch_factor=20))
+next(it)
+print(" ".join(str(w.pid) for w in it._workers), flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_exit_promptly_when_the_main_process_is_killed(tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text(_KILLED_PARENT)
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+    p = subprocess.Popen([sys.executable, str(script), src], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(x) for x in p.stdout.readline().split()]
+        assert len(pids) == 2
+        p.kill()
+        p.wait()
+        t0 = time.time()
+
+        def alive(pid):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    return f.read().split(") ")[1][0] != "Z"
+            except OSError:
+                return False
+        while any(alive(pid) for pid in pids) and time.time() - t0 < 10:
+            time.sleep(0.05)
+        # 20 prefetched samples of 0.2 s each: finishing them would take 4 s; a worker that
+        # watches its parent is gone almost at once.
+        assert not any(alive(pid) for pid in pids), time.time() - t0
+        assert time.time() - t0 < 1.5
+    finally:
+        if p.poll() is None:
+            p.kill()

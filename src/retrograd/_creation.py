@@ -1,11 +1,13 @@
 """Creating tensors: from data, filled, ranges, random; the random generators."""
 import builtins
+import math
 import warnings
 
 import numpy as np
 
 from . import _dtype as D
 from ._device import CPU, to_device, array_module
+from ._device import device as _device_cls
 from ._tensor import Tensor, Size
 from .autograd import grad_mode
 
@@ -125,6 +127,76 @@ def _size(size):
     return tuple(out)
 
 
+_PY_DTYPES = (builtins.float, builtins.int, builtins.bool, builtins.complex)
+
+
+_OPTS = ("torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, "
+         "bool pin_memory = False, bool requires_grad = False")
+_OUT = "Tensor out = None, " + _OPTS
+_LIN = [f"({a} start, {b} end, int steps{{base}}, *, {_OUT})"
+        for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"), ("Number", "Number"))]
+# Functions PyTorch declares with several signatures: a wrongly typed argument gets the
+# parser's "invalid combination" message listing them, not the one-signature message.
+_OVERLOADS = {
+    "arange": [f"(Number end, *, {_OUT})", f"(Number start, Number end, *, {_OPTS})",
+               f"(Number start, Number end, Number step = 1, *, {_OUT})"],
+    "eye": [f"(int n, *, {_OUT})", f"(int n, int m, *, {_OUT})"],
+    "rand": [f"(tuple of ints size, *, torch.Generator generator, {_OUT})", f"(tuple of ints size, *, {_OUT})"],
+    "randn": [f"(tuple of ints size, *, torch.Generator generator, {_OUT})", f"(tuple of ints size, *, {_OUT})"],
+    "randint": [f"(int high, tuple of ints size, *, torch.Generator generator, {_OUT})",
+                f"(int high, tuple of ints size, *, {_OUT})",
+                f"(int low, int high, tuple of ints size, *, torch.Generator generator, {_OUT})",
+                f"(int low, int high, tuple of ints size, *, {_OUT})"],
+    "linspace": [s.format(base="") for s in _LIN],
+    "logspace": [s.format(base=", float base = 10.0") for s in _LIN],
+}
+
+
+def _check_args(fname, dtype=None, device=None, requires_grad=None, args=()):
+    """Reject wrongly typed keyword arguments as PyTorch's argument parser does (``args``:
+    the positional arguments, named in the message of a function with several signatures)."""
+    bad = None
+    if dtype is not None and not isinstance(dtype, D.dtype) and dtype not in _PY_DTYPES:
+        bad = ("dtype", "torch.dtype", dtype)
+    elif device is not None and not isinstance(device, (str, _bint, _device_cls)) or isinstance(device, _bbool):
+        bad = ("device", "torch.device", device)
+    elif requires_grad is not None and not isinstance(requires_grad, _bbool):
+        bad = ("requires_grad", "bool", requires_grad)
+    if bad is None:
+        return
+    if fname in _OVERLOADS:
+        got = [type(a).__name__ for a in args if a is not None]
+        for k, v in (("dtype", dtype), ("device", device), ("requires_grad", requires_grad)):
+            if v is not None and v is not False:
+                got.append(f"{k}={type(v).__name__}")
+        raise TypeError(f"{fname}() received an invalid combination of arguments - got ({', '.join(got)}), but "
+                        "expected one of:\n" + "".join(f" * {sig}\n" for sig in _OVERLOADS[fname]))
+    raise TypeError(f"{fname}(): argument '{bad[0]}' must be {bad[1]}, not {type(bad[2]).__name__}")
+
+
+def _alloc(make, shape, npdt, *args):
+    """``make(shape, *args, npdt)`` with PyTorch's errors for sizes that overflow or do not fit
+    in memory (NumPy's ValueError/MemoryError otherwise)."""
+    nbytes = math.prod(shape) * npdt.itemsize
+    if nbytes > 2**63 - 1:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+    try:
+        return make(shape, *args, npdt)
+    except MemoryError:
+        raise RuntimeError(f"[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+                           f"memory: you tried to allocate {nbytes} bytes. Error code 12 (Cannot allocate memory)") \
+            from None
+    except ValueError as e:
+        if "too big" not in str(e):
+            raise
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}") from None
+
+
+def _full_np(shape, fill, npdt):
+    with np.errstate(all="ignore"):     # float16 overflow gives inf, silently as in PyTorch
+        return np.full(shape, fill, npdt)
+
+
 def _finish(data, requires_grad=False, device=None):
     if device is not None:
         dev = to_device(device)
@@ -216,8 +288,17 @@ def _to_array(data, dtype):
         return _to_array(data, dtype)
     a = np.array(data)
     if a.dtype == object:
+        if any(isinstance(v, _bint) for v in a.flat):   # Python ints beyond 64 bits
+            raise ValueError("Overflow when unpacking long long")
         raise TypeError("Could not infer dtype of object")
-    return a.astype(dtype.np if dtype is not None else _infer_dtype(a), copy=False)
+    if a.dtype == np.uint64 and (dtype is None or dtype._kind < 2):   # ints >= 2**63 (NumPy's uint64)
+        raise ValueError("Overflow when unpacking long long")
+    if dtype is not None and dtype._kind == 1 and a.dtype.kind in "iuf" and a.size:
+        lo, hi = a.min(), a.max()
+        if a.dtype.kind == "f" and not np.isfinite(a).all() or D._overflows(lo, dtype) or D._overflows(hi, dtype):
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+    with np.errstate(all="ignore"):      # float32 overflow gives inf, as in PyTorch
+        return a.astype(dtype.np if dtype is not None else _infer_dtype(a), copy=False)
 
 
 # --- from data ----------------------------------------------------------------------------
@@ -234,6 +315,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         if device is not None:
             r = r.to(device)
         return r.requires_grad_(requires_grad) if requires_grad else r
+    _check_args("tensor", dtype, device, requires_grad)
     dt = D.to_dtype(dtype) if dtype is not None else None
     a = _to_array(data, dt)
     return _finish(a, requires_grad, device)
@@ -277,15 +359,16 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
 
 # --- filled -------------------------------------------------------------------------------
 
-def _filled(fill, size, dtype, device, requires_grad, default_float=True):
+def _filled(fill, size, dtype, device, requires_grad, default_float=True, fname="empty"):
+    _check_args(fname, dtype, device, requires_grad)
     shape = _size(size)
     dt = _float_dt(dtype) if default_float or dtype is not None else None
     if fill is None:
-        a = np.empty(shape, dt.np)
+        a = _alloc(np.empty, shape, dt.np)
     elif fill == 0:
-        a = np.zeros(shape, dt.np)
+        a = _alloc(np.zeros, shape, dt.np)
     else:
-        a = np.full(shape, fill, dt.np)
+        a = _alloc(_full_np, shape, dt.np, fill)
     return _finish(a, requires_grad, device)
 
 
@@ -294,26 +377,27 @@ def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
     dims = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list, Size)) else size
     if any(isinstance(s, (_bint, np.integer)) and s < 0 for s in dims):
         raise RuntimeError("zeros: Dimension size must be non-negative.")
-    return _filled(0, size, dtype, device, requires_grad)
+    return _filled(0, size, dtype, device, requires_grad, fname="zeros")
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor of ones."""
-    return _filled(1, size, dtype, device, requires_grad)
+    return _filled(1, size, dtype, device, requires_grad, fname="ones")
 
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
     """An uninitialised tensor (retrograd zero-fills it: reading garbage helps no one)."""
-    return _filled(0, size, dtype, device, requires_grad)
+    return _filled(0, size, dtype, device, requires_grad, fname="empty")
 
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **kw):
-    return _filled(0, (tuple(size),), dtype, device, requires_grad)
+    return _filled(0, (tuple(size),), dtype, device, requires_grad, fname="empty_strided")
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """A tensor filled with ``fill_value`` (dtype inferred from it like PyTorch)."""
+    _check_args("full", dtype, device, requires_grad)
     if dtype is None:
         if isinstance(fill_value, _bbool):
             dtype = D.bool_
@@ -325,23 +409,25 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
         fill_value = fill_value.item()
     shape = _size((size,) if not isinstance(size, (tuple, list, Size)) else (tuple(size),))
     dt = _float_dt(dtype)
-    return _finish(np.full(shape, fill_value, dt.np), requires_grad, device)
+    D.check_scalar_fits(fill_value, dt, half=True)
+    return _finish(_alloc(_full_np, shape, dt.np, fill_value), requires_grad, device)
 
 
-def _like(input, dtype, device):
+def _like(input, dtype, device, fname="empty_like", requires_grad=None):
+    _check_args(fname, dtype, device, requires_grad)
     dt = input.dtype if dtype is None else D.to_dtype(dtype)
     dev = input.device if device is None else device
     return input._data.shape, dt, dev
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    shape, dt, dev = _like(input, dtype, device)
-    return _finish(np.zeros(shape, dt.np), requires_grad, dev)
+    shape, dt, dev = _like(input, dtype, device, "zeros_like", requires_grad)
+    return _finish(_alloc(np.zeros, shape, dt.np), requires_grad, dev)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    shape, dt, dev = _like(input, dtype, device)
-    return _finish(np.ones(shape, dt.np), requires_grad, dev)
+    shape, dt, dev = _like(input, dtype, device, "ones_like", requires_grad)
+    return _finish(_alloc(np.ones, shape, dt.np), requires_grad, dev)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
@@ -349,8 +435,9 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    shape, dt, dev = _like(input, dtype, device)
-    return _finish(np.full(shape, fill_value, dt.np), requires_grad, dev)
+    shape, dt, dev = _like(input, dtype, device, "full_like", requires_grad)
+    D.check_scalar_fits(fill_value.item() if isinstance(fill_value, Tensor) else fill_value, dt, half=True)
+    return _finish(_alloc(_full_np, shape, dt.np, fill_value), requires_grad, dev)
 
 
 # --- ranges -------------------------------------------------------------------------------
@@ -361,6 +448,8 @@ def _num(v):
 
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Values from ``start`` to ``end`` (exclusive) by ``step``."""
+    _check_args("arange", dtype, device, requires_grad,
+                (start,) if end is None else (start, end) if step == 1 else (start, end, step))
     start, end, step = _num(start), _num(end), _num(step)
     if end is None:
         start, end = 0, start
@@ -373,9 +462,9 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         dt = D.get_default_dtype() if isfloat else D.int64
     else:
         dt = D.to_dtype(dtype)
-    import math
     n = max(0, math.ceil((end - start) / step))
-    a = (start + np.arange(n, dtype=np.float64 if dt.is_floating_point else np.int64) * step).astype(dt.np)
+    with np.errstate(all="ignore"):
+        a = (start + np.arange(n, dtype=np.float64 if dt.is_floating_point else np.int64) * step).astype(dt.np)
     return _finish(a, requires_grad, device)
 
 
@@ -393,11 +482,17 @@ def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=F
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    _check_args("linspace", dtype, device, requires_grad, (start, end, steps))
     dt = _float_dt(dtype)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = _num(start), _num(end)
     cdt = dt.np if dt.np.kind == "f" else np.dtype(np.float64)
+    with np.errstate(all="ignore"):     # inf/nan ends give inf/nan values, silently as in PyTorch
+        return _finish(_linspace(start, end, steps, cdt).astype(dt.np), requires_grad, device)
+
+
+def _linspace(start, end, steps, cdt):
     if steps <= 1:
         r = np.full(steps, start, cdt)
     else:
@@ -406,18 +501,26 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         i = np.arange(steps, dtype=cdt)
         r = np.where(np.arange(steps) < steps // 2, cdt.type(start) + i * step,
                      cdt.type(end) - (cdt.type(steps - 1) - i) * step)
-    return _finish(r.astype(dt.np), requires_grad, device)
+    return r
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    _check_args("logspace", dtype, device, requires_grad, (start, end, steps) + ((base,) if base != 10.0 else ()))
     dt = _float_dt(dtype)
-    return _finish(np.logspace(_num(start), _num(end), steps, base=base).astype(dt.np), requires_grad, device)
+    with np.errstate(all="ignore"):
+        return _finish(np.logspace(_num(start), _num(end), steps, base=base).astype(dt.np), requires_grad, device)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The identity matrix (``n`` x ``m``)."""
+    _check_args("eye", dtype, device, requires_grad, (n, m))
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    m = n if m is None else m
+    if m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     dt = _float_dt(dtype)
-    return _finish(np.eye(n, n if m is None else m, dtype=dt.np), requires_grad, device)
+    return _finish(_alloc(lambda shape, npdt: np.eye(*shape, dtype=npdt), (n, m), dt.np), requires_grad, device)
 
 
 # --- random -------------------------------------------------------------------------------
@@ -440,20 +543,26 @@ def _sample(fn, dt, shape, g):
 
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """Uniform samples on [0, 1)."""
+    _check_args("rand", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype)
     return _finish(_sample(lambda g, s, d: g.random(s, dtype=d), dt, _size(size), _gen(generator)), requires_grad, device)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """Standard normal samples."""
+    _check_args("randn", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype, "normal_kernel_cpu")
     return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator)),
                    requires_grad, device)
 
 
+_RANDINT_C_NAMES = {"int8": "signed char", "uint8": "unsigned char", "int16": "short", "int32": "int"}
+
+
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
             requires_grad=False):
     """Random integers in [low, high)."""
+    _check_args("randint", dtype, device, requires_grad, (low, high, size))
     if size is None:
         if isinstance(high, (tuple, list, Size)):
             low, high, size = 0, low, high
@@ -463,7 +572,17 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
         low, high = 0, low
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    for v in (low, high):
+        if isinstance(v, _bint) and not -2**63 <= v < 2**63:
+            raise ValueError("Overflow when unpacking long long")
     dt = D.int64 if dtype is None else D.to_dtype(dtype)
+    if dt._kind == 1 and dt.name != "int64":
+        info = np.iinfo(dt.np)
+        cname = _RANDINT_C_NAMES[dt.name]
+        if low < info.min:
+            raise RuntimeError(f"from is out of bounds for {cname}")
+        if high - 1 > info.max:
+            raise RuntimeError(f"to - 1 is out of bounds for {cname}")
     a = _gen(generator).integers(low, high, size=_size((tuple(size),)), dtype=np.int64).astype(dt.np)
     return _finish(a, requires_grad, device)
 

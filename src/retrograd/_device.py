@@ -1,4 +1,6 @@
 """Devices: ``cpu`` runs on NumPy, ``cuda`` on CuPy (imported only when first used)."""
+from builtins import type as builtins_type
+
 import numpy as np
 
 __all__ = ["device"]
@@ -11,16 +13,32 @@ class device:
     def __new__(cls, type, index=None):
         if isinstance(type, device):
             return type
-        if isinstance(type, int):
+        if isinstance(type, int) and not isinstance(type, bool):
             type, index = "cuda", type
+        if not isinstance(type, str):
+            t = builtins_type(type).__name__
+            raise TypeError(f"device() received an invalid combination of arguments - got ({t}), but expected one "
+                            f"of:\n * (torch.device device)\n      didn't match because some of the arguments have "
+                            f"invalid types: (!{t}!)\n * (str type, int index = -1)\n")
+        if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+            raise TypeError(f"device(): argument 'index' (position 2) must be int, not "
+                            f"{builtins_type(index).__name__}")
         if ":" in type:
-            type, idx = type.split(":", 1)
-            index = int(idx)
+            if index is not None:
+                raise RuntimeError("type (string) must not include an index because index was passed explicitly: "
+                                   + type)
+            name, idx = type.split(":", 1)
+            # PyTorch's rule: a non-negative decimal index without sign, spaces or leading zeros.
+            if not idx.isdigit() or not idx.isascii() or (len(idx) > 1 and idx[0] == "0"):
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            type, index = name, int(idx)
+        if index is not None and index < 0:
+            raise RuntimeError("Device index must not be negative")
         if type not in ("cpu", "cuda", "meta"):
             raise RuntimeError(
                 "Expected one of cpu, cuda, meta device type at start of device string: " + type)
         if type == "cpu":
-            if index not in (None, 0, -1):
+            if index not in (None, 0):
                 raise RuntimeError(f"CPU device index must be -1 or zero, got {index}")
             if index is None and _CPU is not None:
                 return _CPU

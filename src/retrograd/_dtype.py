@@ -178,3 +178,47 @@ class iinfo:
         type = to_dtype(type)
         ii = np.iinfo(type.np)
         self.bits, self.max, self.min, self.dtype = ii.bits, builtins.int(ii.max), builtins.int(ii.min), type.name
+
+
+# The C++ scalar type names PyTorch's scalar checks print ("int8_t", "float", ...).
+_C_NAMES = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+            "float32": "float", "float64": "double", "float16": "c10::Half"}
+
+
+def _overflows(value, dt, half=False):
+    """Whether a Python/NumPy number does not fit ``dt`` by c10::overflows' rule (unsigned
+    types accept negatives down to -max: two's-complement wrap; NaN/inf never fit an integer;
+    float32 overflows past its finite range, float16 too with ``half``; bfloat16 and bool never)."""
+    if isinstance(value, (builtins.bool, np.bool_)) or dt._kind == 0 or dt._kind == 3:
+        return False
+    if dt._kind == 1:
+        info = np.iinfo(dt.np)
+        if isinstance(value, (builtins.float, np.floating)) and not np.isfinite(value):
+            return True
+        lo = -info.max if info.min == 0 else info.min
+        return not (lo <= value <= info.max) if not isinstance(value, builtins.complex) else False
+    real = (builtins.int, builtins.float, np.integer, np.floating)
+    if (dt.name == "float32" or half and dt.name == "float16") and isinstance(value, real):
+        return builtins.bool(np.isfinite(value)) and abs(builtins.float(value)) > builtins.float(np.finfo(dt.np).max)
+    return False
+
+
+def check_scalar_fits(value, dt, half=False):
+    """PyTorch's check when a scalar is written into a tensor of dtype ``dt`` (fill_, full):
+    RuntimeError "value cannot be converted to type int8_t without overflow". ``half``: also
+    check float16 (``full`` does, ``fill_`` does not)."""
+    big = isinstance(value, builtins.int) and not isinstance(value, builtins.bool) and not -2**63 <= value < 2**63
+    if big and dt._kind < 2:
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES.get(dt.name, dt.name)} without overflow")
+    if _overflows(value, dt, half):
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES.get(dt.name, dt.name)} without overflow")
+
+
+# Names in PyTorch's messages: the C++ type (caffe2 TypeMeta) and the ScalarType.
+_TYPEMETA_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                   "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "int64": "long int",
+                   "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                   "bool": "bool"}
+_SCALAR_TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
+                      "complex64": "ComplexFloat", "complex128": "ComplexDouble", "int64": "Long", "int32": "Int",
+                      "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}

@@ -298,9 +298,17 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
             if value._data.dtype != self._data.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                from ._dtype import _SCALAR_TYPE_NAMES, _TYPEMETA_NAMES
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_TYPEMETA_NAMES[value.dtype.name]}' to a tensor "
+                    f"with grad_dtype '{_SCALAR_TYPE_NAMES[self.dtype.name]}'. The gradient must match the tensor's "
+                    "grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with "
+                    "a specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes "
+                    "of a tensor and its gradient may break downstream systems that assume they match.")
             if value._data.shape != self._data.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value._data.shape)}' to a tensor "
+                                   f"of size '{list(self._data.shape)}'. Please ensure that the gradient and the "
+                                   "tensor are the same size")
             if value.device != self.device:
                 raise RuntimeError("assigned grad has data located on a different device")
         self._grad = value

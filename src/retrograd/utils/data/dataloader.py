@@ -1,5 +1,6 @@
 """The DataLoader: batches from a dataset, in the main process or in worker processes."""
 import itertools
+import os
 import time
 
 import numpy as np
@@ -331,6 +332,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers_done_event = ctx.Event()
         self._index_queues, self._workers = [], []
         self._shutdown = False
+        import threading
+        parent_pid = os.getpid() if threading.current_thread() is threading.main_thread() else None
         for i in range(self._num_workers):
             iq = ctx.Queue()
             iq.cancel_join_thread()
@@ -338,7 +341,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                             args=(self._dataset_kind, self._dataset, iq, self._worker_result_queue,
                                   self._workers_done_event, self._auto_collation, self._collate_fn,
                                   self._drop_last, self._base_seed, self._worker_init_fn, i,
-                                  self._num_workers, self._persistent_workers),
+                                  self._num_workers, self._persistent_workers, parent_pid),
                             name=f"DataLoader worker {i}")
             w.daemon = True
             w.start()

@@ -99,13 +99,41 @@ def _describe(e):
     return "" if where is None else f" ({where})"
 
 
+def _die_with_parent(parent_pid):
+    """On Linux, ask the kernel to SIGKILL this worker when the process that forked it dies
+    (``prctl(PR_SET_PDEATHSIG)``), so a killed main process leaves no worker busy with its
+    prefetched samples. Only when the forking parent is ``parent_pid`` itself (fork start
+    method, from the main thread: the signal follows the forking thread). Best effort."""
+    if parent_pid is None or not sys.platform.startswith("linux") or os.getppid() != parent_pid:
+        return
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:      # the parent died before prctl took effect
+        os._exit(1)
+
+
 def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto_collation, collate_fn,
-                 drop_last, base_seed, init_fn, worker_id, num_workers, persistent_workers):
+                 drop_last, base_seed, init_fn, worker_id, num_workers, persistent_workers, parent_pid=None):
     import queue
     import random
     from .dataloader import _DatasetKind
     from ... import _creation
     global _worker_info
+    _die_with_parent(parent_pid)
+    # Ctrl-C reaches the whole process group: the main process decides when to stop (a
+    # training loop may finish its step first) and shuts the workers down itself.
+    import signal
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError):
+        pass
+    parent = os.getppid()
     try:
         seed = base_seed + worker_id
         random.seed(seed)
@@ -123,8 +151,9 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
                                                     "or while setting up the worker)")
 
         iteration_end = False
-        parent = os.getppid()
         while True:
+            if os.getppid() != parent:      # the main process died: stop (checked between samples)
+                break
             try:
                 r = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
             except queue.Empty:
@@ -144,7 +173,8 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
                 continue
             idx, index = r
             if init_exception is not None:
-                data, init_exception = init_exception, None
+                # Every batch of a worker whose set-up failed reports the original error.
+                data = init_exception
             else:
                 try:
                     data = fetcher.fetch(index)
