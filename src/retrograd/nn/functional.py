@@ -27,7 +27,7 @@ def _maybe_inplace(fn, input, inplace, *args):
 # --- activations ----------------------------------------------------------------------
 
 def celu(input, alpha=1.0, inplace=False):
-    return _maybe_inplace(_act.celu, input, inplace, alpha)
+    return _act.celu_(input, alpha) if inplace else _act.celu(input, alpha)
 
 
 def celu_(input, alpha=1.0):
@@ -35,7 +35,7 @@ def celu_(input, alpha=1.0):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _maybe_inplace(_act.elu, input, inplace, alpha)
+    return _act.elu_(input, alpha) if inplace else _act.elu(input, alpha)
 
 
 def elu_(input, alpha=1.0):
@@ -71,7 +71,7 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _maybe_inplace(_act.leaky_relu, input, inplace, negative_slope)
+    return _act.leaky_relu_(input, negative_slope) if inplace else _act.leaky_relu(input, negative_slope)
 
 
 def leaky_relu_(input, negative_slope=0.01):
@@ -107,11 +107,19 @@ def relu6(input, inplace=False):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    return _maybe_inplace(_act.rrelu, input, inplace, lower, upper, training)
+    return _act.rrelu(input, lower, upper, training, inplace)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return _act.rrelu_(input, lower, upper, training)
 
 
 def selu(input, inplace=False):
-    return _maybe_inplace(_act.selu, input, inplace)
+    return _act.selu_(input) if inplace else _act.selu(input)
+
+
+def selu_(input):
+    return _act.selu_(input)
 
 
 def sigmoid(input):
@@ -151,11 +159,11 @@ def tanhshrink(input):
 
 
 def threshold(input, threshold, value, inplace=False):
-    return _maybe_inplace(_act.threshold, input, inplace, threshold, value)
+    return _act.threshold_(input, threshold, value) if inplace else _act.threshold(input, threshold, value)
 
 
 def threshold_(input, threshold, value):
-    return _maybe_inplace(_act.threshold, input, True, threshold, value)
+    return _act.threshold_(input, threshold, value)
 
 
 # --- convolution ----------------------------------------------------------------------

@@ -10,27 +10,35 @@ import warnings
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, save_output, finish, wrap_dim, apply_inplace
-from .unary import _erf_np, _sigmoid_np, exp, tanh, sigmoid, erf
+from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
+                    masked_grad, _dtype_name)
+from .unary import _erf_np, _sigmoid_np, exp, log1p, tanh, sigmoid, erf
 from .index import where
 from .. import _dtype as D
 
 __all__ = ["softmax", "log_softmax", "selu", "celu", "threshold", "prelu", "hardshrink", "rrelu", "selu_", "celu_",
-           "threshold_", "dropout", "feature_dropout", "dropout_", "feature_dropout_"]
+           "threshold_", "rrelu_", "dropout", "feature_dropout", "dropout_", "feature_dropout_"]
 
 
 def _const(a, like):
-    return finish(None, np.asarray(a, dtype=like._data.dtype))
+    return finish(None, arr(np.asarray(a, dtype=like._data.dtype)))
 
 
-def _float_input(input, name):
-    if input._data.dtype.kind not in "fc":
-        raise NotImplementedError(f'"{name}" not implemented for \'{D._FROM_NP[input._data.dtype].name.capitalize()}\'')
+def _zeros(like):
+    return finish(None, np.zeros(like._data.shape, like._data.dtype))
+
+
+def _float_input(input, kernel):
+    """PyTorch's dispatch error for the kernels that take floating inputs only."""
+    dt = input._data.dtype
+    if dt.kind not in "fc":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
 
 
 def _op(node_cls, input, r, saves="input", **attrs):
+    """Wrap the forward result ``r`` (made an array: NumPy turns 0-d results into scalars)."""
     node = node_for(node_cls, (input,))
-    res = finish(node, r)
+    res = finish(node, arr(r))
     if node is not None:
         for k, v in attrs.items():
             setattr(node, k, v)
@@ -41,120 +49,267 @@ def _op(node_cls, input, r, saves="input", **attrs):
     return res
 
 
-# *** piecewise linear ***
+def _grad_op(node_cls, value, inputs, **attrs):
+    """A first derivative computed as one op, as PyTorch's ``*_backward`` functions are: under
+    create_graph its node (PyTorch's ``*BackwardBackward0``) differentiates it again with
+    the formulas of derivatives.yaml. ``inputs`` are saved for that node."""
+    node = node_for(node_cls, inputs)
+    if node is not None:
+        for k, v in attrs.items():
+            setattr(node, k, v)
+        save(node, *inputs)
+    return finish(node, arr(value))
+
+
+def _needs(node, i):
+    return node.next_functions[i][0] is not None
+
+
+# *** piecewise linear: gradients are selected (masked_grad), never multiplied ***
 
 class HardtanhBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
         xd = x._data
-        return g * _const((xd > self.min_val) & (xd < self.max_val), g)
+        # PyTorch's kernel zeroes where x <= min or x >= max, so NaN passes the gradient
+        return masked_grad(g, ~((xd <= self.min_val) | (xd >= self.max_val)), x, "HardtanhBackwardBackward0")
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0):
     """Clamp to [min_val, max_val]."""
+    x = input._data
+    if x.dtype == np.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if x.dtype == np.uint8 and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    x = input._data
     r = np.clip(x, min_val, max_val).astype(x.dtype, copy=False)
     return _op(HardtanhBackward0, input, r, min_val=min_val, max_val=max_val)
+
+
+def _leaky_grad(cls, g, x, slope, noise=None):
+    """g * (x > 0 ? 1 : slope), or g * noise (rrelu in training): PyTorch multiplies by the
+    slope here, it does not select."""
+    gd, xd = g._data, x._data
+    r = gd * noise if noise is not None else np.where(xd > 0, gd, gd * slope)
+    return _grad_op(cls, r.astype(gd.dtype, copy=False), (g, x), slope=slope, noise=noise)
+
+
+class _LeakyGradNode(OpNode):
+    """Double backward of leaky_relu_backward: linear in grad, constant in x."""
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        return (_leaky_grad(type(self), gg, x, self.slope, self.noise) if _needs(self, 0) else None,
+                _zeros(x) if _needs(self, 1) else None)
+
+
+LeakyReluBackwardBackward0 = type("LeakyReluBackwardBackward0", (_LeakyGradNode,), {})
+RreluWithNoiseBackwardBackward0 = type("RreluWithNoiseBackwardBackward0", (_LeakyGradNode,), {})
 
 
 class LeakyReluBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * _const(np.where(x._data > 0, 1.0, self.slope), g)
+        return _leaky_grad(LeakyReluBackwardBackward0, g, x, self.slope)
+
+
+class LeakyReluBackward1(OpNode):
+    """In-place leaky_relu_: the mask comes from the result."""
+    def backward(self, g):
+        (y,) = self.saved_tensors
+        if self.slope < 0:
+            raise RuntimeError(
+                "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. "
+                "This is caused by calling in-place forward function with a negative slope, please call out-of-place "
+                "version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting "
+                "in-place leakRelu backward calculation with negative slope")
+        return _leaky_grad(LeakyReluBackwardBackward0, g, y, self.slope)
+
+
+def _leaky_forward(input, slope):
+    _float_input(input, "leaky_relu_cpu")
+    x = input._data
+    return np.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
 
 
 def leaky_relu(input, negative_slope=0.01):
-    x = input._data
-    r = np.where(x > 0, x, x * negative_slope).astype(x.dtype, copy=False)
-    return _op(LeakyReluBackward0, input, r, slope=negative_slope)
+    return _op(LeakyReluBackward0, input, _leaky_forward(input, negative_slope), slope=negative_slope)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return apply_inplace(input, lambda t: _op(LeakyReluBackward1, t, _leaky_forward(t, negative_slope),
+                                              saves="output", slope=negative_slope))
 
 
 class ThresholdBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * _const(x._data > self.threshold, g)
+        return masked_grad(g, ~(x._data <= self.threshold), x, "ThresholdBackwardBackward0")
+
+
+ThresholdBackward1 = type("ThresholdBackward1", (ThresholdBackward0,), {})
+
+
+def _threshold(input, threshold, value, cls):
+    x = input._data
+    if x.dtype == np.bool_:
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    # PyTorch replaces where x <= threshold: NaN stays NaN
+    r = np.where(x <= threshold, np.asarray(value).astype(x.dtype), x).astype(x.dtype, copy=False)
+    return _op(cls, input, r, threshold=threshold)
 
 
 def threshold(input, threshold, value):
     """``x`` where ``x > threshold``, else ``value``."""
-    x = input._data
-    r = np.where(x > threshold, x, value).astype(x.dtype, copy=False)
-    return _op(ThresholdBackward0, input, r, threshold=threshold)
+    return _threshold(input, threshold, value, ThresholdBackward0)
+
+
+class _NotImplementedNode(OpNode):
+    def backward(self, gg):
+        raise RuntimeError(f"derivative for aten::{self.op_name} is not implemented")
+
+
+NotImplemented_ = type("NotImplemented", (_NotImplementedNode,), {"__module__": __name__})
+# PyTorch's 1/6 here is a float constant, also for double tensors
+_ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
 
 
 class HardsigmoidBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        xd = x._data
-        return g * _const(((xd > -3) & (xd < 3)) / 6.0, g)
+        xd, gd = x._data, g._data
+        mid = (xd > -3) & (xd < 3)
+        r = np.where(mid, gd * _ONE_SIXTH, 0).astype(gd.dtype, copy=False)
+        # PyTorch has no derivative for hardsigmoid_backward: its node raises when reached
+        return _grad_op(NotImplemented_, r, (g, x), op_name="hardsigmoid_backward")
 
 
 def hardsigmoid(input):
+    _float_input(input, "hardsigmoid_cpu")
     x = input._data
     r = (np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
     return _op(HardsigmoidBackward0, input, r)
 
 
+def _hardswish_grad(g, x):
+    gd, xd = g._data, x._data
+    with np.errstate(invalid="ignore"):
+        # PyTorch 2.13: 0 for x <= -3, the slope inside, g from x >= 3 on (and for NaN)
+        r = np.where(xd <= -3, 0, np.where(xd < 3, gd * (xd / 3 + 0.5), gd))
+    return _grad_op(HardswishBackwardBackward0, r.astype(gd.dtype, copy=False), (g, x))
+
+
+class HardswishBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        xd = x._data
+        dg = _hardswish_grad(gg, x) if _needs(self, 0) else None
+        dx = None
+        if _needs(self, 1):
+            mid = finish(None, (xd > -3) & (xd < 3))
+            dx = where(mid, gg * g / 3.0, _zeros(x))
+        return dg, dx
+
+
 class HardswishBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        xd = x._data
-        mid = (xd >= -3) & (xd <= 3)
-        return g * where(finish(None, mid), x / 3 + 0.5, _const(xd > 3, g))
+        return _hardswish_grad(g, x)
 
 
 def hardswish(input):
+    _float_input(input, "hardswish_cpu")
     x = input._data
     r = (x * np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
     return _op(HardswishBackward0, input, r)
 
 
+def _shrink_mask(xd, lambd):
+    # PyTorch's shrink_backward zeroes where -lambd <= x <= lambd, so NaN passes the gradient
+    return ~((xd >= -lambd) & (xd <= lambd))
+
+
 class HardshrinkBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * _const(np.abs(x._data) > self.lambd, g)
+        return masked_grad(g, _shrink_mask(x._data, self.lambd), x, "HardshrinkBackwardBackward0")
 
 
 def hardshrink(input, lambd=0.5):
+    _float_input(input, "hardshrink_cpu")
     x = input._data
-    r = np.where(np.abs(x) > lambd, x, 0).astype(x.dtype, copy=False)
+    r = np.where((x >= -lambd) & (x <= lambd), 0, x).astype(x.dtype, copy=False)
     return _op(HardshrinkBackward0, input, r, lambd=lambd)
 
 
 class SoftshrinkBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * _const(np.abs(x._data) > self.lambd, g)
+        return masked_grad(g, _shrink_mask(x._data, self.lambd), x, "SoftshrinkBackwardBackward0")
 
 
 def softshrink(input, lambd=0.5):
+    _float_input(input, "softshrink_check")
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     x = input._data
-    r = np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0)).astype(x.dtype, copy=False)
+    # zero inside [-lambd, lambd]; NaN stays NaN
+    r = np.where((x >= -lambd) & (x <= lambd), 0, np.where(x > 0, x - lambd, x + lambd)).astype(x.dtype, copy=False)
     return _op(SoftshrinkBackward0, input, r, lambd=lambd)
+
+
+class PreluKernelBackwardBackward0(OpNode):
+    """Double backward of prelu (derivatives.yaml's _prelu_kernel_backward: note its x >= 0)."""
+    _materialize_grads = False  # an undefined incoming gradient changes the formula, as in PyTorch
+
+    def _apply(self, grads):
+        ggx, ggw = grads
+        g, x, w = self.saved_tensors
+        wb = w.reshape(self.wshape)
+        pos = finish(None, x._data >= 0)
+        ggw_b = ggw.reshape(self.wshape) if ggw is not None else None
+        zx = _zeros(x)
+        dg = dx = dw = None
+        if _needs(self, 0):
+            if ggx is not None:
+                dg = where(pos, ggx, ggx * wb + ggw_b * x if ggw_b is not None else ggx * wb)
+            elif ggw_b is not None:
+                dg = where(pos, zx, ggw_b * x)
+        if _needs(self, 1):
+            dx = where(pos, zx, g * ggw_b) if ggw_b is not None else zx
+        if _needs(self, 2):
+            dw = _reduce_to_weight(where(pos, zx, g * ggx) if ggx is not None else zx, self.per_channel, w)
+        return dg, dx, dw
+
+
+def _reduce_to_weight(t, per_channel, w):
+    dims = [d for d in range(t.ndim) if not (d == 1 and per_channel)]
+    r = t.sum(dims) if dims else t
+    return r.reshape(w.shape)
 
 
 class PreluKernelBackward0(OpNode):
     def backward(self, g):
         x, w = self.saved_tensors
-        nf = self.next_functions
-        pos = finish(None, x._data > 0)
-        wb = w.reshape(self.wshape)
-        gx = where(pos, g, g * wb) if nf[0][0] is not None else None
-        gw = None
-        if nf[1][0] is not None:
-            contrib = where(pos, g * 0, g * x)
-            dims = [d for d in range(x.ndim) if not (d == 1 and self.per_channel)]
-            gw = contrib.sum(dims) if dims else contrib
-            gw = gw.reshape(w.shape)
+        xd, wd, gd = x._data, w._data, g._data
+        wb = wd.reshape(self.wshape)
+        pos = xd > 0
+        gx = arr(np.where(pos, gd, wb * gd).astype(gd.dtype, copy=False))
+        contrib = np.where(pos, 0, xd * gd).astype(gd.dtype, copy=False)
+        dims = tuple(d for d in range(xd.ndim) if not (d == 1 and self.per_channel))
+        gw = arr((contrib.sum(dims) if dims else contrib).reshape(wd.shape))
+        node = node_for(PreluKernelBackwardBackward0, (g, x, w))
+        if node is not None:
+            node.wshape, node.per_channel = self.wshape, self.per_channel
+            save(node, g, x, w)
+        gx, gw = finish_multi(node, [gx, gw])
         return gx, gw
 
 
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``; weight has one element or one per channel (dim 1)."""
+    _float_input(input, "prelu_cpu")
     x, w = input._data, weight._data
     n = w.size
     per_channel = n != 1
@@ -172,43 +327,103 @@ def prelu(input, weight):
     if node is not None:
         node.wshape, node.per_channel = wshape, per_channel
         save(node, input, weight)
-    return finish(node, r)
+    return finish(node, arr(r))
+
+
+class RreluWithNoiseBackward0(OpNode):
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        # evaluation: leaky_relu with the mean slope; training: the sampled slopes
+        return _leaky_grad(RreluWithNoiseBackwardBackward0, g, x, self.slope, self.noise)
+
+
+RreluWithNoiseBackward1 = type("RreluWithNoiseBackward1", (RreluWithNoiseBackward0,), {})
+
+
+def _rrelu(input, lower, upper, training, cls):
+    x = input._data
+    if not training:
+        _float_input(input, "leaky_relu_cpu")
+        slope = (lower + upper) / 2
+        return _op(cls, input, np.where(x > 0, x, x * slope).astype(x.dtype, copy=False), slope=slope, noise=None)
+    _float_input(input, "rrelu_with_noise_out_cpu")
+    from .._creation import _gen
+    # random slopes where x <= 0 (PyTorch's convention), 1 elsewhere
+    noise = np.where(x <= 0, _gen(None).uniform(lower, upper, x.shape), 1).astype(x.dtype)
+    return _op(cls, input, x * noise, slope=None, noise=noise)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Randomized leaky ReLU: random slopes in training, their mean in evaluation."""
-    if not training:
-        return leaky_relu(input, (lower + upper) / 2)
-    from .._creation import _gen
-    x = input._data
-    slope = _gen(None).uniform(lower, upper, x.shape).astype(x.dtype)
-    slope = np.where(x >= 0, 1, slope).astype(x.dtype)
-    return input * finish(None, slope)
+    if inplace:
+        return rrelu_(input, lower, upper, training)
+    return _rrelu(input, lower, upper, training, RreluWithNoiseBackward0)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return apply_inplace(input, _rrelu, lower, upper, training, RreluWithNoiseBackward1)
 
 
 # *** ELU family ***
 
+def _elu_grad(g, b, alpha, scale, input_scale, is_result):
+    """PyTorch's elu_backward: ``b`` is the input (or the result, for the in-place forms)."""
+    gd, bd = g._data, b._data
+    negcoef, nic = alpha * scale, input_scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        if is_result:
+            neg = gd * nic * (bd + negcoef)
+        else:
+            neg = gd * nic * negcoef * np.exp(bd * nic)
+        r = np.where(bd <= 0, neg, gd * scale).astype(gd.dtype, copy=False)
+    return _grad_op(EluBackwardBackward0, r, (g, b), alpha=alpha, scale=scale, input_scale=input_scale,
+                    is_result=is_result)
+
+
+class EluBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, b = self.saved_tensors
+        a, s, i, res = self.alpha, self.scale, self.input_scale, self.is_result
+        dg = _elu_grad(gg, b, a, s, i, res) if _needs(self, 0) else None
+        db = None
+        if _needs(self, 1):
+            neg = _const(b._data < 0, b)
+            scaled = gg * g * i
+            db = (scaled if res else _elu_grad(scaled, b, a, s, i, False)) * neg
+        return dg, db
+
+
 class _EluBackward(OpNode):
     def backward(self, g):
-        (x,) = self.saved_tensors
-        s, a, i = self.scale, self.alpha, self.input_scale
-        neg = g * (exp(x * i) * (s * a * i))
-        return where(finish(None, x._data > 0), g * s, neg)
+        (b,) = self.saved_tensors
+        return _elu_grad(g, b, self.alpha, self.scale, self.input_scale, self.is_result)
 
 
-EluBackward0 = type("EluBackward0", (_EluBackward,), {})
-CeluBackward0 = type("CeluBackward0", (_EluBackward,), {})
+EluBackward0 = type("EluBackward0", (_EluBackward,), {"is_result": False})
+CeluBackward0 = type("CeluBackward0", (_EluBackward,), {"is_result": False})
+EluBackward1 = type("EluBackward1", (_EluBackward,), {"is_result": True})
+CeluBackward1 = type("CeluBackward1", (_EluBackward,), {"is_result": True})
 
 
 def _elu(input, alpha, scale, input_scale, cls):
+    _float_input(input, "elu_cpu")
     x = input._data
-    with np.errstate(over="ignore"):
-        r = np.where(x > 0, x * scale, (np.expm1(np.minimum(x, 0) * input_scale)) * (alpha * scale))
-    return _op(cls, input, r.astype(x.dtype, copy=False), alpha=alpha, scale=scale, input_scale=input_scale)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.where(x <= 0, np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale), x * scale)
+    return _op(cls, input, r.astype(x.dtype, copy=False), saves="output" if cls.is_result else "input",
+               alpha=alpha, scale=scale, input_scale=input_scale)
+
+
+def _elu_inplace(input, alpha, scale, input_scale, cls):
+    return apply_inplace(input, _elu, alpha, scale, input_scale, cls)
 
 
 def elu(input, alpha=1.0):
     return _elu(input, alpha, 1.0, 1.0, EluBackward0)
+
+
+def elu_(input, alpha=1.0):
+    return _elu_inplace(input, alpha, 1.0, 1.0, EluBackward1)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -219,9 +434,13 @@ def selu(input):
     return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, EluBackward0)
 
 
-def celu(input, alpha=1.0):
+def _check_celu(alpha):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
+
+
+def celu(input, alpha=1.0):
+    _check_celu(alpha)
     return _elu(input, alpha, 1.0, 1.0 / alpha, CeluBackward0)
 
 
@@ -230,31 +449,65 @@ def celu(input, alpha=1.0):
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _K = math.sqrt(2.0 / math.pi)
+_KAPPA = 0.044715
+
+
+def _gelu_grad(g, x, approximate):
+    gd, xd = g._data, x._data
+    with np.errstate(over="ignore", invalid="ignore"):
+        if approximate == "tanh":
+            x_sq = xd * xd
+            t = np.tanh(_K * (xd + _KAPPA * x_sq * xd))
+            left_d = 0.5 * (1 + t)
+            right_d = 0.5 * xd * (1 - t * t) * (_K * (1 + 3 * _KAPPA * x_sq))
+            r = gd * (left_d + right_d)
+        else:
+            cdf = 0.5 * (1 + _erf_np(xd * _SQRT1_2))
+            pdf = _INV_SQRT_2PI * np.exp(xd * xd * -0.5)
+            r = gd * (cdf + xd * pdf)
+    return _grad_op(GeluBackwardBackward0, r.astype(gd.dtype, copy=False), (g, x), approximate=approximate)
+
+
+class GeluBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        dg = _gelu_grad(gg, x, self.approximate) if _needs(self, 0) else None
+        dx = None
+        if _needs(self, 1):  # PyTorch's gelu_double_backward
+            if self.approximate == "tanh":
+                inner = (x + x * x * x * _KAPPA) * _K
+                t = tanh(inner)
+                f = x * 0.5
+                sech2 = 1 - t * t
+                h = (x * x * (3 * _KAPPA) + 1) * _K
+                f_prime_gh = sech2 * h * 0.5
+                g_prime_fh = f * h * (sech2 * t * -2) * h
+                h_prime_fg = f * sech2 * (x * (6 * _KAPPA * _K))
+                dx = gg * g * (f_prime_gh * 2 + g_prime_fh + h_prime_fg)
+            else:
+                x_sq = x * x
+                pdf = exp(x_sq * -0.5) * _INV_SQRT_2PI
+                dx = gg * g * (pdf * 2 - x_sq * pdf)
+        return dg, dx
 
 
 class GeluBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        if self.approximate == "tanh":
-            inner = (x + x * x * x * 0.044715) * _K
-            t = tanh(inner)
-            left = (t + 1) * 0.5
-            dinner = (x * x * (3 * 0.044715) + 1) * _K
-            return g * (left + x * 0.5 * (1 - t * t) * dinner)
-        cdf = (erf(x * _SQRT1_2) + 1) * 0.5
-        pdf = exp(x * x * -0.5) * _INV_SQRT_2PI
-        return g * (cdf + x * pdf)
+        return _gelu_grad(g, x, self.approximate)
 
 
 def gelu(input, approximate="none"):
     """Gaussian error linear unit, exact (erf) or ``approximate='tanh'``."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
+    _float_input(input, "GeluKernelImpl")
     x = input._data
-    if approximate == "tanh":
-        r = 0.5 * x * (1 + np.tanh(_K * (x + 0.044715 * x * x * x)))
-    else:
-        r = 0.5 * x * (1 + _erf_np(x * _SQRT1_2))
+    with np.errstate(over="ignore", invalid="ignore"):
+        if approximate == "tanh":
+            r = 0.5 * x * (1 + np.tanh(_K * (x + _KAPPA * x * x * x)))
+        else:
+            r = x * 0.5 * (1 + _erf_np(x * _SQRT1_2))
     return _op(GeluBackward0, input, r.astype(x.dtype, copy=False), approximate=approximate)
 
 
@@ -262,59 +515,107 @@ class SiluBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
         s = sigmoid(x)
-        return g * (s * (x * (1 - s) + 1))
+        # PyTorch's infinitely_differentiable_silu_backward, same association
+        return g * s * (x * (1 - s) + 1)
 
 
 def silu(input):
+    _float_input(input, "silu_cpu")
     x = input._data
-    return _op(SiluBackward0, input, (x * _sigmoid_np(x)).astype(x.dtype, copy=False))
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = x / (1 + np.exp(-x))
+    return _op(SiluBackward0, input, r.astype(x.dtype, copy=False))
 
 
 def _softplus_np(x, beta=1.0, thr=20.0):
     bx = x * beta
-    with np.errstate(over="ignore"):
-        return np.where(bx > thr, x, np.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(bx > thr, x, np.log1p(np.exp(bx)) / beta).astype(x.dtype, copy=False)
 
 
 class MishBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        t = tanh(_softplus_t(x))
-        return g * (t + x * sigmoid(x) * (1 - t * t))
-
-
-def _softplus_t(x):
-    # differentiable softplus (beta 1, threshold 20) used inside other backward formulas
-    return softplus(x)
+        # PyTorch's infinitely_differentiable_mish_backward
+        s = sigmoid(x)
+        t = tanh(log1p(exp(x)))
+        return g * (t + x * s * (1 - t * t))
 
 
 def mish(input):
+    _float_input(input, "mish_cpu")
     x = input._data
-    return _op(MishBackward0, input, (x * np.tanh(_softplus_np(x))).astype(x.dtype, copy=False))
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = x * np.tanh(np.log1p(np.exp(x)))
+    return _op(MishBackward0, input, r.astype(x.dtype, copy=False))
+
+
+def _softplus_grad(g, x, beta, threshold):
+    gd, xd = g._data, x._data
+    bx = xd * beta
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = np.exp(bx)
+        r = np.where(bx > threshold, gd, gd * z / (z + 1)).astype(gd.dtype, copy=False)
+    return _grad_op(SoftplusBackwardBackward0, r, (g, x), beta=beta, threshold=threshold)
+
+
+class SoftplusBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        beta, thr = self.beta, self.threshold
+        dg = _softplus_grad(gg, x, beta, thr) if _needs(self, 0) else None
+        dx = None
+        if _needs(self, 1):  # softplus_double_backward: zero from the threshold on (x * beta >= threshold)
+            xb = x * beta
+            z = sigmoid(xb)
+            dx = (gg * g) * (1 - z) * z * _const(xb._data < thr, x) * beta
+        return dg, dx
 
 
 class SoftplusBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        z = sigmoid(x * self.beta)
-        return where(finish(None, x._data * self.beta > self.threshold), g, g * z)
+        return _softplus_grad(g, x, self.beta, self.threshold)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``."""
-    x = input._data
-    return _op(SoftplusBackward0, input, _softplus_np(x, beta, threshold), beta=beta, threshold=threshold)
+    """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
+    _float_input(input, "softplus_cpu")
+    return _op(SoftplusBackward0, input, _softplus_np(input._data, beta, threshold), beta=beta, threshold=threshold)
+
+
+def _logsigmoid_grad(g, x):
+    gd, xd = g._data, x._data
+    with np.errstate(over="ignore", invalid="ignore"):
+        buf = np.exp(-np.abs(xd))
+        neg = xd < 0
+        r = (np.where(neg, 1, 0) - np.where(neg, 1, -1) * (buf / (1 + buf))) * gd
+    return _grad_op(LogSigmoidBackwardBackward0, r.astype(gd.dtype, copy=False), (g, x))
+
+
+class LogSigmoidBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        dg = _logsigmoid_grad(gg, x) if _needs(self, 0) else None
+        dx = None
+        if _needs(self, 1):
+            z = sigmoid(x)
+            dx = gg * g * (z - 1) * z
+        return dg, dx
 
 
 class LogSigmoidBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * sigmoid(-x)
+        return _logsigmoid_grad(g, x)
 
 
 def logsigmoid(input):
+    _float_input(input, "log_sigmoid_cpu")
     x = input._data
-    return _op(LogSigmoidBackward0, input, (-np.logaddexp(0, -x)).astype(x.dtype, copy=False))
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+    return _op(LogSigmoidBackward0, input, r.astype(x.dtype, copy=False))
 
 
 def softsign(input):
@@ -327,15 +628,36 @@ def tanhshrink(input):
     return input - tanh(input)
 
 
+def _glu_grad(g, x, dim):
+    xd, gd = x._data, g._data
+    a, b = np.split(xd, 2, axis=dim)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sb = _sigmoid_np(b)
+        r = np.concatenate([gd * sb, (1 - sb) * sb * a * gd], axis=dim).astype(xd.dtype, copy=False)
+    return _grad_op(GluBackwardBackward0, r, (g, x), dim=dim)
+
+
+class GluBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        d = self.dim
+        a, b = x.chunk(2, d)
+        gga, ggb = gg.chunk(2, d)
+        s = sigmoid(b)
+        ds = s * (1 - s)
+        dg = gga * s + ggb * a * ds if _needs(self, 0) else None
+        dx = None
+        if _needs(self, 1):
+            from .shape import cat
+            dss = ds * (1 - s) - s * ds
+            dx = cat([ggb * g * ds, ggb * a * g * dss + gga * g * ds], d)
+        return dg, dx
+
+
 class GluBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        xd, gd = x._data, g._data
-        a, b = np.split(xd, 2, axis=self.dim)
-        sb = _sigmoid_np(b)
-        ga = gd * sb
-        gb = gd * a * sb * (1 - sb)
-        return finish(None, np.concatenate([ga, gb], axis=self.dim).astype(xd.dtype, copy=False))
+        return _glu_grad(g, x, self.dim)
 
 
 def glu(input, dim=-1):
@@ -346,8 +668,11 @@ def glu(input, dim=-1):
     d = wrap_dim(dim, x.ndim)
     if x.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {x.shape[d]}")
+    _float_input(input, "glu_cpu")
     a, b = np.split(x, 2, axis=d)
-    return _op(GluBackward0, input, (a * _sigmoid_np(b)).astype(x.dtype, copy=False), dim=d)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = a * (1 / (1 + np.exp(-b)))
+    return _op(GluBackward0, input, r.astype(x.dtype, copy=False), dim=d)
 
 
 # *** softmax ***
@@ -358,30 +683,63 @@ def _softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _axis(d, ndim):
+    return d if ndim else None
+
+
+def _softmax_grad(g, y, dim):
+    gd, yd = g._data, y._data
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = yd * (gd - (gd * yd).sum(axis=_axis(dim, yd.ndim), keepdims=True))
+    return _grad_op(SoftmaxBackwardDataBackward0, r.astype(yd.dtype, copy=False), (g, y), dim=dim)
+
+
+class SoftmaxBackwardDataBackward0(OpNode):
+    def backward(self, gg):
+        g, y = self.saved_tensors
+        d = self.dim
+        dg = _softmax_grad(gg, y, d) if _needs(self, 0) else None
+        dy = None
+        if _needs(self, 1):  # PyTorch's softmax_double_backward
+            dy = g * gg - (y * g).sum(d, keepdim=True) * gg - g * (y * gg).sum(d, keepdim=True)
+        return dg, dy
+
+
 class SoftmaxBackward0(OpNode):
     def backward(self, g):
         (y,) = self.saved_tensors
-        gy = g * y
-        return gy - y * gy.sum(self.dim, keepdim=True)
+        return _softmax_grad(g, y, self.dim)
+
+
+def _log_softmax_grad(g, y, dim):
+    gd, yd = g._data, y._data
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = gd - np.exp(yd) * gd.sum(axis=_axis(dim, yd.ndim), keepdims=True)
+    return _grad_op(LogSoftmaxBackwardDataBackward0, r.astype(yd.dtype, copy=False), (g, y), dim=dim)
+
+
+class LogSoftmaxBackwardDataBackward0(OpNode):
+    def backward(self, gg):
+        g, y = self.saved_tensors
+        d = self.dim
+        dg = gg - (gg * exp(y)).sum(d, keepdim=True) if _needs(self, 0) else None
+        dy = -g.sum(d, keepdim=True) * exp(y) * gg if _needs(self, 1) else None
+        return dg, dy
 
 
 class LogSoftmaxBackward0(OpNode):
     def backward(self, g):
         (y,) = self.saved_tensors
-        return g - exp(y) * g.sum(self.dim, keepdim=True)
+        return _log_softmax_grad(g, y, self.dim)
 
 
-_TN = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def _prep_softmax(input, dim, dtype):
+def _prep_softmax(input, dim, dtype, kernel):
     x = input._data
     if dtype is not None:
         input = input._to(D.to_dtype(dtype))
         x = input._data
     elif x.dtype.kind not in "fc":
-        raise RuntimeError('"softmax_lastdim_kernel_impl" not implemented for '
-                           f"'{_TN.get(x.dtype.name, x.dtype.name)}'")
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(x.dtype)}\'')
     return input, x, wrap_dim(dim, x.ndim)
 
 
@@ -389,7 +747,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x))`` along ``dim``."""
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
-    input, x, d = _prep_softmax(input, dim, dtype)
+    input, x, d = _prep_softmax(input, dim, dtype, "softmax_lastdim_kernel_impl")
     if x.ndim == 0:
         r = np.ones_like(x)
     else:
@@ -397,19 +755,14 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
         with np.errstate(invalid="ignore", over="ignore"):
             e = np.exp(x - m)
             r = e / e.sum(axis=d, keepdims=True)
-    node = node_for(SoftmaxBackward0, (input,))
-    res = finish(node, r.astype(x.dtype, copy=False))
-    if node is not None:
-        node.dim = d
-        save_output(node, res)
-    return res
+    return _op(SoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x)`` along ``dim``."""
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
-    input, x, d = _prep_softmax(input, dim, dtype)
+    input, x, d = _prep_softmax(input, dim, dtype, "log_softmax_lastdim_kernel_impl")
     if x.ndim == 0:
         r = np.zeros_like(x)
     else:
@@ -417,12 +770,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             z = x - m
             r = z - np.log(np.exp(z).sum(axis=d, keepdims=True))
-    node = node_for(LogSoftmaxBackward0, (input,))
-    res = finish(node, r.astype(x.dtype, copy=False))
-    if node is not None:
-        node.dim = d
-        save_output(node, res)
-    return res
+    return _op(LogSoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
@@ -484,15 +832,16 @@ def feature_dropout_(input, p=0.5, train=True):
 
 
 def selu_(input):
-    return apply_inplace(input, selu)
+    return _elu_inplace(input, _SELU_ALPHA, _SELU_SCALE, 1.0, EluBackward1)
 
 
 def celu_(input, alpha=1.0):
-    return apply_inplace(input, celu, alpha)
+    _check_celu(alpha)
+    return _elu_inplace(input, alpha, 1.0, 1.0 / alpha, CeluBackward1)
 
 
-def threshold_(input, threshold_, value):
-    return apply_inplace(input, threshold, threshold_, value)
+def threshold_(input, threshold, value):
+    return apply_inplace(input, _threshold, threshold, value, ThresholdBackward1)
 
 
 def _tensor_softmax(self, dim, dtype=None):
