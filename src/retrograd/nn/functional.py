@@ -318,12 +318,43 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 
 # --- normalization --------------------------------------------------------------------
 
+def _verify_batch_size(size):
+    prod = size[0]
+    for s in size[2:]:
+        prod *= s
+    if prod == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    if training:
+        _verify_batch_size(input.size())
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    elif eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     return _norm._batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    shape = list(input.size())
+    _verify_batch_size([shape[0] * shape[1] // num_groups, num_groups] + shape[2:])
     return _norm.group_norm(input, num_groups, weight, bias, eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalize each channel of each sample over its spatial positions."""
+    if use_input_stats:
+        size = input.size()
+        prod = 1
+        for s in size[2:]:
+            prod *= s
+        if prod == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+    return _norm.instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
                     masked_grad, _dtype_name)
-from .unary import _erf_np, _sigmoid_np, exp, log1p, tanh, sigmoid, erf
+from .unary import _erf_np, _sigmoid_np, exp, log1p, tanh, sigmoid
 from .index import where
 from .. import _dtype as D
 
@@ -309,8 +309,11 @@ class PreluKernelBackward0(OpNode):
 
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``; weight has one element or one per channel (dim 1)."""
-    _float_input(input, "prelu_cpu")
     x, w = input._data, weight._data
+    if x.dtype != w.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_dtype_name(x.dtype)} and "
+                           f"{_dtype_name(w.dtype)}")
+    _float_input(input, "prelu_cpu")
     n = w.size
     per_channel = n != 1
     if per_channel:
