@@ -92,7 +92,8 @@ def _leaky_grad(cls, g, x, slope, noise=None):
     """g * (x > 0 ? 1 : slope), or g * noise (rrelu in training): PyTorch multiplies by the
     slope here, it does not select."""
     gd, xd = g._data, x._data
-    r = gd * noise if noise is not None else np.where(xd > 0, gd, gd * slope)
+    with np.errstate(invalid="ignore"):
+        r = gd * noise if noise is not None else np.where(xd > 0, gd, gd * slope)
     return _grad_op(cls, r.astype(gd.dtype, copy=False), (g, x), slope=slope, noise=noise)
 
 
@@ -130,7 +131,8 @@ class LeakyReluBackward1(OpNode):
 def _leaky_forward(input, slope):
     _float_input(input, "leaky_relu_cpu")
     x = input._data
-    return np.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
+    with np.errstate(invalid="ignore"):
+        return np.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
 
 
 def leaky_relu(input, negative_slope=0.01):
@@ -151,10 +153,23 @@ class ThresholdBackward0(OpNode):
 ThresholdBackward1 = type("ThresholdBackward1", (ThresholdBackward0,), {})
 
 
+_CTYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t"}
+
+
+def _to_int_scalar(v, dt):
+    """A Python number as PyTorch converts a Scalar to an integer dtype: truncated, range-checked."""
+    info = np.iinfo(dt)
+    if not info.min <= v <= info.max:
+        raise RuntimeError(f"value cannot be converted to type {_CTYPES[dt.name]} without overflow")
+    return int(v)
+
+
 def _threshold(input, threshold, value, cls):
     x = input._data
     if x.dtype == np.bool_:
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    if x.dtype.kind in "iu":
+        threshold, value = _to_int_scalar(threshold, x.dtype), _to_int_scalar(value, x.dtype)
     # PyTorch replaces where x <= threshold: NaN stays NaN
     r = np.where(x <= threshold, np.asarray(value).astype(x.dtype), x).astype(x.dtype, copy=False)
     return _op(cls, input, r, threshold=threshold)
@@ -179,8 +194,7 @@ class HardsigmoidBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
         xd, gd = x._data, g._data
-        mid = (xd > -3) & (xd < 3)
-        r = np.where(mid, gd * _ONE_SIXTH, 0).astype(gd.dtype, copy=False)
+        r = np.where((xd > -3) & (xd < 3), gd * _ONE_SIXTH, 0).astype(gd.dtype, copy=False)
         # PyTorch has no derivative for hardsigmoid_backward: its node raises when reached
         return _grad_op(NotImplemented_, r, (g, x), op_name="hardsigmoid_backward")
 
@@ -221,7 +235,8 @@ class HardswishBackward0(OpNode):
 def hardswish(input):
     _float_input(input, "hardswish_cpu")
     x = input._data
-    r = (x * np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+    with np.errstate(invalid="ignore"):
+        r = (x * np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
     return _op(HardswishBackward0, input, r)
 
 
@@ -251,8 +266,10 @@ class SoftshrinkBackward0(OpNode):
 
 def softshrink(input, lambd=0.5):
     _float_input(input, "softshrink_check")
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    hi = float(np.finfo(input._data.dtype).max)
+    if not 0 <= lambd <= hi:
+        raise RuntimeError(f"lambda must be in range [0, {hi:g}] for input dtype "
+                           f"{_dtype_name(input._data.dtype)}, but found {lambd:g}")
     x = input._data
     # zero inside [-lambd, lambd]; NaN stays NaN
     r = np.where((x >= -lambd) & (x <= lambd), 0, np.where(x > 0, x - lambd, x + lambd)).astype(x.dtype, copy=False)
@@ -295,8 +312,9 @@ class PreluKernelBackward0(OpNode):
         xd, wd, gd = x._data, w._data, g._data
         wb = wd.reshape(self.wshape)
         pos = xd > 0
-        gx = arr(np.where(pos, gd, wb * gd).astype(gd.dtype, copy=False))
-        contrib = np.where(pos, 0, xd * gd).astype(gd.dtype, copy=False)
+        with np.errstate(invalid="ignore"):
+            gx = arr(np.where(pos, gd, wb * gd).astype(gd.dtype, copy=False))
+            contrib = np.where(pos, 0, xd * gd).astype(gd.dtype, copy=False)
         dims = tuple(d for d in range(xd.ndim) if not (d == 1 and self.per_channel))
         gw = arr((contrib.sum(dims) if dims else contrib).reshape(wd.shape))
         node = node_for(PreluKernelBackwardBackward0, (g, x, w))
@@ -325,7 +343,8 @@ def prelu(input, weight):
     else:
         wshape = (1,) * x.ndim if x.ndim else ()
     wb = w.reshape(wshape)
-    r = np.where(x > 0, x, wb * x).astype(x.dtype, copy=False)
+    with np.errstate(invalid="ignore"):
+        r = np.where(x > 0, x, wb * x).astype(x.dtype, copy=False)
     node = node_for(PreluKernelBackward0, (input, weight))
     if node is not None:
         node.wshape, node.per_channel = wshape, per_channel
@@ -353,7 +372,8 @@ def _rrelu(input, lower, upper, training, cls):
     from .._creation import _gen
     # random slopes where x <= 0 (PyTorch's convention), 1 elsewhere
     noise = np.where(x <= 0, _gen(None).uniform(lower, upper, x.shape), 1).astype(x.dtype)
-    return _op(cls, input, x * noise, slope=None, noise=noise)
+    with np.errstate(invalid="ignore"):
+        return _op(cls, input, x * noise, slope=None, noise=noise)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
@@ -371,6 +391,10 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 
 def _elu_grad(g, b, alpha, scale, input_scale, is_result):
     """PyTorch's elu_backward: ``b`` is the input (or the result, for the in-place forms)."""
+    if is_result and alpha < 0:
+        raise RuntimeError("In-place elu backward calculation is triggered with a negative slope which is not "
+                           "supported. This is caused by calling in-place forward function with a negative slope, "
+                           "please call out-of-place version instead.")
     gd, bd = g._data, b._data
     negcoef, nic = alpha * scale, input_scale
     with np.errstate(over="ignore", invalid="ignore"):
@@ -408,25 +432,25 @@ EluBackward1 = type("EluBackward1", (_EluBackward,), {"is_result": True})
 CeluBackward1 = type("CeluBackward1", (_EluBackward,), {"is_result": True})
 
 
-def _elu(input, alpha, scale, input_scale, cls):
+def _elu(input, alpha, scale, input_scale, bwd_input_scale, cls):
     _float_input(input, "elu_cpu")
     x = input._data
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.where(x <= 0, np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale), x * scale)
     return _op(cls, input, r.astype(x.dtype, copy=False), saves="output" if cls.is_result else "input",
-               alpha=alpha, scale=scale, input_scale=input_scale)
+               alpha=alpha, scale=scale, input_scale=bwd_input_scale)
 
 
-def _elu_inplace(input, alpha, scale, input_scale, cls):
-    return apply_inplace(input, _elu, alpha, scale, input_scale, cls)
+def _elu_inplace(input, alpha, scale, input_scale, bwd_input_scale, cls):
+    return apply_inplace(input, _elu, alpha, scale, input_scale, bwd_input_scale, cls)
 
 
 def elu(input, alpha=1.0):
-    return _elu(input, alpha, 1.0, 1.0, EluBackward0)
+    return _elu(input, alpha, 1.0, 1.0, 1.0, EluBackward0)
 
 
 def elu_(input, alpha=1.0):
-    return _elu_inplace(input, alpha, 1.0, 1.0, EluBackward1)
+    return _elu_inplace(input, alpha, 1.0, 1.0, 1.0, EluBackward1)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -434,17 +458,22 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input):
-    return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, EluBackward0)
+    return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, 1.0, EluBackward0)
 
 
 def _check_celu(alpha):
     if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+
+
+def _celu_scale(alpha):
+    # the forward divides in double; derivatives.yaml's backward uses 1.0 / alpha.toFloat()
+    return 1.0 / alpha, 1.0 / float(np.float32(alpha))
 
 
 def celu(input, alpha=1.0):
     _check_celu(alpha)
-    return _elu(input, alpha, 1.0, 1.0 / alpha, CeluBackward0)
+    return _elu(input, alpha, 1.0, *_celu_scale(alpha), CeluBackward0)
 
 
 # *** smooth ***
@@ -835,12 +864,12 @@ def feature_dropout_(input, p=0.5, train=True):
 
 
 def selu_(input):
-    return _elu_inplace(input, _SELU_ALPHA, _SELU_SCALE, 1.0, EluBackward1)
+    return _elu_inplace(input, _SELU_ALPHA, _SELU_SCALE, 1.0, 1.0, EluBackward1)
 
 
 def celu_(input, alpha=1.0):
     _check_celu(alpha)
-    return _elu_inplace(input, alpha, 1.0, 1.0 / alpha, CeluBackward1)
+    return _elu_inplace(input, alpha, 1.0, *_celu_scale(alpha), CeluBackward1)
 
 
 def threshold_(input, threshold, value):

@@ -206,7 +206,7 @@ class NativeLayerNormBackward0(OpNode):
         gx, xhat = _rows_grad(g * w if w is not None else g, dims, xc, rstd, inv_n)
         lead = tuple(range(x.ndim - len(dims)))
         gw = ((g * xhat).sum(lead) if lead else g * xhat) if want_w else None
-        gb = (g.sum(lead) if lead else g) if want_b else None
+        gb = (g.sum(lead) if lead else g.clone()) if want_b else None
         return gx if nf[0][0] is not None else None, gw, gb
 
 
