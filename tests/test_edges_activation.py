@@ -651,3 +651,63 @@ def test_glu_gradgradcheck():
                          requires_grad=True)
     assert gradcheck(lambda t: F.glu(t, 1), (x,))
     assert gradgradcheck(lambda t: F.glu(t, 1), (x,))
+
+
+# --- rms_norm and alpha dropout ------------------------------------------------------------
+
+@needs_torch
+@pytest.mark.parametrize("shape,ns", [((2, 3), (3,)), ((2, 3, 4), (3, 4)), ((4,), (4,)), ((0, 3), (3,))])
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("zero", [False, True])
+def test_rms_norm_matches_torch(shape, ns, affine, zero):
+    a = np.zeros(shape) if zero else np.random.default_rng(9).standard_normal(shape)
+    res = []
+    for lib in ("rt", "torch"):
+        L, Fm = _lib(lib)
+        x = _t(lib, a, requires_grad=True)
+        ins = [x] + ([_t(lib, np.linspace(0.5, 1.5, int(np.prod(ns))).reshape(ns), requires_grad=True)]
+                     if affine else [])
+        y = Fm.rms_norm(x, ns, ins[1] if affine else None)
+        g = _t(lib, np.random.default_rng(10).standard_normal(y.shape), requires_grad=True)
+        grads = L.autograd.grad(y, ins, g, create_graph=True)
+        second = L.autograd.grad(sum((gi * gi).sum() for gi in grads), ins + [g], allow_unused=True)
+        res.append([type(y.grad_fn).__name__, _np(y)] + [_np(t) for t in grads] + [_np(t) for t in second])
+    assert res[0][0] == res[1][0]
+    for u, v in zip(res[0][1:], res[1][1:]):
+        np.testing.assert_allclose(u, v, rtol=1e-10, atol=1e-12)
+
+
+def test_rms_norm_gradcheck():
+    x = retrograd.tensor(np.random.default_rng(11).standard_normal((3, 4)), dtype=retrograd.float64,
+                         requires_grad=True)
+    w = retrograd.tensor(np.linspace(0.5, 1.5, 4), dtype=retrograd.float64, requires_grad=True)
+    assert gradcheck(lambda a, b: F.rms_norm(a, (4,), b), (x, w))
+    assert gradgradcheck(lambda a, b: F.rms_norm(a, (4,), b), (x, w))
+
+
+@needs_torch
+@pytest.mark.parametrize("case", [
+    lambda L, Fm: Fm.rms_norm(L.ones(2, 3), (2,)), lambda L, Fm: Fm.rms_norm(L.ones(2, 3), ()),
+    lambda L, Fm: Fm.rms_norm(L.ones(2, 3), (3,), L.ones(2)), lambda L, Fm: Fm.rms_norm(L.ones(2, 3), (3, 1)),
+    lambda L, Fm: Fm.rms_norm(L.ones(2, 3, dtype=L.long), (3,)), lambda L, Fm: Fm.rms_norm(L.ones(2, 3), (3,), eps=0.5),
+    lambda L, Fm: Fm.feature_alpha_dropout(L.ones(3), 0.5, True), lambda L, Fm: Fm.alpha_dropout(L.ones(3), 1.5, True),
+    lambda L, Fm: Fm.alpha_dropout(L.ones(3), 1.0, True), lambda L, Fm: Fm.alpha_dropout(L.ones(3), 0.5, False)])
+def test_rms_norm_and_alpha_dropout_arguments_match_torch(case):
+    assert _err("rt", case) == _err("torch", case)
+
+
+@pytest.mark.parametrize("feature", [False, True])
+def test_alpha_dropout_keeps_mean_and_variance(feature):
+    retrograd.manual_seed(0)
+    x = retrograd.randn(4, 3000, 2, dtype=retrograd.float64, requires_grad=True)
+    y = (F.feature_alpha_dropout if feature else F.alpha_dropout)(x, 0.3, True)
+    assert abs(y.mean().item()) < 0.05 and abs(y.std().item() - 1) < 0.05
+    yd = y.detach().numpy()
+    kept = np.isclose(yd, x.detach().numpy() * (1.0 / np.sqrt((1.7580993408473766 ** 2 * 0.3 + 1) * 0.7)) +
+                      1.7580993408473766 * 0.3 / np.sqrt((1.7580993408473766 ** 2 * 0.3 + 1) * 0.7))
+    assert 0.6 < kept.mean() < 0.8
+    if feature:   # whole channels share the decision
+        assert np.all(kept[..., 0] == kept[..., 1])
+    (g,) = retrograd.autograd.grad(y.sum(), x)
+    assert set(np.unique(np.round(g.numpy(), 12))) <= {0.0, round(1.0 / np.sqrt((1.7580993408473766 ** 2 * 0.3 + 1)
+                                                                                 * 0.7), 12)}

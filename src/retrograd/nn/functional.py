@@ -187,6 +187,16 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return _act.dropout(input, p, training, inplace)
 
 
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's self-normalizing mean and variance (training only)."""
+    return _act.alpha_dropout(input, p, training, inplace)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels (dim 1)."""
+    return _act.feature_alpha_dropout(input, p, training, inplace)
+
+
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, L) or (C, L) input."""
     _act._check_p(p)
@@ -359,6 +369,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return _norm.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    return _norm.rms_norm(input, normalized_shape, weight, eps)
 
 
 # --- pooling --------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from .index import where
 from .. import _dtype as D
 
 __all__ = ["softmax", "log_softmax", "selu", "celu", "threshold", "prelu", "hardshrink", "rrelu", "selu_", "celu_",
-           "threshold_", "rrelu_", "dropout", "feature_dropout", "dropout_", "feature_dropout_"]
+           "threshold_", "rrelu_", "dropout", "feature_dropout", "dropout_", "feature_dropout_", "alpha_dropout",
+           "feature_alpha_dropout"]
 
 
 def _const(a, like):
@@ -853,6 +854,40 @@ def feature_dropout(input, p=0.5, train=True, inplace=False, batched=True):
     k = 2 if batched else 1
     mshape = shape[:k] + (1,) * (len(shape) - k)
     return _masked(input, _dropout_mask(mshape, p, input._data.dtype), inplace)
+
+
+_SELU_ALPHA_PRIME = 1.7580993408473766   # -selu's negative saturation value
+
+
+def _alpha_dropout(input, p, train, inplace, feature):
+    """PyTorch's alpha dropout: dropped units go to SELU's saturation value, and an affine
+    correction keeps the mean and variance (``x * a*keep + b``)."""
+    _check_p(p)
+    x = input._data
+    if p == 0 or not train or x.size == 0:
+        return input
+    if feature and x.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    shape = x.shape[:2] + (1,) * (x.ndim - 2) if feature else x.shape
+    if p == 1:
+        zero = finish(None, np.zeros((), x.dtype))
+        return apply_inplace(input, lambda t: t * zero) if inplace else input * zero
+    from .._creation import _gen
+    keep = (_gen(None).random(shape) >= p).astype(x.dtype)
+    a = 1.0 / math.sqrt((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
+    bias = finish(None, ((keep - 1) * (_SELU_ALPHA_PRIME * a) + _SELU_ALPHA_PRIME * a * p).astype(x.dtype))
+    m = finish(None, (keep * a).astype(x.dtype))
+    if inplace:
+        return apply_inplace(input, lambda t: t * m + bias)
+    return input * m + bias
+
+
+def alpha_dropout(input, p=0.5, train=False, inplace=False):
+    return _alpha_dropout(input, p, train, inplace, False)
+
+
+def feature_alpha_dropout(input, p=0.5, train=False, inplace=False):
+    return _alpha_dropout(input, p, train, inplace, True)
 
 
 def dropout_(input, p=0.5, train=True):

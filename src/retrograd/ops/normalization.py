@@ -11,7 +11,7 @@ import numpy as np
 from ._base import OpNode, node_for, save, finish, arr, _dtype_name
 from .unary import rsqrt
 
-__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm"]
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm"]
 TENSOR_METHODS = {}
 INPLACE = {}
 
@@ -210,8 +210,8 @@ class NativeLayerNormBackward0(OpNode):
         return gx if nf[0][0] is not None else None, gw, gb
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
-    """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
+def _check_normalized_shape(input, normalized_shape, params, sep):
+    """PyTorch's layer/rms norm argument checks; the trailing dims as a tuple."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     ns = tuple(int(s) for s in normalized_shape)
@@ -220,13 +220,21 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
     if k == 0:
         raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
                            "element, but got normalized_shape = []")
-    for name, t in (("weight", weight), ("bias", bias)):
+    for name, t in params:
         if t is not None and tuple(t._data.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t._data.shape)} and normalized_shape = {list(ns)}")
     if x.ndim < k or x.shape[x.ndim - k:] != ns:
-        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*{sep}"
                            f"{', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
+    return ns
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
+    ns = _check_normalized_shape(input, normalized_shape, (("weight", weight), ("bias", bias)), ", ")
+    x = input._data
+    k = len(ns)
     _check_dtypes(input, (weight, bias), "LayerNormKernelImpl")
     dims = tuple(range(x.ndim - k, x.ndim))
     if x.size:
@@ -309,3 +317,16 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
         node.groups, node.eps = num_groups, eps
         save(node, input, weight)
     return finish(node, arr(y.astype(x.dtype, copy=False)))
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x**2) + eps)`` over the trailing dims, times ``weight`` (PyTorch's
+    composite: its gradients are those of the tensor ops; ``eps`` defaults to the dtype's)."""
+    ns = _check_normalized_shape(input, normalized_shape, (("weight", weight),), "")
+    dt = input._data.dtype
+    if dt.kind not in "fc":
+        raise NotImplementedError(f'"rms_norm" not implemented for \'{_dtype_name(dt)}\'')
+    e = float(np.finfo(dt).eps) if eps is None else eps
+    dims = tuple(range(input.ndim - len(ns), input.ndim))
+    out = input * rsqrt((input * input).mean(dims, keepdim=True) + e)
+    return out * weight if weight is not None else out
