@@ -205,7 +205,17 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {d}D input. Note that dropout1d "
                            "exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
                            "dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
-    return _act.feature_dropout(input, p, training, inplace, d == 3)
+    return _unbatched_feature_dropout(input, p, training, inplace, d == 3)
+
+
+def _unbatched_feature_dropout(input, p, training, inplace, batched):
+    # torch.nn.functional's way: an unbatched input gets a batch dim and loses it again
+    # (so the result is a view of the input, as there)
+    if batched:
+        return _act.feature_dropout(input, p, training, inplace)
+    x = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    r = _act.feature_dropout(x, p, training, inplace)
+    return r.squeeze_(0) if inplace else r.squeeze(0)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
@@ -224,7 +234,8 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       "This behavior will change in a future release to interpret the input as one without a batch "
                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
                       "switch to using dropout1d instead.", stacklevel=2)
-    return _act.feature_dropout(input, p, training, inplace, d != 3)
+    # any input is (N, C, ...) here, a 3-D one included (torch's historical behaviour)
+    return _act.feature_dropout(input, p, training, inplace)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
@@ -237,7 +248,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
                       "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
                       "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
                       "inputs).", stacklevel=2)
-    return _act.feature_dropout(input, p, training, inplace, d == 5)
+    return _unbatched_feature_dropout(input, p, training, inplace, d == 5)
 
 
 # --- distances and vectors ------------------------------------------------------------

@@ -105,6 +105,17 @@ class NativeBatchNormBackward0(OpNode):
         return gx, gw, gb
 
 
+def _scale_shift(x, mean, rstd, weight, bias, bshape):
+    """``x * scale + shift`` per channel, with ``scale = rstd * weight`` and ``shift = bias -
+    mean * scale``: PyTorch's batch/group norm kernels' form (and so their NaN/inf patterns)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = rstd * weight._data if weight is not None else rstd
+        shift = -mean * scale
+        if bias is not None:
+            shift = shift + bias._data
+        return x * scale.reshape(bshape) + shift.reshape(bshape)
+
+
 def _batch_norm_empty(input, weight, bias):
     # PyTorch's batch_norm on an input with no elements: a clone, scaled and shifted by the
     # first weight and bias (no statistics, no running-average update).
@@ -151,16 +162,12 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
                 rv += momentum * (var * n / (n - 1)).astype(rv.dtype)
             running_var._bump_version()
         invstd = _rstd(var, eps)
-        y = (x - mean.reshape(bshape)) * invstd.reshape(bshape)
         rm_used = rv_used = None
     else:
         rm_used = running_mean._data.astype(x.dtype).copy()
         rv_used = running_var._data.astype(x.dtype).copy()
-        y = (x - rm_used.reshape(bshape)) * _rstd(rv_used, eps).reshape(bshape)
-    if weight is not None:
-        y = y * weight._data.reshape(bshape)
-    if bias is not None:
-        y = y + bias._data.reshape(bshape)
+        mean, invstd = rm_used, _rstd(rv_used, eps)
+    y = _scale_shift(x, mean, invstd, weight, bias, bshape)
     node = node_for(NativeBatchNormBackward0, (input, weight, bias))
     if node is not None:
         node.dims, node.eps, node.training, node.rm, node.rv = dims, eps, training, rm_used, rv_used
@@ -302,16 +309,14 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
                                f"got {name} of shape {wshape} and input of shape {list(x.shape)}")
     _check_dtypes(input, (weight, bias), "GroupNormKernelImpl")
     if x.size:
-        xg = x.reshape(n, num_groups, -1)
-        mean, var = _moments(xg, (2,))
-        y = ((xg - mean) * _rstd(var, eps)).reshape(x.shape)
+        # per (sample, channel) scale and shift from the group statistics, as PyTorch's kernel
+        mean, var = _moments(x.reshape(n, num_groups, -1), (2,))
+        cg = c // num_groups
+        mean_c = np.repeat(mean.reshape(n, num_groups), cg, axis=1)
+        rstd_c = np.repeat(_rstd(var, eps).reshape(n, num_groups), cg, axis=1)
+        y = _scale_shift(x, mean_c, rstd_c, weight, bias, (n, c) + (1,) * (x.ndim - 2))
     else:
         y = x.copy()
-    bshape = (1, c) + (1,) * (x.ndim - 2)
-    if weight is not None:
-        y = y * weight._data.reshape(bshape)
-    if bias is not None:
-        y = y + bias._data.reshape(bshape)
     node = node_for(NativeGroupNormBackward0, (input, weight, bias))
     if node is not None:
         node.groups, node.eps = num_groups, eps
@@ -329,4 +334,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     e = float(np.finfo(dt).eps) if eps is None else eps
     dims = tuple(range(input.ndim - len(ns), input.ndim))
     out = input * rsqrt((input * input).mean(dims, keepdim=True) + e)
-    return out * weight if weight is not None else out
+    if weight is not None:
+        out = out * weight
+    # PyTorch returns a contiguous result (a permuted input's result is cloned)
+    return out.contiguous()
