@@ -711,3 +711,11 @@ def test_alpha_dropout_keeps_mean_and_variance(feature):
     (g,) = retrograd.autograd.grad(y.sum(), x)
     assert set(np.unique(np.round(g.numpy(), 12))) <= {0.0, round(1.0 / np.sqrt((1.7580993408473766 ** 2 * 0.3 + 1)
                                                                                  * 0.7), 12)}
+
+
+@needs_torch
+@pytest.mark.parametrize("v", [np.nan, np.inf, -np.inf, 0.3])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
+def test_zero_dim_softmax_of_non_finite_matches_torch(name, v):
+    """A 0-d input is one element along its dim: exp(x - max) is NaN for +-inf and NaN."""
+    _assert_same(_derivs("rt", name, v), _derivs("torch", name, v))

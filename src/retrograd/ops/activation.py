@@ -781,13 +781,11 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "softmax_lastdim_kernel_impl")
-    if x.ndim == 0:
-        r = np.ones_like(x)
-    else:
-        m = x.max(axis=d, keepdims=True) if x.size else 0
-        with np.errstate(invalid="ignore", over="ignore"):
-            e = np.exp(x - m)
-            r = e / e.sum(axis=d, keepdims=True)
+    xs = x.reshape(1) if x.ndim == 0 else x   # a 0-d input is one element along its dim (NaN for +-inf, nan)
+    m = xs.max(axis=d, keepdims=True) if xs.size else 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(xs - m)
+        r = (e / e.sum(axis=d, keepdims=True)).reshape(x.shape)
     return _op(SoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
 
 
@@ -796,13 +794,11 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "log_softmax_lastdim_kernel_impl")
-    if x.ndim == 0:
-        r = np.zeros_like(x)
-    else:
-        m = x.max(axis=d, keepdims=True) if x.size else 0
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            z = x - m
-            r = z - np.log(np.exp(z).sum(axis=d, keepdims=True))
+    xs = x.reshape(1) if x.ndim == 0 else x
+    m = xs.max(axis=d, keepdims=True) if xs.size else 0
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        z = xs - m
+        r = (z - np.log(np.exp(z).sum(axis=d, keepdims=True))).reshape(x.shape)
     return _op(LogSoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
 
 
