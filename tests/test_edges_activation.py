@@ -719,3 +719,35 @@ def test_alpha_dropout_keeps_mean_and_variance(feature):
 def test_zero_dim_softmax_of_non_finite_matches_torch(name, v):
     """A 0-d input is one element along its dim: exp(x - max) is NaN for +-inf and NaN."""
     _assert_same(_derivs("rt", name, v), _derivs("torch", name, v))
+
+
+@needs_torch
+def test_running_statistics_and_partial_affine_match_torch():
+    """Running-average updates (batch_norm, instance_norm with and without input statistics:
+    values, and no version bump, as torch's kernel) and weight-only / bias-only affines."""
+    rs = np.random.default_rng(12)
+    X, W, B = rs.standard_normal((2, 3, 4)), rs.random(3) + 0.5, rs.standard_normal(3)
+    RM, RV = rs.standard_normal(3), rs.random(3) + 0.5
+    res = []
+    for lib in ("rt", "torch"):
+        L, Fm = _lib(lib)
+        out = []
+        x, w, b = _t(lib, X, requires_grad=True), _t(lib, W, requires_grad=True), _t(lib, B, requires_grad=True)
+        for y, ins in ((Fm.layer_norm(x, (4,), None, _t(lib, B[:1].repeat(4), requires_grad=False)), (x,)),
+                       (Fm.group_norm(x, 3, w), (x, w)),
+                       (Fm.batch_norm(x, None, None, w, training=True), (x, w)),
+                       (Fm.batch_norm(x, _t(lib, np.zeros(3)), _t(lib, np.full(3, 3.0)), None, b), (x, b))):
+            gs = L.autograd.grad(y, ins, _t(lib, np.cos(np.arange(y.numel())).reshape(tuple(y.shape))))
+            out += [_np(y)] + [_np(g) for g in gs]
+        for uis in (True, False):
+            rm, rv = _t(lib, RM), _t(lib, RV)
+            y = Fm.instance_norm(x, rm, rv, w, b, use_input_stats=uis, momentum=0.2)
+            out += [_np(y), _np(rm), _np(rv), np.array([rm._version, rv._version])]
+        rm, rv = _t(lib, np.zeros(3)), _t(lib, np.ones(3))
+        for shape in ((2, 3, 4), (2, 3)):
+            Fm.batch_norm(_t(lib, np.sin(np.arange(np.prod(shape))).reshape(shape)), rm, rv, training=True,
+                          momentum=0.3)
+        out += [_np(rm), _np(rv), np.array([rm._version, rv._version])]
+        res.append(out)
+    for k, (u, v) in enumerate(zip(*res)):
+        np.testing.assert_allclose(u, v, rtol=1e-10, atol=1e-12, err_msg=f"item {k}")

@@ -150,17 +150,16 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
         n = x.size // c
         mean, var = _moments(x, dims)
         mean, var = mean.reshape(c), var.reshape(c)
+        # PyTorch's kernel updates the running statistics in place without a version bump
         if running_mean is not None:
             rm = running_mean._data
             rm *= (1 - momentum)
             rm += momentum * mean.astype(rm.dtype)
-            running_mean._bump_version()
         if running_var is not None:
             rv = running_var._data
             rv *= (1 - momentum)
             with np.errstate(divide="ignore", invalid="ignore"):
                 rv += momentum * (var * n / (n - 1)).astype(rv.dtype)
-            running_var._bump_version()
         invstd = _rstd(var, eps)
         rm_used = rv_used = None
     else:
