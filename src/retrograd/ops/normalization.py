@@ -191,11 +191,12 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     rm, rv = rep(running_mean), rep(running_var)
     out = _batch_norm(input.contiguous().view((1, b * c) + shape[2:]), rm, rv, rep(weight), rep(bias),
                       use_input_stats, momentum, eps)
-    from ..autograd import grad_mode
-    with grad_mode.no_grad():
-        for stat, rs in ((running_mean, rm), (running_var, rv)):
-            if stat is not None:
-                stat.copy_(rs.view((b, c)).mean(0))
+    if use_input_stats:   # the repeated statistics were updated: average them back
+        from ..autograd import grad_mode
+        with grad_mode.no_grad():
+            for stat, rs in ((running_mean, rm), (running_var, rv)):
+                if stat is not None:
+                    stat.copy_(rs.view((b, c)).mean(0))
     return out.view(shape)
 
 
