@@ -1,9 +1,13 @@
 """Activation functions: the ReLU family, ELU family, GELU, SiLU, Mish, softplus, the hard
-variants, shrinkage, PReLU, and softmax/log_softmax over any dim.
+variants, shrinkage, PReLU, softmax/log_softmax over any dim, and dropout.
 
-Forward runs on arrays; every backward is written with tensor ops so it is itself
-differentiable. Node names are PyTorch's (e.g. ``LeakyReluBackward0``, ``EluBackward0``,
-``GeluBackward0``, ``SoftmaxBackward0``, ``LogSoftmaxBackward0``).
+Forward runs on arrays, with the branch conventions of PyTorch's CPU kernels (which side of
+a kink a boundary point and a NaN take). A first derivative is itself one op, as PyTorch's
+``*_backward`` functions are: its value is computed on arrays and its node, named as
+PyTorch's (``EluBackwardBackward0``, ``SoftplusBackwardBackward0``, ...), differentiates it
+again with derivatives.yaml's formulas written in tensor ops. Gradients that are zero
+somewhere are selected, never multiplied (``masked_grad``), so inf/nan upstream gradients
+give 0 there, and under create_graph they stay in the graph.
 """
 import math
 import warnings
@@ -137,10 +141,12 @@ def _leaky_forward(input, slope):
 
 
 def leaky_relu(input, negative_slope=0.01):
+    """``x`` where ``x > 0``, else ``negative_slope * x``."""
     return _op(LeakyReluBackward0, input, _leaky_forward(input, negative_slope), slope=negative_slope)
 
 
 def leaky_relu_(input, negative_slope=0.01):
+    """In-place ``leaky_relu`` (its backward uses the result: a negative slope is refused there)."""
     return apply_inplace(input, lambda t: _op(LeakyReluBackward1, t, _leaky_forward(t, negative_slope),
                                               saves="output", slope=negative_slope))
 
@@ -201,6 +207,7 @@ class HardsigmoidBackward0(OpNode):
 
 
 def hardsigmoid(input):
+    """``clamp(x + 3, 0, 6) / 6`` (no second derivative, as in PyTorch)."""
     _float_input(input, "hardsigmoid_cpu")
     x = input._data
     r = (np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
@@ -234,6 +241,7 @@ class HardswishBackward0(OpNode):
 
 
 def hardswish(input):
+    """``x * clamp(x + 3, 0, 6) / 6``."""
     _float_input(input, "hardswish_cpu")
     x = input._data
     with np.errstate(invalid="ignore"):
@@ -253,6 +261,7 @@ class HardshrinkBackward0(OpNode):
 
 
 def hardshrink(input, lambd=0.5):
+    """``x`` outside ``[-lambd, lambd]``, else 0."""
     _float_input(input, "hardshrink_cpu")
     x = input._data
     r = np.where((x >= -lambd) & (x <= lambd), 0, x).astype(x.dtype, copy=False)
@@ -266,6 +275,7 @@ class SoftshrinkBackward0(OpNode):
 
 
 def softshrink(input, lambd=0.5):
+    """``x -+ lambd`` outside ``[-lambd, lambd]``, else 0."""
     _float_input(input, "softshrink_check")
     hi = float(np.finfo(input._data.dtype).max)
     if not 0 <= lambd <= hi:
@@ -385,6 +395,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place ``rrelu``."""
     return apply_inplace(input, _rrelu, lower, upper, training, RreluWithNoiseBackward1)
 
 
@@ -447,10 +458,12 @@ def _elu_inplace(input, alpha, scale, input_scale, bwd_input_scale, cls):
 
 
 def elu(input, alpha=1.0):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
     return _elu(input, alpha, 1.0, 1.0, 1.0, EluBackward0)
 
 
 def elu_(input, alpha=1.0):
+    """In-place ``elu`` (its backward uses the result)."""
     return _elu_inplace(input, alpha, 1.0, 1.0, 1.0, EluBackward1)
 
 
@@ -459,6 +472,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input):
+    """Scaled ELU with the self-normalizing constants."""
     return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, 1.0, EluBackward0)
 
 
@@ -473,6 +487,7 @@ def _celu_scale(alpha):
 
 
 def celu(input, alpha=1.0):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     _check_celu(alpha)
     return _elu(input, alpha, 1.0, *_celu_scale(alpha), CeluBackward0)
 
@@ -553,6 +568,7 @@ class SiluBackward0(OpNode):
 
 
 def silu(input):
+    """``x * sigmoid(x)``."""
     _float_input(input, "silu_cpu")
     x = input._data
     with np.errstate(over="ignore", invalid="ignore"):
@@ -576,6 +592,7 @@ class MishBackward0(OpNode):
 
 
 def mish(input):
+    """``x * tanh(softplus(x))``."""
     _float_input(input, "mish_cpu")
     x = input._data
     with np.errstate(over="ignore", invalid="ignore"):
@@ -644,6 +661,7 @@ class LogSigmoidBackward0(OpNode):
 
 
 def logsigmoid(input):
+    """``log(sigmoid(x))``, computed stably."""
     _float_input(input, "log_sigmoid_cpu")
     x = input._data
     with np.errstate(over="ignore", invalid="ignore"):
@@ -879,31 +897,38 @@ def _alpha_dropout(input, p, train, inplace, feature):
 
 
 def alpha_dropout(input, p=0.5, train=False, inplace=False):
+    """Alpha dropout of single elements (training only)."""
     return _alpha_dropout(input, p, train, inplace, False)
 
 
 def feature_alpha_dropout(input, p=0.5, train=False, inplace=False):
+    """Alpha dropout of whole channels (dim 1; training only)."""
     return _alpha_dropout(input, p, train, inplace, True)
 
 
 def dropout_(input, p=0.5, train=True):
+    """In-place ``dropout``."""
     return dropout(input, p, train, True)
 
 
 def feature_dropout_(input, p=0.5, train=True):
+    """In-place ``feature_dropout``."""
     return feature_dropout(input, p, train, True)
 
 
 def selu_(input):
+    """In-place ``selu``."""
     return _elu_inplace(input, _SELU_ALPHA, _SELU_SCALE, 1.0, 1.0, EluBackward1)
 
 
 def celu_(input, alpha=1.0):
+    """In-place ``celu``."""
     _check_celu(alpha)
     return _elu_inplace(input, alpha, 1.0, *_celu_scale(alpha), CeluBackward1)
 
 
 def threshold_(input, threshold, value):
+    """In-place ``threshold``."""
     return apply_inplace(input, _threshold, threshold, value, ThresholdBackward1)
 
 
