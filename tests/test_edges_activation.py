@@ -352,29 +352,37 @@ def _err(lib, f):
     L, Fm = _lib(lib)
     try:
         r = f(L, Fm)
-        return ("ok", tuple(r.shape), str(r.dtype), _np(r).tolist() if r.numel() < 10 else None)
+        vals = _np(r)
+        vals = np.round(vals.astype(np.float64), 5).tolist() if vals.dtype.kind == "f" else vals.tolist()
+        return ("ok", tuple(r.shape), str(r.dtype), vals if r.numel() < 10 else None)
     except Exception as e:  # noqa: BLE001
         return (type(e).__name__, str(e).split("\n")[0])
 
 
+def _det(L, *shape):
+    """A deterministic non-constant input (the same in both libraries)."""
+    n = int(np.prod(shape))
+    return L.tensor(np.sin(np.arange(n) * 1.7).reshape(shape), dtype=L.float32)
+
+
 NORM_ERRORS = {
-    "gn_groups_not_dividing": lambda L, Fm: Fm.group_norm(L.randn(2, 4, 3), 3),
-    "gn_groups_zero": lambda L, Fm: Fm.group_norm(L.randn(2, 4, 3), 0),
-    "gn_groups_negative": lambda L, Fm: Fm.group_norm(L.randn(2, 4, 3), -1),
-    "gn_weight_size": lambda L, Fm: Fm.group_norm(L.randn(2, 4, 3), 2, L.ones(3)),
-    "gn_bias_size": lambda L, Fm: Fm.group_norm(L.randn(2, 4, 3), 2, None, L.ones(5)),
-    "gn_weight_2d": lambda L, Fm: Fm.group_norm(L.randn(2, 4, 3), 2, L.ones(2, 2)),
-    "gn_1d": lambda L, Fm: Fm.group_norm(L.randn(4), 2),
+    "gn_groups_not_dividing": lambda L, Fm: Fm.group_norm(_det(L, 2, 4, 3), 3),
+    "gn_groups_zero": lambda L, Fm: Fm.group_norm(_det(L, 2, 4, 3), 0),
+    "gn_groups_negative": lambda L, Fm: Fm.group_norm(_det(L, 2, 4, 3), -1),
+    "gn_weight_size": lambda L, Fm: Fm.group_norm(_det(L, 2, 4, 3), 2, L.ones(3)),
+    "gn_bias_size": lambda L, Fm: Fm.group_norm(_det(L, 2, 4, 3), 2, None, L.ones(5)),
+    "gn_weight_2d": lambda L, Fm: Fm.group_norm(_det(L, 2, 4, 3), 2, L.ones(2, 2)),
+    "gn_1d": lambda L, Fm: Fm.group_norm(_det(L, 4), 2),
     "gn_0d": lambda L, Fm: Fm.group_norm(L.tensor(1.0), 1),
-    "gn_one_value_per_group_batch_1": lambda L, Fm: Fm.group_norm(L.randn(1, 4), 4),
-    "gn_one_value_per_group_batch_1_spatial": lambda L, Fm: Fm.group_norm(L.randn(1, 4, 1), 4),
-    "gn_one_value_per_group": lambda L, Fm: Fm.group_norm(L.randn(2, 4), 4),
-    "gn_mixed_dtype": lambda L, Fm: Fm.group_norm(L.randn(2, 4, 3), 2, L.ones(4, dtype=L.float64)),
-    "gn_long_weight": lambda L, Fm: Fm.group_norm(L.randn(2, 4, 3), 2, L.ones(4, dtype=L.long)),
-    "ln_empty_shape": lambda L, Fm: Fm.layer_norm(L.randn(2, 3), ()),
-    "ln_wrong_shape": lambda L, Fm: Fm.layer_norm(L.randn(2, 3), (2,)),
-    "ln_weight_shape": lambda L, Fm: Fm.layer_norm(L.randn(2, 3), (3,), L.ones(4)),
-    "ln_mixed_dtype": lambda L, Fm: Fm.layer_norm(L.randn(2, 3, dtype=L.float64), (3,), L.ones(3)),
+    "gn_one_value_per_group_batch_1": lambda L, Fm: Fm.group_norm(_det(L, 1, 4), 4),
+    "gn_one_value_per_group_batch_1_spatial": lambda L, Fm: Fm.group_norm(_det(L, 1, 4, 1), 4),
+    "gn_one_value_per_group": lambda L, Fm: Fm.group_norm(_det(L, 2, 4), 4),
+    "gn_mixed_dtype": lambda L, Fm: Fm.group_norm(_det(L, 2, 4, 3), 2, L.ones(4, dtype=L.float64)),
+    "gn_long_weight": lambda L, Fm: Fm.group_norm(_det(L, 2, 4, 3), 2, L.ones(4, dtype=L.long)),
+    "ln_empty_shape": lambda L, Fm: Fm.layer_norm(_det(L, 2, 3), ()),
+    "ln_wrong_shape": lambda L, Fm: Fm.layer_norm(_det(L, 2, 3), (2,)),
+    "ln_weight_shape": lambda L, Fm: Fm.layer_norm(_det(L, 2, 3), (3,), L.ones(4)),
+    "ln_mixed_dtype": lambda L, Fm: Fm.layer_norm(_det(L, 2, 3, dtype=L.float64), (3,), L.ones(3)),
     "bn_one_value": lambda L, Fm: Fm.batch_norm(L.ones(1, 4), L.zeros(4), L.ones(4), training=True),
     "bn_eps_train": lambda L, Fm: Fm.batch_norm(L.ones(2, 4), None, None, training=True, eps=0),
     "bn_eps_eval": lambda L, Fm: Fm.batch_norm(L.ones(2, 4), L.zeros(4), L.ones(4), eps=-1),
@@ -385,9 +393,9 @@ NORM_ERRORS = {
     "bn_mixed_stats": lambda L, Fm: Fm.batch_norm(L.ones(2, 4, dtype=L.float64), L.zeros(4), L.ones(4)),
     "bn_mixed_weight": lambda L, Fm: Fm.batch_norm(L.ones(2, 4), L.zeros(4), L.ones(4), L.ones(4, dtype=L.float64)),
     "bn_1d_weight": lambda L, Fm: Fm.batch_norm(L.ones(4), None, None, L.ones(4), training=True),
-    "in_one_spatial": lambda L, Fm: Fm.instance_norm(L.randn(2, 4, 1)),
-    "in_no_stats": lambda L, Fm: Fm.instance_norm(L.randn(2, 4, 3), use_input_stats=False),
-    "in_stats_size": lambda L, Fm: Fm.instance_norm(L.randn(2, 4, 3), L.zeros(3), L.ones(3)),
+    "in_one_spatial": lambda L, Fm: Fm.instance_norm(_det(L, 2, 4, 1)),
+    "in_no_stats": lambda L, Fm: Fm.instance_norm(_det(L, 2, 4, 3), use_input_stats=False),
+    "in_stats_size": lambda L, Fm: Fm.instance_norm(_det(L, 2, 4, 3), L.zeros(3), L.ones(3)),
     "prelu_mixed": lambda L, Fm: Fm.prelu(L.ones(3, dtype=L.int32), L.tensor([1])),
     "prelu_channels": lambda L, Fm: Fm.prelu(L.ones(2, 3), L.ones(2)),
     "softshrink_negative": lambda L, Fm: Fm.softshrink(L.ones(2), -1.0),
@@ -400,6 +408,20 @@ NORM_ERRORS = {
     "glu_0d": lambda L, Fm: Fm.glu(L.tensor(1.0)),
     "hardtanh_uint8": lambda L, Fm: Fm.hardtanh(L.ones(3, dtype=L.uint8)),
     "gelu_approximate": lambda L, Fm: Fm.gelu(L.ones(3), approximate="fast"),
+    "prelu_weight_2d": lambda L, Fm: Fm.prelu(_det(L, 2, 4), L.ones(2, 2)),
+    "prelu_zero_dim_input": lambda L, Fm: Fm.prelu(L.tensor(1.0), L.ones(4)),
+    "rrelu_bounds": lambda L, Fm: Fm.rrelu(_det(L, 2, 4), 0.5, 0.1, training=True),
+    "rrelu_bounds_eval": lambda L, Fm: Fm.rrelu(_det(L, 2, 4), 0.5, 0.1),
+    "dropout2d_1d": lambda L, Fm: Fm.dropout2d(L.ones(3), 0.5),
+    "dropout2d_1d_p1": lambda L, Fm: Fm.dropout2d(L.ones(3), 1.0),
+    "feature_alpha_dropout_1d_p1": lambda L, Fm: Fm.feature_alpha_dropout(L.ones(3), 1.0, True),
+    "layer_norm_int_shape": lambda L, Fm: Fm.layer_norm(_det(L, 2, 4), 4),
+    "layer_norm_float_shape": lambda L, Fm: Fm.layer_norm(_det(L, 2, 4), (4.0,)),
+    "layer_norm_size_shape": lambda L, Fm: Fm.layer_norm(_det(L, 2, 4), _det(L, 2, 4).shape[1:]),
+    "rms_norm_int_shape": lambda L, Fm: Fm.rms_norm(_det(L, 2, 4), 4),
+    "group_norm_float_groups": lambda L, Fm: Fm.group_norm(_det(L, 2, 4), 2.0),
+    "group_norm_bool_groups": lambda L, Fm: Fm.group_norm(_det(L, 2, 4), True),
+    "softplus_beta_zero": lambda L, Fm: Fm.softplus(_det(L, 2, 4), 0.0),
 }
 
 
@@ -751,3 +773,13 @@ def test_running_statistics_and_partial_affine_match_torch():
         res.append(out)
     for k, (u, v) in enumerate(zip(*res)):
         np.testing.assert_allclose(u, v, rtol=1e-10, atol=1e-12, err_msg=f"item {k}")
+
+
+@needs_torch
+@pytest.mark.parametrize("call", [lambda Fm, x: Fm.dropout(x, 0.5), lambda Fm, x: Fm.dropout2d(x, 0.5),
+                                  lambda Fm, x: Fm.alpha_dropout(x, 0.5, True)])
+def test_dropout_of_empty_input_is_the_input(call):
+    for lib in ("rt", "torch"):
+        L, Fm = _lib(lib)
+        x = L.zeros(0, 3, 2)
+        assert call(Fm, x) is x

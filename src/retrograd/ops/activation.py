@@ -342,14 +342,19 @@ def prelu(input, weight):
     if x.dtype != w.dtype:
         raise RuntimeError(f"prelu: Type promoting not supported. Got {_dtype_name(x.dtype)} and "
                            f"{_dtype_name(w.dtype)}")
-    _float_input(input, "prelu_cpu")
     n = w.size
     per_channel = n != 1
     if per_channel:
+        if x.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
         if x.ndim < 2 or x.shape[1] != n:
             ch = x.shape[1] if x.ndim >= 2 else 1
             raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
                                f"{n} and channel size = {ch}.")
+    if w.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {w.ndim}")
+    _float_input(input, "prelu_cpu")
+    if per_channel:
         wshape = (1, n) + (1,) * (x.ndim - 2)
     else:
         wshape = (1,) * x.ndim if x.ndim else ()
@@ -374,6 +379,8 @@ RreluWithNoiseBackward1 = type("RreluWithNoiseBackward1", (RreluWithNoiseBackwar
 
 
 def _rrelu(input, lower, upper, training, cls):
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     x = input._data
     if not training:
         _float_input(input, "leaky_relu_cpu")
@@ -578,7 +585,7 @@ def silu(input):
 
 def _softplus_np(x, beta=1.0, thr=20.0):
     bx = x * beta
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return np.where(bx > thr, x, np.log1p(np.exp(bx)) / beta).astype(x.dtype, copy=False)
 
 
@@ -854,7 +861,7 @@ def _masked(input, mask, inplace):
 def dropout(input, p=0.5, train=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (when ``train``)."""
     _check_p(p)
-    if not train or p == 0.0:
+    if not train or p == 0.0 or input._data.size == 0:
         return input
     return _masked(input, _dropout_mask(input._data.shape, p, input._data.dtype), inplace)
 
@@ -862,9 +869,11 @@ def dropout(input, p=0.5, train=True, inplace=False):
 def feature_dropout(input, p=0.5, train=True, inplace=False, batched=True):
     """Zero whole channels (dim 1; dim 0 when not ``batched``) with probability ``p``."""
     _check_p(p)
-    if not train or p == 0.0:
+    if not train or p == 0.0 or input._data.size == 0:
         return input
     shape = input._data.shape
+    if p < 1.0 and len(shape) < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     k = 2 if batched else 1
     mshape = shape[:k] + (1,) * (len(shape) - k)
     return _masked(input, _dropout_mask(mshape, p, input._data.dtype), inplace)
@@ -880,12 +889,12 @@ def _alpha_dropout(input, p, train, inplace, feature):
     x = input._data
     if p == 0 or not train or x.size == 0:
         return input
+    if p == 1:   # no noise is drawn, so no dimension check either (PyTorch's order)
+        zero = finish(None, np.zeros((), x.dtype))
+        return apply_inplace(input, lambda t: t * zero) if inplace else input * zero
     if feature and x.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = x.shape[:2] + (1,) * (x.ndim - 2) if feature else x.shape
-    if p == 1:
-        zero = finish(None, np.zeros((), x.dtype))
-        return apply_inplace(input, lambda t: t * zero) if inplace else input * zero
     from .._creation import _gen
     keep = (_gen(None).random(shape) >= p).astype(x.dtype)
     a = 1.0 / math.sqrt((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p))

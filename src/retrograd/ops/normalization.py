@@ -217,11 +217,20 @@ class NativeLayerNormBackward0(OpNode):
         return gx if nf[0][0] is not None else None, gw, gb
 
 
-def _check_normalized_shape(input, normalized_shape, params, sep):
+def _int_sequence(v, fname, arg, pos):
+    """``v`` as a tuple of ints, or PyTorch's argument-parsing TypeError."""
+    if not isinstance(v, (tuple, list)):
+        raise TypeError(f"{fname}(): argument '{arg}' (position {pos}) must be tuple of ints, not {type(v).__name__}")
+    for k, e in enumerate(v):
+        if not isinstance(e, (int, np.integer)) or isinstance(e, bool):
+            raise TypeError(f"{fname}(): argument '{arg}' (position {pos}) must be tuple of ints, but found element "
+                            f"of type {type(e).__name__} at pos {k}")
+    return tuple(int(e) for e in v)
+
+
+def _check_normalized_shape(input, normalized_shape, params, sep, fname):
     """PyTorch's layer/rms norm argument checks; the trailing dims as a tuple."""
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
-    ns = tuple(int(s) for s in normalized_shape)
+    ns = _int_sequence(normalized_shape, fname, "normalized_shape", 2)
     x = input._data
     k = len(ns)
     if k == 0:
@@ -239,7 +248,7 @@ def _check_normalized_shape(input, normalized_shape, params, sep):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
-    ns = _check_normalized_shape(input, normalized_shape, (("weight", weight), ("bias", bias)), ", ")
+    ns = _check_normalized_shape(input, normalized_shape, (("weight", weight), ("bias", bias)), ", ", "layer_norm")
     x = input._data
     k = len(ns)
     _check_dtypes(input, (weight, bias), "LayerNormKernelImpl")
@@ -296,6 +305,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
     if x.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {x.ndim}")
     n, c = x.shape[:2]
+    if not isinstance(num_groups, (int, np.integer)) or isinstance(num_groups, bool):
+        raise TypeError(f"group_norm(): argument 'num_groups' (position 2) must be int, not "
+                        f"{type(num_groups).__name__}")
     if num_groups <= 0:
         raise RuntimeError(f"Expected num groups to be greater than 0, got {num_groups}")
     if c % num_groups:
@@ -327,7 +339,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x / sqrt(mean(x**2) + eps)`` over the trailing dims, times ``weight`` (PyTorch's
     composite: its gradients are those of the tensor ops; ``eps`` defaults to the dtype's)."""
-    ns = _check_normalized_shape(input, normalized_shape, (("weight", weight),), "")
+    ns = _check_normalized_shape(input, normalized_shape, (("weight", weight),), "", "rms_norm")
     dt = input._data.dtype
     if dt.kind not in "fc":
         raise NotImplementedError(f'"rms_norm" not implemented for \'{_dtype_name(dt)}\'')
