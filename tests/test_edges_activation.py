@@ -404,6 +404,8 @@ NORM_ERRORS = {
     "celu_zero_alpha": lambda L, Fm: Fm.celu(L.ones(2), 0.0),
     "threshold_int_value_overflow": lambda L, Fm: Fm.threshold(L.tensor([1, 2], dtype=L.int8), 0.5, 1000),
     "threshold_int_truncates": lambda L, Fm: Fm.threshold(L.tensor([-1, 0, 1]), -0.5, 7),
+    "threshold_int32_overflow": lambda L, Fm: Fm.threshold(L.tensor([1, 2], dtype=L.int32), 0.5, 1e20),
+    "threshold_int64_threshold_overflow": lambda L, Fm: Fm.threshold(L.tensor([1, 2]), 1e30, 1),
     "glu_odd": lambda L, Fm: Fm.glu(L.ones(3), 0),
     "glu_0d": lambda L, Fm: Fm.glu(L.tensor(1.0)),
     "hardtanh_uint8": lambda L, Fm: Fm.hardtanh(L.ones(3, dtype=L.uint8)),

@@ -160,7 +160,7 @@ class ThresholdBackward0(OpNode):
 ThresholdBackward1 = type("ThresholdBackward1", (ThresholdBackward0,), {})
 
 
-_CTYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t"}
+_CTYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
 
 
 def _to_int_scalar(v, dt):
