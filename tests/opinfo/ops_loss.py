@@ -257,16 +257,8 @@ _add("one_hot", _one_hot_samples, grad=False, int_dtypes=False, nonfinite=False)
 
 
 # What still differs from torch 2.13, and where the cause lives (not in the loss code itself).
-_known("F.cosine_embedding_loss", "grad gradgrad", "infgrad",
-       "where's backward multiplies the unselected branch by 0 (inf upstream gives nan); torch selects")
-_known("F.margin_ranking_loss", "gradgrad", "nonfinite",
-       "clamp_min's double backward goes through where, which multiplies by 0 (nan); torch selects")
-_known("F.triplet_margin_loss", "gradgrad", "nonfinite infgrad",
-       "clamp_min / norm double backward: where multiplies by 0 and the norm divides unmasked (torch selects)")
-_known("F.l1_loss", "gradgrad", "infgrad", "abs's second derivative (sign's backward g * 0) is nan under an inf "
-                                          "upstream; torch's is 0")
-_known("F.l1_loss(weight)", "gradgrad", "infgrad nonfinite", "abs's second derivative (sign's backward g * 0) is "
-                                                           "nan under inf/nan; torch's is 0")
+_known("F.triplet_margin_loss", "gradgrad", "infgrad",
+       "norm double backward under an inf upstream: the norm divides unmasked (-inf where torch gives nan)")
 _known("F.cosine_similarity F.normalize", "gradgrad", "degenerate",
        "vector_norm's backward at a zero norm: torch's (x / norm).masked_fill_(norm == 0, 0) makes the second "
        "derivative nan, retrograd's where() gives a finite value")
