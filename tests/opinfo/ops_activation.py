@@ -249,13 +249,6 @@ _add("F.rms_norm", fn("rms_norm"), _rms_norm_samples)
 
 _known("F.gelu", "values", "nonfinite",
        "gelu(+inf) is +inf; torch 2.13's vectorized float32 erf gives NaN for inputs of more than one element")
-_known("F.relu F.relu(inplace) F.relu_", "errors", "bool", "relu (ops/unary): bool input accepted, torch raises")
-_known("F.relu F.relu(inplace) F.relu_", "grad", "nonfinite infgrad",
-       "relu (ops/unary): grad at nan input 0 (torch passes g); nan with inf upstream (torch 0)")
-_known("F.relu F.relu(inplace) F.relu_", "gradgrad", "nonfinite", "relu (ops/unary): second derivative at nan input")
-_known("F.tanhshrink", "errors", "bool", "x - tanh(x): bool subtraction accepted (ops/arithmetic), torch raises")
-_known("F.softsign", "errors", "bool", "x / (1 + |x|): abs of bool accepted (ops/unary), torch raises")
-_known("F.sigmoid", "gradgrad", "infgrad", "sigmoid (ops/unary): second derivative nan with inf upstream (torch -inf)")
 _known("F.group_norm", "grad", "nonfinite",
        "inf/nan weights: torch's kernel sums them into the group first (c1*dY + c2*X + c3); the well-conditioned "
        "backward here gives NaN where torch gives -inf")
