@@ -781,3 +781,21 @@ def test_dropout_of_empty_input_is_the_input(call):
         L, Fm = _lib(lib)
         x = L.zeros(0, 3, 2)
         assert call(Fm, x) is x
+
+
+@needs_torch
+@pytest.mark.parametrize("layout", ["contig", "noncontig"])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_non_finite_weights_follow_torch_per_layout(layout, training):
+    """torch's kernel is x * (invstd*w) + (b - mean*invstd*w) for contiguous input and
+    ((x - mean) * invstd) * w + b for strided input: inf weights give NaN or inf accordingly."""
+    a = np.sin(np.arange(24.0)).reshape(4, 3, 2)
+    outs = []
+    for lib in ("rt", "torch"):
+        L, Fm = _lib(lib)
+        x = _t(lib, np.ascontiguousarray(a.transpose(2, 1, 0))).permute(2, 1, 0) if layout == "noncontig" \
+            else _t(lib, a)
+        w, b = _t(lib, [1.1, np.inf, -np.inf]), _t(lib, [1.9, 0.7, 0.6])
+        stats = (None, None) if training else (_t(lib, np.zeros(3)), _t(lib, np.ones(3)))
+        outs.append(_np(Fm.batch_norm(x, *stats, w, b, training=training)))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12, equal_nan=True)

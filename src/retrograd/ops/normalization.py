@@ -166,7 +166,15 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
         rm_used = running_mean._data.astype(x.dtype).copy()
         rv_used = running_var._data.astype(x.dtype).copy()
         mean, invstd = rm_used, _rstd(rv_used, eps)
-    y = _scale_shift(x, mean, invstd, weight, bias, bshape)
+    if x.flags.c_contiguous:
+        y = _scale_shift(x, mean, invstd, weight, bias, bshape)
+    else:   # PyTorch's kernel for strided input: ((x - mean) * invstd) * weight + bias
+        with np.errstate(invalid="ignore", over="ignore"):
+            y = (x - mean.reshape(bshape)) * invstd.reshape(bshape)
+            if weight is not None:
+                y = y * weight._data.reshape(bshape)
+            if bias is not None:
+                y = y + bias._data.reshape(bshape)
     node = node_for(NativeBatchNormBackward0, (input, weight, bias))
     if node is not None:
         node.dims, node.eps, node.training, node.rm, node.rv = dims, eps, training, rm_used, rv_used
