@@ -27,7 +27,7 @@ def _maybe_inplace(fn, input, inplace, *args):
 # --- activations ----------------------------------------------------------------------
 
 def celu(input, alpha=1.0, inplace=False):
-    return _maybe_inplace(_act.celu, input, inplace, alpha)
+    return _act.celu_(input, alpha) if inplace else _act.celu(input, alpha)
 
 
 def celu_(input, alpha=1.0):
@@ -35,7 +35,7 @@ def celu_(input, alpha=1.0):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _maybe_inplace(_act.elu, input, inplace, alpha)
+    return _act.elu_(input, alpha) if inplace else _act.elu(input, alpha)
 
 
 def elu_(input, alpha=1.0):
@@ -71,7 +71,7 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _maybe_inplace(_act.leaky_relu, input, inplace, negative_slope)
+    return _act.leaky_relu_(input, negative_slope) if inplace else _act.leaky_relu(input, negative_slope)
 
 
 def leaky_relu_(input, negative_slope=0.01):
@@ -107,11 +107,19 @@ def relu6(input, inplace=False):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    return _maybe_inplace(_act.rrelu, input, inplace, lower, upper, training)
+    return _act.rrelu(input, lower, upper, training, inplace)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return _act.rrelu_(input, lower, upper, training)
 
 
 def selu(input, inplace=False):
-    return _maybe_inplace(_act.selu, input, inplace)
+    return _act.selu_(input) if inplace else _act.selu(input)
+
+
+def selu_(input):
+    return _act.selu_(input)
 
 
 def sigmoid(input):
@@ -151,11 +159,11 @@ def tanhshrink(input):
 
 
 def threshold(input, threshold, value, inplace=False):
-    return _maybe_inplace(_act.threshold, input, inplace, threshold, value)
+    return _act.threshold_(input, threshold, value) if inplace else _act.threshold(input, threshold, value)
 
 
 def threshold_(input, threshold, value):
-    return _maybe_inplace(_act.threshold, input, True, threshold, value)
+    return _act.threshold_(input, threshold, value)
 
 
 # --- convolution ----------------------------------------------------------------------
@@ -179,6 +187,16 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return _act.dropout(input, p, training, inplace)
 
 
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's self-normalizing mean and variance (training only)."""
+    return _act.alpha_dropout(input, p, training, inplace)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels (dim 1)."""
+    return _act.feature_alpha_dropout(input, p, training, inplace)
+
+
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, L) or (C, L) input."""
     _act._check_p(p)
@@ -187,7 +205,17 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {d}D input. Note that dropout1d "
                            "exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
                            "dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
-    return _act.feature_dropout(input, p, training, inplace, d == 3)
+    return _unbatched_feature_dropout(input, p, training, inplace, d == 3)
+
+
+def _unbatched_feature_dropout(input, p, training, inplace, batched):
+    # torch.nn.functional's way: an unbatched input gets a batch dim and loses it again
+    # (so the result is a view of the input, as there)
+    if batched:
+        return _act.feature_dropout(input, p, training, inplace)
+    x = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    r = _act.feature_dropout(x, p, training, inplace)
+    return r.squeeze_(0) if inplace else r.squeeze(0)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
@@ -206,7 +234,8 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       "This behavior will change in a future release to interpret the input as one without a batch "
                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
                       "switch to using dropout1d instead.", stacklevel=2)
-    return _act.feature_dropout(input, p, training, inplace, d != 3)
+    # any input is (N, C, ...) here, a 3-D one included (torch's historical behaviour)
+    return _act.feature_dropout(input, p, training, inplace)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
@@ -219,7 +248,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
                       "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
                       "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
                       "inputs).", stacklevel=2)
-    return _act.feature_dropout(input, p, training, inplace, d == 5)
+    return _unbatched_feature_dropout(input, p, training, inplace, d == 5)
 
 
 # --- distances and vectors ------------------------------------------------------------
@@ -310,16 +339,51 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 
 # --- normalization --------------------------------------------------------------------
 
+def _verify_batch_size(size):
+    prod = size[0]
+    for s in size[2:]:
+        prod *= s
+    if prod == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    if training:
+        _verify_batch_size(input.size())
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    elif eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     return _norm._batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    shape = list(input.size())
+    _verify_batch_size([shape[0] * shape[1] // num_groups, num_groups] + shape[2:])
     return _norm.group_norm(input, num_groups, weight, bias, eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalize each channel of each sample over its spatial positions."""
+    if use_input_stats:
+        size = input.size()
+        prod = 1
+        for s in size[2:]:
+            prod *= s
+        if prod == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+    return _norm.instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return _norm.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    return _norm.rms_norm(input, normalized_shape, weight, eps)
 
 
 # --- pooling --------------------------------------------------------------------------

@@ -754,7 +754,10 @@ class _MaskedGradNode(OpNode):
 
     def backward(self, gg):
         nf = self.next_functions
-        dg = masked_grad(gg, self.factor, None) if nf[0][0] is not None else None
+        saved = self.saved_tensors
+        # d/dg is the same selection, again attached to dep (PyTorch's *_backward(gg, self))
+        dg = masked_grad(gg, self.factor, saved[0] if saved else None, type(self).__name__) \
+            if nf[0][0] is not None else None
         if nf[1][0] is None:
             return dg, None
         z = finish(None, np.zeros(self.dep_shape, dtype=gg._data.dtype))
@@ -783,6 +786,8 @@ def masked_grad(g, factor, dep, name="ThresholdBackwardBackward0"):
     if node is not None:
         node.factor = f
         node.dep_shape = dep._data.shape if dep is not None else None
+        if dep is not None:
+            save(node, dep)
     return finish(node, r)
 
 

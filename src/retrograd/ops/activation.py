@@ -1,36 +1,49 @@
 """Activation functions: the ReLU family, ELU family, GELU, SiLU, Mish, softplus, the hard
-variants, shrinkage, PReLU, and softmax/log_softmax over any dim.
+variants, shrinkage, PReLU, softmax/log_softmax over any dim, and dropout.
 
-Forward runs on arrays; every backward is written with tensor ops so it is itself
-differentiable. Node names are PyTorch's (e.g. ``LeakyReluBackward0``, ``EluBackward0``,
-``GeluBackward0``, ``SoftmaxBackward0``, ``LogSoftmaxBackward0``).
+Forward runs on arrays, with the branch conventions of PyTorch's CPU kernels (which side of
+a kink a boundary point and a NaN take). A first derivative is itself one op, as PyTorch's
+``*_backward`` functions are: its value is computed on arrays and its node, named as
+PyTorch's (``EluBackwardBackward0``, ``SoftplusBackwardBackward0``, ...), differentiates it
+again with derivatives.yaml's formulas written in tensor ops. Gradients that are zero
+somewhere are selected, never multiplied (``masked_grad``), so inf/nan upstream gradients
+give 0 there, and under create_graph they stay in the graph.
 """
 import math
 import warnings
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, save_output, finish, wrap_dim, apply_inplace
-from .unary import _erf_np, _sigmoid_np, exp, tanh, sigmoid, erf
+from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
+                    masked_grad, _dtype_name)
+from .unary import _erf_np, _sigmoid_np, exp, log1p, tanh, sigmoid
 from .index import where
 from .. import _dtype as D
 
 __all__ = ["softmax", "log_softmax", "selu", "celu", "threshold", "prelu", "hardshrink", "rrelu", "selu_", "celu_",
-           "threshold_", "dropout", "feature_dropout", "dropout_", "feature_dropout_"]
+           "threshold_", "rrelu_", "dropout", "feature_dropout", "dropout_", "feature_dropout_", "alpha_dropout",
+           "feature_alpha_dropout"]
 
 
 def _const(a, like):
-    return finish(None, np.asarray(a, dtype=like._data.dtype))
+    return finish(None, arr(np.asarray(a, dtype=like._data.dtype)))
 
 
-def _float_input(input, name):
-    if input._data.dtype.kind not in "fc":
-        raise NotImplementedError(f'"{name}" not implemented for \'{D._FROM_NP[input._data.dtype].name.capitalize()}\'')
+def _zeros(like):
+    return finish(None, np.zeros(like._data.shape, like._data.dtype))
+
+
+def _float_input(input, kernel):
+    """PyTorch's dispatch error for the kernels that take floating inputs only."""
+    dt = input._data.dtype
+    if dt.kind not in "fc":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
 
 
 def _op(node_cls, input, r, saves="input", **attrs):
+    """Wrap the forward result ``r`` (made an array: NumPy turns 0-d results into scalars)."""
     node = node_for(node_cls, (input,))
-    res = finish(node, r)
+    res = finish(node, arr(r))
     if node is not None:
         for k, v in attrs.items():
             setattr(node, k, v)
@@ -41,174 +54,424 @@ def _op(node_cls, input, r, saves="input", **attrs):
     return res
 
 
-# *** piecewise linear ***
+def _grad_op(node_cls, value, inputs, **attrs):
+    """A first derivative computed as one op, as PyTorch's ``*_backward`` functions are: under
+    create_graph its node (PyTorch's ``*BackwardBackward0``) differentiates it again with
+    the formulas of derivatives.yaml. ``inputs`` are saved for that node."""
+    node = node_for(node_cls, inputs)
+    if node is not None:
+        for k, v in attrs.items():
+            setattr(node, k, v)
+        save(node, *inputs)
+    return finish(node, arr(value))
+
+
+def _needs(node, i):
+    return node.next_functions[i][0] is not None
+
+
+# *** piecewise linear: gradients are selected (masked_grad), never multiplied ***
 
 class HardtanhBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
         xd = x._data
-        return g * _const((xd > self.min_val) & (xd < self.max_val), g)
+        # PyTorch's kernel zeroes where x <= min or x >= max, so NaN passes the gradient
+        return masked_grad(g, ~((xd <= self.min_val) | (xd >= self.max_val)), x, "HardtanhBackwardBackward0")
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0):
     """Clamp to [min_val, max_val]."""
+    x = input._data
+    if x.dtype == np.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if x.dtype == np.uint8 and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    x = input._data
     r = np.clip(x, min_val, max_val).astype(x.dtype, copy=False)
     return _op(HardtanhBackward0, input, r, min_val=min_val, max_val=max_val)
+
+
+def _leaky_grad(cls, g, x, slope, noise=None):
+    """g * (x > 0 ? 1 : slope), or g * noise (rrelu in training): PyTorch multiplies by the
+    slope here, it does not select."""
+    gd, xd = g._data, x._data
+    with np.errstate(invalid="ignore"):
+        r = gd * noise if noise is not None else np.where(xd > 0, gd, gd * slope)
+    return _grad_op(cls, r.astype(gd.dtype, copy=False), (g, x), slope=slope, noise=noise)
+
+
+class _LeakyGradNode(OpNode):
+    """Double backward of leaky_relu_backward: linear in grad, constant in x."""
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        return (_leaky_grad(type(self), gg, x, self.slope, self.noise) if _needs(self, 0) else None,
+                _zeros(x) if _needs(self, 1) else None)
+
+
+LeakyReluBackwardBackward0 = type("LeakyReluBackwardBackward0", (_LeakyGradNode,), {})
+RreluWithNoiseBackwardBackward0 = type("RreluWithNoiseBackwardBackward0", (_LeakyGradNode,), {})
 
 
 class LeakyReluBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * _const(np.where(x._data > 0, 1.0, self.slope), g)
+        return _leaky_grad(LeakyReluBackwardBackward0, g, x, self.slope)
+
+
+class LeakyReluBackward1(OpNode):
+    """In-place leaky_relu_: the mask comes from the result."""
+    def backward(self, g):
+        (y,) = self.saved_tensors
+        if self.slope < 0:
+            raise RuntimeError(
+                "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. "
+                "This is caused by calling in-place forward function with a negative slope, please call out-of-place "
+                "version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting "
+                "in-place leakRelu backward calculation with negative slope")
+        return _leaky_grad(LeakyReluBackwardBackward0, g, y, self.slope)
+
+
+def _leaky_forward(input, slope):
+    _float_input(input, "leaky_relu_cpu")
+    x = input._data
+    with np.errstate(invalid="ignore"):
+        return np.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
 
 
 def leaky_relu(input, negative_slope=0.01):
-    x = input._data
-    r = np.where(x > 0, x, x * negative_slope).astype(x.dtype, copy=False)
-    return _op(LeakyReluBackward0, input, r, slope=negative_slope)
+    """``x`` where ``x > 0``, else ``negative_slope * x``."""
+    return _op(LeakyReluBackward0, input, _leaky_forward(input, negative_slope), slope=negative_slope)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """In-place ``leaky_relu`` (its backward uses the result: a negative slope is refused there)."""
+    return apply_inplace(input, lambda t: _op(LeakyReluBackward1, t, _leaky_forward(t, negative_slope),
+                                              saves="output", slope=negative_slope))
 
 
 class ThresholdBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * _const(x._data > self.threshold, g)
+        return masked_grad(g, ~(x._data <= self.threshold), x, "ThresholdBackwardBackward0")
+
+
+ThresholdBackward1 = type("ThresholdBackward1", (ThresholdBackward0,), {})
+
+
+_CTYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+def _to_int_scalar(v, dt):
+    """A Python number as PyTorch converts a Scalar to an integer dtype: truncated, range-checked."""
+    info = np.iinfo(dt)
+    if not info.min <= v <= info.max:
+        raise RuntimeError(f"value cannot be converted to type {_CTYPES[dt.name]} without overflow")
+    return int(v)
+
+
+def _threshold(input, threshold, value, cls):
+    x = input._data
+    if x.dtype == np.bool_:
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    if x.dtype.kind in "iu":
+        threshold, value = _to_int_scalar(threshold, x.dtype), _to_int_scalar(value, x.dtype)
+    # PyTorch replaces where x <= threshold: NaN stays NaN
+    r = np.where(x <= threshold, np.asarray(value).astype(x.dtype), x).astype(x.dtype, copy=False)
+    return _op(cls, input, r, threshold=threshold)
 
 
 def threshold(input, threshold, value):
     """``x`` where ``x > threshold``, else ``value``."""
-    x = input._data
-    r = np.where(x > threshold, x, value).astype(x.dtype, copy=False)
-    return _op(ThresholdBackward0, input, r, threshold=threshold)
+    return _threshold(input, threshold, value, ThresholdBackward0)
+
+
+class _NotImplementedNode(OpNode):
+    def backward(self, gg):
+        raise RuntimeError(f"derivative for aten::{self.op_name} is not implemented")
+
+
+NotImplemented_ = type("NotImplemented", (_NotImplementedNode,), {"__module__": __name__})
+# PyTorch's 1/6 here is a float constant, also for double tensors
+_ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
 
 
 class HardsigmoidBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        xd = x._data
-        return g * _const(((xd > -3) & (xd < 3)) / 6.0, g)
+        xd, gd = x._data, g._data
+        r = np.where((xd > -3) & (xd < 3), gd * _ONE_SIXTH, 0).astype(gd.dtype, copy=False)
+        # PyTorch has no derivative for hardsigmoid_backward: its node raises when reached
+        return _grad_op(NotImplemented_, r, (g, x), op_name="hardsigmoid_backward")
 
 
 def hardsigmoid(input):
+    """``clamp(x + 3, 0, 6) / 6`` (no second derivative, as in PyTorch)."""
+    _float_input(input, "hardsigmoid_cpu")
     x = input._data
     r = (np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
     return _op(HardsigmoidBackward0, input, r)
 
 
+def _hardswish_grad(g, x):
+    gd, xd = g._data, x._data
+    with np.errstate(invalid="ignore"):
+        # PyTorch 2.13: 0 for x <= -3, the slope inside, g from x >= 3 on (and for NaN)
+        r = np.where(xd <= -3, 0, np.where(xd < 3, gd * (xd / 3 + 0.5), gd))
+    return _grad_op(HardswishBackwardBackward0, r.astype(gd.dtype, copy=False), (g, x))
+
+
+class HardswishBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        xd = x._data
+        dg = _hardswish_grad(gg, x) if _needs(self, 0) else None
+        dx = None
+        if _needs(self, 1):
+            mid = finish(None, (xd > -3) & (xd < 3))
+            dx = where(mid, gg * g / 3.0, _zeros(x))
+        return dg, dx
+
+
 class HardswishBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        xd = x._data
-        mid = (xd >= -3) & (xd <= 3)
-        return g * where(finish(None, mid), x / 3 + 0.5, _const(xd > 3, g))
+        return _hardswish_grad(g, x)
 
 
 def hardswish(input):
+    """``x * clamp(x + 3, 0, 6) / 6``."""
+    _float_input(input, "hardswish_cpu")
     x = input._data
-    r = (x * np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+    with np.errstate(invalid="ignore"):
+        r = (x * np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
     return _op(HardswishBackward0, input, r)
+
+
+def _shrink_mask(xd, lambd):
+    # PyTorch's shrink_backward zeroes where -lambd <= x <= lambd, so NaN passes the gradient
+    return ~((xd >= -lambd) & (xd <= lambd))
 
 
 class HardshrinkBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * _const(np.abs(x._data) > self.lambd, g)
+        return masked_grad(g, _shrink_mask(x._data, self.lambd), x, "HardshrinkBackwardBackward0")
 
 
 def hardshrink(input, lambd=0.5):
+    """``x`` outside ``[-lambd, lambd]``, else 0."""
+    _float_input(input, "hardshrink_cpu")
     x = input._data
-    r = np.where(np.abs(x) > lambd, x, 0).astype(x.dtype, copy=False)
+    r = np.where((x >= -lambd) & (x <= lambd), 0, x).astype(x.dtype, copy=False)
     return _op(HardshrinkBackward0, input, r, lambd=lambd)
 
 
 class SoftshrinkBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * _const(np.abs(x._data) > self.lambd, g)
+        return masked_grad(g, _shrink_mask(x._data, self.lambd), x, "SoftshrinkBackwardBackward0")
 
 
 def softshrink(input, lambd=0.5):
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    """``x -+ lambd`` outside ``[-lambd, lambd]``, else 0."""
+    _float_input(input, "softshrink_check")
+    hi = float(np.finfo(input._data.dtype).max)
+    if not 0 <= lambd <= hi:
+        raise RuntimeError(f"lambda must be in range [0, {hi:g}] for input dtype "
+                           f"{_dtype_name(input._data.dtype)}, but found {lambd:g}")
     x = input._data
-    r = np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0)).astype(x.dtype, copy=False)
+    # zero inside [-lambd, lambd]; NaN stays NaN
+    r = np.where((x >= -lambd) & (x <= lambd), 0, np.where(x > 0, x - lambd, x + lambd)).astype(x.dtype, copy=False)
     return _op(SoftshrinkBackward0, input, r, lambd=lambd)
+
+
+class PreluKernelBackwardBackward0(OpNode):
+    """Double backward of prelu (derivatives.yaml's _prelu_kernel_backward: note its x >= 0)."""
+    _materialize_grads = False  # an undefined incoming gradient changes the formula, as in PyTorch
+
+    def _apply(self, grads):
+        ggx, ggw = grads
+        g, x, w = self.saved_tensors
+        wb = w.reshape(self.wshape)
+        pos = finish(None, x._data >= 0)
+        ggw_b = ggw.reshape(self.wshape) if ggw is not None else None
+        zx = _zeros(x)
+        dg = dx = dw = None
+        if _needs(self, 0):
+            if ggx is not None:
+                dg = where(pos, ggx, ggx * wb + ggw_b * x if ggw_b is not None else ggx * wb)
+            elif ggw_b is not None:
+                dg = where(pos, zx, ggw_b * x)
+        if _needs(self, 1):
+            dx = where(pos, zx, g * ggw_b) if ggw_b is not None else zx
+        if _needs(self, 2):
+            dw = _reduce_to_weight(where(pos, zx, g * ggx) if ggx is not None else zx, self.per_channel, w)
+        return dg, dx, dw
+
+
+def _reduce_to_weight(t, per_channel, w):
+    dims = [d for d in range(t.ndim) if not (d == 1 and per_channel)]
+    r = t.sum(dims) if dims else t
+    return r.reshape(w.shape)
 
 
 class PreluKernelBackward0(OpNode):
     def backward(self, g):
         x, w = self.saved_tensors
-        nf = self.next_functions
-        pos = finish(None, x._data > 0)
-        wb = w.reshape(self.wshape)
-        gx = where(pos, g, g * wb) if nf[0][0] is not None else None
-        gw = None
-        if nf[1][0] is not None:
-            contrib = where(pos, g * 0, g * x)
-            dims = [d for d in range(x.ndim) if not (d == 1 and self.per_channel)]
-            gw = contrib.sum(dims) if dims else contrib
-            gw = gw.reshape(w.shape)
+        xd, wd, gd = x._data, w._data, g._data
+        wb = wd.reshape(self.wshape)
+        pos = xd > 0
+        with np.errstate(invalid="ignore"):
+            gx = arr(np.where(pos, gd, wb * gd).astype(gd.dtype, copy=False))
+            contrib = np.where(pos, 0, xd * gd).astype(gd.dtype, copy=False)
+        dims = tuple(d for d in range(xd.ndim) if not (d == 1 and self.per_channel))
+        gw = arr((contrib.sum(dims) if dims else contrib).reshape(wd.shape))
+        node = node_for(PreluKernelBackwardBackward0, (g, x, w))
+        if node is not None:
+            node.wshape, node.per_channel = self.wshape, self.per_channel
+            save(node, g, x, w)
+        gx, gw = finish_multi(node, [gx, gw])
         return gx, gw
 
 
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``; weight has one element or one per channel (dim 1)."""
     x, w = input._data, weight._data
+    if x.dtype != w.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_dtype_name(x.dtype)} and "
+                           f"{_dtype_name(w.dtype)}")
     n = w.size
     per_channel = n != 1
     if per_channel:
+        if x.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
         if x.ndim < 2 or x.shape[1] != n:
             ch = x.shape[1] if x.ndim >= 2 else 1
             raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
                                f"{n} and channel size = {ch}.")
+    if w.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {w.ndim}")
+    _float_input(input, "prelu_cpu")
+    if per_channel:
         wshape = (1, n) + (1,) * (x.ndim - 2)
     else:
         wshape = (1,) * x.ndim if x.ndim else ()
     wb = w.reshape(wshape)
-    r = np.where(x > 0, x, wb * x).astype(x.dtype, copy=False)
+    with np.errstate(invalid="ignore"):
+        r = np.where(x > 0, x, wb * x).astype(x.dtype, copy=False)
     node = node_for(PreluKernelBackward0, (input, weight))
     if node is not None:
         node.wshape, node.per_channel = wshape, per_channel
         save(node, input, weight)
-    return finish(node, r)
+    return finish(node, arr(r))
+
+
+class RreluWithNoiseBackward0(OpNode):
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        # evaluation: leaky_relu with the mean slope; training: the sampled slopes
+        return _leaky_grad(RreluWithNoiseBackwardBackward0, g, x, self.slope, self.noise)
+
+
+RreluWithNoiseBackward1 = type("RreluWithNoiseBackward1", (RreluWithNoiseBackward0,), {})
+
+
+def _rrelu(input, lower, upper, training, cls):
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    x = input._data
+    if not training:
+        _float_input(input, "leaky_relu_cpu")
+        slope = (lower + upper) / 2
+        return _op(cls, input, np.where(x > 0, x, x * slope).astype(x.dtype, copy=False), slope=slope, noise=None)
+    _float_input(input, "rrelu_with_noise_out_cpu")
+    from .._creation import _gen
+    # random slopes where x <= 0 (PyTorch's convention), 1 elsewhere
+    noise = np.where(x <= 0, _gen(None).uniform(lower, upper, x.shape), 1).astype(x.dtype)
+    with np.errstate(invalid="ignore"):
+        return _op(cls, input, x * noise, slope=None, noise=noise)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Randomized leaky ReLU: random slopes in training, their mean in evaluation."""
-    if not training:
-        return leaky_relu(input, (lower + upper) / 2)
-    from .._creation import _gen
-    x = input._data
-    slope = _gen(None).uniform(lower, upper, x.shape).astype(x.dtype)
-    slope = np.where(x >= 0, 1, slope).astype(x.dtype)
-    return input * finish(None, slope)
+    if inplace:
+        return rrelu_(input, lower, upper, training)
+    return _rrelu(input, lower, upper, training, RreluWithNoiseBackward0)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place ``rrelu``."""
+    return apply_inplace(input, _rrelu, lower, upper, training, RreluWithNoiseBackward1)
 
 
 # *** ELU family ***
 
+def _elu_grad(g, b, alpha, scale, input_scale, is_result):
+    """PyTorch's elu_backward: ``b`` is the input (or the result, for the in-place forms)."""
+    if is_result and alpha < 0:
+        raise RuntimeError("In-place elu backward calculation is triggered with a negative slope which is not "
+                           "supported. This is caused by calling in-place forward function with a negative slope, "
+                           "please call out-of-place version instead.")
+    gd, bd = g._data, b._data
+    negcoef, nic = alpha * scale, input_scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        if is_result:
+            neg = gd * nic * (bd + negcoef)
+        else:
+            neg = gd * nic * negcoef * np.exp(bd * nic)
+        r = np.where(bd <= 0, neg, gd * scale).astype(gd.dtype, copy=False)
+    return _grad_op(EluBackwardBackward0, r, (g, b), alpha=alpha, scale=scale, input_scale=input_scale,
+                    is_result=is_result)
+
+
+class EluBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, b = self.saved_tensors
+        a, s, i, res = self.alpha, self.scale, self.input_scale, self.is_result
+        dg = _elu_grad(gg, b, a, s, i, res) if _needs(self, 0) else None
+        db = None
+        if _needs(self, 1):
+            neg = _const(b._data < 0, b)
+            scaled = gg * g * i
+            db = (scaled if res else _elu_grad(scaled, b, a, s, i, False)) * neg
+        return dg, db
+
+
 class _EluBackward(OpNode):
     def backward(self, g):
-        (x,) = self.saved_tensors
-        s, a, i = self.scale, self.alpha, self.input_scale
-        neg = g * (exp(x * i) * (s * a * i))
-        return where(finish(None, x._data > 0), g * s, neg)
+        (b,) = self.saved_tensors
+        return _elu_grad(g, b, self.alpha, self.scale, self.input_scale, self.is_result)
 
 
-EluBackward0 = type("EluBackward0", (_EluBackward,), {})
-CeluBackward0 = type("CeluBackward0", (_EluBackward,), {})
+EluBackward0 = type("EluBackward0", (_EluBackward,), {"is_result": False})
+CeluBackward0 = type("CeluBackward0", (_EluBackward,), {"is_result": False})
+EluBackward1 = type("EluBackward1", (_EluBackward,), {"is_result": True})
+CeluBackward1 = type("CeluBackward1", (_EluBackward,), {"is_result": True})
 
 
-def _elu(input, alpha, scale, input_scale, cls):
+def _elu(input, alpha, scale, input_scale, bwd_input_scale, cls):
+    _float_input(input, "elu_cpu")
     x = input._data
-    with np.errstate(over="ignore"):
-        r = np.where(x > 0, x * scale, (np.expm1(np.minimum(x, 0) * input_scale)) * (alpha * scale))
-    return _op(cls, input, r.astype(x.dtype, copy=False), alpha=alpha, scale=scale, input_scale=input_scale)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.where(x <= 0, np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale), x * scale)
+    return _op(cls, input, r.astype(x.dtype, copy=False), saves="output" if cls.is_result else "input",
+               alpha=alpha, scale=scale, input_scale=bwd_input_scale)
+
+
+def _elu_inplace(input, alpha, scale, input_scale, bwd_input_scale, cls):
+    return apply_inplace(input, _elu, alpha, scale, input_scale, bwd_input_scale, cls)
 
 
 def elu(input, alpha=1.0):
-    return _elu(input, alpha, 1.0, 1.0, EluBackward0)
+    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+    return _elu(input, alpha, 1.0, 1.0, 1.0, EluBackward0)
+
+
+def elu_(input, alpha=1.0):
+    """In-place ``elu`` (its backward uses the result)."""
+    return _elu_inplace(input, alpha, 1.0, 1.0, 1.0, EluBackward1)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -216,13 +479,24 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input):
-    return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, EluBackward0)
+    """Scaled ELU with the self-normalizing constants."""
+    return _elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, 1.0, EluBackward0)
+
+
+def _check_celu(alpha):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+
+
+def _celu_scale(alpha):
+    # the forward divides in double; derivatives.yaml's backward uses 1.0 / alpha.toFloat()
+    return 1.0 / alpha, 1.0 / float(np.float32(alpha))
 
 
 def celu(input, alpha=1.0):
-    if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
-    return _elu(input, alpha, 1.0, 1.0 / alpha, CeluBackward0)
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    _check_celu(alpha)
+    return _elu(input, alpha, 1.0, *_celu_scale(alpha), CeluBackward0)
 
 
 # *** smooth ***
@@ -230,31 +504,65 @@ def celu(input, alpha=1.0):
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _K = math.sqrt(2.0 / math.pi)
+_KAPPA = 0.044715
+
+
+def _gelu_grad(g, x, approximate):
+    gd, xd = g._data, x._data
+    with np.errstate(over="ignore", invalid="ignore"):
+        if approximate == "tanh":
+            x_sq = xd * xd
+            t = np.tanh(_K * (xd + _KAPPA * x_sq * xd))
+            left_d = 0.5 * (1 + t)
+            right_d = 0.5 * xd * (1 - t * t) * (_K * (1 + 3 * _KAPPA * x_sq))
+            r = gd * (left_d + right_d)
+        else:
+            cdf = 0.5 * (1 + _erf_np(xd * _SQRT1_2))
+            pdf = _INV_SQRT_2PI * np.exp(xd * xd * -0.5)
+            r = gd * (cdf + xd * pdf)
+    return _grad_op(GeluBackwardBackward0, r.astype(gd.dtype, copy=False), (g, x), approximate=approximate)
+
+
+class GeluBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        dg = _gelu_grad(gg, x, self.approximate) if _needs(self, 0) else None
+        dx = None
+        if _needs(self, 1):  # PyTorch's gelu_double_backward
+            if self.approximate == "tanh":
+                inner = (x + x * x * x * _KAPPA) * _K
+                t = tanh(inner)
+                f = x * 0.5
+                sech2 = 1 - t * t
+                h = (x * x * (3 * _KAPPA) + 1) * _K
+                f_prime_gh = sech2 * h * 0.5
+                g_prime_fh = f * h * (sech2 * t * -2) * h
+                h_prime_fg = f * sech2 * (x * (6 * _KAPPA * _K))
+                dx = gg * g * (f_prime_gh * 2 + g_prime_fh + h_prime_fg)
+            else:
+                x_sq = x * x
+                pdf = exp(x_sq * -0.5) * _INV_SQRT_2PI
+                dx = gg * g * (pdf * 2 - x_sq * pdf)
+        return dg, dx
 
 
 class GeluBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        if self.approximate == "tanh":
-            inner = (x + x * x * x * 0.044715) * _K
-            t = tanh(inner)
-            left = (t + 1) * 0.5
-            dinner = (x * x * (3 * 0.044715) + 1) * _K
-            return g * (left + x * 0.5 * (1 - t * t) * dinner)
-        cdf = (erf(x * _SQRT1_2) + 1) * 0.5
-        pdf = exp(x * x * -0.5) * _INV_SQRT_2PI
-        return g * (cdf + x * pdf)
+        return _gelu_grad(g, x, self.approximate)
 
 
 def gelu(input, approximate="none"):
     """Gaussian error linear unit, exact (erf) or ``approximate='tanh'``."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
+    _float_input(input, "GeluKernelImpl")
     x = input._data
-    if approximate == "tanh":
-        r = 0.5 * x * (1 + np.tanh(_K * (x + 0.044715 * x * x * x)))
-    else:
-        r = 0.5 * x * (1 + _erf_np(x * _SQRT1_2))
+    with np.errstate(over="ignore", invalid="ignore"):
+        if approximate == "tanh":
+            r = 0.5 * x * (1 + np.tanh(_K * (x + _KAPPA * x * x * x)))
+        else:
+            r = x * 0.5 * (1 + _erf_np(x * _SQRT1_2))
     return _op(GeluBackward0, input, r.astype(x.dtype, copy=False), approximate=approximate)
 
 
@@ -262,59 +570,110 @@ class SiluBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
         s = sigmoid(x)
-        return g * (s * (x * (1 - s) + 1))
+        # PyTorch's infinitely_differentiable_silu_backward, same association
+        return g * s * (x * (1 - s) + 1)
 
 
 def silu(input):
+    """``x * sigmoid(x)``."""
+    _float_input(input, "silu_cpu")
     x = input._data
-    return _op(SiluBackward0, input, (x * _sigmoid_np(x)).astype(x.dtype, copy=False))
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = x / (1 + np.exp(-x))
+    return _op(SiluBackward0, input, r.astype(x.dtype, copy=False))
 
 
 def _softplus_np(x, beta=1.0, thr=20.0):
     bx = x * beta
-    with np.errstate(over="ignore"):
-        return np.where(bx > thr, x, np.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return np.where(bx > thr, x, np.log1p(np.exp(bx)) / beta).astype(x.dtype, copy=False)
 
 
 class MishBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        t = tanh(_softplus_t(x))
-        return g * (t + x * sigmoid(x) * (1 - t * t))
-
-
-def _softplus_t(x):
-    # differentiable softplus (beta 1, threshold 20) used inside other backward formulas
-    return softplus(x)
+        # PyTorch's infinitely_differentiable_mish_backward
+        s = sigmoid(x)
+        t = tanh(log1p(exp(x)))
+        return g * (t + x * s * (1 - t * t))
 
 
 def mish(input):
+    """``x * tanh(softplus(x))``."""
+    _float_input(input, "mish_cpu")
     x = input._data
-    return _op(MishBackward0, input, (x * np.tanh(_softplus_np(x))).astype(x.dtype, copy=False))
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = x * np.tanh(np.log1p(np.exp(x)))
+    return _op(MishBackward0, input, r.astype(x.dtype, copy=False))
+
+
+def _softplus_grad(g, x, beta, threshold):
+    gd, xd = g._data, x._data
+    bx = xd * beta
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = np.exp(bx)
+        r = np.where(bx > threshold, gd, gd * z / (z + 1)).astype(gd.dtype, copy=False)
+    return _grad_op(SoftplusBackwardBackward0, r, (g, x), beta=beta, threshold=threshold)
+
+
+class SoftplusBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        beta, thr = self.beta, self.threshold
+        dg = _softplus_grad(gg, x, beta, thr) if _needs(self, 0) else None
+        dx = None
+        if _needs(self, 1):  # softplus_double_backward: zero from the threshold on (x * beta >= threshold)
+            xb = x * beta
+            z = sigmoid(xb)
+            dx = (gg * g) * (1 - z) * z * _const(xb._data < thr, x) * beta
+        return dg, dx
 
 
 class SoftplusBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        z = sigmoid(x * self.beta)
-        return where(finish(None, x._data * self.beta > self.threshold), g, g * z)
+        return _softplus_grad(g, x, self.beta, self.threshold)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``."""
-    x = input._data
-    return _op(SoftplusBackward0, input, _softplus_np(x, beta, threshold), beta=beta, threshold=threshold)
+    """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
+    _float_input(input, "softplus_cpu")
+    return _op(SoftplusBackward0, input, _softplus_np(input._data, beta, threshold), beta=beta, threshold=threshold)
+
+
+def _logsigmoid_grad(g, x):
+    gd, xd = g._data, x._data
+    with np.errstate(over="ignore", invalid="ignore"):
+        buf = np.exp(-np.abs(xd))
+        neg = xd < 0
+        r = (np.where(neg, 1, 0) - np.where(neg, 1, -1) * (buf / (1 + buf))) * gd
+    return _grad_op(LogSigmoidBackwardBackward0, r.astype(gd.dtype, copy=False), (g, x))
+
+
+class LogSigmoidBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        dg = _logsigmoid_grad(gg, x) if _needs(self, 0) else None
+        dx = None
+        if _needs(self, 1):
+            z = sigmoid(x)
+            dx = gg * g * (z - 1) * z
+        return dg, dx
 
 
 class LogSigmoidBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * sigmoid(-x)
+        return _logsigmoid_grad(g, x)
 
 
 def logsigmoid(input):
+    """``log(sigmoid(x))``, computed stably."""
+    _float_input(input, "log_sigmoid_cpu")
     x = input._data
-    return _op(LogSigmoidBackward0, input, (-np.logaddexp(0, -x)).astype(x.dtype, copy=False))
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+    return _op(LogSigmoidBackward0, input, r.astype(x.dtype, copy=False))
 
 
 def softsign(input):
@@ -327,15 +686,36 @@ def tanhshrink(input):
     return input - tanh(input)
 
 
+def _glu_grad(g, x, dim):
+    xd, gd = x._data, g._data
+    a, b = np.split(xd, 2, axis=dim)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sb = _sigmoid_np(b)
+        r = np.concatenate([gd * sb, (1 - sb) * sb * a * gd], axis=dim).astype(xd.dtype, copy=False)
+    return _grad_op(GluBackwardBackward0, r, (g, x), dim=dim)
+
+
+class GluBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        d = self.dim
+        a, b = x.chunk(2, d)
+        gga, ggb = gg.chunk(2, d)
+        s = sigmoid(b)
+        ds = s * (1 - s)
+        dg = gga * s + ggb * a * ds if _needs(self, 0) else None
+        dx = None
+        if _needs(self, 1):
+            from .shape import cat
+            dss = ds * (1 - s) - s * ds
+            dx = cat([ggb * g * ds, ggb * a * g * dss + gga * g * ds], d)
+        return dg, dx
+
+
 class GluBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        xd, gd = x._data, g._data
-        a, b = np.split(xd, 2, axis=self.dim)
-        sb = _sigmoid_np(b)
-        ga = gd * sb
-        gb = gd * a * sb * (1 - sb)
-        return finish(None, np.concatenate([ga, gb], axis=self.dim).astype(xd.dtype, copy=False))
+        return _glu_grad(g, x, self.dim)
 
 
 def glu(input, dim=-1):
@@ -346,8 +726,11 @@ def glu(input, dim=-1):
     d = wrap_dim(dim, x.ndim)
     if x.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {x.shape[d]}")
+    _float_input(input, "glu_cpu")
     a, b = np.split(x, 2, axis=d)
-    return _op(GluBackward0, input, (a * _sigmoid_np(b)).astype(x.dtype, copy=False), dim=d)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = a * (1 / (1 + np.exp(-b)))
+    return _op(GluBackward0, input, r.astype(x.dtype, copy=False), dim=d)
 
 
 # *** softmax ***
@@ -358,30 +741,63 @@ def _softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _axis(d, ndim):
+    return d if ndim else None
+
+
+def _softmax_grad(g, y, dim):
+    gd, yd = g._data, y._data
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = yd * (gd - (gd * yd).sum(axis=_axis(dim, yd.ndim), keepdims=True))
+    return _grad_op(SoftmaxBackwardDataBackward0, r.astype(yd.dtype, copy=False), (g, y), dim=dim)
+
+
+class SoftmaxBackwardDataBackward0(OpNode):
+    def backward(self, gg):
+        g, y = self.saved_tensors
+        d = self.dim
+        dg = _softmax_grad(gg, y, d) if _needs(self, 0) else None
+        dy = None
+        if _needs(self, 1):  # PyTorch's softmax_double_backward
+            dy = g * gg - (y * g).sum(d, keepdim=True) * gg - g * (y * gg).sum(d, keepdim=True)
+        return dg, dy
+
+
 class SoftmaxBackward0(OpNode):
     def backward(self, g):
         (y,) = self.saved_tensors
-        gy = g * y
-        return gy - y * gy.sum(self.dim, keepdim=True)
+        return _softmax_grad(g, y, self.dim)
+
+
+def _log_softmax_grad(g, y, dim):
+    gd, yd = g._data, y._data
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = gd - np.exp(yd) * gd.sum(axis=_axis(dim, yd.ndim), keepdims=True)
+    return _grad_op(LogSoftmaxBackwardDataBackward0, r.astype(yd.dtype, copy=False), (g, y), dim=dim)
+
+
+class LogSoftmaxBackwardDataBackward0(OpNode):
+    def backward(self, gg):
+        g, y = self.saved_tensors
+        d = self.dim
+        dg = gg - (gg * exp(y)).sum(d, keepdim=True) if _needs(self, 0) else None
+        dy = -g.sum(d, keepdim=True) * exp(y) * gg if _needs(self, 1) else None
+        return dg, dy
 
 
 class LogSoftmaxBackward0(OpNode):
     def backward(self, g):
         (y,) = self.saved_tensors
-        return g - exp(y) * g.sum(self.dim, keepdim=True)
+        return _log_softmax_grad(g, y, self.dim)
 
 
-_TN = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def _prep_softmax(input, dim, dtype):
+def _prep_softmax(input, dim, dtype, kernel):
     x = input._data
     if dtype is not None:
         input = input._to(D.to_dtype(dtype))
         x = input._data
     elif x.dtype.kind not in "fc":
-        raise RuntimeError('"softmax_lastdim_kernel_impl" not implemented for '
-                           f"'{_TN.get(x.dtype.name, x.dtype.name)}'")
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(x.dtype)}\'')
     return input, x, wrap_dim(dim, x.ndim)
 
 
@@ -389,40 +805,26 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x))`` along ``dim``."""
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
-    input, x, d = _prep_softmax(input, dim, dtype)
-    if x.ndim == 0:
-        r = np.ones_like(x)
-    else:
-        m = x.max(axis=d, keepdims=True) if x.size else 0
-        with np.errstate(invalid="ignore", over="ignore"):
-            e = np.exp(x - m)
-            r = e / e.sum(axis=d, keepdims=True)
-    node = node_for(SoftmaxBackward0, (input,))
-    res = finish(node, r.astype(x.dtype, copy=False))
-    if node is not None:
-        node.dim = d
-        save_output(node, res)
-    return res
+    input, x, d = _prep_softmax(input, dim, dtype, "softmax_lastdim_kernel_impl")
+    xs = x.reshape(1) if x.ndim == 0 else x   # a 0-d input is one element along its dim (NaN for +-inf, nan)
+    m = xs.max(axis=d, keepdims=True) if xs.size else 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(xs - m)
+        r = (e / e.sum(axis=d, keepdims=True)).reshape(x.shape)
+    return _op(SoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x)`` along ``dim``."""
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
-    input, x, d = _prep_softmax(input, dim, dtype)
-    if x.ndim == 0:
-        r = np.zeros_like(x)
-    else:
-        m = x.max(axis=d, keepdims=True) if x.size else 0
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            z = x - m
-            r = z - np.log(np.exp(z).sum(axis=d, keepdims=True))
-    node = node_for(LogSoftmaxBackward0, (input,))
-    res = finish(node, r.astype(x.dtype, copy=False))
-    if node is not None:
-        node.dim = d
-        save_output(node, res)
-    return res
+    input, x, d = _prep_softmax(input, dim, dtype, "log_softmax_lastdim_kernel_impl")
+    xs = x.reshape(1) if x.ndim == 0 else x
+    m = xs.max(axis=d, keepdims=True) if xs.size else 0
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        z = xs - m
+        r = (z - np.log(np.exp(z).sum(axis=d, keepdims=True))).reshape(x.shape)
+    return _op(LogSoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
@@ -459,7 +861,7 @@ def _masked(input, mask, inplace):
 def dropout(input, p=0.5, train=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (when ``train``)."""
     _check_p(p)
-    if not train or p == 0.0:
+    if not train or p == 0.0 or input._data.size == 0:
         return input
     return _masked(input, _dropout_mask(input._data.shape, p, input._data.dtype), inplace)
 
@@ -467,32 +869,76 @@ def dropout(input, p=0.5, train=True, inplace=False):
 def feature_dropout(input, p=0.5, train=True, inplace=False, batched=True):
     """Zero whole channels (dim 1; dim 0 when not ``batched``) with probability ``p``."""
     _check_p(p)
-    if not train or p == 0.0:
+    if not train or p == 0.0 or input._data.size == 0:
         return input
     shape = input._data.shape
+    if p < 1.0 and len(shape) < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     k = 2 if batched else 1
     mshape = shape[:k] + (1,) * (len(shape) - k)
     return _masked(input, _dropout_mask(mshape, p, input._data.dtype), inplace)
 
 
+_SELU_ALPHA_PRIME = 1.7580993408473766   # -selu's negative saturation value
+
+
+def _alpha_dropout(input, p, train, inplace, feature):
+    """PyTorch's alpha dropout: dropped units go to SELU's saturation value, and an affine
+    correction keeps the mean and variance (``x * a*keep + b``)."""
+    _check_p(p)
+    x = input._data
+    if p == 0 or not train or x.size == 0:
+        return input
+    if p == 1:   # no noise is drawn, so no dimension check either (PyTorch's order)
+        zero = finish(None, np.zeros((), x.dtype))
+        return apply_inplace(input, lambda t: t * zero) if inplace else input * zero
+    if feature and x.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    shape = x.shape[:2] + (1,) * (x.ndim - 2) if feature else x.shape
+    from .._creation import _gen
+    keep = (_gen(None).random(shape) >= p).astype(x.dtype)
+    a = 1.0 / math.sqrt((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
+    bias = finish(None, ((keep - 1) * (_SELU_ALPHA_PRIME * a) + _SELU_ALPHA_PRIME * a * p).astype(x.dtype))
+    m = finish(None, (keep * a).astype(x.dtype))
+    if inplace:
+        return apply_inplace(input, lambda t: t * m + bias)
+    return input * m + bias
+
+
+def alpha_dropout(input, p=0.5, train=False, inplace=False):
+    """Alpha dropout of single elements (training only)."""
+    return _alpha_dropout(input, p, train, inplace, False)
+
+
+def feature_alpha_dropout(input, p=0.5, train=False, inplace=False):
+    """Alpha dropout of whole channels (dim 1; training only)."""
+    return _alpha_dropout(input, p, train, inplace, True)
+
+
 def dropout_(input, p=0.5, train=True):
+    """In-place ``dropout``."""
     return dropout(input, p, train, True)
 
 
 def feature_dropout_(input, p=0.5, train=True):
+    """In-place ``feature_dropout``."""
     return feature_dropout(input, p, train, True)
 
 
 def selu_(input):
-    return apply_inplace(input, selu)
+    """In-place ``selu``."""
+    return _elu_inplace(input, _SELU_ALPHA, _SELU_SCALE, 1.0, 1.0, EluBackward1)
 
 
 def celu_(input, alpha=1.0):
-    return apply_inplace(input, celu, alpha)
+    """In-place ``celu``."""
+    _check_celu(alpha)
+    return _elu_inplace(input, alpha, 1.0, *_celu_scale(alpha), CeluBackward1)
 
 
-def threshold_(input, threshold_, value):
-    return apply_inplace(input, threshold, threshold_, value)
+def threshold_(input, threshold, value):
+    """In-place ``threshold``."""
+    return apply_inplace(input, _threshold, threshold, value, ThresholdBackward1)
 
 
 def _tensor_softmax(self, dim, dtype=None):

@@ -1,136 +1,271 @@
 """Normalization: batch norm (training statistics with running-average updates, or the
-running statistics in evaluation), layer norm and group norm.
+running statistics in evaluation), layer norm, group norm and instance norm.
 
-Forward runs on arrays. The backward re-derives the statistics with tensor ops and
-applies the closed-form gradient, so it is differentiable again.
+Forward runs on arrays, with PyTorch's ``rstd = 1 / sqrt(var + eps)`` (finite at zero
+variance). The backward re-derives the statistics with tensor ops and applies the
+closed-form gradient in the shape of PyTorch's kernels (sums of the incoming gradient
+first), so it is differentiable again and meets non-finite gradients as they do.
 """
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, Size
+from ._base import OpNode, node_for, save, finish, arr, _dtype_name
 from .unary import rsqrt
 
-__all__ = ["batch_norm", "layer_norm", "group_norm"]
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm"]
 TENSOR_METHODS = {}
 INPLACE = {}
 
 
-def _stats_grad(x, g, dims, eps, wb):
-    """d/dx of ``(x - mean) / sqrt(var + eps) * wb`` (stats over ``dims``) applied to g."""
-    mean = x.mean(dims, keepdim=True)
+def _check_dtypes(input, params, kernel):
+    """PyTorch's CPU checks: parameters of another dtype than a floating input must all be
+    float32 (and then the input a reduced float, which retrograd has none of); a
+    non-floating input has no kernel."""
+    dt = input._data.dtype
+    if dt.kind == "f":
+        ps = [p._data.dtype for p in params if p is not None]
+        if any(p != dt for p in ps):
+            if any(p != np.float32 for p in ps):
+                raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    else:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
+
+
+def _rstd(var, eps):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1.0 / np.sqrt(var + eps)
+
+
+def _moments(x, axis):
+    """Mean and biased variance over ``axis`` (arrays with no elements there give NaN)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n = 1
+        for a in axis:
+            n *= x.shape[a]
+        if n == 0:
+            shape = tuple(1 if i in axis else s for i, s in enumerate(x.shape))
+            nan = np.full(shape, np.nan, x.dtype)
+            return nan, nan
+        mean = x.mean(axis=axis, keepdims=True)
+        xc = x - mean
+        return mean, (xc * xc).mean(axis=axis, keepdims=True)
+
+
+def _stats(x, dims, eps):
+    """Mean, centred input and rstd over ``dims`` as tensor ops (differentiable). Sums are
+    scaled by 1/n, so that rows with no elements give empty gradients rather than errors
+    (and, as in PyTorch, a NaN mean). Returns (mean, xc, rstd, 1/n)."""
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    inv_n = 1.0 / n if n else float("nan")
+    mean = x.sum(dims, keepdim=True) * inv_n
     xc = x - mean
-    var = (xc * xc).mean(dims, keepdim=True)
-    invstd = rsqrt(var + eps)
-    xhat = xc * invstd
-    gh = g * wb if wb is not None else g
-    gx = invstd * (gh - gh.mean(dims, keepdim=True) - xhat * (gh * xhat).mean(dims, keepdim=True))
+    return mean, xc, rsqrt((xc * xc).sum(dims, keepdim=True) * inv_n + eps), inv_n
+
+
+def _rows_grad(gh, dims, xc, rstd, inv_n):
+    """d/dx of ``(x - mean) * rstd`` (statistics over ``dims``) applied to ``gh``, in the
+    well-conditioned form ``rstd * (gh - mean(gh) - xhat * mean(gh * xhat))``: its own
+    derivative stays accurate in float32 where the variance is (near) zero."""
+    xhat = xc * rstd
+    gx = rstd * (gh - gh.sum(dims, keepdim=True) * inv_n - xhat * ((gh * xhat).sum(dims, keepdim=True) * inv_n))
     return gx, xhat
 
+
+# --- batch norm ----------------------------------------------------------------------
 
 class NativeBatchNormBackward0(OpNode):
     def backward(self, g):
         x, w = self.saved_tensors
         nf = self.next_functions
+        want_w = len(nf) > 1 and nf[1][0] is not None
+        want_b = len(nf) > 2 and nf[2][0] is not None
         c = x.shape[1]
         bshape = (1, c) + (1,) * (x.ndim - 2)
+        dims = self.dims
         wb = w.reshape(bshape) if w is not None else None
         if self.training:
-            gx, xhat = _stats_grad(x, g, self.dims, self.eps, wb)
+            _, xc, invstd, inv_n = _stats(x, dims, self.eps)
         else:
-            mean = finish(None, self.rm.reshape(bshape))
-            invstd = finish(None, (1.0 / np.sqrt(self.rv + self.eps)).astype(x._data.dtype).reshape(bshape))
-            xhat = (x - mean) * invstd
-            gx = g * (wb * invstd if wb is not None else invstd)
-        gw = (g * xhat).sum(self.dims) if len(nf) > 1 and nf[1][0] is not None else None
-        gb = g.sum(self.dims) if len(nf) > 2 and nf[2][0] is not None else None
-        return (gx if nf[0][0] is not None else None, gw, gb)
+            xc = x - finish(None, self.rm.reshape(bshape))
+            invstd = finish(None, _rstd(self.rv, self.eps).astype(x._data.dtype).reshape(bshape))
+        # PyTorch's batch_norm_backward: per-channel sum(g) and dot(x - mean, g)
+        s = g.sum(dims, keepdim=True)
+        dotp = (xc * g).sum(dims, keepdim=True)
+        gx = None
+        if nf[0][0] is not None:
+            scale = invstd * wb if wb is not None else invstd
+            if self.training:
+                gx = (g - s * inv_n - xc * (dotp * invstd * invstd * inv_n)) * scale
+            else:
+                gx = g * scale
+        gw = (dotp * invstd).reshape((c,)) if want_w else None
+        gb = s.reshape((c,)) if want_b else None
+        return gx, gw, gb
+
+
+def _scale_shift(x, mean, rstd, weight, bias, bshape):
+    """``x * scale + shift`` per channel, with ``scale = rstd * weight`` and ``shift = bias -
+    mean * scale``: PyTorch's batch/group norm kernels' form (and so their NaN/inf patterns)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = rstd * weight._data if weight is not None else rstd
+        shift = -mean * scale
+        if bias is not None:
+            shift = shift + bias._data
+        return x * scale.reshape(bshape) + shift.reshape(bshape)
+
+
+def _batch_norm_empty(input, weight, bias):
+    # PyTorch's batch_norm on an input with no elements: a clone, scaled and shifted by the
+    # first weight and bias (no statistics, no running-average update).
+    out = input.clone()
+    if weight is not None:
+        out = out * weight[0]
+    if bias is not None:
+        out = out + bias[0]
+    return out
 
 
 def _batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
                 eps=1e-5):
     """Normalize over every dim but the channel dim (1); update the running stats when training."""
     x = input._data
+    if x.size == 0:
+        return _batch_norm_empty(input, weight, bias)
+    c = x.shape[1] if x.ndim > 1 else 0
+    for name, t, need in (("running_mean", running_mean, True), ("running_var", running_var, True),
+                          ("weight", weight, False), ("bias", bias, False)):
+        if t is not None:
+            if t._data.size != c:
+                raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
+        elif need and not training:
+            raise RuntimeError(f"{name} must be defined in evaluation mode")
     if x.ndim < 2:
-        raise ValueError(f"expected 2D or 3D input (got {x.ndim}D input)")
-    c = x.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
-                    ("bias", bias)):
-        if t is not None and t._data.size != c:
-            raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    _check_dtypes(input, (weight, bias, running_mean, running_var), "batch_norm")
     dims = (0,) + tuple(range(2, x.ndim))
     bshape = (1, c) + (1,) * (x.ndim - 2)
     if training:
-        n = x.size // c if c else 0
-        if n <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size {Size(x.shape)}")
-        mean = x.mean(axis=dims)
-        xc = x - mean.reshape(bshape)
-        var = (xc * xc).mean(axis=dims)
+        n = x.size // c
+        mean, var = _moments(x, dims)
+        mean, var = mean.reshape(c), var.reshape(c)
+        # PyTorch's kernel updates the running statistics in place without a version bump
         if running_mean is not None:
             rm = running_mean._data
             rm *= (1 - momentum)
             rm += momentum * mean.astype(rm.dtype)
-            running_mean._bump_version()
         if running_var is not None:
             rv = running_var._data
             rv *= (1 - momentum)
-            rv += momentum * (var * n / (n - 1)).astype(rv.dtype)
-            running_var._bump_version()
-        invstd = 1.0 / np.sqrt(var + eps)
-        y = xc * invstd.reshape(bshape)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rv += momentum * (var * n / (n - 1)).astype(rv.dtype)
+        invstd = _rstd(var, eps)
         rm_used = rv_used = None
     else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
         rm_used = running_mean._data.astype(x.dtype).copy()
         rv_used = running_var._data.astype(x.dtype).copy()
-        invstd = 1.0 / np.sqrt(rv_used + eps)
-        y = (x - rm_used.reshape(bshape)) * invstd.reshape(bshape)
-    if weight is not None:
-        y = y * weight._data.reshape(bshape)
-    if bias is not None:
-        y = y + bias._data.reshape(bshape)
-    y = y.astype(x.dtype, copy=False)
-    inputs = (input, weight, bias)
-    node = node_for(NativeBatchNormBackward0, inputs)
+        mean, invstd = rm_used, _rstd(rv_used, eps)
+    if x.flags.c_contiguous:
+        y = _scale_shift(x, mean, invstd, weight, bias, bshape)
+    else:   # PyTorch's kernel for strided input: ((x - mean) * invstd) * weight + bias
+        with np.errstate(invalid="ignore", over="ignore"):
+            y = (x - mean.reshape(bshape)) * invstd.reshape(bshape)
+            if weight is not None:
+                y = y * weight._data.reshape(bshape)
+            if bias is not None:
+                y = y + bias._data.reshape(bshape)
+    node = node_for(NativeBatchNormBackward0, (input, weight, bias))
     if node is not None:
         node.dims, node.eps, node.training, node.rm, node.rv = dims, eps, training, rm_used, rv_used
         save(node, input, weight)
-    return finish(node, y)
+    return finish(node, arr(y.astype(x.dtype, copy=False)))
 
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):
+    """PyTorch's top-level ``torch.batch_norm`` (argument order of the native op)."""
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                  cudnn_enabled=True):
+    """PyTorch's ``torch.instance_norm``: batch norm of the input seen as (1, N*C, ...),
+    with the per-channel parameters and running statistics repeated N times."""
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    shape = tuple(input.shape)
+    b, c = shape[0], shape[1]
+    rep = (lambda t: t.repeat(b) if t is not None else None)
+    rm, rv = rep(running_mean), rep(running_var)
+    out = _batch_norm(input.contiguous().view((1, b * c) + shape[2:]), rm, rv, rep(weight), rep(bias),
+                      use_input_stats, momentum, eps)
+    if use_input_stats:   # the repeated statistics were updated: average them back
+        from ..autograd import grad_mode
+        with grad_mode.no_grad():
+            for stat, rs in ((running_mean, rm), (running_var, rv)):
+                if stat is not None:
+                    stat.copy_(rs.view((b, c)).mean(0))
+    return out.view(shape)
+
+
+# --- layer norm ----------------------------------------------------------------------
 
 class NativeLayerNormBackward0(OpNode):
     def backward(self, g):
         x, w = self.saved_tensors
         nf = self.next_functions
         dims = self.dims
-        gx, xhat = _stats_grad(x, g, dims, self.eps, w)
+        want_w = len(nf) > 1 and nf[1][0] is not None
+        want_b = len(nf) > 2 and nf[2][0] is not None
+        _, xc, rstd, inv_n = _stats(x, dims, self.eps)
+        gx, xhat = _rows_grad(g * w if w is not None else g, dims, xc, rstd, inv_n)
         lead = tuple(range(x.ndim - len(dims)))
-        gw = (g * xhat).sum(lead) if lead else g * xhat
-        gb = g.sum(lead) if lead else g
-        return (gx if nf[0][0] is not None else None,
-                gw if len(nf) > 1 and nf[1][0] is not None else None,
-                gb if len(nf) > 2 and nf[2][0] is not None else None)
+        gw = ((g * xhat).sum(lead) if lead else g * xhat) if want_w else None
+        gb = (g.sum(lead) if lead else g.clone()) if want_b else None
+        return gx if nf[0][0] is not None else None, gw, gb
+
+
+def _int_sequence(v, fname, arg, pos):
+    """``v`` as a tuple of ints, or PyTorch's argument-parsing TypeError."""
+    if not isinstance(v, (tuple, list)):
+        raise TypeError(f"{fname}(): argument '{arg}' (position {pos}) must be tuple of ints, not {type(v).__name__}")
+    for k, e in enumerate(v):
+        if not isinstance(e, (int, np.integer)) or isinstance(e, bool):
+            raise TypeError(f"{fname}(): argument '{arg}' (position {pos}) must be tuple of ints, but found element "
+                            f"of type {type(e).__name__} at pos {k}")
+    return tuple(int(e) for e in v)
+
+
+def _check_normalized_shape(input, normalized_shape, params, sep, fname):
+    """PyTorch's layer/rms norm argument checks; the trailing dims as a tuple."""
+    ns = _int_sequence(normalized_shape, fname, "normalized_shape", 2)
+    x = input._data
+    k = len(ns)
+    if k == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
+    for name, t in params:
+        if t is not None and tuple(t._data.shape) != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(t._data.shape)} and normalized_shape = {list(ns)}")
+    if x.ndim < k or x.shape[x.ndim - k:] != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*{sep}"
+                           f"{', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
+    return ns
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
-    ns = tuple(int(s) for s in normalized_shape)
+    ns = _check_normalized_shape(input, normalized_shape, (("weight", weight), ("bias", bias)), ", ", "layer_norm")
     x = input._data
     k = len(ns)
-    if k == 0 or x.ndim < k or x.shape[x.ndim - k:] != ns:
-        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
-                           f"{', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t._data.shape) != ns:
-            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
-                               f"{list(t._data.shape)} and normalized_shape = {list(ns)}")
+    _check_dtypes(input, (weight, bias), "LayerNormKernelImpl")
     dims = tuple(range(x.ndim - k, x.ndim))
-    mean = x.mean(axis=dims, keepdims=True)
-    xc = x - mean
-    var = (xc * xc).mean(axis=dims, keepdims=True)
-    y = xc / np.sqrt(var + eps)
+    if x.size:
+        mean, var = _moments(x, dims)
+        y = (x - mean) * _rstd(var, eps)
+    else:
+        y = x.copy()
     if weight is not None:
         y = y * weight._data
     if bias is not None:
@@ -139,25 +274,36 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
     if node is not None:
         node.dims, node.eps = dims, eps
         save(node, input, weight)
-    return finish(node, y.astype(x.dtype, copy=False))
+    return finish(node, arr(y.astype(x.dtype, copy=False)))
 
+
+# --- group norm ----------------------------------------------------------------------
 
 class NativeGroupNormBackward0(OpNode):
     def backward(self, g):
         x, w = self.saved_tensors
         nf = self.next_functions
+        want_w = len(nf) > 1 and nf[1][0] is not None
+        want_b = len(nf) > 2 and nf[2][0] is not None
         shape = tuple(x.shape)
         n, c = shape[0], shape[1]
-        G = self.groups
-        bshape = (1, c) + (1,) * (len(shape) - 2)
-        xg = x.reshape((n, G, -1))
-        gh = g * w.reshape(bshape) if w is not None else g
-        gx, xhat = _stats_grad(xg, gh.reshape((n, G, -1)), (2,), self.eps, None)
-        gx = gx.reshape(shape)
-        xhat = xhat.reshape(shape)
         pdims = [0] + list(range(2, len(shape)))
-        gw = (g * xhat).sum(pdims) if len(nf) > 1 and nf[1][0] is not None else None
-        gb = g.sum(pdims) if len(nf) > 2 and nf[2][0] is not None else None
+        G = self.groups
+        d = x.numel() // (n * G) if n * G else 0
+        bshape = (1, c) + (1,) * (len(shape) - 2)
+        gh = g * w.reshape(bshape) if w is not None else g
+        mean, xc, rstd, inv_n = _stats(x.reshape((n, G, d)), (2,), self.eps)
+        gx, _ = _rows_grad(gh.reshape((n, G, d)), (2,), xc, rstd, inv_n)
+        gx = gx.reshape(shape)
+        gw = None
+        if want_w:
+            # PyTorch's per-channel form sum_n (sum(g*x) - sum(g)*mean) * rstd: a group with
+            # no elements has a NaN mean, hence a NaN weight gradient
+            sp = tuple(range(2, len(shape)))
+            ds = (g * x).sum(sp) if sp else g * x
+            db = g.sum(sp) if sp else g
+            gw = ((ds.reshape((n, G, c // G)) - db.reshape((n, G, c // G)) * mean) * rstd).sum(0).reshape((c,))
+        gb = g.sum(pdims) if want_b else None
         return (gx if nf[0][0] is not None else None, gw, gb)
 
 
@@ -167,26 +313,48 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
     if x.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {x.ndim}")
     n, c = x.shape[:2]
+    if not isinstance(num_groups, (int, np.integer)) or isinstance(num_groups, bool):
+        raise TypeError(f"group_norm(): argument 'num_groups' (position 2) must be int, not "
+                        f"{type(num_groups).__name__}")
+    if num_groups <= 0:
+        raise RuntimeError(f"Expected num groups to be greater than 0, got {num_groups}")
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(x.shape)} and num_groups={num_groups}")
-    xg = x.reshape(n, num_groups, -1)
-    mean = xg.mean(axis=2, keepdims=True)
-    xc = xg - mean
-    var = (xc * xc).mean(axis=2, keepdims=True)
-    y = (xc / np.sqrt(var + eps)).reshape(x.shape)
-    bshape = (1, c) + (1,) * (x.ndim - 2)
-    if weight is not None:
-        y = y * weight._data.reshape(bshape)
-    if bias is not None:
-        y = y + bias._data.reshape(bshape)
+    # PyTorch's bias message shows the weight's shape (an undefined tensor's is [0])
+    wshape = list(weight._data.shape) if weight is not None else [0]
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t._data.ndim != 1 or t._data.size != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, but "
+                               f"got {name} of shape {wshape} and input of shape {list(x.shape)}")
+    _check_dtypes(input, (weight, bias), "GroupNormKernelImpl")
+    if x.size:
+        # per (sample, channel) scale and shift from the group statistics, as PyTorch's kernel
+        mean, var = _moments(x.reshape(n, num_groups, -1), (2,))
+        cg = c // num_groups
+        mean_c = np.repeat(mean.reshape(n, num_groups), cg, axis=1)
+        rstd_c = np.repeat(_rstd(var, eps).reshape(n, num_groups), cg, axis=1)
+        y = _scale_shift(x, mean_c, rstd_c, weight, bias, (n, c) + (1,) * (x.ndim - 2))
+    else:
+        y = x.copy()
     node = node_for(NativeGroupNormBackward0, (input, weight, bias))
     if node is not None:
         node.groups, node.eps = num_groups, eps
         save(node, input, weight)
-    return finish(node, y.astype(x.dtype, copy=False))
+    return finish(node, arr(y.astype(x.dtype, copy=False)))
 
 
-def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):
-    """PyTorch's top-level ``torch.batch_norm`` (argument order of the native op)."""
-    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x**2) + eps)`` over the trailing dims, times ``weight`` (PyTorch's
+    composite: its gradients are those of the tensor ops; ``eps`` defaults to the dtype's)."""
+    ns = _check_normalized_shape(input, normalized_shape, (("weight", weight),), "", "rms_norm")
+    dt = input._data.dtype
+    if dt.kind not in "fc":
+        raise NotImplementedError(f'"rms_norm" not implemented for \'{_dtype_name(dt)}\'')
+    e = float(np.finfo(dt).eps) if eps is None else eps
+    dims = tuple(range(input.ndim - len(ns), input.ndim))
+    out = input * rsqrt((input * input).mean(dims, keepdim=True) + e)
+    if weight is not None:
+        out = out * weight
+    # PyTorch returns a contiguous result (a permuted input's result is cloned)
+    return out.contiguous()
