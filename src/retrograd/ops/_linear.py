@@ -1,6 +1,8 @@
 """The fully connected layer's op: ``x @ w.T + b`` as one GEMM (AddmmBackward0 on 2-D
 input, as in PyTorch), with its own small differentiable matrix product so that its
 backward is itself differentiable."""
+from math import prod as _prod
+
 from ._base import OpNode, node_for, save, finish, _state
 
 
@@ -97,7 +99,8 @@ def linear(input, weight, bias=None):
     nd = x.ndim
     if nd == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
-    x2 = x.reshape(1, -1) if nd == 1 else (x.reshape(-1, x.shape[-1]) if nd > 2 else x)
+    # explicit sizes: NumPy cannot infer a -1 next to a dimension of size 0
+    x2 = x.reshape(1, x.shape[0]) if nd == 1 else (x.reshape(_prod(x.shape[:-1]), x.shape[-1]) if nd > 2 else x)
     if x2.shape[1] != w.shape[1]:
         _shape_err(x2.shape, (w.shape[1], w.shape[0]))
     inp = input

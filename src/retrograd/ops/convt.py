@@ -237,15 +237,16 @@ def bilinear(input1, input2, weight, bias=None):
     if bias is not None and bias.shape[0] != W.shape[0]:
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but expected "
                            f"{W.shape[0]}")
-    if a.ndim > 2:  # as PyTorch: flatten the batch dimensions, then view the result back
-        lead = a.shape[:-1]
-        r = bilinear(input1.reshape(-1, a.shape[-1]), input2.reshape(-1, b.shape[-1]), weight, bias)
-        return r.reshape(lead + (W.shape[0],))
+    # as PyTorch: flatten the batch dimensions, one trilinear product, view the result back, add the bias
+    out_shape = a.shape[:-1] + (W.shape[0],)
+    in1 = input1.reshape(-1, a.shape[-1])
+    in2 = input2.reshape(-1, b.shape[-1])
+    a, b = in1._data, in2._data
     r = arr(np.einsum("...i,oij,...j->...o", a, W, b, optimize=True).astype(a.dtype, copy=False))
-    node = node_for(TrilinearBackward0, (input1, input2, weight))
+    node = node_for(TrilinearBackward0, (in1, in2, weight))
     if node is not None:
-        save(node, input1, input2, weight)
-    res = finish(node, r)
+        save(node, in1, in2, weight)
+    res = finish(node, r).reshape(out_shape)
     return res if bias is None else add(res, bias)
 
 

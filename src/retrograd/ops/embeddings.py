@@ -69,7 +69,7 @@ def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls):
 def _dense_backward(g, idx, num, padding_idx, freq):
     """The weight gradient of a lookup: upstream rows summed into their weight rows."""
     d = g._data
-    rows = d.reshape(idx.shape[0], -1)
+    rows = d.reshape(idx.shape[0], d.shape[-1])
     s = _lookup_scale(idx, num, padding_idx, freq, d.dtype)
     if s is not None:
         rows = rows * s[:, None]

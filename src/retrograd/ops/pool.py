@@ -28,11 +28,21 @@ def _prod(t):
 
 
 def _lead(x, nd, name):
-    if x.ndim not in (nd + 1, nd + 2) or x.size == 0:
+    if x.ndim not in (nd + 1, nd + 2):
         if nd == 1:
             raise RuntimeError(f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
                                f"input, but got:{list(x.shape)}")
         raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    if 0 in x.shape[x.ndim - nd - 1:]:   # only a batch dimension may be empty
+        if nd == 1:
+            raise RuntimeError(f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                               f"input, but got:{list(x.shape)}")
+        if nd == 2:
+            raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but "
+                               f"got:{list(x.shape)}")
+        who = "max_pool3d_with_indices_out_cpu_template" if name.startswith("max") else "avg_pool3d"
+        raise RuntimeError(f"{who}(): Expected input's non-batch dimensions to have positive length, but input has a "
+                           f"shape of {list(x.shape)} and non-batch dimension 0 has length zero!")
     return x.shape[:-nd], x.shape[-nd:]
 
 
@@ -85,8 +95,8 @@ def _window(xp, off, s, d, out):
 
 class _MaxPoolBackward(OpNode):
     def backward(self, g):
-        (arg,) = self.saved_tensors
-        return _max_spread(g, arg, self.geo)
+        arg, x = self.saved_tensors
+        return _max_spread(g, arg, self.geo, x)
 
 
 MaxPool2DWithIndicesBackward0 = type("MaxPool2DWithIndicesBackward0", (_MaxPoolBackward,), {})
@@ -96,7 +106,12 @@ MaxPool3DWithIndicesBackward0 = type("MaxPool3DWithIndicesBackward0", (_MaxPoolB
 class _MaxSpreadBackward(OpNode):
     def backward(self, gg):
         (arg,) = self.saved_tensors
-        return _max_pick(gg, arg, self.geo)
+        nf = self.next_functions
+        r = _max_pick(gg, arg, self.geo) if nf[0][0] is not None else None
+        return (r, _zeros_for(nf, self.dep_shape, gg)) if len(nf) > 1 else r
+
+
+_MAX_SPREAD = {n: type(f"MaxPool{n}DWithIndicesBackwardBackward0", (_MaxSpreadBackward,), {}) for n in (2, 3)}
 
 
 class _MaxPickBackward(OpNode):
@@ -105,9 +120,10 @@ class _MaxPickBackward(OpNode):
         return _max_spread(g, arg, self.geo)
 
 
-def _max_spread(g, arg, geo):
+def _max_spread(g, arg, geo, dep=None):
     """Differentiable: each output gradient sent back to the input position its window's
-    maximum came from (one masked slice-add per kernel offset; overlapping windows add)."""
+    maximum came from (one masked slice-add per kernel offset; overlapping windows add);
+    ``dep`` is the pooled input the result stays tied to (zero derivative)."""
     lead, S, k, s, p, d, out = geo
     B = _prod(lead)
     gd = g._data.reshape((B,) + out)
@@ -125,9 +141,10 @@ def _max_spread(g, arg, geo):
         base, offs = _flat_positions(B, gp.shape[1:], k, s, d, out)
         gp.reshape(-1)[base + offs[a]] = gd
     r = gp[(slice(None),) + tuple(slice(p[i], p[i] + S[i]) for i in range(len(S)))]
-    node = node_for(_MaxSpreadBackward, (g,))
+    node = node_for(_MAX_SPREAD[len(S)] if dep is not None else _MaxSpreadBackward, (g,) if dep is None else (g, dep))
     if node is not None:
         node.geo = geo
+        node.dep_shape = None if dep is None else dep._data.shape
         save(node, arg)
     return finish(node, np.ascontiguousarray(r).reshape(tuple(lead) + S))
 
@@ -193,16 +210,21 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     """Max pooling over the last ``nd`` dims; optionally also the flat argmax indices."""
     x = input._data
     name = f"max_pool{nd}d"
-    k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
     if nd == 1:
-        # PyTorch pools 1-D signals as 2-D ones of height 1.
+        # PyTorch pools 1-D signals as 2-D ones of height 1 (with indices, checked as such)
+        if not return_indices:
+            _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
+        k = _tup(kernel_size, 1, "kernel_size")
+        s = _tup(stride if (stride is not None and stride != [] and stride != ()) else k, 1, "stride")
+        p, d = _tup(padding, 1, "padding"), _tup(dilation, 1, "dilation")
         r = max_pool(_unsq(input, -2), (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, return_indices, 2)
         if return_indices:
             return _sq(r[0], -2), finish(None, r[1]._data[..., 0, :])
         return _sq(r, -2)
+    k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
     B = _prod(lead)
     x3 = x.reshape((B,) + S)
-    if (k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind == "f"
+    if (k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind == "f" and B
             and 2 * out[0] <= S[0] and 2 * out[1] <= S[1] and not np.isnan(x3.max())):
         best, arg = _max_pool_2x2(x3, out)
         return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
@@ -233,7 +255,7 @@ def _max_pool_result(input, best, arg, geo, return_indices):
     arg_t = finish(None, arg)
     if node is not None:
         node.geo = geo
-        save(node, arg_t)
+        save(node, arg_t, input)
     if not return_indices:
         return res
     koff = np.unravel_index(arg.astype(np.int64), k)
@@ -306,16 +328,23 @@ def _avg_bwd(g3, S, k, s, p, out, div):
 
 class _AvgPoolBackward(OpNode):
     def backward(self, g):
-        return _avg_pool_grad(g, self.geo)
+        (x,) = self.saved_tensors
+        return _avg_pool_grad(g, self.geo, x)
 
 
 AvgPool2DBackward0 = type("AvgPool2DBackward0", (_AvgPoolBackward,), {})
 AvgPool3DBackward0 = type("AvgPool3DBackward0", (_AvgPoolBackward,), {})
+_AVG_NODES = {2: AvgPool2DBackward0, 3: AvgPool3DBackward0}
 
 
 class AvgPool2DBackwardBackward0(OpNode):
     def backward(self, gg):
-        return _avg_pool_apply(gg, self.geo, _AvgPoolBackward)
+        nf = self.next_functions
+        r = _avg_pool_apply(gg, self.geo, _AVG_NODES[len(self.geo[1])]) if nf[0][0] is not None else None
+        return r, _zeros_for(nf, self.dep_shape, gg)
+
+
+AvgPool3DBackwardBackward0 = type("AvgPool3DBackwardBackward0", (AvgPool2DBackwardBackward0,), {})
 
 
 def _avg_pool_apply(input, geo, cls):
@@ -325,16 +354,18 @@ def _avg_pool_apply(input, geo, cls):
     node = node_for(cls, (input,))
     if node is not None:
         node.geo = geo
+        save(node, input)
     return finish(node, r)
 
 
-def _avg_pool_grad(g, geo):
+def _avg_pool_grad(g, geo, dep):
     lead, S, k, s, p, out, div = geo
     B = _prod(lead)
     r = _avg_bwd(g._data.reshape((B,) + out), S, k, s, p, out, div).reshape(tuple(lead) + S)
-    node = node_for(AvgPool2DBackwardBackward0, (g,))
+    node = node_for(AvgPool2DBackwardBackward0 if len(S) == 2 else AvgPool3DBackwardBackward0, (g, dep))
     if node is not None:
         node.geo = geo
+        node.dep_shape = dep._data.shape
     return finish(node, r)
 
 
@@ -356,7 +387,7 @@ def avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_
     k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, 1, ceil_mode, nd, f"avg_pool{nd}d")
     div = _avg_divisor(S, k, s, p, out, count_include_pad, divisor_override)
     geo = (lead, S, k, s, p, out, div)
-    return _avg_pool_apply(input, geo, AvgPool2DBackward0 if nd == 2 else AvgPool3DBackward0)
+    return _avg_pool_apply(input, geo, _AVG_NODES[nd])
 
 
 # *** adaptive pooling ***
@@ -380,11 +411,22 @@ def _adaptive_out(x, output_size, nd, name):
         osz = (output_size,) * nd
     S = x.shape[-nd:]
     out = tuple(S[i] if osz[i] is None else int(osz[i]) for i in range(nd))
-    for j in range(1, x.ndim):
-        if x.shape[j] == 0 and j >= x.ndim - nd:
-            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but "
-                               f"input has sizes {list(x.shape)} with dimension {j} being empty")
+    if name.startswith("adaptive_avg") and any(o < 0 for o in out):
+        shown = ", ".join(map(str, out)) if nd == 2 else f"{out[0]}, {out[1]},{out[2]}"
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{{{shown}}}")
+    if name.startswith("adaptive_avg") and all(o == 1 for o in out):
+        return out   # a mean, which PyTorch takes without checking the sizes
+    # PyTorch's 2-D average pool checks only the pooled dims; the others every non-batch dim
+    _check_nonempty(x.shape, x.ndim - nd if name == "adaptive_avg_pool2d" else 1, f"{name}()", "input")
     return out
+
+
+def _check_nonempty(shape, first, who, what):
+    for j in range(first, len(shape)):
+        if shape[j] == 0:
+            raise RuntimeError(f"{who}: Expected {what} to have non-zero size for non-batch dimensions, but {what} "
+                               f"has sizes {list(shape)} with dimension {j} being empty")
 
 
 def _adaptive_mats(S, out, dtype):
@@ -409,23 +451,40 @@ def _apply_mats(x, mats, transpose):
 
 class _AdaptiveAvgBackward(OpNode):
     def backward(self, g):
-        return _adaptive_avg_apply(g, self.mats, True, _AdaptiveAvgBackBackward)
+        _check_nonempty(g._data.shape, 1, f"adaptive_avg_pool{len(self.mats)}d_backward()", "grad_output")
+        (x,) = self.saved_tensors
+        return _adaptive_avg_apply(g, self.mats, True, _ADAPTIVE_AVG[len(self.mats)][1], x)
 
 
 class _AdaptiveAvgBackBackward(OpNode):
     def backward(self, gg):
-        return _adaptive_avg_apply(gg, self.mats, False, _AdaptiveAvgBackward)
+        nf = self.next_functions
+        r = _adaptive_avg_apply(gg, self.mats, False, _ADAPTIVE_AVG[len(self.mats)][0]) if nf[0][0] is not None \
+            else None
+        return r, _zeros_for(nf, self.dep_shape, gg)
+
+
+def _zeros_for(nf, shape, like):
+    """The zero derivative of a pooling backward w.r.t. the pooled input (PyTorch's
+    ``*_backward`` kernels take that input, so their results stay in its graph)."""
+    return finish(None, np.zeros(shape, like._data.dtype)) if len(nf) > 1 and nf[1][0] is not None else None
 
 
 AdaptiveAvgPool2DBackward0 = type("AdaptiveAvgPool2DBackward0", (_AdaptiveAvgBackward,), {})
 AdaptiveAvgPool3DBackward0 = type("AdaptiveAvgPool3DBackward0", (_AdaptiveAvgBackward,), {})
+_ADAPTIVE_AVG = {n: (f, type(f.__name__[:-1] + "Backward0", (_AdaptiveAvgBackBackward,), {}))
+                 for n, f in ((2, AdaptiveAvgPool2DBackward0), (3, AdaptiveAvgPool3DBackward0))}
 
 
-def _adaptive_avg_apply(input, mats, transpose, cls):
+def _adaptive_avg_apply(input, mats, transpose, cls, dep=None):
     r = _apply_mats(input._data, mats, transpose)
-    node = node_for(cls, (input,))
+    node = node_for(cls, (input,) if dep is None else (input, dep))
     if node is not None:
         node.mats = mats
+        if dep is not None:
+            node.dep_shape = dep._data.shape
+        elif not transpose:
+            save(node, input)
     return finish(node, r)
 
 
@@ -443,14 +502,15 @@ def adaptive_avg_pool(input, output_size, nd=2):
         from .reduce import mean
         return mean(input, tuple(range(x.ndim - nd, x.ndim)), keepdim=True)
     mats = _adaptive_mats(x.shape[-nd:], out, x.dtype)
-    return _adaptive_avg_apply(input, mats, False,
-                               AdaptiveAvgPool2DBackward0 if nd == 2 else AdaptiveAvgPool3DBackward0)
+    return _adaptive_avg_apply(input, mats, False, _ADAPTIVE_AVG[nd][0])
 
 
 class _IndexMaxBackward(OpNode):
     def backward(self, g):
-        (idx,) = self.saved_tensors
-        return _scatter(g, idx, self.in_shape)
+        nd = len(self.in_shape[1])
+        _check_nonempty(g._data.shape, 1, f"adaptive_max_pool{nd}d_backward()", "grad_output")
+        idx, x = self.saved_tensors
+        return _scatter(g, idx, self.in_shape, x, _ADAPTIVE_MAX_BB[nd])
 
 
 AdaptiveMaxPool2DBackward0 = type("AdaptiveMaxPool2DBackward0", (_IndexMaxBackward,), {})
@@ -460,7 +520,12 @@ AdaptiveMaxPool3DBackward0 = type("AdaptiveMaxPool3DBackward0", (_IndexMaxBackwa
 class _ScatterBackward(OpNode):
     def backward(self, gg):
         (idx,) = self.saved_tensors
-        return _gather(gg, idx, self.nd)
+        nf = self.next_functions
+        r = _gather(gg, idx, self.nd) if nf[0][0] is not None else None
+        return (r, _zeros_for(nf, self.dep_shape, gg)) if len(nf) > 1 else r
+
+
+_ADAPTIVE_MAX_BB = {n: type(f"AdaptiveMaxPool{n}DBackwardBackward0", (_ScatterBackward,), {}) for n in (2, 3)}
 
 
 class _GatherBackward(OpNode):
@@ -469,17 +534,19 @@ class _GatherBackward(OpNode):
         return _scatter(g, idx, self.in_shape)
 
 
-def _scatter(g, idx, in_shape):
-    """Differentiable: zeros(in_shape) with g added at flat spatial indices idx (one bincount)."""
+def _scatter(g, idx, in_shape, dep=None, cls=_ScatterBackward):
+    """Differentiable: zeros(in_shape) with g added at flat spatial indices idx (one
+    bincount); ``dep`` is the pooled input the result stays tied to (zero derivative)."""
     gd = g._data
     lead, sp = in_shape
     B = _prod(lead)
     plane = _prod(sp)
-    pos = (idx._data.reshape(B, -1) + (np.arange(B) * plane)[:, None]).ravel()
+    pos = (idx._data.reshape(B, idx._data.size // B if B else 0) + (np.arange(B) * plane)[:, None]).ravel()
     out = np.bincount(pos, weights=gd.reshape(-1), minlength=B * plane).astype(gd.dtype, copy=False)
-    node = node_for(_ScatterBackward, (g,))
+    node = node_for(cls, (g,) if dep is None else (g, dep))
     if node is not None:
         node.nd = len(sp)
+        node.dep_shape = None if dep is None else dep._data.shape
         save(node, idx)
     return finish(node, out.reshape(tuple(lead) + tuple(sp)))
 
@@ -489,7 +556,8 @@ def _gather(x, idx, nd):
     xd = x._data
     lead, sp = _split(xd.shape, nd)
     B = _prod(lead)
-    r = np.take_along_axis(xd.reshape(B, -1), idx._data.reshape(B, -1), axis=1).reshape(idx._data.shape)
+    i = idx._data
+    r = np.take_along_axis(xd.reshape(B, _prod(sp)), i.reshape(B, i.size // B if B else 0), axis=1).reshape(i.shape)
     node = node_for(_GatherBackward, (x,))
     if node is not None:
         node.in_shape = (lead, sp)
@@ -507,6 +575,7 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
     if nd == 1:
         if x.ndim not in (2, 3):
             raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got: {list(x.shape)}")
+        _check_nonempty(x.shape, 1, "adaptive_max_pool1d()", "input")
         osz = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
         y, i = adaptive_max_pool(_unsq(input, -2), (1, osz), True, 2)
         y, i = _sq(y, -2), finish(None, i._data[..., 0, :])
@@ -515,6 +584,23 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
     lead, S = _split(x.shape, nd)
     B = _prod(lead)
     x3 = x.reshape((B,) + S)
+    if B == 0 or 0 in out:
+        y = np.zeros(tuple(lead) + out, x.dtype)
+        ind = np.zeros(tuple(lead) + out, np.int64)
+    else:
+        y, ind = _adaptive_max_arrays(x3, S, out, nd)
+        y, ind = y.reshape(tuple(lead) + out), ind.reshape(tuple(lead) + out)
+    node = node_for(AdaptiveMaxPool2DBackward0 if nd == 2 else AdaptiveMaxPool3DBackward0, (input,))
+    idx_t = finish(None, ind)
+    res = finish(node, y)
+    if node is not None:
+        node.in_shape = (lead, S)
+        save(node, idx_t, input)
+    return (res, idx_t) if return_indices else res
+
+
+def _adaptive_max_arrays(x3, S, out, nd):
+    """Maxima and flat argmax positions of every adaptive window of (B, *S)."""
     idxs = []
     for i in range(nd):
         st, en = _adaptive_bounds(S[i], out[i])
@@ -541,15 +627,7 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
         rows = np.broadcast_to(np.arange(out[i]).reshape(shp), arg.shape)
         pos = idxs[i][rows, koff[i]]
         flat = pos if flat is None else flat * S[i] + pos
-    y = y.reshape(tuple(lead) + out)
-    ind = flat.astype(np.int64).reshape(tuple(lead) + out)
-    node = node_for(AdaptiveMaxPool2DBackward0 if nd == 2 else AdaptiveMaxPool3DBackward0, (input,))
-    idx_t = finish(None, ind)
-    res = finish(node, y)
-    if node is not None:
-        node.in_shape = (lead, S)
-        save(node, idx_t)
-    return (res, idx_t) if return_indices else res
+    return y, flat.astype(np.int64)
 
 
 # *** PyTorch's top-level forms (torch.max_pool2d, ...) ***

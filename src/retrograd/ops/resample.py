@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, finish, arr
+from ._base import OpNode, node_for, save, finish, arr
 
 __all__ = ["constant_pad_nd", "pixel_shuffle", "pixel_unshuffle"]
 
@@ -95,6 +95,11 @@ def _apply_dense(a, M, axis):
 def _gather(a, maps, adjoint):
     """Apply each axis map (axis, n_in, n_out, [(idx, weight or None), ...]) to ``a``."""
     for axis, n_in, n_out, terms in (reversed(maps) if adjoint else maps):
+        if n_in == 0 or n_out == 0:  # a map from or onto an empty axis is zero
+            shape = list(a.shape)
+            shape[axis] = n_in if adjoint else n_out
+            a = np.zeros(shape, a.dtype)
+            continue
         if any(w is not None for _, w in terms) and n_in * n_out <= 1 << 16:
             # weighted (interpolating) maps: one small GEMM per axis
             M = _dense(n_in, n_out, terms, a.dtype)
@@ -115,27 +120,43 @@ def _gather(a, maps, adjoint):
 
 
 class _MapNode(OpNode):
-    """Backward of a separable map: the adjoint map (itself differentiable)."""
+    """Backward of a separable map: the adjoint map (itself differentiable).
+
+    Where PyTorch's backward kernel takes the op's input (reflection and replication
+    padding, area resampling), the forward keeps that input and the adjoint's result stays
+    in the graph through it, with a zero derivative, as in PyTorch."""
+    keeps_input = False
 
     def backward(self, g):
-        return _apply_map(g, self.maps, not self.adjoint, self.pair)
+        nf = self.next_functions
+        if len(nf) == 2:   # an adjoint tied to the forward's input
+            r = _apply_map(g, self.maps, not self.adjoint, self.pair) if nf[0][0] is not None else None
+            z = finish(None, np.zeros(self.dep_shape, g._data.dtype)) if nf[1][0] is not None else None
+            return r, z
+        dep = self.saved_tensors[0] if self.keeps_input and not self.adjoint else None
+        return _apply_map(g, self.maps, not self.adjoint, self.pair, dep=dep)
 
 
-def _node_classes(name):
-    fwd = type(name + "Backward0", (_MapNode,), {"__module__": __name__})
+def _node_classes(name, keeps_input=False):
+    fwd = type(name + "Backward0", (_MapNode,), {"__module__": __name__, "keeps_input": keeps_input})
     bwd = type(name + "BackwardBackward0", (_MapNode,), {"__module__": __name__})
     return fwd, bwd
 
 
-def _apply_map(x, maps, adjoint, pair, extra=None):
+def _apply_map(x, maps, adjoint, pair, extra=None, dep=None):
     """``x`` through the map (or its adjoint); ``pair`` = (forward node class, adjoint
-    node class); ``extra`` is a constant array added to the result (a pad value)."""
+    node class); ``extra`` is a constant array added to the result (a pad value); ``dep``
+    the forward's input that an adjoint stays tied to."""
     r = _gather(x._data, maps, adjoint)
     if extra is not None:
         r = r + extra
-    node = node_for(pair[1] if adjoint else pair[0], (x,))
+    node = node_for(pair[1] if adjoint else pair[0], (x,) if dep is None else (x, dep))
     if node is not None:
         node.maps, node.adjoint, node.pair = maps, adjoint, pair
+        if dep is not None:
+            node.dep_shape = dep._data.shape
+        elif not adjoint and node.keeps_input:
+            save(node, x)
     return finish(node, arr(r))
 
 
@@ -146,7 +167,10 @@ _PAD_NODES = {}
 
 def _pad_classes(name):
     if name not in _PAD_NODES:
-        _PAD_NODES[name] = _node_classes(name)
+        _PAD_NODES[name] = _node_classes(name, name.startswith(("Reflection", "Replication", "AdaptiveAvg"))) \
+            if name != "CopySlices" else (
+            type(name, (_MapNode,), {"__module__": __name__}),
+            type("SliceBackward0", (_MapNode,), {"__module__": __name__}))
     return _PAD_NODES[name]
 
 
@@ -188,6 +212,10 @@ def pad(input, pad, mode="constant", value=None):
         if k not in (1, 2, 3) or nd not in (k + 1, k + 2):
             raise NotImplementedError(f"Padding size {len(pad)} is not supported for {nd}D input tensor.\n"
                                       + _NONCONST_HELP)
+        if mode != "circular" and 0 in x.shape[1 if nd == k + 2 else 0:]:
+            # reflect / replicate: only the batch dimension may be empty
+            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
+                               f"other non-zero dimensions for input, but got: [{', '.join(map(str, x.shape))}]")
     return _pad_nd(input, pad, mode, 0.0 if value is None else value)
 
 
@@ -212,10 +240,9 @@ def _pad_nd(input, pad, mode, value):
                                f"{axis} of input [{', '.join(map(str, x.shape))}]")
         if mode == "circular" and (lo > n or hi > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        if mode == "replicate" and n == 0:
-            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
-                               f"other non-zero dimensions for input, but got: [{', '.join(map(str, x.shape))}]")
         n_out = n + lo + hi
+        if mode == "constant" and (n + min(lo, 0) < 0 or n + min(lo, 0) + min(hi, 0) < 0):
+            raise RuntimeError("narrow(): length must be non-negative.")  # PyTorch crops with narrow first
         if n_out < 0:
             raise RuntimeError(f"The input size {n}, plus negative padding {lo} and {hi} resulted in a negative "
                                f"output size, which is invalid. Check dimension {axis} of your input.")
@@ -238,7 +265,7 @@ def _pad_nd(input, pad, mode, value):
     if mode == "constant":
         name = "ConstantPadNd"
     elif mode == "circular":
-        name = "CircularPad%dD" % k
+        name = "CopySlices"  # PyTorch builds circular padding from slice copies
     else:
         name = ("ReflectionPad" if mode == "reflect" else "ReplicationPad") + "%dD" % k
     if not maps:
@@ -248,6 +275,8 @@ def _pad_nd(input, pad, mode, value):
         node = node_for(_pad_classes(name)[0], (input,))
         if node is not None:
             node.maps, node.adjoint, node.pair = [], False, _pad_classes(name)
+            if node.keeps_input:
+                save(node, input)
         return finish(node, r)
     return _apply_map(input, maps, False, _pad_classes(name), extra)
 
