@@ -4,6 +4,7 @@ backward is itself differentiable."""
 from math import prod as _prod
 
 from ._base import OpNode, node_for, save, finish, _state
+from .conv import check_kernel_dtype
 
 
 _TN = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
@@ -103,6 +104,8 @@ def linear(input, weight, bias=None):
     x2 = x.reshape(1, x.shape[0]) if nd == 1 else (x.reshape(_prod(x.shape[:-1]), x.shape[-1]) if nd > 2 else x)
     if x2.shape[1] != w.shape[1]:
         _shape_err(x2.shape, (w.shape[1], w.shape[0]))
+    if x.dtype.kind == "b":
+        check_kernel_dtype("addmm_impl_cpu_", x)
     inp = input
     if nd != 2 and input._requires_grad:
         inp = _reshape_named(input, x2.shape, "ViewBackward0")

@@ -10,6 +10,7 @@ from ._base import OpNode, node_for, save, finish, finish_multi, arr, _state
 from ._seqkit import graph_grads
 from .linalg import matmul
 from .activation import softmax
+from .conv import _KERNEL_TYPES
 from .. import _creation
 
 __all__ = []
@@ -112,6 +113,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if q.dtype != k.dtype or q.dtype != v.dtype:
         raise RuntimeError("Expected query, key, and value to have the same dtype, but got query.dtype: "
                            f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+    if q.dtype.kind not in "fc":
+        raise RuntimeError(f"expected scalar type Float but found {_KERNEL_TYPES.get(q.dtype.name, q.dtype.name)}")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise RuntimeError("Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
                            f"{q.ndim} key.dim: {k.ndim} and value.dim: {v.ndim} instead.")

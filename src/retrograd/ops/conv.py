@@ -21,6 +21,20 @@ __all__ = ["conv1d", "conv2d", "conv3d"]
 TENSOR_METHODS = {}
 INPLACE = {}
 
+_KERNEL_TYPES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                 "float16": "Half", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def check_kernel_dtype(kernel, x, allowed=()):
+    """PyTorch's error for a CPU kernel that has no version for ``x``'s dtype: floating
+    point always passes, the dtype names in ``allowed`` ("int64", "bool", ...) too."""
+    name = x.dtype.name
+    if x.dtype.kind != "f" and name not in allowed:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_KERNEL_TYPES.get(name, name)}\'')
+
+
+_INTS = ("int64", "int32", "int16", "int8", "uint8")
+
 
 # *** array kernels ***
 
@@ -610,13 +624,13 @@ def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
     """N-d convolution (``nd`` spatial dims) with PyTorch's checks and messages."""
     x, w = input._data, weight._data
     name = f"conv{nd}d"
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {_fmt(x.shape)}")
     if w.ndim != nd + 2:
         raise RuntimeError("weight should have at least three dimensions" if w.ndim < 3 else
                            f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input, but got weight "
                            f"of size {_fmt(w.shape)} instead")
-    if x.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
-                           f"of size: {_fmt(x.shape)}")
     unbatched = x.ndim == nd + 1
     if unbatched:
         input = finish(None, x[None]) if not input._requires_grad else _unsqueeze0(input)
@@ -667,6 +681,8 @@ def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
         tc = {"float32": "Float", "float64": "Double", "float16": "Half"}
         raise RuntimeError(f"expected scalar type {tc.get(x.dtype.name, x.dtype.name)} but found "
                            f"{tc.get(w.dtype.name, w.dtype.name)}")
+    if x.dtype.kind == "b":
+        check_kernel_dtype("compute_columns3d" if nd == 3 else "slow_conv2d_cpu", x)
     out = _conv(input, weight, _P(stride, pad, dilation, groups), bias)
     return _squeeze0(out) if unbatched else out
 

@@ -11,6 +11,7 @@ from ._seqkit import graph_grads
 from .arithmetic import add
 from .linalg import matmul, einsum
 from .resample import _col2im
+from .conv import check_kernel_dtype
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "bilinear"]
 
@@ -147,6 +148,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
             " ".join(f"stride_{n}: {s}" for n, s in zip(names, st)) + " " + \
             " ".join(f"dilation_{n}: {d}" for n, d in zip(names, dil))
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {parts}")
+    check_kernel_dtype("slow_conv_transpose2d_out_cpu", x._data, ("int64",))
     xd = x._data.reshape(xs)
     wd = weight._data
     if nsp == 1:  # as 2-D with a height of one
@@ -237,6 +239,8 @@ def bilinear(input1, input2, weight, bias=None):
     if bias is not None and bias.shape[0] != W.shape[0]:
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but expected "
                            f"{W.shape[0]}")
+    if a.dtype.kind == "b":
+        check_kernel_dtype("bmm", a)
     # as PyTorch: flatten the batch dimensions, one trilinear product, view the result back, add the bias
     out_shape = a.shape[:-1] + (W.shape[0],)
     in1 = input1.reshape(-1, a.shape[-1])

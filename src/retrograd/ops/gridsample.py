@@ -4,6 +4,7 @@ import numpy as np
 
 from ._base import OpNode, node_for, save, finish, arr, _state
 from ._seqkit import graph_grads
+from .conv import check_kernel_dtype
 
 __all__ = ["grid_sampler", "affine_grid_generator"]
 
@@ -145,6 +146,7 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
                            f"[{', '.join(map(str, gd.shape))}]")
     if mode == "bicubic":
         raise NotImplementedError("grid_sample: mode='bicubic' is not supported")
+    check_kernel_dtype("grid_sampler_2d_cpu_kernel_impl", xd)
     N, C, H, W = xd.shape
     x_t = xd.transpose(0, 2, 3, 1)
     ix, gx = _source_coords(gd[..., 0], W, padding_mode, align_corners)

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ._base import OpNode, node_for, save, finish
-from .conv import _tup, SqueezeBackward1
+from .conv import _tup, SqueezeBackward1, check_kernel_dtype, _INTS
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d"]
 TENSOR_METHODS = {}
@@ -214,6 +214,7 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
         # PyTorch pools 1-D signals as 2-D ones of height 1 (with indices, checked as such)
         if not return_indices:
             _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
+            check_kernel_dtype("max_pool1d_impl", x)
         k = _tup(kernel_size, 1, "kernel_size")
         s = _tup(stride if (stride is not None and stride != [] and stride != ()) else k, 1, "stride")
         p, d = _tup(padding, 1, "padding"), _tup(dilation, 1, "dilation")
@@ -222,6 +223,7 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
             return _sq(r[0], -2), finish(None, r[1]._data[..., 0, :])
         return _sq(r, -2)
     k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
+    check_kernel_dtype(name, x, _INTS)
     B = _prod(lead)
     x3 = x.reshape((B,) + S)
     if (k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind == "f" and B
@@ -243,7 +245,23 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     if nan:                                              # a NaN wins its window (PyTorch: the last one)
         for j in range(len(offs)):
             np.copyto(arg, j, where=np.isnan(wins[j]))
+    if xp is not x3:
+        low = best == neg
+        if low.any():   # nothing above the padding value: PyTorch's argmax is the first in-range element
+            np.copyto(arg, _first_inside(S, k, s, p, d, out).astype(kidx), where=low)
     return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
+
+
+def _first_inside(S, k, s, p, d, out):
+    """(1, *out): the first kernel offset of each window that lies inside the input (0 for
+    a window wholly in the padding, which only dilation allows)."""
+    nd = len(S)
+    j = np.zeros((1,) + (1,) * nd, np.int64)
+    for i in range(nd):
+        pos = np.arange(out[i])[:, None] * s[i] + np.arange(k[i])[None, :] * d[i] - p[i]
+        first = np.argmax((pos >= 0) & (pos < S[i]), axis=1)
+        j = j * k[i] + first.reshape((1,) + tuple(-1 if a == i else 1 for a in range(nd)))
+    return j
 
 
 def _max_pool_result(input, best, arg, geo, return_indices):
@@ -385,6 +403,7 @@ def avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, 1, ceil_mode, nd, f"avg_pool{nd}d")
+    check_kernel_dtype("avg_pool2d" if nd == 2 else "avg_pool3d_out_frame", x, ("int64",))
     div = _avg_divisor(S, k, s, p, out, count_include_pad, divisor_override)
     geo = (lead, S, k, s, p, out, div)
     return _avg_pool_apply(input, geo, _AVG_NODES[nd])
@@ -501,6 +520,7 @@ def adaptive_avg_pool(input, output_size, nd=2):
     if all(o == 1 for o in out):
         from .reduce import mean
         return mean(input, tuple(range(x.ndim - nd, x.ndim)), keepdim=True)
+    check_kernel_dtype("adaptive_avg_pool2d" if nd == 2 else "adaptive_avg_pool3d_cpu", x)
     mats = _adaptive_mats(x.shape[-nd:], out, x.dtype)
     return _adaptive_avg_apply(input, mats, False, _ADAPTIVE_AVG[nd][0])
 
@@ -581,6 +601,7 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
         y, i = _sq(y, -2), finish(None, i._data[..., 0, :])
         return (y, i) if return_indices else y
     out = _adaptive_out(x, output_size, nd, f"adaptive_max_pool{nd}d")
+    check_kernel_dtype(f"adaptive_max_pool{nd}d", x)
     lead, S = _split(x.shape, nd)
     B = _prod(lead)
     x3 = x.reshape((B,) + S)

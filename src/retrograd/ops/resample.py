@@ -216,6 +216,9 @@ def pad(input, pad, mode="constant", value=None):
             # reflect / replicate: only the batch dimension may be empty
             raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
                                f"other non-zero dimensions for input, but got: [{', '.join(map(str, x.shape))}]")
+        if mode != "circular" and x.dtype.kind == "b":
+            from .conv import check_kernel_dtype
+            check_kernel_dtype(("reflection_pad%dd" if mode == "reflect" else "replication_pad%dd") % k, x)
     return _pad_nd(input, pad, mode, 0.0 if value is None else value)
 
 
@@ -348,6 +351,25 @@ def _cubic_terms(n_in, n_out, align_corners, scale, ft):
 
 def _upsample(input, out_size, scales, mode, align_corners):
     x = input._data
+    k = len(out_size)
+    sp = x.shape[-k:]
+    if 0 in sp or 0 in out_size:
+        names = ("D", "H", "W")[3 - k:]
+        ins = ", ".join(f"{n}: {v}" for n, v in zip(names, sp))
+        outs = ", ".join(f"{n}: {v}" for n, v in zip(names, out_size))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({ins}) "
+                           f"{'and ' if k == 1 else ''}output ({outs})")
+    if x.size == 0 and 0 in x.shape[1:]:
+        raise RuntimeError(f"Non-empty {x.ndim}D data tensor expected but got a tensor with sizes {list(x.shape)}")
+    if x.dtype.kind != "f":
+        from .conv import check_kernel_dtype
+        if mode in ("nearest", "nearest-exact"):
+            kernel = "upsample_nearest2d_channels_last" if k == 2 else "compute_indices_weights_nearest"
+        elif mode == "bilinear":
+            kernel = "upsample_bilinear2d_channels_last"
+        else:
+            kernel = "compute_indices_weights_cubic" if mode == "bicubic" else "compute_indices_weights_linear"
+        check_kernel_dtype(kernel, x, ("uint8",) if mode not in ("linear", "trilinear") else ())
     ft = np.float64 if x.dtype == np.float64 else np.float32
     k = len(out_size)
     maps = []
@@ -363,6 +385,10 @@ def _upsample(input, out_size, scales, mode, align_corners):
             terms = _linear_terms(n_in, n_out, align_corners, sc, ft)
         maps.append((axis, n_in, n_out, terms))
     name = _UP_NAMES[(mode, k)]
+    if x.dtype.kind == "u" and mode in ("bilinear", "bicubic"):
+        # bytes are interpolated in float and rounded back (PyTorch: fixed point; may differ by one)
+        r = _gather(x.astype(np.float32), maps, False)
+        return finish(None, np.clip(np.rint(r), 0, 255).astype(x.dtype))
     return _apply_map(input, maps, False, _pad_classes(name))
 
 
@@ -435,24 +461,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 def _area(input, out_size):
-    """Area interpolation: adaptive average pooling, as a separable map."""
-    x = input._data
-    k = len(out_size)
-    maps = []
-    for i in range(k):
-        axis = x.ndim - k + i
-        n_in, n_out = x.shape[axis], out_size[i]
-        o = np.arange(n_out)
-        start = (o * n_in) // n_out
-        end = -((-(o + 1) * n_in) // n_out)
-        width = end - start
-        terms = []
-        for j in range(int(width.max()) if n_out else 0):
-            valid = j < width
-            terms.append((np.where(valid, start + j, 0), np.where(valid, 1.0 / width, 0.0)))
-        maps.append((axis, n_in, n_out, terms))
-    name = {1: "AdaptiveAvgPool1D", 2: "AdaptiveAvgPool2D", 3: "AdaptiveAvgPool3D"}[k]
-    return _apply_map(input, maps, False, _pad_classes(name))
+    """Area interpolation: PyTorch's adaptive average pooling."""
+    from .pool import adaptive_avg_pool
+    return adaptive_avg_pool(input, out_size, len(out_size))
 
 
 # *** im2col / col2im (unfold / fold) ***
@@ -551,6 +562,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size=({ks[0]}, {ks[1]}), "
                            f"dilation=({dil[0]}, {dil[1]}), padding=({pad[0]}, {pad[1]}), calculated shape of the "
                            f"array of sliding blocks as ({oh}, {ow}), but its components must be at least one.")
+    if input._data.dtype.kind in "iu":
+        from .conv import check_kernel_dtype
+        check_kernel_dtype("im2col_out_cpu", input._data)
     return _im2col(input, ks, dil, pad, st)
 
 
@@ -577,6 +591,9 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Expected size of input's dimension {nd - 2} to be divisible by the product of "
                            f"kernel_size, but got input.size({nd - 2})={x.shape[-2]} and "
                            f"kernel_size=({ks[0]}, {ks[1]}).")
+    if x._data.dtype.kind in "iu":
+        from .conv import check_kernel_dtype
+        check_kernel_dtype("col2im_out_cpu", x._data)
     return _col2im(x, osz, ks, dil, pad, st)
 
 
