@@ -54,12 +54,15 @@ def _pool_out(S, k, s, p, d, ceil_mode):
     return out
 
 
-def _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name):
+def _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name, check_image=False):
     k = _tup(kernel_size, nd, "kernel_size")
     s = _tup(stride if (stride is not None and stride != [] and stride != ()) else k, nd, "stride")
     p = _tup(padding, nd, "padding")
     d = _tup(dilation, nd, "dilation")
     lead, S = _lead(x, nd, name)
+    if check_image and any(S[i] < k[i] for i in range(nd)):   # PyTorch's 3-D average pool, before padding
+        raise RuntimeError(f"input image (T: {S[0]} H: {S[1]} W: {S[2]}) smaller than kernel size (kT: {k[0]} "
+                           f"kH: {k[1]} kW: {k[2]})")
     if any(v == 0 for v in s):
         raise RuntimeError("stride should not be zero")
     for i in range(nd):
@@ -402,7 +405,8 @@ def avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_
         return _sq(r, -2)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, 1, ceil_mode, nd, f"avg_pool{nd}d")
+    k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, 1, ceil_mode, nd, f"avg_pool{nd}d",
+                                         check_image=nd == 3)
     check_kernel_dtype("avg_pool2d" if nd == 2 else "avg_pool3d_out_frame", x, ("int64",))
     div = _avg_divisor(S, k, s, p, out, count_include_pad, divisor_override)
     geo = (lead, S, k, s, p, out, div)
@@ -448,6 +452,11 @@ def _check_nonempty(shape, first, who, what):
                                f"has sizes {list(shape)} with dimension {j} being empty")
 
 
+def _int_size(v, name):
+    if v is None or isinstance(v, float):
+        raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of ints, not {type(v).__name__}")
+
+
 def _adaptive_mats(S, out, dtype):
     mats = []
     for i in range(len(S)):
@@ -460,12 +469,44 @@ def _adaptive_mats(S, out, dtype):
 
 
 def _apply_mats(x, mats, transpose):
+    """The adaptive average map (or its adjoint) along each pooled dim: one small GEMM per
+    dim, or window sums where ``x`` is not finite (a GEMM would spread a NaN or inf over
+    every window, PyTorch's sums keep it in its own)."""
     nd = len(mats)
     r = x
+    finite = np.isfinite(x).all()
     for i, m in enumerate(mats):
         ax = x.ndim - nd + i
-        r = np.moveaxis(np.tensordot(r, m if transpose else m.T, axes=([ax], [0])), -1, ax)
+        if finite:
+            r = np.moveaxis(np.tensordot(r, m if transpose else m.T, axes=([ax], [0])), -1, ax)
+        else:
+            r = _window_sums(r, m, ax, transpose)
     return np.ascontiguousarray(r)
+
+
+def _window_sums(a, m, ax, adjoint):
+    """``m`` (o, S) holds 1/width over each window: sums of the selected elements (never a
+    product with a zero weight), scaled by 1/width; or the adjoint."""
+    from .resample import _scatter_axis
+    inside = m != 0
+    st = np.argmax(inside, axis=1)
+    width = inside.sum(axis=1)
+    n = m.shape[1]
+    shp = [1] * a.ndim
+    shp[ax] = m.shape[0]
+    scale = m[np.arange(m.shape[0]), st].reshape(shp)
+    if adjoint:
+        a = a * scale
+    out = None
+    for j in range(int(width.max())):
+        idx = np.minimum(st + j, n - 1)
+        keep = (j < width).reshape(shp)
+        if adjoint:
+            t = _scatter_axis(np.where(keep, a, a.dtype.type(0)), idx, n, ax)
+        else:
+            t = np.where(keep, np.take(a, idx, axis=ax), a.dtype.type(0))
+        out = t if out is None else out + t
+    return out if adjoint else out * scale
 
 
 class _AdaptiveAvgBackward(OpNode):
@@ -515,6 +556,7 @@ def adaptive_avg_pool(input, output_size, nd=2):
         if x.ndim not in (2, 3):
             raise RuntimeError(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {list(x.shape)}")
         osz = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
+        _int_size(osz, "adaptive_avg_pool1d")
         return _sq(adaptive_avg_pool(_unsq(input, -2), (1, osz), 2), -2)
     out = _adaptive_out(x, output_size, nd, name)
     if all(o == 1 for o in out):
@@ -597,6 +639,7 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
             raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got: {list(x.shape)}")
         _check_nonempty(x.shape, 1, "adaptive_max_pool1d()", "input")
         osz = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
+        _int_size(osz, "adaptive_max_pool1d")
         y, i = adaptive_max_pool(_unsq(input, -2), (1, osz), True, 2)
         y, i = _sq(y, -2), finish(None, i._data[..., 0, :])
         return (y, i) if return_indices else y
@@ -641,6 +684,11 @@ def _adaptive_max_arrays(x3, S, out, nd):
     win = win.reshape(win.shape[:1 + nd] + (-1,))
     arg = np.argmax(win, axis=-1)
     y = np.take_along_axis(win, arg[..., None], axis=-1)[..., 0]
+    if y.dtype.kind == "f":
+        nan = np.isnan(y)
+        if nan.any():   # PyTorch: the last NaN of a window wins
+            last = win.shape[-1] - 1 - np.argmax(np.isnan(win[..., ::-1]), axis=-1)
+            arg = np.where(nan, last, arg)
     koff = np.unravel_index(arg, ks)
     flat = None
     for i in range(nd):

@@ -69,6 +69,12 @@ def _scatter_axis(a, idx, n, axis):
     return out
 
 
+def _weigh(a, w, axis):
+    if w.dtype == np.bool_:
+        return np.where(_wshape(w, axis, a.ndim), a, a.dtype.type(0))
+    return a * _wshape(w.astype(a.dtype, copy=False), axis, a.ndim)
+
+
 def _wshape(w, axis, ndim):
     s = [1] * ndim
     s[axis] = w.shape[0]
@@ -93,27 +99,30 @@ def _apply_dense(a, M, axis):
 
 
 def _gather(a, maps, adjoint):
-    """Apply each axis map (axis, n_in, n_out, [(idx, weight or None), ...]) to ``a``."""
+    """Apply each axis map (axis, n_in, n_out, [(idx, weight or None), ...]) to ``a``.
+    A weight is a float array (multiplied, as PyTorch's interpolation does) or a bool mask
+    (selected: a padded position is the pad value even beside an inf)."""
     for axis, n_in, n_out, terms in (reversed(maps) if adjoint else maps):
         if n_in == 0 or n_out == 0:  # a map from or onto an empty axis is zero
             shape = list(a.shape)
             shape[axis] = n_in if adjoint else n_out
             a = np.zeros(shape, a.dtype)
             continue
-        if any(w is not None for _, w in terms) and n_in * n_out <= 1 << 16:
-            # weighted (interpolating) maps: one small GEMM per axis
+        if any(w is not None for _, w in terms) and n_in * n_out <= 1 << 16 and np.isfinite(a).all():
+            # weighted (interpolating) maps: one small GEMM per axis (a GEMM would spread a
+            # NaN or inf over the whole axis: those go through the gathers below)
             M = _dense(n_in, n_out, terms, a.dtype)
             a = _apply_dense(a, M.T if adjoint else M, axis)
             continue
         out = None
         for idx, w in terms:
             if adjoint:
-                t = a if w is None else a * _wshape(w.astype(a.dtype, copy=False), axis, a.ndim)
+                t = a if w is None else _weigh(a, w, axis)
                 t = _scatter_axis(t, idx, n_in, axis)
             else:
                 t = np.take(a, idx, axis=axis)
                 if w is not None:
-                    t = t * _wshape(w.astype(a.dtype, copy=False), axis, a.ndim)
+                    t = _weigh(t, w, axis)
             out = t if out is None else out + t
         a = out
     return a
@@ -256,7 +265,7 @@ def _pad_nd(input, pad, mode, value):
         if mode == "constant":
             valid = (j >= 0) & (j < n)
             masks.append((axis, valid))
-            maps.append((axis, n, n_out, [(np.where(valid, j, 0), valid.astype(x.dtype))]))
+            maps.append((axis, n, n_out, [(np.where(valid, j, 0), valid)]))
         else:
             maps.append((axis, n, n_out, [(j, None)]))
     extra = None
