@@ -75,8 +75,8 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
             kd, vd = np.repeat(kd, rep, axis=-3), np.repeat(vd, rep, axis=-3)
         dq, dk, dv, ds = _attend_backward(g._data, q._data, kd, vd, self.p, self.pd, self.drop, self.scale)
         if rep > 1:
-            dk = dk.reshape(dk.shape[:-3] + (-1, rep) + dk.shape[-2:]).sum(axis=-3)
-            dv = dv.reshape(dv.shape[:-3] + (-1, rep) + dv.shape[-2:]).sum(axis=-3)
+            dk = dk.reshape(dk.shape[:-3] + (dk.shape[-3] // rep, rep) + dk.shape[-2:]).sum(axis=-3)
+            dv = dv.reshape(dv.shape[:-3] + (dv.shape[-3] // rep, rep) + dv.shape[-2:]).sum(axis=-3)
         nf = self.next_functions
         out = [_sum_to(dq, q._data.shape), _sum_to(dk, k._data.shape), _sum_to(dv, v._data.shape)]
         if len(nf) > 3:

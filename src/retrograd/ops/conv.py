@@ -21,7 +21,8 @@ __all__ = ["conv1d", "conv2d", "conv3d"]
 TENSOR_METHODS = {}
 INPLACE = {}
 
-_KERNEL_TYPES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+_KERNEL_TYPES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "int16": "Short",
+                 "int8": "Char", "uint8": "Byte", "bool": "Bool",
                  "float16": "Half", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
@@ -34,6 +35,19 @@ def check_kernel_dtype(kernel, x, allowed=()):
 
 
 _INTS = ("int64", "int32", "int16", "int8", "uint8")
+
+
+def check_weight_type(input, other, what="weight"):
+    """PyTorch's error for a convolution whose input and weight (or bias) dtypes differ:
+    worded for its MKLDNN path where the input could take it (float, half)."""
+    x, w = input._data, other._data
+    if x.dtype != w.dtype:
+        if x.dtype.name in ("float32", "float16"):
+            from ._base import type_name
+            raise RuntimeError(f"Input type ({type_name(input)}) and {what} type ({type_name(other)}) should be the "
+                               f"same or input should be a MKLDNN tensor and {what} is a dense tensor")
+        raise RuntimeError(f"expected scalar type {_KERNEL_TYPES.get(x.dtype.name, x.dtype.name.capitalize())} but "
+                           f"found {_KERNEL_TYPES.get(w.dtype.name, w.dtype.name.capitalize())}")
 
 
 # *** array kernels ***
@@ -259,7 +273,7 @@ def _fwd_wide(x, w, p, keep_cols=False):
     o = w.shape[0]
     G = p.groups
     cols, (hp, wp, oh, ow, _) = _wide_cols(x, w.shape[2:], p)
-    wm = w.reshape(G, o // G, -1)
+    wm = w.reshape(G, o // G, w.shape[1] * w.shape[2] * w.shape[3])
     dt = np.result_type(w.dtype, cols.dtype)
     yw = np.matmul(wm, cols, out=_take((G, o // G, n * oh * wp), dt))      # one GEMM per group
     y = np.ascontiguousarray(yw.reshape(o, n, oh, wp)[:, :, :, :ow].transpose(1, 0, 2, 3))
@@ -300,7 +314,7 @@ def _bwd_in_wide(g, w, xshape, p):
     G = p.groups
     hp, wp, oh, ow, slack = _wide_geom(xshape, k, p)
     gwide = _g_wide(g, wp, G)
-    wm = w.reshape(G, o // G, -1)
+    wm = w.reshape(G, o // G, w.shape[1] * w.shape[2] * w.shape[3])
     L = oh * wp
     dt = np.result_type(w.dtype, gwide.dtype)
     dbuf = np.matmul(wm.transpose(0, 2, 1), gwide, out=_take((G, wm.shape[2], n * L), dt))   # (G, CgKK, N*L)
@@ -354,7 +368,7 @@ def _fwd_dw(x, w, p):
                 s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
                 np.multiply(flat[:, :, s0:s0 + L], w[:, 0, kh, kw][None, :, None], out=tmp)
                 y += tmp
-        return np.ascontiguousarray(y.reshape(x.shape[0], -1, oh, wp)[:, :, :, :ow])
+        return np.ascontiguousarray(y.reshape(x.shape[0], w.shape[0], oh, wp)[:, :, :, :ow])
     xp = _pad_zeros(x, p.pad)
     k = w.shape[2:]
     out = _out_size(xp.shape[2:], k, p)
@@ -655,13 +669,22 @@ def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
         pad = tuple((p, p) for p in _tup(padding, nd, "padding"))
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
-    if any(s <= 0 for s in stride):
-        raise RuntimeError("non-positive stride is not supported")
     if any(p < 0 for lo_hi in pad for p in lo_hi):
         raise RuntimeError("negative padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        if any(d < 0 for d in dilation):
+            raise RuntimeError("dilation should be greater than zero")
+        if x.dtype.name in ("float32", "float16"):    # PyTorch's MKLDNN path words it differently
+            raise RuntimeError("non-positive dilation is not supported")
+        raise RuntimeError(f"dilation should be greater than zero, but got {list((1,) * (nd == 1) + dilation)}")
+    if w.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {_fmt(w.shape)} instead")
     if w.shape[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
-                           f"got weight of size {_fmt(w.shape)} instead")
+                           f"got weight of size [{_fmt(w.shape)}] instead")
     if x.shape[1] != w.shape[1] * groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {_fmt(w.shape)}, expected input{_fmt(x.shape)} to "
                            f"have {w.shape[1] * groups} channels, but got {x.shape[1]} channels instead")
@@ -673,14 +696,13 @@ def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
     if any(padded[i] < eff[i] for i in range(nd)):
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
                            f"size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than actual input size")
-    tn = {"float32": "float", "float64": "double", "float16": "c10::Half"}
+    if x.size == 0 and x.shape[0] and x.shape[1]:
+        raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got input shape: {_fmt(x.shape)}")
     if bias is not None and bias._data.dtype != x.dtype:
-        raise RuntimeError(f"Input type ({tn.get(x.dtype.name, x.dtype.name)}) and bias type "
-                           f"({tn.get(bias._data.dtype.name, bias._data.dtype.name)}) should be the same")
-    if x.dtype != w.dtype:
-        tc = {"float32": "Float", "float64": "Double", "float16": "Half"}
-        raise RuntimeError(f"expected scalar type {tc.get(x.dtype.name, x.dtype.name)} but found "
-                           f"{tc.get(w.dtype.name, w.dtype.name)}")
+        from ._linear import _CN
+        raise RuntimeError(f"Input type ({_CN.get(x.dtype.name, x.dtype.name)}) and bias type "
+                           f"({_CN.get(bias._data.dtype.name, bias._data.dtype.name)}) should be the same")
+    check_weight_type(input, weight)
     if x.dtype.kind == "b":
         check_kernel_dtype("compute_columns3d" if nd == 3 else "slow_conv2d_cpu", x)
     out = _conv(input, weight, _P(stride, pad, dilation, groups), bias)

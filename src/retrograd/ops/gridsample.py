@@ -190,7 +190,7 @@ class AffineGridGeneratorBackward0(OpNode):
         gd = g._data
         N = gd.shape[0]
         base = self.base  # (H*W, 3)
-        return finish(None, np.einsum("pk,npj->njk", base, gd.reshape(N, -1, 2)).astype(gd.dtype))
+        return finish(None, np.einsum("pk,npj->njk", base, gd.reshape(N, base.shape[0], 2)).astype(gd.dtype))
 
 
 def _linspace(n, align_corners, dtype):
