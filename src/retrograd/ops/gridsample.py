@@ -38,7 +38,7 @@ def _source_coords(c, size, padding_mode, align_corners):
     g = np.full_like(x, scale)
     if padding_mode == "border":
         inside = (x > 0) & (x < size - 1)
-        x = np.clip(x, 0, size - 1)
+        x = _clip(x, size)
         g = g * inside
     elif padding_mode == "reflection":
         if align_corners:
@@ -47,9 +47,14 @@ def _source_coords(c, size, padding_mode, align_corners):
             x, gr = _reflect(x, -1, 2 * size - 1)
         g = g * gr
         inside = (x > 0) & (x < size - 1)
-        x = np.clip(x, 0, size - 1)
+        x = _clip(x, size)
         g = g * inside
     return x, g
+
+
+def _clip(x, size):
+    """PyTorch's ``min(size - 1, max(x, 0))``: a NaN coordinate lands on the far border."""
+    return np.where(np.isnan(x), x.dtype.type(size - 1), np.clip(x, 0, size - 1))
 
 
 def _corners(x_t, ix, iy, H, W):
@@ -62,10 +67,32 @@ def _corners(x_t, ix, iy, H, W):
     return v, (n * H + yc) * W + xc, ok
 
 
+class _ZeroTied(OpNode):
+    """A gradient that is zero by construction yet belongs to the graph (PyTorch's backward
+    kernels take these inputs): its own derivatives are zeros."""
+
+    def backward(self, gg):
+        return tuple(finish(None, np.zeros(s, gg._data.dtype)) if nf[0] is not None else None
+                     for s, nf in zip(self.shapes, self.next_functions))
+
+
+_ZERO_TIED = type("GridSampler2DBackwardBackward0", (_ZeroTied,), {})
+
+
+def _zero_tied(shape, like, deps):
+    node = node_for(_ZERO_TIED, deps)
+    if node is not None:
+        node.shapes = tuple(d._data.shape for d in deps)
+    return finish(node, np.zeros(shape, like._data.dtype))
+
+
 class GridSampler2DBackward0(OpNode):
     def backward(self, g):
         if _state.grad:  # create_graph: differentiate the composite, so that double backward works
-            res = graph_grads(self._composite, list(self.saved_tensors), [g])
+            x, grid = self.saved_tensors
+            res = list(graph_grads(self._composite, [x, grid], [g]))
+            if self.mode == "nearest" and self.next_functions[1][0] is not None:
+                res[1] = _zero_tied(grid._data.shape, g, (g, x, grid))
             return tuple(res[i] if self.next_functions[i][0] is not None else None for i in range(2))
         x, grid = self.saved_tensors
         xd, gd = x._data, g._data
@@ -82,7 +109,7 @@ class GridSampler2DBackward0(OpNode):
             wx0, wy0 = 1 - wx1, 1 - wy1
             for (v, i, k), w in (((v00, i00, k00), wx0 * wy0), ((v01, i01, k01), wx1 * wy0),
                                  ((v10, i10, k10), wx0 * wy1), ((v11, i11, k11), wx1 * wy1)):
-                parts.append((i, (w * k).astype(xd.dtype), gt))
+                parts.append((i, np.where(k, w, 0).astype(xd.dtype), gt))
             if nf[1][0] is not None:
                 dx = (wy0[..., None] * (v01 - v00) + wy1[..., None] * (v11 - v10)) * gt
                 dy = (wx0[..., None] * (v10 - v00) + wx1[..., None] * (v11 - v01)) * gt
@@ -109,16 +136,14 @@ class GridSampler2DBackward0(OpNode):
             return flat[finish(None, idx)] * finish(None, ok[..., None].astype(x._data.dtype))
         if self.mode == "nearest":
             return corner(0).permute(0, 3, 1, 2)
-        if self.padding_mode == "reflection":
-            raise NotImplementedError("double backward of grid_sample with padding_mode='reflection'")
+        # the source coordinate is piecewise linear in the grid, with the slope PyTorch's
+        # kernel uses (unnormalising scale, reflection sign, zero where clipped)
+        gd = grid._data
 
-        def coord(c, size):
-            if self.align_corners:
-                r = (c + 1) / 2 * (size - 1)
-            else:
-                r = ((c + 1) * size - 1) / 2
-            return r.clamp(0, size - 1) if self.padding_mode == "border" else r
-        ix, iy = coord(grid[..., 0], W), coord(grid[..., 1], H)
+        def coord(k):
+            slope = self.dcoord[k]
+            return grid[..., k] * finish(None, slope) + finish(None, self.coords[k] - gd[..., k] * slope)
+        ix, iy = coord(0), coord(1)
         wx1 = (ix - finish(None, np.floor(ix._data))).unsqueeze(-1)
         wy1 = (iy - finish(None, np.floor(iy._data))).unsqueeze(-1)
         wx0, wy0 = 1 - wx1, 1 - wy1
@@ -147,6 +172,11 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
     if mode == "bicubic":
         raise NotImplementedError("grid_sample: mode='bicubic' is not supported")
     check_kernel_dtype("grid_sampler_2d_cpu_kernel_impl", xd)
+    with np.errstate(invalid="ignore", over="ignore"):   # NaN / inf coordinates behave as in PyTorch
+        return _grid_sample_arrays(input, grid, xd, gd, mode, padding_mode, align_corners)
+
+
+def _grid_sample_arrays(input, grid, xd, gd, mode, padding_mode, align_corners):
     N, C, H, W = xd.shape
     x_t = xd.transpose(0, 2, 3, 1)
     ix, gx = _source_coords(gd[..., 0], W, padding_mode, align_corners)
@@ -170,6 +200,7 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
     if node is not None:
         save(node, input, grid)
         node.mode, node.corners, node.w, node.dcoord = mode, corners, w, (gx, gy)
+        node.coords = (ix, iy)
         node.padding_mode, node.align_corners = padding_mode, align_corners
     return finish(node, r)
 
