@@ -5,7 +5,7 @@ from math import prod as _prod
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, _state
+from ._base import OpNode, node_for, save, finish, _state, Tensor
 from .conv import check_kernel_dtype
 
 
@@ -102,11 +102,14 @@ def _tn(dt):
     return _TN.get(dt.name, dt.name)
 
 
-def _expand_err(bshape, target):
+def _expand_err(bias, target):
     """PyTorch's error for a bias that does not expand to addmm's (rows, out_features)."""
+    bshape = bias._data.shape
     if len(bshape) > len(target):
-        raise RuntimeError(f"expand: the number of sizes provided ({len(target)}) must be greater or equal to the "
-                           f"number of dimensions in the tensor ({len(bshape)})")
+        from ._base import type_name
+        raise RuntimeError(f"expand({type_name(bias)}{{[{', '.join(map(str, bshape))}]}}, size=[{target[0]}, "
+                           f"{target[1]}]): the number of sizes provided ({len(target)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({len(bshape)})")
     for i in range(-1, -len(bshape) - 1, -1):
         if bshape[i] != target[i] and bshape[i] != 1:
             raise RuntimeError(f"The expanded size of the tensor ({target[i]}) must match the existing size "
@@ -116,6 +119,8 @@ def _expand_err(bshape, target):
 
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` over the last dimension of ``input``."""
+    if bias is not None and not isinstance(bias, Tensor):
+        raise TypeError(f"linear(): argument 'bias' (position 3) must be Tensor, not {type(bias).__name__}")
     x = input._data
     w = weight._data
     nd = x.ndim
@@ -123,10 +128,10 @@ def linear(input, weight, bias=None):
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {nd}D and {w.ndim}D")
     if w.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {w.ndim}D")
-    # as PyTorch: one addmm for 2-D input, or for contiguous input with a contiguous 1-D
-    # bias (a view of it then); otherwise a product, to which the bias is added in place
-    fused = bias is not None and (nd == 2 or (bias._data.ndim == 1 and x.flags.c_contiguous
-                                              and bias._data.flags.c_contiguous))
+    # as PyTorch: one addmm for 2-D input, or for contiguous input with a contiguous bias
+    # that squeezes to 1-D (a view of it then); otherwise a product plus an in-place add
+    fused = bias is not None and (nd == 2 or (x.flags.c_contiguous and bias._data.flags.c_contiguous and (
+        bias._data.ndim == 1 or sum(n != 1 for n in bias._data.shape) == 1)))
     if fused:
         bd = bias._data.dtype
         if bd != w.dtype:
@@ -158,7 +163,7 @@ def linear(input, weight, bias=None):
     if x.dtype.kind == "b":
         check_kernel_dtype("addmm_impl_cpu_", x)
     if bias is not None and bias._data.shape != (w.shape[0],):
-        _expand_err(bias._data.shape, (x2.shape[0], w.shape[0]))
+        _expand_err(bias, (x2.shape[0], w.shape[0]))
     inp = input
     if nd != 2 and input._requires_grad:
         inp = _reshape_named(input, x2.shape, "ViewBackward0")

@@ -148,6 +148,9 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
             " ".join(f"stride_{n}: {s}" for n, s in zip(names, st)) + " " + \
             " ".join(f"dilation_{n}: {d}" for n, d in zip(names, dil))
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {parts}")
+    if x._data.size == 0 and xs[0] and xs[1]:
+        raise RuntimeError("Only zero batch or zero channel inputs are supported, but got input shape: "
+                           f"[{', '.join(map(str, x.shape))}]")
     check_weight_type(input, weight)
     if bias is not None and bias._data.dtype != x._data.dtype:
         if x._data.dtype.name in ("float32", "float16"):

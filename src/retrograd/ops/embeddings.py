@@ -197,9 +197,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                          f"then it must have the same shape as the input ({tuple(input.shape)})")
     _check_indices(input, "embedding_bag")
     if weight._data.dtype.kind != "f":
-        from ._base import type_name
+        from ._base import _error_type_name
         raise RuntimeError("Expected tensor for argument #1 'weight' to have one of the following scalar types: Half, "
-                           f"BFloat16, Float, Double; but got {type_name(weight)} instead (while checking arguments "
+                           f"BFloat16, Float, Double; but got {_error_type_name(weight)} instead (while checking arguments "
                            "for embedding_bag)")
     num, D = weight.shape
     if input.dim() == 2:

@@ -53,8 +53,8 @@ def _source_coords(c, size, padding_mode, align_corners):
 
 
 def _clip(x, size):
-    """PyTorch's ``min(size - 1, max(x, 0))``: a NaN coordinate lands on the far border."""
-    return np.where(np.isnan(x), x.dtype.type(size - 1), np.clip(x, 0, size - 1))
+    """PyTorch's vectorised ``min(max(x, 0), size - 1)``: a NaN coordinate lands on 0."""
+    return np.where(np.isnan(x), x.dtype.type(0), np.clip(x, 0, size - 1))
 
 
 def _corners(x_t, ix, iy, H, W):

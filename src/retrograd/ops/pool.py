@@ -723,3 +723,30 @@ def adaptive_avg_pool1d(input, output_size):
 
 def adaptive_max_pool1d(input, output_size):
     return adaptive_max_pool(input, output_size, True, 1)
+
+
+# *** power-average pooling (PyTorch's composite) ***
+
+def lp_pool(input, norm_type, kernel_size, stride=None, ceil_mode=False, nd=2):
+    """``(sum over each window of x**p) ** (1/p)``; p = inf is max pooling of |x|. A window
+    whose sum is zero gets a zero gradient (the relu below selects it away)."""
+    k = _tup(kernel_size, nd, "kernel_size")
+    if isinstance(norm_type, (int, float)):
+        if norm_type == float("inf"):
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd)
+        if norm_type == -float("inf"):
+            return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd)
+    out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode, True, None, nd)
+    return (out.sign() * out.abs().relu()).mul(_prod(k)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
