@@ -1,0 +1,455 @@
+"""The op table's machinery: OpInfo entries, Sample inputs, the generic sample kinds and the
+comparison of one op on retrograd and on torch.
+
+An entry's ``op(lib, *args, **kwargs)`` is called with ``lib`` the module (retrograd or torch)
+and the sample's arguments made into that library's tensors. ``samples(mk)`` yields Sample
+objects built from NumPy arrays (see ``Maker``); the framework derives the generic kinds
+(float32, noncontig, negstride, nonfinite, ties, infgrad, int/bool and, for elementwise ops,
+0d/size1/empty/broadcast) from them, so a new kind reaches every op.
+
+``KNOWN_MISMATCHES`` lists the (op, test kind, sample kind) cases that differ from torch today.
+The generated tests turn exactly those into strict expected failures: a listed case that starts
+to pass fails the test until it is removed from the table.
+"""
+import dataclasses
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+import retrograd
+
+try:
+    import torch
+    torch.set_num_threads(1)
+except ImportError:  # parity tests skip; gradchecks still run
+    torch = None
+
+FLOAT_KINDS = ("float64", "float32")
+# Sample kinds excluded from finite-difference checks: kinks and non-finite points have no
+# well-defined finite-difference derivative.
+GRADCHECK_KINDS = ("basic", "noncontig", "negstride", "0d", "size1", "broadcast")
+
+# (op name, test kind, sample kind) -> what differs from torch 2.13. Fixes shrink this table;
+# a listed case that passes fails its test. Sample kind "*": every sample kind of that test fails.
+KNOWN_MISMATCHES: Dict[Tuple[str, str, str], str] = {}
+
+
+def _known(ops, tests, kinds, why):
+    """Record ``why`` for every (op, test, kind) named (space-separated lists)."""
+    for op in ops.split():
+        for test in tests.split():
+            for kind in kinds.split():
+                KNOWN_MISMATCHES[(op, test, kind)] = f"{op}: {why}"
+
+
+_ALLF = "basic 0d size1 empty broadcast noncontig negstride nonfinite ties"
+# missing methods / dtypes
+_known("arcsin arccos arctan arcsinh arccosh arctanh", "inplace", "*", "the in-place alias (arcsin_ ...) is not bound")
+_known("bfloat16", "values grad gradgrad", "*", "no bfloat16 dtype: the result is float32")
+# error parity on int/bool/float inputs
+_known("abs absolute __abs__ relu floor ceil round trunc fix __pos__ clamp clip", "errors", "bool",
+       "bool input accepted, torch raises")
+_known("abs absolute relu floor ceil round trunc fix clamp clip", "inplace", "bool", "bool input accepted, torch raises")
+_known("frac round(decimals) logaddexp logaddexp2", "errors", "int64 bool", "int/bool input accepted, torch raises NotImplementedError")
+_known("frac", "inplace", "int64 bool", "int/bool input raises RuntimeError, torch NotImplementedError")
+_known("sub subtract", "errors", "bool int64", "bool subtraction / float alpha with int inputs accepted, torch raises")
+_known("sub subtract", "inplace", "int64", "float alpha with int inputs accepted, torch raises")
+_known("__sub__", "errors", "bool", "bool subtraction accepted, torch raises RuntimeError")
+_known("__rsub__", "errors", "bool", "bool subtraction raises NumPy's TypeError, torch RuntimeError")
+_known("div(rounding_mode) floor_divide remainder fmod __floordiv__ __rfloordiv__ __mod__ __rmod__", "errors", "bool",
+       "bool division raises RuntimeError(ZeroDivisionError), torch NotImplementedError")
+_known("remainder fmod", "inplace", "bool", "bool division raises RuntimeError(ZeroDivisionError), torch NotImplementedError")
+_known("__ifloordiv__ __imod__ __ipow__", "errors", "bool", "bool input accepted, torch raises NotImplementedError")
+_known("pow __pow__", "values", "int64", "int tensor ** negative int tensor raises, torch computes")
+_known("pow __pow__", "errors", "int64 bool", "int ** negative int raises / bool pow accepted, unlike torch")
+_known("pow", "inplace", "int64 bool", "int ** negative int raises / bool pow accepted, unlike torch")
+_known("addcmul", "values errors", "int64", "float value with int inputs raises, torch computes")
+_known("addcmul", "inplace", "int64 bool", "float value with int/bool inputs raises, torch computes")
+_known("addcdiv", "errors inplace", "bool", "bool inputs raise NotImplementedError, torch RuntimeError")
+_known("bitwise_and bitwise_or bitwise_xor __and__ __or__ __xor__ __rand__ __ror__ __rxor__", "errors", _ALLF,
+       "float inputs raise RuntimeError, torch NotImplementedError")
+_known("bitwise_and bitwise_or bitwise_xor", "inplace", _ALLF, "float inputs raise RuntimeError, torch NotImplementedError")
+_known("__iand__ __ior__ __ixor__", "errors", "basic noncontig negstride nonfinite ties",
+       "float inputs raise RuntimeError, torch NotImplementedError")
+_known("bitwise_not", "errors inplace", _ALLF + " degenerate", "float input raises RuntimeError, torch NotImplementedError")
+_known("__invert__", "errors", _ALLF + " degenerate", "float input raises RuntimeError, torch TypeError")
+# floor division (Python's formula) and non-finite operands
+_known("floor_divide __floordiv__", "values", "nonfinite degenerate",
+       "floor division: inf // 1.5 is inf (torch nan), 0.7 // 0.02 is 35 (torch 34)")
+_known("floor_divide", "inplace", "nonfinite degenerate bool", "floor division: inf // 1.5 is inf (torch nan), 0.7 // 0.02 is 35 (torch 34)")
+_known("__rfloordiv__ __ifloordiv__", "values", "nonfinite", "floor division by inf: -0.0 (torch -1)")
+_known("remainder __mod__", "grad", "degenerate", "d/d(other) uses the wrong floor quotient (0.7 % 0.02)")
+_known("remainder __mod__", "gradgrad", "infgrad degenerate", "second derivative nan with inf upstream (torch 0); wrong floor quotient")
+_known("fmod", "gradgrad", "infgrad", "second derivative nan with inf upstream (torch 0)")
+_known("__rmod__", "grad", "basic noncontig negstride nonfinite", "scalar % tensor is differentiable here, torch: not implemented")
+_known("__rmod__", "gradgrad", "infgrad basic noncontig negstride nonfinite", "scalar % tensor is differentiable here, torch: not implemented")
+_known("__imod__", "gradgrad", "infgrad nonfinite", "second derivative differs with non-finite operands / upstream")
+# edge points of pow, atan2, div
+_known("pow __pow__ float_power", "grad", "nonfinite degenerate", "grad at 0**0 / 0**e nan (torch 0); at -inf**0.5 0 (torch nan)")
+_known("pow", "gradgrad", "infgrad nonfinite basic noncontig negstride degenerate",
+       "second derivative at edge points / inf upstream differs; x**0 first derivative requires grad (torch not)")
+_known("__pow__ float_power", "gradgrad", "infgrad nonfinite degenerate", "second derivative at edge points / inf upstream differs")
+_known("__ipow__", "gradgrad", "nonfinite", "second derivative at -inf**1.5 is -0 (torch nan)")
+_known("__rpow__", "grad gradgrad", "degenerate", "0.**x at x=-1: grad nan (torch -inf)")
+_known("atan2 arctan2", "grad gradgrad", "degenerate", "grad at atan2(0,0) nan (torch 0)")
+_known("div divide true_divide __truediv__", "gradgrad", "degenerate", "second derivative at x/0 nan (torch -inf)")
+_known("sigmoid", "gradgrad", "infgrad", "second derivative nan with inf upstream (torch -inf)")
+_known("abs absolute __abs__", "gradgrad", "infgrad", "second derivative nan with inf upstream (torch 0)")
+# masked / zero gradients must select, not multiply (inf upstream -> 0)
+_known("sign sgn floor ceil round trunc fix round(decimals) where copysign copy_", "grad", "infgrad",
+       "grad nan with inf upstream, torch 0")
+_known("relu", "grad", "nonfinite infgrad", "grad at nan input 0 (torch passes g); nan with inf upstream (torch 0)")
+_known("relu", "gradgrad", "nonfinite", "second derivative at nan input 0 (torch passes it)")
+_known("sign sgn floor ceil round trunc fix round(decimals) copysign", "gradgrad", "*",
+       "create_graph gradient requires grad; torch's zeros do not")
+_known("copy_", "gradgrad", "basic noncontig negstride nonfinite ties infgrad",
+       "create_graph gradient of the overwritten tensor requires grad; torch's zeros do not")
+
+
+# ----------------------------------------------------------------------------------- samples
+
+class Index:
+    """An integer/bool array argument that is never differentiated nor transformed."""
+    def __init__(self, array):
+        self.array = np.asarray(array)
+
+    def __repr__(self):
+        return f"Index({self.array.shape}, {self.array.dtype})"
+
+
+class Maker:
+    """Makes the NumPy inputs of samples (deterministic per op)."""
+    def __init__(self, seed=0):
+        self.rng = np.random.default_rng(seed)
+
+    def rand(self, *shape, low=-2.0, high=2.0):
+        """Uniform float64 values in [low, high)."""
+        return self.rng.uniform(low, high, shape)
+
+    def pos(self, *shape, low=0.2, high=2.0):
+        """Positive float64 values."""
+        return self.rng.uniform(low, high, shape)
+
+    def arr(self, values, dtype=np.float64):
+        """An array of given values."""
+        return np.array(values, dtype=dtype)
+
+    def index(self, values, dtype=np.int64):
+        """An index (or mask) argument: passed as a tensor, never made to require grad."""
+        return Index(np.array(values, dtype=dtype))
+
+    def mask(self, *shape):
+        """A random boolean mask argument."""
+        return Index(self.rng.random(shape) < 0.5)
+
+
+class Sample:
+    """One call of an op: array args become tensors (float ones require grad unless ``grad``
+    lists the indices that do), other args pass through."""
+    def __init__(self, *args, kind="basic", grad=None, **kwargs):
+        self.args = args
+        self.kwargs = kwargs
+        self.kind = kind
+        self.grad = grad
+        self.layout = "contig"
+        self.upstream = None   # None, or "nonfinite": plant inf/nan in the upstream gradient
+
+    def replace(self, args=None, kind=None, layout=None, upstream=None):
+        s = Sample(*(self.args if args is None else args), kind=kind or self.kind, grad=self.grad,
+                   **self.kwargs)
+        s.layout = layout or self.layout
+        s.upstream = upstream if upstream is not None else self.upstream
+        return s
+
+    def float_positions(self):
+        return [i for i, a in enumerate(self.args)
+                if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+
+    def grad_positions(self):
+        fp = self.float_positions()
+        return fp if self.grad is None else [i for i in self.grad if i in fp]
+
+    @property
+    def dtype(self):
+        fp = [a for a in self.args if isinstance(a, np.ndarray)]
+        return str(fp[0].dtype) if fp else "none"
+
+    def describe(self):
+        def d(a):
+            if isinstance(a, np.ndarray):
+                return f"{a.dtype}{list(a.shape)}"
+            if isinstance(a, Index):
+                return f"index:{a.array.dtype}{list(a.array.shape)}"
+            return repr(a)
+        parts = [d(a) for a in self.args] + [f"{k}={d(v)}" for k, v in self.kwargs.items()]
+        extra = "" if self.layout == "contig" else f" layout={self.layout}"
+        extra += "" if self.upstream is None else f" upstream={self.upstream}"
+        return f"[{self.kind}] ({', '.join(parts)}){extra}"
+
+
+@dataclasses.dataclass
+class OpInfo:
+    """One op of the table (see tests/opinfo/__init__.py for how to write one). ``skip`` maps a
+    test kind ("gradcheck") or a sample kind ("nonfinite") to the reason it does not apply."""
+    name: str
+    op: Callable
+    samples: Callable
+    dtypes: Tuple[str, ...] = FLOAT_KINDS
+    elementwise: bool = False
+    view: bool = False
+    grad: bool = True
+    gradgrad: bool = True
+    inplace: Optional[str] = None
+    skip: Dict[str, str] = dataclasses.field(default_factory=dict)
+    atol: Dict[str, float] = dataclasses.field(default_factory=lambda: {"float64": 1e-7, "float32": 1e-5})
+    rtol: Dict[str, float] = dataclasses.field(default_factory=lambda: {"float64": 1e-6, "float32": 1e-4})
+    int_dtypes: bool = True          # derive int64/bool variants (values and error parity)
+    nonfinite: bool = True           # derive the nonfinite kind
+    covers: Tuple[str, ...] = ()     # further Tensor method / F names this entry exercises
+    gradcheck_kinds: Tuple[str, ...] = GRADCHECK_KINDS
+
+    def covered_names(self):
+        names = {self.name, *self.covers}
+        if self.inplace:
+            names.add(self.inplace)
+        return names
+
+
+def method(name):
+    """op calling Tensor.<name> on the first argument."""
+    def op(lib, x, *args, **kwargs):
+        return getattr(x, name)(*args, **kwargs)
+    op.__name__ = name
+    return op
+
+
+def function(name):
+    """op calling lib.<name> (retrograd.<name> / torch.<name>)."""
+    def op(lib, *args, **kwargs):
+        return getattr(lib, name)(*args, **kwargs)
+    op.__name__ = name
+    return op
+
+
+# ------------------------------------------------------------------------ generic sample kinds
+
+def _resample(rng, a, shape):
+    return rng.choice(a.ravel(), size=shape) if a.size else np.zeros(shape, a.dtype)
+
+
+def _with_arrays(s, fn, kind, **kw):
+    args = tuple(fn(i, a) if i in s.float_positions() else a for i, a in enumerate(s.args))
+    return s.replace(args=args, kind=kind, **kw)
+
+
+def _elementwise_variants(s, rng):
+    fp = s.float_positions()
+    if not fp:
+        return
+    for kind, shapes in (("0d", [()] * len(fp)), ("size1", [(1,)] * len(fp)),
+                         ("empty", [(0, 3)] * len(fp)),
+                         ("broadcast", [(2, 3)] + [(3,) if k % 2 else (2, 1) for k in range(1, len(fp))])):
+        if kind == "broadcast" and len(fp) < 2:
+            shapes = [(1, 3)]
+        sh = dict(zip(fp, shapes))
+        yield _with_arrays(s, lambda i, a: _resample(rng, a, sh[i]), kind)
+
+
+def _plant_nonfinite(i, a):
+    a = np.array(a, copy=True)
+    flat = a.reshape(-1)
+    vals = np.roll(np.array([np.nan, np.inf, -np.inf]), i)
+    for k in range(min(3, flat.size)):
+        flat[k] = vals[k]
+    return a
+
+
+def _ties(rng, s):
+    fp = s.float_positions()
+    first = s.args[fp[0]]
+    if first.size < 2:
+        return None
+    pool = first.ravel()[:2]
+    base = rng.choice(pool, size=first.shape)
+    return _with_arrays(s, lambda i, a: base.copy() if a.shape == first.shape else _resample(rng, pool, a.shape),
+                        "ties")
+
+
+def expand_samples(info, seed=0):
+    """Every sample of ``info``: its own samples plus the generic kinds derived from them."""
+    mk = Maker(seed)
+    rng = np.random.default_rng(seed + 1)
+    own = list(info.samples(mk))
+    out = []
+    for s in own:
+        out.append(s)
+        fp = s.float_positions()
+        if s.kind != "basic" or not fp:
+            continue
+        if info.elementwise and s is own[0]:
+            out.extend(_elementwise_variants(s, rng))
+        if any(s.args[i].ndim >= 1 and s.args[i].size for i in fp):
+            out.append(s.replace(kind="noncontig", layout="noncontig"))
+            out.append(s.replace(kind="negstride", layout="negstride"))
+        if info.nonfinite and all(s.args[i].size for i in fp):
+            out.append(_with_arrays(s, _plant_nonfinite, "nonfinite"))
+        if s is own[0]:
+            t = _ties(rng, s)
+            if t is not None:
+                out.append(t)
+            out.append(s.replace(kind="infgrad", upstream="nonfinite"))
+    final = []
+    for s in out:
+        for dt in info.dtypes:
+            final.append(_with_arrays(s, lambda i, a: a.astype(dt), s.kind) if dt != "float64" else s)
+    if info.int_dtypes:
+        for s in own:
+            if s.kind == "basic" and s.float_positions():
+                final.append(_with_arrays(s, lambda i, a: np.round(a * 2).astype(np.int64), "int64"))
+                final.append(_with_arrays(s, lambda i, a: a > 0, "bool"))
+    return [s for s in final if not _skipped(info, s.kind)]
+
+
+def _skipped(info, kind):
+    return kind in info.skip
+
+
+# ------------------------------------------------------------------------------ building
+
+def build(lib, s, requires_grad):
+    """(args, kwargs, leaves): the sample's args as ``lib`` tensors; leaves are the tensors the
+    gradient is taken w.r.t. (a non-contiguous argument is a view of its leaf)."""
+    frm = torch.from_numpy if lib is torch else retrograd.from_numpy
+    gpos = set(s.grad_positions()) if requires_grad else set()
+
+    def conv(i, a):
+        if isinstance(a, Index):
+            return frm(np.array(a.array, copy=True)), None
+        if not isinstance(a, np.ndarray):
+            return a, None
+        rg = i in gpos
+        if s.layout == "noncontig" and a.ndim >= 1 and a.size:
+            if a.ndim >= 2:
+                leaf = frm(np.array(a.T, order="C", copy=True))
+                leaf.requires_grad_(rg)
+                return leaf.permute(*reversed(range(a.ndim))), leaf
+            wide = np.zeros(2 * a.shape[0], a.dtype)
+            wide[::2] = a
+            leaf = frm(wide).requires_grad_(rg)
+            return leaf[::2], leaf
+        if s.layout == "negstride" and lib is not torch and a.ndim >= 1 and a.size:
+            # torch cannot hold negative strides; retrograd's NumPy storage can
+            rev = np.array(a[::-1], copy=True)
+            leaf = frm(rev[::-1]).requires_grad_(rg)
+            return leaf, leaf
+        leaf = frm(np.array(a, copy=True)).requires_grad_(rg)
+        return leaf, leaf
+
+    conv_args = [conv(i, a) for i, a in enumerate(s.args)]
+    conv_kw = {k: conv(-1, v)[0] for k, v in s.kwargs.items()}
+    leaves = [conv_args[i][1] for i in sorted(gpos)]
+    return [a for a, _ in conv_args], conv_kw, leaves
+
+
+def call(info, lib, s, requires_grad=False):
+    """(result, leaves, args) or raises what the op raises."""
+    args, kwargs, leaves = build(lib, s, requires_grad)
+    return info.op(lib, *args, **kwargs), leaves, args
+
+
+def to_numpy(t):
+    if torch is not None and isinstance(t, torch.Tensor):
+        if t._is_zerotensor():  # torch's efficient zeros (e.g. sgn's gradient)
+            return np.zeros(tuple(t.shape), dtype=torch.empty(0, dtype=t.dtype).numpy().dtype)
+        if t.dtype == torch.bfloat16:  # NumPy has no bfloat16; float32 holds it exactly
+            t = t.float()
+        return t.detach().cpu().resolve_conj().numpy()
+    return np.asarray(t.detach()._data)
+
+
+def flat(o):
+    if isinstance(o, (tuple, list)):
+        out = []
+        for x in o:
+            out.extend(flat(x))
+        return out
+    return [o]
+
+
+def is_tensor(x):
+    return isinstance(x, retrograd.Tensor) or (torch is not None and isinstance(x, torch.Tensor))
+
+
+def compare_arrays(r, t, atol, rtol, what):
+    """None if equal within tolerance with nan/inf in the same places, else a description."""
+    r, t = np.asarray(r), np.asarray(t)
+    if r.shape != t.shape:
+        return f"{what}: shape {r.shape} != torch {t.shape}"
+    if r.dtype.kind == "b" or t.dtype.kind in "biu":
+        if not np.array_equal(r, t):
+            bad = np.argwhere(r != t)[:3].tolist()
+            return f"{what}: values differ at {bad}: retrograd {r[tuple(np.array(bad).T)] if bad else r} torch {t[tuple(np.array(bad).T)] if bad else t}"
+        return None
+    if r.dtype.kind == "c" or t.dtype.kind == "c":
+        return (compare_arrays(np.real(r), np.real(t), atol, rtol, what + " (real)")
+                or compare_arrays(np.imag(r), np.imag(t), atol, rtol, what + " (imag)"))
+    r64, t64 = r.astype(np.float64), t.astype(np.float64)
+    rn, tn = np.isnan(r64), np.isnan(t64)
+    if not np.array_equal(rn, tn):
+        i = np.argwhere(rn != tn)[0]
+        return f"{what}: nan positions differ, e.g. at {i.tolist()}: retrograd {r64[tuple(i)]} torch {t64[tuple(i)]}"
+    ri, ti = np.isinf(r64), np.isinf(t64)
+    if not np.array_equal(ri, ti) or not np.array_equal(r64[ri], t64[ti]):
+        i = np.argwhere((ri != ti) | (ri & (r64 != t64)))[0]
+        return f"{what}: inf positions differ, e.g. at {i.tolist()}: retrograd {r64[tuple(i)]} torch {t64[tuple(i)]}"
+    fin = ~(rn | ri)
+    err = np.abs(r64[fin] - t64[fin])
+    bad = err > atol + rtol * np.abs(t64[fin])
+    if bad.any():
+        k = int(np.argmax(err - (atol + rtol * np.abs(t64[fin]))))
+        return (f"{what}: max abs diff {err.max():.3g} (worst: retrograd {r64[fin][k]!r} torch "
+                f"{t64[fin][k]!r}; {int(bad.sum())} of {bad.size} elements)")
+    return None
+
+
+def compare_outputs(r, t, atol, rtol, what="output"):
+    rf, tf = flat(r), flat(t)
+    if len(rf) != len(tf):
+        return f"{what}: {len(rf)} outputs != torch {len(tf)}"
+    for k, (a, b) in enumerate(zip(rf, tf)):
+        w = what if len(rf) == 1 else f"{what}[{k}]"
+        if is_tensor(b) != is_tensor(a):
+            return f"{w}: type {type(a).__name__} != torch {type(b).__name__}"
+        if not is_tensor(b):
+            if isinstance(b, (bool, int, float)) and isinstance(a, (bool, int, float, np.generic)):
+                if type(a) is not type(b):
+                    return f"{w}: python type {type(a).__name__} != torch {type(b).__name__}"
+                msg = compare_arrays(np.asarray(a), np.asarray(b), atol, rtol, w)
+                if msg:
+                    return msg
+            elif a != b:
+                return f"{w}: {a!r} != torch {b!r}"
+            continue
+        if tuple(a.shape) != tuple(b.shape):
+            return f"{w}: shape {tuple(a.shape)} != torch {tuple(b.shape)}"
+        if str(a.dtype) != str(b.dtype):
+            return f"{w}: dtype {a.dtype} != torch {b.dtype}"
+        msg = compare_arrays(to_numpy(a), to_numpy(b), atol, rtol, w)
+        if msg:
+            return msg
+    return None
+
+
+def tol(info, s):
+    dt = s.dtype if s.dtype in FLOAT_KINDS else "float64"
+    return info.atol.get(dt, 1e-7), info.rtol.get(dt, 1e-6)
+
+
+def upstream_arrays(s, shapes, rng):
+    ups = [rng.standard_normal(sh) for sh in shapes]
+    if s.upstream == "nonfinite":
+        for u in ups:
+            f = u.reshape(-1)
+            for k, v in zip(range(min(3, f.size)), (np.inf, -np.inf, np.nan)):
+                f[k] = v
+    return ups
