@@ -183,10 +183,10 @@ def linear(input, weight, bias=None):
     out = finish(node, r)
     if nd == 2:
         return out
-    if nd == 1:
-        return _reshape_named(out, (w.shape[0],), "ViewBackward0" if bias is not None else "SqueezeBackward4")
-    return _reshape_named(out, x.shape[:-1] + (w.shape[0],),
-                          "ViewBackward0" if bias is not None else "UnsafeViewBackward0")
+    shape = x.shape[:-1] + (w.shape[0],)
+    if bias is not None:
+        return out.view(shape)   # a view of the addmm result, as PyTorch's
+    return _reshape_named(out, shape, "SqueezeBackward4" if nd == 1 else "UnsafeViewBackward0")
 
 
 def _broadcastable(a, b):

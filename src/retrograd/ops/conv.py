@@ -132,7 +132,9 @@ def _bwd_w(x, g, wshape, p, cols=None):
     if wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
         return _bwd_w_dw(x, g, wshape, p)
     if _wide(p, len(wshape) - 2):
-        return _bwd_w_wide(x, g, wshape, p, cols)
+        if _finite(x):
+            return _bwd_w_wide(x, g, wshape, p, cols)
+        cols = None   # see _finite
     n = x.shape[0]
     G = p.groups
     o = wshape[0]
@@ -162,7 +164,7 @@ def _bwd_in(g, w, xshape, p):
     """Input gradient: columns = w^T g, then col2im by strided slice-adds per kernel offset."""
     if _depthwise(w, p):
         return _bwd_in_dw(g, w, xshape, p)
-    if _wide(p, w.ndim - 2):
+    if _wide(p, w.ndim - 2) and _finite(w):
         return _bwd_in_wide(g, w, xshape, p)
     n = g.shape[0]
     G = p.groups
@@ -235,6 +237,13 @@ def _give(a):
 
 def _wide(p, nd):
     return nd == 2 and p.stride == (1, 1)
+
+
+def _finite(a):
+    """Whether the wide layout may be used in a backward: its extra columns hold zeros of
+    the gradient, which meet the other operand there; an inf or NaN would make them NaN
+    and spill into real positions (a sum is one pass and allocates nothing)."""
+    return bool(np.isfinite(a.sum()))
 
 
 def _wide_geom(xshape, k, p):
@@ -385,7 +394,7 @@ def _fwd_dw(x, w, p):
 
 def _bwd_in_dw(g, w, xshape, p):
     k = w.shape[2:]
-    if _wide(p, len(k)):
+    if _wide(p, len(k)) and _finite(w):
         n, c, h, wd = xshape
         hp, wp, oh, ow, slack = _wide_geom(xshape, k, p)
         L = oh * wp
@@ -415,7 +424,7 @@ def _bwd_in_dw(g, w, xshape, p):
 
 def _bwd_w_dw(x, g, wshape, p):
     k = wshape[2:]
-    if _wide(p, len(k)):
+    if _wide(p, len(k)) and _finite(x):
         flat, (hp, wp, oh, ow) = _dw_flat(x, k, p)
         n, c = g.shape[:2]
         L = oh * wp
@@ -628,10 +637,7 @@ class SqueezeBackward1(OpNode):
 
 
 def _squeeze0(t):
-    node = node_for(SqueezeBackward1, (t,))
-    if node is not None:
-        node.shape = t._data.shape
-    return finish(node, t._data[0])
+    return t.squeeze(0)   # a view, as PyTorch's (SqueezeBackward1)
 
 
 def convolution(input, weight, bias, stride, padding, dilation, groups, nd):

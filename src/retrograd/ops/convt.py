@@ -159,6 +159,9 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
             raise RuntimeError(f"result type {_KERNEL_TYPES[bias._data.dtype.name]} can't be cast to the desired "
                                f"output type {_KERNEL_TYPES.get(x._data.dtype.name, x._data.dtype.name)}")
     check_kernel_dtype("slow_conv_transpose2d_out_cpu", x._data, ("int64",))
+    if unbatched:   # as PyTorch: a batch of one, squeezed (a view)
+        return _conv_transpose(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups, dilation,
+                               nsp, name).squeeze(0)
     xd = x._data.reshape(xs)
     wd = weight._data
     if nsp == 1:  # as 2-D with a height of one
@@ -268,7 +271,8 @@ def bilinear(input1, input2, weight, bias=None):
     in1 = input1.reshape(-1, a.shape[-1])
     in2 = input2.reshape(-1, b.shape[-1])
     a, b = in1._data, in2._data
-    r = arr(np.einsum("...i,oij,...j->...o", a, W, b, optimize=True).astype(a.dtype, copy=False))
+    # PyTorch's order: contract input1's features first, then input2's (NaN/inf land alike)
+    r = arr(np.einsum("boj,bj->bo", np.einsum("bi,oij->boj", a, W), b).astype(a.dtype, copy=False))
     node = node_for(TrilinearBackward0, (in1, in2, weight))
     if node is not None:
         save(node, in1, in2, weight)

@@ -221,6 +221,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError("mode has to be one of sum, mean or max")
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and per_sample_weights._data.dtype != weight._data.dtype:
+        from ._base import type_name
+        raise RuntimeError("Expected tensor for argument #1 'weight' to have the same type as tensor for argument #1 "
+                           f"'per_sample_weights'; but type {type_name(weight)} does not equal "
+                           f"{type_name(per_sample_weights)} (while checking arguments for embedding_bag)")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
@@ -259,7 +264,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             starts = np.flatnonzero(np.concatenate(([True], bag[1:] != bag[:-1])))
             bags = bag[starts]
             out[bags] = np.maximum.reduceat(rows, starts, axis=0)
-            pos = np.where(rows == out[bag], np.arange(idx.size)[:, None], idx.size)
+            best = out[bag]
+            hit = (rows == best) | (np.isnan(rows) & np.isnan(best))
+            pos = np.where(hit, np.arange(idx.size)[:, None], idx.size)
             max_idx[bags] = np.minimum.reduceat(pos, starts, axis=0)
     else:
         src = rows if psw is None else rows * psw._data.reshape(-1)[keep][:, None].astype(w.dtype)

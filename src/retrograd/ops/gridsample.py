@@ -218,10 +218,11 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
 class AffineGridGeneratorBackward0(OpNode):
     def backward(self, g):
-        gd = g._data
-        N = gd.shape[0]
-        base = self.base  # (H*W, 3)
-        return finish(None, np.einsum("pk,npj->njk", base, gd.reshape(N, base.shape[0], 2)).astype(gd.dtype))
+        # base^T (3, H*W) @ g (N, H*W, 2), transposed: linear in g, so differentiable
+        from .linalg import matmul
+        base = self.base
+        gt = finish(None, np.ascontiguousarray(base.T).astype(g._data.dtype, copy=False))
+        return matmul(gt, g.reshape(g.shape[0], base.shape[0], 2)).transpose(1, 2)
 
 
 def _linspace(n, align_corners, dtype):

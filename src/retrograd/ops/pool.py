@@ -223,8 +223,8 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
         p, d = _tup(padding, 1, "padding"), _tup(dilation, 1, "dilation")
         r = max_pool(_unsq(input, -2), (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, return_indices, 2)
         if return_indices:
-            return _sq(r[0], -2), finish(None, r[1]._data[..., 0, :])
-        return _sq(r, -2)
+            return _sq(r[0], -2), r[1].squeeze(-2)
+        return _sq_copy(r, -2)     # (PyTorch's max_pool1d result is no view)
     k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
     check_kernel_dtype(name, x, _INTS)
     B = _prod(lead)
@@ -303,6 +303,10 @@ def _unsq(t, dim):
 
 
 def _sq(t, dim):
+    return t.squeeze(dim)   # a view, as PyTorch's (SqueezeBackward1)
+
+
+def _sq_copy(t, dim):
     x = t._data
     node = node_for(SqueezeBackward1, (t,))
     if node is not None:
@@ -641,7 +645,7 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
         osz = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
         _int_size(osz, "adaptive_max_pool1d")
         y, i = adaptive_max_pool(_unsq(input, -2), (1, osz), True, 2)
-        y, i = _sq(y, -2), finish(None, i._data[..., 0, :])
+        y, i = _sq(y, -2), i.squeeze(-2)
         return (y, i) if return_indices else y
     out = _adaptive_out(x, output_size, nd, f"adaptive_max_pool{nd}d")
     check_kernel_dtype(f"adaptive_max_pool{nd}d", x)
