@@ -267,3 +267,5 @@ _known("F.embedding", "gradgrad", "empty",
 _known("F.multi_head_attention_forward", "gradgrad", "fused",
        "torch's fused CPU attention kernel has no double backward ('derivative for "
        "aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented'); retrograd's has one")
+_known("F.grid_sample", "gradgrad", "infgrad",
+       "second derivative w.r.t. the grid under an inf upstream gradient: nan where torch's double backward gives inf")

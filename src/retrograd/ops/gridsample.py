@@ -102,14 +102,14 @@ class GridSampler2DBackward0(OpNode):
         parts = []
         ggrid = None
         if self.mode == "nearest":
-            parts.append((self.corners[0][1], self.corners[0][2].astype(xd.dtype), gt))
+            parts.append((self.corners[0][1], np.ones(gt.shape[:-1], xd.dtype), self.corners[0][2], gt))
         else:
             (v00, i00, k00), (v01, i01, k01), (v10, i10, k10), (v11, i11, k11) = self.corners
             wx1, wy1 = self.w
             wx0, wy0 = 1 - wx1, 1 - wy1
             for (v, i, k), w in (((v00, i00, k00), wx0 * wy0), ((v01, i01, k01), wx1 * wy0),
                                  ((v10, i10, k10), wx0 * wy1), ((v11, i11, k11), wx1 * wy1)):
-                parts.append((i, np.where(k, w, 0).astype(xd.dtype), gt))
+                parts.append((i, w.astype(xd.dtype, copy=False), k, gt))
             if nf[1][0] is not None:
                 dx = (wy0[..., None] * (v01 - v00) + wy1[..., None] * (v11 - v10)) * gt
                 dy = (wx0[..., None] * (v10 - v00) + wx1[..., None] * (v11 - v01)) * gt
@@ -117,8 +117,9 @@ class GridSampler2DBackward0(OpNode):
                 ggrid = np.stack([dx.sum(-1) * gx, dy.sum(-1) * gy], axis=-1).astype(xd.dtype)
         gin = None
         if nf[0][0] is not None:
-            flat = np.concatenate([(i[..., None] * C + np.arange(C)).ravel() for i, _, _ in parts])
-            wts = np.concatenate([(w[..., None] * gg).ravel() for _, w, gg in parts])
+            # corners outside the input are skipped (selected), as in PyTorch's kernel
+            flat = np.concatenate([(i[..., None] * C + np.arange(C)).ravel() for i, _, _, _ in parts])
+            wts = np.concatenate([np.where(k[..., None], w[..., None] * gg, 0).ravel() for _, w, k, gg in parts])
             gin = np.bincount(flat, weights=wts, minlength=N * H * W * C).reshape(N, H, W, C)
             gin = np.ascontiguousarray(gin.transpose(0, 3, 1, 2)).astype(xd.dtype)
         if ggrid is None and nf[1][0] is not None:
@@ -131,9 +132,14 @@ class GridSampler2DBackward0(OpNode):
         N, C, H, W = x.shape
         flat = x.permute(0, 2, 3, 1).reshape(N * H * W, C)
 
-        def corner(k):
+        from .index import where
+        zero = finish(None, np.zeros((), x._data.dtype))
+
+        def corner(k, w=None):
+            # a corner outside the input contributes nothing (selected, as PyTorch's kernel)
             _, idx, ok = self.corners[k]
-            return flat[finish(None, idx)] * finish(None, ok[..., None].astype(x._data.dtype))
+            v = flat[finish(None, idx)]
+            return where(finish(None, ok[..., None]), v if w is None else v * w, zero)
         if self.mode == "nearest":
             return corner(0).permute(0, 3, 1, 2)
         # the source coordinate is piecewise linear in the grid, with the slope PyTorch's
@@ -147,7 +153,7 @@ class GridSampler2DBackward0(OpNode):
         wx1 = (ix - finish(None, np.floor(ix._data))).unsqueeze(-1)
         wy1 = (iy - finish(None, np.floor(iy._data))).unsqueeze(-1)
         wx0, wy0 = 1 - wx1, 1 - wy1
-        out = corner(0) * (wx0 * wy0) + corner(1) * (wx1 * wy0) + corner(2) * (wx0 * wy1) + corner(3) * (wx1 * wy1)
+        out = corner(0, wx0 * wy0) + corner(1, wx1 * wy0) + corner(2, wx0 * wy1) + corner(3, wx1 * wy1)
         return out.permute(0, 3, 1, 2)
 
 
