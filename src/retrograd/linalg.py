@@ -1,11 +1,73 @@
 """``torch.linalg``: matrix functions under PyTorch's names (each lives with its op family)."""
+import math
+
 from .ops.linalg import (matmul, det, inv, solve, multi_dot, vecdot, linalg_cross as cross,  # noqa: F401
                          _LinAlgErrorType as LinAlgError)
-from .ops import reduce as _reduce
+from .ops.reduce import vector_norm
+from .ops._base import _dtype_name, wrap_dim
 
-__all__ = ["matmul", "det", "inv", "solve", "multi_dot", "vecdot", "cross", "LinAlgError"]
+__all__ = ["matmul", "det", "inv", "solve", "multi_dot", "vecdot", "cross", "LinAlgError", "vector_norm",
+           "matrix_norm", "norm"]
 
-for _name in ("vector_norm", "matrix_norm", "norm"):
-    if hasattr(_reduce, _name):
-        globals()[_name] = getattr(_reduce, _name)
-        __all__.append(_name)
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """The matrix norm of (a batch of) matrices: 'fro', or 1 / -1 / inf / -inf (the largest /
+    smallest absolute column / row sum). 'nuc' and 2 / -2 need singular values, which retrograd
+    does not compute."""
+    x = A._data
+    if x.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if (dtype is None and x.dtype.kind not in "fc"):
+        raise RuntimeError("linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{_dtype_name(x.dtype)}")
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    if len(dims) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
+    d0, d1 = wrap_dim(dims[0], x.ndim), wrap_dim(dims[1], x.ndim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dims[0]}, {dims[1]})")
+    if isinstance(ord, str):
+        if ord == "fro":
+            res = vector_norm(A, 2, (d0, d1), keepdim, dtype=dtype)
+        elif ord == "nuc":
+            raise NotImplementedError("linalg.matrix_norm(ord='nuc') needs singular values, which retrograd does "
+                                      "not compute")
+        else:
+            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    else:
+        a = abs(ord)
+        if a == 2:
+            raise NotImplementedError(f"linalg.matrix_norm(ord={ord}) needs singular values, which retrograd does "
+                                      "not compute")
+        if a not in (1, math.inf):
+            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+        # as PyTorch: a 1-norm along one dim, then the max/min along the other (ties share the
+        # gradient as amax/amin's do)
+        if a == math.inf:
+            d0, d1 = d1, d0
+        if not keepdim and d0 < d1:
+            d1 -= 1
+        sums = vector_norm(A, 1, (d0,), keepdim, dtype=dtype)
+        res = sums.amax(d1, keepdim=keepdim) if ord > 0 else sums.amin(d1, keepdim=keepdim)
+    if out is not None:
+        from .ops._base import write_out
+        return write_out(out, res, "linalg_matrix_norm")
+    return res
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
+    """``torch.linalg.norm``: a vector norm, or a matrix norm when ``ord`` is given and the
+    norm is over two dims (``dim`` a 2-tuple, or a 2-D input without ``dim``)."""
+    x = A._data
+    if dim is not None:
+        dims = [dim] if isinstance(dim, int) else list(dim)
+        if len(dims) not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {dims}")
+    else:
+        dims = None
+        if ord is not None and x.ndim not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                               f"{x.ndim}D.")
+    if isinstance(ord, str) or (ord is not None and (len(dims) == 2 if dims is not None else x.ndim == 2)):
+        return matrix_norm(A, ord, dims if dims is not None else (0, 1), keepdim, dtype=dtype, out=out)
+    return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype, out=out)

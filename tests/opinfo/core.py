@@ -42,68 +42,8 @@ def _known(ops, tests, kinds, why):
                 KNOWN_MISMATCHES[(op, test, kind)] = f"{op}: {why}"
 
 
-_ALLF = "basic 0d size1 empty broadcast noncontig negstride nonfinite ties"
-# missing methods / dtypes
-_known("arcsin arccos arctan arcsinh arccosh arctanh", "inplace", "*", "the in-place alias (arcsin_ ...) is not bound")
+# missing dtypes
 _known("bfloat16", "values grad gradgrad", "*", "no bfloat16 dtype: the result is float32")
-# error parity on int/bool/float inputs
-_known("abs absolute __abs__ relu floor ceil round trunc fix __pos__ clamp clip", "errors", "bool",
-       "bool input accepted, torch raises")
-_known("abs absolute relu floor ceil round trunc fix clamp clip", "inplace", "bool", "bool input accepted, torch raises")
-_known("frac round(decimals) logaddexp logaddexp2", "errors", "int64 bool", "int/bool input accepted, torch raises NotImplementedError")
-_known("frac", "inplace", "int64 bool", "int/bool input raises RuntimeError, torch NotImplementedError")
-_known("sub subtract", "errors", "bool int64", "bool subtraction / float alpha with int inputs accepted, torch raises")
-_known("sub subtract", "inplace", "int64", "float alpha with int inputs accepted, torch raises")
-_known("__sub__", "errors", "bool", "bool subtraction accepted, torch raises RuntimeError")
-_known("__rsub__", "errors", "bool", "bool subtraction raises NumPy's TypeError, torch RuntimeError")
-_known("div(rounding_mode) floor_divide remainder fmod __floordiv__ __rfloordiv__ __mod__ __rmod__", "errors", "bool",
-       "bool division raises RuntimeError(ZeroDivisionError), torch NotImplementedError")
-_known("remainder fmod", "inplace", "bool", "bool division raises RuntimeError(ZeroDivisionError), torch NotImplementedError")
-_known("__ifloordiv__ __imod__ __ipow__", "errors", "bool", "bool input accepted, torch raises NotImplementedError")
-_known("pow __pow__", "values", "int64", "int tensor ** negative int tensor raises, torch computes")
-_known("pow __pow__", "errors", "int64 bool", "int ** negative int raises / bool pow accepted, unlike torch")
-_known("pow", "inplace", "int64 bool", "int ** negative int raises / bool pow accepted, unlike torch")
-_known("addcmul", "values errors", "int64", "float value with int inputs raises, torch computes")
-_known("addcmul", "inplace", "int64 bool", "float value with int/bool inputs raises, torch computes")
-_known("addcdiv", "errors inplace", "bool", "bool inputs raise NotImplementedError, torch RuntimeError")
-_known("bitwise_and bitwise_or bitwise_xor __and__ __or__ __xor__ __rand__ __ror__ __rxor__", "errors", _ALLF,
-       "float inputs raise RuntimeError, torch NotImplementedError")
-_known("bitwise_and bitwise_or bitwise_xor", "inplace", _ALLF, "float inputs raise RuntimeError, torch NotImplementedError")
-_known("__iand__ __ior__ __ixor__", "errors", "basic noncontig negstride nonfinite ties",
-       "float inputs raise RuntimeError, torch NotImplementedError")
-_known("bitwise_not", "errors inplace", _ALLF + " degenerate", "float input raises RuntimeError, torch NotImplementedError")
-_known("__invert__", "errors", _ALLF + " degenerate", "float input raises RuntimeError, torch TypeError")
-# floor division (Python's formula) and non-finite operands
-_known("floor_divide __floordiv__", "values", "nonfinite degenerate",
-       "floor division: inf // 1.5 is inf (torch nan), 0.7 // 0.02 is 35 (torch 34)")
-_known("floor_divide", "inplace", "nonfinite degenerate bool", "floor division: inf // 1.5 is inf (torch nan), 0.7 // 0.02 is 35 (torch 34)")
-_known("__rfloordiv__ __ifloordiv__", "values", "nonfinite", "floor division by inf: -0.0 (torch -1)")
-_known("remainder __mod__", "grad", "degenerate", "d/d(other) uses the wrong floor quotient (0.7 % 0.02)")
-_known("remainder __mod__", "gradgrad", "infgrad degenerate", "second derivative nan with inf upstream (torch 0); wrong floor quotient")
-_known("fmod", "gradgrad", "infgrad", "second derivative nan with inf upstream (torch 0)")
-_known("__rmod__", "grad", "basic noncontig negstride nonfinite", "scalar % tensor is differentiable here, torch: not implemented")
-_known("__rmod__", "gradgrad", "infgrad basic noncontig negstride nonfinite", "scalar % tensor is differentiable here, torch: not implemented")
-_known("__imod__", "gradgrad", "infgrad nonfinite", "second derivative differs with non-finite operands / upstream")
-# edge points of pow, atan2, div
-_known("pow __pow__ float_power", "grad", "nonfinite degenerate", "grad at 0**0 / 0**e nan (torch 0); at -inf**0.5 0 (torch nan)")
-_known("pow", "gradgrad", "infgrad nonfinite basic noncontig negstride degenerate",
-       "second derivative at edge points / inf upstream differs; x**0 first derivative requires grad (torch not)")
-_known("__pow__ float_power", "gradgrad", "infgrad nonfinite degenerate", "second derivative at edge points / inf upstream differs")
-_known("__ipow__", "gradgrad", "nonfinite", "second derivative at -inf**1.5 is -0 (torch nan)")
-_known("__rpow__", "grad gradgrad", "degenerate", "0.**x at x=-1: grad nan (torch -inf)")
-_known("atan2 arctan2", "grad gradgrad", "degenerate", "grad at atan2(0,0) nan (torch 0)")
-_known("div divide true_divide __truediv__", "gradgrad", "degenerate", "second derivative at x/0 nan (torch -inf)")
-_known("sigmoid", "gradgrad", "infgrad", "second derivative nan with inf upstream (torch -inf)")
-_known("abs absolute __abs__", "gradgrad", "infgrad", "second derivative nan with inf upstream (torch 0)")
-# masked / zero gradients must select, not multiply (inf upstream -> 0)
-_known("sign sgn floor ceil round trunc fix round(decimals) where copysign copy_", "grad", "infgrad",
-       "grad nan with inf upstream, torch 0")
-_known("relu", "grad", "nonfinite infgrad", "grad at nan input 0 (torch passes g); nan with inf upstream (torch 0)")
-_known("relu", "gradgrad", "nonfinite", "second derivative at nan input 0 (torch passes it)")
-_known("sign sgn floor ceil round trunc fix round(decimals) copysign", "gradgrad", "*",
-       "create_graph gradient requires grad; torch's zeros do not")
-_known("copy_", "gradgrad", "basic noncontig negstride nonfinite ties infgrad",
-       "create_graph gradient of the overwritten tensor requires grad; torch's zeros do not")
 
 
 # ----------------------------------------------------------------------------------- samples

@@ -64,7 +64,8 @@ unary("ceil", degenerate=_ROUND)
 unary("round", degenerate=_ROUND)
 unary("trunc", degenerate=_ROUND, aliases=("fix",))
 unary("frac", degenerate=_ROUND)
-_add("__pos__", method("__pos__"), lambda mk: [Sample(mk.rand(2, 3))], elementwise=True, view=True)
+for n in ("__pos__", "positive"):  # the tensor itself (bool refused)
+    _add(n, method(n), lambda mk: [Sample(mk.rand(2, 3))], elementwise=True, view=True)
 _add("round(decimals)", lambda t, x, **k: x.round(**k),
      lambda mk: [Sample(mk.rand(2, 3, low=-20, high=20), decimals=1),
                  Sample(mk.arr([0.25, 0.35, -1.45, 12.5]), decimals=1, kind="degenerate"),
@@ -74,9 +75,10 @@ _add("round(decimals)", lambda t, x, **k: x.round(**k),
 # ------------------------------------------------------------------------ binary arithmetic
 
 def binary(name, other="any", degenerate=(), scalars=(1.5, -2), grad=True, inplace=True, kwargs=(),
-           low=-2.0, high=2.0, op=None, **kw):
+           low=-2.0, high=2.0, op=None, extra=None, scalar_grad=True, **kw):
     """Tensor.<name>(other): tensor-tensor (broadcast), tensor-scalar and degenerate pairs.
-    ``other``: "any" or "nonzero" (divisors kept away from 0) or "pos"."""
+    ``other``: "any" or "nonzero" (divisors kept away from 0) or "pos". ``extra(mk)`` yields
+    more samples; ``scalar_grad=False``: torch has no derivative with a number operand."""
     def other_arr(mk, *shape):
         if other == "nonzero":
             return mk.rand(*shape, low=0.4, high=2.0) * np.where(mk.rand(*shape) > 0, 1, -1)
@@ -87,19 +89,23 @@ def binary(name, other="any", degenerate=(), scalars=(1.5, -2), grad=True, inpla
     def samples(mk):
         yield Sample(mk.rand(2, 3, low=low, high=high), other_arr(mk, 2, 3))
         for sc in scalars:
-            yield Sample(mk.rand(2, 3, low=low, high=high), sc)
+            yield Sample(mk.rand(2, 3, low=low, high=high), sc, grad=None if scalar_grad else [])
         for k in kwargs:
             yield Sample(mk.rand(2, 3, low=low, high=high), other_arr(mk, 2, 3), **k)
         if degenerate:
             a, b = zip(*degenerate)
             yield Sample(mk.arr(a), mk.arr(b), kind="degenerate")
+        if extra is not None:
+            yield from extra(mk)
     if inplace is True:
         inplace = None if name.startswith("__") else name + "_"
     _add(name, op or method(name), samples, elementwise=True, grad=grad, inplace=inplace or None, **kw)
 
 
 _DIV0 = ((1.0, 0.0), (-1.0, 0.0), (0.0, 0.0), (0.0, -0.0), (1.0, -0.0), (2.0, INF))
-_FLOORDIV = ((0.7, 0.02), (2.0, 0.01), (-0.7, 0.02), (1.0, 0.1), (5.0, -2.5), (-3.0, 1.5), (1.0, 0.0), (0.0, 0.0))
+# fmod-based floor division: 0.7 // 0.02 is 34 and -5 // inf is -1 in float64, as in Python and torch
+_FLOORDIV = ((0.7, 0.02), (2.0, 0.01), (-0.7, 0.02), (1.0, 0.1), (5.0, -2.5), (-3.0, 1.5), (1.0, 0.0), (0.0, 0.0),
+             (-5.0, INF), (5.0, -INF), (-0.0, 1.0), (INF, 1.5))
 for n in ("add", "sub", "subtract"):
     binary(n, kwargs=({"alpha": 2.0},))
 for n in ("mul", "multiply"):
@@ -112,8 +118,13 @@ binary("div(rounding_mode)", other="nonzero", scalars=(), kwargs=({"rounding_mod
 binary("floor_divide", other="nonzero", degenerate=_FLOORDIV, grad=False)
 binary("remainder", other="nonzero", degenerate=_FLOORDIV)
 binary("fmod", other="nonzero", degenerate=_FLOORDIV)
-binary("pow", low=0.3, high=2.0, scalars=(2, 0.5, -1, 0, 3.0),
-       degenerate=((0.0, 0.0), (0.0, -1.0), (0.0, 2.0), (0.0, 0.5), (-2.0, 2.0), (-2.0, 0.5), (1.0, INF)))
+# torch computes x**2, x**3, x**-2, x**0.5, x**-0.5 and x**-1 by their own kernels (signed zeros:
+# (-0.)**-0.5 is -inf)
+_POW_EXTRA = lambda mk: [Sample(mk.arr([-0.0, 0.0, 4.0, -1.0, INF]), e, kind="degenerate")  # noqa: E731
+                         for e in (-0.5, 0.5, -2.0, 3.0, -1, 0, 1)]
+binary("pow", low=0.3, high=2.0, scalars=(2, 0.5, -1, 0, 3.0, -0.5, -2.0),
+       degenerate=((0.0, 0.0), (0.0, -1.0), (0.0, 2.0), (0.0, 0.5), (-2.0, 2.0), (-2.0, 0.5), (1.0, INF)),
+       extra=_POW_EXTRA)
 binary("float_power", low=0.3, high=2.0, scalars=(2, 0.5), inplace=None,
        degenerate=((0.0, 0.0), (0.0, -1.0), (0.0, 2.0), (0.0, 0.5)))
 for n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__"):
@@ -122,8 +133,9 @@ for n in ("__truediv__", "__rtruediv__"):
     binary(n, other="nonzero", inplace=None, degenerate=_DIV0)
 for n in ("__floordiv__", "__rfloordiv__"):
     binary(n, other="nonzero", inplace=None, degenerate=_FLOORDIV, grad=False)
-for n in ("__mod__", "__rmod__"):
-    binary(n, other="nonzero", inplace=None, degenerate=_FLOORDIV)
+binary("__mod__", other="nonzero", inplace=None, degenerate=_FLOORDIV)
+# a number % tensor (remainder.Scalar_Tensor) has no derivative in torch
+binary("__rmod__", other="nonzero", inplace=None, degenerate=_FLOORDIV, scalar_grad=False)
 binary("__pow__", low=0.3, high=2.0, scalars=(2, 0.5, -1), inplace=None,
        degenerate=((0.0, 0.0), (0.0, -1.0), (0.0, 2.0)))
 _add("__rpow__", method("__rpow__"),
@@ -190,9 +202,9 @@ for n in ("atan2", "arctan2"):
     binary(n, degenerate=_ZERO_PAIRS, scalars=())
 binary("hypot", degenerate=_ZERO_PAIRS, scalars=())
 binary("xlogy", other="pos", degenerate=((0.0, 0.0), (0.0, NAN), (0.0, -1.0), (1.0, 0.0), (0.0, INF), (2.0, -1.0)),
-       scalars=(2.0,))
+       scalars=(2.0,), extra=lambda mk: [Sample(mk.arr([0.0, -0.0, 1.5]), o, kind="degenerate") for o in (NAN, 0.0, -1.0)])
 binary("copysign", degenerate=((1.0, 0.0), (1.0, -0.0), (-2.0, 0.0), (0.0, -1.0), (2.0, NAN)), scalars=(-1.0,))
-_TIES = ((1.0, 1.0), (0.0, -0.0), (NAN, 1.0), (1.0, NAN), (-INF, -INF), (INF, INF))
+_TIES = ((1.0, 1.0), (0.0, -0.0), (-0.0, 0.0), (NAN, 1.0), (1.0, NAN), (-INF, -INF), (INF, INF))
 for n in ("maximum", "minimum", "fmax", "fmin"):
     binary(n, degenerate=_TIES, scalars=(), inplace=None)
 for n in ("logaddexp", "logaddexp2"):
@@ -213,8 +225,8 @@ for n in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less"
           "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
     binary(n, degenerate=_CMP_DEG, scalars=(0.5,), inplace=(n + "_") if n in ("eq", "ne", "lt", "le", "gt", "ge") else None,
            **_NG)
-for n in ("logical_and", "logical_or", "logical_xor"):
-    binary(n, degenerate=_CMP_DEG, scalars=(), **_NG)
+for n in ("logical_and", "logical_or", "logical_xor"):  # a number operand: TypeError in torch
+    binary(n, degenerate=_CMP_DEG, scalars=(0.5,), **_NG)
 for n in ("bitwise_and", "bitwise_or", "bitwise_xor", "__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__"):
     binary(n, scalars=(), inplace=(n + "_") if not n.startswith("__") else None, **_NG)
 for n in ("__iand__", "__ior__", "__ixor__"):

@@ -466,6 +466,9 @@ def write_out(out, result, opname):
         raise RuntimeError(f"{opname}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
     r = result._data
+    if r.dtype != out._data.dtype and not D.can_cast(_FROM_NP[r.dtype], _FROM_NP[out._data.dtype]):
+        raise RuntimeError(f"result type {_dtype_name(r.dtype)} can't be cast to the desired output type "
+                           f"{_dtype_name(out._data.dtype)}")
     if out._data.shape != r.shape:
         if out._data.size != 0:
             import warnings
@@ -477,9 +480,6 @@ def write_out(out, result, opname):
                           UserWarning, stacklevel=3)
         out._data = r.astype(out._data.dtype, copy=True)
     else:
-        if not D.can_cast(_FROM_NP[r.dtype], _FROM_NP[out._data.dtype]):
-            raise RuntimeError(f"result type {_FROM_NP[r.dtype].name.capitalize()} can't be cast to the "
-                               f"desired output type {_FROM_NP[out._data.dtype].name.capitalize()}")
         out._data[...] = r
     out._bump_version()
     return out

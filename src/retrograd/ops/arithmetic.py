@@ -5,10 +5,10 @@ import operator as _op
 import numpy as np
 
 from ._base import (OpNode, node_for, save, finish, arr, binary_operands, cast,
-                    apply_inplace, write_out, Tensor, _SCALARS, _state, _float)
+                    apply_inplace, write_out, Tensor, _SCALARS, _state, _float, xp_of)
 
 __all__ = ["add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide",
-           "floor_divide", "remainder", "fmod", "neg", "negative", "pow", "float_power"]
+           "floor_divide", "remainder", "fmod", "neg", "negative", "positive", "pow", "float_power"]
 
 
 _ndarray = np.ndarray
@@ -21,6 +21,8 @@ _F32_OF = {}
 def _f32(v):
     """``v`` rounded to float32, as PyTorch casts a Python scalar for a float32 op (cached:
     loops reuse the same few constants)."""
+    if v == 0:
+        return v  # 0.0 and -0.0 are one dict key: never cached, so the sign survives
     r = _F32_OF.get(v)
     if r is None:
         if len(_F32_OF) > 512:
@@ -93,11 +95,13 @@ def _prep(input, other):
 def _check_alpha(alpha, dt):
     if alpha.__class__ is bool and dt.kind != "b":
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if dt.kind not in "fc" and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
 
 
-def _check_int_divisor(y, dt):
-    """Integer division by zero raises, as in PyTorch."""
-    if dt.kind in "iub" and np.any(np.asarray(y) == 0):
+def _check_int_divisor(y, dt, x=1):
+    """Integer division by zero raises, as in PyTorch (when there is anything to divide)."""
+    if dt.kind in "iub" and np.any(np.asarray(y) == 0) and np.size(x):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -107,6 +111,55 @@ def _scalar_arg(v, name, op):
             raise RuntimeError(f"{op}(): argument '{name}' must be Number, not Tensor")
         return v.item()
     return v
+
+
+def zeros_grad(like, shape=None):
+    """A gradient of zeros shaped like ``like`` (or ``shape``) and of its dtype, outside the
+    graph: PyTorch's ``zeros_like(grad)`` for ops whose derivative is zero."""
+    d = like._data
+    return finish(None, xp_of(like).zeros(d.shape if shape is None else shape, d.dtype))
+
+
+def _is_bool(v):
+    return v._data.dtype.kind == "b" if isinstance(v, Tensor) else v.__class__ is bool
+
+
+def _sub_check(input, other):
+    """PyTorch refuses to subtract bools (tensors or Python bools)."""
+    bi, bo = _is_bool(input), _is_bool(other)
+    if bi and bo:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if bi or bo:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _not_for_bool(dt, kernel):
+    if dt.kind == "b":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
+def _floor_div_np(x, y):
+    """Float floor division as PyTorch (and Python) compute it: from ``fmod``, so that the
+    quotient is exact where ``floor(x / y)`` rounds up (``0.7 // 0.02`` is 34 in float64)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        mod = np.fmod(x, y)
+        div = (x - mod) / y
+        div = np.where((mod != 0) & ((np.less(y, 0)) != (mod < 0)), div - 1, div)
+        fl = np.floor(div)
+        fl = np.where(div - fl > 0.5, fl + 1, fl)
+        q = np.true_divide(x, y)
+        r = np.where(div != 0, fl, np.copysign(np.zeros((), q.dtype), q))
+        return np.where(np.equal(y, 0), q, r)
+
+
+def _remainder_np(x, y):
+    """Float remainder with the divisor's sign, from ``fmod`` as in PyTorch (a zero keeps
+    the dividend's sign)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mod = np.fmod(x, y)
+        return np.where((mod != 0) & (np.less(y, 0) != (mod < 0)), mod + y, mod)
 
 
 # *** add / sub ***
@@ -159,8 +212,6 @@ def add(input, other, *, alpha=1, out=None):
     a, b, x, y, dt = _prep(input, other)
     _check_alpha(alpha, dt)
     if alpha != 1:
-        if dt.kind not in "fc" and isinstance(alpha, float):
-            raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
         y = y * alpha
     r = _finish_binary(x + y, dt)
     node = node_for(AddBackward0, (a, b))
@@ -177,11 +228,9 @@ def sub(input, other, *, alpha=1, out=None):
         if r is not None:
             return finish(node_for(SubBackward0, (input, None)), r)
     alpha = _scalar_arg(alpha, "alpha", "sub")
+    _sub_check(input, other)
     a, b, x, y, dt = _prep(input, other)
     _check_alpha(alpha, dt)
-    if dt.kind == "b":
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
     if alpha != 1:
         y = y * alpha
     r = _finish_binary(x - y, dt)
@@ -197,14 +246,17 @@ subtract = sub
 
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input``."""
+    _sub_check(input, other)
     if not isinstance(other, Tensor):
         a, _, x, y, dt = _prep(input, other)
+        _check_alpha(alpha, dt)
         r = _finish_binary(y - (x * alpha if alpha != 1 else x), dt)
         node = node_for(RsubBackward1, (a,))
         if node is not None and alpha != 1:
             node.alpha = alpha
         return finish(node, r)
     a, b, x, y, dt = _prep(input, other)
+    _check_alpha(alpha, dt)
     r = _finish_binary(y - (x * alpha if alpha != 1 else x), dt)
     node = node_for(RsubBackward0, (a, b))
     if node is not None and alpha != 1:
@@ -253,17 +305,34 @@ class DivBackward0(OpNode):
         ga = g / other if nf[0][0] is not None else None
         gb = None
         if nf[1][0] is not None:
-            gb = -g * self_ / (other * other)
+            gb = -g * ((self_ / other) / other)
         return ga, gb
 
 
 class DivBackward2(OpNode):
-    """Division with a rounding mode: the gradient is zero almost everywhere."""
+    """Division with a rounding mode: the gradient is zero (it saves what PyTorch saves,
+    so in-place writes to the operands are caught alike)."""
 
     def backward(self, g):
+        self.saved_tensors
         nf = self.next_functions
-        z = g * 0
-        return (z if nf[0][0] is not None else None, z if nf[1][0] is not None else None)
+        return (zeros_grad(g) if nf[0][0] is not None else None,
+                zeros_grad(g) if nf[1][0] is not None else None)
+
+
+def _rounded_div(x, y, dt, mode):
+    """``x / y`` rounded by ``mode`` ('trunc' or 'floor') in dtype ``dt``."""
+    _not_for_bool(dt, f"div_{mode}_cpu")
+    if dt.kind in "iu":
+        _check_int_divisor(y, dt, x)
+        q = np.floor_divide(x, y)
+        if mode == "floor":
+            return q
+        return q + ((np.remainder(x, y) != 0) & (np.less(x, 0) != np.less(y, 0)))
+    if mode == "floor":
+        return _floor_div_np(x, y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.trunc(np.true_divide(x, y))
 
 
 def div(input, other, *, rounding_mode=None, out=None):
@@ -288,21 +357,10 @@ def div(input, other, *, rounding_mode=None, out=None):
                              f"found '{rounding_mode}'")
         x = cast(x, dt) if not isinstance(x, _SCALARS) else x
         y = cast(y, dt) if not isinstance(y, _SCALARS) else y
-        if dt.kind in "iub":
-            if np.any(np.asarray(y) == 0):
-                raise RuntimeError("ZeroDivisionError")
-            if rounding_mode == "floor":
-                r = np.floor_divide(x, y)
-            else:
-                q = np.floor_divide(x, y)
-                fix = (np.remainder(x, y) != 0) & ((np.asarray(x) < 0) != (np.asarray(y) < 0))
-                r = q + fix
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                q = np.true_divide(x, y)
-                r = np.floor(q) if rounding_mode == "floor" else np.trunc(q)
-        r = _finish_binary(r, dt)
+        r = _finish_binary(_rounded_div(x, y, dt, rounding_mode), dt)
         node = node_for(DivBackward2, (a, b))
+        if node is not None:
+            save(node, a if b is not None and b._requires_grad else None, b)
     res = finish(node, r)
     return res if out is None else write_out(out, res, "div")
 
@@ -313,11 +371,10 @@ divide = true_divide = div
 def floor_divide(input, other, *, out=None):
     """Division rounded toward negative infinity (no derivative, as in PyTorch)."""
     from .index_ops import _NotImplementedNode
-    from .._tensor import Tensor as _T
     from ..autograd import grad_mode
     with grad_mode.no_grad():
         r = div(input, other, rounding_mode="floor")
-    ins = tuple(t if isinstance(t, _T) else None for t in (input, other))
+    ins = tuple(t if isinstance(t, Tensor) else None for t in (input, other))
     node = node_for(_NotImplementedNode, ins)
     if node is not None:
         node.op = "floor_divide"
@@ -338,10 +395,10 @@ class RemainderBackward1(OpNode):
     mode = "floor"
 
     def backward(self, g):
-        self_, other = self.saved_tensors
         nf = self.next_functions
         gb = None
         if nf[1][0] is not None:
+            self_, other = self.saved_tensors
             gb = -g * div(self_, other, rounding_mode=self.mode)
         return (g if nf[0][0] is not None else None, gb)
 
@@ -353,28 +410,38 @@ def _mod_node(cls0, cls1, a, b, x, y):
     if b is None:
         return node_for(cls0, (a,))
     node = node_for(cls1, (a, b))
-    if node is not None:
+    if node is not None and b._requires_grad:
+        # only the divisor's gradient needs the operands (PyTorch saves nothing otherwise)
         save(node, a if a is not None else x, b)
     return node
 
 
+def _modulus(input, other, kernel, float_fn, int_fn):
+    a, b, x, y, dt = _prep(input, other)
+    _not_for_bool(dt, kernel)
+    _check_int_divisor(y, dt, x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return a, b, x, y, _finish_binary((float_fn if dt.kind in "fc" else int_fn)(x, y), dt)
+
+
 def remainder(input, other, *, out=None):
     """Python-style modulus (sign of the divisor)."""
-    a, b, x, y, dt = _prep(input, other)
-    _check_int_divisor(y, dt)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = _finish_binary(np.remainder(x, y), dt)
-    node = _mod_node(RemainderBackward0, RemainderBackward1, a, b, x, y)
+    a, b, x, y, r = _modulus(input, other, "remainder_cpu", _remainder_np, np.remainder)
+    if a is None:
+        # a number divided by a tensor: PyTorch has no derivative for it
+        from .index_ops import _NotImplementedNode
+        node = node_for(_NotImplementedNode, (b,))
+        if node is not None:
+            node.op = "remainder"
+    else:
+        node = _mod_node(RemainderBackward0, RemainderBackward1, a, b, x, y)
     res = finish(node, r)
     return res if out is None else write_out(out, res, "remainder")
 
 
 def fmod(input, other, *, out=None):
     """C-style modulus (sign of the dividend)."""
-    a, b, x, y, dt = _prep(input, other)
-    _check_int_divisor(y, dt)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = _finish_binary(np.fmod(x, y), dt)
+    a, b, x, y, r = _modulus(input, other, "fmod_cpu", np.fmod, np.fmod)
     node = _mod_node(FmodBackward0, FmodBackward1, a, b, x, y)
     res = finish(node, r)
     return res if out is None else write_out(out, res, "fmod")
@@ -400,43 +467,96 @@ def neg(input, *, out=None):
 negative = neg
 
 
+def positive(input):
+    """``+input``: the tensor itself (refused for bool, as in PyTorch)."""
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
 class PowBackward0(OpNode):
-    """d(x ** c)/dx = c * x ** (c - 1)."""
+    """d(x ** c)/dx = c * x ** (c - 1); exactly zero (outside the graph) for c == 0."""
 
     def backward(self, g):
         (x,) = self.saved_tensors
         c = self.exponent
         if c == 0:
-            return g * 0
+            return zeros_grad(x)
         if c == 2:
             return g * (x * 2)
         return g * (pow(x, c - 1) * c)
 
 
 class PowBackward1(OpNode):
+    """PyTorch's pow_backward_self / pow_backward_exponent: the base's gradient is 0 where
+    the exponent is 0; the exponent's is 0 where the base is 0 and the exponent >= 0 (the
+    limit from positive bases), -inf-scaled where the exponent is negative."""
+
     def backward(self, g):
-        x, e, result = self.saved_tensors
+        saved = self.saved_tensors
+        x, e = saved[0], saved[1]
         nf = self.next_functions
         gx = ge = None
+        from .index import where
         if nf[0][0] is not None:
-            gx = g * (e * pow(x, e - 1))
+            gx = where(_const(e._data == 0), 0.0, g * (e * pow(x, e - 1)))
         if nf[1][0] is not None:
             from .unary import log
-            from .index import where
-            gl = result * log(x)
-            mask = (x == 0) & (e >= 0)
-            ge = g * where(mask, gl * 0, gl)
+            result = saved[2]
+            xd = x if x._data.dtype == result._data.dtype else x.to(result.dtype)
+            with np.errstate(invalid="ignore"):
+                cond = (x._data == 0) & (e._data >= 0)
+            ge = g * where(_const(cond), 0.0, result * log(xd))
         return gx, ge
 
 
+def _log_scalar(c):
+    """log of a real Python number: -inf at 0, nan below (as PyTorch's Scalar::log)."""
+    import math
+    return math.log(c) if c > 0 else (float("-inf") if c == 0 else float("nan"))
+
+
 class PowBackward2(OpNode):
-    """d(c ** x)/dx = c ** x * log(c)."""
+    """d(c ** x)/dx = c ** x * log(c); at c == 0, 0 where x >= 0."""
 
     def backward(self, g):
-        (result,) = self.saved_tensors
-        import math
+        e, result = self.saved_tensors
         c = self.base
-        return g * (result * math.log(c)) if c > 0 else g * (result * float("nan") if c < 0 else result * 0)
+        lc = _log_scalar(c)
+        if c == 0:
+            from .index import where
+            with np.errstate(invalid="ignore"):
+                cond = e._data >= 0
+            return g * where(_const(cond), 0.0, result * lc)
+        return g * (result * lc)
+
+
+def _const(a):
+    return finish(None, arr(a))
+
+
+def _power(x, y):
+    """``np.power`` through NumPy's array loop even for 0-d operands: its 0-d loop gives
+    (-inf) ** 0.5 = nan where C's pow (and PyTorch) give inf."""
+    if np.ndim(x) == 0 and np.ndim(y) == 0:
+        x1 = x.reshape(1) if x.__class__ is _ndarray else x
+        y1 = y.reshape(1) if y.__class__ is _ndarray else y
+        if x1 is not x or y1 is not y:
+            return np.power(x1, y1).reshape(())
+    return np.power(x, y)
+
+
+def _int_pow(x, y):
+    """Integer power with PyTorch's rule for negative exponents: 1 ** n is 1, (-1) ** n is
+    +-1, anything else truncates to 0."""
+    ya = np.asarray(y)
+    if not (ya < 0).any():
+        return np.power(x, y)
+    xa = np.asarray(x)
+    pos = np.power(xa, np.where(ya < 0, 0, ya).astype(ya.dtype))
+    odd = (ya % 2) != 0
+    neg = np.where(xa == 1, 1, np.where(xa == -1, np.where(odd, -1, 1), 0))
+    return np.where(ya < 0, neg, pos)
 
 
 def pow(input, exponent, *, out=None):
@@ -444,39 +564,49 @@ def pow(input, exponent, *, out=None):
     from ._base import save_output
     if not isinstance(input, Tensor):
         a, b, x, y, dt = _prep(input, exponent)
+        _not_for_bool(dt, "pow")
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = _finish_binary(np.power(x, y), dt)
+            r = _finish_binary(_power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
         node = node_for(PowBackward2, (b,))
         res = finish(node, r)
         if node is not None:
             node.base = input
+            save(node, b)
             save_output(node, res)
         return res if out is None else write_out(out, res, "pow")
     if isinstance(exponent, Tensor):
-        if exponent._data.ndim == 0 and not exponent._requires_grad and input._data.ndim:
-            exponent = exponent.item()
-        else:
-            a, b, x, y, dt = _prep(input, exponent)
-            if dt.kind in "iu" and np.any(np.asarray(y) < 0):
-                raise RuntimeError("Integers to negative integer powers are not allowed.")
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                r = _finish_binary(np.power(x, y), dt)
-            node = node_for(PowBackward1, (a, b))
-            res = finish(node, r)
-            if node is not None:
-                save(node, a, b)
-                save_output(node, res)
-            return res if out is None else write_out(out, res, "pow")
+        a, b, x, y, dt = _prep(input, exponent)
+        _not_for_bool(dt, "pow")
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = _finish_binary(_power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
+        node = node_for(PowBackward1, (a, b))
+        res = finish(node, r)
+        if node is not None:
+            save(node, a, b)
+            save_output(node, res)  # PyTorch keeps a saved output whatever needs it
+        return res if out is None else write_out(out, res, "pow")
     a, _, x, y, dt = _prep(input, exponent)
     if dt.kind in "iu" and isinstance(exponent, int) and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # PyTorch's kernels for these exponents (their roundings and signed zeros differ
+        # from pow's: (-0.) ** -0.5 is -inf there)
         if y == 2:
             r = x * x
-        elif y == 0.5 and dt.kind == "f":
+        elif dt.kind != "f":
+            r = np.power(x, y)  # integral: NumPy's loops are exact
+        elif y == 0.5:
             r = np.sqrt(x)
+        elif y == 3:
+            r = x * x * x
+        elif y == -0.5:
+            r = 1 / np.sqrt(x)
+        elif y == -1:
+            r = 1 / x
+        elif y == -2:
+            r = 1 / (x * x)
         else:
-            r = np.power(x, y)
+            r = _power(x, y)
     r = _finish_binary(r, dt)
     node = node_for(PowBackward0, (a,))
     if node is not None:
@@ -520,7 +650,7 @@ TENSOR_METHODS = {
     "__mul__": mul, "__rmul__": mul, "__truediv__": div, "__rtruediv__": _rtruediv,
     "__floordiv__": floor_divide, "__rfloordiv__": _rfloordiv, "__mod__": remainder,
     "__rmod__": _rmod, "__neg__": neg, "__pow__": pow, "__rpow__": _rpow,
-    "__pos__": lambda self: self,
+    "__pos__": positive, "positive": positive,
 }
 
 INPLACE = {"add_": add, "sub_": sub, "subtract_": sub, "mul_": mul, "multiply_": mul, "div_": div,

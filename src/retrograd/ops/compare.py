@@ -30,17 +30,50 @@ eq, ne = _cmp(np.equal, "eq"), _cmp(np.not_equal, "ne")
 lt, le = _cmp(np.less, "lt"), _cmp(np.less_equal, "le")
 gt, ge = _cmp(np.greater, "gt"), _cmp(np.greater_equal, "ge")
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
-logical_and = _cmp(np.logical_and, "logical_and")
-logical_or = _cmp(np.logical_or, "logical_or")
-logical_xor = _cmp(np.logical_xor, "logical_xor")
+def _need_tensor(name, other, position):
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position {position}) must be Tensor, not "
+                        f"{type(other).__name__}")
+
+
+def _logical(ufunc, name):
+    """A logical op: unlike comparisons, PyTorch takes no Python number as ``other``."""
+    base = _cmp(ufunc, name)
+
+    def op(input, other, *, out=None):
+        _need_tensor(name, other, 2)
+        return base(input, other, out=out)
+
+    def method(self, other, *, out=None):
+        _need_tensor(name, other, 1)
+        return base(self, other, out=out)
+
+    def inplace(self, other):
+        from ._base import apply_inplace
+        _need_tensor(name + "_", other, 1)
+        return apply_inplace(self, base, other)
+
+    op.__name__ = method.__name__ = name
+    inplace.__name__ = name + "_"
+    op.__doc__ = method.__doc__ = base.__doc__
+    inplace.__doc__ = f"In-place ``{name}``."
+    _LOGICAL_METHODS[name] = method
+    _LOGICAL_METHODS[name + "_"] = inplace
+    return op
+
+
+_LOGICAL_METHODS = {}
+logical_and = _logical(np.logical_and, "logical_and")
+logical_or = _logical(np.logical_or, "logical_or")
+logical_xor = _logical(np.logical_xor, "logical_xor")
 
 
 def _bitwise(ufunc, name):
     def op(input, other, *, out=None):
         a, b, x, y, dt = binary_operands(input, other)
-        if dt.kind not in "biu":
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dtype_name(dt)}\'')
         _check_broadcast(x, y)
+        if dt.kind not in "biu":
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_name(dt)}\'')
         res = finish(None, arr(ufunc(np.asarray(x).astype(dt), np.asarray(y).astype(dt))).astype(dt))
         return res if out is None else write_out(out, res, name)
     op.__name__ = name
@@ -74,7 +107,7 @@ logical_not = _un(np.logical_not, "logical_not")
 def bitwise_not(input, *, out=None):
     x = input._data
     if x.dtype.kind not in "biu":
-        raise RuntimeError(f'"bitwise_not_cpu" not implemented for \'{_dtype_name(x.dtype)}\'')
+        raise NotImplementedError(f'"bitwise_not_cpu" not implemented for \'{_dtype_name(x.dtype)}\'')
     res = finish(None, arr(np.logical_not(x) if x.dtype.kind == "b" else np.invert(x)))
     return res if out is None else write_out(out, res, "bitwise_not")
 
@@ -128,10 +161,17 @@ def _ne_dunder(self, other):
     return ne(self, other)
 
 
+def _invert(self):
+    if self._data.dtype.kind not in "biu":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(self)
+
+
 TENSOR_METHODS = {n: globals()[n] for n in __all__ if n != "result_type"}
+TENSOR_METHODS.update({k: v for k, v in _LOGICAL_METHODS.items() if not k.endswith("_")})
 TENSOR_METHODS.update({
     "__eq__": _eq_dunder, "__ne__": _ne_dunder, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
-    "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor, "__invert__": bitwise_not,
+    "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor, "__invert__": _invert,
     "__rand__": bitwise_and, "__ror__": bitwise_or, "__rxor__": bitwise_xor,
 })
 INPLACE = {"eq_": eq, "ne_": ne, "lt_": lt, "le_": le, "gt_": gt, "ge_": ge,
@@ -139,3 +179,4 @@ INPLACE = {"eq_": eq, "ne_": ne, "lt_": lt, "le_": le, "gt_": gt, "ge_": ge,
            "logical_not_": logical_not, "bitwise_and_": bitwise_and, "bitwise_or_": bitwise_or,
            "bitwise_xor_": bitwise_xor, "bitwise_not_": bitwise_not,
            "__iand__": bitwise_and, "__ior__": bitwise_or, "__ixor__": bitwise_xor}
+INPLACE_IMPL = {k: v for k, v in _LOGICAL_METHODS.items() if k.endswith("_")}

@@ -32,7 +32,10 @@ class CopyBackwards(OpNode):
         gs = None
         if nf[1][0] is not None:
             gs = g if g._data.dtype == self.src_dtype else g.to(D._FROM_NP[self.src_dtype])
-        return (g * 0 if nf[0][0] is not None else None, gs)
+        if nf[0][0] is not None:
+            from .arithmetic import zeros_grad
+            return zeros_grad(g), gs
+        return None, gs
 
 
 def _copy_check(dst_shape, src_shape):
@@ -58,7 +61,8 @@ def _copied(input, src):
     _copy_check(x.shape, y.shape)
     xp = np if type(x) is np.ndarray else x.__array_namespace__()
     r = xp.broadcast_to(y, x.shape).astype(x.dtype, copy=True)
-    node = node_for(CopyBackwards, (input, src))
+    # an integral destination cannot carry a gradient
+    node = node_for(CopyBackwards, (input, src)) if x.dtype.kind in "fc" else None
     if node is not None:
         node.src_dtype = y.dtype
     return finish(node, r)

@@ -775,12 +775,18 @@ def _index_put_acc(input, indices, values):
 # --- where, nonzero, argwhere -----------------------------------------------------------
 
 class WhereBackward0(OpNode):
+    """Each branch gets the gradient where it was chosen and exactly 0 elsewhere (selected,
+    so an infinite or NaN gradient of the other branch does not leak in)."""
+
     def backward(self, g):
+        from ._base import masked_grad
         (cond,) = self.saved_tensors
+        c = cond._data
+        if c.dtype.kind != "b":
+            c = c.astype(bool)
         nf = self.next_functions
-        z = g * 0
-        return (where(cond, g, z) if nf[0][0] is not None else None,
-                where(cond, z, g) if nf[1][0] is not None else None)
+        return (masked_grad(g, c, None, "WhereBackward0") if nf[0][0] is not None else None,
+                masked_grad(g, ~c, None, "WhereBackward0") if nf[1][0] is not None else None)
 
 
 def where(condition, input=None, other=None, *, out=None):

@@ -8,7 +8,7 @@ Backward formulas are themselves matmuls/einsums, so double backward works.
 """
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, arr, Tensor, write_out, _dtype_name
+from ._base import OpNode, node_for, save, finish, arr, Tensor, write_out, _dtype_name, _state
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "einsum", "tensordot",
            "addmm", "addmv", "addbmm", "baddbmm", "addr", "chain_matmul", "trace", "kron", "cross", "det",
@@ -141,9 +141,14 @@ def _check_bmm(x, y):
 
 
 def _mm_np(x, y):
-    if x.dtype.kind in "biu":
-        return np.matmul(x, y)  # exact integer product (no BLAS)
     return np.matmul(x, y)
+
+
+def _no_bool(x, kernel):
+    """PyTorch's CPU product kernels (and trace, cross) have no bool version; the kernel name
+    is the one PyTorch's error names."""
+    if x.dtype == np.bool_:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 def matmul(input, other, *, out=None):
@@ -154,25 +159,51 @@ def matmul(input, other, *, out=None):
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {xn}D and {yn}D")
     if xn == 1 and yn == 1:
         _check_dot(x, y)
+        _no_bool(x, "dot")
         cls = DotBackward0
     elif xn == 2 and yn == 1:
         _check_mv(x, y)
+        _no_bool(x, "addmv_impl_cpu")
         cls = MvBackward0
     elif xn == 1 and yn == 2:
         if x.shape[0] != y.shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied (1x{x.shape[0]} and {_mx(y.shape)})")
         _check_mm(x.reshape(1, -1), y)
+        _no_bool(x, "addmm_impl_cpu_")
         cls = SqueezeBackward4
     elif xn == 2 and yn == 2:
         _check_mm(x, y)
+        _no_bool(x, "addmm_impl_cpu_")
         cls = MmBackward0
     else:
         _check_batched(x, y)
+        if x.dtype == np.bool_:  # the kernel PyTorch's batched matmul lands in
+            _no_bool(x, "bmm" if yn >= 3 else "addmv_impl_cpu" if yn == 1 else "addmm_impl_cpu_")
         cls = UnsafeViewBackward0
-        if xn == 2 and yn >= 3 and input._requires_grad:
-            cls = CloneBackward0
-    res = _product(cls, input, other, _mm_np(x, y))
+    r = _mm_np(x, y)
+    # PyTorch folds a 2-D (or batch-1 3-D) left operand that requires grad into one mm against
+    # the transposed right operand, then copies the transposed result back (a view if empty)
+    if yn >= 3 and input._requires_grad and (xn == 2 or (xn == 3 == yn and x.shape[0] == 1 != y.shape[0])):
+        if not r.size and _state.grad:  # the copy of an empty result is skipped: a transposed view
+            res = matmul(_mT(other), _mT(input)).transpose(-1, -2)
+            return res if out is None else write_out(out, res, "matmul")
+        cls = CloneBackward0
+    res = _product(cls, input, other, r)
     return res if out is None else write_out(out, res, "matmul")
+
+
+def _broadcast_batch(bx, by):
+    """The broadcast of two batch shapes, with PyTorch's error when they do not broadcast."""
+    try:
+        return np.broadcast_shapes(bx, by)
+    except ValueError:
+        n = max(len(bx), len(by))
+        px, py = (1,) * (n - len(bx)) + tuple(bx), (1,) * (n - len(by)) + tuple(by)
+        for d in range(n - 1, -1, -1):
+            if px[d] != py[d] and px[d] != 1 and py[d] != 1:
+                raise RuntimeError(f"The size of tensor a ({px[d]}) must match the size of tensor b ({py[d]}) "
+                                   f"at non-singleton dimension {d}") from None
+        raise
 
 
 def _check_batched(x, y):
@@ -190,15 +221,7 @@ def _check_batched(x, y):
     else:
         bx = x.shape[:-2] if xn >= 2 else ()
         by = y.shape[:-2]
-        try:
-            np.broadcast_shapes(bx, by)
-        except ValueError:
-            n = max(len(bx), len(by))
-            px, py = (1,) * (n - len(bx)) + tuple(bx), (1,) * (n - len(by)) + tuple(by)
-            for d in range(n - 1, -1, -1):
-                if px[d] != py[d] and px[d] != 1 and py[d] != 1:
-                    raise RuntimeError(f"The size of tensor a ({px[d]}) must match the size of tensor b ({py[d]}) "
-                                       f"at non-singleton dimension {d}")
+        _broadcast_batch(bx, by)
         if k != ky:
             nb = int(np.prod(np.broadcast_shapes(bx, by)))
             if xn == 1:
@@ -207,6 +230,10 @@ def _check_batched(x, y):
             raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{nb}, {k}] but "
                                f"got: [{nb}, {ky}].")
     if x.dtype != y.dtype:
+        if xn >= 3 and yn == 2:  # folded into one mm
+            _check_mm(x.reshape(-1, k), y)
+        if xn >= 3 and yn == 1:  # folded into one mv
+            _check_mv(x.reshape(-1, k), y)
         raise RuntimeError(f"expected scalar type {_dtype_name(x.dtype)} but found {_dtype_name(y.dtype)}")
 
 
@@ -218,6 +245,7 @@ def mm(input, mat2, *, out=None):
     if y.ndim != 2:
         raise RuntimeError("mat2 must be a matrix")
     _check_mm(x, y)
+    _no_bool(x, "addmm_impl_cpu_")
     res = _product(MmBackward0, input, mat2, _mm_np(x, y))
     return res if out is None else write_out(out, res, "mm")
 
@@ -226,6 +254,7 @@ def bmm(input, mat2, *, out=None):
     """Batched matrix product of two 3-D tensors with the same batch size."""
     x, y = input._data, mat2._data
     _check_bmm(x, y)
+    _no_bool(x, "bmm")
     res = _product(BmmBackward0, input, mat2, _mm_np(x, y))
     return res if out is None else write_out(out, res, "bmm")
 
@@ -234,6 +263,7 @@ def mv(input, vec, *, out=None):
     """Matrix-vector product."""
     x, y = input._data, vec._data
     _check_mv(x, y)
+    _no_bool(x, "addmv_impl_cpu")
     res = _product(MvBackward0, input, vec, _mm_np(x, y))
     return res if out is None else write_out(out, res, "mv")
 
@@ -242,6 +272,7 @@ def dot(input, tensor, *, out=None):
     """Dot product of two 1-D tensors."""
     x, y = input._data, tensor._data
     _check_dot(x, y)
+    _no_bool(x, "dot")
     res = _product(DotBackward0, input, tensor, np.dot(x, y))
     return res if out is None else write_out(out, res, "dot")
 
@@ -266,6 +297,7 @@ def vdot(input, other, *, out=None):
     """Dot product with the first argument conjugated."""
     x, y = input._data, other._data
     _check_dot(x, y)
+    _no_bool(x, "dot")
     node = node_for(VdotBackward0, (input, other))
     if node is not None:
         save(node, input, other)
@@ -278,6 +310,11 @@ def inner(input, other, *, out=None):
     if input._data.ndim == 0 or other._data.ndim == 0:
         from .arithmetic import mul
         return mul(input, other)
+    if input._data.shape[-1] != other._data.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input._data.shape)} and {list(other._data.shape)}")
+    if input._data.dtype == np.bool_:
+        _no_bool(input._data, "dot" if input._data.ndim == 1 == other._data.ndim else "addmm_impl_cpu_")
     res = tensordot(input, other, ([-1], [-1]))
     return res if out is None else write_out(out, res, "inner")
 
@@ -336,22 +373,51 @@ BaddbmmBackward0 = type("BaddbmmBackward0", (_AddProductNode,), {"__module__": _
 AddbmmBackward0 = type("AddbmmBackward0", (_AddProductNode,), {"__module__": __name__, "reduce_batch": True})
 
 
-def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out):
+def _scalars(dt, beta, alpha, name):
+    """beta and alpha as PyTorch applies them to a ``dt`` result: integer results truncate them
+    (``addr`` refuses floating ones), bool results treat them as truths."""
+    if name == "addr" and dt.kind != "b":
+        for n, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, bool):
+                raise RuntimeError(f"Boolean {n} only supported for Boolean results.")
+    if dt.kind == "f" or dt.kind == "c":
+        return beta, alpha
+    if name == "addr":
+        for n, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, float) or (isinstance(v, Tensor) and v._data.dtype.kind == "f"):
+                raise RuntimeError(f"For integral input tensors, argument {n} must not be a floating point number.")
+    if dt.kind == "b":
+        return bool(beta), bool(alpha)
+    return int(beta), int(alpha)
+
+
+def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
+    """``beta * input + alpha * prod``. As in BLAS (and PyTorch), ``input`` is not read when
+    beta is 0, and for the gemm/gemv based ops (``gemm``) ``prod`` is not read when alpha is 0,
+    so nan/inf there do not reach the result."""
     c = input._data
     _expand_check(c.shape, prod.shape)
-    if c.dtype != prod.dtype:
-        raise RuntimeError(f"expected scalar type {_dtype_name(prod.dtype)} but found {_dtype_name(c.dtype)}")
-    if beta == 0:
-        r = alpha * prod if alpha != 1 else prod
-        r = np.array(np.broadcast_to(r, prod.shape), dtype=prod.dtype)
+    dt = prod.dtype
+    if c.dtype != dt:  # only addr gets here with mixed dtypes: it promotes
+        dt = np.promote_types(c.dtype, dt)
+    beta, alpha = _scalars(dt, beta, alpha, name)
+    if dt.kind == "b":
+        r = (c & beta) | (prod & alpha) if beta else prod & alpha
+    elif beta == 0:
+        r = np.zeros(prod.shape, dt) if gemm and alpha == 0 else (alpha * prod if alpha != 1 else prod)
+    elif gemm and alpha == 0:
+        r = beta * c if beta != 1 else c
     else:
         r = (beta * c if beta != 1 else c) + (alpha * prod if alpha != 1 else prod)
-    r = np.asarray(r, dtype=prod.dtype)
+    if r is c or r.shape != prod.shape:
+        r = np.array(np.broadcast_to(r, prod.shape), dtype=dt)
+    elif r.dtype != dt:
+        r = r.astype(dt)
     node = node_for(cls, (input, m1, m2))
     if node is not None:
         node.beta, node.alpha = beta, alpha
         save(node, m1, m2)
-    res = finish(node, arr(r))
+    res = finish(node, r)
     return res if out is None else write_out(out, res, name)
 
 
@@ -362,34 +428,62 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
         raise RuntimeError(f"mat1 must be a matrix, got {x.ndim}-D tensor")
     if y.ndim != 2:
         raise RuntimeError(f"mat2 must be a matrix, got {y.ndim}-D tensor")
+    if input._data.dtype != y.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_dtype_name(input._data.dtype)} and "
+                           f"{_dtype_name(y.dtype)}")
     _check_mm(x, y)
-    return _add_product(AddmmBackward0, input, mat1, mat2, _mm_np(x, y), beta, alpha, "addmm", out)
+    _no_bool(x, "addmm_impl_cpu_")
+    return _add_product(AddmmBackward0, input, mat1, mat2, _mm_np(x, y), beta, alpha, "addmm", out, True)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat @ vec)``."""
     x, y = mat._data, vec._data
-    n_in = input._data.shape[0] if input._data.ndim == 1 else None
-    _check_mv(x, y)
-    if input._data.ndim == 1 and n_in != x.shape[0] and n_in != 1:
-        raise RuntimeError(f"size mismatch, got input ({n_in}), mat ({_mx(x.shape)}), vec ({y.shape[0]})")
-    return _add_product(AddmvBackward0, input, mat, vec, _mm_np(x, y), beta, alpha, "addmv", out)
+    c = input._data
+    n_in = c.shape[0] if c.ndim == 1 else None
+    if x.ndim != 2 or y.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {c.ndim}, {x.ndim}, {y.ndim}")
+    if (x.shape[1] != y.shape[0]) or (c.ndim == 1 and n_in != x.shape[0] and n_in != 1):
+        raise RuntimeError(f"size mismatch, got input ({n_in if n_in is not None else x.shape[0]}), mat "
+                           f"({_mx(x.shape)}), vec ({y.shape[0]})")
+    if not c.dtype == x.dtype == y.dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_dtype_name(c.dtype)}, "
+                           f"{_dtype_name(x.dtype)}, and {_dtype_name(y.dtype)}")
+    _no_bool(x, "addmv_impl_cpu")
+    return _add_product(AddmvBackward0, input, mat, vec, _mm_np(x, y), beta, alpha, "addmv", out, True)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * bmm(batch1, batch2)``."""
     x, y = batch1._data, batch2._data
     _check_bmm(x, y)
+    c = input._data
+    if c.dtype != x.dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {_SHORT[c.dtype.name]}, batch1: "
+                           f"{_SHORT[x.dtype.name]}, batch2: {_SHORT[y.dtype.name]}")
+    _no_bool(x, "baddbmm")
     return _add_product(BaddbmmBackward0, input, batch1, batch2, _mm_np(x, y), beta, alpha, "baddbmm", out)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     x, y = batch1._data, batch2._data
+    c = input._data
+    if c.dtype != y.dtype and x.ndim == 3 == y.ndim:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_dtype_name(c.dtype)} and "
+                           f"{_dtype_name(y.dtype)}")
+    if x.ndim == 3 == y.ndim:
+        if x.shape[0] != y.shape[0]:
+            raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {x.shape[0]} and "
+                               f"{y.shape[0]}")
+        if x.shape[2] != y.shape[1]:
+            raise RuntimeError(f"Incompatible matrix sizes for bmm ({x.shape[1]}x{x.shape[2]} and "
+                               f"{y.shape[1]}x{y.shape[2]})")
     _check_bmm(x, y)
+    _no_bool(x, "addmm_impl_cpu_")
     prod = _mm_np(x, y).sum(0) if x.shape[0] else np.zeros((x.shape[1], y.shape[2]), x.dtype)
     return _add_product(AddbmmBackward0, input, batch1, batch2, prod.astype(x.dtype, copy=False), beta, alpha,
-                        "addbmm", out)
+                        "addbmm", out, True)
 
 
 class AddrBackward0(_AddProductNode):
@@ -398,13 +492,18 @@ class AddrBackward0(_AddProductNode):
         nf = self.next_functions
         gi = (g if self.beta == 1 else g * self.beta) if nf[0][0] is not None else None
         gp = g if self.alpha == 1 else g * self.alpha
-        g1 = mv(gp, v2) if nf[1][0] is not None else None
-        g2 = mv(_mT(gp), v1) if nf[2][0] is not None else None
+        g1 = mv(gp, _as(v2, gp)) if nf[1][0] is not None else None
+        g2 = mv(_mT(gp), _as(v1, gp)) if nf[2][0] is not None else None
         return gi, g1, g2
 
 
+def _as(t, like):
+    """``t`` in ``like``'s dtype (addr promotes mixed dtypes; its backward must too)."""
+    return t if t._data.dtype == like._data.dtype else t.to(like.dtype)
+
+
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
-    """``beta * input + alpha * outer(vec1, vec2)``."""
+    """``beta * input + alpha * outer(vec1, vec2)`` (mixed dtypes promote)."""
     x, y = vec1._data, vec2._data
     if x.ndim != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {x.ndim}-D")
@@ -421,10 +520,10 @@ def chain_matmul(*matrices, out=None):
                   "parameters.", UserWarning, stacklevel=2)
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = matrices[0]
-    r = matrices[0]
-    for m in matrices[1:]:
-        r = mm(r, m)
-    r = r.view(r.shape)  # PyTorch's result is a view of its last product
+    for m in matrices:
+        if m._data.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {m._data.ndim}, expected 2 instead.")
+    r = matrices[0].clone() if len(matrices) == 1 else multi_dot(matrices)
     return r if out is None else write_out(out, r, "chain_matmul")
 
 
@@ -587,27 +686,29 @@ def tensordot(a, b, dims=2, out=None):
     if isinstance(dims, int) and not isinstance(dims, bool):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
-        da, db = list(range(na - dims, na)), list(range(dims))
+        da, db = list(range(-dims, 0)), list(range(dims))
     elif isinstance(dims, Tensor):
         return tensordot(a, b, dims.tolist() if dims._data.ndim else int(dims.item()), out)
     else:
         da, db = dims
         da = [da] if isinstance(da, int) else list(da)
         db = [db] if isinstance(db, int) else list(db)
-    da = [d % na for d in da]
-    db = [d % nb for d in db]
     for x, y in zip(da, db):
         if a._data.shape[x] != b._data.shape[y]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size {a._data.shape[x]} in dim "
                                f"{x} and second has size {b._data.shape[y]} in dim {y}")
+    da = [d % na for d in da]
+    db = [d % nb for d in db]
     la = list(_LETTERS[:na])
     lb = list(_LETTERS[na:na + nb])
     for x, y in zip(da, db):
         lb[y] = la[x]
     rhs = "".join(c for i, c in enumerate(la) if i not in da) + "".join(c for i, c in enumerate(lb) if i not in db)
+    if a._data.dtype == np.bool_:
+        _no_bool(a._data, "addmm_impl_cpu_")
     res = _einsum_raw("".join(la) + "," + "".join(lb) + "->" + rhs, [a, b])
-    if type(res._grad_fn) is MulBackward0:
-        res._grad_fn.__class__ = ViewBackward0
+    # PyTorch's result is a view of the mm its contraction is folded into
+    res = res.view(res._data.shape)
     return res if out is None else write_out(out, res, "tensordot")
 
 
@@ -627,6 +728,7 @@ def trace(input):
     x = input._data
     if x.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
+    _no_bool(x, "trace")
     r = np.trace(x)
     if x.dtype.kind in "biu":
         r = r.astype(np.int64)
@@ -685,10 +787,15 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     x, y = input._data, other._data
     if x.ndim != y.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if x.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = wrap_dim(dim, x.ndim)
     if x.shape[d] != 3 or y.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {x.shape[d]} and "
                            f"{y.shape[d]}")
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(x.dtype)} but found {_dtype_name(y.dtype)}")
+    _no_bool(x, "cross")
     r = np.cross(x, y, axisa=d, axisb=d, axisc=d)
     node = node_for(LinalgCrossBackward0, (input, other))
     if node is not None:
@@ -724,20 +831,54 @@ def _check_square(x, name):
 
 
 class LinalgDetBackward0(OpNode):
+    """PyTorch's linalg_det_backward: the gradient G solves A^T G = g det(A) I where A is
+    regular; where |det A| < 100 eps it is g times the cofactor matrix (the adjugate's
+    transpose), which needs no inverse and is right at singular matrices too."""
+
     def backward(self, g):
-        (a,) = self.saved_tensors
-        d = det(a)
-        return _mT(inv(a)) * (g * d).reshape(g._data.shape + (1, 1))
+        a, d = self.saved_tensors
+        shape = a._data.shape
+        n = shape[-1]
+        if a._data.size == 0:
+            return finish(None, np.zeros(shape, a._data.dtype))
+        gm = g.reshape(g._data.shape + (1, 1))
+        if n == 1:  # d det / dA = 1
+            return gm.expand(*shape)
+        from .shape import diag_embed
+        dd = d._data
+        singular = np.abs(dd) < 100 * np.finfo(dd.dtype).eps
+        if not singular.any():
+            return solve(_mT(a), diag_embed((g * d).unsqueeze(-1).expand(*g._data.shape, n)))
+        grad_s = gm * _cofactors(a)
+        if singular.all():
+            return grad_s
+        from .index import where
+        mask = finish(None, singular.reshape(singular.shape + (1, 1)))
+        safe = where(mask, finish(None, np.eye(n, dtype=dd.dtype)), a)  # solve only the regular ones
+        grad_r = solve(_mT(safe), diag_embed((g * d).unsqueeze(-1).expand(*g._data.shape, n)))
+        return where(mask, grad_s, grad_r)
+
+
+def _cofactors(a):
+    """The cofactor matrix of (a batch of) n x n matrices, n >= 2, built from determinants of
+    minors so that it is differentiable again."""
+    n = a._data.shape[-1]
+    keep = np.array([[r for r in range(n) if r != i] for i in range(n)])
+    minors = a[(Ellipsis, keep[:, None, :, None], keep[None, :, None, :])]
+    sign = finish(None, np.where(np.add.outer(np.arange(n), np.arange(n)) % 2, -1.0, 1.0).astype(a._data.dtype))
+    return det(minors) * sign
 
 
 def det(A, *, out=None):
     """Determinant of (a batch of) square matrices."""
+    from ._base import save_output
     x = A._data
     _check_square(x, "det")
     node = node_for(LinalgDetBackward0, (A,))
+    res = finish(node, arr(np.asarray(np.linalg.det(x), dtype=x.dtype)))
     if node is not None:
         save(node, A)
-    res = finish(node, arr(np.asarray(np.linalg.det(x), dtype=x.dtype)))
+        save_output(node, res)
     return res if out is None else write_out(out, res, "linalg_det")
 
 
@@ -765,9 +906,16 @@ def inv(A, *, out=None):
 
 
 def _singular(name, x):
-    # The first zero pivot of an LU factorisation, as LAPACK reports it (1-based).
-    return _LinAlgErrorType(f"linalg.{name}: The diagonal element {_zero_pivot(x)} is zero, the inversion could not "
-                            "be completed because the input matrix is singular.")
+    """PyTorch's error for the first singular matrix of the batch ``x`` (LAPACK's first zero
+    pivot, 1-based, for inv)."""
+    mats = x.reshape(-1, x.shape[-1], x.shape[-1])
+    found = ((k, _zero_pivot(m)) for k, m in enumerate(mats))
+    k, pivot = next(((k, p) for k, p in found if p is not None), (0, None))
+    where = f"(Batch element {k}): " if x.ndim > 2 else ""
+    if name == "solve":
+        return _LinAlgErrorType(f"torch.linalg.solve: {where}The solver failed because the input matrix is singular.")
+    return _LinAlgErrorType(f"linalg.{name}: {where}The diagonal element {pivot or x.shape[-1]} is zero, the inversion "
+                            "could not be completed because the input matrix is singular.")
 
 
 class _LinAlgErrorType(RuntimeError):
@@ -778,7 +926,7 @@ _LinAlgErrorType.__name__ = "_LinAlgError"
 
 
 def _zero_pivot(x):
-    a = np.array(x.reshape(-1, x.shape[-1], x.shape[-1])[0], dtype=np.float64)
+    a = np.array(x, dtype=np.float64)
     n = a.shape[0]
     for k in range(n):
         p = k + int(np.argmax(np.abs(a[k:, k])))
@@ -786,7 +934,7 @@ def _zero_pivot(x):
             return k + 1
         a[[k, p]] = a[[p, k]]
         a[k + 1:] -= np.outer(a[k + 1:, k] / a[k, k], a[k])
-    return n
+    return None
 
 
 class LinalgSolveExBackward0(OpNode):
@@ -810,6 +958,11 @@ def solve(A, B, *, left=True, out=None):
     a, b = A._data, B._data
     _check_square(a, "solve")
     vec = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
+    n = a.shape[-1]
+    if (b.shape[-1] if vec else b.shape[-2] if b.ndim >= 2 else -1) != n:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and "
+                           f"{b.shape[-1] if vec else b.shape[-2]}x{1 if vec else b.shape[-1]})")
+    _broadcast_batch(b.shape[:-1] if vec else b.shape[:-2], a.shape[:-2])
     try:
         r = np.linalg.solve(a, b[..., None])[..., 0] if vec else np.linalg.solve(a, b)
     except np.linalg.LinAlgError:
@@ -826,18 +979,78 @@ def solve(A, B, *, left=True, out=None):
 def multi_dot(tensors, *, out=None):
     """Product of a chain of matrices (the first and last may be vectors)."""
     tensors = list(tensors)
-    if len(tensors) < 2:
-        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
-    r = tensors[0]
-    for t in tensors[1:]:
-        r = matmul(r, t)
-    r = r.view(r.shape)
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    first, last = tensors[0]._data.ndim, tensors[-1]._data.ndim
+    if first not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {first}D")
+    if last not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last}D")
+    for k in range(1, n - 1):
+        if tensors[k]._data.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {k} must be 2D but got {tensors[k]._data.ndim}D")
+    dt = tensors[0]._data.dtype
+    for k in range(1, n):
+        if tensors[k]._data.dtype != dt:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{_SHORT[dt.name]} and tensor {k} {_SHORT[tensors[k]._data.dtype.name]}")
+    ms = list(tensors)
+    if first == 1:
+        ms[0] = ms[0].reshape(1, -1)
+    if last == 1:
+        ms[-1] = ms[-1].reshape(-1, 1)
+    for k in range(n - 1):
+        a, b = ms[k]._data.shape, ms[k + 1]._data.shape
+        if a[1] != b[0]:
+            raise RuntimeError(f"multi_dot(): tensors {k} and {k + 1} with shapes {list(a)} and {list(b)} cannot be "
+                               "multiplied")
+    if n == 2:
+        r = mm(ms[0], ms[1])
+    elif n == 3:  # the cheaper of the two orders, as PyTorch decides it
+        a, b = ms[0]._data.shape
+        c, d = ms[2]._data.shape
+        r = mm(ms[0], mm(ms[1], ms[2])) if a * c * (b + d) > b * d * (a + c) else mm(mm(ms[0], ms[1]), ms[2])
+    else:
+        r = _chain_product(ms, _chain_order(ms), 0, n - 1)
+    shape = ms[0]._data.shape[:1] if first == 2 else ()
+    shape += ms[-1]._data.shape[1:] if last == 2 else ()
+    r = r.view(shape)  # PyTorch's result is a view of its last product
     return r if out is None else write_out(out, r, "linalg_multi_dot")
+
+
+def _chain_order(ms):
+    """The optimal parenthesisation of a matrix chain (PyTorch's dynamic programme: the first
+    split of least cost wins ties, so non-finite values meet in PyTorch's order)."""
+    n = len(ms)
+    p = [ms[0]._data.shape[0]] + [m._data.shape[1] for m in ms]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
+
+
+def _chain_product(ms, split, i, j):
+    if i == j:
+        return ms[i]
+    k = split[i][j]
+    return mm(_chain_product(ms, split, i, k), _chain_product(ms, split, k + 1, j))
 
 
 def vecdot(x, y, *, dim=-1, out=None):
     """Dot product of vectors along ``dim`` (broadcasting)."""
     from .arithmetic import mul
+    for t in (x, y):
+        if t._data.dtype.kind not in "fc":
+            raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                               f"{_dtype_name(t._data.dtype)}")
     res = mul(x, y).sum(dim)
     return res if out is None else write_out(out, res, "linalg_vecdot")
 

@@ -3,17 +3,20 @@ label smoothing, any number of spatial dims), MSE, L1, smooth L1, Huber, binary
 cross-entropy (plain and with logits), KL divergence, and the margin/embedding losses;
 plus the distances they use (pairwise distance, cosine similarity, normalize).
 
-The dedicated kernels (NllLossBackward0, MseLossBackward0, ...) run on arrays; the
-composite losses are built from tensor ops so their grad_fn is PyTorch's too.
+The dedicated kernels (NllLossBackward0, MseLossBackward0, ...) run on arrays; their
+backward is itself an op (PyTorch's <loss>_backward) whose own derivatives are PyTorch's
+double-backward formulas, written with tensor ops. The composite losses are built from
+tensor ops in PyTorch's order, so their grad_fn and edge-case values are PyTorch's too.
 """
 import warnings
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, wrap_dim, Size
-from .unary import exp, log, sigmoid, sqrt
+from ._base import OpNode, node_for, save, finish, Size, arr
+from .unary import exp, sigmoid, sqrt
 from .index import where
-from .activation import log_softmax, _softplus_np
+from .activation import log_softmax, logsigmoid
+from ..autograd import grad_mode as _grad_mode
 
 __all__ = ["cosine_similarity", "pairwise_distance"]
 TENSOR_METHODS = {}
@@ -55,12 +58,14 @@ def _reduce_np(a, reduction):
             return np.asarray(a.mean() if a.size else np.nan, a.dtype)
     if reduction == "sum":
         return np.asarray(a.sum(), a.dtype)
-    return a
+    return arr(a)
 
 
 def _const(a, dtype):
     return finish(None, np.asarray(a, dtype=dtype))
 
+
+_grad_state = _grad_mode._state
 
 _TN = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
        "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
@@ -70,35 +75,72 @@ _TN = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Lon
 
 class _NllBackward(OpNode):
     def backward(self, g):
-        return _nll_grad(g, self.coef, self.target, self.in_shape, self.reduction)
+        x, target, w = self.saved_tensors
+        return _nll_backward(g, x, target, w, self.reduction, self.ignore_index, self.total_weight,
+                             self.double_cls)
 
 
 NllLossBackward0 = type("NllLossBackward0", (_NllBackward,), {})
 NllLoss2DBackward0 = type("NllLoss2DBackward0", (_NllBackward,), {})
 
 
-class NllLossBackwardBackward0(OpNode):
+class _NllDoubleBackward(OpNode):
+    """The input gradient is linear in the incoming gradient: its derivative w.r.t. that
+    gradient is nll_loss itself (PyTorch's formula); w.r.t. the log-probabilities, zero."""
+
     def backward(self, gg):
-        # the input gradient is linear in g: gather gg back at the targets
-        picked = np.take_along_axis(gg._data, self.target[:, None], axis=1)[:, 0] * self.coef
-        r = picked.reshape(self.g_shape) if self.reduction == "none" else np.asarray(picked.sum(), gg._data.dtype)
-        return finish(None, r.astype(gg._data.dtype, copy=False))
+        nf = self.next_functions
+        dg = dx = None
+        if nf[0][0] is not None:
+            dg = nll_loss(gg, self.target, self.weight, self.ignore_index, self.reduction)
+            if tuple(dg.shape) != self.g_shape:
+                dg = dg.reshape(self.g_shape)
+        if nf[1][0] is not None:
+            dx = _const(np.zeros(self.x_shape), gg._data.dtype)
+        return dg, dx
 
 
-def _nll_grad(g, coef, target, in_shape, reduction):
-    """zeros(input) with -w[t]/norm * g at each (sample, target)."""
+NllLossBackwardBackward0 = type("NllLossBackwardBackward0", (_NllDoubleBackward,), {})
+NllLoss2DBackwardBackward0 = type("NllLoss2DBackwardBackward0", (_NllDoubleBackward,), {})
+
+
+def _valid_targets(t, ignore_index):
+    """(row indices, their targets) of the targets that are not ignored."""
+    tf = t.reshape(-1)
+    if tf.dtype != np.int64:
+        tf = tf.astype(np.int64)
+    valid = tf != ignore_index
+    if valid.all():
+        return np.arange(tf.shape[0]), tf
+    idx = np.nonzero(valid)[0]
+    return idx, tf[idx]
+
+
+def _nll_backward(g, x, target, weight, reduction, ignore_index, total_weight, cls):
+    """zeros(input) with -w[t] * g (/ total weight) at each non-ignored (sample, target);
+    ignored positions are never written, so they stay 0 whatever g holds."""
     gd = g._data
-    n = target.shape[0]
-    c = in_shape[1] if len(in_shape) > 1 else in_shape[0]
-    gv = gd.reshape(-1) if reduction == "none" else gd.reshape(())
-    gx = np.zeros((n, c), gd.dtype)
-    gx[np.arange(n), target] = coef * gv
-    # back to the input layout (N, C, *d)
-    gx = _from_rows(gx, in_shape)
-    node = node_for(NllLossBackwardBackward0, (g,))
+    xs = x._data.shape
+    t = target._data
+    idx, tv = _valid_targets(t, ignore_index)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if reduction == "none":
+            gv = gd.reshape(-1)
+            gv = gv if idx.shape[0] == gv.shape[0] else gv[idx]
+        else:
+            gv = gd.reshape(())
+            if reduction == "mean":
+                gv = gv / total_weight
+        val = -gv
+        if weight is not None:
+            val = val * weight._data[tv]
+    gx = np.zeros((t.size, xs[1] if len(xs) > 1 else xs[0]), gd.dtype)
+    gx[idx, tv] = val
+    node = node_for(cls, (g, x))
     if node is not None:
-        node.coef, node.target, node.reduction, node.g_shape = coef, target, reduction, gd.shape
-    return finish(node, gx)
+        node.target, node.weight, node.ignore_index, node.reduction = target, weight, ignore_index, reduction
+        node.g_shape, node.x_shape = tuple(gd.shape), xs
+    return finish(node, _from_rows(gx, xs))
 
 
 def _to_rows(x):
@@ -120,69 +162,89 @@ def _from_rows(r, shape):
     return np.ascontiguousarray(np.moveaxis(r.reshape((shape[0],) + tuple(shape[2:]) + (c,)), -1, 1))
 
 
-def _check_target(input, target):
+def _check_target(input, target, weight):
+    """nll_loss_nd's checks, in PyTorch's order and words."""
     x, t = input._data, target._data
-    if t.dtype.kind not in "iub":
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_TN.get(t.dtype.name, t.dtype.name)}")
     if x.ndim < 1:
-        raise RuntimeError("input tensor should be 1D or 2D")
-    if x.ndim <= 2 and t.ndim > 1:
-        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    if x.ndim == 1:
-        if t.ndim != 0:
-            raise ValueError(f"Expected input batch_size (1) to match target batch_size ({t.shape[0]}).")
-        return
-    if x.shape[0] != (t.shape[0] if t.ndim else 1):
-        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
-                         f"({t.shape[0] if t.ndim else 1}).")
-    if x.ndim > 2 and t.shape != x.shape[:1] + x.shape[2:]:
+        raise ValueError(f"Expected 1 or more dimensions (got {x.ndim})")
+    tb = t.shape[0] if t.ndim else 0
+    if x.ndim != 1 and x.shape[0] != tb:
+        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size ({tb}).")
+    if x.ndim == 1 and t.ndim == 1 and t.shape[0] != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {t.shape[0]}")
+    if x.ndim <= 2:
+        if t.ndim > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    elif x.ndim == 4:
+        if t.ndim != 3:
+            raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of "
+                               f"dimension: {t.ndim}")
+        if t.shape[1:] != x.shape[2:]:
+            raise RuntimeError(f"size mismatch (got input: {list(x.shape)} , target: {list(t.shape)}")
+    elif t.shape[1:] != x.shape[2:]:
         raise RuntimeError(f"Expected target size {list(x.shape[:1] + x.shape[2:])}, got {list(t.shape)}")
+    if t.dtype != np.int64 and t.dtype != np.uint8:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_TN.get(t.dtype.name, t.dtype.name)}")
+    c = x.shape[1] if x.ndim >= 2 else x.shape[0]
+    if weight is not None:
+        w = weight._data
+        if w.ndim != 1 or w.shape[0] != c:
+            raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
+                               f"weight tensor of shape: {list(w.shape)}")
+    kernel = "nll_loss2d_forward" if x.ndim >= 3 else "nll_loss_forward"
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel[:-8]}{"_forward_out_frame" if x.ndim >= 3 else "_out_frame"}" not '
+                                  f"implemented for '{_TN.get(x.dtype.name, x.dtype.name)}'")
+    if weight is not None:
+        if weight._data.dtype != x.dtype:
+            raise RuntimeError(f"expected scalar type {_TN[x.dtype.name]} but found "
+                               f"{_TN.get(weight._data.dtype.name, weight._data.dtype.name)}")
+        _no_grad_weight(kernel, weight=weight)
+    return c
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log likelihood of the target classes (class dim 1, or 0 for 1-D input)."""
     _reduction(reduction)
-    _check_target(input, target)
+    c = _check_target(input, target, weight)
     x, t = input._data, target._data
-    c = x.shape[1] if x.ndim >= 2 else x.shape[0]
-    if weight is not None:
-        if weight._data.ndim != 1 or weight._data.shape[0] != c:
-            raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
-                               f"weight tensor of shape: {list(weight._data.shape)}")
     rows = _to_rows(x)
-    tf = t.reshape(-1).astype(np.int64)
-    ignored = tf == ignore_index
-    valid = ~ignored
-    tv = np.where(ignored, 0, tf)
-    bad = valid & ((tf < 0) | (tf >= c))
-    if bad.any():
-        raise IndexError(f"Target {int(tf[np.argmax(bad)])} is out of bounds.")
-    w = weight._data.astype(x.dtype, copy=False) if weight is not None else None
-    wt = (w[tv] if w is not None else np.ones(tf.shape, x.dtype)) * valid
-    picked = rows[np.arange(rows.shape[0]), tv]
-    losses = -(picked * wt)
-    if reduction == "none":
-        r = losses.reshape(t.shape).astype(x.dtype, copy=False)
-        coef = -wt
-    elif reduction == "sum":
-        r = np.asarray(losses.sum(), x.dtype)
-        coef = -wt
+    idx, tv = _valid_targets(t, ignore_index)
+    if tv.size:
+        bad = (tv < 0) | (tv >= c)
+        if bad.any():
+            raise IndexError(f"Target {int(tv[np.argmax(bad)])} is out of bounds.")
+    # ignored positions are left out, never multiplied (an infinite input there must not leak)
+    picked = rows[idx, tv]
+    if weight is not None:
+        wv = weight._data[tv]
+        lv = -(picked * wv)
+        total = np.asarray(wv.sum(), x.dtype)
     else:
-        total = wt.sum()
+        lv = -picked
+        total = np.asarray(idx.shape[0], x.dtype)
+    if reduction == "none":
+        if idx.shape[0] == t.size:
+            r = lv.reshape(t.shape if x.ndim > 1 else ())
+        else:
+            r = np.zeros(t.size, x.dtype)
+            r[idx] = lv
+            r = r.reshape(t.shape if x.ndim > 1 else ())
+    elif reduction == "sum":
+        r = np.asarray(lv.sum(), x.dtype)
+    else:
         with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.asarray(losses.sum() / total, x.dtype)
-            coef = -wt / total
+            r = np.asarray(lv.sum() / total, x.dtype)
+    double = NllLoss2DBackwardBackward0 if x.ndim >= 3 else NllLossBackwardBackward0
     cls = NllLoss2DBackward0 if x.ndim >= 3 else NllLossBackward0
     node = node_for(cls, (input,))
     if node is not None:
-        node.coef = coef.astype(x.dtype, copy=False)
-        node.target, node.in_shape, node.reduction = tv, x.shape, reduction
-    res = finish(node, r)
-    if reduction == "none" and (x.ndim == 3 or x.ndim > 4) and node is not None:
-        # PyTorch runs these through the 4-D kernel and views the result back
-        from ._linear import _reshape_named
-        res = _reshape_named(res, r.shape, "ViewBackward0")
-    return res
+        node.reduction, node.ignore_index, node.total_weight, node.double_cls = reduction, ignore_index, total, double
+        save(node, input, target, weight)
+    if reduction == "none" and (x.ndim == 3 or x.ndim > 4):
+        # PyTorch runs these through the 4-D kernel and views its (N, 1, -1) result back
+        return finish(node, r.reshape(x.shape[0], 1, int(np.prod(x.shape[2:])))).view(r.shape)
+    return finish(node, arr(r))
 
 
 class DivBackward1(OpNode):
@@ -194,7 +256,8 @@ def _div_scalar(t, s):
     node = node_for(DivBackward1, (t,))
     if node is not None:
         node.other = s
-    return finish(node, np.asarray(t._data / s, t._data.dtype))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return finish(node, arr(np.asarray(t._data / s, t._data.dtype)))
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
@@ -202,21 +265,31 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     probabilities (same shape as input), ``-sum(target * log_softmax(input))``."""
     _reduction(reduction)
     x, t = input._data, target._data
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if x.ndim == 1 else 1
-    c = x.shape[class_dim]
-    if x.shape == t.shape and t.dtype.kind == "f":
+    c = x.shape[class_dim] if x.ndim else 1
+    wshape = [1] * x.ndim
+    if x.ndim:
+        wshape[class_dim] = c
+    if x.shape == t.shape:
+        if t.dtype.kind != "f":
+            raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                               f"{_TN.get(t.dtype.name, t.dtype.name)}")
+        if weight is not None and (weight._data.ndim != 1 or weight._data.shape[0] != c):
+            raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {c} classes or no "
+                               f"classes but got weight tensor of shape: {list(weight._data.shape)}")
         lp = log_softmax(input, class_dim)
         tgt = target
         if label_smoothing > 0:
             tgt = target * (1 - label_smoothing) + label_smoothing / c
         prod = lp * tgt
         if weight is not None:
-            prod = prod * weight.reshape((1, c) + (1,) * (x.ndim - 2) if x.ndim >= 2 else (c,))
+            prod = prod * (weight.reshape(wshape) if x.ndim > 1 else weight)
         if reduction == "mean":
-            n = x.size // c if c else 0
-            return _div_scalar(-prod.sum(), n)
+            if x.size == 0:
+                return -prod.sum().fill_(float("nan"))
+            return _div_scalar(-prod.sum(), x.size // c)
         if reduction == "sum":
             return -prod.sum()
         return -prod.sum(class_dim)
@@ -229,19 +302,16 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         return nll
     ignore = t == ignore_index
     if weight is not None:
-        wshape = [1] * x.ndim
-        wshape[class_dim] = c
         smooth = -(lp * weight.reshape(wshape)).sum(class_dim)
     else:
         smooth = -lp.sum(class_dim)
-    smooth = smooth * _const(~ignore, x.dtype)
+    smooth = smooth.masked_fill(_const(ignore, np.bool_), 0.0)
     if reduction == "mean":
         if weight is not None:
-            tv = t[~ignore].reshape(-1)
-            denom = weight._data[tv].sum()
+            denom = _const(weight._data[t[~ignore].reshape(-1)].sum(), weight._data.dtype)
         else:
-            denom = (~ignore).sum()
-        ret = smooth.sum() / _const(denom, x.dtype)
+            denom = _const((~ignore).sum(), np.int64)
+        ret = smooth.sum() / denom
     elif reduction == "sum":
         ret = smooth.sum()
     else:
@@ -258,75 +328,161 @@ def _size_warning(input, target):
                       "Please ensure they have the same size.", stacklevel=3)
 
 
-def _pair(input, target):
-    x, y = input._data, target._data
-    dt = np.result_type(x.dtype, y.dtype) if x.dtype != y.dtype else x.dtype
-    try:
-        shape = np.broadcast_shapes(x.shape, y.shape)
-    except ValueError:
-        raise RuntimeError(f"The size of tensor a ({x.shape[-1]}) must match the size of tensor b "
-                           f"({y.shape[-1]}) at non-singleton dimension {max(x.ndim, y.ndim) - 1}")
-    return x.astype(dt, copy=False), y.astype(dt, copy=False), shape
+def _expanded(input, target):
+    """``torch.broadcast_tensors(input, target)`` (the tensors themselves when shapes agree)."""
+    if tuple(input.shape) == tuple(target.shape):
+        return input, target
+    from .shape import broadcast_tensors
+    return broadcast_tensors(input, target)
 
 
 class _PointwiseLossBackward(OpNode):
-    """Loss = reduce(f(x - y)); grad wrt x is f'(d) * g (/n), wrt y its negative."""
+    """Loss = reduce(f(x - y)). Its gradients come from the loss's own backward kernel, an op
+    of (g, x, y) with PyTorch's double-backward formulas; input and target get separately
+    computed gradients, as PyTorch's two backward calls (second derivatives are summed, not
+    factored: inf - inf stays nan)."""
 
     def backward(self, g):
         x, y = self.saved_tensors
-        d = x - y
-        gd = self.deriv(d) * (g if self.reduction == "none" else g / self.n if self.reduction == "mean" else g)
         nf = self.next_functions
-        return (gd if nf[0][0] is not None else None, -gd if nf[1][0] is not None else None)
+        k, red = self.kernel, self.reduction
+        gx = _pointwise_backward(k, g, x, y, red) if nf[0][0] is not None else None
+        gy = None
+        if nf[1][0] is not None:
+            gy = _pointwise_backward(k, g, y, x, red) if k.swap_target else -_pointwise_backward(k, g, x, y, red)
+        return gx, gy
 
 
-class MseLossBackward0(_PointwiseLossBackward):
-    def deriv(self, d):
-        return d * 2
+class _PointwiseBackwardBackward(OpNode):
+    def backward(self, gg):
+        g, x, y = self.saved_tensors
+        nf = self.next_functions
+        k, red, n = self.kernel, self.reduction, x._data.size
+        dg = dx = dy = None
+        if nf[0][0] is not None:
+            if red == "none":
+                dg = _pointwise_backward(k, gg, x, y, red)
+            else:
+                ones = _const(np.ones(g._data.shape), g._data.dtype)
+                dg = (_pointwise_backward(k, ones, x, y, red) * gg).sum()
+        if nf[1][0] is not None:
+            dx = k.second(gg * g, x._data - y._data, red, n)
+        if nf[2][0] is not None:
+            dy = -k.second(gg * g, x._data - y._data, red, n)
+        return dg, dx, dy
 
 
-class SmoothL1LossBackward0(_PointwiseLossBackward):
-    def deriv(self, d):
-        b = self.beta
-        dd = d._data
-        return where(finish(None, np.abs(dd) < b), d / b, _const(np.sign(dd), dd.dtype))
+class _Kernel:
+    swap_target = False
+
+    def __init__(self, name, **params):
+        self.node = type(name, (_PointwiseBackwardBackward,), {"__module__": __name__})
+        self.__dict__.update(params)
+
+    def _scale(self, t, red, n):
+        return _div_scalar(t, n) if red == "mean" else t
 
 
-class HuberLossBackward0(_PointwiseLossBackward):
-    def deriv(self, d):
+class _Mse(_Kernel):
+    swap_target = True      # mse_loss_backward(grad, target, self)
+
+    def value(self, gd, d, norm):
+        return d * (2 * norm) * gd
+
+    def second(self, ggg, d, red, n):
+        return self._scale(ggg * 2, red, n)
+
+
+class _Huber(_Kernel):
+    def value(self, gd, d, norm):
         de = self.delta
-        dd = d._data
-        return where(finish(None, np.abs(dd) <= de), d, _const(np.sign(dd) * de, dd.dtype))
+        return np.where(d < -de, -norm * gd * de, np.where(d > de, norm * gd * de, norm * d * gd))
+
+    def second(self, ggg, d, red, n):
+        # multiplied by the mask, as PyTorch's huber_loss_double_backward (an inf there gives nan)
+        return self._scale(ggg * _const(np.abs(d) < self.delta, ggg._data.dtype), red, n)
 
 
-def _pointwise(cls, input, target, reduction, fn, **attrs):
+class _SmoothL1(_Kernel):
+    def value(self, gd, d, norm):
+        b = self.beta
+        return np.where(d <= -b, -norm * gd, np.where(d >= b, norm * gd, norm * d * gd / b))
+
+    def second(self, ggg, d, red, n):
+        return self._scale(ggg * _const(np.abs(d) < self.beta, ggg._data.dtype) / self.beta, red, n)
+
+
+def _pointwise_backward(k, g, x, y, reduction):
+    """The loss kernel's input gradient (PyTorch's <loss>_backward), recorded as its own op."""
+    xd, yd, gd = x._data, y._data, g._data
+    n = xd.size
+    norm = (1.0 / n if n else float("inf")) if reduction == "mean" else 1.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = k.value(gd, xd - yd, norm)
+    node = node_for(k.node, (g, x, y))
+    if node is not None:
+        node.kernel, node.reduction = k, reduction
+        save(node, g, x, y)
+    return finish(node, arr(np.asarray(r, np.result_type(xd, yd))))
+
+
+def _float_kernel(name, input, target):
+    from ._base import result_np_dtype
+    dt = result_np_dtype(input, target)
+    if dt.kind in "iub":
+        raise NotImplementedError(f'"{name}" not implemented for \'{_TN.get(dt.name, dt.name)}\'')
+
+
+MseLossBackward0 = type("MseLossBackward0", (_PointwiseLossBackward,), {})
+SmoothL1LossBackward0 = type("SmoothL1LossBackward0", (_PointwiseLossBackward,), {})
+HuberLossBackward0 = type("HuberLossBackward0", (_PointwiseLossBackward,), {})
+_MSE = _Mse("MseLossBackwardBackward0")
+
+
+def _pointwise(cls, kernel, input, target, reduction, fn):
     _reduction(reduction)
-    x, y, shape = _pair(input, target)
-    r = _reduce_np(fn(x - y).astype(x.dtype, copy=False), reduction)
+    input, target = _expanded(input, target)
+    x, y = input._data, target._data
+    dt = np.result_type(x.dtype, y.dtype) if x.dtype != y.dtype else x.dtype
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = _reduce_np(arr(np.asarray(fn(x.astype(dt, copy=False) - y.astype(dt, copy=False)), dt)), reduction)
     node = node_for(cls, (input, target))
     if node is not None:
-        for k, v in attrs.items():
-            setattr(node, k, v)
-        node.reduction, node.n = reduction, max(1, int(np.prod(shape)))
+        node.kernel, node.reduction = kernel, reduction
         save(node, input, target)
     return finish(node, r)
+
+
+def _weighted(elementwise, weight, input, reduction, mean_by_weight):
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = elementwise * weight
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if mean_by_weight else loss.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
 
 
 def mse_loss(input, target, reduction="mean", weight=None):
     """Mean squared error."""
     _size_warning(input, target)
     if weight is not None:
-        return _reduce_t((input - target) * (input - target) * weight, _reduction(reduction))
-    return _pointwise(MseLossBackward0, input, target, reduction, lambda d: d * d)
+        ei, et = _expanded(input, target)
+        return _weighted((ei - et) ** 2, weight, input, reduction, True)
+    _float_kernel("mse_cpu", input, target)
+    return _pointwise(MseLossBackward0, _MSE, input, target, reduction, lambda d: d * d)
 
 
 def l1_loss(input, target, reduction="mean", weight=None):
     """Mean absolute error."""
     _size_warning(input, target)
-    d = (input - target).abs()
+    ei, et = _expanded(input, target)
     if weight is not None:
-        d = d * weight
-    return _reduce_t(d, _reduction(reduction))
+        return _weighted((ei - et).abs(), weight, input, reduction, True)
+    return _reduce_t((ei - et).abs(), _reduction(reduction))
 
 
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
@@ -335,9 +491,11 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0:
-        return l1_loss(input, target, reduction)
-    return _pointwise(SmoothL1LossBackward0, input, target, reduction,
-                      lambda d: np.where(np.abs(d) < beta, 0.5 * d * d / beta, np.abs(d) - 0.5 * beta), beta=beta)
+        ei, et = _expanded(input, target)
+        return _reduce_t((ei - et).abs(), _reduction(reduction))
+    _float_kernel("smooth_l1_cpu", input, target)
+    return _pointwise(SmoothL1LossBackward0, _SmoothL1("SmoothL1LossBackwardBackward0", beta=beta), input, target,
+                      reduction, lambda d: np.where(np.abs(d) < beta, 0.5 * d * d / beta, np.abs(d) - 0.5 * beta))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -345,31 +503,122 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _size_warning(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    return _pointwise(HuberLossBackward0, input, target, reduction,
-                      lambda d: np.where(np.abs(d) < delta, 0.5 * d * d, delta * (np.abs(d) - 0.5 * delta)),
-                      delta=delta)
+    _float_kernel("huber_cpu", input, target)
+
+    def fn(d):
+        return np.where(np.abs(d) < delta, 0.5 * d * d, delta * (np.abs(d) - 0.5 * delta))
+    kernel = _Huber("HuberLossBackwardBackward0", delta=delta)
+    if weight is not None:
+        _reduction(reduction)
+        return _weighted(_pointwise(HuberLossBackward0, kernel, input, target, "none", fn), weight, input,
+                         reduction, False)
+    return _pointwise(HuberLossBackward0, kernel, input, target, reduction, fn)
 
 
 # *** binary cross entropy ***
+
+def _check_out_shape(input, *others):
+    """The loss is computed in place into an input-shaped buffer: nothing may broadcast it larger."""
+    shape = tuple(input.shape)
+    full = np.broadcast_shapes(shape, *(tuple(o.shape) for o in others if o is not None))
+    if full != shape:
+        raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape {list(full)}")
+
+
+def _no_grad_weight(fn, **tensors):
+    if _grad_state.grad:
+        for name, t in tensors.items():
+            if t is not None and t._requires_grad:
+                raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument '{name}'. "
+                                   "This input cannot have requires_grad True.")
+
+
+class LogitBackward0(OpNode):
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g / (x * (1 - x))
+
+
+def _logit(input):
+    """``log(x / (1 - x))`` for x in [0, 1] (binary_cross_entropy's inputs are checked)."""
+    x = input._data
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = arr(np.log(x / (1 - x)))
+    node = node_for(LogitBackward0, (input,))
+    if node is not None:
+        save(node, input)
+    return finish(node, r)
+
+
+def _bce_mean(t, reduction, n):
+    return _div_scalar(t, n) if reduction == "mean" else t
+
 
 class BinaryCrossEntropyBackward0(OpNode):
     def backward(self, g):
         x, y, w = self.saved_tensors
         nf = self.next_functions
-        scale = g if self.reduction != "mean" else g / self.n
-        gx = gy = None
-        if nf[0][0] is not None:
-            denom = _const(np.maximum((1 - x._data) * x._data, 1e-12), x._data.dtype)
-            gx = (x - y) / denom * scale
-            if w is not None:
-                gx = gx * w
+        gx = _bce_backward(g, x, y, w, self.reduction) if nf[0][0] is not None else None
+        gy = None
         if nf[1][0] is not None:
-            lx = _const(np.maximum(np.log(x._data), -100), x._data.dtype)
-            l1x = _const(np.maximum(np.log1p(-x._data), -100), x._data.dtype)
-            gy = (l1x - lx) * scale
+            gy = -_logit(x) * g
             if w is not None:
                 gy = gy * w
+            gy = _bce_mean(gy, self.reduction, x._data.size)
         return gx, gy
+
+
+_BCE_EPS = 1e-12
+_EPS_F = float(np.float32(1e-12))     # PyTorch's loss kernels' EPSILON is a float constant
+
+
+class BinaryCrossEntropyBackwardBackward0(OpNode):
+    """PyTorch's binary_cross_entropy double backward: its own formulas (with eps in the
+    denominators), written with tensor ops so they differentiate again."""
+
+    def backward(self, gg):
+        g, x, y, w = self.saved_tensors
+        nf = self.next_functions
+        red, n, eps = self.reduction, x._data.size, _BCE_EPS
+        dg = dx = dy = None
+        if nf[0][0] is not None:
+            dg = (x - y) / ((x + eps) * (1 - x + eps)) * gg
+            if w is not None:
+                dg = dg * w
+            if red != "none":
+                dg = _bce_mean(dg, red, n).sum()
+        if nf[1][0] is not None:
+            dx = (x * x - x * y * 2 + y) / ((x + eps) ** 2 * (1 - x + eps) ** 2) * (gg * g)
+            if w is not None:
+                dx = dx * w
+            dx = _bce_mean(dx, red, n)
+        if nf[2][0] is not None:
+            dy = -gg * g
+            if w is not None:
+                dy = dy * w
+            denom = (1 - x) * x
+            from ..autograd import grad_mode
+            with grad_mode.no_grad():
+                # clamped in value only: the graph keeps the unclamped product (as PyTorch does)
+                denom.clamp_min_(eps)
+            dy = _bce_mean(dy / denom, red, n)
+        return dg, dx, dy
+
+
+def _bce_backward(g, x, y, w, reduction):
+    """``g * (x - y) / max(x (1 - x), eps) * w (/ n)``: PyTorch's binary_cross_entropy_backward."""
+    gd, xd, yd = g._data, x._data, y._data
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        r = gd * (xd - yd) / np.maximum((1 - xd) * xd, _EPS_F)
+        if w is not None:
+            r = r * w._data
+        if reduction == "mean":
+            r = r / xd.size
+    node = node_for(BinaryCrossEntropyBackwardBackward0, (g, x, y))
+    if node is not None:
+        node.reduction = reduction
+        save(node, g, x, y, w)
+    return finish(node, arr(np.asarray(r, xd.dtype)))
 
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
@@ -378,19 +627,31 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({Size(target.shape)}) that is different to the input size "
                          f"({Size(input.shape)}) is deprecated. Please ensure they have the same size.")
-    x, y = input._data, target._data.astype(input._data.dtype, copy=False)
-    if x.size and ((x < 0).any() or (x > 1).any()):
-        raise RuntimeError("all elements of input should be between 0 and 1")
-    with np.errstate(divide="ignore"):
-        l = -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log1p(-x), -100))
-    wt = None
-    if weight is not None:
-        wt = weight._data
-        l = l * wt
-    r = _reduce_np(l.astype(x.dtype, copy=False), reduction)
+    _no_grad_weight("binary_cross_entropy", weight=weight)
+    if weight is not None and tuple(weight.shape) != tuple(target.shape):
+        from .shape import expand, broadcast_shapes
+        weight = expand(weight, *broadcast_shapes(tuple(target.shape), tuple(weight.shape)))
+        _check_out_shape(input, weight)
+    x, y = input._data, target._data
+    if y.dtype != x.dtype:
+        raise RuntimeError(f"Found dtype {_TN.get(y.dtype.name, y.dtype.name)} but expected "
+                           f"{_TN.get(x.dtype.name, x.dtype.name)}")
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{_TN.get(x.dtype.name)}\'')
+    if x.size:
+        with np.errstate(invalid="ignore"):
+            if not ((x >= 0) & (x <= 1)).all():
+                raise RuntimeError("all elements of input should be between 0 and 1")
+            if not ((y >= 0) & (y <= 1)).all():
+                raise RuntimeError("all elements of target should be between 0 and 1")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        l = (y - 1) * np.maximum(np.log1p(-x), -100) - y * np.maximum(np.log(x), -100)
+        if weight is not None:
+            l = l * weight._data
+    r = _reduce_np(arr(np.asarray(l, x.dtype)), reduction)
     node = node_for(BinaryCrossEntropyBackward0, (input, target))
     if node is not None:
-        node.reduction, node.n = reduction, max(1, x.size)
+        node.reduction = reduction
         save(node, input, target, weight)
     return finish(node, r)
 
@@ -399,24 +660,26 @@ class BinaryCrossEntropyWithLogitsBackward0(OpNode):
     def backward(self, g):
         x, y, w, pw = self.saved_tensors
         nf = self.next_functions
-        scale = g if self.reduction != "mean" else g / self.n
+        red, n = self.reduction, x._data.size
         gx = gy = None
         if nf[0][0] is not None:
             if pw is not None:
-                lw = pw * y + 1 - y
-                gx = (sigmoid(x) * lw - pw * y) * scale
+                t = pw * y
+                gx = (t + 1 - y) * sigmoid(x) - t
             else:
-                gx = (sigmoid(x) - y) * scale
+                gx = sigmoid(x) - y
+            gx = gx * g
             if w is not None:
                 gx = gx * w
+            gx = _bce_mean(gx, red, n)
         if nf[1][0] is not None:
             if pw is not None:
-                sp = _const(_softplus_np(-x._data), x._data.dtype)
-                gy = ((pw - 1) * sp - x) * scale
+                gy = (logsigmoid(-x) - logsigmoid(x) * pw) * g
             else:
-                gy = -x * scale
+                gy = -x * g
             if w is not None:
                 gy = gy * w
+            gy = _bce_mean(gy, red, n)
         return gx, gy
 
 
@@ -425,21 +688,27 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     _reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({Size(target.shape)}) must be the same as input size ({Size(input.shape)})")
-    x, y = input._data, target._data.astype(input._data.dtype, copy=False)
-    sp = np.logaddexp(0, -x)          # log(1 + exp(-x)), stable
-    if pos_weight is not None:
-        lw = 1 + (pos_weight._data - 1) * y
-        l = (1 - y) * x + lw * sp
-    else:
-        l = (1 - y) * x + sp
-    if weight is not None:
-        l = l * weight._data
-    r = _reduce_np(np.asarray(l).astype(x.dtype, copy=False), reduction)
-    if reduction == "none":
-        r = np.broadcast_to(r, np.broadcast_shapes(x.shape, r.shape)).copy() if r.shape != x.shape else r
+    x, y = input._data, target._data
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for \'{_TN.get(x.dtype.name, x.dtype.name)}\'')
+    if y.dtype.kind not in "fc":
+        raise RuntimeError(f"result type {_TN[x.dtype.name]} can't be cast to the desired output type "
+                           f"{_TN.get(y.dtype.name, y.dtype.name)}")
+    if weight is not None or pos_weight is not None:
+        _no_grad_weight("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
+        _check_out_shape(input, weight, pos_weight)
+    with np.errstate(invalid="ignore"):
+        ls = -np.logaddexp(0, -x)      # log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))
+        if pos_weight is not None:
+            ls = ls * ((pos_weight._data - 1) * y + 1)
+        l = (1 - y) * x - ls
+        if weight is not None:
+            l = l * weight._data
+    # PyTorch computes the loss in place into ``1 - target``: the target's dtype
+    r = _reduce_np(arr(np.asarray(l, y.dtype)), reduction)
     node = node_for(BinaryCrossEntropyWithLogitsBackward0, (input, target))
     if node is not None:
-        node.reduction, node.n = reduction, max(1, x.size)
+        node.reduction = reduction
         save(node, input, target, weight, pos_weight)
     return finish(node, r)
 
@@ -448,44 +717,31 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise ``target * (log target - input)`` (input in log space), reduced."""
+    legacy = size_average is not None or reduce is not None
     reduction = legacy_reduction(size_average, reduce, reduction)
-    if reduction == "mean":
+    if reduction == "mean" and not legacy:
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                       stacklevel=2)
+    if reduction not in _REDUCTIONS and reduction != "batchmean":
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if input._data.dtype.kind in "iub" or target._data.dtype.kind in "iub":
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = exp(target) * (target - input)
     else:
-        t = target._data
-        if target._requires_grad:
-            tl = where(finish(None, t > 0), target * log(target), target * 0)
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                tl = _const(np.where(t == 0, 0, t * np.log(np.where(t == 0, 1, t))), t.dtype)
-        loss = tl - target * input
+        from .pointwise import xlogy
+        loss = xlogy(target, target) - target * input
     if reduction == "batchmean":
-        if input.ndim == 0:
-            return loss.sum()
-        return loss.sum() / _const(input.shape[0], loss._data.dtype)
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+        loss = loss.sum()
+        return loss if input.ndim == 0 else loss / _const(input.shape[0], loss._data.dtype)
     return _reduce_t(loss, reduction)
 
 
-class ClampMinBackward0(OpNode):
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g * _const(x._data >= self.min, g._data.dtype)
-
-
-def _clamp_min(input, m):
-    x = input._data
-    node = node_for(ClampMinBackward0, (input,))
-    if node is not None:
-        node.min = m
-        save(node, input)
-    return finish(node, np.maximum(x, m).astype(x.dtype, copy=False))
+def _clamp_min(t, m):
+    from .pointwise import clamp_min
+    return clamp_min(t, m)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
@@ -500,61 +756,64 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
 def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     """``1 - cos(x1, x2)`` for y = 1, ``max(0, cos(x1, x2) - margin)`` for y = -1."""
     _reduction(reduction)
-    td = 1 if input1.ndim == 2 else 0
-    eps = 1e-12
+    td = target.ndim
+    if td not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if td == 1 and not (input1.ndim == 2 and input2.ndim == 2):
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    if td == 0 and not (input1.ndim == 1 and input2.ndim == 1):
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    eps = _EPS_F
     prod_sum = (input1 * input2).sum(td)
     mag1 = (input1 * input1).sum(td) + eps
     mag2 = (input2 * input2).sum(td) + eps
     cos = prod_sum / sqrt(mag1 * mag2)
     y = target._data
-    zeros = cos * 0
-    out = where(finish(None, y == 1), 1 - cos, zeros) + where(finish(None, y == -1), _clamp_min(cos - margin, 0), zeros)
+    zeros = _const(np.zeros(cos._data.shape), cos._data.dtype)
+    out = where(finish(None, arr(y == 1)), 1 - cos, zeros) + \
+        where(finish(None, arr(y == -1)), _clamp_min(cos - margin, 0), zeros)
     return _reduce_t(out, reduction)
 
 
 class NormBackward1(OpNode):
     def backward(self, g):
-        (v,) = self.saved_tensors
-        p = self.p
-        r = _norm(v, p, self.dim, True)
-        gk = g if self.keepdim else g.reshape(r.shape)
-        if p == 2:
-            safe = where(finish(None, r._data == 0), r * 0 + 1, r)
-            return v / safe * gk * _const(r._data != 0, v._data.dtype)
-        if p == 1:
-            return v.sign() * gk
-        av = v.abs()
-        return v.sign() * av ** (p - 1) / r ** (p - 1) * gk
+        if self.p == 0:
+            return None     # PyTorch's norm_backward: no gradient for the 0-"norm"
+        v, r = self.saved_tensors
+        from .reduce import _vector_norm_grad
+        return _vector_norm_grad(v, r, g, self.p, self.dims, self.keepdim)
 
 
 def _norm(v, p, dim, keepdim):
-    """The ``p``-norm of ``v`` along ``dim`` (differentiable)."""
-    d = v._data
-    a = np.abs(d)
-    if p == 2:
-        r = np.sqrt((a * a).sum(axis=dim, keepdims=keepdim))
-    elif p == 1:
-        r = a.sum(axis=dim, keepdims=keepdim)
-    elif p == float("inf"):
-        r = a.max(axis=dim, keepdims=keepdim)
-    else:
-        r = (a ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
+    """``at::norm(v, p, dim, keepdim)``: linalg.vector_norm's value and checks, recorded as
+    PyTorch's NormBackward1 (the same norm_backward formula)."""
+    from .reduce import vector_norm
+    from ..autograd import grad_mode
+    with grad_mode.no_grad():
+        r = vector_norm(v, p, dim, keepdim)
     node = node_for(NormBackward1, (v,))
+    res = finish(node, r._data)
     if node is not None:
-        node.p, node.dim, node.keepdim = p, dim, keepdim
+        from ._base import save_output
+        node.p, node.dims, node.keepdim = float(p), (dim,) if v.ndim else (), keepdim
         save(node, v)
-    return finish(node, np.asarray(r, d.dtype))
+        save_output(node, res)
+    return res
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """``||x1 - x2 + eps||_p`` over the last dim."""
     nd = max(x1.ndim, x2.ndim)
-    return _norm(x1 - x2 + eps, p, nd - 1 if nd else None, keepdim)
+    return _norm(x1 - x2 + eps, p, nd - 1 if nd else 0, keepdim)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction="mean"):
     """``max(d(a, p) - d(a, n) + margin, 0)``."""
     _reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     if not (anchor.ndim == positive.ndim == negative.ndim):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
@@ -562,28 +821,50 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        d_swap = pairwise_distance(positive, negative, p, eps)
-        d_neg = where(finish(None, d_swap._data < d_neg._data), d_swap, d_neg)
-    return _reduce_t(_clamp_min(d_pos - d_neg + margin, 0), reduction)
+        from .pointwise import minimum
+        # a tie shares the gradient between both distances, as torch.min does
+        d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce_t(_clamp_min(margin + d_pos - d_neg, 0), reduction)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``."""
-    nd = max(x1.ndim, x2.ndim)
-    d = wrap_dim(dim, nd)
-    n1 = _norm(x1, 2, d - (nd - x1.ndim), True)
-    n2 = _norm(x2, 2, d - (nd - x2.ndim), True)
-    n1 = where(finish(None, n1._data < eps), _const(eps, n1._data.dtype), n1)
-    n2 = where(finish(None, n2._data < eps), _const(eps, n2._data.dtype), n2)
-    return ((x1 / n1) * (x2 / n2)).sum(d)
+    """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` along ``dim``.
+
+    As in PyTorch, each norm is clamped in value only (the gradient sees the plain norm)."""
+    from ._base import result_np_dtype
+    from .reduce import vector_norm
+    from .shape import broadcast_tensors
+    from ..autograd import grad_mode
+    dt = result_np_dtype(x1, x2)
+    if dt.kind != "f":
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_TN.get(dt.name)}")
+    if x1._data.dtype.kind in "iub":
+        x1 = x1.to(_dtype_of(dt))
+    if x2._data.dtype.kind in "iub":
+        x2 = x2.to(_dtype_of(dt))
+    if x1.shape != x2.shape:
+        x1, x2 = broadcast_tensors(x1, x2)
+    n1 = vector_norm(x1, 2, dim, True).clone()
+    n2 = vector_norm(x2, 2, dim, True).clone()
+    with grad_mode.no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _dtype_of(npdt):
+    from .. import _dtype as D
+    return D._FROM_NP[npdt]
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``input / max(||input||_p, eps)`` along ``dim``."""
-    d = wrap_dim(dim, input.ndim)
-    n = _norm(input, p, d, True)
-    n = where(finish(None, n._data < eps), _const(eps, n._data.dtype), n)
-    return input / n.expand(input.shape)
+    if out is None:
+        denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+        return input / denom
+    denom = input.norm(p, dim, keepdim=True).clamp_min_(eps).expand_as(input)
+    from .arithmetic import div
+    return div(input, denom, out=out)
 
 
 def one_hot(tensor, num_classes=-1):

@@ -4,7 +4,7 @@ the engine sums broadcast gradients back down to each input's shape."""
 import numpy as np
 
 from ._base import (OpNode, node_for, save, save_output, finish, arr, result_np_dtype, binary_operands,
-                    write_out, Tensor, _SCALARS)
+                    write_out, Tensor, _SCALARS, masked_grad)
 from .. import _dtype as D
 
 __all__ = ["clamp", "clip", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "lerp",
@@ -15,15 +15,12 @@ def _const(a):
     return finish(None, arr(a))
 
 
-def _mask(g, m):
+def _mask(g, m, name="WhereBackward0"):
     """``g`` where ``m`` holds, else 0 (an infinite or NaN ``g`` gives 0 too, as in PyTorch)."""
     m = np.asarray(m)
-    if m.all():
-        return g
-    from .index import where
     if m.shape != g._data.shape:
         m = np.broadcast_to(m, np.broadcast_shapes(m.shape, g._data.shape))
-    return where(_const(m), g, 0.0)
+    return masked_grad(g, m, None, name)
 
 
 def _data(v):
@@ -163,16 +160,23 @@ def _clamp(input, min, max, out, name, scalar_cls):
         if max is not None and not isinstance(max, Tensor):
             max = _tensor(max)
         _bshape(input, min, max)
+        if name == "clamp" and min is not None and max is not None and \
+                result_np_dtype(input, min, max).kind == "b":
+            raise NotImplementedError("\"clamp_cpu\" not implemented for 'Bool'")
     if not tensor_form and input._data.dtype.kind == "f" and type(min) in _PLAIN and type(max) in _PLAIN:
         dt = input._data.dtype  # a float tensor with Python-number bounds keeps its dtype
     else:
         dt = result_np_dtype(input, min, max)
+    if dt.kind == "b" and not tensor_form:
+        kernel = "clamp_scalar_cpu" if min is not None and max is not None else (
+            "clamp_min_scalar_cpu" if min is not None else "clamp_max_scalar_cpu")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     a = _as(input, dt)
     r = a
     if min is not None:
-        r = np.maximum(r, _as(min, dt))
+        r = np.maximum(_as(min, dt), r)  # ties keep the input (its signed zero), as in PyTorch
     if max is not None:
-        r = np.minimum(r, _as(max, dt))
+        r = np.minimum(_as(max, dt), r)
     if r is a:
         r = a.copy()
     if not tensor_form:
@@ -231,12 +235,13 @@ class MaximumBackward0(OpNode):
         dt = g._data.dtype
         big = self.sign > 0
         with np.errstate(invalid="ignore"):
-            eq = (a == b) * 0.5
+            share = np.where(a == b, dt.type(0.5), dt.type(1))
             lo_a = (a < b) if big else (a > b)
             lo_b = (a > b) if big else (a < b)
-            half = g * _const((1 - eq).astype(dt)) if eq.any() else g
-            ga = _mask(half, ~lo_a) if nf[0][0] is not None else None
-            gb = _mask(half, ~lo_b) if nf[1][0] is not None else None
+            ga = masked_grad(g, np.where(lo_a, dt.type(0), share), None, "MaskedFillBackward0") \
+                if nf[0][0] is not None else None
+            gb = masked_grad(g, np.where(lo_b, dt.type(0), share), None, "MaskedFillBackward0") \
+                if nf[1][0] is not None else None
         return ga, gb
 
 
@@ -251,15 +256,15 @@ class FmaxBackward0(OpNode):
         nf = self.next_functions
         with np.errstate(invalid="ignore"):
             m = ((a >= b) if self.sign > 0 else (a <= b)) | np.isnan(b)
-        return (_mask(g, m) if nf[0][0] is not None else None,
-                _mask(g, ~m) if nf[1][0] is not None else None)
+        return (_mask(g, m, "MaskedFillBackward0") if nf[0][0] is not None else None,
+                _mask(g, ~m, "MaskedFillBackward0") if nf[1][0] is not None else None)
 
 
 class FminBackward0(FmaxBackward0):
     pass
 
 
-def _extremum(name, np_fn, cls, sign):
+def _extremum(name, np_fn, cls, sign, swap=False):
     def op(input, other, *, out=None):
         _need_tensor(name, other)
         a, b, x, y, dt = binary_operands(input, other)
@@ -267,7 +272,9 @@ def _extremum(name, np_fn, cls, sign):
         if dt.kind == "c":
             raise RuntimeError(f"{name}() not implemented for complex tensors.")
         with np.errstate(invalid="ignore"):
-            r = np_fn(_as(input, dt), _as(other, dt))
+            # NumPy returns the second operand on ties, PyTorch's scalar kernel the first (its
+            # vectorized one, used on long tensors, the second): -0. against 0. shows it
+            r = np_fn(_as(other, dt), _as(input, dt)) if swap else np_fn(_as(input, dt), _as(other, dt))
         node = node_for(cls, (input, other))
         if node is not None:
             node.sign = sign
@@ -280,8 +287,8 @@ def _extremum(name, np_fn, cls, sign):
     return op
 
 
-maximum = _extremum("maximum", np.maximum, MaximumBackward0, 1)
-minimum = _extremum("minimum", np.minimum, MinimumBackward0, -1)
+maximum = _extremum("maximum", np.maximum, MaximumBackward0, 1, swap=True)
+minimum = _extremum("minimum", np.minimum, MinimumBackward0, -1, swap=True)
 fmax = _extremum("fmax", np.fmax, FmaxBackward0, 1)
 fmin = _extremum("fmin", np.fmin, FminBackward0, -1)
 
@@ -305,9 +312,13 @@ class LerpBackward1(OpNode):
     def backward(self, g):
         s, e, w = self.saved_tensors
         nf = self.next_functions
+        gw = None
+        if nf[2][0] is not None:
+            gw = g * (e - s)
+            if gw._data.dtype != w._data.dtype:
+                gw = gw.to(w.dtype)
         return (g * (1 - w) if nf[0][0] is not None else None,
-                g * w if nf[1][0] is not None else None,
-                g * (e - s) if nf[2][0] is not None else None)
+                g * w if nf[1][0] is not None else None, gw)
 
 
 def _lerp_np(s, e, w):
@@ -327,14 +338,19 @@ def lerp(input, end, weight, *, out=None):
     if x.dtype.kind not in "fc":
         raise NotImplementedError(f"\"lerp_kernel_scalar\" not implemented for '{_dtype_word(x.dtype)}'")
     if isinstance(weight, Tensor):
-        if weight._data.dtype != x.dtype:
-            raise RuntimeError(f"expected dtype {_C_NAMES[x.dtype.name]} for `weight` but got dtype "
-                               f"{_C_NAMES[weight._data.dtype.name]}")
+        wd = weight._data
+        if wd.dtype != x.dtype:
+            if wd.ndim:  # a 0-d weight is a number to PyTorch's type checks
+                raise RuntimeError(f"expected dtype {_C_NAMES[x.dtype.name]} for `weight` but got dtype "
+                                   f"{_C_NAMES[wd.dtype.name]}")
+            wd = wd.astype(x.dtype)
         _bshape(input, end, weight)
-        r = _lerp_np(x, end._data, weight._data)
+        r = _lerp_np(x, end._data, wd)
         node = node_for(LerpBackward1, (input, end, weight))
         if node is not None:
-            save(node, input, end, weight)
+            # the ends are needed only for the weight's gradient (PyTorch saves them only then)
+            wg = weight._requires_grad
+            save(node, input if wg else None, end if wg else None, weight)
         return _out(node, r, x.dtype, out, "lerp")
     _bshape(input, end)
     w = weight.item() if isinstance(weight, np.generic) else weight
@@ -358,8 +374,8 @@ class AddcmulBackward0(OpNode):
         v = self.value
         nf = self.next_functions
         return (g if nf[0][0] is not None else None,
-                g * t2 * v if nf[1][0] is not None else None,
-                g * t1 * v if nf[2][0] is not None else None)
+                g * (t2 * v) if nf[1][0] is not None else None,
+                g * (t1 * v) if nf[2][0] is not None else None)
 
 
 class AddcdivBackward0(OpNode):
@@ -368,8 +384,8 @@ class AddcdivBackward0(OpNode):
         v = self.value
         nf = self.next_functions
         return (g if nf[0][0] is not None else None,
-                g * v / t2 if nf[1][0] is not None else None,
-                -g * v * t1 / (t2 * t2) if nf[2][0] is not None else None)
+                g * (v / t2) if nf[1][0] is not None else None,
+                -g * (v * t1 / (t2 * t2)) if nf[2][0] is not None else None)
 
 
 def _addc(name, cls, combine):
@@ -380,8 +396,6 @@ def _addc(name, cls, combine):
         if isinstance(value, Tensor):
             raise TypeError(f"{name}(): argument 'value' must be Number, not Tensor")
         dt = result_np_dtype(input, tensor1, tensor2)
-        if dt.kind == "b":
-            raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
         if name == "addcdiv" and tensor1._data.dtype.kind in "biu" and tensor2._data.dtype.kind in "biu":
             raise RuntimeError(
                 "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will "
@@ -389,15 +403,20 @@ def _addc(name, cls, combine):
                 "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer "
                 "inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior "
                 "is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+        if dt.kind == "b":
+            raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
         if dt.kind not in "fc" and isinstance(value, float):
-            raise RuntimeError("For integral input tensors, argument value must not be a floating point number.")
+            value = int(value)  # PyTorch casts the value to the integral result type
         _bshape(input, tensor1, tensor2)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             r = _as(input, dt) + value * combine(_as(tensor1, dt), _as(tensor2, dt))
         node = node_for(cls, (input, tensor1, tensor2))
         if node is not None:
             node.value = value
-            save(node, tensor1, tensor2)
+            # what each gradient needs, as PyTorch saves it: tensor1's gradient uses tensor2;
+            # tensor2's uses tensor1 (and, for addcdiv, tensor2 too)
+            g1, g2 = tensor1._requires_grad, tensor2._requires_grad
+            save(node, tensor1 if g2 else None, tensor2 if g1 or (g2 and name == "addcdiv") else None)
         return _out(node, r, dt, out, name)
 
     op.__name__ = op.__qualname__ = name
@@ -412,17 +431,21 @@ addcdiv = _addc("addcdiv", AddcdivBackward0, lambda a, b: a / b)
 # *** atan2 / hypot / xlogy ***
 
 class Atan2Backward0(OpNode):
+    """PyTorch's atan2_backward: 1 / (x^2 + y^2), taken as 0 where that is 0 (the origin)."""
+
     def backward(self, g):
+        from .index import where
         x, y = self.saved_tensors
         nf = self.next_functions
         d = x * x + y * y
-        return (g * y / d if nf[0][0] is not None else None,
-                g * -x / d if nf[1][0] is not None else None)
+        recip = where(_const(d._data == 0), 0.0, d.reciprocal())
+        return (g * y * recip if nf[0][0] is not None else None,
+                g * -x * recip if nf[1][0] is not None else None)
 
 
 class HypotBackward0(OpNode):
     def backward(self, g):
-        x, y, r = self.saved_tensors
+        x, y, r = self.saved_tensors  # x, y saved only for their own gradient
         nf = self.next_functions
         return (g * x / r if nf[0][0] is not None else None,
                 g * y / r if nf[1][0] is not None else None)
@@ -441,9 +464,11 @@ def _float_binary(name, np_fn, cls, save_result):
         node = node_for(cls, (input, other))
         res = finish(node, arr(np.asarray(r, dt)))
         if node is not None:
-            save(node, input, other)
-            if save_result:
+            if save_result:  # hypot: each operand is used by its own gradient only
+                save(node, input if input._requires_grad else None, other if other._requires_grad else None)
                 save_output(node, res)
+            else:
+                save(node, input, other)
         return res if out is None else write_out(out, res, name)
 
     op.__name__ = op.__qualname__ = name
@@ -473,7 +498,9 @@ Logaddexp2Backward0 = type("Logaddexp2Backward0", (LogaddexpBackward0,), {})
 def _logaddexp(name, np_fn, cls):
     def op(input, other, *, out=None):
         _need_tensor(name, other)
-        dt = _float_dt(result_np_dtype(input, other))
+        dt = result_np_dtype(input, other)
+        if dt.kind not in "fc":
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype_word(dt)}'")
         _bshape(input, other)
         with np.errstate(over="ignore", invalid="ignore"):
             r = np_fn(_as(input, dt), _as(other, dt))
@@ -497,15 +524,17 @@ class CopysignBackward0(OpNode):
     """d/dx copysign(x, y) = result / x (0 where x is 0); ``other`` gets a zero gradient."""
 
     def backward(self, g):
-        x, r = self.saved_tensors[0], self.saved_tensors[-1]
-        xa = x._data
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = np.where(xa == 0, 0, np.asarray(r._data) / np.where(xa == 0, 1, xa)).astype(g._data.dtype)
-        gx = g * _const(ratio)
-        if len(self.next_functions) == 1:
+        from .index import where
+        from .arithmetic import zeros_grad
+        saved = self.saved_tensors  # all unpacked (and version-checked) first, as in PyTorch
+        nf = self.next_functions
+        gx = None
+        if nf[0][0] is not None:
+            x, r = saved
+            gx = g * where(_const(x._data == 0), 0.0, r / x)
+        if len(nf) == 1:
             return gx
-        return (gx if self.next_functions[0][0] is not None else None,
-                g * 0 if self.next_functions[1][0] is not None else None)
+        return gx, (zeros_grad(g, self.other_shape) if nf[1][0] is not None else None)
 
 
 CopysignBackward1 = type("CopysignBackward1", (CopysignBackward0,), {})
@@ -519,22 +548,29 @@ def copysign(input, other, *, out=None):
     r = np.copysign(np.asarray(x, dt), np.asarray(y, dt))
     if b is not None:
         node = node_for(CopysignBackward0, (a, b))
+        if node is not None:
+            node.other_shape = b._data.shape
     else:
         node = node_for(CopysignBackward1, (a,))
     res = finish(node, arr(np.asarray(r, dt)))
     if node is not None:
-        save(node, a)
+        save(node, a if a is not None and a._requires_grad else None)
         save_output(node, res)
     return res if out is None else write_out(out, res, "copysign")
 
 
 def _xlogy_grad_x(g, x, y):
+    """PyTorch's xlogy gradient for ``x``: 0 where x == 0 and y <= 0 (with a number ``y``,
+    wherever x == 0 unless y > 0, so a NaN ``y`` masks too)."""
     gx = xlogy(g, y)
     with np.errstate(invalid="ignore"):
-        kill = (np.asarray(_data(x)) == 0) & (np.asarray(_data(y)) <= 0)
-    if np.any(kill):
-        gx = _mask(gx, ~kill)
-    return gx
+        if isinstance(y, Tensor):
+            kill = (np.asarray(_data(x)) == 0) & (np.asarray(_data(y)) <= 0)
+        elif y > 0:
+            return gx
+        else:
+            kill = np.asarray(_data(x)) == 0
+    return _mask(gx, ~kill, "MaskedFillBackward0")
 
 
 class XlogyBackward0(OpNode):
@@ -584,6 +620,21 @@ def xlogy(input, other, *, out=None):
     return _out(node, r, dt, out, "xlogy")
 
 
+def _addc_inplace(name, fn):
+    def method(self, tensor1, tensor2, *, value=1):
+        # PyTorch checks the output's shape before the dtype
+        shape = _bshape(self, tensor1, tensor2)
+        if shape != tuple(self._data.shape):
+            raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast "
+                               f"shape {list(shape)}")
+        from ._base import apply_inplace
+        return apply_inplace(self, fn, tensor1, tensor2, value=value)
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{fn.__name__}``."
+    return method
+
+
+INPLACE_IMPL = {"addcmul_": _addc_inplace("addcmul_", addcmul), "addcdiv_": _addc_inplace("addcdiv_", addcdiv)}
 TENSOR_METHODS = {n: globals()[n] for n in __all__}
 INPLACE = {"clamp_": clamp, "clip_": clip, "clamp_min_": clamp_min, "clamp_max_": clamp_max, "lerp_": lerp,
            "addcmul_": addcmul, "addcdiv_": addcdiv, "atan2_": atan2, "arctan2_": atan2, "hypot_": hypot,

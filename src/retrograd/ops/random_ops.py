@@ -1,7 +1,15 @@
-"""In-place random fills: normal_, uniform_, bernoulli_, exponential_, random_, fill_, zero_."""
+"""In-place random fills: normal_, uniform_, bernoulli_, exponential_, random_, log_normal_,
+and the plain fills fill_, zero_.
+
+A fill overwrites every element, so its gradient w.r.t. the old values is zero. As in PyTorch,
+a fill of a tensor that requires grad is recorded (NormalBackward0, FillBackward2, ...) and
+that zero gradient is a constant: it is exact even when the incoming gradient is inf or nan,
+and it does not depend on the graph (create_graph gives a gradient that needs no grad).
+"""
 import numpy as np
 
-from ._base import check_inplace, Tensor, OpNode, node_for, finish, apply_inplace, _state
+from ._base import (check_inplace, Tensor, OpNode, node_for, finish, apply_inplace, _state, xp_of,
+                    _dtype_name)
 from .._creation import _gen
 
 __all__ = []
@@ -18,29 +26,49 @@ def _fill_inplace(self, values):
     return self
 
 
-def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    """Fill with normal samples."""
-    return _fill_inplace(self, mean + std * _gen(generator).standard_normal(self._data.shape))
-
-
-def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    """Fill with uniform samples on [a, b)."""
-    return _fill_inplace(self, _gen(generator).uniform(a, b, self._data.shape))
-
-
-class ZeroBackward0(OpNode):
+class _FillNode(OpNode):
+    """The gradient of the overwritten tensor: zeros that belong to no graph."""
     def backward(self, g):
-        return g * 0
+        return finish(None, xp_of(g).zeros_like(g._data))
 
 
-class FillBackward2(ZeroBackward0):
-    pass
+def _fill_node(name):
+    return type(name, (_FillNode,), {"__module__": __name__})
+
+
+ZeroBackward0 = _fill_node("ZeroBackward0")
+FillBackward2 = _fill_node("FillBackward2")
+NormalBackward0 = _fill_node("NormalBackward0")
+UniformBackward0 = _fill_node("UniformBackward0")
+BernoulliBackward2 = _fill_node("BernoulliBackward2")
+ExponentialBackward0 = _fill_node("ExponentialBackward0")
+LogNormalBackward0 = _fill_node("LogNormalBackward0")
+RandomBackward0 = _fill_node("RandomBackward0")
+RandomBackward1 = _fill_node("RandomBackward1")
+RandomBackward2 = _fill_node("RandomBackward2")
 
 
 class FillBackward3(OpNode):
     def backward(self, g):
         nf = self.next_functions
-        return (g * 0 if nf[0][0] is not None else None, g.sum() if nf[1][0] is not None else None)
+        return (finish(None, xp_of(g).zeros_like(g._data)) if nf[0][0] is not None else None,
+                g.sum() if nf[1][0] is not None else None)
+
+
+class BernoulliBackward1(OpNode):
+    """bernoulli_(p) with a tensor ``p``: zero gradients for the old values and for ``p``."""
+    def backward(self, g):
+        nf = self.next_functions
+        xp = xp_of(g)
+        return (finish(None, xp.zeros_like(g._data)) if nf[0][0] is not None else None,
+                finish(None, xp.zeros(self.p_shape, self.p_dtype)) if nf[1][0] is not None else None)
+
+
+def _bernoulli_filled(input, values, p):
+    node = node_for(BernoulliBackward1, (input, p))
+    if node is not None:
+        node.p_shape, node.p_dtype = p._data.shape, p._data.dtype
+    return finish(node, np.asarray(values, dtype=input._data.dtype))
 
 
 def _filled(input, value, cls):
@@ -49,6 +77,13 @@ def _filled(input, value, cls):
     r = np.empty_like(input._data)
     r[...] = v
     return finish(node_for(cls, (input,) if cls is not FillBackward3 else (input, value)), r)
+
+
+def _fill(self, values, cls):
+    """Write ``values`` into ``self``; recorded as ``cls`` when ``self`` requires grad."""
+    if _state.grad and self._requires_grad:
+        return apply_inplace(self, _filled, values, cls)
+    return _fill_inplace(self, values)
 
 
 def fill_(self, value):
@@ -60,36 +95,89 @@ def fill_(self, value):
         if _state.grad and (self._requires_grad or value._requires_grad):
             return apply_inplace(self, _filled, value, FillBackward3)
         value = value._data
-    elif _state.grad and self._requires_grad:
-        return apply_inplace(self, _filled, value, FillBackward2)
-    return _fill_inplace(self, value)
+    return _fill(self, value, FillBackward2)
 
 
 def zero_(self):
     """Fill with zeros."""
-    if _state.grad and self._requires_grad:
-        return apply_inplace(self, _filled, 0, ZeroBackward0)
-    return _fill_inplace(self, 0)
+    return _fill(self, 0, ZeroBackward0)
+
+
+def _g(v):
+    return f"{v:g}"
+
+
+def _float_only(self, kernel):
+    if self._data.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(self._data.dtype)}'")
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill with normal samples."""
+    _float_only(self, "normal_kernel_cpu")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
+    return _fill(self, mean + std * _gen(generator).standard_normal(self._data.shape), NormalBackward0)
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    """Fill with uniform samples on [a, b)."""
+    _float_only(self, "check_uniform_bounds")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_g(a)} > to={_g(b)}")
+    return _fill(self, _gen(generator).uniform(a, b, self._data.shape), UniformBackward0)
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
-    pp = p._data if isinstance(p, Tensor) else p
-    return _fill_inplace(self, _gen(generator).random(self._data.shape) < pp)
+    """Fill with 0/1 samples that are 1 with probability ``p`` (a number or a tensor)."""
+    if isinstance(p, Tensor):
+        values = _gen(generator).random(self._data.shape) < p._data
+        if _state.grad and (self._requires_grad or p._requires_grad):
+            return apply_inplace(self, _bernoulli_filled, values, p)
+        return _fill_inplace(self, values)
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
+    return _fill(self, _gen(generator).random(self._data.shape) < p, BernoulliBackward2)
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
-    return _fill_inplace(self, _gen(generator).exponential(1.0 / lambd, self._data.shape))
+    """Fill with exponential samples of rate ``lambd``."""
+    if self._data.dtype.kind not in "fc":
+        raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {_dtype_name(self._data.dtype)}")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_g(lambd)}")
+    return _fill(self, _gen(generator).exponential(1.0 / lambd, self._data.shape), ExponentialBackward0)
+
+
+# random_() without bounds: every integer the dtype holds exactly, from 0 (both ends included)
+_RANDOM_TOP = {"float64": 2 ** 53, "float32": 2 ** 24, "float16": 2 ** 11, "bool": 1}
 
 
 def random_(self, from_=0, to=None, *, generator=None):
-    if to is None:
-        to = from_ if from_ else (2 ** 24 if self._data.dtype.kind == "f" else np.iinfo(np.int64).max)
-        from_ = 0 if to == from_ else 0
-    return _fill_inplace(self, _gen(generator).integers(from_, to, self._data.shape))
+    """Fill with integers: ``random_(to)`` from [0, to), ``random_(from, to)`` from [from, to),
+    ``random_()`` from 0 to the largest integer the dtype holds exactly."""
+    dt = self._data.dtype
+    if to is None and from_ == 0:
+        top = _RANDOM_TOP.get(dt.name) or int(np.iinfo(dt).max)
+        vals, cls = _gen(generator).integers(0, top, self._data.shape, endpoint=True), RandomBackward2
+    else:
+        if to is None:
+            from_, to, cls = 0, from_, RandomBackward1
+        else:
+            cls = RandomBackward0
+        if from_ >= to:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
+        vals = _gen(generator).integers(from_, to, self._data.shape)
+    return _fill(self, vals, cls)
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
-    return _fill_inplace(self, np.exp(mean + std * _gen(generator).standard_normal(self._data.shape)))
+    """Fill with samples whose logarithm is normal(mean, std)."""
+    _float_only(self, "log_normal_cpu")
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_g(std)}")
+    return _fill(self, np.exp(mean + std * _gen(generator).standard_normal(self._data.shape)), LogNormalBackward0)
 
 
 TENSOR_METHODS = {"normal_": normal_, "uniform_": uniform_, "fill_": fill_, "zero_": zero_,

@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, save_output, finish, arr, write_out, Tensor
+from ._base import OpNode, node_for, save, save_output, finish, arr, write_out, Tensor, masked_grad, _dtype_name
+from .arithmetic import zeros_grad
 from .. import _dtype as D
 
 __all__ = []
@@ -27,6 +28,10 @@ def _erfc_np(x):
 
 
 def _erfinv_np(x):
+    return np.where(x == 0, x, _erfinv_raw(x))  # erfinv(-0.) is -0.
+
+
+def _erfinv_raw(x):
     try:
         from scipy.special import erfinv
         return erfinv(x)
@@ -41,9 +46,55 @@ def _erfinv_np(x):
         return y
 
 
-def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, int_ok_result=False):
+def _not_implemented(kernel, kinds="b"):
+    """A dtype check: PyTorch has no ``kernel`` for inputs of these dtype kinds."""
+    def check(dt):
+        if dt.kind in kinds:
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
+    return check
+
+
+# sigmoid's and tanh's gradients are ops of their own, as in PyTorch (sigmoid_backward,
+# tanh_backward): their second derivatives then come out as PyTorch's, infinities included.
+
+class SigmoidBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, y = self.saved_tensors
+        nf = self.next_functions
+        return (_sigmoid_backward(gg, y) if nf[0][0] is not None else None,
+                gg * g * (y * -2 + 1) if nf[1][0] is not None else None)
+
+
+class TanhBackwardBackward0(OpNode):
+    def backward(self, gg):
+        g, y = self.saved_tensors
+        nf = self.next_functions
+        return (_tanh_backward(gg, y) if nf[0][0] is not None else None,
+                gg * (y * -2 * g) if nf[1][0] is not None else None)
+
+
+def _elementwise_backward(cls, g, y, data):
+    node = node_for(cls, (g, y))
+    if node is not None:
+        save(node, g, y)
+    return finish(node, arr(data))
+
+
+def _sigmoid_backward(g, y):
+    gd, yd = g._data, y._data
+    return _elementwise_backward(SigmoidBackwardBackward0, g, y, gd * (1 - yd) * yd)
+
+
+def _tanh_backward(g, y):
+    gd, yd = g._data, y._data
+    return _elementwise_backward(TanhBackwardBackward0, g, y, gd * (1 - yd * yd))
+
+
+def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None):
     """Define op ``name``: forward ``fwd(array)``, node ``node_name`` whose backward is
-    ``bwd(g, x, y)`` (x the saved input, y the saved output; unused ones are None)."""
+    ``bwd(g, x, y)`` (x the saved input, y the saved output; unused ones are None).
+    ``saves`` is what PyTorch saves ("input", "output", "both" or "none"), so that in-place
+    writes are caught exactly when PyTorch catches them; ``check(dtype)`` refuses dtypes."""
 
     def backward(self, g):
         if saves == "input":
@@ -52,6 +103,9 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, int_ok_result
         if saves == "output":
             (y,) = self.saved_tensors
             return bwd(g, None, y)
+        if saves == "both":
+            x, y = self.saved_tensors
+            return bwd(g, x, y)
         return bwd(g, None, None)
 
     node_cls = type(node_name, (OpNode,), {"backward": backward, "__module__": __name__})
@@ -59,6 +113,8 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, int_ok_result
     def op(input, *, out=None):
         x = input._data
         k = x.dtype.kind
+        if check is not None:
+            check(x.dtype)
         if k in "iub" and float_only:
             x = x.astype(D._default[0].np)
         with np.errstate(all="ignore"):
@@ -66,9 +122,9 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, int_ok_result
         node = node_for(node_cls, (input,))
         res = finish(node, r)
         if node is not None:
-            if saves == "input":
+            if saves == "input" or saves == "both":
                 save(node, input)
-            elif saves == "output":
+            if saves == "output" or saves == "both":
                 save_output(node, res)
         return res if out is None else write_out(out, res, name)
 
@@ -86,7 +142,7 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 # name, numpy forward, node, saves, backward(g, x, y)
 _make_unary("exp", np.exp, "ExpBackward0", "output", lambda g, x, y: g * y)
-_make_unary("exp2", np.exp2, "Exp2Backward0", "output", lambda g, x, y: g * (y * _LN2))
+_make_unary("exp2", np.exp2, "Exp2Backward0", "output", lambda g, x, y: g * y * _LN2)
 _make_unary("expm1", np.expm1, "Expm1Backward0", "output", lambda g, x, y: g * (y + 1))
 _make_unary("log", np.log, "LogBackward0", "input", lambda g, x, y: g / x)
 _make_unary("log2", np.log2, "Log2Backward0", "input", lambda g, x, y: g / (x * _LN2))
@@ -94,7 +150,7 @@ _make_unary("log10", np.log10, "Log10Backward0", "input", lambda g, x, y: g / (x
 _make_unary("log1p", np.log1p, "Log1PBackward0", "input", lambda g, x, y: g / (x + 1))
 _make_unary("sqrt", np.sqrt, "SqrtBackward0", "output", lambda g, x, y: g / (y * 2))
 _make_unary("rsqrt", lambda a: 1.0 / np.sqrt(a), "RsqrtBackward0", "output",
-            lambda g, x, y: g * (y * y * y * -0.5))
+            lambda g, x, y: g * -0.5 * (y * y * y))
 _make_unary("sin", np.sin, "SinBackward0", "input", lambda g, x, y: g * cos(x))
 _make_unary("cos", np.cos, "CosBackward0", "input", lambda g, x, y: g * -sin(x))
 _make_unary("tan", np.tan, "TanBackward0", "output", lambda g, x, y: g * (y * y + 1))
@@ -103,20 +159,27 @@ _make_unary("acos", np.arccos, "AcosBackward0", "input", lambda g, x, y: g * -rs
 _make_unary("atan", np.arctan, "AtanBackward0", "input", lambda g, x, y: g / (x * x + 1))
 _make_unary("sinh", np.sinh, "SinhBackward0", "input", lambda g, x, y: g * cosh(x))
 _make_unary("cosh", np.cosh, "CoshBackward0", "input", lambda g, x, y: g * sinh(x))
-_make_unary("tanh", np.tanh, "TanhBackward0", "output", lambda g, x, y: g * (1 - y * y))
+_make_unary("tanh", np.tanh, "TanhBackward0", "output", lambda g, x, y: _tanh_backward(g, y))
 _make_unary("asinh", np.arcsinh, "AsinhBackward0", "input", lambda g, x, y: g * rsqrt(x * x + 1))
 _make_unary("acosh", np.arccosh, "AcoshBackward0", "input", lambda g, x, y: g * rsqrt(x * x - 1))
 _make_unary("atanh", np.arctanh, "AtanhBackward0", "input", lambda g, x, y: g / (1 - x * x))
 _make_unary("sigmoid", lambda a: _sigmoid_np(a), "SigmoidBackward0", "output",
-            lambda g, x, y: g * (y * (1 - y)))
+            lambda g, x, y: _sigmoid_backward(g, y))
 _make_unary("erf", _erf_np, "ErfBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * _SQRT_PI_2))
 _make_unary("erfc", _erfc_np, "ErfcBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * -_SQRT_PI_2))
-_make_unary("erfinv", _erfinv_np, "ErfinvBackward0", "output",
-            lambda g, x, y: g * (exp(y * y) * (math.sqrt(math.pi) / 2)))
+_make_unary("erfinv", _erfinv_np, "ErfinvBackward0", "input",
+            lambda g, x, y: exp(erfinv(x) * erfinv(x)) * (math.sqrt(math.pi) / 2) * g)
 _make_unary("reciprocal", lambda a: 1.0 / a, "ReciprocalBackward0", "output", lambda g, x, y: g * -(y * y))
-_make_unary("relu", lambda a: np.maximum(a, 0).astype(a.dtype, copy=False), "ReluBackward0", "output",
-            lambda g, x, y: g * (y > 0), float_only=False)
-_make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sign(x), float_only=False)
+def _relu_check(dt):
+    if dt.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
+
+
+# np.maximum returns its second operand on ties, PyTorch its first: relu(-0.) is -0.
+_make_unary("relu", lambda a: np.maximum(0, a).astype(a.dtype, copy=False), "ReluBackward0", "output",
+            lambda g, x, y: masked_grad(g, ~(y._data <= 0), y), float_only=False, check=_relu_check)
+_make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sign(x), float_only=False,
+            check=_not_implemented("abs_cpu"))
 def _sign_np(a):
     """PyTorch's sign: bool stays bool, NaN gives 0, -0.0 gives 0."""
     if a.dtype.kind == "b":
@@ -127,23 +190,29 @@ def _sign_np(a):
     return r
 
 
-_make_unary("sign", _sign_np, "SignBackward0", "none", lambda g, x, y: g * 0, float_only=False)
-_make_unary("sgn", _sign_np, "SgnBackward0", "none", lambda g, x, y: g * 0, float_only=False)
-_make_unary("floor", np.floor, "FloorBackward0", "none", lambda g, x, y: g * 0, float_only=False)
-_make_unary("ceil", np.ceil, "CeilBackward0", "none", lambda g, x, y: g * 0, float_only=False)
-_make_unary("trunc", np.trunc, "TruncBackward0", "none", lambda g, x, y: g * 0, float_only=False)
-_make_unary("frac", lambda a: a - np.trunc(a), "FracBackward0", "none", lambda g, x, y: g)
+# Zero derivatives are zeros outside the graph (PyTorch's zeros_like(grad)): an infinite or
+# NaN incoming gradient still gives 0.
+_zero = lambda g, x, y: zeros_grad(g)  # noqa: E731
+_make_unary("sign", _sign_np, "SignBackward0", "none", _zero, float_only=False)
+_make_unary("sgn", _sign_np, "SgnBackward0", "both", _zero, float_only=False)
+_make_unary("floor", np.floor, "FloorBackward0", "none", _zero, float_only=False,
+            check=_not_implemented("floor_vml_cpu"))
+_make_unary("ceil", np.ceil, "CeilBackward0", "none", _zero, float_only=False,
+            check=_not_implemented("ceil_vml_cpu"))
+_make_unary("trunc", np.trunc, "TruncBackward0", "none", _zero, float_only=False,
+            check=_not_implemented("trunc_vml_cpu"))
+_make_unary("frac", lambda a: a - np.trunc(a), "FracBackward0", "none", lambda g, x, y: g,
+            check=_not_implemented("frac_cpu", "biu"))
 
 
 def _sigmoid_np(a):
-    # Stable for large |a|: never exponentiates a positive number.
-    e = np.exp(-np.abs(a))
-    return np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+    # PyTorch's formula: exp(-a) overflows to inf for very negative a, giving exactly 0 there
+    return (1 / (1 + np.exp(-a))).astype(a.dtype, copy=False)
 
 
 class RoundBackward0(OpNode):
     def backward(self, g):
-        return g * 0
+        return zeros_grad(g)
 
 
 RoundBackward1 = type("RoundBackward1", (RoundBackward0,), {})
@@ -152,6 +221,7 @@ RoundBackward1 = type("RoundBackward1", (RoundBackward0,), {})
 def round(input, *, decimals=0, out=None):
     """Round half to even, optionally to ``decimals`` places."""
     x = input._data
+    _not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", "b" if decimals == 0 else "biu")(x.dtype)
     r = arr(np.round(x, decimals))
     res = finish(node_for(RoundBackward0 if decimals == 0 else RoundBackward1, (input,)), r)
     return res if out is None else write_out(out, res, "round")
@@ -174,4 +244,5 @@ __all__ += ["round", "square", "fix", "absolute", "arcsin", "arccos", "arctan", 
 TENSOR_METHODS.update(round=round, square=square, fix=fix, absolute=absolute, arcsin=arcsin,
                       arccos=arccos, arctan=arctan, arcsinh=arcsinh, arccosh=arccosh,
                       arctanh=arctanh, __abs__=abs)  # noqa: F821
-INPLACE.update(round_=round, square_=square, fix_=fix, absolute_=absolute)
+INPLACE.update(round_=round, square_=square, fix_=fix, absolute_=absolute, arcsin_=arcsin, arccos_=arccos,
+               arctan_=arctan, arcsinh_=arcsinh, arccosh_=arccosh, arctanh_=arctanh)
