@@ -285,8 +285,6 @@ def test_lp_pool(nd, p):
         parity(lambda T, F, x: getattr(F, f"lp_pool{nd}d")(x, p, **kw), [x], tol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="lp_pool is torch's composite sign(out) * relu(abs(out)): the zero gradient "
-                   "at a zero window needs relu's backward to select (threshold_backward), not multiply an inf")
 def test_lp_pool_zero_input():
     # a window whose sum is zero has a zero gradient (PyTorch's documented convention)
     x = rt(np.zeros((1, 1, 4)))

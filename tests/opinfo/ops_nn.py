@@ -248,11 +248,6 @@ _add("multi_head_attention_forward", lambda mk: [
 
 # ------------------------------------------------------------------- known differences
 
-_known("F.lp_pool1d F.lp_pool2d F.lp_pool3d", "grad", "nonfinite infgrad degenerate",
-       "lp_pool's composite (sign * relu(abs(out)))**(1/p): relu/sign/abs/pow backward multiply a zero mask by "
-       "an inf gradient (nan) where torch selects (0)")
-_known("F.lp_pool1d F.lp_pool2d F.lp_pool3d", "gradgrad", "infgrad degenerate",
-       "second derivative of the same composite: zero masks multiplied, not selected")
 _known("F.multi_head_attention_forward", "grad", "basic noncontig nonfinite ties infgrad",
        "one fused node: torch's graph ends in MeanBackward1 (averaged weights) / ViewBackward0 (out projection)")
 _known("F.bilinear", "gradgrad", "nonfinite", "second derivative with inf/nan operands: nan and inf in other places "
