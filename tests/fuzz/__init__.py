@@ -1,0 +1,1 @@
+"""The differential fuzzer: random programs from the op table, run on torch and retrograd."""

@@ -1,0 +1,106 @@
+"""Differential fuzzer: random programs of 3-10 ops from the op table (tests/opinfo), the same
+NumPy inputs into torch and retrograd; values, dtypes, shapes, views, exceptions, first and
+second derivatives compared (see program.py). Failures are shrunk by hypothesis and print a
+standalone reproducer.
+
+CI: a fixed time budget (60 s over all shards) with fixed seeds and no example database::
+
+    python3 -m pytest -q -p no:cacheprovider tests/fuzz            # or -n 2: the shards split
+
+Longer / other seeds / every finding of a run instead of the first::
+
+    RETROGRAD_FUZZ_SECONDS=1200 RETROGRAD_FUZZ_SEED=7 \\
+    RETROGRAD_FUZZ_COLLECT=/tmp/findings.md python3 -m pytest -q -p no:cacheprovider tests/fuzz
+
+Hypothesis has no time budget of its own: each shard runs hypothesis in short rounds (a fixed
+seed per round, sized from the measured programs per second) until its share of the budget is
+spent; a round that finds a failure shrinks it before the test fails (or, with
+RETROGRAD_FUZZ_COLLECT, writes it to that file, leaves that op/test out of later rounds and goes
+on). The too_slow/filter/data-size health checks are suppressed on purpose: programs are slow
+by nature (two libraries, three derivative passes) and the round size already bounds the run.
+"""
+import collections
+import os
+import time
+
+import pytest
+
+pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, Phase, given, seed, settings, strategies as st
+from hypothesis.errors import Flaky
+
+from opinfo.core import torch
+from .program import Finding, Fuzzer, FUZZ_OPS
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning",
+                                        "ignore::numpy.exceptions.ComplexWarning")
+
+BUDGET = float(os.environ.get("RETROGRAD_FUZZ_SECONDS", "60"))
+SEED = int(os.environ.get("RETROGRAD_FUZZ_SEED", "0"))
+COLLECT = os.environ.get("RETROGRAD_FUZZ_COLLECT")
+SHARDS = 2            # under pytest-xdist (-n 2) the shards run side by side
+ROUND_SECONDS = 5.0
+
+
+def _round(n_examples, round_seed, stats, suppressed):
+    @settings(max_examples=n_examples, database=None, deadline=None, derandomize=False,
+              phases=(Phase.generate, Phase.shrink), report_multiple_bugs=False, print_blob=False,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                     HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @seed(round_seed)
+    @given(st.data())
+    def program(data):
+        Fuzzer(data, stats, suppressed).run()
+    program()
+
+
+def _record(path, finding, shard, round_seed):
+    with open(path, "a") as f:
+        f.write(f"\n### {type(finding).__name__}: {', '.join(dict.fromkeys(finding.ops))} "
+                f"(shard {shard}, round seed {round_seed})\n\n```\n{finding}\n```\n")
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_fuzz_programs(shard, record_property):
+    """Random programs agree with torch (values, views, exceptions, 1st and 2nd derivatives)."""
+    if torch is None:
+        pytest.skip("PyTorch (torch==2.13.0) is not installed")
+    assert FUZZ_OPS, "the op table is empty"
+    start = time.monotonic()
+    deadline = start + BUDGET / SHARDS
+    stats = collections.Counter()
+    suppressed = {}
+    findings = []
+    n_examples, r = 5, 0
+    while time.monotonic() < deadline:
+        round_seed = (SEED * 1_000_003 + shard) * 100_003 + r
+        t0, p0 = time.monotonic(), stats["programs"]
+        try:
+            _round(n_examples, round_seed, stats, suppressed)
+        except (Finding, Flaky) as e:
+            if not COLLECT:
+                raise
+            findings.append(e)
+            _record(COLLECT, e, shard, round_seed)
+            test = getattr(e, "test", "values")
+            for op in getattr(e, "ops", ()):
+                suppressed[(op, test, "*")] = f"found earlier in this run ({type(e).__name__})"
+                if test == "grad":
+                    suppressed[(op, "gradgrad", "*")] = suppressed[(op, test, "*")]
+        r += 1
+        took = time.monotonic() - t0
+        rate = max(stats["programs"] - p0, 1) / max(took, 1e-3)
+        left = deadline - time.monotonic()
+        n_examples = int(max(1, min(rate * min(ROUND_SECONDS, left), 10_000)))
+    elapsed = time.monotonic() - start
+    line = (f"{stats['programs']} programs in {elapsed:.0f} s ({stats['programs'] / elapsed:.1f}/s), "
+            f"{stats['steps']} steps, {stats['grad_checked']} first / {stats['gradgrad_checked']} second "
+            f"derivatives compared; {stats['skipped_known']} steps left out as known mismatches, "
+            f"{stats['raised_both']} raised in both, "
+            f"{stats['diverged']} stopped early (rounding drift, negative-stride layout), "
+            f"{stats['float32_noise']} float32 rounding; {r} rounds")
+    record_property("fuzz", line)
+    print(line)
+    if findings:
+        pytest.fail(f"{len(findings)} findings (written to {COLLECT}):\n" +
+                    "\n".join(f"{type(e).__name__}: {str(e).splitlines()[0]}" for e in findings), pytrace=False)
