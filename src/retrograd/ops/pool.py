@@ -224,7 +224,9 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
         r = max_pool(_unsq(input, -2), (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, return_indices, 2)
         if return_indices:
             return _sq(r[0], -2), r[1].squeeze(-2)
-        return _sq_copy(r, -2)     # (PyTorch's max_pool1d result is no view)
+        # PyTorch: with a gradient to record, the indices kernel and a squeeze (a view); its
+        # plain max_pool1d kernel otherwise (no view)
+        return _sq(r, -2) if r._grad_fn is not None else _sq_copy(r, -2)
     k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
     check_kernel_dtype(name, x, _INTS)
     B = _prod(lead)
