@@ -442,6 +442,22 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _pool.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
 
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _pool.adaptive_max_pool(input, output_size, return_indices, 3)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return _pool.adaptive_max_pool(input, output_size, True, 3)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _pool.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 3)
+
+
+from ..ops.pool import lp_pool1d, lp_pool2d, lp_pool3d  # noqa: F401,E402
+
+
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     return _pool.max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 1)

@@ -1,7 +1,12 @@
 """The fully connected layer's op: ``x @ w.T + b`` as one GEMM (AddmmBackward0 on 2-D
 input, as in PyTorch), with its own small differentiable matrix product so that its
 backward is itself differentiable."""
-from ._base import OpNode, node_for, save, finish, _state
+from math import prod as _prod
+
+import numpy as np
+
+from ._base import OpNode, node_for, save, finish, _state, Tensor
+from .conv import check_kernel_dtype
 
 
 _TN = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
@@ -44,11 +49,15 @@ def _mm(a, b, ta=False, tb=False):
 
 class AddmmBackward0(OpNode):
     """``bias + x @ wt`` where ``wt`` is the transposed weight (its own TBackward0, as in PyTorch)."""
+    _out_meta_bias = None    # the bias's shape where it is not (out_features,): broadcast in the sum
 
     def backward(self, g):
         x, wt = self.saved_tensors
         nf = self.next_functions
-        gb = g.sum(0) if nf[0][0] is not None else None
+        gb = None
+        if nf[0][0] is not None:
+            bs = self._out_meta_bias
+            gb = g.sum(0) if bs is None else g.sum_to_size(bs)
         gx = _mm(g, wt, False, True) if nf[1][0] is not None else None
         # g^T x in the weight's own orientation, handed on transposed (TBackward0 turns it back)
         gwt = _mm(g, x, True, False).t() if nf[2][0] is not None else None
@@ -84,22 +93,77 @@ def _reshape_named(t, shape, name):
     return finish(node, t._data.reshape(shape))
 
 
+_CN = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+       "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+       "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def _tn(dt):
+    return _TN.get(dt.name, dt.name)
+
+
+def _expand_err(bias, target):
+    """PyTorch's error for a bias that does not expand to addmm's (rows, out_features)."""
+    bshape = bias._data.shape
+    if len(bshape) > len(target):
+        from ._base import type_name
+        raise RuntimeError(f"expand({type_name(bias)}{{[{', '.join(map(str, bshape))}]}}, size=[{target[0]}, "
+                           f"{target[1]}]): the number of sizes provided ({len(target)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({len(bshape)})")
+    for i in range(-1, -len(bshape) - 1, -1):
+        if bshape[i] != target[i] and bshape[i] != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({target[i]}) must match the existing size "
+                               f"({bshape[i]}) at non-singleton dimension {len(target) + i}.  Target sizes: "
+                               f"{list(target)}.  Tensor sizes: {list(bshape)}")
+
+
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` over the last dimension of ``input``."""
+    if bias is not None and not isinstance(bias, Tensor):
+        raise TypeError(f"linear(): argument 'bias' (position 3) must be Tensor, not {type(bias).__name__}")
     x = input._data
     w = weight._data
-    if w.ndim != 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {w.ndim}D")
-    if x.dtype != w.dtype or (bias is not None and bias._data.dtype != x.dtype):
-        other = w.dtype if x.dtype != w.dtype else bias._data.dtype
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_TN.get(x.dtype.name, x.dtype.name)} "
-                           f"and {_TN.get(other.name, other.name)}")
     nd = x.ndim
-    if nd == 0:
-        raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
-    x2 = x.reshape(1, -1) if nd == 1 else (x.reshape(-1, x.shape[-1]) if nd > 2 else x)
+    if nd == 0 or w.ndim == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {nd}D and {w.ndim}D")
+    if w.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {w.ndim}D")
+    # as PyTorch: one addmm for 2-D input, or for contiguous input with a contiguous bias
+    # that squeezes to 1-D (a view of it then); otherwise a product plus an in-place add
+    fused = bias is not None and (nd == 2 or (x.flags.c_contiguous and bias._data.flags.c_contiguous and (
+        bias._data.ndim == 1 or sum(n != 1 for n in bias._data.shape) == 1)))
+    if fused:
+        bd = bias._data.dtype
+        if bd != w.dtype:
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got {_tn(bd)} and {_tn(w.dtype)}")
+        if x.dtype != w.dtype:
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_tn(x.dtype)} and {_tn(w.dtype)}")
+        if w.ndim == 1:
+            raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
+    elif x.dtype != w.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_CN.get(x.dtype.name, x.dtype.name)}"
+                           f" != {_CN.get(w.dtype.name, w.dtype.name)}")
+    if w.ndim == 1 or (bias is not None and not fused):
+        from .linalg import matmul
+        out = matmul(input, weight.t())
+        if bias is None:
+            return out
+        bshape = np.broadcast_shapes(bias._data.shape, out._data.shape) if _broadcastable(bias, out) else None
+        if bshape != out._data.shape:
+            if bshape is None:
+                from .arithmetic import add
+                add(out, bias)      # PyTorch's broadcast error
+            raise RuntimeError(f"output with shape {list(out._data.shape)} doesn't match the broadcast shape "
+                               f"{list(bshape)}")
+        return out.add_(bias)
+    # explicit sizes: NumPy cannot infer a -1 next to a dimension of size 0
+    x2 = x.reshape(1, x.shape[0]) if nd == 1 else (x.reshape(_prod(x.shape[:-1]), x.shape[-1]) if nd > 2 else x)
     if x2.shape[1] != w.shape[1]:
         _shape_err(x2.shape, (w.shape[1], w.shape[0]))
+    if x.dtype.kind == "b":
+        check_kernel_dtype("addmm_impl_cpu_", x)
+    if bias is not None and bias._data.shape != (w.shape[0],):
+        _expand_err(bias, (x2.shape[0], w.shape[0]))
     inp = input
     if nd != 2 and input._requires_grad:
         inp = _reshape_named(input, x2.shape, "ViewBackward0")
@@ -111,13 +175,23 @@ def linear(input, weight, bias=None):
         wt = weight.t()                  # a view; TBackward0 when the weight requires grad
         if bias is not None:
             node = node_for(AddmmBackward0, (bias, inp, wt))
+            if node is not None and bias._data.shape != (w.shape[0],):
+                node._out_meta_bias = bias._data.shape
         else:
             node = node_for(_LinearMm, (inp, wt))
         save(node, inp if wt._requires_grad else None, wt if inp._requires_grad else None)
     out = finish(node, r)
     if nd == 2:
         return out
-    if nd == 1:
-        return _reshape_named(out, (w.shape[0],), "ViewBackward0" if bias is not None else "SqueezeBackward4")
-    return _reshape_named(out, x.shape[:-1] + (w.shape[0],),
-                          "ViewBackward0" if bias is not None else "UnsafeViewBackward0")
+    shape = x.shape[:-1] + (w.shape[0],)
+    if bias is not None:
+        return out.view(shape)   # a view of the addmm result, as PyTorch's
+    return _reshape_named(out, shape, "SqueezeBackward4" if nd == 1 else "UnsafeViewBackward0")
+
+
+def _broadcastable(a, b):
+    try:
+        np.broadcast_shapes(a._data.shape, b._data.shape)
+        return True
+    except ValueError:
+        return False

@@ -10,19 +10,36 @@ from ._base import OpNode, node_for, save, finish, finish_multi, arr, _state
 from ._seqkit import graph_grads
 from .linalg import matmul
 from .activation import softmax
+from .conv import _KERNEL_TYPES
 from .. import _creation
 
 __all__ = []
 
 
 def _softmax_rows(s):
-    """Softmax over the last axis; rows that are entirely -inf give zeros (safe softmax)."""
+    """Softmax over the last axis; rows that are entirely -inf give zeros (PyTorch's safe
+    softmax); a NaN or +inf in a row makes the row NaN, as in PyTorch."""
     m = s.max(axis=-1, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)
-    e = np.exp(s - m)
-    z = e.sum(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(z > 0, e / np.where(z > 0, z, 1), 0).astype(s.dtype, copy=False)
+    m[m == -np.inf] = 0
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        e = np.exp(s - m)
+        r = e / e.sum(axis=-1, keepdims=True)
+    dead = np.isneginf(s).all(axis=-1, keepdims=True)
+    if dead.any():
+        r = np.where(dead, s.dtype.type(0), r)
+    return r.astype(s.dtype, copy=False)
+
+
+def _safe_softmax(s):
+    """Differentiable softmax over the last dim whose rows of only -inf give zeros (and
+    zero gradients), as PyTorch's ``_safe_softmax``."""
+    dead = np.isneginf(s._data).all(axis=-1, keepdims=True)
+    if not dead.any():
+        return softmax(s, -1)
+    from .index import where
+    zero = finish(None, np.zeros((), s._data.dtype))
+    dead_t = finish(None, dead)
+    return where(dead_t, zero, softmax(where(dead_t, zero, s), -1))
 
 
 def _dropout_mask(shape, p, dtype):
@@ -34,7 +51,9 @@ def _dropout_mask(shape, p, dtype):
 
 def _attend(q, k, v, mask, scale, drop):
     """Forward on arrays: returns (out, p, p_dropped)."""
-    s = np.matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(scale)
+    s = np.matmul(q, np.swapaxes(k, -1, -2))
+    if q.shape[-1]:   # (no embedding: zero scores, whatever the scale)
+        s *= q.dtype.type(scale)
     if mask is not None:
         s = s + mask
     p = _softmax_rows(s)
@@ -74,8 +93,8 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
             kd, vd = np.repeat(kd, rep, axis=-3), np.repeat(vd, rep, axis=-3)
         dq, dk, dv, ds = _attend_backward(g._data, q._data, kd, vd, self.p, self.pd, self.drop, self.scale)
         if rep > 1:
-            dk = dk.reshape(dk.shape[:-3] + (-1, rep) + dk.shape[-2:]).sum(axis=-3)
-            dv = dv.reshape(dv.shape[:-3] + (-1, rep) + dv.shape[-2:]).sum(axis=-3)
+            dk = dk.reshape(dk.shape[:-3] + (dk.shape[-3] // rep, rep) + dk.shape[-2:]).sum(axis=-3)
+            dv = dv.reshape(dv.shape[:-3] + (dv.shape[-3] // rep, rep) + dv.shape[-2:]).sum(axis=-3)
         nf = self.next_functions
         out = [_sum_to(dq, q._data.shape), _sum_to(dk, k._data.shape), _sum_to(dv, v._data.shape)]
         if len(nf) > 3:
@@ -87,15 +106,38 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
         if self.rep > 1:
             idx = np.repeat(np.arange(k.shape[-3]), self.rep)
             k, v = k[..., idx, :, :], v[..., idx, :, :]
-        s = matmul(q, k.transpose(-2, -1)) * self.scale
+        s = matmul(q, k.transpose(-2, -1))
+        if q.shape[-1]:
+            s = s * self.scale
         if m is not None:
             s = s + m
         elif self.const_mask is not None:
             s = s + finish(None, self.const_mask)
-        p = softmax(s, -1)
+        p = _safe_softmax(s)
         if self.drop is not None:
             p = p * finish(None, self.drop)
         return matmul(p, v)
+
+
+class _MathSdpaBackward(ScaledDotProductFlashAttentionForCpuBackward0):
+    """The same node where PyTorch takes its composite ("math") path, named after that
+    path's last op."""
+
+
+_MATH_SDPA = type("UnsafeViewBackward0", (_MathSdpaBackward,), {})
+_MATH_SDPA_2D = type("MmBackward0", (_MathSdpaBackward,), {})
+
+
+class _EmptySdpaBackward(OpNode):
+    """Attention over an empty dimension: zeros, tied to q, k and v with zero derivatives
+    (PyTorch adds ``0 * (q.sum() + k.sum() + v.sum())``)."""
+
+    def backward(self, g):
+        z = g.sum() * 0.0
+        return tuple(z.expand(s) if nf[0] is not None else None for s, nf in zip(self.shapes, self.next_functions))
+
+
+_EMPTY_SDPA = type("AddBackward0", (_EmptySdpaBackward,), {})
 
 
 def _float_mask(attn_mask, dtype):
@@ -105,6 +147,11 @@ def _float_mask(attn_mask, dtype):
     return m.astype(dtype, copy=False)
 
 
+def _cname(dt):
+    from ._linear import _CN
+    return _CN.get(dt.name, dt.name)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """``softmax(Q K^T * scale + mask) V`` with optional causal mask and dropout."""
@@ -112,6 +159,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if q.dtype != k.dtype or q.dtype != v.dtype:
         raise RuntimeError("Expected query, key, and value to have the same dtype, but got query.dtype: "
                            f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+    if attn_mask is not None and attn_mask._data.dtype not in (np.bool_, q.dtype):
+        raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {_cname(attn_mask._data.dtype)} and  query.dtype: {_cname(q.dtype)} "
+                           "instead.")
+    if q.dtype.kind not in "fc":
+        raise RuntimeError(f"expected scalar type Float but found {_KERNEL_TYPES.get(q.dtype.name, q.dtype.name)}")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise RuntimeError("Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
                            f"{q.ndim} key.dim: {k.ndim} and value.dim: {v.ndim} instead.")
@@ -125,7 +178,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if enable_gqa and q.ndim >= 3 and q.shape[-3] != k.shape[-3]:
         rep = q.shape[-3] // k.shape[-3]
         k, v = np.repeat(k, rep, axis=-3), np.repeat(v, rep, axis=-3)
+    from .arithmetic import broadcast_error
     L, S = q.shape[-2], k.shape[-2]
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        xs, ys = q.shape[:-2], k.shape[:-2]
+        raise (broadcast_error(xs, ys) if _no_bcast(xs, ys) else broadcast_error(xs, v.shape[:-2])) from None
     mask = None
     if is_causal:
         if attn_mask is not None:
@@ -134,12 +193,22 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         mask = np.where(np.tril(np.ones((L, S), bool)), q.dtype.type(0), q.dtype.type(-np.inf))
     elif attn_mask is not None:
         mask = _float_mask(attn_mask, q.dtype)
-    sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    drop = _dropout_mask(q.shape[:-1] + (S,), dropout_p, q.dtype) if dropout_p > 0 else None
+        if _no_bcast(batch + (L, S), mask.shape):
+            raise broadcast_error(batch + (L, S), mask.shape)
+    out_shape = batch + (L, v.shape[-1])
+    if v.size == 0 or 0 in out_shape:
+        return _empty_attention(query, key, value, out_shape)
+    sc = (1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else math.inf) if scale is None else scale
+    drop = _dropout_mask(batch + (L, S), dropout_p, q.dtype) if dropout_p > 0 else None
     out, p, pd = _attend(q, k, v, mask, sc, drop)
     grad_mask = attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._requires_grad
     inputs = (query, key, value) + ((attn_mask,) if grad_mask else ())
-    node = node_for(ScaledDotProductFlashAttentionForCpuBackward0, inputs)
+    # PyTorch's fused CPU kernel: 4-D q, k, v of one head size and one batch and head count
+    # (GQA aside), no dropout, no mask gradient; its composite path otherwise
+    flash = (q.ndim == k.ndim == v.ndim == 4 and q.shape[-1] == v.shape[-1] and drop is None and not grad_mask
+             and q.shape[0] == key.shape[0] == value.shape[0] and k.shape[1] == v.shape[1] == q.shape[1])
+    node = node_for(ScaledDotProductFlashAttentionForCpuBackward0 if flash else
+                    _MATH_SDPA_2D if len(out_shape) == 2 and v.ndim == 2 else _MATH_SDPA, inputs)
     if node is not None:
         save(node, query, key, value)
         node.rep = rep
@@ -150,6 +219,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             node.mask_t = attn_mask
     res = finish(node, arr(out))
     return res
+
+
+def _no_bcast(xs, ys):
+    try:
+        np.broadcast_shapes(tuple(xs), tuple(ys))
+        return False
+    except ValueError:
+        return True
+
+
+def _empty_attention(query, key, value, shape):
+    node = node_for(_EMPTY_SDPA, (query, key, value))
+    if node is not None:
+        node.shapes = (query._data.shape, key._data.shape, value._data.shape)
+    return finish(node, np.zeros(shape, query._data.dtype))
 
 
 # *** multi-head attention core ***

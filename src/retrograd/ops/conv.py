@@ -21,6 +21,36 @@ __all__ = ["conv1d", "conv2d", "conv3d"]
 TENSOR_METHODS = {}
 INPLACE = {}
 
+_KERNEL_TYPES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "int16": "Short",
+                 "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                 "float16": "Half", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def check_kernel_dtype(kernel, x, allowed=()):
+    """PyTorch's error for a CPU kernel that has no version for ``x``'s dtype: floating
+    point always passes, the dtype names in ``allowed`` ("int64", "bool", ...) too."""
+    if x.dtype.kind == "f":
+        return
+    name = x.dtype.name
+    if name not in allowed:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_KERNEL_TYPES.get(name, name)}\'')
+
+
+_INTS = ("int64", "int32", "int16", "int8", "uint8")
+
+
+def check_weight_type(input, other, what="weight"):
+    """PyTorch's error for a convolution whose input and weight (or bias) dtypes differ:
+    worded for its MKLDNN path where the input could take it (float, half)."""
+    x, w = input._data, other._data
+    if x.dtype != w.dtype:
+        if x.dtype.name in ("float32", "float16"):
+            from ._base import type_name
+            raise RuntimeError(f"Input type ({type_name(input)}) and {what} type ({type_name(other)}) should be the "
+                               f"same or input should be a MKLDNN tensor and {what} is a dense tensor")
+        raise RuntimeError(f"expected scalar type {_KERNEL_TYPES.get(x.dtype.name, x.dtype.name.capitalize())} but "
+                           f"found {_KERNEL_TYPES.get(w.dtype.name, w.dtype.name.capitalize())}")
+
 
 # *** array kernels ***
 
@@ -104,7 +134,9 @@ def _bwd_w(x, g, wshape, p, cols=None):
     if wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
         return _bwd_w_dw(x, g, wshape, p)
     if _wide(p, len(wshape) - 2):
-        return _bwd_w_wide(x, g, wshape, p, cols)
+        if _finite(x):
+            return _bwd_w_wide(x, g, wshape, p, cols)
+        cols = None   # see _finite
     n = x.shape[0]
     G = p.groups
     o = wshape[0]
@@ -134,7 +166,7 @@ def _bwd_in(g, w, xshape, p):
     """Input gradient: columns = w^T g, then col2im by strided slice-adds per kernel offset."""
     if _depthwise(w, p):
         return _bwd_in_dw(g, w, xshape, p)
-    if _wide(p, w.ndim - 2):
+    if _wide(p, w.ndim - 2) and _finite(w):
         return _bwd_in_wide(g, w, xshape, p)
     n = g.shape[0]
     G = p.groups
@@ -209,6 +241,13 @@ def _wide(p, nd):
     return nd == 2 and p.stride == (1, 1)
 
 
+def _finite(a):
+    """Whether the wide layout may be used in a backward: its extra columns hold zeros of
+    the gradient, which meet the other operand there; an inf or NaN would make them NaN
+    and spill into real positions (a sum is one pass and allocates nothing)."""
+    return bool(np.isfinite(a.sum()))
+
+
 def _wide_geom(xshape, k, p):
     (plh, phh), (plw, phw) = p.pad
     hp, wp = xshape[2] + plh + phh, xshape[3] + plw + phw
@@ -245,7 +284,7 @@ def _fwd_wide(x, w, p, keep_cols=False):
     o = w.shape[0]
     G = p.groups
     cols, (hp, wp, oh, ow, _) = _wide_cols(x, w.shape[2:], p)
-    wm = w.reshape(G, o // G, -1)
+    wm = w.reshape(G, o // G, w.shape[1] * w.shape[2] * w.shape[3])
     dt = np.result_type(w.dtype, cols.dtype)
     yw = np.matmul(wm, cols, out=_take((G, o // G, n * oh * wp), dt))      # one GEMM per group
     y = np.ascontiguousarray(yw.reshape(o, n, oh, wp)[:, :, :, :ow].transpose(1, 0, 2, 3))
@@ -286,7 +325,7 @@ def _bwd_in_wide(g, w, xshape, p):
     G = p.groups
     hp, wp, oh, ow, slack = _wide_geom(xshape, k, p)
     gwide = _g_wide(g, wp, G)
-    wm = w.reshape(G, o // G, -1)
+    wm = w.reshape(G, o // G, w.shape[1] * w.shape[2] * w.shape[3])
     L = oh * wp
     dt = np.result_type(w.dtype, gwide.dtype)
     dbuf = np.matmul(wm.transpose(0, 2, 1), gwide, out=_take((G, wm.shape[2], n * L), dt))   # (G, CgKK, N*L)
@@ -340,7 +379,7 @@ def _fwd_dw(x, w, p):
                 s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
                 np.multiply(flat[:, :, s0:s0 + L], w[:, 0, kh, kw][None, :, None], out=tmp)
                 y += tmp
-        return np.ascontiguousarray(y.reshape(x.shape[0], -1, oh, wp)[:, :, :, :ow])
+        return np.ascontiguousarray(y.reshape(x.shape[0], w.shape[0], oh, wp)[:, :, :, :ow])
     xp = _pad_zeros(x, p.pad)
     k = w.shape[2:]
     out = _out_size(xp.shape[2:], k, p)
@@ -357,7 +396,7 @@ def _fwd_dw(x, w, p):
 
 def _bwd_in_dw(g, w, xshape, p):
     k = w.shape[2:]
-    if _wide(p, len(k)):
+    if _wide(p, len(k)) and _finite(w):
         n, c, h, wd = xshape
         hp, wp, oh, ow, slack = _wide_geom(xshape, k, p)
         L = oh * wp
@@ -387,7 +426,7 @@ def _bwd_in_dw(g, w, xshape, p):
 
 def _bwd_w_dw(x, g, wshape, p):
     k = wshape[2:]
-    if _wide(p, len(k)):
+    if _wide(p, len(k)) and _finite(x):
         flat, (hp, wp, oh, ow) = _dw_flat(x, k, p)
         n, c = g.shape[:2]
         L = oh * wp
@@ -600,23 +639,20 @@ class SqueezeBackward1(OpNode):
 
 
 def _squeeze0(t):
-    node = node_for(SqueezeBackward1, (t,))
-    if node is not None:
-        node.shape = t._data.shape
-    return finish(node, t._data[0])
+    return t.squeeze(0)   # a view, as PyTorch's (SqueezeBackward1)
 
 
 def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
     """N-d convolution (``nd`` spatial dims) with PyTorch's checks and messages."""
     x, w = input._data, weight._data
     name = f"conv{nd}d"
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {_fmt(x.shape)}")
     if w.ndim != nd + 2:
         raise RuntimeError("weight should have at least three dimensions" if w.ndim < 3 else
                            f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input, but got weight "
                            f"of size {_fmt(w.shape)} instead")
-    if x.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
-                           f"of size: {_fmt(x.shape)}")
     unbatched = x.ndim == nd + 1
     if unbatched:
         input = finish(None, x[None]) if not input._requires_grad else _unsqueeze0(input)
@@ -641,13 +677,22 @@ def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
         pad = tuple((p, p) for p in _tup(padding, nd, "padding"))
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
-    if any(s <= 0 for s in stride):
-        raise RuntimeError("non-positive stride is not supported")
     if any(p < 0 for lo_hi in pad for p in lo_hi):
         raise RuntimeError("negative padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        if any(d < 0 for d in dilation):
+            raise RuntimeError("dilation should be greater than zero")
+        if x.dtype.name in ("float32", "float16"):    # PyTorch's MKLDNN path words it differently
+            raise RuntimeError("non-positive dilation is not supported")
+        raise RuntimeError(f"dilation should be greater than zero, but got {list((1,) * (nd == 1) + dilation)}")
+    if w.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {_fmt(w.shape)} instead")
     if w.shape[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
-                           f"got weight of size {_fmt(w.shape)} instead")
+                           f"got weight of size [{_fmt(w.shape)}] instead")
     if x.shape[1] != w.shape[1] * groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {_fmt(w.shape)}, expected input{_fmt(x.shape)} to "
                            f"have {w.shape[1] * groups} channels, but got {x.shape[1]} channels instead")
@@ -659,14 +704,15 @@ def convolution(input, weight, bias, stride, padding, dilation, groups, nd):
     if any(padded[i] < eff[i] for i in range(nd)):
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
                            f"size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than actual input size")
-    tn = {"float32": "float", "float64": "double", "float16": "c10::Half"}
+    if x.size == 0 and x.shape[0] and x.shape[1]:
+        raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got input shape: {_fmt(x.shape)}")
     if bias is not None and bias._data.dtype != x.dtype:
-        raise RuntimeError(f"Input type ({tn.get(x.dtype.name, x.dtype.name)}) and bias type "
-                           f"({tn.get(bias._data.dtype.name, bias._data.dtype.name)}) should be the same")
-    if x.dtype != w.dtype:
-        tc = {"float32": "Float", "float64": "Double", "float16": "Half"}
-        raise RuntimeError(f"expected scalar type {tc.get(x.dtype.name, x.dtype.name)} but found "
-                           f"{tc.get(w.dtype.name, w.dtype.name)}")
+        from ._linear import _CN
+        raise RuntimeError(f"Input type ({_CN.get(x.dtype.name, x.dtype.name)}) and bias type "
+                           f"({_CN.get(bias._data.dtype.name, bias._data.dtype.name)}) should be the same")
+    check_weight_type(input, weight)
+    if x.dtype.kind == "b":
+        check_kernel_dtype("compute_columns3d" if nd == 3 else "slow_conv2d_cpu", x)
     out = _conv(input, weight, _P(stride, pad, dilation, groups), bias)
     return _squeeze0(out) if unbatched else out
 

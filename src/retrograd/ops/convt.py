@@ -11,6 +11,7 @@ from ._seqkit import graph_grads
 from .arithmetic import add
 from .linalg import matmul, einsum
 from .resample import _col2im
+from .conv import check_kernel_dtype, check_weight_type, _KERNEL_TYPES
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "bilinear"]
 
@@ -147,6 +148,20 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
             " ".join(f"stride_{n}: {s}" for n, s in zip(names, st)) + " " + \
             " ".join(f"dilation_{n}: {d}" for n, d in zip(names, dil))
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {parts}")
+    if x._data.size == 0 and xs[0] and xs[1]:
+        raise RuntimeError("Only zero batch or zero channel inputs are supported, but got input shape: "
+                           f"[{', '.join(map(str, x.shape))}]")
+    check_weight_type(input, weight)
+    if bias is not None and bias._data.dtype != x._data.dtype:
+        if x._data.dtype.name in ("float32", "float16"):
+            check_weight_type(input, bias, "bias")
+        if x._data.dtype.kind != "f" and bias._data.dtype.kind == "f":
+            raise RuntimeError(f"result type {_KERNEL_TYPES[bias._data.dtype.name]} can't be cast to the desired "
+                               f"output type {_KERNEL_TYPES.get(x._data.dtype.name, x._data.dtype.name)}")
+    check_kernel_dtype("slow_conv_transpose2d_out_cpu", x._data, ("int64",))
+    if unbatched:   # as PyTorch: a batch of one, squeezed (a view)
+        return _conv_transpose(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups, dilation,
+                               nsp, name).squeeze(0)
     xd = x._data.reshape(xs)
     wd = weight._data
     if nsp == 1:  # as 2-D with a height of one
@@ -214,38 +229,54 @@ class TrilinearBackward0(OpNode):
         if nf[1][0] is not None:
             out[1] = finish(None, arr(np.einsum("...o,oij,...i->...j", gd, W, a)))
         if nf[2][0] is not None:
-            g2, a2, b2 = gd.reshape(-1, gd.shape[-1]), a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
-            out[2] = finish(None, arr(np.einsum("bo,bi,bj->oij", g2, a2, b2, optimize=True)))
+            out[2] = finish(None, arr(np.einsum("bo,bi,bj->oij", gd, a, b, optimize=True)))
         return tuple(out)
 
 
 def bilinear(input1, input2, weight, bias=None):
     """``y = x1^T A x2 + b`` over the last dimension of ``input1`` and ``input2``."""
     a, b, W = input1._data, input2._data, weight._data
-    if a.shape[-1] != W.shape[1]:
-        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {a.shape[-1]} but expected "
-                           f"{W.shape[1]}")
-    if b.shape[-1] != W.shape[2]:
-        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {b.shape[-1]} but expected "
-                           f"{W.shape[2]}")
+    ts = [("input1", a), ("input2", b), ("weight", W)] + ([("bias", bias._data)] if bias is not None else [])
+    if any(t.dtype != a.dtype for _, t in ts):
+        from ._linear import _CN
+        raise RuntimeError("All tensors must have the same dtype, got " +
+                           ", ".join(f"{n}: {_CN.get(t.dtype.name, t.dtype.name)}" for n, t in ts))
     if a.ndim != b.ndim:
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {a.ndim} and {b.ndim}")
     for i in range(a.ndim - 1):
         if a.shape[i] != b.shape[i]:
             raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got {a.shape[i]} and "
                                f"{b.shape[i]}")
-    if bias is not None and bias.shape[0] != W.shape[0]:
-        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but expected "
-                           f"{W.shape[0]}")
-    if a.ndim > 2:  # as PyTorch: flatten the batch dimensions, then view the result back
-        lead = a.shape[:-1]
-        r = bilinear(input1.reshape(-1, a.shape[-1]), input2.reshape(-1, b.shape[-1]), weight, bias)
-        return r.reshape(lead + (W.shape[0],))
-    r = arr(np.einsum("...i,oij,...j->...o", a, W, b, optimize=True).astype(a.dtype, copy=False))
-    node = node_for(TrilinearBackward0, (input1, input2, weight))
+    if a.ndim == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    for t, d in ((a, 1), (b, 2)):
+        if W.ndim <= d:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-max(W.ndim, 1)}, "
+                             f"{max(W.ndim, 1) - 1}], but got {d})")
+        if t.shape[-1] != W.shape[d]:
+            raise RuntimeError(f"bilinear(): input{d} size does not match weight size: got {t.shape[-1]} but expected "
+                               f"{W.shape[d]}")
+    if bias is not None:
+        if bias._data.ndim == 0:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        if bias.shape[0] != W.shape[0]:
+            raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but expected "
+                               f"{W.shape[0]}")
+    if W.ndim != 3:
+        raise RuntimeError("number of dimensions must match")
+    if a.dtype.kind == "b":
+        check_kernel_dtype("bmm", a)
+    # as PyTorch: flatten the batch dimensions, one trilinear product, view the result back, add the bias
+    out_shape = a.shape[:-1] + (W.shape[0],)
+    in1 = input1.reshape(-1, a.shape[-1])
+    in2 = input2.reshape(-1, b.shape[-1])
+    a, b = in1._data, in2._data
+    # PyTorch's order: contract input1's features first, then input2's (NaN/inf land alike)
+    r = arr(np.einsum("boj,bj->bo", np.einsum("bi,oij->boj", a, W), b).astype(a.dtype, copy=False))
+    node = node_for(TrilinearBackward0, (in1, in2, weight))
     if node is not None:
-        save(node, input1, input2, weight)
-    res = finish(node, r)
+        save(node, in1, in2, weight)
+    res = finish(node, r).reshape(out_shape)
     return res if bias is None else add(res, bias)
 
 

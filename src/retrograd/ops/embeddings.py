@@ -69,7 +69,7 @@ def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls):
 def _dense_backward(g, idx, num, padding_idx, freq):
     """The weight gradient of a lookup: upstream rows summed into their weight rows."""
     d = g._data
-    rows = d.reshape(idx.shape[0], -1)
+    rows = d.reshape(idx.shape[0], d.shape[-1])
     s = _lookup_scale(idx, num, padding_idx, freq, d.dtype)
     if s is not None:
         rows = rows * s[:, None]
@@ -196,6 +196,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}) is not None, "
                          f"then it must have the same shape as the input ({tuple(input.shape)})")
     _check_indices(input, "embedding_bag")
+    if weight._data.dtype.kind != "f":
+        from ._base import _error_type_name
+        raise RuntimeError("Expected tensor for argument #1 'weight' to have one of the following scalar types: Half, "
+                           f"BFloat16, Float, Double; but got {_error_type_name(weight)} instead (while checking arguments "
+                           "for embedding_bag)")
     num, D = weight.shape
     if input.dim() == 2:
         if offsets is not None:
@@ -216,6 +221,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError("mode has to be one of sum, mean or max")
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and per_sample_weights._data.dtype != weight._data.dtype:
+        from ._base import type_name
+        raise RuntimeError("Expected tensor for argument #1 'weight' to have the same type as tensor for argument #1 "
+                           f"'per_sample_weights'; but type {type_name(weight)} does not equal "
+                           f"{type_name(per_sample_weights)} (while checking arguments for embedding_bag)")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
@@ -254,7 +264,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             starts = np.flatnonzero(np.concatenate(([True], bag[1:] != bag[:-1])))
             bags = bag[starts]
             out[bags] = np.maximum.reduceat(rows, starts, axis=0)
-            pos = np.where(rows == out[bag], np.arange(idx.size)[:, None], idx.size)
+            best = out[bag]
+            hit = (rows == best) | (np.isnan(rows) & np.isnan(best))
+            pos = np.where(hit, np.arange(idx.size)[:, None], idx.size)
             max_idx[bags] = np.minimum.reduceat(pos, starts, axis=0)
     else:
         src = rows if psw is None else rows * psw._data.reshape(-1)[keep][:, None].astype(w.dtype)

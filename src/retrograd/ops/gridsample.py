@@ -4,6 +4,7 @@ import numpy as np
 
 from ._base import OpNode, node_for, save, finish, arr, _state
 from ._seqkit import graph_grads
+from .conv import check_kernel_dtype
 
 __all__ = ["grid_sampler", "affine_grid_generator"]
 
@@ -37,7 +38,7 @@ def _source_coords(c, size, padding_mode, align_corners):
     g = np.full_like(x, scale)
     if padding_mode == "border":
         inside = (x > 0) & (x < size - 1)
-        x = np.clip(x, 0, size - 1)
+        x = _clip(x, size)
         g = g * inside
     elif padding_mode == "reflection":
         if align_corners:
@@ -46,9 +47,14 @@ def _source_coords(c, size, padding_mode, align_corners):
             x, gr = _reflect(x, -1, 2 * size - 1)
         g = g * gr
         inside = (x > 0) & (x < size - 1)
-        x = np.clip(x, 0, size - 1)
+        x = _clip(x, size)
         g = g * inside
     return x, g
+
+
+def _clip(x, size):
+    """PyTorch's vectorised ``min(max(x, 0), size - 1)``: a NaN coordinate lands on 0."""
+    return np.where(np.isnan(x), x.dtype.type(0), np.clip(x, 0, size - 1))
 
 
 def _corners(x_t, ix, iy, H, W):
@@ -61,10 +67,32 @@ def _corners(x_t, ix, iy, H, W):
     return v, (n * H + yc) * W + xc, ok
 
 
+class _ZeroTied(OpNode):
+    """A gradient that is zero by construction yet belongs to the graph (PyTorch's backward
+    kernels take these inputs): its own derivatives are zeros."""
+
+    def backward(self, gg):
+        return tuple(finish(None, np.zeros(s, gg._data.dtype)) if nf[0] is not None else None
+                     for s, nf in zip(self.shapes, self.next_functions))
+
+
+_ZERO_TIED = type("GridSampler2DBackwardBackward0", (_ZeroTied,), {})
+
+
+def _zero_tied(shape, like, deps):
+    node = node_for(_ZERO_TIED, deps)
+    if node is not None:
+        node.shapes = tuple(d._data.shape for d in deps)
+    return finish(node, np.zeros(shape, like._data.dtype))
+
+
 class GridSampler2DBackward0(OpNode):
     def backward(self, g):
         if _state.grad:  # create_graph: differentiate the composite, so that double backward works
-            res = graph_grads(self._composite, list(self.saved_tensors), [g])
+            x, grid = self.saved_tensors
+            res = list(graph_grads(self._composite, [x, grid], [g]))
+            if self.mode == "nearest" and self.next_functions[1][0] is not None:
+                res[1] = _zero_tied(grid._data.shape, g, (g, x, grid))
             return tuple(res[i] if self.next_functions[i][0] is not None else None for i in range(2))
         x, grid = self.saved_tensors
         xd, gd = x._data, g._data
@@ -74,14 +102,14 @@ class GridSampler2DBackward0(OpNode):
         parts = []
         ggrid = None
         if self.mode == "nearest":
-            parts.append((self.corners[0][1], self.corners[0][2].astype(xd.dtype), gt))
+            parts.append((self.corners[0][1], np.ones(gt.shape[:-1], xd.dtype), self.corners[0][2], gt))
         else:
             (v00, i00, k00), (v01, i01, k01), (v10, i10, k10), (v11, i11, k11) = self.corners
             wx1, wy1 = self.w
             wx0, wy0 = 1 - wx1, 1 - wy1
             for (v, i, k), w in (((v00, i00, k00), wx0 * wy0), ((v01, i01, k01), wx1 * wy0),
                                  ((v10, i10, k10), wx0 * wy1), ((v11, i11, k11), wx1 * wy1)):
-                parts.append((i, (w * k).astype(xd.dtype), gt))
+                parts.append((i, w.astype(xd.dtype, copy=False), k, gt))
             if nf[1][0] is not None:
                 dx = (wy0[..., None] * (v01 - v00) + wy1[..., None] * (v11 - v10)) * gt
                 dy = (wx0[..., None] * (v10 - v00) + wx1[..., None] * (v11 - v01)) * gt
@@ -89,8 +117,9 @@ class GridSampler2DBackward0(OpNode):
                 ggrid = np.stack([dx.sum(-1) * gx, dy.sum(-1) * gy], axis=-1).astype(xd.dtype)
         gin = None
         if nf[0][0] is not None:
-            flat = np.concatenate([(i[..., None] * C + np.arange(C)).ravel() for i, _, _ in parts])
-            wts = np.concatenate([(w[..., None] * gg).ravel() for _, w, gg in parts])
+            # corners outside the input are skipped (selected), as in PyTorch's kernel
+            flat = np.concatenate([(i[..., None] * C + np.arange(C)).ravel() for i, _, _, _ in parts])
+            wts = np.concatenate([np.where(k[..., None], w[..., None] * gg, 0).ravel() for _, w, k, gg in parts])
             gin = np.bincount(flat, weights=wts, minlength=N * H * W * C).reshape(N, H, W, C)
             gin = np.ascontiguousarray(gin.transpose(0, 3, 1, 2)).astype(xd.dtype)
         if ggrid is None and nf[1][0] is not None:
@@ -103,25 +132,28 @@ class GridSampler2DBackward0(OpNode):
         N, C, H, W = x.shape
         flat = x.permute(0, 2, 3, 1).reshape(N * H * W, C)
 
-        def corner(k):
+        from .index import where
+        zero = finish(None, np.zeros((), x._data.dtype))
+
+        def corner(k, w=None):
+            # a corner outside the input contributes nothing (selected, as PyTorch's kernel)
             _, idx, ok = self.corners[k]
-            return flat[finish(None, idx)] * finish(None, ok[..., None].astype(x._data.dtype))
+            v = flat[finish(None, idx)]
+            return where(finish(None, ok[..., None]), v if w is None else v * w, zero)
         if self.mode == "nearest":
             return corner(0).permute(0, 3, 1, 2)
-        if self.padding_mode == "reflection":
-            raise NotImplementedError("double backward of grid_sample with padding_mode='reflection'")
+        # the source coordinate is piecewise linear in the grid, with the slope PyTorch's
+        # kernel uses (unnormalising scale, reflection sign, zero where clipped)
+        gd = grid._data
 
-        def coord(c, size):
-            if self.align_corners:
-                r = (c + 1) / 2 * (size - 1)
-            else:
-                r = ((c + 1) * size - 1) / 2
-            return r.clamp(0, size - 1) if self.padding_mode == "border" else r
-        ix, iy = coord(grid[..., 0], W), coord(grid[..., 1], H)
+        def coord(k):
+            slope = self.dcoord[k]
+            return grid[..., k] * finish(None, slope) + finish(None, self.coords[k] - gd[..., k] * slope)
+        ix, iy = coord(0), coord(1)
         wx1 = (ix - finish(None, np.floor(ix._data))).unsqueeze(-1)
         wy1 = (iy - finish(None, np.floor(iy._data))).unsqueeze(-1)
         wx0, wy0 = 1 - wx1, 1 - wy1
-        out = corner(0) * (wx0 * wy0) + corner(1) * (wx1 * wy0) + corner(2) * (wx0 * wy1) + corner(3) * (wx1 * wy1)
+        out = corner(0, wx0 * wy0) + corner(1, wx1 * wy0) + corner(2, wx0 * wy1) + corner(3, wx1 * wy1)
         return out.permute(0, 3, 1, 2)
 
 
@@ -145,6 +177,12 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
                            f"[{', '.join(map(str, gd.shape))}]")
     if mode == "bicubic":
         raise NotImplementedError("grid_sample: mode='bicubic' is not supported")
+    check_kernel_dtype("grid_sampler_2d_cpu_kernel_impl", xd)
+    with np.errstate(invalid="ignore", over="ignore"):   # NaN / inf coordinates behave as in PyTorch
+        return _grid_sample_arrays(input, grid, xd, gd, mode, padding_mode, align_corners)
+
+
+def _grid_sample_arrays(input, grid, xd, gd, mode, padding_mode, align_corners):
     N, C, H, W = xd.shape
     x_t = xd.transpose(0, 2, 3, 1)
     ix, gx = _source_coords(gd[..., 0], W, padding_mode, align_corners)
@@ -168,6 +206,7 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
     if node is not None:
         save(node, input, grid)
         node.mode, node.corners, node.w, node.dcoord = mode, corners, w, (gx, gy)
+        node.coords = (ix, iy)
         node.padding_mode, node.align_corners = padding_mode, align_corners
     return finish(node, r)
 
@@ -185,10 +224,11 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
 class AffineGridGeneratorBackward0(OpNode):
     def backward(self, g):
-        gd = g._data
-        N = gd.shape[0]
-        base = self.base  # (H*W, 3)
-        return finish(None, np.einsum("pk,npj->njk", base, gd.reshape(N, -1, 2)).astype(gd.dtype))
+        # base^T (3, H*W) @ g (N, H*W, 2), transposed: linear in g, so differentiable
+        from .linalg import matmul
+        base = self.base
+        gt = finish(None, np.ascontiguousarray(base.T).astype(g._data.dtype, copy=False))
+        return matmul(gt, g.reshape(g.shape[0], base.shape[0], 2)).transpose(1, 2)
 
 
 def _linspace(n, align_corners, dtype):

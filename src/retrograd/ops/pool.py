@@ -13,7 +13,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ._base import OpNode, node_for, save, finish
-from .conv import _tup, SqueezeBackward1
+from .conv import _tup, SqueezeBackward1, check_kernel_dtype, _INTS
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d"]
 TENSOR_METHODS = {}
@@ -28,11 +28,21 @@ def _prod(t):
 
 
 def _lead(x, nd, name):
-    if x.ndim not in (nd + 1, nd + 2) or x.size == 0:
+    if x.ndim not in (nd + 1, nd + 2):
         if nd == 1:
             raise RuntimeError(f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
                                f"input, but got:{list(x.shape)}")
         raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    if 0 in x.shape[x.ndim - nd - 1:]:   # only a batch dimension may be empty
+        if nd == 1:
+            raise RuntimeError(f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                               f"input, but got:{list(x.shape)}")
+        if nd == 2:
+            raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but "
+                               f"got:{list(x.shape)}")
+        who = "max_pool3d_with_indices_out_cpu_template" if name.startswith("max") else "avg_pool3d"
+        raise RuntimeError(f"{who}(): Expected input's non-batch dimensions to have positive length, but input has a "
+                           f"shape of {list(x.shape)} and non-batch dimension 0 has length zero!")
     return x.shape[:-nd], x.shape[-nd:]
 
 
@@ -44,12 +54,15 @@ def _pool_out(S, k, s, p, d, ceil_mode):
     return out
 
 
-def _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name):
+def _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name, check_image=False):
     k = _tup(kernel_size, nd, "kernel_size")
     s = _tup(stride if (stride is not None and stride != [] and stride != ()) else k, nd, "stride")
     p = _tup(padding, nd, "padding")
     d = _tup(dilation, nd, "dilation")
     lead, S = _lead(x, nd, name)
+    if check_image and any(S[i] < k[i] for i in range(nd)):   # PyTorch's 3-D average pool, before padding
+        raise RuntimeError(f"input image (T: {S[0]} H: {S[1]} W: {S[2]}) smaller than kernel size (kT: {k[0]} "
+                           f"kH: {k[1]} kW: {k[2]})")
     if any(v == 0 for v in s):
         raise RuntimeError("stride should not be zero")
     for i in range(nd):
@@ -85,8 +98,8 @@ def _window(xp, off, s, d, out):
 
 class _MaxPoolBackward(OpNode):
     def backward(self, g):
-        (arg,) = self.saved_tensors
-        return _max_spread(g, arg, self.geo)
+        arg, x = self.saved_tensors
+        return _max_spread(g, arg, self.geo, x)
 
 
 MaxPool2DWithIndicesBackward0 = type("MaxPool2DWithIndicesBackward0", (_MaxPoolBackward,), {})
@@ -96,7 +109,12 @@ MaxPool3DWithIndicesBackward0 = type("MaxPool3DWithIndicesBackward0", (_MaxPoolB
 class _MaxSpreadBackward(OpNode):
     def backward(self, gg):
         (arg,) = self.saved_tensors
-        return _max_pick(gg, arg, self.geo)
+        nf = self.next_functions
+        r = _max_pick(gg, arg, self.geo) if nf[0][0] is not None else None
+        return (r, _zeros_for(nf, self.dep_shape, gg)) if len(nf) > 1 else r
+
+
+_MAX_SPREAD = {n: type(f"MaxPool{n}DWithIndicesBackwardBackward0", (_MaxSpreadBackward,), {}) for n in (2, 3)}
 
 
 class _MaxPickBackward(OpNode):
@@ -105,9 +123,10 @@ class _MaxPickBackward(OpNode):
         return _max_spread(g, arg, self.geo)
 
 
-def _max_spread(g, arg, geo):
+def _max_spread(g, arg, geo, dep=None):
     """Differentiable: each output gradient sent back to the input position its window's
-    maximum came from (one masked slice-add per kernel offset; overlapping windows add)."""
+    maximum came from (one masked slice-add per kernel offset; overlapping windows add);
+    ``dep`` is the pooled input the result stays tied to (zero derivative)."""
     lead, S, k, s, p, d, out = geo
     B = _prod(lead)
     gd = g._data.reshape((B,) + out)
@@ -125,9 +144,10 @@ def _max_spread(g, arg, geo):
         base, offs = _flat_positions(B, gp.shape[1:], k, s, d, out)
         gp.reshape(-1)[base + offs[a]] = gd
     r = gp[(slice(None),) + tuple(slice(p[i], p[i] + S[i]) for i in range(len(S)))]
-    node = node_for(_MaxSpreadBackward, (g,))
+    node = node_for(_MAX_SPREAD[len(S)] if dep is not None else _MaxSpreadBackward, (g,) if dep is None else (g, dep))
     if node is not None:
         node.geo = geo
+        node.dep_shape = None if dep is None else dep._data.shape
         save(node, arg)
     return finish(node, np.ascontiguousarray(r).reshape(tuple(lead) + S))
 
@@ -193,16 +213,25 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     """Max pooling over the last ``nd`` dims; optionally also the flat argmax indices."""
     x = input._data
     name = f"max_pool{nd}d"
-    k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
     if nd == 1:
-        # PyTorch pools 1-D signals as 2-D ones of height 1.
+        # PyTorch pools 1-D signals as 2-D ones of height 1 (with indices, checked as such)
+        if not return_indices:
+            _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
+            check_kernel_dtype("max_pool1d_impl", x)
+        k = _tup(kernel_size, 1, "kernel_size")
+        s = _tup(stride if (stride is not None and stride != [] and stride != ()) else k, 1, "stride")
+        p, d = _tup(padding, 1, "padding"), _tup(dilation, 1, "dilation")
         r = max_pool(_unsq(input, -2), (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, return_indices, 2)
         if return_indices:
-            return _sq(r[0], -2), finish(None, r[1]._data[..., 0, :])
-        return _sq(r, -2)
+            return _sq(r[0], -2), r[1].squeeze(-2)
+        # PyTorch: with a gradient to record, the indices kernel and a squeeze (a view); its
+        # plain max_pool1d kernel otherwise (no view)
+        return _sq(r, -2) if r._grad_fn is not None else _sq_copy(r, -2)
+    k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, dilation, ceil_mode, nd, name)
+    check_kernel_dtype(name, x, _INTS)
     B = _prod(lead)
     x3 = x.reshape((B,) + S)
-    if (k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind == "f"
+    if (k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind == "f" and B
             and 2 * out[0] <= S[0] and 2 * out[1] <= S[1] and not np.isnan(x3.max())):
         best, arg = _max_pool_2x2(x3, out)
         return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
@@ -221,7 +250,23 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     if nan:                                              # a NaN wins its window (PyTorch: the last one)
         for j in range(len(offs)):
             np.copyto(arg, j, where=np.isnan(wins[j]))
+    if xp is not x3:
+        low = best == neg
+        if low.any():   # nothing above the padding value: PyTorch's argmax is the first in-range element
+            np.copyto(arg, _first_inside(S, k, s, p, d, out).astype(kidx), where=low)
     return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
+
+
+def _first_inside(S, k, s, p, d, out):
+    """(1, *out): the first kernel offset of each window that lies inside the input (0 for
+    a window wholly in the padding, which only dilation allows)."""
+    nd = len(S)
+    j = np.zeros((1,) + (1,) * nd, np.int64)
+    for i in range(nd):
+        pos = np.arange(out[i])[:, None] * s[i] + np.arange(k[i])[None, :] * d[i] - p[i]
+        first = np.argmax((pos >= 0) & (pos < S[i]), axis=1)
+        j = j * k[i] + first.reshape((1,) + tuple(-1 if a == i else 1 for a in range(nd)))
+    return j
 
 
 def _max_pool_result(input, best, arg, geo, return_indices):
@@ -233,7 +278,7 @@ def _max_pool_result(input, best, arg, geo, return_indices):
     arg_t = finish(None, arg)
     if node is not None:
         node.geo = geo
-        save(node, arg_t)
+        save(node, arg_t, input)
     if not return_indices:
         return res
     koff = np.unravel_index(arg.astype(np.int64), k)
@@ -260,6 +305,10 @@ def _unsq(t, dim):
 
 
 def _sq(t, dim):
+    return t.squeeze(dim)   # a view, as PyTorch's (SqueezeBackward1)
+
+
+def _sq_copy(t, dim):
     x = t._data
     node = node_for(SqueezeBackward1, (t,))
     if node is not None:
@@ -306,16 +355,23 @@ def _avg_bwd(g3, S, k, s, p, out, div):
 
 class _AvgPoolBackward(OpNode):
     def backward(self, g):
-        return _avg_pool_grad(g, self.geo)
+        (x,) = self.saved_tensors
+        return _avg_pool_grad(g, self.geo, x)
 
 
 AvgPool2DBackward0 = type("AvgPool2DBackward0", (_AvgPoolBackward,), {})
 AvgPool3DBackward0 = type("AvgPool3DBackward0", (_AvgPoolBackward,), {})
+_AVG_NODES = {2: AvgPool2DBackward0, 3: AvgPool3DBackward0}
 
 
 class AvgPool2DBackwardBackward0(OpNode):
     def backward(self, gg):
-        return _avg_pool_apply(gg, self.geo, _AvgPoolBackward)
+        nf = self.next_functions
+        r = _avg_pool_apply(gg, self.geo, _AVG_NODES[len(self.geo[1])]) if nf[0][0] is not None else None
+        return r, _zeros_for(nf, self.dep_shape, gg)
+
+
+AvgPool3DBackwardBackward0 = type("AvgPool3DBackwardBackward0", (AvgPool2DBackwardBackward0,), {})
 
 
 def _avg_pool_apply(input, geo, cls):
@@ -325,16 +381,18 @@ def _avg_pool_apply(input, geo, cls):
     node = node_for(cls, (input,))
     if node is not None:
         node.geo = geo
+        save(node, input)
     return finish(node, r)
 
 
-def _avg_pool_grad(g, geo):
+def _avg_pool_grad(g, geo, dep):
     lead, S, k, s, p, out, div = geo
     B = _prod(lead)
     r = _avg_bwd(g._data.reshape((B,) + out), S, k, s, p, out, div).reshape(tuple(lead) + S)
-    node = node_for(AvgPool2DBackwardBackward0, (g,))
+    node = node_for(AvgPool2DBackwardBackward0 if len(S) == 2 else AvgPool3DBackwardBackward0, (g, dep))
     if node is not None:
         node.geo = geo
+        node.dep_shape = dep._data.shape
     return finish(node, r)
 
 
@@ -353,10 +411,12 @@ def avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_
         return _sq(r, -2)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, 1, ceil_mode, nd, f"avg_pool{nd}d")
+    k, s, p, d, lead, S, out = _geometry(x, kernel_size, stride, padding, 1, ceil_mode, nd, f"avg_pool{nd}d",
+                                         check_image=nd == 3)
+    check_kernel_dtype("avg_pool2d" if nd == 2 else "avg_pool3d_out_frame", x, ("int64",))
     div = _avg_divisor(S, k, s, p, out, count_include_pad, divisor_override)
     geo = (lead, S, k, s, p, out, div)
-    return _avg_pool_apply(input, geo, AvgPool2DBackward0 if nd == 2 else AvgPool3DBackward0)
+    return _avg_pool_apply(input, geo, _AVG_NODES[nd])
 
 
 # *** adaptive pooling ***
@@ -380,11 +440,27 @@ def _adaptive_out(x, output_size, nd, name):
         osz = (output_size,) * nd
     S = x.shape[-nd:]
     out = tuple(S[i] if osz[i] is None else int(osz[i]) for i in range(nd))
-    for j in range(1, x.ndim):
-        if x.shape[j] == 0 and j >= x.ndim - nd:
-            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but "
-                               f"input has sizes {list(x.shape)} with dimension {j} being empty")
+    if name.startswith("adaptive_avg") and any(o < 0 for o in out):
+        shown = ", ".join(map(str, out)) if nd == 2 else f"{out[0]}, {out[1]},{out[2]}"
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{{{shown}}}")
+    if name.startswith("adaptive_avg") and all(o == 1 for o in out):
+        return out   # a mean, which PyTorch takes without checking the sizes
+    # PyTorch's 2-D average pool checks only the pooled dims; the others every non-batch dim
+    _check_nonempty(x.shape, x.ndim - nd if name == "adaptive_avg_pool2d" else 1, f"{name}()", "input")
     return out
+
+
+def _check_nonempty(shape, first, who, what):
+    for j in range(first, len(shape)):
+        if shape[j] == 0:
+            raise RuntimeError(f"{who}: Expected {what} to have non-zero size for non-batch dimensions, but {what} "
+                               f"has sizes {list(shape)} with dimension {j} being empty")
+
+
+def _int_size(v, name):
+    if v is None or isinstance(v, float):
+        raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of ints, not {type(v).__name__}")
 
 
 def _adaptive_mats(S, out, dtype):
@@ -399,33 +475,82 @@ def _adaptive_mats(S, out, dtype):
 
 
 def _apply_mats(x, mats, transpose):
+    """The adaptive average map (or its adjoint) along each pooled dim: one small GEMM per
+    dim, or window sums where ``x`` is not finite (a GEMM would spread a NaN or inf over
+    every window, PyTorch's sums keep it in its own)."""
     nd = len(mats)
     r = x
+    finite = np.isfinite(x).all()
     for i, m in enumerate(mats):
         ax = x.ndim - nd + i
-        r = np.moveaxis(np.tensordot(r, m if transpose else m.T, axes=([ax], [0])), -1, ax)
+        if finite:
+            r = np.moveaxis(np.tensordot(r, m if transpose else m.T, axes=([ax], [0])), -1, ax)
+        else:
+            r = _window_sums(r, m, ax, transpose)
     return np.ascontiguousarray(r)
+
+
+def _window_sums(a, m, ax, adjoint):
+    """``m`` (o, S) holds 1/width over each window: sums of the selected elements (never a
+    product with a zero weight), scaled by 1/width; or the adjoint."""
+    from .resample import _scatter_axis
+    inside = m != 0
+    st = np.argmax(inside, axis=1)
+    width = inside.sum(axis=1)
+    n = m.shape[1]
+    shp = [1] * a.ndim
+    shp[ax] = m.shape[0]
+    scale = m[np.arange(m.shape[0]), st].reshape(shp)
+    if adjoint:
+        a = a * scale
+    out = None
+    for j in range(int(width.max())):
+        idx = np.minimum(st + j, n - 1)
+        keep = (j < width).reshape(shp)
+        if adjoint:
+            t = _scatter_axis(np.where(keep, a, a.dtype.type(0)), idx, n, ax)
+        else:
+            t = np.where(keep, np.take(a, idx, axis=ax), a.dtype.type(0))
+        out = t if out is None else out + t
+    return out if adjoint else out * scale
 
 
 class _AdaptiveAvgBackward(OpNode):
     def backward(self, g):
-        return _adaptive_avg_apply(g, self.mats, True, _AdaptiveAvgBackBackward)
+        _check_nonempty(g._data.shape, 1, f"adaptive_avg_pool{len(self.mats)}d_backward()", "grad_output")
+        (x,) = self.saved_tensors
+        return _adaptive_avg_apply(g, self.mats, True, _ADAPTIVE_AVG[len(self.mats)][1], x)
 
 
 class _AdaptiveAvgBackBackward(OpNode):
     def backward(self, gg):
-        return _adaptive_avg_apply(gg, self.mats, False, _AdaptiveAvgBackward)
+        nf = self.next_functions
+        r = _adaptive_avg_apply(gg, self.mats, False, _ADAPTIVE_AVG[len(self.mats)][0]) if nf[0][0] is not None \
+            else None
+        return r, _zeros_for(nf, self.dep_shape, gg)
+
+
+def _zeros_for(nf, shape, like):
+    """The zero derivative of a pooling backward w.r.t. the pooled input (PyTorch's
+    ``*_backward`` kernels take that input, so their results stay in its graph)."""
+    return finish(None, np.zeros(shape, like._data.dtype)) if len(nf) > 1 and nf[1][0] is not None else None
 
 
 AdaptiveAvgPool2DBackward0 = type("AdaptiveAvgPool2DBackward0", (_AdaptiveAvgBackward,), {})
 AdaptiveAvgPool3DBackward0 = type("AdaptiveAvgPool3DBackward0", (_AdaptiveAvgBackward,), {})
+_ADAPTIVE_AVG = {n: (f, type(f.__name__[:-1] + "Backward0", (_AdaptiveAvgBackBackward,), {}))
+                 for n, f in ((2, AdaptiveAvgPool2DBackward0), (3, AdaptiveAvgPool3DBackward0))}
 
 
-def _adaptive_avg_apply(input, mats, transpose, cls):
+def _adaptive_avg_apply(input, mats, transpose, cls, dep=None):
     r = _apply_mats(input._data, mats, transpose)
-    node = node_for(cls, (input,))
+    node = node_for(cls, (input,) if dep is None else (input, dep))
     if node is not None:
         node.mats = mats
+        if dep is not None:
+            node.dep_shape = dep._data.shape
+        elif not transpose:
+            save(node, input)
     return finish(node, r)
 
 
@@ -437,20 +562,23 @@ def adaptive_avg_pool(input, output_size, nd=2):
         if x.ndim not in (2, 3):
             raise RuntimeError(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {list(x.shape)}")
         osz = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
+        _int_size(osz, "adaptive_avg_pool1d")
         return _sq(adaptive_avg_pool(_unsq(input, -2), (1, osz), 2), -2)
     out = _adaptive_out(x, output_size, nd, name)
     if all(o == 1 for o in out):
         from .reduce import mean
         return mean(input, tuple(range(x.ndim - nd, x.ndim)), keepdim=True)
+    check_kernel_dtype("adaptive_avg_pool2d" if nd == 2 else "adaptive_avg_pool3d_cpu", x)
     mats = _adaptive_mats(x.shape[-nd:], out, x.dtype)
-    return _adaptive_avg_apply(input, mats, False,
-                               AdaptiveAvgPool2DBackward0 if nd == 2 else AdaptiveAvgPool3DBackward0)
+    return _adaptive_avg_apply(input, mats, False, _ADAPTIVE_AVG[nd][0])
 
 
 class _IndexMaxBackward(OpNode):
     def backward(self, g):
-        (idx,) = self.saved_tensors
-        return _scatter(g, idx, self.in_shape)
+        nd = len(self.in_shape[1])
+        _check_nonempty(g._data.shape, 1, f"adaptive_max_pool{nd}d_backward()", "grad_output")
+        idx, x = self.saved_tensors
+        return _scatter(g, idx, self.in_shape, x, _ADAPTIVE_MAX_BB[nd])
 
 
 AdaptiveMaxPool2DBackward0 = type("AdaptiveMaxPool2DBackward0", (_IndexMaxBackward,), {})
@@ -460,7 +588,12 @@ AdaptiveMaxPool3DBackward0 = type("AdaptiveMaxPool3DBackward0", (_IndexMaxBackwa
 class _ScatterBackward(OpNode):
     def backward(self, gg):
         (idx,) = self.saved_tensors
-        return _gather(gg, idx, self.nd)
+        nf = self.next_functions
+        r = _gather(gg, idx, self.nd) if nf[0][0] is not None else None
+        return (r, _zeros_for(nf, self.dep_shape, gg)) if len(nf) > 1 else r
+
+
+_ADAPTIVE_MAX_BB = {n: type(f"AdaptiveMaxPool{n}DBackwardBackward0", (_ScatterBackward,), {}) for n in (2, 3)}
 
 
 class _GatherBackward(OpNode):
@@ -469,17 +602,19 @@ class _GatherBackward(OpNode):
         return _scatter(g, idx, self.in_shape)
 
 
-def _scatter(g, idx, in_shape):
-    """Differentiable: zeros(in_shape) with g added at flat spatial indices idx (one bincount)."""
+def _scatter(g, idx, in_shape, dep=None, cls=_ScatterBackward):
+    """Differentiable: zeros(in_shape) with g added at flat spatial indices idx (one
+    bincount); ``dep`` is the pooled input the result stays tied to (zero derivative)."""
     gd = g._data
     lead, sp = in_shape
     B = _prod(lead)
     plane = _prod(sp)
-    pos = (idx._data.reshape(B, -1) + (np.arange(B) * plane)[:, None]).ravel()
+    pos = (idx._data.reshape(B, idx._data.size // B if B else 0) + (np.arange(B) * plane)[:, None]).ravel()
     out = np.bincount(pos, weights=gd.reshape(-1), minlength=B * plane).astype(gd.dtype, copy=False)
-    node = node_for(_ScatterBackward, (g,))
+    node = node_for(cls, (g,) if dep is None else (g, dep))
     if node is not None:
         node.nd = len(sp)
+        node.dep_shape = None if dep is None else dep._data.shape
         save(node, idx)
     return finish(node, out.reshape(tuple(lead) + tuple(sp)))
 
@@ -489,7 +624,8 @@ def _gather(x, idx, nd):
     xd = x._data
     lead, sp = _split(xd.shape, nd)
     B = _prod(lead)
-    r = np.take_along_axis(xd.reshape(B, -1), idx._data.reshape(B, -1), axis=1).reshape(idx._data.shape)
+    i = idx._data
+    r = np.take_along_axis(xd.reshape(B, _prod(sp)), i.reshape(B, i.size // B if B else 0), axis=1).reshape(i.shape)
     node = node_for(_GatherBackward, (x,))
     if node is not None:
         node.in_shape = (lead, sp)
@@ -507,14 +643,34 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
     if nd == 1:
         if x.ndim not in (2, 3):
             raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got: {list(x.shape)}")
+        _check_nonempty(x.shape, 1, "adaptive_max_pool1d()", "input")
         osz = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
+        _int_size(osz, "adaptive_max_pool1d")
         y, i = adaptive_max_pool(_unsq(input, -2), (1, osz), True, 2)
-        y, i = _sq(y, -2), finish(None, i._data[..., 0, :])
+        y, i = _sq(y, -2), i.squeeze(-2)
         return (y, i) if return_indices else y
     out = _adaptive_out(x, output_size, nd, f"adaptive_max_pool{nd}d")
+    check_kernel_dtype(f"adaptive_max_pool{nd}d", x)
     lead, S = _split(x.shape, nd)
     B = _prod(lead)
     x3 = x.reshape((B,) + S)
+    if B == 0 or 0 in out:
+        y = np.zeros(tuple(lead) + out, x.dtype)
+        ind = np.zeros(tuple(lead) + out, np.int64)
+    else:
+        y, ind = _adaptive_max_arrays(x3, S, out, nd)
+        y, ind = y.reshape(tuple(lead) + out), ind.reshape(tuple(lead) + out)
+    node = node_for(AdaptiveMaxPool2DBackward0 if nd == 2 else AdaptiveMaxPool3DBackward0, (input,))
+    idx_t = finish(None, ind)
+    res = finish(node, y)
+    if node is not None:
+        node.in_shape = (lead, S)
+        save(node, idx_t, input)
+    return (res, idx_t) if return_indices else res
+
+
+def _adaptive_max_arrays(x3, S, out, nd):
+    """Maxima and flat argmax positions of every adaptive window of (B, *S)."""
     idxs = []
     for i in range(nd):
         st, en = _adaptive_bounds(S[i], out[i])
@@ -534,6 +690,11 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
     win = win.reshape(win.shape[:1 + nd] + (-1,))
     arg = np.argmax(win, axis=-1)
     y = np.take_along_axis(win, arg[..., None], axis=-1)[..., 0]
+    if y.dtype.kind == "f":
+        nan = np.isnan(y)
+        if nan.any():   # PyTorch: the last NaN of a window wins
+            last = win.shape[-1] - 1 - np.argmax(np.isnan(win[..., ::-1]), axis=-1)
+            arg = np.where(nan, last, arg)
     koff = np.unravel_index(arg, ks)
     flat = None
     for i in range(nd):
@@ -541,15 +702,7 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
         rows = np.broadcast_to(np.arange(out[i]).reshape(shp), arg.shape)
         pos = idxs[i][rows, koff[i]]
         flat = pos if flat is None else flat * S[i] + pos
-    y = y.reshape(tuple(lead) + out)
-    ind = flat.astype(np.int64).reshape(tuple(lead) + out)
-    node = node_for(AdaptiveMaxPool2DBackward0 if nd == 2 else AdaptiveMaxPool3DBackward0, (input,))
-    idx_t = finish(None, ind)
-    res = finish(node, y)
-    if node is not None:
-        node.in_shape = (lead, S)
-        save(node, idx_t)
-    return (res, idx_t) if return_indices else res
+    return y, flat.astype(np.int64)
 
 
 # *** PyTorch's top-level forms (torch.max_pool2d, ...) ***
@@ -576,3 +729,30 @@ def adaptive_avg_pool1d(input, output_size):
 
 def adaptive_max_pool1d(input, output_size):
     return adaptive_max_pool(input, output_size, True, 1)
+
+
+# *** power-average pooling (PyTorch's composite) ***
+
+def lp_pool(input, norm_type, kernel_size, stride=None, ceil_mode=False, nd=2):
+    """``(sum over each window of x**p) ** (1/p)``; p = inf is max pooling of |x|. A window
+    whose sum is zero gets a zero gradient (the relu below selects it away)."""
+    k = _tup(kernel_size, nd, "kernel_size")
+    if isinstance(norm_type, (int, float)):
+        if norm_type == float("inf"):
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd)
+        if norm_type == -float("inf"):
+            return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd)
+    out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode, True, None, nd)
+    return (out.sign() * out.abs().relu()).mul(_prod(k)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)

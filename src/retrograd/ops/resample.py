@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, finish, arr
+from ._base import OpNode, node_for, save, finish, arr
 
 __all__ = ["constant_pad_nd", "pixel_shuffle", "pixel_unshuffle"]
 
@@ -69,6 +69,12 @@ def _scatter_axis(a, idx, n, axis):
     return out
 
 
+def _weigh(a, w, axis):
+    if w.dtype == np.bool_:
+        return np.where(_wshape(w, axis, a.ndim), a, a.dtype.type(0))
+    return a * _wshape(w.astype(a.dtype, copy=False), axis, a.ndim)
+
+
 def _wshape(w, axis, ndim):
     s = [1] * ndim
     s[axis] = w.shape[0]
@@ -93,49 +99,73 @@ def _apply_dense(a, M, axis):
 
 
 def _gather(a, maps, adjoint):
-    """Apply each axis map (axis, n_in, n_out, [(idx, weight or None), ...]) to ``a``."""
+    """Apply each axis map (axis, n_in, n_out, [(idx, weight or None), ...]) to ``a``.
+    A weight is a float array (multiplied, as PyTorch's interpolation does) or a bool mask
+    (selected: a padded position is the pad value even beside an inf)."""
     for axis, n_in, n_out, terms in (reversed(maps) if adjoint else maps):
-        if any(w is not None for _, w in terms) and n_in * n_out <= 1 << 16:
-            # weighted (interpolating) maps: one small GEMM per axis
+        if n_in == 0 or n_out == 0:  # a map from or onto an empty axis is zero
+            shape = list(a.shape)
+            shape[axis] = n_in if adjoint else n_out
+            a = np.zeros(shape, a.dtype)
+            continue
+        if any(w is not None for _, w in terms) and n_in * n_out <= 1 << 16 and np.isfinite(a).all():
+            # weighted (interpolating) maps: one small GEMM per axis (a GEMM would spread a
+            # NaN or inf over the whole axis: those go through the gathers below)
             M = _dense(n_in, n_out, terms, a.dtype)
             a = _apply_dense(a, M.T if adjoint else M, axis)
             continue
         out = None
         for idx, w in terms:
             if adjoint:
-                t = a if w is None else a * _wshape(w.astype(a.dtype, copy=False), axis, a.ndim)
+                t = a if w is None else _weigh(a, w, axis)
                 t = _scatter_axis(t, idx, n_in, axis)
             else:
                 t = np.take(a, idx, axis=axis)
                 if w is not None:
-                    t = t * _wshape(w.astype(a.dtype, copy=False), axis, a.ndim)
+                    t = _weigh(t, w, axis)
             out = t if out is None else out + t
         a = out
     return a
 
 
 class _MapNode(OpNode):
-    """Backward of a separable map: the adjoint map (itself differentiable)."""
+    """Backward of a separable map: the adjoint map (itself differentiable).
+
+    Where PyTorch's backward kernel takes the op's input (reflection and replication
+    padding, area resampling), the forward keeps that input and the adjoint's result stays
+    in the graph through it, with a zero derivative, as in PyTorch."""
+    keeps_input = False
 
     def backward(self, g):
-        return _apply_map(g, self.maps, not self.adjoint, self.pair)
+        nf = self.next_functions
+        if len(nf) == 2:   # an adjoint tied to the forward's input
+            r = _apply_map(g, self.maps, not self.adjoint, self.pair) if nf[0][0] is not None else None
+            z = finish(None, np.zeros(self.dep_shape, g._data.dtype)) if nf[1][0] is not None else None
+            return r, z
+        dep = self.saved_tensors[0] if self.keeps_input and not self.adjoint else None
+        return _apply_map(g, self.maps, not self.adjoint, self.pair, dep=dep)
 
 
-def _node_classes(name):
-    fwd = type(name + "Backward0", (_MapNode,), {"__module__": __name__})
+def _node_classes(name, keeps_input=False):
+    fwd = type(name + "Backward0", (_MapNode,), {"__module__": __name__, "keeps_input": keeps_input})
     bwd = type(name + "BackwardBackward0", (_MapNode,), {"__module__": __name__})
     return fwd, bwd
 
 
-def _apply_map(x, maps, adjoint, pair, extra=None):
+def _apply_map(x, maps, adjoint, pair, extra=None, dep=None):
     """``x`` through the map (or its adjoint); ``pair`` = (forward node class, adjoint
-    node class); ``extra`` is a constant array added to the result (a pad value)."""
+    node class); ``extra`` is a constant array added to the result (a pad value); ``dep``
+    the forward's input that an adjoint stays tied to."""
     r = _gather(x._data, maps, adjoint)
     if extra is not None:
         r = r + extra
-    node = node_for(pair[1] if adjoint else pair[0], (x,))
+    node = node_for(pair[1] if adjoint else pair[0], (x,) if dep is None else (x, dep))
     if node is not None:
         node.maps, node.adjoint, node.pair = maps, adjoint, pair
+        if dep is not None:
+            node.dep_shape = dep._data.shape
+        elif not adjoint and node.keeps_input:
+            save(node, x)
     return finish(node, arr(r))
 
 
@@ -146,7 +176,10 @@ _PAD_NODES = {}
 
 def _pad_classes(name):
     if name not in _PAD_NODES:
-        _PAD_NODES[name] = _node_classes(name)
+        _PAD_NODES[name] = _node_classes(name, name.startswith(("Reflection", "Replication", "AdaptiveAvg"))) \
+            if name != "CopySlices" else (
+            type(name, (_MapNode,), {"__module__": __name__}),
+            type("SliceBackward0", (_MapNode,), {"__module__": __name__}))
     return _PAD_NODES[name]
 
 
@@ -188,6 +221,13 @@ def pad(input, pad, mode="constant", value=None):
         if k not in (1, 2, 3) or nd not in (k + 1, k + 2):
             raise NotImplementedError(f"Padding size {len(pad)} is not supported for {nd}D input tensor.\n"
                                       + _NONCONST_HELP)
+        if mode != "circular" and 0 in x.shape[1 if nd == k + 2 else 0:]:
+            # reflect / replicate: only the batch dimension may be empty
+            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
+                               f"other non-zero dimensions for input, but got: [{', '.join(map(str, x.shape))}]")
+        if mode != "circular" and x.dtype.kind == "b":
+            from .conv import check_kernel_dtype
+            check_kernel_dtype(("reflection_pad%dd" if mode == "reflect" else "replication_pad%dd") % k, x)
     return _pad_nd(input, pad, mode, 0.0 if value is None else value)
 
 
@@ -212,10 +252,9 @@ def _pad_nd(input, pad, mode, value):
                                f"{axis} of input [{', '.join(map(str, x.shape))}]")
         if mode == "circular" and (lo > n or hi > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        if mode == "replicate" and n == 0:
-            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
-                               f"other non-zero dimensions for input, but got: [{', '.join(map(str, x.shape))}]")
         n_out = n + lo + hi
+        if mode == "constant" and (n + min(lo, 0) < 0 or n + min(lo, 0) + min(hi, 0) < 0):
+            raise RuntimeError("narrow(): length must be non-negative.")  # PyTorch crops with narrow first
         if n_out < 0:
             raise RuntimeError(f"The input size {n}, plus negative padding {lo} and {hi} resulted in a negative "
                                f"output size, which is invalid. Check dimension {axis} of your input.")
@@ -226,7 +265,7 @@ def _pad_nd(input, pad, mode, value):
         if mode == "constant":
             valid = (j >= 0) & (j < n)
             masks.append((axis, valid))
-            maps.append((axis, n, n_out, [(np.where(valid, j, 0), valid.astype(x.dtype))]))
+            maps.append((axis, n, n_out, [(np.where(valid, j, 0), valid)]))
         else:
             maps.append((axis, n, n_out, [(j, None)]))
     extra = None
@@ -238,7 +277,7 @@ def _pad_nd(input, pad, mode, value):
     if mode == "constant":
         name = "ConstantPadNd"
     elif mode == "circular":
-        name = "CircularPad%dD" % k
+        name = "CopySlices"  # PyTorch builds circular padding from slice copies
     else:
         name = ("ReflectionPad" if mode == "reflect" else "ReplicationPad") + "%dD" % k
     if not maps:
@@ -248,6 +287,8 @@ def _pad_nd(input, pad, mode, value):
         node = node_for(_pad_classes(name)[0], (input,))
         if node is not None:
             node.maps, node.adjoint, node.pair = [], False, _pad_classes(name)
+            if node.keeps_input:
+                save(node, input)
         return finish(node, r)
     return _apply_map(input, maps, False, _pad_classes(name), extra)
 
@@ -319,6 +360,25 @@ def _cubic_terms(n_in, n_out, align_corners, scale, ft):
 
 def _upsample(input, out_size, scales, mode, align_corners):
     x = input._data
+    k = len(out_size)
+    sp = x.shape[-k:]
+    if 0 in sp or 0 in out_size:
+        names = ("D", "H", "W")[3 - k:]
+        ins = ", ".join(f"{n}: {v}" for n, v in zip(names, sp))
+        outs = ", ".join(f"{n}: {v}" for n, v in zip(names, out_size))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({ins}) "
+                           f"{'and ' if k == 1 else ''}output ({outs})")
+    if x.size == 0 and 0 in x.shape[1:]:
+        raise RuntimeError(f"Non-empty {x.ndim}D data tensor expected but got a tensor with sizes {list(x.shape)}")
+    if x.dtype.kind != "f":
+        from .conv import check_kernel_dtype
+        if mode in ("nearest", "nearest-exact"):
+            kernel = "upsample_nearest2d_channels_last" if k == 2 else "compute_indices_weights_nearest"
+        elif mode == "bilinear":
+            kernel = "upsample_bilinear2d_channels_last"
+        else:
+            kernel = "compute_indices_weights_cubic" if mode == "bicubic" else "compute_indices_weights_linear"
+        check_kernel_dtype(kernel, x, ("uint8",) if mode not in ("linear", "trilinear") else ())
     ft = np.float64 if x.dtype == np.float64 else np.float32
     k = len(out_size)
     maps = []
@@ -334,6 +394,10 @@ def _upsample(input, out_size, scales, mode, align_corners):
             terms = _linear_terms(n_in, n_out, align_corners, sc, ft)
         maps.append((axis, n_in, n_out, terms))
     name = _UP_NAMES[(mode, k)]
+    if x.dtype.kind == "u" and mode in ("bilinear", "bicubic"):
+        # bytes are interpolated in float and rounded back (PyTorch: fixed point; may differ by one)
+        r = _gather(x.astype(np.float32), maps, False)
+        return finish(None, np.clip(np.rint(r), 0, 255).astype(x.dtype))
     return _apply_map(input, maps, False, _pad_classes(name))
 
 
@@ -406,24 +470,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 def _area(input, out_size):
-    """Area interpolation: adaptive average pooling, as a separable map."""
-    x = input._data
-    k = len(out_size)
-    maps = []
-    for i in range(k):
-        axis = x.ndim - k + i
-        n_in, n_out = x.shape[axis], out_size[i]
-        o = np.arange(n_out)
-        start = (o * n_in) // n_out
-        end = -((-(o + 1) * n_in) // n_out)
-        width = end - start
-        terms = []
-        for j in range(int(width.max()) if n_out else 0):
-            valid = j < width
-            terms.append((np.where(valid, start + j, 0), np.where(valid, 1.0 / width, 0.0)))
-        maps.append((axis, n_in, n_out, terms))
-    name = {1: "AdaptiveAvgPool1D", 2: "AdaptiveAvgPool2D", 3: "AdaptiveAvgPool3D"}[k]
-    return _apply_map(input, maps, False, _pad_classes(name))
+    """Area interpolation: PyTorch's adaptive average pooling."""
+    from .pool import adaptive_avg_pool
+    return adaptive_avg_pool(input, out_size, len(out_size))
 
 
 # *** im2col / col2im (unfold / fold) ***
@@ -522,6 +571,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size=({ks[0]}, {ks[1]}), "
                            f"dilation=({dil[0]}, {dil[1]}), padding=({pad[0]}, {pad[1]}), calculated shape of the "
                            f"array of sliding blocks as ({oh}, {ow}), but its components must be at least one.")
+    if input._data.dtype.kind in "iu":
+        from .conv import check_kernel_dtype
+        check_kernel_dtype("im2col_out_cpu", input._data)
     return _im2col(input, ks, dil, pad, st)
 
 
@@ -548,6 +600,9 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Expected size of input's dimension {nd - 2} to be divisible by the product of "
                            f"kernel_size, but got input.size({nd - 2})={x.shape[-2]} and "
                            f"kernel_size=({ks[0]}, {ks[1]}).")
+    if x._data.dtype.kind in "iu":
+        from .conv import check_kernel_dtype
+        check_kernel_dtype("col2im_out_cpu", x._data)
     return _col2im(x, osz, ks, dil, pad, st)
 
 
