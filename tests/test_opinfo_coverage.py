@@ -1,8 +1,7 @@
 """Every op bound onto Tensor (ops/__init__.py FAMILIES' TENSOR_METHODS and INPLACE) and every
 public callable of retrograd.nn.functional ("F.<name>") is covered by an op table entry
-(tests/opinfo), or explained in NOT_DIFFERENTIABLE / COVERED_ELSEWHERE with a reason, or still
-PENDING (its family's entry file is not written yet). PENDING may only shrink: a name that gets
-an entry must leave it, and a new uncovered name fails here."""
+(tests/opinfo), or explained in NOT_DIFFERENTIABLE / COVERED_ELSEWHERE with a reason: a new op
+without an entry fails here."""
 import retrograd.nn.functional as F
 from retrograd.ops import FAMILIES
 
@@ -18,12 +17,6 @@ COVERED_ELSEWHERE = {
     "cuda": "needs a CUDA device; device moves are tested in tests/test_devices.py",
     **{n: _RANDOM_FILL for n in ("bernoulli_", "exponential_", "log_normal_", "normal_", "random_", "uniform_")},
 }
-
-# Names whose entries the remaining family files (ops_reduce, ops_shape, ops_linalg,
-# ops_activation, ops_loss, ops_nn) will add. Only ever remove names from this set.
-PENDING = {
-}
-
 
 def bound_names():
     """Every Tensor method bound from the op families, and every public F callable."""
@@ -42,20 +35,13 @@ def test_every_op_is_covered():
     names, covered = bound_names(), covered_names()
     explained = set(NOT_DIFFERENTIABLE) | set(COVERED_ELSEWHERE)
     problems = []
-    stale = sorted((PENDING | explained) - names)
+    stale = sorted(explained - names)
     if stale:
         problems.append(f"not bound names (remove them from the tables here): {stale}")
-    done = sorted(PENDING & covered)
-    if done:
-        problems.append(f"have op table entries now, remove them from PENDING: {done}")
-    twice = sorted(PENDING & explained)
-    if twice:
-        problems.append(f"both PENDING and explained: {twice}")
-    uncovered = sorted(names - covered - explained - PENDING)
+    uncovered = sorted(names - covered - explained)
     if uncovered:
         problems.append(f"no op table entry (add one in tests/opinfo/ops_*.py, or explain it here): {uncovered}")
-    print(f"op table: {len(names & covered)} of {len(names)} names covered, {len(explained)} explained, "
-          f"{len(PENDING)} pending: {sorted(PENDING)}")
+    print(f"op table: {len(names & covered)} of {len(names)} names covered, {len(explained)} explained")
     assert not problems, "\n".join(problems)
 
 
