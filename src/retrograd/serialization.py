@@ -44,7 +44,7 @@ _MAX_DEPTH = 100
 _MAX_NDIM = 64
 # Parsing JSON builds Python objects bigger than their text; a structure whose estimated
 # parse cost is over max(2 x file size, this) is refused before it is parsed.
-_PARSE_ALLOWANCE = 64 * 1024 * 1024
+_PARSE_ALLOWANCE = 16 * 1024 * 1024
 _CHUNK = 16 * 1024 * 1024
 _DIGEST_LEN = 64
 
@@ -77,14 +77,7 @@ class _Encoder:
         key = self.seen.get(id(obj))
         if key is None:
             key = str(len(self.arrays))
-            if a.dtype.kind == "c" and a.itemsize == 16:
-                # complex128 is stored as float64 pairs (safetensors has no C128); a 0-d one as (2,)
-                b = a.astype("<c16", copy=False).reshape(a.shape or (1,))
-                if b.strides[-1] != 16:
-                    b = np.ascontiguousarray(b)
-                a = b.view("<f8")
-            le = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
-            if le not in _ST_NAME:
+            if _stored_dtype(a.dtype) is None:
                 raise TypeError(f"retrograd.save cannot store arrays of dtype {a.dtype}")
             self.arrays[key] = a
             self.seen[id(obj)] = key
@@ -104,9 +97,9 @@ class _Encoder:
             return obj
         if isinstance(obj, Tensor):
             d = obj._data
-            host = d if isinstance(d, np.ndarray) else d.get()
-            enc = {"tensor": self.array(host, obj), "dtype": str(obj.dtype).replace("torch.", "")}
-            if host.dtype == np.complex128 and host.ndim == 0:
+            # a device array stays where it is: it is copied to the host one tensor at a time
+            enc = {"tensor": self.array(d, obj), "dtype": str(obj.dtype).replace("torch.", "")}
+            if d.dtype == np.complex128 and d.ndim == 0:
                 enc["shape"] = []
             if obj.requires_grad:
                 enc["requires_grad"] = True
@@ -163,10 +156,33 @@ _SCALAR_DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64
                                          "uint64", "float16", "float32", "float64", "complex64", "complex128")}
 
 
+def _stored_dtype(dt):
+    """The little-endian dtype an array of ``dt`` is stored as (complex128 as float64 pairs,
+    since safetensors has no C128), or None when it cannot be stored."""
+    dt = np.dtype(dt)
+    if dt.kind == "c" and dt.itemsize == 16:
+        return np.dtype("<f8")
+    le = dt.newbyteorder("<") if dt.byteorder == ">" else dt
+    return le if le in _ST_NAME else None
+
+
+def _stored_shape(a):
+    if a.dtype.kind == "c" and a.itemsize == 16:
+        return a.shape[:-1] + (2 * a.shape[-1],) if a.ndim else (2,)
+    return a.shape
+
+
 def _chunks(a):
-    """The array's bytes, little-endian C order, as buffers of at most ~_CHUNK bytes
-    (contiguous arrays are not copied; others are copied one chunk at a time)."""
-    le = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
+    """The array's stored bytes, little-endian C order, as buffers of at most ~_CHUNK bytes
+    (contiguous host arrays are not copied; others are copied one chunk at a time)."""
+    if not isinstance(a, np.ndarray):
+        a = a.get()            # one device tensor on the host at a time
+    if a.dtype.kind == "c" and a.itemsize == 16:
+        a = a.astype("<c16", copy=False).reshape(a.shape or (1,))
+        if a.strides[-1] != 16:
+            a = np.ascontiguousarray(a)
+        a = a.view("<f8")
+    le = _stored_dtype(a.dtype)
     if a.flags.c_contiguous and a.dtype == le:
         mv = memoryview(a.reshape(-1).view(np.uint8)) if a.size else memoryview(b"")
         for i in range(0, len(mv), _CHUNK):
@@ -197,12 +213,12 @@ def _plan(obj):
     enc = _Encoder()
     structure = json.dumps({"root": enc.encode(obj)}, separators=(",", ":"), allow_nan=False)
     # widest items first, as safetensors does, so every tensor stays aligned in the file
-    order = sorted(enc.arrays.items(), key=lambda kv: -kv[1].dtype.itemsize)
+    order = sorted(enc.arrays.items(), key=lambda kv: -_stored_dtype(kv[1].dtype).itemsize)
     entries, off = {}, 0
     for key, a in order:
-        le = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
         n = a.size * a.itemsize
-        entries[key] = {"dtype": _ST_NAME[le], "shape": list(a.shape), "data_offsets": [off, off + n]}
+        entries[key] = {"dtype": _ST_NAME[_stored_dtype(a.dtype)], "shape": list(_stored_shape(a)),
+                        "data_offsets": [off, off + n]}
         off += n
     return structure, order, entries
 
@@ -216,10 +232,10 @@ def _header_bytes(structure, entries, digest):
     return struct.pack("<Q", len(hb)) + hb
 
 
-def _write_checkpoint(obj, f, seekable):
-    """Stream ``obj`` into the binary file ``f``: header, then each tensor's bytes. With a
+def _write_checkpoint(plan, f, seekable):
+    """Stream a ``_plan`` into the binary file ``f``: header, then each tensor's bytes. With a
     seekable file the digest is patched in after one pass; otherwise tensors are hashed first."""
-    structure, order, entries = _plan(obj)
+    structure, order, entries = plan
     h = _digest_start(structure, entries)
     if seekable:
         start = f.tell()
@@ -246,7 +262,7 @@ def _write_checkpoint(obj, f, seekable):
 def _serialize(obj):
     """The whole checkpoint as bytes (for small objects and tests; ``save`` streams)."""
     buf = io.BytesIO()
-    _write_checkpoint(obj, buf, True)
+    _write_checkpoint(_plan(obj), buf, True)
     return buf.getvalue()
 
 
@@ -355,15 +371,15 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     """
     if pickle_module is not None:
         raise ValueError("retrograd.save never pickles: pickle_module is not supported")
+    plan = _plan(obj)  # refuses what cannot be stored before touching the file system
     if isinstance(f, (str, bytes, os.PathLike)):
-        _plan(obj)  # refuse what cannot be stored before touching the file system
-        _write_atomic(f, lambda fh: _write_checkpoint(obj, fh, True))
+        _write_atomic(f, lambda fh: _write_checkpoint(plan, fh, fh.seekable()))
     else:
         try:
             seekable = f.seekable()
         except Exception:
             seekable = False
-        _write_checkpoint(obj, f, seekable)
+        _write_checkpoint(plan, f, seekable)
         if hasattr(f, "flush"):
             f.flush()
 
@@ -602,6 +618,10 @@ def _parse_safetensors(raw, name, size):
         _fail(name, f"its metadata names the format {meta.get('format')!r}"[:200])
     if structure is None or digest is None:
         _fail(name, "its metadata lacks the structure or the checksum")
+    try:
+        structure.encode("utf-8")
+    except UnicodeEncodeError:
+        _fail(name, "its structure is not valid Unicode")
     plain = {k: v for k, v in header.items() if k != "__metadata__"}
     h = _digest_start(structure, plain)
     for i in range(0, len(body), _CHUNK):
