@@ -800,5 +800,11 @@ if __name__ == "__main__":   # the long campaign: python tests/test_serializatio
     rep = {}
     found = run_fuzz(secs, seed=int(time.time()), report=rep)
     print(f"{rep['cases']} mutants in {secs:.0f} s; {len(found)} problems")
-    for p in found[:20]:
-        print(p[0], p[1])
+    out_dir = os.environ.get("FUZZ_SAVE")
+    for i, p in enumerate(found):
+        if i < 20:
+            print(p[0], p[1], len(p[2]))
+        if out_dir:
+            os.makedirs(out_dir, exist_ok=True)
+            with open(os.path.join(out_dir, f"{i}-{p[0]}.bin"), "wb") as fh:
+                fh.write(p[2])

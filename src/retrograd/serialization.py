@@ -42,9 +42,11 @@ _MAX_HEADER = 100 * 1024 * 1024
 # three JSON levels, which keeps json's C parser and the decoder far from the recursion limit.
 _MAX_DEPTH = 100
 _MAX_NDIM = 64
-# Parsing JSON builds Python objects bigger than their text; a structure whose estimated
-# parse cost is over max(2 x file size, this) is refused before it is parsed.
-_PARSE_ALLOWANCE = 16 * 1024 * 1024
+# Parsing JSON builds Python objects bigger than their text: the header and structure are
+# refused before parsing when their estimated cost is over the file's size plus this
+# allowance (so a load stays within ~2x the file). Large lists of Python numbers belong in
+# tensors; a trusted file with a huge structure can be loaded after raising this.
+STRUCTURE_MEMORY_ALLOWANCE = 1024 * 1024
 _CHUNK = 16 * 1024 * 1024
 _DIGEST_LEN = 64
 
@@ -469,7 +471,7 @@ class _Source:
         hb = self._read(f, n)
         parts = [head, hb]
         if len(hb) == n:
-            entries = _header_json(hb, self.name, 8 + n + _MAX_HEADER * 1024)
+            entries = _header_json(hb, self.name, [2 * _MAX_HEADER])
             body = _body_len(entries, self.name) if isinstance(entries, dict) else 0
             parts.append(self._read(f, body + 1))
         data = b"".join(parts)
@@ -506,26 +508,30 @@ class _Source:
         return got
 
 
-def _header_json(hb, name, file_size):
-    """Parse a JSON text from the file, refusing deep nesting and inputs whose parsed form
-    would be far bigger than the file."""
+def _header_json(hb, name, budget):
     try:
-        text = bytes(hb).decode("utf-8")
+        text = str(hb, "utf-8")     # decoded from the buffer itself: no intermediate copy
     except UnicodeDecodeError:
         _fail(name, "its header is not valid UTF-8 JSON (corrupted or not a safetensors file)")
-    return _parse_json(text, name, file_size)
+    return _parse_json(text, name, budget)
 
 
-def _parse_json(text, name, file_size):
-    cost = len(text) * 2 + 32 * (text.count(",") + text.count(":")) + 96 * (text.count("[") + text.count("{"))
-    if cost > max(2 * file_size, _PARSE_ALLOWANCE):
-        _fail(name, "its JSON would take far more memory than the file's size (refused before parsing)")
+def _parse_json(text, name, budget):
+    """Parse JSON from the file, refusing deep nesting, and texts whose parsed form would
+    not fit in ``budget[0]`` bytes (the estimate is charged to it before parsing)."""
+    # bytes per parsed item, rounded up (CPython 3.11): a dict with keys ~200, a list ~100 with
+    # its over-allocation, a number or string ~30 plus its slot; the text itself is held while it is parsed
+    cost = len(text) * 2 + 48 * (text.count(",") + text.count(":")) + 128 * text.count("[") + 256 * text.count("{")
+    budget[0] -= cost
+    if budget[0] < 0:
+        _fail(name, "its JSON would take far more memory than the file's size (refused before parsing; "
+                    "see retrograd.serialization.STRUCTURE_MEMORY_ALLOWANCE)")
     try:
         return json.loads(text)
     except RecursionError:
         _fail(name, "its JSON is nested too deeply")
     except ValueError as e:  # JSONDecodeError, and ints over Python's digit limit
-        _fail(name, f"its header is not valid JSON ({e})")
+        _fail(name, f"its header is not valid JSON ({e})"[:300])
 
 
 def _body_len(entries, name):
@@ -537,6 +543,18 @@ def _body_len(entries, name):
         if isinstance(offs, list) and len(offs) == 2 and all(type(x) is int for x in offs):
             end = max(end, offs[1])
     return end
+
+
+def _short(x):
+    """A bounded description of a value from the file (never a repr of a huge object)."""
+    if isinstance(x, str):
+        return repr(x) if len(x) <= 60 else repr(x[:60]) + "..."
+    if x is None or isinstance(x, (bool, int, float)):
+        r = repr(x)
+        return r if len(r) <= 60 else r[:60] + "..."
+    if isinstance(x, (list, dict)):
+        return f"a {'list' if isinstance(x, list) else 'JSON object'} of {len(x)} items"
+    return type(x).__name__
 
 
 class _Entry:
@@ -551,16 +569,16 @@ def _validate_entries(header, body_len, name):
         if k == "__metadata__":
             continue
         if not isinstance(v, dict):
-            _fail(name, f"tensor entry {k!r} is not an object")
+            _fail(name, f"tensor entry {_short(k)} is not an object")
         st, shape, offs = v.get("dtype"), v.get("shape"), v.get("data_offsets")
         if not isinstance(st, str) or st not in _ST_DTYPES:
-            _fail(name, f"tensor {k!r} has dtype {st!r}, which retrograd cannot read")
+            _fail(name, f"tensor {_short(k)} has dtype {_short(st)}, which retrograd cannot read")
         if (not isinstance(shape, list) or len(shape) > _MAX_NDIM
                 or not all(type(s) is int and s >= 0 for s in shape)):
-            _fail(name, f"tensor {k!r} has an invalid shape {shape!r}"[:200])
+            _fail(name, f"tensor {_short(k)} has an invalid shape {_short(shape)}"[:200])
         if not (isinstance(offs, list) and len(offs) == 2 and all(type(x) is int for x in offs)
                 and 0 <= offs[0] <= offs[1] <= body_len):
-            _fail(name, f"tensor {k!r} has data offsets {offs!r} outside the file's {body_len} data bytes "
+            _fail(name, f"tensor {_short(k)} has data offsets {_short(offs)} outside the file's {body_len} data bytes "
                         "(truncated?)"[:200])
         nbytes = np.dtype(_ST_DTYPES[st]).itemsize
         for s in shape:
@@ -568,7 +586,7 @@ def _validate_entries(header, body_len, name):
             if nbytes > body_len:
                 break
         if nbytes != offs[1] - offs[0]:
-            _fail(name, f"tensor {k!r} declares {st}{shape} but its byte range holds {offs[1] - offs[0]} bytes"[:200])
+            _fail(name, f"tensor {_short(k)} declares {st}{shape} but its byte range holds {offs[1] - offs[0]} bytes"[:200])
         e = _Entry()
         e.name, e.st, e.shape, e.begin, e.end = k, st, tuple(shape), offs[0], offs[1]
         out.append(e)
@@ -603,7 +621,8 @@ def _parse_safetensors(raw, name, size):
     if n > _MAX_HEADER or 8 + n > len(raw):
         _fail(name, f"its header claims {n} bytes but the file has {size - 8} after the length "
                     "(truncated or not a safetensors file)")
-    header = _header_json(raw[8:8 + n], name, size)
+    budget = [size + STRUCTURE_MEMORY_ALLOWANCE]
+    header = _header_json(raw[8:8 + n], name, budget)
     if not isinstance(header, dict):
         _fail(name, "its header is not a JSON object")
     body = raw[8 + n:]
@@ -615,7 +634,7 @@ def _parse_safetensors(raw, name, size):
         return None, {e.name: e for e in entries}, body       # a plain safetensors file
     structure, digest = meta.get("structure"), meta.get("sha256")
     if meta.get("format") != FORMAT:
-        _fail(name, f"its metadata names the format {meta.get('format')!r}"[:200])
+        _fail(name, f"its metadata names the format {_short(meta.get('format'))}"[:200])
     if structure is None or digest is None:
         _fail(name, "its metadata lacks the structure or the checksum")
     try:
@@ -623,6 +642,8 @@ def _parse_safetensors(raw, name, size):
     except UnicodeEncodeError:
         _fail(name, "its structure is not valid Unicode")
     plain = {k: v for k, v in header.items() if k != "__metadata__"}
+    if any(len(v) != 3 for v in plain.values()):   # ours never has more than the three fields
+        _fail(name, "a tensor entry has fields other than dtype, shape and data_offsets")
     h = _digest_start(structure, plain)
     for i in range(0, len(body), _CHUNK):
         h.update(body[i:i + _CHUNK])
@@ -630,8 +651,8 @@ def _parse_safetensors(raw, name, size):
         _fail(name, "the SHA-256 checksum does not match (the file is truncated or corrupted)")
     version = meta.get("version", "0")
     if version != str(FORMAT_VERSION):
-        _fail(name, f"unsupported format version {version!r}"[:200])
-    root = _parse_json(structure, name, size)
+        _fail(name, f"unsupported format version {_short(version)}"[:200])
+    root = _parse_json(structure, name, budget)
     if not isinstance(root, dict) or "root" not in root:
         _fail(name, "its structure has no root")
     return root["root"], {e.name: e for e in entries}, body
@@ -643,6 +664,7 @@ _CUDA_UNAVAILABLE = ("Attempting to deserialize object on a CUDA device but torc
                      "If you are running on a CPU-only machine, please use torch.load with "
                      "map_location=torch.device('cpu') to map your storages to the CPU.")
 _LOCATION_RE = re.compile(r"^(cpu|cuda|meta)(?::(\d+))?$")
+_SAVED_RE = re.compile(r"^(cpu|cuda:\d{1,6})$")
 
 
 def _check_location(loc):
@@ -718,24 +740,24 @@ class _Decoder:
         """The stored array for ``key`` as ``dtype_name``: a view of the file where possible;
         conversions and copies are charged to the budget before they are made."""
         if not isinstance(key, str) or key not in self.entries:
-            _fail(self.name, f"the structure refers to a missing tensor {key!r}"[:200])
+            _fail(self.name, f"the structure refers to a missing tensor {_short(key)}"[:200])
         if self.kind_of.setdefault(key, (kind, dtype_name)) != (kind, dtype_name):
-            _fail(self.name, f"tensor {key!r} is referred to with different kinds or dtypes")
+            _fail(self.name, f"tensor {_short(key)} is referred to with different kinds or dtypes")
         e = self.entries[key]
         stored = np.dtype(_ST_DTYPES[e.st])
         want = None if dtype_name is None else _NP_NAMES.get(dtype_name)
         if want is None and dtype_name is not None:
-            _fail(self.name, f"unknown dtype {dtype_name!r}"[:200])
+            _fail(self.name, f"unknown dtype {_short(dtype_name)}"[:200])
         mv = self.body[e.begin:e.end]
         if e.st == "BF16":
             if want not in (None, np.dtype(np.float32)) or dtype_name not in (None, "bfloat16", "float32"):
-                _fail(self.name, f"tensor {key!r} is stored as BF16 but declared {dtype_name}")
+                _fail(self.name, f"tensor {_short(key)} is stored as BF16 but declared {dtype_name}")
             self._spend(2 * (e.end - e.begin))
             bits = np.frombuffer(mv, dtype="<u2").astype(np.uint32) << 16
             return bits.view(np.float32).reshape(e.shape)
         a = np.frombuffer(mv, dtype=stored) if e.end > e.begin else np.empty(0, stored)
         if e.st == "BOOL" and a.size and a.view(np.uint8).max() > 1:
-            _fail(self.name, f"tensor {key!r} holds bytes that are not booleans")
+            _fail(self.name, f"tensor {_short(key)} holds bytes that are not booleans")
         if want is not None and want != stored:
             if want == np.complex128 and stored == np.float64 and (len(e.shape) >= 1 and e.shape[-1] % 2 == 0):
                 a = a.view("<c16")
@@ -743,12 +765,12 @@ class _Decoder:
                 if shape == [] and shp == (1,):
                     shp = ()
                 elif shape is not None:
-                    _fail(self.name, f"tensor {key!r} has an invalid shape")
+                    _fail(self.name, f"tensor {_short(key)} has an invalid shape")
                 return self._native(a.reshape(shp))
             if not (dtype_name == "bfloat16" and stored == np.float32):
-                _fail(self.name, f"tensor {key!r} is stored as {e.st} but declared {dtype_name}"[:200])
+                _fail(self.name, f"tensor {_short(key)} is stored as {e.st} but declared {dtype_name}"[:200])
         elif shape is not None:
-            _fail(self.name, f"tensor {key!r} has an unexpected shape entry")
+            _fail(self.name, f"tensor {_short(key)} has an unexpected shape entry")
         return self._native(a.reshape(e.shape))
 
     def _native(self, a):
@@ -766,11 +788,11 @@ class _Decoder:
             return cached
         dt = enc.get("dtype", "float32")
         if not isinstance(dt, str) or dt not in _TENSOR_DTYPES:
-            _fail(self.name, f"unknown tensor dtype {dt!r}"[:200])
+            _fail(self.name, f"unknown tensor dtype {_short(dt)}"[:200])
         a = self.raw(key, "tensor", dt, enc.get("shape"))
         saved = enc.get("device", "cpu")
-        if not isinstance(saved, str):
-            _fail(self.name, "a tensor's device is not a string")
+        if not isinstance(saved, str) or not _SAVED_RE.match(saved):
+            _fail(self.name, f"a tensor's device {_short(saved)} is not one retrograd saves"[:200])
         flags = [enc.get("parameter", False), enc.get("requires_grad", False)]
         if not all(isinstance(x, bool) for x in flags):
             _fail(self.name, "a tensor's flags are not booleans")
@@ -809,7 +831,7 @@ class _Decoder:
                 return self.made[("nd", key)]
             dt = v.get("dtype")
             if not isinstance(dt, str) or dt not in _NP_NAMES:
-                _fail(self.name, f"unknown array dtype {dt!r}"[:200])
+                _fail(self.name, f"unknown array dtype {_short(dt)}"[:200])
             a = self.raw(key, "ndarray", dt, v.get("shape"))
             self.made[("nd", key)] = a
             return a
@@ -842,20 +864,20 @@ class _Decoder:
             return self.npscalar(v)
         if "torch_dtype" in v:
             if v["torch_dtype"] not in _TENSOR_DTYPES:
-                _fail(self.name, f"unknown dtype {v['torch_dtype']!r}"[:200])
+                _fail(self.name, f"unknown dtype {_short(v['torch_dtype'])}"[:200])
             return D.to_dtype(v["torch_dtype"])
         if "device" in v:
             d = v["device"]
             if not isinstance(d, str) or not _LOCATION_RE.match(d):
-                _fail(self.name, f"invalid device {d!r}"[:200])
+                _fail(self.name, f"invalid device {_short(d)}"[:200])
             return to_device(d)
-        _fail(self.name, f"unknown entry {sorted(v)[:5]!r} in its structure"[:200])
+        _fail(self.name, f"unknown entry {{{', '.join(_short(k) for k in sorted(v)[:5])}}} in its structure"[:200])
 
     def npscalar(self, v):
         # Only fixed-size numeric dtypes: a scalar never allocates more than 16 bytes.
         dt = v.get("dtype")
         if not isinstance(dt, str) or dt not in _NP_NAMES or np.dtype(dt) not in _SCALAR_DTYPES:
-            _fail(self.name, f"a NumPy scalar has dtype {dt!r}, which retrograd does not store"[:200])
+            _fail(self.name, f"a NumPy scalar has dtype {_short(dt)}, which retrograd does not store"[:200])
         dt = np.dtype(dt)
         x = v["npscalar"]
         if dt.kind == "c":
@@ -900,7 +922,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
             out = {}
             for e in sorted(entries.values(), key=lambda e: e.begin):
                 if e.st not in _TENSOR_ST:
-                    _fail(name, f"tensor {e.name!r} has dtype {e.st}, which retrograd tensors cannot hold"[:200])
+                    _fail(name, f"tensor {_short(e.name)} has dtype {e.st}, which retrograd tensors cannot hold"[:200])
                 out[e.name] = dec.tensor({"tensor": e.name, "dtype": _ST_TO_TENSOR[e.st]})
             return out
         return dec.decode(root)
