@@ -44,9 +44,9 @@ _MAX_DEPTH = 100
 _MAX_NDIM = 64
 # Parsing JSON builds Python objects bigger than their text: the header and structure are
 # refused before parsing when their estimated cost is over the file's size plus this
-# allowance (so a load stays within ~2x the file). Large lists of Python numbers belong in
+# allowance (so a load stays within 2x the file plus this). Large lists of Python numbers belong in
 # tensors; a trusted file with a huge structure can be loaded after raising this.
-STRUCTURE_MEMORY_ALLOWANCE = 1024 * 1024
+STRUCTURE_MEMORY_ALLOWANCE = 4 * 1024 * 1024
 _CHUNK = 16 * 1024 * 1024
 _DIGEST_LEN = 64
 
@@ -274,8 +274,8 @@ _TMP_RE = re.compile(r"^(\d+)\.[0-9a-f]{8,}\.tmp$")
 
 
 def _pid_alive(pid):
-    if pid == os.getpid():
-        return True
+    if pid == os.getpid() or os.name != "posix":
+        return True     # (on Windows os.kill(pid, 0) would terminate the process)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -347,7 +347,7 @@ def _write_atomic(path, data):
         if st is not None:
             try:
                 os.fchmod(fd, stat.S_IMODE(st.st_mode))
-            except OSError:
+            except (OSError, AttributeError):     # (no fchmod on Windows)
                 pass
         with os.fdopen(fd, "wb") as fh:
             write(fh)
@@ -471,7 +471,7 @@ class _Source:
         hb = self._read(f, n)
         parts = [head, hb]
         if len(hb) == n:
-            entries = _header_json(hb, self.name, [2 * _MAX_HEADER])
+            entries = _header_json(hb, self.name, [2 * _MAX_HEADER, 0])
             body = _body_len(entries, self.name) if isinstance(entries, dict) else 0
             parts.append(self._read(f, body + 1))
         data = b"".join(parts)
@@ -516,13 +516,19 @@ def _header_json(hb, name, budget):
     return _parse_json(text, name, budget)
 
 
-def _parse_json(text, name, budget):
-    """Parse JSON from the file, refusing deep nesting, and texts whose parsed form would
-    not fit in ``budget[0]`` bytes (the estimate is charged to it before parsing)."""
+def _token_cost(text):
     # bytes per parsed item, rounded up (CPython 3.11): a dict with keys ~200, a list ~100 with
-    # its over-allocation, a number or string ~30 plus its slot; the text itself is held while it is parsed
-    cost = len(text) * 2 + 48 * (text.count(",") + text.count(":")) + 128 * text.count("[") + 256 * text.count("{")
-    budget[0] -= cost
+    # its over-allocation, a number or string ~30 plus its slot
+    return 48 * (text.count(",") + text.count(":")) + 128 * text.count("[") + 256 * text.count("{")
+
+
+def _parse_json(text, name, budget, already=0):
+    """Parse JSON from the file, refusing deep nesting, and texts whose parsed form would
+    not fit in ``budget[0]`` bytes (the estimate is charged to it before parsing, and its token
+    part left in ``budget[1]``; ``already``:
+    token cost charged before, when ``text`` came out of a string of JSON that was charged)."""
+    tokens = budget[1] = _token_cost(text)
+    budget[0] -= len(text) * 2 + max(0, tokens - already)   # the text is held while it is parsed
     if budget[0] < 0:
         _fail(name, "its JSON would take far more memory than the file's size (refused before parsing; "
                     "see retrograd.serialization.STRUCTURE_MEMORY_ALLOWANCE)")
@@ -621,8 +627,9 @@ def _parse_safetensors(raw, name, size):
     if n > _MAX_HEADER or 8 + n > len(raw):
         _fail(name, f"its header claims {n} bytes but the file has {size - 8} after the length "
                     "(truncated or not a safetensors file)")
-    budget = [size + STRUCTURE_MEMORY_ALLOWANCE]
+    budget = [size + STRUCTURE_MEMORY_ALLOWANCE, 0]
     header = _header_json(raw[8:8 + n], name, budget)
+    header_tokens = budget[1]
     if not isinstance(header, dict):
         _fail(name, "its header is not a JSON object")
     body = raw[8 + n:]
@@ -652,7 +659,9 @@ def _parse_safetensors(raw, name, size):
     version = meta.get("version", "0")
     if version != str(FORMAT_VERSION):
         _fail(name, f"unsupported format version {_short(version)}"[:200])
-    root = _parse_json(structure, name, budget)
+    # the structure's tokens were charged with the header's text, which holds them (unless
+    # they were written as \u escapes there)
+    root = _parse_json(structure, name, budget, already=header_tokens)
     if not isinstance(root, dict) or "root" not in root:
         _fail(name, "its structure has no root")
     return root["root"], {e.name: e for e in entries}, body
