@@ -19,9 +19,7 @@ previous checkpoint intact; the next save to that path removes temporaries whose
 dead. Saving keeps an existing file's permissions and writes through symlinks.
 """
 import collections
-import hashlib
 import io
-import json
 import os
 import re
 import stat
@@ -202,6 +200,8 @@ def _chunks(a):
 
 
 def _digest_start(structure, entries):
+    import hashlib
+    import json
     h = hashlib.sha256()
     h.update(structure.encode("utf-8"))
     h.update(b"\0")
@@ -212,6 +212,7 @@ def _digest_start(structure, entries):
 
 def _plan(obj):
     """(structure JSON, ordered [(key, array)], header entries) without touching tensor bytes."""
+    import json
     enc = _Encoder()
     structure = json.dumps({"root": enc.encode(obj)}, separators=(",", ":"), allow_nan=False)
     # widest items first, as safetensors does, so every tensor stays aligned in the file
@@ -226,6 +227,7 @@ def _plan(obj):
 
 
 def _header_bytes(structure, entries, digest):
+    import json
     header = dict(entries)
     header["__metadata__"] = {"format": FORMAT, "version": str(FORMAT_VERSION), "structure": structure,
                               "sha256": digest}
@@ -527,6 +529,7 @@ def _parse_json(text, name, budget, already=0):
     not fit in ``budget[0]`` bytes (the estimate is charged to it before parsing, and its token
     part left in ``budget[1]``; ``already``:
     token cost charged before, when ``text`` came out of a string of JSON that was charged)."""
+    import json
     tokens = budget[1] = _token_cost(text)
     budget[0] -= len(text) * 2 + max(0, tokens - already)   # the text is held while it is parsed
     if budget[0] < 0:
