@@ -1,6 +1,7 @@
 """Creation and device functions at their edges: values that overflow the dtype, sizes that
 overflow or do not fit in memory, wrongly typed arguments, bad device strings, .grad of the
 wrong shape or dtype: PyTorch's exception type and wording, and no NumPy warning leaking."""
+import re
 import warnings
 
 import numpy as np
@@ -80,3 +81,20 @@ def test_assigning_a_wrong_grad_as_torch(grad):
         msgs.append((type(ei.value).__name__, str(ei.value)))
         assert x.grad is None
     assert msgs[0] == msgs[1]
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype,value", [("int8", 300), ("float16", 1e6), ("uint8", -1), ("int8", -128),
+                                         ("float32", 1e39), ("bool", 5), ("int16", -2**15 - 1)])
+def test_fill_overflow_as_torch(dtype, value):
+    t = retrograd.zeros(2, dtype=getattr(retrograd, dtype))
+    ref = torch.zeros(2, dtype=getattr(torch, dtype))
+    try:
+        ref.fill_(value)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=re.escape(str(e))):
+            t.fill_(value)
+        assert t.tolist() == [0, 0]
+        return
+    t.fill_(value)
+    assert t.tolist() == ref.tolist()

@@ -11,6 +11,7 @@ import numpy as np
 from ._base import (check_inplace, Tensor, OpNode, node_for, finish, apply_inplace, _state, xp_of,
                     _dtype_name)
 from .._creation import _gen
+from .. import _dtype as D
 
 __all__ = []
 
@@ -102,6 +103,10 @@ def fill_(self, value):
         if _state.grad and (self._requires_grad or value._requires_grad):
             return apply_inplace(self, _filled, value, FillBackward3)
         value = value._data
+    else:
+        D.check_scalar_fits(value, self.dtype, half=True)
+        if self._data.dtype.kind == "u" and isinstance(value, int) and value < 0:
+            value %= 1 << (8 * self._data.dtype.itemsize)   # C's conversion: -1 -> 255
     return _fill(self, value, FillBackward2, overlap=False)
 
 
