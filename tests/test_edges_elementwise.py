@@ -674,3 +674,23 @@ def test_float16_round_decimals_as_torch(decimals):
     r = retrograd.from_numpy(v.copy()).round(decimals=decimals)
     t = torch.from_numpy(v.copy()).round(decimals=decimals)
     assert_same(r, t)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["bitwise_and_", "bitwise_or_", "bitwise_xor_", "__iand__", "__ior__", "__ixor__"])
+@pytest.mark.parametrize("case", ["float_broadcast", "float_mismatch", "float_ok_shape", "int_broadcast", "int_float"])
+def test_inplace_bitwise_checks_output_before_dtype_as_torch(name, case):
+    """PyTorch checks the output's shape and dtype before its kernel refuses floats."""
+    self_v, other_v = {
+        "float_broadcast": (np.ones((2, 3)), np.ones((2, 2, 3))),
+        "float_mismatch": (np.ones((2, 3)), np.ones(4)),
+        "float_ok_shape": (np.ones((2, 3)), np.ones(3)),
+        "int_broadcast": (np.ones(3, np.int64), np.ones((2, 3), np.int64)),
+        "int_float": (np.ones(3, np.int64), np.ones(3)),
+    }[case]
+    errs = []
+    for L in (retrograd, torch):
+        with pytest.raises(Exception) as e:
+            getattr(L.from_numpy(self_v.copy()), name)(L.from_numpy(other_v.copy()))
+        errs.append((type(e.value), str(e.value)))
+    assert errs[0] == errs[1]

@@ -119,6 +119,26 @@ def _bitwise(ufunc, name):
     return op
 
 
+def _bitwise_inplace(op):
+    """``op`` for ``self.<op>_(other)``: as in PyTorch, the output's shape and dtype are
+    checked (when the iterator is built) before the kernel refuses a float dtype."""
+    def fn(input, other):
+        from ._base import _FROM_NP
+        from .. import _dtype as D
+        a, b, x, y, dt = binary_operands(input, other)
+        _check_broadcast(x, y)
+        shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+        sd = input._data
+        if shape != sd.shape:
+            raise RuntimeError(f"output with shape {list(sd.shape)} doesn't match the broadcast shape {list(shape)}")
+        if dt != sd.dtype and not D.can_cast(_FROM_NP[dt], _FROM_NP[sd.dtype]):
+            raise RuntimeError(f"result type {_dtype_name(dt)} can't be cast to the desired output "
+                               f"type {_dtype_name(sd.dtype)}")
+        return op(input, other)
+    fn.__name__ = op.__name__
+    return fn
+
+
 bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")
 bitwise_or = _bitwise(np.bitwise_or, "bitwise_or")
 bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
@@ -216,9 +236,10 @@ TENSOR_METHODS.update({
 INPLACE = {"eq_": _cmp_inplace(eq, "Eq"), "ne_": _cmp_inplace(ne, "Ne"), "lt_": _cmp_inplace(lt, "Lt"),
            "le_": _cmp_inplace(le, "Le"), "gt_": _cmp_inplace(gt, "Gt"), "ge_": _cmp_inplace(ge, "Ge"),
            "logical_and_": logical_and, "logical_or_": logical_or, "logical_xor_": logical_xor,
-           "logical_not_": logical_not, "bitwise_and_": bitwise_and, "bitwise_or_": bitwise_or,
-           "bitwise_xor_": bitwise_xor, "bitwise_not_": bitwise_not,
-           "__iand__": bitwise_and, "__ior__": bitwise_or, "__ixor__": bitwise_xor}
+           "logical_not_": logical_not, "bitwise_and_": _bitwise_inplace(bitwise_and),
+           "bitwise_or_": _bitwise_inplace(bitwise_or), "bitwise_xor_": _bitwise_inplace(bitwise_xor),
+           "bitwise_not_": bitwise_not, "__iand__": _bitwise_inplace(bitwise_and),
+           "__ior__": _bitwise_inplace(bitwise_or), "__ixor__": _bitwise_inplace(bitwise_xor)}
 INPLACE_IMPL = {k: v for k, v in _LOGICAL_METHODS.items() if k.endswith("_")}
 
 

@@ -123,7 +123,7 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None):
             x = x.astype(np.float32)
         with np.errstate(all="ignore"):
             r = fwd(x)
-        if half or (r.dtype != x.dtype and k == "f"):
+        if half or (k == "f" and r.dtype != x.dtype):
             r = r.astype(input._data.dtype)
         r = arr(r)
         node = node_for(node_cls, (input,))
