@@ -608,7 +608,7 @@ class Fuzzer:
                 return f"{w} requires_grad: retrograd {a.requires_grad}, torch {b.requires_grad}", GradFinding
             if "negstride" not in step.kinds and grad_fn_name(a) != grad_fn_name(b):
                 if grad_fn_name(b) == "AsStridedBackward0" and is_view(a) and \
-                        known("view written in place", "grad", ("*",), self.suppressed):
+                        known("view_written_in_place", "grad", ("*",), self.suppressed):
                     continue
                 return f"{w} grad_fn: retrograd {grad_fn_name(a)}, torch {grad_fn_name(b)}", GradFinding
         return None, None

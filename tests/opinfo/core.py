@@ -55,9 +55,9 @@ _known("det torch.det linalg.det inverse linalg.inv linalg.solve", "fuzz:values"
 _known("torch.det", "fuzz:grad", "degenerate",
        "torch 2.13 bug, retrograd is right: its gradient at an exactly singular matrix is 0, not the adjugate "
        "(as the det/linalg.det entries' 'singular' samples)")
-_known("view written in place", "fuzz:grad", "*",
+_known("view_written_in_place", "fuzz:grad", "*",
        "a view whose base history changed in place replays its own view op (ViewBackward0, SelectBackward0...); "
-       "torch regenerates AsStridedBackward0 (_tensor.py _refresh_view); the fuzzer checks this name only")
+       "torch regenerates AsStridedBackward0 (_tensor.py _refresh_view); the fuzzer skips only this name comparison")
 
 
 # ----------------------------------------------------------------------------------- samples
