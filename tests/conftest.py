@@ -14,3 +14,19 @@ def _seed():
     retrograd.manual_seed(0)
     np.random.seed(0)
     yield
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The differential fuzzer's throughput (tests/fuzz), sent as a user property of its test
+    reports; defined here so that pytest-xdist's controller, which never loads tests/fuzz's
+    own conftest, prints it too."""
+    lines = []
+    for reports in terminalreporter.stats.values():
+        for rep in reports:
+            for name, value in getattr(rep, "user_properties", ()):
+                if name == "fuzz" and getattr(rep, "when", "call") == "call":
+                    lines.append(f"{rep.nodeid}: {value}")
+    if lines:
+        terminalreporter.write_sep("-", "differential fuzzer")
+        for line in sorted(set(lines)):
+            terminalreporter.write_line(line)

@@ -581,3 +581,116 @@ def test_unary_extremes_match_torch():
         assert (_np(r)[:2] == 0).all()
         (_, r), (_, t) = run_both(lambda L, a: L.erfinv(a), np.array([-0.0, 0.0, 1.0, -1.0], dtype), grad=False)
         assert_same(r, t)
+
+
+# --- in-place ops seen by the differential fuzzer ----------------------------------------------
+
+@needs_torch
+@pytest.mark.parametrize("name", ["eq_", "ne_", "lt_", "le_", "gt_", "ge_"])
+@pytest.mark.parametrize("other_kind", ["scalar", "tensor", "tensor_grad"])
+def test_inplace_comparison_cuts_the_history_as_torch(name, other_kind):
+    """The overwritten tensor's old graph no longer reaches its value: a zero-gradient node."""
+    res = {}
+    for L in (retrograd, torch):
+        x = L.tensor([0.5, 1.0, 2.0], dtype=L.float64, requires_grad=True)
+        o = L.tensor([1.0, 2.0, 1.0], dtype=L.float64, requires_grad=other_kind == "tensor_grad")
+        other = 1.0 if other_kind == "scalar" else o
+        y = x * 2
+        getattr(y, name)(other)
+        inputs = (x, o) if other_kind == "tensor_grad" else (x,)
+        grads = L.autograd.grad((y * L.tensor([1.0, -3.0, 2.0], dtype=L.float64)).sum(), inputs)
+        res[L] = (type(y.grad_fn).__name__, y.requires_grad, y, grads)
+    r, t = res[retrograd], res[torch]
+    assert r[:2] == t[:2]
+    assert_same(r[2], t[2])
+    for a, b in zip(r[3], t[3]):
+        assert_same(a, b)
+        assert not a.requires_grad and np.all(_np(a) == 0)
+
+
+def test_inplace_comparison_gradcheck_is_zero():
+    def f(x):
+        y = x * 3
+        y.gt_(0.5)
+        return y * x  # only the second factor carries x's gradient
+    x = retrograd.tensor([0.1, 0.7, 0.4], dtype=retrograd.float64, requires_grad=True)
+    assert gradcheck(f, (x,))
+    assert gradgradcheck(f, (x,))
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["asinh_", "acosh_", "atanh_", "arcsinh_", "arccosh_", "arctanh_"])
+def test_inplace_inverse_hyperbolic_backward_raises_as_torch(name):
+    msgs = []
+    for L in (retrograd, torch):
+        x = L.tensor([0.2, 0.4], dtype=L.float64, requires_grad=True)
+        y = getattr(x * 1 + (1.5 if "cosh" in name else 0.0), name)()
+        assert type(y.grad_fn).__name__ == name.replace("arc", "a").rstrip("_").capitalize() + "Backward1"
+        with pytest.raises(NotImplementedError) as e:
+            L.autograd.grad(y.sum(), x)
+        msgs.append(str(e.value))
+        with L.no_grad():
+            z = getattr(x.detach().clone() + (1.5 if "cosh" in name else 0.0), name)()
+        assert z.grad_fn is None
+    assert msgs[0] == msgs[1]
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["logical_not_", "logical_and_", "logical_or_", "logical_xor_"])
+@pytest.mark.parametrize("leaf", [True, False])
+def test_inplace_logical_is_not_differentiated_as_torch(name, leaf):
+    """PyTorch does not differentiate logical ops: no leaf check, and the history is kept."""
+    res = {}
+    for L in (retrograd, torch):
+        x = L.tensor([0.5, -0.2, 0.0], dtype=L.float64, requires_grad=True)
+        y = x if leaf else x * 2
+        v = y._version
+        args = () if name == "logical_not_" else (L.tensor([1.0, 0.0, 1.0], dtype=L.float64),)
+        getattr(y, name)(*args)
+        g = None if leaf else L.autograd.grad(y.sum(), x)[0]
+        res[L] = (y.detach().clone(), y.requires_grad, y.is_leaf, type(y.grad_fn).__name__, y._version > v, g)
+    r, t = res[retrograd], res[torch]
+    assert_same(r[0], t[0])
+    assert r[1:5] == t[1:5]
+    if not leaf:
+        assert_same(r[5], t[5])
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["erf", "erfc", "erfinv", "sigmoid", "exp", "tanh", "log1p", "atanh"])
+def test_float16_unary_ops_round_once_in_their_dtype_as_torch(name):
+    """PyTorch computes half ops in float32 and rounds the result once to float16."""
+    v = np.linspace(-0.95, 0.95, 41)
+    r = getattr(retrograd.tensor(v, dtype=retrograd.float16), name)()
+    t = getattr(torch.tensor(v, dtype=torch.float16), name)()
+    assert str(t.dtype) == "torch.float16"
+    assert_same(r, t)
+
+
+@needs_torch
+@pytest.mark.parametrize("decimals", [1, 2, -1])
+def test_float16_round_decimals_as_torch(decimals):
+    v = np.array([-19.34, 3.14159, 0.15, 1234.5, -7.25, 65.0], dtype=np.float16)
+    r = retrograd.from_numpy(v.copy()).round(decimals=decimals)
+    t = torch.from_numpy(v.copy()).round(decimals=decimals)
+    assert_same(r, t)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["bitwise_and_", "bitwise_or_", "bitwise_xor_", "__iand__", "__ior__", "__ixor__"])
+@pytest.mark.parametrize("case", ["float_broadcast", "float_mismatch", "float_ok_shape", "int_broadcast", "int_float"])
+def test_inplace_bitwise_checks_output_before_dtype_as_torch(name, case):
+    """PyTorch checks the output's shape and dtype before its kernel refuses floats."""
+    self_v, other_v = {
+        "float_broadcast": (np.ones((2, 3)), np.ones((2, 2, 3))),
+        "float_mismatch": (np.ones((2, 3)), np.ones(4)),
+        "float_ok_shape": (np.ones((2, 3)), np.ones(3)),
+        "int_broadcast": (np.ones(3, np.int64), np.ones((2, 3), np.int64)),
+        "int_float": (np.ones(3, np.int64), np.ones(3)),
+    }[case]
+    errs = []
+    for L in (retrograd, torch):
+        with pytest.raises(Exception) as e:
+            getattr(L.from_numpy(self_v.copy()), name)(L.from_numpy(other_v.copy()))
+        errs.append((type(e.value), str(e.value)))
+    assert errs[0] == errs[1]

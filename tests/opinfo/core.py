@@ -47,25 +47,17 @@ _known("bfloat16", "values grad gradgrad", "*", "no bfloat16 dtype: the result i
 
 # Seen only by the differential fuzzer (tests/fuzz, FUZZ_FINDINGS.md): test kinds "fuzz:<kind>"
 # are ignored by the generated tests and not strict; remove an entry when its cause is fixed.
-_known("eq ne lt le gt ge", "fuzz:inplace", "*",
-       "in-place comparison keeps the tensor's old grad_fn (x*2 then eq_: grad 2, torch EqBackward1 gives 0)")
-_known("asinh acosh atanh", "fuzz:inplace", "*",
-       "in-place inverse hyperbolics differentiable here; torch: AsinhBackward1 ... raises NotImplementedError")
-_known("logical_and logical_or logical_xor logical_not", "fuzz:inplace", "*",
-       "in-place on a leaf that requires grad raises here; torch allows it (not differentiable)")
-_known("erfinv", "fuzz:grad fuzz:gradgrad", "*", "saves its output: modifying it in place raises here only")
-_known("sgn", "fuzz:grad fuzz:gradgrad", "*", "does not save its output: torch raises when it is modified in place")
-_known("clamp clip clamp_min clamp_max maximum minimum fmax fmin", "fuzz:gradgrad", "infgrad nonfinite degenerate",
-       "second derivative nan where the selection mask is 0 and nan/inf flows in (torch selects: 0)")
-_known("xlogy", "fuzz:gradgrad", "nonfinite degenerate", "second derivative nan at nan/0 points (torch 0)")
-_known("__itruediv__ __rtruediv__", "fuzz:gradgrad", "nonfinite degenerate", "second derivative at x/inf nan (torch 0)")
-_known("__ipow__", "fuzz:grad fuzz:gradgrad", "degenerate",
-       "0**e grad nan (torch 0); mixed second derivative at exponent 0 is 1/x (torch masks it to 0)")
-_known("__imod__", "fuzz:grad", "nonfinite degenerate", "x %= y: d/dy at an infinite operand uses the wrong floor quotient")
-_known("div(rounding_mode)", "fuzz:values", "nonfinite degenerate", "floor division: -inf // 2 is -inf (torch nan)")
 _known("pow __pow__", "fuzz:values", "nonfinite", "torch's float16 (-inf)**0.5 is inf (its float32/64: nan)")
-_known("erf erfc erfinv", "fuzz:values", "float16", "float16 input gives a float64 (erf, erfc) / float32 (erfinv) result")
-_known("round(decimals)", "fuzz:values", "float16", "float16 round(decimals=1) differs by a tenth (rounded at another precision)")
+_known("einsum einsum(ii->i) einsum(ij->ji)", "fuzz:views", "*",
+       "einsum returns a copy where torch returns a view (diagonal, permutation, permuted mm result; ops/linalg.py)")
+_known("det torch.det linalg.det inverse linalg.inv linalg.solve", "fuzz:values", "nonfinite",
+       "inf/nan entries: a finite or +-inf result where torch's LU propagates nan (ops/linalg.py)")
+_known("torch.det", "fuzz:grad", "degenerate",
+       "torch 2.13 bug, retrograd is right: its gradient at an exactly singular matrix is 0, not the adjugate "
+       "(as the det/linalg.det entries' 'singular' samples)")
+_known("view_written_in_place", "fuzz:grad", "*",
+       "a view whose base history changed in place replays its own view op (ViewBackward0, SelectBackward0...); "
+       "torch regenerates AsStridedBackward0 (_tensor.py _refresh_view); the fuzzer skips only this name comparison")
 
 
 # ----------------------------------------------------------------------------------- samples

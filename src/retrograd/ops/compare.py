@@ -1,7 +1,7 @@
 """Comparisons and logical ops: bool results, never a grad_fn."""
 import numpy as np
 
-from ._base import finish, arr, binary_operands, write_out, Tensor, _dtype_name
+from ._base import finish, arr, binary_operands, write_out, Tensor, _dtype_name, OpNode, node_for, _state
 from .arithmetic import _check_broadcast
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
@@ -30,6 +30,35 @@ eq, ne = _cmp(np.equal, "eq"), _cmp(np.not_equal, "ne")
 lt, le = _cmp(np.less, "lt"), _cmp(np.less_equal, "le")
 gt, ge = _cmp(np.greater, "gt"), _cmp(np.greater_equal, "ge")
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+class _CmpBackward(OpNode):
+    """An in-place comparison's node: its values no longer depend on the operands, so their
+    gradients are zeros (outside the graph), as PyTorch's ``zeros_like(self)``."""
+
+    def backward(self, g):
+        nf = self.next_functions
+        return tuple(finish(None, np.zeros(shape, dt)) if nf[i][0] is not None else None
+                     for i, (shape, dt) in enumerate(self.in_meta))
+
+
+def _cmp_inplace(op, title):
+    """The out-of-place half of ``<op>_`` on a tensor taking part in autograd: PyTorch records
+    ``<Title>Backward0`` (number ``other``) or ``<Title>Backward1`` (tensor ``other``), which
+    cuts the tensor's old history; without it the gradient would still flow through it."""
+    scalar_node = type(f"{title}Backward0", (_CmpBackward,), {"__module__": __name__})
+    tensor_node = type(f"{title}Backward1", (_CmpBackward,), {"__module__": __name__})
+
+    def fn(input, other):
+        res = op(input, other)
+        inputs = (input, other) if isinstance(other, Tensor) else (input,)
+        node = node_for(tensor_node if len(inputs) == 2 else scalar_node, inputs)
+        if node is None:
+            return res
+        node.in_meta = tuple((t._data.shape, t._data.dtype) for t in inputs)
+        return finish(node, res._data)
+    fn.__name__ = op.__name__
+    return fn
 def _need_tensor(name, other, position):
     if not isinstance(other, Tensor):
         raise TypeError(f"{name}(): argument 'other' (position {position}) must be Tensor, not "
@@ -49,9 +78,8 @@ def _logical(ufunc, name):
         return base(self, other, out=out)
 
     def inplace(self, other):
-        from ._base import apply_inplace
         _need_tensor(name + "_", other, 1)
-        return apply_inplace(self, base, other)
+        return _nondiff_inplace(self, base, other)
 
     op.__name__ = method.__name__ = name
     inplace.__name__ = name + "_"
@@ -60,6 +88,17 @@ def _logical(ufunc, name):
     _LOGICAL_METHODS[name] = method
     _LOGICAL_METHODS[name + "_"] = inplace
     return op
+
+
+def _nondiff_inplace(self, fn, *args):
+    """An in-place op PyTorch does not differentiate: no leaf check, the history is kept."""
+    from ._base import apply_inplace
+    prev = _state.grad
+    _state.grad = False
+    try:
+        return apply_inplace(self, fn, *args)
+    finally:
+        _state.grad = prev
 
 
 _LOGICAL_METHODS = {}
@@ -78,6 +117,26 @@ def _bitwise(ufunc, name):
         return res if out is None else write_out(out, res, name)
     op.__name__ = name
     return op
+
+
+def _bitwise_inplace(op):
+    """``op`` for ``self.<op>_(other)``: as in PyTorch, the output's shape and dtype are
+    checked (when the iterator is built) before the kernel refuses a float dtype."""
+    def fn(input, other):
+        from ._base import _FROM_NP
+        from .. import _dtype as D
+        a, b, x, y, dt = binary_operands(input, other)
+        _check_broadcast(x, y)
+        shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+        sd = input._data
+        if shape != sd.shape:
+            raise RuntimeError(f"output with shape {list(sd.shape)} doesn't match the broadcast shape {list(shape)}")
+        if dt != sd.dtype and not D.can_cast(_FROM_NP[dt], _FROM_NP[sd.dtype]):
+            raise RuntimeError(f"result type {_dtype_name(dt)} can't be cast to the desired output "
+                               f"type {_dtype_name(sd.dtype)}")
+        return op(input, other)
+    fn.__name__ = op.__name__
+    return fn
 
 
 bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")
@@ -174,9 +233,20 @@ TENSOR_METHODS.update({
     "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor, "__invert__": _invert,
     "__rand__": bitwise_and, "__ror__": bitwise_or, "__rxor__": bitwise_xor,
 })
-INPLACE = {"eq_": eq, "ne_": ne, "lt_": lt, "le_": le, "gt_": gt, "ge_": ge,
+INPLACE = {"eq_": _cmp_inplace(eq, "Eq"), "ne_": _cmp_inplace(ne, "Ne"), "lt_": _cmp_inplace(lt, "Lt"),
+           "le_": _cmp_inplace(le, "Le"), "gt_": _cmp_inplace(gt, "Gt"), "ge_": _cmp_inplace(ge, "Ge"),
            "logical_and_": logical_and, "logical_or_": logical_or, "logical_xor_": logical_xor,
-           "logical_not_": logical_not, "bitwise_and_": bitwise_and, "bitwise_or_": bitwise_or,
-           "bitwise_xor_": bitwise_xor, "bitwise_not_": bitwise_not,
-           "__iand__": bitwise_and, "__ior__": bitwise_or, "__ixor__": bitwise_xor}
+           "logical_not_": logical_not, "bitwise_and_": _bitwise_inplace(bitwise_and),
+           "bitwise_or_": _bitwise_inplace(bitwise_or), "bitwise_xor_": _bitwise_inplace(bitwise_xor),
+           "bitwise_not_": bitwise_not, "__iand__": _bitwise_inplace(bitwise_and),
+           "__ior__": _bitwise_inplace(bitwise_or), "__ixor__": _bitwise_inplace(bitwise_xor)}
 INPLACE_IMPL = {k: v for k, v in _LOGICAL_METHODS.items() if k.endswith("_")}
+
+
+def _logical_not_(self):
+    return _nondiff_inplace(self, logical_not)
+
+
+_logical_not_.__name__ = "logical_not_"
+_logical_not_.__doc__ = "In-place ``logical_not``."
+INPLACE_IMPL["logical_not_"] = _logical_not_

@@ -13,6 +13,7 @@ TENSOR_METHODS = {}
 INPLACE = {}
 
 _SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
+_HALF = np.dtype(np.float16)
 
 
 def _erf_np(x):
@@ -117,8 +118,14 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None):
             check(x.dtype)
         if k in "iub" and float_only:
             x = x.astype(D._default[0].np)
+        half = x.dtype == _HALF
+        if half:  # PyTorch computes half ops in float32 and rounds once
+            x = x.astype(np.float32)
         with np.errstate(all="ignore"):
-            r = arr(fwd(x))
+            r = fwd(x)
+        if half or (k == "f" and r.dtype != x.dtype):
+            r = r.astype(input._data.dtype)
+        r = arr(r)
         node = node_for(node_cls, (input,))
         res = finish(node, r)
         if node is not None:
@@ -163,6 +170,31 @@ _make_unary("tanh", np.tanh, "TanhBackward0", "output", lambda g, x, y: _tanh_ba
 _make_unary("asinh", np.arcsinh, "AsinhBackward0", "input", lambda g, x, y: g * rsqrt(x * x + 1))
 _make_unary("acosh", np.arccosh, "AcoshBackward0", "input", lambda g, x, y: g * rsqrt(x * x - 1))
 _make_unary("atanh", np.arctanh, "AtanhBackward0", "input", lambda g, x, y: g / (1 - x * x))
+
+
+def _inplace_underivable(name, node_name):
+    """PyTorch records ``node_name`` for ``name_`` and its backward refuses: there is no
+    derivative formula for the in-place inverse hyperbolics."""
+    msg = f"the derivative for 'inplace version of {name}' is not implemented."
+
+    def backward(self, g):
+        raise NotImplementedError(msg)
+
+    cls = type(node_name, (OpNode,), {"backward": backward, "__module__": __name__})
+    op = globals()[name]
+
+    def fn(input):
+        res = op(input)
+        node = node_for(cls, (input,))
+        return res if node is None else finish(node, res._data)
+    fn.__name__ = name
+    INPLACE[name + "_"] = fn
+    return fn
+
+
+_inplace_underivable("asinh", "AsinhBackward1")
+_inplace_underivable("acosh", "AcoshBackward1")
+_inplace_underivable("atanh", "AtanhBackward1")
 _make_unary("sigmoid", lambda a: _sigmoid_np(a), "SigmoidBackward0", "output",
             lambda g, x, y: _sigmoid_backward(g, y))
 _make_unary("erf", _erf_np, "ErfBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * _SQRT_PI_2))
@@ -222,7 +254,10 @@ def round(input, *, decimals=0, out=None):
     """Round half to even, optionally to ``decimals`` places."""
     x = input._data
     _not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", "b" if decimals == 0 else "biu")(x.dtype)
-    r = arr(np.round(x, decimals))
+    if x.dtype == _HALF:  # scaled, rounded and divided in float32, as PyTorch
+        r = arr(np.round(x.astype(np.float32), decimals).astype(_HALF))
+    else:
+        r = arr(np.round(x, decimals))
     res = finish(node_for(RoundBackward0 if decimals == 0 else RoundBackward1, (input,)), r)
     return res if out is None else write_out(out, res, "round")
 
@@ -245,4 +280,4 @@ TENSOR_METHODS.update(round=round, square=square, fix=fix, absolute=absolute, ar
                       arccos=arccos, arctan=arctan, arcsinh=arcsinh, arccosh=arccosh,
                       arctanh=arctanh, __abs__=abs)  # noqa: F821
 INPLACE.update(round_=round, square_=square, fix_=fix, absolute_=absolute, arcsin_=arcsin, arccos_=arccos,
-               arctan_=arctan, arcsinh_=arcsinh, arccosh_=arccosh, arctanh_=arctanh)
+               arctan_=arctan, arcsinh_=INPLACE["asinh_"], arccosh_=INPLACE["acosh_"], arctanh_=INPLACE["atanh_"])
