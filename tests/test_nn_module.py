@@ -369,3 +369,22 @@ def test_always_call_hook_runs_when_forward_raises():
     with pytest.raises(ValueError, match="boom"):
         m(1)
     assert seen == [None]
+
+
+def _module_misuse(lib):
+    m = lib.nn.Module()
+    return [lambda: m.register_buffer("b", 3), lambda: m.register_parameter("p", lib.zeros(2)),
+            lambda: m.add_module("x", lib.zeros(2, dtype=lib.int64)),
+            lambda: setattr(lib.nn.Linear(1, 1), "weight", lib.zeros(2, dtype=lib.float64)),
+            lambda: setattr(lib.nn.Sequential(lib.nn.ReLU()), "0", lib.zeros(1, dtype=lib.bool))]
+
+
+@needs_torch
+def test_misuse_messages_name_types_as_torch():
+    """Wrong objects are named as torch.typename names them ('torch.FloatTensor', 'int')."""
+    for ours, theirs in zip(_module_misuse(retrograd), _module_misuse(torch)):
+        with pytest.raises(TypeError) as ref:
+            theirs()
+        with pytest.raises(TypeError) as got:
+            ours()
+        assert str(got.value) == str(ref.value)

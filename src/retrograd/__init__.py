@@ -11,6 +11,7 @@ from ._tensor import Tensor, Size  # noqa: F401
 from ._tensor_str import set_printoptions  # noqa: F401
 from ._creation import *  # noqa: F401,F403
 from .ops import *  # noqa: F401,F403
+from .ops._base import typename  # noqa: F401
 from . import _tensor_methods  # noqa: F401
 from . import autograd  # noqa: F401
 from . import linalg  # noqa: F401

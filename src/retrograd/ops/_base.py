@@ -37,6 +37,15 @@ def type_name(t):
     return prefix + _TYPE_NAMES[t._data.dtype.name]
 
 
+def typename(obj):
+    """``torch.typename``: a tensor's legacy type ('torch.FloatTensor'), else the class's
+    qualified name (builtins unqualified: 'int')."""
+    if isinstance(obj, Tensor):
+        return type_name(obj)
+    module, name = type(obj).__module__, type(obj).__qualname__
+    return name if module in (None, "builtins") else module + "." + name
+
+
 class SavedOutput:
     """An op's output saved by its own node: kept as data, rebuilt on unpack, so that
     output -> grad_fn -> output is no reference cycle."""
@@ -475,7 +484,7 @@ def xp_of(t):
     return array_module(device_of_array(d))
 
 
-__all__ = ["OpNode", "node_for", "save", "save_output", "finish", "finish_multi", "view_of",
+__all__ = ["typename", "OpNode", "node_for", "save", "save_output", "finish", "finish_multi", "view_of",
            "arr", "binary_operands", "result_np_dtype", "cast", "norm_dims", "wrap_dim",
            "to_tensor", "Tensor", "Size", "xp_of", "type_name"]
 

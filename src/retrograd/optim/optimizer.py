@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from ..ops._base import typename
 from ..autograd import grad_mode
 from ..autograd.graph import RemovableHandle
 
@@ -40,19 +41,7 @@ class _RequiredParameter:
 
 required = _RequiredParameter()
 
-_LEGACY = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-           "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-           "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
-def _typename(obj):
-    """``torch.typename``: 'torch.FloatTensor' for a float32 tensor, else the class's name."""
-    if isinstance(obj, Tensor):
-        prefix = "torch.cuda." if obj.device.type == "cuda" else "torch."
-        return prefix + _LEGACY.get(obj.dtype.name, "") + "Tensor"
-    module = type(obj).__module__
-    name = type(obj).__qualname__
-    return name if module in (None, "builtins") else module + "." + name
+_typename = typename
 
 
 def register_optimizer_step_pre_hook(hook):

@@ -11,6 +11,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from ..._tensor import Tensor
+from ...ops._base import typename
 from ... import _dtype as D
 from ...autograd import grad_mode
 from ...autograd.graph import RemovableHandle
@@ -123,7 +124,7 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__module__}.{type(tensor).__name__}' object to "
+            raise TypeError(f"cannot assign '{typename(tensor)}' object to "
                             f"buffer '{name}' (torch Tensor or None required)")
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
@@ -149,7 +150,7 @@ class Module:
             self._parameters[name] = None
             return
         if not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__module__}.{type(param).__name__}' object to "
+            raise TypeError(f"cannot assign '{typename(param)}' object to "
                             f"parameter '{name}' (torch.nn.Parameter or None required)")
         if param.grad_fn is not None:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
@@ -160,7 +161,7 @@ class Module:
     def add_module(self, name, module):
         """Add a child module under ``name``."""
         if not isinstance(module, Module) and module is not None:
-            raise TypeError(f"{type(module).__module__}.{type(module).__name__} is not a Module subclass")
+            raise TypeError(f"{typename(module)} is not a Module subclass")
         if not isinstance(name, str):
             raise TypeError(f"module name should be a string. Got {type(name).__name__}")
         if hasattr(self, name) and name not in self._modules:
@@ -239,7 +240,7 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__module__}.{type(value).__name__}' as parameter "
+                raise TypeError(f"cannot assign '{typename(value)}' as parameter "
                                 f"'{name}' (torch.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         else:
@@ -251,14 +252,14 @@ class Module:
                 modules[name] = value
             elif modules is not None and name in modules:
                 if value is not None:
-                    raise TypeError(f"cannot assign '{type(value).__module__}.{type(value).__name__}' as child "
+                    raise TypeError(f"cannot assign '{typename(value)}' as child "
                                     f"module '{name}' (torch.nn.Module or None expected)")
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
                 if isinstance(value, Buffer) or (buffers is not None and name in buffers):
                     if value is not None and not isinstance(value, Tensor):
-                        raise TypeError(f"cannot assign '{type(value).__module__}.{type(value).__name__}' as "
+                        raise TypeError(f"cannot assign '{typename(value)}' as "
                                         f"buffer '{name}' (torch.Tensor or None expected)")
                     if isinstance(value, Buffer):
                         persistent = value.persistent
