@@ -5,6 +5,7 @@ cannot be rebased, writes into memory that several elements share, boolean masks
 on torch and compares values, dtypes, grad_fn names, view-ness, gradients and errors.
 """
 import random
+import re
 import warnings
 
 import numpy as np
@@ -1034,3 +1035,25 @@ def _index_fuzz_program(seed):
 def test_random_index_expressions():
     for seed in range(300):
         _parity(_index_fuzz_program(seed))
+
+
+def _clone_layouts(lib):
+    x = lib.arange(12.).reshape(3, 4).t()
+    return [x.clone(), x[:, ::2].clone(), lib.arange(24.).reshape(2, 3, 4).permute(2, 0, 1)[:, :, ::2].clone(),
+            lib.arange(3.)[:, None].expand(3, 4).clone(), lib.arange(3.)[None, :, None].expand(4, 3, 5).clone()]
+
+
+@needs_torch
+def test_clone_preserves_the_order_of_strides_as_torch():
+    """clone() keeps a permuted input's layout (preserve_format), so a later view() of the
+    clone fails exactly where PyTorch's does; expanded inputs give contiguous copies."""
+    for a, b in zip(_clone_layouts(retrograd), _clone_layouts(torch)):
+        assert a.stride() == b.stride() and a.is_contiguous() == b.is_contiguous()
+        assert a.tolist() == b.tolist()
+        try:
+            b.view(-1)
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError, match=re.escape(str(e))):
+                a.view(-1)
+        else:
+            assert a.view(-1).tolist() == b.view(-1).tolist()

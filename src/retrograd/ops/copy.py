@@ -19,9 +19,12 @@ class CloneBackward0(OpNode):
 
 
 def clone(input, *, memory_format=None):
-    """A copy with its own storage (differentiable)."""
+    """A copy with its own storage (differentiable). As PyTorch's ``preserve_format``, the
+    copy keeps the input's order of strides (a transposed tensor's clone is transposed too);
+    an expanded input or an explicit ``memory_format`` gives a contiguous copy."""
     x = input._data
-    return finish(node_for(CloneBackward0, (input,)), x.copy())
+    keep = memory_format is None and not x.flags.c_contiguous and all(st for st, n in zip(x.strides, x.shape) if n > 1)
+    return finish(node_for(CloneBackward0, (input,)), x.copy(order="K" if keep else "C"))
 
 
 class CopyBackwards(OpNode):
@@ -92,7 +95,7 @@ def contiguous(input, memory_format=None):
     """This tensor if C-contiguous, else a contiguous copy."""
     if input._data.flags.c_contiguous:
         return input
-    return clone(input)
+    return clone(input, memory_format="contiguous_format")
 
 
 def _parse_to(args, kwargs):
