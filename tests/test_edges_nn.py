@@ -515,3 +515,21 @@ def test_integer_inputs(name, dtype):
         assert (str(t.dtype), tuple(t.shape)) == (str(r.dtype).replace("retrograd", "torch"), tuple(r.shape))
         return
     parity(_KERNEL_DTYPE_CASES[name], [x], diff=())
+
+
+@needs_torch
+def test_embedding_padding_rows_never_see_nonfinite_gradients():
+    """The padding row's gradient is exactly 0 even when the gradient arriving at its
+    lookups is inf/nan: PyTorch's kernel skips those lookups instead of multiplying by 0."""
+    idx = np.array([[0, 2, 1], [1, 1, 0]])
+    w = np.arange(9.).reshape(3, 3) / 7
+    up = np.full((2, 3, 3), np.inf)
+    up[0, 0] = np.nan
+    grads = []
+    for lib in (retrograd, torch):
+        weight = lib.tensor(w, requires_grad=True)
+        out = lib.nn.functional.embedding(lib.tensor(idx), weight, padding_idx=1)
+        out.backward(lib.tensor(up))
+        grads.append(weight.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+    assert (grads[0][1] == 0).all()

@@ -545,7 +545,7 @@ class Fuzzer:
         for j, o in enumerate(outs):
             if is_tensor(o):
                 spec = ("ref", step.name, None if len(outs) == 1 and not isinstance(tout, (tuple, list)) else j)
-                if o.is_floating_point() and not bool(torch.isfinite(o).all()):
+                if o.is_floating_point() and not bool(torch.isfinite(o.data).all()):
                     self.nonfinite_seen = True
                 if o.dtype in (torch.float16, torch.bfloat16):
                     self.half_seen = True

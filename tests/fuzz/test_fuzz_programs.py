@@ -3,7 +3,8 @@ NumPy inputs into torch and retrograd; values, dtypes, shapes, views, exceptions
 second derivatives compared (see program.py). Failures are shrunk by hypothesis and print a
 standalone reproducer.
 
-CI: a fixed time budget (60 s over all shards) with fixed seeds and no example database::
+CI: a fixed number of programs per shard (RETROGRAD_FUZZ_PROGRAMS, 300) in fixed-seed rounds and no
+example database, so every run draws the same programs and a green run stays green::
 
     python3 -m pytest -q -p no:cacheprovider tests/fuzz            # or -n 2: the shards split
 
@@ -12,9 +13,9 @@ Longer / other seeds / every finding of a run instead of the first::
     RETROGRAD_FUZZ_SECONDS=1200 RETROGRAD_FUZZ_SEED=7 \\
     RETROGRAD_FUZZ_COLLECT=/tmp/findings.md python3 -m pytest -q -p no:cacheprovider tests/fuzz
 
-Hypothesis has no time budget of its own: each shard runs hypothesis in short rounds (a fixed
-seed per round, sized from the measured programs per second) until its share of the budget is
-spent; a round that finds a failure shrinks it before the test fails (or, with
+Hypothesis has no time budget of its own: with RETROGRAD_FUZZ_SECONDS each shard runs hypothesis in
+short rounds (a fixed seed per round, sized from the measured programs per second) until its share
+of the budget is spent; a round that finds a failure shrinks it before the test fails (or, with
 RETROGRAD_FUZZ_COLLECT, writes it to that file, leaves that op/test out of later rounds and goes
 on). The too_slow/filter/data-size health checks are suppressed on purpose: programs are slow
 by nature (two libraries, three derivative passes) and the round size already bounds the run.
@@ -35,7 +36,9 @@ from .program import Finding, Fuzzer, FUZZ_OPS
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning",
                                         "ignore::numpy.exceptions.ComplexWarning")
 
-BUDGET = float(os.environ.get("RETROGRAD_FUZZ_SECONDS", "60"))
+BUDGET = float(os.environ.get("RETROGRAD_FUZZ_SECONDS", "0"))   # 0: the fixed count below
+PROGRAMS = int(os.environ.get("RETROGRAD_FUZZ_PROGRAMS", "300"))  # per shard, without a time budget
+FIXED_ROUND = 30
 SEED = int(os.environ.get("RETROGRAD_FUZZ_SEED", "0"))
 COLLECT = os.environ.get("RETROGRAD_FUZZ_COLLECT")
 SHARDS = 2            # under pytest-xdist (-n 2) the shards run side by side
@@ -71,8 +74,8 @@ def test_fuzz_programs(shard, record_property):
     stats = collections.Counter()
     suppressed = {}
     findings = []
-    n_examples, r = 5, 0
-    while time.monotonic() < deadline:
+    n_examples, r = (5, 0) if BUDGET else (FIXED_ROUND, 0)
+    while (time.monotonic() < deadline) if BUDGET else (r * FIXED_ROUND < PROGRAMS):
         round_seed = (SEED * 1_000_003 + shard) * 100_003 + r
         t0, p0 = time.monotonic(), stats["programs"]
         try:
@@ -88,6 +91,8 @@ def test_fuzz_programs(shard, record_property):
                 if test == "grad":
                     suppressed[(op, "gradgrad", "*")] = suppressed[(op, test, "*")]
         r += 1
+        if not BUDGET:
+            continue
         took = time.monotonic() - t0
         rate = max(stats["programs"] - p0, 1) / max(took, 1e-3)
         left = deadline - time.monotonic()

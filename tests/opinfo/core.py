@@ -51,10 +51,12 @@ _known("pow __pow__", "fuzz:values", "nonfinite", "torch's float16 (-inf)**0.5 i
 _known("einsum", "fuzz:views", "*",
        "a two-operand einsum that is one permuted mm returns a copy where torch returns a view of the mm result "
        "(ops/linalg.py)")
-_known("F.elu F.elu_ F.elu(inplace) F.celu F.celu_ F.celu(inplace) F.selu F.selu_ F.selu(inplace)",
-       "fuzz:grad fuzz:gradgrad", "nonfinite",
-       "torch 2.13's elu backward at a NaN input depends on SIMD lanes: nan in the vectorized body, the upstream "
-       "gradient in the scalar tail (24 NaNs: 16 nan, 8 ones); retrograd always takes the x > 0 branch's rule")
+_known("F.elu F.elu_ F.elu(inplace) F.celu F.celu_ F.celu(inplace) F.selu F.selu_ F.selu(inplace) "
+       "F.hardtanh F.hardtanh_ F.hardtanh(inplace) F.relu6 F.relu6(inplace) F.hardshrink hardshrink F.softshrink "
+       "F.hardswish F.hardswish(inplace)", "fuzz:grad fuzz:gradgrad", "nonfinite",
+       "torch 2.13's backward at a NaN input depends on SIMD lanes: the vectorized body gives nan (elu family, "
+       "hardswish) or 0 (hardtanh, relu6, hard/softshrink), the scalar tail passes the upstream gradient "
+       "(elu of 24 NaNs: 16 nan, 8 ones); retrograd follows the scalar rule everywhere")
 _known("F.batch_norm", "fuzz:values", "nonfinite",
        "NaN/inf batch statistics: torch's kernel gives inf for some elements of a channel whose mean is NaN; "
        "retrograd gives NaN throughout, as the formula does")

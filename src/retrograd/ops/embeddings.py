@@ -57,8 +57,8 @@ def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls):
     w = weight._data
     r = w[idx]
     s = _lookup_scale(idx, w.shape[0], padding_idx, freq, w.dtype)
-    if s is not None:
-        r = r * s[:, None]
+    if s is not None:   # padding lookups are selected out, never multiplied (inf/nan stay out)
+        r = np.where(s[:, None] != 0, r * s[:, None], 0).astype(r.dtype, copy=False)
     r = r.reshape(tuple(out_shape) + w.shape[1:])
     node = node_for(cls, (weight,))
     if node is not None:
@@ -71,8 +71,8 @@ def _dense_backward(g, idx, num, padding_idx, freq):
     d = g._data
     rows = d.reshape(idx.shape[0], d.shape[-1])
     s = _lookup_scale(idx, num, padding_idx, freq, d.dtype)
-    if s is not None:
-        rows = rows * s[:, None]
+    if s is not None:   # as PyTorch's kernel, padding lookups are skipped: inf/nan there never arrive
+        rows = np.where(s[:, None] != 0, rows * s[:, None], 0).astype(rows.dtype, copy=False)
     r = _scatter_axis(rows, idx, num, 0)
     node = node_for(EmbeddingDenseBackward0, (g,))
     if node is not None:
