@@ -59,7 +59,7 @@ def _round(n_examples, round_seed, stats, suppressed):
 
 def _record(path, finding, shard, round_seed):
     with open(path, "a") as f:
-        f.write(f"\n### {type(finding).__name__}: {', '.join(dict.fromkeys(finding.ops))} "
+        f.write(f"\n### {type(finding).__name__}: {', '.join(dict.fromkeys(getattr(finding, 'ops', ())))} "
                 f"(shard {shard}, round seed {round_seed})\n\n```\n{finding}\n```\n")
 
 
