@@ -46,6 +46,13 @@ def typename(obj):
     return name if module in (None, "builtins") else module + "." + name
 
 
+def zeros_grad(like, shape=None):
+    """A gradient of zeros shaped like ``like`` (or ``shape``) and of its dtype, outside the
+    graph: PyTorch's ``zeros_like(grad)`` for ops whose derivative is zero."""
+    d = like._data
+    return finish(None, xp_of(like).zeros(d.shape if shape is None else shape, d.dtype))
+
+
 class SavedOutput:
     """An op's output saved by its own node: kept as data, rebuilt on unpack, so that
     output -> grad_fn -> output is no reference cycle."""
@@ -484,7 +491,7 @@ def xp_of(t):
     return array_module(device_of_array(d))
 
 
-__all__ = ["typename", "OpNode", "node_for", "save", "save_output", "finish", "finish_multi", "view_of",
+__all__ = ["typename", "zeros_grad", "OpNode", "node_for", "save", "save_output", "finish", "finish_multi", "view_of",
            "arr", "binary_operands", "result_np_dtype", "cast", "norm_dims", "wrap_dim",
            "to_tensor", "Tensor", "Size", "xp_of", "type_name"]
 

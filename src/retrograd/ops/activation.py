@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
-                    masked_grad, _dtype_name)
+                    masked_grad, _dtype_name, zeros_grad)
 from .unary import _erf_np, _sigmoid_np, exp, log1p, tanh, sigmoid
 from .index import where
 from .. import _dtype as D
@@ -27,10 +27,6 @@ __all__ = ["softmax", "log_softmax", "selu", "celu", "threshold", "prelu", "hard
 
 def _const(a, like):
     return finish(None, arr(np.asarray(a, dtype=like._data.dtype)))
-
-
-def _zeros(like):
-    return finish(None, np.zeros(like._data.shape, like._data.dtype))
 
 
 def _float_input(input, kernel):
@@ -107,7 +103,7 @@ class _LeakyGradNode(OpNode):
     def backward(self, gg):
         g, x = self.saved_tensors
         return (_leaky_grad(type(self), gg, x, self.slope, self.noise) if _needs(self, 0) else None,
-                _zeros(x) if _needs(self, 1) else None)
+                zeros_grad(x) if _needs(self, 1) else None)
 
 
 LeakyReluBackwardBackward0 = type("LeakyReluBackwardBackward0", (_LeakyGradNode,), {})
@@ -230,7 +226,7 @@ class HardswishBackwardBackward0(OpNode):
         dx = None
         if _needs(self, 1):
             mid = finish(None, (xd > -3) & (xd < 3))
-            dx = where(mid, gg * g / 3.0, _zeros(x))
+            dx = where(mid, gg * g / 3.0, zeros_grad(x))
         return dg, dx
 
 
@@ -297,7 +293,7 @@ class PreluKernelBackwardBackward0(OpNode):
         wb = w.reshape(self.wshape)
         pos = finish(None, x._data >= 0)
         ggw_b = ggw.reshape(self.wshape) if ggw is not None else None
-        zx = _zeros(x)
+        zx = zeros_grad(x)
         dg = dx = dw = None
         if _needs(self, 0):
             if ggx is not None:

@@ -5,7 +5,7 @@ import operator as _op
 import numpy as np
 
 from ._base import (OpNode, node_for, save, finish, arr, binary_operands, cast,
-                    apply_inplace, write_out, Tensor, _SCALARS, _state, _float, xp_of)
+                    apply_inplace, write_out, Tensor, _SCALARS, _state, _float, zeros_grad)
 
 __all__ = ["add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide",
            "floor_divide", "remainder", "fmod", "neg", "negative", "positive", "pow", "float_power"]
@@ -111,13 +111,6 @@ def _scalar_arg(v, name, op):
             raise RuntimeError(f"{op}(): argument '{name}' must be Number, not Tensor")
         return v.item()
     return v
-
-
-def zeros_grad(like, shape=None):
-    """A gradient of zeros shaped like ``like`` (or ``shape``) and of its dtype, outside the
-    graph: PyTorch's ``zeros_like(grad)`` for ops whose derivative is zero."""
-    d = like._data
-    return finish(None, xp_of(like).zeros(d.shape if shape is None else shape, d.dtype))
 
 
 def _is_bool(v):

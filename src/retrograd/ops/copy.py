@@ -1,7 +1,7 @@
 """Copies and conversions: to, clone, contiguous, the dtype shorthands, cpu/cuda."""
 import numpy as np
 
-from ._base import OpNode, node_for, finish, Tensor
+from ._base import OpNode, node_for, finish, Tensor, zeros_grad
 from .. import _dtype as D
 from .._device import device as _device_cls, to_device, array_module, CPU
 
@@ -36,7 +36,6 @@ class CopyBackwards(OpNode):
         if nf[1][0] is not None:
             gs = g if g._data.dtype == self.src_dtype else g.to(D._FROM_NP[self.src_dtype])
         if nf[0][0] is not None:
-            from .arithmetic import zeros_grad
             return zeros_grad(g), gs
         return None, gs
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
                     check_inplace, view_rebase_error, check_internal_overlap, check_partial_overlap,
-                    LEAF_INPLACE_MSG)
+                    LEAF_INPLACE_MSG, zeros_grad)
 from ..autograd.graph import _seq, Node
 
 __all__ = ["where", "nonzero", "argwhere", "index_put"]
@@ -594,15 +594,10 @@ class IndexPutBackward0(CopySlices):
         return gy, gv
 
 
-def _zeros_like(g):
-    """The overwritten tensor's gradient: plain zeros, outside the graph (as PyTorch's)."""
-    return finish(None, _xp(g._data).zeros(g._data.shape, g._data.dtype))
-
-
 class FillBackward3(OpNode):
     def backward(self, g):
         nf = self.next_functions
-        return (_zeros_like(g) if nf[0][0] is not None else None,
+        return (zeros_grad(g) if nf[0][0] is not None else None,
                 g.sum() if len(nf) > 1 and nf[1][0] is not None else None)
 
 
@@ -610,7 +605,7 @@ class CopyBackwards(OpNode):
     def backward(self, g):
         nf = self.next_functions
         gv = _fit_value_grad(g, self.value_shape) if nf[1][0] is not None else None
-        return (_zeros_like(g) if nf[0][0] is not None else None, gv)
+        return (zeros_grad(g) if nf[0][0] is not None else None, gv)
 
 
 def _fit_value_grad(gv, vshape):

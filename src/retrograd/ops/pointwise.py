@@ -4,7 +4,7 @@ the engine sums broadcast gradients back down to each input's shape."""
 import numpy as np
 
 from ._base import (OpNode, node_for, save, save_output, finish, arr, result_np_dtype, binary_operands,
-                    write_out, Tensor, _SCALARS, masked_grad)
+                    write_out, Tensor, _SCALARS, masked_grad, zeros_grad)
 from .. import _dtype as D
 
 __all__ = ["clamp", "clip", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "lerp",
@@ -525,7 +525,6 @@ class CopysignBackward0(OpNode):
 
     def backward(self, g):
         from .index import where
-        from .arithmetic import zeros_grad
         saved = self.saved_tensors  # all unpacked (and version-checked) first, as in PyTorch
         nf = self.next_functions
         gx = None

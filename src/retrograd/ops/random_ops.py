@@ -9,7 +9,7 @@ and it does not depend on the graph (create_graph gives a gradient that needs no
 import numpy as np
 
 from ._base import (check_inplace, Tensor, OpNode, node_for, finish, apply_inplace, _state, xp_of,
-                    _dtype_name)
+                    _dtype_name, zeros_grad)
 from .._creation import _gen
 from .. import _dtype as D
 
@@ -30,7 +30,7 @@ def _fill_inplace(self, values, overlap=True):
 class _FillNode(OpNode):
     """The gradient of the overwritten tensor: zeros that belong to no graph."""
     def backward(self, g):
-        return finish(None, xp_of(g).zeros_like(g._data))
+        return zeros_grad(g)
 
 
 def _fill_node(name):
@@ -52,7 +52,7 @@ RandomBackward2 = _fill_node("RandomBackward2")
 class FillBackward3(OpNode):
     def backward(self, g):
         nf = self.next_functions
-        return (finish(None, xp_of(g).zeros_like(g._data)) if nf[0][0] is not None else None,
+        return (zeros_grad(g) if nf[0][0] is not None else None,
                 g.sum() if nf[1][0] is not None else None)
 
 
@@ -60,9 +60,8 @@ class BernoulliBackward1(OpNode):
     """bernoulli_(p) with a tensor ``p``: zero gradients for the old values and for ``p``."""
     def backward(self, g):
         nf = self.next_functions
-        xp = xp_of(g)
-        return (finish(None, xp.zeros_like(g._data)) if nf[0][0] is not None else None,
-                finish(None, xp.zeros(self.p_shape, self.p_dtype)) if nf[1][0] is not None else None)
+        return (zeros_grad(g) if nf[0][0] is not None else None,
+                finish(None, xp_of(g).zeros(self.p_shape, self.p_dtype)) if nf[1][0] is not None else None)
 
 
 def _bernoulli_filled(input, values, p):
