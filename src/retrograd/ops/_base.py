@@ -752,11 +752,17 @@ def rebase_history(self, node, output_nr):
         from .view_inplace import copy_slices
         copy_slices(self, node, output_nr)
         return
-    old, old_nr = self._grad_fn, self._output_nr
     node._out_meta = ((self._data.shape, self._data.dtype),)
-    self._grad_fn = node
-    self._output_nr = output_nr
-    self._requires_grad = True
+    set_history(self, node, output_nr)
+
+
+def set_history(t, node, output_nr=0):
+    """Make ``node`` (output ``output_nr``) the creator of ``t`` after an in-place write;
+    a ``retain_grad()`` on ``t`` follows it to the new node."""
+    old, old_nr = t._grad_fn, t._output_nr
+    t._grad_fn = node
+    t._output_nr = output_nr
+    t._requires_grad = True
     if old is not None and old._retain_grad_hooks:
         old._move_retain_grad(old_nr, node, output_nr)
 

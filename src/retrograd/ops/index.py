@@ -13,7 +13,7 @@ import numpy as np
 
 from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
                     check_inplace, view_rebase_error, check_internal_overlap, check_partial_overlap,
-                    LEAF_INPLACE_MSG, zeros_grad)
+                    LEAF_INPLACE_MSG, zeros_grad, set_history)
 from ..autograd.graph import _seq, Node
 
 __all__ = ["where", "nonzero", "argwhere", "index_put"]
@@ -765,12 +765,7 @@ def _rebase_view(view, base, cls, region_index, vedge, vshape, basic):
     node.value_shape = vshape
     node.overlapping = overlapping
     node._out_meta = ((bd.shape, bd.dtype),)
-    old, old_nr = base._grad_fn, base._output_nr
-    base._grad_fn = node
-    base._output_nr = 0
-    base._requires_grad = True
-    if old is not None and old._retain_grad_hooks:
-        old._move_retain_grad(old_nr, node, 0)
+    set_history(base, node)
     if not basic:
         # Written itself: its grad_fn is rebuilt now. (Written through the view view[basic],
         # as PyTorch does, it is left stale, rebuilt when next used.)

@@ -14,7 +14,7 @@ layout, as PyTorch keeps a view's geometry rather than the ops that made it.
 """
 import numpy as np
 
-from ._base import Tensor, OpNode, _state, view_rebase_error, INTERNAL_OVERLAP_MSG
+from ._base import Tensor, OpNode, _state, view_rebase_error, INTERNAL_OVERLAP_MSG, set_history
 from ..autograd.graph import Node, _seq, _RELEASED, SECOND_BACKWARD_MSG
 
 __all__ = []
@@ -97,12 +97,7 @@ def copy_slices(view, node, output_nr):
     base = view._base
     base_meta = (base._data.shape, base._data.dtype)
     cs = CopySlices(base._edge(), base_meta, Placement(view, base), view._data.shape, node)
-    old, old_nr = base._grad_fn, base._output_nr
-    base._grad_fn = cs
-    base._output_nr = 0
-    base._requires_grad = True
-    if old is not None and old._retain_grad_hooks:
-        old._move_retain_grad(old_nr, cs, 0)
+    set_history(base, cs)
     node._out_meta = ((view._data.shape, view._data.dtype),)
     regenerate_view(view)
     return view
@@ -254,9 +249,4 @@ def regenerate_view(view, indirect=False):
     node.numel = base._data.size
     node.place = Placement(view, base)
     node._out_meta = ((view._data.shape, view._data.dtype),)
-    old, old_nr = view._grad_fn, view._output_nr
-    view._grad_fn = node
-    view._output_nr = 0
-    view._requires_grad = True
-    if old is not None and old._retain_grad_hooks:
-        old._move_retain_grad(old_nr, node, 0)
+    set_history(view, node)
