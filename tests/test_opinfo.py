@@ -10,7 +10,7 @@ import retrograd
 from retrograd.autograd.gradcheck import gradcheck, gradgradcheck
 
 from opinfo import ALL_OPS, KNOWN_MISMATCHES
-from opinfo.core import (torch, expand_samples, call, build, flat, is_tensor, compare_arrays,
+from opinfo.core import (torch, expand_samples, call, build, flat, is_tensor, compare_grads,
                          compare_outputs, to_numpy, tol, upstream_arrays, FLOAT_KINDS)
 
 # the nonfinite/degenerate samples do inf/nan arithmetic on purpose; NumPy warns about it
@@ -209,28 +209,6 @@ def _grad_fn_name(o):
     return type(o.grad_fn).__name__ if o.grad_fn is not None else None
 
 
-def _compare_grads(rgs, tgs, atol, rtol, what):
-    for k, (rg, tg) in enumerate(zip(rgs, tgs)):
-        if tg is None and rg is None:
-            continue
-        tn = np.zeros(0) if tg is None else to_numpy(tg)
-        rn = np.zeros(0) if rg is None else to_numpy(rg)
-        if tg is None:
-            if np.any(rn):
-                return f"{what} of input {k}: torch gives none, retrograd nonzero {rn.ravel()[:4]}"
-            continue
-        if rg is None:
-            if np.any(tn):
-                return f"{what} of input {k}: retrograd gives none, torch {tn.ravel()[:4]}"
-            continue
-        if str(rg.dtype) != str(tg.dtype):
-            return f"{what} of input {k}: dtype {rg.dtype} != torch {tg.dtype}"
-        msg = compare_arrays(rn, tn, atol, rtol, f"{what} of input {k}")
-        if msg:
-            return msg
-    return None
-
-
 @params(lambda i: i.grad)
 def test_grad(info):
     """First derivative vs torch under a random upstream gradient (non-finite ones included)."""
@@ -256,7 +234,7 @@ def test_grad(info):
                                   allow_unused=True)
         rgs = retrograd.autograd.grad(ro, rleaves, [retrograd.tensor(u, dtype=o.dtype) for u, o in zip(ups, ro)],
                                       allow_unused=True)
-        return _compare_grads(rgs, tgs, *tol(info, s), "grad")
+        return compare_grads(rgs, tgs, *tol(info, s), "grad")
 
     run_samples(info, "grad", samples_for(info, "grad"), check)
 
@@ -332,7 +310,7 @@ def test_gradgrad(info):
             return f"first-derivative requires_grad (create_graph): retrograd {rf}, torch {tf}"
         if tsec is None:
             return None
-        return _compare_grads(rsec, tsec, *tol(info, s), "second derivative")
+        return compare_grads(rsec, tsec, *tol(info, s), "second derivative")
 
     def check(s):
         msg = None

@@ -26,7 +26,7 @@ import retrograd
 from hypothesis import strategies as st
 
 from opinfo import ALL_OPS, KNOWN_MISMATCHES
-from opinfo.core import (torch, expand_samples, compare_arrays, compare_outputs, flat, is_tensor,
+from opinfo.core import (torch, expand_samples, compare_arrays, compare_grads, compare_outputs, flat, is_tensor,
                          to_numpy, Index, FuzzSig, _resample)
 
 
@@ -709,7 +709,7 @@ class Fuzzer:
                 return (f"{what}: retrograd raises {type(re_).__name__}: {re_}; torch {type(te).__name__}: "
                         f"{str(te).splitlines()[0]}")
             return None
-        return compare_grads(rg, tg, *self.tol(), what)
+        return compare_grads(rg, tg, *self.tol(), what, of="w.r.t. leaf")
 
     def float32_noise(self, msg):
         """A derivative difference in a float32 program that disappears when its float32
@@ -724,7 +724,7 @@ class Fuzzer:
             return False
         if res is None:
             return False
-        ok = compare_grads(res[retrograd], res[torch], *self.tol(), "") is None
+        ok = compare_grads(res[retrograd], res[torch], *self.tol(), "", of="w.r.t. leaf") is None
         if ok:
             self.stats["float32_noise"] += 1
         return ok
@@ -766,29 +766,6 @@ class Fuzzer:
         if msg:
             self.fail(GradGradFinding, msg)
         self.stats["gradgrad_checked"] += 1
-
-
-def compare_grads(rgs, tgs, atol, rtol, what):
-    """None when the gradients agree (None and all-zero are the same), else a description."""
-    for k, (rg, tg) in enumerate(zip(rgs, tgs)):
-        if tg is None and rg is None:
-            continue
-        tn = None if tg is None else to_numpy(tg)
-        rn = None if rg is None else to_numpy(rg)
-        if tn is None:
-            if np.any(rn):
-                return f"{what} w.r.t. leaf {k}: torch gives none, retrograd {rn.ravel()[:4]}"
-            continue
-        if rn is None:
-            if np.any(tn):
-                return f"{what} w.r.t. leaf {k}: retrograd gives none, torch {tn.ravel()[:4]}"
-            continue
-        if str(rg.dtype) != str(tg.dtype):
-            return f"{what} w.r.t. leaf {k}: dtype {rg.dtype} != torch {tg.dtype}"
-        msg = compare_arrays(rn, tn, atol, rtol, f"{what} w.r.t. leaf {k}")
-        if msg:
-            return msg
-    return None
 
 
 def isolate(step, truntime):

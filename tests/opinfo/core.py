@@ -391,6 +391,31 @@ def compare_arrays(r, t, atol, rtol, what):
     return None
 
 
+def compare_grads(rgs, tgs, atol, rtol, what, of="of input"):
+    """None when the gradients agree (None and all-zero count as the same), else a description
+    naming the ``what`` (``of`` says how an argument is named: "of input 0", "w.r.t. leaf 0")."""
+    for k, (rg, tg) in enumerate(zip(rgs, tgs)):
+        if tg is None and rg is None:
+            continue
+        where = f"{what} {of} {k}"
+        tn = None if tg is None else to_numpy(tg)
+        rn = None if rg is None else to_numpy(rg)
+        if tn is None:
+            if np.any(rn):
+                return f"{where}: torch gives none, retrograd nonzero {rn.ravel()[:4]}"
+            continue
+        if rn is None:
+            if np.any(tn):
+                return f"{where}: retrograd gives none, torch {tn.ravel()[:4]}"
+            continue
+        if str(rg.dtype) != str(tg.dtype):
+            return f"{where}: dtype {rg.dtype} != torch {tg.dtype}"
+        msg = compare_arrays(rn, tn, atol, rtol, where)
+        if msg:
+            return msg
+    return None
+
+
 def compare_outputs(r, t, atol, rtol, what="output"):
     rf, tf = flat(r), flat(t)
     if len(rf) != len(tf):
