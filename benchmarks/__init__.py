@@ -1,0 +1,1 @@
+"""retrograd's benchmark suite: ``python -m benchmarks`` (or ``retrograd bench``); see suite.py."""

@@ -1,0 +1,344 @@
+"""retrograd's benchmark suite, side by side with PyTorch.
+
+    python -m benchmarks [--quick] [--threads N] [--cases gpt,cnn] [--readme] [--png FILE]
+    retrograd bench [same options]
+
+Every case runs retrograd and (when it is installed) PyTorch in this process, interleaved:
+each round times one library then the other (the order alternating), so that a busy spell on
+a shared machine hits both alike; the table gives the median of all samples per library and
+their ratio (retrograd's time / PyTorch's: below 1 means retrograd is faster). Both run
+single-threaded by default (threadpoolctl limits NumPy's BLAS, torch.set_num_threads(1));
+``--threads N`` uses N threads, ``--threads 0`` leaves each library's default. Peak RSS per
+case and library is measured in one child process per library (the kernel's high-water mark,
+reset before each case), where /proc allows it.
+"""
+import argparse
+import datetime
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SRC = os.path.join(ROOT, "src")
+README = os.path.join(ROOT, "README.md")
+BEGIN, END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
+_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _use_local_src():
+    # benchmark this checkout's retrograd, not an installed copy
+    if os.path.isdir(os.path.join(SRC, "retrograd")) and SRC not in sys.path[:1]:
+        sys.path.insert(0, SRC)
+
+
+def set_threads(threads):
+    """Limit BLAS/OpenMP pools to ``threads`` (0: leave them). Returns how it was done."""
+    if not threads:
+        return "library defaults"
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=threads)
+        how = "threadpoolctl"
+    except ImportError:
+        if "numpy" in sys.modules:
+            how = "environment (numpy already loaded: may not apply; pip install threadpoolctl)"
+        else:
+            how = "environment"
+        for v in _ENV:
+            os.environ[v] = str(threads)
+    try:
+        import retrograd
+        retrograd.set_num_threads(threads)
+    except Exception:
+        pass
+    return how
+
+
+def load_libs(no_torch, threads):
+    _use_local_src()
+    import retrograd
+    libs = [("retrograd", retrograd)]
+    if not no_torch:
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        if torch is not None:
+            if threads:
+                torch.set_num_threads(threads)
+            libs.append(("torch", torch))
+    return libs
+
+
+# ----------------------------------------------------------------------------- timing
+
+def _scale(unit):
+    return 1e6 if unit.startswith("µs") else 1e3
+
+
+def measure(case, libs, quick, rounds, target):
+    """Median per library (in the case's unit) over ``rounds`` interleaved rounds of samples."""
+    runs = {}
+    for name, lib in libs:
+        run = case.build(lib, quick)
+        run()                                   # warm-up: lazy imports, buffers, caches
+        t0 = time.perf_counter()
+        run()
+        one = max(time.perf_counter() - t0, 1e-6)
+        reps = 1 if quick else max(1, min(200, int(target / one)))
+        runs[name] = (run, reps)
+    samples = {name: [] for name, _ in libs}
+    order = [name for name, _ in libs]
+    for r in range(rounds):
+        for name in (order if r % 2 == 0 else order[::-1]):
+            run, reps = runs[name]
+            samples[name].extend(run() for _ in range(reps))
+        gc.collect()
+    runs.clear()
+    gc.collect()
+    s = _scale(case.unit)
+    return {name: statistics.median(v) * s for name, v in samples.items()}, {n: len(v) for n, v in samples.items()}
+
+
+# ------------------------------------------------------------------------- peak memory
+
+def _status(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024.0
+    return None
+
+
+def _reset_peak():
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)  # give freed heap back, so it does not count as peak
+    except Exception:
+        pass
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def rss_child(lib_name, names, quick, threads):
+    """In a child process: print ``{case: peak RSS MiB}`` as JSON for one library."""
+    set_threads(threads)
+    if lib_name == "torch":
+        import torch as lib                     # alone: retrograd's memory must not count as torch's
+        if threads:
+            lib.set_num_threads(threads)
+    else:
+        _use_local_src()
+        import retrograd as lib
+    from .cases import select
+    out = {}
+    for case in select(names):
+        gc.collect()
+        if case.name == "import":
+            out[case.name] = _status("VmHWM")   # the process so far: interpreter + NumPy + library
+            continue
+        try:
+            _reset_peak()
+        except OSError:
+            break
+        run = case.build(lib, quick)
+        for _ in range(3):
+            run()
+        out[case.name] = _status("VmHWM")
+        del run
+    print(json.dumps(out))
+
+
+def measure_rss(names, libs, quick, threads):
+    """Peak RSS (MiB) per case and library, or {} where it cannot be measured."""
+    if not os.path.exists("/proc/self/clear_refs"):
+        return {}
+    res = {}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, SRC] + sys.path))
+    for lib_name, _ in libs:
+        cmd = [sys.executable, "-m", "benchmarks", "--rss-child", lib_name, "--threads", str(threads),
+               "--cases", ",".join(names)] + (["--quick"] if quick else [])
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+        if out.returncode != 0:
+            print(f"peak RSS of {lib_name} not measured:\n{out.stderr[-1500:]}", file=sys.stderr)
+            continue
+        res[lib_name] = json.loads(out.stdout.strip().splitlines()[-1])
+    return res
+
+
+# ------------------------------------------------------------------------------ output
+
+def _fmt(v, unit):
+    if v is None:
+        return "-"
+    if unit == "ms" and v >= 1000:
+        return f"{v / 1000:.2f} s"
+    digits = 2 if v < 10 else 1 if v < 100 else 0
+    return f"{v:.{digits}f} {unit}"
+
+
+def _mib(v):
+    return "-" if v is None else f"{v:.0f} MiB"
+
+
+def rows_of(results):
+    """Table rows: label, retrograd, torch, ratio, rss retrograd, rss torch (strings)."""
+    rows = []
+    for r in results:
+        rg, tt = r["times"].get("retrograd"), r["times"].get("torch")
+        ratio = f"{rg / tt:.2f}x" if rg is not None and tt else "-"
+        rows.append([r["label"], _fmt(rg, r["unit"]), _fmt(tt, r["unit"]), ratio,
+                     _mib(r["rss"].get("retrograd")), _mib(r["rss"].get("torch"))])
+    return rows
+
+
+HEADER = ["benchmark", "retrograd", "PyTorch", "ratio", "peak RSS rg", "peak RSS torch"]
+
+
+def text_table(results):
+    rows = rows_of(results)
+    w = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(HEADER)]
+    line = "  ".join(h.ljust(w[0]) if i == 0 else h.rjust(w[i]) for i, h in enumerate(HEADER))
+    out = [line, "-" * len(line)]
+    for row in rows:
+        out.append("  ".join(c.ljust(w[0]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(row)))
+    return "\n".join(out)
+
+
+def markdown_table(results, meta):
+    head = ["benchmark", "retrograd", "PyTorch", "retrograd time / PyTorch time", "peak RSS retrograd",
+            "peak RSS PyTorch"]
+    out = [f"Generated by `python -m benchmarks --readme` on {meta['date']} ({meta['machine']}; "
+           f"{meta['threads_text']}; median of {meta['rounds']} interleaved rounds; "
+           f"PyTorch {meta['torch'] or 'not installed'}, NumPy {meta['numpy']}). "
+           "A ratio below 1 means retrograd is faster.", "",
+           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows_of(results):
+        out.append("| " + " | ".join(row) + " |")
+    return "\n".join(out)
+
+
+def write_readme(path, table):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{path} has no {BEGIN} ... {END} markers")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + BEGIN + "\n" + table + "\n" + END + tail)
+
+
+def plot(results, path, meta):
+    """A horizontal bar chart of the ratios (matplotlib, optional). Returns the path or None."""
+    pairs = [(r["name"], r["times"]["retrograd"] / r["times"]["torch"]) for r in results
+             if r["times"].get("torch")]
+    if not pairs:
+        return None
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    names = [p[0] for p in pairs][::-1]
+    ratios = [p[1] for p in pairs][::-1]
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(pairs) + 1.2))
+    ax.barh(names, ratios, color=["#3a7d44" if v <= 1 else "#c0392b" for v in ratios])
+    ax.axvline(1.0, color="black", lw=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("retrograd time / PyTorch time (log scale; < 1: retrograd faster)")
+    ax.set_title(f"retrograd vs PyTorch, {meta['threads_text']}", fontsize=10)
+    for y, v in enumerate(ratios):
+        ax.text(v, y, f" {v:.2f}", va="center", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# -------------------------------------------------------------------------------- main
+
+def parse(argv):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, one round: checks that the suite runs")
+    ap.add_argument("--threads", type=int, default=1, help="BLAS/intra-op threads for both (0: defaults)")
+    ap.add_argument("--cases", default="", help="comma-separated case ids (default: all; see --list)")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--deep", action="store_true", help="also the 1,000,000-deep chain")
+    ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds per case (default 5; quick 1)")
+    ap.add_argument("--target", type=float, default=0.25, help="seconds per library per round (default 0.25)")
+    ap.add_argument("--no-torch", action="store_true", help="time retrograd alone")
+    ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
+    ap.add_argument("--rss", action="store_true", help="measure peak RSS in --quick mode too")
+    ap.add_argument("--png", default="bench_ratios.png", help="bar chart of the ratios ('' for none)")
+    ap.add_argument("--json", default="", help="write the results as JSON to this file")
+    ap.add_argument("--readme", nargs="?", const=README, default=None,
+                    help="regenerate the speed table between the markers of README.md (or of the given file)")
+    ap.add_argument("--rss-child", default=None, help=argparse.SUPPRESS)
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    """Run the suite; print the table; write the PNG / JSON / README table asked for."""
+    a = parse(sys.argv[1:] if argv is None else argv)
+    names = [n for n in a.cases.split(",") if n]
+    if a.rss_child:
+        return rss_child(a.rss_child, names, a.quick, a.threads)
+    from .cases import CASES, select
+    if a.list:
+        for c in CASES:
+            print(f"{c.name:<18} {c.label}" + ("  (opt-in)" if c.opt_in else ""))
+        return 0
+    how = set_threads(a.threads)
+    libs = load_libs(a.no_torch, a.threads)
+    cases = select(names, a.deep, a.quick)
+    rounds = a.rounds or (1 if a.quick else 5)
+    import numpy as np
+    torch = dict(libs).get("torch")
+    threads_text = (f"{a.threads} thread{'s' if a.threads != 1 else ''} ({how})" if a.threads
+                    else "default threads")
+    meta = {"date": datetime.date.today().isoformat(), "machine": f"{os.cpu_count()} CPUs, {platform.machine()}",
+            "threads": a.threads, "threads_text": threads_text, "rounds": rounds, "quick": a.quick,
+            "torch": getattr(torch, "__version__", None), "numpy": np.__version__,
+            "python": platform.python_version(), "load": os.getloadavg()[0]}
+    print(f"retrograd benchmark suite{' (--quick: tiny sizes)' if a.quick else ''}: {len(cases)} cases, "
+          f"{threads_text}, "
+          f"{'PyTorch ' + meta['torch'] if torch else 'without PyTorch'}, {rounds} interleaved round(s), "
+          f"load average {meta['load']:.1f}", flush=True)
+    t_start = time.perf_counter()
+    results = []
+    for case in cases:
+        t0 = time.perf_counter()
+        times, counts = measure(case, libs, a.quick, rounds, a.target)
+        results.append({"name": case.name, "label": case.label, "unit": case.unit, "group": case.group,
+                        "times": times, "samples": counts, "rss": {}})
+        rg, tt = times.get("retrograd"), times.get("torch")
+        print(f"  {case.name:<18} retrograd {_fmt(rg, case.unit):>12}  torch {_fmt(tt, case.unit):>12}  "
+              f"{(f'{rg / tt:.2f}x' if tt else ''):>7}  ({time.perf_counter() - t0:.1f} s)", flush=True)
+    if not a.no_rss and (a.rss or not a.quick):
+        rss = measure_rss([c.name for c in cases], libs, a.quick, a.threads)
+        for r in results:
+            r["rss"] = {lib: v[r["name"]] for lib, v in rss.items() if v.get(r["name"]) is not None}
+    meta["seconds"] = time.perf_counter() - t_start
+    print()
+    print(text_table(results))
+    print(f"\n(ratio: retrograd's time / PyTorch's, medians; below 1 means retrograd is faster; "
+          f"{meta['seconds']:.0f} s in all)")
+    if a.png:
+        p = plot(results, a.png, meta)
+        if p:
+            print(f"bar chart of the ratios: {p}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"meta": meta, "results": results}, f, indent=1)
+    if a.readme:
+        write_readme(a.readme, markdown_table(results, meta))
+        print(f"speed table written to {a.readme}")
+    return 0
