@@ -16,7 +16,7 @@ import numpy as np
 
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
                     masked_grad, _dtype_name, zeros_grad)
-from .unary import _erf_np, _sigmoid_np, exp, log1p, tanh, sigmoid
+from .unary import _erf_raw, _blockwise, _sigmoid_np, exp, log1p, tanh, sigmoid
 from .index import where
 from .. import _dtype as D
 
@@ -503,6 +503,16 @@ _K = math.sqrt(2.0 / math.pi)
 _KAPPA = 0.044715
 
 
+def _gelu_exact(x):
+    return x * 0.5 * (1 + _erf_raw(x * _SQRT1_2))
+
+
+def _gelu_grad_exact(g, x):
+    cdf = 0.5 * (1 + _erf_raw(x * _SQRT1_2))
+    pdf = _INV_SQRT_2PI * np.exp(x * x * -0.5)
+    return g * (cdf + x * pdf)
+
+
 def _gelu_grad(g, x, approximate):
     gd, xd = g._data, x._data
     with np.errstate(over="ignore", invalid="ignore"):
@@ -513,9 +523,7 @@ def _gelu_grad(g, x, approximate):
             right_d = 0.5 * xd * (1 - t * t) * (_K * (1 + 3 * _KAPPA * x_sq))
             r = gd * (left_d + right_d)
         else:
-            cdf = 0.5 * (1 + _erf_np(xd * _SQRT1_2))
-            pdf = _INV_SQRT_2PI * np.exp(xd * xd * -0.5)
-            r = gd * (cdf + xd * pdf)
+            r = _blockwise(_gelu_grad_exact, gd, xd)
     return _grad_op(GeluBackwardBackward0, r.astype(gd.dtype, copy=False), (g, x), approximate=approximate)
 
 
@@ -558,7 +566,7 @@ def gelu(input, approximate="none"):
         if approximate == "tanh":
             r = 0.5 * x * (1 + np.tanh(_K * (x + _KAPPA * x * x * x)))
         else:
-            r = x * 0.5 * (1 + _erf_np(x * _SQRT1_2))
+            r = _blockwise(_gelu_exact, x)
     return _op(GeluBackward0, input, r.astype(x.dtype, copy=False), approximate=approximate)
 
 
