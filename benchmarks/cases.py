@@ -23,14 +23,15 @@ class Case:
     group: str = "op"           # "model" (a training step) or "op" (microbenchmark)
     opt_in: bool = False        # only when asked for by name (--cases) or --deep
     quick: bool = True          # part of --quick (tiny sizes)
+    max_rounds: int = 0         # cap on the interleaved rounds of a slow case (0: none)
 
 
 CASES = []
 
 
-def case(name, label, unit="ms", group="op", opt_in=False, quick=True):
+def case(name, label, unit="ms", group="op", opt_in=False, quick=True, max_rounds=0):
     def deco(build):
-        CASES.append(Case(name, label, unit, build, group, opt_in, quick))
+        CASES.append(Case(name, label, unit, build, group, opt_in, quick, max_rounds))
         return build
     return deco
 
@@ -330,7 +331,7 @@ def _deep(lib, n):
     return y
 
 
-@case("deep_build", "100,000-deep chain y = y * 1.0, build")
+@case("deep_build", "100,000-deep chain y = y * 1.0, build", max_rounds=3)
 def _deep_build(lib, quick):
     n = 1000 if quick else 100_000
 
@@ -343,7 +344,7 @@ def _deep_build(lib, quick):
     return run
 
 
-@case("deep_bwd", "100,000-deep chain, backward")
+@case("deep_bwd", "100,000-deep chain, backward", max_rounds=3)
 def _deep_bwd(lib, quick):
     n = 1000 if quick else 100_000
 
@@ -355,7 +356,7 @@ def _deep_bwd(lib, quick):
     return run
 
 
-@case("deep1m_build", "1,000,000-deep chain, build", opt_in=True)
+@case("deep1m_build", "1,000,000-deep chain, build", opt_in=True, max_rounds=3)
 def _deep1m_build(lib, quick):
     n = 10_000 if quick else 1_000_000
 
@@ -473,7 +474,7 @@ def _adamw_step(lib, quick):
     return run
 
 
-@case("import", "import (bytecode cached), in a fresh process", quick=False)
+@case("import", "import (bytecode cached), in a fresh process", quick=False, max_rounds=3)
 def _import(lib, quick):
     name = lib.__name__
     code = f"import time; t = time.perf_counter(); import {name}; print(time.perf_counter() - t)"

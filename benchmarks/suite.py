@@ -87,14 +87,19 @@ def measure(case, libs, quick, rounds, target):
     runs = {}
     for name, lib in libs:
         run = case.build(lib, quick)
-        run()                                   # warm-up: lazy imports, buffers, caches
         t0 = time.perf_counter()
-        run()
-        one = max(time.perf_counter() - t0, 1e-6)
+        run()                                   # warm-up: lazy imports, buffers, caches
+        one = time.perf_counter() - t0
+        if one < target:                        # a second call sizes the samples of a round
+            t0 = time.perf_counter()
+            run()
+            one = max(time.perf_counter() - t0, 1e-6)
         reps = 1 if quick else max(1, min(200, int(target / one)))
         runs[name] = (run, reps)
     samples = {name: [] for name, _ in libs}
     order = [name for name, _ in libs]
+    if case.max_rounds:
+        rounds = min(rounds, case.max_rounds)
     for r in range(rounds):
         for name in (order if r % 2 == 0 else order[::-1]):
             run, reps = runs[name]
@@ -263,6 +268,30 @@ def plot(results, path, meta):
     return path
 
 
+# ----------------------------------------------------------------------------- profile
+
+def profile(case, lib, quick, seconds=3.0, top=25):
+    """Profile ``case`` on ``lib`` with pyinstrument for about ``seconds``; print the functions
+    with the most time of their own (flat, percent of total), then the top of the call tree."""
+    from pyinstrument import Profiler
+    from pyinstrument.renderers import ConsoleRenderer
+    run = case.build(lib, quick)
+    run()
+    prof = Profiler(interval=0.0005)
+    n, t0 = 0, time.perf_counter()
+    prof.start()
+    while time.perf_counter() - t0 < seconds:
+        run()
+        n += 1
+    prof.stop()
+    flat = prof.output(ConsoleRenderer(flat=True, time="percent_of_total", unicode=False, color=False))
+    tree = prof.output(ConsoleRenderer(time="percent_of_total", unicode=False, color=False, short_mode=False))
+    print(f"{case.name} on {lib.__name__}: {n} calls in {time.perf_counter() - t0:.1f} s "
+          f"({(time.perf_counter() - t0) / n * 1e3:.1f} ms per call incl. profiling)")
+    print("\n".join(flat.splitlines()[:top + 6]))
+    print("\n".join(tree.splitlines()[:top + 6]))
+
+
 # -------------------------------------------------------------------------------- main
 
 def parse(argv):
@@ -281,6 +310,8 @@ def parse(argv):
     ap.add_argument("--json", default="", help="write the results as JSON to this file")
     ap.add_argument("--readme", nargs="?", const=README, default=None,
                     help="regenerate the speed table between the markers of README.md (or of the given file)")
+    ap.add_argument("--profile", default=None, metavar="CASE",
+                    help="profile one case on retrograd with pyinstrument instead of timing")
     ap.add_argument("--rss-child", default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
@@ -297,6 +328,10 @@ def main(argv=None):
             print(f"{c.name:<18} {c.label}" + ("  (opt-in)" if c.opt_in else ""))
         return 0
     how = set_threads(a.threads)
+    if a.profile:
+        load_libs(True, a.threads)
+        import retrograd
+        return profile(select([a.profile])[0], retrograd, a.quick)
     libs = load_libs(a.no_torch, a.threads)
     cases = select(names, a.deep, a.quick)
     rounds = a.rounds or (1 if a.quick else 5)

@@ -8,6 +8,7 @@ COMMANDS = {
     "demo": ("demo", "train a model end to end (retrograd demo mnist)"),
     "run": ("run", "run an unmodified PyTorch script on retrograd"),
     "graph": ("graph", "run a script and draw the graph of its result"),
+    "bench": ("bench", "time the benchmark suite beside PyTorch (retrograd bench --help)"),
 }
 
 
