@@ -9,8 +9,8 @@ a shared machine hits both alike; the table gives the median of all samples per 
 their ratio (retrograd's time / PyTorch's: below 1 means retrograd is faster). Both run
 single-threaded by default (threadpoolctl limits NumPy's BLAS, torch.set_num_threads(1));
 ``--threads N`` uses N threads, ``--threads 0`` leaves each library's default. Peak RSS per
-case and library is measured in one child process per library (the kernel's high-water mark,
-reset before each case), where /proc allows it.
+case and library is the high-water mark (VmHWM) of a child process that imports only that
+library and runs only that case, where /proc allows it.
 """
 import argparse
 import datetime
@@ -121,18 +121,9 @@ def _status(key):
     return None
 
 
-def _reset_peak():
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6").malloc_trim(0)  # give freed heap back, so it does not count as peak
-    except Exception:
-        pass
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-
-
 def rss_child(lib_name, names, quick, threads):
-    """In a child process: print ``{case: peak RSS MiB}`` as JSON for one library."""
+    """In a child process: print ``{case: peak RSS MiB}`` as JSON for one library and one case
+    (a fresh process per case: what a case leaves behind must not count for the next)."""
     set_threads(threads)
     if lib_name == "torch":
         import torch as lib                     # alone: retrograd's memory must not count as torch's
@@ -144,36 +135,30 @@ def rss_child(lib_name, names, quick, threads):
     from .cases import select
     out = {}
     for case in select(names):
-        gc.collect()
-        if case.name == "import":
-            out[case.name] = _status("VmHWM")   # the process so far: interpreter + NumPy + library
-            continue
-        try:
-            _reset_peak()
-        except OSError:
-            break
-        run = case.build(lib, quick)
-        for _ in range(3):
-            run()
+        if case.name != "import":               # "import": the process as it is now
+            run = case.build(lib, quick)
+            for _ in range(2):
+                run()
         out[case.name] = _status("VmHWM")
-        del run
     print(json.dumps(out))
 
 
 def measure_rss(names, libs, quick, threads):
-    """Peak RSS (MiB) per case and library, or {} where it cannot be measured."""
-    if not os.path.exists("/proc/self/clear_refs"):
+    """Peak RSS (MiB) per case and library, each in a child process of its own, or {} where
+    /proc/self/status has no VmHWM."""
+    if _status("VmHWM") is None:
         return {}
     res = {}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, SRC] + sys.path))
-    for lib_name, _ in libs:
-        cmd = [sys.executable, "-m", "benchmarks", "--rss-child", lib_name, "--threads", str(threads),
-               "--cases", ",".join(names)] + (["--quick"] if quick else [])
-        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
-        if out.returncode != 0:
-            print(f"peak RSS of {lib_name} not measured:\n{out.stderr[-1500:]}", file=sys.stderr)
-            continue
-        res[lib_name] = json.loads(out.stdout.strip().splitlines()[-1])
+    for name in names:
+        for lib_name, _ in libs:
+            cmd = [sys.executable, "-m", "benchmarks", "--rss-child", lib_name, "--threads", str(threads),
+                   "--cases", name] + (["--quick"] if quick else [])
+            out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+            if out.returncode != 0:
+                print(f"peak RSS of {name} on {lib_name} not measured:\n{out.stderr[-1500:]}", file=sys.stderr)
+                continue
+            res.setdefault(lib_name, {}).update(json.loads(out.stdout.strip().splitlines()[-1]))
     return res
 
 
