@@ -265,7 +265,8 @@ def plot(results, path, meta):
     ax.axvline(1.0, color="black", lw=1)
     ax.set_xscale("log")
     ax.set_xlabel("retrograd time / PyTorch time (log scale; < 1: retrograd faster)")
-    ax.set_title(f"retrograd vs PyTorch, {meta['threads_text']}", fontsize=10)
+    ax.set_title(f"retrograd vs PyTorch, {meta['threads_text']}, {meta['clock']} time, {meta['date']}",
+                 fontsize=10)
     for y, v in enumerate(ratios):
         ax.text(v, y, f" {v:.2f}", va="center", fontsize=8)
     fig.tight_layout()
