@@ -1,0 +1,80 @@
+"""``torch.sparse``: sparse COO/CSR/CSC tensors on SciPy's sparse matrices.
+
+``torch.sparse_coo_tensor`` / ``sparse_csr_tensor`` / ``Tensor.to_sparse`` make them;
+``torch.sparse.mm`` / ``addmm`` / ``sum`` / ``softmax`` / ``log_softmax`` and
+``torch.mm`` / ``spmm`` / ``matmul`` / ``+`` / ``*`` work on them, with gradients for the
+dense operands and for a sparse leaf's values. SciPy is imported on the first product.
+"""
+from .._layout import strided, sparse_coo, sparse_csr, sparse_csc
+from .._tensor import Tensor
+from ._tensor import (SparseTensor, sparse_coo_tensor, sparse_csr_tensor, sparse_csc_tensor,  # noqa: F401
+                      sparse_compressed_tensor, dense_to_sparse, dense_to_sparse_csr, dense_to_sparse_csc,
+                      sparse_mask as _sparse_mask, not_implemented)
+from ._ops import (addmm, sparse_mm as mm, sparse_sum as sum, softmax, log_softmax,  # noqa: F401
+                   mm as _mm)
+
+__all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "check_sparse_tensor_invariants", "spmm"]
+
+
+def spmm(input, mat2):
+    """``torch.spmm``: sparse (or dense) matrix times dense matrix, as ``torch.mm``."""
+    if input._sparse or mat2._sparse:
+        return _mm(input, mat2)
+    from ..ops.linalg import mm as dense_mm
+    return dense_mm(input, mat2)
+
+
+class check_sparse_tensor_invariants:
+    """Turn the invariant checks of the sparse constructors on (``enable()``) or off; also a
+    context manager and decorator."""
+    _enabled = False
+
+    def __init__(self, enable=True):
+        self.state = enable
+        self.saved = None
+
+    @staticmethod
+    def is_enabled():
+        return check_sparse_tensor_invariants._enabled
+
+    @staticmethod
+    def enable():
+        check_sparse_tensor_invariants._enabled = True
+
+    @staticmethod
+    def disable():
+        check_sparse_tensor_invariants._enabled = False
+
+    def __enter__(self):
+        self.saved = check_sparse_tensor_invariants._enabled
+        check_sparse_tensor_invariants._enabled = self.state
+        return self
+
+    def __exit__(self, *exc):
+        check_sparse_tensor_invariants._enabled = self.saved
+
+    def __call__(self, fn):
+        def wrapped(*args, **kwargs):
+            with check_sparse_tensor_invariants(self.state):
+                return fn(*args, **kwargs)
+        return wrapped
+
+
+def _to_dense(self, dtype=None, *, masked_grad=None):
+    """A strided tensor's ``to_dense()`` is itself."""
+    return self if dtype is None or dtype == self.dtype else self.to(dtype)
+
+
+def _sparse_mask_method(self, mask):
+    """``dense.sparse_mask(mask)``: this tensor's entries at the positions of sparse ``mask``."""
+    return _sparse_mask(self, mask)
+
+
+# Dense tensors' entry points into sparse layouts (the sparse class overrides each).
+Tensor.to_sparse = dense_to_sparse
+Tensor.to_sparse_coo = lambda self: dense_to_sparse(self)
+Tensor.to_sparse_csr = dense_to_sparse_csr
+Tensor.to_sparse_csc = dense_to_sparse_csc
+Tensor.to_dense = _to_dense
+Tensor.sparse_mask = _sparse_mask_method
+Tensor.is_sparse_csr = property(lambda self: False)
