@@ -39,7 +39,12 @@ def _lookup_scale(idx, num, padding_idx, scale_grad_by_freq, dtype):
 
 
 class EmbeddingBackward0(OpNode):
+    sparse = False
+
     def backward(self, g):
+        if self.sparse:
+            from ..sparse._tensor import embedding_sparse_backward
+            return embedding_sparse_backward(g, self.idx, self.num, self.padding_idx, self.freq)
         return _dense_backward(g, self.idx, self.num, self.padding_idx, self.freq)
 
 
@@ -109,6 +114,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     node = node_for(EmbeddingBackward0, (weight,))
     if node is not None:
         node.idx, node.num, node.padding_idx, node.freq = idx, num, pi, scale_grad_by_freq
+        if sparse:
+            node.sparse = True
     return finish(node, r)
 
 

@@ -211,7 +211,9 @@ class SumBackward0(OpNode):
         c = self.coal
         xp = _xp(c._vals)
         vals = xp.broadcast_to(g._data, c._vals.shape).copy()
-        return _coo(c._idx, vals, c._data.shape, True)
+        r = _coo(c._idx, vals, c._data.shape, True)
+        r._shared = True
+        return r
 
 
 class DenseSumBackward0(OpNode):
@@ -231,7 +233,7 @@ class SparseSumBackward0(OpNode):
         rows = gd[tuple(c._idx[list(keep_sparse)])] if keep_sparse else _xp(gd).broadcast_to(
             gd, (c._idx.shape[1],) + gd.shape)
         vals = _xp(gd).broadcast_to(rows, c._vals.shape).astype(c._vals.dtype)
-        return _coo(c._idx, vals, shape, self.flag)
+        return _coo(c._idx, vals, shape, True)
 
 
 def sum_all(input):
@@ -287,7 +289,7 @@ def sparse_sum(input, dim=None, dtype=None, name="SparseSumBackward0"):
     shape = input._data.shape
     rest_dense = tuple(s for i, s in enumerate(shape[sd:]) if i + sd not in dense_axes)
     if not keep_sparse:
-        out = vals.sum(axis=0)
+        out = _xp(vals).asarray(vals.sum(axis=0))
         node = node_for(_named(name, SparseSumBackward0), (input,))
         if node is not None:
             node.coal, node.keep_sparse, node.dense_axes, node.flag = c, keep_sparse, dense_axes, input._coalesced
@@ -354,7 +356,7 @@ class SparseSoftmaxBackward0(OpNode):
             gi = gv - np.exp(y) * _group_sum(gv, c, dim)
         else:
             gi = y * (gv - _group_sum(gv * y, c, dim))
-        return _coo(c._idx, gi.astype(y.dtype, copy=False), c._data.shape, self.flag)
+        return _coo(c._idx, gi.astype(y.dtype, copy=False), c._data.shape, True)
 
 
 class SparseLogSoftmaxBackward0(SparseSoftmaxBackward0):

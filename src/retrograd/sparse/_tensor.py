@@ -102,6 +102,8 @@ class SparseTensor(Tensor):
     _cidx = None
     _pidx = None
     _coalesced = False
+    _shared = False      # a gradient whose indices another tensor holds too: AccumulateGrad copies it
+                         # (keeping the coalesced flag) where PyTorch would otherwise re-wrap it
     _mat = None          # cached scipy CSR matrix of a 2-D tensor without dense dims
     _matT = None
 
@@ -707,11 +709,9 @@ def _masked_like(g, like):
     """``g.sparse_mask(like)``: g's entries at ``like``'s (coalesced) positions, as a COO tensor."""
     if like._data.layout is sparse_coo:
         idx = like._idx if like._coalesced else _coalesce_arrays(like._idx, like._vals, like._data.shape)[0]
-        coalesced = like._coalesced
     else:
         idx = _compressed_coo_indices(like)
-        coalesced = True
-    return _coo(idx, _gather(g, idx, like._data.shape), like._data.shape, coalesced)
+    return _coo(idx, _gather(g, idx, like._data.shape), like._data.shape, True)
 
 
 def _compressed_coo_indices(t):
@@ -853,8 +853,9 @@ class SparseCompressedTensorBackward0(OpNode):
 
 class ValuesBackward0(OpNode):
     def backward(self, g):
-        like = self.like
-        return _like(like, g._data)
+        r = _like(self.like, g._data)
+        r._shared = True
+        return r
 
 
 class ToDenseBackward0(OpNode):
@@ -978,17 +979,54 @@ def add(input, other, *, alpha=1):
     ov = other._vals if alpha == 1 else other._vals * alpha
     if input is other and alpha == 1:
         r = _coo(input._idx, (input._vals * 2).astype(npdt, copy=False), input._data.shape, input._coalesced)
+        r._shared = True
     else:
-        xp = _xp(input._vals)
-        idx = xp.concatenate([input._idx, other._idx], axis=1)
-        vals = xp.concatenate([input._vals.astype(npdt, copy=False), ov.astype(npdt, copy=False)])
-        # PyTorch's CPU kernel merges equal indices whether or not the operands are coalesced
-        idx, vals = _coalesce_arrays(idx, vals, input._data.shape)
-        r = _coo(idx, vals, input._data.shape, input._coalesced and other._coalesced)
+        r = _merge_add(input, other, ov, npdt)
     node = node_for(AddBackward0 if alpha == 1 else SubBackward0 if alpha == -1 else AddBackward0, (input, other))
     if node is not None:
         node.alpha = alpha
     return _finish_sparse(node, r)
+
+
+def _merge_add(t, s, sv, npdt):
+    """PyTorch's CPU sparse + sparse: one merge pass over both index lists in their stored
+    order, summing where the current entries are equal. On coalesced operands this is the
+    coalesced sum; on uncoalesced ones it reproduces PyTorch's result entry for entry."""
+    shape = t._data.shape
+    tv, sv = t._vals.astype(npdt, copy=False), sv.astype(npdt, copy=False)
+    xp = _xp(tv)
+    if t._coalesced and s._coalesced or t._idx.shape[1] == 0 or s._idx.shape[1] == 0:
+        idx = xp.concatenate([t._idx, s._idx], axis=1)
+        vals = xp.concatenate([tv, sv])
+        if t._coalesced and s._coalesced:
+            idx, vals = _coalesce_arrays(idx, vals, shape)
+        return _coo(idx, vals, shape, t._coalesced and s._coalesced)
+    lt, ls = _linear(t._idx, shape).tolist(), _linear(s._idx, shape).tolist()
+    nt, ns = len(lt), len(ls)
+    src = []          # per output entry: (index into t or -1, index into s or -1)
+    i = j = 0
+    while i < nt or j < ns:
+        if i >= nt:
+            cmp = -1
+        elif j >= ns:
+            cmp = 1
+        else:
+            cmp = 1 if lt[i] < ls[j] else -1 if lt[i] > ls[j] else 0
+        a = b = -1
+        if cmp >= 0:
+            a = i
+            i += 1
+        if cmp <= 0:
+            b = j
+            j += 1
+        src.append((a, b))
+    src = np.asarray(src, dtype=np.int64).reshape(-1, 2)
+    ta, sb = src[:, 0], src[:, 1]
+    idx = xp.where(ta >= 0, t._idx[:, np.maximum(ta, 0)], s._idx[:, np.maximum(sb, 0)])
+    vals = xp.zeros((src.shape[0],) + tuple(tv.shape[1:]), npdt)
+    vals[ta >= 0] += tv[ta[ta >= 0]]
+    vals[sb >= 0] += sv[sb[sb >= 0]]
+    return _coo(idx, vals, shape, False)
 
 
 def _dense_plus_sparse(dense, sp, alpha):
@@ -1024,10 +1062,10 @@ def mul(input, other):
     if isinstance(other, Tensor) and tuple(other.shape) == input._data.shape and input._data.layout is sparse_coo:
         if other._sparse:
             other = other.to_dense()
-        c = input.coalesce()
+        c = input
         npdt = _result_dtype(input, other)
         r = _coo(c._idx, (c._vals * _gather(other.detach(), c._idx, c._data.shape)).astype(npdt, copy=False),
-                 c._data.shape, True)
+                 c._data.shape, c._coalesced)
         if _state.grad and (input.requires_grad or other.requires_grad):
             raise RuntimeError("the gradient of sparse * tensor is not supported in retrograd")
         return r
@@ -1075,14 +1113,23 @@ def accumulate(var, g, create_graph):
     ``.grad`` plus a dense gradient becomes dense."""
     old = var._grad
     if old is None:
-        var._grad = g if create_graph else _like(g, g._vals.copy(), copy_index=True)
+        if create_graph:
+            var._grad = g
+        elif g._data.layout is sparse_coo:
+            # PyTorch re-wraps a fresh COO gradient's indices and values (_sparse_coo_tensor_unsafe,
+            # which forgets the coalesced flag) and clones one whose parts are shared
+            var._grad = _coo(g._idx.copy(), g._vals.copy(), g._data.shape, g._coalesced and g._shared)
+        else:
+            var._grad = _like(g, g._vals.copy(), copy_index=True)
         return
     if create_graph:
         var._grad = old + g
         return
     if old._sparse and g._sparse:
-        var._grad = _concat(old, g) if old._data.layout is sparse_coo and g._data.layout is sparse_coo \
-            else (old.detach() + g.detach())
+        if old._data.layout is sparse_coo and g._data.layout is sparse_coo:
+            _concat_into(old, g)
+        else:
+            var._grad = old.detach() + g.detach()
     elif not old._sparse:
         d = old._data
         if g._data.layout is sparse_coo:
@@ -1094,8 +1141,25 @@ def accumulate(var, g, create_graph):
         var._grad = Tensor._make(g._data + _dense_array(old))
 
 
-def _concat(a, b):
-    """a + b as PyTorch's AccumulateGrad adds sparse gradients: indices concatenated."""
+def _concat_into(a, b):
+    """``a += b`` as PyTorch's AccumulateGrad adds a sparse gradient into a sparse ``.grad``:
+    in place, indices and values concatenated (uncoalesced)."""
     xp = _xp(a._vals)
-    return _coo(xp.concatenate([a._idx, b._idx], axis=1), xp.concatenate([a._vals, b._vals.astype(a._vals.dtype)]),
-                a._data.shape, False)
+    a._idx = xp.concatenate([a._idx, b._idx], axis=1)
+    a._vals = xp.concatenate([a._vals, b._vals.astype(a._vals.dtype)])
+    a._coalesced = False
+    a._mat = a._matT = None
+    a._bump_version()
+
+
+def embedding_sparse_backward(g, idx, num, padding_idx, freq):
+    """The weight gradient of ``embedding(sparse=True)``: one row per lookup (uncoalesced),
+    padding lookups left out."""
+    if freq:
+        raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+    d = g._data
+    rows = d.reshape(idx.shape[0], d.shape[-1])
+    if padding_idx is not None and padding_idx >= 0:
+        keep = idx != padding_idx
+        idx, rows = idx[keep], rows[keep]
+    return _coo(idx.reshape(1, -1).astype(np.int64), np.ascontiguousarray(rows), (num, d.shape[-1]), False)
