@@ -424,3 +424,35 @@ def test_sparse_adam_state_layout(lib):
     assert st["step"] == 1
     assert st["exp_avg"].layout == lib.strided
     assert st["exp_avg"][0].abs().sum().item() == 0 and st["exp_avg"][1].abs().sum().item() > 0
+
+
+@needs_torch
+def test_zero_grad_set_to_none_false_empties_sparse_grad():
+    def f(lib):
+        e = lib.nn.Embedding(4, 2, sparse=True)
+        out = []
+        for zero in (lambda: lib.optim.SGD(e.parameters(), lr=0.1).zero_grad(set_to_none=False),
+                     lambda: e.zero_grad(set_to_none=False)):
+            e(lib.tensor([1, 2])).sum().backward()
+            zero()
+            out.append(_norm(repr(e.weight.grad)))
+            e(lib.tensor([3, 2])).sum().backward()
+            out.append(_norm(repr(e.weight.grad)))
+        return out
+    ours, theirs = _both(f)
+    assert ours == theirs
+
+
+@LIBS
+def test_to_and_casts(lib):
+    s = lib.sparse_coo_tensor([[0, 1]], [1., 2.], (3,))
+    assert s.to("cpu") is s and s.to(lib.float32) is s
+    d = s.to(lib.float64)
+    assert d.dtype == lib.float64 and d.layout == lib.sparse_coo and d.to_dense().tolist() == [1., 2., 0.]
+    assert s.double().dtype == lib.float64 and s.float().dtype == lib.float32
+
+
+def test_save_refuses_sparse_clearly(tmp_path):
+    s = retrograd.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3., 4., 5.], (2, 3))
+    with pytest.raises(TypeError, match="cannot store a sparse tensor"):
+        retrograd.save({"s": s}, str(tmp_path / "s.pt"))

@@ -284,16 +284,23 @@ class SparseTensor(Tensor):
         return _finish_sparse(node, t)
 
     def to(self, *args, **kwargs):
-        """``to(dtype)`` / ``to(device)``: only the CPU (or the values' own device) is known."""
-        dtype = kwargs.get("dtype")
+        """``to(dtype)`` / ``to(device)``: a copy in the new dtype or on the new device, or
+        this very tensor when nothing changes."""
+        from .._device import device as _device
+        dtype, dev = kwargs.get("dtype"), kwargs.get("device")
         for a in args:
             if isinstance(a, D.dtype):
                 dtype = a
             elif isinstance(a, Tensor):
-                dtype = a.dtype
-        if dtype is None or dtype == self.dtype:
-            return self
-        return self._cast(dtype)
+                dtype, dev = a.dtype, a.device
+            elif isinstance(a, (str, _device)):
+                dev = a
+        t = self
+        if dev is not None and _device(dev).type != self.device.type:
+            t = _moved(self, _device(dev).type)
+        if dtype is not None and dtype != self.dtype:
+            t = t._cast(dtype)
+        return t
 
     def _cast(self, dtype):
         npdt = dtype.np
@@ -331,8 +338,17 @@ class SparseTensor(Tensor):
             return f"torch.sparse.{name}Tensor"
         return self.to(dtype)
 
-    def requires_grad_(self, requires_grad=True):
-        return Tensor.requires_grad_(self, requires_grad)
+    def zero_(self):
+        """Empty in place: no entries (nnz 0), the same shape, coalesced."""
+        if self._data.layout is not sparse_coo:
+            raise not_implemented("zero_", self._data.layout)
+        xp = _xp(self._vals)
+        self._idx = xp.zeros((self._idx.shape[0], 0), np.int64)
+        self._vals = xp.zeros((0,) + tuple(self._vals.shape[1:]), self._vals.dtype)
+        self._coalesced = True
+        self._mat = self._matT = None
+        self._bump_version()
+        return self
 
     # --- conversions between layouts ------------------------------------------------
     def to_dense(self, dtype=None, *, masked_grad=None):
@@ -489,6 +505,18 @@ def _compressed(layout, cidx, pidx, vals, shape):
     t._pidx = pidx
     t._vals = vals
     return t
+
+
+def _moved(t, kind):
+    """``t`` with its arrays on the CPU (NumPy) or the GPU (CuPy)."""
+    if kind == "cuda":
+        import cupy
+        mv = cupy.asarray
+    else:
+        mv = (lambda a: a if type(a) is np.ndarray else a.get())
+    if t._data.layout is sparse_coo:
+        return _coo(mv(t._idx), mv(t._vals), t._data.shape, t._coalesced)
+    return _compressed(t._data.layout, mv(t._cidx), mv(t._pidx), mv(t._vals), t._data.shape)
 
 
 def _like(t, vals, copy_index=False):
