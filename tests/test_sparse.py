@@ -147,12 +147,19 @@ def test_constructor_forms():
     "lib.sparse.mm(s, lib.ones(2, 2))",
     "lib.mm(s, lib.ones(3, 2, dtype=lib.float64))",
     "s.item()",
+    "lib.sparse_coo_tensor([[0, 2]], [1., 2.], (2,), check_invariants=True)",
+    "lib.sparse_coo_tensor([[0, -1]], [1., 2.], (2,), check_invariants=True)",
+    "invariants_on(lambda: lib.sparse_coo_tensor([[0, 2]], [1., 2.], (2,)))",
 ])
 def test_errors_match_torch(code):
     def f(lib):
         i = lib.tensor([[0, 1, 1], [2, 0, 2]])
         v = lib.tensor([3., 4., 5.])
         s = lib.sparse_coo_tensor(i, v, (2, 3))
+
+        def invariants_on(fn):
+            with lib.sparse.check_sparse_tensor_invariants():
+                fn()
         try:
             eval(code)
         except Exception as e:

@@ -9,7 +9,7 @@ from .._layout import strided, sparse_coo, sparse_csr, sparse_csc
 from .._tensor import Tensor
 from ._tensor import (SparseTensor, sparse_coo_tensor, sparse_csr_tensor, sparse_csc_tensor,  # noqa: F401
                       sparse_compressed_tensor, dense_to_sparse, dense_to_sparse_csr, dense_to_sparse_csc,
-                      sparse_mask as _sparse_mask, not_implemented)
+                      sparse_mask as _sparse_mask, not_implemented, CHECK_INVARIANTS)
 from ._ops import (addmm, sparse_mm as mm, sparse_sum as sum, softmax, log_softmax,  # noqa: F401
                    mm as _mm)
 
@@ -27,7 +27,6 @@ def spmm(input, mat2):
 class check_sparse_tensor_invariants:
     """Turn the invariant checks of the sparse constructors on (``enable()``) or off; also a
     context manager and decorator."""
-    _enabled = False
 
     def __init__(self, enable=True):
         self.state = enable
@@ -35,23 +34,23 @@ class check_sparse_tensor_invariants:
 
     @staticmethod
     def is_enabled():
-        return check_sparse_tensor_invariants._enabled
+        return CHECK_INVARIANTS[0]
 
     @staticmethod
     def enable():
-        check_sparse_tensor_invariants._enabled = True
+        CHECK_INVARIANTS[0] = True
 
     @staticmethod
     def disable():
-        check_sparse_tensor_invariants._enabled = False
+        CHECK_INVARIANTS[0] = False
 
     def __enter__(self):
-        self.saved = check_sparse_tensor_invariants._enabled
-        check_sparse_tensor_invariants._enabled = self.state
+        self.saved = CHECK_INVARIANTS[0]
+        CHECK_INVARIANTS[0] = self.state
         return self
 
     def __exit__(self, *exc):
-        check_sparse_tensor_invariants._enabled = self.saved
+        CHECK_INVARIANTS[0] = self.saved
 
     def __call__(self, fn):
         def wrapped(*args, **kwargs):

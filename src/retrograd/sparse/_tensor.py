@@ -23,6 +23,7 @@ from ..ops._base import OpNode, node_for, finish
 _new = object.__new__
 _state = grad_mode._state
 _I64 = np.dtype(np.int64)
+CHECK_INVARIANTS = [False]   # torch.sparse.check_sparse_tensor_invariants' global switch
 
 _BACKENDS = "[CPU, CUDA, HIP, MPS, IPU, XPU, HPU, VE, MTIA, MAIA, PrivateUse1, PrivateUse2, PrivateUse3, Meta, ...]"
 
@@ -581,9 +582,11 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
         if len(shape) != sd + v.ndim - 1:
             raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = {len(shape)}, "
                                f"sparse_dim = {sd}, dense_dim = {v.ndim - 1}")
-        if check_invariants and nnz:
-            mx = idx.max(axis=1)
+        if (check_invariants if check_invariants is not None else CHECK_INVARIANTS[0]) and nnz:
+            mn, mx = idx.min(axis=1), idx.max(axis=1)
             for d in range(sd):
+                if mn[d] < 0:
+                    raise RuntimeError(f"found negative index {int(mn[d])} for dim {d}")
                 if mx[d] >= shape[d]:
                     raise RuntimeError(f"size is inconsistent with indices: for dim {d}, size is {shape[d]} but "
                                        f"found index {int(mx[d])}")
