@@ -463,3 +463,54 @@ def test_save_refuses_sparse_clearly(tmp_path):
     s = retrograd.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3., 4., 5.], (2, 3))
     with pytest.raises(TypeError, match="cannot store a sparse tensor"):
         retrograd.save({"s": s}, str(tmp_path / "s.pt"))
+
+
+DENSE_PATHS = ["to_sparse", "to_sparse_csr", "to_sparse_csc", "to_sparse_sum", "to_sparse_mm", "to_sparse_softmax",
+               "csr_mm_dense", "csr_to_dense", "d_minus_s", "mv", "sparse_mask", "sparse_sum_dtype"]
+
+
+@needs_torch
+@pytest.mark.parametrize("path", DENSE_PATHS)
+def test_dense_leaf_through_sparse_layouts_matches_torch(path):
+    """A dense leaf made sparse (or meeting a sparse operand) and back: values, grad_fn names
+    along the way, and the dense leaf's gradient."""
+    def f(lib):
+        g = np.random.default_rng(8)
+        a = g.standard_normal((3, 4)) * (g.random((3, 4)) < 0.6)
+        x = lib.tensor(a, requires_grad=True)
+        s = lib.tensor(a).to_sparse()
+        w = lib.tensor(g.standard_normal((3, 4)))
+        v = lib.tensor(g.standard_normal(4), requires_grad=True)
+        d = lib.tensor(g.standard_normal((4, 2)), requires_grad=True)
+        names = []
+
+        def n(t):
+            names.append(type(t.grad_fn).__name__)
+            return t
+        out = {
+            "to_sparse": lambda: n(n(x.to_sparse()).to_dense()) * w,
+            "to_sparse_csr": lambda: n(n(x.to_sparse_csr()).to_dense()) * w,
+            "to_sparse_csc": lambda: n(n(x.to_sparse_csc()).to_dense()) * w,
+            "to_sparse_sum": lambda: n(lib.sparse.sum(n(x.to_sparse()), 1)).to_dense(),
+            "to_sparse_mm": lambda: n(lib.sparse.mm(n(x.to_sparse()), d)),
+            "to_sparse_softmax": lambda: n(lib.sparse.softmax(n(x.to_sparse()), 1)).to_dense() * w,
+            "csr_mm_dense": lambda: n(lib.mm(s.to_sparse_csr(), d)),
+            "csr_to_dense": lambda: n(s.to_sparse_csr() * 2).to_dense() + x,
+            "d_minus_s": lambda: n(x - s) * w,
+            "mv": lambda: n(s @ v),
+            "sparse_mask": lambda: n(n(x.sparse_mask(s)).to_dense()) * w,
+            "sparse_sum_dtype": lambda: n(lib.sparse.sum(s, 0, dtype=lib.float32)).to_dense() * 2,
+        }[path]()
+        loss = (out * out).sum()
+        if loss.requires_grad:
+            loss.backward()
+        return out, names, x.grad, v.grad, d.grad
+    (o1, n1, *g1), (o2, n2, *g2) = _both(f)
+    # float32 results (sparse_sum_dtype) may differ in the last bit: summation order
+    tol = dict(rtol=1e-10, atol=1e-12) if o2.dtype == torch.float64 else dict(rtol=1e-6, atol=1e-7)
+    _same(o1, o2, **tol)
+    assert n1 == n2
+    for a, b in zip(g1, g2):
+        assert (a is None) == (b is None)
+        if a is not None:
+            _same(a, b, rtol=1e-10, atol=1e-12)

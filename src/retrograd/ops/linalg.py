@@ -267,6 +267,9 @@ def bmm(input, mat2, *, out=None):
 
 def mv(input, vec, *, out=None):
     """Matrix-vector product."""
+    if input._sparse:
+        from ..sparse._ops import mv as sparse_mv
+        return sparse_mv(input, vec) if out is None else write_out(out, sparse_mv(input, vec), "mv")
     x, y = input._data, vec._data
     _check_mv(x, y)
     _no_bool(x, "addmv_impl_cpu")

@@ -132,12 +132,43 @@ def matmul(input, other):
         raise TypeError(f"matmul(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other).__name__ if not isinstance(other, Tensor) else type(input).__name__}")
     if input._sparse and not other._sparse and other._data.ndim == 1:
-        return mm(input, other.unsqueeze(1)).squeeze(1)
+        return mv(input, other)
     if other._sparse and not input._sparse and input._data.ndim == 1:
         return mm(input.unsqueeze(0), other).squeeze(0)
     if input._data.ndim != 2 or other._data.ndim != 2:
         raise not_implemented("matmul", (input if input._sparse else other)._data.layout)
     return mm(input, other)
+
+
+class MvBackward0(OpNode):
+    """sparse matrix @ dense vector: a dense gradient for both."""
+    def backward(self, g):
+        s, v = self.s, self.v
+        nf = self.next_functions
+        gs = gv = None
+        if nf[0][0] is not None:
+            gs = g.unsqueeze(1) * v.unsqueeze(0)
+        if nf[1][0] is not None:
+            gv = _left(_scipy_t(s), _scipy(s), g.unsqueeze(1), MmBackward0).squeeze(1)
+        return gs, gv
+
+
+def mv(input, vec):
+    """``torch.mv`` / ``@`` of a sparse matrix and a dense vector."""
+    if vec._data.ndim != 1 or input._data.ndim != 2:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input._data.ndim}, {input._data.ndim}, "
+                           f"{vec._data.ndim}")
+    if input._data.shape[1] != vec._data.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({input._data.shape[0]}), mat ({input._data.shape[0]}x"
+                           f"{input._data.shape[1]}), vec ({vec._data.shape[0]})")
+    if input._data.dtype != vec._data.dtype:
+        raise RuntimeError(f"expected scalar type {_type_name(input._data.dtype)} but found "
+                           f"{_type_name(vec._data.dtype)}")
+    r = np.asarray(_scipy(input) @ vec._data).astype(vec._data.dtype, copy=False)
+    node = node_for(MvBackward0, (input, vec))
+    if node is not None:
+        node.s, node.v = input, vec.detach()
+    return finish(node, r)
 
 
 class SparseAddmmBackward0(OpNode):

@@ -766,7 +766,7 @@ def _compressed_to_coo(t):
         order = xp.lexsort((idx[1], idx[0]))
         idx, v = idx[:, order], t._vals[order]
     r = _coo(idx, v, t._data.shape, True)
-    node = node_for(ToSparseBackward0, (t,))
+    node = node_for(ToSparseBackward1, (t,))
     if node is not None:
         node.like = t
     return _finish_sparse(node, r)
@@ -827,7 +827,8 @@ def dense_to_sparse(self, *args, layout=None, blocksize=None, dense_dim=None):
         idx = xp.stack(xp.nonzero(nz)).astype(np.int64) if sd else xp.zeros((0, 1), np.int64)
         vals = d[tuple(idx)] if sd else d[None]
     t = _coo(idx.reshape(sd, -1), xp.ascontiguousarray(vals), d.shape, True)
-    node = node_for(ToSparseBackward0, (self,))
+    # PyTorch's overloads: to_sparse(sparse_dim) is ToSparseBackward0, to_sparse(layout=...) the other
+    node = node_for(ToSparseBackward0 if sparse_dim is not None else ToSparseBackward1, (self,))
     if node is not None:
         node.like = None
     return _finish_sparse(node, t)
@@ -903,6 +904,10 @@ class ToSparseBackward0(OpNode):
             return _to_compressed(g.coalesce() if g._data.layout is sparse_coo else g,
                                   self.like._data.layout).detach()
         return g.to_dense() if g._sparse else g
+
+
+class ToSparseBackward1(ToSparseBackward0):
+    pass
 
 
 class ToSparseCsrBackward0(ToSparseBackward0):
