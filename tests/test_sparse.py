@@ -514,3 +514,40 @@ def test_dense_leaf_through_sparse_layouts_matches_torch(path):
         assert (a is None) == (b is None)
         if a is not None:
             _same(a, b, rtol=1e-10, atol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("layout", ["csr", "csc"])
+@pytest.mark.parametrize("op", ["to_dense", "sparse.mm", "mm", "values_leaf"])
+def test_compressed_leaf_gradients_match_torch(layout, op):
+    if layout == "csc" and op in ("to_dense", "sparse.mm"):
+        pytest.skip("PyTorch 2.13 has no backward for a CSC leaf here (retrograd gives the masked gradient)")
+
+    def f(lib):
+        g = np.random.default_rng(9)
+        a = g.standard_normal((3, 4)) * (g.random((3, 4)) < 0.6)
+        d = lib.tensor(g.standard_normal((4, 2)), requires_grad=True)
+        w = lib.tensor(g.standard_normal((3, 4)))
+        base = lib.tensor(a).to_sparse_csr() if layout == "csr" else lib.tensor(a).to_sparse_csc()
+        if op == "values_leaf":
+            v = base.values().clone().requires_grad_()
+            if layout == "csr":
+                s = lib.sparse_csr_tensor(base.crow_indices(), base.col_indices(), v, (3, 4))
+            else:
+                s = lib.sparse_csc_tensor(base.ccol_indices(), base.row_indices(), v, (3, 4))
+            o = s.to_dense() * w
+            (o * o).sum().backward()
+            return type(s.grad_fn).__name__, v.grad, None, None
+        s = base.detach().requires_grad_()
+        o = {"to_dense": lambda: s.to_dense() * w, "sparse.mm": lambda: lib.sparse.mm(s, d),
+             "mm": lambda: lib.mm(s, d)}[op]()
+        (o * o).sum().backward()
+        return type(o.grad_fn).__name__, s.grad, d.grad, o
+    (n1, g1, d1, o1), (n2, g2, d2, o2) = _both(f)
+    assert n1 == n2
+    assert repr(g1.layout) == repr(g2.layout)
+    np.testing.assert_allclose(_dense(g1), _dense(g2), rtol=1e-10, atol=1e-12)
+    if repr(g2.layout) != "torch.strided":
+        np.testing.assert_allclose(g1.values().numpy(), g2.values().numpy(), rtol=1e-10, atol=1e-12)
+    if d2 is not None:
+        np.testing.assert_allclose(d1.numpy(), d2.numpy(), rtol=1e-10, atol=1e-12)

@@ -189,19 +189,18 @@ class SparseAddmmBackward0(OpNode):
 
 def _mm_grad_masked(g, d, s, alpha):
     """``(g @ d^T).sparse_mask(s) * alpha``: only the entries at s's positions are computed."""
-    if s._data.layout is sparse_coo:
+    compressed = s._data.layout is not sparse_coo
+    if not compressed:
         idx = s._idx if s._coalesced else _coalesce_arrays(s._idx, s._vals, s._data.shape)[0]
     else:
-        from ._tensor import _compressed_coo_indices
-        idx = _compressed_coo_indices(s)
+        from ._tensor import _compressed_positions
+        idx = _compressed_positions(s)
     gd, dd = g._data, d._data
     vals = (gd[idx[0]] * dd[idx[1]]).sum(axis=1)
     if alpha != 1:
         vals = vals * alpha
-    r = _coo(idx, vals.astype(gd.dtype, copy=False), s._data.shape, True)
-    if s._data.layout is not sparse_coo:
-        r = _to_compressed(r, s._data.layout)
-    return r
+    vals = vals.astype(gd.dtype, copy=False)
+    return _like(s, vals) if compressed else _coo(idx, vals, s._data.shape, True)
 
 
 def addmm(input, mat1, mat2, *, beta=1.0, alpha=1.0):

@@ -61,6 +61,8 @@ class _SparseData:
         raise not_implemented(op, self.layout, self.dev)
 
     def __getattr__(self, name):
+        if name.startswith("__"):   # protocol probes (copy, pickle, hasattr) get the usual answer
+            raise AttributeError(name)
         # Only reached for what a dense op needs of an array: name the op that asked.
         self._fail(sys._getframe(1).f_code.co_name.strip("_"))
 
@@ -628,6 +630,7 @@ def _compressed_tensor(layout, cidx, pidx, values, size, dtype, requires_grad, f
     t = _compressed(layout, c, p, v, shape)
     if isinstance(values, Tensor) and values._requires_grad and _state.grad:
         node = node_for(SparseCompressedTensorBackward0, (values,))
+        node.pos, node.shape = _compressed_positions(t), shape
         _finish_sparse(node, t)
     elif requires_grad:
         t._requires_grad = True
@@ -745,14 +748,22 @@ def _masked_like(g, like):
     return _coo(idx, _gather(g, idx, like._data.shape), like._data.shape, True)
 
 
-def _compressed_coo_indices(t):
+def _compressed_positions(t):
+    """(row, col) of each stored value of a CSR/CSC tensor, in the values' order."""
     xp = _xp(t._vals)
     counts = xp.diff(t._cidx)
     comp = xp.repeat(xp.arange(counts.shape[0]), counts)
     if t._data.layout is sparse_csr:
         return xp.stack([comp, t._pidx])
-    idx = xp.stack([t._pidx, comp])
-    return idx[:, xp.lexsort((idx[1], idx[0]))]
+    return xp.stack([t._pidx, comp])
+
+
+def _compressed_coo_indices(t):
+    """The positions of a CSR/CSC tensor's values in row-major (coalesced COO) order."""
+    idx = _compressed_positions(t)
+    if t._data.layout is sparse_csr:
+        return idx
+    return idx[:, _xp(idx).lexsort((idx[1], idx[0]))]
 
 
 def _compressed_to_coo(t):
@@ -878,9 +889,7 @@ class SparseCooTensorWithDimsAndTensorsBackward0(OpNode):
 
 class SparseCompressedTensorBackward0(OpNode):
     def backward(self, g):
-        if g._sparse and g._data.layout is self._like_layout:
-            return finish(None, g._vals)
-        raise RuntimeError("SparseCompressedTensorBackward0: gradient of another layout is not supported in retrograd")
+        return finish(None, _gather(g, self.pos, self.shape))
 
 
 class ValuesBackward0(OpNode):
