@@ -141,6 +141,12 @@ def test_constructor_forms():
     "s.view(6)",
     "s.numpy()",
     "s + 1",
+    "1 + s",
+    "s - 1",
+    "1 - s",
+    "lib.tensor(1.) + s",
+    "s / s",
+    "2 / s",
     "lib.ones(3) + s",
     "s + lib.ones(2, 3)",
     "lib.mm(s, lib.ones(2, 2))",
@@ -180,7 +186,7 @@ def test_errors_match_torch(code):
                                 "sum", "sum0", "sum1", "sumtuple", "softmax1", "softmax0", "logsoftmax1",
                                 "mm", "spmm", "sparse.mm", "matmul", "s@d", "d@s", "s@vec", "addmm", "csr@d",
                                 "s@s", "to_dense", "coalesce", "csr_roundtrip", "csc_roundtrip", "s.sum()",
-                                "dense_to_sparse_hybrid", "sparse_mask", "s*d", "double"])
+                                "dense_to_sparse_hybrid", "sparse_mask", "s*d", "double", "s*s", "s**2"])
 def test_op_values_match_torch(op):
     def f(lib):
         g = np.random.default_rng(1)
@@ -206,7 +212,7 @@ def test_op_values_match_torch(op):
             "s.sum()": lambda: s.sum(),
             "dense_to_sparse_hybrid": lambda: lib.tensor([[0., 0.], [1., 0.], [0., 0.]]).to_sparse(1),
             "sparse_mask": lambda: d23.sparse_mask(s.coalesce()),
-            "s*d": lambda: s * d23, "double": lambda: s.double(),
+            "s*d": lambda: s * d23, "double": lambda: s.double(), "s*s": lambda: s * s, "s**2": lambda: s ** 2,
         }[op]()
     ours, theirs = _both(f)
     _same(ours, theirs, rtol=1e-5, atol=1e-6)
@@ -215,7 +221,7 @@ def test_op_values_match_torch(op):
 # --- gradients ------------------------------------------------------------------------------------
 
 GRAD_OPS = ["mm", "spmm", "matmul", "sparse.mm", "addmm", "to_dense", "coalesce", "values", "mul", "div", "neg",
-            "add", "t", "sparse.sum", "sparse.sum1", "softmax", "log_softmax", "csr", "s.sum()", "d@s"]
+            "add", "t", "pow", "sparse.sum", "sparse.sum1", "softmax", "log_softmax", "csr", "s.sum()", "d@s"]
 
 
 @needs_torch
@@ -237,7 +243,7 @@ def test_sparse_leaf_gradients_match_torch(op):
             "neg": lambda: -s, "add": lambda: s + s, "t": lambda: s.t(), "sparse.sum": lambda: lib.sparse.sum(s),
             "sparse.sum1": lambda: lib.sparse.sum(s, 1), "softmax": lambda: lib.sparse.softmax(s, 1),
             "log_softmax": lambda: lib.sparse.log_softmax(s, 1), "csr": lambda: s.to_sparse_csr(),
-            "s.sum()": lambda: s.sum(), "d@s": lambda: lib.mm(d.t(), s.t()),
+            "s.sum()": lambda: s.sum(), "d@s": lambda: lib.mm(d.t(), s.t()), "pow": lambda: s ** 3,
         }[op]
         o = fn()
         name = type(o.grad_fn).__name__

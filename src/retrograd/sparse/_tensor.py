@@ -410,7 +410,7 @@ class SparseTensor(Tensor):
         return add(self, other, alpha=-1)
 
     def __rsub__(self, other):
-        return add(other, self, alpha=-1)
+        return add(other if isinstance(other, Tensor) else _scalar_tensor(other, self), self, alpha=-1)
 
     def add(self, other, *, alpha=1):
         return add(self, other, alpha=alpha)
@@ -430,6 +430,14 @@ class SparseTensor(Tensor):
         return div(self, other)
 
     div = __truediv__
+
+    def __rtruediv__(self, other):
+        raise not_implemented("reciprocal", self._data.layout)
+
+    def __pow__(self, exponent):
+        return pow(self, exponent)
+
+    pow = __pow__
 
     def __neg__(self):
         return neg(self)
@@ -999,12 +1007,9 @@ def _result_dtype(a, b):
 
 def add(input, other, *, alpha=1):
     """Sparse + sparse (sparse), dense + sparse (dense); PyTorch refuses sparse + dense."""
-    if not (isinstance(input, Tensor) and input._sparse):
-        if not isinstance(input, Tensor) or input._data.ndim == 0 and other._data.ndim != 0:
-            raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
-                               f"{list(input.shape) if isinstance(input, Tensor) else []} while other has size "
-                               f"{list(other._data.shape)} (FYI: dense-sparse addition does not currently support "
-                               "broadcasting)")
+    if not isinstance(input, Tensor):   # number + sparse: PyTorch adds the number to the sparse tensor
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+    if not input._sparse:
         return _dense_plus_sparse(input, other, alpha)
     if not (isinstance(other, Tensor) and other._sparse):
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
@@ -1117,9 +1122,15 @@ def mul(input, other):
     raise not_implemented("mul.Tensor", input._data.layout)
 
 
+def _scalar_tensor(x, like):
+    from .._creation import tensor
+    return tensor(x)
+
+
 def div(input, other):
     if not _is_scalar(other):
-        raise not_implemented("div.Tensor", input._data.layout)
+        raise RuntimeError("Sparse division requires a scalar or zero-dim dense tensor divisor (got shape "
+                           f"{list(other.shape)} for divisor)")
     s = _scalar_of(other)
     v = input._vals / s
     if input._vals.dtype.kind in "fc":
@@ -1128,6 +1139,29 @@ def div(input, other):
     node = node_for(DivBackward0, (input,))
     if node is not None:
         node.other = s
+    return _finish_sparse(node, r)
+
+
+class PowBackward0(OpNode):
+    def backward(self, g):
+        x, p = self.x, self.p
+        gv = _gather(g, x._idx, x._data.shape) * (p * x._vals ** (p - 1))
+        return _coo(x._idx, gv.astype(x._vals.dtype, copy=False), x._data.shape, x._coalesced)
+
+
+def pow(input, exponent):
+    """A sparse tensor to a positive scalar power (absent entries stay zero)."""
+    if input._data.layout is not sparse_coo or not _is_scalar(exponent) or _scalar_of(exponent) <= 0:
+        raise not_implemented("pow.Tensor_Scalar", input._data.layout)
+    p = _scalar_of(exponent)
+    input = input.coalesce()    # not linear: duplicates are summed first
+    v = input._vals ** p
+    if input._vals.dtype.kind in "fc":
+        v = v.astype(input._vals.dtype, copy=False)
+    r = _like(input, v)
+    node = node_for(PowBackward0, (input,))
+    if node is not None:
+        node.x, node.p = input.detach(), p
     return _finish_sparse(node, r)
 
 
