@@ -557,3 +557,32 @@ def test_compressed_leaf_gradients_match_torch(layout, op):
         np.testing.assert_allclose(g1.values().numpy(), g2.values().numpy(), rtol=1e-10, atol=1e-12)
     if d2 is not None:
         np.testing.assert_allclose(d1.numpy(), d2.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+@pytest.mark.parametrize("log", [False, True])
+def test_hybrid_softmax_matches_torch(dim, log):
+    """Softmax of a hybrid COO tensor (2 sparse + 1 dense dim) along a sparse or the dense dim."""
+    def f(lib):
+        g = np.random.default_rng(10)
+        i = lib.tensor([[0, 1, 1, 2, 0], [1, 0, 2, 2, 1]])
+        v = lib.tensor(g.standard_normal((5, 3)), requires_grad=True)
+        s = lib.sparse_coo_tensor(i, v, (3, 3, 3))
+        fn = lib.sparse.log_softmax if log else lib.sparse.softmax
+        o = fn(s, dim)
+        w = lib.tensor(g.standard_normal((3, 3, 3)))
+        (o.to_dense() * w).sum().backward()
+        return o, type(o.grad_fn).__name__, v.grad
+    (o1, n1, g1), (o2, n2, g2) = _both(f)
+    assert n1 == n2
+    _same(o1, o2, rtol=1e-10, atol=1e-12)
+    if dim == -1:
+        # PyTorch 2.13's backward mishandles a negative dense dim (its own gradcheck fails there);
+        # retrograd's gradient is checked by finite differences instead
+        i = retrograd.tensor([[0, 1, 1, 2, 0], [1, 0, 2, 2, 1]])
+        v = retrograd.tensor(np.random.default_rng(11).standard_normal((5, 3)), requires_grad=True)
+        fn = retrograd.sparse.log_softmax if log else retrograd.sparse.softmax
+        assert gradcheck(lambda x: fn(retrograd.sparse_coo_tensor(i, x, (3, 3, 3)), dim).to_dense(), (v,))
+        return
+    np.testing.assert_allclose(g1.numpy(), g2.numpy(), rtol=1e-10, atol=1e-12)

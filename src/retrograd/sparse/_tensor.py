@@ -298,6 +298,8 @@ class SparseTensor(Tensor):
                 dtype, dev = a.dtype, a.device
             elif isinstance(a, (str, _device)):
                 dev = a
+            elif isinstance(a, type) and issubclass(a, np.generic):   # the engine casts by NumPy type
+                dtype = D._FROM_NP[np.dtype(a)]
         t = self
         if dev is not None and _device(dev).type != self.device.type:
             t = _moved(self, _device(dev).type)
