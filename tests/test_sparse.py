@@ -153,6 +153,12 @@ def test_constructor_forms():
     "lib.sparse.mm(s, lib.ones(2, 2))",
     "lib.mm(s, lib.ones(3, 2, dtype=lib.float64))",
     "s.item()",
+    "s.to_sparse_csr().stride()", "s.to_sparse_csc().stride()", "s.to_sparse_csr().is_contiguous()",
+    "s.to_sparse_csc().is_contiguous()", "s.crow_indices()", "s.to_sparse_csr().ccol_indices()",
+    "s.to_sparse_csc().crow_indices()", "s.to_sparse_csr().row_indices()", "s.to_sparse_csr().is_coalesced()",
+    "v.is_coalesced()", "v.indices()", "v.values()", "v._nnz()", "v.coalesce()", "v.crow_indices()",
+    "s.to_sparse_csr().coalesce()", "s.to_sparse_csr()._indices()", "s.data_ptr()",
+    "lib.ones(2, 2, 2).to_sparse().to_sparse_csr()",
     "lib.sparse_coo_tensor([[0, 2]], [1., 2.], (2,), check_invariants=True)",
     "lib.sparse_coo_tensor([[0, -1]], [1., 2.], (2,), check_invariants=True)",
     "invariants_on(lambda: lib.sparse_coo_tensor([[0, 2]], [1., 2.], (2,)))",
@@ -586,3 +592,12 @@ def test_hybrid_softmax_matches_torch(dim, log):
         assert gradcheck(lambda x: fn(retrograd.sparse_coo_tensor(i, x, (3, 3, 3)), dim).to_dense(), (v,))
         return
     np.testing.assert_allclose(g1.numpy(), g2.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@needs_torch
+def test_dense_sparse_dims_match_torch():
+    def f(lib):
+        x = lib.ones(2, 3)
+        return x.sparse_dim(), x.dense_dim(), x.to_dense() is x, x.is_sparse, x.is_sparse_csr, repr(x.layout)
+    ours, theirs = _both(f)
+    assert ours == theirs

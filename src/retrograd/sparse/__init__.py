@@ -9,7 +9,7 @@ from .._layout import strided, sparse_coo, sparse_csr, sparse_csc
 from .._tensor import Tensor
 from ._tensor import (SparseTensor, sparse_coo_tensor, sparse_csr_tensor, sparse_csc_tensor,  # noqa: F401
                       sparse_compressed_tensor, dense_to_sparse, dense_to_sparse_csr, dense_to_sparse_csc,
-                      sparse_mask as _sparse_mask, not_implemented, CHECK_INVARIANTS)
+                      sparse_mask as _sparse_mask, not_implemented, CHECK_INVARIANTS, _check_compressed)
 from ._ops import (addmm, sparse_mm as mm, sparse_sum as sum, softmax, log_softmax,  # noqa: F401
                    mm as _mm)
 
@@ -69,7 +69,42 @@ def _sparse_mask_method(self, mask):
     return _sparse_mask(self, mask)
 
 
+def _coo_only(what):
+    def method(self, *args, **kwargs):
+        raise RuntimeError(f"{what} expected sparse coordinate tensor layout but got Strided")
+    method.__name__ = what
+    method.__doc__ = f"Only sparse COO tensors have ``{what}()``: a strided one raises PyTorch's error."
+    return method
+
+
+def _compressed_only(what, layout):
+    def method(self):
+        _check_compressed(self, what, layout)
+    method.__name__ = what
+    method.__doc__ = f"Only {layout} tensors have ``{what}()``: a strided one raises PyTorch's error."
+    return method
+
+
+def _values_dense(self):
+    """A strided tensor has no ``values()``: PyTorch's error."""
+    raise RuntimeError("values expected sparse tensor layout but got Strided")
+
+
+def _nnz_dense(self):
+    """A strided tensor has no ``_nnz()``: PyTorch's missing-kernel error."""
+    raise not_implemented("_nnz", strided)
+
+
 # Dense tensors' entry points into sparse layouts (the sparse class overrides each).
+for _name in ("is_coalesced", "indices", "coalesce"):
+    setattr(Tensor, _name, _coo_only(_name))
+for _name, _lay in (("crow_indices", sparse_csr), ("col_indices", sparse_csr), ("ccol_indices", sparse_csc),
+                    ("row_indices", sparse_csc)):
+    setattr(Tensor, _name, _compressed_only(_name, _lay))
+Tensor.values = _values_dense
+Tensor._nnz = _nnz_dense
+Tensor.sparse_dim = lambda self: 0
+Tensor.dense_dim = lambda self: self._data.ndim
 Tensor.to_sparse = dense_to_sparse
 Tensor.to_sparse_coo = lambda self: dense_to_sparse(self)
 Tensor.to_sparse_csr = dense_to_sparse_csr

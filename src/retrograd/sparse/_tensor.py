@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from .. import _dtype as D
-from .._layout import strided, sparse_coo, sparse_csr, sparse_csc
+from .._layout import strided, sparse_coo, sparse_csr, sparse_csc  # noqa: F401
 from .._tensor import Tensor, Size
 from .._device import CPU, device_of_array
 from ..autograd import grad_mode
@@ -31,7 +31,7 @@ _BACKENDS = "[CPU, CUDA, HIP, MPS, IPU, XPU, HPU, VE, MTIA, MAIA, PrivateUse1, P
 def not_implemented(op, layout=sparse_coo, device="cpu"):
     """PyTorch's dispatcher error for an op with no sparse kernel."""
     dev = "CUDA" if device == "cuda" else "CPU"
-    backend = ("Sparse" if layout is sparse_coo else "SparseCsr") + dev
+    backend = {sparse_coo: "Sparse", strided: ""}.get(layout, "SparseCsr") + dev
     return NotImplementedError(
         f"Could not run 'aten::{op}' with arguments from the '{backend}' backend. This could be because the "
         "operator doesn't exist for this backend, or was omitted during the selective/custom build process (if "
@@ -140,7 +140,8 @@ class SparseTensor(Tensor):
 
     def is_contiguous(self, memory_format=None):
         if self._data.layout is not sparse_coo:
-            raise RuntimeError("Tensors of type SparseCsrTensorImpl do not have is_contiguous")
+            raise RuntimeError(f"Sparse {'CSR' if self._data.layout is sparse_csr else 'CSC'} tensors do not have "
+                               "is_contiguous")
         return False
 
     def element_size(self):
@@ -171,7 +172,8 @@ class SparseTensor(Tensor):
 
     # --- parts --------------------------------------------------------------------
     def _indices(self):
-        self._check_coo("_indices")
+        if self._data.layout is not sparse_coo:
+            raise not_implemented("_indices", self._data.layout)
         return Tensor._make(self._idx)
 
     def _values(self):
@@ -194,23 +196,19 @@ class SparseTensor(Tensor):
         return finish(node, self._vals)
 
     def crow_indices(self):
-        if self._data.layout is not sparse_csr:
-            raise RuntimeError(f"Expected CSR or BSR layout but got {_lname(self)}")
+        _check_compressed(self, "crow_indices", sparse_csr)
         return Tensor._make(self._cidx)
 
     def col_indices(self):
-        if self._data.layout is not sparse_csr:
-            raise RuntimeError(f"Expected CSR or BSR layout but got {_lname(self)}")
+        _check_compressed(self, "col_indices", sparse_csr)
         return Tensor._make(self._pidx)
 
     def ccol_indices(self):
-        if self._data.layout is not sparse_csc:
-            raise RuntimeError(f"Expected CSC or BSC layout but got {_lname(self)}")
+        _check_compressed(self, "ccol_indices", sparse_csc)
         return Tensor._make(self._cidx)
 
     def row_indices(self):
-        if self._data.layout is not sparse_csc:
-            raise RuntimeError(f"Expected CSC or BSC layout but got {_lname(self)}")
+        _check_compressed(self, "row_indices", sparse_csc)
         return Tensor._make(self._pidx)
 
     # --- conversions to Python / NumPy --------------------------------------------
@@ -477,6 +475,12 @@ class SparseTensor(Tensor):
 
     def _sparse_mm(self, mat2):
         return mm(self, mat2)
+
+
+def _check_compressed(t, what, layout):
+    if t._data.layout is not layout if isinstance(t, SparseTensor) else True:
+        kind = "row" if layout is sparse_csr else "column"
+        raise RuntimeError(f"{what} expected sparse {kind} compressed tensor layout but got {_lname(t)}")
 
 
 def _lname(t, short=False):
@@ -795,9 +799,9 @@ def _compressed_to_coo(t):
 
 def _to_compressed(t, layout):
     if t._data.ndim != 2:
-        raise RuntimeError("Only tensors with two sparse dimensions can be converted to the "
-                           f"{'SparseCsr' if layout is sparse_csr else 'SparseCsc'} layout, got self with "
-                           f"{t.sparse_dim()} sparse dimensions.")
+        raise RuntimeError(f"coo_to_sparse_{'csr' if layout is sparse_csr else 'csc'}: conversion from Sparse to "
+                           f"{'SparseCsr' if layout is sparse_csr else 'SparseCsc'} for input tensors with "
+                           "sparse_dim()!=2 is not supported")
     if t._data.layout is not sparse_coo:
         t2 = _compressed_to_coo(t.detach())
         idx, v = t2._idx, t2._vals
