@@ -601,3 +601,32 @@ def test_dense_sparse_dims_match_torch():
         return x.sparse_dim(), x.dense_dim(), x.to_dense() is x, x.is_sparse, x.is_sparse_csr, repr(x.layout)
     ours, theirs = _both(f)
     assert ours == theirs
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("extra", ["plain", "psw_padding", "module"])
+def test_embedding_bag_sparse_gradients_match_torch(mode, extra):
+    def f(lib):
+        F = lib.nn.functional
+        w = lib.arange(12.).view(6, 2).requires_grad_()
+        try:
+            if extra == "plain":
+                o = F.embedding_bag(lib.tensor([1, 2, 4, 5, 4, 3]), w, lib.tensor([0, 2, 2, 4]), mode=mode, sparse=True)
+            elif extra == "psw_padding":
+                if mode != "sum":
+                    return None
+                o = F.embedding_bag(lib.tensor([1, 2, 4, 5]), w, lib.tensor([0, 2]), mode="sum", sparse=True,
+                                    per_sample_weights=lib.tensor([1., 2, 3, 4]), padding_idx=2)
+            else:
+                bag = lib.nn.EmbeddingBag(6, 2, mode=mode, sparse=True)
+                with lib.no_grad():
+                    bag.weight.copy_(lib.arange(12.).view(6, 2))
+                w = bag.weight
+                o = bag(lib.tensor([[1, 2], [3, 3]]))
+        except Exception as e:
+            return type(e).__name__, str(e)
+        (o * lib.arange(float(o.numel())).view(o.shape)).sum().backward()
+        return _norm(repr(w.grad)), w.grad.is_coalesced(), type(o.grad_fn).__name__
+    ours, theirs = _both(f)
+    assert ours == theirs
