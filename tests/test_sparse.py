@@ -630,3 +630,12 @@ def test_embedding_bag_sparse_gradients_match_torch(mode, extra):
         return _norm(repr(w.grad)), w.grad.is_coalesced(), type(o.grad_fn).__name__
     ours, theirs = _both(f)
     assert ours == theirs
+
+
+@LIBS
+def test_data_and_detach_keep_the_layout(lib):
+    s = lib.sparse_coo_tensor([[0, 1]], [1., 2.], (3,), requires_grad=True)
+    for t in (s.data, s.detach()):
+        assert t.layout == lib.sparse_coo and not t.requires_grad and t.to_dense().tolist() == [1., 2., 0.]
+    c = s.clone()
+    assert type(c.grad_fn).__name__ == "CloneBackward0" and c.to_dense().tolist() == [1., 2., 0.]

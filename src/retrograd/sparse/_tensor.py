@@ -115,6 +115,20 @@ class SparseTensor(Tensor):
 
     # --- metadata -----------------------------------------------------------------
     @property
+    def data(self):
+        """This sparse tensor's indices and values without its history."""
+        return _like(self, self._vals)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, SparseTensor):
+            raise RuntimeError("data set to a tensor of another layout: only a sparse tensor of the same layout "
+                               "can replace a sparse tensor's data")
+        for k in ("_data", "_idx", "_cidx", "_pidx", "_vals", "_coalesced"):
+            setattr(self, k, getattr(value, k))
+        self._mat = self._matT = None
+
+    @property
     def layout(self):
         return self._data.layout
 
