@@ -142,7 +142,8 @@ class EmbeddingBagBackward0(OpNode):
     sparse = False
 
     def backward(self, g):
-        if _state.grad and not self.sparse:  # create_graph: differentiate the composite, so that double backward works
+        # create_graph: differentiate the composite, so that double backward works (dense gradients only)
+        if _state.grad and not self.sparse:
             nf = self.next_functions
             inputs = [self.weight_t] + ([self.saved_tensors[0]] if len(nf) > 1 else [])
             res = graph_grads(self._composite, inputs, [g])

@@ -244,7 +244,8 @@ def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors."""
     if input._sparse or mat2._sparse:
         from ..sparse import _mm
-        return _mm(input, mat2) if out is None else write_out(out, _mm(input, mat2), "mm")
+        res = _mm(input, mat2)
+        return res if out is None else write_out(out, res, "mm")
     x, y = input._data, mat2._data
     if x.ndim != 2:
         raise RuntimeError("self must be a matrix")
@@ -269,7 +270,8 @@ def mv(input, vec, *, out=None):
     """Matrix-vector product."""
     if input._sparse:
         from ..sparse._ops import mv as sparse_mv
-        return sparse_mv(input, vec) if out is None else write_out(out, sparse_mv(input, vec), "mv")
+        res = sparse_mv(input, vec)
+        return res if out is None else write_out(out, res, "mv")
     x, y = input._data, vec._data
     _check_mv(x, y)
     _no_bool(x, "addmv_impl_cpu")

@@ -5,7 +5,7 @@
 ``torch.mm`` / ``spmm`` / ``matmul`` / ``+`` / ``*`` work on them, with gradients for the
 dense operands and for a sparse leaf's values. SciPy is imported on the first product.
 """
-from .._layout import strided, sparse_coo, sparse_csr, sparse_csc
+from .._layout import strided, sparse_csr, sparse_csc
 from .._tensor import Tensor
 from ._tensor import (SparseTensor, sparse_coo_tensor, sparse_csr_tensor, sparse_csc_tensor,  # noqa: F401
                       sparse_compressed_tensor, dense_to_sparse, dense_to_sparse_csr, dense_to_sparse_csc,

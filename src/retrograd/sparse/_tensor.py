@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._layout import strided, sparse_coo, sparse_csr, sparse_csc  # noqa: F401
-from .._tensor import Tensor, Size
+from .._tensor import Tensor
 from .._device import CPU, device_of_array
 from ..autograd import grad_mode
 from ..ops._base import OpNode, node_for, finish
@@ -1202,7 +1202,8 @@ def transpose(input):
     return _finish_sparse(node_for(TBackward0, (input,)), r)
 
 
-from ._ops import (mm, matmul, sum_all, sparse_sum, softmax, log_softmax, sparse_repr)  # noqa: E402  (they use the class)
+# the products, sums and printing use the class above
+from ._ops import mm, matmul, sum_all, sparse_sum, softmax, log_softmax, sparse_repr  # noqa: E402
 
 
 def accumulate(var, g, create_graph):
