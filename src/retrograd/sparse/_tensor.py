@@ -165,17 +165,21 @@ class SparseTensor(Tensor):
         raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
 
     def _nnz(self):
+        """The number of stored entries (duplicates of an uncoalesced tensor included)."""
         return int(self._vals.shape[0])
 
     def sparse_dim(self):
+        """How many leading dimensions are sparse (indexed)."""
         if self._data.layout is sparse_coo:
             return int(self._idx.shape[0])
         return 2
 
     def dense_dim(self):
+        """How many trailing dimensions each stored value has."""
         return self._data.ndim - self.sparse_dim()
 
     def is_coalesced(self):
+        """Whether the COO indices are known to be sorted and unique."""
         if self._data.layout is not sparse_coo:
             raise RuntimeError(f"is_coalesced expected sparse coordinate tensor layout but got {_lname(self)}")
         return self._coalesced
@@ -210,18 +214,22 @@ class SparseTensor(Tensor):
         return finish(node, self._vals)
 
     def crow_indices(self):
+        """The compressed row indices of a CSR tensor (nrows + 1 offsets)."""
         _check_compressed(self, "crow_indices", sparse_csr)
         return Tensor._make(self._cidx)
 
     def col_indices(self):
+        """The column index of each value of a CSR tensor."""
         _check_compressed(self, "col_indices", sparse_csr)
         return Tensor._make(self._pidx)
 
     def ccol_indices(self):
+        """The compressed column indices of a CSC tensor (ncols + 1 offsets)."""
         _check_compressed(self, "ccol_indices", sparse_csc)
         return Tensor._make(self._cidx)
 
     def row_indices(self):
+        """The row index of each value of a CSC tensor."""
         _check_compressed(self, "row_indices", sparse_csc)
         return Tensor._make(self._pidx)
 
@@ -388,6 +396,7 @@ class SparseTensor(Tensor):
         return _finish_sparse(node_for(CoalesceBackward0, (self,)), t)
 
     def to_sparse(self, *args, layout=None, blocksize=None, dense_dim=None):
+        """This tensor in the COO layout (or in ``layout``)."""
         if args and not isinstance(args[0], int):
             layout = args[0]
         if layout is None or layout is sparse_coo:
@@ -401,14 +410,17 @@ class SparseTensor(Tensor):
         raise RuntimeError(f"to_sparse: conversion to {layout} is not supported")
 
     def to_sparse_coo(self):
+        """This tensor in the COO layout."""
         return self.to_sparse()
 
     def to_sparse_csr(self, dense_dim=None):
+        """This 2-D tensor in the CSR layout."""
         if self._data.layout is sparse_csr:
             return self
         return _to_compressed(self, sparse_csr)
 
     def to_sparse_csc(self, dense_dim=None):
+        """This 2-D tensor in the CSC layout."""
         if self._data.layout is sparse_csc:
             return self
         return _to_compressed(self, sparse_csc)
@@ -471,9 +483,11 @@ class SparseTensor(Tensor):
         return matmul(self, other)
 
     def t(self):
+        """The transpose of a 2-D sparse COO tensor."""
         return transpose(self)
 
     def sum(self, dim=None, keepdim=False, dtype=None):
+        """All entries summed (a dense 0-d tensor), or the sum over ``dim`` (sparse)."""
         if dim is None:
             return sum_all(self)
         return sparse_sum(self, dim, name="SumBackward1")
