@@ -635,3 +635,19 @@ def test_data_and_detach_keep_the_layout(lib):
         assert t.layout == lib.sparse_coo and not t.requires_grad and t.to_dense().tolist() == [1., 2., 0.]
     c = s.clone()
     assert type(c.grad_fn).__name__ == "CloneBackward0" and c.to_dense().tolist() == [1., 2., 0.]
+
+
+@needs_torch
+@pytest.mark.parametrize("code", ["lib.exp(s)", "s.view(3)", "s.exp()", "lib.cos(s)", "s.log()", "s.cumsum(0)",
+                                  "s.flip(0)", "s.max()", "s.prod()"])
+def test_unsupported_dense_ops_name_the_op_as_torch(code):
+    """A dense op reaching a sparse tensor fails with PyTorch's missing-kernel error naming the op."""
+    def f(lib):
+        s = lib.sparse_coo_tensor([[0, 1]], [1., 2.], (3,))  # noqa: F841  (the codes use it)
+        try:
+            eval(code)
+        except NotImplementedError as e:
+            return str(e).split(" is only available for these backends")[0]
+        return None
+    ours, theirs = _both(f)
+    assert theirs is not None and ours == theirs

@@ -40,6 +40,30 @@ def not_implemented(op, layout=sparse_coo, device="cpu"):
         f"backends: {_BACKENDS}.")
 
 
+_OP_MODULES = ("retrograd.ops.", "retrograd.nn.functional", "retrograd._tensor_methods", "retrograd._creation",
+               "retrograd.linalg")
+_CALLER_LEVEL = ("retrograd.nn.modules", "retrograd.cli", "retrograd.optim", "retrograd.utils", "retrograd.autograd")
+_GENERIC = {"op", "apply_inplace", "<lambda>", "method", "wrapper", "inner", "fn", "f", "_prep"}
+_NP_TO_ATEN = {"absolute": "abs", "true_divide": "div", "divide": "div", "power": "pow", "multiply": "mul",
+               "subtract": "sub", "negative": "neg", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
+               "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "greater": "gt", "less": "lt",
+               "equal": "eq", "not_equal": "ne", "greater_equal": "ge", "less_equal": "le", "log1p": "log1p"}
+
+
+def _entry_op(f):
+    """The public op a dense code path was entered through (the outermost named frame of
+    retrograd's op modules), for the missing-kernel error: 'aten::view', not a helper's name."""
+    name = None
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if not mod.startswith("retrograd.") or mod.startswith(_CALLER_LEVEL):
+            break
+        if mod.startswith(_OP_MODULES) and f.f_code.co_name not in _GENERIC:
+            name = f.f_code.co_name
+        f = f.f_back
+    return name.strip("_") if name else None
+
+
 class _SparseData:
     """Shape and dtype of a sparse tensor, standing where a dense tensor keeps its array.
     Whatever else a dense op asks of it raises PyTorch's missing-kernel error."""
@@ -58,13 +82,14 @@ class _SparseData:
         self.dev = dev
 
     def _fail(self, op):
-        raise not_implemented(op, self.layout, self.dev)
+        name = _entry_op(sys._getframe(2)) or _NP_TO_ATEN.get(op, op).strip("_")
+        raise not_implemented(name, self.layout, self.dev)
 
     def __getattr__(self, name):
         if name.startswith("__"):   # protocol probes (copy, pickle, hasattr) get the usual answer
             raise AttributeError(name)
         # Only reached for what a dense op needs of an array: name the op that asked.
-        self._fail(sys._getframe(1).f_code.co_name.strip("_"))
+        self._fail(sys._getframe(1).f_code.co_name)
 
     def __array_ufunc__(self, ufunc, method, *args, **kwargs):
         self._fail(ufunc.__name__)
@@ -73,7 +98,7 @@ class _SparseData:
         self._fail(func.__name__)
 
     def __array__(self, *args, **kwargs):
-        self._fail(sys._getframe(1).f_code.co_name.strip("_"))
+        self._fail(sys._getframe(1).f_code.co_name)
 
     def __getitem__(self, key):
         self._fail("index")
@@ -83,6 +108,20 @@ class _SparseData:
 
     def __len__(self):
         return self.shape[0]
+
+
+def _arith_fail(aten):
+    def method(self, *args):
+        self._fail(aten)
+    return method
+
+
+# a dense op doing array arithmetic on it (outside NumPy's ufunc protocol) fails the same way
+for _dunder, _aten in (("neg", "neg"), ("pos", "positive"), ("abs", "abs"), ("invert", "bitwise_not"),
+                       ("add", "add"), ("radd", "add"), ("sub", "sub"), ("rsub", "sub"), ("mul", "mul"),
+                       ("rmul", "mul"), ("truediv", "div"), ("rtruediv", "div"), ("pow", "pow"), ("rpow", "pow"),
+                       ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge"), ("matmul", "mm"), ("rmatmul", "mm")):
+    setattr(_SparseData, f"__{_dunder}__", _arith_fail(_aten))
 
 
 def _xp(a):
