@@ -1,8 +1,6 @@
-"""pytorch/examples' gcn (tests/scripts/gcn/main.py, the upstream file unchanged) trains under
-``retrograd run`` on a synthetic Cora of the real archive's format, to PyTorch's accuracy.
-
-The script downloads cora.tgz with ``requests``; tests/scripts/gcn/requests.py stands in for
-it and serves the archive that make_cora.py writes (2708 papers, 1433 words, 7 classes)."""
+"""A graph convolutional network over a sparse COO adjacency (tests/scripts/gcn/train_gcn.py, a
+plain PyTorch program) trains under ``retrograd run`` on a synthetic Cora of the real archive's
+format (make_cora.py: 2708 papers, 1433 words, 7 classes), to PyTorch's accuracy."""
 import os
 import re
 import subprocess
@@ -28,10 +26,11 @@ def cora(tmp_path_factory):
 
 
 def _train(cora, cwd, retro, *args):
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", GCN_CORA_TGZ=cora,
-               PYTHONPATH=(SRC + os.pathsep if retro else "") + GCN)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    if retro:
+        env["PYTHONPATH"] = SRC
     cmd = [sys.executable, "-W", "ignore"] + (["-m", "retrograd", "run"] if retro else [])
-    r = subprocess.run(cmd + [os.path.join(GCN, "main.py"), "--no-accel", *args], capture_output=True, text=True,
+    r = subprocess.run(cmd + [os.path.join(GCN, "train_gcn.py"), cora, *args], capture_output=True, text=True,
                        timeout=600, env=env, cwd=cwd)
     assert r.returncode == 0, r.stderr
     m = re.search(r"Test set results: loss ([\d.]+) accuracy ([\d.]+)", r.stdout)
