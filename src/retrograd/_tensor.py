@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import CPU, device_of_array
+from ._layout import strided
 from .autograd.graph import AccumulateGrad, RemovableHandle
 
 __all__ = ["Tensor", "Size"]
@@ -84,6 +85,7 @@ class Tensor:
     _leaf_ref = None         # on a saved leaf's stand-in: weak reference to the leaf
     _inference = False
     _is_param = False
+    _sparse = False          # a sparse layout (retrograd.sparse.SparseTensor): ops with sparse paths test it
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor's reflected op
 
     def __new__(cls, *args, **kwargs):
@@ -194,7 +196,7 @@ class Tensor:
 
     @property
     def layout(self):
-        return "torch.strided"
+        return strided
 
     def stride(self, dim=None):
         """Strides in elements, as PyTorch reports them."""

@@ -96,6 +96,9 @@ class _Encoder:
                 return {"float": repr(obj)}
             return obj
         if isinstance(obj, Tensor):
+            if obj._sparse:
+                raise TypeError(f"retrograd.save cannot store a sparse tensor ({obj.layout}) at {_path_str(path)}: "
+                                "save its indices and values (or to_dense()) instead")
             d = obj._data
             # a device array stays where it is: it is copied to the host one tensor at a time
             enc = {"tensor": self.array(d, obj), "dtype": str(obj.dtype).replace("torch.", "")}

@@ -205,6 +205,9 @@ def _run_accumulate(fn, grads_in, create_graph):
 def _accumulate(var, g, create_graph):
     """Add ``g`` into the leaf's ``.grad`` as PyTorch's AccumulateGrad does."""
     old = var._grad
+    if g._sparse or old is not None and old._sparse:
+        from ..sparse._tensor import accumulate
+        return accumulate(var, g, create_graph)
     if old is None:
         if create_graph:
             var._grad = _copy_differentiable(g)

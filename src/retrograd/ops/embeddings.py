@@ -39,7 +39,12 @@ def _lookup_scale(idx, num, padding_idx, scale_grad_by_freq, dtype):
 
 
 class EmbeddingBackward0(OpNode):
+    sparse = False
+
     def backward(self, g):
+        if self.sparse:
+            from ..sparse._tensor import embedding_sparse_backward
+            return embedding_sparse_backward(g, self.idx, self.num, self.padding_idx, self.freq)
         return _dense_backward(g, self.idx, self.num, self.padding_idx, self.freq)
 
 
@@ -109,6 +114,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     node = node_for(EmbeddingBackward0, (weight,))
     if node is not None:
         node.idx, node.num, node.padding_idx, node.freq = idx, num, pi, scale_grad_by_freq
+        if sparse:
+            node.sparse = True
     return finish(node, r)
 
 
@@ -132,8 +139,11 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
 # *** bags ***
 
 class EmbeddingBagBackward0(OpNode):
+    sparse = False
+
     def backward(self, g):
-        if _state.grad:  # create_graph: differentiate the composite, so that double backward works
+        # create_graph: differentiate the composite, so that double backward works (dense gradients only)
+        if _state.grad and not self.sparse:
             nf = self.next_functions
             inputs = [self.weight_t] + ([self.saved_tensors[0]] if len(nf) > 1 else [])
             res = graph_grads(self._composite, inputs, [g])
@@ -177,12 +187,18 @@ class EmbeddingBagBackward0(OpNode):
                 rows = per if psw is None else per * psw._data[self.keep][:, None]
                 if self.freq:
                     rows = rows / np.bincount(idx, minlength=num)[idx][:, None]
-                gw = _scatter_axis(rows.astype(gd.dtype, copy=False), idx, num, 0)
+                if self.sparse:   # one row per kept lookup, as a sparse COO gradient
+                    from ..sparse._tensor import _coo
+                    gw = _coo(idx.reshape(1, -1), np.ascontiguousarray(rows, dtype=gd.dtype), (num, D))
+                else:
+                    gw = _scatter_axis(rows.astype(gd.dtype, copy=False), idx, num, 0)
             if len(nf) > 1 and nf[1][0] is not None:
                 full = np.zeros(self.n_all, gd.dtype)
                 full[self.keep] = (self.wrows * per).sum(axis=1)
                 gp = full
-        return (None if gw is None else finish(None, arr(gw)),) + (
+        if gw is not None and not isinstance(gw, Tensor):
+            gw = finish(None, arr(gw))
+        return (gw,) + (
             (None if gp is None else finish(None, gp),) if len(nf) > 1 else ())
 
 
@@ -219,6 +235,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)
     if per_sample_weights is not None and per_sample_weights._data.dtype != weight._data.dtype:
@@ -281,6 +299,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         node.counts = np.maximum(counts, 1).astype(w.dtype)
         node.wrows = rows
         node.weight_t = weight
+        if sparse:
+            node.sparse = True
         if psw is not None:
             save(node, psw)
     return finish(node, arr(out.astype(w.dtype, copy=False)))

@@ -153,6 +153,9 @@ def _no_bool(x, kernel):
 
 def matmul(input, other, *, out=None):
     """Matrix product with PyTorch's rank rules: dot, mv, mm, and batched with broadcasting."""
+    if input._sparse or other._sparse:
+        from ..sparse._ops import matmul as sparse_matmul
+        return sparse_matmul(input, other)
     x, y = input._data, other._data
     xn, yn = x.ndim, y.ndim
     if xn == 0 or yn == 0:
@@ -239,6 +242,10 @@ def _check_batched(x, y):
 
 def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors."""
+    if input._sparse or mat2._sparse:
+        from ..sparse import _mm
+        res = _mm(input, mat2)
+        return res if out is None else write_out(out, res, "mm")
     x, y = input._data, mat2._data
     if x.ndim != 2:
         raise RuntimeError("self must be a matrix")
@@ -261,6 +268,10 @@ def bmm(input, mat2, *, out=None):
 
 def mv(input, vec, *, out=None):
     """Matrix-vector product."""
+    if input._sparse:
+        from ..sparse._ops import mv as sparse_mv
+        res = sparse_mv(input, vec)
+        return res if out is None else write_out(out, res, "mv")
     x, y = input._data, vec._data
     _check_mv(x, y)
     _no_bool(x, "addmv_impl_cpu")

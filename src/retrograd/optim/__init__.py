@@ -13,7 +13,8 @@ from .lbfgs import LBFGS  # noqa: F401
 from .rprop import Rprop  # noqa: F401
 from .asgd import ASGD  # noqa: F401
 from .adafactor import Adafactor  # noqa: F401
+from .sparse_adam import SparseAdam  # noqa: F401
 from . import lr_scheduler  # noqa: F401
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adamax", "NAdam", "RAdam", "Adadelta",
-           "LBFGS", "Rprop", "ASGD", "Adafactor", "lr_scheduler"]
+           "LBFGS", "Rprop", "ASGD", "Adafactor", "SparseAdam", "lr_scheduler"]

@@ -2,6 +2,7 @@
 import numpy as np
 
 from .._tensor import Tensor
+from ._sparse import adagrad_sparse_step
 from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, addcdiv, addcmul,
                         fma_scalar)
 
@@ -52,6 +53,11 @@ class Adagrad(Optimizer):
                 step_t = state["step"]
                 step_t._data += 1
                 step = float(step_t._data)
+                if p._grad._sparse:
+                    if wd != 0:
+                        raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+                    adagrad_sparse_step(p, state, lr / (1 + (step - 1) * lr_decay), eps, group["maximize"])
+                    continue
                 d = _real(p._data)
                 g = self._grad_array(p, group["maximize"])
                 if wd != 0:

@@ -443,8 +443,11 @@ class Optimizer:
                             g.detach_()
                         else:
                             g.requires_grad_(False)
-                        g._data[...] = 0
-                        g._bump_version()
+                        if g._sparse:   # a sparse .grad (embedding(sparse=True)) empties, as PyTorch's zero_()
+                            g.zero_()
+                        else:
+                            g._data[...] = 0
+                            g._bump_version()
 
     def step(self, closure=None):
         """Perform a single optimization step (subclasses implement it)."""

@@ -1,6 +1,7 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize."""
 from .._tensor import Tensor
 from .optimizer import Optimizer, _scalar, fma_scalar
+from ._sparse import sgd_sparse_step
 
 __all__ = ["SGD"]
 
@@ -40,6 +41,9 @@ class SGD(Optimizer):
             maximize = group["maximize"]
             for p in group["params"]:
                 if p._grad is None:
+                    continue
+                if p._grad._sparse:
+                    sgd_sparse_step(p, self.state[p], lr, wd, momentum, dampening, nesterov, maximize)
                     continue
                 # PyTorch's SGD works on complex numbers as they are (no fused steps then).
                 d = p._data

@@ -381,8 +381,11 @@ class Module:
                         g.detach_()
                     else:
                         g.requires_grad_(False)
-                    g._data[...] = 0
-                    g._bump_version()
+                    if g._sparse:   # a sparse .grad (embedding(sparse=True)) empties, as PyTorch's zero_()
+                        g.zero_()
+                    else:
+                        g._data[...] = 0
+                        g._bump_version()
 
     def apply(self, fn):
         """Call ``fn`` on every submodule (children first) and on this module."""
