@@ -243,6 +243,8 @@ def test_lstm_trains_on_a_toy_task():
     ys = (xs.sum(axis=(1, 2)) > 0).astype(np.int64)
     x, y = retrograd.from_numpy(xs), retrograd.from_numpy(ys)
     losses = []
+    # (a step of 0.5 made the loss oscillate late in the run, so that its last value
+    # depended on rounding; 0.3 descends steadily)
     for _ in range(60):
         out, (h, c) = lstm(x)
         logits = head(h[0])
@@ -251,7 +253,7 @@ def test_lstm_trains_on_a_toy_task():
             p.grad = None
         loss.backward()
         for p in params:
-            p.data._data -= 0.5 * p.grad.numpy()
+            p.data._data -= 0.3 * p.grad.numpy()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
 
