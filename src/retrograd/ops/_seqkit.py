@@ -365,9 +365,8 @@ class _GruLayerNode(OpNode):
                 dh = dz + yw + dh * nm
         if ms is None:
             dh = dz + yw
-        back = slice(None) if self.reverse else slice(None, None, -1)
-        dw = np.matmul(dgh.transpose(0, 2, 1), np.stack(hps))[back].sum(0) if nf[2][0] is not None else None
-        db = dgh.sum(1)[back].sum(0) if nf[3][0] is not None else None
+        dw = dgh.reshape(L * N, 3 * H).T @ np.stack(hps).reshape(L * N, H) if nf[2][0] is not None else None
+        db = dgh.reshape(L * N, 3 * H).sum(0) if nf[3][0] is not None else None
         out = [dgx, dh, dw, db]
         return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
                      for k, a in enumerate(out))
@@ -412,7 +411,7 @@ def gru_layer(gx, h0, w_hh, b_hh, reverse=False, masks=None):
     ns = np.empty((L, N, H), dt)
     hns = [None] * L
     hps = [None] * L
-    wt = w.T
+    wt = np.ascontiguousarray(w.T)      # (BLAS runs h @ w.T slower than h @ contiguous)
     for t in (range(L - 1, -1, -1) if reverse else range(L)):
         hps[t] = h
         gh = h @ wt
