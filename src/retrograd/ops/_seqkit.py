@@ -137,6 +137,10 @@ class _LstmLayerNode(OpNode):
     """Backward through time of ``lstm_layer``: on arrays, or through the tensor-op
     composite when the backward itself is recorded (create_graph)."""
 
+    def _release(self):     # (the arrays kept for the backward go with the saved tensors)
+        super()._release()
+        self.vals = None
+
     def _apply(self, grads):
         saved = self.saved_tensors
         if _state.grad:
@@ -144,7 +148,6 @@ class _LstmLayerNode(OpNode):
             return tuple(graph_grads(fn, list(saved), list(grads)))
         w = saved[3]._data
         acts, gc, tcs, hprev, msk = self.vals
-        self.vals = None
         L, H, N = tcs.shape
         H4 = 4 * H
         perm = _lstm_perm(H)
@@ -312,6 +315,10 @@ class _GruLayerNode(OpNode):
     """Backward through time of ``gru_layer``: on arrays, or through the tensor-op
     composite when the backward itself is recorded (create_graph)."""
 
+    def _release(self):     # (the arrays kept for the backward go with the saved tensors)
+        super()._release()
+        self.vals = None
+
     def _apply(self, grads):
         saved = self.saved_tensors
         if _state.grad:
@@ -319,7 +326,6 @@ class _GruLayerNode(OpNode):
             return tuple(graph_grads(fn, list(saved), list(grads)))
         w = saved[2]._data
         rzs, ns, hns, hps = self.vals
-        self.vals = None
         L, N, H = ns.shape
         H2 = 2 * H
         dout = grads[0]._data
@@ -448,5 +454,129 @@ def gru_layer(gx, h0, w_hh, b_hh, reverse=False, masks=None):
         node.vals = (rzs, ns, hns, hps)
         node.reverse = reverse
         node.masks = masks
+        save(node, gx, h0, w_hh, b_hh)
+    return res
+
+
+
+# *** a whole Elman RNN layer (one direction) as one node ***
+
+class _RnnLayerNode(OpNode):
+    """Backward through time of ``rnn_layer``: on arrays, or through the tensor-op
+    composite when the backward itself is recorded (create_graph)."""
+
+    def _release(self):     # (the arrays kept for the backward go with the saved tensors)
+        super()._release()
+        self.vals = None
+
+    def _apply(self, grads):
+        saved = self.saved_tensors
+        if _state.grad:
+            fn = lambda *ins: rnn_layer_composite(*ins, self.relu, self.reverse, self.masks)  # noqa: E731
+            return tuple(graph_grads(fn, list(saved), list(grads)))
+        w = saved[2]._data
+        acts, hprev = self.vals
+        L, N, H = acts.shape
+        dout = grads[0]._data
+        dh = grads[1]._data
+        # the derivative of the nonlinearity, for all steps at once
+        if self.relu:
+            k = acts > 0
+        else:
+            k = np.multiply(acts, acts)
+            np.subtract(1, k, out=k)
+        da = np.empty((L, N, H), acts.dtype)
+        ms = self.masks
+        nf = self.next_functions
+        for t in (range(L) if self.reverse else range(L - 1, -1, -1)):
+            dh2 = dout[t] + dh
+            if ms is not None:
+                dh2 *= ms[t][0]._data
+            d = da[t]
+            if self.relu:       # a selection: 0 where the unit is off, whatever the gradient
+                d[...] = 0
+                np.copyto(d, dh2, where=k[t])
+            else:
+                np.multiply(dh2, k[t], out=d)
+            if ms is not None:
+                dh = d @ w + dh * ms[t][1]._data
+            else:
+                dh = d @ w
+        dw = db = None
+        if nf[2][0] is not None:
+            dw = da.reshape(L * N, H).T @ hprev.reshape(L * N, H)
+        if nf[3][0] is not None:
+            db = da.reshape(L * N, H).sum(0)
+        out = [da, dh, dw, db]
+        return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
+                     for k, a in enumerate(out))
+
+
+# named as PyTorch's RNN output shows it (the stack of the per-step outputs)
+_RnnLayerStack = type("StackBackward0", (_RnnLayerNode,), {})
+
+
+def rnn_layer_composite(gx, h, w_hh, b_hh, relu=False, reverse=False, masks=None):
+    """(outputs (L, N, H), h_L) of an Elman RNN layer (tanh, or relu) over the input
+    projections ``gx`` (L, N, H) as tensor ops; ``masks`` as in ``lstm_layer_composite``."""
+    from ._linear import linear
+    from .shape import stack, unbind
+    from .unary import tanh, relu as relu_
+    steps = unbind(gx, 0)
+    L = len(steps)
+    outs = [None] * L
+    for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        a = steps[t] + linear(h, w_hh, b_hh)
+        h2 = relu_(a) if relu else tanh(a)
+        if masks is not None:
+            m, nm = masks[t]
+            outs[t] = h2 * m
+            h = h2 * m + h * nm
+        else:
+            outs[t] = h2
+            h = h2
+    return stack(outs, 0), h
+
+
+def rnn_layer(gx, h0, w_hh, b_hh, relu=False, reverse=False, masks=None):
+    """An Elman RNN layer (one direction; tanh, or relu) over the input projections ``gx``
+    (L, N, H), as one node: returns (outputs (L, N, H), h_L). ``masks`` as in
+    ``lstm_layer_composite``."""
+    ga, w = gx._data, w_hh._data
+    h = h0._data
+    L, N = ga.shape[:2]
+    H = h.shape[-1]
+    dt = np.result_type(ga, h, w)
+    gb = ga + b_hh._data if b_hh is not None else ga
+    gb = gb.astype(dt, copy=False)
+    wt = np.ascontiguousarray(w.T, dt)  # (BLAS runs h @ w.T slower than h @ contiguous)
+    acts = np.empty((L, N, H), dt)      # the activations (the outputs, unless masked)
+    if masks is not None:
+        hprev = np.empty((L, N, H), dt)
+        out = np.empty((L, N, H), dt)
+    for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        if masks is not None:
+            hprev[t] = h
+        a = np.matmul(h, wt, out=acts[t])
+        a += gb[t]
+        if relu:
+            np.maximum(a, 0, out=a)
+        else:
+            np.tanh(a, out=a)
+        if masks is not None:
+            m, nm = masks[t][0]._data, masks[t][1]._data
+            np.multiply(a, m, out=out[t])
+            h = out[t] + h * nm
+        else:
+            h = a
+    node = node_for(_RnnLayerStack, (gx, h0, w_hh, b_hh))
+    # (the output is a copy: the backward keeps the activations, whatever is written to it)
+    res = finish_multi(node, [acts.copy() if masks is None else out, np.array(h, dt, copy=True)])
+    if node is not None:
+        if masks is None:
+            h0d = h0._data.astype(dt, copy=False)[None]
+            hprev = np.concatenate([acts[1:], h0d] if reverse else [h0d, acts[:-1]])
+        node.vals = (acts, hprev)
+        node.relu, node.reverse, node.masks = relu, reverse, masks
         save(node, gx, h0, w_hh, b_hh)
     return res
