@@ -182,3 +182,38 @@ def test_multihead_attention_mask_type_checks():
         m(x, x, x, key_padding_mask=retrograd.zeros(2, 3, dtype=retrograd.bool), attn_mask=retrograd.zeros(3, 3))
     with pytest.raises(AssertionError, match="only bool and floating types of key_padding_mask are supported"):
         m(x, x, x, key_padding_mask=retrograd.zeros(2, 3, dtype=retrograd.int64))
+
+
+@pytest.mark.parametrize("L,S", [(5, 3), (3, 5), (4, 4)])
+def test_sdpa_fused_gradcheck(L, S):
+    """The fused 4-D path (causal positions selected, softmax row sums from the output) and
+    the composite path with dropout (a fixed seed makes the mask repeatable)."""
+    gradcheck_op(lambda q, k, v: RF.scaled_dot_product_attention(q, k, v, is_causal=True),
+                 [(1, 2, L, 3), (1, 2, S, 3), (1, 2, S, 3)])
+
+    def dropped(q, k, v):
+        retrograd.manual_seed(0)
+        return RF.scaled_dot_product_attention(q, k, v, dropout_p=0.4)
+    gradcheck_op(dropped, [(1, 2, L, 3), (1, 2, S, 3), (1, 2, S, 3)])
+
+
+@needs_torch
+@pytest.mark.parametrize("L,S", [(5, 3), (3, 5)])
+def test_sdpa_fused_causal_parity(L, S):
+    check(lambda q, k, v: lib_of(q).nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+          [(2, 2, L, 4), (2, 2, S, 4), (2, 2, S, 4)])
+
+
+@needs_torch
+def test_sdpa_fused_output_modified_in_place():
+    """The fused kernel keeps its output for the backward, as PyTorch's does: writing to it
+    first is the in-place error."""
+    msgs = []
+    for lib in (retrograd, torch):
+        q = lib.ones(2, 2, 4, 3, requires_grad=True)
+        o = lib.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+        o.mul_(2)
+        with pytest.raises(RuntimeError) as e:
+            o.sum().backward()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]

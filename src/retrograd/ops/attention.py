@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, finish_multi, arr, _state
+from ._base import OpNode, node_for, save, save_output, finish, finish_multi, arr, _state
 from ._seqkit import graph_grads
 from .linalg import matmul
 from .activation import softmax
@@ -17,17 +17,20 @@ __all__ = []
 
 
 def _softmax_rows(s):
-    """Softmax over the last axis; rows that are entirely -inf give zeros (PyTorch's safe
-    softmax); a NaN or +inf in a row makes the row NaN, as in PyTorch."""
+    """Softmax over the last axis, in place; rows that are entirely -inf give zeros
+    (PyTorch's safe softmax); a NaN or +inf in a row makes the row NaN, as in PyTorch."""
     m = s.max(axis=-1, keepdims=True)
-    m[m == -np.inf] = 0
+    dead = m == -np.inf
+    some_dead = dead.any()
+    if some_dead:
+        m[dead] = 0
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        e = np.exp(s - m)
-        r = e / e.sum(axis=-1, keepdims=True)
-    dead = np.isneginf(s).all(axis=-1, keepdims=True)
-    if dead.any():
-        r = np.where(dead, s.dtype.type(0), r)
-    return r.astype(s.dtype, copy=False)
+        s -= m
+        np.exp(s, out=s)
+        s /= s.sum(axis=-1, keepdims=True)
+    if some_dead:
+        np.copyto(s, s.dtype.type(0), where=dead)
+    return s
 
 
 def _safe_softmax(s):
@@ -49,27 +52,60 @@ def _dropout_mask(shape, p, dtype):
     return keep.astype(dtype) / dtype.type(1 - p)
 
 
-def _attend(q, k, v, mask, scale, drop):
-    """Forward on arrays: returns (out, p, p_dropped)."""
+def _attend(q, k, v, mask, scale, drop, causal=False):
+    """Forward on arrays: returns (out, p, p_dropped). ``causal``: mask out the positions
+    above the diagonal (selected, no float mask)."""
     s = np.matmul(q, np.swapaxes(k, -1, -2))
     if q.shape[-1]:   # (no embedding: zero scores, whatever the scale)
         s *= q.dtype.type(scale)
-    if mask is not None:
-        s = s + mask
+    if causal:
+        L, S = s.shape[-2:]
+        np.copyto(s, s.dtype.type(-np.inf), where=_above_diagonal(L, S))
+    elif mask is not None:
+        if np.broadcast_shapes(s.shape, mask.shape) == s.shape:
+            s += mask
+        else:
+            s = s + mask
     p = _softmax_rows(s)
     pd = p if drop is None else p * drop
     return np.matmul(pd, v), p, pd
 
 
-def _attend_backward(g, q, k, v, p, pd, drop, scale):
-    """Gradients (dq, dk, dv, dscores) of ``_attend`` for the upstream gradient ``g``."""
+_TRIU = {}
+
+
+def _above_diagonal(L, S):
+    """The (L, S) bool mask of the positions a causal mask hides (cached: read-only)."""
+    m = _TRIU.get((L, S))
+    if m is None:
+        m = ~np.tril(np.ones((L, S), bool))
+        m.flags.writeable = False
+        if len(_TRIU) > 32:
+            _TRIU.clear()
+        _TRIU[(L, S)] = m
+    return m
+
+
+def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None):
+    """Gradients (dq, dk, dv, dscores) of ``_attend`` for the upstream gradient ``g``.
+    ``out``: the forward's output, where kept; the softmax's row sums sum(dp * p) are then
+    the shorter sum(g * out) (flash attention's identity, dropout included)."""
     dv = np.matmul(np.swapaxes(pd, -1, -2), g)
-    dpd = np.matmul(g, np.swapaxes(v, -1, -2))
-    dp = dpd if drop is None else dpd * drop
-    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    dp = np.matmul(g, np.swapaxes(v, -1, -2))
+    if drop is not None:
+        dp *= drop
+    if out is not None and out.shape == g.shape:
+        rs = np.einsum("...i,...i->...", g, out)[..., None]
+    else:
+        rs = (dp * p).sum(axis=-1, keepdims=True)
+    dp -= rs
+    dp *= p
+    ds = dp
     sc = q.dtype.type(scale)
-    dq = np.matmul(ds, k) * sc
-    dk = np.matmul(np.swapaxes(ds, -1, -2), q) * sc
+    dq = np.matmul(ds, k)
+    dq *= sc
+    dk = np.matmul(np.swapaxes(ds, -1, -2), q)
+    dk *= sc
     return dq, dk, dv, ds
 
 
@@ -91,7 +127,9 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
         kd, vd, rep = k._data, v._data, self.rep
         if rep > 1:
             kd, vd = np.repeat(kd, rep, axis=-3), np.repeat(vd, rep, axis=-3)
-        dq, dk, dv, ds = _attend_backward(g._data, q._data, kd, vd, self.p, self.pd, self.drop, self.scale)
+        saved = self.saved_tensors
+        out = saved[3]._data if len(saved) > 3 else None
+        dq, dk, dv, ds = _attend_backward(g._data, q._data, kd, vd, self.p, self.pd, self.drop, self.scale, out)
         if rep > 1:
             dk = dk.reshape(dk.shape[:-3] + (dk.shape[-3] // rep, rep) + dk.shape[-2:]).sum(axis=-3)
             dv = dv.reshape(dv.shape[:-3] + (dv.shape[-3] // rep, rep) + dv.shape[-2:]).sum(axis=-3)
@@ -113,6 +151,10 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
             s = s + m
         elif self.const_mask is not None:
             s = s + finish(None, self.const_mask)
+        elif self.causal:
+            L, S = s.shape[-2:]
+            s = s + finish(None, np.where(_above_diagonal(L, S), q._data.dtype.type(-np.inf),
+                                          q._data.dtype.type(0)))
         p = _safe_softmax(s)
         if self.drop is not None:
             p = p * finish(None, self.drop)
@@ -190,7 +232,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                                "is_causal=True")
-        mask = np.where(np.tril(np.ones((L, S), bool)), q.dtype.type(0), q.dtype.type(-np.inf))
     elif attn_mask is not None:
         mask = _float_mask(attn_mask, q.dtype)
         if _no_bcast(batch + (L, S), mask.shape):
@@ -200,7 +241,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         return _empty_attention(query, key, value, out_shape)
     sc = (1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else math.inf) if scale is None else scale
     drop = _dropout_mask(batch + (L, S), dropout_p, q.dtype) if dropout_p > 0 else None
-    out, p, pd = _attend(q, k, v, mask, sc, drop)
+    out, p, pd = _attend(q, k, v, mask, sc, drop, causal=is_causal)
     grad_mask = attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._requires_grad
     inputs = (query, key, value) + ((attn_mask,) if grad_mask else ())
     # PyTorch's fused CPU kernel: 4-D q, k, v of one head size and one batch and head count
@@ -214,10 +255,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         node.rep = rep
         node.p, node.pd, node.drop, node.scale = p, pd, drop, sc
         node.const_mask = None if grad_mask else mask
+        node.causal = is_causal
         if grad_mask:
             node.mask_shape = attn_mask._data.shape
             node.mask_t = attn_mask
     res = finish(node, arr(out))
+    if node is not None and flash:
+        save_output(node, res)      # (as PyTorch's fused kernel keeps its output)
     return res
 
 
@@ -252,7 +296,7 @@ class MultiheadAttentionBackward0(OpNode):
         H, bf = self.heads, self.batch_first
         qh, kh, vh = (_split(t._data, H, bf) for t in (q, k, v))
         go = _split(g_out._data, H, bf)
-        dq, dk, dv, ds = _attend_backward(go, qh, kh, vh, self.p, self.pd, self.drop, self.scale)
+        dq, dk, dv, ds = _attend_backward(go, qh, kh, vh, self.p, self.pd, self.drop, self.scale, self.out)
         if g_w is not None and self.need_weights:
             gw = g_w._data
             N, L, S = qh.shape[0], qh.shape[2], kh.shape[2]
@@ -335,6 +379,7 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
         save(node, q, k, v)
         node.heads, node.batch_first, node.p, node.pd, node.drop, node.scale = H, batch_first, p, pd, drop, sc
         node.need_weights, node.average = need_weights, average_attn_weights
+        node.out = out      # (private: the merged output is a copy)
         node.const_mask = None if grad_mask else m
         if grad_mask:
             node.mask_shape = m.shape
