@@ -283,18 +283,25 @@ def _empty_attention(query, key, value, shape):
 # *** multi-head attention core ***
 
 class MultiheadAttentionBackward0(OpNode):
-    """Backward of the head-split attention: inputs q, k, v (projected), optional float mask."""
+    """Backward of the head-split attention: inputs q, k, v (projected), or the packed
+    (..., 3E) projection of self-attention; optional float mask."""
+    packed = False
 
     def _apply(self, grads):
+        nin = 1 if self.packed else 3
         if _state.grad:  # create_graph: differentiate the composite, so that double backward works
-            inputs = list(self.saved_tensors) + ([self.mask_t] if len(self.next_functions) > 3 else [])
+            inputs = list(self.saved_tensors) + ([self.mask_t] if len(self.next_functions) > nin else [])
             res = graph_grads(self._composite, inputs, list(grads))
             return tuple(res[i] if self.next_functions[i][0] is not None else None for i in range(len(inputs)))
         g_out = grads[0]
         g_w = grads[1] if len(grads) > 1 else None
-        q, k, v = self.saved_tensors
         H, bf = self.heads, self.batch_first
-        qh, kh, vh = (_split(t._data, H, bf) for t in (q, k, v))
+        if self.packed:
+            qkv = self.saved_tensors[0]._data
+            E = qkv.shape[-1] // 3
+            qh, kh, vh = (_split(qkv[..., i * E:(i + 1) * E], H, bf) for i in range(3))
+        else:
+            qh, kh, vh = (_split(t._data, H, bf) for t in self.saved_tensors)
         go = _split(g_out._data, H, bf)
         dq, dk, dv, ds = _attend_backward(go, qh, kh, vh, self.p, self.pd, self.drop, self.scale, self.out)
         if g_w is not None and self.need_weights:
@@ -309,15 +316,25 @@ class MultiheadAttentionBackward0(OpNode):
             dq = dq + np.matmul(dsw, kh) * sc
             dk = dk + np.matmul(np.swapaxes(dsw, -1, -2), qh) * sc
         nf = self.next_functions
-        res = [_merge(dq, bf), _merge(dk, bf), _merge(dv, bf)]
-        out = [None if nf[i][0] is None else finish(None, arr(a)) for i, a in enumerate(res)]
-        if len(nf) > 3:
-            out.append(None if nf[3][0] is None else finish(None, arr(_sum_to(ds, self.mask_shape))))
+        if self.packed:
+            res = [None if nf[0][0] is None else _merge_packed((dq, dk, dv), bf)]
+        else:
+            res = [None if nf[i][0] is None else _merge(a, bf) for i, a in enumerate((dq, dk, dv))]
+        out = [None if a is None else finish(None, arr(a)) for a in res]
+        if len(nf) > nin:
+            out.append(None if nf[nin][0] is None else finish(None, arr(_sum_to(ds, self.mask_shape))))
         return tuple(out)
 
 
-    def _composite(self, q, k, v, m=None):
+    def _composite(self, *inputs):
         H, bf = self.heads, self.batch_first
+        if self.packed:
+            qkv, m = inputs[0], (inputs[1] if len(inputs) > 1 else None)
+            E = qkv.shape[-1] // 3
+            q, k, v = qkv[..., :E], qkv[..., E:2 * E], qkv[..., 2 * E:]
+        else:
+            q, k, v = inputs[:3]
+            m = inputs[3] if len(inputs) > 3 else None
 
         def split(x):
             if not bf:
@@ -357,14 +374,34 @@ def _merge(x, batch_first):
     return np.ascontiguousarray(r if batch_first else np.swapaxes(r, 0, 1))
 
 
+def _merge_packed(xs, batch_first):
+    """(dq, dk, dv), each (N, H, L, d), merged side by side into one (L, N, 3E) (or
+    (N, L, 3E)) array."""
+    N, H, L, d = xs[0].shape
+    E = H * d
+    r = np.empty((N, L, 3 * E) if batch_first else (L, N, 3 * E), xs[0].dtype)
+    for i, x in enumerate(xs):
+        dst = r[..., i * E:(i + 1) * E].reshape(r.shape[:2] + (H, d))
+        dst[...] = x.transpose(0, 2, 1, 3) if batch_first else x.transpose(2, 0, 1, 3)
+    return r
+
+
 def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need_weights=True,
                               average_attn_weights=True, batch_first=False):
-    """Attention of projected ``q, k, v`` (L, N, E) split over ``num_heads`` heads.
+    """Attention of projected ``q, k, v`` (L, N, E) split over ``num_heads`` heads; with
+    ``k`` and ``v`` None, ``q`` is the packed (L, N, 3E) projection of self-attention (one
+    GEMM made it, and the backward hands back one gradient).
 
     ``mask`` is an additive float tensor broadcastable to (N, H, L, S). Returns the merged
     output (before the output projection) and the attention weights (or None)."""
     H = num_heads
-    qh, kh, vh = (_split(t._data, H, batch_first) for t in (q, k, v))
+    packed = k is None
+    if packed:
+        E = q.shape[-1] // 3
+        qd = q._data
+        qh, kh, vh = (_split(qd[..., i * E:(i + 1) * E], H, batch_first) for i in range(3))
+    else:
+        qh, kh, vh = (_split(t._data, H, batch_first) for t in (q, k, v))
     m = None if mask is None else mask._data
     sc = 1.0 / math.sqrt(qh.shape[-1])
     drop = _dropout_mask(qh.shape[:-1] + (kh.shape[2],), dropout_p, qh.dtype) if dropout_p > 0 else None
@@ -373,10 +410,12 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
     if need_weights:
         outs.append(np.ascontiguousarray(pd.mean(axis=1) if average_attn_weights else pd))
     grad_mask = mask is not None and mask._requires_grad
-    node = node_for(MultiheadAttentionBackward0, (q, k, v) + ((mask,) if grad_mask else ()))
+    ins = (q,) if packed else (q, k, v)
+    node = node_for(MultiheadAttentionBackward0, ins + ((mask,) if grad_mask else ()))
     res = finish_multi(node, outs)
     if node is not None:
-        save(node, q, k, v)
+        save(node, *ins)
+        node.packed = packed
         node.heads, node.batch_first, node.p, node.pd, node.drop, node.scale = H, batch_first, p, pd, drop, sc
         node.need_weights, node.average = need_weights, average_attn_weights
         node.out = out      # (private: the merged output is a copy)
