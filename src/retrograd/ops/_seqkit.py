@@ -129,8 +129,18 @@ def gru_pointwise(gx, gh, h):
 # ``gc[j]`` holds (g, c) of a step side by side, so that f * c + i * g is one product of
 # the (i, f) block with it and one sum.
 
+_PERMS = {}
+
+
 def _lstm_perm(H):
-    return np.r_[3 * H:4 * H, 0:2 * H, 2 * H:3 * H]
+    p = _PERMS.get(H)
+    if p is None:
+        p = np.concatenate([np.arange(3 * H, 4 * H), np.arange(0, 3 * H)])
+        p.flags.writeable = False
+        if len(_PERMS) > 16:
+            _PERMS.clear()
+        _PERMS[H] = p
+    return p
 
 
 class _LstmLayerNode(OpNode):
