@@ -275,3 +275,23 @@ def test_multihead_attention_float_mask_gradient(extra, self_attention):
         res.append((o.detach().numpy(), xt.grad.numpy(), mask.grad.numpy()))
     for a, b in zip(*res):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("which", [0, 1])
+def test_multihead_attention_one_output_used(which):
+    """Only the output or only the weights reach the loss (the other output's gradient is
+    absent, not zeros)."""
+    from nn_seq_helpers import copy_params
+    x = np.random.default_rng(2).standard_normal((3, 2, 4))
+    mt = torch.nn.MultiheadAttention(4, 2).double()
+    mr = rnn.MultiheadAttention(4, 2).double()
+    copy_params(mr, mt)
+    res = []
+    for lib, m in ((retrograd, mr), (torch, mt)):
+        xt = lib.tensor(x, requires_grad=True)
+        (m(xt, xt, xt)[which] ** 2).sum().backward()
+        res.append([xt.grad.numpy()] + [p.grad.numpy() for p in m.parameters() if p.grad is not None])
+    assert len(res[0]) == len(res[1])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

@@ -284,8 +284,10 @@ def _empty_attention(query, key, value, shape):
 
 class MultiheadAttentionBackward0(OpNode):
     """Backward of the head-split attention: inputs q, k, v (projected), or the packed
-    (..., 3E) projection of self-attention; optional float mask."""
+    (..., 3E) projection of self-attention; optional float mask. An output without a
+    gradient (the weights, mostly) comes as None: its share is skipped, not computed from zeros."""
     packed = False
+    _materialize_grads = False
 
     def _apply(self, grads):
         nin = 1 if self.packed else 3
@@ -296,6 +298,9 @@ class MultiheadAttentionBackward0(OpNode):
         g_out = grads[0]
         g_w = grads[1] if len(grads) > 1 else None
         H, bf = self.heads, self.batch_first
+        if g_out is None:
+            shape, dt = self._out_meta[0]
+            g_out = finish(None, np.zeros(shape, dt))
         if self.packed:
             qkv = self.saved_tensors[0]._data
             E = qkv.shape[-1] // 3
