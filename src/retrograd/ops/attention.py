@@ -55,7 +55,9 @@ def _dropout_mask(shape, p, dtype):
 def _attend(q, k, v, mask, scale, drop, causal=False):
     """Forward on arrays: returns (out, p, p_dropped). ``causal``: mask out the positions
     above the diagonal (selected, no float mask)."""
-    s = np.matmul(q, np.swapaxes(k, -1, -2))
+    # (NumPy's batched matmul runs several times slower with a transposed right operand
+    # than with a contiguous copy of it)
+    s = np.matmul(q, np.ascontiguousarray(np.swapaxes(k, -1, -2)))
     if q.shape[-1]:   # (no embedding: zero scores, whatever the scale)
         s *= q.dtype.type(scale)
     if causal:
@@ -91,7 +93,7 @@ def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None):
     ``out``: the forward's output, where kept; the softmax's row sums sum(dp * p) are then
     the shorter sum(g * out) (flash attention's identity, dropout included)."""
     dv = np.matmul(np.swapaxes(pd, -1, -2), g)
-    dp = np.matmul(g, np.swapaxes(v, -1, -2))
+    dp = np.matmul(g, np.ascontiguousarray(np.swapaxes(v, -1, -2)))
     if drop is not None:
         dp *= drop
     if out is not None and out.shape == g.shape:
