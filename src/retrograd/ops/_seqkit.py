@@ -132,14 +132,16 @@ def gru_pointwise(gx, gh, h):
 _PERMS = {}
 
 
-def _lstm_perm(H):
-    p = _PERMS.get(H)
+def _lstm_perm(H, inverse=False):
+    """The gate order (o, i, f, g) as indices into PyTorch's (i, f, g, o), or the inverse."""
+    p = _PERMS.get((H, inverse))
     if p is None:
-        p = np.concatenate([np.arange(3 * H, 4 * H), np.arange(0, 3 * H)])
+        p = (np.concatenate([np.arange(H, 4 * H), np.arange(0, H)]) if inverse else
+             np.concatenate([np.arange(3 * H, 4 * H), np.arange(0, 3 * H)]))
         p.flags.writeable = False
         if len(_PERMS) > 16:
             _PERMS.clear()
-        _PERMS[H] = p
+        _PERMS[(H, inverse)] = p
     return p
 
 
@@ -186,6 +188,7 @@ class _LstmLayerNode(OpNode):
         np.subtract(1, kc, out=kc)
         kc *= o
         da = np.empty((L, 4, H, N), dt)
+        da2 = da.reshape(L, H4, N)
         wt = np.ascontiguousarray(w[perm].T, dt)        # (H, 4H)
         nf = self.next_functions
         for t in (range(L) if rev else range(L - 1, -1, -1)):
@@ -202,13 +205,13 @@ class _LstmLayerNode(OpNode):
             np.multiply(K[t, 0], dh2, out=d[0])
             np.multiply(K[t, 1:], dct, out=d[1:])
             if msk is not None:
-                dh = wt @ d.reshape(H4, N) + dh * nm
+                dh = wt @ da2[t] + dh * nm
                 dc = dct * f[t] + dc * nm
             else:
-                dh = wt @ d.reshape(H4, N)
+                dh = wt @ da2[t]
                 dc = np.multiply(dct, f[t], out=dct)
         # back to (L, N, 4H) in PyTorch's gate order, then the weight gradient as one GEMM
-        da = da.reshape(L, H4, N).transpose(0, 2, 1)[..., np.argsort(perm)]
+        da = da2.transpose(0, 2, 1)[..., _lstm_perm(H, inverse=True)]
         dw = db = None
         if nf[3][0] is not None:
             dw = da.reshape(L * N, H4).T @ hprev.reshape(L * N, H)
