@@ -182,3 +182,116 @@ def test_multihead_attention_mask_type_checks():
         m(x, x, x, key_padding_mask=retrograd.zeros(2, 3, dtype=retrograd.bool), attn_mask=retrograd.zeros(3, 3))
     with pytest.raises(AssertionError, match="only bool and floating types of key_padding_mask are supported"):
         m(x, x, x, key_padding_mask=retrograd.zeros(2, 3, dtype=retrograd.int64))
+
+
+@pytest.mark.parametrize("L,S", [(5, 3), (3, 5), (4, 4)])
+def test_sdpa_fused_gradcheck(L, S):
+    """The fused 4-D path (causal positions selected, softmax row sums from the output) and
+    the composite path with dropout (a fixed seed makes the mask repeatable)."""
+    gradcheck_op(lambda q, k, v: RF.scaled_dot_product_attention(q, k, v, is_causal=True),
+                 [(1, 2, L, 3), (1, 2, S, 3), (1, 2, S, 3)])
+
+    def dropped(q, k, v):
+        retrograd.manual_seed(0)
+        return RF.scaled_dot_product_attention(q, k, v, dropout_p=0.4)
+    gradcheck_op(dropped, [(1, 2, L, 3), (1, 2, S, 3), (1, 2, S, 3)])
+
+
+@needs_torch
+@pytest.mark.parametrize("L,S", [(5, 3), (3, 5)])
+def test_sdpa_fused_causal_parity(L, S):
+    check(lambda q, k, v: lib_of(q).nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+          [(2, 2, L, 4), (2, 2, S, 4), (2, 2, S, 4)])
+
+
+@needs_torch
+def test_sdpa_fused_output_modified_in_place():
+    """The fused kernel keeps its output for the backward, as PyTorch's does: writing to it
+    first is the in-place error."""
+    msgs = []
+    for lib in (retrograd, torch):
+        q = lib.ones(2, 2, 4, 3, requires_grad=True)
+        o = lib.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+        o.mul_(2)
+        with pytest.raises(RuntimeError) as e:
+            o.sum().backward()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+@needs_torch
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_self_attention_packed_double_backward(batch_first):
+    """Self-attention (one tensor as query, key and value) runs on one packed projection."""
+    from nn_seq_helpers import double_backward_parity, copy_params
+    mt = torch.nn.MultiheadAttention(4, 2, batch_first=batch_first).double()
+    mr = rnn.MultiheadAttention(4, 2, batch_first=batch_first).double()
+    copy_params(mr, mt)
+
+    def f(x):
+        m = mr if isinstance(x, retrograd.Tensor) else mt
+        o, w = m(x, x, x)
+        return o * 1.0 + w.sum()
+    double_backward_parity(f, (3, 2, 4))
+
+
+def test_self_attention_packed_gradcheck():
+    """Packed self-attention with a float mask that requires grad and dropout (a fixed seed
+    makes the mask repeatable), against finite differences."""
+    retrograd.manual_seed(0)
+    m = rnn.MultiheadAttention(4, 2, dropout=0.3).double()
+    w0 = m.in_proj_weight
+
+    def f(x, mask, w):
+        retrograd.manual_seed(1)
+        out, att = RF.multi_head_attention_forward(x, x, x, 4, 2, w, m.in_proj_bias, None, None, False, 0.3,
+                                                   m.out_proj.weight, m.out_proj.bias, training=True,
+                                                   attn_mask=mask)
+        return out, att
+    gradcheck_op(f, [(3, 2, 4), (3, 3), tuple(w0.shape)])
+
+
+@needs_torch
+@pytest.mark.parametrize("extra", [{}, dict(add_bias_kv=True, add_zero_attn=True)])
+@pytest.mark.parametrize("self_attention", [True, False])
+def test_multihead_attention_float_mask_gradient(extra, self_attention):
+    """A float attn_mask that requires grad gets PyTorch's gradient (also beside a
+    key_padding_mask and the extra key columns of add_bias_kv / add_zero_attn)."""
+    from nn_seq_helpers import copy_params
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 2, 4))
+    am = rng.standard_normal((3, 3))
+    kpm = np.array([[0.0, 0.0, -1.5], [0.0, 0.3, 0.0]])
+    mt = torch.nn.MultiheadAttention(4, 2, **extra).double()
+    mr = rnn.MultiheadAttention(4, 2, **extra).double()
+    copy_params(mr, mt)
+    res = []
+    for lib, m in ((retrograd, mr), (torch, mt)):
+        xt = lib.tensor(x, requires_grad=True)
+        mask = lib.tensor(am, requires_grad=True)
+        kv = xt if self_attention else xt * 1.0
+        o, w = m(xt, kv, kv, attn_mask=mask, key_padding_mask=lib.tensor(kpm))
+        (o.sum() + (w * w).sum()).backward()
+        res.append((o.detach().numpy(), xt.grad.numpy(), mask.grad.numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("which", [0, 1])
+def test_multihead_attention_one_output_used(which):
+    """Only the output or only the weights reach the loss (the other output's gradient is
+    absent, not zeros)."""
+    from nn_seq_helpers import copy_params
+    x = np.random.default_rng(2).standard_normal((3, 2, 4))
+    mt = torch.nn.MultiheadAttention(4, 2).double()
+    mr = rnn.MultiheadAttention(4, 2).double()
+    copy_params(mr, mt)
+    res = []
+    for lib, m in ((retrograd, mr), (torch, mt)):
+        xt = lib.tensor(x, requires_grad=True)
+        (m(xt, xt, xt)[which] ** 2).sum().backward()
+        res.append([xt.grad.numpy()] + [p.grad.numpy() for p in m.parameters() if p.grad is not None])
+    assert len(res[0]) == len(res[1])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

@@ -57,6 +57,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  is_causal=False, batch_first=False):
     """Multi-head attention of (L, N, E) inputs (or (N, L, E) with ``batch_first``, or
     unbatched (L, E)); returns (output, weights or None)."""
+    same = query is key and key is value
     unbatched = query.dim() == 2
     if unbatched:
         query, key, value = (t.reshape((t.shape[0], 1, t.shape[1])) for t in (query, key, value))
@@ -78,19 +79,26 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         raise AssertionError(f"embed_dim {E} not divisible by num_heads {num_heads}")
     if key.shape[sa] != value.shape[sa] or key.shape[ba] != value.shape[ba]:
         raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
-    # input projections
-    if not use_separate_proj_weight:
-        wq, wk, wv = in_proj_weight[0:E], in_proj_weight[E:2 * E], in_proj_weight[2 * E:]
+    # input projections; self-attention without extras: one GEMM projects q, k and v
+    # together (as PyTorch's packed in-projection), and the attention core takes the packed result
+    packed = (same and not use_separate_proj_weight and static_k is None and static_v is None
+              and bias_k is None and bias_v is None and not add_zero_attn)
+    if packed:
+        qkv = _linear(query, in_proj_weight, in_proj_bias)
+        q = k = v = None
     else:
-        wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
-    if in_proj_bias is not None:
-        bq, bk, bv = in_proj_bias[0:E], in_proj_bias[E:2 * E], in_proj_bias[2 * E:]
-    else:
-        bq = bk = bv = None
-    q = _linear(query, wq, bq)
-    k = _linear(key, wk, bk) if static_k is None else static_k
-    v = _linear(value, wv, bv) if static_v is None else static_v
-    dt = q._data.dtype
+        if not use_separate_proj_weight:
+            wq, wk, wv = in_proj_weight[0:E], in_proj_weight[E:2 * E], in_proj_weight[2 * E:]
+        else:
+            wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+        if in_proj_bias is not None:
+            bq, bk, bv = in_proj_bias[0:E], in_proj_bias[E:2 * E], in_proj_bias[2 * E:]
+        else:
+            bq = bk = bv = None
+        q = _linear(query, wq, bq)
+        k = _linear(key, wk, bk) if static_k is None else static_k
+        v = _linear(value, wv, bv) if static_v is None else static_v
+    dt = (qkv if packed else q)._data.dtype
     # masks as one additive array broadcastable to (N, H, L, S')
     if key_padding_mask is not None and attn_mask is not None and \
             (key_padding_mask._data.dtype == np.bool_) != (attn_mask._data.dtype == np.bool_):
@@ -132,10 +140,17 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         k, v = cat([k, z], sa), cat([v, z], sa)
         m = None if m is None else np.concatenate([m, np.zeros(m.shape[:-1] + (1,), dt)], -1)
         kpm = None if kpm is None else np.concatenate([kpm, np.zeros(kpm.shape[:-1] + (1,), dt)], -1)
-    if kpm is not None:
-        m = kpm if m is None else m + kpm
-    mask = None if m is None else finish(None, np.ascontiguousarray(m))
-    out, w = multi_head_attention_core(q, k, v, num_heads, mask, dropout_p if training else 0.0,
+    if attn_mask is not None and attn_mask._requires_grad and attn_mask._data.dtype == dt:
+        # a float mask that requires grad stays in the graph: the same steps as tensor ops
+        mt = attn_mask.reshape(m.shape[:-1] + (S,))
+        if m.shape[-1] > S:
+            mt = cat([mt, finish(None, np.zeros(m.shape[:-1] + (m.shape[-1] - S,), dt))], -1)
+        mask = mt if kpm is None else mt + finish(None, kpm)
+    else:
+        if kpm is not None:
+            m = kpm if m is None else m + kpm
+        mask = None if m is None else finish(None, np.ascontiguousarray(m))
+    out, w = multi_head_attention_core(qkv if packed else q, k, v, num_heads, mask, dropout_p if training else 0.0,
                                        need_weights, average_attn_weights, batch_first)
     out = _linear(out, out_proj_weight, out_proj_bias)
     if unbatched:

@@ -119,10 +119,39 @@ def gru_pointwise(gx, gh, h):
 
 
 # *** a whole LSTM layer (one direction) as one node ***
+#
+# The time loop works on transposed states (H, N) and gates (4H, N), in the gate order
+# (o, i, f, g) rather than PyTorch's (i, f, g, o): every gate block is then one contiguous
+# array, the three sigmoid gates are one block and the three gates driven by the cell
+# state (i, f, g) another, so that a step is a handful of whole-array calls. The sigmoid
+# gates' pre-activations are kept negated (the sign folded into the permuted weights and
+# inputs, which is exact) so that sigmoid is 1 / (1 + exp(-a)) in three in-place calls.
+# ``gc[j]`` holds (g, c) of a step side by side, so that f * c + i * g is one product of
+# the (i, f) block with it and one sum.
+
+_PERMS = {}
+
+
+def _lstm_perm(H, inverse=False):
+    """The gate order (o, i, f, g) as indices into PyTorch's (i, f, g, o), or the inverse."""
+    p = _PERMS.get((H, inverse))
+    if p is None:
+        p = (np.concatenate([np.arange(H, 4 * H), np.arange(0, H)]) if inverse else
+             np.concatenate([np.arange(3 * H, 4 * H), np.arange(0, 3 * H)]))
+        p.flags.writeable = False
+        if len(_PERMS) > 16:
+            _PERMS.clear()
+        _PERMS[(H, inverse)] = p
+    return p
+
 
 class _LstmLayerNode(OpNode):
     """Backward through time of ``lstm_layer``: on arrays, or through the tensor-op
     composite when the backward itself is recorded (create_graph)."""
+
+    def _release(self):     # (the arrays kept for the backward go with the saved tensors)
+        super()._release()
+        self.vals = None
 
     def _apply(self, grads):
         saved = self.saved_tensors
@@ -130,67 +159,65 @@ class _LstmLayerNode(OpNode):
             fn = lambda *ins: lstm_layer_composite(*ins, self.reverse, self.masks)  # noqa: E731
             return tuple(graph_grads(fn, list(saved), list(grads)))
         w = saved[3]._data
-        acts, tcs, cps, hps = self.vals
-        self.vals = None
-        L, N, H = tcs.shape
-        H2, H3 = 2 * H, 3 * H
-        dout = grads[0]._data
-        dh = grads[1]._data
-        dc = grads[2]._data
-        # the factors that do not depend on the incoming gradient, for all steps at once
-        om = 1 - acts                                   # 1 - i, 1 - f, ., 1 - o
-        gg = acts[..., H2:H3]
-        om[..., H2:H3] = 1 - gg * gg
-        otc = 1 - tcs * tcs
-        da = np.empty(acts.shape, acts.dtype)
-        ms = self.masks
+        acts, gc, tcs, hprev, msk = self.vals
+        L, H, N = tcs.shape
+        H4 = 4 * H
+        perm = _lstm_perm(H)
+        rev = self.reverse
+        dt = acts.dtype
+        dout = np.ascontiguousarray(grads[0]._data.transpose(0, 2, 1), dt)
+        dh = np.ascontiguousarray(grads[1]._data.T, dt)
+        dc = np.ascontiguousarray(grads[2]._data.T, dt)
+        # the factors that do not depend on the incoming gradient, for all steps at once:
+        # K = d(pre-activation)/d(c') of the gates i, f, g and d(pre-activation)/d(h') of o;
+        # kc = dh'/dc'
+        a4 = acts.reshape(L, 4, H, N)
+        g = gc[1:, :H] if rev else gc[:L, :H]
+        cp = gc[1:, H:] if rev else gc[:L, H:]
+        o, i, f = a4[:, 0], a4[:, 1], a4[:, 2]
+        K = np.empty_like(a4)
+        np.subtract(1, a4[:, :3], out=K[:, :3])         # 1 - sigmoid
+        K[:, :3] *= a4[:, :3]                           # s (1 - s)
+        K[:, 0] *= tcs                                  # o: tc o (1 - o)
+        K[:, 1] *= g                                    # i: g i (1 - i)
+        K[:, 2] *= cp                                   # f: c f (1 - f)
+        np.multiply(g, g, out=K[:, 3])
+        np.subtract(1, K[:, 3], out=K[:, 3])
+        K[:, 3] *= i                                    # g: i (1 - g^2)
+        kc = np.multiply(tcs, tcs)
+        np.subtract(1, kc, out=kc)
+        kc *= o
+        da = np.empty((L, 4, H, N), dt)
+        da2 = da.reshape(L, H4, N)
+        wt = np.ascontiguousarray(w[perm].T, dt)        # (H, 4H)
         nf = self.next_functions
-        want_w, want_b = nf[3][0] is not None, nf[4][0] is not None
-        dw = db = None
-        for t in (range(L) if self.reverse else range(L - 1, -1, -1)):
-            act, omt = acts[t], om[t]
-            i, f, g, o = act[:, :H], act[:, H:H2], act[:, H2:H3], act[:, H3:]
-            if ms is not None:
-                m, nm = ms[t][0]._data, ms[t][1]._data
-                dh2 = (dout[t] + dh) * m
-                dc2 = dc * m
+        for t in (range(L) if rev else range(L - 1, -1, -1)):
+            dh2 = dout[t] + dh
+            if msk is not None:
+                m, nm = msk[t]
+                dh2 *= m
+                dct = dc * m
+                dct += dh2 * kc[t]
             else:
-                dh2 = dout[t] + dh
-                dc2 = dc
-            # dct = dc2 + dh2 * o * (1 - tc^2)
-            dct = dh2 * o
-            dct *= otc[t]
-            dct += dc2
+                dct = dh2 * kc[t]
+                dct += dc
             d = da[t]
-            x = d[:, :H]                                # dct * g * i * (1 - i)
-            np.multiply(dct, g, out=x)
-            x *= i
-            x *= omt[:, :H]
-            x = d[:, H:H2]                              # dct * c * f * (1 - f)
-            np.multiply(dct, cps[t], out=x)
-            x *= f
-            x *= omt[:, H:H2]
-            x = d[:, H2:H3]                             # dct * i * (1 - g^2)
-            np.multiply(dct, i, out=x)
-            x *= omt[:, H2:H3]
-            x = d[:, H3:]                               # dh2 * tc * o * (1 - o)
-            np.multiply(dh2, tcs[t], out=x)
-            x *= o
-            x *= omt[:, H3:]
-            if ms is not None:
-                dh = d @ w + dh * nm
-                dc = dct * f + dc * nm
+            np.multiply(K[t, 0], dh2, out=d[0])
+            np.multiply(K[t, 1:], dct, out=d[1:])
+            if msk is not None:
+                dh = wt @ da2[t] + dh * nm
+                dc = dct * f[t] + dc * nm
             else:
-                dh = d @ w
-                dc = dct * f
-        # the weight and bias gradients: one per step, added up newest step first (as the
-        # per-step graph of lstm_layer_composite sums them)
-        back = slice(None) if self.reverse else slice(None, None, -1)
-        if want_w:
-            dw = np.matmul(da.transpose(0, 2, 1), np.stack(hps))[back].sum(0)
-        if want_b:
-            db = da.sum(1)[back].sum(0)
-        out = [da, dh, dc, dw, db]
+                dh = wt @ da2[t]
+                dc = np.multiply(dct, f[t], out=dct)
+        # back to (L, N, 4H) in PyTorch's gate order, then the weight gradient as one GEMM
+        da = da2.transpose(0, 2, 1)[..., _lstm_perm(H, inverse=True)]
+        dw = db = None
+        if nf[3][0] is not None:
+            dw = da.reshape(L * N, H4).T @ hprev.reshape(L * N, H)
+        if nf[4][0] is not None:
+            db = da.reshape(L * N, H4).sum(0)
+        out = [da, np.ascontiguousarray(dh.T), np.ascontiguousarray(dc.T), dw, db]
         return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
                      for k, a in enumerate(out))
 
@@ -227,51 +254,68 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
     """An LSTM layer (one direction) over the input projections ``gx`` (L, N, 4H), as one
     node: returns (outputs (L, N, H), h_L, c_L). ``masks`` as in ``lstm_layer_composite``."""
     ga, w = gx._data, w_hh._data
-    b = b_hh._data if b_hh is not None else None
-    h, c = h0._data, c0._data
     L, N = ga.shape[:2]
-    H = c.shape[-1]
-    H2, H3 = 2 * H, 3 * H
-    dt = np.result_type(ga, h, c, w)
-    out = np.empty((L, N, H), dt)
-    acts = np.empty((L, N, 4 * H), dt)
-    tcs = np.empty((L, N, H), dt)
-    cps = [None] * L                                    # the states each step starts from
-    hps = [None] * L
-    wt = w.T
-    for t in (range(L - 1, -1, -1) if reverse else range(L)):
-        hps[t] = h
-        cps[t] = c
-        a = h @ wt
-        if b is not None:
-            a += b
-        np.add(ga[t], a, out=a)
-        act = acts[t]
-        # sigmoid as _sig computes it, then tanh on the g gate
-        e = np.abs(a)
-        np.negative(e, out=e)
-        np.exp(e, out=e)
-        num = np.where(a >= 0, 1, e)
-        e += 1
-        np.divide(num, e, out=act)
-        np.tanh(a[:, H2:H3], out=act[:, H2:H3])
-        i, f, g, o = act[:, :H], act[:, H:H2], act[:, H2:H3], act[:, H3:]
-        c2 = f * c
-        c2 += i * g
-        tc = np.tanh(c2, out=tcs[t])
-        if masks is not None:
-            h2 = o * tc
-            m, nm = masks[t][0]._data, masks[t][1]._data
-            np.multiply(h2, m, out=out[t])
-            h = h2 * m + h * nm
-            c = c2 * m + c * nm
-        else:
-            h = np.multiply(o, tc, out=out[t])
-            c = c2
+    H = c0._data.shape[-1]
+    H3 = 3 * H
+    dt = np.result_type(ga, h0._data, c0._data, w)
+    perm = _lstm_perm(H)
+    # transposed, permuted inputs with b_hh added and the sigmoid gates negated, all steps
+    # at once (block by block: a strided gather would cost more than the loop)
+    gp = np.empty((L, 4 * H, N), dt)
+    gt = ga.transpose(0, 2, 1)
+    b = b_hh._data.astype(dt, copy=False)[:, None] if b_hh is not None else dt.type(0)
+    nb = -b
+    for src, dst in ((slice(3 * H, None), slice(0, H)), (slice(0, 2 * H), slice(H, H3))):
+        np.subtract(nb if b_hh is None else nb[src], gt[:, src], out=gp[:, dst])
+    np.add(gt[:, 2 * H:H3], b if b_hh is None else b[2 * H:H3], out=gp[:, H3:])
+    wp = w[perm].astype(dt)
+    np.negative(wp[:H3], out=wp[:H3])
+    h = np.ascontiguousarray(h0._data.T, dt)
+    acts = np.empty((L, 4 * H, N), dt)
+    tcs = np.empty((L, H, N), dt)
+    out = np.empty((L, H, N), dt)
+    gc = np.empty((L + 1, 2 * H, N), dt)               # (g, c) per step; c of the step before
+    j0 = L if reverse else 0
+    gc[j0, H:] = c0._data.T
+    msk = None
+    if masks is not None:
+        msk = [(m._data.T, nm._data.T) for m, nm in masks]
+        hprev = np.empty((L, H, N), dt)
+    with np.errstate(over="ignore"):
+        for t in (range(L - 1, -1, -1) if reverse else range(L)):
+            a = acts[t]
+            np.matmul(wp, h, out=a)
+            a += gp[t]
+            s = a[:H3]
+            np.exp(s, out=s)
+            s += 1
+            np.reciprocal(s, out=s)
+            j, jn = (t + 1, t) if reverse else (t, t + 1)
+            cur, nxt = gc[j], gc[jn]
+            np.tanh(a[H3:], out=cur[:H])
+            p = a[H:H3] * cur                           # (i g, f c)
+            c2 = np.add(p[:H], p[H:], out=nxt[H:])
+            tc = np.tanh(c2, out=tcs[t])
+            if msk is not None:
+                hprev[t] = h
+                m, nm = msk[t]
+                h2 = np.multiply(a[:H], tc, out=out[t])
+                h2 *= m
+                h = h2 + h * nm
+                c2 *= m
+                c2 += cur[H:] * nm
+            else:
+                h = np.multiply(a[:H], tc, out=out[t])
+    res_out = np.ascontiguousarray(out.transpose(0, 2, 1))
     node = node_for(MkldnnRnnLayerBackward0 if dt == np.float32 else _LstmLayerStack, (gx, h0, c0, w_hh, b_hh))
-    res = finish_multi(node, [out, np.array(h, dt, copy=True), np.array(c, dt, copy=True)])
+    res = finish_multi(node, [res_out, np.ascontiguousarray(h.T), np.ascontiguousarray(gc[L - j0, H:].T)])
     if node is not None:
-        node.vals = (acts, tcs, cps, hps)
+        if masks is None:
+            h0d = h0._data.astype(dt, copy=False)[None]
+            hprev = np.concatenate([res_out[1:], h0d] if reverse else [h0d, res_out[:-1]])
+        else:
+            hprev = np.ascontiguousarray(hprev.transpose(0, 2, 1))
+        node.vals = (acts, gc, tcs, hprev, msk)
         node.reverse = reverse
         node.masks = masks
         save(node, gx, h0, c0, w_hh, b_hh)
@@ -284,6 +328,10 @@ class _GruLayerNode(OpNode):
     """Backward through time of ``gru_layer``: on arrays, or through the tensor-op
     composite when the backward itself is recorded (create_graph)."""
 
+    def _release(self):     # (the arrays kept for the backward go with the saved tensors)
+        super()._release()
+        self.vals = None
+
     def _apply(self, grads):
         saved = self.saved_tensors
         if _state.grad:
@@ -291,7 +339,6 @@ class _GruLayerNode(OpNode):
             return tuple(graph_grads(fn, list(saved), list(grads)))
         w = saved[2]._data
         rzs, ns, hns, hps = self.vals
-        self.vals = None
         L, N, H = ns.shape
         H2 = 2 * H
         dout = grads[0]._data
@@ -337,9 +384,8 @@ class _GruLayerNode(OpNode):
                 dh = dz + yw + dh * nm
         if ms is None:
             dh = dz + yw
-        back = slice(None) if self.reverse else slice(None, None, -1)
-        dw = np.matmul(dgh.transpose(0, 2, 1), np.stack(hps))[back].sum(0) if nf[2][0] is not None else None
-        db = dgh.sum(1)[back].sum(0) if nf[3][0] is not None else None
+        dw = dgh.reshape(L * N, 3 * H).T @ np.stack(hps).reshape(L * N, H) if nf[2][0] is not None else None
+        db = dgh.reshape(L * N, 3 * H).sum(0) if nf[3][0] is not None else None
         out = [dgx, dh, dw, db]
         return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
                      for k, a in enumerate(out))
@@ -384,7 +430,7 @@ def gru_layer(gx, h0, w_hh, b_hh, reverse=False, masks=None):
     ns = np.empty((L, N, H), dt)
     hns = [None] * L
     hps = [None] * L
-    wt = w.T
+    wt = np.ascontiguousarray(w.T)      # (BLAS runs h @ w.T slower than h @ contiguous)
     for t in (range(L - 1, -1, -1) if reverse else range(L)):
         hps[t] = h
         gh = h @ wt
@@ -421,5 +467,129 @@ def gru_layer(gx, h0, w_hh, b_hh, reverse=False, masks=None):
         node.vals = (rzs, ns, hns, hps)
         node.reverse = reverse
         node.masks = masks
+        save(node, gx, h0, w_hh, b_hh)
+    return res
+
+
+
+# *** a whole Elman RNN layer (one direction) as one node ***
+
+class _RnnLayerNode(OpNode):
+    """Backward through time of ``rnn_layer``: on arrays, or through the tensor-op
+    composite when the backward itself is recorded (create_graph)."""
+
+    def _release(self):     # (the arrays kept for the backward go with the saved tensors)
+        super()._release()
+        self.vals = None
+
+    def _apply(self, grads):
+        saved = self.saved_tensors
+        if _state.grad:
+            fn = lambda *ins: rnn_layer_composite(*ins, self.relu, self.reverse, self.masks)  # noqa: E731
+            return tuple(graph_grads(fn, list(saved), list(grads)))
+        w = saved[2]._data
+        acts, hprev = self.vals
+        L, N, H = acts.shape
+        dout = grads[0]._data
+        dh = grads[1]._data
+        # the derivative of the nonlinearity, for all steps at once
+        if self.relu:
+            k = acts > 0
+        else:
+            k = np.multiply(acts, acts)
+            np.subtract(1, k, out=k)
+        da = np.empty((L, N, H), acts.dtype)
+        ms = self.masks
+        nf = self.next_functions
+        for t in (range(L) if self.reverse else range(L - 1, -1, -1)):
+            dh2 = dout[t] + dh
+            if ms is not None:
+                dh2 *= ms[t][0]._data
+            d = da[t]
+            if self.relu:       # a selection: 0 where the unit is off, whatever the gradient
+                d[...] = 0
+                np.copyto(d, dh2, where=k[t])
+            else:
+                np.multiply(dh2, k[t], out=d)
+            if ms is not None:
+                dh = d @ w + dh * ms[t][1]._data
+            else:
+                dh = d @ w
+        dw = db = None
+        if nf[2][0] is not None:
+            dw = da.reshape(L * N, H).T @ hprev.reshape(L * N, H)
+        if nf[3][0] is not None:
+            db = da.reshape(L * N, H).sum(0)
+        out = [da, dh, dw, db]
+        return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
+                     for k, a in enumerate(out))
+
+
+# named as PyTorch's RNN output shows it (the stack of the per-step outputs)
+_RnnLayerStack = type("StackBackward0", (_RnnLayerNode,), {})
+
+
+def rnn_layer_composite(gx, h, w_hh, b_hh, relu=False, reverse=False, masks=None):
+    """(outputs (L, N, H), h_L) of an Elman RNN layer (tanh, or relu) over the input
+    projections ``gx`` (L, N, H) as tensor ops; ``masks`` as in ``lstm_layer_composite``."""
+    from ._linear import linear
+    from .shape import stack, unbind
+    from .unary import tanh, relu as relu_
+    steps = unbind(gx, 0)
+    L = len(steps)
+    outs = [None] * L
+    for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        a = steps[t] + linear(h, w_hh, b_hh)
+        h2 = relu_(a) if relu else tanh(a)
+        if masks is not None:
+            m, nm = masks[t]
+            outs[t] = h2 * m
+            h = h2 * m + h * nm
+        else:
+            outs[t] = h2
+            h = h2
+    return stack(outs, 0), h
+
+
+def rnn_layer(gx, h0, w_hh, b_hh, relu=False, reverse=False, masks=None):
+    """An Elman RNN layer (one direction; tanh, or relu) over the input projections ``gx``
+    (L, N, H), as one node: returns (outputs (L, N, H), h_L). ``masks`` as in
+    ``lstm_layer_composite``."""
+    ga, w = gx._data, w_hh._data
+    h = h0._data
+    L, N = ga.shape[:2]
+    H = h.shape[-1]
+    dt = np.result_type(ga, h, w)
+    gb = ga + b_hh._data if b_hh is not None else ga
+    gb = gb.astype(dt, copy=False)
+    wt = np.ascontiguousarray(w.T, dt)  # (BLAS runs h @ w.T slower than h @ contiguous)
+    acts = np.empty((L, N, H), dt)      # the activations (the outputs, unless masked)
+    if masks is not None:
+        hprev = np.empty((L, N, H), dt)
+        out = np.empty((L, N, H), dt)
+    for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        if masks is not None:
+            hprev[t] = h
+        a = np.matmul(h, wt, out=acts[t])
+        a += gb[t]
+        if relu:
+            np.maximum(a, 0, out=a)
+        else:
+            np.tanh(a, out=a)
+        if masks is not None:
+            m, nm = masks[t][0]._data, masks[t][1]._data
+            np.multiply(a, m, out=out[t])
+            h = out[t] + h * nm
+        else:
+            h = a
+    node = node_for(_RnnLayerStack, (gx, h0, w_hh, b_hh))
+    # (the output is a copy: the backward keeps the activations, whatever is written to it)
+    res = finish_multi(node, [acts.copy() if masks is None else out, np.array(h, dt, copy=True)])
+    if node is not None:
+        if masks is None:
+            h0d = h0._data.astype(dt, copy=False)[None]
+            hprev = np.concatenate([acts[1:], h0d] if reverse else [h0d, acts[:-1]])
+        node.vals = (acts, hprev)
+        node.relu, node.reverse, node.masks = relu, reverse, masks
         save(node, gx, h0, w_hh, b_hh)
     return res

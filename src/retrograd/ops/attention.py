@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, finish_multi, arr, _state
+from ._base import OpNode, node_for, save, save_output, finish, finish_multi, arr, _state
 from ._seqkit import graph_grads
 from .linalg import matmul
 from .activation import softmax
@@ -17,17 +17,20 @@ __all__ = []
 
 
 def _softmax_rows(s):
-    """Softmax over the last axis; rows that are entirely -inf give zeros (PyTorch's safe
-    softmax); a NaN or +inf in a row makes the row NaN, as in PyTorch."""
+    """Softmax over the last axis, in place; rows that are entirely -inf give zeros
+    (PyTorch's safe softmax); a NaN or +inf in a row makes the row NaN, as in PyTorch."""
     m = s.max(axis=-1, keepdims=True)
-    m[m == -np.inf] = 0
+    dead = m == -np.inf
+    some_dead = dead.any()
+    if some_dead:
+        m[dead] = 0
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        e = np.exp(s - m)
-        r = e / e.sum(axis=-1, keepdims=True)
-    dead = np.isneginf(s).all(axis=-1, keepdims=True)
-    if dead.any():
-        r = np.where(dead, s.dtype.type(0), r)
-    return r.astype(s.dtype, copy=False)
+        s -= m
+        np.exp(s, out=s)
+        s /= s.sum(axis=-1, keepdims=True)
+    if some_dead:
+        np.copyto(s, s.dtype.type(0), where=dead)
+    return s
 
 
 def _safe_softmax(s):
@@ -49,27 +52,62 @@ def _dropout_mask(shape, p, dtype):
     return keep.astype(dtype) / dtype.type(1 - p)
 
 
-def _attend(q, k, v, mask, scale, drop):
-    """Forward on arrays: returns (out, p, p_dropped)."""
-    s = np.matmul(q, np.swapaxes(k, -1, -2))
+def _attend(q, k, v, mask, scale, drop, causal=False):
+    """Forward on arrays: returns (out, p, p_dropped). ``causal``: mask out the positions
+    above the diagonal (selected, no float mask)."""
+    # (NumPy's batched matmul runs several times slower with a transposed right operand
+    # than with a contiguous copy of it)
+    s = np.matmul(q, np.ascontiguousarray(np.swapaxes(k, -1, -2)))
     if q.shape[-1]:   # (no embedding: zero scores, whatever the scale)
         s *= q.dtype.type(scale)
-    if mask is not None:
-        s = s + mask
+    if causal:
+        L, S = s.shape[-2:]
+        np.copyto(s, s.dtype.type(-np.inf), where=_above_diagonal(L, S))
+    elif mask is not None:
+        if np.broadcast_shapes(s.shape, mask.shape) == s.shape:
+            s += mask
+        else:
+            s = s + mask
     p = _softmax_rows(s)
     pd = p if drop is None else p * drop
     return np.matmul(pd, v), p, pd
 
 
-def _attend_backward(g, q, k, v, p, pd, drop, scale):
-    """Gradients (dq, dk, dv, dscores) of ``_attend`` for the upstream gradient ``g``."""
+_TRIU = {}
+
+
+def _above_diagonal(L, S):
+    """The (L, S) bool mask of the positions a causal mask hides (cached: read-only)."""
+    m = _TRIU.get((L, S))
+    if m is None:
+        m = ~np.tril(np.ones((L, S), bool))
+        m.flags.writeable = False
+        if len(_TRIU) > 32:
+            _TRIU.clear()
+        _TRIU[(L, S)] = m
+    return m
+
+
+def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None):
+    """Gradients (dq, dk, dv, dscores) of ``_attend`` for the upstream gradient ``g``.
+    ``out``: the forward's output, where kept; the softmax's row sums sum(dp * p) are then
+    the shorter sum(g * out) (flash attention's identity, dropout included)."""
     dv = np.matmul(np.swapaxes(pd, -1, -2), g)
-    dpd = np.matmul(g, np.swapaxes(v, -1, -2))
-    dp = dpd if drop is None else dpd * drop
-    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    dp = np.matmul(g, np.ascontiguousarray(np.swapaxes(v, -1, -2)))
+    if drop is not None:
+        dp *= drop
+    if out is not None and out.shape == g.shape:
+        rs = np.einsum("...i,...i->...", g, out)[..., None]
+    else:
+        rs = (dp * p).sum(axis=-1, keepdims=True)
+    dp -= rs
+    dp *= p
+    ds = dp
     sc = q.dtype.type(scale)
-    dq = np.matmul(ds, k) * sc
-    dk = np.matmul(np.swapaxes(ds, -1, -2), q) * sc
+    dq = np.matmul(ds, k)
+    dq *= sc
+    dk = np.matmul(np.swapaxes(ds, -1, -2), q)
+    dk *= sc
     return dq, dk, dv, ds
 
 
@@ -91,7 +129,9 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
         kd, vd, rep = k._data, v._data, self.rep
         if rep > 1:
             kd, vd = np.repeat(kd, rep, axis=-3), np.repeat(vd, rep, axis=-3)
-        dq, dk, dv, ds = _attend_backward(g._data, q._data, kd, vd, self.p, self.pd, self.drop, self.scale)
+        saved = self.saved_tensors
+        out = saved[3]._data if len(saved) > 3 else None
+        dq, dk, dv, ds = _attend_backward(g._data, q._data, kd, vd, self.p, self.pd, self.drop, self.scale, out)
         if rep > 1:
             dk = dk.reshape(dk.shape[:-3] + (dk.shape[-3] // rep, rep) + dk.shape[-2:]).sum(axis=-3)
             dv = dv.reshape(dv.shape[:-3] + (dv.shape[-3] // rep, rep) + dv.shape[-2:]).sum(axis=-3)
@@ -113,6 +153,10 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
             s = s + m
         elif self.const_mask is not None:
             s = s + finish(None, self.const_mask)
+        elif self.causal:
+            L, S = s.shape[-2:]
+            s = s + finish(None, np.where(_above_diagonal(L, S), q._data.dtype.type(-np.inf),
+                                          q._data.dtype.type(0)))
         p = _safe_softmax(s)
         if self.drop is not None:
             p = p * finish(None, self.drop)
@@ -190,7 +234,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                                "is_causal=True")
-        mask = np.where(np.tril(np.ones((L, S), bool)), q.dtype.type(0), q.dtype.type(-np.inf))
     elif attn_mask is not None:
         mask = _float_mask(attn_mask, q.dtype)
         if _no_bcast(batch + (L, S), mask.shape):
@@ -200,7 +243,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         return _empty_attention(query, key, value, out_shape)
     sc = (1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else math.inf) if scale is None else scale
     drop = _dropout_mask(batch + (L, S), dropout_p, q.dtype) if dropout_p > 0 else None
-    out, p, pd = _attend(q, k, v, mask, sc, drop)
+    out, p, pd = _attend(q, k, v, mask, sc, drop, causal=is_causal)
     grad_mask = attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._requires_grad
     inputs = (query, key, value) + ((attn_mask,) if grad_mask else ())
     # PyTorch's fused CPU kernel: 4-D q, k, v of one head size and one batch and head count
@@ -214,10 +257,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         node.rep = rep
         node.p, node.pd, node.drop, node.scale = p, pd, drop, sc
         node.const_mask = None if grad_mask else mask
+        node.causal = is_causal
         if grad_mask:
             node.mask_shape = attn_mask._data.shape
             node.mask_t = attn_mask
     res = finish(node, arr(out))
+    if node is not None and flash:
+        save_output(node, res)      # (as PyTorch's fused kernel keeps its output)
     return res
 
 
@@ -239,20 +285,32 @@ def _empty_attention(query, key, value, shape):
 # *** multi-head attention core ***
 
 class MultiheadAttentionBackward0(OpNode):
-    """Backward of the head-split attention: inputs q, k, v (projected), optional float mask."""
+    """Backward of the head-split attention: inputs q, k, v (projected), or the packed
+    (..., 3E) projection of self-attention; optional float mask. An output without a
+    gradient (the weights, mostly) comes as None: its share is skipped, not computed from zeros."""
+    packed = False
+    _materialize_grads = False
 
     def _apply(self, grads):
+        nin = 1 if self.packed else 3
         if _state.grad:  # create_graph: differentiate the composite, so that double backward works
-            inputs = list(self.saved_tensors) + ([self.mask_t] if len(self.next_functions) > 3 else [])
+            inputs = list(self.saved_tensors) + ([self.mask_t] if len(self.next_functions) > nin else [])
             res = graph_grads(self._composite, inputs, list(grads))
             return tuple(res[i] if self.next_functions[i][0] is not None else None for i in range(len(inputs)))
         g_out = grads[0]
         g_w = grads[1] if len(grads) > 1 else None
-        q, k, v = self.saved_tensors
         H, bf = self.heads, self.batch_first
-        qh, kh, vh = (_split(t._data, H, bf) for t in (q, k, v))
+        if g_out is None:
+            shape, dt = self._out_meta[0]
+            g_out = finish(None, np.zeros(shape, dt))
+        if self.packed:
+            qkv = self.saved_tensors[0]._data
+            E = qkv.shape[-1] // 3
+            qh, kh, vh = (_split(qkv[..., i * E:(i + 1) * E], H, bf) for i in range(3))
+        else:
+            qh, kh, vh = (_split(t._data, H, bf) for t in self.saved_tensors)
         go = _split(g_out._data, H, bf)
-        dq, dk, dv, ds = _attend_backward(go, qh, kh, vh, self.p, self.pd, self.drop, self.scale)
+        dq, dk, dv, ds = _attend_backward(go, qh, kh, vh, self.p, self.pd, self.drop, self.scale, self.out)
         if g_w is not None and self.need_weights:
             gw = g_w._data
             N, L, S = qh.shape[0], qh.shape[2], kh.shape[2]
@@ -265,15 +323,25 @@ class MultiheadAttentionBackward0(OpNode):
             dq = dq + np.matmul(dsw, kh) * sc
             dk = dk + np.matmul(np.swapaxes(dsw, -1, -2), qh) * sc
         nf = self.next_functions
-        res = [_merge(dq, bf), _merge(dk, bf), _merge(dv, bf)]
-        out = [None if nf[i][0] is None else finish(None, arr(a)) for i, a in enumerate(res)]
-        if len(nf) > 3:
-            out.append(None if nf[3][0] is None else finish(None, arr(_sum_to(ds, self.mask_shape))))
+        if self.packed:
+            res = [None if nf[0][0] is None else _merge_packed((dq, dk, dv), bf)]
+        else:
+            res = [None if nf[i][0] is None else _merge(a, bf) for i, a in enumerate((dq, dk, dv))]
+        out = [None if a is None else finish(None, arr(a)) for a in res]
+        if len(nf) > nin:
+            out.append(None if nf[nin][0] is None else finish(None, arr(_sum_to(ds, self.mask_shape))))
         return tuple(out)
 
 
-    def _composite(self, q, k, v, m=None):
+    def _composite(self, *inputs):
         H, bf = self.heads, self.batch_first
+        if self.packed:
+            qkv, m = inputs[0], (inputs[1] if len(inputs) > 1 else None)
+            E = qkv.shape[-1] // 3
+            q, k, v = qkv[..., :E], qkv[..., E:2 * E], qkv[..., 2 * E:]
+        else:
+            q, k, v = inputs[:3]
+            m = inputs[3] if len(inputs) > 3 else None
 
         def split(x):
             if not bf:
@@ -313,14 +381,34 @@ def _merge(x, batch_first):
     return np.ascontiguousarray(r if batch_first else np.swapaxes(r, 0, 1))
 
 
+def _merge_packed(xs, batch_first):
+    """(dq, dk, dv), each (N, H, L, d), merged side by side into one (L, N, 3E) (or
+    (N, L, 3E)) array."""
+    N, H, L, d = xs[0].shape
+    E = H * d
+    r = np.empty((N, L, 3 * E) if batch_first else (L, N, 3 * E), xs[0].dtype)
+    for i, x in enumerate(xs):
+        dst = r[..., i * E:(i + 1) * E].reshape(r.shape[:2] + (H, d))
+        dst[...] = x.transpose(0, 2, 1, 3) if batch_first else x.transpose(2, 0, 1, 3)
+    return r
+
+
 def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need_weights=True,
                               average_attn_weights=True, batch_first=False):
-    """Attention of projected ``q, k, v`` (L, N, E) split over ``num_heads`` heads.
+    """Attention of projected ``q, k, v`` (L, N, E) split over ``num_heads`` heads; with
+    ``k`` and ``v`` None, ``q`` is the packed (L, N, 3E) projection of self-attention (one
+    GEMM made it, and the backward hands back one gradient).
 
     ``mask`` is an additive float tensor broadcastable to (N, H, L, S). Returns the merged
     output (before the output projection) and the attention weights (or None)."""
     H = num_heads
-    qh, kh, vh = (_split(t._data, H, batch_first) for t in (q, k, v))
+    packed = k is None
+    if packed:
+        E = q.shape[-1] // 3
+        qd = q._data
+        qh, kh, vh = (_split(qd[..., i * E:(i + 1) * E], H, batch_first) for i in range(3))
+    else:
+        qh, kh, vh = (_split(t._data, H, batch_first) for t in (q, k, v))
     m = None if mask is None else mask._data
     sc = 1.0 / math.sqrt(qh.shape[-1])
     drop = _dropout_mask(qh.shape[:-1] + (kh.shape[2],), dropout_p, qh.dtype) if dropout_p > 0 else None
@@ -329,12 +417,15 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
     if need_weights:
         outs.append(np.ascontiguousarray(pd.mean(axis=1) if average_attn_weights else pd))
     grad_mask = mask is not None and mask._requires_grad
-    node = node_for(MultiheadAttentionBackward0, (q, k, v) + ((mask,) if grad_mask else ()))
+    ins = (q,) if packed else (q, k, v)
+    node = node_for(MultiheadAttentionBackward0, ins + ((mask,) if grad_mask else ()))
     res = finish_multi(node, outs)
     if node is not None:
-        save(node, q, k, v)
+        save(node, *ins)
+        node.packed = packed
         node.heads, node.batch_first, node.p, node.pd, node.drop, node.scale = H, batch_first, p, pd, drop, sc
         node.need_weights, node.average = need_weights, average_attn_weights
+        node.out = out      # (private: the merged output is a copy)
         node.const_mask = None if grad_mask else m
         if grad_mask:
             node.mask_shape = m.shape

@@ -343,10 +343,57 @@ def _bwd_in_wide(g, w, xshape, p):
 
 
 # Depthwise convolutions (one input and one output channel per group) have nothing for a
-# GEMM to share: they are a few whole-array multiply-adds, one per kernel offset.
+# GEMM to share across channels. Stride-1 2-D ones run sample by sample in the wide
+# layout: the sample's columns (C, KH*KW, OH*Wp) are copied from a strided view of its
+# flattened padded input (small enough to stay in cache), and one batched matrix-vector
+# product per sample (one per channel inside BLAS) gives its output or its weight
+# gradient. The input gradient of a stride-1 depthwise convolution is the same
+# correlation of the (re-padded) output gradient with the flipped kernel. Other
+# geometries take a few whole-array multiply-adds, one per kernel offset.
 
 def _depthwise(w, p):
     return w.shape[1] == 1 and p.groups == w.shape[0] and p.groups > 1
+
+
+def _dw_sample_cols(flat, i, k, dil, wp, L, cols):
+    """Copy sample ``i``'s columns (C, KH*KW, L) of the wide ``flat`` into ``cols``."""
+    st = flat.strides
+    sz = flat.itemsize
+    v = as_strided(flat[i], (flat.shape[1], k[0], k[1], L), (st[1], dil[0] * wp * sz, dil[1] * sz, sz),
+                   writeable=False)
+    np.copyto(cols.reshape(v.shape), v)
+    return cols
+
+
+def _dw_corr(x, wk, pad, dil):
+    """Stride-1 2-D depthwise correlation of ``x`` (N, C, H, W) with ``wk`` (C, KH, KW),
+    zero padding ``pad`` ((lo, hi), (lo, hi)); returns (N, C, OH, OW)."""
+    n, c, h, wd = x.shape
+    k = wk.shape[1:]
+    (plh, phh), (plw, phw) = pad
+    hp, wp = h + plh + phh, wd + plw + phw
+    oh, ow = hp - dil[0] * (k[0] - 1), wp - dil[1] * (k[1] - 1)
+    L = oh * wp
+    dt = np.result_type(x.dtype, wk.dtype)
+    flat = _take((n, c, hp * wp + dil[1] * (k[1] - 1)), x.dtype)
+    flat.fill(0)
+    flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd] = x
+    cols = _take((c, k[0] * k[1], L), x.dtype)
+    w9 = np.ascontiguousarray(wk, dt).reshape(c, 1, k[0] * k[1])     # (BLAS needs positive strides)
+    y = np.empty((n, c, 1, L), dt)
+    with np.errstate(invalid="ignore"):      # (inf * 0 in the padding gives NaN, as in PyTorch)
+        for i in range(n):
+            np.matmul(w9, _dw_sample_cols(flat, i, k, dil, wp, L, cols), out=y[i])
+    _give(cols)
+    _give(flat)
+    return np.ascontiguousarray(y.reshape(n, c, oh, wp)[:, :, :, :ow])
+
+
+def _dw_flip_pad(k, p):
+    """The padding that turns the input gradient of a stride-1 depthwise convolution into a
+    correlation with the flipped kernel, or None where it would be negative."""
+    pad = tuple((p.dilation[i] * (k[i] - 1) - lo, p.dilation[i] * (k[i] - 1) - hi) for i, (lo, hi) in enumerate(p.pad))
+    return None if any(a < 0 or b < 0 for a, b in pad) else pad
 
 
 def _dw_window(xp, off, p, out):
@@ -369,17 +416,7 @@ def _dw_flat(x, k, p):
 def _fwd_dw(x, w, p):
     k = w.shape[2:]
     if _wide(p, len(k)):
-        flat, (hp, wp, oh, ow) = _dw_flat(x, k, p)
-        L = oh * wp
-        dt = np.result_type(x.dtype, w.dtype)
-        y = np.zeros((x.shape[0], w.shape[0], L), dt)
-        tmp = np.empty_like(y)
-        for kh in range(k[0]):
-            for kw in range(k[1]):
-                s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
-                np.multiply(flat[:, :, s0:s0 + L], w[:, 0, kh, kw][None, :, None], out=tmp)
-                y += tmp
-        return np.ascontiguousarray(y.reshape(x.shape[0], w.shape[0], oh, wp)[:, :, :, :ow])
+        return _dw_corr(x, w[:, 0], p.pad, p.dilation)
     xp = _pad_zeros(x, p.pad)
     k = w.shape[2:]
     out = _out_size(xp.shape[2:], k, p)
@@ -397,22 +434,9 @@ def _fwd_dw(x, w, p):
 def _bwd_in_dw(g, w, xshape, p):
     k = w.shape[2:]
     if _wide(p, len(k)) and _finite(w):
-        n, c, h, wd = xshape
-        hp, wp, oh, ow, slack = _wide_geom(xshape, k, p)
-        L = oh * wp
-        dt = np.result_type(g.dtype, w.dtype)
-        gw = np.zeros((n, c, oh, wp), dt)
-        gw[:, :, :, :ow] = g
-        gw = gw.reshape(n, c, L)
-        flat = np.zeros((n, c, hp * wp + slack), dt)
-        tmp = np.empty_like(gw)
-        for kh in range(k[0]):
-            for kw in range(k[1]):
-                s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
-                np.multiply(gw, w[:, 0, kh, kw][None, :, None], out=tmp)
-                flat[:, :, s0:s0 + L] += tmp
-        (plh, _), (plw, _) = p.pad
-        return flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd]
+        pad = _dw_flip_pad(k, p)
+        if pad is not None:
+            return _dw_corr(g, w[:, 0, ::-1, ::-1], pad, p.dilation)
     out = g.shape[2:]
     sp = tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], p.pad))
     gxp = np.zeros(tuple(xshape[:2]) + sp, np.result_type(g.dtype, w.dtype))
@@ -427,18 +451,25 @@ def _bwd_in_dw(g, w, xshape, p):
 def _bwd_w_dw(x, g, wshape, p):
     k = wshape[2:]
     if _wide(p, len(k)) and _finite(x):
-        flat, (hp, wp, oh, ow) = _dw_flat(x, k, p)
-        n, c = g.shape[:2]
+        n, c, h, wd = x.shape
+        hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
+        (plh, _), (plw, _) = p.pad
         L = oh * wp
-        gwide = np.zeros((n, c, oh, wp), g.dtype)
-        gwide[:, :, :, :ow] = g
-        gwide = gwide.reshape(n, c, L)
-        gw = np.empty(wshape, np.result_type(g.dtype, x.dtype))
-        for kh in range(k[0]):
-            for kw in range(k[1]):
-                s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
-                gw[:, 0, kh, kw] = np.einsum("ncl,ncl->c", flat[:, :, s0:s0 + L], gwide)
-        return gw
+        dt = np.result_type(g.dtype, x.dtype)
+        flat = _take((n, c, hp * wp + slack), x.dtype)
+        flat.fill(0)
+        flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd] = x
+        gwide = np.zeros((n, c, oh, wp, 1), dt)     # zero in the extra columns
+        gwide[:, :, :, :ow, 0] = g
+        gwide = gwide.reshape(n, c, L, 1)
+        cols = _take((c, k[0] * k[1], L), x.dtype)
+        acc = np.zeros((c, k[0] * k[1], 1), dt)
+        part = np.empty_like(acc)
+        for i in range(n):
+            acc += np.matmul(_dw_sample_cols(flat, i, k, p.dilation, wp, L, cols), gwide[i], out=part)
+        _give(cols)
+        _give(flat)
+        return acc.reshape(wshape)
     xp = _pad_zeros(x, p.pad)
     out = g.shape[2:]
     gw = np.empty(wshape, np.result_type(g.dtype, x.dtype))

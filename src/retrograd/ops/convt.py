@@ -24,29 +24,39 @@ def _tuple(v, n, name=None):
     return (int(v),) * n
 
 
-def _blocks(x, ks, dil, st, oh, ow):
-    """Strided views of padded ``x`` (N, C, Hp, Wp), one per kernel position:
-    (N, C, kh, kw, oh, ow)."""
-    N, C = x.shape[:2]
-    out = np.empty((N, C, ks[0], ks[1], oh, ow), x.dtype)
+# Both directions keep the channels ahead of the batch, (G, C/G, [kernel offset,] N, H, W),
+# so that one GEMM per group covers the whole batch and every kernel offset's block of
+# columns is contiguous for the strided slice-adds and copies of col2im / im2col.
+
+def _blocks(xT, ks, dil, st, oh, ow):
+    """im2col of the padded, channel-major ``xT`` (C, N, Hp, Wp): (C, kh, kw, N, oh, ow)."""
+    C, N = xT.shape[:2]
+    out = np.empty((C, ks[0], ks[1], N, oh, ow), xT.dtype)
     for i in range(ks[0]):
         a = i * dil[0]
         for j in range(ks[1]):
             b = j * dil[1]
-            out[:, :, i, j] = x[:, :, a:a + st[0] * (oh - 1) + 1:st[0], b:b + st[1] * (ow - 1) + 1:st[1]]
+            out[:, i, j] = xT[:, :, a:a + st[0] * (oh - 1) + 1:st[0], b:b + st[1] * (ow - 1) + 1:st[1]]
     return out
 
 
 def _unblocks(c, shape_p, dil, st):
-    """Adjoint of ``_blocks``: sum (N, C, kh, kw, oh, ow) into a zero (N, C, Hp, Wp)."""
-    N, C, kh, kw, oh, ow = c.shape
-    out = np.zeros((N, C) + tuple(shape_p), c.dtype)
+    """Adjoint of ``_blocks`` for offset-major columns (kh, kw, C, N, oh, ow): their sum
+    into a zero (C, N, Hp, Wp)."""
+    kh, kw, C, N, oh, ow = c.shape
+    out = np.zeros((C, N) + tuple(shape_p), c.dtype)
     for i in range(kh):
         a = i * dil[0]
         for j in range(kw):
             b = j * dil[1]
-            out[:, :, a:a + st[0] * (oh - 1) + 1:st[0], b:b + st[1] * (ow - 1) + 1:st[1]] += c[:, :, i, j]
+            out[:, :, a:a + st[0] * (oh - 1) + 1:st[0], b:b + st[1] * (ow - 1) + 1:st[1]] += c[i, j]
     return out
+
+
+def _channels_first(a, G):
+    """(N, C, H, W) -> (G, C/G, N*H*W), contiguous."""
+    N, C, H, W = a.shape
+    return np.ascontiguousarray(a.transpose(1, 0, 2, 3)).reshape(G, C // G, N * H * W)
 
 
 class ConvolutionBackward0(OpNode):
@@ -67,16 +77,16 @@ class ConvolutionBackward0(OpNode):
         N, Cin, H, W = xd.shape
         Cout = gd.shape[1]
         kk = ks[0] * ks[1]
-        gp = np.zeros((N, Cout, gd.shape[2] + 2 * pad[0], gd.shape[3] + 2 * pad[1]), gd.dtype)
-        gp[:, :, pad[0]:pad[0] + gd.shape[2], pad[1]:pad[1] + gd.shape[3]] = gd
-        cols = _blocks(gp, ks, dil, st, H, W).reshape(N, G, Cout // G * kk, H * W)
+        gpT = np.zeros((Cout, N, gd.shape[2] + 2 * pad[0], gd.shape[3] + 2 * pad[1]), gd.dtype)
+        gpT[:, :, pad[0]:pad[0] + gd.shape[2], pad[1]:pad[1] + gd.shape[3]] = gd.transpose(1, 0, 2, 3)
+        cols = _blocks(gpT, ks, dil, st, H, W).reshape(G, Cout // G * kk, N * H * W)
         gx = gw = gb = None
         if nf[0][0] is not None:
             wg = wd.reshape(G, Cin // G, Cout // G * kk)
-            gx = np.matmul(wg[None], cols).reshape(x._data.shape)
+            gx = np.matmul(wg, cols).reshape(Cin, N, H, W).transpose(1, 0, 2, 3)
+            gx = np.ascontiguousarray(gx).reshape(x._data.shape)
         if nf[1][0] is not None:
-            xg = xd.reshape(N, G, Cin // G, H * W)
-            gw = np.matmul(xg, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(w._data.shape)
+            gw = np.matmul(_channels_first(xd, G), cols.transpose(0, 2, 1)).reshape(w._data.shape)
         if len(nf) > 2 and nf[2][0] is not None:
             gb = gd.sum(axis=(0, 2, 3))
         out = tuple(None if a is None else finish(None, arr(a)) for a in (gx, gw, gb))
@@ -177,19 +187,21 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"Given input size per channel: ({H} x {W}). Calculated output size per channel: "
                            f"({Ho} x {Wo}). Output size is too small")
-    wg = wd.reshape(G, Cin // G, Cout // G * kk)
-    cols = np.matmul(wg.transpose(0, 2, 1)[None], xd.reshape(N, G, Cin // G, H * W))
-    cols = cols.reshape(N, Cout, ks[0], ks[1], H, W)
+    # offset-major weight rows (G, kh, kw, Cout/G, Cin/G): the columns come out as
+    # (kh, kw, Cout, N, H, W) blocks (for G == 1; per group otherwise)
+    wT = wd.reshape(G, Cin // G, Cout // G, ks[0], ks[1]).transpose(0, 3, 4, 2, 1)
+    wT = np.ascontiguousarray(wT).reshape(G, kk * (Cout // G), Cin // G)
+    cols = np.matmul(wT, _channels_first(xd, G))                 # (G, kk*Cout/G, N*H*W)
+    cols = cols.reshape(G, ks[0], ks[1], Cout // G, N, H, W).transpose(1, 2, 0, 3, 4, 5, 6)
+    cols = cols.reshape(ks[0], ks[1], Cout, N, H, W)
     Hp, Wp = Ho + 2 * pad[0], Wo + 2 * pad[1]
     need_h, need_w = (H - 1) * st[0] + dil[0] * (ks[0] - 1) + 1, (W - 1) * st[1] + dil[1] * (ks[1] - 1) + 1
     full = _unblocks(cols, (max(Hp, need_h), max(Wp, need_w)), dil, st)
-    r = full[:, :, pad[0]:pad[0] + Ho, pad[1]:pad[1] + Wo]
+    r = full[:, :, pad[0]:pad[0] + Ho, pad[1]:pad[1] + Wo].transpose(1, 0, 2, 3)
     if bias is not None:
         r = r + bias._data.reshape(1, -1, 1, 1)
     if nsp == 1:
         r = r[:, :, 0, :]
-    if unbatched:
-        r = r[0]
     r = np.ascontiguousarray(r)
     node = node_for(ConvolutionBackward0, (input, weight, bias) if bias is not None else (input, weight))
     if node is not None:

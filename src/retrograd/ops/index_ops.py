@@ -30,8 +30,10 @@ def _accumulate_flat(n, lin, w, npdt):
     lin = lin.ravel()
     if npdt.kind == "c":
         return (np.bincount(lin, w.real, n) + 1j * np.bincount(lin, w.imag, n)).astype(npdt)
-    if npdt.kind == "f":
+    if npdt.kind == "f" and npdt.itemsize < 4:
         return np.bincount(lin, w.astype(np.float64, copy=False), n).astype(npdt, copy=False)
+    # (NumPy's add.at has a fast path for matching dtypes: faster than bincount's float64
+    # sums, and it adds in the element order, as PyTorch's CPU scatter-add does)
     z = np.zeros(n, npdt)
     np.add.at(z, lin, w.astype(npdt, copy=False))
     return z
@@ -320,7 +322,7 @@ def _gather_checks(x, d, a, op, src=None):
 class GatherBackward0(OpNode):
     def backward(self, g):
         _, index = self.saved_tensors  # the input is saved as PyTorch saves it: in-place changes are caught
-        return _gather_grad(g, index, self.shape, self.dim)
+        return _gather_grad(g, index, self.shape, self.dim, self.lin)
 
 
 class _GatherGradBackward(OpNode):
@@ -329,16 +331,16 @@ class _GatherGradBackward(OpNode):
         return gather(gg, self.dim, index)
 
 
-def _gather_grad(g, index, shape, d):
-    """zeros(shape) with ``g`` summed at ``index`` along ``d`` (indices already checked)."""
+def _gather_grad(g, index, shape, d, lin=None):
+    """zeros(shape) with ``g`` summed at ``index`` along ``d`` (indices already checked);
+    ``lin``: the flat positions, where the forward computed them."""
     gd, a = g._data, index._data
     if not shape:
         r = np.asarray(gd.sum(), dtype=gd.dtype)
     elif a.size == 0:
         r = np.zeros(shape, gd.dtype)
     else:
-        coords = _coords(d, a)
-        lin = _flat_positions(shape, coords, a.shape)
+        lin = _flat_positions(shape, _coords(d, a), a.shape) if lin is None else lin
         r = _accumulate_flat(_size(shape), lin, gd, gd.dtype).reshape(shape)
     node = node_for(_GatherGradBackward, (g,))
     if node is not None:
@@ -353,15 +355,20 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     d = wrap_dim(dim, x.ndim)
     a = _index_arg(index, "gather")
     _gather_checks(x, d, a, "gather")
+    lin = None
     if x.ndim == 0:
         r = np.broadcast_to(x, a.shape).copy()
+    elif x.flags.c_contiguous and a.size:
+        # one flat take (the flat positions also serve the backward's scatter)
+        lin = _flat_positions(x.shape, _coords(d, a), a.shape)
+        r = x.reshape(-1).take(lin)
     else:
         # Index no larger than the input off ``d``: gather from the matching corner.
         xs = x[tuple(slice(None) if k == d else slice(0, a.shape[k]) for k in range(x.ndim))]
         r = np.take_along_axis(xs, a, axis=d)
     node = node_for(GatherBackward0, (input,))
     if node is not None:
-        node.shape, node.dim = x.shape, d
+        node.shape, node.dim, node.lin = x.shape, d, lin
         save(node, input, index)
     res = finish(node, arr(np.asarray(r)))
     return res if out is None else write_out(out, res, "gather")

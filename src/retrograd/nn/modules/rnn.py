@@ -1,9 +1,9 @@
 """Recurrent layers: RNN, LSTM, GRU and their cells.
 
-The input projection of all steps is one GEMM up front. LSTM (without projection) and GRU
-layers then run each direction as one node whose time loop works on arrays (backward
+The input projection of all steps is one GEMM up front. LSTM (without projection), GRU and
+RNN layers then run each direction as one node whose time loop works on arrays (backward
 through time included; under create_graph it differentiates the tensor-op composite);
-RNN and projected LSTM run one tensor-op cell per time step. Packed sequences run on
+projected LSTM runs one tensor-op cell per time step. Packed sequences run on
 their padded form with a per-step mask: finished sequences keep their last state.
 """
 import math
@@ -14,7 +14,8 @@ import numpy as np
 
 from ... import _creation
 from ...ops._base import finish
-from ...ops._seqkit import gru_composite, gru_layer, gru_pointwise, lstm_composite, lstm_layer, lstm_pointwise
+from ...ops._seqkit import (gru_composite, gru_layer, gru_pointwise, lstm_composite, lstm_layer, lstm_pointwise,
+                             rnn_layer)
 from ...ops.shape import cat, stack, unbind
 from ...ops.unary import tanh, relu
 from ..parameter import Parameter
@@ -155,6 +156,8 @@ class RNNBase(Module):
             return lstm_layer(gx, h, c, w_hh, b_hh, reverse, masks)
         if self.mode == "GRU" and gx.shape[0] > 0:
             return (*gru_layer(gx, h, w_hh, b_hh, reverse, masks), None)
+        if self.mode in ("RNN_TANH", "RNN_RELU") and gx.shape[0] > 0:
+            return (*rnn_layer(gx, h, w_hh, b_hh, self.mode == "RNN_RELU", reverse, masks), None)
         steps = unbind(gx, 0)
         L = len(steps)
         outs = [None] * L
