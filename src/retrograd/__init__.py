@@ -2,7 +2,16 @@
 
 ``import retrograd as torch`` and PyTorch programs run unchanged.
 """
-from . import _dtype
+import numpy as _np
+
+# PyTorch's kernels never warn about floating-point exceptions (log(0) is -inf, 0/0 nan, an
+# overflowing exp inf); NumPy's warn by default. NumPy reads its error mode (a context
+# variable) on every ufunc call, so it is set once here: an np.errstate around each op would
+# cost ~1.5 us, half of a 0-d add. It applies to the importing thread's context (new threads
+# start from NumPy's default).
+_np.seterr(all="ignore")
+
+from . import _dtype  # noqa: E402
 from ._dtype import (dtype, float16, half, float32, float64, double, bfloat16, int8, int16, short,  # noqa: F401
                      int32, int64, long, uint8, complex64, complex128, cfloat, cdouble,
                      get_default_dtype, set_default_dtype, promote_types, can_cast, finfo, iinfo)

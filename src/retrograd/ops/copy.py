@@ -10,6 +10,8 @@ __all__ = ["clone"]
 
 class ToCopyBackward0(OpNode):
     def backward(self, g):
+        if g._data.dtype.kind == "c" and self.src_dtype.kind != "c":
+            g = g.real   # PyTorch's real(grad): the imaginary part has no real source
         return g._to(self.src_dtype, self.src_device)
 
 
