@@ -87,6 +87,15 @@ def _gen(generator):
     return (generator or default_generator)._np
 
 
+def _gen_for(t, generator):
+    """The generator a random fill of ``t`` draws from: none for a meta tensor (PyTorch's meta
+    kernels draw nothing and leave the generator's state as it was)."""
+    if type(t._data) is not np.ndarray and t.is_meta:
+        from ._meta import NoDraws
+        return NoDraws()
+    return _gen(generator)
+
+
 def manual_seed(seed):
     """Seed the default generator (and CuPy's, when in use)."""
     default_generator.manual_seed(seed)
@@ -174,12 +183,19 @@ def _check_args(fname, dtype=None, device=None, requires_grad=None, args=()):
     raise TypeError(f"{fname}(): argument '{bad[0]}' must be {bad[1]}, not {type(bad[2]).__name__}")
 
 
-def _alloc(make, shape, npdt, *args):
+def _is_meta(device):
+    return device is not None and device is not CPU and getattr(to_device(device), "type", None) == "meta"
+
+
+def _alloc(make, shape, npdt, *args, device=None):
     """``make(shape, *args, npdt)`` with PyTorch's errors for sizes that overflow or do not fit
-    in memory (NumPy's ValueError/MemoryError otherwise)."""
+    in memory (NumPy's ValueError/MemoryError otherwise); only the metadata for ``device='meta'``."""
     nbytes = math.prod(shape) * npdt.itemsize
     if nbytes > 2**63 - 1:
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+    if device is not None and _is_meta(device):
+        from ._meta import MetaArray
+        return MetaArray(shape, npdt)
     try:
         return make(shape, *args, npdt)
     except MemoryError:
@@ -200,7 +216,11 @@ def _full_np(shape, fill, npdt):
 def _finish(data, requires_grad=False, device=None):
     if device is not None:
         dev = to_device(device)
-        if dev is not CPU and dev.type != "cpu":
+        if dev.type == "meta":
+            from ._meta import MetaArray
+            if type(data) is not MetaArray:
+                data = MetaArray(data.shape, data.dtype)
+        elif dev is not CPU and dev.type != "cpu":
             xp = array_module(dev)
             with xp.cuda.Device(dev.index or 0):
                 data = xp.asarray(data)
@@ -364,11 +384,11 @@ def _filled(fill, size, dtype, device, requires_grad, default_float=True, fname=
     shape = _size(size)
     dt = _float_dt(dtype) if default_float or dtype is not None else None
     if fill is None:
-        a = _alloc(np.empty, shape, dt.np)
+        a = _alloc(np.empty, shape, dt.np, device=device)
     elif fill == 0:
-        a = _alloc(np.zeros, shape, dt.np)
+        a = _alloc(np.zeros, shape, dt.np, device=device)
     else:
-        a = _alloc(_full_np, shape, dt.np, fill)
+        a = _alloc(_full_np, shape, dt.np, fill, device=device)
     return _finish(a, requires_grad, device)
 
 
@@ -410,7 +430,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     shape = _size((size,) if not isinstance(size, (tuple, list, Size)) else (tuple(size),))
     dt = _float_dt(dtype)
     D.check_scalar_fits(fill_value, dt, half=True)
-    return _finish(_alloc(_full_np, shape, dt.np, fill_value), requires_grad, device)
+    return _finish(_alloc(_full_np, shape, dt.np, fill_value, device=device), requires_grad, device)
 
 
 def _like(input, dtype, device, fname="empty_like", requires_grad=None):
@@ -422,12 +442,12 @@ def _like(input, dtype, device, fname="empty_like", requires_grad=None):
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, dt, dev = _like(input, dtype, device, "zeros_like", requires_grad)
-    return _finish(_alloc(np.zeros, shape, dt.np), requires_grad, dev)
+    return _finish(_alloc(np.zeros, shape, dt.np, device=dev), requires_grad, dev)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, dt, dev = _like(input, dtype, device, "ones_like", requires_grad)
-    return _finish(_alloc(np.ones, shape, dt.np), requires_grad, dev)
+    return _finish(_alloc(np.ones, shape, dt.np, device=dev), requires_grad, dev)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
@@ -437,7 +457,7 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, dt, dev = _like(input, dtype, device, "full_like", requires_grad)
     D.check_scalar_fits(fill_value.item() if isinstance(fill_value, Tensor) else fill_value, dt, half=True)
-    return _finish(_alloc(_full_np, shape, dt.np, fill_value), requires_grad, dev)
+    return _finish(_alloc(_full_np, shape, dt.np, fill_value, device=dev), requires_grad, dev)
 
 
 # --- ranges -------------------------------------------------------------------------------
@@ -535,7 +555,10 @@ def _rand_dt(dtype, kernel="check_uniform_bounds"):
     return dt
 
 
-def _sample(fn, dt, shape, g):
+def _sample(fn, dt, shape, g, device=None):
+    if device is not None and _is_meta(device):     # no values: the generator is not used
+        from ._meta import MetaArray
+        return MetaArray(shape, dt.np)
     if dt.np in (np.float32, np.float64):
         return fn(g, shape, dt.np)
     return fn(g, shape, np.float32).astype(dt.np)
@@ -545,14 +568,15 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
     """Uniform samples on [0, 1)."""
     _check_args("rand", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype)
-    return _finish(_sample(lambda g, s, d: g.random(s, dtype=d), dt, _size(size), _gen(generator)), requires_grad, device)
+    return _finish(_sample(lambda g, s, d: g.random(s, dtype=d), dt, _size(size), _gen(generator), device),
+                   requires_grad, device)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """Standard normal samples."""
     _check_args("randn", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype, "normal_kernel_cpu")
-    return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator)),
+    return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator), device),
                    requires_grad, device)
 
 
@@ -583,7 +607,10 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
             raise RuntimeError(f"from is out of bounds for {cname}")
         if high - 1 > info.max:
             raise RuntimeError(f"to - 1 is out of bounds for {cname}")
-    a = _gen(generator).integers(low, high, size=_size((tuple(size),)), dtype=np.int64).astype(dt.np)
+    shape = _size((tuple(size),))
+    if _is_meta(device):
+        return _finish(_alloc(None, shape, dt.np, device=device), requires_grad, device)
+    a = _gen(generator).integers(low, high, size=shape, dtype=np.int64).astype(dt.np)
     return _finish(a, requires_grad, device)
 
 

@@ -75,6 +75,7 @@ class device:
 _CPU = None
 _CPU = device("cpu")
 CPU = _CPU
+META = device("meta")
 
 
 def to_device(d):
@@ -87,6 +88,9 @@ def array_module(dev):
     """NumPy for the CPU, CuPy for CUDA (raising a clear error when CuPy is missing)."""
     if dev.type == "cpu":
         return np
+    if dev.type == "meta":
+        from ._meta import xp
+        return xp
     if dev.type == "cuda":
         try:
             import cupy
@@ -100,6 +104,8 @@ def array_module(dev):
 def device_of_array(a):
     if isinstance(a, np.ndarray) or np.isscalar(a):
         return _CPU
+    if type(a).__name__ == "MetaArray":
+        return META
     dev = getattr(a, "device", None)
     if dev is not None and type(a).__module__.startswith("cupy"):
         return device("cuda", int(dev.id))

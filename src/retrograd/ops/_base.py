@@ -417,6 +417,8 @@ def check_same_device(a, b):
     if type(a._data) is not type(b._data):
         da, db = a.device, b.device
         if da != db and a._data.ndim and b._data.ndim:
+            if "meta" in (da.type, db.type):
+                raise RuntimeError(f"Tensor on device {db} is not on the expected device {da}!")
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, {da} and {db}!")
 

@@ -145,7 +145,10 @@ def _to(input, dtype=None, device=None, copy=False):
         pass  # result simply does not require grad
     if dev != src_dev:
         xp = array_module(dev)
-        if dev.type == "cpu":
+        if dev.type == "meta":
+            from .._meta import MetaArray, like_strides
+            r = MetaArray(x.shape, npdt, like_strides(x, npdt) if not x.flags.c_contiguous else None)
+        elif dev.type == "cpu":
             r = x.get() if hasattr(x, "get") else np.asarray(x)
         else:
             with xp.cuda.Device(dev.index or 0):

@@ -425,10 +425,23 @@ class Module:
         dev = to_device(device) if device is not None else None
 
         def convert(t):
-            if t.is_floating_point() or t.is_complex():
-                return t._to(dtype, dev)
-            return t._to(None, dev)
+            try:
+                if t.is_floating_point() or t.is_complex():
+                    return t._to(dtype, dev)
+                return t._to(None, dev)
+            except NotImplementedError as e:
+                if t.is_meta and dev is not None and dev.type != "meta":
+                    raise NotImplementedError(
+                        f"{e} Please use torch.nn.Module.to_empty() instead of torch.nn.Module.to() when moving "
+                        "module from meta to a different device.") from None
+                raise
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse=True):
+        """Move parameters and buffers to ``device`` without copying their values (new,
+        uninitialised storage): how a module built on the meta device gets real tensors."""
+        from ..._creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def _float_apply(self, dt):
         return self._apply(lambda t: t._to(dt) if t.is_floating_point() else t)
