@@ -37,11 +37,49 @@ from ._threads import set_num_threads, get_num_threads, set_num_interop_threads,
 from . import amp, cuda, backends, distributed, testing  # noqa: F401,E402
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_dtype  # noqa: F401,E402
 
+from ._legacy import LEGACY_TYPES as _LEGACY_TYPES, tensortype  # noqa: E402,F401
+from . import jit, compiler, version  # noqa: F401,E402  (small: nothing heavy behind them)
+
+globals().update(_LEGACY_TYPES)     # FloatTensor, LongTensor, ... (PyTorch's legacy constructors)
+
 bool = _dtype.bool_
 float = _dtype.float32
 int = _dtype.int32
 
-__version__ = "0.1.0"
+__version__ = version.retrograd
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=None, options=None, name=None,
+            disable=False, **kwargs):
+    """Returns ``model`` unchanged (or, without it, a decorator that does): retrograd runs
+    eagerly, so there is nothing to compile. A notice says so once; the common guard
+    ``if hasattr(torch, "compile"): model = torch.compile(model)`` keeps working."""
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                                 options=options, disable=disable)
+    if not disable:
+        from ._compile_notice import notice
+        notice("torch.compile")
+    return model
+
+
+_MATMUL_PRECISION = ["highest"]
+
+
+def set_float32_matmul_precision(precision):
+    """Accepted and remembered ('highest', 'high', 'medium'): retrograd's float32 matmul is
+    always full precision (NumPy/CuPy), which is what 'highest' asks for."""
+    if precision not in ("highest", "high", "medium"):
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
+                      "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _MATMUL_PRECISION[0] = precision
+
+
+def get_float32_matmul_precision():
+    """What ``set_float32_matmul_precision`` last set ('highest' at first)."""
+    return _MATMUL_PRECISION[0]
 
 
 def is_tensor(obj):

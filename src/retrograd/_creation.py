@@ -392,22 +392,36 @@ def _filled(fill, size, dtype, device, requires_grad, default_float=True, fname=
     return _finish(a, requires_grad, device)
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def _size_kw(fname, sizes, size):
+    """The shape given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or as ``size=``."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{fname}() got multiple values for argument 'size'")
+    if not isinstance(size, (tuple, list, Size)):
+        raise TypeError(f"{fname}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+    return (tuple(size),)
+
+
+def zeros(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor of zeros (default dtype unless ``dtype``)."""
+    size = _size_kw("zeros", sizes, size)
     dims = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list, Size)) else size
     if any(isinstance(s, (_bint, np.integer)) and s < 0 for s in dims):
         raise RuntimeError("zeros: Dimension size must be non-negative.")
     return _filled(0, size, dtype, device, requires_grad, fname="zeros")
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def ones(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor of ones."""
+    size = _size_kw("ones", sizes, size)
     return _filled(1, size, dtype, device, requires_grad, fname="ones")
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
     """An uninitialised tensor (retrograd zero-fills it: reading garbage helps no one)."""
+    size = _size_kw("empty", sizes, size)
     return _filled(0, size, dtype, device, requires_grad, fname="empty")
 
 
@@ -564,16 +578,20 @@ def _sample(fn, dt, shape, g, device=None):
     return fn(g, shape, np.float32).astype(dt.np)
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False):
     """Uniform samples on [0, 1)."""
+    size = _size_kw("rand", sizes, size)
     _check_args("rand", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype)
     return _finish(_sample(lambda g, s, d: g.random(s, dtype=d), dt, _size(size), _gen(generator), device),
                    requires_grad, device)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False):
     """Standard normal samples."""
+    size = _size_kw("randn", sizes, size)
     _check_args("randn", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype, "normal_kernel_cpu")
     return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator), device),

@@ -33,7 +33,8 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
 
 def type_name(t):
     """PyTorch's legacy type string, e.g. ``torch.FloatTensor``."""
-    prefix = "torch.cuda." if t.device.type == "cuda" else "torch."
+    kind = t.device.type
+    prefix = "torch." if kind == "cpu" else f"torch.{kind}."
     return prefix + _TYPE_NAMES[t._data.dtype.name]
 
 

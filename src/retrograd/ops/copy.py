@@ -172,15 +172,14 @@ def _conv(dt):
 
 def _type(self, dtype=None, non_blocking=False, **kw):
     if dtype is None:
-        return ("torch.cuda." if self.is_cuda else "torch.") + {
-            "float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
-            "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-            "bool": "BoolTensor"}.get(self.dtype.name, self.dtype.name)
-    if isinstance(dtype, str):
-        names = {"FloatTensor": D.float32, "DoubleTensor": D.float64, "HalfTensor": D.float16,
-                 "LongTensor": D.int64, "IntTensor": D.int32, "ShortTensor": D.int16,
-                 "CharTensor": D.int8, "ByteTensor": D.uint8, "BoolTensor": D.bool_}
-        dtype = names[dtype.rsplit(".", 1)[-1]]
+        from ._base import type_name
+        return type_name(self)
+    from .._legacy import legacy_type
+    spec = legacy_type(dtype)
+    if spec is not None:
+        dt, cuda = spec
+        on_cuda = self.device.type == "cuda"
+        return self._to(dt, None if cuda == on_cuda else to_device("cuda" if cuda else "cpu"))
     return self._to(D.to_dtype(dtype))
 
 

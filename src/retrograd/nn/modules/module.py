@@ -437,6 +437,11 @@ class Module:
                 raise
         return self._apply(convert)
 
+    def compile(self, *args, **kwargs):
+        """``torch.compile`` in place: nothing to do in retrograd, which runs eagerly."""
+        from ... import compile as _compile
+        _compile(self, *args, **kwargs)
+
     def to_empty(self, *, device, recurse=True):
         """Move parameters and buffers to ``device`` without copying their values (new,
         uninitialised storage): how a module built on the meta device gets real tensors."""
