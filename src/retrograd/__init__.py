@@ -2,6 +2,8 @@
 
 ``import retrograd as torch`` and PyTorch programs run unchanged.
 """
+import warnings as _warnings
+
 import numpy as _np
 
 # PyTorch's kernels never warn about floating-point exceptions (log(0) is -inf, 0/0 nan, an
@@ -38,6 +40,7 @@ from . import amp, cuda, backends, distributed, testing  # noqa: F401,E402
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_dtype  # noqa: F401,E402
 
 from ._legacy import LEGACY_TYPES as _LEGACY_TYPES, tensortype  # noqa: E402,F401
+from ._compile_notice import notice as _notice_once  # noqa: E402
 from . import jit, compiler, version  # noqa: F401,E402  (small: nothing heavy behind them)
 
 globals().update(_LEGACY_TYPES)     # FloatTensor, LongTensor, ... (PyTorch's legacy constructors)
@@ -58,8 +61,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=Non
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                  options=options, disable=disable)
     if not disable:
-        from ._compile_notice import notice
-        notice("torch.compile")
+        _notice_once("torch.compile")
     return model
 
 
@@ -70,8 +72,7 @@ def set_float32_matmul_precision(precision):
     """Accepted and remembered ('highest', 'high', 'medium'): retrograd's float32 matmul is
     always full precision (NumPy/CuPy), which is what 'highest' asks for."""
     if precision not in ("highest", "high", "medium"):
-        import warnings
-        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
+        _warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
                       "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
         return
     _MATMUL_PRECISION[0] = precision

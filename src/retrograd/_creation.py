@@ -397,6 +397,10 @@ def _size_kw(fname, sizes, size):
     if size is None:
         return sizes
     if sizes:
+        if fname in _OVERLOADS:
+            got = ", ".join([type(a).__name__ for a in sizes] + [f"size={type(size).__name__}"])
+            raise TypeError(f"{fname}() received an invalid combination of arguments - got ({got}), but expected "
+                            "one of:\n" + "".join(f" * {sig}\n" for sig in _OVERLOADS[fname]))
         raise TypeError(f"{fname}() got multiple values for argument 'size'")
     if not isinstance(size, (tuple, list, Size)):
         raise TypeError(f"{fname}(): argument 'size' must be tuple of ints, not {type(size).__name__}")

@@ -13,6 +13,8 @@ import numpy as np
 from ..._tensor import Tensor
 from ...ops._base import typename
 from ... import _dtype as D
+from ..._compile_notice import notice as _compile_notice
+from ..._legacy import legacy_type
 from ...autograd import grad_mode
 from ...autograd.graph import RemovableHandle
 from ..parameter import Parameter, Buffer
@@ -439,8 +441,8 @@ class Module:
 
     def compile(self, *args, **kwargs):
         """``torch.compile`` in place: nothing to do in retrograd, which runs eagerly."""
-        from ... import compile as _compile
-        _compile(self, *args, **kwargs)
+        if not kwargs.get("disable", False):
+            _compile_notice("torch.nn.Module.compile")
 
     def to_empty(self, *, device, recurse=True):
         """Move parameters and buffers to ``device`` without copying their values (new,
@@ -464,7 +466,11 @@ class Module:
         return self._float_apply(D.bfloat16)
 
     def type(self, dst_type):
-        return self._apply(lambda t: t._to(D.to_dtype(dst_type)))
+        """Cast parameters and buffers to ``dst_type`` (a dtype or a legacy type such as
+        ``torch.DoubleTensor``)."""
+        spec = legacy_type(dst_type)
+        dt = spec[0] if spec is not None else D.to_dtype(dst_type)
+        return self._apply(lambda t: t._to(dt))
 
     def cpu(self):
         return self._apply(lambda t: t.cpu())
