@@ -16,8 +16,6 @@ from .. import _dtype as D
 __all__ = []
 
 
-
-
 def _fill_inplace(self, values, overlap=True):
     check_inplace(self, overlap=overlap)
     d = self._data
