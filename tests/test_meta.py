@@ -145,12 +145,18 @@ def test_large_meta_tensors_cost_no_memory_and_no_draws():
         y.backward()
         big = retrograd.empty(10**6, 10**5, device="meta")    # 400 GB
         z = (big.t() + 1).exp().sum(0)
+        # reductions and joins: from the metadata, no pass over 10**11 elements
+        parts = [big.sum(), big.mean(1, keepdim=True), big.amax(0), big.argmax(1), big.max(0).values,
+                 retrograd.cat([big, big]), retrograd.stack([big, big], 1), big.softmax(-1)]
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert peak < 16 * 2**20, peak
     assert m.weight.grad.shape == (40000, 40000) and m.weight.grad.is_meta
     assert z.shape == (10**6,) and z.is_meta
+    assert [tuple(p.shape) for p in parts] == [(), (10**6, 1), (10**5,), (10**6,), (10**5,), (2 * 10**6, 10**5),
+                                               (10**6, 2, 10**5), (10**6, 10**5)]
+    assert all(p.is_meta for p in parts) and parts[3].dtype == retrograd.int64
     assert bool((retrograd.get_rng_state() == state).all())      # no random number was drawn
 
 

@@ -10,6 +10,7 @@ Ordinary tensors never reach this module: their ``_data`` is an ``np.ndarray``.
 """
 import math
 import operator
+import warnings
 
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
@@ -75,6 +76,35 @@ def _matmul_shape(a, b):
     if len(a) == 1:
         out = out[:-2] + out[-1:] if len(b) != 1 else out[:-1]
     return out
+
+
+def _reduced(a, fn, args, kwargs, axis_pos=0):
+    """Shape and dtype of a reduction of ``a`` (sum, max, argmax, std...), from the reduction of
+    a one-element stand-in: no pass over the elements."""
+    axis = kwargs.get("axis", args[axis_pos] if len(args) > axis_pos else None)
+    keep = kwargs.get("keepdims", False)
+    nd = a.ndim
+    if axis is None:
+        axes = set(range(nd))
+    else:
+        axes = {int(ax) % max(nd, 1) for ax in (axis if isinstance(axis, (tuple, list)) else (axis,))}
+    kw = {k: v for k, v in kwargs.items() if k not in ("out", "where", "initial")}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (ddof on one element: NumPy's own warning)
+        r = fn(_standin((1,) * nd, a.dtype), *_unwrap(args), **_unwrap_kw(kw))
+    dt = np.asarray(r).dtype
+    if keep:
+        shape = tuple(1 if i in axes else n for i, n in enumerate(a.shape))
+    else:
+        shape = tuple(n for i, n in enumerate(a.shape) if i not in axes)
+    return MetaArray(shape, dt)
+
+
+def _unwrap_kw(kw):
+    return {k: _unwrap(v) for k, v in kw.items()}
+
+
+_REDUCING_METHODS = {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "std", "var", "any", "all", "ptp"}
 
 
 class _Flags:
@@ -271,6 +301,9 @@ class MetaArray(NDArrayOperatorsMixin):
         # Other ndarray methods (sum, max, argmax, nonzero...): on the stand-in.
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in _REDUCING_METHODS:
+            fn = getattr(np.ndarray, name)
+            return lambda *args, **kwargs: _reduced(self, fn, args, kwargs)
         attr = getattr(self._standin(), name)
         if not callable(attr):
             return _wrap(attr)
@@ -290,6 +323,10 @@ class MetaArray(NDArrayOperatorsMixin):
                 r = ufunc(*samples, **kwargs)
             rs = r if ufunc.nout > 1 else (r,)
             res = tuple(MetaArray(shape, np.asarray(x).dtype) for x in rs)
+        elif method == "reduce" and isinstance(inputs[0], MetaArray):
+            kw = dict(kwargs)
+            kw.setdefault("axis", 0)          # ufunc.reduce's default
+            res = (_reduced(inputs[0], ufunc.reduce, inputs[1:], kw),)
         elif method == "__call__" and ufunc is np.matmul:
             a, b = (i.shape if isinstance(i, MetaArray) else np.shape(i) for i in inputs)
             dt = ufunc(*(np.zeros((1,) * max(len(np.shape(i)), 1), i.dtype) for i in inputs)).dtype
@@ -314,6 +351,22 @@ class MetaArray(NDArrayOperatorsMixin):
             return MetaArray(r.shape, r.dtype, r.strides)
         if func in _FALSE:
             return False
+        if func in _REDUCTIONS and isinstance(args[0], MetaArray):
+            return _reduced(args[0], func, args[1:], kwargs)
+        if func in (np.concatenate, np.stack):
+            arrays = [a if isinstance(a, MetaArray) else MetaArray(np.shape(a), np.asarray(a).dtype) for a in args[0]]
+            axis = kwargs.get("axis", args[1] if len(args) > 1 else 0)
+            small = [_standin(tuple(min(n, 1) for n in a.shape), a.dtype) for a in arrays]
+            dt = func(small, axis=axis).dtype if axis is not None else np.result_type(*small)
+            if func is np.stack:
+                shape = list(arrays[0].shape)
+                shape.insert(axis % (len(shape) + 1), len(arrays))
+            elif axis is None:
+                shape = [sum(a.size for a in arrays)]
+            else:
+                shape = list(arrays[0].shape)
+                shape[axis % len(shape)] = sum(a.shape[axis % len(shape)] for a in arrays)
+            return MetaArray(tuple(shape), kwargs.get("dtype") or dt)
         if func in _LIKE:
             a = args[0]
             dt = kwargs.get("dtype") or (args[2] if func is np.full_like and len(args) > 2 else
@@ -328,6 +381,9 @@ class MetaArray(NDArrayOperatorsMixin):
 _NOOPS = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal}
 _VIEWS = {np.transpose, np.swapaxes, np.moveaxis, np.broadcast_to, np.expand_dims, np.squeeze,
           np.lib.stride_tricks.as_strided, np.diagonal, np.real, np.imag}
+_REDUCTIONS = {np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.argmax, np.argmin, np.std, np.var,
+               np.any, np.all, np.nansum, np.nanmean, np.nanmax, np.nanmin, np.nanstd, np.nanvar, np.nanprod,
+               np.median, np.nanmedian, np.count_nonzero, np.ptp}
 _LIKE = {np.empty_like, np.zeros_like, np.ones_like, np.full_like}
 _FALSE = {np.shares_memory, np.may_share_memory}
 
