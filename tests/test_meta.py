@@ -73,6 +73,8 @@ OPS = {
     "compare": lambda L, x: x > 0,
     "where": lambda L, x: L.where(x > 0, x, L.zeros_like(x)),
     "int_div": lambda L, x: x.long() // 2,
+    "as_strided": lambda L, x: x.as_strided((3, 2), (1, 3)),
+    "as_strided_offset": lambda L, x: L.as_strided(x, (2, 2), (2, 1), 1),
     "matmul": lambda L, x: x @ x.t(),
     "mv": lambda L, x: x @ L.empty(3, device="meta"),
     "bmm": lambda L, x: L.empty(5, 2, 3, device="meta") @ L.empty(5, 3, 4, device="meta"),
@@ -225,3 +227,43 @@ def test_view_of_a_transposed_meta_tensor_fails_as_torch():
             L.empty(2, 3, device="meta").t().view(6)
         errs.append(str(e.value))
     assert errs[0] == errs[1]
+
+
+_NO_DATA = ("Cannot copy out of meta tensor; no data!", "Tensor.item() cannot be called on meta tensors",
+            "is not on the expected device meta!")
+
+
+@needs_torch
+def test_op_table_on_meta_never_gives_real_tensors():
+    """Every op of the table, on meta copies of its first sample: meta results of torch's shape
+    and dtype, or a clear no-data error; never a CPU tensor or another failure."""
+    from opinfo import ALL_OPS
+    from opinfo.core import expand_samples, build, flat
+    bad, propagated = [], 0
+    for info in ALL_OPS:
+        basic = [s for s in expand_samples(info) if s.kind == "basic"]
+        if not basic:
+            continue
+
+        def run(lib):
+            args, kw, _ = build(lib, basic[0], False)
+            conv = lambda a: a.to("meta") if isinstance(a, (retrograd.Tensor, torch.Tensor)) else a  # noqa: E731
+            return info.op(lib, *[conv(a) for a in args], **{k: conv(v) for k, v in kw.items()})
+        try:
+            t = run(torch)
+        except Exception:
+            continue
+        try:
+            r = run(retrograd)
+        except Exception as e:
+            if not any(m in str(e) for m in _NO_DATA) and not str(e).endswith("not implemented for 'Double'"):
+                bad.append(f"{info.name}: {type(e).__name__}: {e}")
+            continue
+        propagated += 1
+        for a, b in zip(flat(r), flat(t)):
+            if isinstance(b, torch.Tensor) and not (isinstance(a, retrograd.Tensor) and a.is_meta and
+                                                    tuple(a.shape) == tuple(b.shape) and
+                                                    (str(a.dtype) == str(b.dtype) or info.name == "bfloat16")):
+                bad.append(f"{info.name}: {a!r} where torch gives {b!r}")
+    assert not bad, "\n".join(bad)
+    assert propagated > len(ALL_OPS) // 2

@@ -315,6 +315,9 @@ class MetaArray(NDArrayOperatorsMixin):
 
     # --- NumPy's dispatch ------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        if out is not None and any(type(o) is not MetaArray for o in out) or \
+                method == "at" and type(inputs[0]) is not MetaArray:
+            raise NotImplementedError(NO_DATA)    # meta "values" written into real storage
         if method == "__call__" and ufunc.signature is None:
             shape = np.broadcast_shapes(*(np.shape(i) if not isinstance(i, MetaArray) else i.shape for i in inputs))
             samples = [np.zeros((), i.dtype) if isinstance(i, (MetaArray, np.ndarray)) else i for i in inputs]
