@@ -267,3 +267,26 @@ def test_op_table_on_meta_never_gives_real_tensors():
                 bad.append(f"{info.name}: {a!r} where torch gives {b!r}")
     assert not bad, "\n".join(bad)
     assert propagated > len(ALL_OPS) // 2
+
+
+@needs_torch
+def test_device_context_and_default_device_match_torch():
+    def run(L):
+        out = [str(L.get_default_device())]
+        with L.device("meta"):
+            m = L.nn.Sequential(L.nn.Linear(4, 3), L.nn.LayerNorm(3))
+            made = [L.ones(2), L.tensor([1.0]), L.arange(3), L.randn(2), L.randint(0, 3, (2,)), L.zeros(2, device="cpu"),
+                    m[0].weight, m[1].bias]
+            out += [str(t.device) for t in made] + [str(L.get_default_device())]
+            with L.device("cpu"):
+                out.append(str(L.ones(1).device))
+            out.append(str(L.ones(1).device))
+        out.append(str(L.ones(1).device))
+        L.set_default_device("meta")
+        try:
+            out += [str(L.empty(1).device), str(L.get_default_device())]
+        finally:
+            L.set_default_device(None)
+        out += [str(L.empty(1).device), str(L.get_default_device())]
+        return out
+    assert run(retrograd) == run(torch)

@@ -17,7 +17,7 @@ from . import _dtype  # noqa: E402
 from ._dtype import (dtype, float16, half, float32, float64, double, bfloat16, int8, int16, short,  # noqa: F401
                      int32, int64, long, uint8, complex64, complex128, cfloat, cdouble,
                      get_default_dtype, set_default_dtype, promote_types, can_cast, finfo, iinfo)
-from ._device import device  # noqa: F401
+from ._device import device, set_default_device, get_default_device  # noqa: F401
 from ._tensor import Tensor, Size  # noqa: F401
 from ._tensor_str import set_printoptions  # noqa: F401
 from ._creation import *  # noqa: F401,F403

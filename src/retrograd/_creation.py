@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as D
-from ._device import CPU, to_device, array_module
+from ._device import CPU, to_device, array_module, DEFAULT as _DEFAULT_DEVICE
 from ._device import device as _device_cls
 from ._tensor import Tensor, Size
 from .autograd import grad_mode
@@ -184,6 +184,8 @@ def _check_args(fname, dtype=None, device=None, requires_grad=None, args=()):
 
 
 def _is_meta(device):
+    if device is None:
+        device = _DEFAULT_DEVICE[0]
     return device is not None and device is not CPU and getattr(to_device(device), "type", None) == "meta"
 
 
@@ -193,7 +195,7 @@ def _alloc(make, shape, npdt, *args, device=None):
     nbytes = math.prod(shape) * npdt.itemsize
     if nbytes > 2**63 - 1:
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
-    if device is not None and _is_meta(device):
+    if (device is not None or _DEFAULT_DEVICE[0] is not None) and _is_meta(device):
         from ._meta import MetaArray
         return MetaArray(shape, npdt)
     try:
@@ -214,6 +216,8 @@ def _full_np(shape, fill, npdt):
 
 
 def _finish(data, requires_grad=False, device=None):
+    if device is None:
+        device = _DEFAULT_DEVICE[0]
     if device is not None:
         dev = to_device(device)
         if dev.type == "meta":
@@ -574,7 +578,7 @@ def _rand_dt(dtype, kernel="check_uniform_bounds"):
 
 
 def _sample(fn, dt, shape, g, device=None):
-    if device is not None and _is_meta(device):     # no values: the generator is not used
+    if (device is not None or _DEFAULT_DEVICE[0] is not None) and _is_meta(device):   # no values: no draws
         from ._meta import MetaArray
         return MetaArray(shape, dt.np)
     if dt.np in (np.float32, np.float64):

@@ -3,7 +3,7 @@ from builtins import type as builtins_type
 
 import numpy as np
 
-__all__ = ["device"]
+__all__ = ["device", "set_default_device", "get_default_device"]
 
 
 class device:
@@ -70,6 +70,34 @@ class device:
 
     def __reduce__(self):
         return (device, (self.type, self.index))
+
+    def __enter__(self):
+        """``with torch.device('meta'):`` makes this the default device of tensor creation."""
+        _DEFAULT_STACK.append(DEFAULT[0])
+        DEFAULT[0] = None if self is _CPU else self
+        return self
+
+    def __exit__(self, *exc):
+        DEFAULT[0] = _DEFAULT_STACK.pop()
+        return False
+
+
+# The device tensor creation uses when none is given (None: the CPU), and the values it had
+# before each `with device(...)` block.
+DEFAULT = [None]
+_DEFAULT_STACK = []
+
+
+def set_default_device(d):
+    """Make ``d`` (a device, a string, or None for the CPU) the device of tensor creation."""
+    DEFAULT[0] = None if d is None else device(d)
+    if DEFAULT[0] is not None and DEFAULT[0].type == "cpu":
+        DEFAULT[0] = None
+
+
+def get_default_device():
+    """The device tensor creation uses when none is given."""
+    return DEFAULT[0] if DEFAULT[0] is not None else _CPU
 
 
 _CPU = None
