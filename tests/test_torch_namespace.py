@@ -263,3 +263,12 @@ def test_hook_leaves_multiprocessing_as_it_was():
     with torch_aliases():
         assert "retrograd_torch_aliases" in spawn.get_preparation_data("x")
     assert spawn.get_preparation_data is before and "retrograd_torch_aliases" not in before("x")
+
+
+@needs_torch
+def test_numeric_constants_match_torch():
+    import math
+    for name in ("e", "pi", "inf"):
+        assert getattr(retrograd, name) == getattr(torch, name) and type(getattr(retrograd, name)) is float
+    assert math.isnan(retrograd.nan) and math.isnan(torch.nan) and retrograd.newaxis is torch.newaxis is None
+    assert retrograd.ones(3)[retrograd.newaxis].shape == (1, 3)

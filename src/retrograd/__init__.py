@@ -2,6 +2,7 @@
 
 ``import retrograd as torch`` and PyTorch programs run unchanged.
 """
+import math as _math
 import warnings as _warnings
 
 import numpy as _np
@@ -48,6 +49,10 @@ globals().update(_LEGACY_TYPES)     # FloatTensor, LongTensor, ... (PyTorch's le
 bool = _dtype.bool_
 float = _dtype.float32
 int = _dtype.int32
+
+# torch's numeric constants (Python floats, as torch's)
+e, pi, inf, nan = _math.e, _math.pi, _math.inf, _math.nan
+newaxis = None
 
 __version__ = version.retrograd
 
