@@ -77,3 +77,20 @@ def test_direct_cases_print_nothing():
         x = t([0.0, -1.0], requires_grad=True)
         x.sqrt().sum().backward()
         assert x.grad.tolist()[0] == float("inf")
+
+
+def test_fresh_process_with_warnings_as_errors():
+    """As a user runs it: python -W error, nothing set up by the test session."""
+    import os
+    import subprocess
+    import sys
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+    code = ("import retrograd as t\n"
+            "x = t.tensor([0.0, -1.0, 1000.0], requires_grad=True)\n"
+            "y = x.log().sum() + x.sqrt().sum() + x.exp().sum() + (x / x).sum()\n"
+            "y.backward()\n"
+            "print(y.item(), x.grad.tolist())\n")
+    r = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=os.path.abspath(src)), timeout=120)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.stdout.startswith("nan ")
