@@ -96,11 +96,12 @@ def intr_run(tmp_path_factory):
     return tmp, common, json.loads((tmp / "full.json").read_text())
 
 
-def interrupt_at(trigger, *args, cwd, group=False):
-    """Run the demo, send SIGINT once a stdout line matches ``trigger`` (to the whole process
-    group, DataLoader workers included, as a terminal's Ctrl-C does, with ``group``);
-    (status, out, err)."""
+def interrupt_at(trigger, *args, cwd, group=False, delay=0.0):
+    """Run the demo, send SIGINT ``delay`` seconds after a stdout line matches ``trigger`` (to
+    the whole process group, DataLoader workers included, as a terminal's Ctrl-C does, with
+    ``group``); (status, out, err)."""
     import signal
+    import time
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=SRC)
     p = subprocess.Popen([sys.executable, "-m", "retrograd", "demo", "mnist", "--no-progress", "--no-plot", *args],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
@@ -110,6 +111,7 @@ def interrupt_at(trigger, *args, cwd, group=False):
         for line in p.stdout:
             lines.append(line)
             if re.search(trigger, line):
+                time.sleep(delay)
                 if group:
                     os.killpg(p.pid, signal.SIGINT)
                 else:
@@ -131,27 +133,47 @@ def resume_and_compare(tmp, common, full, out_dir, name):
     return out
 
 
+# Seeded, so a failure names a point that can be replayed (RETROGRAD_INTR_SEED picks others).
+INTR_SEED = int(os.environ.get("RETROGRAD_INTR_SEED", "20261201"))
+
+
+def _interrupt_points(rng, n=5):
+    """``n`` points (phase, epoch, step, delay in s), three in training and two in evaluation:
+    the delay after the step's log line lands the signal anywhere in the next step (loading,
+    forward, dropout draws, backward, the optimizer) or in the middle of the evaluation."""
+    phases = ["training"] * 3 + ["evaluating"] * 2
+    rng.shuffle(phases)
+    return [(ph, rng.randint(1, 2), rng.randint(1, 4) if ph == "training" else 5, round(rng.uniform(0, 0.08), 3))
+            for ph in phases[:n]]
+
+
 @needs_nn
 def test_ctrl_c_at_random_steps_then_resume_is_bit_exact(intr_run):
     import random
     tmp, common, full = intr_run
-    rng = random.Random()
-    for i in range(3):
-        epoch, step = rng.randint(1, 2), rng.randint(1, 4)
-        run = tmp / f"step{i}"
+    points = _interrupt_points(random.Random(INTR_SEED))
+    assert {p[0] for p in points} == {"training", "evaluating"}
+    for i, (phase, epoch, step, delay) in enumerate(points):
+        where = (f"seed {INTR_SEED}, try {i}: Ctrl-C {delay} s into {phase} of epoch {epoch}"
+                 + (f" after step {step}" if phase == "training" else ""))
+        run = tmp / f"try{i}"
         workers = ["--num-workers", "2"] if i == 2 else []      # the batches do not depend on the workers
-        rc, out, err = interrupt_at(rf"^epoch {epoch}/2 step {step}/5 ", *common, *workers, "--out", str(run),
-                                    cwd=tmp, group=bool(workers))
-        assert rc == 130, (epoch, step, out, err)
+        trigger = rf"^epoch {epoch}/2 step {step}/5 " if phase == "training" else r"^evaluating on 3000 test images"
+        if phase == "evaluating" and epoch == 2:    # the second evaluation: after epoch 2's last step
+            trigger = r"^epoch 2/2 step 5/5 "
+        rc, out, err = interrupt_at(trigger, *common, *workers, "--out", str(run), cwd=tmp,
+                                    group=bool(workers), delay=delay)
+        assert rc == 130, (where, out, err)
         msg = [ln for ln in err.splitlines() if ln.strip()]
-        assert len(msg) == 1 and msg[0].startswith("interrupted while "), err      # one clear line
-        assert "checkpoint saved to" in msg[0] and "Traceback" not in err
+        assert len(msg) == 1 and msg[0].startswith("interrupted "), (where, err)      # one clear line
+        assert "Traceback" not in err, (where, err)
         ck = retrograd.load(run / "checkpoint.safetensors")
         done = ck["global_step"]
-        assert len(ck["history"]["loss"]) == done and ck["history"]["loss"] == full["loss"][:done]
-        out = resume_and_compare(tmp, common, full, run, f"step{i}")
+        assert len(ck["history"]["loss"]) == done and ck["history"]["loss"] == full["loss"][:done], where
+        assert ck["history"]["test"] == full["test"][:len(ck["history"]["test"])], where
+        out = resume_and_compare(tmp, common, full, run, f"try{i}")
         if ck["step"]:          # resumed mid-epoch: the summary says it covers the whole epoch
-            assert f"(all 5 steps; {ck['step']} before the resume)" in out, out
+            assert f"(all 5 steps; {ck['step']} before the resume)" in out, (where, out)
 
 
 @needs_nn

@@ -425,11 +425,11 @@ def test_map_location_callable_returning_none_keeps_the_saved_place(tmp_path):
     assert back["w"].tolist() == [1.0, 2.0] and back["n"] == 3
 
 
-def test_map_location_meta_is_a_clear_error(tmp_path):
-    # retrograd has no meta device: say so instead of failing somewhere inside
-    for loc in ("meta", {"cpu": "meta"}):
-        with pytest.raises(NotImplementedError, match="retrograd has no meta device"):
-            retrograd.load(_cpu_file(tmp_path), map_location=loc)
+def test_map_location_meta_gives_meta_tensors(tmp_path):
+    # (more in test_meta.py: no tensor byte is read)
+    for loc in ("meta", {"cpu": "meta"}, retrograd.device("meta")):
+        back = retrograd.load(_cpu_file(tmp_path), map_location=loc)
+        assert back["w"].is_meta and back["w"].shape == (2,) and back["n"] == 3
 
 
 def test_map_location_is_irrelevant_without_tensors(tmp_path):

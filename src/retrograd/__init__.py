@@ -2,11 +2,23 @@
 
 ``import retrograd as torch`` and PyTorch programs run unchanged.
 """
-from . import _dtype
+import math as _math
+import warnings as _warnings
+
+import numpy as _np
+
+# PyTorch's kernels never warn about floating-point exceptions (log(0) is -inf, 0/0 nan, an
+# overflowing exp inf); NumPy's warn by default. NumPy reads its error mode (a context
+# variable) on every ufunc call, so it is set once here: an np.errstate around each op would
+# cost ~1.5 us, half of a 0-d add. It applies to the importing thread's context (new threads
+# start from NumPy's default).
+_np.seterr(all="ignore")
+
+from . import _dtype  # noqa: E402
 from ._dtype import (dtype, float16, half, float32, float64, double, bfloat16, int8, int16, short,  # noqa: F401
                      int32, int64, long, uint8, complex64, complex128, cfloat, cdouble,
                      get_default_dtype, set_default_dtype, promote_types, can_cast, finfo, iinfo)
-from ._device import device  # noqa: F401
+from ._device import device, set_default_device, get_default_device  # noqa: F401
 from ._tensor import Tensor, Size  # noqa: F401
 from ._tensor_str import set_printoptions  # noqa: F401
 from ._creation import *  # noqa: F401,F403
@@ -34,11 +46,52 @@ from ._threads import set_num_threads, get_num_threads, set_num_interop_threads,
 from . import amp, cuda, backends, distributed, testing  # noqa: F401,E402
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_dtype  # noqa: F401,E402
 
+from ._legacy import LEGACY_TYPES as _LEGACY_TYPES, tensortype  # noqa: E402,F401
+from ._compile_notice import notice as _notice_once  # noqa: E402
+from . import jit, compiler, version  # noqa: F401,E402  (small: nothing heavy behind them)
+
+globals().update(_LEGACY_TYPES)     # FloatTensor, LongTensor, ... (PyTorch's legacy constructors)
+
 bool = _dtype.bool_
 float = _dtype.float32
 int = _dtype.int32
 
-__version__ = "0.1.0"
+# torch's numeric constants (Python floats, as torch's)
+e, pi, inf, nan = _math.e, _math.pi, _math.inf, _math.nan
+newaxis = None
+
+__version__ = version.retrograd
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=None, options=None, name=None,
+            disable=False, **kwargs):
+    """Returns ``model`` unchanged (or, without it, a decorator that does): retrograd runs
+    eagerly, so there is nothing to compile. A notice says so once; the common guard
+    ``if hasattr(torch, "compile"): model = torch.compile(model)`` keeps working."""
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                                 options=options, disable=disable)
+    if not disable:
+        _notice_once("torch.compile")
+    return model
+
+
+_MATMUL_PRECISION = ["highest"]
+
+
+def set_float32_matmul_precision(precision):
+    """Accepted and remembered ('highest', 'high', 'medium'): retrograd's float32 matmul is
+    always full precision (NumPy/CuPy), which is what 'highest' asks for."""
+    if precision not in ("highest", "high", "medium"):
+        _warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
+                      "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _MATMUL_PRECISION[0] = precision
+
+
+def get_float32_matmul_precision():
+    """What ``set_float32_matmul_precision`` last set ('highest' at first)."""
+    return _MATMUL_PRECISION[0]
 
 
 def is_tensor(obj):

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as D
-from ._device import CPU, to_device, array_module
+from ._device import CPU, to_device, array_module, DEFAULT as _DEFAULT_DEVICE
 from ._device import device as _device_cls
 from ._tensor import Tensor, Size
 from .autograd import grad_mode
@@ -85,6 +85,15 @@ default_generator = Generator()
 
 def _gen(generator):
     return (generator or default_generator)._np
+
+
+def _gen_for(t, generator):
+    """The generator a random fill of ``t`` draws from: none for a meta tensor (PyTorch's meta
+    kernels draw nothing and leave the generator's state as it was)."""
+    if type(t._data) is not np.ndarray and t.is_meta:
+        from ._meta import NoDraws
+        return NoDraws()
+    return _gen(generator)
 
 
 def manual_seed(seed):
@@ -174,12 +183,21 @@ def _check_args(fname, dtype=None, device=None, requires_grad=None, args=()):
     raise TypeError(f"{fname}(): argument '{bad[0]}' must be {bad[1]}, not {type(bad[2]).__name__}")
 
 
-def _alloc(make, shape, npdt, *args):
+def _is_meta(device):
+    if device is None:
+        device = _DEFAULT_DEVICE[0]
+    return device is not None and device is not CPU and getattr(to_device(device), "type", None) == "meta"
+
+
+def _alloc(make, shape, npdt, *args, device=None):
     """``make(shape, *args, npdt)`` with PyTorch's errors for sizes that overflow or do not fit
-    in memory (NumPy's ValueError/MemoryError otherwise)."""
+    in memory (NumPy's ValueError/MemoryError otherwise); only the metadata for ``device='meta'``."""
     nbytes = math.prod(shape) * npdt.itemsize
     if nbytes > 2**63 - 1:
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+    if (device is not None or _DEFAULT_DEVICE[0] is not None) and _is_meta(device):
+        from ._meta import MetaArray
+        return MetaArray(shape, npdt)
     try:
         return make(shape, *args, npdt)
     except MemoryError:
@@ -198,9 +216,15 @@ def _full_np(shape, fill, npdt):
 
 
 def _finish(data, requires_grad=False, device=None):
+    if device is None:
+        device = _DEFAULT_DEVICE[0]
     if device is not None:
         dev = to_device(device)
-        if dev is not CPU and dev.type != "cpu":
+        if dev.type == "meta":
+            from ._meta import MetaArray
+            if type(data) is not MetaArray:
+                data = MetaArray(data.shape, data.dtype)
+        elif dev is not CPU and dev.type != "cpu":
             xp = array_module(dev)
             with xp.cuda.Device(dev.index or 0):
                 data = xp.asarray(data)
@@ -364,30 +388,48 @@ def _filled(fill, size, dtype, device, requires_grad, default_float=True, fname=
     shape = _size(size)
     dt = _float_dt(dtype) if default_float or dtype is not None else None
     if fill is None:
-        a = _alloc(np.empty, shape, dt.np)
+        a = _alloc(np.empty, shape, dt.np, device=device)
     elif fill == 0:
-        a = _alloc(np.zeros, shape, dt.np)
+        a = _alloc(np.zeros, shape, dt.np, device=device)
     else:
-        a = _alloc(_full_np, shape, dt.np, fill)
+        a = _alloc(_full_np, shape, dt.np, fill, device=device)
     return _finish(a, requires_grad, device)
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def _size_kw(fname, sizes, size):
+    """The shape given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or as ``size=``."""
+    if size is None:
+        return sizes
+    if sizes:
+        if fname in _OVERLOADS:
+            got = ", ".join([type(a).__name__ for a in sizes] + [f"size={type(size).__name__}"])
+            raise TypeError(f"{fname}() received an invalid combination of arguments - got ({got}), but expected "
+                            "one of:\n" + "".join(f" * {sig}\n" for sig in _OVERLOADS[fname]))
+        raise TypeError(f"{fname}() got multiple values for argument 'size'")
+    if not isinstance(size, (tuple, list, Size)):
+        raise TypeError(f"{fname}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+    return (tuple(size),)
+
+
+def zeros(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor of zeros (default dtype unless ``dtype``)."""
+    size = _size_kw("zeros", sizes, size)
     dims = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list, Size)) else size
     if any(isinstance(s, (_bint, np.integer)) and s < 0 for s in dims):
         raise RuntimeError("zeros: Dimension size must be non-negative.")
     return _filled(0, size, dtype, device, requires_grad, fname="zeros")
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def ones(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor of ones."""
+    size = _size_kw("ones", sizes, size)
     return _filled(1, size, dtype, device, requires_grad, fname="ones")
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
     """An uninitialised tensor (retrograd zero-fills it: reading garbage helps no one)."""
+    size = _size_kw("empty", sizes, size)
     return _filled(0, size, dtype, device, requires_grad, fname="empty")
 
 
@@ -410,7 +452,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     shape = _size((size,) if not isinstance(size, (tuple, list, Size)) else (tuple(size),))
     dt = _float_dt(dtype)
     D.check_scalar_fits(fill_value, dt, half=True)
-    return _finish(_alloc(_full_np, shape, dt.np, fill_value), requires_grad, device)
+    return _finish(_alloc(_full_np, shape, dt.np, fill_value, device=device), requires_grad, device)
 
 
 def _like(input, dtype, device, fname="empty_like", requires_grad=None):
@@ -422,12 +464,12 @@ def _like(input, dtype, device, fname="empty_like", requires_grad=None):
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, dt, dev = _like(input, dtype, device, "zeros_like", requires_grad)
-    return _finish(_alloc(np.zeros, shape, dt.np), requires_grad, dev)
+    return _finish(_alloc(np.zeros, shape, dt.np, device=dev), requires_grad, dev)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, dt, dev = _like(input, dtype, device, "ones_like", requires_grad)
-    return _finish(_alloc(np.ones, shape, dt.np), requires_grad, dev)
+    return _finish(_alloc(np.ones, shape, dt.np, device=dev), requires_grad, dev)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
@@ -437,7 +479,7 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, dt, dev = _like(input, dtype, device, "full_like", requires_grad)
     D.check_scalar_fits(fill_value.item() if isinstance(fill_value, Tensor) else fill_value, dt, half=True)
-    return _finish(_alloc(_full_np, shape, dt.np, fill_value), requires_grad, dev)
+    return _finish(_alloc(_full_np, shape, dt.np, fill_value, device=dev), requires_grad, dev)
 
 
 # --- ranges -------------------------------------------------------------------------------
@@ -535,24 +577,32 @@ def _rand_dt(dtype, kernel="check_uniform_bounds"):
     return dt
 
 
-def _sample(fn, dt, shape, g):
+def _sample(fn, dt, shape, g, device=None):
+    if (device is not None or _DEFAULT_DEVICE[0] is not None) and _is_meta(device):   # no values: no draws
+        from ._meta import MetaArray
+        return MetaArray(shape, dt.np)
     if dt.np in (np.float32, np.float64):
         return fn(g, shape, dt.np)
     return fn(g, shape, np.float32).astype(dt.np)
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False):
     """Uniform samples on [0, 1)."""
+    size = _size_kw("rand", sizes, size)
     _check_args("rand", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype)
-    return _finish(_sample(lambda g, s, d: g.random(s, dtype=d), dt, _size(size), _gen(generator)), requires_grad, device)
+    return _finish(_sample(lambda g, s, d: g.random(s, dtype=d), dt, _size(size), _gen(generator), device),
+                   requires_grad, device)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False):
     """Standard normal samples."""
+    size = _size_kw("randn", sizes, size)
     _check_args("randn", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype, "normal_kernel_cpu")
-    return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator)),
+    return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator), device),
                    requires_grad, device)
 
 
@@ -583,7 +633,10 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
             raise RuntimeError(f"from is out of bounds for {cname}")
         if high - 1 > info.max:
             raise RuntimeError(f"to - 1 is out of bounds for {cname}")
-    a = _gen(generator).integers(low, high, size=_size((tuple(size),)), dtype=np.int64).astype(dt.np)
+    shape = _size((tuple(size),))
+    if _is_meta(device):
+        return _finish(_alloc(None, shape, dt.np, device=device), requires_grad, device)
+    a = _gen(generator).integers(low, high, size=shape, dtype=np.int64).astype(dt.np)
     return _finish(a, requires_grad, device)
 
 

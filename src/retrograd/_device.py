@@ -3,7 +3,7 @@ from builtins import type as builtins_type
 
 import numpy as np
 
-__all__ = ["device"]
+__all__ = ["device", "set_default_device", "get_default_device"]
 
 
 class device:
@@ -71,10 +71,39 @@ class device:
     def __reduce__(self):
         return (device, (self.type, self.index))
 
+    def __enter__(self):
+        """``with torch.device('meta'):`` makes this the default device of tensor creation."""
+        _DEFAULT_STACK.append(DEFAULT[0])
+        DEFAULT[0] = None if self is _CPU else self
+        return self
+
+    def __exit__(self, *exc):
+        DEFAULT[0] = _DEFAULT_STACK.pop()
+        return False
+
+
+# The device tensor creation uses when none is given (None: the CPU), and the values it had
+# before each `with device(...)` block.
+DEFAULT = [None]
+_DEFAULT_STACK = []
+
+
+def set_default_device(d):
+    """Make ``d`` (a device, a string, or None for the CPU) the device of tensor creation."""
+    DEFAULT[0] = None if d is None else device(d)
+    if DEFAULT[0] is not None and DEFAULT[0].type == "cpu":
+        DEFAULT[0] = None
+
+
+def get_default_device():
+    """The device tensor creation uses when none is given."""
+    return DEFAULT[0] if DEFAULT[0] is not None else _CPU
+
 
 _CPU = None
 _CPU = device("cpu")
 CPU = _CPU
+META = device("meta")
 
 
 def to_device(d):
@@ -87,6 +116,9 @@ def array_module(dev):
     """NumPy for the CPU, CuPy for CUDA (raising a clear error when CuPy is missing)."""
     if dev.type == "cpu":
         return np
+    if dev.type == "meta":
+        from ._meta import xp
+        return xp
     if dev.type == "cuda":
         try:
             import cupy
@@ -100,6 +132,8 @@ def array_module(dev):
 def device_of_array(a):
     if isinstance(a, np.ndarray) or np.isscalar(a):
         return _CPU
+    if type(a).__name__ == "MetaArray":
+        return META
     dev = getattr(a, "device", None)
     if dev is not None and type(a).__module__.startswith("cupy"):
         return device("cuda", int(dev.id))

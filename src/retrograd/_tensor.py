@@ -192,7 +192,7 @@ class Tensor:
 
     @property
     def is_meta(self):
-        return False
+        return type(self._data).__name__ == "MetaArray"
 
     @property
     def layout(self):
@@ -467,7 +467,7 @@ class Tensor:
         d = self._data
         if d.size != 1:
             raise RuntimeError(f"a Tensor with {d.size} elements cannot be converted to Scalar")
-        return d.reshape(()).item() if type(d) is _ndarray else d.reshape(()).get().item()
+        return d.reshape(()).item()
 
     def tolist(self):
         d = self._data

@@ -155,22 +155,31 @@ def tensor_repr(t, prefix="tensor("):
     """``tensor([1., 2.], requires_grad=True)`` and friends."""
     indent = len(prefix)
     a = t._data
-    if type(a) is not np.ndarray:
-        a = a.get()
     dt = t.dtype
     suffixes = []
     dev = t.device
     if dev.type != "cpu":
         suffixes.append(f"device='{dev}'")
     default = D.get_default_dtype()
-    if a.size == 0:
+    if dev.type == "meta":      # no values: PyTorch prints the size (and any other dtype)
+        suffixes.append("size=" + str(tuple(a.shape)))
+        if dt is not default:
+            suffixes.append("dtype=" + repr(dt))
+        body = "..."
+        a = None
+    elif type(a) is not np.ndarray:
+        a = a.get()
+    if a is None:
+        pass
+    elif a.size == 0:
         if a.ndim != 1:
             suffixes.append("size=" + str(tuple(a.shape)))
         if dt is not default:
             suffixes.append("dtype=" + repr(dt))
     elif dt not in (default, D.int64, D.bool_, default.to_complex()):
         suffixes.append("dtype=" + repr(dt))
-    body = array_str(a, indent)
+    if a is not None:
+        body = array_str(a, indent)
     fn = t._grad_fn
     if fn is not None:
         suffixes.append(f"grad_fn=<{type(fn).__name__}>")

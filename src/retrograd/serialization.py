@@ -612,12 +612,13 @@ def _validate_entries(header, body_len, name):
     return out
 
 
-def _parse(src):
+def _parse(src, read_body=True):
     """Validate the file; return (root structure or None for a plain safetensors file,
-    {key: _Entry}, body memoryview)."""
+    {key: _Entry}, body memoryview). ``read_body=False`` (a load to the meta device, which
+    never reads tensor bytes) checks the header and structure but not the bytes' checksum."""
     raw, name = src.buf, src.name
     try:
-        return _parse_safetensors(raw, name, src.size)
+        return _parse_safetensors(raw, name, src.size, read_body)
     except CheckpointError:
         head = bytes(raw[:9])
         ours = head[8:9] == b"{"
@@ -626,7 +627,7 @@ def _parse(src):
         raise
 
 
-def _parse_safetensors(raw, name, size):
+def _parse_safetensors(raw, name, size, read_body=True):
     if len(raw) < 8:
         _fail(name, f"the file is {len(raw)} bytes long, too short for a safetensors header (truncated?)")
     n = struct.unpack("<Q", bytes(raw[:8]))[0]
@@ -658,9 +659,9 @@ def _parse_safetensors(raw, name, size):
     if any(len(v) != 3 for v in plain.values()):   # ours never has more than the three fields
         _fail(name, "a tensor entry has fields other than dtype, shape and data_offsets")
     h = _digest_start(structure, plain)
-    for i in range(0, len(body), _CHUNK):
+    for i in range(0, len(body), _CHUNK) if read_body else ():
         h.update(body[i:i + _CHUNK])
-    if h.hexdigest() != digest:
+    if read_body and h.hexdigest() != digest:
         _fail(name, "the SHA-256 checksum does not match (the file is truncated or corrupted)")
     version = meta.get("version", "0")
     if version != str(FORMAT_VERSION):
@@ -698,9 +699,7 @@ def _check_location(loc):
     if kind == "cpu":
         return "cpu"
     if kind == "meta":
-        raise NotImplementedError(
-            f"retrograd has no meta device, so map_location={loc!r} cannot make meta tensors; load with "
-            "map_location='cpu' instead (tensors are memory-mapped from the file, so unused data costs no memory)")
+        return "meta"
     from . import cuda
     if not cuda.is_available():
         raise RuntimeError(_CUDA_UNAVAILABLE)
@@ -730,6 +729,15 @@ def _restore(t, saved, map_location):
     return t if dev == "cpu" else t.to(dev)
 
 
+def _to_meta(map_location):
+    """Whether ``map_location`` sends every tensor to the meta device (then no tensor byte is read)."""
+    if isinstance(map_location, bytes):
+        map_location = map_location.decode(errors="replace")
+    if isinstance(map_location, str) or type(map_location).__name__ == "device":
+        return str(map_location) == "meta"
+    return False
+
+
 class _UserError(Exception):
     """Carries an exception from map_location or a device move past the structure checks."""
 
@@ -743,6 +751,7 @@ class _Decoder:
     def __init__(self, entries, body, map_location, name, budget):
         self.entries, self.body, self.map_location, self.name = entries, body, map_location, name
         self.budget = budget
+        self.meta = _to_meta(map_location)
         self.made = {}
         self.kind_of = {}
 
@@ -788,6 +797,34 @@ class _Decoder:
             _fail(self.name, f"tensor {_short(key)} has an unexpected shape entry")
         return self._native(a.reshape(e.shape))
 
+    def raw_meta(self, key, dtype_name, shape=None):
+        """What ``raw`` would return, as a MetaArray: the same checks on the header, no bytes read."""
+        from ._meta import MetaArray
+        if not isinstance(key, str) or key not in self.entries:
+            _fail(self.name, f"the structure refers to a missing tensor {_short(key)}"[:200])
+        if self.kind_of.setdefault(key, ("tensor", dtype_name)) != ("tensor", dtype_name):
+            _fail(self.name, f"tensor {_short(key)} is referred to with different kinds or dtypes")
+        e = self.entries[key]
+        stored = np.dtype(_ST_DTYPES[e.st])
+        want = _NP_NAMES[dtype_name]
+        if e.st == "BF16":
+            if dtype_name not in ("bfloat16", "float32"):
+                _fail(self.name, f"tensor {_short(key)} is stored as BF16 but declared {dtype_name}")
+            return MetaArray(e.shape, np.float32)
+        if want != stored:
+            if want == np.complex128 and stored == np.float64 and len(e.shape) >= 1 and e.shape[-1] % 2 == 0:
+                shp = e.shape[:-1] + (e.shape[-1] // 2,)
+                if shape == [] and shp == (1,):
+                    shp = ()
+                elif shape is not None:
+                    _fail(self.name, f"tensor {_short(key)} has an invalid shape")
+                return MetaArray(shp, want)
+            if not (dtype_name == "bfloat16" and stored == np.float32):
+                _fail(self.name, f"tensor {_short(key)} is stored as {e.st} but declared {dtype_name}"[:200])
+        elif shape is not None:
+            _fail(self.name, f"tensor {_short(key)} has an unexpected shape entry")
+        return MetaArray(e.shape, stored)
+
     def _native(self, a):
         if not a.flags.aligned or a.dtype.byteorder == ">" or (a.nbytes and not a.flags.writeable):
             self._spend(a.nbytes)
@@ -804,14 +841,14 @@ class _Decoder:
         dt = enc.get("dtype", "float32")
         if not isinstance(dt, str) or dt not in _TENSOR_DTYPES:
             _fail(self.name, f"unknown tensor dtype {_short(dt)}"[:200])
-        a = self.raw(key, "tensor", dt, enc.get("shape"))
+        a = self.raw_meta(key, dt, enc.get("shape")) if self.meta else self.raw(key, "tensor", dt, enc.get("shape"))
         saved = enc.get("device", "cpu")
         if not isinstance(saved, str) or not _SAVED_RE.match(saved):
             _fail(self.name, f"a tensor's device {_short(saved)} is not one retrograd saves"[:200])
         flags = [enc.get("parameter", False), enc.get("requires_grad", False)]
         if not all(isinstance(x, bool) for x in flags):
             _fail(self.name, "a tensor's flags are not booleans")
-        t = self._place(Tensor._make(a), saved)
+        t = Tensor._make(a) if self.meta else self._place(Tensor._make(a), saved)
         if flags[0]:
             try:
                 from .nn import Parameter
@@ -930,7 +967,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     if not isinstance(name, str):
         name = repr(name)
     src = _Source(f, name)
-    root, entries, body = _parse(src)
+    root, entries, body = _parse(src, read_body=not _to_meta(map_location))
     dec = _Decoder(entries, body, map_location, name, budget=2 * max(src.size, 1))
     try:
         if root is None:

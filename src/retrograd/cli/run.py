@@ -10,6 +10,7 @@ an AttributeError, so ``hasattr`` and ``getattr(..., default)`` keep working).
 """
 import argparse
 import contextlib
+import dis
 import importlib
 import importlib.abc
 import importlib.util
@@ -37,11 +38,31 @@ class NotImplementedInRetrograd(NotImplementedError, AttributeError):
     """A torch API retrograd does not provide (both a NotImplementedError and an AttributeError)."""
 
 
-NotImplementedInRetrograd.__module__ = "retrograd"
+class ImportNotImplementedInRetrograd(ImportError):
+    """``from torch.x import Y`` where retrograd lacks ``Y``."""
 
 
-def _missing(name):
-    return NotImplementedInRetrograd(f"{name} is not implemented in retrograd")
+NotImplementedInRetrograd.__module__ = ImportNotImplementedInRetrograd.__module__ = "retrograd"
+_IMPORT_FROM = dis.opmap["IMPORT_FROM"]
+
+
+def _in_from_import(depth):
+    """Whether the frame ``depth`` levels up is executing ``from m import name`` (where Python
+    would replace an AttributeError by its own 'cannot import name ... (unknown location)')."""
+    try:
+        f = sys._getframe(depth + 1)
+        return f.f_code.co_code[f.f_lasti] == _IMPORT_FROM
+    except (ValueError, IndexError):
+        return False
+
+
+def _missing(name, depth=2):
+    """The error for a torch API retrograd lacks (``depth``: frames up to the user's code)."""
+    msg = f"{name} is not implemented in retrograd"
+    if _in_from_import(depth):
+        mod, _, attr = name.rpartition(".")
+        return ImportNotImplementedInRetrograd(f"cannot import name '{attr}' from '{mod}': {msg}", name=mod)
+    return NotImplementedInRetrograd(msg)
 
 
 class _MissingModule(types.ModuleType):
@@ -190,28 +211,105 @@ class _Hook(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.patched.clear()
 
 
-@contextlib.contextmanager
-def torch_aliases():
-    """While active, ``import torch`` (and torch.*, torchvision.datasets/transforms) gives retrograd."""
+def _name_missing_tensor_method(e):
+    """A Tensor attribute retrograd lacks, when the error reaches the user: a torch.Tensor name
+    is reported as a torch API retrograd lacks, any other keeps Python's message. (Done here,
+    not by a Tensor.__getattr__, which would slow every attribute read of every tensor.)"""
+    if type(e) is not AttributeError or not isinstance(getattr(e, "name", None), str):
+        return e
+    import retrograd
+    from ._torch_tensor_names import TENSOR_NAMES
+    if isinstance(getattr(e, "obj", None), retrograd.Tensor) and e.name in TENSOR_NAMES:
+        new = NotImplementedInRetrograd(f"torch.Tensor.{e.name} is not implemented in retrograd")
+        new.__cause__, new.__context__, new.__suppress_context__ = e.__cause__, e.__context__, e.__suppress_context__
+        return new.with_traceback(e.__traceback__)
+    return e
+
+
+class _ChildHook:
+    """Rides in multiprocessing's preparation data to spawn/forkserver children: unpickled
+    before the child imports the parent's main script, it installs the hook there first."""
+
+    def __reduce__(self):
+        return (_install_in_child, ())
+
+
+def _install_in_child():
+    if not any(isinstance(f, _Hook) for f in sys.meta_path):
+        _activate()             # for the child's whole life
+
+
+def _patch_multiprocessing():
+    """Make spawn and forkserver children (DataLoader workers among them) run with the hook:
+    returns the function that undoes it."""
+    from multiprocessing import spawn
+    original = spawn.get_preparation_data
+
+    def get_preparation_data(name):
+        d = original(name)
+        if name == "ignore":
+            # the forkserver asks for this to preload the main script into the server, which would
+            # import it without the hook; its children import it themselves, after installing it
+            d.pop("init_main_from_path", None)
+            d.pop("main_path", None)
+        # first key: unpickled (installing the hook) before anything else is prepared
+        return {"retrograd_torch_aliases": _ChildHook(), **d}
+
+    spawn.get_preparation_data = get_preparation_data
+
+    def undo():
+        spawn.get_preparation_data = original
+    return undo
+
+
+def _activate():
+    """Install the hook; what ``_deactivate`` needs to undo it."""
     saved = {k: v for k, v in sys.modules.items() if k.partition(".")[0] in ("torch", "torchvision")}
     for k in saved:
         del sys.modules[k]
     hook = _Hook()
     sys.meta_path.insert(0, hook)
+    import retrograd
+    state = (hook, saved, retrograd.__version__, [])
+    hook._patch(retrograd, "torch")
+    # submodules already imported by retrograd itself: reached as torch.nn.X after `import torch`
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("retrograd.") and isinstance(mod, types.ModuleType) and \
+                not name.rpartition(".")[2].startswith("_") and not name.startswith("retrograd.cli"):
+            hook._patch(mod, "torch" + name[len("retrograd"):])
+    retrograd.__version__ = retrograd.version.api
+    state[3].append(_patch_multiprocessing())
+    return state
+
+
+def _deactivate(state):
+    hook, saved, own_version, undo = state
+    import retrograd
+    for u in undo:
+        u()
+    retrograd.__version__ = own_version
+    sys.meta_path.remove(hook)
+    hook.unpatch()
+    for k in [k for k in sys.modules if k.partition(".")[0] in ("torch", "torchvision")]:
+        del sys.modules[k]
+    sys.modules.update(saved)
+
+
+@contextlib.contextmanager
+def torch_aliases():
+    """While active, ``import torch`` (and torch.*, torchvision.datasets/transforms) gives retrograd.
+    ``torch.__version__`` is the PyTorch API version retrograd implements (``torch.version.retrograd``
+    is retrograd's own); spawn/forkserver child processes (DataLoader workers) get the hook too."""
+    state = _activate()
     try:
-        import retrograd
-        hook._patch(retrograd, "torch")
-        yield hook
+        yield state[0]
     finally:
-        sys.meta_path.remove(hook)
-        hook.unpatch()
-        for k in [k for k in sys.modules if k.partition(".")[0] in ("torch", "torchvision")]:
-            del sys.modules[k]
-        sys.modules.update(saved)
+        _deactivate(state)
 
 
 def _print_script_error(e):
     """The script's traceback as Python would print it, without this runner's own frames."""
+    e = _name_missing_tensor_method(e)
     te = traceback.TracebackException(type(e), e, e.__traceback__)
     te.stack = traceback.StackSummary.from_list(
         [f for f in te.stack if f.filename != __file__ and "runpy" not in f.filename])

@@ -182,3 +182,7 @@ def reset_peak_memory_stats(device=None):
 
 
 from . import amp  # noqa: F401,E402
+
+from .._legacy import CUDA_LEGACY_TYPES as _CUDA_LEGACY_TYPES  # noqa: E402
+
+globals().update(_CUDA_LEGACY_TYPES)    # torch.cuda.FloatTensor, ... (legacy constructors)

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from .._creation import _gen
+from .._creation import _gen, _gen_for
 from ..autograd import grad_mode
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -53,12 +53,12 @@ def calculate_gain(nonlinearity, param=None):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with U(a, b)."""
-    return _fill(tensor, _gen(generator).uniform(a, b, tensor._data.shape))
+    return _fill(tensor, _gen_for(tensor, generator).uniform(a, b, tensor._data.shape))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with N(mean, std**2)."""
-    return _fill(tensor, mean + std * _gen(generator).standard_normal(tensor._data.shape))
+    return _fill(tensor, mean + std * _gen_for(tensor, generator).standard_normal(tensor._data.shape))
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
@@ -71,6 +71,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
                       "The distribution of values may be incorrect.", stacklevel=2)
+    if tensor.is_meta:          # no values to draw
+        return tensor
     lo = norm_cdf((a - mean) / std)
     up = norm_cdf((b - mean) / std)
     u = _gen(generator).uniform(2 * lo - 1, 2 * up - 1, tensor._data.shape)
@@ -181,7 +183,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     """A (semi-)orthogonal matrix from the QR decomposition of a normal sample."""
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or tensor.is_meta:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
@@ -201,6 +203,8 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
+    if tensor.is_meta:
+        return tensor
     g = _gen(generator)
     v = g.standard_normal((rows, cols)) * std
     for col_idx in range(cols):

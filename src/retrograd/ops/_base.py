@@ -33,7 +33,8 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
 
 def type_name(t):
     """PyTorch's legacy type string, e.g. ``torch.FloatTensor``."""
-    prefix = "torch.cuda." if t.device.type == "cuda" else "torch."
+    kind = t.device.type
+    prefix = "torch." if kind == "cpu" else f"torch.{kind}."
     return prefix + _TYPE_NAMES[t._data.dtype.name]
 
 
@@ -417,6 +418,8 @@ def check_same_device(a, b):
     if type(a._data) is not type(b._data):
         da, db = a.device, b.device
         if da != db and a._data.ndim and b._data.ndim:
+            if "meta" in (da.type, db.type):
+                raise RuntimeError(f"Tensor on device {db} is not on the expected device {da}!")
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, {da} and {db}!")
 

@@ -10,6 +10,8 @@ __all__ = ["clone"]
 
 class ToCopyBackward0(OpNode):
     def backward(self, g):
+        if g._data.dtype.kind == "c" and self.src_dtype.kind != "c":
+            g = g.real   # PyTorch's real(grad): the imaginary part has no real source
         return g._to(self.src_dtype, self.src_device)
 
 
@@ -143,7 +145,10 @@ def _to(input, dtype=None, device=None, copy=False):
         pass  # result simply does not require grad
     if dev != src_dev:
         xp = array_module(dev)
-        if dev.type == "cpu":
+        if dev.type == "meta":
+            from .._meta import MetaArray, like_strides
+            r = MetaArray(x.shape, npdt, like_strides(x, npdt) if not x.flags.c_contiguous else None)
+        elif dev.type == "cpu":
             r = x.get() if hasattr(x, "get") else np.asarray(x)
         else:
             with xp.cuda.Device(dev.index or 0):
@@ -167,15 +172,14 @@ def _conv(dt):
 
 def _type(self, dtype=None, non_blocking=False, **kw):
     if dtype is None:
-        return ("torch.cuda." if self.is_cuda else "torch.") + {
-            "float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
-            "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-            "bool": "BoolTensor"}.get(self.dtype.name, self.dtype.name)
-    if isinstance(dtype, str):
-        names = {"FloatTensor": D.float32, "DoubleTensor": D.float64, "HalfTensor": D.float16,
-                 "LongTensor": D.int64, "IntTensor": D.int32, "ShortTensor": D.int16,
-                 "CharTensor": D.int8, "ByteTensor": D.uint8, "BoolTensor": D.bool_}
-        dtype = names[dtype.rsplit(".", 1)[-1]]
+        from ._base import type_name
+        return type_name(self)
+    from .._legacy import legacy_type
+    spec = legacy_type(dtype)
+    if spec is not None:
+        dt, cuda = spec
+        on_cuda = self.device.type == "cuda"
+        return self._to(dt, None if cuda == on_cuda else to_device("cuda" if cuda else "cpu"))
     return self._to(D.to_dtype(dtype))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ._base import (check_inplace, Tensor, OpNode, node_for, finish, apply_inplace, _state, xp_of,
                     _dtype_name, zeros_grad)
-from .._creation import _gen
+from .._creation import _gen_for
 from .. import _dtype as D
 
 __all__ = []
@@ -128,7 +128,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _float_only(self, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
-    return _fill(self, mean + std * _gen(generator).standard_normal(self._data.shape), NormalBackward0)
+    return _fill(self, mean + std * _gen_for(self, generator).standard_normal(self._data.shape), NormalBackward0)
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
@@ -136,19 +136,19 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
     _float_only(self, "check_uniform_bounds")
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_g(a)} > to={_g(b)}")
-    return _fill(self, _gen(generator).uniform(a, b, self._data.shape), UniformBackward0)
+    return _fill(self, _gen_for(self, generator).uniform(a, b, self._data.shape), UniformBackward0)
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples that are 1 with probability ``p`` (a number or a tensor)."""
     if isinstance(p, Tensor):
-        values = _gen(generator).random(self._data.shape) < p._data
+        values = _gen_for(self, generator).random(self._data.shape) < p._data
         if _state.grad and (self._requires_grad or p._requires_grad):
             return apply_inplace(self, _bernoulli_filled, values, p)
         return _fill_inplace(self, values)
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
-    return _fill(self, _gen(generator).random(self._data.shape) < p, BernoulliBackward2)
+    return _fill(self, _gen_for(self, generator).random(self._data.shape) < p, BernoulliBackward2)
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
@@ -158,7 +158,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
                            f"floating point but you specified {_dtype_name(self._data.dtype)}")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_g(lambd)}")
-    return _fill(self, _gen(generator).exponential(1.0 / lambd, self._data.shape), ExponentialBackward0)
+    return _fill(self, _gen_for(self, generator).exponential(1.0 / lambd, self._data.shape), ExponentialBackward0)
 
 
 # random_() without bounds: every integer the dtype holds exactly, from 0 (both ends included)
@@ -171,7 +171,7 @@ def random_(self, from_=0, to=None, *, generator=None):
     dt = self._data.dtype
     if to is None and from_ == 0:
         top = _RANDOM_TOP.get(dt.name) or int(np.iinfo(dt).max)
-        vals, cls = _gen(generator).integers(0, top, self._data.shape, endpoint=True), RandomBackward2
+        vals, cls = _gen_for(self, generator).integers(0, top, self._data.shape, endpoint=True), RandomBackward2
     else:
         if to is None:
             from_, to, cls = 0, from_, RandomBackward1
@@ -179,7 +179,7 @@ def random_(self, from_=0, to=None, *, generator=None):
             cls = RandomBackward0
         if from_ >= to:
             raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
-        vals = _gen(generator).integers(from_, to, self._data.shape)
+        vals = _gen_for(self, generator).integers(from_, to, self._data.shape)
     return _fill(self, vals, cls)
 
 
@@ -188,7 +188,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     _float_only(self, "log_normal_cpu")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_g(std)}")
-    return _fill(self, np.exp(mean + std * _gen(generator).standard_normal(self._data.shape)), LogNormalBackward0)
+    return _fill(self, np.exp(mean + std * _gen_for(self, generator).standard_normal(self._data.shape)), LogNormalBackward0)
 
 
 TENSOR_METHODS = {"normal_": normal_, "uniform_": uniform_, "fill_": fill_, "zero_": zero_,

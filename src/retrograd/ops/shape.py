@@ -1308,7 +1308,12 @@ def as_strided(input, size, stride, storage_offset=None):
         raise RuntimeError(f"setStorage: sizes {_shp(size)}, strides {_shp(stride)}, storage offset {off}, and itemsize "
                            f"{k} requiring a storage size of {need * k} are out of bounds for storage of size "
                            f"{n_storage * k}")
-    r = np.ndarray(size, x.dtype, buffer=root, offset=off * k if all(size) else 0, strides=tuple(st * k for st in stride))
+    if type(x) is not np.ndarray and input.is_meta:    # no storage: the view's metadata only
+        from .._meta import MetaArray
+        r = MetaArray(size, x.dtype, tuple(st * k for st in stride))
+    else:
+        r = np.ndarray(size, x.dtype, buffer=root, offset=off * k if all(size) else 0,
+                       strides=tuple(st * k for st in stride))
     node = node_for(AsStridedBackward0, (input,))
     res = finish(node, r)
     if node is not None:

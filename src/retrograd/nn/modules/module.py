@@ -13,6 +13,8 @@ import numpy as np
 from ..._tensor import Tensor
 from ...ops._base import typename
 from ... import _dtype as D
+from ..._compile_notice import notice as _compile_notice
+from ..._legacy import legacy_type
 from ...autograd import grad_mode
 from ...autograd.graph import RemovableHandle
 from ..parameter import Parameter, Buffer
@@ -428,10 +430,28 @@ class Module:
         dev = to_device(device) if device is not None else None
 
         def convert(t):
-            if t.is_floating_point() or t.is_complex():
-                return t._to(dtype, dev)
-            return t._to(None, dev)
+            try:
+                if t.is_floating_point() or t.is_complex():
+                    return t._to(dtype, dev)
+                return t._to(None, dev)
+            except NotImplementedError as e:
+                if t.is_meta and dev is not None and dev.type != "meta":
+                    raise NotImplementedError(
+                        f"{e} Please use torch.nn.Module.to_empty() instead of torch.nn.Module.to() when moving "
+                        "module from meta to a different device.") from None
+                raise
         return self._apply(convert)
+
+    def compile(self, *args, **kwargs):
+        """``torch.compile`` in place: nothing to do in retrograd, which runs eagerly."""
+        if not kwargs.get("disable", False):
+            _compile_notice("torch.nn.Module.compile")
+
+    def to_empty(self, *, device, recurse=True):
+        """Move parameters and buffers to ``device`` without copying their values (new,
+        uninitialised storage): how a module built on the meta device gets real tensors."""
+        from ..._creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def _float_apply(self, dt):
         return self._apply(lambda t: t._to(dt) if t.is_floating_point() else t)
@@ -449,7 +469,11 @@ class Module:
         return self._float_apply(D.bfloat16)
 
     def type(self, dst_type):
-        return self._apply(lambda t: t._to(D.to_dtype(dst_type)))
+        """Cast parameters and buffers to ``dst_type`` (a dtype or a legacy type such as
+        ``torch.DoubleTensor``)."""
+        spec = legacy_type(dst_type)
+        dt = spec[0] if spec is not None else D.to_dtype(dst_type)
+        return self._apply(lambda t: t._to(dt))
 
     def cpu(self):
         return self._apply(lambda t: t.cpu())
