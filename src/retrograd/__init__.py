@@ -31,8 +31,6 @@ from . import nn  # noqa: F401
 from . import optim  # noqa: F401
 from . import sparse  # noqa: F401
 from ._layout import layout, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc  # noqa: F401
-from ._legacy_types import (FloatTensor, DoubleTensor, HalfTensor, LongTensor, IntTensor,  # noqa: F401
-                            ShortTensor, CharTensor, ByteTensor, BoolTensor)
 from .sparse import (sparse_coo_tensor, sparse_csr_tensor, sparse_csc_tensor,  # noqa: F401
                      sparse_compressed_tensor, spmm)
 from . import viz  # noqa: F401  (light: the drawing code loads on first use)

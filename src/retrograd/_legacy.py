@@ -41,7 +41,8 @@ class tensortype(type):
     """The type of ``torch.FloatTensor`` and friends."""
 
     def __instancecheck__(cls, obj):
-        return isinstance(obj, Tensor) and obj.dtype is cls._dtype and (obj.device.type == "cuda") == cls.is_cuda
+        return (isinstance(obj, Tensor) and not obj._sparse and obj.dtype is cls._dtype
+                and (obj.device.type == "cuda") == cls.is_cuda)
 
     def __subclasscheck__(cls, sub):
         return sub is cls
