@@ -95,6 +95,79 @@ def _arr(x):
     return np.asarray(x) if isinstance(x, np.generic) else x
 
 
+def _find_axpy():
+    """BLAS's ``y += a * x`` for float32 and float64: {dtype: call(n, a, x_ptr, y_ptr)}.
+
+    OpenBLAS's axpy kernels round once (a fused multiply-add), as PyTorch's ``add(alpha=)``
+    does, and run at memory speed; emulating the fused step in NumPy (float64 temporaries
+    and two casts) costs ten times as much. NumPy's own OpenBLAS is used through ctypes
+    (already loaded, nothing to import); else SciPy's; else nothing (the emulation below).
+    """
+    import ctypes
+    import glob
+    import os
+    here = os.path.dirname(np.__file__)
+    for lib_path in sorted(glob.glob(os.path.join(here, os.pardir, "numpy.libs", "*openblas*"))
+                           + glob.glob(os.path.join(here, ".dylibs", "*openblas*"))):
+        try:
+            lib = ctypes.CDLL(lib_path)
+        except OSError:
+            continue
+        found = {}
+        for dt, letter, ctype in ((_F32, "s", ctypes.c_float), (np.dtype(_F64), "d", ctypes.c_double)):
+            for name, int_t in ((f"scipy_cblas_{letter}axpy64_", ctypes.c_int64),
+                                (f"cblas_{letter}axpy64_", ctypes.c_int64),
+                                (f"scipy_cblas_{letter}axpy", ctypes.c_int),
+                                (f"cblas_{letter}axpy", ctypes.c_int)):
+                fn = getattr(lib, name, None)
+                if fn is not None:
+                    fn.restype = None
+                    fn.argtypes = [int_t, ctype, ctypes.c_void_p, int_t, ctypes.c_void_p, int_t]
+                    found[dt] = (lambda fn: lambda n, a, x, y: fn(n, a, x, 1, y, 1))(fn)
+                    break
+        if len(found) == 2:
+            return found
+    try:
+        from scipy.linalg import blas
+    except ImportError:
+        return {}
+
+    def via_scipy(f):
+        def call(n, a, x, y):
+            f(x, y, n=n, a=a)
+        call.scipy = True
+        return call
+    return {_F32: via_scipy(blas.saxpy), np.dtype(_F64): via_scipy(blas.daxpy)}
+
+
+_AXPY = []
+
+
+def _axpy(x, s, y):
+    """``y += s * x`` in place, rounded once; False where no BLAS call fits (y unchanged)."""
+    if not _AXPY:
+        _AXPY.append(_find_axpy())
+    call = _AXPY[0].get(y.dtype)
+    if (call is None or type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype != y.dtype
+            or x.shape != y.shape or not y.flags.writeable):
+        return False
+    n = y.size
+    if n == 0:
+        return True
+    xc = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    if y.flags.c_contiguous:
+        yc = y
+    else:
+        yc = np.ascontiguousarray(y)
+    if getattr(call, "scipy", False):
+        call(n, float(s), xc.reshape(-1), yc.reshape(-1))
+    else:
+        call(n, float(s), xc.ctypes.data, yc.ctypes.data)
+    if yc is not y:
+        y[...] = yc
+    return True
+
+
 def fma_scalar(x, s, y, out=None):
     """``y + s * x`` with one rounding (PyTorch's ``y.add(x, alpha=s)``); s is a Python number."""
     dt = y.dtype
@@ -104,6 +177,18 @@ def fma_scalar(x, s, y, out=None):
             return _arr(ufunc(y, x))
         ufunc(y, x, out=out)
         return out
+    if dt == _F32 or dt == _F64:
+        s = float(dt.type(s))      # PyTorch casts alpha to the tensor's dtype
+        if out is y:
+            if _axpy(x, s, y):
+                return y
+        else:
+            r = np.array(y, copy=True, order="C")
+            if _axpy(x, s, r):
+                if out is None:
+                    return r
+                out[...] = r
+                return out
     if dt == _F32:
         t = x.astype(_F64)
         t *= _F64(np.float32(s))
@@ -153,22 +238,10 @@ def lerp_scalar(x, end, w, out):
     dt = x.dtype
     w = _as_dtype(w, dt)
     diff = end - x
-    if dt == _F32:
-        if abs(w) < 0.5:
-            t = diff.astype(_F64)
-            t *= _F64(w)
-            t += x
-        else:
-            t = diff.astype(_F64)
-            t *= -_F64(np.float32(1) - w)
-            t += end
-        out[...] = t
-        return out
     if abs(w) < 0.5:
-        out[...] = x + w * diff
-    else:
-        out[...] = end - diff * (1 - w)
-    return out
+        return fma_scalar(diff, w, x, out=out)
+    # end - diff * (1 - w), the factor rounded to the dtype first
+    return fma_scalar(diff, -(dt.type(1) - w), end, out=out)
 
 
 def _real(a):

@@ -1,5 +1,6 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize."""
 from .._tensor import Tensor
+from ._flat import batches, flat_ok
 from .optimizer import Optimizer, _scalar, fma_scalar
 
 __all__ = ["SGD"]
@@ -31,32 +32,43 @@ class SGD(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._closure_loss(closure)
-        for group in self.param_groups:
+        for index, group in enumerate(self.param_groups):
             lr = _scalar(group["lr"])
             wd = _scalar(group["weight_decay"])
             momentum = group["momentum"]
-            dampening = group["dampening"]
-            nesterov = group["nesterov"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                # PyTorch's SGD works on complex numbers as they are (no fused steps then).
-                d = p._data
-                g = self._grad_array(p, maximize, real=False)
-                if wd != 0:
-                    g = fma_scalar(d, wd, g)
-                if momentum != 0:
+            opts = (lr, wd, momentum, group["dampening"], group["nesterov"], group["maximize"])
+            params = [p for p in group["params"] if p._grad is not None]
+            keys = ()
+            if momentum != 0:
+                keys = ("momentum_buffer",)
+                ready = []
+                for p in params:
                     state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = Tensor._make(g.copy())
-                        state["momentum_buffer"] = buf
+                    if state.get("momentum_buffer") is None:
+                        # the first step: the buffer starts as a copy of the gradient
+                        _sgd(batches(self, index, group, [p], (), step=False, flat=False, real=False)[0],
+                             *opts, state=state)
                     else:
-                        b = buf._data
-                        b *= momentum
-                        fma_scalar(g, 1 - dampening, b, out=b)
-                    g = fma_scalar(buf._data, momentum, g) if nesterov else buf._data
-                fma_scalar(g, -lr, d, out=d)
-                p._bump_version()
+                        ready.append(p)
+                params = ready
+            for b in batches(self, index, group, params, keys, step=False, flat=flat_ok(group), real=False):
+                _sgd(b, *opts)
         return loss
+
+
+def _sgd(b, lr, wd, momentum, dampening, nesterov, maximize, state=None):
+    """One SGD step of a batch; ``state``: a parameter's state whose momentum buffer is to be made."""
+    g = b.grad(maximize)
+    if wd != 0:
+        g = fma_scalar(b.param(), wd, g, out=g)
+    if momentum != 0:
+        if state is not None:
+            buf = g.copy()
+            state["momentum_buffer"] = Tensor._make(buf)
+        else:
+            buf = b.state["momentum_buffer"]
+            buf *= momentum
+            fma_scalar(g, 1 - dampening, buf, out=buf)
+        g = fma_scalar(buf, momentum, g, out=g) if nesterov else buf
+    neg_lr = -lr
+    b.update(lambda d, u: fma_scalar(u, neg_lr, d, out=d), g)
