@@ -22,7 +22,7 @@ bundle from the state as it is then). Nothing is computed on a stale buffer.
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import _real
+from .optimizer import _real, blas_for, fma_scalar
 
 __all__ = ["Batch", "batches", "flat_ok"]
 
@@ -39,7 +39,7 @@ class Batch:
     """
 
     __slots__ = ("params", "data", "state", "steps", "shapes", "offsets", "numel", "dtype", "_grad", "_param",
-                 "_scratch", "_checks", "_real", "single")
+                 "_scratch", "_checks", "_real", "single", "_ptrs")
 
     def __init__(self, params, states, keys, step, real=False):
         self.params = params
@@ -60,6 +60,8 @@ class Batch:
             self.shapes = None
             return
         self.shapes = [d.shape for d in self.data]
+        # the parameters' own arrays, for BLAS writes (None: written through NumPy)
+        self._ptrs = [d.ctypes.data if d.flags.c_contiguous and d.flags.writeable else None for d in self.data]
         sizes = [d.size for d in self.data]
         self.offsets = np.cumsum([0] + sizes).tolist()
         self.numel = self.offsets[-1]
@@ -141,6 +143,57 @@ class Batch:
             fn(d, *(v[i] for v in views))
             p._bump_version()
 
+    def axpy(self, flat, s):
+        """``param += s * view`` for each parameter, rounded once (``fma_scalar(view, s, param)``)."""
+        fns = None if self.single or s == 1 or s == -1 else blas_for(self.dtype)
+        if fns is None:
+            self.update(lambda d, u: fma_scalar(u, s, d, out=d), flat)
+            return
+        self._blas_update(fns[0], flat, float(self.dtype.type(s)))
+
+    def add(self, flat):
+        """``param += view`` for each parameter."""
+        fns = None if self.single else blas_for(self.dtype)
+        if fns is None:
+            self.update(_iadd, flat)
+            return
+        # a multiply-add by exactly 1 rounds once, as the sum does
+        self._blas_update(fns[0], flat, 1.0)
+
+    def _blas_update(self, axpy, flat, s):
+        if not flat.flags.c_contiguous:
+            flat = np.ascontiguousarray(flat)
+        base = flat.ctypes.data
+        isz = flat.itemsize
+        o = self.offsets
+        for i, (p, ptr) in enumerate(zip(self.params, self._ptrs)):
+            n = o[i + 1] - o[i]
+            if ptr is None:
+                fma_scalar(flat[o[i]:o[i + 1]].reshape(self.shapes[i]), s, self.data[i], out=self.data[i])
+            elif n:
+                axpy(n, s, base + o[i] * isz, ptr)
+            p._bump_version()
+
+    def scale(self, c):
+        """``param *= c`` for each parameter (c rounded to the dtype, as NumPy does)."""
+        # (BLAS's scal by 0 writes zeros where NumPy keeps a NaN)
+        fns = None if self.single or c == 0 else blas_for(self.dtype)
+        if fns is None:
+            for p, d in zip(self.params, self.data):
+                d *= c
+                p._bump_version()
+            return
+        c = float(self.dtype.type(c))
+        scal = fns[1]
+        o = self.offsets
+        for i, (p, ptr) in enumerate(zip(self.params, self._ptrs)):
+            n = o[i + 1] - o[i]
+            if ptr is None:
+                self.data[i] *= c
+            elif n:
+                scal(n, c, ptr)
+            p._bump_version()
+
     # --- validity -------------------------------------------------------------------------
     def valid(self):
         for p, d in zip(self.params, self.data):
@@ -158,6 +211,10 @@ class Batch:
         if self.steps is not None and len(self.steps) > 1 and not (self.steps == self.steps[0]).all():
             return False
         return True
+
+
+def _iadd(d, u):
+    d += u
 
 
 def flat_ok(group):

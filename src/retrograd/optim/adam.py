@@ -102,12 +102,5 @@ def _adam(b, group):
     upd = np.multiply(exp_avg, denom.dtype.type(-step_size), out=b.scratch(1))
     np.divide(upd, denom, out=upd)
     if decoupled:
-        shrink = 1 - lr * wd
-
-        def apply(d, u):
-            d *= shrink
-            d += u
-    else:
-        def apply(d, u):
-            d += u
-    b.update(apply, upd)
+        b.scale(1 - lr * wd)
+    b.add(upd)

@@ -18,6 +18,7 @@ from itertools import chain
 import numpy as np
 
 from .. import _dtype as D
+from .. import _threads
 from .._tensor import Tensor
 from ..ops._base import typename
 from ..autograd import grad_mode
@@ -30,6 +31,7 @@ _global_optimizer_post_hooks = OrderedDict()
 
 _F32 = np.dtype(np.float32)
 _F64 = np.float64
+_CHUNK = 1 << 15
 
 
 class _RequiredParameter:
@@ -62,6 +64,7 @@ def _hooked_step(func):
     """Wrap a step: pre-hooks, the step under no_grad, post-hooks."""
     @functools.wraps(func)
     def step(self, *args, **kwargs):
+        _threads.tick()     # the BLAS thread count follows the machine's load (see _threads)
         for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
             result = pre_hook(self, args, kwargs)
             if result is not None:
@@ -95,13 +98,15 @@ def _arr(x):
     return np.asarray(x) if isinstance(x, np.generic) else x
 
 
-def _find_axpy():
-    """BLAS's ``y += a * x`` for float32 and float64: {dtype: call(n, a, x_ptr, y_ptr)}.
+def _find_blas():
+    """BLAS's ``y += a * x`` and ``x *= a`` for float32 and float64, as
+    ``{dtype: (axpy(n, a, x_ptr, y_ptr), scal(n, a, x_ptr))}``.
 
     OpenBLAS's axpy kernels round once (a fused multiply-add), as PyTorch's ``add(alpha=)``
     does, and run at memory speed; emulating the fused step in NumPy (float64 temporaries
     and two casts) costs ten times as much. NumPy's own OpenBLAS is used through ctypes
-    (already loaded, nothing to import); else SciPy's; else nothing (the emulation below).
+    (already loaded, nothing to import); without it (another BLAS, another platform) the
+    emulation below is used.
     """
     import ctypes
     import glob
@@ -115,54 +120,44 @@ def _find_axpy():
             continue
         found = {}
         for dt, letter, ctype in ((_F32, "s", ctypes.c_float), (np.dtype(_F64), "d", ctypes.c_double)):
-            for name, int_t in ((f"scipy_cblas_{letter}axpy64_", ctypes.c_int64),
-                                (f"cblas_{letter}axpy64_", ctypes.c_int64),
-                                (f"scipy_cblas_{letter}axpy", ctypes.c_int),
-                                (f"cblas_{letter}axpy", ctypes.c_int)):
-                fn = getattr(lib, name, None)
-                if fn is not None:
-                    fn.restype = None
-                    fn.argtypes = [int_t, ctype, ctypes.c_void_p, int_t, ctypes.c_void_p, int_t]
-                    found[dt] = (lambda fn: lambda n, a, x, y: fn(n, a, x, 1, y, 1))(fn)
+            for prefix, suffix, int_t in (("scipy_cblas_", "64_", ctypes.c_int64), ("cblas_", "64_", ctypes.c_int64),
+                                          ("scipy_cblas_", "", ctypes.c_int), ("cblas_", "", ctypes.c_int)):
+                axpy = getattr(lib, f"{prefix}{letter}axpy{suffix}", None)
+                scal = getattr(lib, f"{prefix}{letter}scal{suffix}", None)
+                if axpy is not None and scal is not None:
+                    axpy.restype = scal.restype = None
+                    axpy.argtypes = [int_t, ctype, ctypes.c_void_p, int_t, ctypes.c_void_p, int_t]
+                    scal.argtypes = [int_t, ctype, ctypes.c_void_p, int_t]
+                    found[dt] = ((lambda f: lambda n, a, x, y: f(n, a, x, 1, y, 1))(axpy),
+                                 (lambda f: lambda n, a, x: f(n, a, x, 1))(scal))
                     break
         if len(found) == 2:
             return found
-    try:
-        from scipy.linalg import blas
-    except ImportError:
-        return {}
-
-    def via_scipy(f):
-        def call(n, a, x, y):
-            f(x, y, n=n, a=a)
-        call.scipy = True
-        return call
-    return {_F32: via_scipy(blas.saxpy), np.dtype(_F64): via_scipy(blas.daxpy)}
+    return {}
 
 
-_AXPY = []
+_BLAS = []
+
+
+def blas_for(dtype):
+    """(axpy, scal) on raw pointers for float32/float64 arrays, or None."""
+    if not _BLAS:
+        _BLAS.append(_find_blas())
+    return _BLAS[0].get(dtype)
 
 
 def _axpy(x, s, y):
     """``y += s * x`` in place, rounded once; False where no BLAS call fits (y unchanged)."""
-    if not _AXPY:
-        _AXPY.append(_find_axpy())
-    call = _AXPY[0].get(y.dtype)
-    if (call is None or type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype != y.dtype
+    fns = blas_for(y.dtype)
+    if (fns is None or type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype != y.dtype
             or x.shape != y.shape or not y.flags.writeable):
         return False
     n = y.size
     if n == 0:
         return True
     xc = x if x.flags.c_contiguous else np.ascontiguousarray(x)
-    if y.flags.c_contiguous:
-        yc = y
-    else:
-        yc = np.ascontiguousarray(y)
-    if getattr(call, "scipy", False):
-        call(n, float(s), xc.reshape(-1), yc.reshape(-1))
-    else:
-        call(n, float(s), xc.ctypes.data, yc.ctypes.data)
+    yc = y if y.flags.c_contiguous else np.ascontiguousarray(y)
+    fns[0](n, s, xc.ctypes.data, yc.ctypes.data)
     if yc is not y:
         y[...] = yc
     return True
@@ -207,6 +202,15 @@ def fma_scalar(x, s, y, out=None):
 def addcmul(y, a, b, value, out=None):
     """``y + value * a * b`` as PyTorch computes it: ``fma(value * a, b, y)``."""
     dt = y.dtype
+    n = y.size
+    if (dt == _F32 and n > _CHUNK and out is not None and a.shape == b.shape == y.shape == out.shape
+            and y.flags.c_contiguous and a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous):
+        # a flat buffer: the float64 temporaries a chunk at a time, so they stay in cache
+        yf, af, bf, of = y.reshape(-1), a.reshape(-1), b.reshape(-1), out.reshape(-1)
+        for i in range(0, n, _CHUNK):
+            j = i + _CHUNK
+            addcmul(yf[i:j], af[i:j], bf[i:j], value, out=of[i:j])
+        return out
     va = a if value == 1 else _as_dtype(value, dt) * a
     if dt == _F32:
         t = va.astype(_F64)

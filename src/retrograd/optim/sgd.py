@@ -70,5 +70,4 @@ def _sgd(b, lr, wd, momentum, dampening, nesterov, maximize, state=None):
             buf *= momentum
             fma_scalar(g, 1 - dampening, buf, out=buf)
         g = fma_scalar(buf, momentum, g, out=g) if nesterov else buf
-    neg_lr = -lr
-    b.update(lambda d, u: fma_scalar(u, neg_lr, d, out=d), g)
+    b.axpy(g, -lr)
