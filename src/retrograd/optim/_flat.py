@@ -218,9 +218,9 @@ def _iadd(d, u):
 
 
 def flat_ok(group):
-    """Whether a group's steps may run over flat buffers: not with ``foreach=False`` (PyTorch's
-    per-parameter loop, kept as the reference) nor for a ``differentiable`` group."""
-    return group.get("foreach") is not False and not group.get("differentiable")
+    """Whether a group's steps may run over flat buffers: with ``fused=True``, else unless
+    ``foreach=False`` (PyTorch's per-parameter loop, kept as the reference) or ``differentiable``."""
+    return bool(group.get("fused")) or (group.get("foreach") is not False and not group.get("differentiable"))
 
 
 def _eligible(p, st, keys, step):
@@ -257,6 +257,12 @@ def batches(optimizer, index, group, params, keys, step=True, flat=True, real=Tr
     one complex parameter works on it as (real, imag) pairs. With ``flat`` false (the
     group's ``foreach=False``, or a ``differentiable`` group) every parameter is its own batch.
     """
+    if group.get("fused"):
+        for p in params:
+            if p._data.dtype.kind != "f":
+                raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of "
+                                   "supported devices: ['mps', 'cuda', 'xpu', 'hpu', 'cpu', 'mtia', 'privateuseone'] "
+                                   f"but {p.dtype} and {p.device}")
     state = optimizer.state
     if not (keys or step):
         state = {p: _NO_STATE for p in params}   # no state entries made for a stateless step

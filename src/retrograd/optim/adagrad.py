@@ -2,7 +2,8 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, addcdiv, addcmul,
+from .optimizer import (Optimizer, _check_fused, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor,
+                        addcdiv, addcmul,
                         fma_scalar)
 
 __all__ = ["Adagrad"]
@@ -22,6 +23,7 @@ class Adagrad(Optimizer):
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
+        _check_fused(fused, foreach, differentiable)
         super().__init__(params, defaults)
         # PyTorch creates the state eagerly, with the accumulator filled in.
         for group in self.param_groups:

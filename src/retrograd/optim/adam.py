@@ -3,8 +3,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from ._flat import batches, flat_ok
-from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcdiv, addcmul, fma_scalar,
-                        lerp_scalar)
+from .optimizer import (Optimizer, _check_fused, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcmul,
+                        fma_scalar, lerp_scalar)
 
 __all__ = ["Adam"]
 
@@ -60,6 +60,7 @@ class Adam(Optimizer):
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
+        _check_fused(fused, foreach, differentiable)
         super().__init__(params, defaults)
 
     def step(self, closure=None):

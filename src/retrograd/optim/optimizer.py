@@ -149,6 +149,8 @@ def blas_for(dtype):
 def _axpy(x, s, y):
     """``y += s * x`` in place, rounded once; False where no BLAS call fits (y unchanged)."""
     fns = blas_for(y.dtype)
+    if isinstance(x, np.generic):      # e.g. a difference of two 0-d arrays
+        x = np.asarray(x)
     if (fns is None or type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype != y.dtype
             or x.shape != y.shape or not y.flags.writeable):
         return False
@@ -308,6 +310,15 @@ def _cast_like(param, value):
     if data is value._data:
         return value
     return Tensor._make(data)
+
+
+def _check_fused(fused, foreach, differentiable):
+    """PyTorch's checks of ``fused=True`` (a flat-buffer step here, as ``foreach`` is)."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
 
 def _to_device_like(data, like):

@@ -1,7 +1,7 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize."""
 from .._tensor import Tensor
 from ._flat import batches, flat_ok
-from .optimizer import Optimizer, _scalar, fma_scalar
+from .optimizer import Optimizer, _check_fused, _scalar, fma_scalar
 
 __all__ = ["SGD"]
 
@@ -27,6 +27,7 @@ class SGD(Optimizer):
                         differentiable=differentiable, fused=fused)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        _check_fused(fused, foreach, differentiable)
         super().__init__(params, defaults)
 
     def step(self, closure=None):
