@@ -26,6 +26,10 @@ CASES = [
     ("Adam", dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1, decoupled_weight_decay=True)),
     ("AdamW", dict(lr=0.01)),
     ("AdamW", dict(lr=0.01, amsgrad=True, maximize=True)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.05, initial_accumulator_value=0.5, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1, maximize=True)),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, centered=True, momentum=0.7, weight_decay=0.1, maximize=True)),
 ]
 
 
@@ -86,14 +90,15 @@ def test_flat_steps_equal_the_per_parameter_loop_bit_for_bit(case, dtype):
         o_flat.step()
         o_loop.step()
         _same(flat, loop, o_flat, o_loop)
-    key = "momentum_buffer" if name == "SGD" else "exp_avg"
+    key = {"SGD": "momentum_buffer", "Adagrad": "sum", "RMSprop": "square_avg"}.get(name, "exp_avg")
     if name != "SGD" or kw.get("momentum"):
         assert _shares_one_buffer(o_flat, [flat[0], flat[1]], key)
         assert not _shares_one_buffer(o_loop, [loop[0], loop[1]], key)
 
 
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.01)),
-                                     ("AdamW", dict(lr=0.01, amsgrad=True))])
+                                     ("AdamW", dict(lr=0.01, amsgrad=True)), ("Adagrad", dict()),
+                                     ("RMSprop", dict(momentum=0.5))])
 def test_mixed_dtypes_and_complex_take_their_own_paths(name, kw):
     rng = np.random.default_rng(1)
     dtypes = [np.float32, np.float64, np.float32, np.complex64, np.float64]
@@ -108,7 +113,7 @@ def test_mixed_dtypes_and_complex_take_their_own_paths(name, kw):
         o_flat.step()
         o_loop.step()
         _same(flat, loop, o_flat, o_loop)
-    key = "momentum_buffer" if name == "SGD" else "exp_avg"
+    key = {"SGD": "momentum_buffer", "Adagrad": "sum", "RMSprop": "square_avg"}.get(name, "exp_avg")
     assert _shares_one_buffer(o_flat, [flat[0], flat[2]], key)      # the float32 bundle
     assert not _shares_one_buffer(o_flat, [flat[0], flat[1]], key)  # float64 apart
 

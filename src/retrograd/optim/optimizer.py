@@ -239,6 +239,12 @@ def addcdiv(y, a, b, value, out=None):
     return out
 
 
+def addcdiv_term(a, b, value, out=None):
+    """The term ``(value * a) / b`` that :func:`addcdiv` adds (a flat step adds it per parameter)."""
+    t = a if value == 1 else np.multiply(a, _as_dtype(value, a.dtype), out=out)
+    return np.divide(t, b, out=out)
+
+
 def lerp_scalar(x, end, w, out):
     """``x.lerp_(end, w)`` with PyTorch's two-sided formula and fused multiply-add."""
     dt = x.dtype
