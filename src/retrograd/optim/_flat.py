@@ -194,6 +194,15 @@ class Batch:
                 scal(n, c, ptr)
             p._bump_version()
 
+    def flat_params(self):
+        """[(parameter, its array as 1-D, its gradient as 1-D, its slice of the flat arrays)], or
+        None where a parameter's array is not one contiguous block (compiled kernels write it)."""
+        if self.single or None in self._ptrs:
+            return None
+        o = self.offsets
+        return [(p, d.reshape(-1), p._grad._data.reshape(-1), slice(o[i], o[i + 1]))
+                for i, (p, d) in enumerate(zip(self.params, self.data))]
+
     # --- validity -------------------------------------------------------------------------
     def valid(self):
         for p, d in zip(self.params, self.data):

@@ -2,9 +2,11 @@
 import numpy as np
 
 from .._tensor import Tensor
+from ._accel import kernels
 from ._flat import batches, flat_ok
 from .optimizer import (Optimizer, _check_fused, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcmul,
                         fma_scalar, lerp_scalar)
+from .optimizer import _sqrt as _numpy_sqrt
 
 __all__ = ["Adam"]
 
@@ -80,6 +82,8 @@ def _adam(b, group):
     lr = _scalar(group["lr"])
     wd = group["weight_decay"]
     decoupled = group["decoupled_weight_decay"] and wd != 0
+    if _compiled(b, group, beta1, beta2, lr, wd, decoupled):
+        return
     g = b.grad(group["maximize"])
     if wd != 0 and not decoupled:
         g = fma_scalar(b.param(), wd, g, out=g)
@@ -105,3 +109,30 @@ def _adam(b, group):
     if decoupled:
         b.scale(1 - lr * wd)
     b.add(upd)
+
+
+def _compiled(b, group, beta1, beta2, lr, wd, decoupled):
+    """The step by the compiled kernel, one pass per parameter (False: not available here)."""
+    k = kernels()
+    if k is None or _sqrt is not _numpy_sqrt:
+        return False
+    parts = b.flat_params()
+    if parts is None:
+        return False
+    T = b.dtype.type
+    b.steps += 1
+    step = b.step_value()
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    step_size = lr / bias_correction1
+    w = T(1 - beta1)
+    amsgrad = bool(group["amsgrad"])
+    ea, eas = b.state["exp_avg"], b.state["exp_avg_sq"]
+    mx = b.state["max_exp_avg_sq"] if amsgrad else ea
+    args = (bool(group["maximize"]), T(wd), wd != 0 and not decoupled, w, bool(abs(w) < 0.5), T(1) - w, T(beta2),
+            T(1 - beta2), amsgrad, T(bias_correction2 ** 0.5), T(group["eps"]), T(-step_size),
+            T(1 - lr * wd), bool(decoupled), b.dtype.itemsize == 4)
+    for p, d, g, sl in parts:
+        k["adam"](d, g, ea[sl], eas[sl], mx[sl], *args)
+        p._bump_version()
+    return True

@@ -1,5 +1,6 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize."""
 from .._tensor import Tensor
+from ._accel import kernels
 from ._flat import batches, flat_ok
 from .optimizer import Optimizer, _check_fused, _scalar, fma_scalar
 
@@ -59,6 +60,8 @@ class SGD(Optimizer):
 
 def _sgd(b, lr, wd, momentum, dampening, nesterov, maximize, state=None):
     """One SGD step of a batch; ``state``: a parameter's state whose momentum buffer is to be made."""
+    if state is None and _compiled(b, lr, wd, momentum, dampening, nesterov, maximize):
+        return
     g = b.grad(maximize)
     if wd != 0:
         g = fma_scalar(b.param(), wd, g, out=g)
@@ -72,3 +75,18 @@ def _sgd(b, lr, wd, momentum, dampening, nesterov, maximize, state=None):
             fma_scalar(g, 1 - dampening, buf, out=buf)
         g = fma_scalar(buf, momentum, g, out=g) if nesterov else buf
     b.axpy(g, -lr)
+
+
+def _compiled(b, lr, wd, momentum, dampening, nesterov, maximize):
+    """The step by the compiled kernel, one pass per parameter (False: not available here)."""
+    k = kernels()
+    parts = None if k is None else b.flat_params()
+    if parts is None:
+        return False
+    T = b.dtype.type
+    buf = b.state["momentum_buffer"] if momentum != 0 else None
+    for p, d, g, sl in parts:
+        k["sgd"](d, g, d if buf is None else buf[sl], bool(maximize), T(wd), T(momentum), T(1 - dampening),
+                 bool(nesterov), T(-lr), wd != 0, momentum != 0)
+        p._bump_version()
+    return True
