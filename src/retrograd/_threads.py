@@ -11,7 +11,7 @@ another process does not run at the speed of one thread: it runs ten to forty ti
 slower (each thread waits for a time slice). So every half second at most (at an
 optimizer step, or wherever :func:`tick` is called) the CPU time used by *other*
 processes on the cores this process may run on is read from ``/proc/stat`` (the
-machine's busy time less this process's own, from ``os.times``), and the BLAS gets the
+machine's busy time less this process's own, from ``time.process_time``), and the BLAS gets the
 cores left free: all of them on a quiet machine, one fewer for each core another
 process keeps busy, never fewer than one. Without ``/proc/stat`` the BLAS's default stays.
 """
@@ -49,7 +49,7 @@ def _cpus():
 
 
 class _Load:
-    """Other processes' CPU use on this process's cores, from /proc/stat and os.times."""
+    """Other processes' CPU use on this process's cores, from /proc/stat and time.process_time."""
 
     def __init__(self):
         self.cpus = _cpus()
@@ -74,8 +74,8 @@ class _Load:
             v = [int(x) for x in fields[1:9]]
             # user nice system idle iowait irq softirq steal: all but idle and iowait
             busy += v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
-        t = os.times()
-        return time.monotonic(), busy / self.hz, t.user + t.system
+        # (process_time: this process's CPU time, all threads; os.times's first call is slow)
+        return time.monotonic(), busy / self.hz, time.process_time()
 
     def others(self):
         """Cores' worth of CPU used by other processes since the last reading (None: unknown)."""
