@@ -39,7 +39,7 @@ class Batch:
     """
 
     __slots__ = ("params", "data", "state", "steps", "shapes", "offsets", "numel", "dtype", "_grad", "_param",
-                 "_scratch", "_checks", "_real", "single", "_ptrs")
+                 "_scratch", "_checks", "_real", "single", "_ptrs", "_static")
 
     def __init__(self, params, states, keys, step, real=False):
         self.params = params
@@ -47,6 +47,7 @@ class Batch:
         self.dtype = self.data[0].dtype
         self.single = len(params) == 1 and not step
         self._real = False
+        self._static = None
         self._grad = None
         self._param = None
         self._scratch = {}
@@ -199,9 +200,12 @@ class Batch:
         None where a parameter's array is not one contiguous block (compiled kernels write it)."""
         if self.single or None in self._ptrs:
             return None
-        o = self.offsets
-        return [(p, d.reshape(-1), p._grad._data.reshape(-1), slice(o[i], o[i + 1]))
-                for i, (p, d) in enumerate(zip(self.params, self.data))]
+        static = self._static
+        if static is None:
+            o = self.offsets
+            static = self._static = [(p, d.reshape(-1), slice(o[i], o[i + 1]))
+                                     for i, (p, d) in enumerate(zip(self.params, self.data))]
+        return [(p, d, p._grad._data.reshape(-1), sl) for p, d, sl in static]
 
     # --- validity -------------------------------------------------------------------------
     def valid(self):

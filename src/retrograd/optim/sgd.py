@@ -85,8 +85,9 @@ def _compiled(b, lr, wd, momentum, dampening, nesterov, maximize):
         return False
     T = b.dtype.type
     buf = b.state["momentum_buffer"] if momentum != 0 else None
+    args = (bool(maximize), T(wd), T(momentum), T(1 - dampening), bool(nesterov), T(-lr), wd != 0, momentum != 0)
+    sgd = k["sgd"]
     for p, d, g, sl in parts:
-        k["sgd"](d, g, d if buf is None else buf[sl], bool(maximize), T(wd), T(momentum), T(1 - dampening),
-                 bool(nesterov), T(-lr), wd != 0, momentum != 0)
+        sgd(d, g, d if buf is None else buf[sl], *args)
         p._bump_version()
     return True
