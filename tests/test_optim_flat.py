@@ -298,7 +298,7 @@ def test_short_spans_are_not_judged():
 
 def test_set_num_threads_fixes_the_count(monkeypatch):
     calls = []
-    monkeypatch.setattr(_threads, "_set_blas", lambda n: calls.append(n) or True)
+    monkeypatch.setattr(_threads, "_set_blas", lambda n, user_api="blas": calls.append(n) or True)
     monkeypatch.setattr(_threads, "_load", [_FakeLoad(2, [(0.0, 0.0, 0.0)] + [(t, 0.0, 0.0) for t in range(1, 9)])])
     monkeypatch.setattr(_threads, "_next", [0.0])
     monkeypatch.setattr(_threads, "_threads", [None])

@@ -124,13 +124,14 @@ def tick():
         load.current = n
 
 
-def _set_blas(n):
-    """Resize the BLAS pools of the running process (threadpoolctl, else OpenBLAS's setter)."""
+def _set_blas(n, user_api="blas"):
+    """Resize the BLAS (or, with ``user_api=None``, all the native) pools of the running
+    process (threadpoolctl, else OpenBLAS's setter)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
         return _set_openblas(n)
-    threadpool_limits(limits=n, user_api="blas")
+    threadpool_limits(limits=n, user_api=user_api)
     return True
 
 
@@ -191,7 +192,7 @@ def set_num_threads(num):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(num).__name__}")
     if num <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
-    if not _set_blas(num):
+    if not _set_blas(num, user_api=None):
         for v in _ENV:
             os.environ[v] = str(num)
     _threads[0] = num
