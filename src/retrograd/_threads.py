@@ -1,18 +1,36 @@
 """Intra-op threads: how many threads NumPy's BLAS (OpenBLAS/MKL) uses.
 
-With ``threadpoolctl`` installed (``pip install threadpoolctl``) ``set_num_threads`` resizes
-the BLAS and OpenMP pools of the running process. Without it the count is only remembered
-(and exported as OMP_NUM_THREADS etc. for child processes): a BLAS reads those variables
-once, when NumPy loads it, so set them in the environment before starting Python.
+``set_num_threads(n)`` fixes the count (through ``threadpoolctl`` when it is installed,
+else through OpenBLAS's own setter; the OMP/OPENBLAS/MKL variables are exported for child
+processes), and so does an ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``/``MKL_NUM_THREADS``
+set before start-up.
+
+Otherwise the count adapts to the machine's load. A BLAS's worker threads spin and wait
+for each other, so a multi-threaded GEMM on a machine whose other cores are taken by
+another process does not run at the speed of one thread: it runs ten to forty times
+slower (each thread waits for a time slice). So every half second at most (at an
+optimizer step, or wherever :func:`tick` is called) the CPU time used by *other*
+processes on the cores this process may run on is read from ``/proc/stat`` (the
+machine's busy time less this process's own, from ``time.process_time``), and the BLAS gets the
+cores left free: all of them on a quiet machine, one fewer for each core another
+process keeps busy, never fewer than one. Without ``/proc/stat`` the BLAS's default stays.
 """
+import math
 import os
+import time
 
 _ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-_threads = [None]
+_threads = [None]      # the count set by set_num_threads (None: adaptive)
 _interop = [None]
+_PERIOD = 0.5          # seconds between two looks at the load
+# Other processes' use (in cores) the BLAS ignores: a shell command now and then. Anything
+# above takes a whole core away, since a multi-threaded GEMM that has to share a core
+# loses far more (it waits for its slowest thread) than a second thread gains.
+_SLACK = 0.15
+_WINDOW = 0.1          # the shortest span /proc/stat's clock ticks measure well
 
 
-def _default():
+def _env_threads():
     for v in _ENV:
         try:
             n = int(os.environ.get(v, ""))
@@ -20,6 +38,132 @@ def _default():
                 return n
         except ValueError:
             pass
+    return None
+
+
+def _cpus():
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
+
+
+class _Load:
+    """Other processes' CPU use on this process's cores, from /proc/stat and time.process_time."""
+
+    def __init__(self):
+        self.cpus = _cpus()
+        self.hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.last = self._sample()
+        self.current = None      # the BLAS thread count last chosen here
+
+    def _sample(self):
+        try:
+            with open("/proc/stat", "rb") as f:
+                lines = f.read().split(b"\n")
+        except OSError:
+            return None
+        want = {b"cpu%d" % c for c in self.cpus}
+        busy = 0
+        for line in lines:
+            if not line.startswith(b"cpu") or line.startswith(b"cpu "):
+                continue
+            fields = line.split()
+            if fields[0] not in want:
+                continue
+            v = [int(x) for x in fields[1:9]]
+            # user nice system idle iowait irq softirq steal: all but idle and iowait
+            busy += v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+        # (process_time: this process's CPU time, all threads; os.times's first call is slow)
+        return time.monotonic(), busy / self.hz, time.process_time()
+
+    def others(self):
+        """Cores' worth of CPU used by other processes since the last reading (None: unknown)."""
+        now = self._sample()
+        prev = self.last
+        if now is None or prev is None:
+            self.last = now
+            return None
+        wall = now[0] - prev[0]
+        if wall < _WINDOW:
+            return None
+        self.last = now
+        return max(0.0, ((now[1] - prev[1]) - (now[2] - prev[2])) / wall)
+
+    def choose(self):
+        others = self.others()
+        if others is None:
+            return None
+        busy_cores = max(0, math.ceil(others - _SLACK))
+        return max(1, len(self.cpus) - busy_cores)
+
+
+_load = []
+_next = [0.0]
+
+
+def tick():
+    """Re-choose the BLAS thread count from the load, at most every half second.
+
+    Cheap when it is not time yet (one clock read); does nothing when the count was set
+    by the user or the environment.
+    """
+    now = time.monotonic()
+    if now < _next[0]:
+        return
+    _next[0] = now + _PERIOD
+    if _threads[0] is not None or _env_threads() is not None:
+        _next[0] = float("inf")
+        return
+    if not _load:
+        _load.append(_Load())
+    load = _load[0]
+    n = load.choose()
+    if n is not None and n != load.current:
+        _set_blas(n)
+        load.current = n
+
+
+def _set_blas(n, user_api="blas"):
+    """Resize the BLAS (or, with ``user_api=None``, all the native) pools of the running
+    process (threadpoolctl, else OpenBLAS's setter)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return _set_openblas(n)
+    threadpool_limits(limits=n, user_api=user_api)
+    return True
+
+
+def _set_openblas(n):
+    import ctypes
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
+    except OSError:
+        return False
+    done = False
+    for path in sorted(libs):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn(ctypes.c_int(n))
+                done = True
+                break
+    return done
+
+
+def _default():
+    n = _env_threads()
+    if n is not None:
+        return n
+    if _load and _load[0].current is not None:
+        return _load[0].current
     try:
         from threadpoolctl import threadpool_info
         nums = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
@@ -27,27 +171,44 @@ def _default():
             return max(nums)
     except Exception:
         pass
-    return os.cpu_count() or 1
+    return len(_cpus())
+
+
+def _start():
+    """The first reading, at import: the first tick then has a span to judge."""
+    if _env_threads() is None:
+        try:
+            _load.append(_Load())
+        except Exception:
+            pass
 
 
 def set_num_threads(num):
-    """Use ``num`` threads for intra-op parallelism (BLAS), like ``torch.set_num_threads``."""
+    """Use ``num`` threads for intra-op parallelism (BLAS), like ``torch.set_num_threads``.
+
+    The count then stays as set (the adaptive choice described in this module's doc stops).
+    """
     if isinstance(num, bool) or not isinstance(num, int):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(num).__name__}")
     if num <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
-    try:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(limits=num)
-    except ImportError:
+    if not _set_blas(num, user_api=None):
         for v in _ENV:
             os.environ[v] = str(num)
     _threads[0] = num
 
 
 def get_num_threads():
-    """The intra-op thread count set last, else the BLAS's own (or the CPU count)."""
+    """The intra-op thread count: the one set, else the one chosen for the load, else the BLAS's own."""
     return _threads[0] if _threads[0] is not None else _default()
+
+
+def _adaptive():
+    """Back to the load-adaptive choice after a :func:`set_num_threads` (for benchmarks and tests)."""
+    _threads[0] = None
+    _next[0] = 0.0
+    if _load:
+        _load[0].current = None
 
 
 def set_num_interop_threads(num):
@@ -60,3 +221,6 @@ def set_num_interop_threads(num):
 
 def get_num_interop_threads():
     return _interop[0] if _interop[0] is not None else (os.cpu_count() or 1)
+
+
+_start()

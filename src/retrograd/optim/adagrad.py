@@ -2,9 +2,10 @@
 import numpy as np
 
 from .._tensor import Tensor
+from ._flat import batches, flat_ok
 from ._sparse import adagrad_sparse_step
-from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, addcdiv, addcmul,
-                        fma_scalar)
+from .optimizer import (Optimizer, _check_fused, _check_lr, _check_nonnegative, _scalar, _sqrt, _step_tensor,
+                        addcdiv_term, addcmul, fma_scalar)
 
 __all__ = ["Adagrad"]
 
@@ -23,6 +24,7 @@ class Adagrad(Optimizer):
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
+        _check_fused(fused, foreach, differentiable)
         super().__init__(params, defaults)
         # PyTorch creates the state eagerly, with the accumulator filled in.
         for group in self.param_groups:
@@ -41,32 +43,38 @@ class Adagrad(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr = _scalar(group["lr"])
-            wd = group["weight_decay"]
-            lr_decay = group["lr_decay"]
-            eps = group["eps"]
+        for index, group in enumerate(self.param_groups):
+            params = []
             for p in group["params"]:
                 if p._grad is None:
                     continue
-                state = self.state[p]
-                step_t = state["step"]
-                step_t._data += 1
-                step = float(step_t._data)
-                if p._grad._sparse:
-                    if wd != 0:
+                if p._grad._sparse:     # sparse gradients: their own step, outside the batches
+                    if group["weight_decay"] != 0:
                         raise RuntimeError("weight_decay option is not compatible with sparse gradients")
-                    adagrad_sparse_step(p, state, lr / (1 + (step - 1) * lr_decay), eps, group["maximize"])
+                    state = self.state[p]
+                    state["step"]._data += 1
+                    step = float(state["step"]._data)
+                    clr = _scalar(group["lr"]) / (1 + (step - 1) * group["lr_decay"])
+                    adagrad_sparse_step(p, state, clr, group["eps"], group["maximize"])
                     continue
-                d = _real(p._data)
-                g = self._grad_array(p, group["maximize"])
-                if wd != 0:
-                    g = fma_scalar(d, wd, g)
-                clr = lr / (1 + (step - 1) * lr_decay)
-                s = _real(state["sum"]._data)
-                addcmul(s, g, g, 1, out=s)
-                std = _sqrt(s)
-                std += eps
-                addcdiv(d, g, std, -clr, out=d)
-                p._bump_version()
+                params.append(p)
+            for b in batches(self, index, group, params, ("sum",), flat=flat_ok(group)):
+                _adagrad(b, group)
         return loss
+
+
+def _adagrad(b, group):
+    """One Adagrad step of a batch."""
+    lr = _scalar(group["lr"])
+    wd = group["weight_decay"]
+    b.steps += 1
+    step = b.step_value()
+    g = b.grad(group["maximize"])
+    if wd != 0:
+        g = fma_scalar(b.param(), wd, g, out=g)
+    clr = lr / (1 + (step - 1) * group["lr_decay"])
+    s = b.state["sum"]
+    addcmul(s, g, g, 1, out=s)
+    std = _sqrt(s)
+    std += group["eps"]
+    b.add(addcdiv_term(g, std, -clr, out=g))

@@ -2,8 +2,11 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcdiv, addcmul, fma_scalar,
-                        lerp_scalar)
+from ._accel import kernels
+from ._flat import batches, flat_ok
+from .optimizer import (Optimizer, _check_fused, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcmul,
+                        fma_scalar, lerp_scalar)
+from .optimizer import _sqrt as _numpy_sqrt
 
 __all__ = ["Adam"]
 
@@ -59,35 +62,77 @@ class Adam(Optimizer):
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
+        _check_fused(fused, foreach, differentiable)
         super().__init__(params, defaults)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            beta1, beta2 = (_scalar(b) for b in group["betas"])
-            lr = _scalar(group["lr"])
-            wd = group["weight_decay"]
-            eps = group["eps"]
-            amsgrad = group["amsgrad"]
-            decoupled = group["decoupled_weight_decay"]
-            buffers = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
-            for p, state in self._params_with_grad(group, buffers):
-                d = _real(p._data)
-                g = self._grad_array(p, group["maximize"])
-                g = _weight_decay(d, g, lr, wd, decoupled)
-                step = _adam_moments(state, d, g, beta1, beta2)
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                step_size = lr / bias_correction1
-                bias_correction2_sqrt = bias_correction2 ** 0.5
-                v = _real(state["exp_avg_sq"]._data)
-                if amsgrad:
-                    m = _real(state["max_exp_avg_sq"]._data)
-                    np.maximum(m, v, out=m)
-                    v = m
-                denom = _sqrt(v) / bias_correction2_sqrt
-                denom += eps
-                addcdiv(d, _real(state["exp_avg"]._data), denom, -step_size, out=d)
-                p._bump_version()
+        for index, group in enumerate(self.param_groups):
+            buffers = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
+            params = [p for p, _ in self._params_with_grad(group, buffers)]
+            for b in batches(self, index, group, params, buffers, flat=flat_ok(group)):
+                _adam(b, group)
         return loss
+
+
+def _adam(b, group):
+    """One Adam step of a batch."""
+    beta1, beta2 = (_scalar(x) for x in group["betas"])
+    lr = _scalar(group["lr"])
+    wd = group["weight_decay"]
+    decoupled = group["decoupled_weight_decay"] and wd != 0
+    if _compiled(b, group, beta1, beta2, lr, wd, decoupled):
+        return
+    g = b.grad(group["maximize"])
+    if wd != 0 and not decoupled:
+        g = fma_scalar(b.param(), wd, g, out=g)
+    b.steps += 1
+    exp_avg, exp_avg_sq = b.state["exp_avg"], b.state["exp_avg_sq"]
+    lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
+    exp_avg_sq *= beta2
+    addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
+    step = b.step_value()
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    step_size = lr / bias_correction1
+    bias_correction2_sqrt = bias_correction2 ** 0.5
+    v = exp_avg_sq
+    if group["amsgrad"]:
+        v = b.state["max_exp_avg_sq"]
+        np.maximum(v, exp_avg_sq, out=v)
+    denom = np.divide(_sqrt(v), bias_correction2_sqrt, out=b.scratch(0))
+    denom += group["eps"]
+    # addcdiv(param, exp_avg, denom, -step_size): (value * exp_avg) / denom, then added
+    upd = np.multiply(exp_avg, denom.dtype.type(-step_size), out=b.scratch(1))
+    np.divide(upd, denom, out=upd)
+    if decoupled:
+        b.scale(1 - lr * wd)
+    b.add(upd)
+
+
+def _compiled(b, group, beta1, beta2, lr, wd, decoupled):
+    """The step by the compiled kernel, one pass per parameter (False: not available here)."""
+    k = kernels()
+    if k is None or _sqrt is not _numpy_sqrt:
+        return False
+    parts = b.flat_params()
+    if parts is None:
+        return False
+    T = b.dtype.type
+    b.steps += 1
+    step = b.step_value()
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    step_size = lr / bias_correction1
+    w = T(1 - beta1)
+    amsgrad = bool(group["amsgrad"])
+    ea, eas = b.state["exp_avg"], b.state["exp_avg_sq"]
+    mx = b.state["max_exp_avg_sq"] if amsgrad else ea
+    args = (bool(group["maximize"]), T(wd), wd != 0 and not decoupled, w, bool(abs(w) < 0.5), T(1) - w, T(beta2),
+            T(1 - beta2), amsgrad, T(bias_correction2 ** 0.5), T(group["eps"]), T(-step_size),
+            T(1 - lr * wd), bool(decoupled), b.dtype.itemsize == 4)
+    for p, d, g, sl in parts:
+        k["adam"](d, g, ea[sl], eas[sl], mx[sl], *args)
+        p._bump_version()
+    return True

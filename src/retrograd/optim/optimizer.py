@@ -18,6 +18,7 @@ from itertools import chain
 import numpy as np
 
 from .. import _dtype as D
+from .. import _threads
 from .._tensor import Tensor
 from ..ops._base import typename
 from ..autograd import grad_mode
@@ -30,6 +31,7 @@ _global_optimizer_post_hooks = OrderedDict()
 
 _F32 = np.dtype(np.float32)
 _F64 = np.float64
+_CHUNK = 1 << 15
 
 
 class _RequiredParameter:
@@ -62,6 +64,7 @@ def _hooked_step(func):
     """Wrap a step: pre-hooks, the step under no_grad, post-hooks."""
     @functools.wraps(func)
     def step(self, *args, **kwargs):
+        _threads.tick()     # the BLAS thread count follows the machine's load (see _threads)
         for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
             result = pre_hook(self, args, kwargs)
             if result is not None:
@@ -95,6 +98,86 @@ def _arr(x):
     return np.asarray(x) if isinstance(x, np.generic) else x
 
 
+def _find_blas():
+    """BLAS's ``y += a * x`` and ``x *= a`` for float32 and float64, as
+    ``{dtype: (axpy(n, a, x_ptr, y_ptr), scal(n, a, x_ptr))}``.
+
+    OpenBLAS's axpy kernels round once (a fused multiply-add), as PyTorch's ``add(alpha=)``
+    does, and run at memory speed; emulating the fused step in NumPy (float64 temporaries
+    and two casts) costs ten times as much. NumPy's own OpenBLAS is used through ctypes
+    (already loaded, nothing to import); without it (another BLAS, another platform) the
+    emulation below is used.
+    """
+    import ctypes
+    import glob
+    import os
+    here = os.path.dirname(np.__file__)
+    for lib_path in sorted(glob.glob(os.path.join(here, os.pardir, "numpy.libs", "*openblas*"))
+                           + glob.glob(os.path.join(here, ".dylibs", "*openblas*"))):
+        try:
+            lib = ctypes.CDLL(lib_path)
+        except OSError:
+            continue
+        found = {}
+        for dt, letter, ctype in ((_F32, "s", ctypes.c_float), (np.dtype(_F64), "d", ctypes.c_double)):
+            for prefix, suffix, int_t in (("scipy_cblas_", "64_", ctypes.c_int64), ("cblas_", "64_", ctypes.c_int64),
+                                          ("scipy_cblas_", "", ctypes.c_int), ("cblas_", "", ctypes.c_int)):
+                axpy = getattr(lib, f"{prefix}{letter}axpy{suffix}", None)
+                scal = getattr(lib, f"{prefix}{letter}scal{suffix}", None)
+                if axpy is not None and scal is not None:
+                    axpy.restype = scal.restype = None
+                    axpy.argtypes = [int_t, ctype, ctypes.c_void_p, int_t, ctypes.c_void_p, int_t]
+                    scal.argtypes = [int_t, ctype, ctypes.c_void_p, int_t]
+                    found[dt] = ((lambda f: lambda n, a, x, y: f(n, a, x, 1, y, 1))(axpy),
+                                 (lambda f: lambda n, a, x: f(n, a, x, 1))(scal))
+                    break
+        found = {dt: fns for dt, fns in found.items() if _rounds_once(dt, fns[0])}
+        if found:
+            return found
+    return {}
+
+
+def _rounds_once(dt, axpy):
+    """Whether this BLAS's axpy is a fused multiply-add (OpenBLAS picks its kernel by CPU:
+    one without FMA rounds twice, and PyTorch's numbers would be missed by an ulp)."""
+    e = 12 if dt == _F32 else 27
+    a = 1 + 2.0 ** -e                    # a * a = 1 + 2^(1-e) + 2^(-2e): its last term survives
+    n = 67                               # vector body and scalar tail of the kernel
+    x = np.full(n, a, dt)
+    y = np.full(n, -1.0, dt)
+    axpy(n, float(x[0]), x.ctypes.data, y.ctypes.data)
+    return bool(np.all(y == dt.type(2.0 ** (1 - e) + 2.0 ** (-2 * e))))
+
+
+_BLAS = []
+
+
+def blas_for(dtype):
+    """(axpy, scal) on raw pointers for float32/float64 arrays, or None."""
+    if not _BLAS:
+        _BLAS.append(_find_blas())
+    return _BLAS[0].get(dtype)
+
+
+def _axpy(x, s, y):
+    """``y += s * x`` in place, rounded once; False where no BLAS call fits (y unchanged)."""
+    fns = blas_for(y.dtype)
+    if isinstance(x, np.generic):      # e.g. a difference of two 0-d arrays
+        x = np.asarray(x)
+    if (fns is None or type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype != y.dtype
+            or x.shape != y.shape or not y.flags.writeable):
+        return False
+    n = y.size
+    if n == 0:
+        return True
+    xc = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    yc = y if y.flags.c_contiguous else np.ascontiguousarray(y)
+    fns[0](n, s, xc.ctypes.data, yc.ctypes.data)
+    if yc is not y:
+        y[...] = yc
+    return True
+
+
 def fma_scalar(x, s, y, out=None):
     """``y + s * x`` with one rounding (PyTorch's ``y.add(x, alpha=s)``); s is a Python number."""
     dt = y.dtype
@@ -104,6 +187,18 @@ def fma_scalar(x, s, y, out=None):
             return _arr(ufunc(y, x))
         ufunc(y, x, out=out)
         return out
+    if dt == _F32 or dt == _F64:
+        s = float(dt.type(s))      # PyTorch casts alpha to the tensor's dtype
+        if out is y:
+            if _axpy(x, s, y):
+                return y
+        else:
+            r = np.array(y, copy=True, order="C")
+            if _axpy(x, s, r):
+                if out is None:
+                    return r
+                out[...] = r
+                return out
     if dt == _F32:
         t = x.astype(_F64)
         t *= _F64(np.float32(s))
@@ -122,6 +217,15 @@ def fma_scalar(x, s, y, out=None):
 def addcmul(y, a, b, value, out=None):
     """``y + value * a * b`` as PyTorch computes it: ``fma(value * a, b, y)``."""
     dt = y.dtype
+    n = y.size
+    if (dt == _F32 and n > _CHUNK and out is not None and a.shape == b.shape == y.shape == out.shape
+            and y.flags.c_contiguous and a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous):
+        # a flat buffer: the float64 temporaries a chunk at a time, so they stay in cache
+        yf, af, bf, of = y.reshape(-1), a.reshape(-1), b.reshape(-1), out.reshape(-1)
+        for i in range(0, n, _CHUNK):
+            j = i + _CHUNK
+            addcmul(yf[i:j], af[i:j], bf[i:j], value, out=of[i:j])
+        return out
     va = a if value == 1 else _as_dtype(value, dt) * a
     if dt == _F32:
         t = va.astype(_F64)
@@ -148,27 +252,21 @@ def addcdiv(y, a, b, value, out=None):
     return out
 
 
+def addcdiv_term(a, b, value, out=None):
+    """The term ``(value * a) / b`` that :func:`addcdiv` adds (a flat step adds it per parameter)."""
+    t = a if value == 1 else np.multiply(a, _as_dtype(value, a.dtype), out=out)
+    return np.divide(t, b, out=out)
+
+
 def lerp_scalar(x, end, w, out):
     """``x.lerp_(end, w)`` with PyTorch's two-sided formula and fused multiply-add."""
     dt = x.dtype
     w = _as_dtype(w, dt)
     diff = end - x
-    if dt == _F32:
-        if abs(w) < 0.5:
-            t = diff.astype(_F64)
-            t *= _F64(w)
-            t += x
-        else:
-            t = diff.astype(_F64)
-            t *= -_F64(np.float32(1) - w)
-            t += end
-        out[...] = t
-        return out
     if abs(w) < 0.5:
-        out[...] = x + w * diff
-    else:
-        out[...] = end - diff * (1 - w)
-    return out
+        return fma_scalar(diff, w, x, out=out)
+    # end - diff * (1 - w), the factor rounded to the dtype first
+    return fma_scalar(diff, -(dt.type(1) - w), end, out=out)
 
 
 def _real(a):
@@ -231,6 +329,15 @@ def _cast_like(param, value):
     if data is value._data:
         return value
     return Tensor._make(data)
+
+
+def _check_fused(fused, foreach, differentiable):
+    """PyTorch's checks of ``fused=True`` (a flat-buffer step here, as ``foreach`` is)."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
 
 def _to_device_like(data, like):

@@ -1,5 +1,8 @@
 """RMSprop (centered, momentum, weight decay, maximize)."""
-from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcdiv, addcmul, fma_scalar,
+import numpy as np
+
+from ._flat import batches, flat_ok
+from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _scalar, _sqrt, addcdiv_term, addcmul, fma_scalar,
                         lerp_scalar)
 
 __all__ = ["RMSprop"]
@@ -24,37 +27,39 @@ class RMSprop(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr = _scalar(group["lr"])
-            alpha = group["alpha"]
-            eps = group["eps"]
-            wd = group["weight_decay"]
-            momentum = group["momentum"]
-            centered = group["centered"]
-            buffers = (("square_avg",) + (("momentum_buffer",) if momentum > 0 else ())
-                       + (("grad_avg",) if centered else ()))
-            for p, state in self._params_with_grad(group, buffers):
-                state["step"]._data += 1
-                d = _real(p._data)
-                g = self._grad_array(p, group["maximize"])
-                if wd != 0:
-                    g = fma_scalar(d, wd, g)
-                sq = _real(state["square_avg"]._data)
-                sq *= alpha
-                addcmul(sq, g, g, 1 - alpha, out=sq)
-                if centered:
-                    ga = _real(state["grad_avg"]._data)
-                    lerp_scalar(ga, g, 1 - alpha, out=ga)
-                    avg = _sqrt(addcmul(sq, ga, ga, -1))
-                else:
-                    avg = _sqrt(sq)
-                avg += eps
-                if momentum > 0:
-                    buf = _real(state["momentum_buffer"]._data)
-                    buf *= momentum
-                    addcdiv(buf, g, avg, 1, out=buf)
-                    fma_scalar(buf, -lr, d, out=d)
-                else:
-                    addcdiv(d, g, avg, -lr, out=d)
-                p._bump_version()
+        for index, group in enumerate(self.param_groups):
+            buffers = (("square_avg",) + (("momentum_buffer",) if group["momentum"] > 0 else ())
+                       + (("grad_avg",) if group["centered"] else ()))
+            params = [p for p, _ in self._params_with_grad(group, buffers)]
+            for b in batches(self, index, group, params, buffers, flat=flat_ok(group)):
+                _rmsprop(b, group)
         return loss
+
+
+def _rmsprop(b, group):
+    """One RMSprop step of a batch."""
+    lr = _scalar(group["lr"])
+    alpha = group["alpha"]
+    wd = group["weight_decay"]
+    momentum = group["momentum"]
+    b.steps += 1
+    g = b.grad(group["maximize"])
+    if wd != 0:
+        g = fma_scalar(b.param(), wd, g, out=g)
+    sq = b.state["square_avg"]
+    sq *= alpha
+    addcmul(sq, g, g, 1 - alpha, out=sq)
+    if group["centered"]:
+        ga = b.state["grad_avg"]
+        lerp_scalar(ga, g, 1 - alpha, out=ga)
+        avg = _sqrt(addcmul(sq, ga, ga, -1))
+    else:
+        avg = _sqrt(sq)
+    avg += group["eps"]
+    if momentum > 0:
+        buf = b.state["momentum_buffer"]
+        buf *= momentum
+        np.add(buf, addcdiv_term(g, avg, 1), out=buf)
+        b.axpy(buf, -lr)
+    else:
+        b.add(addcdiv_term(g, avg, -lr, out=g))

@@ -1,7 +1,9 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize."""
 from .._tensor import Tensor
-from .optimizer import Optimizer, _scalar, fma_scalar
+from ._accel import kernels
+from ._flat import batches, flat_ok
 from ._sparse import sgd_sparse_step
+from .optimizer import Optimizer, _check_fused, _scalar, fma_scalar
 
 __all__ = ["SGD"]
 
@@ -27,40 +29,74 @@ class SGD(Optimizer):
                         differentiable=differentiable, fused=fused)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        _check_fused(fused, foreach, differentiable)
         super().__init__(params, defaults)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
         loss = self._closure_loss(closure)
-        for group in self.param_groups:
+        for index, group in enumerate(self.param_groups):
             lr = _scalar(group["lr"])
             wd = _scalar(group["weight_decay"])
             momentum = group["momentum"]
-            dampening = group["dampening"]
-            nesterov = group["nesterov"]
-            maximize = group["maximize"]
+            opts = (lr, wd, momentum, group["dampening"], group["nesterov"], group["maximize"])
+            params = []
             for p in group["params"]:
                 if p._grad is None:
                     continue
-                if p._grad._sparse:
-                    sgd_sparse_step(p, self.state[p], lr, wd, momentum, dampening, nesterov, maximize)
+                if p._grad._sparse:     # sparse gradients: their own step, outside the batches
+                    sgd_sparse_step(p, self.state[p], lr, wd, momentum, group["dampening"], group["nesterov"],
+                                    group["maximize"])
                     continue
-                # PyTorch's SGD works on complex numbers as they are (no fused steps then).
-                d = p._data
-                g = self._grad_array(p, maximize, real=False)
-                if wd != 0:
-                    g = fma_scalar(d, wd, g)
-                if momentum != 0:
+                params.append(p)
+            keys = ()
+            if momentum != 0:
+                keys = ("momentum_buffer",)
+                ready = []
+                for p in params:
                     state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = Tensor._make(g.copy())
-                        state["momentum_buffer"] = buf
+                    if state.get("momentum_buffer") is None:
+                        # the first step: the buffer starts as a copy of the gradient
+                        _sgd(batches(self, index, group, [p], (), step=False, flat=False, real=False)[0],
+                             *opts, state=state)
                     else:
-                        b = buf._data
-                        b *= momentum
-                        fma_scalar(g, 1 - dampening, b, out=b)
-                    g = fma_scalar(buf._data, momentum, g) if nesterov else buf._data
-                fma_scalar(g, -lr, d, out=d)
-                p._bump_version()
+                        ready.append(p)
+                params = ready
+            for b in batches(self, index, group, params, keys, step=False, flat=flat_ok(group), real=False):
+                _sgd(b, *opts)
         return loss
+
+
+def _sgd(b, lr, wd, momentum, dampening, nesterov, maximize, state=None):
+    """One SGD step of a batch; ``state``: a parameter's state whose momentum buffer is to be made."""
+    if state is None and _compiled(b, lr, wd, momentum, dampening, nesterov, maximize):
+        return
+    g = b.grad(maximize)
+    if wd != 0:
+        g = fma_scalar(b.param(), wd, g, out=g)
+    if momentum != 0:
+        if state is not None:
+            buf = g.copy()
+            state["momentum_buffer"] = Tensor._make(buf)
+        else:
+            buf = b.state["momentum_buffer"]
+            buf *= momentum
+            fma_scalar(g, 1 - dampening, buf, out=buf)
+        g = fma_scalar(buf, momentum, g, out=g) if nesterov else buf
+    b.axpy(g, -lr)
+
+
+def _compiled(b, lr, wd, momentum, dampening, nesterov, maximize):
+    """The step by the compiled kernel, one pass per parameter (False: not available here)."""
+    k = kernels()
+    parts = None if k is None else b.flat_params()
+    if parts is None:
+        return False
+    T = b.dtype.type
+    buf = b.state["momentum_buffer"] if momentum != 0 else None
+    args = (bool(maximize), T(wd), T(momentum), T(1 - dampening), bool(nesterov), T(-lr), wd != 0, momentum != 0)
+    sgd = k["sgd"]
+    for p, d, g, sl in parts:
+        sgd(d, g, d if buf is None else buf[sl], *args)
+        p._bump_version()
+    return True
