@@ -14,7 +14,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor, Size
 from ..autograd import grad_mode
-from ..autograd.graph import Node, AccumulateGrad, _seq, _RELEASED, SECOND_BACKWARD_MSG
+from ..autograd.graph import Node, AccumulateGrad, _seq, _RELEASED, SECOND_BACKWARD_MSG, _NRS
 
 _new = object.__new__
 _next = next
@@ -195,27 +195,81 @@ def node_for(cls, inputs):
     gradient is recorded (grad mode off, or no input requires grad)."""
     if not _state.grad:
         return None
-    edges = []
+    fns = []
+    nrs = []
     wanted = False
+    live = 0
     for t in inputs:
         if t is None or not t._requires_grad:
             if t is not None and t._base is not None and t._base._requires_grad:
                 # A view made before its base required grad, or under no_grad: it
                 # requires grad; its edge is the rebuilt grad_fn's, or none.
                 wanted = True
-                edges.append(t._edge())
+                fn, nr = t._edge()
+                fns.append(fn)
+                nrs.append(nr)
+                if fn is not None:
+                    live += 1
                 continue
-            edges.append(_NO_EDGE)
+            fns.append(None)
+            nrs.append(0)
             continue
         wanted = True
+        live += 1
         if t._base is not None:
             t._refresh_view()
         fn = t._grad_fn
-        edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
+        if fn is not None:
+            fns.append(fn)
+            nrs.append(t._output_nr)
+        else:
+            fns.append(t._grad_accumulator())
+            nrs.append(0)
     if not wanted:
         return None
     n = _new(cls)
-    n.next_functions = tuple(edges)
+    k = len(fns)
+    if k == 1:
+        n._nf = fns[0]
+        n._nr = nrs[0]
+    elif live > 1 or k == 0:
+        n._nf = tuple(fns)
+        nr = tuple(nrs)
+        n._nr = _NRS.get(nr, nr)
+    else:   # one edge of several leads somewhere (Node's compact form)
+        n._ne = k
+        i = 0
+        for f in fns:
+            if f is not None:
+                break
+            i += 1
+        if i == k:
+            i = 0
+        elif i:
+            n._ni = i
+        n._nf = fns[i]
+        n._nr = nrs[i]
+    n._seq = _next(_seq)
+    if Node._anomaly_stack is not None:
+        n._trace = Node._anomaly_stack()
+    return n
+
+
+def node_for1(cls, t, ne=1):
+    """``node_for(cls, (t, None, ...))`` (``ne`` edges, only ``t``'s can lead anywhere):
+    the hot path of unary ops and of a tensor with a Python number."""
+    if not _state.grad or not t._requires_grad or t._base is not None:
+        return node_for(cls, (t,) + (None,) * (ne - 1))
+    n = _new(cls)
+    fn = t._grad_fn
+    if fn is not None:
+        n._nf = fn
+        n._nr = t._output_nr
+    else:
+        n._nf = t._grad_accumulator()
+        n._nr = 0
+    if ne != 1:
+        n._ne = ne
     n._seq = _next(_seq)
     if Node._anomaly_stack is not None:
         n._trace = Node._anomaly_stack()
@@ -298,12 +352,28 @@ def _save_with_hooks(node, items, hooks):
     node._saved_versions = (None,) * len(saved)
 
 
+def out_meta(data):
+    """``((shape, dtype),)`` of ``data``: one shared tuple per shape and dtype (a node's own
+    would be two more objects for the cyclic GC to scan, for as long as the graph lives:
+    tuples holding dtypes are never untracked)."""
+    key = (data.shape, data.dtype)
+    m = _METAS.get(key)
+    if m is None:
+        if len(_METAS) > 4096:
+            _METAS.clear()
+        m = _METAS[key] = (key,)
+    return m
+
+
+_METAS = {}
+
+
 def finish(node, data):
     """Wrap ``data`` as the op's output tensor, attached to ``node`` if there is one."""
     t = _new(Tensor)
     t._data = data
     if node is not None:
-        node._out_meta = ((data.shape, data.dtype),)
+        node._out_meta = out_meta(data)
         t._grad_fn = node
         t._requires_grad = True
     elif _state.inference:
@@ -752,7 +822,7 @@ def rebase_history(self, node, output_nr):
         from .view_inplace import copy_slices
         copy_slices(self, node, output_nr)
         return
-    node._out_meta = ((self._data.shape, self._data.dtype),)
+    node._out_meta = out_meta(self._data)
     set_history(self, node, output_nr)
 
 
