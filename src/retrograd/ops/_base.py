@@ -431,6 +431,33 @@ def view_of(base, t, view_fn=None, multi=False):
     return t
 
 
+try:   # NumPy >= 2.0: the error state is a context variable holding an "extobj"
+    from numpy._core.umath import _extobj_contextvar as _FP_STATE, _make_extobj
+except ImportError:   # pragma: no cover
+    _FP_STATE = None
+_QUIET = {}
+
+
+def quiet(f, x):
+    """``f(x)`` under ``np.errstate(all="ignore")``, without errstate's cost per use (it
+    builds its state anew each time: several times a 0-d ufunc's own cost). The quiet
+    state is made once per surrounding state, so bufsize and errcall stay the user's."""
+    if _FP_STATE is None:
+        with np.errstate(all="ignore"):
+            return f(x)
+    cur = _FP_STATE.get()
+    q = _QUIET.get(cur)
+    if q is None:
+        if len(_QUIET) > 16:
+            _QUIET.clear()
+        q = _QUIET[cur] = _make_extobj(all="ignore")
+    token = _FP_STATE.set(q)
+    try:
+        return f(x)
+    finally:
+        _FP_STATE.reset(token)
+
+
 def arr(x):
     """Make sure an op's result is an array (NumPy turns 0-d results into scalars)."""
     if type(x) is _ndarray:
