@@ -101,6 +101,23 @@ def _scalar_op(input, other, pyop, cls, keep):
     return t
 
 
+def _pair(input, other, pyop):
+    """``input <op> other`` for two 0-d tensors of one float dtype, in Python floats (exact,
+    as in ``_scalar_op``); None when this path does not apply."""
+    if input.__class__ is not Tensor or other.__class__ is not Tensor:
+        return None
+    x = input._data
+    y = other._data
+    if x.__class__ is not _ndarray or y.__class__ is not _ndarray or x.ndim or y.ndim:
+        return None
+    dt = x.dtype
+    if dt is not y.dtype or (dt is not _F32 and dt is not _F64):
+        return None
+    r = _empty((), dt)
+    r[()] = pyop(x.item(), y.item())
+    return r
+
+
 def _finish_binary(r, dt):
     if r.__class__ is not _ndarray:
         r = arr(r)
@@ -121,7 +138,8 @@ def broadcast_error(xs, ys):
 
 
 def _check_broadcast(x, y):
-    xs, ys = np.shape(x), np.shape(y)
+    xs = x.shape if x.__class__ is _ndarray else np.shape(x)
+    ys = y.shape if y.__class__ is _ndarray else np.shape(y)
     if xs != ys and xs and ys:
         try:
             np.broadcast_shapes(xs, ys)
@@ -264,12 +282,16 @@ def add(input, other, *, alpha=1, out=None):
         r = _scalar_op(input, other, _op.add, AddBackward0, False)
         if r is not None:
             return r
-    alpha = _scalar_arg(alpha, "alpha", "add")
-    a, b, x, y, dt = _prep(input, other)
-    _check_alpha(alpha, dt)
-    if alpha != 1:
-        y = y * alpha
-    r = _finish_binary(x + y, dt)
+    r = _pair(input, other, _op.add) if alpha == 1 else None
+    if r is not None:
+        a, b = input, other
+    else:
+        alpha = _scalar_arg(alpha, "alpha", "add")
+        a, b, x, y, dt = _prep(input, other)
+        _check_alpha(alpha, dt)
+        if alpha != 1:
+            y = y * alpha
+        r = _finish_binary(x + y, dt)
     node = node_for(AddBackward0, (a, b))
     if node is not None and alpha != 1:
         node.alpha = alpha
@@ -283,13 +305,17 @@ def sub(input, other, *, alpha=1, out=None):
         r = _scalar_op(input, other, _op.sub, SubBackward0, False)
         if r is not None:
             return r
-    alpha = _scalar_arg(alpha, "alpha", "sub")
-    _sub_check(input, other)
-    a, b, x, y, dt = _prep(input, other)
-    _check_alpha(alpha, dt)
-    if alpha != 1:
-        y = y * alpha
-    r = _finish_binary(x - y, dt)
+    r = _pair(input, other, _op.sub) if alpha == 1 else None
+    if r is not None:
+        a, b = input, other
+    else:
+        alpha = _scalar_arg(alpha, "alpha", "sub")
+        _sub_check(input, other)
+        a, b, x, y, dt = _prep(input, other)
+        _check_alpha(alpha, dt)
+        if alpha != 1:
+            y = y * alpha
+        r = _finish_binary(x - y, dt)
     node = node_for(SubBackward0, (a, b))
     if node is not None and alpha != 1:
         node.alpha = alpha
@@ -338,8 +364,12 @@ def mul(input, other, *, out=None):
         r = _scalar_op(input, other, _op.mul, MulBackward0, True)
         if r is not None:
             return r
-    a, b, x, y, dt = _prep(input, other)
-    r = _finish_binary(x * y, dt)
+    r = _pair(input, other, _op.mul)
+    if r is not None:
+        a, b, x, y = input, other, None, None
+    else:
+        a, b, x, y, dt = _prep(input, other)
+        r = _finish_binary(x * y, dt)
     node = node_for(MulBackward0, (a, b))
     if node is not None:
         save(node,
