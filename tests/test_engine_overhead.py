@@ -154,3 +154,39 @@ def test_scalar_chain_under_views_and_no_grad():
     with retrograd.inference_mode():
         q = retrograd.tensor(1.0) * 2.0
     assert q.is_inference()
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_zero_dim_pairs_match_torch(dtype):
+    vals = [0.1, -0.0, 0.0, 3.0e38, -3.0e38, 1e-40, float("inf"), float("-inf"), float("nan"), 1.0 / 3]
+
+    def run(lib):
+        dt = getattr(lib, dtype)
+        out = []
+        for a in vals:
+            for b in vals:
+                x = lib.tensor(a, dtype=dt, requires_grad=True)
+                y = lib.tensor(b, dtype=dt)
+                for r in (x + y, x - y, x * y, y * x, y - x):
+                    out.append((np.asarray(r.detach().numpy()).tobytes(), r.grad_fn.name(), _edges(r.grad_fn)))
+        return out
+    assert run(retrograd) == run(torch)
+
+
+def test_quiet_keeps_the_callers_error_state():
+    import warnings
+    from retrograd.ops._base import quiet
+    old = np.seterr(over="raise")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert quiet(np.exp, np.array(1000.0)) == np.inf
+            assert retrograd.exp(retrograd.tensor(1000.0)).item() == float("inf")
+        with pytest.raises(FloatingPointError):
+            np.exp(np.array(1000.0))
+    finally:
+        np.seterr(**old)
+    with np.errstate(over="warn"):
+        with pytest.warns(RuntimeWarning):
+            np.exp(np.array(1000.0))
