@@ -35,6 +35,19 @@ def _f32(v):
 
 
 _NONES2 = (None, None)
+_SAVED_OF = {}
+
+
+def _saved_number(v):
+    """``(v, None)``, what a node of ``tensor * v`` saves: one shared tuple per number (a
+    loop multiplies by the same few), so a node allocates nothing more for the GC to count.
+    Zeros are never shared (0.0 and -0.0 are one dict key)."""
+    if not v:
+        return (v, None)
+    if len(_SAVED_OF) > 512:
+        _SAVED_OF.clear()
+    sv = _SAVED_OF[v] = (v, None)
+    return sv
 _META0 = {_F32: out_meta(np.empty((), _F32)), _F64: out_meta(np.empty((), _F64))}
 
 
@@ -79,7 +92,8 @@ def _scalar_op(input, other, pyop, cls, keep):
         if _Node._anomaly_stack is not None:
             n._trace = _Node._anomaly_stack()
         if keep:
-            n._saved = (other, None)
+            sv = _SAVED_OF.get(other) if other else None
+            n._saved = sv if sv is not None else _saved_number(other)
             n._saved_versions = _NONES2
         n._out_meta = _META0[dt]
         t._grad_fn = n
