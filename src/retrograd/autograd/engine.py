@@ -250,13 +250,13 @@ def _exec_info(roots, targets):
         if r in seen:
             continue
         seen.add(r)
-        stack = [(r, iter(r.next_functions))]
+        stack = [(r, iter(_next_nodes(r)))]
         while stack:
             node, it = stack[-1]
-            for nf, _ in it:
+            for nf in it:
                 if nf is not None and nf not in seen:
                     seen.add(nf)
-                    stack.append((nf, iter(nf.next_functions)))
+                    stack.append((nf, iter(_next_nodes(nf))))
                     break
             else:
                 stack.pop()
@@ -264,11 +264,18 @@ def _exec_info(roots, targets):
                 mine = tgt is not None
                 if mine and tgt:
                     info[node] = True
-                elif any(nf in info for nf, _ in node.next_functions):
+                elif any(nf in info for nf in _next_nodes(node)):
                     info[node] = True
                 elif mine:
                     info[node] = False
     return info
+
+
+def _next_nodes(fn):
+    """The nodes ``fn``'s edges lead to (None where no gradient flows), without building
+    ``next_functions``."""
+    nf = fn._nf
+    return nf if nf.__class__ is tuple else (nf,)
 
 
 # --- the walk -----------------------------------------------------------------------------
@@ -293,7 +300,17 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
             stack.append(fn)
     while stack:
         fn = stack.pop()
-        for nf, _ in fn.next_functions:
+        nfs = fn._nf
+        if nfs.__class__ is not tuple:   # (one edge: the common case, no loop)
+            if nfs is not None:
+                c = deps.get(nfs)
+                if c is None:
+                    deps[nfs] = 1
+                    stack.append(nfs)
+                else:
+                    deps[nfs] = c + 1
+            continue
+        for nf in nfs:
             if nf is not None:
                 c = deps.get(nf)
                 if c is None:
@@ -327,18 +344,25 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
     check = anomaly_check[0]
     fn = None
     nxt = None
+    nxt_in = None
     try:
         while True:
             # A chain's next node skips the heap: when it is the only ready node, it is
-            # the newest ready node.
+            # the newest ready node (and its gradient, when nothing else adds to it, skips
+            # the buffers).
             if nxt is not None:
                 fn = nxt
                 nxt = None
+                if nxt_in is not None:
+                    grads_in = nxt_in
+                    nxt_in = None
+                else:
+                    grads_in = buffers.pop(fn)
             elif heap:
                 fn = _heappop(heap)[1]
+                grads_in = buffers.pop(fn)
             else:
                 break
-            grads_in = buffers.pop(fn)
             if info is not None:
                 needed = info[fn]
                 caps = captures.get(fn) if captures else None
@@ -367,13 +391,15 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
             if fn._saved is _RELEASED:
                 raise RuntimeError(SECOND_BACKWARD_MSG)
             out = fn.backward(grads_in[0]) if fn.__class__._apply is _NODE_APPLY else fn._apply(grads_in)
-            if type(out) is not tuple:
+            if out.__class__ is not tuple:
                 out = tuple(out) if isinstance(out, list) else (out,)
-            nfs = fn.next_functions
-            if len(out) != len(nfs):
-                out = _fix_count(fn, out, nfs)
+            nfs = fn._nf
+            single = nfs.__class__ is not tuple
+            n_edges = fn._ne if single else len(nfs)
+            if len(out) != n_edges:
+                out = _fix_count(fn, out, n_edges)
             if fn._hooked and fn._post_hooks:
-                out = _call_post_hooks(fn, _validated(fn, out, nfs), grads_in)
+                out = _call_post_hooks(fn, _validated(fn, out), grads_in)
             if tracers:
                 for tr in tracers:
                     tr(fn, grads_in, out)
@@ -381,9 +407,51 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                 check(fn, out)
             if not keep_graph and fn._saved is not None:
                 fn._release()
+            if single:
+                # One edge (a chain's link): no loop, and its node is the next to run
+                # when nothing else is ready.
+                if nfs is None:
+                    continue
+                i = fn._ni
+                g = out[i]
+                c = deps[nfs] - 1
+                deps[nfs] = c
+                if info is not None and nfs not in info:
+                    continue
+                if g is not None:
+                    nr = fn._nr
+                    meta = nfs._out_meta[nr]
+                    if g.__class__ is not Tensor:
+                        g = _validate(fn, i, g, meta)
+                    else:
+                        gd = g._data
+                        if gd.shape != meta[0] or (gd.dtype is not meta[1] and gd.dtype != meta[1]):
+                            g = _validate(fn, i, g, meta)
+                    buf = buffers.get(nfs)
+                    if buf is None:
+                        n_out = len(nfs._out_meta)
+                        if n_out == 1:
+                            if c == 0 and not heap:
+                                nxt = nfs
+                                nxt_in = [g]
+                                continue
+                            buffers[nfs] = [g]
+                        else:
+                            buf = buffers[nfs] = [None] * n_out
+                            buf[nr] = g
+                    else:
+                        old = buf[nr]
+                        buf[nr] = g if old is None else old + g
+                if c == 0 and nfs in buffers:
+                    if heap:
+                        _heappush(heap, (_key(nfs), nfs))
+                    else:
+                        nxt = nfs
+                continue
             ready = None
             i = -1
-            for nf, nr in nfs:
+            nrs = fn._nr
+            for nf in nfs:
                 i += 1
                 if nf is None:
                     continue
@@ -393,9 +461,14 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                 if info is not None and nf not in info:
                     continue
                 if g is not None:
+                    nr = nrs[i]
                     meta = nf._out_meta[nr]
-                    if g.__class__ is not Tensor or g._data.shape != meta[0] or g._data.dtype != meta[1]:
+                    if g.__class__ is not Tensor:
                         g = _validate(fn, i, g, meta)
+                    else:
+                        gd = g._data
+                        if gd.shape != meta[0] or (gd.dtype is not meta[1] and gd.dtype != meta[1]):
+                            g = _validate(fn, i, g, meta)
                     buf = buffers.get(nf)
                     if buf is None:
                         n_out = len(nf._out_meta)
@@ -433,18 +506,17 @@ def _anomaly_report(fn):
                   + "".join(fn._trace), UserWarning, stacklevel=4)
 
 
-def _fix_count(fn, out, nfs):
+def _fix_count(fn, out, n):
     """Extra trailing Nones are allowed (PyTorch trims them); any other count is an error."""
-    n = len(nfs)
     if len(out) > n and all(g is None for g in out[n:]):
         return out[:n]
     raise RuntimeError(f"function {fn.name()} returned an incorrect number of gradients (expected "
                        f"{n}, got {len(out)})")
 
 
-def _validated(fn, out, nfs):
+def _validated(fn, out):
     out = list(out)
-    for i, (nf, nr) in enumerate(nfs):
+    for i, (nf, nr) in enumerate(fn.next_functions):
         if nf is not None and out[i] is not None:
             out[i] = _validate(fn, i, out[i], nf._out_meta[nr])
     return out

@@ -33,6 +33,28 @@ SECOND_BACKWARD_MSG = (
     "calling backward.")
 
 
+# Output numbers of multi-edge nodes, shared (most are all zeros).
+_NRS = {(0,) * n: (0,) * n for n in range(2, 9)}
+_NO_EDGE = (None, 0)
+
+
+def set_edges(node, fns, nrs):
+    """Store the edges (next nodes ``fns``, None where no gradient flows, and the output
+    numbers ``nrs`` they feed) on ``node`` in its compact form."""
+    n = len(fns)
+    live = [i for i, f in enumerate(fns) if f is not None]
+    if n == 0 or len(live) > 1:
+        node._nf = tuple(fns)
+        nr = tuple(nrs)
+        node._nr = _NRS.get(nr, nr)
+        return
+    i = live[0] if live else 0
+    node._nf = fns[i]
+    node._nr = nrs[i] if live else 0
+    node._ne = n
+    node._ni = i
+
+
 class RemovableHandle:
     """Returned by every ``register_*hook``; ``remove()`` unregisters the hook."""
     _next_id = itertools.count()
@@ -65,6 +87,16 @@ class Node:
     (several), returning one gradient per edge in ``next_functions`` (None where no
     gradient flows).
     """
+    # The edges, stored flat so that a node is one object for the cyclic GC to scan (a
+    # million-node graph is rescanned as it grows): ``_nf`` is the next node (or None) of
+    # a node with one edge, else a tuple of them; ``_nr`` the output number(s) it feeds.
+    # ``next_functions`` is PyTorch's view of them: ((node, output_nr), ...).
+    # A node with several edges of which at most one leads anywhere (``x * 2.0``: the
+    # number has no edge) stores that one alone, at position ``_ni`` of ``_ne`` edges.
+    _nf = ()
+    _nr = ()
+    _ni = 0
+    _ne = 1
     _saved = None
     _saved_versions = ()
     _out_meta = None
@@ -84,6 +116,29 @@ class Node:
         self._out_meta = out_meta
         if Node._anomaly_stack is not None:
             self._trace = Node._anomaly_stack()
+
+    @property
+    def next_functions(self):
+        nf = self._nf
+        if nf.__class__ is tuple:
+            return tuple(zip(nf, self._nr))
+        ne = self._ne
+        if ne == 1:
+            return ((nf, self._nr),)
+        edges = [_NO_EDGE] * ne
+        edges[self._ni] = (nf, self._nr)
+        return tuple(edges)
+
+    @next_functions.setter
+    def next_functions(self, edges):
+        set_edges(self, [e[0] for e in edges], [e[1] for e in edges])
+
+    def _needs(self, i):
+        """Whether input ``i`` gets a gradient (its edge leads to a node)."""
+        nf = self._nf
+        if nf.__class__ is tuple:
+            return nf[i] is not None
+        return nf is not None and i == self._ni
 
     # --- identity -------------------------------------------------------------------
     def name(self):
@@ -185,8 +240,6 @@ class AccumulateGrad(Node):
     grad_fn -> ... -> AccumulateGrad -> param (PyTorch issue 4661); from then on the
     node holds its leaf weakly (the user holds the leaf anyway, to read its ``.grad``).
     """
-    next_functions = ()
-
     def __init__(self, variable):
         self._var = weakref.ref(variable)
         self._strong = variable

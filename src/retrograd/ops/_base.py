@@ -14,7 +14,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor, Size
 from ..autograd import grad_mode
-from ..autograd.graph import Node, AccumulateGrad, _seq, _RELEASED, SECOND_BACKWARD_MSG
+from ..autograd.graph import Node, AccumulateGrad, _seq, _RELEASED, SECOND_BACKWARD_MSG, _NRS
 
 _new = object.__new__
 _next = next
@@ -196,27 +196,81 @@ def node_for(cls, inputs):
     gradient is recorded (grad mode off, or no input requires grad)."""
     if not _state.grad:
         return None
-    edges = []
+    fns = []
+    nrs = []
     wanted = False
+    live = 0
     for t in inputs:
         if t is None or not t._requires_grad:
             if t is not None and t._base is not None and t._base._requires_grad:
                 # A view made before its base required grad, or under no_grad: it
                 # requires grad; its edge is the rebuilt grad_fn's, or none.
                 wanted = True
-                edges.append(t._edge())
+                fn, nr = t._edge()
+                fns.append(fn)
+                nrs.append(nr)
+                if fn is not None:
+                    live += 1
                 continue
-            edges.append(_NO_EDGE)
+            fns.append(None)
+            nrs.append(0)
             continue
         wanted = True
+        live += 1
         if t._base is not None:
             t._refresh_view()
         fn = t._grad_fn
-        edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
+        if fn is not None:
+            fns.append(fn)
+            nrs.append(t._output_nr)
+        else:
+            fns.append(t._grad_accumulator())
+            nrs.append(0)
     if not wanted:
         return None
     n = _new(cls)
-    n.next_functions = tuple(edges)
+    k = len(fns)
+    if k == 1:
+        n._nf = fns[0]
+        n._nr = nrs[0]
+    elif live > 1 or k == 0:
+        n._nf = tuple(fns)
+        nr = tuple(nrs)
+        n._nr = _NRS.get(nr, nr)
+    else:   # one edge of several leads somewhere (Node's compact form)
+        n._ne = k
+        i = 0
+        for f in fns:
+            if f is not None:
+                break
+            i += 1
+        if i == k:
+            i = 0
+        elif i:
+            n._ni = i
+        n._nf = fns[i]
+        n._nr = nrs[i]
+    n._seq = _next(_seq)
+    if Node._anomaly_stack is not None:
+        n._trace = Node._anomaly_stack()
+    return n
+
+
+def node_for1(cls, t, ne=1):
+    """``node_for(cls, (t, None, ...))`` (``ne`` edges, only ``t``'s can lead anywhere):
+    the hot path of unary ops and of a tensor with a Python number."""
+    if not _state.grad or not t._requires_grad or t._base is not None:
+        return node_for(cls, (t,) + (None,) * (ne - 1))
+    n = _new(cls)
+    fn = t._grad_fn
+    if fn is not None:
+        n._nf = fn
+        n._nr = t._output_nr
+    else:
+        n._nf = t._grad_accumulator()
+        n._nr = 0
+    if ne != 1:
+        n._ne = ne
     n._seq = _next(_seq)
     if Node._anomaly_stack is not None:
         n._trace = Node._anomaly_stack()
@@ -299,12 +353,28 @@ def _save_with_hooks(node, items, hooks):
     node._saved_versions = (None,) * len(saved)
 
 
+def out_meta(data):
+    """``((shape, dtype),)`` of ``data``: one shared tuple per shape and dtype (a node's own
+    would be two more objects for the cyclic GC to scan, for as long as the graph lives:
+    tuples holding dtypes are never untracked)."""
+    key = (data.shape, data.dtype)
+    m = _METAS.get(key)
+    if m is None:
+        if len(_METAS) > 4096:
+            _METAS.clear()
+        m = _METAS[key] = (key,)
+    return m
+
+
+_METAS = {}
+
+
 def finish(node, data):
     """Wrap ``data`` as the op's output tensor, attached to ``node`` if there is one."""
     t = _new(Tensor)
     t._data = data
     if node is not None:
-        node._out_meta = ((data.shape, data.dtype),)
+        node._out_meta = out_meta(data)
         t._grad_fn = node
         t._requires_grad = True
     elif _state.inference:
@@ -360,6 +430,33 @@ def view_of(base, t, view_fn=None, multi=False):
         if view_fn is not None and outer is not None:
             t._view_fn = lambda b: view_fn(outer(b))
     return t
+
+
+try:   # NumPy >= 2.0: the error state is a context variable holding an "extobj"
+    from numpy._core.umath import _extobj_contextvar as _FP_STATE, _make_extobj
+except ImportError:   # pragma: no cover
+    _FP_STATE = None
+_QUIET = {}
+
+
+def quiet(f, x):
+    """``f(x)`` under ``np.errstate(all="ignore")``, without errstate's cost per use (it
+    builds its state anew each time: several times a 0-d ufunc's own cost). The quiet
+    state is made once per surrounding state, so bufsize and errcall stay the user's."""
+    if _FP_STATE is None:
+        with np.errstate(all="ignore"):
+            return f(x)
+    cur = _FP_STATE.get()
+    q = _QUIET.get(cur)
+    if q is None:
+        if len(_QUIET) > 16:
+            _QUIET.clear()
+        q = _QUIET[cur] = _make_extobj(all="ignore")
+    token = _FP_STATE.set(q)
+    try:
+        return f(x)
+    finally:
+        _FP_STATE.reset(token)
 
 
 def arr(x):
@@ -755,7 +852,7 @@ def rebase_history(self, node, output_nr):
         from .view_inplace import copy_slices
         copy_slices(self, node, output_nr)
         return
-    node._out_meta = ((self._data.shape, self._data.dtype),)
+    node._out_meta = out_meta(self._data)
     set_history(self, node, output_nr)
 
 
@@ -799,13 +896,12 @@ def masked_grad(g, factor, dep, name="ThresholdBackwardBackward0"):
     do; its derivative w.r.t. ``dep`` is zero.
     """
     gd = g._data
-    xp = np if type(gd) is _ndarray else xp_of(g)
     f = factor._data if isinstance(factor, Tensor) else factor
     if getattr(f, "dtype", None) is not None and f.dtype.kind == "b":
-        r = xp.where(f, gd, xp.zeros((), dtype=gd.dtype))
+        r = _select(f, gd)
     else:
         prod = gd * f
-        r = xp.where(f != 0, prod, xp.zeros((), dtype=prod.dtype))
+        r = _select(f != 0, prod)
     r = arr(r.astype(gd.dtype, copy=False))
     node = node_for(_MASKED_NODES.get(name) or _masked_node(name), (g, dep))
     if node is not None:
@@ -817,6 +913,26 @@ def masked_grad(g, factor, dep, name="ThresholdBackwardBackward0"):
 
 
 _MASKED_NODES = {}
+_UINT_OF = {2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+
+
+def _select(mask, a):
+    """``a`` where ``mask`` holds, +0 elsewhere (``where(mask, a, 0)``, broadcast).
+
+    ``np.where`` branches per element and costs ~20x a multiply on a random mask (a ReLU's);
+    masking the bits (all-ones or all-zeros per element) selects exactly, NaN payloads and
+    signed zeros included, without branches."""
+    u = _UINT_OF.get(a.dtype.itemsize)
+    if u is None or type(a) is not _ndarray or type(mask) is not _ndarray or a.size < 256 \
+            or a.dtype.kind not in "fc":
+        xp = np if type(a) is _ndarray else xp_of(a)
+        return xp.where(mask, a, xp.zeros((), dtype=a.dtype))
+    m = mask.astype(u)
+    np.negative(m, out=m)   # True -> all ones
+    shape = a.shape if mask.shape == a.shape else np.broadcast_shapes(a.shape, mask.shape)
+    r = np.empty(shape, a.dtype)
+    np.bitwise_and(a.view(u), m, out=r.view(u))
+    return r
 
 
 def _masked_node(name):

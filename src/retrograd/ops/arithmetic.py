@@ -4,14 +4,17 @@ import operator as _op
 
 import numpy as np
 
-from ._base import (OpNode, node_for, save, finish, arr, binary_operands, cast,
-                    apply_inplace, write_out, Tensor, _SCALARS, _state, _float, zeros_grad)
+from ._base import (OpNode, node_for, node_for1, save, finish, arr, binary_operands, cast,
+                    apply_inplace, write_out, Tensor, _SCALARS, _state, _float, zeros_grad, out_meta)
+from ..autograd.graph import Node as _Node, _seq
 
 __all__ = ["add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide",
            "floor_divide", "remainder", "fmod", "neg", "negative", "positive", "pow", "float_power"]
 
 
 _ndarray = np.ndarray
+_new = object.__new__
+_next_seq = next
 _asarray = np.asarray
 _empty = np.empty
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -31,26 +34,101 @@ def _f32(v):
     return r
 
 
-def _fast_scalar(input, other, pyop):
-    """``input <op> other`` for a 0-d float tensor and a Python float, in Python floats.
+_NONES2 = (None, None)
+_SAVED_OF = {}
+
+
+def _saved_number(v):
+    """``(v, None)``, what a node of ``tensor * v`` saves: one shared tuple per number (a
+    loop multiplies by the same few), so a node allocates nothing more for the GC to count.
+    Zeros are never shared (0.0 and -0.0 are one dict key)."""
+    if not v:
+        return (v, None)
+    if len(_SAVED_OF) > 512:
+        _SAVED_OF.clear()
+    sv = _SAVED_OF[v] = (v, None)
+    return sv
+_META0 = {_F32: out_meta(np.empty((), _F32)), _F64: out_meta(np.empty((), _F64))}
+
+
+def _scalar_op(input, other, pyop, cls, keep):
+    """``input <op> other`` for a 0-d float tensor and a Python float, recorded on a
+    ``cls`` node with two edges (the number's leads nowhere) that saves ``(other, None)``
+    when ``keep``; None when this path does not apply.
 
     A NumPy ufunc on a 0-d array costs about 1 µs, most of the time of a small graph's op;
     Python float arithmetic is exact here: +, - and * of two float32 values computed in
-    double and rounded once to float32 give the correctly rounded float32 result.
-    Returns None when the fast path does not apply.
+    double and rounded once to float32 give the correctly rounded float32 result. The
+    node is made here too (no helper calls): this is a small graph's whole op.
     """
     x = input._data
     if x.__class__ is not _ndarray or x.ndim:
         return None
     dt = x.dtype
-    if dt == _F32:
-        v = pyop(x.item(), _f32(other))
-    elif dt == _F64:
+    if dt is _F32 or (dt is not _F64 and dt == _F32):
+        o = _F32_OF.get(other)
+        v = pyop(x.item(), o if o is not None else _f32(other))
+        dt = _F32
+    elif dt is _F64 or dt == _F64:
         v = pyop(x.item(), other)
+        dt = _F64
     else:
         return None
     r = _empty((), dt)
     r[()] = v
+    t = _new(Tensor)
+    t._data = r
+    if _state.grad and input._requires_grad and input._base is None:
+        n = _new(cls)
+        fn = input._grad_fn
+        if fn is not None:
+            n._nf = fn
+            n._nr = input._output_nr
+        else:
+            n._nf = input._grad_accumulator()
+            n._nr = 0
+        n._ne = 2
+        n._seq = _next_seq(_seq)
+        if _Node._anomaly_stack is not None:
+            n._trace = _Node._anomaly_stack()
+        if keep:
+            sv = _SAVED_OF.get(other) if other else None
+            n._saved = sv if sv is not None else _saved_number(other)
+            n._saved_versions = _NONES2
+        n._out_meta = _META0[dt]
+        t._grad_fn = n
+        t._requires_grad = True
+        return t
+    if _state.grad and (input._requires_grad or input._base is not None):
+        # a view (its history may need rebuilding first): the general path
+        n = node_for1(cls, input, 2)
+        if n is not None:
+            if keep:
+                n._saved = (other, None)
+                n._saved_versions = _NONES2
+            n._out_meta = _META0[dt]
+            t._grad_fn = n
+            t._requires_grad = True
+            return t
+    if _state.inference:
+        t._inference = True
+    return t
+
+
+def _pair(input, other, pyop):
+    """``input <op> other`` for two 0-d tensors of one float dtype, in Python floats (exact,
+    as in ``_scalar_op``); None when this path does not apply."""
+    if input.__class__ is not Tensor or other.__class__ is not Tensor:
+        return None
+    x = input._data
+    y = other._data
+    if x.__class__ is not _ndarray or y.__class__ is not _ndarray or x.ndim or y.ndim:
+        return None
+    dt = x.dtype
+    if dt is not y.dtype or (dt is not _F32 and dt is not _F64):
+        return None
+    r = _empty((), dt)
+    r[()] = pyop(x.item(), y.item())
     return r
 
 
@@ -74,7 +152,8 @@ def broadcast_error(xs, ys):
 
 
 def _check_broadcast(x, y):
-    xs, ys = np.shape(x), np.shape(y)
+    xs = x.shape if x.__class__ is _ndarray else np.shape(x)
+    ys = y.shape if y.__class__ is _ndarray else np.shape(y)
     if xs != ys and xs and ys:
         try:
             np.broadcast_shapes(xs, ys)
@@ -157,35 +236,51 @@ def _remainder_np(x, y):
 
 # *** add / sub ***
 
+def _needs2(node):
+    """Whether each of a binary node's two inputs gets a gradient."""
+    nf = node._nf
+    if nf.__class__ is tuple:
+        return nf[0] is not None, nf[1] is not None
+    if nf is None:
+        return False, False
+    return node._ni == 0, node._ni == 1
+
+
 class AddBackward0(OpNode):
     alpha = 1
 
     def backward(self, g):
-        nf = self.next_functions
+        nf = self._nf
+        if nf.__class__ is not tuple and self._ni == 0:   # tensor + number (or one input needs it)
+            return (g, None)
+        na, nb = _needs2(self)
         gb = None
-        if nf[1][0] is not None:
+        if nb:
             gb = g if self.alpha == 1 else g * self.alpha
-        return (g if nf[0][0] is not None else None, gb)
+        return (g if na else None, gb)
 
 
 class SubBackward0(OpNode):
     alpha = 1
 
     def backward(self, g):
-        nf = self.next_functions
+        nf = self._nf
+        if nf.__class__ is not tuple and self._ni == 0:
+            return (g, None)
+        na, nb = _needs2(self)
         gb = None
-        if nf[1][0] is not None:
+        if nb:
             gb = -g if self.alpha == 1 else g * -self.alpha
-        return (g if nf[0][0] is not None else None, gb)
+        return (g if na else None, gb)
 
 
 class RsubBackward0(OpNode):
     alpha = 1
 
     def backward(self, g):
-        nf = self.next_functions
-        ga = (-g if self.alpha == 1 else g * -self.alpha) if nf[0][0] is not None else None
-        return (ga, g if nf[1][0] is not None else None)
+        na, nb = _needs2(self)
+        ga = (-g if self.alpha == 1 else g * -self.alpha) if na else None
+        return (ga, g if nb else None)
 
 
 class RsubBackward1(OpNode):
@@ -198,15 +293,19 @@ class RsubBackward1(OpNode):
 def add(input, other, *, alpha=1, out=None):
     """``input + alpha * other`` with broadcasting."""
     if other.__class__ is _float and alpha == 1 and out is None and isinstance(input, Tensor):
-        r = _fast_scalar(input, other, _op.add)
+        r = _scalar_op(input, other, _op.add, AddBackward0, False)
         if r is not None:
-            return finish(node_for(AddBackward0, (input, None)), r)
-    alpha = _scalar_arg(alpha, "alpha", "add")
-    a, b, x, y, dt = _prep(input, other)
-    _check_alpha(alpha, dt)
-    if alpha != 1:
-        y = y * alpha
-    r = _finish_binary(x + y, dt)
+            return r
+    r = _pair(input, other, _op.add) if alpha == 1 else None
+    if r is not None:
+        a, b = input, other
+    else:
+        alpha = _scalar_arg(alpha, "alpha", "add")
+        a, b, x, y, dt = _prep(input, other)
+        _check_alpha(alpha, dt)
+        if alpha != 1:
+            y = y * alpha
+        r = _finish_binary(x + y, dt)
     node = node_for(AddBackward0, (a, b))
     if node is not None and alpha != 1:
         node.alpha = alpha
@@ -217,16 +316,20 @@ def add(input, other, *, alpha=1, out=None):
 def sub(input, other, *, alpha=1, out=None):
     """``input - alpha * other`` with broadcasting."""
     if other.__class__ is _float and alpha == 1 and out is None and isinstance(input, Tensor):
-        r = _fast_scalar(input, other, _op.sub)
+        r = _scalar_op(input, other, _op.sub, SubBackward0, False)
         if r is not None:
-            return finish(node_for(SubBackward0, (input, None)), r)
-    alpha = _scalar_arg(alpha, "alpha", "sub")
-    _sub_check(input, other)
-    a, b, x, y, dt = _prep(input, other)
-    _check_alpha(alpha, dt)
-    if alpha != 1:
-        y = y * alpha
-    r = _finish_binary(x - y, dt)
+            return r
+    r = _pair(input, other, _op.sub) if alpha == 1 else None
+    if r is not None:
+        a, b = input, other
+    else:
+        alpha = _scalar_arg(alpha, "alpha", "sub")
+        _sub_check(input, other)
+        a, b, x, y, dt = _prep(input, other)
+        _check_alpha(alpha, dt)
+        if alpha != 1:
+            y = y * alpha
+        r = _finish_binary(x - y, dt)
     node = node_for(SubBackward0, (a, b))
     if node is not None and alpha != 1:
         node.alpha = alpha
@@ -261,24 +364,26 @@ def rsub(input, other, *, alpha=1):
 
 class MulBackward0(OpNode):
     def backward(self, g):
+        s = self._saved
+        if s.__class__ is tuple and s[0].__class__ is _float and self._nf.__class__ is not tuple:
+            return (g * s[0], None)   # tensor * number
         other, self_ = self.saved_tensors
-        nf = self.next_functions
-        return (g * other if nf[0][0] is not None else None,
-                g * self_ if nf[1][0] is not None else None)
+        na, nb = _needs2(self)
+        return (g * other if na else None, g * self_ if nb else None)
 
 
 def mul(input, other, *, out=None):
     """Elementwise product with broadcasting."""
     if other.__class__ is _float and out is None and isinstance(input, Tensor):
-        r = _fast_scalar(input, other, _op.mul)
+        r = _scalar_op(input, other, _op.mul, MulBackward0, True)
         if r is not None:
-            node = node_for(MulBackward0, (input, None))
-            if node is not None:
-                node._saved = (other, None)
-                node._saved_versions = (None, None)
-            return finish(node, r)
-    a, b, x, y, dt = _prep(input, other)
-    r = _finish_binary(x * y, dt)
+            return r
+    r = _pair(input, other, _op.mul)
+    if r is not None:
+        a, b, x, y = input, other, None, None
+    else:
+        a, b, x, y, dt = _prep(input, other)
+        r = _finish_binary(x * y, dt)
     node = node_for(MulBackward0, (a, b))
     if node is not None:
         save(node,

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ._base import OpNode, node_for, save, save_output, finish, arr, write_out, Tensor, masked_grad, _dtype_name
-from ._base import zeros_grad
+from ._base import zeros_grad, quiet, node_for1
 from .. import _dtype as D
 
 __all__ = []
@@ -169,12 +169,11 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None):
         half = x.dtype == _HALF
         if half:  # PyTorch computes half ops in float32 and rounds once
             x = x.astype(np.float32)
-        with np.errstate(all="ignore"):
-            r = fwd(x)
+        r = quiet(fwd, x)
         if half or (k == "f" and r.dtype != x.dtype):
             r = r.astype(input._data.dtype)
         r = arr(r)
-        node = node_for(node_cls, (input,))
+        node = node_for1(node_cls, input)
         res = finish(node, r)
         if node is not None:
             if saves == "input" or saves == "both":
