@@ -43,7 +43,7 @@ def not_implemented(op, layout=sparse_coo, device="cpu"):
 _OP_MODULES = ("retrograd.ops.", "retrograd.nn.functional", "retrograd._tensor_methods", "retrograd._creation",
                "retrograd.linalg")
 _CALLER_LEVEL = ("retrograd.nn.modules", "retrograd.cli", "retrograd.optim", "retrograd.utils", "retrograd.autograd")
-_GENERIC = {"op", "apply_inplace", "<lambda>", "method", "wrapper", "inner", "fn", "f", "_prep"}
+_GENERIC = {"op", "apply_inplace", "<lambda>", "method", "wrapper", "inner", "fn", "f", "_prep", "quiet"}
 _NP_TO_ATEN = {"absolute": "abs", "true_divide": "div", "divide": "div", "power": "pow", "multiply": "mul",
                "subtract": "sub", "negative": "neg", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
                "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "greater": "gt", "less": "lt",
