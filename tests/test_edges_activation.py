@@ -361,6 +361,11 @@ def _det(L, *shape):
     return L.tensor(np.sin(np.arange(n) * 1.7).reshape(shape), dtype=L.float32)
 
 
+def _ints(L, *shape):
+    """A deterministic int64 input (the same in both libraries)."""
+    return L.tensor(np.arange(int(np.prod(shape))).reshape(shape) % 7)
+
+
 NORM_ERRORS = {
     "gn_groups_not_dividing": lambda L, Fm: Fm.group_norm(_det(L, 2, 4, 3), 3),
     "gn_groups_zero": lambda L, Fm: Fm.group_norm(_det(L, 2, 4, 3), 0),
@@ -420,6 +425,41 @@ NORM_ERRORS = {
     "group_norm_float_groups": lambda L, Fm: Fm.group_norm(_det(L, 2, 4), 2.0),
     "group_norm_bool_groups": lambda L, Fm: Fm.group_norm(_det(L, 2, 4), True),
     "softplus_beta_zero": lambda L, Fm: Fm.softplus(_det(L, 2, 4), 0.0),
+    # integer inputs: torch's batch norm computes a strided (neither contiguous nor channels-last)
+    # input's training statistics with at::mean, which refuses integers, unless the first given
+    # parameter makes the call "mixed"; layer and group norm check mixing before their kernel
+    "bn_int_strided": lambda L, Fm: Fm.batch_norm(_ints(L, 4, 3, 2).permute(2, 1, 0), None, None, training=True),
+    "bn_int_strided_2d": lambda L, Fm: Fm.batch_norm(_ints(L, 3, 4).t(), None, None, training=True),
+    "bn_bool_strided": lambda L, Fm: Fm.batch_norm(_ints(L, 3, 4).t() > 2, None, None, training=True),
+    "bn_int32_strided": lambda L, Fm: Fm.batch_norm(_ints(L, 4, 3, 2).permute(2, 1, 0).int(), None, None,
+                                                    training=True),
+    "bn_int_channels_last": lambda L, Fm: Fm.batch_norm(_ints(L, 2, 2, 4, 3).permute(0, 3, 1, 2), None, None,
+                                                        training=True),
+    "bn_int_contiguous": lambda L, Fm: Fm.batch_norm(_ints(L, 2, 3, 4), None, None, training=True),
+    "bn_int_strided_eval": lambda L, Fm: Fm.batch_norm(_ints(L, 3, 4).t(), L.zeros(3, dtype=L.long),
+                                                       L.ones(3, dtype=L.long)),
+    "bn_int_strided_int_weight": lambda L, Fm: Fm.batch_norm(_ints(L, 3, 4).t(), None, None, L.ones(3, dtype=L.long),
+                                                             L.ones(3), training=True),
+    "bn_int_strided_float_weight": lambda L, Fm: Fm.batch_norm(_ints(L, 3, 4).t(), None, None, L.ones(3),
+                                                               L.ones(3, dtype=L.long), training=True),
+    "bn_int_strided_int_stats": lambda L, Fm: Fm.batch_norm(_ints(L, 3, 4).t(), L.zeros(3, dtype=L.long),
+                                                            L.ones(3, dtype=L.long), training=True),
+    "bn_int_strided_float_stats": lambda L, Fm: Fm.batch_norm(_ints(L, 3, 4).t(), L.zeros(3), L.ones(3),
+                                                              training=True),
+    "bn_one_stat_training": lambda L, Fm: Fm.batch_norm(_det(L, 2, 4), L.zeros(4), None, training=True),
+    "bn_one_stat_training_int": lambda L, Fm: Fm.batch_norm(_ints(L, 2, 4), None, L.ones(4), training=True),
+    "in_one_stat": lambda L, Fm: Fm.instance_norm(_det(L, 2, 4, 3), L.zeros(4), None),
+    "in_one_stat_other_dtype": lambda L, Fm: Fm.instance_norm(_det(L, 2, 4, 3), L.zeros(4, dtype=L.float64), None),
+    "in_one_stat_other_dtype_weight": lambda L, Fm: Fm.instance_norm(_det(L, 2, 4, 3), L.zeros(4), None,
+                                                                     L.ones(4, dtype=L.float64)),
+    "in_one_var_other_dtype": lambda L, Fm: Fm.instance_norm(_det(L, 2, 4, 3), None, L.zeros(4, dtype=L.float64)),
+    "in_int_strided": lambda L, Fm: Fm.instance_norm(_ints(L, 3, 4, 2).permute(2, 1, 0)),
+    "ln_int_float_weight": lambda L, Fm: Fm.layer_norm(_ints(L, 2, 4), (4,), L.ones(4)),
+    "ln_int_int_weight": lambda L, Fm: Fm.layer_norm(_ints(L, 2, 4), (4,), L.ones(4, dtype=L.long)),
+    "ln_int_strided": lambda L, Fm: Fm.layer_norm(_ints(L, 4, 2).t(), (4,)),
+    "gn_int_float_weight": lambda L, Fm: Fm.group_norm(_ints(L, 2, 4, 3), 2, L.ones(4)),
+    "gn_int_int_weight": lambda L, Fm: Fm.group_norm(_ints(L, 2, 4, 3), 2, L.ones(4, dtype=L.long)),
+    "gn_bool_float_bias": lambda L, Fm: Fm.group_norm(_ints(L, 2, 4, 3) > 3, 2, None, L.ones(4)),
 }
 
 
@@ -506,6 +546,56 @@ def test_norm_gradcheck_float64(name, sample):
     atol = 1e-5 if sample == "random" else 1e-1
     assert gradcheck(fn, tuple(ins), atol=atol, rtol=1e-3)
     assert gradgradcheck(fn, tuple(ins), atol=atol, rtol=1e-3)
+
+
+def _nonfinite_norm_case(seed):
+    """(x, weight, upstream) of shape (2, 4, 3) with inf/nan/0 planted in one of them."""
+    rng = np.random.default_rng(seed)
+    x, w, g = rng.standard_normal((2, 4, 3)), rng.standard_normal(4), rng.standard_normal((2, 4, 3))
+    target = (x, w, g)[seed % 3]
+    flat = target.reshape(-1)
+    for v in rng.choice([np.inf, -np.inf, np.nan, 0.0], size=1 + seed % 2):
+        flat[rng.integers(flat.size)] = v
+    return x, w, g
+
+
+NONFINITE_NORMS = {
+    "layer_norm": lambda Fm, x, w: Fm.layer_norm(x.transpose(1, 2), (4,), w),
+    "layer_norm_noweight": lambda Fm, x, w: Fm.layer_norm(x, (4, 3)),
+    "group_norm": lambda Fm, x, w: Fm.group_norm(x, 2, w),
+    "group_norm_noweight": lambda Fm, x, w: Fm.group_norm(x, 1),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("name", sorted(NONFINITE_NORMS))
+def test_norm_gradient_with_non_finite_values_follows_torch(name, seed, dtype):
+    """PyTorch's layer/group norm backward is dx = rstd*w*g + b*x + c (b, c from the row's
+    sums of w*g and w*g*x): one inf/nan among x, weight or upstream spreads through the row
+    (group) as nan exactly where that formula puts it."""
+    x, w, g = _nonfinite_norm_case(seed)
+    out = {}
+    for lib in ("rt", "torch"):
+        L, Fm = _lib(lib)
+        xt, wt = _t(lib, x, dtype, True), _t(lib, w, dtype, True)
+        y = NONFINITE_NORMS[name](Fm, xt, wt)
+        out[lib] = [_np(t) for t in L.autograd.grad(y, (xt, wt), _t(lib, g, dtype).reshape(y.shape),
+                                                    allow_unused=True)]
+    for u, v in zip(out["rt"], out["torch"]):
+        if v is None:
+            assert u is None or not np.any(u)
+            continue
+        tol = 1e-9 if dtype == "float64" else 1e-4
+        np.testing.assert_allclose(u, v, rtol=tol, atol=tol)
+
+
+def test_layer_norm_gradcheck_float64_wide_rows():
+    x = retrograd.tensor(np.random.default_rng(5).standard_normal((3, 5)) * 3 + 2, requires_grad=True)
+    w = retrograd.tensor(np.linspace(0.5, 1.5, 5), requires_grad=True)
+    assert gradcheck(lambda x, w: F.layer_norm(x, (5,), w), (x, w))
+    assert gradgradcheck(lambda x, w: F.layer_norm(x, (5,), w), (x, w))
 
 
 def test_group_norm_constant_group_is_finite_and_zero():
