@@ -284,7 +284,9 @@ def test_inplace_nodes(name, expect):
 @needs_torch
 @pytest.mark.parametrize("call", [lambda Fm, x: Fm.elu(x * 1, -0.5, inplace=True),
                                   lambda Fm, x: Fm.celu(x * 1, -0.5, inplace=True),
-                                  lambda Fm, x: Fm.leaky_relu(x * 1, -0.5, inplace=True)])
+                                  lambda Fm, x: Fm.leaky_relu(x * 1, -0.5, inplace=True),
+                                  lambda Fm, x: Fm.rrelu(x * 1, -0.5, 0.2, inplace=True),
+                                  lambda Fm, x: Fm.rrelu_(x * 1, -0.5, -0.1)])
 def test_inplace_negative_slope_backward_errors_match_torch(call):
     msgs = []
     for lib in ("rt", "torch"):
@@ -294,6 +296,44 @@ def test_inplace_negative_slope_backward_errors_match_torch(call):
             call(Fm, x).sum().backward()
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
+
+
+@needs_torch
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("call", [lambda Fm, y, tr: Fm.rrelu(y, 0.1, 0.3, training=tr, inplace=True),
+                                  lambda Fm, y, tr: Fm.rrelu_(y, 0.1, 0.3, training=tr)])
+def test_inplace_rrelu_saves_its_result(call, training):
+    """rrelu_ saves its result (rrelu_with_noise_backward with is_result): writing the result
+    in place afterwards makes backward raise torch's version error; left alone, the
+    gradient is the slope (sampled in training) and its second derivative is zero."""
+    msgs, grads = [], []
+    for lib in ("rt", "torch"):
+        L, Fm = _lib(lib)
+        x = _t(lib, [1.0, -2.0, 3.0, -4.0], requires_grad=True)
+        z = call(Fm, x * 1, training)
+        assert type(z.grad_fn).__name__ == "RreluWithNoiseBackward1"
+        z.mul_(2)
+        with pytest.raises(RuntimeError) as e:
+            z.sum().backward()
+        msgs.append(str(e.value))
+        x = _t(lib, [1.0, -2.0, 3.0, -4.0], requires_grad=True)
+        z = call(Fm, x * 1, training)
+        (g,) = L.autograd.grad(z.sum(), x, create_graph=True)
+        (gg,) = L.autograd.grad(g.sum(), x, allow_unused=True)
+        grads.append((_np(g), _np(gg), _np(z)))
+    assert msgs[0] == msgs[1] and "output 0 of RreluWithNoise1, is at version 2" in msgs[0]
+    (g, gg, z), (tg, tgg, tz) = grads
+    np.testing.assert_allclose(gg if gg is not None else 0, tgg if tgg is not None else 0)
+    np.testing.assert_allclose(g[[0, 2]], [1.0, 1.0])
+    np.testing.assert_allclose(g[[1, 3]], z[[1, 3]] / np.array([-2.0, -4.0]))   # the slope used
+    if not training:
+        np.testing.assert_allclose(g, tg)
+
+
+def test_inplace_rrelu_gradcheck():
+    x = retrograd.tensor([1.0, -2.0, 3.0, -4.0], dtype=retrograd.float64, requires_grad=True)
+    assert gradcheck(lambda x: F.rrelu(x * 1, 0.1, 0.3, inplace=True), (x,))
+    assert gradgradcheck(lambda x: F.rrelu(x * 1, 0.1, 0.3, inplace=True), (x,))
 
 
 def test_rrelu_training_gradient_is_the_sampled_slope():
