@@ -6,6 +6,8 @@ statistics (zero variance, one value per group) and the errors of bad inputs.
 Each parity test runs the same program on retrograd and on torch; every gradient claim
 also has a float64 finite-difference check that needs no torch.
 """
+import math
+
 import numpy as np
 import pytest
 
@@ -929,3 +931,42 @@ def test_batch_norm_non_finite_weights_follow_torch_per_layout(layout, training)
         stats = (None, None) if training else (_t(lib, np.zeros(3)), _t(lib, np.ones(3)))
         outs.append(_np(Fm.batch_norm(x, *stats, w, b, training=training)))
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12, equal_nan=True)
+
+
+# --- softshrink / hardshrink / hardtanh at NaN: torch's answer depends on SIMD lanes -------------
+
+def _shrink_derivs(lib, name, x, up, d):
+    L, Fm = _lib(lib)
+    X, U = _t(lib, x, requires_grad=True), _t(lib, up, requires_grad=True)
+    y = getattr(Fm, name)(X)
+    (g,) = L.autograd.grad(y, X, U, create_graph=True)
+    gx, gu = L.autograd.grad((g * _t(lib, d)).sum(), (X, U), allow_unused=True)
+    return _np(g), _np(gx), _np(gu)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["softshrink", "hardshrink", "hardtanh"])
+def test_shrink_derivatives_at_nan_follow_torch_scalar_path(name):
+    """torch 2.13's backward of these at a NaN input passes the upstream gradient in its scalar
+    loop (inputs shorter than one SIMD vector, as here) and gives 0 in its vectorized body (the
+    KNOWN_MISMATCHES 'nonfinite' entries of the fuzzer); retrograd follows the scalar rule
+    everywhere, first and second order."""
+    x = [math.nan, math.inf, -math.inf]
+    up, d = [0.7, -1.1, 0.4], [1.3, 0.2, -0.9]
+    r, t = _shrink_derivs("rt", name, x, up, d), _shrink_derivs("torch", name, x, up, d)
+    for u, v in zip(r, t):
+        np.testing.assert_array_equal(u if u is not None else 0, v if v is not None else 0)
+    # the vectorized body (a longer input) gives 0 at the same NaN: torch disagrees with itself
+    long_x = np.concatenate([x, np.linspace(-2, 2, 29)])
+    long_up, long_d = np.linspace(0.5, 1.5, 32), np.ones(32)
+    tl = _shrink_derivs("torch", name, long_x, long_up, long_d)
+    rl = _shrink_derivs("rt", name, long_x, long_up, long_d)
+    assert tl[0][0] == 0 and rl[0][0] == long_up[0]
+    np.testing.assert_array_equal(rl[0][3:], tl[0][3:])
+
+
+@pytest.mark.parametrize("name", ["softshrink", "hardshrink"])
+def test_shrink_gradgradcheck(name):
+    x = retrograd.tensor([1.3, -0.2, -2.1, 0.9], dtype=retrograd.float64, requires_grad=True)
+    fn = getattr(F, name)
+    assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))

@@ -65,6 +65,16 @@ _known("det torch.det linalg.det inverse linalg.inv linalg.solve", "fuzz:values"
 _known("torch.det", "fuzz:grad", "degenerate",
        "torch 2.13 bug, retrograd is right: its gradient at an exactly singular matrix is 0, not the adjugate "
        "(as the det/linalg.det entries' 'singular' samples)")
+_known("kron", "fuzz:errors", "noncontig",
+       "torch 2.13 bug, retrograd is right: for operands of mixed layouts (a transposed one with a contiguous or "
+       "strided one) torch's kron raises 'view size is not compatible with input tensor's size and stride'; "
+       "retrograd returns the product of the values (tests/test_edges_linalg.py compares with torch's kron of the "
+       "contiguous copies)")
+_known("sgn", "fuzz:grad fuzz:gradgrad", "nonfinite infgrad",
+       "torch's sgn gradient of a real input is an efficient ZeroTensor that the elementwise backward formulas "
+       "below it short-circuit (0 * nan stays 0) while matrix kernels such as mv materialize it (0 * nan = nan); "
+       "retrograd's gradient is a plain zero tensor, so nan/inf saved below sgn give nan as IEEE arithmetic does "
+       "(tests/test_edges_elementwise.py)")
 _known("view_written_in_place", "fuzz:grad", "*",
        "a view whose base history changed in place replays its own view op (ViewBackward0, SelectBackward0...); "
        "torch regenerates AsStridedBackward0 (_tensor.py _refresh_view); the fuzzer skips only this name comparison")
