@@ -548,6 +548,24 @@ def test_masked_fill_value_gradient_selects():
 
 
 @needs_torch
+@pytest.mark.parametrize("dim,index", [(1, [3]), (0, [0, 2, 0]), (1, [])])
+def test_index_fill_value_gradient_selects(dim, index):
+    """The value's gradient is the sum of the filled slices (derivatives.yaml selects them):
+    inf/nan in the upstream gradient elsewhere do not reach it."""
+    up = np.full((3, 4), 1.5)
+    up[0, 0], up[1, 1], up[2, 2] = inf, -inf, nan
+    parity(lambda L, a, v: a.index_fill(dim, L.tensor(index, dtype=L.int64), v), np.ones((3, 4)) * 0.5, A(2.0),
+           ups=[up.tolist()], second=False)
+
+
+def test_index_fill_gradcheck():
+    a = retrograd.tensor(np.linspace(-1, 1, 12).reshape(3, 4), requires_grad=True)
+    v = retrograd.tensor(0.3, dtype=retrograd.float64, requires_grad=True)
+    fn = lambda a, v: a.index_fill(1, retrograd.tensor([3, 1, 3]), v) * a   # noqa: E731
+    assert gradcheck(fn, (a, v)) and gradgradcheck(fn, (a, v))
+
+
+@needs_torch
 def test_empty_mean_and_median_second_order():
     parity(lambda L, a: a.mean(0), np.zeros((0, 3)))
     parity(lambda L, a: a.median(), np.zeros((0, 3)))
