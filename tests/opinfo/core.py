@@ -70,6 +70,17 @@ _known("kron", "fuzz:errors", "noncontig",
        "strided one) torch's kron raises 'view size is not compatible with input tensor's size and stride'; "
        "retrograd returns the product of the values (tests/test_edges_linalg.py compares with torch's kron of the "
        "contiguous copies)")
+_known("take_along_dim", "fuzz:errors", "noncontig",
+       "torch 2.13 bug, retrograd is right: without dim, torch's take_along_dim flattens a non-contiguous input "
+       "with view(-1) and raises 'view size is not compatible'; retrograd gathers from the flattened values "
+       "(tests/test_edges_reduce.py)")
+_known("F.nll_loss", "fuzz:grad fuzz:gradgrad", "noncontig",
+       "torch 2.13 bug, retrograd is right: nll_loss2d's backward raises 'grad_input must be contiguous' for a "
+       "permuted (e.g. channels-last) 4-d input; retrograd's gradient equals torch's for the contiguous copy "
+       "(tests/test_edges_loss.py)")
+_known("F.group_norm", "fuzz:gradgrad", "nonfinite",
+       "inf/nan weights: torch's double backward (a composite of the group statistics) places nan where "
+       "differentiating its first-derivative kernel formula gives +-inf; first derivatives agree")
 _known("sgn", "fuzz:grad fuzz:gradgrad", "nonfinite infgrad",
        "torch's sgn gradient of a real input is an efficient ZeroTensor that the elementwise backward formulas "
        "below it short-circuit (0 * nan stays 0) while matrix kernels such as mv materialize it (0 * nan = nan); "
