@@ -62,9 +62,10 @@ _known("F.batch_norm", "fuzz:values", "nonfinite",
        "retrograd gives NaN throughout, as the formula does")
 _known("det torch.det linalg.det inverse linalg.inv linalg.solve", "fuzz:values", "nonfinite",
        "inf/nan entries: a finite or +-inf result where torch's LU propagates nan (ops/linalg.py)")
-_known("torch.det", "fuzz:grad", "degenerate",
+_known("torch.det det linalg.det", "fuzz:grad fuzz:gradgrad", "degenerate ties",
        "torch 2.13 bug, retrograd is right: its gradient at an exactly singular matrix is 0, not the adjugate "
-       "(as the det/linalg.det entries' 'singular' samples)")
+       "(as the det/linalg.det entries' 'singular' samples; in random programs such matrices come from repeated "
+       "rows or columns, i.e. ties)")
 _known("kron", "fuzz:errors", "noncontig",
        "torch 2.13 bug, retrograd is right: for operands of mixed layouts (a transposed one with a contiguous or "
        "strided one) torch's kron raises 'view size is not compatible with input tensor's size and stride'; "
