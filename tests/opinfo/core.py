@@ -82,6 +82,10 @@ _known("F.nll_loss", "fuzz:grad fuzz:gradgrad", "noncontig",
 _known("F.group_norm", "fuzz:gradgrad", "nonfinite",
        "inf/nan weights: torch's double backward (a composite of the group statistics) places nan where "
        "differentiating its first-derivative kernel formula gives +-inf; first derivatives agree")
+_known("F.layer_norm", "fuzz:grad fuzz:gradgrad", "infgrad",
+       "inf upstream gradient at a constant (zero-variance) row: torch's kernel normalizes as fma(rstd, x, "
+       "-rstd*mean), whose rounding residual (e.g. -4.4e-16 for a row of 1.5) makes the weight gradient +-inf; "
+       "retrograd's x - mean is exactly 0 when the mean is exact, so inf * 0 gives nan (tests/test_edges_activation.py)")
 _known("sgn", "fuzz:grad fuzz:gradgrad", "nonfinite infgrad",
        "torch's sgn gradient of a real input is an efficient ZeroTensor that the elementwise backward formulas "
        "below it short-circuit (0 * nan stays 0) while matrix kernels such as mv materialize it (0 * nan = nan); "

@@ -466,7 +466,9 @@ def _elu(input, alpha, scale, input_scale, bwd_input_scale, cls):
     _float_input(input, "elu_cpu")
     x = input._data
     with np.errstate(over="ignore", invalid="ignore"):
-        r = np.where(x <= 0, np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale), x * scale)
+        # zeros take the linear branch, so that they keep their sign as in torch (elu(-0.0) is -0.0
+        # for any alpha)
+        r = np.where(x < 0, np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale), x * scale)
     return _op(cls, input, r.astype(x.dtype, copy=False), saves="output" if cls.is_result else "input",
                alpha=alpha, scale=scale, input_scale=bwd_input_scale)
 
