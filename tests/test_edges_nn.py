@@ -533,3 +533,32 @@ def test_embedding_padding_rows_never_see_nonfinite_gradients():
         grads.append(weight.grad.numpy())
     np.testing.assert_array_equal(grads[0], grads[1])
     assert (grads[0][1] == 0).all()
+
+
+# *** embedding_bag(mode='max') with NaN: torch's scan keeps a bag's first row and replaces it
+# only by a strictly greater value, so a NaN wins only as the bag's first row ***
+
+_NAN_W = np.array([[np.nan, 1.0], [2.0, np.nan], [3.0, -np.inf], [np.nan, np.nan], [-np.inf, 5.0], [2.0, 1.0]])
+
+
+@needs_torch
+@pytest.mark.parametrize("inp,off,kw", [
+    ([0, 1, 2], [0], {}), ([1, 0, 2], [0], {}), ([3, 1, 0, 4], [0, 2], {}), ([1, 3, 2], [0], {"padding_idx": 1}),
+    ([0, 4], [0], {}), ([2, 5, 1, 1, 5], [0, 1, 1], {}), ([4, 3, 5], [0, 1, 3], {"include_last_offset": True}),
+])
+def test_embedding_bag_max_nan_follows_torch_scan(inp, off, kw):
+    fn = lambda T, F, i, o, w: F.embedding_bag(i, w, o, mode="max", **kw)   # noqa: E731
+    parity(fn, [np.array(inp), np.array(off), _NAN_W.copy()], diff=(2,), order=1)
+
+
+@needs_torch
+def test_embedding_bag_max_nan_2d_input():
+    idx = np.array([[1, 0, 5], [3, 2, 4], [5, 1, 0]])
+    parity(lambda T, F, i, w: F.embedding_bag(i, w, mode="max"), [idx, _NAN_W.copy()], diff=(1,), order=1)
+
+
+def test_embedding_bag_max_gradcheck():
+    w = rt(R(6, 3, seed=2))
+    idx = retrograd.tensor([0, 2, 5, 1, 1, 4, 3])
+    off = retrograd.tensor([0, 3, 3, 5])
+    assert gradcheck(lambda w: RF.embedding_bag(idx, w, off, mode="max"), (w,))

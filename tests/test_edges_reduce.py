@@ -484,6 +484,29 @@ def test_errors_as_torch(call):
 
 
 @needs_torch
+def test_take_along_dim_without_dim_on_non_contiguous_input():
+    """Without dim, take_along_dim indexes the flattened input. torch 2.13 flattens with
+    view(-1) and raises for a non-contiguous input (a torch bug, KNOWN_MISMATCHES for the
+    fuzzer); retrograd's values and gradient equal torch's for the contiguous copy."""
+    a = np.arange(12.).reshape(3, 4) / 7 - 0.5
+    idx = np.array([5, 0, 11, 5])
+    out = {}
+    for L in (retrograd, torch):
+        base = L.tensor(np.ascontiguousarray(a.T), requires_grad=True)
+        x = base.t()
+        y = L.take_along_dim(x if L is retrograd else x.contiguous(), L.tensor(idx))
+        y.backward(L.tensor([1.0, 2.0, 3.0, 4.0], dtype=L.float64))
+        out[L] = (_np(y), _np(base.grad))
+        if L is torch:
+            with pytest.raises(RuntimeError, match="view size is not compatible"):
+                L.take_along_dim(x, L.tensor(idx))
+    for u, v in zip(out[retrograd], out[torch]):
+        _same(u, v)
+    x = retrograd.tensor(np.ascontiguousarray(a.T), requires_grad=True)
+    assert gradcheck(lambda x: retrograd.take_along_dim(x.t(), retrograd.tensor(idx)), (x,))
+
+
+@needs_torch
 def test_bool_scatter_amax_without_self():
     parity(lambda L, a: a.scatter_reduce(0, L.tensor([[0, 1, 0]]), a[:1], "amax", include_self=False),
            A([[True, False, True], [False, False, True]]))
@@ -545,6 +568,24 @@ def test_masked_fill_value_gradient_selects():
     m = A([[True, False], [False, True]])
     parity(lambda L, a, v: a.masked_fill(L.tensor(m), v), A([[1., 2.], [3., 4.]]), A(0.5),
            ups=[[[1., inf], [nan, 2.]]], second=False)
+
+
+@needs_torch
+@pytest.mark.parametrize("dim,index", [(1, [3]), (0, [0, 2, 0]), (1, [])])
+def test_index_fill_value_gradient_selects(dim, index):
+    """The value's gradient is the sum of the filled slices (derivatives.yaml selects them):
+    inf/nan in the upstream gradient elsewhere do not reach it."""
+    up = np.full((3, 4), 1.5)
+    up[0, 0], up[1, 1], up[2, 2] = inf, -inf, nan
+    parity(lambda L, a, v: a.index_fill(dim, L.tensor(index, dtype=L.int64), v), np.ones((3, 4)) * 0.5, A(2.0),
+           ups=[up.tolist()], second=False)
+
+
+def test_index_fill_gradcheck():
+    a = retrograd.tensor(np.linspace(-1, 1, 12).reshape(3, 4), requires_grad=True)
+    v = retrograd.tensor(0.3, dtype=retrograd.float64, requires_grad=True)
+    fn = lambda a, v: a.index_fill(1, retrograd.tensor([3, 1, 3]), v) * a   # noqa: E731
+    assert gradcheck(fn, (a, v)) and gradgradcheck(fn, (a, v))
 
 
 @needs_torch

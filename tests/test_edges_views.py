@@ -957,6 +957,37 @@ def test_strided_and_copy_ops(name):
     _parity(_strided_program(name))
 
 
+UNSAFE_SPLITS = {
+    "unsafe_split": lambda y: y.unsafe_split(1), "unsafe_chunk": lambda y: y.unsafe_chunk(2, 1),
+    "unsafe_split_with_sizes": lambda y: y.unsafe_split_with_sizes([1, 3], 1),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(UNSAFE_SPLITS))
+def test_unsafe_split_outputs_have_their_own_version_counter(name):
+    """An unsafe split's outputs share memory with the input but not its version counter (nor
+    each other's): writing one in place neither bumps the input's counter nor invalidates what
+    a node saved of the input or of a sibling, so backward runs (on the written values)."""
+    def prog(T, L):
+        x = (T.arange(1., 9., dtype=T.float64).reshape(2, 4) / 4).requires_grad_()
+        y = x.exp()                      # saves y
+        a, b = UNSAFE_SPLITS[name](y)[:2]
+        L.append([a._version, b._version, y._version])
+        e = b.exp()                      # saves b
+        a.mul_(3)
+        L.append([a._version, b._version, y._version, _gname(a)])
+        b2 = a.sin_()                    # another write, to a sibling of the saved b
+        (y.sum() + e.sum() + b2.sum()).backward()
+        L += [y, x.grad]
+        y.add_(1)                        # the input's own counter still guards its saved uses
+        L.append([a._version, y._version])
+        (y * 1).sum().backward()
+        L.append(x.grad)
+    out = _parity(prog)
+    assert out[0] == ("list", [0, 0, 0]) and out[1][1][:3] == [1, 0, 0]
+
+
 def test_as_strided_and_scatter_gradcheck():
     rs = np.random.RandomState(1)
     x = retrograd.tensor(rs.uniform(-1, 1, (3, 4)), requires_grad=True)

@@ -62,9 +62,35 @@ _known("F.batch_norm", "fuzz:values", "nonfinite",
        "retrograd gives NaN throughout, as the formula does")
 _known("det torch.det linalg.det inverse linalg.inv linalg.solve", "fuzz:values", "nonfinite",
        "inf/nan entries: a finite or +-inf result where torch's LU propagates nan (ops/linalg.py)")
-_known("torch.det", "fuzz:grad", "degenerate",
+_known("torch.det det linalg.det", "fuzz:grad fuzz:gradgrad", "degenerate ties",
        "torch 2.13 bug, retrograd is right: its gradient at an exactly singular matrix is 0, not the adjugate "
-       "(as the det/linalg.det entries' 'singular' samples)")
+       "(as the det/linalg.det entries' 'singular' samples; in random programs such matrices come from repeated "
+       "rows or columns, i.e. ties)")
+_known("kron", "fuzz:errors", "noncontig",
+       "torch 2.13 bug, retrograd is right: for operands of mixed layouts (a transposed one with a contiguous or "
+       "strided one) torch's kron raises 'view size is not compatible with input tensor's size and stride'; "
+       "retrograd returns the product of the values (tests/test_edges_linalg.py compares with torch's kron of the "
+       "contiguous copies)")
+_known("take_along_dim", "fuzz:errors", "noncontig",
+       "torch 2.13 bug, retrograd is right: without dim, torch's take_along_dim flattens a non-contiguous input "
+       "with view(-1) and raises 'view size is not compatible'; retrograd gathers from the flattened values "
+       "(tests/test_edges_reduce.py)")
+_known("F.nll_loss", "fuzz:grad fuzz:gradgrad", "noncontig",
+       "torch 2.13 bug, retrograd is right: nll_loss2d's backward raises 'grad_input must be contiguous' for a "
+       "permuted (e.g. channels-last) 4-d input; retrograd's gradient equals torch's for the contiguous copy "
+       "(tests/test_edges_loss.py)")
+_known("F.group_norm", "fuzz:gradgrad", "nonfinite",
+       "inf/nan weights: torch's double backward (a composite of the group statistics) places nan where "
+       "differentiating its first-derivative kernel formula gives +-inf; first derivatives agree")
+_known("F.layer_norm", "fuzz:grad fuzz:gradgrad", "infgrad",
+       "inf upstream gradient at a constant (zero-variance) row: torch's kernel normalizes as fma(rstd, x, "
+       "-rstd*mean), whose rounding residual (e.g. -4.4e-16 for a row of 1.5) makes the weight gradient +-inf; "
+       "retrograd's x - mean is exactly 0 when the mean is exact, so inf * 0 gives nan (tests/test_edges_activation.py)")
+_known("sgn", "fuzz:grad fuzz:gradgrad", "nonfinite infgrad",
+       "torch's sgn gradient of a real input is an efficient ZeroTensor that the elementwise backward formulas "
+       "below it short-circuit (0 * nan stays 0) while matrix kernels such as mv materialize it (0 * nan = nan); "
+       "retrograd's gradient is a plain zero tensor, so nan/inf saved below sgn give nan as IEEE arithmetic does "
+       "(tests/test_edges_elementwise.py)")
 _known("view_written_in_place", "fuzz:grad", "*",
        "a view whose base history changed in place replays its own view op (ViewBackward0, SelectBackward0...); "
        "torch regenerates AsStridedBackward0 (_tensor.py _refresh_view); the fuzzer skips only this name comparison")

@@ -249,8 +249,5 @@ _add("F.rms_norm", fn("rms_norm"), _rms_norm_samples)
 
 _known("F.gelu", "values", "nonfinite",
        "gelu(+inf) is +inf; torch 2.13's vectorized float32 erf gives NaN for inputs of more than one element")
-_known("F.group_norm", "grad", "nonfinite",
-       "inf/nan weights: torch's kernel sums them into the group first (c1*dY + c2*X + c3); the well-conditioned "
-       "backward here gives NaN where torch gives -inf")
-_known("F.group_norm F.batch_norm", "gradgrad", "nonfinite",
+_known("F.batch_norm", "gradgrad", "nonfinite",
        "inf/nan inputs or weights: second derivatives place NaN and inf differently from torch's double-backward formulas")

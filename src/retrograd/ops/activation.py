@@ -116,16 +116,21 @@ class LeakyReluBackward0(OpNode):
         return _leaky_grad(LeakyReluBackwardBackward0, g, x, self.slope)
 
 
+def _check_result_slope(slope):
+    # PyTorch's leaky_relu_backward with is_result=true (the in-place forms save the result)
+    if slope < 0:
+        raise RuntimeError(
+            "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. "
+            "This is caused by calling in-place forward function with a negative slope, please call out-of-place "
+            "version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting "
+            "in-place leakRelu backward calculation with negative slope")
+
+
 class LeakyReluBackward1(OpNode):
     """In-place leaky_relu_: the mask comes from the result."""
     def backward(self, g):
         (y,) = self.saved_tensors
-        if self.slope < 0:
-            raise RuntimeError(
-                "In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. "
-                "This is caused by calling in-place forward function with a negative slope, please call out-of-place "
-                "version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting "
-                "in-place leakRelu backward calculation with negative slope")
+        _check_result_slope(self.slope)
         return _leaky_grad(LeakyReluBackwardBackward0, g, y, self.slope)
 
 
@@ -371,23 +376,33 @@ class RreluWithNoiseBackward0(OpNode):
         return _leaky_grad(RreluWithNoiseBackwardBackward0, g, x, self.slope, self.noise)
 
 
-RreluWithNoiseBackward1 = type("RreluWithNoiseBackward1", (RreluWithNoiseBackward0,), {})
+class RreluWithNoiseBackward1(OpNode):
+    """In-place rrelu_: PyTorch saves the result (rrelu_with_noise_backward with is_result), so a
+    later in-place write to it is an error, and in evaluation a negative mean slope raises as
+    leaky_relu_'s does."""
+    def backward(self, g):
+        (y,) = self.saved_tensors
+        if self.noise is None:
+            _check_result_slope(self.slope)
+        return _leaky_grad(RreluWithNoiseBackwardBackward0, g, y, self.slope, self.noise)
 
 
 def _rrelu(input, lower, upper, training, cls):
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     x = input._data
+    saves = "output" if cls is RreluWithNoiseBackward1 else "input"
     if not training:
         _float_input(input, "leaky_relu_cpu")
         slope = (lower + upper) / 2
-        return _op(cls, input, np.where(x > 0, x, x * slope).astype(x.dtype, copy=False), slope=slope, noise=None)
+        return _op(cls, input, np.where(x > 0, x, x * slope).astype(x.dtype, copy=False), saves=saves, slope=slope,
+                   noise=None)
     _float_input(input, "rrelu_with_noise_out_cpu")
     from .._creation import _gen
     # random slopes where x <= 0 (PyTorch's convention), 1 elsewhere
     noise = np.where(x <= 0, _gen(None).uniform(lower, upper, x.shape), 1).astype(x.dtype)
     with np.errstate(invalid="ignore"):
-        return _op(cls, input, x * noise, slope=None, noise=noise)
+        return _op(cls, input, x * noise, saves=saves, slope=None, noise=noise)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
@@ -451,7 +466,9 @@ def _elu(input, alpha, scale, input_scale, bwd_input_scale, cls):
     _float_input(input, "elu_cpu")
     x = input._data
     with np.errstate(over="ignore", invalid="ignore"):
-        r = np.where(x <= 0, np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale), x * scale)
+        # zeros take the linear branch, so that they keep their sign as in torch (elu(-0.0) is -0.0
+        # for any alpha)
+        r = np.where(x < 0, np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale), x * scale)
     return _op(cls, input, r.astype(x.dtype, copy=False), saves="output" if cls.is_result else "input",
                alpha=alpha, scale=scale, input_scale=bwd_input_scale)
 

@@ -281,11 +281,17 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if idx.size:
             starts = np.flatnonzero(np.concatenate(([True], bag[1:] != bag[:-1])))
             bags = bag[starts]
-            out[bags] = np.maximum.reduceat(rows, starts, axis=0)
-            best = out[bag]
-            hit = (rows == best) | (np.isnan(rows) & np.isnan(best))
-            pos = np.where(hit, np.arange(idx.size)[:, None], idx.size)
-            max_idx[bags] = np.minimum.reduceat(pos, starts, axis=0)
+            # torch scans each bag keeping its first row and replacing it only by a strictly
+            # greater value: a NaN wins only as the bag's first row, a later NaN is skipped
+            # (never greater), and ties keep the earliest row.
+            real = np.where(np.isnan(rows), -np.inf, rows)
+            best = np.maximum.reduceat(real, starts, axis=0)
+            seg = np.zeros(idx.size, np.int64)
+            seg[starts[1:]] = 1
+            pos = np.where(real == best[np.cumsum(seg)], np.arange(idx.size)[:, None], idx.size)
+            first_nan = np.isnan(rows[starts])
+            max_idx[bags] = np.where(first_nan, starts[:, None], np.minimum.reduceat(pos, starts, axis=0))
+            out[bags] = np.where(first_nan, rows[starts], best)
     else:
         src = rows if psw is None else rows * psw._data.reshape(-1)[keep][:, None].astype(w.dtype)
         out = _scatter_axis(src, bag, B, 0)

@@ -206,7 +206,9 @@ class IndexFillBackward0(OpNode):
             return gi
         gv = None
         if nf[1][0] is not None:
-            gv = (g - index_fill(g, self.dim, index, 0)).sum()
+            # derivatives.yaml: the filled slices selected and summed (a subtraction of the
+            # unfilled gradient would turn inf elsewhere into nan)
+            gv = index_select(g, self.dim, finish(None, np.unique(index._data.reshape(-1)))).sum()
         return gi, gv
 
 

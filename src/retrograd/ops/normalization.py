@@ -16,19 +16,24 @@ TENSOR_METHODS = {}
 INPLACE = {}
 
 
-def _check_dtypes(input, params, kernel):
-    """PyTorch's CPU checks: parameters of another dtype than a floating input must all be
-    float32 (and then the input a reduced float, which retrograd has none of); a
-    non-floating input has no kernel."""
+def _check_dtypes(input, params, kernel, mixed_first=True):
+    """PyTorch's CPU checks. The inputs are "mixed" when the first given parameter's dtype is
+    not the input's; mixed parameters must all be float32 (and then the input a reduced
+    float, which retrograd has none of). A non-floating input has no kernel: layer and group
+    norm check mixing first, batch norm (``mixed_first=False``) its kernel's dtype first."""
     dt = input._data.dtype
-    if dt.kind == "f":
-        ps = [p._data.dtype for p in params if p is not None]
-        if any(p != dt for p in ps):
-            if any(p != np.float32 for p in ps):
-                raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
-            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
-    else:
+    ps = [p._data.dtype for p in params if p is not None]
+    if dt.kind != "f" and not (mixed_first and ps and ps[0] != dt):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
+    if any(p != dt for p in ps):
+        if any(p != np.float32 for p in ps):
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
+def _memory_dense(x):
+    """PyTorch's batch-norm test for its kernels: contiguous or channels-last contiguous."""
+    return x.flags.c_contiguous or (x.ndim == 4 and x.transpose(0, 2, 3, 1).flags.c_contiguous)
 
 
 def _rstd(var, eps):
@@ -62,15 +67,6 @@ def _stats(x, dims, eps):
     mean = x.sum(dims, keepdim=True) * inv_n
     xc = x - mean
     return mean, xc, rsqrt((xc * xc).sum(dims, keepdim=True) * inv_n + eps), inv_n
-
-
-def _rows_grad(gh, dims, xc, rstd, inv_n):
-    """d/dx of ``(x - mean) * rstd`` (statistics over ``dims``) applied to ``gh``, in the
-    well-conditioned form ``rstd * (gh - mean(gh) - xhat * mean(gh * xhat))``: its own
-    derivative stays accurate in float32 where the variance is (near) zero."""
-    xhat = xc * rstd
-    gx = rstd * (gh - gh.sum(dims, keepdim=True) * inv_n - xhat * ((gh * xhat).sum(dims, keepdim=True) * inv_n))
-    return gx, xhat
 
 
 # --- batch norm ----------------------------------------------------------------------
@@ -143,7 +139,16 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
             raise RuntimeError(f"{name} must be defined in evaluation mode")
     if x.ndim < 2:
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
-    _check_dtypes(input, (weight, bias, running_mean, running_var), "batch_norm")
+    if training and (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
+    params = (weight, bias, running_mean, running_var)
+    first = next((p for p in params if p is not None), None)
+    if (training and x.dtype.kind != "f" and not _memory_dense(x)
+            and (first is None or first._data.dtype == x.dtype)):
+        # PyTorch computes a strided input's batch statistics with at::mean, which rejects it
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                           f"complex dtype. Got: {_dtype_name(x.dtype)}")
+    _check_dtypes(input, params, "batch_norm", mixed_first=False)
     dims = (0,) + tuple(range(2, x.ndim))
     bshape = (1, c) + (1,) * (x.ndim - 2)
     if training:
@@ -193,6 +198,13 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     with the per-channel parameters and running statistics repeated N times."""
     if not use_input_stats and (running_mean is None or running_var is None):
         raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    ref = weight if weight is not None else input
+    if running_mean is not None and running_var is None and running_mean._data.dtype != ref._data.dtype:
+        # measured on torch 2.13: with the running mean alone, of another dtype than the weight
+        # (the input when there is none), it reaches the undefined running variance before
+        # batch norm's "both or neither" check
+        raise RuntimeError("Expected a proper Tensor but got None (or an undefined Tensor in C++) for argument #0 "
+                           "'self'")
     shape = tuple(input.shape)
     b, c = shape[0], shape[1]
     rep = (lambda t: t.repeat(b) if t is not None else None)
@@ -217,12 +229,21 @@ class NativeLayerNormBackward0(OpNode):
         dims = self.dims
         want_w = len(nf) > 1 and nf[1][0] is not None
         want_b = len(nf) > 2 and nf[2][0] is not None
-        _, xc, rstd, inv_n = _stats(x, dims, self.eps)
-        gx, xhat = _rows_grad(g * w if w is not None else g, dims, xc, rstd, inv_n)
+        mean, xc, rstd, inv_n = _stats(x, dims, self.eps)
+        xhat = xc * rstd
+        gx = None
+        if nf[0][0] is not None:
+            # PyTorch's kernel: dx = rstd * gh + b * x + c with b = (db * mean - ds) * rstd^3 / N,
+            # c = -b * mean - db * rstd / N, ds = sum(gh * x), db = sum(gh); written in this
+            # form, a non-finite gh, x or weight spreads through a row exactly as there
+            gh = g * w if w is not None else g
+            ds, db = (gh * x).sum(dims, keepdim=True), gh.sum(dims, keepdim=True)
+            b = (db * mean - ds) * (rstd * rstd * rstd) * inv_n
+            gx = rstd * gh + b * x + (-b * mean - db * rstd * inv_n)
         lead = tuple(range(x.ndim - len(dims)))
         gw = ((g * xhat).sum(lead) if lead else g * xhat) if want_w else None
         gb = (g.sum(lead) if lead else g.clone()) if want_b else None
-        return gx if nf[0][0] is not None else None, gw, gb
+        return gx, gw, gb
 
 
 def _int_sequence(v, fname, arg, pos):
@@ -291,20 +312,35 @@ class NativeGroupNormBackward0(OpNode):
         G = self.groups
         d = x.numel() // (n * G) if n * G else 0
         bshape = (1, c) + (1,) * (len(shape) - 2)
-        gh = g * w.reshape(bshape) if w is not None else g
         mean, xc, rstd, inv_n = _stats(x.reshape((n, G, d)), (2,), self.eps)
-        gx, _ = _rows_grad(gh.reshape((n, G, d)), (2,), xc, rstd, inv_n)
-        gx = gx.reshape(shape)
+        # PyTorch's kernel: per (sample, channel) ds = sum(g * x), db = sum(g) over the spatial
+        # dims, weighted by the channel's weight and summed over the group; then
+        # dx = rstd * w * g + c2 * x + c3 with c2 = (db * mean - ds) * rstd^3 / n and
+        # c3 = -c2 * mean - db * rstd / n. Written in this form, non-finite values spread
+        # through a group exactly as there.
+        sp = tuple(range(2, len(shape)))
+        ds = (g * x).sum(sp) if sp else g * x
+        db = g.sum(sp) if sp else g
+        cg = c // G if G else 0
+        gx = None
+        if nf[0][0] is not None:
+            dsw, dbw = (ds * w, db * w) if w is not None else (ds, db)
+            ds_g = dsw.reshape((n, G, cg)).sum(2, keepdim=True)
+            db_g = dbw.reshape((n, G, cg)).sum(2, keepdim=True)
+            c2 = (db_g * mean - ds_g) * (rstd * rstd * rstd) * inv_n
+            c3 = -c2 * mean - db_g * rstd * inv_n
+            c1 = rstd.reshape((n, G, 1)).expand((n, G, cg)).reshape((n, c) + (1,) * len(sp))
+            if w is not None:
+                c1 = c1 * w.reshape(bshape)
+            gx = (c1 * g).reshape((n, G, d)) + c2 * x.reshape((n, G, d)) + c3
+            gx = gx.reshape(shape)
         gw = None
         if want_w:
             # PyTorch's per-channel form sum_n (sum(g*x) - sum(g)*mean) * rstd: a group with
             # no elements has a NaN mean, hence a NaN weight gradient
-            sp = tuple(range(2, len(shape)))
-            ds = (g * x).sum(sp) if sp else g * x
-            db = g.sum(sp) if sp else g
-            gw = ((ds.reshape((n, G, c // G)) - db.reshape((n, G, c // G)) * mean) * rstd).sum(0).reshape((c,))
+            gw = ((ds.reshape((n, G, cg)) - db.reshape((n, G, cg)) * mean) * rstd).sum(0).reshape((c,))
         gb = g.sum(pdims) if want_b else None
-        return (gx if nf[0][0] is not None else None, gw, gb)
+        return gx, gw, gb
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):

@@ -1476,9 +1476,10 @@ def _unsafe(fn, name):
             node.__class__ = (UnsafeSplitWithSizesBackward0 if isinstance(node, SplitWithSizesBackward0)
                               else UnsafeSplitBackward0)
         res = []
-        for o in outs:   # (same memory, but not views: in-place writes are allowed)
+        for o in outs:
+            # same memory, but not views: each output has its own version counter (as in
+            # torch), so in-place writes to it are allowed and invisible to the input's users
             c = finish(None, o._data)
-            c._vc = input._shared_version()
             if node is not None:
                 c._grad_fn, c._output_nr, c._requires_grad = node, o._output_nr, True
             res.append(c)
