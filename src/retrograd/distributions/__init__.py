@@ -1,0 +1,9 @@
+"""``torch.distributions``: probability distributions with sampling, reparameterised sampling,
+densities and their gradients, transforms and KL divergences (retrograd's own implementation
+of PyTorch's API)."""
+from . import constraints
+from .distribution import Distribution, ExponentialFamily
+from .continuous import Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, Chi2, Beta, StudentT, Dirichlet
+from .discrete import Bernoulli, Binomial, Geometric, Poisson
+from .categorical import Categorical, OneHotCategorical, Multinomial
+from .multivariate import MultivariateNormal, LowRankMultivariateNormal
