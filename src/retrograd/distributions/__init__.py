@@ -7,3 +7,9 @@ from .continuous import Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, Ch
 from .discrete import Bernoulli, Binomial, Geometric, Poisson
 from .categorical import Categorical, OneHotCategorical, Multinomial
 from .multivariate import MultivariateNormal, LowRankMultivariateNormal
+from . import transforms
+from .constraint_registry import biject_to, transform_to
+from .transforms import *  # noqa: F401,F403
+from .transformed import (Independent, TransformedDistribution, LogNormal, RelaxedBernoulli,
+                          LogitRelaxedBernoulli, RelaxedOneHotCategorical, ExpRelaxedCategorical,
+                          MixtureSameFamily)
