@@ -107,31 +107,35 @@ def test_register_kl_dispatches_to_the_most_specific_rule():
 
 # --- transforms --------------------------------------------------------------------------
 
-def _transforms(lib, D):
+def _transform_makers(lib, D):
     T = D.transforms
     return {
-        "Exp": (T.ExpTransform(), (2, 3)),
-        "Affine": (T.AffineTransform(_t(lib, [0.5, -1.0, 2.0]), _t(lib, [2.0, -0.5, 1.5])), (2, 3)),
-        "Affine_event": (T.AffineTransform(1.0, 3.0, event_dim=1), (2, 3)),
-        "Sigmoid": (T.SigmoidTransform(), (2, 3)),
-        "Tanh": (T.TanhTransform(), (2, 3)),
-        "Softplus": (T.SoftplusTransform(), (2, 3)),
-        "Power": (T.PowerTransform(_t(lib, 2.5)), (2, 3)),
-        "Abs": (T.AbsTransform(), (2, 3)),
-        "Softmax": (T.SoftmaxTransform(), (2, 3)),
-        "StickBreaking": (T.StickBreakingTransform(), (2, 3)),
-        "LowerCholesky": (T.LowerCholeskyTransform(), (2, 3, 3)),
-        "PositiveDefinite": (T.PositiveDefiniteTransform(), (2, 3, 3)),
-        "CorrCholesky": (T.CorrCholeskyTransform(), (2, 3)),
-        "Compose": (T.ComposeTransform([T.AffineTransform(0.3, 2.0), T.ExpTransform(), T.PowerTransform(2.0)]),
+        "Exp": (lambda: T.ExpTransform(), (2, 3)),
+        "Affine": (lambda: T.AffineTransform(_t(lib, [0.5, -1.0, 2.0]), _t(lib, [2.0, -0.5, 1.5])), (2, 3)),
+        "Affine_event": (lambda: T.AffineTransform(1.0, 3.0, event_dim=1), (2, 3)),
+        "Sigmoid": (lambda: T.SigmoidTransform(), (2, 3)),
+        "Tanh": (lambda: T.TanhTransform(), (2, 3)),
+        "Softplus": (lambda: T.SoftplusTransform(), (2, 3)),
+        "Power": (lambda: T.PowerTransform(_t(lib, 2.5)), (2, 3)),
+        "Abs": (lambda: T.AbsTransform(), (2, 3)),
+        "Softmax": (lambda: T.SoftmaxTransform(), (2, 3)),
+        "StickBreaking": (lambda: T.StickBreakingTransform(), (2, 3)),
+        "LowerCholesky": (lambda: T.LowerCholeskyTransform(), (2, 3, 3)),
+        "PositiveDefinite": (lambda: T.PositiveDefiniteTransform(), (2, 3, 3)),
+        "CorrCholesky": (lambda: T.CorrCholeskyTransform(), (2, 3)),
+        "Compose": (lambda: T.ComposeTransform([T.AffineTransform(0.3, 2.0), T.ExpTransform(), T.PowerTransform(2.0)]),
                     (2, 3)),
-        "Inverse": (T.ExpTransform().inv, (2, 3)),
-        "Reshape": (T.ReshapeTransform((6,), (2, 3)), (4, 6)),
-        "Independent": (T.IndependentTransform(T.ExpTransform(), 1), (2, 3)),
-        "Cat": (T.CatTransform([T.ExpTransform(), T.AffineTransform(1.0, 2.0)], dim=1, lengths=[1, 2]), (2, 3)),
-        "Stack": (T.StackTransform([T.ExpTransform(), T.SigmoidTransform()], dim=1), (3, 2)),
-        "CumulativeDistribution": (T.CumulativeDistributionTransform(D.Normal(0.5, 2.0)), (2, 3)),
+        "Inverse": (lambda: T.ExpTransform().inv, (2, 3)),
+        "Reshape": (lambda: T.ReshapeTransform((6,), (2, 3)), (4, 6)),
+        "Independent": (lambda: T.IndependentTransform(T.ExpTransform(), 1), (2, 3)),
+        "Cat": (lambda: T.CatTransform([T.ExpTransform(), T.AffineTransform(1.0, 2.0)], dim=1, lengths=[1, 2]), (2, 3)),
+        "Stack": (lambda: T.StackTransform([T.ExpTransform(), T.SigmoidTransform()], dim=1), (3, 2)),
+        "CumulativeDistribution": (lambda: T.CumulativeDistributionTransform(D.Normal(0.5, 2.0)), (2, 3)),
     }
+
+
+def _transforms(lib, D):
+    return {k: (make(), shape) for k, (make, shape) in _transform_makers(lib, D).items()}
 
 
 def _positive_input(name):

@@ -13,3 +13,5 @@ from .transforms import *  # noqa: F401,F403
 from .transformed import (Independent, TransformedDistribution, LogNormal, RelaxedBernoulli,
                           LogitRelaxedBernoulli, RelaxedOneHotCategorical, ExpRelaxedCategorical,
                           MixtureSameFamily)
+from . import kl
+from .kl import kl_divergence, register_kl

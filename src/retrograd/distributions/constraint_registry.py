@@ -98,3 +98,28 @@ def _transform_lower_cholesky(c):
 @transform_to.register(constraints.positive_semidefinite)
 def _transform_positive_definite(c):
     return transforms.PositiveDefiniteTransform()
+
+
+@_both(constraints.corr_cholesky)
+def _to_corr_cholesky(c):
+    return transforms.CorrCholeskyTransform()
+
+
+@biject_to.register(constraints.cat)
+def _biject_cat(c):
+    return transforms.CatTransform([biject_to(x) for x in c.cseq], c.dim, c.lengths)
+
+
+@transform_to.register(constraints.cat)
+def _transform_cat(c):
+    return transforms.CatTransform([transform_to(x) for x in c.cseq], c.dim, c.lengths)
+
+
+@biject_to.register(constraints.stack)
+def _biject_stack(c):
+    return transforms.StackTransform([biject_to(x) for x in c.cseq], c.dim)
+
+
+@transform_to.register(constraints.stack)
+def _transform_stack(c):
+    return transforms.StackTransform([transform_to(x) for x in c.cseq], c.dim)

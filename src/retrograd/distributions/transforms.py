@@ -8,11 +8,11 @@ from functools import reduce
 from numbers import Number
 
 import retrograd as _t
-from .._tensor import Tensor
 from . import constraints
 from .utils import _sum_rightmost
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "CumulativeDistributionTransform",
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "StackTransform",
            "ExpTransform", "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
            "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftplusTransform", "TanhTransform",
            "SoftmaxTransform", "StickBreakingTransform", "Transform", "identity_transform"]
@@ -619,3 +619,144 @@ class CumulativeDistributionTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         return self.distribution.log_prob(x)
+
+
+def _tril_positions(n, diag):
+    """Flat (row-major) positions of the entries of an n x n matrix on or below diagonal ``diag``."""
+    import numpy as np
+    r, c = np.tril_indices(n, diag)
+    return r * n + c
+
+
+def _vec_to_tril(vec, n, diag=-1):
+    import numpy as np
+    pos = _tril_positions(n, diag)
+    slot = np.zeros(n * n, dtype=np.int64)   # slot 0 of the padded vector holds the zeros
+    slot[pos] = np.arange(1, len(pos) + 1)
+    padded = _t.nn.functional.pad(vec, [1, 0])
+    return padded[..., _t.tensor(slot)].reshape(vec.shape[:-1] + (n, n))
+
+
+def _tril_to_vec(mat, diag=-1):
+    n = mat.shape[-1]
+    return mat.reshape(mat.shape[:-2] + (n * n,))[..., _t.tensor(_tril_positions(n, diag))]
+
+
+class CorrCholeskyTransform(_Same):
+    """Vectors of length D(D-1)/2 to Cholesky factors of D x D correlation matrices: each entry
+    is squashed by tanh into (-1, 1), and the rows are completed by stick breaking so they have
+    unit norm."""
+    domain, codomain = constraints.real_vector, constraints.corr_cholesky
+    bijective = True
+
+    def _call(self, x):
+        eps = _t.finfo(x.dtype).eps
+        x = x.tanh().clamp(min=-1 + eps, max=1 - eps)
+        n = self.forward_shape(tuple(x.shape))[-1]
+        r = _vec_to_tril(x, n)
+        # what is left of each row's unit norm before each entry
+        left = (1 - r.pow(2)).sqrt().cumprod(-1)
+        return (r + _t.eye(n, dtype=x.dtype)) * _t.nn.functional.pad(left[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y):
+        left = 1 - (y * y).cumsum(-1)
+        left = _t.nn.functional.pad(left[..., :-1], [1, 0], value=1)
+        t = _tril_to_vec(y) / _tril_to_vec(left).sqrt()
+        return (t.log1p() - t.neg().log1p()) / 2
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        left = 1 - (y * y).cumsum(-1)
+        stick = 0.5 * _tril_to_vec(left, diag=-2).log().sum(-1)
+        tanh = -2 * (x + _t.nn.functional.softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick + tanh
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        N = shape[-1]
+        D = round((0.25 + 2 * N) ** 0.5 + 0.5)
+        if D * (D - 1) // 2 != N:
+            raise ValueError("Input is not a flattend lower-diagonal number")
+        return tuple(shape[:-1]) + (D, D)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        D = shape[-1]
+        return tuple(shape[:-2]) + (D * (D - 1) // 2,)
+
+
+class CatTransform(Transform):
+    """One transform per consecutive slice (of ``lengths``) along ``dim``, results concatenated."""
+
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.transforms = [t.with_cache(cache_size) for t in tseq]
+        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise ValueError("lengths and transforms must have the same length")
+        self.dim = dim
+
+    event_dim = property(lambda self: max(t.event_dim for t in self.transforms))
+    length = property(lambda self: sum(self.lengths))
+    bijective = property(lambda self: all(t.bijective for t in self.transforms))
+    domain = property(lambda self: constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths))
+    codomain = property(lambda self: constraints.cat([t.codomain for t in self.transforms], self.dim,
+                                                     self.lengths))
+
+    def with_cache(self, cache_size=1):
+        return self if self._cache_size == cache_size else CatTransform(self.transforms, self.dim, self.lengths,
+                                                                         cache_size)
+
+    def _pieces(self, *tensors):
+        start = 0
+        for t, n in zip(self.transforms, self.lengths):
+            yield (t,) + tuple(v.narrow(self.dim, start, n) for v in tensors)
+            start += n
+
+    def _call(self, x):
+        return _t.cat([t(a) for t, a in self._pieces(x)], dim=self.dim)
+
+    def _inverse(self, y):
+        return _t.cat([t.inv(b) for t, b in self._pieces(y)], dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        parts = []
+        for t, a, b in self._pieces(x, y):
+            j = t.log_abs_det_jacobian(a, b)
+            parts.append(_sum_rightmost(j, self.event_dim - t.event_dim))
+        # ``dim`` counted among the dimensions that remain once the event ones are summed out
+        dim = (self.dim - x.dim() if self.dim >= 0 else self.dim) + self.event_dim
+        return _t.cat(parts, dim=dim) if dim < 0 else sum(parts)
+
+
+class StackTransform(Transform):
+    """One transform per index along ``dim``, results stacked."""
+
+    def __init__(self, tseq, dim=0, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.transforms = [t.with_cache(cache_size) for t in tseq]
+        self.dim = dim
+
+    bijective = property(lambda self: all(t.bijective for t in self.transforms))
+    domain = property(lambda self: constraints.stack([t.domain for t in self.transforms], self.dim))
+    codomain = property(lambda self: constraints.stack([t.codomain for t in self.transforms], self.dim))
+
+    def with_cache(self, cache_size=1):
+        return self if self._cache_size == cache_size else StackTransform(self.transforms, self.dim, cache_size)
+
+    def _map(self, fn, *tensors):
+        n = tensors[0].size(self.dim)
+        return _t.stack([fn(t, *(v.select(self.dim, i) for v in tensors))
+                         for i, t in zip(range(n), self.transforms)], dim=self.dim)
+
+    def _call(self, x):
+        return self._map(lambda t, a: t(a), x)
+
+    def _inverse(self, y):
+        return self._map(lambda t, b: t.inv(b), y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self._map(lambda t, a, b: t.log_abs_det_jacobian(a, b), x, y)
