@@ -87,5 +87,6 @@ _ALL = {
 IMPLEMENTED = {"Normal", "LogNormal", "Uniform", "Bernoulli", "Categorical", "OneHotCategorical", "Multinomial",
                "Beta", "Gamma", "Chi2", "Dirichlet", "Exponential", "Laplace", "Cauchy", "Poisson", "Binomial",
                "Geometric", "StudentT", "MultivariateNormal", "LowRankMultivariateNormal", "RelaxedBernoulli",
-               "RelaxedOneHotCategorical"}
+               "RelaxedOneHotCategorical", "Gumbel", "HalfNormal", "HalfCauchy", "Pareto", "Weibull", "Kumaraswamy",
+               "InverseGamma", "LogisticNormal", "FisherSnedecor", "NegativeBinomial"}
 CASES = {k: v for k, v in _ALL.items() if k.split("_")[0] in IMPLEMENTED}

@@ -3,8 +3,9 @@ densities and their gradients, transforms and KL divergences (retrograd's own im
 of PyTorch's API)."""
 from . import constraints
 from .distribution import Distribution, ExponentialFamily
-from .continuous import Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, Chi2, Beta, StudentT, Dirichlet
-from .discrete import Bernoulli, Binomial, Geometric, Poisson
+from .continuous import (Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, Chi2, Beta, StudentT, Dirichlet,
+                         FisherSnedecor)
+from .discrete import Bernoulli, Binomial, NegativeBinomial, Geometric, Poisson
 from .categorical import Categorical, OneHotCategorical, Multinomial
 from .multivariate import MultivariateNormal, LowRankMultivariateNormal
 from . import transforms
@@ -13,5 +14,6 @@ from .transforms import *  # noqa: F401,F403
 from .transformed import (Independent, TransformedDistribution, LogNormal, RelaxedBernoulli,
                           LogitRelaxedBernoulli, RelaxedOneHotCategorical, ExpRelaxedCategorical,
                           MixtureSameFamily)
+from .derived import Gumbel, HalfNormal, HalfCauchy, Pareto, Weibull, Kumaraswamy, InverseGamma, LogisticNormal
 from . import kl
 from .kl import kl_divergence, register_kl

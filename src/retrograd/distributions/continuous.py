@@ -1,5 +1,5 @@
 """Continuous univariate distributions and the Dirichlet: Normal, Uniform, Exponential, Laplace,
-Cauchy, Gamma, Chi2, Beta, StudentT, Dirichlet."""
+Cauchy, Gamma, Chi2, Beta, StudentT, FisherSnedecor, Dirichlet."""
 import math
 from numbers import Number
 
@@ -403,3 +403,49 @@ class StudentT(Distribution):
         lbeta = lgamma(0.5 * df) + math.lgamma(0.5) - lgamma(0.5 * (df + 1))
         return (self.scale.log() + 0.5 * (df + 1) * (digamma(0.5 * (df + 1)) - digamma(0.5 * df))
                 + 0.5 * df.log() + lbeta)
+
+
+class FisherSnedecor(Distribution):
+    """Fisher-Snedecor (F) distribution: the ratio of two scaled chi-squared variables."""
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+    _also_expand = ("_gamma1", "_gamma2")
+
+    def __init__(self, df1, df2, validate_args=None):
+        _init(self, ("df1", "df2"), (df1, df2), validate_args)
+        self._gamma1 = Gamma(self.df1 * 0.5, self.df1)
+        self._gamma2 = Gamma(self.df2 * 0.5, self.df2)
+
+    @property
+    def mean(self):
+        df2 = _t.where(self.df2 > 2, self.df2, math.nan)
+        return df2 / (df2 - 2)
+
+    @property
+    def mode(self):
+        m = (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2)
+        return _t.where(self.df1 > 2, m, math.nan)
+
+    @property
+    def variance(self):
+        df1, df2 = self.df1, _t.where(self.df2 > 4, self.df2, math.nan)
+        return 2 * df2.pow(2) * (df1 + df2 - 2) / (df1 * (df2 - 2).pow(2) * (df2 - 4))
+
+    def rsample(self, sample_shape=Size()):
+        tiny = _t.finfo(self.df1.dtype).tiny
+        x1 = self._gamma1.rsample(sample_shape)
+        x2 = self._gamma2.rsample(sample_shape)
+        x2.detach().clamp_(min=tiny)
+        y = x1 / x2
+        y.detach().clamp_(min=tiny)
+        return y
+
+    def log_prob(self, value):
+        self._check(value)
+        h1, h2 = self.df1 * 0.5, self.df2 * 0.5
+        ratio = self.df1 / self.df2
+        t1 = lgamma(h1 + h2) - lgamma(h1) - lgamma(h2)
+        t2 = h1 * ratio.log() + (h1 - 1) * value.log()
+        t3 = (h1 + h2) * _t.log1p(ratio * value)
+        return t1 + t2 - t3

@@ -1,5 +1,5 @@
-"""Discrete distributions over counts and binary outcomes: Bernoulli, Binomial, Geometric,
-Poisson (and the probs/logits parameterisation they share with the categorical family)."""
+"""Discrete distributions over counts and binary outcomes: Bernoulli, Binomial, NegativeBinomial,
+Geometric, Poisson (and the probs/logits parameterisation they share with the categorical family)."""
 import math
 from numbers import Number
 
@@ -182,3 +182,38 @@ class Poisson(ExponentialFamily):
         self._check(value)
         rate, value = broadcast_all(self.rate, value)
         return value.xlogy(rate) - rate - lgamma(value + 1)
+
+
+class NegativeBinomial(_Binary):
+    """Number of successes before ``total_count`` failures, success probability ``probs``."""
+    arg_constraints = {"total_count": constraints.greater_than_eq(0), "probs": constraints.half_open_interval(0.0, 1.0),
+                       "logits": constraints.real}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, total_count, probs=None, logits=None, validate_args=None):
+        self._init_binary(probs, logits, validate_args, extra=(("total_count", total_count),))
+        self.total_count = self.total_count.type_as(self._param)
+
+    mean = property(lambda self: self.total_count * _t.exp(self.logits))
+    mode = property(lambda self: ((self.total_count - 1) * self.logits.exp()).floor().clamp(min=0.0))
+    variance = property(lambda self: self.mean / _t.sigmoid(-self.logits))
+
+    @lazy_property
+    def _gamma(self):
+        from .continuous import Gamma
+        return Gamma(concentration=self.total_count, rate=_t.exp(-self.logits), validate_args=False)
+
+    def sample(self, sample_shape=Size()):
+        # a Poisson with a Gamma-distributed rate
+        with _t.no_grad():
+            return poisson(self._gamma.sample(sample_shape))
+
+    def log_prob(self, value):
+        self._check(value)
+        F = _t.nn.functional
+        n = self.total_count
+        unnormalized = n * F.logsigmoid(-self.logits) + value * F.logsigmoid(self.logits)
+        normalization = -lgamma(n + value) + lgamma(1.0 + value) + lgamma(n)
+        # n + value == 0 only for the point mass at 0 (n == 0): log 1
+        normalization = _t.where(n + value == 0.0, 0.0, normalization)
+        return unnormalized - normalization
