@@ -11,6 +11,7 @@ from .discrete import Bernoulli, Binomial, Geometric, Poisson
 from .categorical import Categorical, OneHotCategorical
 from .multivariate import MultivariateNormal, LowRankMultivariateNormal
 from .transformed import Independent, TransformedDistribution
+from .derived import Gumbel, HalfNormal, Pareto
 from .utils import _sum_rightmost, _batch_mahalanobis, euler_constant
 
 _KL_REGISTRY = {}   # (type_p, type_q) -> function(p, q)
@@ -330,3 +331,161 @@ def _kl_exponential_infinity(p, q):
 @register_kl(Gamma, Uniform)
 def _kl_gamma_infinity(p, q):
     return _inf_like(p.concentration)
+
+
+def _uniform_mean_xlogx(p, _):
+    """E[log x] for x ~ Uniform(p.low, p.high) (via the antiderivative x log x - x)."""
+    return ((p.high * p.high.log() - p.high) - (p.low * p.low.log() - p.low)) / (p.high - p.low)
+
+
+def _gumbel_cross_entropy(q, mean, mean_exp_neg):
+    """-E_p[log q] for a Gumbel q, given E_p[x] and E_p[exp(-x / q.scale)]."""
+    return q.scale.log() + (mean - q.loc) / q.scale + _t.exp(q.loc / q.scale) * mean_exp_neg
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    r = p.scale / q.scale
+    return (-r.log() + (p.loc - q.loc) / q.scale + r * euler_constant
+            + _t.exp((q.loc - p.loc) / q.scale + lgamma(1 + r)) - (1 + euler_constant))
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    lam = p.rate
+    return -p.entropy() + _gumbel_cross_entropy(q, lam.reciprocal(), lam / (lam + q.scale.reciprocal()))
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    a, b = p.concentration, p.rate
+    return -p.entropy() + _gumbel_cross_entropy(q, a / b, (1 + (q.scale * b).reciprocal()).pow(-a))
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    m_exp = _t.exp(-p.loc / q.scale + p.scale.pow(2) / (2 * q.scale.pow(2)))
+    return -p.entropy() + _gumbel_cross_entropy(q, p.loc, m_exp)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    b = q.scale
+    m_exp = b * (_t.exp(-p.low / b) - _t.exp(-p.high / b)) / (p.high - p.low)
+    return -p.entropy() + _gumbel_cross_entropy(q, p.mean, m_exp)
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    m2 = (math.pi * p.scale) ** 2 / 6 + (p.mean - q.loc).pow(2)
+    return -p.entropy() + _normal_cross_entropy(q, m2)
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    var_ratio = (p.scale / q.scale).pow(2)
+    return 0.5 * (var_ratio - 1 - var_ratio.log())
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p, q):
+    d = p.loc - q.loc
+    mean_abs = p.scale * math.sqrt(2 / math.pi) * _t.exp(-d.pow(2) / (2 * p.scale.pow(2))) + \
+        d * _t.erf(d / (p.scale * math.sqrt(2)))
+    return -p.entropy() + _t.log(2 * q.scale) + mean_abs / q.scale
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    alpha_ratio = q.alpha / p.alpha
+    r = q.alpha * (p.scale / q.scale).log() - alpha_ratio.log() + alpha_ratio - 1
+    return _t.where(p.scale < q.scale, math.inf, r)
+
+
+def _pareto_mean_log(p):
+    return p.scale.log() + p.alpha.reciprocal()
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    r = -p.entropy() - q.rate.log() + q.rate * p.mean
+    return _t.where(p.alpha <= 1, math.inf, r)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    r = -p.entropy() + _gamma_cross_entropy(q, _pareto_mean_log(p), p.mean)
+    return _t.where(p.alpha <= 1, math.inf, r)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    a = p.alpha
+    m2 = a * p.scale.pow(2) / (a - 2)
+    r = -p.entropy() + _normal_cross_entropy(q, m2 - 2 * q.loc * p.mean + q.loc.pow(2))
+    return _t.where(a <= 2, math.inf, r)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    a, b = q.concentration1, q.concentration0
+    w = p.high - p.low
+    mean_log = _uniform_mean_xlogx(p, None)
+    one_minus_log = (((1 - p.low) * (1 - p.low).log() - (1 - p.low))
+                     - ((1 - p.high) * (1 - p.high).log() - (1 - p.high))) / w
+    lbeta = lgamma(a) + lgamma(b) - lgamma(a + b)
+    r = -w.log() - (a - 1) * mean_log - (b - 1) * one_minus_log + lbeta
+    return _t.where((p.low < 0) | (p.high > 1), math.inf, r)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    r = (-(p.high - p.low).log() - q.alpha.log() - q.alpha * q.scale.log()
+         + (q.alpha + 1) * _uniform_mean_xlogx(p, None))
+    return _t.where(p.low < q.scale, math.inf, r)
+
+
+@register_kl(Normal, Pareto)
+def _kl_normal_pareto(p, q):
+    return _inf_like(p.loc)
+
+
+@register_kl(Exponential, Pareto)
+def _kl_exponential_pareto(p, q):
+    return _inf_like(p.rate)
+
+
+@register_kl(Gamma, Pareto)
+def _kl_gamma_pareto(p, q):
+    return _inf_like(p.concentration)
+
+
+@register_kl(Beta, Pareto)
+def _kl_beta_pareto(p, q):
+    return _inf_like(p.concentration1)
+
+
+@register_kl(Gumbel, Beta)
+@register_kl(Gumbel, Exponential)
+@register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Pareto)
+@register_kl(Gumbel, Uniform)
+@register_kl(Laplace, Beta)
+@register_kl(Laplace, Exponential)
+@register_kl(Laplace, Gamma)
+@register_kl(Laplace, Pareto)
+@register_kl(Laplace, Uniform)
+def _kl_real_line_infinity(p, q):
+    return _inf_like(p.loc)
+
+
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, Uniform)
+def _kl_pareto_infinity(p, q):
+    return _inf_like(p.scale)
+
+
+@register_kl(Poisson, Bernoulli)
+@register_kl(Poisson, Binomial)
+def _kl_poisson_infinity(p, q):
+    return _inf_like(p.rate)
