@@ -5,7 +5,7 @@ from . import constraints
 from .distribution import Distribution, ExponentialFamily
 from .continuous import (Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, Chi2, Beta, StudentT, Dirichlet,
                          FisherSnedecor)
-from .discrete import Bernoulli, Binomial, NegativeBinomial, Geometric, Poisson
+from .discrete import Bernoulli, Binomial, NegativeBinomial, Geometric, Poisson, ContinuousBernoulli
 from .categorical import Categorical, OneHotCategorical, Multinomial
 from .multivariate import MultivariateNormal, LowRankMultivariateNormal
 from . import transforms

@@ -1,5 +1,5 @@
-"""Discrete distributions over counts and binary outcomes: Bernoulli, Binomial, NegativeBinomial,
-Geometric, Poisson (and the probs/logits parameterisation they share with the categorical family)."""
+"""Distributions over counts and binary outcomes (Bernoulli, Binomial, NegativeBinomial,
+Geometric, Poisson) and ContinuousBernoulli, the relaxation of Bernoulli to [0, 1]."""
 import math
 from numbers import Number
 
@@ -8,7 +8,7 @@ from .._tensor import Size
 from . import constraints
 from ._ops import lgamma, poisson, binomial
 from .distribution import Distribution, ExponentialFamily
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits, _uniform
+from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits, _uniform
 
 
 def _bce_with_logits(logits, target):
@@ -217,3 +217,87 @@ class NegativeBinomial(_Binary):
         # n + value == 0 only for the point mass at 0 (n == 0): log 1
         normalization = _t.where(n + value == 0.0, 0.0, normalization)
         return unnormalized - normalization
+
+
+class ContinuousBernoulli(_Binary, ExponentialFamily):
+    """Continuous Bernoulli on [0, 1]: density proportional to ``p^x (1-p)^(1-x)``. Near
+    ``p = 1/2`` (inside ``lims``) the normaliser and moments use their Taylor expansions, the
+    closed forms being 0/0 there."""
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
+    has_rsample = True
+    _mean_carrier_measure = 0
+
+    def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
+        if probs is not None:
+            (p,) = broadcast_all(probs)
+            if validate_args is not None and not bool(self.arg_constraints["probs"].check(p).all()):
+                raise ValueError("The parameter probs has invalid values")
+            probs = clamp_probs(p) if not isinstance(probs, Number) else clamp_probs(p).item()
+        self._lims = lims
+        self._init_binary(probs, logits, validate_args)
+
+    def _outside(self):
+        p = self.probs
+        return (p <= self._lims[0]) | (p > self._lims[1])
+
+    def _cut_probs(self):
+        return _t.where(self._outside(), self.probs, self._lims[0] * _t.ones_like(self.probs))
+
+    def _log_normalizer_c(self):
+        """log C(p), C(p) = 2 atanh(1 - 2p) / (1 - 2p)."""
+        c = self._cut_probs()
+        below = _t.where(c <= 0.5, c, _t.zeros_like(c))
+        above = _t.where(c >= 0.5, c, _t.ones_like(c))
+        exact = (_t.log(_t.abs(_t.log1p(-c) - _t.log(c)))
+                 - _t.where(c <= 0.5, _t.log1p(-2.0 * below), _t.log(2.0 * above - 1.0)))
+        x = _t.pow(self.probs - 0.5, 2)
+        taylor = math.log(2.0) + (4.0 / 3.0 + 104.0 / 45.0 * x) * x
+        return _t.where(self._outside(), exact, taylor)
+
+    @property
+    def mean(self):
+        c = self._cut_probs()
+        exact = c / (2.0 * c - 1.0) + 1.0 / (_t.log1p(-c) - _t.log(c))
+        x = self.probs - 0.5
+        taylor = 0.5 + (1.0 / 3.0 + 16.0 / 45.0 * _t.pow(x, 2)) * x
+        return _t.where(self._outside(), exact, taylor)
+
+    stddev = property(lambda self: _t.sqrt(self.variance))
+
+    @property
+    def variance(self):
+        c = self._cut_probs()
+        exact = c * (c - 1.0) / _t.pow(1.0 - 2.0 * c, 2) + 1.0 / _t.pow(_t.log1p(-c) - _t.log(c), 2)
+        x = _t.pow(self.probs - 0.5, 2)
+        taylor = 1.0 / 12.0 - (1.0 / 15.0 - 128.0 / 945.0 * x) * x
+        return _t.where(self._outside(), exact, taylor)
+
+    def rsample(self, sample_shape=Size()):
+        u = _uniform(self._extended_shape(sample_shape), self.probs.dtype)
+        return self.icdf(u)
+
+    def sample(self, sample_shape=Size()):
+        with _t.no_grad():
+            return self.rsample(sample_shape)
+
+    def log_prob(self, value):
+        self._check(value)
+        logits, value = broadcast_all(self.logits, value)
+        return -_bce_with_logits(logits, value) + self._log_normalizer_c()
+
+    def cdf(self, value):
+        self._check(value)
+        c = self._cut_probs()
+        cdfs = (_t.pow(c, value) * _t.pow(1.0 - c, 1.0 - value) + c - 1.0) / (2.0 * c - 1.0)
+        inside = _t.where(self._outside(), cdfs, value)
+        return _t.where(value <= 0.0, _t.zeros_like(value), _t.where(value >= 1.0, _t.ones_like(value), inside))
+
+    def icdf(self, value):
+        c = self._cut_probs()
+        exact = ((_t.log1p(-c + value * (2.0 * c - 1.0)) - _t.log1p(-c)) / (_t.log(c) - _t.log1p(-c)))
+        return _t.where(self._outside(), exact, value)
+
+    def entropy(self):
+        log_p0, log_p1 = _t.log1p(-self.probs), _t.log(self.probs)
+        return self.mean * (log_p0 - log_p1) - self._log_normalizer_c() - log_p0

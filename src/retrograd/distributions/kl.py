@@ -7,7 +7,7 @@ import retrograd as _t
 from ._ops import lgamma, digamma, solve_triangular
 from .distribution import Distribution, ExponentialFamily
 from .continuous import Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, Beta, Dirichlet
-from .discrete import Bernoulli, Binomial, Geometric, Poisson
+from .discrete import Bernoulli, Binomial, Geometric, Poisson, ContinuousBernoulli
 from .categorical import Categorical, OneHotCategorical
 from .multivariate import MultivariateNormal, LowRankMultivariateNormal
 from .transformed import Independent, TransformedDistribution
@@ -489,3 +489,67 @@ def _kl_pareto_infinity(p, q):
 @register_kl(Poisson, Binomial)
 def _kl_poisson_infinity(p, q):
     return _inf_like(p.rate)
+
+
+def _cb_cross_entropy(q, mean):
+    """-E_p[log q] for a ContinuousBernoulli q, given E_p[x]."""
+    return -(mean * (q.probs.log() - _t.log1p(-q.probs)) + _t.log1p(-q.probs) + q._log_normalizer_c())
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_cb_cb(p, q):
+    return -p.entropy() + _cb_cross_entropy(q, p.mean)
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_cb(p, q):
+    return -p.entropy() + _cb_cross_entropy(q, p.mean)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_cb(p, q):
+    r = -p.entropy() + _cb_cross_entropy(q, p.mean)
+    return _t.where((p.low < 0) | (p.high > 1), math.inf, r)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_cb_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_cb_normal(p, q):
+    return -p.entropy() + _normal_cross_entropy(q, p.variance + (p.mean - q.loc).pow(2))
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_cb_uniform(p, q):
+    r = -p.entropy() + (q.high - q.low).log()
+    return _t.where((q.low > 0) | (q.high < 1), math.inf, r)
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_cb_infinity(p, q):
+    return _inf_like(p.probs)
+
+
+@register_kl(Normal, ContinuousBernoulli)
+@register_kl(Gumbel, ContinuousBernoulli)
+@register_kl(Laplace, ContinuousBernoulli)
+def _kl_real_line_cb(p, q):
+    return _inf_like(p.loc)
+
+
+@register_kl(Exponential, ContinuousBernoulli)
+def _kl_exponential_cb(p, q):
+    return _inf_like(p.rate)
+
+
+@register_kl(Gamma, ContinuousBernoulli)
+def _kl_gamma_cb(p, q):
+    return _inf_like(p.concentration)
+
+
+@register_kl(Pareto, ContinuousBernoulli)
+def _kl_pareto_cb(p, q):
+    return _inf_like(p.scale)
