@@ -88,5 +88,6 @@ IMPLEMENTED = {"Normal", "LogNormal", "Uniform", "Bernoulli", "Categorical", "On
                "Beta", "Gamma", "Chi2", "Dirichlet", "Exponential", "Laplace", "Cauchy", "Poisson", "Binomial",
                "Geometric", "StudentT", "MultivariateNormal", "LowRankMultivariateNormal", "RelaxedBernoulli",
                "RelaxedOneHotCategorical", "Gumbel", "HalfNormal", "HalfCauchy", "Pareto", "Weibull", "Kumaraswamy",
-               "InverseGamma", "LogisticNormal", "FisherSnedecor", "NegativeBinomial", "ContinuousBernoulli"}
+               "InverseGamma", "LogisticNormal", "FisherSnedecor", "NegativeBinomial", "ContinuousBernoulli",
+               "GeneralizedPareto"}
 CASES = {k: v for k, v in _ALL.items() if k.split("_")[0] in IMPLEMENTED}

@@ -60,10 +60,18 @@ def _run(lib, D, name, what):
     return v.detach().numpy().copy(), grads
 
 
+# PyTorch 2.13's own failures on float64 parameters ("Double did not match Float"): checked
+# against SciPy instead (test_generalized_pareto_density_and_cdf_match_scipy)
+TORCH_FLOAT64_BUGS = {("GeneralizedPareto", "log_prob"), ("GeneralizedPareto", "cdf")}
+
+
 @needs_torch
 @pytest.mark.parametrize("what", STATS)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_statistics_and_gradients_match_torch(name, what):
+    if (name, what) in TORCH_FLOAT64_BUGS:
+        assert _run(torch, torch.distributions, name, what) == ("RuntimeError", None)
+        return
     tv, tg = _run(torch, torch.distributions, name, what)
     rv, rg = _run(retrograd, RD, name, what)
     if isinstance(tv, str):
@@ -151,6 +159,26 @@ def test_expand_matches_torch(name):
         td.expand((5, 7))
     with pytest.raises(RuntimeError):
         rd.expand((5, 7))
+
+
+def test_generalized_pareto_density_and_cdf_match_scipy():
+    from scipy import stats
+    from retrograd.autograd.gradcheck import gradcheck
+    params, _, value = CASES["GeneralizedPareto"]
+    ref = stats.genpareto(params["concentration"], params["loc"], params["scale"])
+    d, ps = _build(retrograd, RD, "GeneralizedPareto")
+    x = retrograd.tensor(value)
+    np.testing.assert_allclose(d.log_prob(x).detach().numpy(), ref.logpdf(value), rtol=1e-12)
+    np.testing.assert_allclose(d.cdf(x).detach().numpy(), ref.cdf(value), rtol=1e-12)
+    for what in ("log_prob", "cdf"):
+        assert gradcheck(lambda *a: getattr(RD.GeneralizedPareto(*a), what)(x), tuple(ps.values()))
+    # concentration 0: the exponential law
+    f64 = dict(dtype=retrograd.float64)
+    e = RD.GeneralizedPareto(retrograd.tensor([0.5], **f64), retrograd.tensor([2.0], **f64),
+                             retrograd.tensor([0.0], **f64))
+    v = retrograd.tensor([1.7], **f64)
+    np.testing.assert_allclose(e.log_prob(v).numpy(), stats.expon(0.5, 2.0).logpdf(1.7), rtol=1e-12)
+    np.testing.assert_allclose(e.cdf(v).numpy(), stats.expon(0.5, 2.0).cdf(1.7), rtol=1e-12)
 
 
 def test_sample_n_warns_and_samples():

@@ -4,7 +4,7 @@ of PyTorch's API)."""
 from . import constraints
 from .distribution import Distribution, ExponentialFamily
 from .continuous import (Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, Chi2, Beta, StudentT, Dirichlet,
-                         FisherSnedecor)
+                         FisherSnedecor, GeneralizedPareto)
 from .discrete import Bernoulli, Binomial, NegativeBinomial, Geometric, Poisson, ContinuousBernoulli
 from .categorical import Categorical, OneHotCategorical, Multinomial
 from .multivariate import MultivariateNormal, LowRankMultivariateNormal

@@ -5,10 +5,8 @@ Poisson and Binomial (``_standard_gamma`` with its implicit reparameterisation g
 algebra MultivariateNormal uses (cholesky, cholesky_ex, solve_triangular, slogdet, eigvalsh,
 cholesky_solve, cholesky_inverse).
 
-They live here rather than in ops/ so the distributions do not depend on work elsewhere; where
-retrograd itself provides one of them (``retrograd.lgamma``, ``retrograd.linalg.cholesky``...),
-the shim in ``_torch`` prefers retrograd's. The special functions come from SciPy (imported
-lazily). Backward formulas are written with tensor ops, so create_graph works.
+They live here rather than in ops/ so the distributions do not depend on work elsewhere. The
+special functions come from SciPy (imported lazily). Backward formulas are written with tensor ops, so create_graph works.
 """
 import math
 

@@ -1,5 +1,5 @@
 """Continuous univariate distributions and the Dirichlet: Normal, Uniform, Exponential, Laplace,
-Cauchy, Gamma, Chi2, Beta, StudentT, FisherSnedecor, Dirichlet."""
+Cauchy, Gamma, Chi2, Beta, StudentT, FisherSnedecor, GeneralizedPareto, Dirichlet."""
 import math
 from numbers import Number
 
@@ -449,3 +449,63 @@ class FisherSnedecor(Distribution):
         t2 = h1 * ratio.log() + (h1 - 1) * value.log()
         t3 = (h1 + h2) * _t.log1p(ratio * value)
         return t1 + t2 - t3
+
+
+class GeneralizedPareto(Distribution):
+    """Generalized Pareto distribution: ``concentration`` 0 is the exponential law, positive a
+    heavy tail, negative a bounded support ``[loc, loc - scale / concentration]``."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive, "concentration": constraints.real}
+    has_rsample = True
+
+    def __init__(self, loc, scale, concentration, validate_args=None):
+        _init(self, ("loc", "scale", "concentration"), (loc, scale, concentration), validate_args)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        c = self.concentration
+        upper = _t.where(c < 0, self.loc - self.scale / c, math.inf)
+        return constraints.interval(self.loc, upper)
+
+    def _z(self, value):
+        return (value - self.loc) / self.scale
+
+    def _c_or_one(self):
+        """The concentration with its zeros replaced (those entries take the c == 0 branch)."""
+        c = self.concentration
+        return _t.where(c == 0, _t.ones_like(c), c)
+
+    @property
+    def mean(self):
+        c = self.concentration
+        return _t.where(c < 1, self.loc + self.scale / (1 - c), math.nan)
+
+    mode = property(lambda self: self.loc)
+
+    @property
+    def variance(self):
+        c = self.concentration
+        return _t.where(c < 0.5, self.scale.pow(2) / ((1 - c).pow(2) * (1 - 2 * c)), math.nan)
+
+    def rsample(self, sample_shape=Size()):
+        return self.icdf(_uniform(self._extended_shape(sample_shape), self.loc.dtype))
+
+    def log_prob(self, value):
+        self._check(value)
+        z, c = self._z(value), self._c_or_one()
+        lp = -(1 / c + 1) * _t.log1p(c * z)
+        return -self.scale.log() + _t.where(self.concentration == 0, -z, lp)
+
+    def cdf(self, value):
+        self._check(value)
+        z, c = self._z(value), self._c_or_one()
+        log_survival = _t.where(self.concentration == 0, -z, -_t.log1p(c * z) / c)
+        return _t.where(z >= 0, -_t.expm1(log_survival), math.nan)
+
+    def icdf(self, value):
+        c = self._c_or_one()
+        log_survival = _t.log1p(-value)
+        z = _t.where(self.concentration == 0, -log_survival, _t.expm1(-c * log_survival) / c)
+        return self.loc + self.scale * z
+
+    def entropy(self):
+        return self.scale.log() + self.concentration + 1

@@ -333,7 +333,7 @@ def _kl_gamma_infinity(p, q):
     return _inf_like(p.concentration)
 
 
-def _uniform_mean_xlogx(p, _):
+def _uniform_mean_log(p):
     """E[log x] for x ~ Uniform(p.low, p.high) (via the antiderivative x log x - x)."""
     return ((p.high * p.high.log() - p.high) - (p.low * p.low.log() - p.low)) / (p.high - p.low)
 
@@ -430,7 +430,7 @@ def _kl_pareto_normal(p, q):
 def _kl_uniform_beta(p, q):
     a, b = q.concentration1, q.concentration0
     w = p.high - p.low
-    mean_log = _uniform_mean_xlogx(p, None)
+    mean_log = _uniform_mean_log(p)
     one_minus_log = (((1 - p.low) * (1 - p.low).log() - (1 - p.low))
                      - ((1 - p.high) * (1 - p.high).log() - (1 - p.high))) / w
     lbeta = lgamma(a) + lgamma(b) - lgamma(a + b)
@@ -441,7 +441,7 @@ def _kl_uniform_beta(p, q):
 @register_kl(Uniform, Pareto)
 def _kl_uniform_pareto(p, q):
     r = (-(p.high - p.low).log() - q.alpha.log() - q.alpha * q.scale.log()
-         + (q.alpha + 1) * _uniform_mean_xlogx(p, None))
+         + (q.alpha + 1) * _uniform_mean_log(p))
     return _t.where(p.low < q.scale, math.inf, r)
 
 

@@ -106,7 +106,6 @@ class TransformedDistribution(Distribution):
             base = base.expand(expanded[:len(expanded) - base_event_dim])
         extra = t.domain.event_dim - base_event_dim
         if extra > 0:
-            from .transformed import Independent
             base = Independent(base, extra)
         self.base_dist = base
         event_dim = max(t.codomain.event_dim, base_event_dim + t.codomain.event_dim - t.domain.event_dim)
