@@ -142,7 +142,10 @@ def test_enumerate_support_matches_torch(name, expand):
 @needs_torch
 @pytest.mark.parametrize("name", ["Normal", "Bernoulli", "Categorical", "Gamma", "Dirichlet", "MultivariateNormal",
                                   "LowRankMultivariateNormal", "Beta", "StudentT", "Binomial", "Multinomial",
-                                  "RelaxedBernoulli", "RelaxedOneHotCategorical", "LogNormal", "Uniform"])
+                                  "RelaxedBernoulli", "RelaxedOneHotCategorical", "LogNormal", "Uniform", "Chi2",
+                                  "Gumbel", "HalfNormal", "HalfCauchy", "Pareto", "Weibull", "Kumaraswamy",
+                                  "InverseGamma", "FisherSnedecor", "NegativeBinomial",
+                                  "ContinuousBernoulli", "Geometric", "Poisson", "OneHotCategorical"])
 def test_expand_matches_torch(name):
     td, _ = _build(torch, torch.distributions, name)
     rd, _ = _build(retrograd, RD, name)
@@ -179,6 +182,20 @@ def test_generalized_pareto_density_and_cdf_match_scipy():
     v = retrograd.tensor([1.7], **f64)
     np.testing.assert_allclose(e.log_prob(v).numpy(), stats.expon(0.5, 2.0).logpdf(1.7), rtol=1e-12)
     np.testing.assert_allclose(e.cdf(v).numpy(), stats.expon(0.5, 2.0).cdf(1.7), rtol=1e-12)
+
+
+@needs_torch
+def test_expand_of_a_batchless_transformed_distribution_matches_torch():
+    # LogisticNormal over a single vector has batch shape (): any batch shape is reachable
+    out = []
+    for lib, D in ((torch, torch.distributions), (retrograd, RD)):
+        d, _ = _build(lib, D, "LogisticNormal")
+        e = d.expand((5, 7))
+        value = _tensor(lib, CASES["LogisticNormal"][2], False)
+        out.append((tuple(e.batch_shape), tuple(e.base_dist.batch_shape), tuple(e.sample().shape),
+                    e.log_prob(value).detach().numpy()))
+    assert out[1][:3] == out[0][:3]
+    np.testing.assert_allclose(out[1][3], out[0][3], rtol=1e-7)
 
 
 def test_sample_n_warns_and_samples():
