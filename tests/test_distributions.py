@@ -308,3 +308,20 @@ def test_float32_dtypes_and_values_match_torch(name):
         assert r[k][:2] == t[k][:2], k
         if t[k][2] is not None:
             np.testing.assert_allclose(r[k][2], t[k][2], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+@needs_torch
+def test_straight_through_one_hot_rsample_matches_torch():
+    out = []
+    for lib, D in ((torch, torch.distributions), (retrograd, RD)):
+        p = _tensor(lib, [[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]], True)
+        d = D.OneHotCategoricalStraightThrough(probs=p)
+        s = d.rsample((4,))
+        w = _tensor(lib, np.arange(24.0).reshape(4, 2, 3), False)
+        g = lib.autograd.grad((s * w).sum(), p)[0]
+        out.append((repr(d), d.has_rsample, tuple(s.shape), s.grad_fn.name(), g.numpy(),
+                    bool(((s == 0) | (s == 1)).all()), s.sum(-1).detach().numpy()))
+    t, r = out
+    assert r[:4] == t[:4] and r[5] and t[5]
+    np.testing.assert_allclose(r[4], t[4], rtol=1e-12)
+    np.testing.assert_array_equal(r[6], t[6])

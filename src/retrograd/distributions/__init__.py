@@ -6,7 +6,7 @@ from .distribution import Distribution, ExponentialFamily
 from .continuous import (Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, Chi2, Beta, StudentT, Dirichlet,
                          FisherSnedecor, GeneralizedPareto)
 from .discrete import Bernoulli, Binomial, NegativeBinomial, Geometric, Poisson, ContinuousBernoulli
-from .categorical import Categorical, OneHotCategorical, Multinomial
+from .categorical import Categorical, OneHotCategorical, OneHotCategoricalStraightThrough, Multinomial
 from .multivariate import MultivariateNormal, LowRankMultivariateNormal
 from . import transforms
 from .constraint_registry import biject_to, transform_to

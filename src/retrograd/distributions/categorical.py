@@ -180,3 +180,14 @@ class Multinomial(Distribution):
         weights = lgamma(support + 1)
         term2 = (_t.exp(self._binomial.log_prob(support)) * weights).sum([0, -1])
         return n * self._categorical.entropy() - lgamma(n + 1) + term2
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose ``rsample`` passes gradients straight through to ``probs``
+    (the sample's value is one-hot; its gradient is that of ``probs``)."""
+    has_rsample = True
+
+    def rsample(self, sample_shape=Size()):
+        s = self.sample(sample_shape)
+        p = self._categorical.probs
+        return s + (p - p.detach())

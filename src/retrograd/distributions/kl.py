@@ -553,3 +553,9 @@ def _kl_gamma_cb(p, q):
 @register_kl(Pareto, ContinuousBernoulli)
 def _kl_pareto_cb(p, q):
     return _inf_like(p.scale)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p, q):
+    r = -p.entropy() + _gamma_cross_entropy(q, _uniform_mean_log(p), p.mean)
+    return _t.where(p.low < 0, math.inf, r)
