@@ -89,5 +89,5 @@ IMPLEMENTED = {"Normal", "LogNormal", "Uniform", "Bernoulli", "Categorical", "On
                "Geometric", "StudentT", "MultivariateNormal", "LowRankMultivariateNormal", "RelaxedBernoulli",
                "RelaxedOneHotCategorical", "Gumbel", "HalfNormal", "HalfCauchy", "Pareto", "Weibull", "Kumaraswamy",
                "InverseGamma", "LogisticNormal", "FisherSnedecor", "NegativeBinomial", "ContinuousBernoulli",
-               "GeneralizedPareto"}
+               "GeneralizedPareto", "Wishart"}
 CASES = {k: v for k, v in _ALL.items() if k.split("_")[0] in IMPLEMENTED}

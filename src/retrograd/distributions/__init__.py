@@ -7,7 +7,7 @@ from .continuous import (Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, C
                          FisherSnedecor, GeneralizedPareto)
 from .discrete import Bernoulli, Binomial, NegativeBinomial, Geometric, Poisson, ContinuousBernoulli
 from .categorical import Categorical, OneHotCategorical, OneHotCategoricalStraightThrough, Multinomial
-from .multivariate import MultivariateNormal, LowRankMultivariateNormal
+from .multivariate import MultivariateNormal, LowRankMultivariateNormal, Wishart
 from . import transforms
 from .constraint_registry import biject_to, transform_to
 from .transforms import *  # noqa: F401,F403

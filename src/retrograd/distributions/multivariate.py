@@ -1,5 +1,6 @@
 """Gaussian vectors: MultivariateNormal (covariance, precision or Cholesky factor) and
-LowRankMultivariateNormal (covariance ``W W^T + diag(D)``)."""
+LowRankMultivariateNormal (covariance ``W W^T + diag(D)``); the Wishart distribution of
+scatter matrices."""
 import math
 
 import retrograd as _t
@@ -176,3 +177,111 @@ class LowRankMultivariateNormal(Distribution):
     def entropy(self):
         H = 0.5 * (self._event_shape[0] * (1.0 + _LOG_2PI) + self._log_det())
         return H.expand(self._batch_shape) if len(self._batch_shape) else H
+
+
+class Wishart(Distribution):
+    """Wishart distribution over positive-definite matrices, with ``df`` degrees of freedom and
+    scale given by exactly one of ``covariance_matrix``, ``precision_matrix``, ``scale_tril``;
+    samples by the Bartlett decomposition."""
+    support = constraints.positive_definite
+    has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        return {"covariance_matrix": constraints.positive_definite,
+                "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky,
+                "df": constraints.greater_than(self._event_shape[-1] - 1)}
+
+    def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
+        given = [(n, m) for n, m in (("covariance_matrix", covariance_matrix), ("precision_matrix", precision_matrix),
+                                     ("scale_tril", scale_tril)) if m is not None]
+        if len(given) != 1:
+            raise AssertionError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+        name, m = given[0]
+        if m.dim() < 2:
+            raise ValueError(f"{name} must be at least two-dimensional, with optional leading batch dimensions")
+        if not isinstance(df, _t.Tensor):
+            df = _t.tensor(df, dtype=m.dtype)
+        batch_shape = _t.broadcast_shapes(m.shape[:-2], df.shape)
+        p = m.shape[-1]
+        if bool((df <= p - 1).any()):
+            raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = {p - 1}.")
+        setattr(self, name, m.expand(batch_shape + (-1, -1)))
+        self.df = df.expand(batch_shape)
+        super().__init__(batch_shape, m.shape[-2:], validate_args=validate_args)
+        if name == "scale_tril":
+            self._unbroadcasted_scale_tril = m
+        elif name == "covariance_matrix":
+            self._unbroadcasted_scale_tril = cholesky(m)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(m)
+        if bool((self.df < p).any()):
+            import warnings
+            warnings.warn("Low df values detected. Singular samples are highly likely to occur for "
+                          "ndim - 1 < df < ndim.")
+
+    def _full(self, m):
+        return m.expand(self._batch_shape + self._event_shape)
+
+    @lazy_property
+    def scale_tril(self):
+        return self._full(self._unbroadcasted_scale_tril)
+
+    @lazy_property
+    def covariance_matrix(self):
+        L = self._unbroadcasted_scale_tril
+        return self._full(L @ L.mT)
+
+    @lazy_property
+    def precision_matrix(self):
+        return self._full(cholesky_inverse(self._unbroadcasted_scale_tril))
+
+    def _df(self):
+        return self.df.unsqueeze(-1).unsqueeze(-1)
+
+    mean = property(lambda self: self._df() * self.covariance_matrix)
+
+    @property
+    def mode(self):
+        factor = self.df - self._event_shape[-1] - 1
+        factor = _t.where(factor <= 0, math.nan, factor)   # no mode for df <= p + 1
+        return factor.unsqueeze(-1).unsqueeze(-1) * self.covariance_matrix
+
+    @property
+    def variance(self):
+        V = self.covariance_matrix
+        d = V.diagonal(dim1=-2, dim2=-1)
+        return self._df() * (V.pow(2) + d.unsqueeze(-1) * d.unsqueeze(-2))
+
+    def rsample(self, sample_shape=Size()):
+        from .continuous import Chi2
+        p = self._event_shape[-1]
+        shape = Size(sample_shape) + self._batch_shape
+        # Bartlett: L A, A lower triangular, A_ii^2 ~ Chi2(df - i), A_ij ~ N(0, 1) below the diagonal
+        df = self.df.unsqueeze(-1) - _t.arange(p, dtype=self.df.dtype)
+        diag = Chi2(df.expand(shape + (p,))).rsample().sqrt()
+        noise = _standard_normal(shape + (p, p), self.df.dtype).tril(-1)
+        A = noise + _t.diag_embed(diag)
+        LA = self._unbroadcasted_scale_tril @ A
+        return LA @ LA.mT
+
+    def _half_log_det(self):
+        return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+    def log_prob(self, value):
+        self._check(value)
+        from ._ops import mvlgamma, slogdet, cholesky_solve
+        nu, p = self.df, self._event_shape[-1]
+        L = self._unbroadcasted_scale_tril
+        shape = _t.broadcast_shapes(L.shape[:-2], value.shape[:-2])
+        trace = cholesky_solve(value.expand(shape + (p, p)), L.expand(shape + (p, p))).diagonal(
+            dim1=-2, dim2=-1).sum(-1)
+        return (-nu * self._half_log_det() - 0.5 * nu * p * math.log(2) - mvlgamma(0.5 * nu, p)
+                + 0.5 * (nu - p - 1) * slogdet(value).logabsdet - 0.5 * trace)
+
+    def entropy(self):
+        from ._ops import mvlgamma, digamma
+        nu, p = self.df, self._event_shape[-1]
+        multi_digamma = digamma(0.5 * nu.unsqueeze(-1) - _t.arange(p, dtype=nu.dtype) / 2).sum(-1)
+        return ((p + 1) * self._half_log_det() + 0.5 * p * (p + 1) * math.log(2) + mvlgamma(0.5 * nu, p)
+                - 0.5 * (nu - p - 1) * multi_digamma + 0.5 * nu * p)
