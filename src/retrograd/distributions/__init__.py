@@ -17,3 +17,12 @@ from .transformed import (Independent, TransformedDistribution, LogNormal, Relax
 from .derived import Gumbel, HalfNormal, HalfCauchy, Pareto, Weibull, Kumaraswamy, InverseGamma, LogisticNormal
 from . import kl
 from .kl import kl_divergence, register_kl
+
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
+           "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "GeneralizedPareto",
+           "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy",
+           "Laplace", "LogNormal", "LogisticNormal", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial",
+           "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+           "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution",
+           "Uniform", "Weibull", "Wishart", "biject_to", "constraints", "kl_divergence", "register_kl",
+           "transform_to", "transforms"] + transforms.__all__

@@ -151,7 +151,7 @@ class Binomial(_Binary):
         return n
 
     def entropy(self):
-        n = self._homogeneous_count("entropy")
+        self._homogeneous_count("entropy")
         lp = self.log_prob(self.enumerate_support(False))
         return -(_t.exp(lp) * lp).sum(0)
 

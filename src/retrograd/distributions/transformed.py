@@ -1,7 +1,6 @@
 """Distributions built from others: Independent (batch dimensions read as event dimensions),
 TransformedDistribution and those defined through it (LogNormal, RelaxedBernoulli,
 RelaxedOneHotCategorical), and MixtureSameFamily."""
-import math
 from numbers import Number
 
 import retrograd as _t
