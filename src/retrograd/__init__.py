@@ -108,3 +108,14 @@ def is_floating_point(input):
 
 def is_complex(input):
     return input.is_complex()
+
+
+_LAZY_SUBMODULES = ("distributions",)
+
+
+def __getattr__(name):
+    # Heavier subpackages load on first use, keeping ``import retrograd`` fast.
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -178,9 +178,13 @@ class _Hook(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def __getattr__(name):
             if own is not None:
                 try:
-                    return own(name)
+                    r = own(name)
                 except AttributeError:
                     pass
+                else:
+                    if isinstance(r, types.ModuleType) and r.__name__.startswith("retrograd."):
+                        hook._patch(r, f"{torch_name}.{name}")   # a lazily loaded subpackage
+                    return r
             if name.startswith("__"):
                 raise AttributeError(f"module {mod.__name__!r} has no attribute {name!r}")
             sub = f"{mod.__name__}.{name}"

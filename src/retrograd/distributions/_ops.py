@@ -1,0 +1,610 @@
+"""The few differentiable ops ``torch.distributions`` needs that retrograd's op families lack:
+lgamma / digamma / polygamma / mvlgamma / logit / gammainc, the samplers behind Gamma, Dirichlet,
+Poisson and Binomial (``_standard_gamma`` with its implicit reparameterisation gradient,
+``_sample_dirichlet``, ``_dirichlet_grad``, ``poisson``, ``binomial``), and the triangular linear
+algebra MultivariateNormal uses (cholesky, cholesky_ex, solve_triangular, slogdet, eigvalsh,
+cholesky_solve, cholesky_inverse).
+
+They live here rather than in ops/ so the distributions do not depend on work elsewhere. The
+special functions come from SciPy (imported lazily). Backward formulas are written with tensor ops, so create_graph works.
+"""
+import math
+
+import numpy as np
+
+from ..ops._base import OpNode, node_for, save, finish, arr, Tensor, zeros_grad
+from .. import _dtype as D
+
+_HALF = np.float16
+
+
+def _sp():
+    import scipy.special as sp
+    return sp
+
+
+def _float_data(t):
+    x = t._data
+    if x.dtype.kind in "iub":
+        x = x.astype(D._default[0].np)
+    return x
+
+
+def _elementwise(name, node_name, fwd, bwd):
+    """Op ``name(x)``: forward ``fwd(array)`` (computed in float32 for half, as PyTorch does),
+    node ``node_name`` saving the input, backward ``bwd(g, x)``."""
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return bwd(g, x)
+
+    cls = type(node_name, (OpNode,), {"backward": backward, "__module__": __name__})
+
+    def op(input):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        x = _float_data(input)
+        half = x.dtype == _HALF
+        with np.errstate(all="ignore"):
+            r = fwd(x.astype(np.float32) if half else x)
+        r = arr(np.asarray(r).astype(x.dtype, copy=False))
+        node = node_for(cls, (input,))
+        res = finish(node, r)
+        if node is not None:
+            save(node, input)
+        return res
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise ``{name}`` (differentiable)."
+    return op, cls
+
+
+def _digamma_np(x):
+    r = _sp().psi(x)
+    # PyTorch: digamma(0.) is -inf, digamma(-0.) is inf (whatever SciPy's version gives)
+    return np.where(x == 0, np.where(np.signbit(x), np.inf, -np.inf), r)
+
+
+lgamma, LgammaBackward0 = _elementwise("lgamma", "LgammaBackward0", lambda a: _sp().gammaln(a),
+                                       lambda g, x: g * digamma(x))
+digamma, DigammaBackward0 = _elementwise("digamma", "DigammaBackward0", _digamma_np,
+                                         lambda g, x: g * polygamma(1, x))
+
+
+class PolygammaBackward0(OpNode):
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return g * polygamma(self.n + 1, x)
+
+
+def polygamma(n, input):
+    """``polygamma(n, x)``: the n-th derivative of digamma (differentiable in ``x``)."""
+    if n == 0:
+        return digamma(input)
+    x = _float_data(input)
+    with np.errstate(all="ignore"):
+        r = _sp().polygamma(n, x.astype(np.float64)).astype(x.dtype)
+    node = node_for(PolygammaBackward0, (input,))
+    res = finish(node, arr(r))
+    if node is not None:
+        node.n = n
+        save(node, input)
+    return res
+
+
+class MvlgammaBackward0(OpNode):
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        from .. import arange
+        return g * digamma(x.unsqueeze(-1) - arange(self.p, dtype=x.dtype) / 2).sum(-1)
+
+
+def mvlgamma(input, p):
+    """Multivariate log-gamma of dimension ``p``."""
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    x = _float_data(input)
+    with np.errstate(all="ignore"):
+        r = _sp().gammaln(x[..., None] - np.arange(p) / 2).sum(-1) + (p * (p - 1) / 4) * math.log(math.pi)
+    node = node_for(MvlgammaBackward0, (input,))
+    res = finish(node, arr(np.asarray(r).astype(x.dtype)))
+    if node is not None:
+        node.p = p
+        save(node, input)
+    return res
+
+
+class LogitBackward0(OpNode):
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        eps = self.eps
+        grad = g / (x * (1 - x))
+        if eps is None:
+            return grad
+        from ..ops._base import masked_grad
+        xd = x._data
+        return masked_grad(grad, (xd >= eps) & (xd <= 1 - eps), x)
+
+
+def logit(input, eps=None):
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    x = _float_data(input)
+    z = x if eps is None else np.clip(x, eps, 1 - eps)
+    with np.errstate(all="ignore"):
+        r = np.log(z / (1 - z)).astype(x.dtype, copy=False)
+    node = node_for(LogitBackward0, (input,))
+    res = finish(node, arr(r))
+    if node is not None:
+        node.eps = eps
+        save(node, input)
+    return res
+
+
+class IgammaBackward0(OpNode):
+    def backward(self, g):
+        a, x = self.saved_tensors
+        from .. import exp, log
+        nf = self.next_functions
+        if nf[0][0] is not None:
+            raise NotImplementedError("the derivative for 'igamma: input' is not implemented.")
+        # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a)
+        return None, g * exp((a - 1) * log(x) - x - lgamma(a))
+
+
+def gammainc(input, other):
+    """The regularized lower incomplete gamma function P(input, other)."""
+    from .. import broadcast_tensors
+    a, x = broadcast_tensors(input, other) if isinstance(other, Tensor) else (input, other)
+    ad, xd = _float_data(a), _float_data(x)
+    dt = np.result_type(ad.dtype, xd.dtype)
+    with np.errstate(all="ignore"):
+        r = _sp().gammainc(ad.astype(np.float64), xd.astype(np.float64)).astype(dt)
+    node = node_for(IgammaBackward0, (a, x))
+    res = finish(node, arr(r))
+    if node is not None:
+        save(node, a, x)
+    return res
+
+
+# --- sampling --------------------------------------------------------------------------------
+
+def _standard_gamma_grad_np(alpha, x):
+    """d sample / d alpha of a Gamma(alpha, 1) sample ``x`` (implicit reparameterisation), with
+    PyTorch's approximations: a Taylor series for small x, Rice's saddle point expansion for
+    large alpha, a bivariate rational approximation elsewhere."""
+    out_dt = np.result_type(alpha.dtype, x.dtype)
+    alpha, x = np.broadcast_arrays(alpha.astype(np.float64), x.astype(np.float64))
+    out = np.empty(alpha.shape)
+    sp = _sp()
+    with np.errstate(all="ignore"):
+        small = x < 0.8
+        a, xs = alpha[small], x[small]
+        numer = np.ones_like(xs)
+        denom = a.copy()
+        s1, s2 = numer / denom, numer / (denom * denom)
+        for i in range(1, 6):
+            numer = numer * (-xs / i)
+            denom = denom + 1
+            s1 = s1 + numer / denom
+            s2 = s2 + numer / (denom * denom)
+        pxa = xs ** a
+        pdf = xs ** (a - 1) * np.exp(-xs)
+        cdf = pxa * s1
+        cdf_a = (np.log(xs) - sp.psi(a)) * cdf - pxa * s2
+        r = -cdf_a / pdf
+        out[small] = np.where(np.isnan(r), 0.0, r)
+
+        big = ~small & (alpha > 8.0)
+        a, xs = alpha[big], x[big]
+        near = (0.9 * a <= xs) & (xs <= 1.1 * a)
+        n1 = 1 + 24 * a * (1 + 12 * a)
+        n2 = 1440 * (a * a) + 6 * xs * (53 - 120 * xs) - 65 * xs * xs / a + a * (107 + 3600 * xs)
+        r_near = n1 * n2 / (1244160 * (a * a) * (a * a))
+        den = np.sqrt(8 * a)
+        t2 = den / (a - xs)
+        t3 = (xs - a - a * np.log(xs / a)) ** -1.5
+        t23 = np.where(xs < a, t2 - t3, t2 + t3)
+        t1 = np.log(xs / a) * t23 - np.sqrt(2 / a) * (a + xs) / ((a - xs) * (a - xs))
+        stirling = 1 + 1 / (12 * a) * (1 + 1 / (24 * a))
+        out[big] = np.where(near, r_near, -stirling * (xs * t1) / den)
+
+        rest = ~small & ~(alpha > 8.0)
+        a, xs = alpha[rest], x[rest]
+        u, v = np.log(xs / a), np.log(a)
+        c = np.array([[0.16009398, -0.094634809, 0.025146376, -0.0030648343,
+                       1, 0.32668115, 0.10406089, 0.0014179084],
+                      [0.53487893, 0.1298071, 0.065735949, -0.0015649758,
+                       0.16639465, 0.020070113, -0.0035938915, -0.00058392623],
+                      [0.040121004, -0.0065914022, -0.0026286047, -0.0013441777,
+                       0.017050642, -0.0021309326, 0.00085092367, -1.5247877e-07]])
+        cv = [c[0, i] + u * (c[1, i] + u * c[2, i]) for i in range(8)]
+        p = cv[0] + v * (cv[1] + v * (cv[2] + v * cv[3]))
+        q = cv[4] + v * (cv[5] + v * (cv[6] + v * cv[7]))
+        out[rest] = np.exp(p / q)
+    return out.astype(out_dt)
+
+
+def _standard_gamma_grad(self, output):
+    """The gradient of a standard Gamma sample w.r.t. its concentration (no derivative)."""
+    return finish(None, arr(_standard_gamma_grad_np(_float_data(self), _float_data(output))))
+
+
+class StandardGammaBackward0(OpNode):
+    def backward(self, g):
+        (alpha,) = self.saved_tensors
+        return g * finish(None, arr(_standard_gamma_grad_np(alpha._data, self.sample)))
+
+
+def _tiny(dt):
+    return np.finfo(dt).tiny
+
+
+def _standard_gamma(input, generator=None):
+    """Samples of Gamma(input, 1), differentiable in ``input`` (implicit reparameterisation)."""
+    from .._creation import _gen as g
+    a = _float_data(input)
+    s = g(generator).standard_gamma(a.astype(np.float64))
+    # PyTorch clamps samples away from 0 (its sampler never returns 0)
+    s = np.maximum(s, _tiny(a.dtype)).astype(a.dtype)
+    s = arr(s)
+    node = node_for(StandardGammaBackward0, (input,))
+    res = finish(node, s)
+    if node is not None:
+        node.sample = s
+        save(node, input)
+    return res
+
+
+def _sample_dirichlet(input, generator=None):
+    """Dirichlet samples along the last dimension (no gradient: Dirichlet.rsample adds one)."""
+    from .._creation import _gen as g
+    a = _float_data(input)
+    s = g(generator).standard_gamma(a.astype(np.float64))
+    s = s / s.sum(-1, keepdims=True)
+    s = np.clip(s, _tiny(a.dtype), 1.0)
+    return finish(None, arr(s.astype(a.dtype)))
+
+
+def _dirichlet_grad_np(x, alpha, total):
+    """PyTorch's approximate reparameterised gradient of a Dirichlet sample coordinate."""
+    out_dt = np.result_type(x.dtype, alpha.dtype, total.dtype)
+    x, alpha, total = (np.asarray(v, np.float64) for v in np.broadcast_arrays(x, alpha, total))
+    out = np.empty(x.shape)
+    sp = _sp()
+    beta = total - alpha
+    boundary = total * x * (1 - x)
+    with np.errstate(all="ignore"):
+        m_small = (x <= 0.5) & (boundary < 2.5)
+        m_one = ~m_small & (x >= 0.5) & (boundary < 0.75)
+        m_mid = ~m_small & ~m_one & (alpha > 6) & (beta > 6)
+        m_rest = ~m_small & ~m_one & ~m_mid
+
+        def grad_alpha_small(x, a, b):
+            factor = sp.psi(a) - sp.psi(a + b) - np.log(x)
+            numer = np.ones_like(x)
+            series = numer / a * (factor + 1 / a)
+            for i in range(1, 11):
+                numer = numer * ((i - b) * x / i)
+                den = a + i
+                series = series + numer / den * (factor + 1 / den)
+            r = x * (1 - x) ** -b * series
+            return np.where(np.isnan(r), 0.0, r)
+
+        def grad_beta_small(x, a, b):
+            factor = sp.psi(a + b) - sp.psi(b)
+            numer, betas, dbetas = np.ones_like(x), np.ones_like(x), np.zeros_like(x)
+            series = factor / a
+            for i in range(1, 9):
+                numer = numer * (-x / i)
+                dbetas = dbetas * (b - i) + betas
+                betas = betas * (b - i)
+                series = series + numer / (a + i) * (dbetas + factor * betas)
+            r = -(1 - x) ** (1 - b) * series
+            return np.where(np.isnan(r), 0.0, r)
+
+        out[m_small] = grad_alpha_small(x[m_small], alpha[m_small], beta[m_small])
+        out[m_one] = -grad_beta_small(1 - x[m_one], beta[m_one], alpha[m_one])
+
+        xm, a, b = x[m_mid], alpha[m_mid], beta[m_mid]
+        tot = a + b
+        mean = a / tot
+        std = np.sqrt(a * b / (tot + 1)) / tot
+        near = (mean - 0.1 * std <= xm) & (xm <= mean + 0.1 * std)
+        poly = 47 * xm * (b * b) * (b * b) + a * (
+            (43 + 20 * (16 + 27 * b) * xm) * (b * b) * b + a * (
+                3 * (59 + 180 * b - 90 * xm) * (b * b) + a * (
+                    (453 + 1620 * b * (1 - xm) - 455 * xm) * b + a * (8 * (1 - xm) * (135 * b - 11)))))
+        pre_num = (1 + 12 * a) * (1 + 12 * b) / (tot * tot)
+        pre_den = 12960 * a * a * a * b * b * (1 + 12 * tot)
+        r_near = pre_num / (1 - xm) * poly / pre_den
+        prefactor = -xm / np.sqrt(2 * a * b / tot)
+        stirling = ((1 + 1 / (12 * a) + 1 / (288 * a * a)) * (1 + 1 / (12 * b) + 1 / (288 * b * b))
+                    / (1 + 1 / (12 * tot) + 1 / (288 * tot * tot)))
+        t1n = 2 * (a * a) * (xm - 1) + a * b * (xm - 1) - xm * (b * b)
+        axbx = a * (xm - 1) + b * xm
+        t1 = t1n / (np.sqrt(2 * a / b) * tot ** 1.5 * axbx * axbx)
+        t2 = 0.5 * np.log(a / (tot * xm))
+        t3 = np.sqrt(8 * a * b / tot) / (b * xm + a * (xm - 1))
+        t4 = (b * np.log(b / (tot * (1 - xm))) + a * np.log(a / (tot * xm))) ** -1.5
+        t1234 = t1 + t2 * (t3 + np.where(xm < mean, t4, -t4))
+        out[m_mid] = np.where(near, r_near, stirling * prefactor * t1234)
+
+        xr, a, tot = x[m_rest], alpha[m_rest], total[m_rest]
+        b = tot - a
+        c = _DIRICHLET_C
+        u = np.log(xr)
+        aa = np.log(a) - u
+        bb = np.log(tot) - aa
+        pu, pa = (np.ones_like(u), u, u * u), (np.ones_like(aa), aa, aa * aa)
+        p = np.zeros_like(u)
+        q = np.zeros_like(u)
+        for i in range(3):
+            for j in range(3):
+                ua = pu[i] * pa[j]
+                k0, k1 = c[0][i][j], c[1][i][j]
+                p = p + ua * (k0[0] + bb * (k0[1] + bb * (k0[2] + bb * k0[3])))
+                q = q + ua * (k1[0] + bb * (k1[1] + bb * (k1[2] + bb * k1[3])))
+        approx = xr * (sp.psi(tot) - sp.psi(a)) / b
+        out[m_rest] = p / q * approx
+    return out.astype(out_dt)
+
+
+_DIRICHLET_C = (
+    (((1.003668233, -0.01061107488, -0.0657888334, 0.01201642863),
+      (0.6336835991, -0.3557432599, 0.05486251648, -0.001465281033),
+      (-0.03276231906, 0.004474107445, 0.002429354597, -0.0001557569013)),
+     ((0.221950385, -0.3187676331, 0.01799915743, 0.01074823814),
+      (-0.2951249643, 0.06219954479, 0.01535556598, 0.001550077057),
+      (0.02155310298, 0.004170831599, 0.001292462449, 6.976601077e-05)),
+     ((-0.05980841433, 0.008441916499, 0.01085618172, 0.002319392565),
+      (0.02911413504, 0.01400243777, -0.002721828457, 0.000751041181),
+      (0.005900514878, -0.001936558688, -9.495446725e-06, 5.385558597e-05))),
+    (((1, -0.02924021934, -0.04438342661, 0.007285809825),
+      (0.6357567472, -0.3473456711, 0.05454656494, -0.002407477521),
+      (-0.03301322327, 0.004845219414, 0.00231480583, -0.0002307248149)),
+     ((0.5925320577, -0.1757678135, 0.01505928619, 0.000564515273),
+      (0.1014815858, -0.06589186703, 0.01272886114, -0.0007316646956),
+      (-0.007258481865, 0.001096195486, 0.0003934994223, -4.12701925e-05)),
+     ((0.06469649321, -0.0236701437, 0.002902096474, -5.896963079e-05),
+      (0.001925008108, -0.002869809258, 0.0008000589141, -6.063713228e-05),
+      (-0.0003477407336, 6.959756487e-05, 1.097287507e-05, -1.650964693e-06))),
+)
+
+
+def _dirichlet_grad(x, alpha, total):
+    """PyTorch's ``_dirichlet_grad``: d x / d alpha for Dirichlet samples (no derivative)."""
+    return finish(None, arr(_dirichlet_grad_np(_float_data(x), _float_data(alpha), _float_data(total))))
+
+
+def poisson(input, generator=None):
+    """Poisson samples with rates ``input`` (same dtype; zero gradient, as in PyTorch)."""
+    from .._creation import _gen as g
+    a = _float_data(input)
+    s = g(generator).poisson(a.astype(np.float64)).astype(a.dtype)
+    node = node_for(PoissonBackward0, (input,))
+    return finish(node, arr(s))
+
+
+def binomial(count, prob, generator=None):
+    """Binomial samples (``count`` trials with success probability ``prob``)."""
+    from .._creation import _gen as g
+    n, p = np.broadcast_arrays(_float_data(count), _float_data(prob))
+    s = g(generator).binomial(n.astype(np.int64), np.clip(p.astype(np.float64), 0, 1))
+    return finish(None, arr(s.astype(np.result_type(n.dtype, p.dtype))))
+
+
+class PoissonBackward0(OpNode):
+    def backward(self, g):
+        return zeros_grad(g)
+
+
+# --- linear algebra --------------------------------------------------------------------------
+
+def _linalg_error():
+    from ..linalg import LinAlgError
+    return LinAlgError
+
+
+def _cholesky_np(a, upper=False):
+    """Batched Cholesky factors and PyTorch's ``info`` (0, or the order of the first
+    non-positive-definite leading minor)."""
+    shape = a.shape
+    try:
+        L = np.linalg.cholesky(a)
+        info = np.zeros(shape[:-2], dtype=np.int32)
+    except np.linalg.LinAlgError:   # find which matrices fail, one by one
+        flat = a.reshape((-1,) + shape[-2:])
+        L = np.zeros_like(flat)
+        info = np.zeros(flat.shape[0], dtype=np.int32)
+        for i, m in enumerate(flat):
+            try:
+                L[i] = np.linalg.cholesky(m)
+            except np.linalg.LinAlgError:
+                info[i] = _failing_minor(m)
+                L[i] = np.nan
+        L = L.reshape(shape)
+        info = info.reshape(shape[:-2])
+    if upper:
+        L = np.swapaxes(L, -1, -2).conj()
+    return L, info
+
+
+def _failing_minor(m):
+    n = m.shape[-1]
+    for k in range(1, n + 1):
+        try:
+            np.linalg.cholesky(m[:k, :k])
+        except np.linalg.LinAlgError:
+            return k
+    return n
+
+
+class LinalgCholeskyExBackward0(OpNode):
+    def backward(self, g):
+        (L,) = self.saved_tensors
+        if self.upper:
+            L, g = L.mT, g.mT
+        # PyTorch's formula: Ā = L⁻ᴴ Φ L⁻¹ with Φ the symmetric matrix whose lower triangle is
+        # that of Lᴴ Ḡ, off-diagonal entries halved (tril(Lᴴ Ḡ) equals tril(Lᴴ tril(Ḡ)))
+        M = (L.mT @ g).tril()
+        S = (M + M.tril(-1).mT) * 0.5
+        S = solve_triangular(L.mT, S, upper=True, left=True)
+        return solve_triangular(L, S, upper=False, left=False)
+
+
+def _check_square(A, name):
+    if A.dim() < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """``(L, info)``: the Cholesky factor and 0 / the order of the failing leading minor."""
+    _check_square(A, "cholesky")
+    Ld, info = _cholesky_np(_float_data(A), upper)
+    if check_errors and info.any():
+        cholesky(A, upper=upper)
+    node = node_for(LinalgCholeskyExBackward0, (A,))
+    L = finish(node, arr(Ld))
+    if node is not None:
+        node.upper = upper
+        from ..ops._base import save_output
+        save_output(node, L)
+    return _CholeskyEx(L, finish(None, arr(info)))
+
+
+def _named_tuple(name, fields):
+    from collections import namedtuple
+    t = namedtuple(name, fields)
+    t.__module__ = "torch.return_types"
+    return t
+
+
+_CholeskyEx = _named_tuple("linalg_cholesky_ex", ["L", "info"])
+_Slogdet = _named_tuple("linalg_slogdet", ["sign", "logabsdet"])
+
+
+def cholesky(A, *, upper=False, out=None):
+    """The Cholesky factor of (a batch of) symmetric positive-definite matrices."""
+    L, info = cholesky_ex(A, upper=upper)
+    if info._data.any():
+        bad = info._data.reshape(-1)
+        k = int(bad[bad != 0][0])
+        if info._data.ndim == 0:
+            msg = (f"linalg.cholesky: The factorization could not be completed because the input is not "
+                   f"positive-definite (the leading minor of order {k} is not positive-definite).")
+        else:
+            b = int(np.flatnonzero(bad)[0])
+            msg = (f"linalg.cholesky: (Batch element {b}): The factorization could not be completed because "
+                   f"the input is not positive-definite (the leading minor of order {k} is not "
+                   "positive-definite).")
+        raise _linalg_error()(msg)
+    return L
+
+
+class LinalgSolveTriangularBackward0(OpNode):
+    def backward(self, g):
+        A, X = self.saved_tensors
+        nf = self.next_functions
+        upper, left, unit = self.upper, self.left, self.unitriangular
+        gB = solve_triangular(A.mT, g, upper=not upper, left=left, unitriangular=unit)
+        gA = None
+        if nf[0][0] is not None:
+            gA = -(gB @ X.mT) if left else -(X.mT @ gB)
+            gA = gA.triu(1 if unit else 0) if upper else gA.tril(-1 if unit else 0)
+        return gA, (gB if nf[1][0] is not None else None)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """Solve ``A X = B`` (``X A = B`` when ``left=False``) for triangular ``A``."""
+    a, b = _float_data(A), _float_data(B)
+    dt = np.result_type(a.dtype, b.dtype)
+    a = np.triu(a) if upper else np.tril(a)
+    if unitriangular:
+        n = a.shape[-1]
+        a = a.copy()
+        a[..., np.arange(n), np.arange(n)] = 1
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    with np.errstate(all="ignore"):
+        if left:
+            x = _tri_solve(a, b, upper)
+        else:   # X A = B  <=>  Aᵀ Xᵀ = Bᵀ
+            x = np.swapaxes(_tri_solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), not upper), -1, -2)
+    node = node_for(LinalgSolveTriangularBackward0, (A, B))
+    res = finish(node, arr(np.ascontiguousarray(x.astype(dt))))
+    if node is not None:
+        node.upper, node.left, node.unitriangular = upper, left, unitriangular
+        from ..ops._base import save_output
+        save(node, A)
+        save_output(node, res)
+    return res
+
+
+def _tri_solve(a, b, upper):
+    """Forward / back substitution over the last two axes (a zero on the diagonal gives inf /
+    nan as LAPACK's trtrs would, rather than raising): row by row, vectorised over the batch,
+    for small matrices; LAPACK matrix by matrix for large ones."""
+    n = a.shape[-1]
+    if n > 16:
+        from scipy.linalg import solve_triangular as st
+        batch = a.shape[:-2]
+        fa, fb = a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:])
+        out = np.empty(fb.shape, dtype=np.result_type(a, b))
+        for i in range(fa.shape[0]):
+            out[i] = st(fa[i], fb[i], lower=not upper, check_finite=False)
+        return out.reshape(batch + b.shape[-2:])
+    x = np.zeros(np.broadcast_shapes(a.shape[:-1], b.shape[:-2] + (n,)) + b.shape[-1:], dtype=np.result_type(a, b))
+    order = range(n - 1, -1, -1) if upper else range(n)
+    for i in order:
+        acc = b[..., i, :] - np.einsum("...j,...jk->...k", a[..., i, :], x)
+        x[..., i, :] = acc / a[..., i, i, None]
+    return x
+
+
+class LinalgSlogdetBackward0(OpNode):
+    def backward(self, g):
+        (A,) = self.saved_tensors
+        from .. import linalg
+        return g.unsqueeze(-1).unsqueeze(-1) * linalg.inv(A).mT
+
+
+def slogdet(A, *, out=None):
+    """``(sign, logabsdet)`` of (a batch of) square matrices."""
+    _check_square(A, "slogdet")
+    a = _float_data(A)
+    s, l = np.linalg.slogdet(a)
+    node = node_for(LinalgSlogdetBackward0, (A,))
+    logabs = finish(node, arr(l.astype(a.dtype)))
+    if node is not None:
+        save(node, A)
+    return _Slogdet(finish(None, arr(s.astype(a.dtype))), logabs)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """Eigenvalues of symmetric matrices, ascending (no gradient: used for constraint checks)."""
+    a = _float_data(A)
+    return finish(None, arr(np.linalg.eigvalsh(a, UPLO=UPLO).astype(a.dtype)))
+
+
+def cholesky_solve(B, L, upper=False):
+    """Solve ``A X = B`` given the Cholesky factor ``L`` of ``A``."""
+    if upper:
+        return solve_triangular(L, solve_triangular(L.mT, B, upper=False), upper=True)
+    return solve_triangular(L.mT, solve_triangular(L, B, upper=False), upper=True)
+
+
+def cholesky_inverse(L, upper=False):
+    """``A⁻¹`` given the Cholesky factor ``L`` of ``A``."""
+    from .. import eye
+    n = L.shape[-1]
+    return cholesky_solve(eye(n, dtype=L.dtype).expand(L.shape), L, upper)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """Indices (2 x N) of the lower triangle of a row x col matrix, row by row."""
+    r, c = np.tril_indices(row, offset, col)
+    return finish(None, arr(np.stack([r, c]).astype(np.int64 if dtype is None else dtype.np)))
