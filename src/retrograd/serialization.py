@@ -368,14 +368,39 @@ def _write_atomic(path, data):
     _fsync_dir(folder)
 
 
+_TORCH_SUFFIXES = (".pt", ".pth")
+
+
+def _save_format(f, format):
+    if format is not None:
+        if format not in ("torch", "retrograd"):
+            raise ValueError(f"retrograd.save: format must be 'torch' or 'retrograd', not {format!r}")
+        return format
+    name = f if isinstance(f, (str, bytes, os.PathLike)) else getattr(f, "name", None)
+    if isinstance(name, (str, bytes, os.PathLike)):
+        name = os.fsdecode(name)
+        if name.lower().endswith(_TORCH_SUFFIXES):
+            return "torch"
+    return "retrograd"
+
+
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
-         _disable_byteorder_record=False):
-    """Save ``obj`` (tensors, numbers, strings, None, nested dicts/lists/tuples) to ``f``.
+         _disable_byteorder_record=False, *, format=None):
+    """Save ``obj`` to ``f``, in retrograd's checkpoint format or in PyTorch's.
+
+    ``format="retrograd"`` (the default): tensors, numbers, strings, None and nested
+    dicts/lists/tuples, in safetensors with the structure as JSON (never pickled).
+    ``format="torch"``: PyTorch's zip format (``torch.load`` reads it; state_dicts load with its
+    default ``weights_only=True``); any picklable object, e.g. a whole module. A path or file
+    named ``*.pt``/``*.pth`` gets PyTorch's format unless ``format`` says otherwise, since that
+    is what users (and PyTorch) expect to find there.
 
     ``f`` is a path (written atomically: temporary file in the same folder, fsync, rename;
     symlinks are written through and an existing file keeps its mode) or a writable binary
     file object. Tensors are streamed to the file, never serialised in memory first.
     """
+    if _save_format(f, format) == "torch":
+        return _save_torch(obj, f)
     if pickle_module is not None:
         raise ValueError("retrograd.save never pickles: pickle_module is not supported")
     plan = _plan(obj)  # refuses what cannot be stored before touching the file system
@@ -387,6 +412,19 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         except Exception:
             seekable = False
         _write_checkpoint(plan, f, seekable)
+        if hasattr(f, "flush"):
+            f.flush()
+
+
+def _save_torch(obj, f):
+    from . import _torch_format
+    buf = io.BytesIO()
+    _torch_format.save_torch(obj, buf)     # refuses what cannot be pickled before touching the file
+    data = buf.getbuffer()
+    if isinstance(f, (str, bytes, os.PathLike)):
+        _write_atomic(f, lambda fh: fh.write(data))
+    else:
+        f.write(data)
         if hasattr(f, "flush"):
             f.flush()
 
@@ -953,9 +991,34 @@ _ST_TO_TENSOR = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "
                  "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool", "C64": "complex64"}
 
 
+def _peekable(f):
+    try:
+        if f.seekable():
+            return f
+    except Exception:
+        pass
+    return io.BytesIO(f.read())
+
+
+def _load_torch(buf, name, map_location, weights_only, mmap, is_path):
+    from . import _torch_format
+    if mmap and not is_path:
+        raise ValueError("f must be a file path in order to use the mmap argument")
+    if weights_only is None:
+        weights_only = True
+    return _torch_format.load_torch(buf, name, map_location, weights_only=bool(weights_only), mmap=bool(mmap))
+
+
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
-    """Load what ``save`` wrote, or a plain safetensors file (as a flat dict of tensors).
-    Never executes code from the file (no pickle).
+    """Load what ``save`` wrote, a plain safetensors file (as a flat dict of tensors), or a
+    PyTorch checkpoint (the zip format ``torch.save`` writes).
+
+    retrograd's own files are never unpickled. PyTorch files are read by a restricted pickle
+    machine that resolves only tensor/storage/dtype/container names to retrograd's own
+    functions (PyTorch's ``weights_only=True``); anything else raises
+    ``WeightsOnlyUnpicklingError`` naming it. ``weights_only=False`` is the explicit opt-in to
+    ordinary unpickling, which can run code from the file (trusted files only). ``mmap=True``
+    (paths only) keeps a PyTorch file's tensors as copy-on-write views of the mapped file.
 
     ``map_location`` as in PyTorch: None (tensors return to the device they were saved
     from), a device or string ('cpu', 'cuda:0'), a dict {saved location: new location}, or a
@@ -966,7 +1029,20 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     name = os.fsdecode(f) if isinstance(f, (str, bytes, os.PathLike)) else getattr(f, "name", "<file object>")
     if not isinstance(name, str):
         name = repr(name)
+    is_path = isinstance(f, (str, bytes, os.PathLike))
+    if not is_path:
+        f = _peekable(f)
+        head = f.read(4)
+        if isinstance(head, str):
+            raise TypeError("retrograd.load needs a binary file")
+        f.seek(-len(head), 1)
+        if head == b"PK\x03\x04":
+            return _load_torch(f.read(), name, map_location, weights_only, mmap, is_path)
     src = _Source(f, name)
+    if is_path and bytes(src.buf[:4]) == b"PK\x03\x04":
+        return _load_torch(src.buf, name, map_location, weights_only, mmap, is_path)
+    if mmap and not is_path:
+        raise ValueError("f must be a file path in order to use the mmap argument")
     root, entries, body = _parse(src, read_body=not _to_meta(map_location))
     dec = _Decoder(entries, body, map_location, name, budget=2 * max(src.size, 1))
     try:
