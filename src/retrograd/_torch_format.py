@@ -80,6 +80,7 @@ _STORAGE_TYPES = {
 }
 _STORAGE_OF = {v: k for k, v in _STORAGE_TYPES.items()}
 _MAX_NDIM = 64
+_BIG = 1 << 62
 
 
 class _DtypeRef:
@@ -148,6 +149,11 @@ class _Archive:
             if start + zi.file_size > size:
                 _fail(name, f"member {zi.filename[:80]!r} runs past the end of the file (truncated?)")
             self.members[zi.filename] = (start, zi.file_size)
+        end = 0
+        for start, n in sorted(self.members.values()):
+            if start < end:   # two entries sharing bytes would let a small file expand on loading
+                _fail(name, "its members overlap")
+            end = start + n
         pkl = [n for n in self.members if n == "data.pkl" or n.endswith("/data.pkl")]
         if not pkl:
             _fail(name, "the archive has no data.pkl")
@@ -237,6 +243,8 @@ def _fixed_globals():
         def make(*args):
             if len(args) > 1 or (args and not isinstance(args[0], (list, tuple, set, frozenset))):
                 _refuse(f"builtins.{kind.__name__} takes a list or tuple here")
+            if kind in (set, frozenset) and args:
+                return kind(_key(x) for x in args[0])
             return kind(*args)
         return make
 
@@ -268,7 +276,6 @@ def _fixed_globals():
         ("builtins", "list"): container(list),
         ("builtins", "tuple"): container(tuple),
         ("builtins", "complex"): make_complex,
-        ("__builtin__", "set"): container(set),
         ("_codecs", "encode"): encode,
     }
     for n in _STORAGE_TYPES:
@@ -295,7 +302,7 @@ def _resolve(module, name):
     global _TABLE
     if _TABLE is None:
         _TABLE = _fixed_globals()
-    fn = _TABLE.get((module, name))
+    fn = _TABLE.get(("builtins" if module == "__builtin__" else module, name))
     if fn is None:
         _refuse(f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by default. "
                 "retrograd's weights-only loader resolves a fixed set of names (tensors, storages, dtypes, "
@@ -391,10 +398,10 @@ class _Machine:
                 s = stack[-1]
                 if not isinstance(s, set):
                     raise ValueError("ADDITEMS on a non-set")
-                s.update(_unwrap(x) for x in items)
+                s.update(_key(x) for x in items)
             elif op == b"\x91":          # FROZENSET
                 items = pop_mark()
-                stack.append(frozenset(_unwrap(x) for x in items))
+                stack.append(frozenset(_key(x) for x in items))
             elif op == b"t":
                 items = pop_mark()
                 stack.append(tuple(items))
@@ -509,8 +516,25 @@ class _Machine:
         if len(items) % 2:
             raise ValueError("odd number of dict items")
         for i in range(0, len(items), 2):
-            d[_unwrap(items[i])] = _unwrap(items[i + 1])
+            d[_key(items[i])] = _unwrap(items[i + 1])
         return d
+
+
+_KEY_TYPES = (str, int, float, bool, bytes, complex, type(None))
+
+
+def _key(k, depth=0):
+    """A dict key or set item from the file: plain values, or shallow tuples of them (hashing a
+    deeply nested tuple would recurse in C)."""
+    if isinstance(k, _KEY_TYPES):
+        return k
+    if type(k) is tuple and depth < 4:
+        for x in k:
+            _key(x, depth + 1)
+        return k
+    if isinstance(k, _DtypeRef):
+        return _unwrap(k)
+    raise ValueError(f"a dict key or set item of type {type(k).__name__} is not allowed")
 
 
 def _build(obj, state):
@@ -526,7 +550,9 @@ def _build(obj, state):
     for k, v in state.items():
         if not isinstance(k, str) or (k.startswith("_") and not (isinstance(obj, dict) and k == "_metadata")):
             raise ValueError(f"BUILD sets a private attribute {str(k)[:60]!r}")
-        setattr(obj, k, v)
+        if hasattr(type(obj), k):     # a method or property of the class is never replaced
+            raise ValueError(f"BUILD sets the class attribute {k[:60]!r}")
+        obj.__dict__[k] = v
 
 
 # --- rebuilding tensors ----------------------------------------------------------------------
@@ -541,6 +567,8 @@ def _check_view(storage, offset, size, stride):
         raise ValueError("a tensor has a negative or non-integer size or stride")
     if offset < 0:
         raise ValueError("a tensor has a negative storage offset")
+    if offset >= _BIG or any(x >= _BIG for x in size) or any(x >= _BIG for x in stride):
+        raise ValueError("a tensor's size, stride or offset is out of range")
     if 0 in size:
         if offset > n:
             raise ValueError("a tensor's storage offset lies outside its storage")
@@ -672,7 +700,15 @@ class _Loader:
             raise ValueError(f"storage {key[:40]!r} declares {numel} elements of {stored.itemsize} bytes "
                              f"but holds {len(raw)} bytes")
         st = _Storage(self._array(raw, tname, stored), tname, location, None, self)
-        st.device = self._place(st)
+        from .serialization import _UserError
+        try:
+            st.device = self._place(st)
+        except RuntimeError as e:
+            if self.map_location is None:   # the file's own tag: torch's message, as a checkpoint error
+                raise _checkpoint_error()(str(e)) from None
+            raise _UserError() from e
+        except Exception as e:    # map_location's own errors are the user's to see
+            raise _UserError() from e
         if isinstance(st.device, _CallableTarget):
             self._call_map_location(st)
         self.storages[key] = (tname, st)
@@ -809,8 +845,7 @@ def load_torch(buf, name, map_location=None, weights_only=True, mmap=False):
         raise
     except _UserError as u:
         raise u.__cause__ from None
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
-            UnicodeDecodeError, struct.error, MemoryError) as e:
+    except Exception as e:     # whatever a malformed pickle makes a rebuild raise
         _fail(name, f"its data.pkl does not load ({type(e).__name__}: {str(e)[:200]})")
 
 
