@@ -133,7 +133,7 @@ def test_pickle_files_are_refused_without_running_them(tmp_path):
             return (open, (str(marker), "w"))
     p = tmp_path / "evil.pt"
     p.write_bytes(pickle.dumps(Evil()))
-    with pytest.raises(CheckpointError, match="is not a valid retrograd checkpoint"):
+    with pytest.raises(CheckpointError, match="is not a valid PyTorch checkpoint: it is a pickle that does not start"):
         retrograd.load(p)
     assert not marker.exists()
 

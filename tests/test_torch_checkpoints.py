@@ -505,7 +505,7 @@ def test_fuzzed_files_load_or_fail_cleanly():
     outcomes = collections.Counter()
     tracemalloc.start()
     try:
-        for i in range(600):
+        for i in range(400):
             data = bytearray(good)
             kind = i % 4
             if kind == 0:
@@ -532,3 +532,63 @@ def test_fuzzed_files_load_or_fail_cleanly():
     finally:
         tracemalloc.stop()
     assert outcomes["CheckpointError"] > 100 and outcomes["loaded"] > 10
+
+
+# --- the legacy (pre-1.6) format ----------------------------------------------------------
+
+@needs_torch
+def test_legacy_format_loads_with_shared_views(tmp_path):
+    x = torch.arange(6.)
+    m = torch.nn.Linear(3, 2)
+    obj = {"x": x, "v": x[1:5].view(2, 2).t(), "sd": m.state_dict(), "i": torch.tensor([1, 2], dtype=torch.int16),
+           "b": torch.tensor([True]), "n": [1, "a", (2.5, None)]}
+    p = tmp_path / "legacy.pt"
+    torch.save(obj, p, _use_new_zipfile_serialization=False)
+    assert not zipfile.is_zipfile(p)
+    for wo in (True, False):
+        back = retrograd.load(p, weights_only=wo)
+        np.testing.assert_array_equal(back["v"].numpy(), obj["v"].numpy())
+        np.testing.assert_array_equal(back["sd"]["weight"].numpy(), m.weight.detach().numpy())
+        assert back["i"].dtype is retrograd.int16 and back["b"].tolist() == [True] and back["n"] == obj["n"]
+        back["x"][2] = 50.0
+        assert back["v"][1, 0].item() == 50.0
+    with pytest.raises(RuntimeError, match="mmap can only be used with files saved with"):
+        retrograd.load(p, mmap=True)
+    with open(p, "rb") as fh:
+        assert retrograd.load(fh)["x"].tolist() == obj["x"].tolist()
+
+
+def _legacy_bytes(obj_pickle, keys_and_data=()):
+    head = b"".join(pickle.dumps(v, protocol=2) for v in
+                    (0x1950a86a20f9469cfc6c, 1001, {"protocol_version": 1001, "little_endian": True,
+                                                    "type_sizes": {"short": 2, "int": 4, "long": 4}}))
+    keys = pickle.dumps([k for k, _ in keys_and_data], protocol=2)
+    body = b"".join(np.int64(len(a)).tobytes() + a.tobytes() for _, a in keys_and_data)
+    return head + obj_pickle + keys + body
+
+
+def test_legacy_format_refuses_other_globals_and_checks_storage_counts():
+    _RAN.clear()
+    with pytest.raises(WeightsOnlyUnpicklingError, match=r"_record was not an allowed global"):
+        _load_bytes(_legacy_bytes(pickle.dumps({"x": _Recorder()}, protocol=2)))
+    assert _RAN == []
+    # a storage whose recorded count disagrees with its declaration, or runs past the end
+    pid_obj = _Pid()
+    obj = _Call(_TorchName("torch._utils", "_rebuild_tensor_v2"), pid_obj, 0, (4,), (1,), False,
+                collections.OrderedDict())
+    for numel, arr, why in ((4, np.arange(4, dtype="<f4"), None), (5, np.arange(4, dtype="<f4"), "declares 5"),
+                            (4, np.arange(3, dtype="<f4"), "declares 4")):
+        buf = io.BytesIO()
+        p = _make_pickler(buf)
+        p.persistent_id = lambda o: ("storage", _TorchName("torch", "FloatStorage"), "k", "cpu", numel, None) \
+            if o is pid_obj else None
+        p.dump({"t": obj})
+        data = _legacy_bytes(buf.getvalue(), [("k", arr)])
+        if why is None:
+            assert _load_bytes(data)["t"].tolist() == [0.0, 1.0, 2.0, 3.0]
+        else:
+            with pytest.raises(CheckpointError, match=why):
+                _load_bytes(data)
+    for cut in range(0, len(data), 7):          # every truncation is a clean error
+        with pytest.raises((CheckpointError, WeightsOnlyUnpicklingError)):
+            _load_bytes(data[:cut])

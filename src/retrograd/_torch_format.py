@@ -321,9 +321,9 @@ def _unwrap(x):
 class _Machine:
     """Runs a pickle's opcodes over plain Python data; GLOBAL goes through ``_resolve``."""
 
-    def __init__(self, data, persistent_load, name):
-        self.data = bytes(data)
-        self.pos = 0
+    def __init__(self, data, persistent_load, name, pos=0):
+        self.data = data if isinstance(data, bytes) else bytes(data)
+        self.pos = pos
         self.persistent_load = persistent_load
         self.name = name
 
@@ -849,7 +849,118 @@ def load_torch(buf, name, map_location=None, weights_only=True, mmap=False):
         _fail(name, f"its data.pkl does not load ({type(e).__name__}: {str(e)[:200]})")
 
 
-def _full_unpickle(data, loader):
+_LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
+_LEGACY_PROTOCOL = 1001
+
+
+def _refuse_pid(pid):
+    raise ValueError("a persistent id outside the main pickle")
+
+
+def load_legacy(buf, name, map_location=None, weights_only=True, mmap=False):
+    """Load PyTorch's pre-1.6 format: four pickles (magic number, protocol, system info, the
+    object), the list of storage keys, then each storage as an int64 element count and its bytes.
+    The object's pickle is run twice: first against placeholder storages, to learn the storage
+    declarations and where the data starts, then (after every storage's count and bytes were
+    checked against the file) against the real arrays."""
+    from .serialization import _UserError
+    if mmap:
+        raise RuntimeError("mmap can only be used with files saved with `torch.save(_use_new_zipfile_serialization="
+                           "True), please torch.save your checkpoint with this option in order to use mmap.")
+    data = bytes(buf)
+    if not data.startswith(b"\x80\x02\x8a\x0a" + _LEGACY_MAGIC.to_bytes(10, "little") + b"."):
+        _fail(name, "it is a pickle that does not start with PyTorch's magic number (nothing in it was run)")
+    try:
+        m = _Machine(data, _refuse_pid, name)
+        m.run()
+        if m.run() != _LEGACY_PROTOCOL:
+            _fail(name, "its legacy protocol version is not 1001")
+        info = m.run()
+        if not isinstance(info, dict):
+            _fail(name, "its legacy system information is not a dict")
+        big = info.get("little_endian", True) is False
+        start = m.pos
+        decl = {}
+
+        def declare(pid):
+            if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
+                if isinstance(pid, tuple) and pid and pid[0] == "module":
+                    _refuse("a legacy checkpoint that pickles module source code needs weights_only=False")
+                raise ValueError("unknown persistent id")
+            if len(pid) != 6:
+                raise ValueError("malformed storage reference")
+            _, stype, key, location, numel, view = pid
+            if not isinstance(key, str) or not isinstance(location, str) or type(numel) is not int or numel < 0:
+                raise ValueError("malformed storage reference")
+            tname = _storage_dtype(stype, name)
+            if tname is None:
+                raise ValueError("an untyped storage in a legacy checkpoint")
+            if decl.setdefault(key, (tname, numel, location)) != (tname, numel, location):
+                raise ValueError(f"storage {key[:40]!r} is declared twice differently")
+            dt = np.dtype(_retrograd_dtype(tname).np)
+            root = _Storage(_MetaStorage(numel, dt), tname, location, "meta")
+            return _storage_view(root, view)
+
+        m = _Machine(data, declare, name, start)
+        m.run()
+        end_main = m.pos
+        keys = m.run()
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
+            _fail(name, "its storage key list is malformed")
+        if set(keys) != set(decl):
+            _fail(name, "its storage key list does not match the storages its object uses")
+        pos = m.pos
+        ranges = {}
+        for k in keys:
+            tname, numel, _ = decl[k]
+            if pos + 8 > len(data):
+                _fail(name, "it ends inside its storages (truncated?)")
+            n = int.from_bytes(data[pos:pos + 8], "big" if big else "little", signed=True)
+            isz = np.dtype(_TORCH_DTYPES[tname][0]).itemsize
+            if n != numel or pos + 8 + n * isz > len(data):
+                _fail(name, f"storage {k[:40]!r} declares {numel} elements but the file holds "
+                            f"{n if n == numel else 'a different count'} (truncated?)")
+            ranges[k] = (pos + 8, n * isz)
+            pos += 8 + n * isz
+
+        class _LegacyArchive:
+            def member(self, rel):
+                start, n = ranges[rel[len("data/"):]]
+                return memoryview(data)[start:start + n]
+
+        loader = _Loader(_LegacyArchive(), name, map_location, False, big)
+
+        def real(pid):
+            _, stype, key, location, numel, view = pid
+            root = loader.persistent_load(("storage", stype, key, location, numel))
+            return _storage_view(root, view)
+
+        if not weights_only:
+            return _full_unpickle(data[start:end_main], loader, persistent=real)
+        return _Machine(data, real, name, start).run()
+    except (_error_class(), _checkpoint_error()):
+        raise
+    except _UserError as u:
+        raise u.__cause__ from None
+    except Exception as e:
+        _fail(name, f"its pickle does not load ({type(e).__name__}: {str(e)[:200]})")
+
+
+def _storage_view(root, view):
+    """A legacy storage view (view_key, offset, size) of ``root``: a storage sharing its memory."""
+    if view is None:
+        return root
+    if not (isinstance(view, tuple) and len(view) == 3 and type(view[1]) is int and type(view[2]) is int):
+        raise ValueError("malformed storage view")
+    _, off, size = view
+    n = root.array.shape[0]
+    if off < 0 or size < 0 or off + size > n:
+        raise ValueError("a storage view lies outside its storage")
+    a = _MetaStorage(size, root.array.dtype) if isinstance(root.array, _MetaStorage) else root.array[off:off + size]
+    return _Storage(a, root.dtype, root.location, root.device, root.loader)
+
+
+def _full_unpickle(data, loader, persistent=None):
     """Ordinary unpickling, with PyTorch's names mapped onto retrograd (the user's opt-in)."""
     import importlib
     import pickle
@@ -882,7 +993,7 @@ def _full_unpickle(data, loader):
             return super().find_class(module, name)
 
         def persistent_load(self, pid):
-            return loader.persistent_load(pid)
+            return (persistent or loader.persistent_load)(pid)
 
     return Unpickler(io.BytesIO(bytes(data))).load()
 

@@ -1006,6 +1006,8 @@ def _load_torch(buf, name, map_location, weights_only, mmap, is_path):
         raise ValueError("f must be a file path in order to use the mmap argument")
     if weights_only is None:
         weights_only = True
+    if bytes(buf[:4]) != b"PK\x03\x04":
+        return _torch_format.load_legacy(buf, name, map_location, weights_only=bool(weights_only), mmap=bool(mmap))
     return _torch_format.load_torch(buf, name, map_location, weights_only=bool(weights_only), mmap=bool(mmap))
 
 
@@ -1036,10 +1038,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         if isinstance(head, str):
             raise TypeError("retrograd.load needs a binary file")
         f.seek(-len(head), 1)
-        if head == b"PK\x03\x04":
+        if head == b"PK\x03\x04" or (len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5):
             return _load_torch(f.read(), name, map_location, weights_only, mmap, is_path)
     src = _Source(f, name)
-    if is_path and bytes(src.buf[:4]) == b"PK\x03\x04":
+    head = bytes(src.buf[:4])
+    if head == b"PK\x03\x04" or (len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5):
         return _load_torch(src.buf, name, map_location, weights_only, mmap, is_path)
     if mmap and not is_path:
         raise ValueError("f must be a file path in order to use the mmap argument")
