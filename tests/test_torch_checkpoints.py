@@ -592,3 +592,16 @@ def test_legacy_format_refuses_other_globals_and_checks_storage_counts():
     for cut in range(0, len(data), 7):          # every truncation is a clean error
         with pytest.raises((CheckpointError, WeightsOnlyUnpicklingError)):
             _load_bytes(data[:cut])
+
+
+@needs_torch
+def test_whole_torch_module_loads_as_retrograd_module_only_with_opt_in(tmp_path):
+    m = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU())
+    p = tmp_path / "tm.pt"
+    torch.save(m, p)
+    with pytest.raises(WeightsOnlyUnpicklingError, match="torch.nn.modules.container.Sequential was not an allowed"):
+        retrograd.load(p)
+    r = retrograd.load(p, weights_only=False)
+    assert isinstance(r, retrograd.nn.Sequential) and isinstance(r[0].weight, retrograd.nn.Parameter)
+    x = np.ones((1, 3), dtype=np.float32)
+    np.testing.assert_array_equal(r(retrograd.tensor(x)).detach().numpy(), m(torch.tensor(x)).detach().numpy())

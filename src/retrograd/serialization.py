@@ -991,13 +991,44 @@ _ST_TO_TENSOR = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "
                  "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool", "C64": "complex64"}
 
 
-def _peekable(f):
+class _Prefixed(io.RawIOBase):
+    """An unseekable stream with its first bytes (already read to tell the format) put back."""
+
+    def __init__(self, head, f):
+        self._head, self._f = head, f
+
+    def readable(self):
+        return True
+
+    def read(self, n=-1):
+        if self._head:
+            out = self._head if n is None or n < 0 else self._head[:n]
+            self._head = self._head[len(out):]
+            if n is None or n < 0:
+                return out + self._f.read()
+            return out
+        return self._f.read(n)
+
+    def readinto(self, b):
+        data = self.read(len(b))
+        b[:len(data)] = data
+        return len(data)
+
+
+def _peek(f):
+    """(a stream to read from, its first 4 bytes) without consuming them."""
     try:
-        if f.seekable():
-            return f
+        seekable = f.seekable()
     except Exception:
-        pass
-    return io.BytesIO(f.read())
+        seekable = False
+    head = f.read(4)
+    if isinstance(head, str):
+        raise TypeError("retrograd.load needs a binary file")
+    head = bytes(head or b"")
+    if seekable:
+        f.seek(-len(head), 1)
+        return f, head
+    return _Prefixed(head, f), head
 
 
 def _load_torch(buf, name, map_location, weights_only, mmap, is_path):
@@ -1033,12 +1064,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         name = repr(name)
     is_path = isinstance(f, (str, bytes, os.PathLike))
     if not is_path:
-        f = _peekable(f)
-        head = f.read(4)
-        if isinstance(head, str):
-            raise TypeError("retrograd.load needs a binary file")
-        f.seek(-len(head), 1)
-        if head == b"PK\x03\x04" or (len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5):
+        f, head = _peek(f)
+        if head[:4] == b"PK\x03\x04" or (len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5):
             return _load_torch(f.read(), name, map_location, weights_only, mmap, is_path)
     src = _Source(f, name)
     head = bytes(src.buf[:4])
