@@ -1182,10 +1182,21 @@ def _write_zip(fh, pkl, storages, archive="archive"):
         member(".data/serialization_id", str(secrets.randbits(128)).zfill(40).encode())
 
 
-def save_torch(obj, fh):
-    """Write ``obj`` to the binary file ``fh`` in PyTorch's zip format."""
+def plan_torch(obj):
+    """Pickle ``obj`` (tensors become storage references): (data.pkl bytes, storages, keep-alive).
+    Everything that cannot be saved is refused here, before any file is touched."""
     buf = io.BytesIO()
     p = _make_pickler(buf)
     p.dump(obj)
     storages = sorted({id(r): r for r in p.storages.values()}.values(), key=lambda r: int(r.key))
-    _write_zip(fh, buf.getvalue(), storages)
+    return buf.getvalue(), storages, p.keep
+
+
+def write_torch(plan, fh):
+    """Stream a ``plan_torch`` into the binary file ``fh`` as PyTorch's zip archive."""
+    _write_zip(fh, plan[0], plan[1])
+
+
+def save_torch(obj, fh):
+    """Write ``obj`` to the binary file ``fh`` in PyTorch's zip format."""
+    write_torch(plan_torch(obj), fh)

@@ -1,4 +1,9 @@
-"""Checkpoints: ``save(obj, f)`` and ``load(f, map_location=None)`` in the safetensors format.
+"""Checkpoints: ``save(obj, f)`` and ``load(f, map_location=None)``.
+
+retrograd's own format (below) is the default. PyTorch's formats are read through
+``_torch_format`` (a restricted pickle machine, PyTorch's ``weights_only=True``; ``load``
+tells them apart by their first bytes) and written with ``save(..., format="torch")``, which
+is also the default for paths and files named ``*.pt``/``*.pth``.
 
 What a training checkpoint holds (state_dicts of models and optimizers, RNG states, the
 epoch and step) is nested dicts, lists and tuples of tensors, numbers, strings and None.
@@ -418,13 +423,11 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
 
 def _save_torch(obj, f):
     from . import _torch_format
-    buf = io.BytesIO()
-    _torch_format.save_torch(obj, buf)     # refuses what cannot be pickled before touching the file
-    data = buf.getbuffer()
+    plan = _torch_format.plan_torch(obj)     # refuses what cannot be pickled before touching the file
     if isinstance(f, (str, bytes, os.PathLike)):
-        _write_atomic(f, lambda fh: fh.write(data))
+        _write_atomic(f, lambda fh: _torch_format.write_torch(plan, fh))
     else:
-        f.write(data)
+        _torch_format.write_torch(plan, f)
         if hasattr(f, "flush"):
             f.flush()
 
@@ -433,11 +436,6 @@ def _save_torch(obj, f):
 
 def _fail(name, why):
     raise CheckpointError(f"{name} is not a valid retrograd checkpoint: {why}")
-
-
-_TORCH_HINT = ("it looks like a PyTorch checkpoint (a zip of pickles, or a pickle); retrograd never unpickles "
-               "files, since that can run code. Convert it once with PyTorch, e.g. "
-               "safetensors.torch.save_file(torch.load(path), 'model.safetensors') for a state_dict")
 
 
 class _Source:
@@ -654,15 +652,7 @@ def _parse(src, read_body=True):
     """Validate the file; return (root structure or None for a plain safetensors file,
     {key: _Entry}, body memoryview). ``read_body=False`` (a load to the meta device, which
     never reads tensor bytes) checks the header and structure but not the bytes' checksum."""
-    raw, name = src.buf, src.name
-    try:
-        return _parse_safetensors(raw, name, src.size, read_body)
-    except CheckpointError:
-        head = bytes(raw[:9])
-        ours = head[8:9] == b"{"
-        if not ours and (head[:4] == b"PK\x03\x04" or (len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5)):
-            _fail(name, _TORCH_HINT)
-        raise
+    return _parse_safetensors(src.buf, src.name, src.size, read_body)
 
 
 def _parse_safetensors(raw, name, size, read_body=True):
