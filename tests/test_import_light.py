@@ -35,7 +35,8 @@ def test_import_loads_no_optional_or_heavy_module(module):
 
 
 def test_public_names_and_first_use_still_work(tmp_path):
-    path = str(tmp_path / "ck.pt").replace("\\", "/")
+    path = str(tmp_path / "ck.safetensors").replace("\\", "/")
+    tpath = str(tmp_path / "ck.pt").replace("\\", "/")
     code = ("import retrograd as torch\n"
             "from retrograd.utils.data import DataLoader, TensorDataset\n"
             "assert torch.save and torch.load and torch.utils.data.DataLoader is DataLoader\n"
@@ -43,7 +44,9 @@ def test_public_names_and_first_use_still_work(tmp_path):
             "torch.manual_seed(0); a = torch.rand(3); torch.manual_seed(0); assert torch.equal(a, torch.rand(3))\n"
             "batches = list(DataLoader(TensorDataset(x), batch_size=2))\n"
             "assert len(batches) == 2\n"
-            f"torch.save({{'x': x}}, {path!r}); assert torch.equal(torch.load({path!r})['x'], x)\n")
+            f"torch.save({{'x': x}}, {path!r}); assert torch.equal(torch.load({path!r})['x'], x)\n"
+            f"torch.save({{'x': x}}, {tpath!r}); assert torch.equal(torch.load({tpath!r})['x'], x)\n")
     loaded = modules_loaded_by(code)
     # (save/load write the safetensors format themselves: the package is not needed)
     assert {"numpy.random", "json", "hashlib"} <= loaded  # loaded on first use, as they should be
+    assert "retrograd._torch_format" in loaded   # (PyTorch's format, for the .pt path)

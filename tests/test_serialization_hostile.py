@@ -479,17 +479,18 @@ def test_safetensors_torch_files_load_including_bfloat16(tmp_path):
 
 
 @needs_torch
-def test_pytorch_checkpoint_advice_works_end_to_end(tmp_path):
+def test_pytorch_checkpoint_converted_to_safetensors_loads_the_same(tmp_path):
     from safetensors.torch import save_file
     m = torch.nn.Linear(3, 2)
     p = tmp_path / "model.pt"
     torch.save(m.state_dict(), p)
-    with pytest.raises(CheckpointError, match=r"safetensors.torch.save_file\(torch.load\(path\), 'model.safetensors'\)"):
-        retrograd.load(p)
+    direct = retrograd.load(p)
     out = tmp_path / "model.safetensors"
-    save_file(torch.load(p), str(out))          # the advice, verbatim
+    save_file(torch.load(p), str(out))
     back = retrograd.load(out)
-    assert sorted(back) == ["bias", "weight"]
+    assert sorted(back) == ["bias", "weight"] == sorted(direct)
+    for k in back:
+        np.testing.assert_array_equal(back[k].numpy(), direct[k].numpy())
     np.testing.assert_array_equal(back["weight"].numpy(), m.weight.detach().numpy())
     m2 = retrograd.nn.Linear(3, 2)
     m2.load_state_dict(back)

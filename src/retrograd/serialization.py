@@ -1,4 +1,9 @@
-"""Checkpoints: ``save(obj, f)`` and ``load(f, map_location=None)`` in the safetensors format.
+"""Checkpoints: ``save(obj, f)`` and ``load(f, map_location=None)``.
+
+retrograd's own format (below) is the default. PyTorch's formats are read through
+``_torch_format`` (a restricted pickle machine, PyTorch's ``weights_only=True``; ``load``
+tells them apart by their first bytes) and written with ``save(..., format="torch")``, which
+is also the default for paths and files named ``*.pt``/``*.pth``.
 
 What a training checkpoint holds (state_dicts of models and optimizers, RNG states, the
 epoch and step) is nested dicts, lists and tuples of tensors, numbers, strings and None.
@@ -368,14 +373,39 @@ def _write_atomic(path, data):
     _fsync_dir(folder)
 
 
+_TORCH_SUFFIXES = (".pt", ".pth")
+
+
+def _save_format(f, format):
+    if format is not None:
+        if format not in ("torch", "retrograd"):
+            raise ValueError(f"retrograd.save: format must be 'torch' or 'retrograd', not {format!r}")
+        return format
+    name = f if isinstance(f, (str, bytes, os.PathLike)) else getattr(f, "name", None)
+    if isinstance(name, (str, bytes, os.PathLike)):
+        name = os.fsdecode(name)
+        if name.lower().endswith(_TORCH_SUFFIXES):
+            return "torch"
+    return "retrograd"
+
+
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
-         _disable_byteorder_record=False):
-    """Save ``obj`` (tensors, numbers, strings, None, nested dicts/lists/tuples) to ``f``.
+         _disable_byteorder_record=False, *, format=None):
+    """Save ``obj`` to ``f``, in retrograd's checkpoint format or in PyTorch's.
+
+    ``format="retrograd"`` (the default): tensors, numbers, strings, None and nested
+    dicts/lists/tuples, in safetensors with the structure as JSON (never pickled).
+    ``format="torch"``: PyTorch's zip format (``torch.load`` reads it; state_dicts load with its
+    default ``weights_only=True``); any picklable object, e.g. a whole module. A path or file
+    named ``*.pt``/``*.pth`` gets PyTorch's format unless ``format`` says otherwise, since that
+    is what users (and PyTorch) expect to find there.
 
     ``f`` is a path (written atomically: temporary file in the same folder, fsync, rename;
     symlinks are written through and an existing file keeps its mode) or a writable binary
     file object. Tensors are streamed to the file, never serialised in memory first.
     """
+    if _save_format(f, format) == "torch":
+        return _save_torch(obj, f)
     if pickle_module is not None:
         raise ValueError("retrograd.save never pickles: pickle_module is not supported")
     plan = _plan(obj)  # refuses what cannot be stored before touching the file system
@@ -391,15 +421,21 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
             f.flush()
 
 
+def _save_torch(obj, f):
+    from . import _torch_format
+    plan = _torch_format.plan_torch(obj)     # refuses what cannot be pickled before touching the file
+    if isinstance(f, (str, bytes, os.PathLike)):
+        _write_atomic(f, lambda fh: _torch_format.write_torch(plan, fh))
+    else:
+        _torch_format.write_torch(plan, f)
+        if hasattr(f, "flush"):
+            f.flush()
+
+
 # --- reading -----------------------------------------------------------------------------
 
 def _fail(name, why):
     raise CheckpointError(f"{name} is not a valid retrograd checkpoint: {why}")
-
-
-_TORCH_HINT = ("it looks like a PyTorch checkpoint (a zip of pickles, or a pickle); retrograd never unpickles "
-               "files, since that can run code. Convert it once with PyTorch, e.g. "
-               "safetensors.torch.save_file(torch.load(path), 'model.safetensors') for a state_dict")
 
 
 class _Source:
@@ -616,15 +652,7 @@ def _parse(src, read_body=True):
     """Validate the file; return (root structure or None for a plain safetensors file,
     {key: _Entry}, body memoryview). ``read_body=False`` (a load to the meta device, which
     never reads tensor bytes) checks the header and structure but not the bytes' checksum."""
-    raw, name = src.buf, src.name
-    try:
-        return _parse_safetensors(raw, name, src.size, read_body)
-    except CheckpointError:
-        head = bytes(raw[:9])
-        ours = head[8:9] == b"{"
-        if not ours and (head[:4] == b"PK\x03\x04" or (len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5)):
-            _fail(name, _TORCH_HINT)
-        raise
+    return _parse_safetensors(src.buf, src.name, src.size, read_body)
 
 
 def _parse_safetensors(raw, name, size, read_body=True):
@@ -953,9 +981,67 @@ _ST_TO_TENSOR = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "
                  "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool", "C64": "complex64"}
 
 
+class _Prefixed(io.RawIOBase):
+    """An unseekable stream with its first bytes (already read to tell the format) put back."""
+
+    def __init__(self, head, f):
+        self._head, self._f = head, f
+
+    def readable(self):
+        return True
+
+    def read(self, n=-1):
+        if self._head:
+            out = self._head if n is None or n < 0 else self._head[:n]
+            self._head = self._head[len(out):]
+            if n is None or n < 0:
+                return out + self._f.read()
+            return out
+        return self._f.read(n)
+
+    def readinto(self, b):
+        data = self.read(len(b))
+        b[:len(data)] = data
+        return len(data)
+
+
+def _peek(f):
+    """(a stream to read from, its first 4 bytes) without consuming them."""
+    try:
+        seekable = f.seekable()
+    except Exception:
+        seekable = False
+    head = f.read(4)
+    if isinstance(head, str):
+        raise TypeError("retrograd.load needs a binary file")
+    head = bytes(head or b"")
+    if seekable:
+        f.seek(-len(head), 1)
+        return f, head
+    return _Prefixed(head, f), head
+
+
+def _load_torch(buf, name, map_location, weights_only, mmap, is_path):
+    from . import _torch_format
+    if mmap and not is_path:
+        raise ValueError("f must be a file path in order to use the mmap argument")
+    if weights_only is None:
+        weights_only = True
+    if bytes(buf[:4]) != b"PK\x03\x04":
+        return _torch_format.load_legacy(buf, name, map_location, weights_only=bool(weights_only), mmap=bool(mmap))
+    return _torch_format.load_torch(buf, name, map_location, weights_only=bool(weights_only), mmap=bool(mmap))
+
+
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
-    """Load what ``save`` wrote, or a plain safetensors file (as a flat dict of tensors).
-    Never executes code from the file (no pickle).
+    """Load what ``save`` wrote, a plain safetensors file (as a flat dict of tensors), or a
+    PyTorch checkpoint (the zip format ``torch.save`` writes).
+
+    retrograd's own files are never unpickled. PyTorch files are read by a restricted pickle
+    machine that resolves only tensor/storage/dtype/container names to retrograd's own
+    functions (PyTorch's ``weights_only=True``); anything else raises
+    ``WeightsOnlyUnpicklingError`` naming it. ``weights_only=False`` is the explicit opt-in to
+    ordinary unpickling, which can run code from the file (trusted files only). ``mmap=True``
+    (paths only) keeps a PyTorch file's tensors as copy-on-write views of the mapped file.
 
     ``map_location`` as in PyTorch: None (tensors return to the device they were saved
     from), a device or string ('cpu', 'cuda:0'), a dict {saved location: new location}, or a
@@ -966,7 +1052,17 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     name = os.fsdecode(f) if isinstance(f, (str, bytes, os.PathLike)) else getattr(f, "name", "<file object>")
     if not isinstance(name, str):
         name = repr(name)
+    is_path = isinstance(f, (str, bytes, os.PathLike))
+    if not is_path:
+        f, head = _peek(f)
+        if head[:4] == b"PK\x03\x04" or (len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5):
+            return _load_torch(f.read(), name, map_location, weights_only, mmap, is_path)
     src = _Source(f, name)
+    head = bytes(src.buf[:4])
+    if head == b"PK\x03\x04" or (len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5):
+        return _load_torch(src.buf, name, map_location, weights_only, mmap, is_path)
+    if mmap and not is_path:
+        raise ValueError("f must be a file path in order to use the mmap argument")
     root, entries, body = _parse(src, read_body=not _to_meta(map_location))
     dec = _Decoder(entries, body, map_location, name, budget=2 * max(src.size, 1))
     try:
