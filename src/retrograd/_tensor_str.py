@@ -129,7 +129,7 @@ def array_str(a, indent):
     if a.dtype == np.float16:
         a = a.astype(np.float32)
     summarize = a.size > PRINT_OPTS.threshold
-    floating = a.dtype.kind == "f"
+    floating = a.dtype.kind in "fV"
     if a.dtype.kind == "c":
         # Complex values print through their components, as PyTorch's do.
         return np.array2string(a, separator=", ", precision=PRINT_OPTS.precision)

@@ -113,7 +113,7 @@ class _Encoder:
                 enc["device"] = str(dev)
             return enc
         if isinstance(obj, np.ndarray):
-            if obj.dtype.kind not in "biufc":
+            if obj.dtype.kind not in "biufcV":
                 raise TypeError(f"retrograd.save cannot store a NumPy array of dtype {obj.dtype} "
                                 f"at {_path_str(path)}")
             enc = {"ndarray": self.array(obj, obj), "dtype": str(obj.dtype.newbyteorder("="))}
@@ -121,7 +121,7 @@ class _Encoder:
                 enc["shape"] = []
             return enc
         if isinstance(obj, np.generic):
-            if obj.dtype.kind not in "biufc" or obj.dtype not in _SCALAR_DTYPES:
+            if obj.dtype.kind not in "biufcV" or obj.dtype not in _SCALAR_DTYPES:
                 raise TypeError(f"retrograd.save cannot store a NumPy scalar of dtype {obj.dtype} "
                                 f"at {_path_str(path)}")
             return {"npscalar": obj.item() if obj.dtype.kind != "c" else [obj.real.item(), obj.imag.item()],

@@ -113,7 +113,7 @@ def _cast(x, active):
     from .._tensor import Tensor
     if isinstance(x, Tensor):
         dt = active.get(x.device.type)
-        if dt is not None and x._data.dtype.kind == "f" and x._data.dtype.itemsize != 8:
+        if dt is not None and x._data.dtype.kind in "fV" and x._data.dtype.itemsize != 8:
             return x._to(dt)
     elif isinstance(x, (list, tuple)):
         return type(x)(_cast(v, active) for v in x)
@@ -123,7 +123,7 @@ def _cast(x, active):
 def _cast_fp32(x, active):
     from .._tensor import Tensor
     if isinstance(x, Tensor):
-        if x._data.dtype.kind == "f" and x._data.dtype.itemsize == 2 and x.device.type in active:
+        if x._data.dtype.kind in "fV" and x._data.dtype.itemsize == 2 and x.device.type in active:
             return x._to(D.float32)
     elif isinstance(x, (list, tuple)):
         return type(x)(_cast_fp32(v, active) for v in x)

@@ -32,7 +32,7 @@ def _const(a, like):
 def _float_input(input, kernel):
     """PyTorch's dispatch error for the kernels that take floating inputs only."""
     dt = input._data.dtype
-    if dt.kind not in "fc":
+    if dt.kind not in "fcV":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
 
 
@@ -800,7 +800,7 @@ def _prep_softmax(input, dim, dtype, kernel):
     if dtype is not None:
         input = input._to(D.to_dtype(dtype))
         x = input._data
-    elif x.dtype.kind not in "fc":
+    elif x.dtype.kind not in "fcV":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(x.dtype)}\'')
     return input, x, wrap_dim(dim, x.ndim)
 

@@ -95,7 +95,7 @@ def _prep(input, other):
 def _check_alpha(alpha, dt):
     if alpha.__class__ is bool and dt.kind != "b":
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    if dt.kind not in "fc" and isinstance(alpha, float):
+    if dt.kind not in "fcV" and isinstance(alpha, float):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
 
 
@@ -333,7 +333,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     a, b, x, y, dt = binary_operands(input, other)
     _check_broadcast(x, y)
     if rounding_mode is None:
-        if dt.kind not in "fc":
+        if dt.kind not in "fcV":
             from .._dtype import _default
             dt = _default[0].np
         x = cast(x, dt) if not isinstance(x, _SCALARS) else x
@@ -414,7 +414,7 @@ def _modulus(input, other, kernel, float_fn, int_fn):
     _not_for_bool(dt, kernel)
     _check_int_divisor(y, dt, x)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return a, b, x, y, _finish_binary((float_fn if dt.kind in "fc" else int_fn)(x, y), dt)
+        return a, b, x, y, _finish_binary((float_fn if dt.kind in "fcV" else int_fn)(x, y), dt)
 
 
 def remainder(input, other, *, out=None):
@@ -559,7 +559,7 @@ def pow(input, exponent, *, out=None):
         a, b, x, y, dt = _prep(input, exponent)
         _not_for_bool(dt, "pow")
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = _finish_binary(_power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
+            r = _finish_binary(_power(x, y) if dt.kind in "fcV" else _int_pow(x, y), dt)
         node = node_for(PowBackward2, (b,))
         res = finish(node, r)
         if node is not None:
@@ -571,7 +571,7 @@ def pow(input, exponent, *, out=None):
         a, b, x, y, dt = _prep(input, exponent)
         _not_for_bool(dt, "pow")
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = _finish_binary(_power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
+            r = _finish_binary(_power(x, y) if dt.kind in "fcV" else _int_pow(x, y), dt)
         node = node_for(PowBackward1, (a, b))
         res = finish(node, r)
         if node is not None:
@@ -586,7 +586,7 @@ def pow(input, exponent, *, out=None):
         # from pow's: (-0.) ** -0.5 is -inf there)
         if y == 2:
             r = x * x
-        elif dt.kind != "f":
+        elif dt.kind not in "fV":
             r = np.power(x, y)  # integral: NumPy's loops are exact
         elif y == 0.5:
             r = np.sqrt(x)

@@ -207,7 +207,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {_cname(attn_mask._data.dtype)} and  query.dtype: {_cname(q.dtype)} "
                            "instead.")
-    if q.dtype.kind not in "fc":
+    if q.dtype.kind not in "fcV":
         raise RuntimeError(f"expected scalar type Float but found {_KERNEL_TYPES.get(q.dtype.name, q.dtype.name)}")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise RuntimeError("Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "

@@ -165,7 +165,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     if bias is not None and bias._data.dtype != x._data.dtype:
         if x._data.dtype.name in ("float32", "float16"):
             check_weight_type(input, bias, "bias")
-        if x._data.dtype.kind != "f" and bias._data.dtype.kind == "f":
+        if x._data.dtype.kind not in "fV" and bias._data.dtype.kind in "fV":
             raise RuntimeError(f"result type {_KERNEL_TYPES[bias._data.dtype.name]} can't be cast to the desired "
                                f"output type {_KERNEL_TYPES.get(x._data.dtype.name, x._data.dtype.name)}")
     check_kernel_dtype("slow_conv_transpose2d_out_cpu", x._data, ("int64",))

@@ -391,11 +391,11 @@ def _scalars(dt, beta, alpha, name):
         for n, v in (("beta", beta), ("alpha", alpha)):
             if isinstance(v, bool):
                 raise RuntimeError(f"Boolean {n} only supported for Boolean results.")
-    if dt.kind == "f" or dt.kind == "c":
+    if dt.kind in "fV" or dt.kind == "c":
         return beta, alpha
     if name == "addr":
         for n, v in (("beta", beta), ("alpha", alpha)):
-            if isinstance(v, float) or (isinstance(v, Tensor) and v._data.dtype.kind == "f"):
+            if isinstance(v, float) or (isinstance(v, Tensor) and v._data.dtype.kind in "fV"):
                 raise RuntimeError(f"For integral input tensors, argument {n} must not be a floating point number.")
     if dt.kind == "b":
         return bool(beta), bool(alpha)
@@ -865,7 +865,7 @@ def _check_square(x, name):
     if x.shape[-1] != x.shape[-2]:
         raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are {x.shape[-2]} by "
                            f"{x.shape[-1]} matrices")
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fcV":
         raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as input. Got "
                            f"{_dtype_name(x.dtype)}")
 
@@ -1088,7 +1088,7 @@ def vecdot(x, y, *, dim=-1, out=None):
     """Dot product of vectors along ``dim`` (broadcasting)."""
     from .arithmetic import mul
     for t in (x, y):
-        if t._data.dtype.kind not in "fc":
+        if t._data.dtype.kind not in "fcV":
             raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
                                f"{_dtype_name(t._data.dtype)}")
     res = mul(x, y).sum(dim)

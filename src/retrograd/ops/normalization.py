@@ -21,7 +21,7 @@ def _check_dtypes(input, params, kernel):
     float32 (and then the input a reduced float, which retrograd has none of); a
     non-floating input has no kernel."""
     dt = input._data.dtype
-    if dt.kind == "f":
+    if dt.kind in "fV":
         ps = [p._data.dtype for p in params if p is not None]
         if any(p != dt for p in ps):
             if any(p != np.float32 for p in ps):
@@ -349,7 +349,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     composite: its gradients are those of the tensor ops; ``eps`` defaults to the dtype's)."""
     ns = _check_normalized_shape(input, normalized_shape, (("weight", weight),), "", "rms_norm")
     dt = input._data.dtype
-    if dt.kind not in "fc":
+    if dt.kind not in "fcV":
         raise NotImplementedError(f'"rms_norm" not implemented for \'{_dtype_name(dt)}\'')
     e = float(np.finfo(dt).eps) if eps is None else eps
     dims = tuple(range(input.ndim - len(ns), input.ndim))

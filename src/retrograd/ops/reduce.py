@@ -206,7 +206,7 @@ def _select_evenly(g, x, value):
     elements equal to the picked value (at the NaNs when it is NaN), exactly 0 elsewhere
     whatever ``g`` is (inf, nan)."""
     with np.errstate(invalid="ignore"):
-        mask = np.isnan(x) if x.dtype.kind in "fc" and np.isnan(value).any() else (x == value)
+        mask = np.isnan(x) if x.dtype.kind in "fcV" and np.isnan(value).any() else (x == value)
     count = _int(mask.sum())
     gd = g._data
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -298,7 +298,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = input._data
     if dtype is not None:
         x = x.astype(D.to_dtype(dtype).np)
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fcV":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
             f"dtype. Got: {_dtype_word(x.dtype)}")
@@ -359,7 +359,7 @@ def sum_to_size(input, *size):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over the elements that are not NaN."""
     x = input._data
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fcV":
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                            f"{_dtype_word(x.dtype)}")
     dims = _dims_arg(dim, x.ndim)
@@ -676,7 +676,7 @@ def _var_args(name, dim, unbiased, keepdim, correction):
 
 
 def _var_forward(name, x, dims, correction, keepdim, opname=None):
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fcV":
         raise RuntimeError(f"{opname or 'std and var'} only support floating point and complex dtypes")
     n = 1
     for d in dims:
@@ -690,7 +690,7 @@ def _var_forward(name, x, dims, correction, keepdim, opname=None):
              x.mean(axis=dims, keepdims=True)) if x.size else np.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
         dev = x - m
         v = (dev * dev).sum(axis=dims, keepdims=keepdim) / dof if dims else (dev * dev) / dof
-        if opname is not None and x.dtype.kind == "f" and x.size:
+        if opname is not None and x.dtype.kind in "fV" and x.size:
             m = _welford_mean_inf(x, dims, m)
     m = m if keepdim else m.reshape([s for i, s in enumerate(x.shape) if i not in dims])
     return arr(np.asarray(v, x.dtype)), arr(np.asarray(m, x.dtype)), n, dof
@@ -935,7 +935,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     a = x._data
     if dtype is not None:
         a = a.astype(D.to_dtype(dtype).np)
-    if a.dtype.kind not in "fc":
+    if a.dtype.kind not in "fcV":
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {_dtype_word(a.dtype)}")
     dims = _dims_arg(dim, a.ndim)
@@ -1099,7 +1099,7 @@ class LogcumsumexpBackward0(OpNode):
 
 def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
-    if input._data.dtype.kind not in "fc":
+    if input._data.dtype.kind not in "fcV":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{_dtype_word(input._data.dtype)}'")
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
@@ -1140,7 +1140,7 @@ def _cum_extreme(name, ufunc, cls):
             with np.errstate(invalid="ignore"):
                 vals = ufunc.accumulate(x, axis=d)
                 hit = x == vals
-                if x.dtype.kind in "fc":
+                if x.dtype.kind in "fcV":
                     hit |= np.isnan(x)
             pos = np.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
             idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d).astype(np.int64)
@@ -1181,7 +1181,7 @@ def dist(input, other, p=2):
         diff = sub(input, other)
     pf = _float(p)
     a = diff._data
-    if a.dtype.kind not in "fc":
+    if a.dtype.kind not in "fcV":
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
                            f"{_dtype_word(a.dtype)} instead.")
     res = finish(with_grad, arr(_vector_norm_np(a, pf, None, False)))
@@ -1493,7 +1493,7 @@ def _rows_needing_replay(x2, order, any_order=False):
     s = np.take_along_axis(x2, order, axis=1)
     with np.errstate(invalid="ignore"):
         tie = (s[:, 1:] == s[:, :-1]).any(axis=1) if s.shape[1] > 1 else np.zeros(s.shape[0], bool)
-    if x2.dtype.kind in "fc":
+    if x2.dtype.kind in "fcV":
         tie |= np.isnan(x2).any(axis=1)
     if tie.sum() * x2.shape[1] > _REPLAY_BUDGET:
         tie[:] = False
@@ -1657,7 +1657,7 @@ def _lower_median_idx(x, d, ignore_nan=False):
     one); nanmedian takes the lower median of the other values (the first NaN when all are)."""
     n = x.shape[d]
     order = np.argsort(x, axis=d, kind="stable")  # NaNs last, ties in index order
-    if x.dtype.kind in "fc":
+    if x.dtype.kind in "fcV":
         nan = np.isnan(x)
         if nan.any():
             if ignore_nan:

@@ -265,7 +265,7 @@ def _sign_np(a):
     if a.dtype.kind == "b":
         return a.copy()
     r = np.sign(a)
-    if a.dtype.kind == "f":
+    if a.dtype.kind in "fV":
         r = np.where(np.isnan(r), 0, r).astype(a.dtype, copy=False) + 0
     return r
 
