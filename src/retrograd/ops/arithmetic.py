@@ -54,6 +54,10 @@ def _fast_scalar(input, other, pyop):
     return r
 
 
+def _opmath_scalar(v):
+    return np.float32(v) if v.__class__ is float else v
+
+
 def _finish_binary(r, dt):
     if r.__class__ is not _ndarray:
         r = arr(r)
@@ -278,6 +282,8 @@ def mul(input, other, *, out=None):
                 node._saved_versions = (None, None)
             return finish(node, r)
     a, b, x, y, dt = _prep(input, other)
+    if dt.kind == "V":  # bfloat16 times a Python float: the float joins in float32 (PyTorch's mul kernel)
+        x, y = _opmath_scalar(x), _opmath_scalar(y)
     r = _finish_binary(x * y, dt)
     node = node_for(MulBackward0, (a, b))
     if node is not None:
@@ -338,6 +344,12 @@ def div(input, other, *, rounding_mode=None, out=None):
             dt = _default[0].np
         x = cast(x, dt) if not isinstance(x, _SCALARS) else x
         y = cast(y, dt) if not isinstance(y, _SCALARS) else y
+        if dt.kind == "V":  # bfloat16, as PyTorch: a float divisor joins in float32; a float
+            # dividend multiplies the reciprocal (Tensor.__rtruediv__), rounded in between
+            if a is None and x.__class__ is _float:
+                x, y = _opmath_scalar(x), np.true_divide(1, y, dtype=np.float32).astype(dt)
+            else:
+                y = _opmath_scalar(y)
         with np.errstate(divide="ignore", invalid="ignore"):
             r = _finish_binary(np.true_divide(x, y), dt)
         node = node_for(DivBackward0, (a, b))

@@ -141,6 +141,8 @@ def _check_bmm(x, y):
 
 
 def _mm_np(x, y):
+    if x.dtype.kind == "V":  # bfloat16: float32 products and sums, rounded once (PyTorch's CPU kernels)
+        return np.matmul(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
     return np.matmul(x, y)
 
 
@@ -284,7 +286,7 @@ def dot(input, tensor, *, out=None):
     x, y = input._data, tensor._data
     _check_dot(x, y)
     _no_bool(x, "dot")
-    res = _product(DotBackward0, input, tensor, np.dot(x, y))
+    res = _product(DotBackward0, input, tensor, _mm_np(x, y))
     return res if out is None else write_out(out, res, "dot")
 
 

@@ -244,17 +244,20 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of all elements, or over ``dim`` (an int or a tuple of ints)."""
     x = input._data
     rdt = _sum_dtype(x.dtype, dtype)
+    acc = rdt if rdt.kind != "V" else np.dtype(np.float32)  # bfloat16 sums accumulate in float32
     if dim is None and not keepdim:
-        r = arr(x.sum(dtype=rdt))
+        r = arr(x.sum(dtype=acc))
         node = node_for(SumBackward0, (input,))
         if node is not None:
             node.shape = x.shape
     else:
         dims = _dims_arg(dim, x.ndim)
-        r = arr(x.sum(axis=dims, dtype=rdt, keepdims=keepdim))
+        r = arr(x.sum(axis=dims, dtype=acc, keepdims=keepdim))
         node = node_for(SumBackward1, (input,))
         if node is not None:
             node.shape, node.dims, node.keepdim = x.shape, dims, keepdim
+    if acc is not rdt:
+        r = r.astype(rdt)
     res = finish(node, r)
     return res if out is None else write_out(out, res, "sum")
 
@@ -323,6 +326,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         r = np.full(shape, np.nan, x.dtype)
     elif x.dtype == np.float16:
         r = x.mean(axis=dims, keepdims=keepdim and dims is not None)
+    elif x.dtype.kind == "V":  # bfloat16: accumulated in float32
+        r = x.mean(axis=dims, dtype=np.float32, keepdims=keepdim and dims is not None)
     elif dims is None:
         r = np.add.reduce(x, axis=None) / n
     elif dims:
@@ -678,6 +683,9 @@ def _var_args(name, dim, unbiased, keepdim, correction):
 def _var_forward(name, x, dims, correction, keepdim, opname=None):
     if x.dtype.kind not in "fcV":
         raise RuntimeError(f"{opname or 'std and var'} only support floating point and complex dtypes")
+    if x.dtype.kind == "V":  # bfloat16: computed in float32, rounded once
+        v, m, n, dof = _var_forward(name, x.astype(np.float32), dims, correction, keepdim, opname)
+        return v.astype(x.dtype), m.astype(x.dtype), n, dof
     n = 1
     for d in dims:
         n *= x.shape[d]
