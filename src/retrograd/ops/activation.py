@@ -561,13 +561,13 @@ def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _float_input(input, "GeluKernelImpl")
-    x = input._data
+    x = _opmath(input._data)
     with np.errstate(over="ignore", invalid="ignore"):
         if approximate == "tanh":
             r = 0.5 * x * (1 + np.tanh(_K * (x + _KAPPA * x * x * x)))
         else:
             r = _blockwise(_gelu_exact, x)
-    return _op(GeluBackward0, input, r.astype(x.dtype, copy=False), approximate=approximate)
+    return _op(GeluBackward0, input, r.astype(input._data.dtype, copy=False), approximate=approximate)
 
 
 class SiluBackward0(OpNode):
@@ -581,10 +581,10 @@ class SiluBackward0(OpNode):
 def silu(input):
     """``x * sigmoid(x)``."""
     _float_input(input, "silu_cpu")
-    x = input._data
+    x = _opmath(input._data)
     with np.errstate(over="ignore", invalid="ignore"):
         r = x / (1 + np.exp(-x))
-    return _op(SiluBackward0, input, r.astype(x.dtype, copy=False))
+    return _op(SiluBackward0, input, r.astype(input._data.dtype, copy=False))
 
 
 def _softplus_np(x, beta=1.0, thr=20.0):
@@ -605,10 +605,10 @@ class MishBackward0(OpNode):
 def mish(input):
     """``x * tanh(softplus(x))``."""
     _float_input(input, "mish_cpu")
-    x = input._data
+    x = _opmath(input._data)
     with np.errstate(over="ignore", invalid="ignore"):
         r = x * np.tanh(np.log1p(np.exp(x)))
-    return _op(MishBackward0, input, r.astype(x.dtype, copy=False))
+    return _op(MishBackward0, input, r.astype(input._data.dtype, copy=False))
 
 
 def _softplus_grad(g, x, beta, threshold):
@@ -739,6 +739,11 @@ def glu(input, dim=-1):
 
 # *** softmax ***
 
+def _opmath(a):
+    """bfloat16 arrays as float32, PyTorch's compute type for them (rounded once at the end)."""
+    return a.astype(np.float32) if a.dtype.kind == "V" else a
+
+
 def _softmax_dim(name, ndim, stacklevel):
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
                   "dim=X as an argument.", stacklevel=stacklevel)
@@ -750,10 +755,10 @@ def _axis(d, ndim):
 
 
 def _softmax_grad(g, y, dim):
-    gd, yd = g._data, y._data
+    gd, yd = _opmath(g._data), _opmath(y._data)
     with np.errstate(invalid="ignore", over="ignore"):
         r = yd * (gd - (gd * yd).sum(axis=_axis(dim, yd.ndim), keepdims=True))
-    return _grad_op(SoftmaxBackwardDataBackward0, r.astype(yd.dtype, copy=False), (g, y), dim=dim)
+    return _grad_op(SoftmaxBackwardDataBackward0, r.astype(y._data.dtype, copy=False), (g, y), dim=dim)
 
 
 class SoftmaxBackwardDataBackward0(OpNode):
@@ -774,10 +779,10 @@ class SoftmaxBackward0(OpNode):
 
 
 def _log_softmax_grad(g, y, dim):
-    gd, yd = g._data, y._data
+    gd, yd = _opmath(g._data), _opmath(y._data)
     with np.errstate(invalid="ignore", over="ignore"):
         r = gd - np.exp(yd) * gd.sum(axis=_axis(dim, yd.ndim), keepdims=True)
-    return _grad_op(LogSoftmaxBackwardDataBackward0, r.astype(yd.dtype, copy=False), (g, y), dim=dim)
+    return _grad_op(LogSoftmaxBackwardDataBackward0, r.astype(y._data.dtype, copy=False), (g, y), dim=dim)
 
 
 class LogSoftmaxBackwardDataBackward0(OpNode):
@@ -810,7 +815,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "softmax_lastdim_kernel_impl")
-    xs = x.reshape(1) if x.ndim == 0 else x   # a 0-d input is one element along its dim (NaN for +-inf, nan)
+    xs = _opmath(x.reshape(1) if x.ndim == 0 else x)   # a 0-d input is one element along its dim (NaN for +-inf, nan)
     m = xs.max(axis=d, keepdims=True) if xs.size else 0
     with np.errstate(invalid="ignore", over="ignore"):
         e = np.exp(xs - m)
@@ -823,7 +828,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "log_softmax_lastdim_kernel_impl")
-    xs = x.reshape(1) if x.ndim == 0 else x
+    xs = _opmath(x.reshape(1) if x.ndim == 0 else x)
     m = xs.max(axis=d, keepdims=True) if xs.size else 0
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         z = xs - m

@@ -140,9 +140,10 @@ def _check_bmm(x, y):
         raise RuntimeError(f"expected scalar type {_dtype_name(x.dtype)} but found {_dtype_name(y.dtype)}")
 
 
-def _mm_np(x, y):
+def _mm_np(x, y, opmath=False):
     if x.dtype.kind == "V":  # bfloat16: float32 products and sums, rounded once (PyTorch's CPU kernels)
-        return np.matmul(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
+        r = np.matmul(x.astype(np.float32), y.astype(np.float32))
+        return r if opmath else r.astype(x.dtype)
     return np.matmul(x, y)
 
 
@@ -410,6 +411,9 @@ def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
     so nan/inf there do not reach the result."""
     c = input._data
     _expand_check(c.shape, prod.shape)
+    half = c.dtype.kind == "V"
+    if half:  # bfloat16: beta * input + alpha * product in float32, rounded once
+        c, prod = c.astype(np.float32), prod.astype(np.float32, copy=False)
     dt = prod.dtype
     if c.dtype != dt:  # only addr gets here with mixed dtypes: it promotes
         dt = np.promote_types(c.dtype, dt)
@@ -426,6 +430,8 @@ def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
         r = np.array(np.broadcast_to(r, prod.shape), dtype=dt)
     elif r.dtype != dt:
         r = r.astype(dt)
+    if half:
+        r = r.astype(input._data.dtype)
     node = node_for(cls, (input, m1, m2))
     if node is not None:
         node.beta, node.alpha = beta, alpha
@@ -446,7 +452,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
                            f"{_dtype_name(y.dtype)}")
     _check_mm(x, y)
     _no_bool(x, "addmm_impl_cpu_")
-    return _add_product(AddmmBackward0, input, mat1, mat2, _mm_np(x, y), beta, alpha, "addmm", out, True)
+    return _add_product(AddmmBackward0, input, mat1, mat2, _mm_np(x, y, True), beta, alpha, "addmm", out, True)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
@@ -463,7 +469,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_dtype_name(c.dtype)}, "
                            f"{_dtype_name(x.dtype)}, and {_dtype_name(y.dtype)}")
     _no_bool(x, "addmv_impl_cpu")
-    return _add_product(AddmvBackward0, input, mat, vec, _mm_np(x, y), beta, alpha, "addmv", out, True)
+    return _add_product(AddmvBackward0, input, mat, vec, _mm_np(x, y, True), beta, alpha, "addmv", out, True)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
@@ -475,7 +481,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
         raise RuntimeError(f"Input dtypes must be the same, got: input {_SHORT[c.dtype.name]}, batch1: "
                            f"{_SHORT[x.dtype.name]}, batch2: {_SHORT[y.dtype.name]}")
     _no_bool(x, "baddbmm")
-    return _add_product(BaddbmmBackward0, input, batch1, batch2, _mm_np(x, y), beta, alpha, "baddbmm", out)
+    return _add_product(BaddbmmBackward0, input, batch1, batch2, _mm_np(x, y, True), beta, alpha, "baddbmm", out)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):

@@ -261,15 +261,17 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
     k = len(ns)
     _check_dtypes(input, (weight, bias), "LayerNormKernelImpl")
     dims = tuple(range(x.ndim - k, x.ndim))
+    f32 = np.float32 if x.dtype.kind == "V" else None  # bfloat16: computed in float32, rounded once
+    xs = x if f32 is None else x.astype(f32)
     if x.size:
-        mean, var = _moments(x, dims)
-        y = (x - mean) * _rstd(var, eps)
+        mean, var = _moments(xs, dims)
+        y = (xs - mean) * _rstd(var, eps)
     else:
-        y = x.copy()
+        y = xs.copy()
     if weight is not None:
-        y = y * weight._data
+        y = y * (weight._data if f32 is None else weight._data.astype(f32))
     if bias is not None:
-        y = y + bias._data
+        y = y + (bias._data if f32 is None else bias._data.astype(f32))
     node = node_for(NativeLayerNormBackward0, (input, weight, bias))
     if node is not None:
         node.dims, node.eps = dims, eps

@@ -1004,7 +1004,10 @@ def cumsum(input, dim, *, dtype=None, out=None):
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     rdt = _sum_dtype(x.dtype, dtype)
-    r = np.cumsum(x, axis=d, dtype=rdt) if x.ndim else x.astype(rdt)
+    if rdt.kind == "V":  # bfloat16: accumulated in float32
+        r = (np.cumsum(x, axis=d, dtype=np.float32) if x.ndim else x).astype(rdt)
+    else:
+        r = np.cumsum(x, axis=d, dtype=rdt) if x.ndim else x.astype(rdt)
     node = node_for(CumsumBackward0, (input,))
     if node is not None:
         node.dim = d
