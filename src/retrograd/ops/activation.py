@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
-                    masked_grad, _dtype_name, zeros_grad)
+                    masked_grad, _dtype_name, zeros_grad, _state, Tensor)
 from .unary import _erf_raw, _blockwise, _sigmoid_np, exp, log1p, tanh, sigmoid
 from .index import where
 from .. import _dtype as D
@@ -514,7 +514,7 @@ def _gelu_grad_exact(g, x):
 
 
 def _gelu_grad(g, x, approximate):
-    gd, xd = g._data, x._data
+    gd, xd = _opmath(g._data), _opmath(x._data)
     with np.errstate(over="ignore", invalid="ignore"):
         if approximate == "tanh":
             x_sq = xd * xd
@@ -524,7 +524,7 @@ def _gelu_grad(g, x, approximate):
             r = gd * (left_d + right_d)
         else:
             r = _blockwise(_gelu_grad_exact, gd, xd)
-    return _grad_op(GeluBackwardBackward0, r.astype(gd.dtype, copy=False), (g, x), approximate=approximate)
+    return _grad_op(GeluBackwardBackward0, r.astype(g._data.dtype, copy=False), (g, x), approximate=approximate)
 
 
 class GeluBackwardBackward0(OpNode):
@@ -573,6 +573,12 @@ def gelu(input, approximate="none"):
 class SiluBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
+        if x._data.dtype.kind == "V" and not _state.grad:
+            # PyTorch's fused silu_backward kernel (no graph wanted): float32, rounded once
+            xd, gd = x._data.astype(np.float32), g._data.astype(np.float32)
+            with np.errstate(over="ignore"):
+                s = 1 / (1 + np.exp(-xd))
+            return Tensor._make((gd * s * (1 + xd * (1 - s))).astype(x._data.dtype))
         s = sigmoid(x)
         # PyTorch's infinitely_differentiable_silu_backward, same association
         return g * s * (x * (1 - s) + 1)
