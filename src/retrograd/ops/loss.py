@@ -53,11 +53,12 @@ def _reduce_t(t, reduction):
 
 
 def _reduce_np(a, reduction):
+    acc = np.float32 if a.dtype.kind == "V" else None  # bfloat16 accumulates in float32
     if reduction == "mean":
         with np.errstate(invalid="ignore"):
-            return np.asarray(a.mean() if a.size else np.nan, a.dtype)
+            return np.asarray(a.mean(dtype=acc) if a.size else np.nan, a.dtype)
     if reduction == "sum":
-        return np.asarray(a.sum(), a.dtype)
+        return np.asarray(a.sum(dtype=acc), a.dtype)
     return arr(a)
 
 
@@ -445,7 +446,10 @@ def _pointwise(cls, kernel, input, target, reduction, fn):
     x, y = input._data, target._data
     dt = np.result_type(x.dtype, y.dtype) if x.dtype != y.dtype else x.dtype
     with np.errstate(invalid="ignore", over="ignore"):
-        r = _reduce_np(arr(np.asarray(fn(x.astype(dt, copy=False) - y.astype(dt, copy=False)), dt)), reduction)
+        d = x.astype(dt, copy=False) - y.astype(dt, copy=False)
+        if dt.kind == "V":  # bfloat16: the difference rounded, the loss kernel in float32 (PyTorch's)
+            d = d.astype(np.float32)
+        r = _reduce_np(arr(np.asarray(fn(d), dt)), reduction)
     node = node_for(cls, (input, target))
     if node is not None:
         node.kernel, node.reduction = kernel, reduction

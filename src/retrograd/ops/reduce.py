@@ -921,7 +921,7 @@ def _vector_norm_grad(x, norm, g, p, dims, keepdim):
 
 
 def _vector_norm_np(x, p, dims, keepdim):
-    ax = np.abs(x)
+    ax = np.abs(x if x.dtype.kind != "V" else x.astype(np.float32))  # bfloat16: float32 sums, rounded once
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         if p == 2:
             r = np.sqrt(np.sum(ax * ax, axis=dims, keepdims=keepdim))
