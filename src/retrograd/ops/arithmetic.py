@@ -54,6 +54,21 @@ def _fast_scalar(input, other, pyop):
     return r
 
 
+_F16 = np.dtype(np.float16)
+
+
+def _half_alpha(op, cls, a, b, x, y, dt, alpha, out, sign):
+    """``x + sign * alpha * y`` for float16/bfloat16 as PyTorch computes it: alpha rounded to
+    the dtype, then the product and sum in float32, rounded once."""
+    al = np.float32(np.asarray(alpha, dt)) * sign
+    r = _finish_binary(np.asarray(x, dt).astype(np.float32) + al * np.asarray(y, dt).astype(np.float32), dt)
+    node = node_for(cls, (a, b))
+    if node is not None:
+        node.alpha = alpha
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, op.__name__)
+
+
 def _opmath_scalar(v):
     return np.float32(v) if v.__class__ is float else v
 
@@ -209,6 +224,8 @@ def add(input, other, *, alpha=1, out=None):
     a, b, x, y, dt = _prep(input, other)
     _check_alpha(alpha, dt)
     if alpha != 1:
+        if dt.kind == "V" or dt == _F16:
+            return _half_alpha(add, AddBackward0, a, b, x, y, dt, alpha, out, 1)
         y = y * alpha
     r = _finish_binary(x + y, dt)
     node = node_for(AddBackward0, (a, b))
@@ -229,6 +246,8 @@ def sub(input, other, *, alpha=1, out=None):
     a, b, x, y, dt = _prep(input, other)
     _check_alpha(alpha, dt)
     if alpha != 1:
+        if dt.kind == "V" or dt == _F16:
+            return _half_alpha(sub, SubBackward0, a, b, x, y, dt, alpha, out, -1)
         y = y * alpha
     r = _finish_binary(x - y, dt)
     node = node_for(SubBackward0, (a, b))
