@@ -775,9 +775,10 @@ def _var_like(name, cls):
         dim, keepdim, c = _var_args(name, dim, unbiased, keepdim, correction)
         x = input._data
         dims = _dims_arg(dim, x.ndim)
-        v, _, n, dof = _var_forward(name, x, dims, c, keepdim)
+        half = name == "std" and x.dtype.kind == "V"  # bfloat16 std: the float32 variance's root, rounded once
+        v, _, n, dof = _var_forward(name, x.astype(np.float32) if half else x, dims, c, keepdim)
         if name == "std":
-            v = arr(np.sqrt(v))
+            v = arr(np.sqrt(v) if not half else np.sqrt(v).astype(x.dtype))
         node = node_for(cls, (input,))
         res = finish(node, v)
         if node is not None:
