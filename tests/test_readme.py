@@ -48,3 +48,25 @@ def test_demo_outputs_are_ignored():
              "mnist-demo/checkpoint.safetensors.tmp"]
     r = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=ROOT, capture_output=True, text=True)
     assert sorted(r.stdout.split()) == sorted(paths), r.stdout + r.stderr
+
+
+def test_mixed_precision_example_runs_and_prints_what_the_readme_shows(tmp_path):
+    blocks = _blocks()
+    i = next(k for k, (lang, body) in enumerate(blocks) if lang == "python" and "GradScaler" in body)
+    code, expected = blocks[i][1], blocks[i + 1][1]
+    env = dict(os.environ, PYTHONPATH=SRC)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == expected.split()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return
+    t = subprocess.run([sys.executable, "-c", code.replace("import retrograd as torch", "import torch")
+                        .replace("import retrograd.nn as nn", "import torch.nn as nn")],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert t.returncode == 0, t.stderr
+    # the same dtypes as PyTorch's run (losses differ only through the random streams)
+    assert [ln.split()[:4] for ln in t.stdout.splitlines()] == [ln.split()[:4] for ln in r.stdout.splitlines()]
+    assert all(float(ln.split()[4]) < 1.386 for ln in r.stdout.splitlines())  # below chance, ln(4)

@@ -230,7 +230,7 @@ def _finish(data, requires_grad=False, device=None):
                 data = xp.asarray(data)
     t = _make(data)
     if requires_grad:
-        if data.dtype.kind not in "fc":
+        if data.dtype.kind not in "fcV":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     if grad_mode._state.inference:
@@ -288,7 +288,7 @@ def _unwrap_tensors(data):
 def _to_array(data, dtype):
     """Data (nested lists, numbers, arrays, tensors) to a new ndarray of the right dtype."""
     if isinstance(data, np.ndarray):
-        if data.dtype.kind not in "biufc":
+        if data.dtype.kind not in "biufcV":
             raise TypeError(f"can't convert np.ndarray of type numpy.{data.dtype.name}. The only supported "
                             "types are: float64, float32, float16, complex64, complex128, int64, int32, "
                             "int16, int8, uint8, and bool.")
@@ -317,9 +317,9 @@ def _to_array(data, dtype):
         raise TypeError("Could not infer dtype of object")
     if a.dtype == np.uint64 and (dtype is None or dtype._kind < 2):   # ints >= 2**63 (NumPy's uint64)
         raise ValueError("Overflow when unpacking long long")
-    if dtype is not None and dtype._kind == 1 and a.dtype.kind in "iuf" and a.size:
+    if dtype is not None and dtype._kind == 1 and a.dtype.kind in "iufV" and a.size:
         lo, hi = a.min(), a.max()
-        if a.dtype.kind == "f" and not np.isfinite(a).all() or D._overflows(lo, dtype) or D._overflows(hi, dtype):
+        if a.dtype.kind in "fV" and not np.isfinite(a).all() or D._overflows(lo, dtype) or D._overflows(hi, dtype):
             raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
     with np.errstate(all="ignore"):      # float32 overflow gives inf, as in PyTorch
         return a.astype(dtype.np if dtype is not None else _infer_dtype(a), copy=False)
@@ -529,7 +529,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start, end = _num(start), _num(end)
-    cdt = dt.np if dt.np.kind == "f" else np.dtype(np.float64)
+    cdt = dt.np if dt.np.kind in "fV" else np.dtype(np.float64)
     with np.errstate(all="ignore"):     # inf/nan ends give inf/nan values, silently as in PyTorch
         return _finish(_linspace(start, end, steps, cdt).astype(dt.np), requires_grad, device)
 

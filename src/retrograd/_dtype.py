@@ -21,7 +21,7 @@ class dtype:
         self._rank = rank
         self.is_floating_point = kind == 2
         self.is_complex = kind == 3
-        self.is_signed = self.np.kind in "ifc"
+        self.is_signed = self.np.kind in "ifcV"
         self.itemsize = self.np.itemsize
 
     def __repr__(self):
@@ -44,8 +44,37 @@ int16 = dtype("int16", np.int16, 1, 2)
 int32 = dtype("int32", np.int32, 1, 3)
 int64 = dtype("int64", np.int64, 1, 4)
 float16 = dtype("float16", np.float16, 2, 1)
-# NumPy has no bfloat16: values are kept in float32 (documented limitation).
-bfloat16 = dtype("bfloat16", np.float32, 2, 1)
+
+
+class _LazyBFloat16(dtype):
+    """bfloat16: stored as ``ml_dtypes.bfloat16`` (a real 2-byte type), which is imported
+    the first time the NumPy dtype is needed, so ``import retrograd`` does not load it."""
+    __slots__ = ("_np",)
+
+    def __init__(self):
+        self.name, self._np, self._kind, self._rank = "bfloat16", None, 2, 1
+        self.is_floating_point, self.is_complex, self.is_signed, self.itemsize = True, False, True, 2
+
+    @property
+    def np(self):
+        npd = self._np
+        if npd is None:
+            npd = self._np = _load_bfloat16()
+        return npd
+
+
+def _load_bfloat16():
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ImportError("torch.bfloat16 needs the 'ml_dtypes' package (NumPy has no bfloat16): "
+                          "pip install ml_dtypes  (or: pip install retrograd[bfloat16])") from None
+    npd = np.dtype(ml_dtypes.bfloat16)
+    _FROM_NP[npd] = bfloat16
+    return npd
+
+
+bfloat16 = _LazyBFloat16()
 float32 = dtype("float32", np.float32, 2, 2)
 float64 = dtype("float64", np.float64, 2, 3)
 complex64 = dtype("complex64", np.complex64, 3, 2)
@@ -68,6 +97,8 @@ def from_numpy_dtype(npd):
         npd = np.dtype(npd)
         if npd in _FROM_NP:
             return _FROM_NP[npd]
+        if npd.name == "bfloat16" and npd == bfloat16.np:
+            return bfloat16
         for k, v in ((np.uint16, int32), (np.uint32, int64), (np.uint64, int64)):
             if npd == k:
                 return v
@@ -164,12 +195,17 @@ class finfo:
     """Machine limits of a floating dtype (``torch.finfo``)."""
     def __init__(self, type=None):
         type = _default[0] if type is None else to_dtype(type)
-        fi = np.finfo(type.np)
+        fi = np.finfo(type.np) if type is not bfloat16 else _bf16_finfo()
         f = builtins.float
         self.bits, self.eps, self.max, self.min = fi.bits, f(fi.eps), f(fi.max), f(fi.min)
         self.tiny = self.smallest_normal = f(fi.tiny)
-        self.resolution = f(fi.resolution)
+        self.resolution = f(fi.resolution) if type is not bfloat16 else 0.01
         self.dtype = type.name
+
+
+def _bf16_finfo():
+    import ml_dtypes
+    return ml_dtypes.finfo(bfloat16.np)
 
 
 class iinfo:

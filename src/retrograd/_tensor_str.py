@@ -126,7 +126,7 @@ def array_str(a, indent):
     """The bracketed body of a tensor's repr."""
     if a.size == 0:
         return "[]"
-    if a.dtype == np.float16:
+    if a.dtype == np.float16 or a.dtype.kind == "V":  # half types print through float32, as PyTorch's do
         a = a.astype(np.float32)
     summarize = a.size > PRINT_OPTS.threshold
     floating = a.dtype.kind == "f"

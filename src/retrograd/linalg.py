@@ -17,7 +17,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     x = A._data
     if x.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if (dtype is None and x.dtype.kind not in "fc"):
+    if (dtype is None and x.dtype.kind not in "fcV"):
         raise RuntimeError("linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
                            f"{_dtype_name(x.dtype)}")
     dims = [dim] if isinstance(dim, int) else list(dim)

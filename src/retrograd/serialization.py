@@ -118,7 +118,7 @@ class _Encoder:
                 enc["device"] = str(dev)
             return enc
         if isinstance(obj, np.ndarray):
-            if obj.dtype.kind not in "biufc":
+            if obj.dtype.kind not in "biufcV":
                 raise TypeError(f"retrograd.save cannot store a NumPy array of dtype {obj.dtype} "
                                 f"at {_path_str(path)}")
             enc = {"ndarray": self.array(obj, obj), "dtype": str(obj.dtype.newbyteorder("="))}
@@ -126,7 +126,7 @@ class _Encoder:
                 enc["shape"] = []
             return enc
         if isinstance(obj, np.generic):
-            if obj.dtype.kind not in "biufc" or obj.dtype not in _SCALAR_DTYPES:
+            if obj.dtype.kind not in "biufcV" or obj.dtype not in _SCALAR_DTYPES:
                 raise TypeError(f"retrograd.save cannot store a NumPy scalar of dtype {obj.dtype} "
                                 f"at {_path_str(path)}")
             return {"npscalar": obj.item() if obj.dtype.kind != "c" else [obj.real.item(), obj.imag.item()],
@@ -170,6 +170,9 @@ def _stored_dtype(dt):
     dt = np.dtype(dt)
     if dt.kind == "c" and dt.itemsize == 16:
         return np.dtype("<f8")
+    if dt.kind == "V" and dt.name == "bfloat16":  # ml_dtypes' bfloat16: its bits are BF16
+        _ST_NAME.setdefault(dt, "BF16")
+        return dt
     le = dt.newbyteorder("<") if dt.byteorder == ">" else dt
     return le if le in _ST_NAME else None
 
@@ -804,9 +807,13 @@ class _Decoder:
         if e.st == "BF16":
             if want not in (None, np.dtype(np.float32)) or dtype_name not in (None, "bfloat16", "float32"):
                 _fail(self.name, f"tensor {_short(key)} is stored as BF16 but declared {dtype_name}")
-            self._spend(2 * (e.end - e.begin))
-            bits = np.frombuffer(mv, dtype="<u2").astype(np.uint32) << 16
-            return bits.view(np.float32).reshape(e.shape)
+            if dtype_name == "float32":
+                self._spend(2 * (e.end - e.begin))
+                bits = np.frombuffer(mv, dtype="<u2").astype(np.uint32) << 16
+                return bits.view(np.float32).reshape(e.shape)
+            from ._dtype import bfloat16
+            a = np.frombuffer(mv, dtype="<u2") if e.end > e.begin else np.empty(0, "<u2")
+            return self._native(a.view(bfloat16.np).reshape(e.shape))
         a = np.frombuffer(mv, dtype=stored) if e.end > e.begin else np.empty(0, stored)
         if e.st == "BOOL" and a.size and a.view(np.uint8).max() > 1:
             _fail(self.name, f"tensor {_short(key)} holds bytes that are not booleans")
@@ -821,6 +828,9 @@ class _Decoder:
                 return self._native(a.reshape(shp))
             if not (dtype_name == "bfloat16" and stored == np.float32):
                 _fail(self.name, f"tensor {_short(key)} is stored as {e.st} but declared {dtype_name}"[:200])
+            from ._dtype import bfloat16  # written when bfloat16 was kept as float32
+            self._spend(a.nbytes // 2)
+            return a.reshape(e.shape).astype(bfloat16.np)
         elif shape is not None:
             _fail(self.name, f"tensor {_short(key)} has an unexpected shape entry")
         return self._native(a.reshape(e.shape))

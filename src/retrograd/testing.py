@@ -95,7 +95,7 @@ def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, chec
     with np.errstate(all="ignore"):
         abs_diff = np.abs(xf - yf)
         abs_diff[mf] = 0
-        f = abs_diff.dtype if abs_diff.dtype.kind in "fc" else D.get_default_dtype().np
+        f = abs_diff.dtype if abs_diff.dtype.kind in "fcV" else D.get_default_dtype().np
         rel_diff = abs_diff.astype(f) / np.abs(yf).astype(f)
     rel_diff[mf] = 0
     ia, ir = _argmax(abs_diff), _argmax(rel_diff)
@@ -106,7 +106,7 @@ def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, chec
 
 def _argmax(a):
     # torch.max propagates NaN: its index is the first NaN if any.
-    nan = np.isnan(a) if a.dtype.kind in "fc" else None
+    nan = np.isnan(a) if a.dtype.kind in "fcV" else None
     if nan is not None and nan.any():
         return int(np.argmax(nan))
     return int(np.argmax(a))

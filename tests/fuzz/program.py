@@ -136,7 +136,8 @@ _SAMPLES = {}
 
 def samples_of(info):
     if info.name not in _SAMPLES:
-        _SAMPLES[info.name] = [s for s in expand_samples(info) if s.upstream is None]
+        # the op table's bfloat16 samples are checked there; random programs keep NumPy's dtypes
+        _SAMPLES[info.name] = [s for s in expand_samples(info) if s.upstream is None and s.dtype != "bfloat16"]
     return _SAMPLES[info.name]
 
 

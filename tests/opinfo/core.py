@@ -25,6 +25,27 @@ except ImportError:  # parity tests skip; gradchecks still run
     torch = None
 
 FLOAT_KINDS = ("float64", "float32")
+# Ops whose float32 samples are also run in bfloat16 (values; float64's tolerance, far below a
+# bfloat16 ulp, so bit for bit: PyTorch's CPU kernels compute bfloat16 in float32 and round once,
+# and so does retrograd).
+BFLOAT16_OPS = frozenset(
+    "add sub mul div neg abs exp log sin tanh sigmoid sqrt relu matmul mm bmm sum mean F.silu F.gelu cumsum var std "
+    "F.mse_loss F.conv1d F.conv2d baddbmm maximum where clamp pow __add__ __mul__ __truediv__ __matmul__ norm "
+    "linalg.vector_norm prod amax max F.scaled_dot_product_attention F.relu".split())
+# Not yet, and why (a known-mismatch entry cannot name a dtype): softmax/F.softmax over a non-last
+# dim and log_softmax/F.cross_entropy over the last (torch's kernels use a faster, less exact exp
+# or round an intermediate: 1 ulp on a few percent of elements); rsqrt (torch rounds the square
+# root before the reciprocal); addcmul/addcdiv/lerp (composites in retrograd: several roundings);
+# addmm with alpha=0 (torch's bfloat16 kernel multiplies 0 * inf), F.linear (the harness's
+# negative strides take retrograd off the fused path torch's contiguous copy takes),
+# F.conv_transpose2d with inf/nan inputs, F.layer_norm of constant rows (torch's mean is inexact).
+
+
+def _np_dtype(name):
+    if name == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
 # Sample kinds excluded from finite-difference checks: kinks and non-finite points have no
 # well-defined finite-difference derivative.
 GRADCHECK_KINDS = ("basic", "noncontig", "negstride", "0d", "size1", "broadcast")
@@ -41,9 +62,6 @@ def _known(ops, tests, kinds, why):
             for kind in kinds.split():
                 KNOWN_MISMATCHES[(op, test, kind)] = f"{op}: {why}"
 
-
-# missing dtypes
-_known("bfloat16", "values grad gradgrad", "*", "no bfloat16 dtype: the result is float32")
 
 # Seen only by the differential fuzzer (tests/fuzz, FUZZ_FINDINGS.md): test kinds "fuzz:<kind>"
 # are ignored by the generated tests and not strict; remove an entry when its cause is fixed.
@@ -153,7 +171,7 @@ class Sample:
 
     def float_positions(self):
         return [i for i, a in enumerate(self.args)
-                if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+                if isinstance(a, np.ndarray) and a.dtype.kind in "fV"]
 
     def grad_positions(self):
         fp = self.float_positions()
@@ -304,15 +322,26 @@ def expand_samples(info, seed=0):
                 out.append(t)
             out.append(s.replace(kind="infgrad", upstream="nonfinite"))
     final = []
+    dtypes = info.dtypes
+    if info.name in BFLOAT16_OPS and "float32" in dtypes and _has_ml_dtypes():
+        dtypes = dtypes + ("bfloat16",)
     for s in out:
-        for dt in info.dtypes:
-            final.append(_with_arrays(s, lambda i, a: a.astype(dt), s.kind) if dt != "float64" else s)
+        for dt in dtypes:
+            final.append(_with_arrays(s, lambda i, a: a.astype(_np_dtype(dt)), s.kind) if dt != "float64" else s)
     if info.int_dtypes:
         for s in own:
             if s.kind == "basic" and s.float_positions():
                 final.append(_with_arrays(s, lambda i, a: np.round(a * 2).astype(np.int64), "int64"))
                 final.append(_with_arrays(s, lambda i, a: a > 0, "bool"))
     return [s for s in final if not _skipped(info, s.kind)]
+
+
+def _has_ml_dtypes():
+    try:
+        import ml_dtypes  # noqa: F401
+        return True
+    except ImportError:
+        return False
 
 
 def _skipped(info, kind):
@@ -324,7 +353,7 @@ def _skipped(info, kind):
 def build(lib, s, requires_grad):
     """(args, kwargs, leaves): the sample's args as ``lib`` tensors; leaves are the tensors the
     gradient is taken w.r.t. (a non-contiguous argument is a view of its leaf)."""
-    frm = torch.from_numpy if lib is torch else retrograd.from_numpy
+    frm = _torch_from_numpy if lib is torch else retrograd.from_numpy
     gpos = set(s.grad_positions()) if requires_grad else set()
 
     def conv(i, a):
@@ -356,6 +385,12 @@ def build(lib, s, requires_grad):
     return [a for a, _ in conv_args], conv_kw, leaves
 
 
+def _torch_from_numpy(a):
+    if a.dtype.kind == "V":  # ml_dtypes' bfloat16: torch takes its bits
+        return torch.from_numpy((a if a.flags.c_contiguous else a.copy()).view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
 def call(info, lib, s, requires_grad=False):
     """(result, leaves, args) or raises what the op raises."""
     args, kwargs, leaves = build(lib, s, requires_grad)
@@ -366,7 +401,7 @@ def to_numpy(t):
     if torch is not None and isinstance(t, torch.Tensor):
         if t._is_zerotensor():  # torch's efficient zeros (e.g. sgn's gradient)
             return np.zeros(tuple(t.shape), dtype=torch.empty(0, dtype=t.dtype).numpy().dtype)
-        if t.dtype == torch.bfloat16:  # NumPy has no bfloat16; float32 holds it exactly
+        if t.dtype == torch.bfloat16:  # torch's numpy() refuses bfloat16; float32 holds it exactly
             t = t.float()
         return t.detach().cpu().resolve_conj().numpy()
     return np.asarray(t.detach()._data)

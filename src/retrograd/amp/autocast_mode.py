@@ -1,17 +1,18 @@
 """autocast: matmul, linear and convolution run in a lower precision inside the region.
 
-State is thread-local, one entry per device type ("cpu", "cuda"). The ops that autocast
-(matmul, mm, bmm, addmm, baddbmm, addbmm, linear, conv1d/2d/3d, conv_transpose1d/2d), and the
-losses it runs in float32 (mse_loss, cross_entropy, nll_loss, l1/smooth_l1/huber, kl_div,
-binary_cross_entropy[_with_logits]: float16 inputs are cast up), get a thin wrapper the first time an autocast region is entered; outside a region it costs one
-attribute test. Inside, their floating-point inputs (float64 excepted, as in PyTorch) on the
-region's device are cast to the region's dtype, so the results come out in that dtype and
-the casts are recorded in the graph (gradients reach float32 parameters in float32).
-``cache_enabled`` is accepted; casts are not cached.
-
-bfloat16 is stored as float32 in retrograd (NumPy has no bfloat16; see ``_dtype.py``), so
-on the CPU, whose default autocast dtype is bfloat16, the region computes in float32 and
-its results report ``torch.float32``; ``dtype=torch.float16`` computes in float16.
+State is thread-local, one entry per device type ("cpu", "cuda"). The ops on PyTorch's CPU
+autocast lists get a thin wrapper the first time an autocast region is entered; outside a
+region it costs one attribute test. Lower precision (the region's dtype, bfloat16 by default
+on the CPU): matmul, mm, bmm, addmm, baddbmm, addbmm, linear, conv1d/2d/3d,
+conv_transpose1d/2d, prelu, scaled_dot_product_attention, einsum and tensordot (PyTorch's run
+through its autocast bmm/mm). Their floating-point inputs (float64 excepted, as in PyTorch)
+on the region's device are cast to the region's dtype, so the results come out in that dtype
+and the casts are recorded in the graph (gradients reach float32 parameters in float32).
+Float32: the losses PyTorch lists (mse, l1, smooth_l1, huber, cross_entropy, nll, kl_div,
+binary_cross_entropy[_with_logits], margin_ranking, cosine_embedding, triplet_margin),
+grid_sample, prod and inverse: float16/bfloat16 inputs are cast up. Every other op runs in
+its inputs' dtype (PyTorch's CPU lists as of 2.13). ``cache_enabled`` is accepted; casts are
+not cached.
 """
 import functools
 import threading
@@ -113,7 +114,7 @@ def _cast(x, active):
     from .._tensor import Tensor
     if isinstance(x, Tensor):
         dt = active.get(x.device.type)
-        if dt is not None and x._data.dtype.kind == "f" and x._data.dtype.itemsize != 8:
+        if dt is not None and x._data.dtype.kind in "fV" and x._data.dtype.itemsize != 8:
             return x._to(dt)
     elif isinstance(x, (list, tuple)):
         return type(x)(_cast(v, active) for v in x)
@@ -123,7 +124,7 @@ def _cast(x, active):
 def _cast_fp32(x, active):
     from .._tensor import Tensor
     if isinstance(x, Tensor):
-        if x._data.dtype.kind == "f" and x._data.dtype.itemsize == 2 and x.device.type in active:
+        if x._data.dtype.kind in "fV" and x._data.dtype.itemsize == 2 and x.device.type in active:
             return x._to(D.float32)
     elif isinstance(x, (list, tuple)):
         return type(x)(_cast_fp32(v, active) for v in x)
@@ -146,11 +147,14 @@ def _autocasting(fn, cast=_cast):
     return wrapper
 
 
-_LINALG = ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm")
-_FUNCTIONAL = ("linear", "conv_transpose1d", "conv_transpose2d")  # conv1d/2d/3d and the Conv layers: convolution
+_LINALG = ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum", "tensordot")
+# conv1d/2d/3d and the Conv layers: convolution
+_FUNCTIONAL = ("linear", "conv_transpose1d", "conv_transpose2d", "prelu", "scaled_dot_product_attention")
 # Ops PyTorch's CPU autocast runs in float32 (lower-precision inputs are cast up).
 _FP32 = ("mse_loss", "cross_entropy", "nll_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
-         "binary_cross_entropy", "binary_cross_entropy_with_logits")
+         "binary_cross_entropy", "binary_cross_entropy_with_logits", "margin_ranking_loss",
+         "cosine_embedding_loss", "triplet_margin_loss", "grid_sample")
+_FP32_TOP = (("reduce", "prod"), ("linalg", "inverse"))  # ops module, name: torch.*, Tensor.*
 _installed = []
 _lock = threading.Lock()
 
@@ -163,19 +167,26 @@ def _install():
         if _installed:
             return
         import retrograd
+        import importlib
         from .. import ops
         from ..ops import linalg, conv
         from ..nn import functional as F
         from .._tensor import Tensor
-        for name in _LINALG:
-            w = _autocasting(getattr(linalg, name))
-            for mod in (linalg, ops, retrograd):
-                if getattr(mod, name, None) is w._autocast_wrapped:
-                    setattr(mod, name, w)
+
+        def everywhere(mod, name, cast):
+            w = _autocasting(getattr(mod, name), cast)
+            for m in (mod, ops, retrograd):
+                if getattr(m, name, None) is w._autocast_wrapped:
+                    setattr(m, name, w)
             if getattr(Tensor, name, None) is w._autocast_wrapped:
                 setattr(Tensor, name, w)
+            return w
+        for name in _LINALG:
+            w = everywhere(linalg, name, _cast)
             if name == "matmul" and Tensor.__matmul__ is w._autocast_wrapped:
                 Tensor.__matmul__ = w
+        for modname, name in _FP32_TOP:
+            everywhere(importlib.import_module("retrograd.ops." + modname), name, _cast_fp32)
         for name in _FUNCTIONAL:
             setattr(F, name, _autocasting(getattr(F, name)))
         for name in _FP32:

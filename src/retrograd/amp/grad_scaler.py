@@ -90,7 +90,7 @@ class GradScaler:
                 d = g._data
                 xp = np if isinstance(d, np.ndarray) else _xp(d)
                 bad = not bool(xp.isfinite(d).all())
-                d *= d.dtype.type(inv_scale) if d.dtype.kind == "f" else inv_scale
+                d *= d.dtype.type(inv_scale) if d.dtype.kind in "fV" else inv_scale
                 g._bump_version()
                 dev = g.device
                 found[dev] = max(found.get(dev, 0.0), 1.0 if bad else 0.0)

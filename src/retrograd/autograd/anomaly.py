@@ -45,7 +45,7 @@ def _stack():
 def _check(fn, grads):
     """A NaN in what a node returns is an error (the engine then shows where it was made)."""
     for i, g in enumerate(grads):
-        if g is not None and g._data.dtype.kind in "fc" and bool(np.isnan(g._data).any()):
+        if g is not None and g._data.dtype.kind in "fcV" and bool(np.isnan(g._data).any()):
             raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th output.")
 
 

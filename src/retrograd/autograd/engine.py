@@ -561,7 +561,7 @@ def _make_roots(tensors, grad_tensors, create_graph, what="tensors"):
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if t._data.dtype.kind not in "fc":
+            if t._data.dtype.kind not in "fcV":
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t.dtype}")
             g = _creation._ones_like_data(t._data)
         else:

@@ -216,7 +216,7 @@ def _wrap_outputs(ctx, args, out):
             result.append(o)
             continue
         meta.append((o._data.shape, o._data.dtype))
-        differentiable = id(o) not in non_diff and o._data.dtype.kind in "fc"
+        differentiable = id(o) not in non_diff and o._data.dtype.kind in "fcV"
         if id(o) in dirty:
             if o._requires_grad and o._grad_fn is None:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")

@@ -16,7 +16,7 @@ def _as_tuple(x):
 
 
 def _outputs(fn, inputs):
-    return [o for o in _as_tuple(fn(*inputs)) if isinstance(o, Tensor) and o._data.dtype.kind in "fc"]
+    return [o for o in _as_tuple(fn(*inputs)) if isinstance(o, Tensor) and o._data.dtype.kind in "fcV"]
 
 
 def _numerical(fn, inputs, i, eps):
@@ -59,7 +59,7 @@ def _analytical(fn, inputs, diff_idx):
 
 
 def _fmt(a, like):
-    t = Tensor._make(a.astype(like._data.dtype) if like._data.dtype.kind == "f" else a)
+    t = Tensor._make(a.astype(like._data.dtype) if like._data.dtype.kind in "fV" else a)
     return repr(t)
 
 

@@ -61,7 +61,7 @@ def format_values(a):
         for d in reversed(a.shape[1:]):
             items = ["[" + ", ".join(items[i:i + d]) + "]" for i in range(0, len(items), d)]
         return "[" + ", ".join(items) + "]"
-    if a.dtype.kind in "fc":
+    if a.dtype.kind in "fcV":
         af = np.abs(a) if a.dtype.kind == "c" else a.astype(np.float64)
         return (f"shape {list(a.shape)}: min {af.min():.4g}, max {af.max():.4g}, "
                 f"mean {af.mean():.4g}, norm {np.linalg.norm(af.ravel()):.4g}")

@@ -212,7 +212,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         buf = _host(tensor)
         g.comm.Allreduce(MPI.IN_PLACE, buf, op=_mpi_op(op))
         if op == ReduceOp.AVG:
-            buf = buf / g.size if buf.dtype.kind in "fc" else buf // g.size
+            buf = buf / g.size if buf.dtype.kind in "fcV" else buf // g.size
         _write(tensor, buf)
     return _done(async_op)
 
@@ -227,7 +227,7 @@ def reduce(tensor, dst=0, op=ReduceOp.SUM, group=None, async_op=False, group_dst
         if g.rank == dst:
             g.comm.Reduce(MPI.IN_PLACE, buf, op=_mpi_op(op), root=dst)
             if op == ReduceOp.AVG:
-                buf = buf / g.size if buf.dtype.kind in "fc" else buf // g.size
+                buf = buf / g.size if buf.dtype.kind in "fcV" else buf // g.size
             _write(tensor, buf)
         else:
             g.comm.Reduce(buf, None, op=_mpi_op(op), root=dst)

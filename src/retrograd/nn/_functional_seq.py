@@ -44,7 +44,7 @@ def _additive(mask, dtype, what):
     m = mask._data
     if m.dtype == np.bool_:
         return np.where(m, dtype.type(-np.inf), dtype.type(0)).astype(dtype)
-    if m.dtype.kind != "f":
+    if m.dtype.kind not in "fV":
         raise AssertionError(f"only bool and floating types of {what} are supported")
     return m.astype(dtype, copy=False)
 

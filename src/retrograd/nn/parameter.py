@@ -19,7 +19,7 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
         requires_grad = bool(requires_grad)
-        if requires_grad and data._data.dtype.kind not in "fc":
+        if requires_grad and data._data.dtype.kind not in "fcV":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t = _new(cls)
         t._data = data._data

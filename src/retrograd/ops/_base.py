@@ -528,7 +528,7 @@ def binary_operands(input, other):
         t = other.__class__
         if t is _float:  # the commonest case first: tensor <op> python float
             dt = x.dtype
-            return input, None, x, other, (dt if dt.kind in "fc" else D._default[0].np)
+            return input, None, x, other, (dt if dt.kind in "fcV" else D._default[0].np)
         if isinstance(other, Tensor):
             y = other._data
             if x.dtype == y.dtype:

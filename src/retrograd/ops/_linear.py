@@ -167,9 +167,15 @@ def linear(input, weight, bias=None):
     inp = input
     if nd != 2:   # the 2-D view is what the weight's gradient needs, whether or not input requires grad
         inp = _reshape_named(input, x2.shape, "ViewBackward0") if input._requires_grad else input.reshape(x2.shape)
-    r = x2 @ w.T
-    if bias is not None:
-        r += bias._data
+    if x.dtype.kind == "V":  # bfloat16: product and bias add in float32, rounded once
+        r = x2.astype(np.float32) @ w.T.astype(np.float32)
+        if bias is not None:
+            r += bias._data.astype(np.float32)
+        r = r.astype(x.dtype)
+    else:
+        r = x2 @ w.T
+        if bias is not None:
+            r += bias._data
     node = None
     if _state.grad and (inp._requires_grad or weight._requires_grad or (bias is not None and bias._requires_grad)):
         wt = weight.t()                  # a view; TBackward0 when the weight requires grad

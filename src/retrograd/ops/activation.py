@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
-                    masked_grad, _dtype_name, zeros_grad)
+                    masked_grad, _dtype_name, zeros_grad, _state, Tensor)
 from .unary import _erf_raw, _blockwise, _sigmoid_np, exp, log1p, tanh, sigmoid
 from .index import where
 from .. import _dtype as D
@@ -32,7 +32,7 @@ def _const(a, like):
 def _float_input(input, kernel):
     """PyTorch's dispatch error for the kernels that take floating inputs only."""
     dt = input._data.dtype
-    if dt.kind not in "fc":
+    if dt.kind not in "fcV":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
 
 
@@ -531,7 +531,7 @@ def _gelu_grad_exact(g, x):
 
 
 def _gelu_grad(g, x, approximate):
-    gd, xd = g._data, x._data
+    gd, xd = _opmath(g._data), _opmath(x._data)
     with np.errstate(over="ignore", invalid="ignore"):
         if approximate == "tanh":
             x_sq = xd * xd
@@ -541,7 +541,7 @@ def _gelu_grad(g, x, approximate):
             r = gd * (left_d + right_d)
         else:
             r = _blockwise(_gelu_grad_exact, gd, xd)
-    return _grad_op(GeluBackwardBackward0, r.astype(gd.dtype, copy=False), (g, x), approximate=approximate)
+    return _grad_op(GeluBackwardBackward0, r.astype(g._data.dtype, copy=False), (g, x), approximate=approximate)
 
 
 class GeluBackwardBackward0(OpNode):
@@ -578,18 +578,24 @@ def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _float_input(input, "GeluKernelImpl")
-    x = input._data
+    x = _opmath(input._data)
     with np.errstate(over="ignore", invalid="ignore"):
         if approximate == "tanh":
             r = 0.5 * x * (1 + np.tanh(_K * (x + _KAPPA * x * x * x)))
         else:
             r = _blockwise(_gelu_exact, x)
-    return _op(GeluBackward0, input, r.astype(x.dtype, copy=False), approximate=approximate)
+    return _op(GeluBackward0, input, r.astype(input._data.dtype, copy=False), approximate=approximate)
 
 
 class SiluBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
+        if x._data.dtype.kind == "V" and not _state.grad:
+            # PyTorch's fused silu_backward kernel (no graph wanted): float32, rounded once
+            xd, gd = x._data.astype(np.float32), g._data.astype(np.float32)
+            with np.errstate(over="ignore"):
+                s = 1 / (1 + np.exp(-xd))
+            return Tensor._make((gd * s * (1 + xd * (1 - s))).astype(x._data.dtype))
         s = sigmoid(x)
         # PyTorch's infinitely_differentiable_silu_backward, same association
         return g * s * (x * (1 - s) + 1)
@@ -598,10 +604,10 @@ class SiluBackward0(OpNode):
 def silu(input):
     """``x * sigmoid(x)``."""
     _float_input(input, "silu_cpu")
-    x = input._data
+    x = _opmath(input._data)
     with np.errstate(over="ignore", invalid="ignore"):
         r = x / (1 + np.exp(-x))
-    return _op(SiluBackward0, input, r.astype(x.dtype, copy=False))
+    return _op(SiluBackward0, input, r.astype(input._data.dtype, copy=False))
 
 
 def _softplus_np(x, beta=1.0, thr=20.0):
@@ -622,10 +628,10 @@ class MishBackward0(OpNode):
 def mish(input):
     """``x * tanh(softplus(x))``."""
     _float_input(input, "mish_cpu")
-    x = input._data
+    x = _opmath(input._data)
     with np.errstate(over="ignore", invalid="ignore"):
         r = x * np.tanh(np.log1p(np.exp(x)))
-    return _op(MishBackward0, input, r.astype(x.dtype, copy=False))
+    return _op(MishBackward0, input, r.astype(input._data.dtype, copy=False))
 
 
 def _softplus_grad(g, x, beta, threshold):
@@ -756,6 +762,11 @@ def glu(input, dim=-1):
 
 # *** softmax ***
 
+def _opmath(a):
+    """bfloat16 arrays as float32, PyTorch's compute type for them (rounded once at the end)."""
+    return a.astype(np.float32) if a.dtype.kind == "V" else a
+
+
 def _softmax_dim(name, ndim, stacklevel):
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
                   "dim=X as an argument.", stacklevel=stacklevel)
@@ -767,10 +778,10 @@ def _axis(d, ndim):
 
 
 def _softmax_grad(g, y, dim):
-    gd, yd = g._data, y._data
+    gd, yd = _opmath(g._data), _opmath(y._data)
     with np.errstate(invalid="ignore", over="ignore"):
         r = yd * (gd - (gd * yd).sum(axis=_axis(dim, yd.ndim), keepdims=True))
-    return _grad_op(SoftmaxBackwardDataBackward0, r.astype(yd.dtype, copy=False), (g, y), dim=dim)
+    return _grad_op(SoftmaxBackwardDataBackward0, r.astype(y._data.dtype, copy=False), (g, y), dim=dim)
 
 
 class SoftmaxBackwardDataBackward0(OpNode):
@@ -791,10 +802,10 @@ class SoftmaxBackward0(OpNode):
 
 
 def _log_softmax_grad(g, y, dim):
-    gd, yd = g._data, y._data
+    gd, yd = _opmath(g._data), _opmath(y._data)
     with np.errstate(invalid="ignore", over="ignore"):
         r = gd - np.exp(yd) * gd.sum(axis=_axis(dim, yd.ndim), keepdims=True)
-    return _grad_op(LogSoftmaxBackwardDataBackward0, r.astype(yd.dtype, copy=False), (g, y), dim=dim)
+    return _grad_op(LogSoftmaxBackwardDataBackward0, r.astype(y._data.dtype, copy=False), (g, y), dim=dim)
 
 
 class LogSoftmaxBackwardDataBackward0(OpNode):
@@ -817,7 +828,7 @@ def _prep_softmax(input, dim, dtype, kernel):
     if dtype is not None:
         input = input._to(D.to_dtype(dtype))
         x = input._data
-    elif x.dtype.kind not in "fc":
+    elif x.dtype.kind not in "fcV":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(x.dtype)}\'')
     return input, x, wrap_dim(dim, x.ndim)
 
@@ -827,7 +838,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "softmax_lastdim_kernel_impl")
-    xs = x.reshape(1) if x.ndim == 0 else x   # a 0-d input is one element along its dim (NaN for +-inf, nan)
+    xs = _opmath(x.reshape(1) if x.ndim == 0 else x)   # a 0-d input is one element along its dim (NaN for +-inf, nan)
     m = xs.max(axis=d, keepdims=True) if xs.size else 0
     with np.errstate(invalid="ignore", over="ignore"):
         e = np.exp(xs - m)
@@ -840,7 +851,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "log_softmax_lastdim_kernel_impl")
-    xs = x.reshape(1) if x.ndim == 0 else x
+    xs = _opmath(x.reshape(1) if x.ndim == 0 else x)
     m = xs.max(axis=d, keepdims=True) if xs.size else 0
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         z = xs - m

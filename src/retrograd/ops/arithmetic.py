@@ -132,6 +132,25 @@ def _pair(input, other, pyop):
     return r
 
 
+_F16 = np.dtype(np.float16)
+
+
+def _half_alpha(op, cls, a, b, x, y, dt, alpha, out, sign):
+    """``x + sign * alpha * y`` for float16/bfloat16 as PyTorch computes it: alpha rounded to
+    the dtype, then the product and sum in float32, rounded once."""
+    al = np.float32(np.asarray(alpha, dt)) * sign
+    r = _finish_binary(np.asarray(x, dt).astype(np.float32) + al * np.asarray(y, dt).astype(np.float32), dt)
+    node = node_for(cls, (a, b))
+    if node is not None:
+        node.alpha = alpha
+    res = finish(node, r)
+    return res if out is None else write_out(out, res, op.__name__)
+
+
+def _opmath_scalar(v):
+    return np.float32(v) if v.__class__ is float else v
+
+
 def _finish_binary(r, dt):
     if r.__class__ is not _ndarray:
         r = arr(r)
@@ -174,7 +193,7 @@ def _prep(input, other):
 def _check_alpha(alpha, dt):
     if alpha.__class__ is bool and dt.kind != "b":
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    if dt.kind not in "fc" and isinstance(alpha, float):
+    if dt.kind not in "fcV" and isinstance(alpha, float):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
 
 
@@ -304,6 +323,8 @@ def add(input, other, *, alpha=1, out=None):
         a, b, x, y, dt = _prep(input, other)
         _check_alpha(alpha, dt)
         if alpha != 1:
+            if dt.kind == "V" or dt == _F16:
+                return _half_alpha(add, AddBackward0, a, b, x, y, dt, alpha, out, 1)
             y = y * alpha
         r = _finish_binary(x + y, dt)
     node = node_for(AddBackward0, (a, b))
@@ -328,6 +349,8 @@ def sub(input, other, *, alpha=1, out=None):
         a, b, x, y, dt = _prep(input, other)
         _check_alpha(alpha, dt)
         if alpha != 1:
+            if dt.kind == "V" or dt == _F16:
+                return _half_alpha(sub, SubBackward0, a, b, x, y, dt, alpha, out, -1)
             y = y * alpha
         r = _finish_binary(x - y, dt)
     node = node_for(SubBackward0, (a, b))
@@ -383,6 +406,8 @@ def mul(input, other, *, out=None):
         a, b, x, y = input, other, None, None
     else:
         a, b, x, y, dt = _prep(input, other)
+        if dt.kind == "V":  # bfloat16 times a Python float: the float joins in float32 (PyTorch's mul kernel)
+            x, y = _opmath_scalar(x), _opmath_scalar(y)
         r = _finish_binary(x * y, dt)
     node = node_for(MulBackward0, (a, b))
     if node is not None:
@@ -438,11 +463,17 @@ def div(input, other, *, rounding_mode=None, out=None):
     a, b, x, y, dt = binary_operands(input, other)
     _check_broadcast(x, y)
     if rounding_mode is None:
-        if dt.kind not in "fc":
+        if dt.kind not in "fcV":
             from .._dtype import _default
             dt = _default[0].np
         x = cast(x, dt) if not isinstance(x, _SCALARS) else x
         y = cast(y, dt) if not isinstance(y, _SCALARS) else y
+        if dt.kind == "V":  # bfloat16, as PyTorch: a float divisor joins in float32; a float
+            # dividend multiplies the reciprocal (Tensor.__rtruediv__), rounded in between
+            if a is None and x.__class__ is _float:
+                x, y = _opmath_scalar(x), np.true_divide(1, y, dtype=np.float32).astype(dt)
+            else:
+                y = _opmath_scalar(y)
         with np.errstate(divide="ignore", invalid="ignore"):
             r = _finish_binary(np.true_divide(x, y), dt)
         node = node_for(DivBackward0, (a, b))
@@ -519,7 +550,7 @@ def _modulus(input, other, kernel, float_fn, int_fn):
     _not_for_bool(dt, kernel)
     _check_int_divisor(y, dt, x)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return a, b, x, y, _finish_binary((float_fn if dt.kind in "fc" else int_fn)(x, y), dt)
+        return a, b, x, y, _finish_binary((float_fn if dt.kind in "fcV" else int_fn)(x, y), dt)
 
 
 def remainder(input, other, *, out=None):
@@ -664,7 +695,7 @@ def pow(input, exponent, *, out=None):
         a, b, x, y, dt = _prep(input, exponent)
         _not_for_bool(dt, "pow")
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = _finish_binary(_power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
+            r = _finish_binary(_power(x, y) if dt.kind in "fcV" else _int_pow(x, y), dt)
         node = node_for(PowBackward2, (b,))
         res = finish(node, r)
         if node is not None:
@@ -676,7 +707,7 @@ def pow(input, exponent, *, out=None):
         a, b, x, y, dt = _prep(input, exponent)
         _not_for_bool(dt, "pow")
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = _finish_binary(_power(x, y) if dt.kind in "fc" else _int_pow(x, y), dt)
+            r = _finish_binary(_power(x, y) if dt.kind in "fcV" else _int_pow(x, y), dt)
         node = node_for(PowBackward1, (a, b))
         res = finish(node, r)
         if node is not None:
@@ -691,7 +722,7 @@ def pow(input, exponent, *, out=None):
         # from pow's: (-0.) ** -0.5 is -inf there)
         if y == 2:
             r = x * x
-        elif dt.kind != "f":
+        elif dt.kind not in "fV":
             r = np.power(x, y)  # integral: NumPy's loops are exact
         elif y == 0.5:
             r = np.sqrt(x)

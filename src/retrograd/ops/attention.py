@@ -119,6 +119,10 @@ def _sum_to(a, shape):
 
 # *** scaled_dot_product_attention ***
 
+def _f32(a):
+    return a.astype(np.float32) if a.dtype.kind == "V" else a
+
+
 class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
     def backward(self, g):
         if _state.grad:  # create_graph: differentiate the composite, so that double backward works
@@ -131,7 +135,8 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
             kd, vd = np.repeat(kd, rep, axis=-3), np.repeat(vd, rep, axis=-3)
         saved = self.saved_tensors
         out = saved[3]._data if len(saved) > 3 else None
-        dq, dk, dv, ds = _attend_backward(g._data, q._data, kd, vd, self.p, self.pd, self.drop, self.scale, out)
+        dq, dk, dv, ds = _attend_backward(_f32(g._data), _f32(q._data), _f32(kd), _f32(vd), self.p, self.pd, self.drop,
+                                          self.scale, None if out is None else _f32(out))
         if rep > 1:
             dk = dk.reshape(dk.shape[:-3] + (dk.shape[-3] // rep, rep) + dk.shape[-2:]).sum(axis=-3)
             dv = dv.reshape(dv.shape[:-3] + (dv.shape[-3] // rep, rep) + dv.shape[-2:]).sum(axis=-3)
@@ -139,7 +144,10 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
         out = [_sum_to(dq, q._data.shape), _sum_to(dk, k._data.shape), _sum_to(dv, v._data.shape)]
         if len(nf) > 3:
             out.append(_sum_to(ds, self.mask_shape) if nf[3][0] is not None else None)
-        return tuple(None if (a is None or nf[i][0] is None) else finish(None, arr(a)) for i, a in enumerate(out))
+        dt = g._data.dtype
+        return tuple(None if (a is None or nf[i][0] is None) else finish(None, arr(a if a.dtype == dt or i == 3 else
+                                                                                  a.astype(dt)))
+                     for i, a in enumerate(out))
 
 
     def _composite(self, q, k, v, m=None):
@@ -207,8 +215,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {_cname(attn_mask._data.dtype)} and  query.dtype: {_cname(q.dtype)} "
                            "instead.")
-    if q.dtype.kind not in "fc":
+    if q.dtype.kind not in "fcV":
         raise RuntimeError(f"expected scalar type Float but found {_KERNEL_TYPES.get(q.dtype.name, q.dtype.name)}")
+    if q.dtype.kind == "V":  # bfloat16: computed in float32 (PyTorch's CPU kernel), rounded once
+        q, k, v = _f32(q), _f32(k), _f32(v)
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise RuntimeError("Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
                            f"{q.ndim} key.dim: {k.ndim} and value.dim: {v.ndim} instead.")
@@ -261,7 +271,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if grad_mask:
             node.mask_shape = attn_mask._data.shape
             node.mask_t = attn_mask
-    res = finish(node, arr(out))
+    res = finish(node, arr(out if out.dtype == query._data.dtype else out.astype(query._data.dtype)))
     if node is not None and flash:
         save_output(node, res)      # (as PyTorch's fused kernel keeps its output)
     return res

@@ -183,8 +183,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     _check_broadcast(x, y)
     if x.dtype.kind == "b":
         return finish(None, arr(np.equal(x, y)))
-    xf = x if x.dtype.kind in "fc" else x.astype(np.float64)
-    yf = y if y.dtype.kind in "fc" else y.astype(np.float64)
+    xf = x if x.dtype.kind in "fcV" else x.astype(np.float64)
+    yf = y if y.dtype.kind in "fcV" else y.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         r = np.isclose(xf, yf, rtol=rtol, atol=atol, equal_nan=equal_nan)
     return finish(None, arr(r))

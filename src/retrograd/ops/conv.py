@@ -29,7 +29,7 @@ _KERNEL_TYPES = {"float32": "Float", "float64": "Double", "int64": "Long", "int3
 def check_kernel_dtype(kernel, x, allowed=()):
     """PyTorch's error for a CPU kernel that has no version for ``x``'s dtype: floating
     point always passes, the dtype names in ``allowed`` ("int64", "bool", ...) too."""
-    if x.dtype.kind == "f":
+    if x.dtype.kind in "fV":
         return
     name = x.dtype.name
     if name not in allowed:
@@ -525,8 +525,17 @@ class ConvolutionBackwardBackward0(OpNode):
         return ga, gb
 
 
+def _f32(a):
+    """bfloat16 as float32: PyTorch's CPU convolution accumulates it in float32 and rounds once."""
+    return a.astype(np.float32) if a.dtype.kind == "V" else a
+
+
+def _round_like(r, a):
+    return r.astype(a.dtype) if r.dtype != a.dtype and a.dtype.kind == "V" else r
+
+
 def _conv(x, w, p, bias=None):
-    xd, wd = x._data, w._data
+    xd, wd = _f32(x._data), _f32(w._data)
     inputs = (x, w) if bias is None else (x, w, bias)
     node = node_for(ConvolutionBackward0, inputs)
     if node is not None and w._requires_grad:
@@ -535,7 +544,8 @@ def _conv(x, w, p, bias=None):
     else:
         y = _fwd(xd, wd, p)
     if bias is not None:
-        y += bias._data.reshape((1, -1) + (1,) * (y.ndim - 2))
+        y += _f32(bias._data).reshape((1, -1) + (1,) * (y.ndim - 2))
+    y = _round_like(y, x._data)
     if node is not None:
         node.p = p
         save(node, x, w)
@@ -543,7 +553,7 @@ def _conv(x, w, p, bias=None):
 
 
 def _conv_input_grad(g, w, xshape, p):
-    r = _bwd_in(g._data, w._data, tuple(xshape), p)
+    r = _round_like(_bwd_in(_f32(g._data), _f32(w._data), tuple(xshape), p), g._data)
     node = node_for(ConvolutionBackwardBackward0, (g, w))
     if node is not None:
         node.p, node.kind = p, "input"
@@ -552,7 +562,7 @@ def _conv_input_grad(g, w, xshape, p):
 
 
 def _conv_weight_grad(x, g, wshape, p, cols=None):
-    r = _bwd_w(x._data, g._data, tuple(wshape), p, cols)
+    r = _round_like(_bwd_w(_f32(x._data), _f32(g._data), tuple(wshape), p, cols), g._data)
     node = node_for(ConvolutionBackwardBackward0, (x, g))
     if node is not None:
         node.p, node.kind = p, "weight"

@@ -16,6 +16,11 @@ from .conv import check_kernel_dtype, check_weight_type, _KERNEL_TYPES
 __all__ = ["conv_transpose1d", "conv_transpose2d", "bilinear"]
 
 
+def _f32(a):
+    """bfloat16 as float32: PyTorch's CPU kernels accumulate it in float32 and round once."""
+    return a.astype(np.float32) if a.dtype.kind == "V" else a
+
+
 def _tuple(v, n, name=None):
     if isinstance(v, (tuple, list)):
         if len(v) == 1 and n > 1:
@@ -68,7 +73,7 @@ class ConvolutionBackward0(OpNode):
             return tuple(res[i] if nf[i][0] is not None else None for i in range(len(inputs)))
         x, w = self.saved_tensors
         ks, dil, pad, st, G, nsp, unbatched = self.args
-        xd, wd, gd = x._data, w._data, g._data
+        xd, wd, gd = _f32(x._data), _f32(w._data), _f32(g._data)  # bfloat16: float32, rounded once
         if unbatched:
             xd, gd = xd[None], gd[None]
         if nsp == 1:
@@ -89,7 +94,9 @@ class ConvolutionBackward0(OpNode):
             gw = np.matmul(_channels_first(xd, G), cols.transpose(0, 2, 1)).reshape(w._data.shape)
         if len(nf) > 2 and nf[2][0] is not None:
             gb = gd.sum(axis=(0, 2, 3))
-        out = tuple(None if a is None else finish(None, arr(a)) for a in (gx, gw, gb))
+        odt = g._data.dtype
+        out = tuple(None if a is None else finish(None, arr(a if a.dtype == odt else a.astype(odt)))
+                    for a in (gx, gw, gb))
         return out if len(nf) > 2 else out[:2]
 
 
@@ -165,15 +172,15 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     if bias is not None and bias._data.dtype != x._data.dtype:
         if x._data.dtype.name in ("float32", "float16"):
             check_weight_type(input, bias, "bias")
-        if x._data.dtype.kind != "f" and bias._data.dtype.kind == "f":
+        if x._data.dtype.kind not in "fV" and bias._data.dtype.kind in "fV":
             raise RuntimeError(f"result type {_KERNEL_TYPES[bias._data.dtype.name]} can't be cast to the desired "
                                f"output type {_KERNEL_TYPES.get(x._data.dtype.name, x._data.dtype.name)}")
     check_kernel_dtype("slow_conv_transpose2d_out_cpu", x._data, ("int64",))
     if unbatched:   # as PyTorch: a batch of one, squeezed (a view)
         return _conv_transpose(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups, dilation,
                                nsp, name).squeeze(0)
-    xd = x._data.reshape(xs)
-    wd = weight._data
+    xd = _f32(x._data).reshape(xs)
+    wd = _f32(weight._data)
     if nsp == 1:  # as 2-D with a height of one
         xd = xd[:, :, None, :]
         wd = wd[:, :, None, :]
@@ -199,10 +206,10 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     full = _unblocks(cols, (max(Hp, need_h), max(Wp, need_w)), dil, st)
     r = full[:, :, pad[0]:pad[0] + Ho, pad[1]:pad[1] + Wo].transpose(1, 0, 2, 3)
     if bias is not None:
-        r = r + bias._data.reshape(1, -1, 1, 1)
+        r = r + _f32(bias._data).reshape(1, -1, 1, 1)
     if nsp == 1:
         r = r[:, :, 0, :]
-    r = np.ascontiguousarray(r)
+    r = np.ascontiguousarray(r, dtype=input._data.dtype)
     node = node_for(ConvolutionBackward0, (input, weight, bias) if bias is not None else (input, weight))
     if node is not None:
         node.args = (ks, dil, pad, st, G, nsp, unbatched)

@@ -66,7 +66,7 @@ def _copied(input, src):
     xp = np if type(x) is np.ndarray else x.__array_namespace__()
     r = xp.broadcast_to(y, x.shape).astype(x.dtype, copy=True)
     # an integral destination cannot carry a gradient
-    node = node_for(CopyBackwards, (input, src)) if x.dtype.kind in "fc" else None
+    node = node_for(CopyBackwards, (input, src)) if x.dtype.kind in "fcV" else None
     if node is not None:
         node.src_dtype = y.dtype
     return finish(node, r)
@@ -141,7 +141,7 @@ def _to(input, dtype=None, device=None, copy=False):
     dev = device if device is not None else src_dev
     if npdt == x.dtype and dev == src_dev and not copy:
         return input
-    if npdt.kind not in "fc" and input._requires_grad:
+    if npdt.kind not in "fcV" and input._requires_grad:
         pass  # result simply does not require grad
     if dev != src_dev:
         xp = array_module(dev)
@@ -156,7 +156,7 @@ def _to(input, dtype=None, device=None, copy=False):
         r = r.astype(npdt, copy=False)
     else:
         r = x.astype(npdt, copy=True)
-    node = node_for(ToCopyBackward0, (input,)) if npdt.kind in "fc" else None
+    node = node_for(ToCopyBackward0, (input,)) if npdt.kind in "fcV" else None
     if node is not None:
         node.src_dtype, node.src_device = x.dtype, src_dev
     return finish(node, r)

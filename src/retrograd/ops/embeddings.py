@@ -212,7 +212,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}) is not None, "
                          f"then it must have the same shape as the input ({tuple(input.shape)})")
     _check_indices(input, "embedding_bag")
-    if weight._data.dtype.kind != "f":
+    if weight._data.dtype.kind not in "fV":
         from ._base import _error_type_name
         raise RuntimeError("Expected tensor for argument #1 'weight' to have one of the following scalar types: Half, "
                            f"BFloat16, Float, Double; but got {_error_type_name(weight)} instead (while checking arguments "

@@ -720,7 +720,7 @@ def setitem(self, idx, value):
         vd = vd.reshape(vs)
         if vd.dtype != x.dtype:
             vd = vd.astype(x.dtype)
-    recording = (_state.grad and x.dtype.kind in "fc"
+    recording = (_state.grad and x.dtype.kind in "fcV"
                  and (self.requires_grad or (vt is not None and vt.requires_grad)))
     x[region_index] = vd
     self._bump_version()

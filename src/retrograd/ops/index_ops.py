@@ -30,7 +30,7 @@ def _accumulate_flat(n, lin, w, npdt):
     lin = lin.ravel()
     if npdt.kind == "c":
         return (np.bincount(lin, w.real, n) + 1j * np.bincount(lin, w.imag, n)).astype(npdt)
-    if npdt.kind == "f" and npdt.itemsize < 4:
+    if npdt.kind in "fV" and npdt.itemsize < 4:
         return np.bincount(lin, w.astype(np.float64, copy=False), n).astype(npdt, copy=False)
     # (NumPy's add.at has a fast path for matching dtypes: faster than bincount's float64
     # sums, and it adds in the element order, as PyTorch's CPU scatter-add does)
@@ -528,7 +528,7 @@ class ScatterReduceBackward0(OpNode):
 
 
 def _full_like(t, v):
-    return finish(None, np.full(t._data.shape, v, t._data.dtype if t._data.dtype.kind in "fc" else np.float64))
+    return finish(None, np.full(t._data.shape, v, t._data.dtype if t._data.dtype.kind in "fcV" else np.float64))
 
 
 class _DelayedErrorNode(OpNode):
@@ -586,7 +586,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
         if reduce == "mean":
             cnt = np.bincount(lin, minlength=x.size).astype(x.dtype) + (1 if include_self else 0)
             cnt = np.maximum(cnt, 1)
-            flat[...] = flat / cnt if x.dtype.kind == "f" else flat // cnt
+            flat[...] = flat / cnt if x.dtype.kind in "fV" else flat // cnt
         r = flat.reshape(x.shape)
     node = node_for(ScatterReduceBackward0, (input, src))
     res = finish(node, r)

@@ -140,7 +140,10 @@ def _check_bmm(x, y):
         raise RuntimeError(f"expected scalar type {_dtype_name(x.dtype)} but found {_dtype_name(y.dtype)}")
 
 
-def _mm_np(x, y):
+def _mm_np(x, y, opmath=False):
+    if x.dtype.kind == "V":  # bfloat16: float32 products and sums, rounded once (PyTorch's CPU kernels)
+        r = np.matmul(x.astype(np.float32), y.astype(np.float32))
+        return r if opmath else r.astype(x.dtype)
     return np.matmul(x, y)
 
 
@@ -284,7 +287,7 @@ def dot(input, tensor, *, out=None):
     x, y = input._data, tensor._data
     _check_dot(x, y)
     _no_bool(x, "dot")
-    res = _product(DotBackward0, input, tensor, np.dot(x, y))
+    res = _product(DotBackward0, input, tensor, _mm_np(x, y))
     return res if out is None else write_out(out, res, "dot")
 
 
@@ -391,11 +394,11 @@ def _scalars(dt, beta, alpha, name):
         for n, v in (("beta", beta), ("alpha", alpha)):
             if isinstance(v, bool):
                 raise RuntimeError(f"Boolean {n} only supported for Boolean results.")
-    if dt.kind == "f" or dt.kind == "c":
+    if dt.kind in "fV" or dt.kind == "c":
         return beta, alpha
     if name == "addr":
         for n, v in (("beta", beta), ("alpha", alpha)):
-            if isinstance(v, float) or (isinstance(v, Tensor) and v._data.dtype.kind == "f"):
+            if isinstance(v, float) or (isinstance(v, Tensor) and v._data.dtype.kind in "fV"):
                 raise RuntimeError(f"For integral input tensors, argument {n} must not be a floating point number.")
     if dt.kind == "b":
         return bool(beta), bool(alpha)
@@ -408,6 +411,9 @@ def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
     so nan/inf there do not reach the result."""
     c = input._data
     _expand_check(c.shape, prod.shape)
+    half = c.dtype.kind == "V"
+    if half:  # bfloat16: beta * input + alpha * product in float32, rounded once
+        c, prod = c.astype(np.float32), prod.astype(np.float32, copy=False)
     dt = prod.dtype
     if c.dtype != dt:  # only addr gets here with mixed dtypes: it promotes
         dt = np.promote_types(c.dtype, dt)
@@ -424,6 +430,8 @@ def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
         r = np.array(np.broadcast_to(r, prod.shape), dtype=dt)
     elif r.dtype != dt:
         r = r.astype(dt)
+    if half:
+        r = r.astype(input._data.dtype)
     node = node_for(cls, (input, m1, m2))
     if node is not None:
         node.beta, node.alpha = beta, alpha
@@ -444,7 +452,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
                            f"{_dtype_name(y.dtype)}")
     _check_mm(x, y)
     _no_bool(x, "addmm_impl_cpu_")
-    return _add_product(AddmmBackward0, input, mat1, mat2, _mm_np(x, y), beta, alpha, "addmm", out, True)
+    return _add_product(AddmmBackward0, input, mat1, mat2, _mm_np(x, y, True), beta, alpha, "addmm", out, True)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
@@ -461,7 +469,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_dtype_name(c.dtype)}, "
                            f"{_dtype_name(x.dtype)}, and {_dtype_name(y.dtype)}")
     _no_bool(x, "addmv_impl_cpu")
-    return _add_product(AddmvBackward0, input, mat, vec, _mm_np(x, y), beta, alpha, "addmv", out, True)
+    return _add_product(AddmvBackward0, input, mat, vec, _mm_np(x, y, True), beta, alpha, "addmv", out, True)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
@@ -473,7 +481,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
         raise RuntimeError(f"Input dtypes must be the same, got: input {_SHORT[c.dtype.name]}, batch1: "
                            f"{_SHORT[x.dtype.name]}, batch2: {_SHORT[y.dtype.name]}")
     _no_bool(x, "baddbmm")
-    return _add_product(BaddbmmBackward0, input, batch1, batch2, _mm_np(x, y), beta, alpha, "baddbmm", out)
+    return _add_product(BaddbmmBackward0, input, batch1, batch2, _mm_np(x, y, True), beta, alpha, "baddbmm", out)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
@@ -865,7 +873,7 @@ def _check_square(x, name):
     if x.shape[-1] != x.shape[-2]:
         raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are {x.shape[-2]} by "
                            f"{x.shape[-1]} matrices")
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fcV":
         raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as input. Got "
                            f"{_dtype_name(x.dtype)}")
 
@@ -1088,7 +1096,7 @@ def vecdot(x, y, *, dim=-1, out=None):
     """Dot product of vectors along ``dim`` (broadcasting)."""
     from .arithmetic import mul
     for t in (x, y):
-        if t._data.dtype.kind not in "fc":
+        if t._data.dtype.kind not in "fcV":
             raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
                                f"{_dtype_name(t._data.dtype)}")
     res = mul(x, y).sum(dim)

@@ -53,11 +53,12 @@ def _reduce_t(t, reduction):
 
 
 def _reduce_np(a, reduction):
+    acc = np.float32 if a.dtype.kind == "V" else None  # bfloat16 accumulates in float32
     if reduction == "mean":
         with np.errstate(invalid="ignore"):
-            return np.asarray(a.mean() if a.size else np.nan, a.dtype)
+            return np.asarray(a.mean(dtype=acc) if a.size else np.nan, a.dtype)
     if reduction == "sum":
-        return np.asarray(a.sum(), a.dtype)
+        return np.asarray(a.sum(dtype=acc), a.dtype)
     return arr(a)
 
 
@@ -192,7 +193,7 @@ def _check_target(input, target, weight):
             raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
                                f"weight tensor of shape: {list(w.shape)}")
     kernel = "nll_loss2d_forward" if x.ndim >= 3 else "nll_loss_forward"
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fV":
         raise NotImplementedError(f'"{kernel[:-8]}{"_forward_out_frame" if x.ndim >= 3 else "_out_frame"}" not '
                                   f"implemented for '{_TN.get(x.dtype.name, x.dtype.name)}'")
     if weight is not None:
@@ -273,7 +274,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if x.ndim:
         wshape[class_dim] = c
     if x.shape == t.shape:
-        if t.dtype.kind != "f":
+        if t.dtype.kind not in "fV":
             raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
                                f"{_TN.get(t.dtype.name, t.dtype.name)}")
         if weight is not None and (weight._data.ndim != 1 or weight._data.shape[0] != c):
@@ -293,7 +294,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if reduction == "sum":
             return -prod.sum()
         return -prod.sum(class_dim)
-    if t.dtype.kind == "f" and x.shape != t.shape and t.ndim == x.ndim:
+    if t.dtype.kind in "fV" and x.shape != t.shape and t.ndim == x.ndim:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported" if x.ndim <= 2 else
                            f"Expected target size {list(x.shape[:1] + x.shape[2:])}, got {list(t.shape)}")
     lp = log_softmax(input, class_dim)
@@ -445,7 +446,10 @@ def _pointwise(cls, kernel, input, target, reduction, fn):
     x, y = input._data, target._data
     dt = np.result_type(x.dtype, y.dtype) if x.dtype != y.dtype else x.dtype
     with np.errstate(invalid="ignore", over="ignore"):
-        r = _reduce_np(arr(np.asarray(fn(x.astype(dt, copy=False) - y.astype(dt, copy=False)), dt)), reduction)
+        d = x.astype(dt, copy=False) - y.astype(dt, copy=False)
+        if dt.kind == "V":  # bfloat16: the difference rounded, the loss kernel in float32 (PyTorch's)
+            d = d.astype(np.float32)
+        r = _reduce_np(arr(np.asarray(fn(d), dt)), reduction)
     node = node_for(cls, (input, target))
     if node is not None:
         node.kernel, node.reduction = kernel, reduction
@@ -636,7 +640,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     if y.dtype != x.dtype:
         raise RuntimeError(f"Found dtype {_TN.get(y.dtype.name, y.dtype.name)} but expected "
                            f"{_TN.get(x.dtype.name, x.dtype.name)}")
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fV":
         raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{_TN.get(x.dtype.name)}\'')
     if x.size:
         with np.errstate(invalid="ignore"):
@@ -689,9 +693,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({Size(target.shape)}) must be the same as input size ({Size(input.shape)})")
     x, y = input._data, target._data
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fcV":
         raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for \'{_TN.get(x.dtype.name, x.dtype.name)}\'')
-    if y.dtype.kind not in "fc":
+    if y.dtype.kind not in "fcV":
         raise RuntimeError(f"result type {_TN[x.dtype.name]} can't be cast to the desired output type "
                            f"{_TN.get(y.dtype.name, y.dtype.name)}")
     if weight is not None or pos_weight is not None:
@@ -836,7 +840,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     from .shape import broadcast_tensors
     from ..autograd import grad_mode
     dt = result_np_dtype(x1, x2)
-    if dt.kind != "f":
+    if dt.kind not in "fV":
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_TN.get(dt.name)}")
     if x1._data.dtype.kind in "iub":
         x1 = x1.to(_dtype_of(dt))

@@ -23,7 +23,7 @@ def _check_dtypes(input, params, kernel, mixed_first=True):
     norm check mixing first, batch norm (``mixed_first=False``) its kernel's dtype first."""
     dt = input._data.dtype
     ps = [p._data.dtype for p in params if p is not None]
-    if dt.kind != "f" and not (mixed_first and ps and ps[0] != dt):
+    if dt.kind not in "fV" and not (mixed_first and ps and ps[0] != dt):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
     if any(p != dt for p in ps):
         if any(p != np.float32 for p in ps):
@@ -143,7 +143,7 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
         raise ValueError("running_mean and running_var must either both be None or neither be None")
     params = (weight, bias, running_mean, running_var)
     first = next((p for p in params if p is not None), None)
-    if (training and x.dtype.kind != "f" and not _memory_dense(x)
+    if (training and x.dtype.kind not in "fV" and not _memory_dense(x)
             and (first is None or first._data.dtype == x.dtype)):
         # PyTorch computes a strided input's batch statistics with at::mean, which rejects it
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
@@ -282,15 +282,17 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
     k = len(ns)
     _check_dtypes(input, (weight, bias), "LayerNormKernelImpl")
     dims = tuple(range(x.ndim - k, x.ndim))
+    f32 = np.float32 if x.dtype.kind == "V" else None  # bfloat16: computed in float32, rounded once
+    xs = x if f32 is None else x.astype(f32)
     if x.size:
-        mean, var = _moments(x, dims)
-        y = (x - mean) * _rstd(var, eps)
+        mean, var = _moments(xs, dims)
+        y = (xs - mean) * _rstd(var, eps)
     else:
-        y = x.copy()
+        y = xs.copy()
     if weight is not None:
-        y = y * weight._data
+        y = y * (weight._data if f32 is None else weight._data.astype(f32))
     if bias is not None:
-        y = y + bias._data
+        y = y + (bias._data if f32 is None else bias._data.astype(f32))
     node = node_for(NativeLayerNormBackward0, (input, weight, bias))
     if node is not None:
         node.dims, node.eps = dims, eps
@@ -385,7 +387,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     composite: its gradients are those of the tensor ops; ``eps`` defaults to the dtype's)."""
     ns = _check_normalized_shape(input, normalized_shape, (("weight", weight),), "", "rms_norm")
     dt = input._data.dtype
-    if dt.kind not in "fc":
+    if dt.kind not in "fcV":
         raise NotImplementedError(f'"rms_norm" not implemented for \'{_dtype_name(dt)}\'')
     e = float(np.finfo(dt).eps) if eps is None else eps
     dims = tuple(range(input.ndim - len(ns), input.ndim))

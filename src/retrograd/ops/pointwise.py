@@ -58,7 +58,7 @@ def _as(v, dt):
 
 
 def _float_dt(dt):
-    return dt if dt.kind in "fc" else D._default[0].np
+    return dt if dt.kind in "fcV" else D._default[0].np
 
 
 def _out(node, r, dt, out, name):
@@ -163,7 +163,7 @@ def _clamp(input, min, max, out, name, scalar_cls):
         if name == "clamp" and min is not None and max is not None and \
                 result_np_dtype(input, min, max).kind == "b":
             raise NotImplementedError("\"clamp_cpu\" not implemented for 'Bool'")
-    if not tensor_form and input._data.dtype.kind == "f" and type(min) in _PLAIN and type(max) in _PLAIN:
+    if not tensor_form and input._data.dtype.kind in "fV" and type(min) in _PLAIN and type(max) in _PLAIN:
         dt = input._data.dtype  # a float tensor with Python-number bounds keeps its dtype
     else:
         dt = result_np_dtype(input, min, max)
@@ -335,7 +335,7 @@ def lerp(input, end, weight, *, out=None):
     if end._data.dtype != x.dtype:
         raise RuntimeError(f"expected dtype {_C_NAMES[x.dtype.name]} for `end` but got dtype "
                            f"{_C_NAMES[end._data.dtype.name]}")
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fcV":
         raise NotImplementedError(f"\"lerp_kernel_scalar\" not implemented for '{_dtype_word(x.dtype)}'")
     if isinstance(weight, Tensor):
         wd = weight._data
@@ -405,7 +405,7 @@ def _addc(name, cls, combine):
                 "is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
         if dt.kind == "b":
             raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
-        if dt.kind not in "fc" and isinstance(value, float):
+        if dt.kind not in "fcV" and isinstance(value, float):
             value = int(value)  # PyTorch casts the value to the integral result type
         _bshape(input, tensor1, tensor2)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -455,7 +455,7 @@ def _float_binary(name, np_fn, cls, save_result):
     def op(input, other, *, out=None):
         _need_tensor(name, other)
         dt = result_np_dtype(input, other)
-        if name == "hypot" and dt.kind not in "fc":
+        if name == "hypot" and dt.kind not in "fcV":
             raise NotImplementedError(f"\"hypot_cpu\" not implemented for '{_dtype_word(dt)}'")
         dt = _float_dt(dt)
         _bshape(input, other)
@@ -499,7 +499,7 @@ def _logaddexp(name, np_fn, cls):
     def op(input, other, *, out=None):
         _need_tensor(name, other)
         dt = result_np_dtype(input, other)
-        if dt.kind not in "fc":
+        if dt.kind not in "fcV":
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype_word(dt)}'")
         _bshape(input, other)
         with np.errstate(over="ignore", invalid="ignore"):

@@ -231,11 +231,11 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     check_kernel_dtype(name, x, _INTS)
     B = _prod(lead)
     x3 = x.reshape((B,) + S)
-    if (k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind == "f" and B
+    if (k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind in "fV" and B
             and 2 * out[0] <= S[0] and 2 * out[1] <= S[1] and not np.isnan(x3.max())):
         best, arg = _max_pool_2x2(x3, out)
         return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
-    neg = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    neg = -np.inf if x.dtype.kind in "fV" else np.iinfo(x.dtype).min
     xp = _padded(x3, S, k, s, p, d, out, neg)
     offs = list(itertools.product(*[range(v) for v in k]))
     wins = [_window(xp, off, s, d, out) for off in offs]
@@ -244,7 +244,7 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
         np.maximum(best, w, out=best)                    # NaN propagates, as in PyTorch
     kidx = np.int8 if len(offs) < 128 else np.int64
     arg = np.zeros(best.shape, kidx)
-    nan = x.dtype.kind == "f" and np.isnan(best).any()
+    nan = x.dtype.kind in "fV" and np.isnan(best).any()
     for j in range(len(offs) - 1, -1, -1):               # earliest offset wins ties
         np.copyto(arg, j, where=wins[j] == best)
     if nan:                                              # a NaN wins its window (PyTorch: the last one)
@@ -690,7 +690,7 @@ def _adaptive_max_arrays(x3, S, out, nd):
     win = win.reshape(win.shape[:1 + nd] + (-1,))
     arg = np.argmax(win, axis=-1)
     y = np.take_along_axis(win, arg[..., None], axis=-1)[..., 0]
-    if y.dtype.kind == "f":
+    if y.dtype.kind in "fV":
         nan = np.isnan(y)
         if nan.any():   # PyTorch: the last NaN of a window wins
             last = win.shape[-1] - 1 - np.argmax(np.isnan(win[..., ::-1]), axis=-1)

@@ -119,7 +119,7 @@ def _g(v):
 
 
 def _float_only(self, kernel):
-    if self._data.dtype.kind not in "fc":
+    if self._data.dtype.kind not in "fcV":
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(self._data.dtype)}'")
 
 
@@ -153,7 +153,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
 
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with exponential samples of rate ``lambd``."""
-    if self._data.dtype.kind not in "fc":
+    if self._data.dtype.kind not in "fcV":
         raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
                            f"floating point but you specified {_dtype_name(self._data.dtype)}")
     if not lambd > 0:

@@ -206,7 +206,7 @@ def _select_evenly(g, x, value):
     elements equal to the picked value (at the NaNs when it is NaN), exactly 0 elsewhere
     whatever ``g`` is (inf, nan)."""
     with np.errstate(invalid="ignore"):
-        mask = np.isnan(x) if x.dtype.kind in "fc" and np.isnan(value).any() else (x == value)
+        mask = np.isnan(x) if x.dtype.kind in "fcV" and np.isnan(value).any() else (x == value)
     count = _int(mask.sum())
     gd = g._data
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -244,17 +244,20 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of all elements, or over ``dim`` (an int or a tuple of ints)."""
     x = input._data
     rdt = _sum_dtype(x.dtype, dtype)
+    acc = rdt if rdt.kind != "V" else np.dtype(np.float32)  # bfloat16 sums accumulate in float32
     if dim is None and not keepdim:
-        r = arr(x.sum(dtype=rdt))
+        r = arr(x.sum(dtype=acc))
         node = node_for(SumBackward0, (input,))
         if node is not None:
             node.shape = x.shape
     else:
         dims = _dims_arg(dim, x.ndim)
-        r = arr(x.sum(axis=dims, dtype=rdt, keepdims=keepdim))
+        r = arr(x.sum(axis=dims, dtype=acc, keepdims=keepdim))
         node = node_for(SumBackward1, (input,))
         if node is not None:
             node.shape, node.dims, node.keepdim = x.shape, dims, keepdim
+    if acc is not rdt:
+        r = r.astype(rdt)
     res = finish(node, r)
     return res if out is None else write_out(out, res, "sum")
 
@@ -298,7 +301,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = input._data
     if dtype is not None:
         x = x.astype(D.to_dtype(dtype).np)
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fcV":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
             f"dtype. Got: {_dtype_word(x.dtype)}")
@@ -323,6 +326,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         r = np.full(shape, np.nan, x.dtype)
     elif x.dtype == np.float16:
         r = x.mean(axis=dims, keepdims=keepdim and dims is not None)
+    elif x.dtype.kind == "V":  # bfloat16: accumulated in float32
+        r = x.mean(axis=dims, dtype=np.float32, keepdims=keepdim and dims is not None)
     elif dims is None:
         r = np.add.reduce(x, axis=None) / n
     elif dims:
@@ -359,7 +364,7 @@ def sum_to_size(input, *size):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over the elements that are not NaN."""
     x = input._data
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fcV":
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                            f"{_dtype_word(x.dtype)}")
     dims = _dims_arg(dim, x.ndim)
@@ -676,8 +681,11 @@ def _var_args(name, dim, unbiased, keepdim, correction):
 
 
 def _var_forward(name, x, dims, correction, keepdim, opname=None):
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fcV":
         raise RuntimeError(f"{opname or 'std and var'} only support floating point and complex dtypes")
+    if x.dtype.kind == "V":  # bfloat16: computed in float32, rounded once
+        v, m, n, dof = _var_forward(name, x.astype(np.float32), dims, correction, keepdim, opname)
+        return v.astype(x.dtype), m.astype(x.dtype), n, dof
     n = 1
     for d in dims:
         n *= x.shape[d]
@@ -690,7 +698,7 @@ def _var_forward(name, x, dims, correction, keepdim, opname=None):
              x.mean(axis=dims, keepdims=True)) if x.size else np.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
         dev = x - m
         v = (dev * dev).sum(axis=dims, keepdims=keepdim) / dof if dims else (dev * dev) / dof
-        if opname is not None and x.dtype.kind == "f" and x.size:
+        if opname is not None and x.dtype.kind in "fV" and x.size:
             m = _welford_mean_inf(x, dims, m)
     m = m if keepdim else m.reshape([s for i, s in enumerate(x.shape) if i not in dims])
     return arr(np.asarray(v, x.dtype)), arr(np.asarray(m, x.dtype)), n, dof
@@ -767,9 +775,10 @@ def _var_like(name, cls):
         dim, keepdim, c = _var_args(name, dim, unbiased, keepdim, correction)
         x = input._data
         dims = _dims_arg(dim, x.ndim)
-        v, _, n, dof = _var_forward(name, x, dims, c, keepdim)
+        half = name == "std" and x.dtype.kind == "V"  # bfloat16 std: the float32 variance's root, rounded once
+        v, _, n, dof = _var_forward(name, x.astype(np.float32) if half else x, dims, c, keepdim)
         if name == "std":
-            v = arr(np.sqrt(v))
+            v = arr(np.sqrt(v) if not half else np.sqrt(v).astype(x.dtype))
         node = node_for(cls, (input,))
         res = finish(node, v)
         if node is not None:
@@ -913,7 +922,7 @@ def _vector_norm_grad(x, norm, g, p, dims, keepdim):
 
 
 def _vector_norm_np(x, p, dims, keepdim):
-    ax = np.abs(x)
+    ax = np.abs(x if x.dtype.kind != "V" else x.astype(np.float32))  # bfloat16: float32 sums, rounded once
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         if p == 2:
             r = np.sqrt(np.sum(ax * ax, axis=dims, keepdims=keepdim))
@@ -935,7 +944,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     a = x._data
     if dtype is not None:
         a = a.astype(D.to_dtype(dtype).np)
-    if a.dtype.kind not in "fc":
+    if a.dtype.kind not in "fcV":
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {_dtype_word(a.dtype)}")
     dims = _dims_arg(dim, a.ndim)
@@ -996,7 +1005,10 @@ def cumsum(input, dim, *, dtype=None, out=None):
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     rdt = _sum_dtype(x.dtype, dtype)
-    r = np.cumsum(x, axis=d, dtype=rdt) if x.ndim else x.astype(rdt)
+    if rdt.kind == "V":  # bfloat16: accumulated in float32
+        r = (np.cumsum(x, axis=d, dtype=np.float32) if x.ndim else x).astype(rdt)
+    else:
+        r = np.cumsum(x, axis=d, dtype=rdt) if x.ndim else x.astype(rdt)
     node = node_for(CumsumBackward0, (input,))
     if node is not None:
         node.dim = d
@@ -1099,7 +1111,7 @@ class LogcumsumexpBackward0(OpNode):
 
 def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
-    if input._data.dtype.kind not in "fc":
+    if input._data.dtype.kind not in "fcV":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{_dtype_word(input._data.dtype)}'")
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
@@ -1140,7 +1152,7 @@ def _cum_extreme(name, ufunc, cls):
             with np.errstate(invalid="ignore"):
                 vals = ufunc.accumulate(x, axis=d)
                 hit = x == vals
-                if x.dtype.kind in "fc":
+                if x.dtype.kind in "fcV":
                     hit |= np.isnan(x)
             pos = np.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
             idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d).astype(np.int64)
@@ -1181,7 +1193,7 @@ def dist(input, other, p=2):
         diff = sub(input, other)
     pf = _float(p)
     a = diff._data
-    if a.dtype.kind not in "fc":
+    if a.dtype.kind not in "fcV":
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
                            f"{_dtype_word(a.dtype)} instead.")
     res = finish(with_grad, arr(_vector_norm_np(a, pf, None, False)))
@@ -1493,7 +1505,7 @@ def _rows_needing_replay(x2, order, any_order=False):
     s = np.take_along_axis(x2, order, axis=1)
     with np.errstate(invalid="ignore"):
         tie = (s[:, 1:] == s[:, :-1]).any(axis=1) if s.shape[1] > 1 else np.zeros(s.shape[0], bool)
-    if x2.dtype.kind in "fc":
+    if x2.dtype.kind in "fcV":
         tie |= np.isnan(x2).any(axis=1)
     if tie.sum() * x2.shape[1] > _REPLAY_BUDGET:
         tie[:] = False
@@ -1657,7 +1669,7 @@ def _lower_median_idx(x, d, ignore_nan=False):
     one); nanmedian takes the lower median of the other values (the first NaN when all are)."""
     n = x.shape[d]
     order = np.argsort(x, axis=d, kind="stable")  # NaNs last, ties in index order
-    if x.dtype.kind in "fc":
+    if x.dtype.kind in "fcV":
         nan = np.isnan(x)
         if nan.any():
             if ignore_nan:

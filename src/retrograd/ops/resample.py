@@ -376,7 +376,7 @@ def _upsample(input, out_size, scales, mode, align_corners):
                            f"{'and ' if k == 1 else ''}output ({outs})")
     if x.size == 0 and 0 in x.shape[1:]:
         raise RuntimeError(f"Non-empty {x.ndim}D data tensor expected but got a tensor with sizes {list(x.shape)}")
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fV":
         from .conv import check_kernel_dtype
         if mode in ("nearest", "nearest-exact"):
             kernel = "upsample_nearest2d_channels_last" if k == 2 else "compute_indices_weights_nearest"

@@ -123,19 +123,26 @@ class TanhBackwardBackward0(OpNode):
 
 
 def _elementwise_backward(cls, g, y, data):
+    if data.dtype != y._data.dtype:  # half types: computed in float32, rounded once
+        data = data.astype(y._data.dtype)
     node = node_for(cls, (g, y))
     if node is not None:
         save(node, g, y)
     return finish(node, arr(data))
 
 
+def _opmath(a):
+    """bfloat16 arrays as float32 (PyTorch's opmath type); others unchanged."""
+    return a.astype(np.float32) if a.dtype.kind == "V" else a
+
+
 def _sigmoid_backward(g, y):
-    gd, yd = g._data, y._data
+    gd, yd = _opmath(g._data), _opmath(y._data)
     return _elementwise_backward(SigmoidBackwardBackward0, g, y, gd * (1 - yd) * yd)
 
 
 def _tanh_backward(g, y):
-    gd, yd = g._data, y._data
+    gd, yd = _opmath(g._data), _opmath(y._data)
     return _elementwise_backward(TanhBackwardBackward0, g, y, gd * (1 - yd * yd))
 
 
@@ -166,8 +173,8 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None):
             check(x.dtype)
         if k in "iub" and float_only:
             x = x.astype(D._default[0].np)
-        half = x.dtype == _HALF
-        if half:  # PyTorch computes half ops in float32 and rounds once
+        half = x.dtype == _HALF or k == "V"
+        if half:  # PyTorch computes half ops (float16, bfloat16) in float32 and rounds once
             x = x.astype(np.float32)
         r = quiet(fwd, x)
         if half or (k == "f" and r.dtype != x.dtype):
@@ -264,7 +271,7 @@ def _sign_np(a):
     if a.dtype.kind == "b":
         return a.copy()
     r = np.sign(a)
-    if a.dtype.kind == "f":
+    if a.dtype.kind in "fV":
         r = np.where(np.isnan(r), 0, r).astype(a.dtype, copy=False) + 0
     return r
 

@@ -74,7 +74,7 @@ class SparseAdam(Optimizer):
                 v[key] += v_upd
                 numer = m_upd + old_m
                 denom = v_upd + old_v
-                denom = denom ** 0.5 if denom.dtype.kind == "f" else denom
+                denom = denom ** 0.5 if denom.dtype.kind in "fV" else denom
                 denom += eps
                 step = state["step"]
                 step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)

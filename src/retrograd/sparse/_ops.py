@@ -269,7 +269,7 @@ class SparseSumBackward0(OpNode):
 def sum_all(input):
     """``Tensor.sum()`` of a sparse tensor: a dense 0-d tensor whose gradient is dense."""
     v = input._vals
-    r = v.sum(dtype=v.dtype if v.dtype.kind in "fc" else np.int64)
+    r = v.sum(dtype=v.dtype if v.dtype.kind in "fcV" else np.int64)
     r = _xp(v).asarray(r)
     node = node_for(DenseSumBackward0, (input,))
     if node is not None:
@@ -300,7 +300,7 @@ def sparse_sum(input, dim=None, dtype=None, name="SparseSumBackward0"):
         c = _like(c, c._vals.astype(dtype.np))
     v = c._vals
     if dim is None:
-        r = _xp(v).asarray(v.sum(dtype=v.dtype if v.dtype.kind in "fc" else np.int64))
+        r = _xp(v).asarray(v.sum(dtype=v.dtype if v.dtype.kind in "fcV" else np.int64))
         node = node_for(SumBackward0, (input,))
         if node is not None:
             node.coal = c
@@ -403,7 +403,7 @@ def _softmax(input, dim, dtype, log):
     c = input.coalesce().detach()
     if dtype is not None:
         c = _like(c, c._vals.astype(dtype.np))
-    if c._vals.dtype.kind not in "fc":
+    if c._vals.dtype.kind not in "fcV":
         raise RuntimeError(f"\"{'log_softmax' if log else 'softmax'}\" not implemented for "
                            f"'{_type_name(c._vals.dtype)}'")
     y = _softmax_vals(c, dim, log)

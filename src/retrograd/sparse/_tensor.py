@@ -369,7 +369,7 @@ class SparseTensor(Tensor):
     def _cast(self, dtype):
         npdt = dtype.np
         t = _like(self, self._vals.astype(npdt))
-        node = node_for(ToCopyBackward0, (self,)) if npdt.kind in "fc" else None
+        node = node_for(ToCopyBackward0, (self,)) if npdt.kind in "fcV" else None
         if node is not None:
             node.dtype = self.dtype
         return _finish_sparse(node, t)
@@ -676,7 +676,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
         if tuple(v.shape[1:]) != shape[sd:]:
             raise RuntimeError(f"values has incorrect size, expected {list((nnz,) + shape[sd:])}, got "
                                f"{list(v.shape)}")
-    if requires_grad and v.dtype.kind not in "fc":
+    if requires_grad and v.dtype.kind not in "fcV":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     vals_t = values if isinstance(values, Tensor) and values._requires_grad and _state.grad else None
     t = _coo(idx, v, shape, bool(is_coalesced))
@@ -1206,7 +1206,7 @@ def div(input, other):
                            f"{list(other.shape)} for divisor)")
     s = _scalar_of(other)
     v = input._vals / s
-    if input._vals.dtype.kind in "fc":
+    if input._vals.dtype.kind in "fcV":
         v = v.astype(input._vals.dtype, copy=False)
     r = _like(input, v)
     node = node_for(DivBackward0, (input,))
@@ -1229,7 +1229,7 @@ def pow(input, exponent):
     p = _scalar_of(exponent)
     input = input.coalesce()    # not linear: duplicates are summed first
     v = input._vals ** p
-    if input._vals.dtype.kind in "fc":
+    if input._vals.dtype.kind in "fcV":
         v = v.astype(input._vals.dtype, copy=False)
     r = _like(input, v)
     node = node_for(PowBackward0, (input,))

@@ -15,7 +15,7 @@ def _as_list(tensors):
 
 
 def _vector_norm(a, p):
-    a = np.abs(a.astype(np.float64) if a.dtype.kind != "f" else a)
+    a = np.abs(a.astype(np.float64) if a.dtype.kind not in "fV" else a)
     if p == math.inf:
         return a.max() if a.size else 0.0
     if p == -math.inf:
