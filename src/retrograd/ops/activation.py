@@ -16,6 +16,7 @@ import numpy as np
 
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
                     masked_grad, _dtype_name, zeros_grad, _state, Tensor)
+from . import _accel
 from .unary import _erf_raw, _blockwise, _sigmoid_np, exp, log1p, tanh, sigmoid
 from .index import where
 from .. import _dtype as D
@@ -540,7 +541,8 @@ def _gelu_grad(g, x, approximate):
             right_d = 0.5 * xd * (1 - t * t) * (_K * (1 + 3 * _KAPPA * x_sq))
             r = gd * (left_d + right_d)
         else:
-            r = _blockwise(_gelu_grad_exact, gd, xd)
+            k = _accel.usable(xd, gd)
+            r = _accel.gelu_backward(k, gd, xd) if k is not None else _blockwise(_gelu_grad_exact, gd, xd)
     return _grad_op(GeluBackwardBackward0, r.astype(g._data.dtype, copy=False), (g, x), approximate=approximate)
 
 
@@ -583,7 +585,8 @@ def gelu(input, approximate="none"):
         if approximate == "tanh":
             r = 0.5 * x * (1 + np.tanh(_K * (x + _KAPPA * x * x * x)))
         else:
-            r = _blockwise(_gelu_exact, x)
+            k = _accel.usable(x)
+            r = _accel.gelu(k, x) if k is not None else _blockwise(_gelu_exact, x)
     return _op(GeluBackward0, input, r.astype(input._data.dtype, copy=False), approximate=approximate)
 
 

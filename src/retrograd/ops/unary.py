@@ -7,6 +7,7 @@ import numpy as np
 from ._base import OpNode, node_for, save, save_output, finish, arr, write_out, Tensor, masked_grad, _dtype_name
 from ._base import zeros_grad, quiet, node_for1
 from .. import _dtype as D
+from . import _accel
 
 __all__ = []
 TENSOR_METHODS = {}
@@ -74,11 +75,18 @@ def _blockwise(fn, *arrays):
 
 
 def _erf_np(x):
-    """erf of an array: float32/float16 in float32 (result float32), others via scipy.special."""
+    """erf of an array: float32/float16 in float32 (result float32), others via scipy.special;
+    a compiled one-pass kernel for large float32/float64 arrays where numba is installed."""
+    k = _accel.usable(x)
+    if k is not None:
+        return _accel.erf(k, x)
     return _blockwise(_erf_raw, x)
 
 
 def _erfc_np(x):
+    k = _accel.usable(x)
+    if k is not None:
+        return _accel.erfc(k, x)
     from scipy.special import erfc  # 1 - erf(x) would lose the tail (erfc(10) ~ 2e-45)
     r = erfc(x)
     if x.dtype == np.float64 and (x > 26.0).any():
