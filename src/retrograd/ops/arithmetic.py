@@ -261,6 +261,11 @@ def rsub(input, other, *, alpha=1):
 
 class MulBackward0(OpNode):
     def backward(self, g):
+        if g._data.dtype.kind == "c":
+            return _wirtinger(MulBackward0._real_backward, self, g)
+        return self._real_backward(g)
+
+    def _real_backward(self, g):
         other, self_ = self.saved_tensors
         nf = self.next_functions
         return (g * other if nf[0][0] is not None else None,
@@ -293,6 +298,11 @@ multiply = mul
 
 class DivBackward0(OpNode):
     def backward(self, g):
+        if g._data.dtype.kind == "c":
+            return _wirtinger(DivBackward0._real_backward, self, g)
+        return self._real_backward(g)
+
+    def _real_backward(self, g):
         self_, other = self.saved_tensors
         nf = self.next_functions
         ga = g / other if nf[0][0] is not None else None
@@ -471,6 +481,11 @@ class PowBackward0(OpNode):
     """d(x ** c)/dx = c * x ** (c - 1); exactly zero (outside the graph) for c == 0."""
 
     def backward(self, g):
+        if g._data.dtype.kind == "c":
+            return _wirtinger(PowBackward0._real_backward, self, g)
+        return self._real_backward(g)
+
+    def _real_backward(self, g):
         (x,) = self.saved_tensors
         c = self.exponent
         if c == 0:
@@ -486,6 +501,11 @@ class PowBackward1(OpNode):
     limit from positive bases), -inf-scaled where the exponent is negative."""
 
     def backward(self, g):
+        if g._data.dtype.kind == "c":
+            return _wirtinger(PowBackward1._real_backward, self, g)
+        return self._real_backward(g)
+
+    def _real_backward(self, g):
         saved = self.saved_tensors
         x, e = saved[0], saved[1]
         nf = self.next_functions
@@ -513,6 +533,11 @@ class PowBackward2(OpNode):
     """d(c ** x)/dx = c ** x * log(c); at c == 0, 0 where x >= 0."""
 
     def backward(self, g):
+        if g._data.dtype.kind == "c":
+            return _wirtinger(PowBackward2._real_backward, self, g)
+        return self._real_backward(g)
+
+    def _real_backward(self, g):
         e, result = self.saved_tensors
         c = self.base
         lc = _log_scalar(c)
@@ -526,6 +551,11 @@ class PowBackward2(OpNode):
 
 def _const(a):
     return finish(None, arr(a))
+
+
+def _wirtinger(backward, node, g):
+    from .complex_ops import wirtinger
+    return wirtinger(backward, node, g)
 
 
 def _power(x, y):

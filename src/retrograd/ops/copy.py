@@ -10,6 +10,8 @@ __all__ = ["clone"]
 
 class ToCopyBackward0(OpNode):
     def backward(self, g):
+        if g._data.dtype.kind == "c" and self.src_dtype.kind != "c":
+            g = g.real  # a real source gets the real part (PyTorch's handle_r_to_c)
         return g._to(self.src_dtype, self.src_device)
 
 

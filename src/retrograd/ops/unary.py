@@ -139,13 +139,19 @@ def _tanh_backward(g, y):
     return _elementwise_backward(TanhBackwardBackward0, g, y, gd * (1 - yd * yd))
 
 
-def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None):
+def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None, holomorphic=True):
     """Define op ``name``: forward ``fwd(array)``, node ``node_name`` whose backward is
     ``bwd(g, x, y)`` (x the saved input, y the saved output; unused ones are None).
     ``saves`` is what PyTorch saves ("input", "output", "both" or "none"), so that in-place
     writes are caught exactly when PyTorch catches them; ``check(dtype)`` refuses dtypes."""
 
     def backward(self, g):
+        if holomorphic and g._data.dtype.kind == "c":
+            from .complex_ops import wirtinger
+            return wirtinger(real_backward, self, g)
+        return real_backward(self, g)
+
+    def real_backward(self, g):
         if saves == "input":
             (x,) = self.saved_tensors
             return bwd(g, x, None)
@@ -258,8 +264,8 @@ def _relu_check(dt):
 # np.maximum returns its second operand on ties, PyTorch its first: relu(-0.) is -0.
 _make_unary("relu", lambda a: np.maximum(0, a).astype(a.dtype, copy=False), "ReluBackward0", "output",
             lambda g, x, y: masked_grad(g, ~(y._data <= 0), y), float_only=False, check=_relu_check)
-_make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sign(x), float_only=False,
-            check=_not_implemented("abs_cpu"))
+_make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sgn(x), float_only=False,
+            check=_not_implemented("abs_cpu"), holomorphic=False)
 def _sign_np(a):
     """PyTorch's sign: bool stays bool, NaN gives 0, -0.0 gives 0."""
     if a.dtype.kind == "b":
@@ -274,7 +280,17 @@ def _sign_np(a):
 # NaN incoming gradient still gives 0.
 _zero = lambda g, x, y: zeros_grad(g)  # noqa: E731
 _make_unary("sign", _sign_np, "SignBackward0", "none", _zero, float_only=False)
-_make_unary("sgn", _sign_np, "SgnBackward0", "both", _zero, float_only=False)
+_make_unary("sgn", _sign_np, "SgnBackward0", "both", lambda g, x, y: _sgn_backward(g, x, y), float_only=False,
+            holomorphic=False)
+
+
+def _sgn_backward(g, x, s):
+    """Zero for real inputs; for complex ones (g - s Re(conj(s) g)) / |z|, 0 at z == 0."""
+    if x._data.dtype.kind != "c":
+        return zeros_grad(g)
+    from .index import where
+    from .complex_ops import conj, real
+    return where(finish(None, arr(x._data == 0)), 0.0, (g - s * real(conj(s) * g)) / abs(x))
 _make_unary("floor", np.floor, "FloorBackward0", "none", _zero, float_only=False,
             check=_not_implemented("floor_vml_cpu"))
 _make_unary("ceil", np.ceil, "CeilBackward0", "none", _zero, float_only=False,
