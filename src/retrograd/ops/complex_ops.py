@@ -284,6 +284,7 @@ def _holomorphic(cls):
             return wirtinger(real_backward, self, g)
         return real_backward(self, g)
     backward.__doc__ = real_backward.__doc__
+    backward._wirtinger = True
     cls.backward = backward
 
 
@@ -298,12 +299,13 @@ def _vdot_backward(real_backward):
 
 
 def _install():
-    from . import linalg, reduce
-    for cls in (linalg._MatmulNode, linalg._AddProductNode, linalg.AddrBackward0, linalg._EinsumNode,
+    from . import linalg, reduce, _linear, unary
+    for cls in (unary.TanhBackwardBackward0, unary.SigmoidBackwardBackward0, _linear._MmT, _linear.AddmmBackward0, _linear._LinearMm, linalg._MatmulNode, linalg._AddProductNode, linalg.AddrBackward0, linalg._EinsumNode,
                 linalg.KronBackward, linalg.TraceBackward0, reduce.ProdBackward0, reduce.ProdBackward1,
                 reduce.CumprodBackward0, reduce.LogsumexpBackward0):
-        if "backward" in cls.__dict__:
-            _holomorphic(cls)
+        owner = next(c for c in cls.__mro__ if "backward" in c.__dict__)
+        if not getattr(owner.__dict__["backward"], "_wirtinger", False):
+            _holomorphic(owner)
     linalg._VdotNode.backward = _vdot_backward(linalg._VdotNode.__dict__["backward"])
 
 
