@@ -257,6 +257,8 @@ _make_unary("erfinv", _erfinv_np, "ErfinvBackward0", "input",
             lambda g, x, y: exp(erfinv(x) * erfinv(x)) * (math.sqrt(math.pi) / 2) * g)
 _make_unary("reciprocal", lambda a: 1.0 / a, "ReciprocalBackward0", "output", lambda g, x, y: g * -(y * y))
 def _relu_check(dt):
+    if dt.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     if dt.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
 
@@ -276,10 +278,24 @@ def _sign_np(a):
     return r
 
 
+def _sign_check(dt):
+    if dt.kind == "c":
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                                  "Please use torch.sgn instead.")
+
+
+def _no_complex(name, check):
+    def run(dt):
+        if dt.kind == "c":
+            raise NotImplementedError(f"{name} is not supported for complex inputs")
+        check(dt)
+    return run
+
+
 # Zero derivatives are zeros outside the graph (PyTorch's zeros_like(grad)): an infinite or
 # NaN incoming gradient still gives 0.
 _zero = lambda g, x, y: zeros_grad(g)  # noqa: E731
-_make_unary("sign", _sign_np, "SignBackward0", "none", _zero, float_only=False)
+_make_unary("sign", _sign_np, "SignBackward0", "none", _zero, float_only=False, check=_sign_check)
 _make_unary("sgn", _sign_np, "SgnBackward0", "both", lambda g, x, y: _sgn_backward(g, x, y), float_only=False,
             holomorphic=False)
 
@@ -292,11 +308,11 @@ def _sgn_backward(g, x, s):
     from .complex_ops import conj, real
     return where(finish(None, arr(x._data == 0)), 0.0, (g - s * real(conj(s) * g)) / abs(x))
 _make_unary("floor", np.floor, "FloorBackward0", "none", _zero, float_only=False,
-            check=_not_implemented("floor_vml_cpu"))
+            check=_no_complex("floor", _not_implemented("floor_vml_cpu")))
 _make_unary("ceil", np.ceil, "CeilBackward0", "none", _zero, float_only=False,
-            check=_not_implemented("ceil_vml_cpu"))
+            check=_no_complex("ceil", _not_implemented("ceil_vml_cpu")))
 _make_unary("trunc", np.trunc, "TruncBackward0", "none", _zero, float_only=False,
-            check=_not_implemented("trunc_vml_cpu"))
+            check=_no_complex("trunc", _not_implemented("trunc_vml_cpu")))
 _make_unary("frac", lambda a: a - np.trunc(a), "FracBackward0", "none", lambda g, x, y: g,
             check=_not_implemented("frac_cpu", "biu"))
 
@@ -317,7 +333,7 @@ RoundBackward1 = type("RoundBackward1", (RoundBackward0,), {})
 def round(input, *, decimals=0, out=None):
     """Round half to even, optionally to ``decimals`` places."""
     x = input._data
-    _not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", "b" if decimals == 0 else "biu")(x.dtype)
+    _not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", "bc" if decimals == 0 else "biuc")(x.dtype)
     if x.dtype == _HALF:  # scaled, rounded and divided in float32, as PyTorch
         r = arr(np.round(x.astype(np.float32), decimals).astype(_HALF))
     else:
