@@ -102,11 +102,15 @@ def _c2c(x, dims, norm, forward):
     return finish(node, np.asarray(r))
 
 
-def _r2c(x, dims, norm):
+def _r2c(x, dims, norm, onesided=True):
     a = _as_float(x, "rfft")
-    if a.dtype.kind == "c":
-        raise RuntimeError("rfftn expects a real-valued input tensor, but got " + str(x.dtype).replace("torch.", ""))
     r = _sp().rfftn(a, axes=dims, norm=norm)
+    if not onesided:  # the other half by Hermitian symmetry, as PyTorch's r2c fills it
+        n = a.shape[dims[-1]]
+        part = np.take(r, n - np.arange(n // 2 + 1, n), axis=dims[-1])
+        for d in dims[:-1]:
+            part = np.roll(np.flip(part, d), 1, d)
+        r = np.concatenate([r, np.conj(part)], axis=dims[-1])
     node = node_for(FftR2CBackward0, (x,))
     if node is not None:
         node.dims, node.norm, node.last = list(dims), norm, a.shape[dims[-1]]
@@ -185,12 +189,17 @@ def _crev(x, dims, s, norm):
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """One-dimensional discrete Fourier transform."""
     dims, s = _one(input, n, dim)
+    if input._data.dtype.kind != "c":  # a real signal: PyTorch's two-sided r2c transform
+        return _r2c(_resize(input, dims, s), dims, _norm(norm), onesided=False)
     return _cfwd(input, dims, s, norm, True)
 
 
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     """One-dimensional inverse discrete Fourier transform."""
     dims, s = _one(input, n, dim)
+    if input._data.dtype.kind != "c":  # ifft of a real signal: conj of its forward r2c, scaled
+        from .ops.complex_ops import conj
+        return conj(_r2c(_resize(input, dims, s), dims, _DUAL[_norm(norm)], onesided=False))
     return _cfwd(input, dims, s, norm, False)
 
 

@@ -47,6 +47,10 @@ class ConjPhysicalBackward0(ConjBackward0):
     pass
 
 
+class ConjPhysicalBackward1(ConjBackward0):
+    pass
+
+
 def conj(input):
     """The complex conjugate (an eager copy: retrograd keeps no lazy conjugate bit); a real
     tensor comes back as it is."""
@@ -62,6 +66,13 @@ def conj_physical(input, *, out=None):
     if x.dtype.kind != "c":
         return input
     return finish(node_for(ConjPhysicalBackward0, (input,)), np.conj(x))
+
+
+def _conj_physical_inplace(input):
+    x = input._data
+    if x.dtype.kind != "c":
+        return input
+    return finish(node_for(ConjPhysicalBackward1, (input,)), np.conj(x))
 
 
 def resolve_conj(input):
@@ -255,21 +266,27 @@ def polar(abs, angle, *, out=None):
     return res if out is None else write_out(out, res, "polar")
 
 
-def _adjoint(input):
-    """The conjugate transpose of the last two dimensions."""
-    if input._data.ndim < 2:
-        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. "
-                           f"Got {input._data.ndim}-D tensor.")
-    return conj(input.transpose(-2, -1))
+def _conj_of(view):
+    """A transposing view of the shape family, conjugated for complex tensors (PyTorch's mH,
+    H and adjoint; retrograd's conj is a copy, so the complex result is not a view)."""
+    def get(self):
+        r = view(self)
+        return conj(r) if r._data.dtype.kind == "c" else r
+    get.__doc__ = view.__doc__
+    return get
+
+
+def _shape_views():
+    from . import shape
+    m = shape.TENSOR_METHODS
+    return {"mH": property(_conj_of(m["mH"].fget)), "H": property(_conj_of(m["H"].fget)),
+            "adjoint": _conj_of(m["adjoint"])}
 
 
 TENSOR_METHODS.update(conj=conj, conj_physical=conj_physical, resolve_conj=resolve_conj,
-                      resolve_neg=resolve_neg, is_conj=is_conj, is_neg=is_neg, angle=angle,
-                      adjoint=_adjoint)
-TENSOR_METHODS.update(real=property(real, _set_real), imag=property(imag, _set_imag),
-                      mH=property(_adjoint), H=property(lambda self: _adjoint(self) if self._data.ndim == 2
-                                                        else conj(self.t())))
-INPLACE.update(conj_physical_=conj_physical)
+                      resolve_neg=resolve_neg, is_conj=is_conj, is_neg=is_neg, angle=angle)
+TENSOR_METHODS.update(real=property(real, _set_real), imag=property(imag, _set_imag), **_shape_views())
+INPLACE.update(conj_physical_=_conj_physical_inplace)
 
 
 # *** holomorphic backward formulas of other families ***

@@ -272,6 +272,9 @@ def _sign_np(a):
     """PyTorch's sign: bool stays bool, NaN gives 0, -0.0 gives 0."""
     if a.dtype.kind == "b":
         return a.copy()
+    if a.dtype.kind == "c":  # sgn: z / |z| (NaN where |z| is infinite, as PyTorch), 0 at 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(a == 0, a.dtype.type(0), a / np.abs(a))
     r = np.sign(a)
     if a.dtype.kind == "f":
         r = np.where(np.isnan(r), 0, r).astype(a.dtype, copy=False) + 0
