@@ -261,11 +261,8 @@ def rsub(input, other, *, alpha=1):
 
 class MulBackward0(OpNode):
     def backward(self, g):
-        if g._data.dtype.kind == "c":
-            return _wirtinger(MulBackward0._real_backward, self, g)
-        return self._real_backward(g)
-
-    def _real_backward(self, g):
+        if g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
+            return _wirtinger(self, g)
         other, self_ = self.saved_tensors
         nf = self.next_functions
         return (g * other if nf[0][0] is not None else None,
@@ -298,11 +295,8 @@ multiply = mul
 
 class DivBackward0(OpNode):
     def backward(self, g):
-        if g._data.dtype.kind == "c":
-            return _wirtinger(DivBackward0._real_backward, self, g)
-        return self._real_backward(g)
-
-    def _real_backward(self, g):
+        if g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
+            return _wirtinger(self, g)
         self_, other = self.saved_tensors
         nf = self.next_functions
         ga = g / other if nf[0][0] is not None else None
@@ -481,11 +475,8 @@ class PowBackward0(OpNode):
     """d(x ** c)/dx = c * x ** (c - 1); exactly zero (outside the graph) for c == 0."""
 
     def backward(self, g):
-        if g._data.dtype.kind == "c":
-            return _wirtinger(PowBackward0._real_backward, self, g)
-        return self._real_backward(g)
-
-    def _real_backward(self, g):
+        if g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
+            return _wirtinger(self, g)
         (x,) = self.saved_tensors
         c = self.exponent
         if c == 0:
@@ -501,11 +492,8 @@ class PowBackward1(OpNode):
     limit from positive bases), -inf-scaled where the exponent is negative."""
 
     def backward(self, g):
-        if g._data.dtype.kind == "c":
-            return _wirtinger(PowBackward1._real_backward, self, g)
-        return self._real_backward(g)
-
-    def _real_backward(self, g):
+        if g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
+            return _wirtinger(self, g)
         saved = self.saved_tensors
         x, e = saved[0], saved[1]
         nf = self.next_functions
@@ -533,11 +521,8 @@ class PowBackward2(OpNode):
     """d(c ** x)/dx = c ** x * log(c); at c == 0, 0 where x >= 0."""
 
     def backward(self, g):
-        if g._data.dtype.kind == "c":
-            return _wirtinger(PowBackward2._real_backward, self, g)
-        return self._real_backward(g)
-
-    def _real_backward(self, g):
+        if g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
+            return _wirtinger(self, g)
         e, result = self.saved_tensors
         c = self.base
         lc = _log_scalar(c)
@@ -553,9 +538,9 @@ def _const(a):
     return finish(None, arr(a))
 
 
-def _wirtinger(backward, node, g):
+def _wirtinger(node, g):
     from .complex_ops import wirtinger
-    return wirtinger(backward, node, g)
+    return wirtinger(node, g)
 
 
 def _power(x, y):

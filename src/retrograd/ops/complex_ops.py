@@ -18,10 +18,19 @@ INPLACE = {}
 _pycomplex = __builtins__["complex"] if isinstance(__builtins__, dict) else __builtins__.complex
 
 
-def wirtinger(backward, node, g):
-    """Run a holomorphic op's real-number ``backward`` for a complex gradient ``g``:
-    conj(backward(conj(g))) multiplies g by the conjugated derivatives, as PyTorch's formulas do."""
-    out = backward(node, conj(g))
+def wirtinger(node, g, backward=None):
+    """Run a holomorphic op's real-number backward for a complex gradient ``g``:
+    conj(backward(conj(g))) multiplies g by the conjugated derivatives, as PyTorch's formulas do.
+    Without ``backward``, ``node.backward`` itself runs again with ``node._conj_pass`` set (its
+    complex check reads the flag only for complex gradients: real ones pay one dtype test)."""
+    if backward is None:
+        node._conj_pass = True
+        try:
+            out = node.backward(conj(g))
+        finally:
+            node._conj_pass = False
+    else:
+        out = backward(node, conj(g))
     if type(out) is tuple:
         return tuple(None if o is None else _conj_if_complex(o) for o in out)
     return None if out is None else _conj_if_complex(out)
@@ -298,7 +307,7 @@ def _holomorphic(cls):
 
     def backward(self, g):
         if g._data.dtype.kind == "c":
-            return wirtinger(real_backward, self, g)
+            return wirtinger(self, g, real_backward)
         return real_backward(self, g)
     backward.__doc__ = real_backward.__doc__
     backward._wirtinger = True

@@ -146,12 +146,9 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None, h
     writes are caught exactly when PyTorch catches them; ``check(dtype)`` refuses dtypes."""
 
     def backward(self, g):
-        if holomorphic and g._data.dtype.kind == "c":
+        if holomorphic and g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
             from .complex_ops import wirtinger
-            return wirtinger(real_backward, self, g)
-        return real_backward(self, g)
-
-    def real_backward(self, g):
+            return wirtinger(self, g)
         if saves == "input":
             (x,) = self.saved_tensors
             return bwd(g, x, None)
