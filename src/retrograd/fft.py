@@ -10,7 +10,7 @@ import numpy as np
 
 from ._tensor import Tensor
 from . import _dtype as D
-from .ops._base import OpNode, node_for, finish, wrap_dim
+from .ops._base import OpNode, node_for, finish, wrap_dim, write_out
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
            "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -93,7 +93,8 @@ class FftC2RBackward0(OpNode):
 def _c2c(x, dims, norm, forward):
     a = x._data
     if a.dtype.kind != "c":
-        a = _as_float(x, "fft").astype(np.complex64 if _as_float(x, "fft").dtype == np.float32 else np.complex128)
+        a = _as_float(x, "fft")
+        a = a.astype(np.complex64 if a.dtype == np.float32 else np.complex128)
     fn = _sp().fftn if forward else _sp().ifftn
     r = fn(a, axes=dims, norm=norm) if dims else a.copy()
     node = node_for(FftC2CBackward0, (x,))
@@ -120,7 +121,8 @@ def _r2c(x, dims, norm, onesided=True):
 def _c2r(x, dims, norm, last):
     a = x._data
     if a.dtype.kind != "c":
-        a = _as_float(x, "irfft").astype(np.complex64 if _as_float(x, "irfft").dtype == np.float32 else np.complex128)
+        a = _as_float(x, "irfft")
+        a = a.astype(np.complex64 if a.dtype == np.float32 else np.complex128)
     shape = [a.shape[d] for d in dims[:-1]] + [last]
     r = _sp().irfftn(a, s=shape, axes=dims, norm=norm)
     node = node_for(FftC2RBackward0, (x,))
@@ -159,6 +161,10 @@ def _dims_sizes(x, s, dim, name, default_all=True):
     return dims, s
 
 
+def _out(res, out, name):
+    return res if out is None else write_out(out, res, name)
+
+
 def _one(x, n, dim):
     d = wrap_dim(dim, x.ndim)
     if n is not None and n < 1:
@@ -190,8 +196,8 @@ def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """One-dimensional discrete Fourier transform."""
     dims, s = _one(input, n, dim)
     if input._data.dtype.kind != "c":  # a real signal: PyTorch's two-sided r2c transform
-        return _r2c(_resize(input, dims, s), dims, _norm(norm), onesided=False)
-    return _cfwd(input, dims, s, norm, True)
+        return _out(_r2c(_resize(input, dims, s), dims, _norm(norm), onesided=False), out, "fft_fft")
+    return _out(_cfwd(input, dims, s, norm, True), out, "fft_fft")
 
 
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -199,14 +205,14 @@ def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     dims, s = _one(input, n, dim)
     if input._data.dtype.kind != "c":  # ifft of a real signal: conj of its forward r2c, scaled
         from .ops.complex_ops import conj
-        return conj(_r2c(_resize(input, dims, s), dims, _DUAL[_norm(norm)], onesided=False))
-    return _cfwd(input, dims, s, norm, False)
+        return _out(conj(_r2c(_resize(input, dims, s), dims, _DUAL[_norm(norm)], onesided=False)), out, "fft_ifft")
+    return _out(_cfwd(input, dims, s, norm, False), out, "fft_ifft")
 
 
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The one-sided (n // 2 + 1 bins) Fourier transform of a real input."""
     dims, s = _one(input, n, dim)
-    return _rfwd(input, dims, s, norm)
+    return _out(_rfwd(input, dims, s, norm), out, "fft_rfft")
 
 
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -215,19 +221,19 @@ def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     last = 2 * (input.shape[d] - 1) if n is None else n
     if last < 1:
         raise RuntimeError(f"Invalid number of data points ({last}) specified")
-    return _crev(input, [d], [last], norm)
+    return _out(_crev(input, [d], [last], norm), out, "fft_irfft")
 
 
 def fftn(input, s=None, dim=None, norm=None, *, out=None):
     """N-dimensional discrete Fourier transform (all dimensions by default)."""
     dims, s = _dims_sizes(input, s, dim, "fftn")
-    return _cfwd(input, dims, s, norm, True)
+    return _out(_cfwd(input, dims, s, norm, True), out, "fft_fftn")
 
 
 def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     """N-dimensional inverse discrete Fourier transform."""
     dims, s = _dims_sizes(input, s, dim, "ifftn")
-    return _cfwd(input, dims, s, norm, False)
+    return _out(_cfwd(input, dims, s, norm, False), out, "fft_ifftn")
 
 
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -235,7 +241,7 @@ def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     dims, s = _dims_sizes(input, s, dim, "rfftn")
     if not dims:
         raise RuntimeError("rfftn must transform at least one axis")
-    return _rfwd(input, dims, s, norm)
+    return _out(_rfwd(input, dims, s, norm), out, "fft_rfftn")
 
 
 def irfftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -248,27 +254,27 @@ def irfftn(input, s=None, dim=None, norm=None, *, out=None):
         s[-1] = 2 * (input.shape[dims[-1]] - 1)
     if s[-1] < 1:
         raise RuntimeError(f"Invalid number of data points ({s[-1]}) specified")
-    return _crev(input, dims, s, norm)
+    return _out(_crev(input, dims, s, norm), out, "fft_irfftn")
 
 
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """Two-dimensional discrete Fourier transform."""
-    return fftn(input, s, dim, norm)
+    return _out(fftn(input, s, dim, norm), out, "fft_fft2")
 
 
 def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """Two-dimensional inverse discrete Fourier transform."""
-    return ifftn(input, s, dim, norm)
+    return _out(ifftn(input, s, dim, norm), out, "fft_ifft2")
 
 
 def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """Two-dimensional Fourier transform of a real input."""
-    return rfftn(input, s, dim, norm)
+    return _out(rfftn(input, s, dim, norm), out, "fft_rfft2")
 
 
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """The inverse of ``rfft2``."""
-    return irfftn(input, s, dim, norm)
+    return _out(irfftn(input, s, dim, norm), out, "fft_irfft2")
 
 
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -281,7 +287,7 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     x = input if input._data.dtype.kind == "c" else input.to(D.get_default_dtype().to_complex()
                                                             if input._data.dtype.kind != "f"
                                                             else D.from_numpy_dtype(input._data.dtype).to_complex())
-    return _crev(conj(x), [d], [last], _DUAL[_norm(norm)])
+    return _out(_crev(conj(x), [d], [last], _DUAL[_norm(norm)]), out, "fft_hfft")
 
 
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -290,7 +296,7 @@ def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     dims, s = _one(input, n, dim)
     if input._data.dtype.kind == "c":
         raise RuntimeError("ihfft expects a real input tensor, but got " + D._SCALAR_TYPE_NAMES[input.dtype.name])
-    return conj(_rfwd(input, dims, s, _DUAL[_norm(norm)]))
+    return _out(conj(_rfwd(input, dims, s, _DUAL[_norm(norm)])), out, "fft_ihfft")
 
 
 def _freq(values, dtype, device, requires_grad):

@@ -15,9 +15,6 @@ __all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg
 TENSOR_METHODS = {}
 INPLACE = {}
 
-_pycomplex = __builtins__["complex"] if isinstance(__builtins__, dict) else __builtins__.complex
-
-
 def wirtinger(node, g, backward=None):
     """Run a holomorphic op's real-number backward for a complex gradient ``g``:
     conj(backward(conj(g))) multiplies g by the conjugated derivatives, as PyTorch's formulas do.
