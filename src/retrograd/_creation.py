@@ -16,7 +16,7 @@ __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "ful
            "logspace", "eye", "rand", "randn", "randint", "randperm", "rand_like", "randn_like",
            "randint_like", "normal", "bernoulli", "multinomial", "manual_seed", "seed",
            "initial_seed", "Generator", "default_generator", "get_rng_state", "set_rng_state",
-           "scalar_tensor", "empty_strided", "complex", "polar"]
+           "scalar_tensor", "empty_strided"]
 
 _make = Tensor._make
 _bint, _bfloat, _bbool, _brange = builtins.int, builtins.float, builtins.bool, builtins.range
@@ -572,15 +572,21 @@ _KERNEL_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Cha
 
 def _rand_dt(dtype, kernel="check_uniform_bounds"):
     dt = _float_dt(dtype)
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_KERNEL_NAMES.get(dt.name, dt.name)}\'')
     return dt
 
 
-def _sample(fn, dt, shape, g, device=None):
+def _sample(fn, dt, shape, g, device=None, scale=None):
     if (device is not None or _DEFAULT_DEVICE[0] is not None) and _is_meta(device):   # no values: no draws
         from ._meta import MetaArray
         return MetaArray(shape, dt.np)
+    if dt.is_complex:
+        # real and imaginary parts drawn as a trailing pair (randn: each of variance 1/2, as PyTorch)
+        r = _sample(fn, dt.to_real(), tuple(shape) + (2,), g)
+        if scale is not None:
+            r *= r.dtype.type(scale)
+        return np.ascontiguousarray(r).view(dt.np)[..., 0]
     if dt.np in (np.float32, np.float64):
         return fn(g, shape, dt.np)
     return fn(g, shape, np.float32).astype(dt.np)
@@ -602,8 +608,8 @@ def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, 
     size = _size_kw("randn", sizes, size)
     _check_args("randn", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype, "normal_kernel_cpu")
-    return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator), device),
-                   requires_grad, device)
+    return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator), device,
+                           0.7071067811865476), requires_grad, device)
 
 
 _RANDINT_C_NAMES = {"int8": "signed char", "uint8": "unsigned char", "int16": "short", "int32": "int"}
@@ -701,14 +707,6 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         out_rows.append(g.choice(r.size, size=num_samples, replace=replacement, p=r / r.sum()))
     a = np.stack(out_rows).astype(np.int64)
     return _make(a if w.ndim == 2 else a[0])
-
-
-def complex(real, imag, *, out=None):
-    return _make(real._data + 1j * imag._data)
-
-
-def polar(abs, angle, *, out=None):
-    return _make(abs._data * np.exp(1j * angle._data))
 
 
 # --- the legacy constructor and unpickling --------------------------------------------------

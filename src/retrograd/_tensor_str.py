@@ -82,6 +82,19 @@ class _Formatter:
         return (self.max_width - len(ret)) * " " + ret
 
 
+class _ComplexFormatter:
+    def __init__(self, re, im):
+        self.re, self.im = re, im
+        # an element's width: both parts and the "j" (PyTorch's element_length)
+        self.max_width = re.max_width + im.max_width + 1
+
+    def format(self, value):
+        value = complex(value)
+        real = self.re.format(value.real)
+        imag = (self.im.format(value.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _summarized(a):
     e = PRINT_OPTS.edgeitems
     if a.ndim == 0:
@@ -131,8 +144,10 @@ def array_str(a, indent):
     summarize = a.size > PRINT_OPTS.threshold
     floating = a.dtype.kind == "f"
     if a.dtype.kind == "c":
-        # Complex values print through their components, as PyTorch's do.
-        return np.array2string(a, separator=", ", precision=PRINT_OPTS.precision)
+        # PyTorch lays out the real and imaginary parts with a formatter each.
+        flat = _summarized(a) if summarize else a.reshape(-1)
+        fmt = _ComplexFormatter(_Formatter(flat.real, True), _Formatter(flat.imag, True))
+        return _tensor_str_fmt(a, indent, summarize, fmt)
     fmt = _Formatter(_summarized(a) if summarize else a.reshape(-1), floating)
     return _tensor_str_fmt(a, indent, summarize, fmt)
 

@@ -403,7 +403,7 @@ def to_numpy(t):
             return np.zeros(tuple(t.shape), dtype=torch.empty(0, dtype=t.dtype).numpy().dtype)
         if t.dtype == torch.bfloat16:  # torch's numpy() refuses bfloat16; float32 holds it exactly
             t = t.float()
-        return t.detach().cpu().resolve_conj().numpy()
+        return t.detach().cpu().resolve_conj().resolve_neg().numpy()
     return np.asarray(t.detach()._data)
 
 

@@ -57,6 +57,8 @@ def _validate(fn, i, g, meta):
         if g._data.shape != shape:
             g = g.reshape(shape)
     if g._data.dtype != npdt:
+        if g._data.dtype.kind == "c" and npdt.kind != "c":
+            g = g.real  # a real input's share of a complex gradient (PyTorch's handle_r_to_c)
         g = g.to(npdt.type)
     return g
 

@@ -19,55 +19,79 @@ def _outputs(fn, inputs):
     return [o for o in _as_tuple(fn(*inputs)) if isinstance(o, Tensor) and o._data.dtype.kind in "fcV"]
 
 
+def _real_view(a):
+    """An output's values as float64, a complex one as interleaved (re, im) pairs: complex
+    functions are checked as real functions of twice as many real numbers (PyTorch's
+    Wirtinger checks by real and imaginary perturbations)."""
+    a = np.asarray(a)
+    if a.dtype.kind == "c":
+        return np.stack([a.real, a.imag], -1).astype(np.float64).reshape(-1)
+    return a.astype(np.float64).reshape(-1)
+
+
+def _width(t):
+    return t._data.size * (2 if t._data.dtype.kind == "c" else 1)
+
+
 def _numerical(fn, inputs, i, eps):
     """Jacobian of every output w.r.t. input i by central differences: one array
-    [numel_in, numel_out] per output. The input is perturbed in place (any strides)."""
+    [real numel_in, real numel_out] per output. The input is perturbed in place (any strides);
+    a complex element is perturbed along its real and then its imaginary axis."""
     x = inputs[i]
     d = x._data
+    steps = (eps, eps * 1j) if d.dtype.kind == "c" else (eps,)
     with grad_mode.no_grad():
         outs0 = _outputs(fn, inputs)
-        jac = [np.zeros((d.size, o._data.size)) for o in outs0]
+        jac = [np.zeros((_width(x), _width(o))) for o in outs0]
         for k in range(d.size):
             idx = np.unravel_index(k, d.shape) if d.ndim else ()
             orig = d[idx].item()
-            d[idx] = orig + eps
-            plus = [o._data.astype(np.float64).reshape(-1) for o in _outputs(fn, inputs)]
-            d[idx] = orig - eps
-            minus = [o._data.astype(np.float64).reshape(-1) for o in _outputs(fn, inputs)]
-            d[idx] = orig
-            for j in range(len(outs0)):
-                jac[j][k] = (plus[j] - minus[j]) / (2 * eps)
+            for s_, step in enumerate(steps):
+                d[idx] = orig + step
+                plus = [_real_view(o._data) for o in _outputs(fn, inputs)]
+                d[idx] = orig - step
+                minus = [_real_view(o._data) for o in _outputs(fn, inputs)]
+                d[idx] = orig
+                for j in range(len(outs0)):
+                    jac[j][k * len(steps) + s_] = (plus[j] - minus[j]) / (2 * eps)
     return jac
 
 
 def _analytical(fn, inputs, diff_idx):
-    """Jacobians by vector-Jacobian products with unit vectors, per (input, output)."""
+    """Jacobians by vector-Jacobian products with unit vectors, per (input, output); a complex
+    output's imaginary part by the grad_output 1j (PyTorch's convention makes the gradient
+    d/d(re) + i d/d(im) of the selected real number)."""
     outs = _outputs(fn, inputs)
-    res = {i: [np.zeros((inputs[i]._data.size, o._data.size)) for o in outs] for i in diff_idx}
+    res = {i: [np.zeros((_width(inputs[i]), _width(o))) for o in outs] for i in diff_idx}
     for j, o in enumerate(outs):
         if not o._requires_grad:
             continue
+        units = (1, 1j) if o._data.dtype.kind == "c" else (1,)
         for k in range(o._data.size):
-            g = np.zeros(o._data.size, o._data.dtype)
-            g[k] = 1
-            gt = Tensor._make(g.reshape(o._data.shape))
-            grads = engine.grad([o], [inputs[i] for i in diff_idx], [gt], retain_graph=True, allow_unused=True)
-            for i, gr in zip(diff_idx, grads):
-                if gr is not None:
-                    res[i][j][:, k] = gr._data.reshape(-1)
+            for u_, unit in enumerate(units):
+                g = np.zeros(o._data.size, o._data.dtype)
+                g[k] = unit
+                gt = Tensor._make(g.reshape(o._data.shape))
+                grads = engine.grad([o], [inputs[i] for i in diff_idx], [gt], retain_graph=True, allow_unused=True)
+                for i, gr in zip(diff_idx, grads):
+                    if gr is not None:
+                        res[i][j][:, k * len(units) + u_] = _real_view(gr._data)
     return res, outs
 
 
 def _fmt(a, like):
-    t = Tensor._make(a.astype(like._data.dtype) if like._data.dtype.kind in "fV" else a)
+    dk = like._data.dtype
+    t = Tensor._make(a.astype(dk.type(0).real.dtype if dk.kind == "c" else dk) if dk.kind in "fcV" else a)
     return repr(t)
 
 
 def _mismatch_report(i, j, a, n, x, o, rtol):
     """PyTorch's report (both Jacobians), then the worst element in words."""
     k = np.unravel_index(np.argmax(np.abs(a - n) - rtol * np.abs(n)), a.shape)
-    in_el = tuple(int(v) for v in np.unravel_index(k[0], x._data.shape)) if x._data.ndim else ()
-    out_el = tuple(int(v) for v in np.unravel_index(k[1], o._data.shape)) if o._data.ndim else ()
+    kin = k[0] // (2 if x._data.dtype.kind == "c" else 1)
+    kout = k[1] // (2 if o._data.dtype.kind == "c" else 1)
+    in_el = tuple(int(v) for v in np.unravel_index(kin, x._data.shape)) if x._data.ndim else ()
+    out_el = tuple(int(v) for v in np.unravel_index(kout, o._data.shape)) if o._data.ndim else ()
     return (f"Jacobian mismatch for output {j} with respect to input {i},\n"
             f"numerical:{_fmt(n, o)}\n"
             f"analytical:{_fmt(a, o)}\n\n"
@@ -115,7 +139,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     outs = _outputs(func, inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = [Tensor._make(rng.standard_normal(o._data.shape)).requires_grad_(True) for o in outs]
+        grad_outputs = [Tensor._make(np.asarray(rng.standard_normal(o._data.shape) + 1j * rng.standard_normal(o._data.shape))
+                                     if o._data.dtype.kind == "c" else rng.standard_normal(o._data.shape)
+                                     ).requires_grad_(True) for o in outs]
     grad_outputs = list(_as_tuple(grad_outputs))
     n_in = len(inputs)
 

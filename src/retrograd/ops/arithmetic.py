@@ -390,6 +390,8 @@ class MulBackward0(OpNode):
         s = self._saved
         if s.__class__ is tuple and s[0].__class__ is _float and self._nf.__class__ is not tuple:
             return (g * s[0], None)   # tensor * number
+        if g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
+            return _wirtinger(self, g)
         other, self_ = self.saved_tensors
         na, nb = _needs2(self)
         return (g * other if na else None, g * self_ if nb else None)
@@ -423,6 +425,8 @@ multiply = mul
 
 class DivBackward0(OpNode):
     def backward(self, g):
+        if g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
+            return _wirtinger(self, g)
         self_, other = self.saved_tensors
         nf = self.next_functions
         ga = g / other if nf[0][0] is not None else None
@@ -607,6 +611,8 @@ class PowBackward0(OpNode):
     """d(x ** c)/dx = c * x ** (c - 1); exactly zero (outside the graph) for c == 0."""
 
     def backward(self, g):
+        if g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
+            return _wirtinger(self, g)
         (x,) = self.saved_tensors
         c = self.exponent
         if c == 0:
@@ -622,6 +628,8 @@ class PowBackward1(OpNode):
     limit from positive bases), -inf-scaled where the exponent is negative."""
 
     def backward(self, g):
+        if g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
+            return _wirtinger(self, g)
         saved = self.saved_tensors
         x, e = saved[0], saved[1]
         nf = self.next_functions
@@ -649,6 +657,8 @@ class PowBackward2(OpNode):
     """d(c ** x)/dx = c ** x * log(c); at c == 0, 0 where x >= 0."""
 
     def backward(self, g):
+        if g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
+            return _wirtinger(self, g)
         e, result = self.saved_tensors
         c = self.base
         lc = _log_scalar(c)
@@ -662,6 +672,11 @@ class PowBackward2(OpNode):
 
 def _const(a):
     return finish(None, arr(a))
+
+
+def _wirtinger(node, g):
+    from .complex_ops import wirtinger
+    return wirtinger(node, g)
 
 
 def _power(x, y):

@@ -10,10 +10,15 @@ __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less
            "bitwise_xor", "bitwise_not", "signbit", "isclose", "allclose", "equal", "result_type"]
 
 
+_ORDERED = ("lt", "le", "gt", "ge")
+
+
 def _cmp(ufunc, name):
     def op(input, other, *, out=None):
         a, b, x, y, dt = binary_operands(input, other)
         _check_broadcast(x, y)
+        if dt.kind == "c" and name in _ORDERED:
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_name(dt)}\'')
         if type(x) is np.ndarray and x.dtype != dt:
             x = x.astype(dt)
         if type(y) is np.ndarray and y.dtype != dt:

@@ -149,6 +149,8 @@ def _scalar_bound(v):
 
 
 def _clamp(input, min, max, out, name, scalar_cls):
+    if input._data.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     min, max = _scalar_bound(min), _scalar_bound(max)
@@ -270,7 +272,7 @@ def _extremum(name, np_fn, cls, sign, swap=False):
         a, b, x, y, dt = binary_operands(input, other)
         _bshape(input, other)
         if dt.kind == "c":
-            raise RuntimeError(f"{name}() not implemented for complex tensors.")
+            raise RuntimeError(f"{name} not implemented for complex tensors.")
         with np.errstate(invalid="ignore"):
             # NumPy returns the second operand on ties, PyTorch's scalar kernel the first (its
             # vectorized one, used on long tensors, the second): -0. against 0. shows it

@@ -471,6 +471,10 @@ def _extreme(name, np_fn, arg_fn, all_cls, dim_cls, red_fn):
             from . import pointwise
             return (pointwise.maximum if name == "max" else pointwise.minimum)(input, dim, out=out)
         x = input._data
+        if x.dtype.kind == "c":
+            from ._base import _dtype_name
+            raise NotImplementedError(f'"{name}_all" not implemented for \'{_dtype_name(x.dtype)}\'' if dim is None
+                                      else f'"{name}_cpu" not implemented for \'{_dtype_name(x.dtype)}\'')
         if dim is None:
             if keepdim:
                 raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool, ), "

@@ -154,13 +154,16 @@ def _tanh_backward(g, y):
     return _elementwise_backward(TanhBackwardBackward0, g, y, gd * (1 - yd * yd))
 
 
-def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None):
+def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None, holomorphic=True):
     """Define op ``name``: forward ``fwd(array)``, node ``node_name`` whose backward is
     ``bwd(g, x, y)`` (x the saved input, y the saved output; unused ones are None).
     ``saves`` is what PyTorch saves ("input", "output", "both" or "none"), so that in-place
     writes are caught exactly when PyTorch catches them; ``check(dtype)`` refuses dtypes."""
 
     def backward(self, g):
+        if holomorphic and g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
+            from .complex_ops import wirtinger
+            return wirtinger(self, g)
         if saves == "input":
             (x,) = self.saved_tensors
             return bwd(g, x, None)
@@ -265,6 +268,8 @@ _make_unary("erfinv", _erfinv_np, "ErfinvBackward0", "input",
             lambda g, x, y: exp(erfinv(x) * erfinv(x)) * (math.sqrt(math.pi) / 2) * g)
 _make_unary("reciprocal", lambda a: 1.0 / a, "ReciprocalBackward0", "output", lambda g, x, y: g * -(y * y))
 def _relu_check(dt):
+    if dt.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     if dt.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
 
@@ -272,29 +277,56 @@ def _relu_check(dt):
 # np.maximum returns its second operand on ties, PyTorch its first: relu(-0.) is -0.
 _make_unary("relu", lambda a: np.maximum(0, a).astype(a.dtype, copy=False), "ReluBackward0", "output",
             lambda g, x, y: masked_grad(g, ~(y._data <= 0), y), float_only=False, check=_relu_check)
-_make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sign(x), float_only=False,
-            check=_not_implemented("abs_cpu"))
+_make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sgn(x), float_only=False,
+            check=_not_implemented("abs_cpu"), holomorphic=False)
 def _sign_np(a):
     """PyTorch's sign: bool stays bool, NaN gives 0, -0.0 gives 0."""
     if a.dtype.kind == "b":
         return a.copy()
+    if a.dtype.kind == "c":  # sgn: z / |z| (NaN where |z| is infinite, as PyTorch), 0 at 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(a == 0, a.dtype.type(0), a / np.abs(a))
     r = np.sign(a)
     if a.dtype.kind in "fV":
         r = np.where(np.isnan(r), 0, r).astype(a.dtype, copy=False) + 0
     return r
 
 
+def _sign_check(dt):
+    if dt.kind == "c":
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                                  "Please use torch.sgn instead.")
+
+
+def _no_complex(name, check):
+    def run(dt):
+        if dt.kind == "c":
+            raise NotImplementedError(f"{name} is not supported for complex inputs")
+        check(dt)
+    return run
+
+
 # Zero derivatives are zeros outside the graph (PyTorch's zeros_like(grad)): an infinite or
 # NaN incoming gradient still gives 0.
 _zero = lambda g, x, y: zeros_grad(g)  # noqa: E731
-_make_unary("sign", _sign_np, "SignBackward0", "none", _zero, float_only=False)
-_make_unary("sgn", _sign_np, "SgnBackward0", "both", _zero, float_only=False)
+_make_unary("sign", _sign_np, "SignBackward0", "none", _zero, float_only=False, check=_sign_check)
+_make_unary("sgn", _sign_np, "SgnBackward0", "both", lambda g, x, y: _sgn_backward(g, x, y), float_only=False,
+            holomorphic=False)
+
+
+def _sgn_backward(g, x, s):
+    """Zero for real inputs; for complex ones (g - s Re(conj(s) g)) / |z|, 0 at z == 0."""
+    if x._data.dtype.kind != "c":
+        return zeros_grad(g)
+    from .index import where
+    from .complex_ops import conj, real
+    return where(finish(None, arr(x._data == 0)), 0.0, (g - s * real(conj(s) * g)) / abs(x))
 _make_unary("floor", np.floor, "FloorBackward0", "none", _zero, float_only=False,
-            check=_not_implemented("floor_vml_cpu"))
+            check=_no_complex("floor", _not_implemented("floor_vml_cpu")))
 _make_unary("ceil", np.ceil, "CeilBackward0", "none", _zero, float_only=False,
-            check=_not_implemented("ceil_vml_cpu"))
+            check=_no_complex("ceil", _not_implemented("ceil_vml_cpu")))
 _make_unary("trunc", np.trunc, "TruncBackward0", "none", _zero, float_only=False,
-            check=_not_implemented("trunc_vml_cpu"))
+            check=_no_complex("trunc", _not_implemented("trunc_vml_cpu")))
 _make_unary("frac", lambda a: a - np.trunc(a), "FracBackward0", "none", lambda g, x, y: g,
             check=_not_implemented("frac_cpu", "biu"))
 
@@ -315,7 +347,7 @@ RoundBackward1 = type("RoundBackward1", (RoundBackward0,), {})
 def round(input, *, decimals=0, out=None):
     """Round half to even, optionally to ``decimals`` places."""
     x = input._data
-    _not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", "b" if decimals == 0 else "biu")(x.dtype)
+    _not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", "bc" if decimals == 0 else "biuc")(x.dtype)
     if x.dtype == _HALF:  # scaled, rounded and divided in float32, as PyTorch
         r = arr(np.round(x.astype(np.float32), decimals).astype(_HALF))
     else:
