@@ -4,5 +4,5 @@ import torch.distributions
 
 signal = torch.zeros(8)
 print("before")
-normal = torch.distributions.Normal(signal, 1.0)
+prior = torch.distributions.LKJCholesky(3, 0.5)
 print("never printed")

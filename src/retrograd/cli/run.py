@@ -5,7 +5,7 @@ submodules (``torch.nn``, ``torch.nn.functional``, ``torch.optim``, ``torch.util
 to retrograd's own modules, and ``torchvision.datasets`` / ``torchvision.transforms`` to
 ``retrograd.datasets`` / ``retrograd.datasets.transforms``. Nothing of torch's namespace is
 copied. A torch API that retrograd lacks fails where it is used, with an error naming it:
-``NotImplementedError: torch.distributions.Normal is not implemented in retrograd`` (the error is also
+``NotImplementedError: torch.distributions.LKJCholesky is not implemented in retrograd`` (the error is also
 an AttributeError, so ``hasattr`` and ``getattr(..., default)`` keep working).
 """
 import argparse
