@@ -459,6 +459,8 @@ def _random_unbatched(name, orig, args, kwargs):
 
 def _random_rule(orig, args, kwargs, name):
     if not _is_random_call(name, args, kwargs):
+        if "dropout" in name and _is_b(args[0]) and not any(_is_b(a) for a in args[1:]):
+            return _wrap(orig(args[0]._value, *args[1:], **kwargs), args[0]._levels)
         return NotImplemented
     mode = _random_mode()
     if mode == "error":

@@ -165,8 +165,9 @@ def linear(input, weight, bias=None):
     if bias is not None and bias._data.shape != (w.shape[0],):
         _expand_err(bias, (x2.shape[0], w.shape[0]))
     inp = input
-    if nd != 2 and input._requires_grad:
-        inp = _reshape_named(input, x2.shape, "ViewBackward0")
+    if nd != 2:
+        # the weight's gradient needs the 2-D input even when the input itself needs none
+        inp = _reshape_named(input, x2.shape, "ViewBackward0") if input._requires_grad else finish(None, x2)
     r = x2 @ w.T
     if bias is not None:
         r += bias._data
