@@ -125,8 +125,14 @@ def reduction(orig, args, kwargs):
         d = tuple(nb + _norm(i, nd) for i in dim)
     else:
         d = nb + _norm(dim, nd)
-    args.insert(pos, d)
-    return _wrap(orig(p, *args[1:], **kwargs), x._levels)
+    if len(args) >= pos:
+        args.insert(pos, d)
+    else:
+        kwargs["dim"] = d
+    out = orig(p, *args[1:], **kwargs)
+    if dim is None and name in ("max", "min", "median", "nanmedian"):
+        out = out[0]      # the full reduction returns only the value
+    return _wrap(out, x._levels)
 
 
 for _n in ("sum nansum mean nanmean amax amin prod all any logsumexp std var argmax argmin count_nonzero median "
