@@ -363,7 +363,9 @@ def _make_method_dispatcher(name, orig):
     return m
 
 
-def _collect_targets():
+def scan_targets(make_fn, make_method, methods=None):
+    """Every place an op is reached from user code: (owner, name, original, replacement)."""
+    out = []
     import retrograd
     from ..nn import functional as F
     from ..ops import conv as _conv
@@ -373,25 +375,25 @@ def _collect_targets():
         for name, obj in list(vars(mod).items()):
             if name.startswith("_") or name in _SKIP or not isinstance(obj, types.FunctionType):
                 continue
-            _targets.append((mod, name, obj, _make_fn_dispatcher(name, obj)))
-    _targets.append((_conv, "convolution", _conv.convolution,
-                     _make_fn_dispatcher("convolution", _conv.convolution)))
+            out.append((mod, name, obj, make_fn(name, obj)))
+    out.append((_conv, "convolution", _conv.convolution,
+                     make_fn("convolution", _conv.convolution)))
     # nn layers keep references to the functions (``_function = staticmethod(F.relu)``,
     # ``from ..functional import x``): those get the dispatcher too
     import sys
-    origs = {id(o): (o, d) for _, _, o, d in _targets}
-    origs_names = {n for m, n, _, _ in _targets if m is F}
+    origs = {id(o): (o, d) for _, _, o, d in out}
+    origs_names = {n for m, n, _, _ in out if m is F}
     for mname, mod in list(sys.modules.items()):
         if not mname.startswith("retrograd.nn") or mod is None:
             continue
         for name, obj in list(vars(mod).items()):
             if isinstance(obj, types.FunctionType) and id(obj) in origs and getattr(mod, name) is obj \
                     and not (mod is F and name in origs_names):
-                _targets.append((mod, name, obj, origs[id(obj)][1]))
+                out.append((mod, name, obj, origs[id(obj)][1]))
             elif isinstance(obj, type):
                 for an, av in list(vars(obj).items()):
                     if isinstance(av, staticmethod) and id(av.__func__) in origs:
-                        _targets.append((obj, an, av, staticmethod(origs[id(av.__func__)][1])))
+                        out.append((obj, an, av, staticmethod(origs[id(av.__func__)][1])))
     for klass in Tensor.__mro__[:-1]:
         for name, obj in list(vars(klass).items()):
             if name in seen or name in _TENSOR_SKIP or not isinstance(obj, types.FunctionType):
@@ -399,13 +401,21 @@ def _collect_targets():
             if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
                 continue
             seen.add(name)
-            _ORIG_METHODS[name] = obj
-            _targets.append((Tensor, name, obj, _make_method_dispatcher(name, obj)))
+            if methods is not None:
+                methods[name] = obj
+            out.append((Tensor, name, obj, make_method(name, obj)))
+    return out
+
+
+_saved = []
 
 
 def _install():
     if not _targets:
-        _collect_targets()
+        _targets.extend(scan_targets(_make_fn_dispatcher, _make_method_dispatcher, _ORIG_METHODS))
+    # what is there now (the originals, or forward AD's dispatchers) comes back on exit
+    _saved[:] = [(owner, name, owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name))
+                 for owner, name, _, _ in _targets]
     for owner, name, orig, disp in _targets:
         setattr(owner, name, disp)
         if isinstance(orig, types.FunctionType):
@@ -413,8 +423,9 @@ def _install():
 
 
 def _uninstall():
-    for owner, name, orig, disp in _targets:
-        setattr(owner, name, orig)
+    for owner, name, prev in _saved:
+        setattr(owner, name, prev)
+    _saved.clear()
 
 
 # --- randomness ---------------------------------------------------------------------------
