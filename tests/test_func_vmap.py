@@ -192,3 +192,15 @@ def test_per_sample_grads_faster_than_loop():
     import bench_per_sample_grads as b
     mv, ml = b.main(reps=3)
     assert mv < ml
+
+
+@needs_torch
+def test_transforms_compose_with_vmap():
+    x = rng.standard_normal((4, 3))
+    both(lambda L, x: L.func.vmap(L.func.jacrev(lambda r: (r.sin() * r.sum(), r.exp())))(x), x)
+    both(lambda L, x: L.func.vmap(L.func.hessian(lambda r: (r.sin() * r.sum()).sum()))(x), x)
+    both(lambda L, x: L.func.jacrev(L.func.vmap(lambda r: r.sin() * r.sum()))(x), x)
+    both(lambda L, x: L.func.vmap(L.func.jacfwd(lambda r: r.tanh() @ r))(x), x)
+    both(lambda L, x: L.func.vmap(lambda r: L.func.jvp(lambda q: q.exp() * 2, (r,), (r.cos(),)))(x), x)
+    both(lambda L, x: L.func.vmap(L.func.grad(lambda r, s: (r * s).sum()), in_dims=(0, None))(x, x[0]), x)
+    both(lambda L, x: L.func.vmap(L.func.vjp(lambda r: r.sin() * 3, x[0])[1])(x.exp()), x)

@@ -48,6 +48,8 @@ def _zeros_like(x):
 
 def _backward(outs, cots, leaves, create_graph):
     """Derivatives of sum(out * cot) with respect to each leaf (physical tensors)."""
+    if any(isinstance(c, V.BatchedTensor) and not isinstance(o, V.BatchedTensor) for o, c in zip(outs, cots)):
+        return _backward_batched_cots(outs, cots, leaves, create_graph)
     po, pc = [], []
     for o, c in zip(outs, cots):
         o = _phys(o)
@@ -66,6 +68,38 @@ def _backward(outs, cots, leaves, create_graph):
         elif not create_graph:
             g = g.detach()
         res.append(_wrap_like(g, x))
+    return res
+
+
+def _backward_batched_cots(outs, cots, leaves, create_graph):
+    """vmap over a vjp_fn whose function ran outside the vmap: unbatched outputs, batched
+    cotangents. The graph holds one sample, so the engine runs it once per cotangent."""
+    from .. import _creation
+    if any(isinstance(o, V.BatchedTensor) for o in outs) or any(isinstance(x, V.BatchedTensor) for x in leaves):
+        raise RuntimeError("vjp: cotangents batched at a vmap level the function's outputs are not batched at "
+                           "are not supported together with batched outputs")
+    levels = V._union(cots)
+    sizes = tuple(V._size_of(lv) for lv in levels)
+    n = 1
+    for s_ in sizes:
+        n *= s_
+    po, pc = [], []
+    for o, c in zip(outs, cots):
+        if o.requires_grad:
+            po.append(o)
+            pc.append(V._to_levels(c, levels, expand=True).reshape((n,) + tuple(o.shape)))
+    if po:
+        gs = engine.grad(po, list(leaves), pc, retain_graph=True, create_graph=create_graph, allow_unused=True,
+                         is_grads_batched=True)
+    else:
+        gs = [None] * len(leaves)
+    res = []
+    for g, x in zip(gs, leaves):
+        if g is None:
+            g = _creation.zeros((n,) + tuple(x.shape), dtype=x.dtype)
+        elif not create_graph:
+            g = g.detach()
+        res.append(V.BatchedTensor(g.reshape(sizes + tuple(x.shape)), levels))
     return res
 
 
@@ -200,7 +234,8 @@ def vjp(func, *primals, has_aux=False):
                                    f"has a shape of {o.shape}.")
         cg = keep or _depth[0] > 0 if create_graph is None else create_graph
         with grad_mode.enable_grad():
-            cots = [V.align_like(c, o) for c, o in zip(cflat, oflat)]
+            cots = [c if isinstance(c, V.BatchedTensor) and not isinstance(o, V.BatchedTensor)
+                    else V.align_like(c, o) for c, o in zip(cflat, oflat)]
             gs = _backward(oflat, cots, leaves, cg)
         return tree_unflatten(gs, spec)
 
@@ -308,8 +343,7 @@ def _jac(func, argnums, has_aux, forward):
                     cot = _creation.zeros(n, dtype=o.dtype)
                     cot[k] = 1
                     cot = cot.reshape(o.shape)
-                    cots = [cot if oo is o else _creation.zeros_like(_phys(oo)) for oo in oflat]
-                    cots = [c if oo is o else V.align_like(c, oo) for c, oo in zip(cots, oflat)]
+                    cots = [cot if oo is o else _creation.zeros(tuple(oo.shape), dtype=oo.dtype) for oo in oflat]
                     gs = fn(tree_unflatten(cots, ospec))
                     for i, g in enumerate(gs):
                         rows[i].append(g)
