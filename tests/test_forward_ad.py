@@ -100,6 +100,12 @@ def test_dispatch_swapped_only_inside_a_level():
                 pass
     assert retrograd.Tensor.__add__ is add and retrograd.sin is sin
     retrograd.func.vmap(lambda r: r + 1)(retrograd.ones(2, 2))
+    # the two dispatch layers do not stack: refused rather than silently dropping tangents
+    with fwAD.dual_level():
+        with pytest.raises(NotImplementedError):
+            retrograd.func.vmap(lambda r: r + 1)(retrograd.ones(2, 2))
+    with pytest.raises(NotImplementedError):
+        retrograd.func.vmap(lambda r: fwAD.enter_dual_level())(retrograd.ones(2, 2))
     assert retrograd.Tensor.__add__ is add and retrograd.sin is sin
 
 

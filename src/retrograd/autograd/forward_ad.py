@@ -29,6 +29,10 @@ def enter_dual_level():
     """Enter a new forward AD level (only one may be active); returns its index."""
     if _level[0] >= 0:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    from ..func import _vmap
+    if _vmap._active:
+        raise NotImplementedError("forward AD (dual_level) inside vmap is not supported; use torch.func.jvp "
+                                  "inside vmap instead")
     _level[0] = 0
     _install()
     return 0

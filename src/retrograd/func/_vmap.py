@@ -602,6 +602,10 @@ def _out_dims_flat(out_dims, out, name):
 
 def _run(func, args, flat, dims, size, kwargs, randomness, out_dims, name):
     from ._pytree import tree_flatten, tree_unflatten
+    from ..autograd import forward_ad
+    if forward_ad._level[0] >= 0:
+        raise NotImplementedError("vmap inside a forward AD dual_level is not supported; use torch.func.jvp "
+                                  "inside vmap instead")
     level = _next_level[0]
     _next_level[0] += 1
     if not _active:
