@@ -43,6 +43,7 @@ from ._threads import set_num_threads, get_num_threads, set_num_interop_threads,
 
 # Light modules (CuPy, mpi4py and threadpoolctl load only inside their functions).
 from . import amp, cpu, cuda, backends, distributed, testing  # noqa: F401,E402
+from . import func  # noqa: F401,E402
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_dtype  # noqa: F401,E402
 
 from ._legacy import LEGACY_TYPES as _LEGACY_TYPES, tensortype  # noqa: E402,F401

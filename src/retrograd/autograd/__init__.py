@@ -17,12 +17,12 @@ _LAZY = {
     "gradcheck": ("gradcheck", "gradcheck"), "gradgradcheck": ("gradcheck", "gradgradcheck"),
     "trace": ("tracing", "trace"), "Variable": ("variable", "Variable"),
 }
-_SUBMODULES = {"engine", "anomaly", "function", "functional", "gradcheck", "variable", "tracing"}
+_SUBMODULES = {"engine", "anomaly", "function", "functional", "gradcheck", "variable", "tracing", "forward_ad"}
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
            "inference_mode", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "graph", "Function", "once_differentiable", "gradcheck", "gradgradcheck",
-           "functional", "Variable"]
+           "functional", "Variable", "forward_ad"]
 
 
 def __getattr__(name):

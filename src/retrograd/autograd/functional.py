@@ -203,8 +203,14 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                              'function has more outputs than inputs, "forward-mode" tends to be more performant. '
                              'Otherwise, prefer to use "reverse-mode".')
     if strategy == "forward-mode":
-        raise NotImplementedError("torch.autograd.functional.jacobian: strategy=\"forward-mode\" is not "
-                                  "supported (retrograd has no forward-mode AD); use strategy=\"reverse-mode\".")
+        if create_graph:
+            raise NotImplementedError("torch.autograd.functional.jacobian: `create_graph=True` and `strategy="
+                                      "\"forward-mode\"` are not supported together (yet). Please either set "
+                                      "`create_graph=False` or `strategy=\"reverse-mode\"`.")
+        if not vectorize:
+            raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
+                                      "only implemented for `vectorize=True`.")
+        return _jacobian_forward(func, inputs, strict)
     if vectorize and strict:
         raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
                            "supported together. Please either set `strict=False` or `vectorize=False`.")
@@ -233,6 +239,41 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                           for k, jac_el in enumerate(jac_i)),)
         jac = _grad_postprocess(jac, create_graph)
         return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
+
+
+def _jacobian_forward(func, inputs, strict):
+    """One forward-mode pass (a dual input) per input element: the Jacobian's columns."""
+    from . import forward_ad as fwAD
+    from ..ops import stack
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    inputs = tuple(i.detach() for i in inputs)
+    cols = [[] for _ in inputs]
+    outs = None
+    for k, inp in enumerate(inputs):
+        for e in range(inp.numel()):
+            with fwAD.dual_level():
+                duals = []
+                for j, x in enumerate(inputs):
+                    t = _creation.zeros(x.numel(), dtype=x.dtype)
+                    if j == k:
+                        t[e] = 1
+                    duals.append(fwAD.make_dual(x, t.reshape(x.shape)))
+                res = func(*duals)
+                is_outputs_tuple, res_t = _as_tuple(res, "outputs of the user-provided function", "jacobian")
+                tans = []
+                for o in res_t:
+                    p, tan = fwAD.unpack_dual(o)
+                    tans.append(_creation.zeros_like(p) if tan is None else tan)
+                outs = tuple(fwAD.unpack_dual(o).primal for o in res_t)
+            cols[k].append(tans)
+    if outs is None:
+        is_outputs_tuple, res_t = _as_tuple(func(*inputs), "outputs of the user-provided function", "jacobian")
+        outs = res_t
+    jac = tuple(tuple(stack([c[i] for c in cols[k]], -1).reshape(outs[i].shape + inputs[k].shape)
+                      if cols[k] else _creation.zeros(outs[i].shape + inputs[k].shape, dtype=outs[i].dtype)
+                      for k in range(len(inputs))) for i in range(len(outs)))
+    jac = tuple(tuple(x.detach() for x in row) for row in jac)
+    return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
 
 
 def _rows(rows, shape, inp):
