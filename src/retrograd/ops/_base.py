@@ -28,7 +28,7 @@ _I64 = np.dtype(np.int64)
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
                "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
-               "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}
+               "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor", "bfloat16": "BFloat16Tensor"}
 
 
 def type_name(t):
