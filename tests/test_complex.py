@@ -226,3 +226,31 @@ def test_real_input_gets_real_part_of_complex_gradient():
         warnings.simplefilter("error")  # no ComplexWarning from the cast back
         (r.to(retrograd.complex64) * 1j).imag.sum().backward()
     np.testing.assert_allclose(r.grad.numpy(), [1., 1.])
+
+
+_Z = [[1 + 2j, 3 - 1j, -2 + 0.5j], [0.5j, 2, -1 - 1j]]
+
+
+@needs_torch
+@pytest.mark.parametrize("expr", ["x.var()", "x.std(1)", "x.var(0, correction=0)", "torch.var_mean(x, 1)[0]",
+                                  "x.norm()", "x.norm(dim=1)", "torch.linalg.vector_norm(x, 3)",
+                                  "torch.linalg.vector_norm(x, float('inf'), dim=0)"])
+def test_variance_and_norms_of_complex_tensors_are_real(expr):
+    # mean |x - mean|^2 and |x|-based norms: real results (dtype float64 for complex128), as torch
+    outs = []
+    for lib in (retrograd, torch):
+        x = lib.tensor(_Z, dtype=lib.complex128, requires_grad=True)
+        r = eval(expr, {"torch": lib, "x": x})
+        r.sum().backward()
+        outs.append((str(r.dtype).split(".")[-1], r.detach().numpy(), x.grad.numpy()))
+    (dr, vr, gr), (dt, vt, gt) = outs
+    assert dr == dt == "float64"
+    np.testing.assert_allclose(vr, vt, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gr, gt, rtol=1e-12, atol=1e-12)
+
+
+def test_complex_variance_gradcheck():
+    x = retrograd.tensor(_Z, dtype=retrograd.complex128, requires_grad=True)
+    assert gradcheck(lambda t: t.var(1), (x,))
+    assert gradcheck(lambda t: t.std(), (x,))
+    assert gradcheck(lambda t: t.norm(dim=0), (x,))

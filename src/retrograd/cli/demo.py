@@ -56,24 +56,8 @@ def rightness(output, target):
 
 def set_blas_threads(n):
     """Set the number of threads of the OpenBLAS that NumPy loaded (best effort; False if not found)."""
-    import ctypes
-    try:
-        with open("/proc/self/maps") as f:
-            libs = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
-    except OSError:
-        return False
-    for path in sorted(libs):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn(ctypes.c_int(n))
-                return True
-    return False
+    from .._threads import _set_openblas
+    return _set_openblas(n)
 
 
 def parse_args(argv):

@@ -701,11 +701,13 @@ def _var_forward(name, x, dims, correction, keepdim, opname=None):
         m = (np.add.reduce(x, axis=dims, keepdims=True) / n if x.dtype != np.float16 else
              x.mean(axis=dims, keepdims=True)) if x.size else np.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
         dev = x - m
-        v = (dev * dev).sum(axis=dims, keepdims=keepdim) / dof if dims else (dev * dev) / dof
+        sq = dev.real * dev.real + dev.imag * dev.imag if x.dtype.kind == "c" else dev * dev   # |x - mean|^2
+        v = sq.sum(axis=dims, keepdims=keepdim) / dof if dims else sq / dof
         if opname is not None and x.dtype.kind in "fV" and x.size:
             m = _welford_mean_inf(x, dims, m)
     m = m if keepdim else m.reshape([s for i, s in enumerate(x.shape) if i not in dims])
-    return arr(np.asarray(v, x.dtype)), arr(np.asarray(m, x.dtype)), n, dof
+    vdt = x.real.dtype if x.dtype.kind == "c" else x.dtype     # a complex input's variance is real
+    return arr(np.asarray(v, vdt)), arr(np.asarray(m, x.dtype)), n, dof
 
 
 def _welford_mean_inf(x, dims, m):
@@ -940,7 +942,7 @@ def _vector_norm_np(x, p, dims, keepdim):
             r = np.sum(ax != 0, axis=dims, keepdims=keepdim)
         else:
             r = np.sum(ax ** p, axis=dims, keepdims=keepdim) ** (1.0 / p)
-    return np.asarray(r, x.dtype)
+    return np.asarray(r, x.real.dtype if x.dtype.kind == "c" else x.dtype)   # a complex input's norm is real
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
