@@ -253,3 +253,23 @@ def test_safetensors_round_trip(tmp_path):
     q = tmp_path / "t.safetensors"
     save_file({"x": torch.tensor(a).bfloat16()}, str(q))
     _same(retrograd.load(q)["x"], torch.tensor(a).bfloat16())
+
+
+@needs_torch
+@pytest.mark.parametrize("dtn", ["float16", "bfloat16"])
+@pytest.mark.parametrize("momentum,nesterov", [(0.0, False), (0.9, False), (0.9, True)])
+def test_sgd_steps_on_16_bit_parameters_match_torch_bit_for_bit(dtn, momentum, nesterov):
+    # PyTorch's opmath: alpha-adds and mul_ by a scalar in float32, rounded once to the dtype
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal(64).astype(np.float32)
+    grads = [rng.standard_normal(64).astype(np.float32) for _ in range(5)]
+    out = []
+    for lib in (retrograd, torch):
+        dt = getattr(lib, dtn)
+        p = lib.tensor(w0).to(dt).requires_grad_()
+        opt = lib.optim.SGD([p], lr=0.1, momentum=momentum, weight_decay=0.01, nesterov=nesterov)
+        for g in grads:
+            p.grad = lib.tensor(g).to(dt)
+            opt.step()
+        out.append(p.detach().float().numpy())
+    np.testing.assert_array_equal(out[0], out[1])

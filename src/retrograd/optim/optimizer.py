@@ -178,6 +178,9 @@ def _axpy(x, s, y):
     return True
 
 
+_F16 = np.dtype(np.float16)
+
+
 def fma_scalar(x, s, y, out=None):
     """``y + s * x`` with one rounding (PyTorch's ``y.add(x, alpha=s)``); s is a Python number."""
     dt = y.dtype
@@ -207,11 +210,30 @@ def fma_scalar(x, s, y, out=None):
             return t.astype(dt)
         out[...] = t
         return out
-    r = y + _as_dtype(s, dt) * x
+    if dt == _F16 or dt.kind == "V":
+        # float16/bfloat16: PyTorch's opmath, float32 arithmetic on alpha rounded to the
+        # dtype, rounded once to the dtype at the end (the product of two 16-bit values is
+        # exact in float32)
+        t = x.astype(np.float32) * np.float32(_as_dtype(s, dt))
+        t += y.astype(np.float32)
+        r = t.astype(dt)
+    else:
+        r = y + _as_dtype(s, dt) * x
     if out is None:
         return _arr(r)
     out[...] = r
     return out
+
+
+def scale_(y, s):
+    """``y *= s`` in place as PyTorch's ``mul_(s)``: float16/bfloat16 multiply in float32 by
+    the scalar as float32 and round once (NumPy would round the scalar to the 16-bit type)."""
+    dt = y.dtype
+    if dt == _F16 or dt.kind == "V":
+        y[...] = (y.astype(np.float32) * np.float32(s)).astype(dt)
+    else:
+        y *= s
+    return y
 
 
 def addcmul(y, a, b, value, out=None):

@@ -3,7 +3,7 @@ from .._tensor import Tensor
 from ._accel import kernels
 from ._flat import batches, flat_ok
 from ._sparse import sgd_sparse_step
-from .optimizer import Optimizer, _check_fused, _scalar, fma_scalar
+from .optimizer import Optimizer, _check_fused, _scalar, fma_scalar, scale_
 
 __all__ = ["SGD"]
 
@@ -80,7 +80,7 @@ def _sgd(b, lr, wd, momentum, dampening, nesterov, maximize, state=None):
             state["momentum_buffer"] = Tensor._make(buf)
         else:
             buf = b.state["momentum_buffer"]
-            buf *= momentum
+            scale_(buf, momentum)
             fma_scalar(g, 1 - dampening, buf, out=buf)
         g = fma_scalar(buf, momentum, g, out=g) if nesterov else buf
     b.axpy(g, -lr)
