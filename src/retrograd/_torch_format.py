@@ -738,17 +738,12 @@ class _Loader:
 
     def _place(self, st):
         """The device a storage goes to (None/'cpu': stays), as ``map_location`` says."""
-        from .serialization import _check_location
+        from .serialization import _check_location, _location_for
         ml, loc = self.map_location, st.location
         if self.meta:
             return "meta"
-        if ml is None:
-            target = loc
-        elif isinstance(ml, dict):
-            target = ml.get(loc, loc)
-        elif isinstance(ml, (str, bytes)) or type(ml).__name__ == "device":
-            target = ml
-        else:
+        target = _location_for(ml, loc)
+        if target is None:
             return _CallableTarget(ml, loc)
         dev = _check_location(target)
         return "cpu" if dev == "cpu" else dev

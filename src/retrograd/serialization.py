@@ -743,15 +743,22 @@ def _check_location(loc):
     return f"cuda:{index}"
 
 
+def _location_for(map_location, saved):
+    """Where ``map_location`` sends what was saved on ``saved`` (None, a dict, a device or its
+    name); None when ``map_location`` is a callable, which the caller calls itself."""
+    if map_location is None:
+        return saved
+    if isinstance(map_location, dict):
+        return map_location.get(saved, saved)
+    if isinstance(map_location, (str, bytes)) or type(map_location).__name__ == "device":
+        return map_location
+    return None
+
+
 def _restore(t, saved, map_location):
     """Move the CPU tensor ``t`` (saved from ``saved``) where ``map_location`` says."""
-    if map_location is None:
-        loc = saved
-    elif isinstance(map_location, dict):
-        loc = map_location.get(saved, saved)
-    elif isinstance(map_location, (str, bytes)) or type(map_location).__name__ == "device":
-        loc = map_location
-    else:
+    loc = _location_for(map_location, saved)
+    if loc is None:
         out = map_location(t, saved)
         if out is not None:
             return out
