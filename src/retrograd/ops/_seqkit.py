@@ -145,9 +145,9 @@ def _lstm_perm(H, inverse=False):
     return p
 
 
-class _LstmLayerNode(OpNode):
-    """Backward through time of ``lstm_layer``: on arrays, or through the tensor-op
-    composite when the backward itself is recorded (create_graph)."""
+class _LayerNode(OpNode):
+    """Backward through time of a whole recurrent layer: on arrays (``_bptt``), or through the
+    layer's tensor-op composite when the backward itself is recorded (create_graph)."""
 
     def _release(self):     # (the arrays kept for the backward go with the saved tensors)
         super()._release()
@@ -156,8 +156,17 @@ class _LstmLayerNode(OpNode):
     def _apply(self, grads):
         saved = self.saved_tensors
         if _state.grad:
-            fn = lambda *ins: lstm_layer_composite(*ins, self.reverse, self.masks)  # noqa: E731
-            return tuple(graph_grads(fn, list(saved), list(grads)))
+            return tuple(graph_grads(self._composite, list(saved), list(grads)))
+        return self._bptt(saved, grads)
+
+
+class _LstmLayerNode(_LayerNode):
+    """Backward through time of ``lstm_layer``."""
+
+    def _composite(self, *ins):
+        return lstm_layer_composite(*ins, self.reverse, self.masks)
+
+    def _bptt(self, saved, grads):
         w = saved[3]._data
         acts, gc, tcs, hprev, msk = self.vals
         L, H, N = tcs.shape
@@ -324,19 +333,13 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
 
 # *** a whole GRU layer (one direction) as one node ***
 
-class _GruLayerNode(OpNode):
-    """Backward through time of ``gru_layer``: on arrays, or through the tensor-op
-    composite when the backward itself is recorded (create_graph)."""
+class _GruLayerNode(_LayerNode):
+    """Backward through time of ``gru_layer``."""
 
-    def _release(self):     # (the arrays kept for the backward go with the saved tensors)
-        super()._release()
-        self.vals = None
+    def _composite(self, *ins):
+        return gru_layer_composite(*ins, self.reverse, self.masks)
 
-    def _apply(self, grads):
-        saved = self.saved_tensors
-        if _state.grad:
-            fn = lambda *ins: gru_layer_composite(*ins, self.reverse, self.masks)  # noqa: E731
-            return tuple(graph_grads(fn, list(saved), list(grads)))
+    def _bptt(self, saved, grads):
         w = saved[2]._data
         rzs, ns, hns, hps = self.vals
         L, N, H = ns.shape
@@ -474,19 +477,13 @@ def gru_layer(gx, h0, w_hh, b_hh, reverse=False, masks=None):
 
 # *** a whole Elman RNN layer (one direction) as one node ***
 
-class _RnnLayerNode(OpNode):
-    """Backward through time of ``rnn_layer``: on arrays, or through the tensor-op
-    composite when the backward itself is recorded (create_graph)."""
+class _RnnLayerNode(_LayerNode):
+    """Backward through time of ``rnn_layer``."""
 
-    def _release(self):     # (the arrays kept for the backward go with the saved tensors)
-        super()._release()
-        self.vals = None
+    def _composite(self, *ins):
+        return rnn_layer_composite(*ins, self.relu, self.reverse, self.masks)
 
-    def _apply(self, grads):
-        saved = self.saved_tensors
-        if _state.grad:
-            fn = lambda *ins: rnn_layer_composite(*ins, self.relu, self.reverse, self.masks)  # noqa: E731
-            return tuple(graph_grads(fn, list(saved), list(grads)))
+    def _bptt(self, saved, grads):
         w = saved[2]._data
         acts, hprev = self.vals
         L, N, H = acts.shape
