@@ -8,6 +8,7 @@ overlapped backward, and an alpha-beta fit of MPI all-reduce (latency and bandwi
 docs/scaling.md. ``--json PATH`` writes the figures. Single-threaded BLAS in every process.
 """
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -20,15 +21,23 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _worker(model_name, steps, bucket_cap_mb, out):
+def _worker(model_name, steps, bucket_cap_mb, out, lib="retrograd", port=0):
     sys.path.insert(0, os.path.join(HERE, "..", "src"))
     sys.path.insert(0, os.path.join(HERE, ".."))
-    import retrograd as torch
-    import retrograd.distributed as dist
-    from retrograd.nn.parallel import DistributedDataParallel as DDP
     from benchmarks import cases
-
-    dist.init_process_group("mpi")
+    if lib == "torch":          # PyTorch's DDP over gloo, in the same processes mpirun started
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+                                rank=int(os.environ.get("OMPI_COMM_WORLD_RANK", "0")),
+                                world_size=int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
+    else:
+        import retrograd as torch
+        import retrograd.distributed as dist
+        from retrograd.nn.parallel import DistributedDataParallel as DDP
+        dist.init_process_group("mpi")
     rank, ws = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     r = np.random.default_rng(rank)
@@ -54,7 +63,7 @@ def _worker(model_name, steps, bucket_cap_mb, out):
             return m(idx, tgt)
     model.train()
     ddp = DDP(model, bucket_cap_mb=bucket_cap_mb)
-    times, comm, overlap, compute = [], [], [], []
+    times, comm, overlap, compute, exposed = [], [], [], [], []
     for s in range(steps + 2):
         dist.barrier()
         t0 = time.perf_counter()
@@ -65,15 +74,17 @@ def _worker(model_name, steps, bucket_cap_mb, out):
         opt.step()
         dt = time.perf_counter() - t0
         if s >= 2:                                  # two warm-up steps
-            info = ddp._get_ddp_logging_data()
+            info = ddp._get_ddp_logging_data() if lib == "retrograd" else {}
             times.append(dt)
             comm.append(info.get("avg_backward_comm_time", 0) / 1e9)
             overlap.append(info.get("avg_backward_compute_comm_overlap_time", 0) / 1e9)
             compute.append(info.get("avg_backward_compute_time", 0) / 1e9)
-    info = ddp._get_ddp_logging_data()
+            exposed.append(info.get("avg_backward_comm_exposed_time", 0) / 1e9)
+    info = ddp._get_ddp_logging_data() if lib == "retrograd" else {
+        "bucket_sizes": [sum(p.numel() * p.element_size() for p in model.parameters())], "num_buckets": 0}
     # all-reduce latency/bandwidth: blocking Allreduce of float32 buffers of growing size
     fit = None
-    if ws > 1:
+    if ws > 1 and lib == "retrograd":
         from mpi4py import MPI
         sizes, secs = [], []
         for n in (256, 4096, 65536, 262144, 1048576, 4194304):
@@ -91,13 +102,21 @@ def _worker(model_name, steps, bucket_cap_mb, out):
         fit = {"bytes": sizes, "seconds": secs, "latency_s": float(alpha), "s_per_byte": float(beta)}
     if rank == 0:
         med = float(np.median(times))
-        res = {"model": model_name, "procs": ws, "step_s": med, "samples_per_s": batch * ws / med,
+        res = {"lib": lib, "model": model_name, "procs": ws, "step_s": med, "samples_per_s": batch * ws / med,
                "allreduce_s": float(np.median(comm)), "overlap_s": float(np.median(overlap)),
-               "backward_compute_s": float(np.median(compute)), "grad_bytes": int(sum(info["bucket_sizes"])),
+               "backward_compute_s": float(np.median(compute)),
+               "exposed_s": float(np.median(exposed)), "grad_bytes": int(sum(info["bucket_sizes"])),
                "num_buckets": info["num_buckets"], "allreduce_fit": fit}
         with open(out, "w") as f:
             json.dump(res, f)
     dist.destroy_process_group()
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _mpirun():
@@ -115,10 +134,12 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--bucket-cap-mb", type=float, default=25.0)
     ap.add_argument("--json", default=None)
-    ap.add_argument("--worker", nargs=2, metavar=("MODEL", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--torch", action="store_true", help="also run PyTorch's DDP (gloo) in the same way")
+    ap.add_argument("--worker", nargs=4, metavar=("LIB", "MODEL", "OUT", "PORT"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
-        return _worker(a.worker[0], a.steps, a.bucket_cap_mb, a.worker[1])
+        lib, model, out, port = a.worker
+        return _worker(model, a.steps, a.bucket_cap_mb, out, lib, int(port))
     mpirun = _mpirun()
     extra = []
     probe = subprocess.run([mpirun, "--version"], capture_output=True, text=True)
@@ -128,23 +149,27 @@ def main(argv=None):
     results = []
     import tempfile
     with tempfile.TemporaryDirectory() as d:
-        for m in a.models.split(","):
-            for n in (int(x) for x in a.procs.split(",")):
-                out = os.path.join(d, f"{m}{n}.json")
-                cmd = [mpirun, "-n", str(n)] + extra + [sys.executable, "-m", "benchmarks.bench_ddp", "--steps",
-                                                         str(a.steps), "--bucket-cap-mb", str(a.bucket_cap_mb),
-                                                         "--worker", m, out]
-                r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=os.path.join(HERE, ".."))
-                if r.returncode != 0:
-                    raise SystemExit(r.stderr[-2000:])
-                with open(out) as f:
-                    results.append(json.load(f))
-    print(f"{'model':5} {'procs':>5} {'step ms':>8} {'samples/s':>10} {'allreduce ms':>12} {'overlap':>8} "
-          f"{'grad MiB':>8} {'buckets':>7}")
+        libs = ["retrograd", "torch"] if a.torch else ["retrograd"]
+        procs = [int(x) for x in a.procs.split(",")]
+        # the two libraries interleaved, so that both run under the same load
+        for m, n, lib in itertools.product(a.models.split(","), procs, libs):
+            out = os.path.join(d, f"{lib}{m}{n}.json")
+            cmd = [mpirun, "-n", str(n)] + extra + [sys.executable, "-m", "benchmarks.bench_ddp", "--steps",
+                                                     str(a.steps), "--bucket-cap-mb", str(a.bucket_cap_mb),
+                                                     "--worker", lib, m, out, str(_free_port())]
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=os.path.join(HERE, ".."))
+            if r.returncode != 0:
+                raise SystemExit(r.stderr[-2000:])
+            with open(out) as f:
+                results.append(json.load(f))
+    print(f"{'lib':9} {'model':5} {'procs':>5} {'step ms':>8} {'samples/s':>10} {'allreduce ms':>12} {'overlap':>8} "
+          f"{'exposed ms':>10} {'grad MiB':>8} {'buckets':>7}")
     for res in results:
-        frac = res["overlap_s"] / res["allreduce_s"] if res["allreduce_s"] > 0 else float("nan")
-        print(f"{res['model']:5} {res['procs']:>5} {res['step_s'] * 1e3:8.2f} {res['samples_per_s']:10.0f} "
-              f"{res['allreduce_s'] * 1e3:12.2f} {frac:8.0%} {res['grad_bytes'] / 2**20:8.2f} {res['num_buckets']:>7}")
+        comm = "{:12.2f} {:>8} {:10.2f}".format(
+            res["allreduce_s"] * 1e3, f"{res['overlap_s'] / res['allreduce_s']:.0%}" if res["allreduce_s"] > 0 else "-",
+            res["exposed_s"] * 1e3) if res["lib"] == "retrograd" else f"{'-':>12} {'-':>8} {'-':>10}"
+        print(f"{res['lib']:9} {res['model']:5} {res['procs']:>5} {res['step_s'] * 1e3:8.2f} "
+              f"{res['samples_per_s']:10.0f} {comm} {res['grad_bytes'] / 2**20:8.2f} {res['num_buckets']:>7}")
     for res in results:
         if res["allreduce_fit"]:
             f = res["allreduce_fit"]

@@ -278,6 +278,8 @@ class _Reducer:
             "avg_backward_compute_time": int((t_end_backward - t0) * ns),
             "avg_backward_comm_time": int((t_done - first) * ns),
             "avg_backward_compute_comm_overlap_time": int(max(0.0, t_end_backward - first) * ns),
+            # what backward's end still waited for: the communication that did not overlap
+            "avg_backward_comm_exposed_time": int(max(0.0, t_done - t_end_backward) * ns),
             "bucket_start_times": [b.t_start for b in self.buckets],
             "backward_end_time": t_end_backward,
         }
