@@ -9,6 +9,7 @@ COMMANDS = {
     "run": ("run", "run an unmodified PyTorch script on retrograd"),
     "graph": ("graph", "run a script and draw the graph of its result"),
     "bench": ("bench", "time the benchmark suite beside PyTorch (retrograd bench --help)"),
+    "playground": ("playground", "the examples in the browser, on Pyodide (retrograd playground --help)"),
 }
 
 

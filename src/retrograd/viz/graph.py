@@ -82,7 +82,7 @@ class GNode:
 
     def details(self):
         """Everything known about the node, as plain JSON-able values."""
-        d = {"id": self.id, "kind": self.kind, "label": self.label}
+        d = {"id": self.id, "kind": self.kind, "label": self.label, "order": self.seq}
         if self.role:
             d["role"] = self.role
         if self.name:

@@ -55,6 +55,7 @@ def to_html(g, max_nodes=None, title="retrograd graph"):
 </head><body>
 <div id="rg-bar"><span class="rg-title">{escape(title)}</span><span>{escape(summary)}</span>
 <button id="rg-fit">Fit</button><button id="rg-zin">+</button><button id="rg-zout">&minus;</button>
+<button id="rg-build" title="replay the order in which the program created the nodes">Build</button>
 <input id="rg-find" type="search" placeholder="find a node (Enter)" size="18">
 {trace_bar}<span class="rg-legend">{_legend()}</span></div>
 <div id="rg-main"><div id="rg-canvas">

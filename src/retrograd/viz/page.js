@@ -287,6 +287,38 @@
     showStep(-1);
   }
 
+  // --- the forward build: nodes appear in the order the program created them -----------
+  var building = null;
+  function build(delay) {
+    if (building) { clearInterval(building); building = null; }
+    var ids = Object.keys(data.nodes).sort(function (a, b) {
+      return (data.nodes[a].order || 0) - (data.nodes[b].order || 0);
+    });
+    var shown = {};
+    svg.querySelectorAll(".rg-node,.rg-edge").forEach(function (el) { el.classList.add("rg-unbuilt"); });
+    var k = 0;
+    function showEdges() {
+      svg.querySelectorAll(".rg-edge.rg-unbuilt").forEach(function (e) {
+        if (shown[e.getAttribute("data-src")] && shown[e.getAttribute("data-dst")]) e.classList.remove("rg-unbuilt");
+      });
+    }
+    building = setInterval(function () {
+      if (k >= ids.length) { clearInterval(building); building = null; showEdges(); return; }
+      // nodes made together (the same order number) appear together
+      var o = data.nodes[ids[k]].order || 0;
+      while (k < ids.length && (data.nodes[ids[k]].order || 0) === o) {
+        shown[ids[k]] = true;
+        var el = nodeEl(ids[k]);
+        if (el) el.classList.remove("rg-unbuilt");
+        k++;
+      }
+      showEdges();
+    }, delay || 350);
+  }
+  document.getElementById("rg-build").addEventListener("click", function () { build(); });
+  // a page that embeds this one (the playground) asks for the build with postMessage
+  window.addEventListener("message", function (e) { if (e.data === "rg-build") build(250); });
+
   document.getElementById("rg-fit").addEventListener("click", function () { fit(true); });
   document.getElementById("rg-zin").addEventListener("click", function () {
     zoomAt(1.25, canvas.clientWidth / 2, canvas.clientHeight / 2);
@@ -296,5 +328,5 @@
   });
   window.addEventListener("resize", function () { fit(); });
   fit();
-  window.rgGraph = { showStep: showStep, showDetails: showDetails, toggleGroup: toggleGroup, fit: fit };
+  window.rgGraph = { showStep: showStep, showDetails: showDetails, toggleGroup: toggleGroup, fit: fit, build: build };
 })();

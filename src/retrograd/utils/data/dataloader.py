@@ -1,7 +1,9 @@
 """The DataLoader: batches from a dataset, in the main process or in worker processes."""
 import itertools
 import os
+import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -104,6 +106,21 @@ class _InfiniteConstantSampler(Sampler):
     def __iter__(self):
         while True:
             yield None
+
+
+_WARNED_IN_PROCESS = []
+
+
+def _can_start_processes():
+    """False where no child process can be started (Pyodide in a browser or Node: emscripten)."""
+    return sys.platform not in ("emscripten", "wasi")
+
+
+def _warn_in_process(n):
+    if not _WARNED_IN_PROCESS:
+        _WARNED_IN_PROCESS.append(True)
+        warnings.warn(f"num_workers={n}: this Python cannot start processes ({sys.platform}); the DataLoader "
+                      "loads its batches in this process", RuntimeWarning, stacklevel=3)
 
 
 class DataLoader:
@@ -238,6 +255,9 @@ class DataLoader:
 
     def _get_iterator(self):
         if self.num_workers == 0:
+            return _SingleProcessDataLoaderIter(self)
+        if not _can_start_processes():
+            _warn_in_process(self.num_workers)
             return _SingleProcessDataLoaderIter(self)
         return _MultiProcessingDataLoaderIter(self)
 
