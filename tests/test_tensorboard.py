@@ -306,3 +306,32 @@ def test_torch_utils_tensorboard_under_retrograd_run(tmp_path):
     assert r.stdout.strip() == "retrograd.utils.tensorboard.writer"
     got = scalars(tmp_path / "logs", "loss")
     assert [s for s, _ in got] == [0, 1, 2, 3] and got[0][1] > got[-1][1]
+
+
+# --- a training script that logs its run (tests/scripts/tb_logging/train_logged.py) -----------
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "tb_logging", "train_logged.py")
+
+
+def test_logged_training_script_under_retrograd_run(tmp_path):
+    r = _run(None, "-m", "retrograd", "run", SCRIPT, "logs", "--epochs", "3", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    epochs = [tuple(float(v) for v in m) for m in
+              re.findall(r"epoch \d+ step (\d+) train ([\d.]+) test ([\d.]+) acc ([\d.]+)", r.stdout)]
+    assert len(epochs) == 3
+    logs = tmp_path / "logs"
+    steps = scalars(logs, "Loss/train_step")
+    assert [s for s, _ in steps] == list(range(int(epochs[-1][0])))
+    np.testing.assert_allclose([v for _, v in scalars(logs / "Loss_train", "Loss")], [e[1] for e in epochs], atol=1e-6)
+    np.testing.assert_allclose([v for _, v in scalars(logs / "Loss_test", "Loss")], [e[2] for e in epochs], atol=1e-6)
+    np.testing.assert_allclose([v for _, v in scalars(logs, "Accuracy/test")], [e[3] for e in epochs], atol=1e-4)
+    for name, n in (("fc1.weight", 32), ("fc1.bias", 16), ("fc2.weight", 32), ("fc2.bias", 2)):
+        hs = values(logs, name)
+        assert [s for s, _ in hs] == [0, 1, 2] and all(v.histo.num == n for _, v in hs)
+    imgs = values(logs, "fc1_weight")
+    assert [(v.image.height, v.image.width) for _, v in imgs] == [(16, 2)] * 3
+    assert list(values(logs, "notes/text_summary")[0][1].tensor.string_val) == [b"two moons, 16 hidden units"]
+    nodes = _graph(logs)
+    assert nodes["Net/fc1/Addmm"].op == "AddmmBackward0" and "Net/fc1/Addmm" in nodes["Net/Tanh"].input
+    assert list(nodes["Net/fc2/Addmm"].input) == ["Net/fc2/bias", "Net/Tanh", "Net/fc2/T"]
+    assert scalars(logs / "hparams", "hparam/accuracy") == [(0, pytest.approx(epochs[-1][3], abs=1e-4))]
