@@ -739,3 +739,23 @@ def test_retrograd_whole_module_in_torch_is_refused_by_default(tmp_path):
     retrograd.save(retrograd.nn.LSTM(2, 3), tmp_path / "r.pt")
     with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL retrograd\.nn\.modules\.rnn\.LSTM was not an allowed"):
         torch.load(tmp_path / "r.pt")
+
+
+@needs_torch
+def test_mmap_with_whole_modules_and_map_location(tmp_path):
+    p = tmp_path / "m.pt"
+    torch.save({"w": torch.arange(64.).view(8, 8), "m": torch.nn.Linear(2, 2)}, p)
+    before = p.read_bytes()
+    for kw in ({"weights_only": False}, {"weights_only": False, "map_location": "cpu"},
+               {"map_location": {"cpu": "cpu"}}):
+        if kw.get("weights_only") is False:
+            ck = retrograd.load(p, mmap=True, **kw)
+            assert isinstance(ck["m"], retrograd.nn.Linear)
+        else:
+            with retrograd.serialization.safe_globals([retrograd.nn.Linear]):
+                ck = retrograd.load(p, mmap=True, **kw)
+        assert not ck["w"].numpy().flags.owndata          # a view of the mapped file
+        ck["w"][0, 0] = 5.0                                 # copy-on-write: the file stays as it was
+        assert ck["w"][0, 0].item() == 5.0 and p.read_bytes() == before
+        np.testing.assert_array_equal(ck["m"].weight.detach().numpy(), torch.load(p, weights_only=False)["m"]
+                                      .weight.detach().numpy())

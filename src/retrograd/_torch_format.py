@@ -244,8 +244,9 @@ def _fixed_globals():
             if len(args) > 1 or (args and not isinstance(args[0], (list, tuple, set, frozenset))):
                 _refuse(f"builtins.{kind.__name__} takes a list or tuple here")
             if kind in (set, frozenset) and args:
-                return kind(_key(x) for x in args[0])
+                return kind(_key(x) for x in args[0])      # admitted by the machine before the call
             return kind(*args)
+        make.hashes_items = kind in (set, frozenset)
         return make
 
     def make_complex(*args):
@@ -372,6 +373,8 @@ class _Machine:
         self.pos = pos
         self.persistent_load = persistent_load
         self.name = name
+        self.hashes = {}        # (id(container), hash) -> keys with that hash in it
+        self.budget = [len(self.data) + (1 << 16)]
 
     def take(self, n):
         if n < 0 or self.pos + n > len(self.data):
@@ -418,6 +421,8 @@ class _Machine:
                 raise ValueError("REDUCE arguments are not a tuple")
             if f.fn is _rebuild_tensor_v3:     # needs the file's own dtype name
                 return f.fn(*args)
+            if getattr(f.fn, "hashes_items", False) and args and isinstance(args[0], (list, tuple, set, frozenset)):
+                _admit({}, 0, [_key(x) for x in args[0]], self.budget)
             return f.fn(*[_unwrap(a) for a in args])
 
         while True:
@@ -453,10 +458,14 @@ class _Machine:
                 s = stack[-1]
                 if not isinstance(s, set):
                     raise ValueError("ADDITEMS on a non-set")
-                s.update(_key(x) for x in items)
+                keys = [_key(x) for x in items]
+                _admit(self.hashes, id(s), keys, self.budget)
+                s.update(keys)
             elif op == b"\x91":          # FROZENSET
                 items = pop_mark()
-                stack.append(frozenset(_key(x) for x in items))
+                keys = [_key(x) for x in items]
+                _admit({}, 0, keys, self.budget)
+                stack.append(frozenset(keys))
             elif op == b"t":
                 items = pop_mark()
                 stack.append(tuple(_unwrap(x) if isinstance(x, _Allowed) else x for x in items))
@@ -564,15 +573,49 @@ class _Machine:
             else:
                 raise ValueError(f"unsupported pickle opcode {op!r}")
 
-    @staticmethod
-    def _pairs(d, items):
+    def _pairs(self, d, items):
         if not isinstance(d, dict):
             raise ValueError("SETITEM on a non-dict")
         if len(items) % 2:
             raise ValueError("odd number of dict items")
-        for i in range(0, len(items), 2):
-            d[_key(items[i])] = _unwrap(items[i + 1])
+        keys = [_key(items[i]) for i in range(0, len(items), 2)]
+        _admit(self.hashes, id(d), keys, self.budget)
+        for i, k in enumerate(keys):
+            d[k] = _unwrap(items[2 * i + 1])
         return d
+
+
+# Keys with one hash value make a dict or set quadratic to build (every insertion walks the same
+# probe chain): a file of colliding integers or tuples would take minutes to load. Legitimate
+# keys (names, small indices) share a hash at most by accident; str hashes are randomised.
+_MAX_SAME_HASH = 32
+
+
+def _weight(k):
+    t = type(k)
+    if t is int:
+        return 1 + k.bit_length() // 64
+    if t is tuple:
+        return 1 + sum(_weight(x) for x in k)
+    return 1              # str and bytes cache their hash; floats and complexes are one step
+
+
+def _admit(counts, owner, keys, budget):
+    """Count the non-string keys going into container ``owner`` by hash value; refuse a flood.
+    Hashing a tuple or a big int is not cached: ``budget`` ([elements left]) bounds the work
+    that hashing keys may take over one pickle (a big key reused from the memo on every line)."""
+    for k in keys:
+        if type(k) is str:
+            continue
+        budget[0] -= _weight(k)
+        if budget[0] < 0:
+            raise ValueError("its dict keys and set items take too long to hash (a file built to make loading slow)")
+        c = (owner, hash(k))
+        n = counts.get(c, 0) + 1
+        if n > _MAX_SAME_HASH:
+            raise ValueError(f"more than {_MAX_SAME_HASH} dict keys or set items share one hash value "
+                             "(a file built to make loading slow)")
+        counts[c] = n
 
 
 def _unwrap_allowed(x):
