@@ -335,3 +335,20 @@ def test_logged_training_script_under_retrograd_run(tmp_path):
     assert nodes["Net/fc1/Addmm"].op == "AddmmBackward0" and "Net/fc1/Addmm" in nodes["Net/Tanh"].input
     assert list(nodes["Net/fc2/Addmm"].input) == ["Net/fc2/bias", "Net/Tanh", "Net/fc2/T"]
     assert scalars(logs / "hparams", "hparam/accuracy") == [(0, pytest.approx(epochs[-1][3], abs=1e-4))]
+
+
+def test_reopening_after_close_and_two_writers_in_one_second_keep_every_event(tmp_path):
+    w = SummaryWriter(tmp_path)
+    w.add_scalar("a", 1.0, 0)
+    w.add_scalars("s", {"x": 1.0}, 0)
+    w.close()
+    w.add_scalar("a", 2.0, 1)           # a closed writer reopens, into a new file
+    w.add_scalars("s", {"x": 2.0}, 1)
+    w.close()
+    w2 = SummaryWriter(tmp_path)
+    w2.add_scalar("a", 3.0, 2)
+    w2.close()
+    files = glob.glob(os.path.join(tmp_path, "events.out.tfevents.*"))
+    assert len(files) == 3 and all(re.search(rf"\.{os.getpid()}\.\d+$", f) for f in files)
+    assert sorted(scalars(tmp_path, "a")) == [(0, 1.0), (1, 2.0), (2, 3.0)]
+    assert sorted(scalars(tmp_path / "s_x", "s")) == [(0, 1.0), (1, 2.0)]

@@ -1,4 +1,5 @@
 """``SummaryWriter``: PyTorch's TensorBoard writer API over tensorboardX's event-file writer."""
+import itertools
 import os
 import sys
 import time
@@ -59,6 +60,16 @@ def _scalar(x):
     return x
 
 
+_FILE_IDS = itertools.count()
+
+
+def _unique_suffix(suffix):
+    """``.<pid>.<n><suffix>``: event files are named by the second they were opened in, so two
+    opened in one second (a writer closed and reopened, two runs in one folder) would otherwise
+    overwrite each other; PyTorch's names carry the pid and a counter the same way."""
+    return f".{os.getpid()}.{next(_FILE_IDS)}{suffix}"
+
+
 def _default_logdir(comment=""):
     import socket
     from datetime import datetime
@@ -79,8 +90,15 @@ class SummaryWriter:
         self.log_dir = os.fspath(log_dir)
         self.purge_step = purge_step
         self.max_queue, self.flush_secs, self.filename_suffix = max_queue, flush_secs, filename_suffix
-        self._w = tbx.SummaryWriter(logdir=self.log_dir, purge_step=purge_step, max_queue=max_queue,
-                                    flush_secs=flush_secs, filename_suffix=filename_suffix)
+        self._tbx = tbx.SummaryWriter(logdir=self.log_dir, purge_step=purge_step, max_queue=max_queue,
+                                      flush_secs=flush_secs, filename_suffix=_unique_suffix(filename_suffix))
+
+    @property
+    def _w(self):
+        w = self._tbx
+        if w.all_writers is None or w.file_writer is None:
+            w._filename_suffix = _unique_suffix(self.filename_suffix)    # reopened after close: a new file
+        return w
 
     # --- the writer ----------------------------------------------------------------------
     def get_logdir(self):
@@ -100,13 +118,13 @@ class SummaryWriter:
 
     def flush(self):
         """Write pending events to disk (every event added so far is in the files on return)."""
-        for fw in (self._w.all_writers or {}).values():
+        for fw in (self._tbx.all_writers or {}).values():
             _drain(fw)
-        self._w.flush()
+        self._tbx.flush()
 
     def close(self):
-        """Flush and close every event file of this writer."""
-        self._w.close()
+        """Flush and close every event file of this writer (a later add opens a new file)."""
+        self._tbx.close()
 
     def __enter__(self):
         return self
@@ -142,10 +160,13 @@ class SummaryWriter:
         walltime = time.time() if walltime is None else walltime
         for tag, v in tag_scalar_dict.items():
             path = os.path.join(self.log_dir, main_tag.replace("/", "_") + "_" + tag)
-            fw = self._w.all_writers.get(path)
+            w = self._w
+            w._get_file_writer()              # reopens the writer's files after a close
+            fw = w.all_writers.get(path)
             if fw is None:
-                fw = self._w.all_writers[path] = tbx.writer.FileWriter(
-                    path, max_queue=self.max_queue, flush_secs=self.flush_secs, filename_suffix=self.filename_suffix)
+                fw = w.all_writers[path] = tbx.writer.FileWriter(
+                    path, max_queue=self.max_queue, flush_secs=self.flush_secs,
+                    filename_suffix=_unique_suffix(self.filename_suffix))
             fw.add_summary(tbx.summary.scalar(main_tag, _scalar(v)), global_step, walltime)
 
     def add_histogram(self, tag, values, global_step=None, bins="tensorflow", walltime=None, max_bins=None):
