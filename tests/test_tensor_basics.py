@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import retrograd
-from helpers import torch
+from helpers import torch, needs_torch
 
 
 def _run(lib, expr):
@@ -338,3 +338,12 @@ def test_printoptions(opts, expr):
             lib.set_printoptions(profile="default")
             lib.set_printoptions(sci_mode=None)
     assert out[0] == out[1]
+
+
+@needs_torch
+def test_device_kind_properties_match_torch():
+    # programs test these before choosing a code path (pytorch/examples' dcgan reads is_xpu)
+    names = [a for a in dir(torch.zeros(1)) if a.startswith("is_") and not callable(getattr(torch.zeros(1), a))
+             and a != "is_leaf"]
+    for t, r in ((torch.zeros(2), retrograd.zeros(2)), (torch.zeros(2, device="meta"), retrograd.zeros(2, device="meta"))):
+        assert {a: getattr(r, a) for a in names} == {a: getattr(t, a) for a in names}

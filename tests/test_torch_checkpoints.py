@@ -605,3 +605,157 @@ def test_whole_torch_module_loads_as_retrograd_module_only_with_opt_in(tmp_path)
     assert isinstance(r, retrograd.nn.Sequential) and isinstance(r[0].weight, retrograd.nn.Parameter)
     x = np.ones((1, 3), dtype=np.float32)
     np.testing.assert_array_equal(r(retrograd.tensor(x)).detach().numpy(), m(torch.tensor(x)).detach().numpy())
+
+
+# --- the user's allowlist (torch.serialization.add_safe_globals / safe_globals) ---------------
+
+class _WordLM(retrograd.nn.Module):
+    """A whole-module checkpoint in the style of pytorch/examples' word language model."""
+
+    def __init__(self, ntoken=11, nhid=6):
+        super().__init__()
+        nn = retrograd.nn
+        self.drop = nn.Dropout(0.5)
+        self.encoder = nn.Embedding(ntoken, nhid)
+        self.rnn = nn.LSTM(nhid, nhid, 2)
+        self.decoder = nn.Linear(nhid, ntoken)
+
+    def forward(self, x):
+        out, _ = self.rnn(self.drop(self.encoder(x)))
+        return self.decoder(self.drop(out))
+
+
+_LM_GLOBALS = [_WordLM, retrograd.nn.Dropout, retrograd.nn.Embedding, retrograd.nn.LSTM, retrograd.nn.Linear]
+
+
+class _WithState:
+    def __init__(self):
+        self.seen = None
+
+    def __setstate__(self, state):
+        self.seen = ("setstate", state)
+
+
+class _Plain:
+    pass
+
+
+def test_safe_globals_load_a_whole_module_without_the_full_unpickler(tmp_path):
+    m = _WordLM().eval()
+    p = tmp_path / "model.pt"
+    with open(p, "wb") as f:
+        retrograd.save(m, f)
+    retrograd.serialization.clear_safe_globals()
+    with pytest.raises(WeightsOnlyUnpicklingError, match=r"GLOBAL \S*test_torch_checkpoints\._WordLM was not an "
+                                                        r"allowed global by default. Please use `torch.serialization."
+                                                        r"add_safe_globals\(\["):
+        retrograd.load(p)
+    with retrograd.serialization.safe_globals(_LM_GLOBALS[:-1]):     # Linear missing: refused by name
+        with pytest.raises(WeightsOnlyUnpicklingError, match=r"GLOBAL retrograd\.nn\.modules\.linear\.Linear was not"):
+            retrograd.load(p)
+    with retrograd.serialization.safe_globals(_LM_GLOBALS):
+        assert retrograd.serialization.get_safe_globals() == _LM_GLOBALS
+        m2 = retrograd.load(p)
+    assert retrograd.serialization.get_safe_globals() == []
+    assert type(m2) is _WordLM and type(m2.rnn) is retrograd.nn.LSTM and not m2.training
+    assert isinstance(m2.decoder.weight, retrograd.nn.Parameter)
+    x = retrograd.tensor([[1, 2], [3, 4], [5, 6]])
+    np.testing.assert_array_equal(m2(x).detach().numpy(), m(x).detach().numpy())
+    # the reloaded model trains
+    m2.train()
+    m2(x).sum().backward()
+    assert m2.rnn.weight_hh_l1.grad is not None
+    retrograd.serialization.add_safe_globals(_LM_GLOBALS)
+    try:
+        assert type(retrograd.load(p)) is _WordLM
+    finally:
+        retrograd.serialization.clear_safe_globals()
+    with pytest.raises(TypeError, match="Expected safe_globals to be a list"):
+        retrograd.serialization.add_safe_globals(_WordLM)
+
+
+@needs_torch
+def test_refusal_wording_matches_torch(tmp_path):
+    tm = torch.nn.Linear(2, 2)
+    torch.save(tm, tmp_path / "t.pt")
+    with pytest.raises(pickle.UnpicklingError) as theirs:
+        torch.load(tmp_path / "t.pt")
+    with pytest.raises(WeightsOnlyUnpicklingError) as ours:
+        retrograd.load(tmp_path / "t.pt")
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_allowlisted_instances_are_built_by_setstate_or_their_dict():
+    data = _craft({"a": _WithState(), "b": _Plain()})
+    with pytest.raises(WeightsOnlyUnpicklingError, match="_WithState was not an allowed global"):
+        _load_bytes(data)
+    src = _Plain()
+    src.x, src.y = 1, [2.5, "s"]
+    data = _craft({"a": _WithState(), "b": src})
+    with retrograd.serialization.safe_globals([_WithState, _Plain]):
+        out = _load_bytes(data)
+    assert out["a"].seen == ("setstate", {"seen": None}) and vars(out["b"]) == {"x": 1, "y": [2.5, "s"]}
+    # allowlisting a class allows neither other names nor calling anything else
+    _RAN.clear()
+    with retrograd.serialization.safe_globals([_Plain]):
+        with pytest.raises(WeightsOnlyUnpicklingError, match=r"_record was not an allowed global"):
+            _load_bytes(_craft({"b": src, "x": _Recorder()}))
+    assert _RAN == []
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN", "Transformer"])
+def test_torch_written_whole_modules_load_with_retrograd_allowlist(tmp_path, kind):
+    nn = retrograd.nn
+    torch.manual_seed(0)
+    if kind == "Transformer":
+        tm = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0), 2,
+                                         enable_nested_tensor=False)
+        allow = [nn.TransformerEncoder, nn.TransformerEncoderLayer, nn.MultiheadAttention,
+                 nn.modules.linear.NonDynamicallyQuantizableLinear, nn.Linear, nn.LayerNorm, nn.Dropout, nn.ModuleList,
+                 nn.functional.relu]
+    else:
+        tm = getattr(torch.nn, kind)(4, 5, num_layers=2)
+        allow = [getattr(nn, kind)]
+    tm.eval()
+    torch.save(tm, tmp_path / "m.pt")
+    x = np.random.default_rng(0).standard_normal((3, 2, 4)).astype(np.float32)
+    want = tm(torch.tensor(x))
+    want = (want[0] if isinstance(want, tuple) else want).detach().numpy()
+    for kw in ({"weights_only": False}, {}):
+        with retrograd.serialization.safe_globals(allow):
+            m = retrograd.load(tmp_path / "m.pt", **kw)
+        assert type(m) is allow[0]
+        got = m(retrograd.tensor(x))
+        got = (got[0] if isinstance(got, tuple) else got).detach().numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@needs_torch
+def test_retrograd_whole_module_in_torch_is_refused_by_default(tmp_path):
+    """A module pickled by retrograd names retrograd's classes: torch's default load refuses them
+    by name (with weights_only=False torch would rebuild retrograd objects, not torch modules:
+    state_dicts are the way across)."""
+    retrograd.save(retrograd.nn.LSTM(2, 3), tmp_path / "r.pt")
+    with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL retrograd\.nn\.modules\.rnn\.LSTM was not an allowed"):
+        torch.load(tmp_path / "r.pt")
+
+
+@needs_torch
+def test_mmap_with_whole_modules_and_map_location(tmp_path):
+    p = tmp_path / "m.pt"
+    torch.save({"w": torch.arange(64.).view(8, 8), "m": torch.nn.Linear(2, 2)}, p)
+    before = p.read_bytes()
+    for kw in ({"weights_only": False}, {"weights_only": False, "map_location": "cpu"},
+               {"map_location": {"cpu": "cpu"}}):
+        if kw.get("weights_only") is False:
+            ck = retrograd.load(p, mmap=True, **kw)
+            assert isinstance(ck["m"], retrograd.nn.Linear)
+        else:
+            with retrograd.serialization.safe_globals([retrograd.nn.Linear]):
+                ck = retrograd.load(p, mmap=True, **kw)
+        assert not ck["w"].numpy().flags.owndata          # a view of the mapped file
+        ck["w"][0, 0] = 5.0                                 # copy-on-write: the file stays as it was
+        assert ck["w"][0, 0].item() == 5.0 and p.read_bytes() == before
+        np.testing.assert_array_equal(ck["m"].weight.detach().numpy(), torch.load(p, weights_only=False)["m"]
+                                      .weight.detach().numpy())

@@ -141,6 +141,10 @@ class Tensor:
     def is_cpu(self):
         return self.device.type == "cpu"
 
+    # Device and layout kinds retrograd never has (device checks in programs read them).
+    is_xpu = is_mps = is_ipu = is_maia = is_mtia = is_vulkan = is_xla = is_mkldnn = is_nested = \
+        property(lambda self: False)
+
     @property
     def shape(self):
         return Size(self._data.shape)

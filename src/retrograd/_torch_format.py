@@ -36,7 +36,7 @@ def _error_class():
 
 
 _EXPLAIN = ("Weights only load failed. This file can still be loaded, to do so you have two options, "
-            "do those steps only if you trust the source of the checkpoint. \n\t(1) In PyTorch 2.6, we changed the "
+            "\033[1mdo those steps only if you trust the source of the checkpoint\033[0m. \n\t(1) In PyTorch 2.6, we changed the "
             "default value of the `weights_only` argument in `torch.load` from `False` to `True`. Re-running "
             "`torch.load` with `weights_only` set to `False` will likely succeed, but it can result in arbitrary "
             "code execution. Do it only if you got the file from a trusted source.\n\t(2) Alternatively, to load "
@@ -244,8 +244,9 @@ def _fixed_globals():
             if len(args) > 1 or (args and not isinstance(args[0], (list, tuple, set, frozenset))):
                 _refuse(f"builtins.{kind.__name__} takes a list or tuple here")
             if kind in (set, frozenset) and args:
-                return kind(_key(x) for x in args[0])
+                return kind(_key(x) for x in args[0])      # admitted by the machine before the call
             return kind(*args)
+        make.hashes_items = kind in (set, frozenset)
         return make
 
     def make_complex(*args):
@@ -304,9 +305,21 @@ def _resolve(module, name):
         _TABLE = _fixed_globals()
     fn = _TABLE.get(("builtins" if module == "__builtin__" else module, name))
     if fn is None:
-        _refuse(f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by default. "
-                "retrograd's weights-only loader resolves a fixed set of names (tensors, storages, dtypes, "
-                "torch.Size, torch.device, OrderedDict and plain containers) and never imports anything else.")
+        allowed = _user_allowed()
+        obj = allowed.get(f"{module}.{name}", _MARK)
+        if obj is _MARK and (module == "torch" or module.startswith("torch.")):
+            # PyTorch's name of an allowlisted retrograd object that lives elsewhere in retrograd
+            # (looked up among modules already imported: nothing is imported here)
+            import sys
+            cand = getattr(sys.modules.get("retrograd" + module[5:]), name, _MARK)
+            if any(cand is v for v in allowed.values()):
+                obj = cand
+        if obj is not _MARK:
+            return _Allowed(obj)
+        _refuse(f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by default. Please use "
+                f"`torch.serialization.add_safe_globals([{module}.{name}])` or the "
+                f"`torch.serialization.safe_globals([{module}.{name}])` context manager to allowlist this global "
+                "if you trust this class/function.")
     if isinstance(fn, (_StorageType, _DtypeRef)):
         return fn
     return _Global(module, name, fn)
@@ -315,7 +328,41 @@ def _resolve(module, name):
 def _unwrap(x):
     if isinstance(x, _DtypeRef):
         return _retrograd_dtype(x.name)
+    if isinstance(x, _Allowed):
+        return x.obj
     return x
+
+
+class _Allowed:
+    """A class or function the user allowlisted (``serialization.add_safe_globals``)."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+def _user_allowed():
+    """{name a file may use: object} for the user's allowlist. A retrograd object also answers
+    to its PyTorch name (``torch.nn.modules.rnn.LSTM`` for ``retrograd.nn.modules.rnn.LSTM``),
+    so that files written by PyTorch load with the same allowlist."""
+    from .serialization import get_safe_globals
+    out = {}
+    for g in get_safe_globals():
+        if isinstance(g, tuple) and len(g) == 2 and isinstance(g[1], str):
+            out[g[1]] = g[0]
+            continue
+        mod, qual = getattr(g, "__module__", None), getattr(g, "__qualname__", getattr(g, "__name__", None))
+        if not isinstance(mod, str) or not isinstance(qual, str):
+            continue
+        out[f"{mod}.{qual}"] = g
+        if mod == "retrograd" or mod.startswith("retrograd."):
+            out.setdefault(f"torch{mod[len('retrograd'):]}.{qual}", g)
+    return out
+
+
+def _allowed_types():
+    return {id(g) for g in (x[0] if isinstance(x, tuple) else x for x in _user_allowed().values())
+            if isinstance(g, type)}
 
 
 class _Machine:
@@ -326,6 +373,8 @@ class _Machine:
         self.pos = pos
         self.persistent_load = persistent_load
         self.name = name
+        self.hashes = {}        # (id(container), hash) -> keys with that hash in it
+        self.budget = [len(self.data) + (1 << 16)]
 
     def take(self, n):
         if n < 0 or self.pos + n > len(self.data):
@@ -356,13 +405,24 @@ class _Machine:
                 raise ValueError("unbalanced MARK")
             return items
 
-        def call(f, args):
+        def call(f, args, new=False):
+            if isinstance(f, _Allowed):       # the user's allowlist: construct or call it, as PyTorch does
+                if not isinstance(args, tuple):
+                    raise ValueError("REDUCE arguments are not a tuple")
+                args = [_unwrap(a) for a in args]
+                if new:
+                    if not isinstance(f.obj, type):
+                        raise ValueError("NEWOBJ on a function")
+                    return f.obj.__new__(f.obj, *args)
+                return f.obj(*args)
             if not isinstance(f, _Global):
                 raise ValueError(f"REDUCE on {type(f).__name__}")
             if not isinstance(args, tuple):
                 raise ValueError("REDUCE arguments are not a tuple")
             if f.fn is _rebuild_tensor_v3:     # needs the file's own dtype name
                 return f.fn(*args)
+            if getattr(f.fn, "hashes_items", False) and args and isinstance(args[0], (list, tuple, set, frozenset)):
+                _admit({}, 0, [_key(x) for x in args[0]], self.budget)
             return f.fn(*[_unwrap(a) for a in args])
 
         while True:
@@ -398,22 +458,26 @@ class _Machine:
                 s = stack[-1]
                 if not isinstance(s, set):
                     raise ValueError("ADDITEMS on a non-set")
-                s.update(_key(x) for x in items)
+                keys = [_key(x) for x in items]
+                _admit(self.hashes, id(s), keys, self.budget)
+                s.update(keys)
             elif op == b"\x91":          # FROZENSET
                 items = pop_mark()
-                stack.append(frozenset(_key(x) for x in items))
+                keys = [_key(x) for x in items]
+                _admit({}, 0, keys, self.budget)
+                stack.append(frozenset(keys))
             elif op == b"t":
                 items = pop_mark()
-                stack.append(tuple(items))
+                stack.append(tuple(_unwrap(x) if isinstance(x, _Allowed) else x for x in items))
             elif op == b"\x85":
-                stack.append((stack.pop(),))
+                stack.append((_unwrap_allowed(stack.pop()),))
             elif op == b"\x86":
                 b = stack.pop()
-                stack[-1] = (stack[-1], b)
+                stack[-1] = (_unwrap_allowed(stack[-1]), _unwrap_allowed(b))
             elif op == b"\x87":
                 c = stack.pop()
                 b = stack.pop()
-                stack[-1] = (stack[-1], b, c)
+                stack[-1] = (_unwrap_allowed(stack[-1]), _unwrap_allowed(b), _unwrap_allowed(c))
             elif op == b"l":             # LIST
                 items = pop_mark()
                 stack.append([_unwrap(x) for x in items])
@@ -489,7 +553,7 @@ class _Machine:
                 stack[-1] = call(stack[-1], args)
             elif op == b"\x81":          # NEWOBJ
                 args = stack.pop()
-                stack[-1] = call(stack[-1], args)
+                stack[-1] = call(stack[-1], args, new=True)
             elif op == b"b":             # BUILD
                 state = stack.pop()
                 _build(stack[-1], state)
@@ -509,15 +573,53 @@ class _Machine:
             else:
                 raise ValueError(f"unsupported pickle opcode {op!r}")
 
-    @staticmethod
-    def _pairs(d, items):
+    def _pairs(self, d, items):
         if not isinstance(d, dict):
             raise ValueError("SETITEM on a non-dict")
         if len(items) % 2:
             raise ValueError("odd number of dict items")
-        for i in range(0, len(items), 2):
-            d[_key(items[i])] = _unwrap(items[i + 1])
+        keys = [_key(items[i]) for i in range(0, len(items), 2)]
+        _admit(self.hashes, id(d), keys, self.budget)
+        for i, k in enumerate(keys):
+            d[k] = _unwrap(items[2 * i + 1])
         return d
+
+
+# Keys with one hash value make a dict or set quadratic to build (every insertion walks the same
+# probe chain): a file of colliding integers or tuples would take minutes to load. Legitimate
+# keys (names, small indices) share a hash at most by accident; str hashes are randomised.
+_MAX_SAME_HASH = 32
+
+
+def _weight(k):
+    t = type(k)
+    if t is int:
+        return 1 + k.bit_length() // 64
+    if t is tuple:
+        return 1 + sum(_weight(x) for x in k)
+    return 1              # str and bytes cache their hash; floats and complexes are one step
+
+
+def _admit(counts, owner, keys, budget):
+    """Count the non-string keys going into container ``owner`` by hash value; refuse a flood.
+    Hashing a tuple or a big int is not cached: ``budget`` ([elements left]) bounds the work
+    that hashing keys may take over one pickle (a big key reused from the memo on every line)."""
+    for k in keys:
+        if type(k) is str:
+            continue
+        budget[0] -= _weight(k)
+        if budget[0] < 0:
+            raise ValueError("its dict keys and set items take too long to hash (a file built to make loading slow)")
+        c = (owner, hash(k))
+        n = counts.get(c, 0) + 1
+        if n > _MAX_SAME_HASH:
+            raise ValueError(f"more than {_MAX_SAME_HASH} dict keys or set items share one hash value "
+                             "(a file built to make loading slow)")
+        counts[c] = n
+
+
+def _unwrap_allowed(x):
+    return x.obj if isinstance(x, _Allowed) else x
 
 
 _KEY_TYPES = (str, int, float, bool, bytes, complex, type(None))
@@ -544,6 +646,20 @@ def _build(obj, state):
     if isinstance(state, tuple) and len(state) == 2 and isinstance(obj, Tensor):
         state = state[1] if state[0] is None else {**(state[0] or {}), **(state[1] or {})}
     if state is None:
+        return
+    if type(obj) is not collections.OrderedDict and not isinstance(obj, Tensor) and id(type(obj)) in _allowed_types():
+        # an instance of a class the user allowlisted: its own __setstate__, or its __dict__
+        setstate = getattr(obj, "__setstate__", None)
+        if setstate is not None and getattr(type(obj), "__setstate__", None) is not getattr(object, "__setstate__", None):
+            setstate(state)
+            return
+        slots = None
+        if isinstance(state, tuple) and len(state) == 2:
+            state, slots = state
+        if state:
+            obj.__dict__.update(state)
+        for k, v in (slots or {}).items():
+            setattr(obj, k, v)
         return
     if not isinstance(state, dict) or not isinstance(obj, (collections.OrderedDict, Tensor)):
         raise ValueError(f"BUILD on {type(obj).__name__}")

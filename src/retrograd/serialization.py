@@ -36,7 +36,8 @@ from . import _dtype as D
 from ._tensor import Tensor
 from ._device import to_device
 
-__all__ = ["save", "load", "CheckpointError"]
+__all__ = ["save", "load", "CheckpointError", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
+           "safe_globals"]
 
 FORMAT = "retrograd-checkpoint"
 FORMAT_VERSION = 1
@@ -433,6 +434,47 @@ def _save_torch(obj, f):
         _torch_format.write_torch(plan, f)
         if hasattr(f, "flush"):
             f.flush()
+
+
+# --- the weights-only allowlist ---------------------------------------------------------
+
+_SAFE_GLOBALS = []
+
+
+def add_safe_globals(safe_globals):
+    """Allow ``torch.load(weights_only=True)`` of PyTorch files to use these classes and
+    functions (or ``(obj, "module.name")`` pairs) by name: only for files you trust to name
+    them. A retrograd class also answers to its PyTorch name (``torch.nn.modules.rnn.LSTM``)."""
+    if not isinstance(safe_globals, (list, tuple)):
+        raise TypeError(f"Expected safe_globals to be a list, but got {type(safe_globals).__name__}")
+    for g in safe_globals:
+        if g not in _SAFE_GLOBALS:
+            _SAFE_GLOBALS.append(g)
+
+
+def get_safe_globals():
+    """The user's allowlist for weights-only loading (a new list)."""
+    return list(_SAFE_GLOBALS)
+
+
+def clear_safe_globals():
+    """Empty the user's allowlist for weights-only loading."""
+    _SAFE_GLOBALS.clear()
+
+
+class safe_globals:
+    """``with safe_globals([...]):`` allows these globals for weights-only loading inside the block."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = safe_globals
+
+    def __enter__(self):
+        self._saved = list(_SAFE_GLOBALS)
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc):
+        _SAFE_GLOBALS[:] = self._saved
+        return False
 
 
 # --- reading -----------------------------------------------------------------------------

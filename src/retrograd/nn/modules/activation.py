@@ -304,3 +304,7 @@ class Softmax(_SoftmaxFamily):
 
 class LogSoftmax(_SoftmaxFamily):
     _function = staticmethod(F.log_softmax)
+
+
+# PyTorch defines MultiheadAttention in this module: pickles and allowlists name it here.
+from .activation_attention import MultiheadAttention  # noqa: E402,F401

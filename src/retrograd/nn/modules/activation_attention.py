@@ -3,14 +3,10 @@ from ... import _creation
 from ..parameter import Parameter
 from .. import init
 from .._functional_seq import multi_head_attention_forward
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear  # noqa: F401
 from .module import Module
 
 __all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """The output projection of MultiheadAttention (a Linear, named as PyTorch names it)."""
 
 
 class MultiheadAttention(Module):
