@@ -380,12 +380,12 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
                                      _legacy(size_average, reduce, reduction))
 
 
-
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
                                       swap=False, reduction="mean"):
     """Triplet margin loss with a custom distance function."""
     return _lossx.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=distance_function,
                                                     margin=margin, swap=swap, reduction=reduction)
+
 
 # --- normalization --------------------------------------------------------------------
 
@@ -527,3 +527,5 @@ from ..ops.attention import scaled_dot_product_attention  # noqa: F401,E402
 from ..ops.gridsample import grid_sample, affine_grid  # noqa: F401,E402
 from ._functional_seq import (upsample, upsample_nearest, upsample_bilinear,  # noqa: F401,E402
                               multi_head_attention_forward)
+from ..ops.nn_extra import (channel_shuffle, native_channel_shuffle, gumbel_softmax,  # noqa: F401,E402
+                            local_response_norm, max_unpool1d, max_unpool2d, max_unpool3d)

@@ -1,0 +1,260 @@
+"""Layer ops of nn.functional outside the big families: channel shuffle, max unpooling,
+local response normalization (and the legacy cross-map form), Gumbel-softmax."""
+import numpy as np
+
+from ._base import OpNode, node_for, save, finish
+
+__all__ = []
+TENSOR_METHODS = {}
+INPLACE = {}
+
+
+# *** channel shuffle ***
+
+def _shuffle_array(x, groups):
+    n, c = x.shape[:2]
+    rest = x.shape[2:]
+    return np.ascontiguousarray(x.reshape((n, groups, c // groups) + rest).swapaxes(1, 2)).reshape(x.shape)
+
+
+class ChannelShuffleBackward0(OpNode):
+    def backward(self, g):
+        c = g.shape[1]
+        # the inverse permutation is the shuffle with the complementary group count
+        return _channel_shuffle(g, c // self.groups, ChannelShuffleBackward0)
+
+
+def _check_shuffle(input, groups):
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                           f"{list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    c = input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+
+
+def _channel_shuffle(input, groups, cls):
+    node = node_for(cls, (input,))
+    if node is not None:
+        node.groups = groups
+    return finish(node, _shuffle_array(input._data, groups))
+
+
+def channel_shuffle(input, groups):
+    """Interleave the channels of ``groups`` groups (ShuffleNet's channel shuffle)."""
+    _check_shuffle(input, groups)
+    return _channel_shuffle(input, groups, ChannelShuffleBackward0)
+
+
+class _NoDerivative(OpNode):
+    def backward(self, g):
+        raise RuntimeError(f"derivative for aten::{self.op_name} is not implemented")
+
+
+NotImplemented_ = type("NotImplemented", (_NoDerivative,), {"__module__": __name__})
+
+
+def native_channel_shuffle(input, groups):
+    """channel_shuffle without a derivative (PyTorch's native kernel records none)."""
+    _check_shuffle(input, groups)
+    node = node_for(NotImplemented_, (input,))
+    if node is not None:
+        node.op_name = "native_channel_shuffle"
+    return finish(node, _shuffle_array(input._data, groups))
+
+
+# *** max unpooling ***
+
+def _tuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size, n):
+    in_size = tuple(input.shape)
+    default = [(in_size[-n + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(n)]
+    if output_size is None:
+        return tuple(default)
+    output_size = list(output_size)
+    if len(output_size) == n + 2:
+        output_size = output_size[2:]
+    if len(output_size) != n:
+        raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it has a length "
+                         f"of '{len(output_size)}'")
+    for d in range(n):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < output_size[d] < hi:
+            raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be between {lo} and {hi})')
+    return tuple(output_size)
+
+
+class _UnpoolBackward(OpNode):
+    def backward(self, g):
+        (idx,) = self.saved_tensors
+        lead = tuple(g.shape[:-self.nd])
+        flat = g.reshape(lead + (-1,))
+        ix = idx.reshape(lead + (-1,))
+        return flat.gather(-1, ix).reshape(self.in_shape), None
+
+
+MaxUnpool2DBackward0 = type("MaxUnpool2DBackward0", (_UnpoolBackward,), {"__module__": __name__})
+MaxUnpool3DBackward0 = type("MaxUnpool3DBackward0", (_UnpoolBackward,), {"__module__": __name__})
+
+
+def _max_unpool(input, indices, out_spatial, nd, cls):
+    from .._tensor import Tensor
+    if not isinstance(indices, Tensor) or indices._data.dtype != np.int64:
+        dt = indices._data.dtype if isinstance(indices, Tensor) else None
+        from .loss import _TN
+        raise RuntimeError(f"elements in indices should be type int64 but got: {_TN.get(dt.name, dt.name)}")
+    x, ix = input._data, indices._data
+    if x.shape != ix.shape:
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(x.shape)}) but "
+                           f"got indices tensor with shape: {list(ix.shape)}")
+    lead = x.shape[:-nd]
+    plane = int(np.prod(out_spatial))
+    xf = x.reshape((-1, int(np.prod(x.shape[-nd:]))))
+    if_ = ix.reshape(xf.shape)
+    if if_.size and (if_.min() < 0 or if_.max() >= plane):
+        bad = if_[(if_ < 0) | (if_ >= plane)].flat[0]
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(str(s) for s in out_spatial)})")
+    out = np.zeros((xf.shape[0], plane), x.dtype)
+    rows = np.arange(xf.shape[0])[:, None]
+    out[rows, if_] = xf
+    node = node_for(cls, (input, None))
+    if node is not None:
+        node.nd, node.in_shape = nd, tuple(x.shape)
+        save(node, indices)
+    return finish(node, out.reshape(lead + tuple(out_spatial)))
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Partial inverse of max_pool1d: each value back at its index, zeros elsewhere."""
+    k = _tuple(kernel_size, 1)
+    s = _tuple(stride if stride is not None else kernel_size, 1)
+    p = _tuple(padding, 1)
+    size = _unpool_output_size(input, k, s, p, output_size, 1)
+    out = _max_unpool(input.unsqueeze(-1), indices.unsqueeze(-1), size + (1,), 2, MaxUnpool2DBackward0)
+    return out.squeeze(-1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Partial inverse of max_pool2d: each value back at its index, zeros elsewhere."""
+    k = _tuple(kernel_size, 2)
+    s = _tuple(stride if stride is not None else kernel_size, 2)
+    p = _tuple(padding, 2)
+    size = _unpool_output_size(input, k, s, p, output_size, 2)
+    return _max_unpool(input, indices, size, 2, MaxUnpool2DBackward0)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Partial inverse of max_pool3d: each value back at its index, zeros elsewhere."""
+    k = _tuple(kernel_size, 3)
+    s = _tuple(stride if stride is not None else kernel_size, 3)
+    p = _tuple(padding, 3)
+    size = _unpool_output_size(input, k, s, p, output_size, 3)
+    return _max_unpool(input, indices, size, 3, MaxUnpool3DBackward0)
+
+
+# *** local response normalization ***
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """Normalize each element by the mean square of its ``size`` neighbouring channels."""
+    from ..nn import functional as F
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    div = input.mul(input)
+    if dim == 3:
+        div = div.unsqueeze(1)
+        div = F.pad(div, (0, 0, size // 2, (size - 1) // 2))
+        div = F.avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.shape
+        div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = F.pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = F.avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
+        div = div.view(sizes)
+    div = div.mul(alpha).add(k).pow(beta)
+    return input / div
+
+
+def _cross_map_scale(x, size, alpha, k):
+    """The legacy kernel's running channel-window sum of squares. Its update never removes channel 0
+    (it subtracts channel ``c - pre_pad`` only for ``c > pre_pad``), which is kept: values match."""
+    c_n = x.shape[1]
+    sq = x * x
+    pre_pad = int((size - 1) / 2 + 1)
+    scale = np.empty_like(x)
+    scale[:, 0] = sq[:, :min(pre_pad, c_n)].sum(1)
+    for c in range(1, c_n):
+        cur = scale[:, c - 1].copy()
+        if c < c_n - pre_pad + 1:
+            cur += sq[:, c + pre_pad - 1]
+        if c > pre_pad:
+            cur -= sq[:, c - pre_pad]
+        scale[:, c] = cur
+    return scale * (alpha / size) + k
+
+
+class CrossMapLRN2dBackward(OpNode):
+    """The legacy layer's own backward formula (its window of ratios is offset by
+    ``size - (size - 1) // 2`` channels), computed once, without a graph of its own."""
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        xd, gd = x._data, g._data
+        size, beta = self.size, self.beta
+        scale = _cross_map_scale(xd, size, self.alpha, self.k)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            out = xd * scale ** -beta
+            gi = scale ** -beta * gd
+            ratio = gd * out / scale
+        c_n = xd.shape[1]
+        pre = int(size - (size - 1) / 2)
+        padded = np.zeros((xd.shape[0], c_n + size - 1) + xd.shape[2:], xd.dtype)
+        padded[:, pre:pre + c_n] = ratio[:, :max(0, min(c_n, c_n + size - 1 - pre))]
+        acc = padded[:, :size - 1].sum(1)
+        coef = 2 * self.alpha * beta / size
+        for c in range(c_n):
+            acc = acc + padded[:, c + size - 1]
+            gi[:, c] -= coef * xd[:, c] * acc
+            acc = acc - padded[:, c]
+        return finish(None, gi.astype(xd.dtype, copy=False))
+
+
+def cross_map_lrn2d(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """The legacy cross-channel LRN of CrossMapLRN2d: ``x * (k + alpha/size * window sum x^2)^-beta``."""
+    if input.dim() != 4:
+        raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+    x = input._data
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        out = x * _cross_map_scale(x, size, alpha, k) ** -beta
+    node = node_for(CrossMapLRN2dBackward, (input,))
+    if node is not None:
+        node.size, node.alpha, node.beta, node.k = size, alpha, beta, k
+        save(node, input)
+    return finish(node, out.astype(x.dtype, copy=False))
+
+
+# *** Gumbel-softmax ***
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """A sample of the Gumbel-softmax (concrete) distribution; ``hard``: one-hot forward values with
+    the soft sample's gradient (straight-through)."""
+    import warnings
+    from .. import _creation
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -_creation.empty_like(logits).exponential_().log()
+    gumbels = (logits + gumbels) / tau
+    y_soft = gumbels.softmax(dim)
+    if hard:
+        index = y_soft.max(dim, keepdim=True)[1]
+        y_hard = _creation.zeros_like(logits).scatter_(dim, index, 1.0)
+        return y_hard - y_soft.detach() + y_soft
+    return y_soft
