@@ -270,3 +270,62 @@ _known("F.grid_sample", "gradgrad", "infgrad",
 _known("F.multi_head_attention_forward", "fuzz:views", "*",
        "with inputs that require grad torch's output is a view of its out-projection (ViewBackward0); retrograd's "
        "composite returns a fresh tensor")
+
+
+# ------------------------------------------------- channel shuffle, unpooling, local response norm
+
+def _shuffle_samples(mk):
+    yield Sample(mk.rand(2, 6, 3), 3)
+    yield Sample(mk.rand(2, 6, 2, 2), 2)
+    yield Sample(mk.rand(1, 4, 1, 2, 2), 4)
+    yield Sample(mk.rand(0, 6, 2), 2, kind="empty")
+    for args in ((mk.rand(2, 6, 3), 4), (mk.rand(2, 6, 3), 0), (mk.rand(6), 2), (mk.rand(2, 6, 3), -1)):
+        yield Sample(*args, kind="errors")
+
+
+_add("channel_shuffle", _shuffle_samples)
+_add("native_channel_shuffle", _shuffle_samples, grad=False, gradgrad=False)
+
+
+def _pool_indices(mk, lead, out, k):
+    """Max-pool-like indices: one position inside each non-overlapping window of size ``k``."""
+    full = [o * kk for o, kk in zip(out, k)]
+    idx = np.zeros(lead + tuple(out), np.int64)
+    for pos in np.ndindex(*idx.shape):
+        sp = pos[len(lead):]
+        coords = [s * kk + int(mk.rng.integers(0, kk)) for s, kk in zip(sp, k)]
+        idx[pos] = np.ravel_multi_index(coords, full)
+    return mk.index(idx)
+
+
+def _unpool(nd):
+    def samples(mk):
+        out, k = (3, 2, 2)[:nd], (2,) * nd
+        yield Sample(mk.rand(2, 3, *out), _pool_indices(mk, (2, 3), out, k), 2)
+        yield Sample(mk.rand(3, *out), _pool_indices(mk, (3,), out, k), 2, kind="unbatched")
+        yield Sample(mk.rand(2, 3, *out), _pool_indices(mk, (2, 3), out, k), 2,
+                     output_size=[o * 2 + 1 for o in out], kind="output_size")
+        yield Sample(mk.rand(2, 3, *out), _pool_indices(mk, (2, 3), out, k), 2,
+                     output_size=[o * 2 + 3 for o in out], kind="errors")
+        bad = _pool_indices(mk, (2, 3), out, k)
+        bad.array.flat[0] = 10 ** 4
+        yield Sample(mk.rand(2, 3, *out), bad, 2, kind="errors")
+        yield Sample(mk.rand(2, 3, *out), mk.index(np.zeros((2, 3) + out, np.int32)), 2, kind="errors")
+    return samples
+
+
+for _nd in (1, 2, 3):
+    # max_unpool1d is max_unpool2d of an unsqueezed input, squeezed back: a view, as in torch
+    _add(f"max_unpool{_nd}d", _unpool(_nd), int_dtypes=False, view=_nd == 1)
+
+
+def _lrn_samples(mk):
+    yield Sample(mk.rand(2, 5, 3), 3)
+    yield Sample(mk.rand(2, 5, 3), 2, alpha=0.5, beta=0.6, k=2.0)
+    yield Sample(mk.rand(2, 6, 2, 3), 4, alpha=0.3, k=1.5)
+    yield Sample(mk.rand(1, 4, 2, 2, 2), 3, alpha=0.3, k=1.5)
+    yield Sample(mk.rand(0, 4, 3), 3, kind="empty")
+    yield Sample(mk.rand(4, 3), 3, kind="errors")
+
+
+_add("local_response_norm", _lrn_samples, int_dtypes=False)

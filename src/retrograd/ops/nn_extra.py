@@ -14,7 +14,8 @@ INPLACE = {}
 def _shuffle_array(x, groups):
     n, c = x.shape[:2]
     rest = x.shape[2:]
-    return np.ascontiguousarray(x.reshape((n, groups, c // groups) + rest).swapaxes(1, 2)).reshape(x.shape)
+    # always a fresh array (for groups == 1 or == C the permutation is the identity)
+    return np.array(x.reshape((n, groups, c // groups) + rest).swapaxes(1, 2), order="C").reshape(x.shape)
 
 
 class ChannelShuffleBackward0(OpNode):
