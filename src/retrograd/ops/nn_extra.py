@@ -259,3 +259,45 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
         y_hard = _creation.zeros_like(logits).scatter_(dim, index, 1.0)
         return y_hard - y_soft.detach() + y_soft
     return y_soft
+
+
+# *** weight normalization ***
+
+def norm_except_dim(v, pow=2, dim=0):
+    """The ``pow``-norm of ``v`` over every dim but ``dim`` (kept, size 1); over all of ``v`` for dim -1."""
+    if dim == -1:
+        return v.norm(pow)
+    dims = [d for d in range(v.dim()) if d != dim]
+    return v.norm(pow, dim=dims, keepdim=True) if dims else v.abs() if pow != 0 else v.ne(0).to(v.dtype)
+
+
+class WeightNormInterfaceBackward0(OpNode):
+    """``w = v * g / ||v||``; gradients written with tensor ops (so they differentiate again)."""
+
+    def backward(self, gw):
+        v, g = self.saved_tensors
+        nf = self.next_functions
+        norm = norm_except_dim(v, 2, self.dim)
+        dims = list(range(v.dim())) if self.dim == -1 else [d for d in range(v.dim()) if d != self.dim]
+        s = (gw * v).sum(dim=dims, keepdim=self.dim != -1) if dims else gw * v
+        gv = gg = None
+        if nf[0][0] is not None:
+            gv = (g / norm) * (gw - v * (s / (norm * norm)))
+        if nf[1][0] is not None:
+            gg = (s / norm).reshape(g.shape)
+        return gv, gg
+
+
+def weight_norm(v, g, dim=0):
+    """``v * (g / norm_except_dim(v, 2, dim))`` (torch._weight_norm)."""
+    from ..autograd import grad_mode
+    if dim != 0 and dim != v.dim() - 1:
+        # PyTorch's fused kernel covers the first and last dim only; others are this composite
+        return v * (g / norm_except_dim(v, 2, dim))
+    with grad_mode.no_grad():
+        w = v * (g / norm_except_dim(v, 2, dim))
+    node = node_for(WeightNormInterfaceBackward0, (v, g))
+    if node is not None:
+        node.dim = dim
+        save(node, v, g)
+    return finish(node, w._data)
