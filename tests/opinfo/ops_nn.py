@@ -71,6 +71,14 @@ _add("conv_transpose2d", lambda mk: [
     Sample(mk.rand(3, 3, 3), mk.rand(3, 2, 2, 2), stride=2, output_padding=1),
     Sample(mk.rand(0, 3, 3, 3), mk.rand(3, 2, 2, 2), kind="empty"),
 ])
+_add("conv_transpose3d", lambda mk: [
+    Sample(mk.rand(1, 4, 2, 3, 2), mk.rand(4, 1, 2, 2, 2), mk.rand(2), stride=(2, 1, 2), padding=(1, 0, 0),
+           output_padding=(1, 0, 0), groups=2),
+    Sample(mk.rand(2, 2, 3, 2), mk.rand(2, 2, 2, 1, 2), dilation=(2, 1, 1), padding=(1, 0, 0), kind="unbatched"),
+    Sample(mk.rand(2, 2, 2, 2), mk.rand(2, 2, 2, 1, 2), dilation=(1, 2, 1), padding=1, kind="errors"),
+    Sample(mk.rand(1, 3, 2, 2, 2), mk.rand(2, 2, 2, 2, 2), kind="errors"),
+    Sample(mk.rand(1, 2, 2, 2, 2), mk.rand(2, 2, 2, 2, 2), stride=1, output_padding=1, kind="errors"),
+], int_dtypes=False)
 
 # ---------------------------------------------------------------------------- pooling
 

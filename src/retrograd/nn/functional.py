@@ -528,4 +528,4 @@ from ..ops.gridsample import grid_sample, affine_grid  # noqa: F401,E402
 from ._functional_seq import (upsample, upsample_nearest, upsample_bilinear,  # noqa: F401,E402
                               multi_head_attention_forward)
 from ..ops.nn_extra import (channel_shuffle, native_channel_shuffle, gumbel_softmax,  # noqa: F401,E402
-                            local_response_norm, max_unpool1d, max_unpool2d, max_unpool3d)
+                            local_response_norm, max_unpool1d, max_unpool2d, max_unpool3d, conv_transpose3d)

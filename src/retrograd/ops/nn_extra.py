@@ -301,3 +301,101 @@ def weight_norm(v, g, dim=0):
         node.dim = dim
         save(node, v, g)
     return finish(node, w._data)
+
+
+# *** 3-D transposed convolution ***
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """3-D transposed convolution: input (N, Cin, D, H, W), weight (Cin, Cout/groups, kd, kh, kw).
+
+    Computed as the convolution it is the adjoint of: the input spread out by ``stride`` (zeros
+    between), padded by ``dilation * (k - 1) - padding`` (plus ``output_padding`` at the end), then
+    convolved with the spatially flipped kernel, its in/out channels swapped per group."""
+    from ..nn import functional as F
+    from .conv import conv3d
+    if input.dim() not in (4, 5):
+        raise RuntimeError("Expected 4D (unbatched) or 5D (batched) input to conv_transpose3d, but got input of "
+                           f"size: [{', '.join(map(str, input.shape))}]")
+    if input.dim() == 4:
+        return conv_transpose3d(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
+                                dilation).squeeze(0)
+    st, pad = _tuple(stride, 3), _tuple(padding, 3)
+    op, dil = _tuple(output_padding, 3), _tuple(dilation, 3)
+    wshape = list(weight.shape)
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if any(s <= 0 for s in st):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in pad):
+        raise RuntimeError("negative padding is not supported")
+    if input.shape[1] != wshape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {wshape}, expected input{list(input.shape)} to have "
+                           f"{wshape[0]} channels, but got {input.shape[1]} channels instead")
+    if any(o >= s and o >= d for o, s, d in zip(op, st, dil)):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                           + " ".join(f"output_padding_{n}: {o}" for n, o in zip(("depth", "height", "width"), op))
+                           + " " + " ".join(f"stride_{n}: {s}" for n, s in zip(("depth", "height", "width"), st))
+                           + " " + " ".join(f"dilation_{n}: {d}" for n, d in zip(("depth", "height", "width"), dil)))
+    sp, ks = tuple(input.shape[2:]), tuple(wshape[2:])
+    outs = [(sp[i] - 1) * st[i] - 2 * pad[i] + dil[i] * (ks[i] - 1) + op[i] + 1 for i in range(3)]
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, sp))}). Calculated output size per "
+                           f"channel: ({' x '.join(map(str, outs))}). Output size is too small")
+    args = (st, pad, op, dil, groups)
+    inputs = (input, weight) if bias is None else (input, weight, bias)
+    from ..autograd import grad_mode
+    with grad_mode.no_grad():
+        r = _ct3d_composite(args, *inputs)
+    node = node_for(ConvTranspose3dBackward, inputs)
+    if node is not None:
+        node.args = args
+        save(node, *inputs)
+    return finish(node, r._data)
+
+
+def _ct3d_composite(args, x, w, b=None):
+    """Every kernel offset's GEMM slice-added into its strided output window (only real products
+    are summed: no zero-filled input meets an inf weight), then the padding cropped."""
+    from .linalg import matmul
+    st, pad, op, dil, groups = args
+    n, cin = x.shape[:2]
+    sp = tuple(x.shape[2:])
+    ks = tuple(w.shape[2:])
+    cg, og = cin // groups, w.shape[1]
+    cout = og * groups
+    full = tuple((sp[i] - 1) * st[i] + dil[i] * (ks[i] - 1) + 1 + op[i] for i in range(3))
+    out = x.new_zeros((n, cout) + full)
+    xg = x.reshape(n, groups, cg, -1)
+    wg = w.reshape(groups, cg, og, -1).permute(3, 0, 2, 1)          # (k, G, og, cg)
+    k = 0
+    for a in range(ks[0]):
+        for b_ in range(ks[1]):
+            for c in range(ks[2]):
+                contrib = matmul(wg[k], xg).reshape((n, cout) + sp)
+                o0, o1, o2 = a * dil[0], b_ * dil[1], c * dil[2]
+                out[:, :, o0:o0 + (sp[0] - 1) * st[0] + 1:st[0], o1:o1 + (sp[1] - 1) * st[1] + 1:st[1],
+                    o2:o2 + (sp[2] - 1) * st[2] + 1:st[2]] += contrib
+                k += 1
+    out = out[:, :, pad[0]:full[0] - pad[0], pad[1]:full[1] - pad[1], pad[2]:full[2] - pad[2]]
+    if b is not None:
+        out = out + b.reshape(1, -1, 1, 1, 1)
+    return out
+
+
+class ConvTranspose3dBackward(OpNode):
+    """Gradients of the slice-add composite (recorded, so they differentiate again)."""
+
+    def backward(self, g):
+        from ._seqkit import graph_grads
+        from ._base import _state
+        from ..autograd import grad_mode
+        saved = self.saved_tensors
+        recording = _state.grad
+        with grad_mode.enable_grad():
+            res = graph_grads(lambda *t: _ct3d_composite(self.args, *t), list(saved), [g])
+        if not recording:
+            res = [None if r is None else r.detach() for r in res]
+        return tuple(res)
+
+
+ConvTranspose3dBackward.__name__ = ConvTranspose3dBackward.__qualname__ = "ConvolutionBackward0"

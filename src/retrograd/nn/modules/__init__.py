@@ -26,7 +26,7 @@ from .padding import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, Ze
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, PixelShuffle, PixelUnshuffle  # noqa: F401
 from .fold import Fold, Unfold  # noqa: F401
 from .bilinear import Bilinear  # noqa: F401
-from .conv_transpose import ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from .conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: F401
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
 from .activation_attention import MultiheadAttention  # noqa: F401
 from .transformer import (Transformer, TransformerEncoder, TransformerDecoder,  # noqa: F401

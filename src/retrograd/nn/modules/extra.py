@@ -37,25 +37,6 @@ class _InstanceNorm(_NormBase):
                                self.training or not self.track_running_stats,
                                self.momentum if self.momentum is not None else 0.0, self.eps)
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs):
-        version = local_metadata.get("version", None)
-        # checkpoints of version 1 saved running stats even without track_running_stats
-        if version is None and not self.track_running_stats:
-            running = [prefix + n for n in ("running_mean", "running_var") if prefix + n in state_dict]
-            if running:
-                error_msgs.append(
-                    "Unexpected running stats buffer(s) {names} for {klass} with track_running_stats=False. If "
-                    "state_dict is a checkpoint saved before 0.4.0, this may be expected because {klass} does not "
-                    "track running stats by default since 0.4.0. Please remove these keys from state_dict. If the "
-                    "running stats are actually needed, instead set track_running_stats=True in {klass} to enable "
-                    "them. See the documentation of {klass} for details.".format(
-                        names=" and ".join(f'"{k}"' for k in running), klass=self.__class__.__name__))
-                for k in running:
-                    state_dict.pop(k)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                      error_msgs)
-
     def forward(self, input):
         self._check_input_dim(input)
         feature_dim = input.dim() - self._get_no_batch_dim()
