@@ -548,3 +548,62 @@ def test_checkpoint_errors_match_torch():
             lib.utils.checkpoint.checkpoint(lambda a: a, x, use_reentrant=True, debug=True)
         with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True. Gradients will be None"):
             lib.utils.checkpoint.checkpoint(lambda a: a * 2, lib.ones(2), use_reentrant=True)
+
+
+# --------------------------------------------------------------------------- lazy modules
+
+LAZY = [(lambda l: l.nn.LazyLinear(3), (2, 5)), (lambda l: l.nn.LazyConv2d(4, 3, padding=1, groups=2), (2, 6, 5, 5)),
+        (lambda l: l.nn.LazyConv1d(4, 3), (6, 5)), (lambda l: l.nn.LazyConvTranspose2d(4, 3, stride=2), (2, 6, 3, 3)),
+        (lambda l: l.nn.LazyConv3d(2, 2), (1, 3, 3, 3, 3)), (lambda l: l.nn.LazyConvTranspose3d(2, 2), (1, 3, 3, 3, 3)),
+        (lambda l: l.nn.LazyConvTranspose1d(2, 2), (1, 3, 3)), (lambda l: l.nn.LazyBatchNorm1d(), (4, 3)),
+        (lambda l: l.nn.LazyBatchNorm2d(affine=False), (4, 3, 2, 2)), (lambda l: l.nn.LazyBatchNorm3d(), (2, 3, 2, 2, 2)),
+        (lambda l: l.nn.LazyInstanceNorm1d(), (4, 3, 5)), (lambda l: l.nn.LazyInstanceNorm2d(affine=False), (4, 3, 2, 2))]
+
+
+@needs_torch
+@pytest.mark.parametrize("make,shape", LAZY)
+def test_lazy_modules(make, shape):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    res = []
+    tm, rm = make(torch), make(retrograd)
+    for lib, m in ((torch, tm), (retrograd, rm)):
+        before = (repr(m), list(m.state_dict()), [type(v).__name__ for v in m.state_dict().values()],
+                  [n for n, _ in m.named_parameters()], m.has_uninitialized_params())
+        m.double()
+        m(lib.tensor(x))         # materializes and initializes
+        res.append((before, type(m).__name__, repr(m), [(k, tuple(v.shape)) for k, v in m.state_dict().items()],
+                    hasattr(m, "_initialize_hook"), m.has_uninitialized_params() if hasattr(m, "has_uninitialized_params")
+                    else None))
+    assert res[1] == res[0]
+    _copy_into(rm, tm)
+    to, ro = tm(torch.tensor(x, requires_grad=True)), rm(retrograd.tensor(x, requires_grad=True))
+    np.testing.assert_allclose(ro.detach().numpy(), to.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_lazy_linear_materializes_from_a_state_dict_and_keeps_its_parameter_objects():
+    src = retrograd.nn.Linear(5, 3)
+    m = retrograd.nn.LazyLinear(3)
+    w = m.weight
+    opt = retrograd.optim.SGD(m.parameters(), lr=0.1)
+    assert isinstance(w, retrograd.nn.UninitializedParameter) and repr(w) == "<UninitializedParameter>"
+    with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized parameter"):
+        w.shape
+    m.load_state_dict(src.state_dict())
+    assert m.weight is w and type(w) is retrograd.nn.Parameter and tuple(w.shape) == (3, 5)
+    np.testing.assert_array_equal(w.detach().numpy(), src.weight.detach().numpy())
+    m(retrograd.ones(2, 5)).sum().backward()
+    opt.step()
+    assert type(m) is retrograd.nn.Linear and w.grad is not None
+
+
+@needs_torch
+def test_lazy_conv_bad_input():
+    msgs = []
+    for lib in (torch, retrograd):
+        with pytest.raises(RuntimeError) as e:
+            lib.nn.LazyConv2d(4, 3)(lib.ones(3, 4))
+        with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
+            lib.nn.LazyConv2d(4, 3, groups=2)(lib.ones(1, 3, 4, 4))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]

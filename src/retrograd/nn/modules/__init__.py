@@ -35,3 +35,6 @@ from .extra import (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, RMSNorm, Loc
                     CrossMapLRN2d, ChannelShuffle, PairwiseDistance, CosineSimilarity, Softmax2d, AlphaDropout,
                     FeatureAlphaDropout, LPPool1d, LPPool2d, LPPool3d, AdaptiveMaxPool3d, MaxUnpool1d, MaxUnpool2d,
                     MaxUnpool3d, SyncBatchNorm, Container)
+from .lazy import (LazyModuleMixin, LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d,  # noqa: F401
+                   LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d,
+                   LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
