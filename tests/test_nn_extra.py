@@ -607,3 +607,46 @@ def test_lazy_conv_bad_input():
             lib.nn.LazyConv2d(4, 3, groups=2)(lib.ones(1, 3, 4, 4))
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
+
+
+# --------------------------------------------------------------- adaptive log-softmax
+
+@needs_torch
+@pytest.mark.parametrize("head_bias", [False, True])
+def test_adaptive_log_softmax(head_bias):
+    torch.manual_seed(0)
+    tm = torch.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [4, 10, 15], div_value=2.0, head_bias=head_bias).double()
+    rm = retrograd.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [4, 10, 15], div_value=2.0, head_bias=head_bias).double()
+    assert repr(rm) == repr(tm)
+    assert [(k, tuple(v.shape)) for k, v in rm.state_dict().items()] == \
+        [(k, tuple(v.shape)) for k, v in tm.state_dict().items()]
+    _copy_into(rm, tm)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((9, 16))
+    t = np.array([0, 3, 4, 9, 10, 14, 15, 19, 2])
+    res = []
+    for lib, m in ((torch, tm), (retrograd, rm)):
+        xt = lib.tensor(x, requires_grad=True)
+        out, loss = m(xt, lib.tensor(t))
+        loss.backward()
+        one = m(xt[0], lib.tensor(t[0]))
+        res.append((out.detach().numpy(), loss.item(), xt.grad.numpy(), [p.grad.numpy() for p in m.parameters()],
+                    type(out.grad_fn).__name__, type(loss.grad_fn).__name__, m.log_prob(xt).detach().numpy(),
+                    type(m.log_prob(xt).grad_fn).__name__, m.predict(xt).numpy(), one.output.detach().numpy(),
+                    tuple(one.output.shape)))
+    t_, r_ = res
+    np.testing.assert_allclose(r_[0], t_[0], rtol=1e-10)
+    assert r_[1] == pytest.approx(t_[1], rel=1e-12)
+    np.testing.assert_allclose(r_[2], t_[2], rtol=1e-9, atol=1e-14)
+    for a, b in zip(r_[3], t_[3]):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-14)
+    assert r_[4:6] == t_[4:6] and r_[7] == t_[7] and r_[10] == t_[10]
+    np.testing.assert_allclose(r_[6], t_[6], rtol=1e-10)
+    np.testing.assert_array_equal(r_[8], t_[8])
+    np.testing.assert_allclose(r_[9], t_[9], rtol=1e-10)
+    for lib, m in ((torch, tm), (retrograd, rm)):
+        with pytest.raises(RuntimeError, match=r"Target values should be in \[0, 19\], but values in range "
+                                               r"\[0, 20\] were found."):
+            m(lib.tensor(x[:2]), lib.tensor([0, 20]))
+        with pytest.raises(ValueError, match="cutoffs should be a sequence of unique, positive integers"):
+            lib.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [4, 4])

@@ -38,3 +38,4 @@ from .extra import (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, RMSNorm, Loc
 from .lazy import (LazyModuleMixin, LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d,  # noqa: F401
                    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d,
                    LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
