@@ -650,3 +650,63 @@ def test_adaptive_log_softmax(head_bias):
             m(lib.tensor(x[:2]), lib.tensor([0, 20]))
         with pytest.raises(ValueError, match="cutoffs should be a sequence of unique, positive integers"):
             lib.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [4, 4])
+
+
+# -------------------------------------------------------------- fusion, skip_init, norms
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["conv", "convT", "linear", "linear1"])
+def test_fuse_bn_eval(kind):
+    torch.manual_seed(0)
+    make = {"conv": lambda l: (l.nn.Conv2d(3, 4, 3), l.nn.BatchNorm2d(4), (2, 3, 5, 5)),
+            "convT": lambda l: (l.nn.ConvTranspose2d(3, 4, 3, bias=False), l.nn.BatchNorm2d(4), (2, 3, 5, 5)),
+            "linear": lambda l: (l.nn.Linear(5, 4), l.nn.BatchNorm1d(4), (6, 5)),
+            "linear1": lambda l: (l.nn.Linear(5, 4, bias=False), l.nn.BatchNorm1d(1), (6, 5))}[kind]
+    tc, tb, shape = make(torch)
+    rc, rb, _ = make(retrograd)
+    tb.running_mean.uniform_(-1, 1)
+    tb.running_var.uniform_(0.5, 2)
+    tb.weight.data.uniform_(0.5, 2)
+    tb.bias.data.uniform_(-1, 1)
+    for a, b in ((rc, tc), (rb, tb)):
+        _copy_into(a, b)
+    for m in (tc, tb, rc, rb):
+        m.double().eval()
+    x = np.random.default_rng(0).standard_normal(shape)
+    res = []
+    for lib, c, b in ((torch, tc, tb), (retrograd, rc, rb)):
+        if kind.startswith("conv"):
+            f = lib.nn.utils.fuse_conv_bn_eval(c, b, transpose=kind == "convT")
+        else:
+            f = lib.nn.utils.fuse_linear_bn_eval(c, b)
+        y = f(lib.tensor(x)).detach().numpy()
+        res.append((y, [n for n, _ in f.named_parameters()], type(f.weight).__name__))
+        if kind != "linear1":    # (a one-feature batch norm folds into every output; not applicable as a layer)
+            np.testing.assert_allclose(y, b(c(lib.tensor(x))).detach().numpy(), rtol=1e-9, atol=1e-12)
+        c.train()
+        with pytest.raises(AssertionError, match="Fusion only for eval!"):
+            (lib.nn.utils.fuse_conv_bn_eval if kind.startswith("conv") else lib.nn.utils.fuse_linear_bn_eval)(c, b)
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-10)
+    assert res[1][1:] == res[0][1:]
+
+
+@needs_torch
+def test_skip_init_and_total_norm():
+    m = retrograd.nn.utils.skip_init(retrograd.nn.Linear, 4, 3)
+    assert type(m) is retrograd.nn.Linear and tuple(m.weight.shape) == (3, 4) and m.weight.device.type == "cpu"
+    for lib in (torch, retrograd):
+        with pytest.raises(RuntimeError, match="Module must support a 'device' arg to skip initialization"):
+            lib.nn.utils.skip_init(lib.nn.ReLU)
+    rng = np.random.default_rng(0)
+    gs = [rng.standard_normal((3, 4)), rng.standard_normal(5)]
+    res = []
+    for lib in (torch, retrograd):
+        ps = [lib.tensor(g.copy(), requires_grad=True) for g in gs]
+        for p, g in zip(ps, gs):
+            p.grad = lib.tensor(g.copy())
+        total = lib.nn.utils.get_total_norm([p.grad for p in ps], 3.0)
+        lib.nn.utils.clip_grads_with_norm_(ps, 1.0, total)
+        res.append((total.item(), [p.grad.numpy() for p in ps]))
+    assert res[1][0] == pytest.approx(res[0][0], rel=1e-12)
+    for a, b in zip(res[1][1], res[0][1]):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

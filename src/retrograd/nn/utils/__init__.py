@@ -6,3 +6,7 @@ from . import stateless  # noqa: F401,E402
 from . import parametrize, parametrizations  # noqa: F401,E402
 from .weight_norm import weight_norm, remove_weight_norm  # noqa: F401,E402
 from .spectral_norm import spectral_norm, remove_spectral_norm  # noqa: F401,E402
+from .clip_grad import get_total_norm, clip_grads_with_norm_  # noqa: F401,E402
+from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa
+from .init import skip_init  # noqa: F401,E402
+from . import fusion, init  # noqa: F401,E402
