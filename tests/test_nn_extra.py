@@ -710,3 +710,42 @@ def test_skip_init_and_total_norm():
     assert res[1][0] == pytest.approx(res[0][0], rel=1e-12)
     for a, b in zip(res[1][1], res[0][1]):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("nd", [2, 3])
+def test_fractional_max_pool_modules(nd):
+    rng = np.random.default_rng(nd)
+    shape = (2, 3, 8, 7) if nd == 2 else (2, 2, 7, 6, 8)
+    x = rng.standard_normal(shape)
+    u = rng.random((2, shape[1], nd))
+    res = []
+    for lib in (torch, retrograd):
+        cls = getattr(lib.nn, f"FractionalMaxPool{nd}d")
+        m = cls(2, output_ratio=0.5, return_indices=True, _random_samples=lib.tensor(u))
+        t = lib.tensor(x, requires_grad=True)
+        out, idx = m(t)
+        out.pow(2).sum().backward()
+        res.append((out.detach().numpy(), idx.numpy(), t.grad.numpy(), repr(m), list(m.state_dict()),
+                    m.kernel_size, m.output_ratio, m.output_size))
+        for kw, msg in ((dict(), "requires specifying either an output size, or a pooling ratio"),
+                        (dict(output_size=2, output_ratio=0.5), "only one of output_size and output_ratio"),
+                        (dict(output_ratio=1.5), r"output_ratio must be between 0 and 1 \(got 1.5\)")):
+            with pytest.raises(ValueError, match=msg):
+                cls(2, **kw)
+        # without samples: drawn from the generator, so only shapes and the window property are checked
+        out2 = cls(2, output_size=3)(t)
+        assert tuple(out2.shape) == shape[:2] + (3,) * nd
+    (a, ia, ga, *ra), (b, ib, gb, *rb) = res
+    np.testing.assert_array_equal(b, a)
+    np.testing.assert_array_equal(ib, ia)
+    np.testing.assert_allclose(gb, ga)
+    assert ra == rb
+
+
+def test_fractional_max_pool_gradcheck():
+    rng = np.random.default_rng(0)
+    x = retrograd.tensor(rng.standard_normal((1, 2, 7, 6)), requires_grad=True)
+    u = retrograd.tensor(rng.random((1, 2, 2)))
+    fn = lambda a: retrograd.nn.functional.fractional_max_pool2d(a, 2, (3, 4), _random_samples=u)  # noqa: E731
+    assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))

@@ -337,3 +337,49 @@ def _lrn_samples(mk):
 
 
 _add("local_response_norm", _lrn_samples, int_dtypes=False)
+
+
+# ---------------------------------------------------------------- fractional max pooling
+
+def _fractional(nd):
+    # the random samples go positionally so that each dtype variant converts them with the input
+    def samples(mk):
+        shape = (2, 3, 7, 6) if nd == 2 else (1, 2, 6, 5, 7)
+        n, c = shape[0], shape[1]
+        osz = (3, 4) if nd == 2 else (3, 2, 4)
+
+        def u(rows=n, ch=c):
+            return mk.rand(rows, ch, nd, low=0, high=1)
+        yield Sample(mk.rand(*shape), 2, osz, None, u(), grad=[0])
+        yield Sample(mk.rand(*shape), (3, 2) + (2,) * (nd - 2), None, (0.5,) * nd, u(), grad=[0], kind="ratio")
+        yield Sample(mk.rand(*shape), 2, None, 0.5, u(), grad=[0], kind="errors")
+        x = mk.rand(*shape)
+        x.flat[[0, 5, 9]] = [np.nan, np.inf, -np.inf]
+        yield Sample(x, 2, osz, None, u(), grad=[0], kind="nonfinite")
+        yield Sample(mk.rand(*shape[1:]), 2, osz, None, u(1), grad=[0], kind="unbatched")
+        ties = np.zeros(shape)
+        ties.flat[::3] = 1.0
+        yield Sample(ties, 2, osz, None, u(), grad=[0], kind="ties")
+        yield Sample(mk.rand(*shape), 2, (shape[2],) * nd, None, u(), grad=[0], kind="errors")
+        yield Sample(mk.rand(*shape), 2, None, None, u(), grad=[0], kind="errors")
+        yield Sample(mk.rand(*shape), 2, osz, None, u(n, c + 1), grad=[0], kind="errors")
+    return samples
+
+
+def _frac_op(nd, with_indices):
+    def op(lib, x, k, osz, ratio, samples):
+        if with_indices:
+            return getattr(lib.nn.functional, f"fractional_max_pool{nd}d_with_indices")(x, k, osz, ratio,
+                                                                                         _random_samples=samples)
+        return getattr(lib.nn.functional, f"fractional_max_pool{nd}d")(x, k, osz, ratio, return_indices=True,
+                                                                        _random_samples=samples)
+    return op
+
+
+for _nd in (2, 3):
+    # (the generic nonfinite kind would plant NaN in the random samples too, which torch casts to an integer
+    # offset: undefined; the samples' own nonfinite kind plants them in the input only)
+    _add(f"fractional_max_pool{_nd}d", _fractional(_nd), op=_frac_op(_nd, False), int_dtypes=False,
+         nonfinite=False)
+    _add(f"fractional_max_pool{_nd}d_with_indices", _fractional(_nd), op=_frac_op(_nd, True), int_dtypes=False,
+         nonfinite=False)

@@ -34,7 +34,7 @@ from .transformer import (Transformer, TransformerEncoder, TransformerDecoder,  
 from .extra import (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, RMSNorm, LocalResponseNorm,  # noqa: F401
                     CrossMapLRN2d, ChannelShuffle, PairwiseDistance, CosineSimilarity, Softmax2d, AlphaDropout,
                     FeatureAlphaDropout, LPPool1d, LPPool2d, LPPool3d, AdaptiveMaxPool3d, MaxUnpool1d, MaxUnpool2d,
-                    MaxUnpool3d, SyncBatchNorm, Container)
+                    MaxUnpool3d, SyncBatchNorm, Container, FractionalMaxPool2d, FractionalMaxPool3d)
 from .lazy import (LazyModuleMixin, LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d,  # noqa: F401
                    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d,
                    LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)

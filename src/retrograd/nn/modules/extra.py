@@ -16,7 +16,7 @@ from .pooling import _AdaptiveMaxPoolNd
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d",
            "ChannelShuffle", "PairwiseDistance", "CosineSimilarity", "Softmax2d", "AlphaDropout",
            "FeatureAlphaDropout", "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveMaxPool3d", "MaxUnpool1d",
-           "MaxUnpool2d", "MaxUnpool3d", "SyncBatchNorm", "Container"]
+           "MaxUnpool2d", "MaxUnpool3d", "SyncBatchNorm", "Container", "FractionalMaxPool2d", "FractionalMaxPool3d"]
 
 
 # *** instance norm ***
@@ -332,3 +332,38 @@ class Container(Module):
                       "Subclass that instead.", FutureWarning, stacklevel=2)
         for key, value in kwargs.items():
             self.add_module(key, value)
+
+
+# *** fractional max pooling ***
+
+def _fractional_class(name, nd):
+    def ntuple(v):
+        return tuple(v) if isinstance(v, (tuple, list)) else (v,) * nd
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        Module.__init__(self)
+        self.kernel_size = ntuple(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = ntuple(output_size) if output_size is not None else None
+        self.output_ratio = ntuple(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        fn = F.fractional_max_pool2d if nd == 2 else F.fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                  _random_samples=self._random_samples)
+
+    return type(name, (Module,), {"__init__": __init__, "forward": forward, "__module__": __name__,
+                                  "__constants__": ["kernel_size", "return_indices", "output_size", "output_ratio"],
+                                  "__doc__": f"Fractional max pooling over {nd}-D planes (random window offsets)."})
+
+
+FractionalMaxPool2d = _fractional_class("FractionalMaxPool2d", 2)
+FractionalMaxPool3d = _fractional_class("FractionalMaxPool3d", 3)

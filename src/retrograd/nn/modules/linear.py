@@ -50,3 +50,12 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+def __getattr__(name):
+    # torch.nn.modules.linear.NonDynamicallyQuantizableLinear: the class MultiheadAttention's
+    # out_proj uses (defined next to it, imported lazily to avoid a cycle)
+    if name == "NonDynamicallyQuantizableLinear":
+        from .activation_attention import NonDynamicallyQuantizableLinear
+        return NonDynamicallyQuantizableLinear
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
