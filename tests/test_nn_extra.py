@@ -749,3 +749,78 @@ def test_fractional_max_pool_gradcheck():
     u = retrograd.tensor(rng.random((1, 2, 2)))
     fn = lambda a: retrograd.nn.functional.fractional_max_pool2d(a, 2, (3, 4), _random_samples=u)  # noqa: E731
     assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
+
+
+# ----------------------------------------------------------------- torch.<name> forms
+
+@needs_torch
+def test_top_level_nn_functions():
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal((4, 3)) for _ in range(3))
+    t01, pm = rng.random((4, 3)), np.sign(rng.standard_normal(4))
+    lp = np.log(rng.dirichlet(np.ones(4), size=(6, 2)))
+    cases = [
+        ("kl_div", lambda l, x, y, z: l.kl_div(x, y.abs(), 2, log_target=False)),
+        ("kl_div", lambda l, x, y, z: l.kl_div(x, y)),
+        ("margin_ranking_loss", lambda l, x, y, z: l.margin_ranking_loss(x[:, 0], y[:, 0], l.tensor(pm), 0.2, 1)),
+        ("triplet_margin_loss", lambda l, x, y, z: l.triplet_margin_loss(x, y, z, 1.0, 2, 1e-6, True, 1)),
+        ("cosine_embedding_loss", lambda l, x, y, z: l.cosine_embedding_loss(x, y, l.tensor(pm), 0.1)),
+        ("hinge_embedding_loss", lambda l, x, y, z: l.hinge_embedding_loss(x, l.tensor(np.sign(a)), 0.5, 2)),
+        ("poisson_nll_loss", lambda l, x, y, z: l.poisson_nll_loss(x, y.abs(), True, True, 1e-8, 1)),
+        ("binary_cross_entropy_with_logits",
+         lambda l, x, y, z: l.binary_cross_entropy_with_logits(x, l.tensor(t01), None, z[0].abs().detach(), 1)),
+        ("ctc_loss", lambda l, x, y, z: l.ctc_loss(l.tensor(lp), l.tensor([[1, 2], [3, 3]]), [6, 5], [2, 2])),
+        ("ctc_loss", lambda l, x, y, z: l.ctc_loss(x.reshape(4, 1, 3).log_softmax(2), l.tensor([[1, 2]]), [4], [2],
+                                                   0, 2)),
+        ("embedding", lambda l, x, y, z: l.embedding(x, l.tensor([[0, 3], [2, 2]]), 2)),
+        ("channel_shuffle", lambda l, x, y, z: l.channel_shuffle(x.reshape(1, 4, 3), 2)),
+        ("conv_transpose3d", lambda l, x, y, z: l.conv_transpose3d(x.reshape(1, 2, 1, 2, 3), y.reshape(2, 1, 1, 2, 3),
+                                                                  None, 1, 0, 0, 2)),
+        ("convolution", lambda l, x, y, z: l.convolution(x.reshape(1, 4, 3), y.reshape(2, 2, 3), None, [1], [1], [1],
+                                                         False, [0], 2)),
+        ("convolution", lambda l, x, y, z: l.convolution(x.reshape(1, 4, 3), y.reshape(4, 1, 3), None, [2], [1], [1],
+                                                         True, [1], 1)),
+        ("conv_tbc", lambda l, x, y, z: l.conv_tbc(x.reshape(2, 2, 3), y.reshape(2, 3, 2), z[0, :2], 1)),
+        ("lstm_cell", lambda l, x, y, z: l.lstm_cell(x[:2], (y[:2, :1], z[:2, :1]), y.reshape(4, 3), z[:, :1],
+                                                     z[:, 1], z[:, 2])[0]),
+        ("lstm_cell", lambda l, x, y, z: l.lstm_cell(x[:2], (y[:2, :1], z[:2, :1]), y.reshape(4, 3), z[:, :1])[1]),
+        ("gru_cell", lambda l, x, y, z: l.gru_cell(x[:1], y[:1, :1], y[:3], z[:3, :1], z[:3, 1], z[:3, 2])),
+        ("rnn_tanh_cell", lambda l, x, y, z: l.rnn_tanh_cell(x, y[:, :2], z[:2], y[:2, :2])),
+        ("rnn_relu_cell", lambda l, x, y, z: l.rnn_relu_cell(x, y[:, :2], z[:2], y[:2, :2], z[0, :2])),
+        ("max_pool1d_with_indices", lambda l, x, y, z: l.max_pool1d_with_indices(x.reshape(1, 4, 3), 2, [], 1)[0]),
+        ("native_layer_norm", lambda l, x, y, z: l.native_layer_norm(x, [3], y[0], z[0], 1e-5)),
+        ("native_batch_norm", lambda l, x, y, z: l.native_batch_norm(x, y[0], z[0], None, None, True, 0.1, 1e-5)),
+        ("native_group_norm", lambda l, x, y, z: l.native_group_norm(x.reshape(2, 6), None, None, 2, 6, 1, 3,
+                                                                     1e-5)),
+    ]
+    for name, fn in cases:
+        outs = []
+        for lib in (torch, retrograd):
+            ts = [lib.tensor(v, requires_grad=True) for v in (a, b, c)]
+            out = fn(lib, *ts)
+            first = out[0] if isinstance(out, tuple) else out
+            gs = lib.autograd.grad(first.sum(), ts, allow_unused=True) if first.requires_grad else ()
+            outs.append(([o.detach().numpy() for o in (out if isinstance(out, tuple) else (out,))],
+                         [None if g is None else g.numpy() for g in gs]))
+        (to, tg), (ro, rg) = outs
+        for x, y in zip(ro, to):
+            np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12, err_msg=name)
+        for x, y in zip(rg, tg):
+            assert (x is None) == (y is None), name
+            if x is not None:
+                np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def test_native_dropout_mask_and_in_place_alpha_dropout():
+    retrograd.manual_seed(0)
+    x = retrograd.ones(4000, dtype=retrograd.float64, requires_grad=True)
+    out, mask = retrograd.native_dropout(x, 0.25, True)
+    m = mask.numpy()
+    assert mask.dtype == retrograd.bool and abs(m.mean() - 0.75) < 0.03
+    np.testing.assert_allclose(out.detach().numpy(), np.where(m, 1 / 0.75, 0.0))
+    (g,) = retrograd.autograd.grad(out.sum(), x)
+    np.testing.assert_allclose(g.numpy(), np.where(m, 1 / 0.75, 0.0))
+    out, mask = retrograd.native_dropout(x, 0.25, False)
+    assert bool(mask.all()) and np.array_equal(out.detach().numpy(), x.detach().numpy())
+    y = retrograd.ones(10)
+    assert retrograd.alpha_dropout_(y, 0.5, False) is y and retrograd.feature_alpha_dropout_(y, 0.5, False) is y

@@ -399,3 +399,193 @@ class ConvTranspose3dBackward(OpNode):
 
 
 ConvTranspose3dBackward.__name__ = ConvTranspose3dBackward.__qualname__ = "ConvolutionBackward0"
+
+
+# *** the torch.<name> forms of nn ops (ATen's signatures: reductions as ints, weight first...) ***
+
+_RED = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _red(reduction):
+    if isinstance(reduction, str):
+        return reduction
+    return _RED[int(reduction)]
+
+
+def _F():
+    from ..nn import functional
+    return functional
+
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """torch.embedding: rows of ``weight`` picked by ``indices`` (weight first; -1: no padding row)."""
+    return _F().embedding(indices, weight, None if padding_idx is None or padding_idx < 0 else padding_idx,
+                          None, 2.0, scale_grad_by_freq, sparse)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False):
+    """torch.ctc_loss (reduction as an int: 0 none, 1 mean, 2 sum)."""
+    from .loss_extra import ctc_loss as _ctc
+    return _ctc(log_probs, targets, input_lengths, target_lengths, blank, _red(reduction), zero_infinity)
+
+
+def kl_div(input, target, reduction=0, log_target=False):
+    """torch.kl_div (reduction as an int)."""
+    from .loss import kl_div as _kl
+    return _kl(input, target, reduction=_red(reduction), log_target=log_target)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
+    """torch.margin_ranking_loss (reduction as an int)."""
+    from .loss import margin_ranking_loss as _mr
+    return _mr(input1, input2, target, margin, _red(reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction=0):
+    """torch.triplet_margin_loss (reduction as an int)."""
+    from .loss import triplet_margin_loss as _tm
+    return _tm(anchor, positive, negative, margin, p, eps, swap, _red(reduction))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
+    """torch.cosine_embedding_loss (reduction as an int)."""
+    from .loss import cosine_embedding_loss as _ce
+    return _ce(input1, input2, target, margin, _red(reduction))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
+    """torch.hinge_embedding_loss (reduction as an int)."""
+    from .loss_extra import hinge_embedding_loss as _he
+    return _he(input, target, margin, _red(reduction))
+
+
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    """torch.poisson_nll_loss (every argument required, reduction as an int)."""
+    from .loss_extra import poisson_nll_loss as _pn
+    return _pn(input, target, log_input, full, eps, _red(reduction))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
+    """torch.binary_cross_entropy_with_logits (reduction as an int)."""
+    from .loss import binary_cross_entropy_with_logits as _bce
+    return _bce(input, target, weight, _red(reduction), pos_weight)
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """torch.convolution: the N-d (transposed) convolution named by ``weight``'s dims."""
+    F = _F()
+    nd = weight.dim() - 2
+    if transposed:
+        fn = (F.conv_transpose1d, F.conv_transpose2d, conv_transpose3d)[nd - 1]
+        return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    fn = (F.conv1d, F.conv2d, F.conv3d)[nd - 1]
+    return fn(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """Time-batch-channel 1-D convolution: input (T, B, Cin), weight (k, Cin, Cout), bias (Cout,)."""
+    out = _F().conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
+    return out.permute(2, 0, 1)
+
+
+def _cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh):
+    F = _F()
+    return F.linear(input, w_ih, b_ih) + F.linear(hx, w_hh, b_hh)
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One LSTM step: (h', c') from input and (h, c)."""
+    h, c = hx
+    i, f, g, o = _cell_gates(input, h, w_ih, w_hh, b_ih, b_hh).chunk(4, 1)
+    cy = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * cy.tanh(), cy
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One GRU step: h' from input and h."""
+    F = _F()
+    ir, iz, in_ = F.linear(input, w_ih, b_ih).chunk(3, 1)
+    hr, hz, hn = F.linear(hx, w_hh, b_hh).chunk(3, 1)
+    r = (ir + hr).sigmoid()
+    z = (iz + hz).sigmoid()
+    n = (in_ + r * hn).tanh()
+    return (hx - n) * z + n
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman RNN step with tanh."""
+    return _cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh).tanh()
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman RNN step with ReLU."""
+    return _cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh).relu()
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """torch.max_pool1d_with_indices: (values, indices)."""
+    if isinstance(stride, (tuple, list)) and len(stride) == 0:
+        stride = None
+    return _F().max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """(layer_norm(input), mean, 1/std) with the statistics kept (size 1) over the normalized dims."""
+    from ..autograd import grad_mode
+    out = _F().layer_norm(input, normalized_shape, weight, bias, eps)
+    dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
+    with grad_mode.no_grad():
+        mean = input.mean(dims, keepdim=True)
+        rstd = (input.var(dims, keepdim=True, unbiased=False) + eps).rsqrt()
+    return out, mean, rstd
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """(batch_norm(input), batch mean, 1/std) in training; empty statistics otherwise."""
+    from ..autograd import grad_mode
+    out = _F().batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    if not training:
+        return out, input.new_empty((0,)), input.new_empty((0,))
+    dims = (0,) + tuple(range(2, input.dim()))
+    with grad_mode.no_grad():
+        mean = input.mean(dims)
+        invstd = (input.var(dims, unbiased=False) + eps).rsqrt()
+    return out, mean, invstd
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """(group_norm(input), mean, 1/std), the statistics (N, group)."""
+    from ..autograd import grad_mode
+    out = _F().group_norm(input, group, weight, bias, eps)
+    with grad_mode.no_grad():
+        g = input.reshape(N, group, -1)
+        mean = g.mean(-1)
+        rstd = (g.var(-1, unbiased=False) + eps).rsqrt()
+    return out, mean, rstd
+
+
+def native_dropout(input, p, train):
+    """(dropout(input), keep mask): in training each element is kept with probability 1 - p and scaled
+    by 1 / (1 - p); otherwise the input (copied) and an all-True mask."""
+    from .. import _creation
+    if train is None or train:
+        keep = _creation.empty_like(input).bernoulli_(1 - p).bool()
+        return input * keep * (1.0 / (1 - p) if p < 1 else 0.0), keep
+    return input.clone(), input.new_ones(input.shape).bool()
+
+
+def alpha_dropout_(input, p, train):
+    """In-place alpha dropout."""
+    return _F().alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_alpha_dropout_(input, p, train):
+    """In-place feature alpha dropout."""
+    return _F().feature_alpha_dropout(input, p, train, inplace=True)
+
+
+__all__ += ["embedding", "ctc_loss", "kl_div", "margin_ranking_loss", "triplet_margin_loss",
+            "cosine_embedding_loss", "hinge_embedding_loss", "poisson_nll_loss", "binary_cross_entropy_with_logits",
+            "channel_shuffle", "native_channel_shuffle", "conv_transpose3d", "convolution", "conv_tbc", "lstm_cell",
+            "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "max_pool1d_with_indices", "native_layer_norm",
+            "native_batch_norm", "native_group_norm", "native_dropout", "alpha_dropout_", "feature_alpha_dropout_"]
