@@ -1,6 +1,4 @@
 """Folding an evaluation-mode BatchNorm into the convolution or linear layer before it."""
-import copy
-
 from ..parameter import Parameter
 
 __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
@@ -10,6 +8,7 @@ def fuse_conv_bn_eval(conv, bn, transpose=False):
     """A copy of ``conv`` computing ``bn(conv(x))`` (both in eval mode)."""
     if conv.training or bn.training:
         raise AssertionError("Fusion only for eval!")
+    import copy
     fused = copy.deepcopy(conv)
     if bn.running_mean is None or bn.running_var is None:
         raise AssertionError("bn.running_mean and bn.running_var must not be None")
@@ -39,6 +38,7 @@ def fuse_linear_bn_eval(linear, bn):
     """A copy of ``linear`` computing ``bn(linear(x))`` (both in eval mode)."""
     if linear.training or bn.training:
         raise AssertionError("Fusion only for eval!")
+    import copy
     fused = copy.deepcopy(linear)
     if not (linear.out_features == bn.num_features or bn.num_features == 1):
         raise AssertionError("To fuse, linear.out_features == bn.num_features or bn.num_features == 1")

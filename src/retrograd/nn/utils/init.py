@@ -1,12 +1,11 @@
 """skip_init: build a module without running its parameter initialization."""
-import inspect
-
 __all__ = ["skip_init"]
 
 
 def skip_init(module_cls, *args, **kwargs):
     """An instance of ``module_cls`` whose parameters and buffers are left uninitialized (built on the
     meta device, then given empty storage on ``device``)."""
+    import inspect
     from ..modules.module import Module
     if not issubclass(module_cls, Module):
         raise RuntimeError(f"Expected a Module; got {module_cls}")
