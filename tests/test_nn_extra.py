@@ -824,3 +824,18 @@ def test_native_dropout_mask_and_in_place_alpha_dropout():
     assert bool(mask.all()) and np.array_equal(out.detach().numpy(), x.detach().numpy())
     y = retrograd.ones(10)
     assert retrograd.alpha_dropout_(y, 0.5, False) is y and retrograd.feature_alpha_dropout_(y, 0.5, False) is y
+
+
+@needs_torch
+def test_reentrant_checkpoint_rejects_restricted_backward():
+    for lib in (torch, retrograd):
+        x = lib.ones(3, requires_grad=True)
+        for call in (lambda y: lib.autograd.grad(y.sum(), x), lambda y: y.sum().backward(inputs=[x])):
+            y = lib.utils.checkpoint.checkpoint(lambda a: a.sin() * 2, x, use_reentrant=True)
+            with pytest.raises(RuntimeError, match="When use_reentrant=True, torch.utils.checkpoint is incompatible "
+                                                   r"with .grad\(\) or passing an `inputs` parameter"):
+                call(y)
+        # non-reentrant checkpointing works with both
+        y = lib.utils.checkpoint.checkpoint(lambda a: a.sin() * 2, x, use_reentrant=False)
+        (g,) = lib.autograd.grad(y.sum(), x)
+        np.testing.assert_allclose(g.numpy(), 2 * np.cos(1.0) * np.ones(3), rtol=1e-6)

@@ -127,6 +127,12 @@ class CheckpointFunction(Function):
     @staticmethod
     def backward(ctx, *args):
         from .. import autograd
+        from ..autograd.engine import _is_checkpoint_valid
+        if not _is_checkpoint_valid():
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an "
+                "`inputs` parameter to .backward(). To resolve this error, you can either set "
+                "use_reentrant=False, or call .backward() without passing the `inputs` argument.")
         inputs = list(ctx.inputs)
         for i, idx in enumerate(ctx.tensor_indices):
             inputs[idx] = ctx.saved_tensors[i]
