@@ -839,3 +839,46 @@ def test_reentrant_checkpoint_rejects_restricted_backward():
         y = lib.utils.checkpoint.checkpoint(lambda a: a.sin() * 2, x, use_reentrant=False)
         (g,) = lib.autograd.grad(y.sum(), x)
         np.testing.assert_allclose(g.numpy(), 2 * np.cos(1.0) * np.ones(3), rtol=1e-6)
+
+
+@needs_torch
+@pytest.mark.parametrize("shape,orthogonal_map,triv", [((4, 4), None, True), ((5, 3), None, True),
+                                                        ((3, 5), "matrix_exp", True), ((4, 4), "cayley", True),
+                                                        ((3, 5), "cayley", True), ((5, 3), "householder", False),
+                                                        ((4, 4), "householder", True)])
+def test_orthogonal_parametrization(shape, orthogonal_map, triv):
+    torch.manual_seed(0)
+    tm = torch.nn.Linear(shape[1], shape[0], bias=False).double()
+    rm = retrograd.nn.Linear(shape[1], shape[0], bias=False).double()
+    _copy_into(rm, tm)
+    torch.nn.utils.parametrizations.orthogonal(tm, orthogonal_map=orthogonal_map, use_trivialization=triv)
+    retrograd.nn.utils.parametrizations.orthogonal(rm, orthogonal_map=orthogonal_map, use_trivialization=triv)
+    assert list(rm.state_dict()) == list(tm.state_dict()) and repr(rm) == repr(tm)
+    w = rm.weight.detach().numpy()
+    np.testing.assert_allclose(w, tm.weight.detach().numpy(), atol=1e-10)
+    small = min(shape)
+    gram = w.T @ w if shape[0] >= shape[1] else w @ w.T
+    np.testing.assert_allclose(gram, np.eye(small), atol=1e-10)
+    # a step away from the initial point (torch's state: its random completion of a non-square base)
+    with torch.no_grad():
+        tm.parametrizations.weight.original.add_(torch.tensor(np.random.default_rng(1).standard_normal(shape) * 0.3))
+    _copy_into(rm, tm)
+    x = np.random.default_rng(0).standard_normal((2, shape[1]))
+    to, ro = tm(torch.tensor(x)), rm(retrograd.tensor(x))
+    to.pow(2).sum().backward()
+    ro.pow(2).sum().backward()
+    np.testing.assert_allclose(ro.detach().numpy(), to.detach().numpy(), atol=1e-9)
+    np.testing.assert_allclose(rm.parametrizations.weight.original.grad.numpy(),
+                               tm.parametrizations.weight.original.grad.numpy(), atol=1e-8)
+
+
+def test_orthogonal_matrix_exp_gradcheck():
+    from retrograd.nn.utils._orthogonal import _matrix_exp, _householder_product
+    rng = np.random.default_rng(0)
+    a = retrograd.tensor(rng.standard_normal((3, 3)) * 2, requires_grad=True)
+    assert gradcheck(_matrix_exp, (a,))
+    v = retrograd.tensor(rng.standard_normal((4, 2)), requires_grad=True)
+    tau = retrograd.tensor(rng.random(2) + 0.5, requires_grad=True)
+    assert gradcheck(_householder_product, (v, tau))
+    import scipy.linalg
+    np.testing.assert_allclose(_matrix_exp(a).detach().numpy(), scipy.linalg.expm(a.detach().numpy()), rtol=1e-12)

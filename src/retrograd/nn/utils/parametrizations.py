@@ -1,4 +1,4 @@
-"""torch.nn.utils.parametrizations: weight_norm and spectral_norm as parametrizations
+"""torch.nn.utils.parametrizations: weight_norm, spectral_norm and orthogonal as parametrizations
 (the originals live under ``module.parametrizations.<name>``)."""
 from ..._tensor import Tensor
 from ...autograd import grad_mode
@@ -7,7 +7,7 @@ from .. import functional as F
 from ..modules.module import Module, _add_handle
 from . import parametrize
 
-__all__ = ["spectral_norm", "weight_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
 class _WeightNorm(Module):
@@ -110,3 +110,8 @@ def _conv_transpose3d():
     from ..modules import conv_transpose
     return getattr(conv_transpose, "ConvTranspose3d", None)
 
+
+def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
+    """Constrain ``module.<name>`` to orthogonal (unitary) matrices (matrix_exp, cayley or householder)."""
+    from ._orthogonal import orthogonal as _orth
+    return _orth(module, name, orthogonal_map, use_trivialization=use_trivialization)
