@@ -308,11 +308,8 @@ def weight_norm(v, g, dim=0):
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """3-D transposed convolution: input (N, Cin, D, H, W), weight (Cin, Cout/groups, kd, kh, kw).
 
-    Computed as the convolution it is the adjoint of: the input spread out by ``stride`` (zeros
-    between), padded by ``dilation * (k - 1) - padding`` (plus ``output_padding`` at the end), then
-    convolved with the spatially flipped kernel, its in/out channels swapped per group."""
-    from ..nn import functional as F
-    from .conv import conv3d
+    Each kernel offset's GEMM (weight slice x input) is added into the output window it reaches,
+    so only real products are ever summed (see _ct3d_composite)."""
     if input.dim() not in (4, 5):
         raise RuntimeError("Expected 4D (unbatched) or 5D (batched) input to conv_transpose3d, but got input of "
                            f"size: [{', '.join(map(str, input.shape))}]")
