@@ -881,3 +881,37 @@ def test_orthogonal_matrix_exp_gradcheck():
     assert gradcheck(_householder_product, (v, tau))
     import scipy.linalg
     np.testing.assert_allclose(_matrix_exp(a).detach().numpy(), scipy.linalg.expm(a.detach().numpy()), rtol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_top_level_embedding_bag(dtype):
+    w = np.random.default_rng(0).standard_normal((6, 3)).astype(dtype)
+    idx = np.array([1, 2, 4, 5, 4, 3])
+    for offsets, args in [((0, 2, 2, 5), (False, 0)), ((0, 2, 2, 5), (False, 1)), ((0, 2, 2, 5), (False, 2)),
+                          ((0, 2, 2, 6), (False, 0, False, None, True)), ((0, 2, 2, 6), (False, 2, False, None, True)),
+                          ((0, 2, 2, 5), (False, 0, False, None, False, 2)),
+                          ((0, 2, 2, 5), (False, 1, False, None, False, 2))]:
+        res = []
+        for lib in (torch, retrograd):
+            wt = lib.tensor(w, requires_grad=True)
+            r = lib.embedding_bag(wt, lib.tensor(idx), lib.tensor(np.array(offsets)), *args)
+            r[0].pow(2).sum().backward()
+            res.append([t.detach().numpy() for t in r] + [wt.grad.numpy()])
+        for a, b in zip(res[1], res[0]):
+            assert a.shape == b.shape and a.dtype == b.dtype, (offsets, args)
+            np.testing.assert_allclose(a, b, rtol=1e-6, err_msg=str((offsets, args)))
+
+
+@needs_torch
+def test_functional_conv_tbc():
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((5, 2, 3)), rng.standard_normal((3, 3, 4)), rng.standard_normal(4)
+    res = []
+    for lib in (torch, retrograd):
+        ts = [lib.tensor(v, requires_grad=True) for v in (x, w, b)]
+        out = lib.nn.functional.conv_tbc(*ts, 1)
+        out.pow(2).sum().backward()
+        res.append([out.detach().numpy()] + [t.grad.numpy() for t in ts])
+    for a, b_ in zip(res[1], res[0]):
+        np.testing.assert_allclose(a, b_, rtol=1e-10)

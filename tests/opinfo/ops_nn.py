@@ -80,6 +80,11 @@ _add("conv_transpose3d", lambda mk: [
     Sample(mk.rand(1, 2, 2, 2, 2), mk.rand(2, 2, 2, 2, 2), stride=1, output_padding=1, kind="errors"),
 ], int_dtypes=False)
 
+_add("conv_tbc", lambda mk: [
+    Sample(mk.rand(5, 2, 3), mk.rand(3, 3, 4), mk.rand(4), 1),
+    Sample(mk.rand(4, 1, 2), mk.rand(2, 2, 3), mk.rand(3)),
+], int_dtypes=False)
+
 # ---------------------------------------------------------------------------- pooling
 
 _TIES = dict(kind="ties")

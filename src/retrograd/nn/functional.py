@@ -528,6 +528,7 @@ from ..ops.gridsample import grid_sample, affine_grid  # noqa: F401,E402
 from ._functional_seq import (upsample, upsample_nearest, upsample_bilinear,  # noqa: F401,E402
                               multi_head_attention_forward)
 from ..ops.nn_extra import (channel_shuffle, native_channel_shuffle, gumbel_softmax,  # noqa: F401,E402
-                            local_response_norm, max_unpool1d, max_unpool2d, max_unpool3d, conv_transpose3d)
+                            local_response_norm, max_unpool1d, max_unpool2d, max_unpool3d, conv_transpose3d,
+                            conv_tbc)
 from ..ops.pool_extra import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: F401,E402
                               fractional_max_pool3d, fractional_max_pool3d_with_indices)

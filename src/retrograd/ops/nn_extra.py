@@ -479,10 +479,51 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     return fn(input, weight, bias, stride, padding, dilation, groups)
 
 
+def _conv_tbc_composite(pad, x, w, b):
+    """The bias, then each kernel offset's GEMM added into the output rows it reaches (no padded
+    zero ever meets a weight)."""
+    from .linalg import matmul
+    t_in, batch = x.shape[0], x.shape[1]
+    k_n, cout = w.shape[0], w.shape[2]
+    t_out = t_in + 2 * pad - k_n + 1
+    out = b.reshape(1, 1, cout).expand(t_out, batch, cout).clone()
+    for k in range(k_n):
+        t0, t1 = max(0, pad - k), min(t_out, t_in + pad - k)
+        if t1 > t0:
+            out[t0:t1] += matmul(x[t0 + k - pad:t1 + k - pad], w[k])
+    return out
+
+
+class ConvTbcBackward0(OpNode):
+    """Gradients of the conv1d composite (recorded, so they differentiate again)."""
+
+    def backward(self, g):
+        from ._seqkit import graph_grads
+        from ._base import _state
+        from ..autograd import grad_mode
+        recording = _state.grad
+        with grad_mode.enable_grad():
+            res = graph_grads(lambda *t: _conv_tbc_composite(self.pad, *t), list(self.saved_tensors), [g])
+        return tuple(r if recording or r is None else r.detach() for r in res)
+
+
 def conv_tbc(input, weight, bias, pad=0):
     """Time-batch-channel 1-D convolution: input (T, B, Cin), weight (k, Cin, Cout), bias (Cout,)."""
-    out = _F().conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
-    return out.permute(2, 0, 1)
+    from ..autograd import grad_mode
+    st = input._data.strides
+    t_n, b_n = input.shape[0], input.shape[1]
+    if t_n > 1 and b_n > 1 and min(st) >= 0 and st[0] != st[1] * b_n:
+        # PyTorch's kernel views the input as (T * B, Cin) (a negative-stride array stands for the
+        # copy PyTorch would hold)
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one dimension "
+                           "spans across two contiguous subspaces). Use .reshape(...) instead.")
+    with grad_mode.no_grad():
+        r = _conv_tbc_composite(pad, input, weight, bias)
+    node = node_for(ConvTbcBackward0, (input, weight, bias))
+    if node is not None:
+        node.pad = pad
+        save(node, input, weight, bias)
+    return finish(node, np.ascontiguousarray(r._data))
 
 
 def _cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh):
@@ -586,3 +627,41 @@ __all__ += ["embedding", "ctc_loss", "kl_div", "margin_ranking_loss", "triplet_m
             "channel_shuffle", "native_channel_shuffle", "conv_transpose3d", "convolution", "conv_tbc", "lstm_cell",
             "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "max_pool1d_with_indices", "native_layer_norm",
             "native_batch_norm", "native_group_norm", "native_dropout", "alpha_dropout_", "feature_alpha_dropout_"]
+
+
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """torch.embedding_bag: (output, offset2bag, bag_size, max_indices) for 1-D ``indices`` split by
+    ``offsets``; mode 0 sum, 1 mean, 2 max. The three bookkeeping tensors are PyTorch's CPU kernel's:
+    for sum bag_size and max_indices stay zero, for mean max_indices repeats bag_size."""
+    from .. import _creation
+    modes = {0: "sum", 1: "mean", 2: "max"}
+    out = _F().embedding_bag(indices, weight, offsets, None, 2.0, scale_grad_by_freq, modes[int(mode)], sparse,
+                             per_sample_weights, include_last_offset,
+                             None if padding_idx is None or padding_idx < 0 else padding_idx)
+    idx = np.asarray(indices._data).reshape(-1).astype(np.int64)
+    offs = np.asarray(offsets._data).reshape(-1).astype(np.int64)
+    nb = offs.shape[0] - 1 if include_last_offset else offs.shape[0]
+    ends = np.append(offs[1:], idx.shape[0])[:nb] if not include_last_offset else offs[1:nb + 1]
+    # each position's bag (positions past the last offset belong to the last bag)
+    bag_of = np.minimum(np.searchsorted(offs, np.arange(idx.shape[0]), side="right") - 1, nb - 1).astype(np.int64)
+    keep = idx != padding_idx if padding_idx is not None and padding_idx >= 0 else np.ones(idx.shape, bool)
+    sizes = np.array([int(keep[offs[b]:ends[b]].sum()) for b in range(nb)], np.int64)
+    if int(mode) == 0:
+        # (PyTorch's float32 sum kernel without padding_idx leaves offset2bag empty)
+        fast = weight._data.dtype == np.float32 and (padding_idx is None or padding_idx < 0)
+        zeros = np.zeros(nb, np.int64)
+        return (out, _creation.tensor(np.zeros(0, np.int64) if fast else bag_of), _creation.tensor(zeros),
+                _creation.tensor(zeros.copy()))
+    if int(mode) == 1:
+        return out, _creation.tensor(bag_of), _creation.tensor(sizes), _creation.tensor(sizes.copy())
+    w = np.asarray(weight._data)
+    maxi = np.zeros((nb, w.shape[1]), np.int64)
+    for b in range(nb):
+        rows = idx[offs[b]:ends[b]][keep[offs[b]:ends[b]]]
+        if rows.size:
+            maxi[b] = rows[np.argmax(w[rows], axis=0)]
+    return out, _creation.tensor(bag_of), _creation.tensor(sizes), _creation.tensor(maxi)
+
+
+__all__ += ["embedding_bag"]
