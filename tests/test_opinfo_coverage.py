@@ -15,6 +15,8 @@ NOT_DIFFERENTIABLE = {
 COVERED_ELSEWHERE = {
     "_to": "retrograd-internal helper behind to()/float()/...; torch has no Tensor._to (to() has entries)",
     "cuda": "needs a CUDA device; device moves are tested in tests/test_devices.py",
+    "F.gumbel_softmax": "random sample: its values cannot be compared with torch's generator; tests/test_nn_extra.py "
+                        "checks its distribution, straight-through gradient and the hard one-hot form",
     **{n: _RANDOM_FILL for n in ("bernoulli_", "exponential_", "log_normal_", "normal_", "random_", "uniform_")},
 }
 

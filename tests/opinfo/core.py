@@ -109,6 +109,15 @@ _known("sgn", "fuzz:grad fuzz:gradgrad", "nonfinite infgrad",
        "below it short-circuit (0 * nan stays 0) while matrix kernels such as mv materialize it (0 * nan = nan); "
        "retrograd's gradient is a plain zero tensor, so nan/inf saved below sgn give nan as IEEE arithmetic does "
        "(tests/test_edges_elementwise.py)")
+_known("F.conv_transpose3d", "gradgrad", "nonfinite",
+       "second derivative w.r.t. the upstream gradient with nan/inf planted in input, weight and bias: one element "
+       "where torch's double-backward convolution gives -inf, retrograd's slice-add composite (ops/nn_extra.py) "
+       "gives nan; first derivatives and values agree, also with non-finite inputs (not yet traced)")
+_known("F.conv_tbc", "grad gradgrad", "infgrad", "with +-inf and nan in the upstream gradient: some weight-gradient "
+       "elements where torch's conv_tbc backward kernel gives +-inf, retrograd's per-offset GEMM composite "
+       "(ops/nn_extra.py) sums an inf and a -inf into nan (not yet traced); values and finite gradients agree")
+_known("F.conv_tbc", "gradgrad", "nonfinite", "second derivative w.r.t. the upstream gradient with nan/inf operands: "
+       "+-inf in torch where retrograd's composite gives nan (as F.conv_tbc infgrad)")
 _known("view_written_in_place", "fuzz:grad", "*",
        "a view whose base history changed in place replays its own view op (ViewBackward0, SelectBackward0...); "
        "torch regenerates AsStridedBackward0 (_tensor.py _refresh_view); the fuzzer skips only this name comparison")

@@ -255,3 +255,149 @@ def _one_hot_samples(mk):
 
 _add("one_hot", _one_hot_samples, grad=False, int_dtypes=False, nonfinite=False)
 
+
+
+# ------------------------------------------------- the remaining margin and likelihood losses
+
+def _soft_margin_samples(mk):
+    for red in R:
+        yield Sample(mk.rand(3, 4), mk.arr(np.sign(mk.rand(3, 4))), reduction=red, grad=[0])
+        yield Sample(mk.rand(3, 4), mk.rand(4), reduction=red, kind="broadcast", grad=[0])
+        yield Sample(mk.rand(), mk.arr(-1.0), reduction=red, kind="0d", grad=[0])
+        yield Sample(mk.arr([50.0, -800.0, 800.0, 0.0]), mk.arr([-1.0, -1.0, 1.0, 1.0]), reduction=red,
+                     kind="degenerate", grad=[0])
+    yield Sample(mk.rand(4), mk.rand(3, 4), kind="errors", grad=[0])
+    # the target is not differentiable
+    yield Sample(mk.rand(3, 4), mk.rand(3, 4), kind="errors")
+
+
+_add("soft_margin_loss", _soft_margin_samples)
+
+
+def _hinge_samples(mk):
+    for red in R:
+        yield Sample(mk.rand(3, 4), mk.arr(np.sign(mk.rand(3, 4))), margin=0.5, reduction=red, grad=[0])
+        yield Sample(mk.rand(3, 4), mk.arr(np.sign(mk.rand(4))), reduction=red, kind="broadcast", grad=[0])
+        yield Sample(mk.arr([1.0, 0.0, -1.0, 2.0]), mk.arr([1.0, -1.0, -1.0, -1.0]), reduction=red,
+                     kind="degenerate", grad=[0])
+
+
+_add("hinge_embedding_loss", _hinge_samples)
+
+
+def _mlsm_samples(mk):
+    for red in R:
+        yield Sample(mk.rand(3, 4), mk.rand(3, 4, low=0, high=1), reduction=red)
+        yield Sample(mk.rand(3, 4), mk.rand(3, 4, low=0, high=1), mk.pos(4), reduction=red)
+        yield Sample(mk.rand(4), mk.rand(4, low=0, high=1), reduction=red, kind="unbatched")
+
+
+_add("multilabel_soft_margin_loss", _mlsm_samples)
+
+
+def _multi_margin_samples(mk):
+    t = mk.index([0, 3, 2])
+    for red in R:
+        yield Sample(mk.rand(3, 4), t, reduction=red)
+        yield Sample(mk.rand(3, 4), t, 2, 0.7, reduction=red)
+        yield Sample(mk.rand(3, 4), t, 2, 1.5, mk.pos(4), reduction=red, grad=[0])
+        yield Sample(mk.rand(4), mk.index(1), reduction=red, kind="unbatched")
+        # margins exactly zero are not counted (the kernel's test is z > 0)
+        yield Sample(mk.arr([[1.0, 0.0, 2.0], [0.5, 0.5, 0.5]]), mk.index([0, 1]), reduction=red, kind="degenerate")
+    for args in ((mk.index([0, 4, 2]),), (mk.index([0, 1]),), (mk.index([0, 1, 2], dtype=np.int32),),
+                 (t, 3), (t, 1, 1.0, mk.pos(3))):
+        yield Sample(mk.rand(3, 4), *args, kind="errors")
+    yield Sample(mk.rand(2, 3, 4), mk.index([0, 1]), kind="errors")
+
+
+_add("multi_margin_loss", _multi_margin_samples, gradgrad=False, int_dtypes=False,
+     skip={"empty": "torch 2.13 returns uninitialized memory for an empty batch's mean"})
+
+
+def _mlm_samples(mk):
+    t = mk.index([[0, 3, -1, 1], [2, -1, 0, 0], [1, 2, 3, 0]])
+    for red in R:
+        yield Sample(mk.rand(3, 4), t, reduction=red)
+        yield Sample(mk.rand(4), mk.index([3, 3, -1, 0]), reduction=red, kind="unbatched")
+        yield Sample(mk.arr([[1.0, 0.0, 2.0], [0.5, 0.5, 0.5]]), mk.index([[0, -1, 2], [1, 2, -1]]), reduction=red,
+                     kind="degenerate")
+    for tt in (mk.index([[0, 4, -1, 1]] * 3), mk.index([[0, -2, 1, 1]] * 3), mk.index([[0, 1, 2]] * 3),
+               mk.index([[0, 1, -1, 1]] * 3, dtype=np.int32)):
+        yield Sample(mk.rand(3, 4), tt, kind="errors")
+
+
+_add("multilabel_margin_loss", _mlm_samples, gradgrad=False, int_dtypes=False)
+
+
+def _poisson_samples(mk):
+    for red in R:
+        yield Sample(mk.rand(3, 4), mk.pos(3, 4, high=4.0), reduction=red)
+        yield Sample(mk.pos(3, 4), mk.pos(3, 4, high=4.0), log_input=False, full=True, reduction=red)
+        yield Sample(mk.rand(3, 4), mk.arr([0.0, 1.0, 2.0, 5.0]), full=True, reduction=red, kind="broadcast",
+                     grad=[0])   # log(0) and the kink at 1 in the target's Stirling term
+
+
+_add("poisson_nll_loss", _poisson_samples)
+
+
+def _gauss_samples(mk):
+    for red in R:
+        yield Sample(mk.rand(3, 4), mk.rand(3, 4), mk.pos(3, 4), reduction=red)
+        yield Sample(mk.rand(3, 4), mk.rand(3, 4), mk.pos(3, 1), full=True, reduction=red)
+        yield Sample(mk.rand(3, 4), mk.rand(3, 4), mk.pos(3), reduction=red, kind="homoscedastic")
+        # variances below eps are clamped in value; the gradient passes as if unclamped
+        yield Sample(mk.rand(3, 4), mk.rand(3, 4), mk.arr([1e-9, 0.0, 0.5]), eps=1e-3, reduction=red,
+                     kind="degenerate")
+    yield Sample(mk.rand(3, 4), mk.rand(3, 4), mk.arr([1.0, -1.0, 0.5]), kind="errors")
+    yield Sample(mk.rand(3, 4), mk.rand(3, 4), mk.pos(2, 4), kind="errors")
+
+
+_add("gaussian_nll_loss", _gauss_samples, int_dtypes=False,
+     skip={"nonfinite": "a NaN variance is rejected by neither library but torch.any(var < 0) is evaluated "
+                        "the same way; values compared in the other kinds"})
+
+
+def _twd(lib, a, p, n, dist=None, **k):
+    fn = None
+    if dist == "cos":
+        def fn(x, y):
+            return 1.0 - lib.nn.functional.cosine_similarity(x, y)
+    return lib.nn.functional.triplet_margin_with_distance_loss(a, p, n, distance_function=fn, **k)
+
+
+def _twd_samples(mk):
+    for red in R:
+        for swap in (False, True):
+            yield Sample(mk.rand(4, 3), mk.rand(4, 3), mk.rand(4, 3), swap=swap, reduction=red)
+            yield Sample(mk.rand(4, 3), mk.rand(4, 3), mk.rand(4, 3), "cos", swap=swap, margin=0.5, reduction=red)
+    yield Sample(mk.rand(4, 3), mk.rand(4, 3), mk.rand(4, 3), margin=0.0, kind="errors")
+    yield Sample(mk.rand(4, 3), mk.rand(3), mk.rand(4, 3), kind="errors")
+    yield Sample(mk.rand(4, 3), mk.rand(4, 3), mk.rand(4, 3), reduction="bad", kind="errors")
+
+
+_add("triplet_margin_with_distance_loss", _twd_samples, op=_twd)
+
+
+def _ctc(lib, x, targets, il, tl, **k):
+    # torch's CTC gradient is the one through log_softmax (see CtcLossBackward0): compose with it
+    return lib.nn.functional.ctc_loss(x.log_softmax(-1), targets, il, tl, **k)
+
+
+def _ctc_samples(mk):
+    padded = mk.index([[1, 2, 2], [3, 4, 0], [1, 1, 1]])
+    flat = mk.index([1, 2, 2, 3, 4, 1, 1, 1, 1, 2])
+    for red in R:
+        yield Sample(mk.rand(8, 3, 5), padded, mk.index([8, 6, 7]), mk.index([3, 2, 3]), reduction=red)
+        yield Sample(mk.rand(8, 3, 5), padded, mk.index([8, 6, 7]), mk.index([3, 0, 3]), blank=4, reduction=red)
+        yield Sample(mk.rand(8, 5), mk.index([1, 2, 2]), mk.index([8]), mk.index([3]), reduction=red,
+                     kind="unbatched")
+        # the third sequence cannot be aligned (5 labels with a repeat in 7 frames): inf, or 0 with zero_infinity
+        for zi in (False, True):
+            yield Sample(mk.rand(8, 3, 5), flat, mk.index([8, 6, 7]), mk.index([3, 2, 5]), reduction=red,
+                         zero_infinity=zi, kind="degenerate")
+    yield Sample(mk.rand(8, 3, 5), padded, mk.index([8, 6]), mk.index([3, 2, 3]), kind="errors")
+    yield Sample(mk.rand(8, 3, 5), padded, mk.index([8, 6, 7]), mk.index([3, 2, 3]), blank=5, kind="errors")
+    yield Sample(mk.rand(8, 3, 5), padded, mk.index([9, 6, 7]), mk.index([3, 2, 3]), kind="errors")
+
+
+_add("ctc_loss", _ctc_samples, op=_ctc, gradgrad=False, int_dtypes=False)

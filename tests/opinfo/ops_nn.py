@@ -71,6 +71,19 @@ _add("conv_transpose2d", lambda mk: [
     Sample(mk.rand(3, 3, 3), mk.rand(3, 2, 2, 2), stride=2, output_padding=1),
     Sample(mk.rand(0, 3, 3, 3), mk.rand(3, 2, 2, 2), kind="empty"),
 ])
+_add("conv_transpose3d", lambda mk: [
+    Sample(mk.rand(1, 4, 2, 3, 2), mk.rand(4, 1, 2, 2, 2), mk.rand(2), stride=(2, 1, 2), padding=(1, 0, 0),
+           output_padding=(1, 0, 0), groups=2),
+    Sample(mk.rand(2, 2, 3, 2), mk.rand(2, 2, 2, 1, 2), dilation=(2, 1, 1), padding=(1, 0, 0), kind="unbatched"),
+    Sample(mk.rand(2, 2, 2, 2), mk.rand(2, 2, 2, 1, 2), dilation=(1, 2, 1), padding=1, kind="errors"),
+    Sample(mk.rand(1, 3, 2, 2, 2), mk.rand(2, 2, 2, 2, 2), kind="errors"),
+    Sample(mk.rand(1, 2, 2, 2, 2), mk.rand(2, 2, 2, 2, 2), stride=1, output_padding=1, kind="errors"),
+], int_dtypes=False)
+
+_add("conv_tbc", lambda mk: [
+    Sample(mk.rand(5, 2, 3), mk.rand(3, 3, 4), mk.rand(4), 1),
+    Sample(mk.rand(4, 1, 2), mk.rand(2, 2, 3), mk.rand(3)),
+], int_dtypes=False)
 
 # ---------------------------------------------------------------------------- pooling
 
@@ -270,3 +283,108 @@ _known("F.grid_sample", "gradgrad", "infgrad",
 _known("F.multi_head_attention_forward", "fuzz:views", "*",
        "with inputs that require grad torch's output is a view of its out-projection (ViewBackward0); retrograd's "
        "composite returns a fresh tensor")
+
+
+# ------------------------------------------------- channel shuffle, unpooling, local response norm
+
+def _shuffle_samples(mk):
+    yield Sample(mk.rand(2, 6, 3), 3)
+    yield Sample(mk.rand(2, 6, 2, 2), 2)
+    yield Sample(mk.rand(1, 4, 1, 2, 2), 4)
+    yield Sample(mk.rand(0, 6, 2), 2, kind="empty")
+    for args in ((mk.rand(2, 6, 3), 4), (mk.rand(2, 6, 3), 0), (mk.rand(6), 2), (mk.rand(2, 6, 3), -1)):
+        yield Sample(*args, kind="errors")
+
+
+_add("channel_shuffle", _shuffle_samples)
+_add("native_channel_shuffle", _shuffle_samples, grad=False, gradgrad=False)
+
+
+def _pool_indices(mk, lead, out, k):
+    """Max-pool-like indices: one position inside each non-overlapping window of size ``k``."""
+    full = [o * kk for o, kk in zip(out, k)]
+    idx = np.zeros(lead + tuple(out), np.int64)
+    for pos in np.ndindex(*idx.shape):
+        sp = pos[len(lead):]
+        coords = [s * kk + int(mk.rng.integers(0, kk)) for s, kk in zip(sp, k)]
+        idx[pos] = np.ravel_multi_index(coords, full)
+    return mk.index(idx)
+
+
+def _unpool(nd):
+    def samples(mk):
+        out, k = (3, 2, 2)[:nd], (2,) * nd
+        yield Sample(mk.rand(2, 3, *out), _pool_indices(mk, (2, 3), out, k), 2)
+        yield Sample(mk.rand(3, *out), _pool_indices(mk, (3,), out, k), 2, kind="unbatched")
+        yield Sample(mk.rand(2, 3, *out), _pool_indices(mk, (2, 3), out, k), 2,
+                     output_size=[o * 2 + 1 for o in out], kind="output_size")
+        yield Sample(mk.rand(2, 3, *out), _pool_indices(mk, (2, 3), out, k), 2,
+                     output_size=[o * 2 + 3 for o in out], kind="errors")
+        bad = _pool_indices(mk, (2, 3), out, k)
+        bad.array.flat[0] = 10 ** 4
+        yield Sample(mk.rand(2, 3, *out), bad, 2, kind="errors")
+        yield Sample(mk.rand(2, 3, *out), mk.index(np.zeros((2, 3) + out, np.int32)), 2, kind="errors")
+    return samples
+
+
+for _nd in (1, 2, 3):
+    # max_unpool1d is max_unpool2d of an unsqueezed input, squeezed back: a view, as in torch
+    _add(f"max_unpool{_nd}d", _unpool(_nd), int_dtypes=False, view=_nd == 1)
+
+
+def _lrn_samples(mk):
+    yield Sample(mk.rand(2, 5, 3), 3)
+    yield Sample(mk.rand(2, 5, 3), 2, alpha=0.5, beta=0.6, k=2.0)
+    yield Sample(mk.rand(2, 6, 2, 3), 4, alpha=0.3, k=1.5)
+    yield Sample(mk.rand(1, 4, 2, 2, 2), 3, alpha=0.3, k=1.5)
+    yield Sample(mk.rand(0, 4, 3), 3, kind="empty")
+    yield Sample(mk.rand(4, 3), 3, kind="errors")
+
+
+_add("local_response_norm", _lrn_samples, int_dtypes=False)
+
+
+# ---------------------------------------------------------------- fractional max pooling
+
+def _fractional(nd):
+    # the random samples go positionally so that each dtype variant converts them with the input
+    def samples(mk):
+        shape = (2, 3, 7, 6) if nd == 2 else (1, 2, 6, 5, 7)
+        n, c = shape[0], shape[1]
+        osz = (3, 4) if nd == 2 else (3, 2, 4)
+
+        def u(rows=n, ch=c):
+            return mk.rand(rows, ch, nd, low=0, high=1)
+        yield Sample(mk.rand(*shape), 2, osz, None, u(), grad=[0])
+        yield Sample(mk.rand(*shape), (3, 2) + (2,) * (nd - 2), None, (0.5,) * nd, u(), grad=[0], kind="ratio")
+        yield Sample(mk.rand(*shape), 2, None, 0.5, u(), grad=[0], kind="errors")
+        x = mk.rand(*shape)
+        x.flat[[0, 5, 9]] = [np.nan, np.inf, -np.inf]
+        yield Sample(x, 2, osz, None, u(), grad=[0], kind="nonfinite")
+        yield Sample(mk.rand(*shape[1:]), 2, osz, None, u(1), grad=[0], kind="unbatched")
+        ties = np.zeros(shape)
+        ties.flat[::3] = 1.0
+        yield Sample(ties, 2, osz, None, u(), grad=[0], kind="ties")
+        yield Sample(mk.rand(*shape), 2, (shape[2],) * nd, None, u(), grad=[0], kind="errors")
+        yield Sample(mk.rand(*shape), 2, None, None, u(), grad=[0], kind="errors")
+        yield Sample(mk.rand(*shape), 2, osz, None, u(n, c + 1), grad=[0], kind="errors")
+    return samples
+
+
+def _frac_op(nd, with_indices):
+    def op(lib, x, k, osz, ratio, samples):
+        if with_indices:
+            return getattr(lib.nn.functional, f"fractional_max_pool{nd}d_with_indices")(x, k, osz, ratio,
+                                                                                         _random_samples=samples)
+        return getattr(lib.nn.functional, f"fractional_max_pool{nd}d")(x, k, osz, ratio, return_indices=True,
+                                                                        _random_samples=samples)
+    return op
+
+
+for _nd in (2, 3):
+    # (the generic nonfinite kind would plant NaN in the random samples too, which torch casts to an integer
+    # offset: undefined; the samples' own nonfinite kind plants them in the input only)
+    _add(f"fractional_max_pool{_nd}d", _fractional(_nd), op=_frac_op(_nd, False), int_dtypes=False,
+         nonfinite=False)
+    _add(f"fractional_max_pool{_nd}d_with_indices", _fractional(_nd), op=_frac_op(_nd, True), int_dtypes=False,
+         nonfinite=False)

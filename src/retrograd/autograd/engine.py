@@ -598,6 +598,16 @@ def _grad_list(grad_tensors, n):
     return grad_tensors
 
 
+# One entry per running backward()/grad() call: whether it only walks toward given inputs
+# (reentrant checkpointing cannot recompute inside such a walk; see _is_checkpoint_valid).
+_restricted_walks = []
+
+
+def _is_checkpoint_valid():
+    """False inside a grad() or backward(inputs=...) walk (the innermost running call)."""
+    return not (_restricted_walks and _restricted_walks[-1])
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
     """Compute the gradients of ``tensors`` and accumulate them into the leaves' ``.grad``
@@ -616,16 +626,20 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if len(inputs) == 0:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     roots, grads = _make_roots(tensors, grad_tensors, create_graph)
-    if inputs is None:
-        run_backward(roots, grads, retain_graph, create_graph)
-        return
-    targets = {}
-    for t in inputs:
-        t.retain_grad()
-        fn, _ = t._edge()
-        if fn is not None:
-            targets[fn] = True
-    run_backward(roots, grads, retain_graph, create_graph, targets=targets)
+    _restricted_walks.append(inputs is not None)
+    try:
+        if inputs is None:
+            run_backward(roots, grads, retain_graph, create_graph)
+            return
+        targets = {}
+        for t in inputs:
+            t.retain_grad()
+            fn, _ = t._edge()
+            if fn is not None:
+                targets[fn] = True
+        run_backward(roots, grads, retain_graph, create_graph, targets=targets)
+    finally:
+        _restricted_walks.pop()
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -660,7 +674,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         fn, nr = t[:2] if isinstance(t, GradientEdge) else t._edge()
         captures.setdefault(fn, []).append((nr, slot))
         targets[fn] = False
-    captured = run_backward(roots, grads, retain_graph, create_graph, targets=targets, captures=captures)
+    _restricted_walks.append(True)
+    try:
+        captured = run_backward(roots, grads, retain_graph, create_graph, targets=targets, captures=captures)
+    finally:
+        _restricted_walks.pop()
     result = []
     for i, (t, g) in enumerate(zip(inputs, captured)):
         if g is None:

@@ -1,5 +1,5 @@
 """retrograd.nn: modules, layers, losses, initialisation (PyTorch's torch.nn)."""
-from .parameter import Parameter, Buffer, UninitializedParameter  # noqa: F401
+from .parameter import Parameter, Buffer, UninitializedParameter, UninitializedBuffer  # noqa: F401
 from . import modules as _modules
 from .modules import Module  # noqa: F401
 from . import functional, init, utils  # noqa: F401

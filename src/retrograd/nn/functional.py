@@ -10,6 +10,7 @@ import warnings
 from ..ops import activation as _act
 from ..ops import conv as _conv
 from ..ops import loss as _loss
+from ..ops import loss_extra as _lossx
 from ..ops import normalization as _norm
 from ..ops import pool as _pool
 from ..ops._base import apply_inplace as _apply_inplace
@@ -293,6 +294,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                                   pos_weight)
 
 
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """Connectionist temporal classification loss."""
+    return _lossx.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
+
+
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     return _loss.cosine_embedding_loss(input1, input2, target, margin, _legacy(size_average, reduce, reduction))
 
@@ -301,6 +307,16 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     return _loss.cross_entropy(input, target, weight, ignore_index, _legacy(size_average, reduce, reduction),
                                label_smoothing)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Gaussian negative log likelihood."""
+    return _lossx.gaussian_nll_loss(input, target, var, full, eps, reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """Hinge embedding loss (targets 1 / -1)."""
+    return _lossx.hinge_embedding_loss(input, target, margin, _legacy(size_average, reduce, reduction))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -323,18 +339,52 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _loss.mse_loss(input, target, _legacy(size_average, reduce, reduction), weight)
 
 
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """Multi-class margin (hinge) loss."""
+    return _lossx.multi_margin_loss(input, target, p, margin, weight, _legacy(size_average, reduce, reduction))
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label margin (hinge) loss; each target row ends at its first -1."""
+    return _lossx.multilabel_margin_loss(input, target, _legacy(size_average, reduce, reduction))
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label one-versus-all logistic loss."""
+    return _lossx.multilabel_soft_margin_loss(input, target, weight, _legacy(size_average, reduce, reduction))
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     return _loss.nll_loss(input, target, weight, ignore_index, _legacy(size_average, reduce, reduction))
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """Poisson negative log likelihood."""
+    return _lossx.poisson_nll_loss(input, target, log_input, full, eps, _legacy(size_average, reduce, reduction))
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     return _loss.smooth_l1_loss(input, target, _legacy(size_average, reduce, reduction), beta)
 
 
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Two-class logistic loss ``log(1 + exp(-y x))``."""
+    return _lossx.soft_margin_loss(input, target, _legacy(size_average, reduce, reduction))
+
+
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     return _loss.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
                                      _legacy(size_average, reduce, reduction))
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    """Triplet margin loss with a custom distance function."""
+    return _lossx.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=distance_function,
+                                                    margin=margin, swap=swap, reduction=reduction)
 
 
 # --- normalization --------------------------------------------------------------------
@@ -477,3 +527,8 @@ from ..ops.attention import scaled_dot_product_attention  # noqa: F401,E402
 from ..ops.gridsample import grid_sample, affine_grid  # noqa: F401,E402
 from ._functional_seq import (upsample, upsample_nearest, upsample_bilinear,  # noqa: F401,E402
                               multi_head_attention_forward)
+from ..ops.nn_extra import (channel_shuffle, native_channel_shuffle, gumbel_softmax,  # noqa: F401,E402
+                            local_response_norm, max_unpool1d, max_unpool2d, max_unpool3d, conv_transpose3d,
+                            conv_tbc)
+from ..ops.pool_extra import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: F401,E402
+                              fractional_max_pool3d, fractional_max_pool3d_with_indices)

@@ -2,7 +2,7 @@
 from .._tensor import Tensor
 from .. import _creation
 
-__all__ = ["Parameter", "Buffer", "UninitializedParameter", "is_lazy"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
 
 _new = object.__new__
 
@@ -68,9 +68,76 @@ class Buffer(Tensor):
         pass
 
 
-class UninitializedParameter(Parameter):
-    """Placeholder type (lazy modules are not supported)."""
+class UninitializedTensorMixin:
+    """A placeholder without data (lazy modules): ``materialize(shape)`` gives it storage and turns
+    it into its ``cls_to_become``."""
+    _allowed_methods = ()
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Allocate (uninitialized) storage of ``shape`` and become a ``cls_to_become``."""
+        if dtype is None:
+            dtype = self.dtype
+        if isinstance(shape, int):
+            shape = (shape,)
+        data = _creation.empty(tuple(shape), dtype=dtype, device=device)
+        self._data = data._data
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. This error usually "
+                           "happens in `load_state_dict` when trying to load an uninitialized parameter into an "
+                           "initialized one. Call `forward` to initialize the parameters before accessing their "
+                           "attributes.")
+
+    def detach(self):
+        return type(self)(False, None, self.dtype)
+
+    def share_memory_(self):
+        raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
+                           "initialize the parameters before calling `module.share_memory()`.")
+
+    def __repr__(self):
+        return f"<{self.__class__.__name__}>"
+
+    def __reduce_ex__(self, proto):
+        return (self.__class__, (self.requires_grad,))
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A parameter whose shape is not known yet (lazy modules materialize it on the first forward)."""
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        return Parameter.__new__(cls, _creation.empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.requires_grad, self.device, self.dtype)
+        memo[id(self)] = result
+        return result
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer whose shape is not known yet (lazy modules materialize it on the first forward)."""
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        data = _creation.empty(0, device=device, dtype=dtype)
+        t = _new(cls)
+        t._data = data._data
+        if requires_grad:
+            t._requires_grad = True
+        return t
+
+    def __init__(self, requires_grad=False, device=None, dtype=None):
+        pass
 
 
 def is_lazy(param):
-    return isinstance(param, UninitializedParameter)
+    """Whether ``param`` is an uninitialized (lazy) parameter or buffer."""
+    return isinstance(param, UninitializedTensorMixin)

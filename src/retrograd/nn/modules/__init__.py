@@ -16,7 +16,9 @@ from .activation import (Threshold, ReLU, RReLU, Hardtanh, ReLU6, Sigmoid, Hards
                          LogSoftmax)
 from .loss import (L1Loss, NLLLoss, KLDivLoss, MSELoss, BCELoss, BCEWithLogitsLoss, HuberLoss,  # noqa: F401
                    SmoothL1Loss, CrossEntropyLoss, CosineEmbeddingLoss, MarginRankingLoss,
-                   TripletMarginLoss)
+                   TripletMarginLoss, NLLLoss2d, SoftMarginLoss, HingeEmbeddingLoss, MultiLabelSoftMarginLoss,
+                   MultiMarginLoss, MultiLabelMarginLoss, PoissonNLLLoss, GaussianNLLLoss,
+                   TripletMarginWithDistanceLoss, CTCLoss)
 from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .padding import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d,  # noqa: F401
                       ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
@@ -24,8 +26,16 @@ from .padding import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, Ze
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, PixelShuffle, PixelUnshuffle  # noqa: F401
 from .fold import Fold, Unfold  # noqa: F401
 from .bilinear import Bilinear  # noqa: F401
-from .conv_transpose import ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from .conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: F401
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
 from .activation_attention import MultiheadAttention  # noqa: F401
 from .transformer import (Transformer, TransformerEncoder, TransformerDecoder,  # noqa: F401
                           TransformerEncoderLayer, TransformerDecoderLayer)
+from .extra import (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, RMSNorm, LocalResponseNorm,  # noqa: F401
+                    CrossMapLRN2d, ChannelShuffle, PairwiseDistance, CosineSimilarity, Softmax2d, AlphaDropout,
+                    FeatureAlphaDropout, LPPool1d, LPPool2d, LPPool3d, AdaptiveMaxPool3d, MaxUnpool1d, MaxUnpool2d,
+                    MaxUnpool3d, SyncBatchNorm, Container, FractionalMaxPool2d, FractionalMaxPool3d)
+from .lazy import (LazyModuleMixin, LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d,  # noqa: F401
+                   LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d,
+                   LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401

@@ -17,7 +17,7 @@ from ..._compile_notice import notice as _compile_notice
 from ..._legacy import legacy_type
 from ...autograd import grad_mode
 from ...autograd.graph import RemovableHandle
-from ..parameter import Parameter, Buffer
+from ..parameter import UninitializedTensorMixin, Parameter, Buffer
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_full_backward_hook"]
@@ -414,7 +414,11 @@ class Module:
                         param._grad._data = g._data
             for key, buf in self._buffers.items():
                 if buf is not None:
-                    self._buffers[key] = fn(buf)
+                    new = fn(buf)
+                    if isinstance(buf, UninitializedTensorMixin):
+                        buf._data = new._data     # a lazy placeholder stays one (with the new dtype)
+                    else:
+                        self._buffers[key] = new
         return self
 
     def to(self, *args, **kwargs):
