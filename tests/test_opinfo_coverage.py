@@ -15,6 +15,7 @@ NOT_DIFFERENTIABLE = {
 COVERED_ELSEWHERE = {
     "_to": "retrograd-internal helper behind to()/float()/...; torch has no Tensor._to (to() has entries)",
     "cuda": "needs a CUDA device; device moves are tested in tests/test_devices.py",
+    "chalf": "complex32 has no NumPy storage: chalf() raises retrograd's documented TypeError (tests/test_dtypes_extra.py)",
     **{n: _RANDOM_FILL for n in ("bernoulli_", "exponential_", "log_normal_", "normal_", "random_", "uniform_")},
 }
 
