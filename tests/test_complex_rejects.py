@@ -85,3 +85,16 @@ def test_conjugate_bit_matches_torch():
         if lib is retrograd:
             ours = got
     assert ours == got
+
+
+@needs_torch
+@pytest.mark.parametrize("value", [1 + 0j, 1 + 2j, -3.5 + 0j])
+@pytest.mark.parametrize("conv", [float, int])
+def test_python_number_of_a_complex_tensor_matches_torch(conv, value):
+    out = []
+    for lib in (retrograd, torch):
+        try:
+            out.append(("value", conv(lib.tensor(value))))
+        except RuntimeError as e:
+            out.append(("error", str(e)))
+    assert out[0] == out[1]
