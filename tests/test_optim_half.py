@@ -103,3 +103,15 @@ def test_16_bit_add_alpha_rounds_the_scalar_tail_twice(dtn):
                        .astype(npdt)[0])
     assert once != twice
     assert (r[:32] == once).all() and r[32] == twice
+
+
+def test_fused_accepts_16_bit_parameters():
+    # PyTorch's fused CPU kernels take float16/bfloat16 parameters; retrograd runs its
+    # foreach=False arithmetic for them (PyTorch's fused kernel keeps every intermediate in
+    # float32 and so differs from its own foreach=False path in the last bits)
+    pytest.importorskip("ml_dtypes")
+    for dt in (retrograd.float16, retrograd.bfloat16):
+        p = retrograd.ones(4, dtype=dt, requires_grad=True)
+        p.grad = retrograd.full((4,), 0.5, dtype=dt)
+        retrograd.optim.Adam([p], lr=0.1, fused=True).step()
+        assert p.dtype is dt and (p.detach().float() < 1).all()

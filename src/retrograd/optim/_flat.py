@@ -280,7 +280,7 @@ def batches(optimizer, index, group, params, keys, step=True, flat=True, real=Tr
     """
     if group.get("fused"):
         for p in params:
-            if p._data.dtype.kind != "f":
+            if p._data.dtype.kind not in "fV":
                 raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of "
                                    "supported devices: ['mps', 'cuda', 'xpu', 'hpu', 'cpu', 'mtia', 'privateuseone'] "
                                    f"but {p.dtype} and {p.device}")
