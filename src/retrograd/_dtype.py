@@ -199,10 +199,9 @@ def to_dtype(d):
     return from_numpy_dtype(np.dtype(d))
 
 
-def promote_types(a, b):
-    """PyTorch's promote_types: a float beats any integer; within a kind the wider wins."""
-    if a is b:
-        return a
+def _promote_rare(a, b):
+    """promote_types where a float8, uint16/32/64 or complex32 dtype takes part (an error, or
+    None to go on with the common rules)."""
     if a in FLOAT8 or b in FLOAT8:
         raise RuntimeError("Promotion for Float8 Types is not supported, attempted to promote "
                            f"{_SCALAR_TYPE_NAMES[a.name]} and {_SCALAR_TYPE_NAMES[b.name]}")
@@ -214,6 +213,18 @@ def promote_types(a, b):
         other = b if a is complex32 else a
         return complex32 if other._kind < 2 or other is float16 else (
             complex128 if other is float64 or other is complex128 else complex64)
+    return None
+
+
+_RARE = frozenset(FLOAT8 + _BARE_UINTS + (complex32,))
+
+
+def promote_types(a, b):
+    """PyTorch's promote_types: a float beats any integer; within a kind the wider wins."""
+    if a is b:
+        return a
+    if (a in _RARE or b in _RARE) and (promoted := _promote_rare(a, b)) is not None:
+        return promoted
     if a._kind != b._kind:
         hi, lo = (a, b) if a._kind > b._kind else (b, a)
         if hi._kind == 3 and lo._kind == 2 and lo._rank > hi._rank:
