@@ -17,6 +17,7 @@ COVERED_ELSEWHERE = {
     "cuda": "needs a CUDA device; device moves are tested in tests/test_devices.py",
     "F.gumbel_softmax": "random sample: its values cannot be compared with torch's generator; tests/test_nn_extra.py "
                         "checks its distribution, straight-through gradient and the hard one-hot form",
+    "chalf": "complex32 has no NumPy storage: chalf() raises retrograd's documented TypeError (tests/test_dtypes_extra.py)",
     **{n: _RANDOM_FILL for n in ("bernoulli_", "exponential_", "log_normal_", "normal_", "random_", "uniform_")},
 }
 

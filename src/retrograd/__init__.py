@@ -18,6 +18,8 @@ from . import _dtype  # noqa: E402
 from ._dtype import (dtype, float16, half, float32, float64, double, bfloat16, int8, int16, short,  # noqa: F401
                      int32, int64, long, uint8, complex64, complex128, cfloat, cdouble,
                      get_default_dtype, set_default_dtype, promote_types, can_cast, finfo, iinfo)
+from ._dtype import (uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,  # noqa: F401,E402
+                     float8_e5m2fnuz, float8_e8m0fnu, complex32, chalf)
 from ._device import device, set_default_device, get_default_device  # noqa: F401
 from ._tensor import Tensor, Size  # noqa: F401
 from ._tensor_str import set_printoptions  # noqa: F401
@@ -45,6 +47,7 @@ from ._threads import set_num_threads, get_num_threads, set_num_interop_threads,
 from . import amp, cpu, cuda, backends, distributed, testing  # noqa: F401,E402
 from . import func  # noqa: F401,E402
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_dtype  # noqa: F401,E402
+from ._global_state import *  # noqa: F401,F403,E402
 
 from ._legacy import LEGACY_TYPES as _LEGACY_TYPES, tensortype  # noqa: E402,F401
 from ._compile_notice import notice as _notice_once  # noqa: E402

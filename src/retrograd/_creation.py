@@ -322,6 +322,8 @@ def _to_array(data, dtype):
         if a.dtype.kind in "fV" and not np.isfinite(a).all() or D._overflows(lo, dtype) or D._overflows(hi, dtype):
             raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
     with np.errstate(all="ignore"):      # float32 overflow gives inf, as in PyTorch
+        if dtype is not None and dtype in D.FLOAT8:
+            return D.cast_to_float8(a, dtype.np)
         return a.astype(dtype.np if dtype is not None else _infer_dtype(a), copy=False)
 
 
@@ -371,9 +373,6 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     D.from_numpy_dtype(ndarray.dtype)
-    if ndarray.dtype in (np.uint16, np.uint32, np.uint64):
-        raise TypeError(f"can't convert np.ndarray of type numpy.{ndarray.dtype.name}. The only supported types "
-                        "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.")
     return _make(ndarray)
 
 

@@ -6,6 +6,8 @@ import numpy as np
 __all__ = ["dtype", "float16", "half", "float32", "float", "float64", "double",
            "bfloat16", "int8", "int16", "short", "int32", "int", "int64", "long",
            "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble",
+           "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+           "float8_e8m0fnu", "complex32", "chalf",
            "get_default_dtype", "set_default_dtype", "promote_types", "can_cast",
            "finfo", "iinfo"]
 
@@ -46,35 +48,91 @@ int64 = dtype("int64", np.int64, 1, 4)
 float16 = dtype("float16", np.float16, 2, 1)
 
 
-class _LazyBFloat16(dtype):
-    """bfloat16: stored as ``ml_dtypes.bfloat16`` (a real 2-byte type), which is imported
-    the first time the NumPy dtype is needed, so ``import retrograd`` does not load it."""
+class _LazyMlDtype(dtype):
+    """A floating type NumPy lacks (bfloat16, the float8 types), stored as the ``ml_dtypes``
+    type of the same name (real 1- or 2-byte storage), which is imported the first time the
+    NumPy dtype is needed, so ``import retrograd`` does not load it."""
     __slots__ = ("_np",)
 
-    def __init__(self):
-        self.name, self._np, self._kind, self._rank = "bfloat16", None, 2, 1
-        self.is_floating_point, self.is_complex, self.is_signed, self.itemsize = True, False, True, 2
+    def __init__(self, name, itemsize, signed=True):
+        self.name, self._np, self._kind, self._rank = name, None, 2, 1 if itemsize == 2 else 0
+        self.is_floating_point, self.is_complex, self.is_signed, self.itemsize = True, False, signed, itemsize
 
     @property
     def np(self):
         npd = self._np
         if npd is None:
-            npd = self._np = _load_bfloat16()
+            npd = self._np = _load_ml_dtype(self)
         return npd
 
 
-def _load_bfloat16():
+def _load_ml_dtype(d):
     try:
         import ml_dtypes
     except ImportError:
-        raise ImportError("torch.bfloat16 needs the 'ml_dtypes' package (NumPy has no bfloat16): "
+        what = "bfloat16" if d.name == "bfloat16" else "float8"
+        raise ImportError(f"torch.{d.name} needs the 'ml_dtypes' package (NumPy has no {what}): "
                           "pip install ml_dtypes  (or: pip install retrograd[bfloat16])") from None
-    npd = np.dtype(ml_dtypes.bfloat16)
-    _FROM_NP[npd] = bfloat16
+    npd = np.dtype(getattr(ml_dtypes, d.name))
+    _FROM_NP[npd] = d
     return npd
 
 
-bfloat16 = _LazyBFloat16()
+_load_bfloat16 = lambda: _load_ml_dtype(bfloat16)  # noqa: E731
+
+
+def cast_to_float8(a, npd):
+    """``a`` cast to a float8 NumPy dtype as PyTorch converts: float8_e4m3fn saturates finite
+    and infinite values past its range to +-448 (ml_dtypes gives NaN), float8_e8m0fnu (a power
+    of two, no sign bit, no zero) takes the magnitude; the others are ml_dtypes' own rounding."""
+    name = npd.name
+    if name == "float8_e4m3fn" and a.dtype.kind in "fV":
+        a = np.clip(a.astype(np.float32), -448.0, 448.0)       # NaN stays NaN
+    elif name == "float8_e8m0fnu" and a.dtype.kind in "fiV":
+        a = np.abs(a.astype(np.float32))
+        a[a == 0] = 2.0 ** -127     # no zero: PyTorch gives the smallest value (ml_dtypes NaN)
+    return a.astype(npd)
+
+
+bfloat16 = _LazyMlDtype("bfloat16", 2)
+# float8 (storage and casts; PyTorch itself computes nothing in them but a few copies)
+float8_e4m3fn = _LazyMlDtype("float8_e4m3fn", 1)
+float8_e5m2 = _LazyMlDtype("float8_e5m2", 1)
+float8_e4m3fnuz = _LazyMlDtype("float8_e4m3fnuz", 1)
+float8_e5m2fnuz = _LazyMlDtype("float8_e5m2fnuz", 1)
+float8_e8m0fnu = _LazyMlDtype("float8_e8m0fnu", 1, signed=False)
+FLOAT8 = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
+# unsigned types PyTorch stores and casts but barely computes in (no promotion with others)
+uint16 = dtype("uint16", np.uint16, 1, 2)
+uint32 = dtype("uint32", np.uint32, 1, 3)
+uint64 = dtype("uint64", np.uint64, 1, 4)
+_BARE_UINTS = (uint16, uint32, uint64)
+
+
+class _Complex32(dtype):
+    """torch.complex32 (ComplexHalf). NumPy has no complex type of two float16 halves, and
+    PyTorch's own support is experimental (creation, copies, add/mul, abs); retrograd names the
+    dtype and refuses to make tensors of it (see :func:`check_storable`)."""
+    __slots__ = ()
+
+    def __init__(self):
+        self.name, self._kind, self._rank = "complex32", 3, 1
+        self.is_floating_point, self.is_complex, self.is_signed, self.itemsize = False, True, True, 4
+
+    @property
+    def np(self):
+        raise_complex32()
+
+    def to_real(self):
+        return float16
+
+
+def raise_complex32():
+    raise TypeError("torch.complex32 (torch.chalf) is not implemented in retrograd: NumPy has no complex type "
+                    "made of two float16 halves; use torch.complex64")
+
+
+complex32 = chalf = _Complex32()
 float32 = dtype("float32", np.float32, 2, 2)
 float64 = dtype("float64", np.float64, 2, 3)
 complex64 = dtype("complex64", np.complex64, 3, 2)
@@ -85,7 +143,8 @@ cfloat, cdouble = complex64, complex128
 globals()["float"] = float32
 globals()["int"] = int32
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128,
+       uint16, uint32, uint64)
 _FROM_NP = {d.np: d for d in ALL}
 
 
@@ -99,9 +158,9 @@ def from_numpy_dtype(npd):
             return _FROM_NP[npd]
         if npd.name == "bfloat16" and npd == bfloat16.np:
             return bfloat16
-        for k, v in ((np.uint16, int32), (np.uint32, int64), (np.uint64, int64)):
-            if npd == k:
-                return v
+        for d in FLOAT8:
+            if npd.name == d.name and npd == d.np:
+                return d
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{npd.name}. The only supported types are: "
             "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.")
@@ -140,10 +199,32 @@ def to_dtype(d):
     return from_numpy_dtype(np.dtype(d))
 
 
+def _promote_rare(a, b):
+    """promote_types where a float8, uint16/32/64 or complex32 dtype takes part (an error, or
+    None to go on with the common rules)."""
+    if a in FLOAT8 or b in FLOAT8:
+        raise RuntimeError("Promotion for Float8 Types is not supported, attempted to promote "
+                           f"{_SCALAR_TYPE_NAMES[a.name]} and {_SCALAR_TYPE_NAMES[b.name]}")
+    if (a in _BARE_UINTS or b in _BARE_UINTS) and a._kind < 2 and b._kind < 2 or \
+            (a in _BARE_UINTS and b._kind == 3) or (b in _BARE_UINTS and a._kind == 3):
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                           f"{_SCALAR_TYPE_NAMES[a.name]} and {_SCALAR_TYPE_NAMES[b.name]}")
+    if a is complex32 or b is complex32:
+        other = b if a is complex32 else a
+        return complex32 if other._kind < 2 or other is float16 else (
+            complex128 if other is float64 or other is complex128 else complex64)
+    return None
+
+
+_RARE = frozenset(FLOAT8 + _BARE_UINTS + (complex32,))
+
+
 def promote_types(a, b):
     """PyTorch's promote_types: a float beats any integer; within a kind the wider wins."""
     if a is b:
         return a
+    if (a in _RARE or b in _RARE) and (promoted := _promote_rare(a, b)) is not None:
+        return promoted
     if a._kind != b._kind:
         hi, lo = (a, b) if a._kind > b._kind else (b, a)
         if hi._kind == 3 and lo._kind == 2 and lo._rank > hi._rank:
@@ -195,17 +276,23 @@ class finfo:
     """Machine limits of a floating dtype (``torch.finfo``)."""
     def __init__(self, type=None):
         type = _default[0] if type is None else to_dtype(type)
-        fi = np.finfo(type.np) if type is not bfloat16 else _bf16_finfo()
+        if type is complex32:
+            type = float16
+        ml = isinstance(type, _LazyMlDtype)
+        fi = np.finfo(type.np) if not ml else _ml_finfo(type)
         f = builtins.float
         self.bits, self.eps, self.max, self.min = fi.bits, f(fi.eps), f(fi.max), f(fi.min)
-        self.tiny = self.smallest_normal = f(fi.tiny)
-        self.resolution = f(fi.resolution) if type is not bfloat16 else 0.01
+        self.tiny = self.smallest_normal = f(fi.smallest_normal if ml else fi.tiny)
+        # PyTorch's resolution: 10 ** -(decimal digits), at least 1 for the float8 types
+        self.resolution = f(fi.resolution) if not ml else (0.01 if type is bfloat16 else 1.0)
+        if type is float8_e5m2fnuz:
+            self.eps = 0.125     # PyTorch's value (ml_dtypes says 0.25, the spacing above 1)
         self.dtype = type.name
 
 
-def _bf16_finfo():
+def _ml_finfo(type):
     import ml_dtypes
-    return ml_dtypes.finfo(bfloat16.np)
+    return ml_dtypes.finfo(type.np)
 
 
 class iinfo:
@@ -217,7 +304,7 @@ class iinfo:
 
 
 # The C++ scalar type names PyTorch's scalar checks print ("int8_t", "float", ...).
-_C_NAMES = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+_C_NAMES = {"int8": "int8_t", "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
             "float32": "float", "float64": "double", "float16": "c10::Half"}
 
 
@@ -254,7 +341,15 @@ def check_scalar_fits(value, dt, half=False):
 _TYPEMETA_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
                    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "int64": "long int",
                    "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-                   "bool": "bool"}
+                   "bool": "bool", "uint16": "unsigned short", "uint32": "unsigned int",
+                   "uint64": "unsigned long", "float8_e4m3fn": "c10::Float8_e4m3fn",
+                   "float8_e5m2": "c10::Float8_e5m2", "float8_e4m3fnuz": "c10::Float8_e4m3fnuz",
+                   "float8_e5m2fnuz": "c10::Float8_e5m2fnuz", "float8_e8m0fnu": "c10::Float8_e8m0fnu",
+                   "complex32": "c10::complex<c10::Half>"}
 _SCALAR_TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
                       "complex64": "ComplexFloat", "complex128": "ComplexDouble", "int64": "Long", "int32": "Int",
-                      "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+                      "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                      "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
+                      "float8_e4m3fn": "Float8_e4m3fn", "float8_e5m2": "Float8_e5m2",
+                      "float8_e4m3fnuz": "Float8_e4m3fnuz", "float8_e5m2fnuz": "Float8_e5m2fnuz",
+                      "float8_e8m0fnu": "Float8_e8m0fnu", "complex32": "ComplexHalf"}

@@ -500,11 +500,20 @@ class Tensor:
 
     def __float__(self):
         self._scalar_check("float")
-        return float(self.item())
+        return float(self._real_item("double"))
 
     def __int__(self):
         self._scalar_check("int")
-        return int(self.item())
+        return int(self._real_item("int64_t"))
+
+    def _real_item(self, ctype):
+        # a complex value converts only when its imaginary part is 0 (PyTorch's overflow check)
+        v = self.item()
+        if isinstance(v, complex):
+            if v.imag != 0:
+                raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+            v = v.real
+        return v
 
     def __complex__(self):
         return complex(self.item())

@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from ._complex_reject import no_complex, no_complex_kernel
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
                     masked_grad, _dtype_name, zeros_grad, _state, Tensor)
 from . import _accel
@@ -30,10 +31,10 @@ def _const(a, like):
     return finish(None, arr(np.asarray(a, dtype=like._data.dtype)))
 
 
-def _float_input(input, kernel):
-    """PyTorch's dispatch error for the kernels that take floating inputs only."""
+def _float_input(input, kernel, complex_ok=False):
+    """PyTorch's dispatch error for the kernels that take real floating inputs only."""
     dt = input._data.dtype
-    if dt.kind not in "fcV":
+    if dt.kind not in ("fcV" if complex_ok else "fV"):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
 
 
@@ -82,6 +83,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
     x = input._data
     if x.dtype == np.bool_:
         raise RuntimeError("Bool inputs not supported for hardtanh")
+    no_complex(x, "clamp")
     if x.dtype == np.uint8 and (min_val < 0 or max_val < 0):
         raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     if min_val > max_val:
@@ -177,6 +179,7 @@ def _threshold(input, threshold, value, cls):
     x = input._data
     if x.dtype == np.bool_:
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    no_complex_kernel(x, "threshold_cpu")
     if x.dtype.kind in "iu":
         threshold, value = _to_int_scalar(threshold, x.dtype), _to_int_scalar(value, x.dtype)
     # PyTorch replaces where x <= threshold: NaN stays NaN
@@ -606,7 +609,7 @@ class SiluBackward0(OpNode):
 
 def silu(input):
     """``x * sigmoid(x)``."""
-    _float_input(input, "silu_cpu")
+    _float_input(input, "silu_cpu", complex_ok=True)
     x = _opmath(input._data)
     with np.errstate(over="ignore", invalid="ignore"):
         r = x / (1 + np.exp(-x))
@@ -833,7 +836,10 @@ def _prep_softmax(input, dim, dtype, kernel):
         x = input._data
     elif x.dtype.kind not in "fcV":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(x.dtype)}\'')
-    return input, x, wrap_dim(dim, x.ndim)
+    d = wrap_dim(dim, x.ndim)
+    if x.dtype.kind == "c":     # the kernel's name says whether dim is the last one
+        no_complex_kernel(x, kernel if d == x.ndim - 1 or x.ndim == 0 else kernel.replace("_lastdim", ""))
+    return input, x, d
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):

@@ -4,6 +4,7 @@ import operator as _op
 
 import numpy as np
 
+from ._complex_reject import no_complex_kernel
 from ._base import (OpNode, node_for, node_for1, save, finish, arr, binary_operands, cast,
                     apply_inplace, write_out, Tensor, _SCALARS, _state, _float, zeros_grad, out_meta)
 from ..autograd.graph import Node as _Node, _seq
@@ -231,6 +232,11 @@ def _not_for_bool(dt, kernel):
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
+def _not_for_bool_or_complex(dt, kernel):
+    _not_for_bool(dt, kernel)
+    no_complex_kernel(dt, kernel)
+
+
 def _floor_div_np(x, y):
     """Float floor division as PyTorch (and Python) compute it: from ``fmod``, so that the
     quotient is exact where ``floor(x / y)`` rounds up (``0.7 // 0.02`` is 34 in float64)."""
@@ -449,7 +455,7 @@ class DivBackward2(OpNode):
 
 def _rounded_div(x, y, dt, mode):
     """``x / y`` rounded by ``mode`` ('trunc' or 'floor') in dtype ``dt``."""
-    _not_for_bool(dt, f"div_{mode}_cpu")
+    (_not_for_bool if mode == "true" else _not_for_bool_or_complex)(dt, f"div_{mode}_cpu")
     if dt.kind in "iu":
         _check_int_divisor(y, dt, x)
         q = np.floor_divide(x, y)
@@ -551,7 +557,7 @@ def _mod_node(cls0, cls1, a, b, x, y):
 
 def _modulus(input, other, kernel, float_fn, int_fn):
     a, b, x, y, dt = _prep(input, other)
-    _not_for_bool(dt, kernel)
+    _not_for_bool_or_complex(dt, kernel)
     _check_int_divisor(y, dt, x)
     with np.errstate(divide="ignore", invalid="ignore"):
         return a, b, x, y, _finish_binary((float_fn if dt.kind in "fcV" else int_fn)(x, y), dt)

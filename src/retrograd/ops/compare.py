@@ -1,6 +1,7 @@
 """Comparisons and logical ops: bool results, never a grad_fn."""
 import numpy as np
 
+from ._complex_reject import no_complex
 from ._base import finish, arr, binary_operands, write_out, Tensor, _dtype_name, OpNode, node_for, _state
 from .arithmetic import _check_broadcast
 
@@ -149,8 +150,10 @@ bitwise_or = _bitwise(np.bitwise_or, "bitwise_or")
 bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 
-def _un(fn, name):
+def _un(fn, name, complex_error=None):
     def op(input, *, out=None):
+        if complex_error is not None:
+            no_complex(input, complex_error)
         res = finish(None, arr(fn(input._data)))
         return res if out is None else write_out(out, res, name)
     op.__name__ = name
@@ -161,10 +164,10 @@ def _un(fn, name):
 isnan = _un(np.isnan, "isnan")
 isinf = _un(np.isinf, "isinf")
 isfinite = _un(np.isfinite, "isfinite")
-isposinf = _un(np.isposinf, "isposinf")
-isneginf = _un(np.isneginf, "isneginf")
+isposinf = _un(np.isposinf, "isposinf", "isposinf")
+isneginf = _un(np.isneginf, "isneginf", "isneginf")
 isreal = _un(np.isreal, "isreal")
-signbit = _un(np.signbit, "signbit")
+signbit = _un(np.signbit, "signbit", "signbit")
 logical_not = _un(np.logical_not, "logical_not")
 
 

@@ -58,12 +58,18 @@ class ConjPhysicalBackward1(ConjBackward0):
 
 
 def conj(input):
-    """The complex conjugate (an eager copy: retrograd keeps no lazy conjugate bit); a real
-    tensor comes back as it is."""
+    """The complex conjugate; a real tensor comes back as it is.
+
+    PyTorch's conj() is a lazy view with a conjugate bit; retrograd's is an eager copy that
+    carries the bit only for what can be observed of it: ``is_conj()`` is True on the result
+    (not on views or results made from it later), and ``resolve_conj()`` gives a copy
+    without it (``CloneBackward0``), as PyTorch's does."""
     x = input._data
     if x.dtype.kind != "c":
         return input
-    return finish(node_for(ConjBackward0, (input,)), np.conj(x))
+    res = finish(node_for(ConjBackward0, (input,)), np.conj(x))
+    res._conj_bit = True
+    return res
 
 
 def conj_physical(input, *, out=None):
@@ -82,19 +88,25 @@ def _conj_physical_inplace(input):
 
 
 def resolve_conj(input):
-    """``input`` itself: retrograd's conj() is never lazy."""
+    """``input`` itself, or where its conjugate bit is set (see :func:`conj`) a copy without it."""
+    if getattr(input, "_conj_bit", False):
+        return input.clone()
     return input
 
 
-resolve_neg = resolve_conj
+def resolve_neg(input):
+    """``input`` itself: retrograd keeps no lazy negation bit."""
+    return input
 
 
 def is_conj(input):
-    """False: retrograd's conj() materialises the conjugate."""
+    """Whether ``input`` is the result of ``conj()`` of a complex tensor (PyTorch's conjugate bit)."""
+    return bool(getattr(input, "_conj_bit", False))
+
+
+def is_neg(input):
+    """False: retrograd keeps no lazy negation bit."""
     return False
-
-
-is_neg = is_conj
 
 
 # *** view_as_real / view_as_complex, real / imag ***

@@ -155,7 +155,7 @@ def _to(input, dtype=None, device=None, copy=False):
                 r = xp.asarray(x)
         r = r.astype(npdt, copy=False)
     else:
-        r = x.astype(npdt, copy=True)
+        r = x.astype(npdt, copy=True) if npdt.itemsize != 1 or npdt.kind != "V" else D.cast_to_float8(x, npdt)
     node = node_for(ToCopyBackward0, (input,)) if npdt.kind in "fcV" else None
     if node is not None:
         node.src_dtype, node.src_device = x.dtype, src_dev
@@ -192,7 +192,7 @@ TENSOR_METHODS = {
     "float": _conv(D.float32), "double": _conv(D.float64), "half": _conv(D.float16),
     "bfloat16": _conv(D.bfloat16), "long": _conv(D.int64), "int": _conv(D.int32),
     "short": _conv(D.int16), "char": _conv(D.int8), "byte": _conv(D.uint8), "bool": _conv(D.bool_),
-    "cfloat": _conv(D.complex64), "cdouble": _conv(D.complex128),
+    "cfloat": _conv(D.complex64), "cdouble": _conv(D.complex128), "chalf": _conv(D.complex32),
     "type": _type, "type_as": lambda self, other: self._to(other.dtype),
     "cpu": lambda self, memory_format=None: self._to(None, CPU), "cuda": _cuda,
 }

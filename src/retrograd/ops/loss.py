@@ -430,8 +430,9 @@ def _pointwise_backward(k, g, x, y, reduction):
 def _float_kernel(name, input, target):
     from ._base import result_np_dtype
     dt = result_np_dtype(input, target)
-    if dt.kind in "iub":
-        raise NotImplementedError(f'"{name}" not implemented for \'{_TN.get(dt.name, dt.name)}\'')
+    if dt.kind in "iubc":
+        from ._base import _dtype_name
+        raise NotImplementedError(f'"{name}" not implemented for \'{_dtype_name(dt)}\'')
 
 
 MseLossBackward0 = type("MseLossBackward0", (_PointwiseLossBackward,), {})

@@ -18,17 +18,33 @@ INPLACE = {}
 
 def _check_dtypes(input, params, kernel, mixed_first=True):
     """PyTorch's CPU checks. The inputs are "mixed" when the first given parameter's dtype is
-    not the input's; mixed parameters must all be float32 (and then the input a reduced
-    float, which retrograd has none of). A non-floating input has no kernel: layer and group
-    norm check mixing first, batch norm (``mixed_first=False``) its kernel's dtype first."""
+    not the input's; mixed parameters must all be float32, and then the input a 16-bit float
+    (float16/bfloat16: PyTorch's mixed-precision kernels, computed in float32, the result of
+    the input's dtype). A non-floating input has no kernel: layer and group norm check mixing
+    first, batch norm (``mixed_first=False``) its kernel's dtype first."""
     dt = input._data.dtype
     ps = [p._data.dtype for p in params if p is not None]
     if dt.kind not in "fV" and not (mixed_first and ps and ps[0] != dt):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
-    if any(p != dt for p in ps):
+    if any(p != dt for p in ps) and not (_half(dt) and all(p == np.float32 for p in ps)):
         if any(p != np.float32 for p in ps):
             raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
         raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
+def _half(dt):
+    return dt == np.float16 or (dt.kind == "V" and dt.itemsize == 2)
+
+
+def _opmath(x):
+    """16-bit floats are computed in float32 (PyTorch's opmath), rounded once at the end."""
+    return x.astype(np.float32) if _half(x.dtype) else x
+
+
+def _opmath_t(t):
+    """A 16-bit float tensor as float32 (a backward computes there; the engine rounds each
+    gradient to its input's dtype)."""
+    return t.float() if t is not None and _half(t._data.dtype) else t
 
 
 def _memory_dense(x):
@@ -74,6 +90,7 @@ def _stats(x, dims, eps):
 class NativeBatchNormBackward0(OpNode):
     def backward(self, g):
         x, w = self.saved_tensors
+        g, x = _opmath_t(g), _opmath_t(x)
         nf = self.next_functions
         want_w = len(nf) > 1 and nf[1][0] is not None
         want_b = len(nf) > 2 and nf[2][0] is not None
@@ -149,6 +166,8 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_dtype_name(x.dtype)}")
     _check_dtypes(input, params, "batch_norm", mixed_first=False)
+    out_dt = x.dtype
+    x = _opmath(x)
     dims = (0,) + tuple(range(2, x.ndim))
     bshape = (1, c) + (1,) * (x.ndim - 2)
     if training:
@@ -158,18 +177,27 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
         # PyTorch's kernel updates the running statistics in place without a version bump
         if running_mean is not None:
             rm = running_mean._data
-            rm *= (1 - momentum)
-            rm += momentum * mean.astype(rm.dtype)
+            if _half(rm.dtype):     # one float32 update, rounded once
+                rm[...] = (1 - momentum) * rm.astype(np.float32) + momentum * mean
+            else:
+                rm *= (1 - momentum)
+                rm += momentum * mean.astype(rm.dtype)
         if running_var is not None:
             rv = running_var._data
-            rv *= (1 - momentum)
             with np.errstate(divide="ignore", invalid="ignore"):
-                rv += momentum * (var * n / (n - 1)).astype(rv.dtype)
+                if _half(rv.dtype):
+                    rv[...] = (1 - momentum) * rv.astype(np.float32) + momentum * (var * n / (n - 1))
+                else:
+                    rv *= (1 - momentum)
+                    rv += momentum * (var * n / (n - 1)).astype(rv.dtype)
         invstd = _rstd(var, eps)
+        if _half(out_dt) and (first is None or first._data.dtype == out_dt):
+            # not mixed: PyTorch keeps the batch statistics in the input's dtype
+            mean, invstd = (a.astype(out_dt).astype(np.float32) for a in (mean, invstd))
         rm_used = rv_used = None
     else:
-        rm_used = running_mean._data.astype(x.dtype).copy()
-        rv_used = running_var._data.astype(x.dtype).copy()
+        rm_used = _opmath(running_mean._data).astype(x.dtype).copy()
+        rv_used = _opmath(running_var._data).astype(x.dtype).copy()
         mean, invstd = rm_used, _rstd(rv_used, eps)
     if x.flags.c_contiguous:
         y = _scale_shift(x, mean, invstd, weight, bias, bshape)
@@ -184,7 +212,7 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
     if node is not None:
         node.dims, node.eps, node.training, node.rm, node.rv = dims, eps, training, rm_used, rv_used
         save(node, input, weight)
-    return finish(node, arr(y.astype(x.dtype, copy=False)))
+    return finish(node, arr(y.astype(out_dt, copy=False)))
 
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):
@@ -225,6 +253,7 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
 class NativeLayerNormBackward0(OpNode):
     def backward(self, g):
         x, w = self.saved_tensors
+        g, x = _opmath_t(g), _opmath_t(x)
         nf = self.next_functions
         dims = self.dims
         want_w = len(nf) > 1 and nf[1][0] is not None
@@ -282,7 +311,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
     k = len(ns)
     _check_dtypes(input, (weight, bias), "LayerNormKernelImpl")
     dims = tuple(range(x.ndim - k, x.ndim))
-    f32 = np.float32 if x.dtype.kind == "V" else None  # bfloat16: computed in float32, rounded once
+    f32 = np.float32 if _half(x.dtype) else None  # float16/bfloat16: computed in float32, rounded once
     xs = x if f32 is None else x.astype(f32)
     if x.size:
         mean, var = _moments(xs, dims)
@@ -305,6 +334,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
 class NativeGroupNormBackward0(OpNode):
     def backward(self, g):
         x, w = self.saved_tensors
+        g, x = _opmath_t(g), _opmath_t(x)
         nf = self.next_functions
         want_w = len(nf) > 1 and nf[1][0] is not None
         want_b = len(nf) > 2 and nf[2][0] is not None
@@ -366,6 +396,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, but "
                                f"got {name} of shape {wshape} and input of shape {list(x.shape)}")
     _check_dtypes(input, (weight, bias), "GroupNormKernelImpl")
+    out_dt = x.dtype
+    x = _opmath(x)
     if x.size:
         # per (sample, channel) scale and shift from the group statistics, as PyTorch's kernel
         mean, var = _moments(x.reshape(n, num_groups, -1), (2,))
@@ -379,7 +411,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
     if node is not None:
         node.groups, node.eps = num_groups, eps
         save(node, input, weight)
-    return finish(node, arr(y.astype(x.dtype, copy=False)))
+    return finish(node, arr(y.astype(out_dt, copy=False)))
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -389,10 +421,16 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     dt = input._data.dtype
     if dt.kind not in "fcV":
         raise NotImplementedError(f'"rms_norm" not implemented for \'{_dtype_name(dt)}\'')
-    e = float(np.finfo(dt).eps) if eps is None else eps
+    half = _half(dt)
+    # float16/bfloat16: PyTorch's composite upcasts to float32 (eps then float32's), applies
+    # the weight there and casts the result back to the input's dtype
+    e = float(np.finfo(np.float32 if half else dt).eps) if eps is None else eps
     dims = tuple(range(input.ndim - len(ns), input.ndim))
-    out = input * rsqrt((input * input).mean(dims, keepdim=True) + e)
+    x = input.float() if half else input
+    out = x * rsqrt((x * x).mean(dims, keepdim=True) + e)
     if weight is not None:
         out = out * weight
+    if half:
+        out = out.to(input.dtype)
     # PyTorch returns a contiguous result (a permuted input's result is cloned)
     return out.contiguous()

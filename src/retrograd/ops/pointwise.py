@@ -3,6 +3,7 @@ addcmul/addcdiv, atan2, hypot, xlogy. Inputs broadcast together and promote as i
 the engine sums broadcast gradients back down to each input's shape."""
 import numpy as np
 
+from ._complex_reject import no_complex_kernel
 from ._base import (OpNode, node_for, save, save_output, finish, arr, result_np_dtype, binary_operands,
                     write_out, Tensor, _SCALARS, masked_grad, zeros_grad)
 from .. import _dtype as D
@@ -457,6 +458,7 @@ def _float_binary(name, np_fn, cls, save_result):
     def op(input, other, *, out=None):
         _need_tensor(name, other)
         dt = result_np_dtype(input, other)
+        no_complex_kernel(dt, name + "_cpu")
         if name == "hypot" and dt.kind not in "fcV":
             raise NotImplementedError(f"\"hypot_cpu\" not implemented for '{_dtype_word(dt)}'")
         dt = _float_dt(dt)
@@ -503,6 +505,8 @@ def _logaddexp(name, np_fn, cls):
         dt = result_np_dtype(input, other)
         if dt.kind not in "fcV":
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype_word(dt)}'")
+        if name == "logaddexp2":
+            no_complex_kernel(dt, "logaddexp2_cpu")
         _bshape(input, other)
         with np.errstate(over="ignore", invalid="ignore"):
             r = np_fn(_as(input, dt), _as(other, dt))
@@ -544,6 +548,7 @@ CopysignBackward1 = type("CopysignBackward1", (CopysignBackward0,), {})
 def copysign(input, other, *, out=None):
     """``input``'s magnitude with ``other``'s sign (elementwise)."""
     a, b, x, y, dt = binary_operands(input, other)
+    no_complex_kernel(dt, "copysign_cpu")
     dt = _float_dt(dt)
     _bshape(a, b)
     r = np.copysign(np.asarray(x, dt), np.asarray(y, dt))
@@ -601,6 +606,7 @@ class XlogyBackward2(OpNode):
 def xlogy(input, other, *, out=None):
     """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
     a, b, x, y, dt = binary_operands(input, other)
+    no_complex_kernel(dt, "xlogy_cpu")
     dt = _float_dt(dt)
     _bshape(a, b)
     xa, ya = np.asarray(x, dt), np.asarray(y, dt)

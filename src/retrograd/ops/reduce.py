@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 
+from ._complex_reject import no_complex, no_complex_kernel
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, arr, norm_dims,
                     wrap_dim, write_out, Tensor, Size)
 from .. import _dtype as D
@@ -472,9 +473,9 @@ def _extreme(name, np_fn, arg_fn, all_cls, dim_cls, red_fn):
             return (pointwise.maximum if name == "max" else pointwise.minimum)(input, dim, out=out)
         x = input._data
         if x.dtype.kind == "c":
-            from ._base import _dtype_name
-            raise NotImplementedError(f'"{name}_all" not implemented for \'{_dtype_name(x.dtype)}\'' if dim is None
-                                      else f'"{name}_cpu" not implemented for \'{_dtype_name(x.dtype)}\'')
+            if dim is not None:
+                no_complex(x, name + ".dim")
+            no_complex_kernel(x, name + "_all")
         if dim is None:
             if keepdim:
                 raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool, ), "
@@ -546,6 +547,7 @@ AminBackward0 = type("AminBackward0", (AmaxBackward0,), {})
 def _amaxmin(name, np_fn, cls):
     def op(input, dim=(), keepdim=False, *, out=None):
         x = input._data
+        no_complex_kernel(x, name[1:] + "_values_cpu")
         dims = _dims_arg(dim, x.ndim)
         if x.size == 0:
             if dims == tuple(range(x.ndim)) and (dim is None or not isinstance(dim, _int) and len(dim) == 0):
@@ -573,6 +575,7 @@ def aminmax(input, *, dim=None, keepdim=False):
     """(amin, amax) over ``dim`` (all dimensions by default)."""
     d = () if dim is None else dim
     x = input._data
+    no_complex_kernel(x, "aminmax_cpu")
     if x.size == 0:
         if dim is None:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has "
@@ -617,6 +620,7 @@ def _arg(name, fn):
         x = input._data
         if x.dtype.kind == "b":
             raise RuntimeError(f"{name}(): does not support bool input")
+        no_complex(x, name)
         if dim is None:
             if x.size == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
@@ -1148,6 +1152,7 @@ CumminBackward0 = type("CumminBackward0", (CummaxBackward0,), {})
 def _cum_extreme(name, ufunc, cls):
     def op(input, dim, *, out=None):
         x = input._data
+        no_complex_kernel(x, name + "_cpu")
         d = wrap_dim(_int(dim), x.ndim)
         if x.ndim == 0 or x.size == 0:
             vals, idx = x.copy(), np.zeros(x.shape, np.int64)
@@ -1262,6 +1267,7 @@ def _selected(name, cls, input, idx, d, extra=None):
 def sort(input, dim=-1, descending=False, stable=None, *, out=None):
     """(values, indices) sorted along ``dim``; equal values keep their order."""
     x = input._data
+    no_complex(x, "sort")
     d = wrap_dim(_int(dim), x.ndim)
     idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else np.zeros((), np.int64)
     res = _selected("sort", SortBackward0 if stable is None else SortBackward1, input, idx, d)
@@ -1275,6 +1281,7 @@ def sort(input, dim=-1, descending=False, stable=None, *, out=None):
 def argsort(input, dim=-1, descending=False, stable=False):
     """Indices that sort ``input`` along ``dim``; no gradient."""
     x = input._data
+    no_complex(x, "sort")
     d = wrap_dim(_int(dim), x.ndim)
     idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else np.zeros((), np.int64)
     return finish(None, arr(idx.astype(np.int64, copy=False)))
@@ -1552,6 +1559,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     x = input._data
     if x.dtype.kind == "b":
         raise RuntimeError("topk does not support bool dtypes on CPU")
+    no_complex(x, "topk")
     d = wrap_dim(_int(dim), x.ndim)
     n = x.shape[d] if x.ndim else 1
     k = _int(k)
@@ -1588,6 +1596,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     x = input._data
     if x.dtype.kind == "b":
         raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
+    no_complex_kernel(x, "kthvalue_cpu")
     d = wrap_dim(_int(dim), x.ndim)
     if x.ndim:
         _check_nonempty(x, (d,), "kthvalue")
@@ -1706,6 +1715,7 @@ def _median(name, input, dim, keepdim, ignore_nan, classes):
     x = input._data
     if x.dtype.kind == "b":
         raise NotImplementedError(f"\"{'median_cpu' if dim is None else 'median_out'}\" not implemented for 'Bool'")
+    no_complex_kernel(x, "median_cpu" if dim is None else "median_out")
     if dim is None:
         if x.size == 0:
             r = np.array(np.nan, x.dtype)

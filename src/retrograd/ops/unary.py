@@ -262,10 +262,13 @@ _inplace_underivable("acosh", "AcoshBackward1")
 _inplace_underivable("atanh", "AtanhBackward1")
 _make_unary("sigmoid", lambda a: _sigmoid_np(a), "SigmoidBackward0", "output",
             lambda g, x, y: _sigmoid_backward(g, y))
-_make_unary("erf", _erf_np, "ErfBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * _SQRT_PI_2))
-_make_unary("erfc", _erfc_np, "ErfcBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * -_SQRT_PI_2))
+_make_unary("erf", _erf_np, "ErfBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * _SQRT_PI_2),
+            check=_not_implemented("erf_vml_cpu", "c"))
+_make_unary("erfc", _erfc_np, "ErfcBackward0", "input", lambda g, x, y: g * (exp(-(x * x)) * -_SQRT_PI_2),
+            check=_not_implemented("erfc_vml_cpu", "c"))
 _make_unary("erfinv", _erfinv_np, "ErfinvBackward0", "input",
-            lambda g, x, y: exp(erfinv(x) * erfinv(x)) * (math.sqrt(math.pi) / 2) * g)
+            lambda g, x, y: exp(erfinv(x) * erfinv(x)) * (math.sqrt(math.pi) / 2) * g,
+            check=_not_implemented("erfinv_vml_cpu", "c"))
 _make_unary("reciprocal", lambda a: 1.0 / a, "ReciprocalBackward0", "output", lambda g, x, y: g * -(y * y))
 def _relu_check(dt):
     if dt.kind == "c":
@@ -328,7 +331,7 @@ _make_unary("ceil", np.ceil, "CeilBackward0", "none", _zero, float_only=False,
 _make_unary("trunc", np.trunc, "TruncBackward0", "none", _zero, float_only=False,
             check=_no_complex("trunc", _not_implemented("trunc_vml_cpu")))
 _make_unary("frac", lambda a: a - np.trunc(a), "FracBackward0", "none", lambda g, x, y: g,
-            check=_not_implemented("frac_cpu", "biu"))
+            check=_not_implemented("frac_cpu", "biuc"))
 
 
 def _sigmoid_np(a):

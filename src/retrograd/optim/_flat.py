@@ -22,7 +22,7 @@ bundle from the state as it is then). Nothing is computed on a stale buffer.
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import _real, blas_for, fma_scalar
+from .optimizer import _real, addcdiv, addcdiv_term, blas_for, fma_scalar, half, scale_
 
 __all__ = ["Batch", "batches", "flat_ok"]
 
@@ -181,7 +181,7 @@ class Batch:
         fns = None if self.single or c == 0 else blas_for(self.dtype)
         if fns is None:
             for p, d in zip(self.params, self.data):
-                d *= c
+                scale_(d, c)
                 p._bump_version()
             return
         c = float(self.dtype.type(c))
@@ -194,6 +194,14 @@ class Batch:
             elif n:
                 scal(n, c, ptr)
             p._bump_version()
+
+    def addcdiv(self, a, b, value, out=None):
+        """``param.addcdiv_(a, b, value=value)`` for each parameter; ``out``: where the term
+        ``(value * a) / b`` may be made (float16/bfloat16 parameters are rounded once instead)."""
+        if half(self.dtype):
+            self.update(lambda d, u, v: addcdiv(d, u, v, value, out=d), a, b)
+            return
+        self.add(addcdiv_term(a, b, value, out=out))
 
     def flat_params(self):
         """[(parameter, its array as 1-D, its gradient as 1-D, its slice of the flat arrays)], or
@@ -272,7 +280,7 @@ def batches(optimizer, index, group, params, keys, step=True, flat=True, real=Tr
     """
     if group.get("fused"):
         for p in params:
-            if p._data.dtype.kind != "f":
+            if p._data.dtype.kind not in "fV":
                 raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of "
                                    "supported devices: ['mps', 'cuda', 'xpu', 'hpu', 'cpu', 'mtia', 'privateuseone'] "
                                    f"but {p.dtype} and {p.device}")

@@ -1,5 +1,5 @@
 """Adadelta: unit-corrected steps from running averages of squared gradients and updates."""
-from .optimizer import Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcmul, fma_scalar
+from .optimizer import Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcmul, fma_scalar, scale_
 
 __all__ = ["Adadelta"]
 
@@ -36,13 +36,13 @@ class Adadelta(Optimizer):
                     g = fma_scalar(d, wd, g)
                 sq = _real(state["square_avg"]._data)
                 acc = _real(state["acc_delta"]._data)
-                sq *= rho
+                scale_(sq, rho)
                 addcmul(sq, g, g, 1 - rho, out=sq)
                 std = _sqrt(sq + eps)
                 delta = _sqrt(acc + eps)
                 delta /= std
                 delta *= g
-                acc *= rho
+                scale_(acc, rho)
                 addcmul(acc, delta, delta, 1 - rho, out=acc)
                 fma_scalar(delta, -lr, d, out=d)
                 p._bump_version()

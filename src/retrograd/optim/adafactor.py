@@ -2,15 +2,44 @@
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _scalar, _sqrt, _step_tensor, fma_scalar, lerp_scalar
+from .optimizer import Optimizer, _scalar, _sqrt, _step_tensor, fma_scalar, half, half_blocks, lerp_scalar, scale_
 
 __all__ = ["Adafactor"]
 
 
 def _norm(a, axis=None, keepdims=False):
-    """The 2-norm in the array's own precision."""
+    """The 2-norm in the array's own precision (float16/bfloat16: accumulated in float32 and
+    rounded once, as PyTorch's reduction does)."""
+    if half(a.dtype):
+        w = a.astype(np.float32)
+        return np.sqrt(np.sum(w * w, axis=axis, keepdims=keepdims)).astype(a.dtype)
     sq = a * a
     return np.sqrt(np.sum(sq, axis=axis, keepdims=keepdims, dtype=a.dtype))
+
+
+def _mean(a, axis):
+    if half(a.dtype):
+        return a.astype(np.float32).mean(axis=axis, keepdims=True).astype(a.dtype)
+    return a.mean(axis=axis, keepdims=True, dtype=a.dtype)
+
+
+def _outer(r, c):
+    """``row_var @ col_var`` (an inner dimension of 1: each entry one product, rounded once)."""
+    if half(r.dtype):
+        return np.matmul(r.astype(np.float32), c.astype(np.float32)).astype(r.dtype)
+    return np.matmul(r, c)
+
+
+def _rsqrt(a):
+    if half(a.dtype):
+        # PyTorch's rsqrt: 1 / sqrt(x) in float32, rounded once, in its vectorized blocks;
+        # its scalar loop (the elements after the last full block) rounds sqrt(x) first
+        root = np.sqrt(np.ascontiguousarray(a).reshape(-1).astype(np.float32))
+        r = (1 / root).astype(a.dtype)
+        k = half_blocks(r.size)
+        r[k:] = (1 / root[k:].astype(a.dtype).astype(np.float32)).astype(a.dtype)
+        return r.reshape(a.shape)
+    return np.reciprocal(_sqrt(a))
 
 
 class Adafactor(Optimizer):
@@ -71,7 +100,7 @@ class Adafactor(Optimizer):
                 rho_t = min(lr, 1 / (step ** 0.5))
                 alpha = max(eps2, float(_norm(d)) / (d.size ** 0.5)) * rho_t
                 if wd != 0:
-                    d *= 1 - lr * wd
+                    scale_(d, 1 - lr * wd)
                 if g.ndim > 1:
                     row_var = state["row_var"]._data
                     col_var = state["col_var"]._data
@@ -81,13 +110,13 @@ class Adafactor(Optimizer):
                     col_mean = np.square(_norm(g, axis=-2, keepdims=True))
                     col_mean /= g.shape[-2]
                     lerp_scalar(col_var, col_mean, one_minus_beta2_t, out=col_var)
-                    var_estimate = np.matmul(row_var, col_var)
-                    var_estimate /= np.maximum(row_var.mean(axis=-2, keepdims=True, dtype=d.dtype), e1)
+                    var_estimate = _outer(row_var, col_var)
+                    var_estimate /= np.maximum(_mean(row_var, -2), e1)
                 else:
                     variance = state["variance"]._data
                     lerp_scalar(variance, g * g, one_minus_beta2_t, out=variance)
                     var_estimate = variance.copy()
-                update = np.reciprocal(_sqrt(np.maximum(var_estimate, e1 * e1)))
+                update = _rsqrt(np.maximum(var_estimate, e1 * e1))
                 update *= g
                 denom = max(1.0, float(_norm(update)) / ((update.size ** 0.5) * clip))
                 fma_scalar(update, -alpha / denom, d, out=d)

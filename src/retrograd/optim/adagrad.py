@@ -5,7 +5,7 @@ from .._tensor import Tensor
 from ._flat import batches, flat_ok
 from ._sparse import adagrad_sparse_step
 from .optimizer import (Optimizer, _check_fused, _check_lr, _check_nonnegative, _scalar, _sqrt, _step_tensor,
-                        addcdiv_term, addcmul, fma_scalar)
+                        addcmul, fma_scalar)
 
 __all__ = ["Adagrad"]
 
@@ -77,4 +77,4 @@ def _adagrad(b, group):
     addcmul(s, g, g, 1, out=s)
     std = _sqrt(s)
     std += group["eps"]
-    b.add(addcdiv_term(g, std, -clr, out=g))
+    b.addcdiv(g, std, -clr, out=g)

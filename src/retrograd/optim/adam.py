@@ -5,7 +5,7 @@ from .._tensor import Tensor
 from ._accel import kernels
 from ._flat import batches, flat_ok
 from .optimizer import (Optimizer, _check_fused, _check_lr, _check_nonnegative, _real, _scalar, _sqrt, addcmul,
-                        fma_scalar, lerp_scalar)
+                        div_scalar, fma_scalar, lerp_scalar, scale_)
 from .optimizer import _sqrt as _numpy_sqrt
 
 __all__ = ["Adam"]
@@ -28,7 +28,7 @@ def _adam_moments(state, d, g, beta1, beta2):
     exp_avg = _real(state["exp_avg"]._data)
     exp_avg_sq = _real(state["exp_avg_sq"]._data)
     lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
-    exp_avg_sq *= beta2
+    scale_(exp_avg_sq, beta2)
     addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
     return float(step_t._data)
 
@@ -37,7 +37,7 @@ def _weight_decay(d, g, lr, weight_decay, decoupled):
     """L2 penalty folded into the gradient, or decoupled decay of the parameter itself."""
     if weight_decay != 0:
         if decoupled:
-            d *= 1 - lr * weight_decay
+            scale_(d, 1 - lr * weight_decay)
         else:
             g = fma_scalar(d, weight_decay, g)
     return g
@@ -90,7 +90,7 @@ def _adam(b, group):
     b.steps += 1
     exp_avg, exp_avg_sq = b.state["exp_avg"], b.state["exp_avg_sq"]
     lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
-    exp_avg_sq *= beta2
+    scale_(exp_avg_sq, beta2)
     addcmul(exp_avg_sq, g, g, 1 - beta2, out=exp_avg_sq)
     step = b.step_value()
     bias_correction1 = 1 - beta1 ** step
@@ -101,14 +101,12 @@ def _adam(b, group):
     if group["amsgrad"]:
         v = b.state["max_exp_avg_sq"]
         np.maximum(v, exp_avg_sq, out=v)
-    denom = np.divide(_sqrt(v), bias_correction2_sqrt, out=b.scratch(0))
+    denom = div_scalar(_sqrt(v), bias_correction2_sqrt, out=b.scratch(0))
     denom += group["eps"]
-    # addcdiv(param, exp_avg, denom, -step_size): (value * exp_avg) / denom, then added
-    upd = np.multiply(exp_avg, denom.dtype.type(-step_size), out=b.scratch(1))
-    np.divide(upd, denom, out=upd)
     if decoupled:
         b.scale(1 - lr * wd)
-    b.add(upd)
+    # addcdiv(param, exp_avg, denom, -step_size): (value * exp_avg) / denom, then added
+    b.addcdiv(exp_avg, denom, -step_size, out=b.scratch(1))
 
 
 def _compiled(b, group, beta1, beta2, lr, wd, decoupled):

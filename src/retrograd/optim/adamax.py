@@ -2,7 +2,7 @@
 import numpy as np
 
 from .adam import _check_adam_args
-from .optimizer import Optimizer, _real, _scalar, addcdiv, fma_scalar, lerp_scalar
+from .optimizer import Optimizer, _real, _scalar, addcdiv, fma_scalar, lerp_scalar, scale_
 
 __all__ = ["Adamax"]
 
@@ -38,7 +38,7 @@ class Adamax(Optimizer):
                 exp_avg = _real(state["exp_avg"]._data)
                 exp_inf = _real(state["exp_inf"]._data)
                 lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
-                exp_inf *= beta2
+                scale_(exp_inf, beta2)
                 norm = np.abs(g)
                 norm += eps
                 np.maximum(exp_inf, norm, out=exp_inf)

@@ -1,5 +1,5 @@
 """ASGD: averaged stochastic gradient descent (the average lives in state['ax'])."""
-from .optimizer import Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _step_tensor, fma_scalar
+from .optimizer import Optimizer, _check_lr, _check_nonnegative, _real, _scalar, _step_tensor, fma_scalar, scale_
 
 __all__ = ["ASGD"]
 
@@ -44,11 +44,11 @@ class ASGD(Optimizer):
                 mu = state["mu"]._data
                 ax = _real(state["ax"]._data)
                 eta_value = float(eta)
-                d *= 1 - lambd * eta_value
+                scale_(d, 1 - lambd * eta_value)
                 fma_scalar(g, -eta_value, d, out=d)
                 if float(mu) != 1:
                     diff = d - ax
-                    diff *= mu
+                    diff *= mu      # a 0-d float32 array: float32 arithmetic, as PyTorch
                     ax += diff
                 else:
                     ax[...] = d

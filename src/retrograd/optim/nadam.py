@@ -1,7 +1,7 @@
 """NAdam: Adam with Nesterov momentum (momentum_decay, decoupled weight decay)."""
 from .._tensor import Tensor
 from .adam import _adam_moments, _check_adam_args, _weight_decay
-from .optimizer import Optimizer, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, addcdiv
+from .optimizer import Optimizer, _check_nonnegative, _real, _scalar, _sqrt, _step_tensor, addcdiv, div_scalar
 
 __all__ = ["NAdam"]
 
@@ -56,7 +56,7 @@ class NAdam(Optimizer):
                 mu_product *= mu
                 exp_avg = _real(state["exp_avg"]._data)
                 exp_avg_sq = _real(state["exp_avg_sq"]._data)
-                denom = _sqrt(exp_avg_sq / bias_correction2)
+                denom = _sqrt(div_scalar(exp_avg_sq, bias_correction2))
                 mu_product_v = float(mu_product)
                 mu_product_next = mu_product_v * mu_next
                 denom += eps

@@ -210,13 +210,8 @@ def fma_scalar(x, s, y, out=None):
             return t.astype(dt)
         out[...] = t
         return out
-    if dt == _F16 or dt.kind == "V":
-        # float16/bfloat16: PyTorch's opmath, float32 arithmetic on alpha rounded to the
-        # dtype, rounded once to the dtype at the end (the product of two 16-bit values is
-        # exact in float32)
-        t = x.astype(np.float32) * np.float32(_as_dtype(s, dt))
-        t += y.astype(np.float32)
-        r = t.astype(dt)
+    if half(dt):
+        r = _half_add_alpha(x, s, y, dt)
     else:
         r = y + _as_dtype(s, dt) * x
     if out is None:
@@ -225,15 +220,93 @@ def fma_scalar(x, s, y, out=None):
     return out
 
 
+# --- float16/bfloat16: PyTorch's CPU "opmath" ------------------------------------------
+# PyTorch computes an elementwise kernel on 16-bit floats in float32 and rounds the result
+# to the 16-bit type once, at the end of each kernel call. How the Python scalar enters
+# differs by kernel (checked bit for bit against PyTorch 2.13's CPU kernels):
+#   mul/div by a number: the number as float32;      add/sub of a number: rounded to the dtype;
+#   add(alpha=): alpha rounded to the dtype (see _half_add_alpha for its scalar tail);
+#   lerp: float32 weight, both branches a fused multiply-add;
+#   addcmul: fma(value * t1, t2, self), value as float32;  addcdiv: self + (value * t1) / t2.
+# Tensor-tensor arithmetic, sqrt, abs, maximum, clamp and the add of a number are what
+# NumPy's (and ml_dtypes') own 16-bit loops already compute (float32, one rounding).
+
+_HALF_BLOCK = 32
+
+
+def half(dt):
+    """Whether arrays of this dtype are 16-bit floats computed in float32 (float16, bfloat16)."""
+    return dt == _F16 or (dt.kind == "V" and dt.itemsize == 2)
+
+
+def half_blocks(n):
+    """How many of n contiguous 16-bit elements PyTorch's CPU loop computes in its vectorized
+    blocks of 32 (the rest go through its scalar loop, which some kernels round differently)."""
+    return n - n % _HALF_BLOCK
+
+
+def _f32(a):
+    return np.asarray(a).astype(np.float32)
+
+
+def _fma32(a, b, c):
+    """``a * b + c`` of float32 values with one float32 rounding (exact product in float64)."""
+    t = np.multiply(a, b, dtype=_F64)
+    t += c
+    return t.astype(np.float32)
+
+
+def _half_add_alpha(x, s, y, dt):
+    """``y.add(x, alpha=s)`` on 16-bit arrays as PyTorch's CPU kernel computes it.
+
+    Its vectorized loop (blocks of 32 elements of a contiguous tensor) adds the exact float32
+    product ``alpha * x`` and rounds once; the elements after the last full block go through
+    its scalar loop, where the product is rounded to the 16-bit type before the add.
+    (A tensor PyTorch splits among threads, over 32768 elements, has such a tail per chunk;
+    with one thread, or below that size, the numbers here are PyTorch's to the bit.)
+    """
+    a = np.float32(_as_dtype(s, dt))
+    t = _f32(x) * a
+    y32 = _f32(y)
+    t, y32 = np.broadcast_arrays(t, y32)
+    r = np.asarray(t + y32).astype(dt)
+    n = r.size
+    k = half_blocks(n)
+    if k < n:
+        rf = r.reshape(-1)
+        tail = np.ascontiguousarray(t).reshape(-1)[k:].astype(dt).astype(np.float32)
+        tail += np.ascontiguousarray(y32).reshape(-1)[k:]
+        rf[k:] = tail.astype(dt)
+    return r
+
+
 def scale_(y, s):
     """``y *= s`` in place as PyTorch's ``mul_(s)``: float16/bfloat16 multiply in float32 by
-    the scalar as float32 and round once (NumPy would round the scalar to the 16-bit type)."""
+    the scalar as float32 and round once (NumPy would round the scalar to the 16-bit type).
+    Returns y (a NumPy scalar, which cannot change in place, gives the new value)."""
     dt = y.dtype
-    if dt == _F16 or dt.kind == "V":
-        y[...] = (y.astype(np.float32) * np.float32(s)).astype(dt)
+    if half(dt):
+        r = (_f32(y) * np.float32(s)).astype(dt)
+        if isinstance(y, np.generic):
+            return dt.type(r)
+        y[...] = r
+    elif isinstance(y, np.generic):
+        return y * s
     else:
         y *= s
     return y
+
+
+def div_scalar(a, s, out=None):
+    """``a / s`` for a Python number ``s`` (16-bit: float32 division by s as float32)."""
+    dt = a.dtype
+    if half(dt):
+        r = (_f32(a) / np.float32(s)).astype(dt)
+        if out is None:
+            return r
+        out[...] = r
+        return out
+    return _arr(np.divide(a, s, out=out))
 
 
 def addcmul(y, a, b, value, out=None):
@@ -247,6 +320,12 @@ def addcmul(y, a, b, value, out=None):
         for i in range(0, n, _CHUNK):
             j = i + _CHUNK
             addcmul(yf[i:j], af[i:j], bf[i:j], value, out=of[i:j])
+        return out
+    if half(dt):
+        r = _fma32(_f32(a) * np.float32(value), _f32(b), _f32(y)).astype(dt)
+        if out is None:
+            return r
+        out[...] = r
         return out
     va = a if value == 1 else _as_dtype(value, dt) * a
     if dt == _F32:
@@ -265,7 +344,15 @@ def addcmul(y, a, b, value, out=None):
 
 
 def addcdiv(y, a, b, value, out=None):
-    """``y + (value * a) / b`` (PyTorch's addcdiv, no fused step)."""
+    """``y + (value * a) / b`` (PyTorch's addcdiv, no fused step; 16-bit: in float32, rounded once)."""
+    if half(y.dtype):
+        t = _f32(a) * np.float32(value)
+        t /= _f32(b)
+        t += _f32(y)
+        if out is None:
+            return t.astype(y.dtype)
+        out[...] = t
+        return out
     t = a if value == 1 else _as_dtype(value, y.dtype) * a
     t = t / b
     if out is None:
@@ -283,6 +370,17 @@ def addcdiv_term(a, b, value, out=None):
 def lerp_scalar(x, end, w, out):
     """``x.lerp_(end, w)`` with PyTorch's two-sided formula and fused multiply-add."""
     dt = x.dtype
+    if half(dt):
+        # float32 weight and difference, a fused multiply-add on either side, one rounding
+        w32 = np.float32(w)
+        x32, e32 = _f32(x), _f32(end)
+        diff = e32 - x32
+        if abs(w32) < 0.5:
+            r = _fma32(diff, w32, x32)
+        else:
+            r = _fma32(diff, -(np.float32(1) - w32), e32)
+        out[...] = r
+        return out
     w = _as_dtype(w, dt)
     diff = end - x
     if abs(w) < 0.5:

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .adam import _adam_moments, _check_adam_args, _weight_decay
-from .optimizer import Optimizer, _real, _scalar, _sqrt
+from .optimizer import Optimizer, _real, _scalar, _sqrt, div_scalar, scale_
 
 __all__ = ["RAdam"]
 
@@ -40,19 +40,19 @@ class RAdam(Optimizer):
                 exp_avg_sq = _real(state["exp_avg_sq"]._data)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
-                update = exp_avg / bias_correction1
+                update = div_scalar(exp_avg, bias_correction1)
                 rho_inf = 2 / (1 - beta2) - 1
                 rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-                update *= lr
+                update = scale_(update, lr)
                 if rho_t > 5.0:
                     rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
                     root = _sqrt(exp_avg_sq)
                     root += eps
                     # PyTorch divides a number by a tensor as reciprocal() * number.
                     adaptive_lr = np.reciprocal(root)
-                    adaptive_lr *= bias_correction2 ** 0.5
+                    adaptive_lr = scale_(adaptive_lr, bias_correction2 ** 0.5)
                     update *= adaptive_lr
-                    update *= rect
+                    update = scale_(update, rect)
                 d -= update
                 p._bump_version()
         return loss

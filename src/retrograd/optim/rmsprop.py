@@ -2,8 +2,8 @@
 import numpy as np
 
 from ._flat import batches, flat_ok
-from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _scalar, _sqrt, addcdiv_term, addcmul, fma_scalar,
-                        lerp_scalar)
+from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _scalar, _sqrt, addcdiv, addcmul, fma_scalar,
+                        lerp_scalar, scale_)
 
 __all__ = ["RMSprop"]
 
@@ -47,7 +47,7 @@ def _rmsprop(b, group):
     if wd != 0:
         g = fma_scalar(b.param(), wd, g, out=g)
     sq = b.state["square_avg"]
-    sq *= alpha
+    scale_(sq, alpha)
     addcmul(sq, g, g, 1 - alpha, out=sq)
     if group["centered"]:
         ga = b.state["grad_avg"]
@@ -58,8 +58,8 @@ def _rmsprop(b, group):
     avg += group["eps"]
     if momentum > 0:
         buf = b.state["momentum_buffer"]
-        buf *= momentum
-        np.add(buf, addcdiv_term(g, avg, 1), out=buf)
+        scale_(buf, momentum)
+        addcdiv(buf, g, avg, 1, out=buf)
         b.axpy(buf, -lr)
     else:
-        b.add(addcdiv_term(g, avg, -lr, out=g))
+        b.addcdiv(g, avg, -lr, out=g)
