@@ -248,3 +248,75 @@ def test_torchvision_under_retrograd_run(tmp_path):
         with pytest.raises(NotImplementedError, match="torchvision.no_such_thing is not implemented in retrograd"):
             tv.no_such_thing
     assert (tmp_path / "x.png").is_file()
+
+
+GAN_SCRIPT = '''
+# A small DCGAN-style training script, written the way PyTorch users write them.
+import os, sys
+import torch
+import torch.nn as nn
+import torch.optim as optim
+import torchvision.datasets as dset
+import torchvision.transforms as transforms
+import torchvision.utils as vutils
+from torchvision import models
+
+out = sys.argv[1]
+torch.manual_seed(0)
+size = 16
+dataset = dset.FakeData(size=16, image_size=(3, 20, 20),
+                        transform=transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size),
+                                                      transforms.RandomHorizontalFlip(), transforms.ToTensor(),
+                                                      transforms.Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))]))
+loader = torch.utils.data.DataLoader(dataset, batch_size=8, shuffle=True)
+netG = nn.Sequential(nn.ConvTranspose2d(8, 16, 4, 1, 0, bias=False), nn.BatchNorm2d(16), nn.ReLU(True),
+                     nn.ConvTranspose2d(16, 3, 4, 4, 0, bias=False), nn.Tanh())
+netD = models.squeezenet1_1(num_classes=1)
+opt_d = optim.Adam(netD.parameters(), lr=2e-4, betas=(0.5, 0.999))
+opt_g = optim.Adam(netG.parameters(), lr=2e-4, betas=(0.5, 0.999))
+crit = nn.BCEWithLogitsLoss()
+fixed = torch.randn(8, 8, 1, 1)
+for i, (real, _) in enumerate(loader):
+    netD.zero_grad()
+    b = real.size(0)
+    err_real = crit(netD(nn.functional.interpolate(real, size=32)).view(-1), torch.ones(b))
+    fake = netG(torch.randn(b, 8, 1, 1))
+    err_fake = crit(netD(nn.functional.interpolate(fake.detach(), size=32)).view(-1), torch.zeros(b))
+    (err_real + err_fake).backward()
+    opt_d.step()
+    netG.zero_grad()
+    err_g = crit(netD(nn.functional.interpolate(fake, size=32)).view(-1), torch.ones(b))
+    err_g.backward()
+    opt_g.step()
+    print(f"[{i}] Loss_D: {(err_real + err_fake).item():.4f} Loss_G: {err_g.item():.4f}")
+vutils.save_image(real, os.path.join(out, "real_samples.png"), normalize=True)
+vutils.save_image(netG(fixed).detach(), os.path.join(out, "fake_samples.png"), normalize=True, nrow=4)
+torch.save(netD.state_dict(), os.path.join(out, "netD.pth"))
+'''
+
+
+def test_a_gan_script_runs_under_retrograd_run(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "gan.py"
+    script.write_text(GAN_SCRIPT)
+    src = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "retrograd", "run", str(script), str(tmp_path)], capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "[1] Loss_D:" in r.stdout
+    real = Image.open(tmp_path / "real_samples.png")
+    assert real.size == (2 + 8 * 18, 2 + 18) and real.mode == "RGB"
+    assert Image.open(tmp_path / "fake_samples.png").size == (2 + 4 * 18, 2 + 2 * 18)
+    sd = retrograd.load(str(tmp_path / "netD.pth"))
+    assert sd["classifier.1.weight"].shape == (1, 512, 1, 1)
+
+
+def test_mnist_numpy_images_go_through_pil_transforms():
+    from retrograd.vision import transforms as T
+    img = np.random.default_rng(0).integers(0, 256, (28, 28), dtype=np.uint8)   # what MNIST gives
+    out = T.Compose([T.Resize(32), T.RandomRotation(10), T.ToTensor()])(img)
+    assert tuple(out.shape) == (1, 32, 32) and out.dtype == retrograd.float32
+    np.testing.assert_array_equal(T.ToTensor()(T.functional.hflip(img)).numpy()[0], img[:, ::-1] / np.float32(255))

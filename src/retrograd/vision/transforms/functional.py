@@ -51,8 +51,15 @@ def _is_pil(img):
 
 
 def _check(img):
-    if not (isinstance(img, Tensor) or _is_pil(img)):
-        raise TypeError(f"img should be PIL Image or Tensor. Got {type(img)}")
+    """The image to work on: a tensor or PIL image; a uint8 NumPy image (H, W[, C]), what
+    retrograd's MNIST gives where torchvision's gives a PIL image, is taken as a PIL image."""
+    if isinstance(img, Tensor) or _is_pil(img):
+        return img
+    if isinstance(img, np.ndarray) and img.dtype == np.uint8 and (img.ndim == 2 or (img.ndim == 3 and img.shape[2]
+                                                                                      in (1, 3, 4))):
+        from PIL import Image
+        return Image.fromarray(img[:, :, 0] if img.ndim == 3 and img.shape[2] == 1 else img)
+    raise TypeError(f"img should be PIL Image or Tensor. Got {type(img)}")
 
 
 def _arr(t):
@@ -173,7 +180,7 @@ def _pil_from_array(a, mode):
 
 def get_dimensions(img):
     """[channels, height, width] of an image."""
-    _check(img)
+    img = _check(img)
     if isinstance(img, Tensor):
         c = 1 if img.ndim == 2 else img.shape[-3]
         return [c, img.shape[-2], img.shape[-1]]
@@ -400,7 +407,7 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
     """Resize to ``size``: (h, w), or an int for the smaller edge (keeping the aspect ratio, the
     longer edge at most ``max_size``). PIL images are resized by Pillow; tensors with
     ``antialias`` (bilinear/bicubic) filter like Pillow when shrinking."""
-    _check(img)
+    img = _check(img)
     mode = _interp(interpolation)
     if isinstance(size, (list, tuple)) and len(size) not in (1, 2):
         raise ValueError(f"Size must be an int or a 1 or 2 element tuple/list, not a {len(size)} element tuple/list")
@@ -415,7 +422,7 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
 
 def crop(img, top, left, height, width):
     """The ``height`` x ``width`` region at (``top``, ``left``); outside the image is zeros."""
-    _check(img)
+    img = _check(img)
     if _is_pil(img):
         return img.crop((left, top, left + width, top + height))
     a = _arr(img)
@@ -480,7 +487,7 @@ _NP_PAD = {"constant": "constant", "edge": "edge", "reflect": "reflect", "symmet
 def pad(img, padding, fill=0, padding_mode="constant"):
     """Pad the borders: ``padding`` int (all), (left/right, top/bottom) or (left, top, right,
     bottom); ``padding_mode`` constant (``fill``), edge, reflect or symmetric."""
-    _check(img)
+    img = _check(img)
     if padding_mode not in _NP_PAD:
         raise ValueError("Padding mode should be either constant, edge, reflect or symmetric")
     left, top, right, bottom = _ltrb(padding)
@@ -512,7 +519,7 @@ def pad(img, padding, fill=0, padding_mode="constant"):
 
 def hflip(img):
     """Mirror left-right."""
-    _check(img)
+    img = _check(img)
     if _is_pil(img):
         from PIL import Image
         return img.transpose(Image.FLIP_LEFT_RIGHT)
@@ -521,7 +528,7 @@ def hflip(img):
 
 def vflip(img):
     """Mirror top-bottom."""
-    _check(img)
+    img = _check(img)
     if _is_pil(img):
         from PIL import Image
         return img.transpose(Image.FLIP_TOP_BOTTOM)
@@ -550,7 +557,7 @@ def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, ce
     """Rotate by ``angle`` degrees counter-clockwise about ``center`` (default: the image's
     centre); ``expand`` grows the output to hold the whole rotated image; uncovered pixels get
     ``fill``."""
-    _check(img)
+    img = _check(img)
     mode = _interp(interpolation)
     if _is_pil(img):
         return img.rotate(angle, _PIL_FILTER[mode], expand, center, fillcolor=_pil_fill(fill, img))
@@ -654,7 +661,7 @@ def _gray_np(a):
 def rgb_to_grayscale(img, num_output_channels=1):
     """Luma 0.2989 R + 0.587 G + 0.114 B (Pillow's "L" conversion for PIL images), as 1 or 3
     channels."""
-    _check(img)
+    img = _check(img)
     if num_output_channels not in (1, 3):
         raise ValueError("num_output_channels should be either 1 or 3")
     if _is_pil(img):
@@ -701,7 +708,7 @@ def adjust_brightness(img, brightness_factor):
     """Scale the brightness: 0 black, 1 unchanged."""
     if brightness_factor < 0:
         raise ValueError(f"brightness_factor ({brightness_factor}) is not non-negative.")
-    _check(img)
+    img = _check(img)
     if _is_pil(img):
         from PIL import ImageEnhance
         return ImageEnhance.Brightness(img).enhance(brightness_factor)
@@ -713,7 +720,7 @@ def adjust_contrast(img, contrast_factor):
     """Blend with the mean grey: 0 a flat grey image, 1 unchanged."""
     if contrast_factor < 0:
         raise ValueError(f"contrast_factor ({contrast_factor}) is not non-negative.")
-    _check(img)
+    img = _check(img)
     if _is_pil(img):
         from PIL import ImageEnhance
         return ImageEnhance.Contrast(img).enhance(contrast_factor)
@@ -728,7 +735,7 @@ def adjust_saturation(img, saturation_factor):
     """Blend with the grey image: 0 grey, 1 unchanged, 2 doubled saturation."""
     if saturation_factor < 0:
         raise ValueError(f"saturation_factor ({saturation_factor}) is not non-negative.")
-    _check(img)
+    img = _check(img)
     if _is_pil(img):
         from PIL import ImageEnhance
         return ImageEnhance.Color(img).enhance(saturation_factor)
@@ -773,7 +780,7 @@ def adjust_hue(img, hue_factor):
     """Shift the hue by ``hue_factor`` turns (in [-0.5, 0.5])."""
     if not (-0.5 <= hue_factor <= 0.5):
         raise ValueError(f"hue_factor ({hue_factor}) is not in [-0.5, 0.5].")
-    _check(img)
+    img = _check(img)
     if _is_pil(img):
         from PIL import Image
         if img.mode in ("L", "1", "I", "F"):
