@@ -178,3 +178,18 @@ def test_resnet18_pth_written_by_torch_gives_torchvisions_logits(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(got, got2)
     assert (got.argmax(1) == want.argmax(1)).all()
+
+
+@needs_torchvision
+@pytest.mark.parametrize("name", ["ResNet18_Weights.IMAGENET1K_V1", "ResNet50_Weights.IMAGENET1K_V2",
+                                  "MobileNet_V2_Weights.IMAGENET1K_V2", "VGG16_Weights.IMAGENET1K_V1"])
+def test_weights_transforms_match_torchvisions_presets(name):
+    from PIL import Image
+    ours = models.get_weight(name).transforms()
+    theirs = torchvision.models.get_weight(name).transforms()
+    assert ours.resize_size == theirs.resize_size and ours.crop_size == theirs.crop_size
+    img = Image.fromarray(np.random.default_rng(0).integers(0, 256, (250, 300, 3), dtype=np.uint8))
+    np.testing.assert_allclose(ours(img).numpy(), theirs(img).numpy(), rtol=1e-6, atol=1e-6)
+    t = np.random.default_rng(1).random((3, 240, 260), dtype=np.float32)
+    np.testing.assert_allclose(ours(retrograd.tensor(t)).numpy(), theirs(torch.from_numpy(t)).numpy(),
+                               rtol=1e-5, atol=2e-5)

@@ -7,13 +7,44 @@ import os
 __all__ = ["WeightsEnum", "Weights", "get_weight", "load_weights_into", "checkpoint_dirs"]
 
 
+class ImageClassification:
+    """The evaluation preprocessing of ImageNet classifiers: resize the smaller edge to
+    ``resize_size`` (bilinear, antialiased), centre-crop ``crop_size``, scale to [0, 1] floats,
+    normalize with ImageNet's mean and std. Takes PIL images and tensor images."""
+
+    def __init__(self, *, crop_size, resize_size=256, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225),
+                 interpolation=None, antialias=True):
+        from ..transforms.functional import InterpolationMode
+        self.crop_size, self.resize_size = [crop_size], [resize_size]
+        self.mean, self.std = list(mean), list(std)
+        self.interpolation = interpolation or InterpolationMode.BILINEAR
+        self.antialias = antialias
+
+    def __call__(self, img):
+        from ... import float32
+        from ..._tensor import Tensor
+        from ..transforms import functional as F
+        img = F.resize(img, self.resize_size, interpolation=self.interpolation, antialias=self.antialias)
+        img = F.center_crop(img, self.crop_size)
+        if not isinstance(img, Tensor):
+            img = F.pil_to_tensor(img)
+        img = F.convert_image_dtype(img, float32)
+        return F.normalize(img, mean=self.mean, std=self.std)
+
+    def __repr__(self):
+        return (f"{self.__class__.__name__}(\n    crop_size={self.crop_size}\n    resize_size={self.resize_size}\n"
+                f"    mean={self.mean}\n    std={self.std}\n    interpolation={self.interpolation}\n)")
+
+
 class Weights:
     """A published weight file: its ``url`` (whose name carries the first hex digits of the
-    file's SHA-256) and ``meta`` (``num_classes``, ``categories`` count...)."""
+    file's SHA-256), ``meta`` (``num_classes``...) and its preprocessing (``resize_size`` and
+    ``crop_size`` of ``ImageClassification``)."""
 
-    def __init__(self, url, meta):
+    def __init__(self, url, meta, resize_size=256, crop_size=224):
         self.url = url
         self.meta = dict(meta)
+        self.resize_size, self.crop_size = resize_size, crop_size
 
     @property
     def filename(self):
@@ -54,6 +85,10 @@ class WeightsEnum(enum.Enum):
     @property
     def meta(self):
         return self.value.meta
+
+    def transforms(self, **kwargs):
+        """The preprocessing these weights were evaluated with (``ImageClassification``)."""
+        return ImageClassification(crop_size=self.value.crop_size, resize_size=self.value.resize_size, **kwargs)
 
     def path(self):
         """The local file of these weights, or None when it is in none of ``checkpoint_dirs()``."""

@@ -121,7 +121,7 @@ class MobileNet_V2_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights("https://download.pytorch.org/models/mobilenet_v2-b0353104.pth",
                             {"num_classes": 1000, "min_size": (1, 1)})
     IMAGENET1K_V2 = Weights("https://download.pytorch.org/models/mobilenet_v2-7ebf99e0.pth",
-                            {"num_classes": 1000, "min_size": (1, 1)})
+                            {"num_classes": 1000, "min_size": (1, 1)}, resize_size=232)
     DEFAULT = IMAGENET1K_V2
 
 

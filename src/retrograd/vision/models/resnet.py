@@ -160,7 +160,7 @@ class ResNet34_Weights(WeightsEnum):
 
 class ResNet50_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights("https://download.pytorch.org/models/resnet50-0676ba61.pth", _IMAGENET)
-    IMAGENET1K_V2 = Weights("https://download.pytorch.org/models/resnet50-11ad3fa6.pth", _IMAGENET)
+    IMAGENET1K_V2 = Weights("https://download.pytorch.org/models/resnet50-11ad3fa6.pth", _IMAGENET, resize_size=232)
     DEFAULT = IMAGENET1K_V2
 
 

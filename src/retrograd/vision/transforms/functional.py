@@ -290,20 +290,24 @@ def _output_size(h, w, size, max_size):
     return [int(size[0]), int(size[1])]
 
 
-def _filter_weights(n_in, n_out, kernel, support, antialias):
+def _filter_weights(n_in, n_out, kernel, support, antialias, dt):
     """(n_out, n_in) resampling matrix: each output pixel's centre mapped back, the kernel
-    widened by the scale when shrinking with ``antialias``, weights normalized to sum 1."""
-    scale = n_in / n_out
-    fscale = max(scale, 1.0) if antialias else 1.0
-    sup = support * fscale
-    m = np.zeros((n_out, n_in))
+    widened by the scale when shrinking with ``antialias``, weights normalized to sum 1.
+    Computed in the image's precision ``dt`` (float32 weights for float32 images, as PyTorch
+    computes them: the centres of far pixels differ in the last bits otherwise)."""
+    f = dt.type
+    scale = f(n_in) / f(n_out)
+    fscale = max(scale, f(1)) if antialias else f(1)
+    sup = f(support) * fscale
+    inv = f(1) / fscale
+    m = np.zeros((n_out, n_in), dt)
     for i in range(n_out):
-        center = (i + 0.5) * scale
-        lo = max(int(center - sup + 0.5), 0)
-        hi = min(int(center + sup + 0.5), n_in)
-        j = np.arange(lo, hi)
-        w = kernel((j - center + 0.5) / fscale)
-        total = w.sum()
+        center = scale * (f(i) + f(0.5))
+        lo = max(int(center - sup + f(0.5)), 0)
+        hi = min(int(center + sup + f(0.5)), n_in)
+        j = np.arange(lo, hi).astype(dt)
+        w = kernel((j - center + f(0.5)) * inv).astype(dt)
+        total = w.sum(dtype=dt)
         if total != 0:
             w = w / total
         m[i, lo:hi] = w
@@ -323,12 +327,12 @@ def _cubic(a):
 
 
 def _resample(a, out_h, out_w, kernel, support, antialias):
-    """Separable resampling of a float64 array (..., H, W)."""
+    """Separable resampling of a float array (..., H, W): along the width, then the height."""
     h, w = a.shape[-2:]
-    if out_h != h or antialias is False:
-        a = np.einsum("oh,...hw->...ow", _filter_weights(h, out_h, kernel, support, antialias), a)
-    if out_w != w or antialias is False:
-        a = np.einsum("...hw,ow->...ho", a, _filter_weights(w, out_w, kernel, support, antialias))
+    if out_w != w:
+        a = np.einsum("...hw,ow->...ho", a, _filter_weights(w, out_w, kernel, support, antialias, a.dtype))
+    if out_h != h:
+        a = np.einsum("oh,...hw->...ow", _filter_weights(h, out_h, kernel, support, antialias, a.dtype), a)
     return a
 
 
@@ -384,7 +388,7 @@ def _resize_tensor(img, out_h, out_w, mode, antialias):
         if mode not in (InterpolationMode.BILINEAR, InterpolationMode.BICUBIC):
             raise ValueError(f"Interpolation mode {mode.value} is not supported for tensor images: use nearest, "
                              "nearest-exact, bilinear or bicubic")
-        x = a.astype(np.float64)
+        x = a if a.dtype.kind == "f" else a.astype(np.float32)
         if mode is InterpolationMode.BILINEAR:
             if antialias:
                 out = _resample(x, out_h, out_w, _triangle, 1.0, True)
