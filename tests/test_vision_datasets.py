@@ -5,6 +5,7 @@ import hashlib
 import io
 import os
 import pickle
+import struct
 import tarfile
 
 import numpy as np
@@ -18,8 +19,31 @@ from vision_oracle import needs_torchvision, torchvision
 Image = pytest.importorskip("PIL.Image")
 
 
+def _py2(obj):
+    """``obj`` (dicts, lists, str, small ints, uint8 arrays) pickled as Python 2's cPickle
+    wrote the original CIFAR batches: byte strings as BINSTRING, NumPy 1's global names."""
+    if isinstance(obj, dict):
+        return b"}(" + b"".join(_py2(k) + _py2(v) for k, v in obj.items()) + b"u"
+    if isinstance(obj, list):
+        return b"](" + b"".join(_py2(v) for v in obj) + b"e"
+    if isinstance(obj, str):
+        return b"T" + struct.pack("<i", len(obj)) + obj.encode("latin1")
+    if isinstance(obj, int):
+        return b"J" + struct.pack("<i", obj)
+    assert isinstance(obj, np.ndarray) and obj.dtype == np.uint8
+    a = np.ascontiguousarray(obj)
+    return (b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\nK\x00\x85" + _py2("b") + b"\x87R(K\x01("
+            + b"".join(_py2(int(d)) for d in a.shape) + b"tcnumpy\ndtype\n" + _py2("u1") + b"K\x00K\x01\x87R(K\x03"
+            + _py2("|") + b"NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb\x89" + _py2(a.tobytes().decode("latin1"))
+            + b"tb")
+
+
 def _write(path, obj, protocol=2):
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    if protocol == "python2":
+        with open(path, "wb") as f:
+            f.write(b"\x80\x02" + _py2(obj) + b".")
+        return
     old_names = protocol == "numpy1"
     data = pickle.dumps(obj, protocol=2 if old_names else protocol)
     if old_names:   # as NumPy 1 (and the original files) name the array rebuilder
@@ -52,7 +76,8 @@ def _fake_cifar(root, hundred=False, n=4, protocol=2, bytes_keys=True):
     return folder
 
 
-@pytest.mark.parametrize("protocol,bytes_keys", [(2, True), (2, False), (5, False), ("numpy1", False)])
+@pytest.mark.parametrize("protocol,bytes_keys", [(2, True), (2, False), (5, False), ("numpy1", False),
+                                                 ("python2", False)])
 @pytest.mark.parametrize("hundred", [False, True])
 def test_cifar_reads_torchvisions_layout(tmp_path, protocol, bytes_keys, hundred):
     _fake_cifar(str(tmp_path), hundred, protocol=protocol, bytes_keys=bytes_keys)
@@ -72,7 +97,7 @@ def test_cifar_reads_torchvisions_layout(tmp_path, protocol, bytes_keys, hundred
 @needs_torchvision
 @pytest.mark.parametrize("hundred", [False, True])
 def test_cifar_matches_torchvision(tmp_path, monkeypatch, hundred):
-    _fake_cifar(str(tmp_path), hundred, bytes_keys=False)   # (str keys: the originals read with latin-1)
+    _fake_cifar(str(tmp_path), hundred, protocol="python2", bytes_keys=False)
     tv_cls = torchvision.datasets.CIFAR100 if hundred else torchvision.datasets.CIFAR10
     # the small copy is not the published files: skip torchvision's MD5 checks of them
     monkeypatch.setattr(tv_cls, "_check_integrity", lambda self: True)
