@@ -134,6 +134,13 @@ def test_cifar_refuses_hostile_and_broken_pickles(tmp_path):
             f.write(payload)
         with pytest.raises(DatasetFileError, match="refusing"):
             datasets.CIFAR10(tmp_path)
+    # a forged array header asking for a huge array: refused before anything is allocated
+    forged = (b"\x80\x02cnumpy._core.multiarray\n_reconstruct\ncnumpy\nndarray\nJ\x00\x00\x00\x40J\x00\x00\x00\x40"
+              b"\x86X\x01\x00\x00\x00b\x87R.")
+    with open(os.path.join(folder, "data_batch_2"), "wb") as f:
+        f.write(forged)
+    with pytest.raises(DatasetFileError, match="refusing an array of 1152921504606846976 bytes"):
+        datasets.CIFAR10(tmp_path)
     good = open(os.path.join(folder, "data_batch_1"), "rb").read()
     for broken in (good[:len(good) // 2], b"", b"not a pickle at all"):
         with open(os.path.join(folder, "data_batch_2"), "wb") as f:
@@ -345,3 +352,33 @@ def test_mnist_numpy_images_go_through_pil_transforms():
     out = T.Compose([T.Resize(32), T.RandomRotation(10), T.ToTensor()])(img)
     assert tuple(out.shape) == (1, 32, 32) and out.dtype == retrograd.float32
     np.testing.assert_array_equal(T.ToTensor()(T.functional.hflip(img)).numpy()[0], img[:, ::-1] / np.float32(255))
+
+
+@pytest.mark.parametrize("target", ["data_batch_1", "batches.meta"])
+def test_cifar_mutated_files_fail_cleanly(tmp_path, target):
+    folder = _fake_cifar(str(tmp_path), n=2, protocol="python2", bytes_keys=False)
+    path = os.path.join(folder, target)
+    good = open(path, "rb").read()
+    rng = np.random.default_rng(0)
+    outcomes = set()
+    for _ in range(80):
+        b = bytearray(good)
+        for _ in range(int(rng.integers(1, 4))):
+            kind = rng.integers(0, 3)
+            pos = int(rng.integers(0, len(b)))
+            if kind == 0:
+                b[pos] = int(rng.integers(0, 256))
+            elif kind == 1:
+                del b[pos:pos + int(rng.integers(1, 9))]
+            else:
+                b[pos:pos] = bytes(rng.integers(0, 256, int(rng.integers(1, 9)), dtype=np.uint8))
+        with open(path, "wb") as f:
+            f.write(bytes(b))
+        try:
+            ds = datasets.CIFAR10(tmp_path)
+            assert ds.data.dtype == np.uint8 and len(ds.targets) == len(ds.data)
+            outcomes.add("loaded")
+        except DatasetFileError as e:
+            assert target in str(e)
+            outcomes.add("refused")
+    assert "refused" in outcomes

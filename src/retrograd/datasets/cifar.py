@@ -26,10 +26,24 @@ def _latin1_encode(obj, encoding="latin1", errors="strict"):
     return obj.encode("latin1")
 
 
-def _allowed():
+def _allowed(budget):
     from numpy._core import multiarray, numeric
-    return {("numpy.core.multiarray", "_reconstruct"): multiarray._reconstruct,
-            ("numpy._core.multiarray", "_reconstruct"): multiarray._reconstruct,
+
+    def reconstruct(subtype, shape, dtype):
+        # the empty array an ndarray's pickle starts from (its data follows from the file):
+        # never larger than the file, so a forged shape cannot allocate gigabytes
+        if subtype is not np.ndarray:
+            raise pickle.UnpicklingError("refusing to rebuild an array of a type other than numpy.ndarray")
+        try:
+            n = int(np.prod(np.asarray(shape, dtype=np.int64), dtype=np.float64)) * np.dtype(dtype).itemsize
+        except (TypeError, ValueError) as e:
+            raise pickle.UnpicklingError(f"malformed array header: {e}") from None
+        if n > budget:
+            raise pickle.UnpicklingError(f"refusing an array of {n} bytes in a file of {budget} bytes")
+        return multiarray._reconstruct(subtype, shape, dtype)
+
+    return {("numpy.core.multiarray", "_reconstruct"): reconstruct,
+            ("numpy._core.multiarray", "_reconstruct"): reconstruct,
             ("numpy.core.numeric", "_frombuffer"): numeric._frombuffer,
             ("numpy._core.numeric", "_frombuffer"): numeric._frombuffer,
             ("numpy", "ndarray"): np.ndarray,
@@ -38,8 +52,12 @@ def _allowed():
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
+    def __init__(self, f, budget, **kw):
+        super().__init__(f, **kw)
+        self._names = _allowed(budget)
+
     def find_class(self, module, name):
-        fn = _allowed().get((module, name))
+        fn = self._names.get((module, name))
         if fn is None:
             raise pickle.UnpicklingError(f"refusing to load the global {module}.{name}: a dataset batch holds only "
                                          "NumPy arrays, lists, numbers and strings")
@@ -52,7 +70,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
 def safe_unpickle(data, encoding="latin1"):
     """Unpickle ``data`` (bytes) allowing only NumPy arrays and plain Python values."""
     try:
-        return _RestrictedUnpickler(io.BytesIO(data), encoding=encoding).load()
+        return _RestrictedUnpickler(io.BytesIO(data), len(data), encoding=encoding).load()
     except pickle.UnpicklingError:
         raise
     except Exception as e:   # a malformed file: any error of the unpickling machinery
@@ -108,7 +126,8 @@ class CIFAR10(Dataset):
             if arr.dtype != np.uint8 or arr.ndim != 2 or arr.shape[1] != 3072:
                 raise DatasetFileError(f"{self._path(name)}: expected uint8 data of shape (N, 3072), found "
                                        f"{arr.dtype} {arr.shape}")
-            if len(labels) != len(arr) or not all(isinstance(v, (int, np.integer)) for v in labels):
+            if not isinstance(labels, (list, tuple, np.ndarray)) or len(labels) != len(arr) or \
+                    not all(isinstance(v, (int, np.integer)) for v in labels):
                 raise DatasetFileError(f"{self._path(name)}: expected {len(arr)} integer labels")
             data.append(arr)
             targets.extend(int(v) for v in labels)
@@ -136,7 +155,9 @@ class CIFAR10(Dataset):
             names = _key(meta, self.meta["key"])
         except KeyError:
             raise DatasetFileError(f"{self._path(self.meta['filename'])}: no {self.meta['key']!r}") from None
-        self.classes = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, (str, bytes)) for n in names):
+            raise DatasetFileError(f"{self._path(self.meta['filename'])}: expected a list of class names")
+        self.classes = [n.decode("latin1") if isinstance(n, bytes) else n for n in names]
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
 
     def _check_exists(self):
