@@ -2,9 +2,8 @@
 
 While the script runs, an import hook (a meta path finder) resolves ``torch`` and its
 submodules (``torch.nn``, ``torch.nn.functional``, ``torch.optim``, ``torch.utils.data``...)
-to retrograd's own modules, and ``torchvision.datasets`` / ``torchvision.transforms`` to
-``retrograd.datasets`` / ``retrograd.datasets.transforms``. Nothing of torch's namespace is
-copied. A torch API that retrograd lacks fails where it is used, with an error naming it:
+to retrograd's own modules, and ``torchvision`` and its submodules to ``retrograd.vision``.
+Nothing of torch's namespace is copied. A torch API that retrograd lacks fails where it is used, with an error naming it:
 ``NotImplementedError: torch.distributions.LKJCholesky is not implemented in retrograd`` (the error is also
 an AttributeError, so ``hasattr`` and ``getattr(..., default)`` keep working).
 """
@@ -30,8 +29,7 @@ TORCH_SUBMODULES = {
     "futures", "random", "accelerator", "cpu", "types", "storage", "serialization", "autograd", "nn", "optim",
     "utils", "_dynamo", "_inductor", "compile", "mtia", "version",
 }
-TORCHVISION = {"torchvision": None, "torchvision.datasets": "retrograd.datasets",
-               "torchvision.transforms": "retrograd.datasets.transforms"}
+TORCHVISION = {"torchvision": "retrograd.vision"}   # and torchvision.X -> retrograd.vision.X
 
 
 class NotImplementedInRetrograd(NotImplementedError, AttributeError):
@@ -119,8 +117,6 @@ class _Hook(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if top not in ("torch", "torchvision"):
             return None
         retro = _retro_name(fullname)
-        if retro is None:  # torchvision itself: a namespace with datasets and transforms
-            return importlib.util.spec_from_loader(fullname, self, is_package=True)
         mod = None
         if retro:
             try:
@@ -153,12 +149,6 @@ class _Hook(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     # --- loader ---
     def create_module(self, spec):
         mod = spec.loader_state
-        if spec.name == "torchvision":
-            tv = types.ModuleType("torchvision")
-            tv.__path__ = []
-            tv.datasets = importlib.import_module("retrograd.datasets")
-            tv.transforms = importlib.import_module("retrograd.datasets.transforms")
-            return tv
         if mod is None:
             return self._shim(spec.name) or _MissingModule(spec.name)
         self._patch(mod, spec.name)
@@ -280,7 +270,8 @@ def _activate():
     for name, mod in list(sys.modules.items()):
         if name.startswith("retrograd.") and isinstance(mod, types.ModuleType) and \
                 not name.rpartition(".")[2].startswith("_") and not name.startswith("retrograd.cli"):
-            hook._patch(mod, "torch" + name[len("retrograd"):])
+            hook._patch(mod, "torchvision" + name[len("retrograd.vision"):] if name.startswith("retrograd.vision")
+                        else "torch" + name[len("retrograd"):])
     retrograd.__version__ = retrograd.version.api
     state[3].append(_patch_multiprocessing())
     return state
@@ -301,7 +292,7 @@ def _deactivate(state):
 
 @contextlib.contextmanager
 def torch_aliases():
-    """While active, ``import torch`` (and torch.*, torchvision.datasets/transforms) gives retrograd.
+    """While active, ``import torch`` (and torch.*, torchvision.*) gives retrograd.
     ``torch.__version__`` is the PyTorch API version retrograd implements (``torch.version.retrograd``
     is retrograd's own); spawn/forkserver child processes (DataLoader workers) get the hook too."""
     state = _activate()
