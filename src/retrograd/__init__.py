@@ -115,7 +115,7 @@ def is_complex(input):
     return input.is_complex()
 
 
-_LAZY_SUBMODULES = ("distributions",)
+_LAZY_SUBMODULES = ("distributions", "vision", "playground")
 
 
 def __getattr__(name):
