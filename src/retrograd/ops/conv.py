@@ -153,13 +153,17 @@ def _bwd_w(x, g, wshape, p, cols=None):
         xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
         cols = _im2col(xp, k, out, p, (n, G, ckk, L))
     gm = g.reshape(n, G, o // G, L)
+    # columns times the transposed gradient, then transposed back: BLAS runs this
+    # orientation ~1.5x faster than g @ cols^T (its operand with the long rows transposed)
     if G == 1:
-        gw = np.matmul(gm[:, 0], cols[:, 0].transpose(0, 2, 1)).sum(0)          # (O, CKK)
+        gwt = np.matmul(cols[:, 0], gm[:, 0].transpose(0, 2, 1)).sum(0)          # (CKK, O)
+        gw = gwt.T
     else:
-        gw = np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0)                   # (G, O/G, CgKK)
+        gwt = np.matmul(cols, gm.transpose(0, 1, 3, 2)).sum(0)                   # (G, CgKK, O/G)
+        gw = gwt.transpose(0, 2, 1)
     if own:
         _give(cols)
-    return gw.reshape(wshape)
+    return np.ascontiguousarray(gw).reshape(wshape)
 
 
 def _bwd_in(g, w, xshape, p):
@@ -311,11 +315,12 @@ def _bwd_w_wide(x, g, wshape, p, cols=None):
         cols, _ = _wide_cols(x, wshape[2:], p)
     G = p.groups
     gwide = _g_wide(g, _wide_geom(x.shape, wshape[2:], p)[1], G)
-    gw = np.matmul(gwide, cols.transpose(0, 2, 1))                       # (G, O/G, CgKK)
+    # (see _bwd_w: the columns on the left, the long gradient rows transposed on the right)
+    gwt = np.matmul(cols, gwide.transpose(0, 2, 1))                      # (G, CgKK, O/G)
     _give(gwide)
     if own:
         _give(cols)
-    return gw.reshape(wshape)
+    return np.ascontiguousarray(gwt.transpose(0, 2, 1)).reshape(wshape)
 
 
 def _bwd_in_wide(g, w, xshape, p):
