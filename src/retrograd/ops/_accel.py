@@ -105,3 +105,12 @@ def gelu_backward(k, g, x):
         np.exp(e, out=e)
         k.gelu_backward(g[i:i + _CHUNK], xs, e, out[i:i + _CHUNK], half, one, rsqrt2, c)
     return out.reshape(shape)
+
+
+def depthwise(*arrays):
+    """The kernel module when the depthwise kernels should run on these arrays (one
+    float32/float64 dtype, at least MIN_SIZE elements in the first), else None."""
+    a = arrays[0]
+    if a.size < MIN_SIZE or a.dtype not in _FLOATS or any(b.dtype != a.dtype for b in arrays[1:]):
+        return None
+    return kernels()

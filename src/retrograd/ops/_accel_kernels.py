@@ -14,7 +14,7 @@ from numba.extending import overload
 
 from .unary import _ERF_P, _ERF_Q
 
-__all__ = ["erf", "erfc", "gelu", "gelu_backward"]
+__all__ = ["erf", "erfc", "gelu", "gelu_backward", "dw_corr", "dw_weight_grad"]
 
 
 P0, P1, P2, P3, P4, P5, P6 = _ERF_P
@@ -99,3 +99,86 @@ def gelu_backward(g, x, e, out, half, one, rsqrt2, inv_sqrt_2pi):
         xi = x[i]
         cdf = half * (one + _erf(xi * rsqrt2))
         out[i] = g[i] * (cdf + xi * (inv_sqrt_2pi * e[i]))
+
+
+# Depthwise 2-D convolution, stride 1, one (sample, channel) plane at a time (it stays in
+# cache). The forward runs in the "wide" layout of ops.conv: with the plane flattened (row
+# length wp), each kernel offset is one multiply-add of a shifted contiguous run into a
+# plane-sized accumulator, whose extra columns are dropped at the end. Every (offset,
+# position) pair is multiplied, padding included, as the column path does (an inf weight
+# meets the padding's zeros: NaN there, as in PyTorch). Inner loops index pre-sliced runs
+# with the loop variable, so that no negative-index wraparound blocks LLVM's vectoriser.
+
+@_jit
+def _dw_plane(x, n, c, buf, plh, plw, wp):
+    # x[n, c] into the interior of the zero-padded flat plane ``buf`` (its border stays zero)
+    H, W = x.shape[2], x.shape[3]
+    xc = x[n, c]
+    for i in range(H):
+        s0 = (i + plh) * wp + plw
+        dst = buf[s0:s0 + W]
+        row = xc[i]
+        for j in range(W):
+            dst[j] = row[j]
+
+
+@_jit
+def dw_corr(x, wk, out, buf, acc, plh, plw, wp, d0, d1):
+    """out[n, c, i, j] = sum over (a, b) of wk[c, a, b] * xp[n, c, i + a*d0, j + b*d1], xp the
+    input zero-padded by (plh, plw) at the top and left to row length ``wp``. ``buf``: a
+    zeroed work plane (padded height * wp + slack); ``acc``: a work row of OH * wp."""
+    N, C, OH, OW = out.shape
+    KH, KW = wk.shape[1], wk.shape[2]
+    L = OH * wp
+    for n in range(N):
+        for c in range(C):
+            _dw_plane(x, n, c, buf, plh, plw, wp)
+            for j in range(L):
+                acc[j] = 0
+            for a in range(KH):
+                for b in range(KW):
+                    wv = wk[c, a, b]
+                    s0 = a * d0 * wp + b * d1
+                    seg = buf[s0:s0 + L]
+                    for j in range(L):
+                        acc[j] += wv * seg[j]
+            o = out[n, c]
+            for i in range(OH):
+                row = o[i]
+                t = acc[i * wp:i * wp + OW]
+                for j in range(OW):
+                    row[j] = t[j]
+
+
+@_jit
+def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1):
+    """out[c, a, b] = sum over (n, i, j) of g[n, c, i, j] * xp[n, c, i + a*d0, j + b*d1] (xp,
+    ``buf`` as in dw_corr) over the real output positions only, summed per output column in
+    ``acc`` (KH, KW, OW) while the sample's plane is in cache, then across it."""
+    N, C, OH, OW = g.shape
+    KH, KW = out.shape[1], out.shape[2]
+    for c in range(C):
+        for a in range(KH):
+            for b in range(KW):
+                ac = acc[a, b]
+                for j in range(OW):
+                    ac[j] = 0
+        for n in range(N):
+            _dw_plane(x, n, c, buf, plh, plw, wp)
+            gc = g[n, c]
+            for a in range(KH):
+                for b in range(KW):
+                    ac = acc[a, b]
+                    for i in range(OH):
+                        s0 = (i + a * d0) * wp + b * d1
+                        seg = buf[s0:s0 + OW]
+                        gr = gc[i]
+                        for j in range(OW):
+                            ac[j] += gr[j] * seg[j]
+        for a in range(KH):
+            for b in range(KW):
+                ac = acc[a, b]
+                t = ac[0]       # (OW >= 1; not ac[0] * 0, which is NaN for an inf)
+                for j in range(1, OW):
+                    t += ac[j]
+                out[c, a, b] = t

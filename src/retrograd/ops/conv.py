@@ -16,6 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ._base import OpNode, node_for, save, finish
+from . import _accel
 
 __all__ = ["conv1d", "conv2d", "conv3d"]
 TENSOR_METHODS = {}
@@ -380,6 +381,12 @@ def _dw_corr(x, wk, pad, dil):
     oh, ow = hp - dil[0] * (k[0] - 1), wp - dil[1] * (k[1] - 1)
     L = oh * wp
     dt = np.result_type(x.dtype, wk.dtype)
+    kern = _accel.depthwise(x, wk)
+    if kern is not None:     # (one padded plane at a time, in cache)
+        y = np.empty((n, c, oh, ow), dt)
+        kern.dw_corr(np.ascontiguousarray(x), np.ascontiguousarray(wk), y, np.zeros(hp * wp + dil[1] * (k[1] - 1), dt),
+                     np.empty(L, dt), plh, plw, wp, dil[0], dil[1])
+        return y
     flat = _take((n, c, hp * wp + dil[1] * (k[1] - 1)), x.dtype)
     flat.fill(0)
     flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd] = x
@@ -455,6 +462,16 @@ def _bwd_in_dw(g, w, xshape, p):
 
 def _bwd_w_dw(x, g, wshape, p):
     k = wshape[2:]
+    kern = _accel.depthwise(x, g) if _wide(p, len(k)) else None
+    if kern is not None:
+        # only the real output positions meet the input: no finiteness condition
+        n, c, h, wd = x.shape
+        hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
+        (plh, _), (plw, _) = p.pad
+        gw = np.empty((c, k[0], k[1]), x.dtype)
+        kern.dw_weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), gw, np.zeros(hp * wp + slack, x.dtype),
+                            np.empty((k[0], k[1], ow), x.dtype), plh, plw, wp, p.dilation[0], p.dilation[1])
+        return gw.reshape(wshape)
     if _wide(p, len(k)) and _finite(x):
         n, c, h, wd = x.shape
         hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
