@@ -103,3 +103,41 @@ def test_depthwise_gradcheck():
         return retrograd.nn.functional.conv2d(x, w, padding=1, groups=3)
     assert retrograd.autograd.gradcheck(f, (x, w))
     assert retrograd.autograd.gradgradcheck(f, (x, w))
+
+
+# (x shape, weight shape, padding, dilation, groups) of stride-1 convolutions (the wide layout)
+WIDE = [((2, 3, 7, 6), (4, 3, 3, 3), (1, 1), (1, 1), 1), ((2, 4, 6, 7), (6, 2, 2, 3), (2, 0), (1, 2), 2),
+        ((3, 2, 5, 5), (2, 2, 5, 5), (2, 2), (1, 1), 1), ((1, 2, 9, 4), (3, 2, 1, 1), (0, 0), (1, 1), 1)]
+
+
+@numba_only
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs,ws,pad,dil,groups", WIDE)
+def test_col2im_kernel_gives_the_numpy_paths_bits(xs, ws, pad, dil, groups, dtype, monkeypatch):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(xs).astype(dtype)
+    w = rng.standard_normal(ws).astype(dtype)
+    p = conv._P((1, 1), tuple((a, a) for a in pad), dil, groups)
+    _, _, oh, ow, _ = conv._wide_geom(xs, ws[2:], p)
+    g = rng.standard_normal((xs[0], ws[0], oh, ow)).astype(dtype)
+    fast = conv._bwd_in_wide(g, w, xs, p)
+    monkeypatch.setattr(_accel, "_KERNELS", [None])
+    ref = conv._bwd_in_wide(g, w, xs, p)
+    assert fast.dtype == ref.dtype and fast.flags.c_contiguous
+    np.testing.assert_array_equal(fast, ref)      # the same sums in the same order
+
+
+@needs_torch
+@pytest.mark.parametrize("xs,ws,pad,dil,groups", WIDE)
+def test_stride1_input_gradient_matches_torch(xs, ws, pad, dil, groups):
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal(xs), rng.standard_normal(ws)
+    res = []
+    for lib in (retrograd, torch):
+        xt = lib.tensor(x, requires_grad=True)
+        wt = lib.tensor(w, requires_grad=True)
+        y = lib.nn.functional.conv2d(xt, wt, padding=pad, dilation=dil, groups=groups)
+        y.backward(lib.ones_like(y) * 0.5)
+        res.append((y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()))
+    for a, r in zip(*res):
+        np.testing.assert_allclose(a, r, rtol=1e-10, atol=1e-10)

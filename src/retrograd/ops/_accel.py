@@ -13,6 +13,10 @@ around them. These kernels do each in one pass:
   rounded once, as SciPy does (the same bits).
 - GELU forward and backward associated as the NumPy path is (float32: the same bits).
 
+The convolution kernels (stride-1 depthwise correlation and weight gradient; col2im of the
+wide-layout input gradient) work one (sample, channel) plane at a time in cache where the
+NumPy path makes several passes over whole arrays (see ops.conv).
+
 They are used only when numba is installed (``pip install retrograd[accel]``) and the array
 has at least :data:`MIN_SIZE` elements; the NumPy path stays the reference:
 ``RETROGRAD_NO_NUMBA=1`` turns these off.
@@ -107,9 +111,9 @@ def gelu_backward(k, g, x):
     return out.reshape(shape)
 
 
-def depthwise(*arrays):
-    """The kernel module when the depthwise kernels should run on these arrays (one
-    float32/float64 dtype, at least MIN_SIZE elements in the first), else None."""
+def for_arrays(*arrays):
+    """The kernel module when its array kernels (depthwise convolution, col2im) should run on
+    these arrays (one float32/float64 dtype, at least MIN_SIZE elements in the first), else None."""
     a = arrays[0]
     if a.size < MIN_SIZE or a.dtype not in _FLOATS or any(b.dtype != a.dtype for b in arrays[1:]):
         return None

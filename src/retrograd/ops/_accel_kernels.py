@@ -1,8 +1,9 @@
 """The numba kernels of :mod:`retrograd.ops._accel` (imported only where numba is installed).
 
 Module-level functions, so that numba's on-disk cache (``cache=True``) finds them again in
-the next process instead of compiling anew. Each takes contiguous 1-D arrays of one dtype
-(float32 or float64) and an output array of that dtype; constants come in already cast to
+the next process instead of compiling anew. The elementwise ones take contiguous 1-D arrays
+of one dtype (float32 or float64) and an output array of that dtype, the convolution ones
+contiguous N-d arrays and work buffers of one dtype; constants come in already cast to
 that dtype, so every operation is the IEEE operation the NumPy path does, in its precision.
 """
 import math
@@ -14,7 +15,7 @@ from numba.extending import overload
 
 from .unary import _ERF_P, _ERF_Q
 
-__all__ = ["erf", "erfc", "gelu", "gelu_backward", "dw_corr", "dw_weight_grad"]
+__all__ = ["erf", "erfc", "gelu", "gelu_backward", "dw_corr", "dw_weight_grad", "col2im_wide"]
 
 
 P0, P1, P2, P3, P4, P5, P6 = _ERF_P
@@ -182,3 +183,32 @@ def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1):
                 for j in range(1, OW):
                     t += ac[j]
                 out[c, a, b] = t
+
+
+@_jit
+def col2im_wide(d, gx, plane, wp, d0, d1, plh, plw):
+    """The input gradient of a stride-1 2-D convolution from its wide columns ``d`` (C, KH,
+    KW, N, OH * wp): each (channel, sample) plane summed in cache from its kernel offsets'
+    shifted runs, in ops.conv's order (offsets row by row from a zero plane: the same sums),
+    then cropped into ``gx`` (N, C, H, W). ``plane``: a work row of padded height * wp + slack."""
+    C, KH, KW, N, L = d.shape
+    H, W = gx.shape[2], gx.shape[3]
+    P = plane.shape[0]
+    for c in range(C):
+        for n in range(N):
+            for j in range(P):
+                plane[j] = 0
+            for a in range(KH):
+                for b in range(KW):
+                    s0 = a * d0 * wp + b * d1
+                    seg = plane[s0:s0 + L]
+                    src = d[c, a, b, n]
+                    for j in range(L):
+                        seg[j] += src[j]
+            o = gx[n, c]
+            for i in range(H):
+                s0 = (i + plh) * wp + plw
+                t = plane[s0:s0 + W]
+                row = o[i]
+                for j in range(W):
+                    row[j] = t[j]

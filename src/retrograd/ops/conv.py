@@ -337,6 +337,13 @@ def _bwd_in_wide(g, w, xshape, p):
     dbuf = np.matmul(wm.transpose(0, 2, 1), gwide, out=_take((G, wm.shape[2], n * L), dt))   # (G, CgKK, N*L)
     _give(gwide)
     d = dbuf.reshape(c, k[0], k[1], n, L)
+    kern = _accel.for_arrays(dbuf)
+    if kern is not None:    # (the same sums, one plane at a time in cache, straight into NCHW)
+        gx = np.empty((n, c, h, wd), dt)
+        (plh, _), (plw, _) = p.pad
+        kern.col2im_wide(d, gx, np.empty(hp * wp + slack, dt), wp, p.dilation[0], p.dilation[1], plh, plw)
+        _give(dbuf)
+        return gx
     flat = np.zeros((c, n, hp * wp + slack), dt)
     for kh in range(k[0]):
         for kw in range(k[1]):
@@ -381,7 +388,7 @@ def _dw_corr(x, wk, pad, dil):
     oh, ow = hp - dil[0] * (k[0] - 1), wp - dil[1] * (k[1] - 1)
     L = oh * wp
     dt = np.result_type(x.dtype, wk.dtype)
-    kern = _accel.depthwise(x, wk)
+    kern = _accel.for_arrays(x, wk)
     if kern is not None:     # (one padded plane at a time, in cache)
         y = np.empty((n, c, oh, ow), dt)
         kern.dw_corr(np.ascontiguousarray(x), np.ascontiguousarray(wk), y, np.zeros(hp * wp + dil[1] * (k[1] - 1), dt),
@@ -462,7 +469,7 @@ def _bwd_in_dw(g, w, xshape, p):
 
 def _bwd_w_dw(x, g, wshape, p):
     k = wshape[2:]
-    kern = _accel.depthwise(x, g) if _wide(p, len(k)) else None
+    kern = _accel.for_arrays(x, g) if _wide(p, len(k)) else None
     if kern is not None:
         # only the real output positions meet the input: no finiteness condition
         n, c, h, wd = x.shape
