@@ -141,3 +141,42 @@ def test_stride1_input_gradient_matches_torch(xs, ws, pad, dil, groups):
         res.append((y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()))
     for a, r in zip(*res):
         np.testing.assert_allclose(a, r, rtol=1e-10, atol=1e-10)
+
+
+# (x shape, weight shape, stride, padding, dilation, groups) of the column path
+STRIDED = [((2, 3, 9, 8), (4, 3, 3, 3), (2, 2), (1, 1), (1, 1), 1), ((2, 4, 11, 9), (6, 2, 3, 2), (2, 3), (2, 0), (1, 2), 2),
+           ((3, 2, 8, 8), (2, 2, 1, 1), (2, 2), (0, 0), (1, 1), 1)]
+
+
+@numba_only
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs,ws,st,pad,dil,groups", STRIDED)
+def test_strided_col2im_kernel_gives_the_numpy_paths_bits(xs, ws, st, pad, dil, groups, dtype, monkeypatch):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(xs).astype(dtype)
+    w = rng.standard_normal(ws).astype(dtype)
+    p = conv._P(st, tuple((a, a) for a in pad), dil, groups)
+    out = conv._out_size(tuple(s + 2 * a for s, a in zip(xs[2:], pad)), ws[2:], p)
+    g = rng.standard_normal((xs[0], ws[0]) + out).astype(dtype)
+    g[0, 0, 0, 0] = np.inf
+    fast = conv._bwd_in(g, w, xs, p)
+    monkeypatch.setattr(_accel, "_KERNELS", [None])
+    ref = conv._bwd_in(g, w, xs, p)
+    assert fast.dtype == ref.dtype and fast.flags.c_contiguous
+    np.testing.assert_array_equal(fast, ref)
+
+
+@needs_torch
+@pytest.mark.parametrize("xs,ws,st,pad,dil,groups", STRIDED)
+def test_strided_input_gradient_matches_torch(xs, ws, st, pad, dil, groups):
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal(xs), rng.standard_normal(ws)
+    res = []
+    for lib in (retrograd, torch):
+        xt = lib.tensor(x, requires_grad=True)
+        wt = lib.tensor(w, requires_grad=True)
+        y = lib.nn.functional.conv2d(xt, wt, stride=st, padding=pad, dilation=dil, groups=groups)
+        y.backward(lib.ones_like(y) * 0.5)
+        res.append((y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()))
+    for a, r in zip(*res):
+        np.testing.assert_allclose(a, r, rtol=1e-10, atol=1e-10)

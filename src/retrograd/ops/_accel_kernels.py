@@ -15,7 +15,7 @@ from numba.extending import overload
 
 from .unary import _ERF_P, _ERF_Q
 
-__all__ = ["erf", "erfc", "gelu", "gelu_backward", "dw_corr", "dw_weight_grad", "col2im_wide"]
+__all__ = ["erf", "erfc", "gelu", "gelu_backward", "dw_corr", "dw_weight_grad", "col2im_wide", "col2im"]
 
 
 P0, P1, P2, P3, P4, P5, P6 = _ERF_P
@@ -209,6 +209,35 @@ def col2im_wide(d, gx, plane, wp, d0, d1, plh, plw):
             for i in range(H):
                 s0 = (i + plh) * wp + plw
                 t = plane[s0:s0 + W]
+                row = o[i]
+                for j in range(W):
+                    row[j] = t[j]
+
+
+@_jit
+def col2im(d, gx, plane, s0, s1, d0, d1, plh, plw, wp):
+    """The input gradient of a 2-D convolution (any stride and dilation) from its columns
+    ``d`` (N, C, KH, KW, OH, OW): each (sample, channel) padded plane (``plane``, a work row
+    of padded height * ``wp``) summed in cache, offsets row by row from zero as ops.conv adds
+    them (the same sums), then cropped into ``gx`` (N, C, H, W)."""
+    N, C, KH, KW, OH, OW = d.shape
+    H, W = gx.shape[2], gx.shape[3]
+    P = plane.shape[0]
+    for n in range(N):
+        for c in range(C):
+            for j in range(P):
+                plane[j] = 0
+            for a in range(KH):
+                for b in range(KW):
+                    dab = d[n, c, a, b]
+                    for i in range(OH):
+                        base = (i * s0 + a * d0) * wp + b * d1
+                        src = dab[i]
+                        for j in range(OW):
+                            plane[base + j * s1] += src[j]
+            o = gx[n, c]
+            for i in range(H):
+                t = plane[(i + plh) * wp + plw:(i + plh) * wp + plw + W]
                 row = o[i]
                 for j in range(W):
                     row[j] = t[j]

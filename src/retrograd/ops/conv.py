@@ -192,8 +192,14 @@ def _bwd_in(g, w, xshape, p):
         dcols = np.matmul(wm[0].T, gm[:, 0])                # (N, CKK, L)
     else:
         dcols = np.matmul(wm.transpose(0, 2, 1), gm)         # (N, G, CKK, L)
-    dcols = dcols.reshape((n, G, cg) + tuple(k) + tuple(out))
     sp = tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], p.pad))
+    kern = _accel.for_arrays(dcols) if nd == 2 else None
+    if kern is not None:    # (the same sums, one plane at a time in cache, straight into NCHW)
+        gx = np.empty((n, G * cg) + tuple(xshape[2:]), dcols.dtype)
+        kern.col2im(dcols.reshape((n, G * cg) + tuple(k) + tuple(out)), gx, np.empty(sp[0] * sp[1], dcols.dtype),
+                    p.stride[0], p.stride[1], p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], sp[1])
+        return gx
+    dcols = dcols.reshape((n, G, cg) + tuple(k) + tuple(out))
     gxp = np.zeros((n, G, cg) + sp, dcols.dtype)
     for off in itertools.product(*[range(s) for s in k]):
         sl = tuple(slice(off[i] * p.dilation[i], off[i] * p.dilation[i] + p.stride[i] * (out[i] - 1) + 1,
