@@ -180,3 +180,25 @@ def test_strided_input_gradient_matches_torch(xs, ws, st, pad, dil, groups):
         res.append((y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()))
     for a, r in zip(*res):
         np.testing.assert_allclose(a, r, rtol=1e-10, atol=1e-10)
+
+
+# (x shape, weight shape, stride, padding, output_padding, dilation, groups)
+TRANSPOSED = [((2, 4, 5, 5), (4, 3, 4, 4), 2, 1, 0, 1, 1), ((2, 4, 5, 6), (4, 3, 3, 2), (2, 3), (1, 0), (1, 0), (1, 2), 2),
+              ((2, 3, 7), (3, 2, 3), 2, 1, 1, 1, 1)]
+
+
+@numba_only
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs,ws,st,pad,op,dil,groups", TRANSPOSED)
+def test_transposed_col2im_kernel_gives_the_numpy_paths_bits(xs, ws, st, pad, op, dil, groups, dtype, monkeypatch):
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(xs).astype(dtype)
+    x.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
+    w = retrograd.tensor(rng.standard_normal(ws).astype(dtype))
+    b = retrograd.tensor(rng.standard_normal(ws[1] * groups).astype(dtype))
+    f = retrograd.nn.functional.conv_transpose2d if len(xs) == 4 else retrograd.nn.functional.conv_transpose1d
+    fast = f(retrograd.tensor(x), w, b, st, pad, op, groups, dil).numpy()
+    monkeypatch.setattr(_accel, "_KERNELS", [None])
+    ref = f(retrograd.tensor(x), w, b, st, pad, op, groups, dil).numpy()
+    assert fast.dtype == ref.dtype and fast.flags.c_contiguous
+    np.testing.assert_array_equal(fast, ref)
