@@ -202,3 +202,23 @@ def test_transposed_col2im_kernel_gives_the_numpy_paths_bits(xs, ws, st, pad, op
     ref = f(retrograd.tensor(x), w, b, st, pad, op, groups, dil).numpy()
     assert fast.dtype == ref.dtype and fast.flags.c_contiguous
     np.testing.assert_array_equal(fast, ref)
+
+
+@numba_only
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs,ws,st,pad,dil,groups", STRIDED + [(xs, ws, (1, 1), pad, dil, g) for xs, ws, pad, dil, g in WIDE])
+def test_im2col_kernels_give_the_numpy_paths_bits(xs, ws, st, pad, dil, groups, dtype, monkeypatch):
+    """Forward and weight gradient (both from the columns) of the column and wide paths."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(xs).astype(dtype)
+    x.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
+    w = rng.standard_normal(ws).astype(dtype)
+    p = conv._P(st, tuple((a, a) for a in pad), dil, groups)
+    out = conv._out_size(tuple(s + 2 * a for s, a in zip(xs[2:], pad)), ws[2:], p)
+    g = rng.standard_normal((xs[0], ws[0]) + out).astype(dtype)
+    fast = conv._fwd(x, w, p), conv._bwd_w(x, g, ws, p)
+    monkeypatch.setattr(_accel, "_KERNELS", [None])
+    ref = conv._fwd(x, w, p), conv._bwd_w(x, g, ws, p)
+    for a, r in zip(fast, ref):
+        assert a.dtype == r.dtype and a.shape == r.shape
+        np.testing.assert_array_equal(a, r)

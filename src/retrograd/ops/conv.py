@@ -89,8 +89,19 @@ def _cols(xp, k, out, p):
     return as_strided(xp, shape, strides, writeable=False)
 
 
-def _im2col(xp, k, out, p, shape):
-    """The column matrix (N, G, Cg*prod(K), L), copied from the strided view into a pooled buffer."""
+def _im2col(x, k, out, p, shape):
+    """The column matrix (N, G, Cg*prod(K), L) of the unpadded ``x`` in a pooled buffer: 2-D
+    with the compiled kernel, one padded plane at a time; otherwise copied from the strided
+    view of the padded input."""
+    kern = _accel.for_arrays(x) if len(k) == 2 else None
+    if kern is not None:
+        cols = _take(shape, x.dtype)
+        n, c = x.shape[:2]
+        hp, wp = (s + lo + hi for s, (lo, hi) in zip(x.shape[2:], p.pad))
+        kern.im2col(np.ascontiguousarray(x), cols.reshape((n, c) + tuple(k) + tuple(out)), np.zeros(hp * wp, x.dtype),
+                    p.stride[0], p.stride[1], p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], wp)
+        return cols
+    xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
     v = _cols(xp, k, out, p)
     cols = _take(shape, xp.dtype)
     np.copyto(cols.reshape(v.shape), v)
@@ -105,9 +116,9 @@ def _fwd(x, w, p, want_cols=False):
     if _wide(p, w.ndim - 2):
         y, cols = _fwd_wide(x, w, p, want_cols)
         return (y, cols) if want_cols else y
-    xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
     k = w.shape[2:]
-    out = _out_size(xp.shape[2:], k, p)
+    sp = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], p.pad))
+    out = _out_size(sp, k, p)
     n = x.shape[0]
     g = p.groups
     o = w.shape[0]
@@ -117,7 +128,7 @@ def _fwd(x, w, p, want_cols=False):
     L = 1
     for s in out:
         L *= s
-    cols = _im2col(xp, k, out, p, (n, g, ckk, L))       # the im2col copy
+    cols = _im2col(x, k, out, p, (n, g, ckk, L))        # the im2col copy
     wm = w.reshape(g, o // g, ckk)
     if g == 1:
         y = np.matmul(wm[0], cols[:, 0])                 # (N, O, L)
@@ -151,8 +162,7 @@ def _bwd_w(x, g, wshape, p, cols=None):
         L *= s
     own = cols is None
     if own:
-        xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
-        cols = _im2col(xp, k, out, p, (n, G, ckk, L))
+        cols = _im2col(x, k, out, p, (n, G, ckk, L))
     gm = g.reshape(n, G, o // G, L)
     # columns times the transposed gradient, then transposed back: BLAS runs this
     # orientation ~1.5x faster than g @ cols^T (its operand with the long rows transposed)
@@ -274,12 +284,18 @@ def _wide_cols(x, k, p):
     n, c, h, w = x.shape
     hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
     (plh, _), (plw, _) = p.pad
+    G = p.groups
+    kern = _accel.for_arrays(x)
+    if kern is not None:     # (one padded plane at a time, in cache)
+        cols = _take((G, (c // G) * k[0] * k[1], n * oh * wp), x.dtype)
+        kern.im2col_wide(np.ascontiguousarray(x), cols, np.zeros(hp * wp + slack, x.dtype), k[0], k[1],
+                         p.dilation[0], p.dilation[1], plh, plw, wp)
+        return cols, (hp, wp, oh, ow, slack)
     flat = _take((n, c, hp * wp + slack), x.dtype)
     flat.fill(0)
     flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + w] = x
     st = flat.strides
     sz = flat.itemsize
-    G = p.groups
     shape = (G, c // G, k[0], k[1], n, oh * wp)
     v = as_strided(flat, shape,
                    (st[1] * (c // G), st[1], p.dilation[0] * wp * sz, p.dilation[1] * sz, st[0], sz),
