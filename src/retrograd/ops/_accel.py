@@ -115,6 +115,7 @@ def for_arrays(*arrays):
     """The kernel module when its array kernels (depthwise convolution, col2im) should run on
     these arrays (one float32/float64 dtype, at least MIN_SIZE elements in the first), else None."""
     a = arrays[0]
-    if a.size < MIN_SIZE or a.dtype not in _FLOATS or any(b.dtype != a.dtype for b in arrays[1:]):
-        return None
+    if a.size < MIN_SIZE or a.dtype not in _FLOATS or any(type(b) is not np.ndarray for b in arrays) \
+            or any(b.dtype != a.dtype for b in arrays[1:]):
+        return None      # (not for meta tensors' arrays, nor mixed dtypes)
     return kernels()

@@ -210,7 +210,7 @@ def _x_wt(x, w):
     n = x.shape[0]
     o, i = w.shape
     if x.dtype == _F32 and w.dtype == _F32 and (8 <= n or (4 <= n and o >= 512)) and n <= 32 and o >= 256 \
-            and i >= 128 and w.flags.c_contiguous:
+            and i >= 128 and type(x) is np.ndarray and type(w) is np.ndarray and w.flags.c_contiguous:
         return np.ascontiguousarray((w @ np.ascontiguousarray(x.T)).T)
     return x @ w.T
 

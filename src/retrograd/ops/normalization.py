@@ -99,7 +99,8 @@ class NativeBatchNormBackward0(OpNode):
     def backward(self, g):
         x, w = self.saved_tensors
         nf = self.next_functions
-        if not _state.grad and x._data.dtype in _BN_FAST and g._data.dtype == x._data.dtype \
+        if not _state.grad and type(x._data) is np.ndarray and type(g._data) is np.ndarray \
+                and x._data.dtype in _BN_FAST and g._data.dtype == x._data.dtype \
                 and (w is None or w._data.dtype == x._data.dtype) and (self.mean is not None or not self.training):
             return self._backward_arrays(x._data, None if w is None else w._data, g._data, nf)
         want_w = len(nf) > 1 and nf[1][0] is not None
@@ -216,7 +217,7 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
     bshape = (1, c) + (1,) * (x.ndim - 2)
     if training:
         n = x.size // c
-        if x.dtype in _BN_FAST and x.flags.c_contiguous:
+        if type(x) is np.ndarray and x.dtype in _BN_FAST and x.flags.c_contiguous:
             mean, var = _bn_moments(x)
         else:
             mean, var = _moments(x, dims)
@@ -237,7 +238,8 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
         rm_used = running_mean._data.astype(x.dtype).copy()
         rv_used = running_var._data.astype(x.dtype).copy()
         mean, invstd = rm_used, _rstd(rv_used, eps)
-    if x.flags.c_contiguous and x.dtype in _BN_FAST and (weight is None or weight._data.dtype == x.dtype):
+    if type(x) is np.ndarray and x.flags.c_contiguous and x.dtype in _BN_FAST \
+            and (weight is None or weight._data.dtype == x.dtype):
         # _scale_shift's operations, the sum in place
         with np.errstate(invalid="ignore", over="ignore"):
             scale = invstd * weight._data if weight is not None else invstd
