@@ -39,8 +39,9 @@ def _use_local_src():
         sys.path.insert(0, SRC)
 
 
-def set_threads(threads):
-    """Limit BLAS/OpenMP pools to ``threads`` (0: leave them). Returns how it was done."""
+def set_threads(threads, with_retrograd=True):
+    """Limit BLAS/OpenMP pools to ``threads`` (0: leave them), retrograd's own too unless
+    ``with_retrograd`` is false (it is then not imported). Returns how it was done."""
     if not threads:
         return "library defaults"
     try:
@@ -54,11 +55,12 @@ def set_threads(threads):
             how = "environment"
         for v in _ENV:
             os.environ[v] = str(threads)
-    try:
-        import retrograd
-        retrograd.set_num_threads(threads)
-    except Exception:
-        pass
+    if with_retrograd:
+        try:
+            import retrograd
+            retrograd.set_num_threads(threads)
+        except Exception:
+            pass
     return how
 
 
@@ -135,7 +137,7 @@ def rss_child(lib_name, names, quick, threads):
     """In a child process that imports only one library: print ``{case: peak RSS MiB}`` as
     JSON. Each case runs in a process of its own, forked after the import (what a case leaves
     behind must not count for the next; the fork keeps the library's pages in its RSS)."""
-    set_threads(threads)
+    set_threads(threads, with_retrograd=lib_name != "torch")
     if lib_name == "torch":
         import torch as lib                     # alone: retrograd's memory must not count as torch's
         if threads:
@@ -283,7 +285,8 @@ def profile(case, lib, quick, seconds=3.0, top=25):
     from pyinstrument import Profiler
     from pyinstrument.renderers import ConsoleRenderer
     run = case.build(lib, quick)
-    run()
+    for _ in range(3):     # warm-up: lazy imports and compiled kernels load on the first steps
+        run()
     prof = Profiler(interval=0.0005)
     n, t0 = 0, time.perf_counter()
     prof.start()
@@ -329,6 +332,7 @@ def parse(argv):
 def main(argv=None):
     """Run the suite; print the table; write the PNG / JSON / README table asked for."""
     a = parse(sys.argv[1:] if argv is None else argv)
+    _use_local_src()        # before anything imports retrograd (set_threads does)
     names = [n for n in a.cases.split(",") if n]
     if a.rss_child:
         return rss_child(a.rss_child, names, a.quick, a.threads)
@@ -355,7 +359,8 @@ def main(argv=None):
     meta = {"date": datetime.date.today().isoformat(), "machine": f"{os.cpu_count()} CPUs, {platform.machine()}",
             "threads": a.threads, "threads_text": threads_text, "clock": clock, "rounds": rounds, "quick": a.quick,
             "torch": getattr(torch, "__version__", None), "numpy": np.__version__,
-            "python": platform.python_version(), "load": os.getloadavg()[0]}
+            "python": platform.python_version(), "load": os.getloadavg()[0],
+            "retrograd_path": os.path.dirname(dict(libs)["retrograd"].__file__)}
     print(f"retrograd benchmark suite{' (--quick: tiny sizes)' if a.quick else ''}: {len(cases)} cases, "
           f"{threads_text}, {clock} time, "
           f"{'PyTorch ' + meta['torch'] if torch else 'without PyTorch'}, {rounds} interleaved round(s), "

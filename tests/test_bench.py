@@ -103,3 +103,15 @@ def test_retrograd_bench_command_lists_the_cases(capsys):
     assert main(["bench", "--list"]) == 0
     listed = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()]
     assert listed == [c.name for c in CASES]
+
+
+def test_the_suite_times_this_checkouts_retrograd(tmp_path):
+    """With only the repository root on the path (an installed retrograd elsewhere would be
+    found first otherwise), the suite imports the retrograd of its own checkout's src/."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--no-torch", "--cases", "chain_fwd",
+                        "--png", "", "--json", str(tmp_path / "r.json")], capture_output=True, text=True,
+                       cwd=ROOT, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    meta = json.loads((tmp_path / "r.json").read_text())["meta"]
+    assert os.path.realpath(meta["retrograd_path"]) == os.path.realpath(os.path.join(SRC, "retrograd"))

@@ -13,6 +13,10 @@ around them. These kernels do each in one pass:
   rounded once, as SciPy does (the same bits).
 - GELU forward and backward associated as the NumPy path is (float32: the same bits).
 
+The convolution kernels (stride-1 depthwise correlation and weight gradient; col2im of the
+wide-layout input gradient) work one (sample, channel) plane at a time in cache where the
+NumPy path makes several passes over whole arrays (see ops.conv).
+
 They are used only when numba is installed (``pip install retrograd[accel]``) and the array
 has at least :data:`MIN_SIZE` elements; the NumPy path stays the reference:
 ``RETROGRAD_NO_NUMBA=1`` turns these off.
@@ -105,3 +109,13 @@ def gelu_backward(k, g, x):
         np.exp(e, out=e)
         k.gelu_backward(g[i:i + _CHUNK], xs, e, out[i:i + _CHUNK], half, one, rsqrt2, c)
     return out.reshape(shape)
+
+
+def for_arrays(*arrays):
+    """The kernel module when its array kernels (depthwise convolution, col2im) should run on
+    these arrays (one float32/float64 dtype, at least MIN_SIZE elements in the first), else None."""
+    a = arrays[0]
+    if a.size < MIN_SIZE or a.dtype not in _FLOATS or any(type(b) is not np.ndarray for b in arrays) \
+            or any(b.dtype != a.dtype for b in arrays[1:]):
+        return None      # (not for meta tensors' arrays, nor mixed dtypes)
+    return kernels()

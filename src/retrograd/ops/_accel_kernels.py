@@ -1,8 +1,9 @@
 """The numba kernels of :mod:`retrograd.ops._accel` (imported only where numba is installed).
 
 Module-level functions, so that numba's on-disk cache (``cache=True``) finds them again in
-the next process instead of compiling anew. Each takes contiguous 1-D arrays of one dtype
-(float32 or float64) and an output array of that dtype; constants come in already cast to
+the next process instead of compiling anew. The elementwise ones take contiguous 1-D arrays
+of one dtype (float32 or float64) and an output array of that dtype, the convolution ones
+contiguous N-d arrays and work buffers of one dtype; constants come in already cast to
 that dtype, so every operation is the IEEE operation the NumPy path does, in its precision.
 """
 import math
@@ -14,7 +15,7 @@ from numba.extending import overload
 
 from .unary import _ERF_P, _ERF_Q
 
-__all__ = ["erf", "erfc", "gelu", "gelu_backward"]
+__all__ = ["erf", "erfc", "gelu", "gelu_backward", "dw_corr", "dw_weight_grad", "col2im_wide", "col2im", "im2col", "im2col_wide"]
 
 
 P0, P1, P2, P3, P4, P5, P6 = _ERF_P
@@ -99,3 +100,199 @@ def gelu_backward(g, x, e, out, half, one, rsqrt2, inv_sqrt_2pi):
         xi = x[i]
         cdf = half * (one + _erf(xi * rsqrt2))
         out[i] = g[i] * (cdf + xi * (inv_sqrt_2pi * e[i]))
+
+
+# Depthwise 2-D convolution, stride 1, one (sample, channel) plane at a time (it stays in
+# cache). The forward runs in the "wide" layout of ops.conv: with the plane flattened (row
+# length wp), each kernel offset is one multiply-add of a shifted contiguous run into a
+# plane-sized accumulator, whose extra columns are dropped at the end. Every (offset,
+# position) pair is multiplied, padding included, as the column path does (an inf weight
+# meets the padding's zeros: NaN there, as in PyTorch). Inner loops index pre-sliced runs
+# with the loop variable, so that no negative-index wraparound blocks LLVM's vectoriser.
+
+@_jit
+def _dw_plane(x, n, c, buf, plh, plw, wp):
+    # x[n, c] into the interior of the zero-padded flat plane ``buf`` (its border stays zero)
+    H, W = x.shape[2], x.shape[3]
+    xc = x[n, c]
+    for i in range(H):
+        s0 = (i + plh) * wp + plw
+        dst = buf[s0:s0 + W]
+        row = xc[i]
+        for j in range(W):
+            dst[j] = row[j]
+
+
+@_jit
+def dw_corr(x, wk, out, buf, acc, plh, plw, wp, d0, d1):
+    """out[n, c, i, j] = sum over (a, b) of wk[c, a, b] * xp[n, c, i + a*d0, j + b*d1], xp the
+    input zero-padded by (plh, plw) at the top and left to row length ``wp``. ``buf``: a
+    zeroed work plane (padded height * wp + slack); ``acc``: a work row of OH * wp."""
+    N, C, OH, OW = out.shape
+    KH, KW = wk.shape[1], wk.shape[2]
+    L = OH * wp
+    for n in range(N):
+        for c in range(C):
+            _dw_plane(x, n, c, buf, plh, plw, wp)
+            for j in range(L):
+                acc[j] = 0
+            for a in range(KH):
+                for b in range(KW):
+                    wv = wk[c, a, b]
+                    s0 = a * d0 * wp + b * d1
+                    seg = buf[s0:s0 + L]
+                    for j in range(L):
+                        acc[j] += wv * seg[j]
+            o = out[n, c]
+            for i in range(OH):
+                row = o[i]
+                t = acc[i * wp:i * wp + OW]
+                for j in range(OW):
+                    row[j] = t[j]
+
+
+@_jit
+def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1):
+    """out[c, a, b] = sum over (n, i, j) of g[n, c, i, j] * xp[n, c, i + a*d0, j + b*d1] (xp,
+    ``buf`` as in dw_corr) over the real output positions only, summed per output column in
+    ``acc`` (KH, KW, OW) while the sample's plane is in cache, then across it."""
+    N, C, OH, OW = g.shape
+    KH, KW = out.shape[1], out.shape[2]
+    for c in range(C):
+        for a in range(KH):
+            for b in range(KW):
+                ac = acc[a, b]
+                for j in range(OW):
+                    ac[j] = 0
+        for n in range(N):
+            _dw_plane(x, n, c, buf, plh, plw, wp)
+            gc = g[n, c]
+            for a in range(KH):
+                for b in range(KW):
+                    ac = acc[a, b]
+                    for i in range(OH):
+                        s0 = (i + a * d0) * wp + b * d1
+                        seg = buf[s0:s0 + OW]
+                        gr = gc[i]
+                        for j in range(OW):
+                            ac[j] += gr[j] * seg[j]
+        for a in range(KH):
+            for b in range(KW):
+                ac = acc[a, b]
+                t = ac[0]       # (OW >= 1; not ac[0] * 0, which is NaN for an inf)
+                for j in range(1, OW):
+                    t += ac[j]
+                out[c, a, b] = t
+
+
+@_jit
+def col2im_wide(d, gx, plane, wp, d0, d1, plh, plw):
+    """The input gradient of a stride-1 2-D convolution from its wide columns ``d`` (C, KH,
+    KW, N, OH * wp): each (channel, sample) plane summed in cache from its kernel offsets'
+    shifted runs, in ops.conv's order (offsets row by row from a zero plane: the same sums),
+    then cropped into ``gx`` (N, C, H, W). ``plane``: a work row of padded height * wp + slack."""
+    C, KH, KW, N, L = d.shape
+    H, W = gx.shape[2], gx.shape[3]
+    P = plane.shape[0]
+    for c in range(C):
+        for n in range(N):
+            for j in range(P):
+                plane[j] = 0
+            for a in range(KH):
+                for b in range(KW):
+                    s0 = a * d0 * wp + b * d1
+                    seg = plane[s0:s0 + L]
+                    src = d[c, a, b, n]
+                    for j in range(L):
+                        seg[j] += src[j]
+            o = gx[n, c]
+            for i in range(H):
+                s0 = (i + plh) * wp + plw
+                t = plane[s0:s0 + W]
+                row = o[i]
+                for j in range(W):
+                    row[j] = t[j]
+
+
+@_jit
+def col2im(d, gx, plane, s0, s1, d0, d1, plh, plw, wp):
+    """The input gradient of a 2-D convolution (any stride and dilation) from its columns
+    ``d`` (N, C, KH, KW, OH, OW): each (sample, channel) padded plane (``plane``, a work row
+    of padded height * ``wp``) summed in cache, offsets row by row from zero as ops.conv adds
+    them (the same sums), then cropped into ``gx`` (N, C, H, W)."""
+    N, C, KH, KW, OH, OW = d.shape
+    H, W = gx.shape[2], gx.shape[3]
+    P = plane.shape[0]
+    for n in range(N):
+        for c in range(C):
+            for j in range(P):
+                plane[j] = 0
+            for a in range(KH):
+                for b in range(KW):
+                    dab = d[n, c, a, b]
+                    for i in range(OH):
+                        base = (i * s0 + a * d0) * wp + b * d1
+                        src = dab[i]
+                        for j in range(OW):
+                            plane[base + j * s1] += src[j]
+            o = gx[n, c]
+            for i in range(H):
+                t = plane[(i + plh) * wp + plw:(i + plh) * wp + plw + W]
+                row = o[i]
+                for j in range(W):
+                    row[j] = t[j]
+
+
+@_jit
+def _pad_plane(x, n, c, plane, plh, plw, wp):
+    # x[n, c] into the interior of the zero-bordered padded plane (row length wp)
+    H, W = x.shape[2], x.shape[3]
+    xc = x[n, c]
+    for i in range(H):
+        s0 = (i + plh) * wp + plw
+        dst = plane[s0:s0 + W]
+        row = xc[i]
+        for j in range(W):
+            dst[j] = row[j]
+
+
+@_jit
+def im2col(x, cols, plane, s0, s1, d0, d1, plh, plw, wp):
+    """The columns (N, C, KH, KW, OH, OW) of a 2-D convolution (any stride and dilation) of
+    ``x`` (N, C, H, W), each (sample, channel) plane zero-padded in cache (``plane``: a
+    zeroed work row of padded height * ``wp``; its border stays zero)."""
+    N, C, KH, KW, OH, OW = cols.shape
+    for n in range(N):
+        for c in range(C):
+            _pad_plane(x, n, c, plane, plh, plw, wp)
+            for a in range(KH):
+                for b in range(KW):
+                    dab = cols[n, c, a, b]
+                    for i in range(OH):
+                        base = (i * s0 + a * d0) * wp + b * d1
+                        dst = dab[i]
+                        for j in range(OW):
+                            dst[j] = plane[base + j * s1]
+
+
+@_jit
+def im2col_wide(x, cols, plane, kh, kw, d0, d1, plh, plw, wp):
+    """The wide-layout columns (G, Cg*KH*KW, N*L) (L = OH * wp) of a stride-1 2-D convolution
+    of ``x`` (N, C, H, W): each kernel offset's shifted run of the zero-padded plane, copied
+    from cache (``plane``: a zeroed work row of padded height * wp + slack)."""
+    N, C = x.shape[0], x.shape[1]
+    G = cols.shape[0]
+    L = cols.shape[2] // N
+    Cg = C // G
+    for c in range(C):
+        g = c // Cg
+        r0 = (c - g * Cg) * kh * kw
+        for n in range(N):
+            _pad_plane(x, n, c, plane, plh, plw, wp)
+            for a in range(kh):
+                for b in range(kw):
+                    s0 = a * d0 * wp + b * d1
+                    src = plane[s0:s0 + L]
+                    dst = cols[g, r0 + a * kw + b, n * L:(n + 1) * L]
+                    for j in range(L):
+                        dst[j] = src[j]

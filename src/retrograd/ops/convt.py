@@ -11,6 +11,7 @@ from ._seqkit import graph_grads
 from .arithmetic import add
 from .linalg import matmul, einsum
 from .resample import _col2im
+from . import _accel
 from .conv import check_kernel_dtype, check_weight_type, _KERNEL_TYPES
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "bilinear"]
@@ -203,8 +204,15 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     cols = cols.reshape(ks[0], ks[1], Cout, N, H, W)
     Hp, Wp = Ho + 2 * pad[0], Wo + 2 * pad[1]
     need_h, need_w = (H - 1) * st[0] + dil[0] * (ks[0] - 1) + 1, (W - 1) * st[1] + dil[1] * (ks[1] - 1) + 1
-    full = _unblocks(cols, (max(Hp, need_h), max(Wp, need_w)), dil, st)
-    r = full[:, :, pad[0]:pad[0] + Ho, pad[1]:pad[1] + Wo].transpose(1, 0, 2, 3)
+    kern = _accel.for_arrays(cols)
+    if kern is not None:    # col2im one padded plane at a time in cache, cropped into NCHW (the same sums)
+        ph, pw = max(Hp, need_h), max(Wp, need_w)
+        r = np.empty((N, Cout, Ho, Wo), cols.dtype)
+        kern.col2im(cols.transpose(3, 2, 0, 1, 4, 5), r, np.empty(ph * pw, cols.dtype), st[0], st[1], dil[0], dil[1],
+                    pad[0], pad[1], pw)
+    else:
+        full = _unblocks(cols, (max(Hp, need_h), max(Wp, need_w)), dil, st)
+        r = full[:, :, pad[0]:pad[0] + Ho, pad[1]:pad[1] + Wo].transpose(1, 0, 2, 3)
     if bias is not None:
         r = r + _f32(bias._data).reshape(1, -1, 1, 1)
     if nsp == 1:

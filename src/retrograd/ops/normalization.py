@@ -8,7 +8,7 @@ first), so it is differentiable again and meets non-finite gradients as they do.
 """
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, arr, _dtype_name
+from ._base import OpNode, node_for, save, finish, arr, _dtype_name, _state
 from .unary import rsqrt
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm"]
@@ -87,11 +87,39 @@ def _stats(x, dims, eps):
 
 # --- batch norm ----------------------------------------------------------------------
 
+_BN_FAST = (np.dtype(np.float32), np.dtype(np.float64))
+
+def _bn_moments(x):
+    """Per-channel mean and biased variance of a contiguous (N, C, ...) float array: the
+    variance as a dot product per row (no squared copy)."""
+    n, c = x.shape[0], x.shape[1]
+    x3 = x.reshape(n, c, -1)
+    m = n * x3.shape[2]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        mean = x3.mean(axis=(0, 2))
+        xc = x3 - mean.reshape(1, c, 1)
+        return mean, _chan_dot(xc, xc) / x.dtype.type(m)
+
+
+def _chan_dot(a, b):
+    """Per-channel sum of ``a * b`` over (N, C, M) arrays: a dot product per (sample,
+    channel) row in BLAS (no product array), then the sum over samples."""
+    if a.shape[2] < 16:
+        return (a * b).sum((0, 2))
+    return np.matmul(a[:, :, None, :], b[:, :, :, None]).reshape(a.shape[:2]).sum(0)
+
+
 class NativeBatchNormBackward0(OpNode):
+    mean = invstd = None      # the forward's batch statistics (c,), kept in training mode
+
     def backward(self, g):
         x, w = self.saved_tensors
         g, x = _opmath_t(g), _opmath_t(x)
         nf = self.next_functions
+        if not _state.grad and type(x._data) is np.ndarray and type(g._data) is np.ndarray \
+                and x._data.dtype in _BN_FAST and g._data.dtype == x._data.dtype \
+                and (w is None or w._data.dtype == x._data.dtype) and (self.mean is not None or not self.training):
+            return self._backward_arrays(x._data, None if w is None else w._data, g._data, nf)
         want_w = len(nf) > 1 and nf[1][0] is not None
         want_b = len(nf) > 2 and nf[2][0] is not None
         c = x.shape[1]
@@ -115,6 +143,42 @@ class NativeBatchNormBackward0(OpNode):
                 gx = g * scale
         gw = (dotp * invstd).reshape((c,)) if want_w else None
         gb = s.reshape((c,)) if want_b else None
+        return gx, gw, gb
+
+    def _backward_arrays(self, x, w, g, nf):
+        # the same formula on arrays, with the forward's statistics, when the backward is not
+        # itself recorded: a few fused passes instead of a dozen tensor ops
+        n, c = x.shape[0], x.shape[1]
+        x3 = x.reshape(n, c, -1)
+        g3 = g.reshape(n, c, -1)
+        dt = x.dtype
+        if self.training:
+            mean, invstd = self.mean, self.invstd
+        else:
+            mean = self.rm
+            invstd = _rstd(self.rv, self.eps).astype(dt)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            xc = np.subtract(x3, mean.reshape(1, c, 1), dtype=dt)
+            s = g3.sum((0, 2))
+            dotp = _chan_dot(xc, g3)
+            gx = None
+            if nf[0][0] is not None:
+                scale = invstd * w if w is not None else invstd
+                if self.training:
+                    m = x3.shape[0] * x3.shape[2]
+                    inv_n = dt.type(1.0 / m if m else float("nan"))
+                    k = dotp * invstd * invstd * inv_n
+                    gx = np.subtract(g3, (s * inv_n).reshape(1, c, 1))
+                    np.multiply(xc, k.reshape(1, c, 1), out=xc)
+                    gx -= xc
+                    gx *= scale.reshape(1, c, 1)
+                else:
+                    gx = g3 * scale.reshape(1, c, 1)
+                gx = finish(None, gx.reshape(x.shape))
+            want_w = len(nf) > 1 and nf[1][0] is not None
+            want_b = len(nf) > 2 and nf[2][0] is not None
+            gw = finish(None, (dotp * invstd).astype(dt, copy=False)) if want_w else None
+            gb = finish(None, s) if want_b else None
         return gx, gw, gb
 
 
@@ -172,8 +236,11 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
     bshape = (1, c) + (1,) * (x.ndim - 2)
     if training:
         n = x.size // c
-        mean, var = _moments(x, dims)
-        mean, var = mean.reshape(c), var.reshape(c)
+        if type(x) is np.ndarray and x.dtype in _BN_FAST and x.flags.c_contiguous:
+            mean, var = _bn_moments(x)
+        else:
+            mean, var = _moments(x, dims)
+            mean, var = mean.reshape(c), var.reshape(c)
         # PyTorch's kernel updates the running statistics in place without a version bump
         if running_mean is not None:
             rm = running_mean._data
@@ -199,7 +266,17 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
         rm_used = _opmath(running_mean._data).astype(x.dtype).copy()
         rv_used = _opmath(running_var._data).astype(x.dtype).copy()
         mean, invstd = rm_used, _rstd(rv_used, eps)
-    if x.flags.c_contiguous:
+    if type(x) is np.ndarray and x.flags.c_contiguous and x.dtype in _BN_FAST \
+            and (weight is None or weight._data.dtype == x.dtype):
+        # _scale_shift's operations, the sum in place
+        with np.errstate(invalid="ignore", over="ignore"):
+            scale = invstd * weight._data if weight is not None else invstd
+            shift = -mean * scale
+            if bias is not None:
+                shift = shift + bias._data
+            y = x * scale.reshape(bshape)
+            y += shift.reshape(bshape)
+    elif x.flags.c_contiguous:
         y = _scale_shift(x, mean, invstd, weight, bias, bshape)
     else:   # PyTorch's kernel for strided input: ((x - mean) * invstd) * weight + bias
         with np.errstate(invalid="ignore", over="ignore"):
@@ -211,6 +288,8 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
     node = node_for(NativeBatchNormBackward0, (input, weight, bias))
     if node is not None:
         node.dims, node.eps, node.training, node.rm, node.rv = dims, eps, training, rm_used, rv_used
+        if training:
+            node.mean, node.invstd = mean, invstd
         save(node, input, weight)
     return finish(node, arr(y.astype(out_dt, copy=False)))
 
