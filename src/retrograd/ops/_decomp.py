@@ -755,7 +755,7 @@ def _qr_backward(self, grads):
     if m >= n:
         return _qr_tall_grad(Q, R, gQ, gR)
     # wide: A = Q [X | Y], X = Q R1 square
-    R1, R2 = R[..., :, :m], R[..., :, m:]
+    R1 = R[..., :, :m]
     Y = A[..., :, m:]
     gY = gR2 = None
     if gR is not None:
@@ -1235,8 +1235,8 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
         raise RuntimeError(f"torch.lu_unpack: Expected LU_data to have at least 2 dimensions, but it has {lu_.ndim} "
                            "dimensions instead")
     if piv.dtype != np.int32:
-        raise RuntimeError(f"torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype. "
-                           f"Note: this function is intended to be used with the output produced by torch.linalg."
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype. "
+                           "Note: this function is intended to be used with the output produced by torch.linalg."
                            "lu_factor")
     P, L, U = _unpack_np(lu_, piv, unpack_data, unpack_pivots)
     if unpack_data:
@@ -1783,7 +1783,7 @@ def cholesky_inverse(L, upper=False, *, out=None):
     """``A^-1`` given the Cholesky factor of ``A``."""
     l = L._data
     if l.ndim < 2:
-        raise RuntimeError(f"cholesky_inverse: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 dimensions.")
     if l.shape[-1] != l.shape[-2]:
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they are {l.shape[-2]} by "
                            f"{l.shape[-1]} matrices")
@@ -2027,7 +2027,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{_dtype_name(x.dtype)}")
     if not isinstance(p, (int, float)) or p <= 0:
-        raise RuntimeError(f"renorm: non-positive-norm not supported")
+        raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     if x.ndim <= 1:
