@@ -344,7 +344,6 @@ def _lu_of(mk, n, *batch):
     for m in flat:
         lu, piv = sl.lu_factor(m)
         lus.append(lu)
-        p = np.arange(n)
         pivs.append(piv + 1)
     return np.stack(lus).reshape(a.shape), np.stack(pivs).reshape(a.shape[:-1]).astype(np.int32)
 

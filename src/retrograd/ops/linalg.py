@@ -935,7 +935,7 @@ def det(A, *, out=None):
 class LinalgInvExBackward0(OpNode):
     def backward(self, g):
         (ai,) = self.saved_tensors
-        t = _mT(ai)
+        t = ai.mH if ai._data.dtype.kind == "c" else _mT(ai)
         return -matmul(matmul(t, g), t)
 
 
@@ -978,7 +978,7 @@ _LinAlgErrorType.__name__ = "_LinAlgError"
 
 
 def _zero_pivot(x):
-    a = np.array(x, dtype=np.float64)
+    a = np.array(x, dtype=np.complex128 if x.dtype.kind == "c" else np.float64)
     n = a.shape[0]
     for k in range(n):
         p = k + int(np.argmax(np.abs(a[k:, k])))
@@ -998,10 +998,11 @@ class LinalgSolveExBackward0(OpNode):
         gb = solve_ex(a.mH, g)[0]
         ga = None
         if nf[0][0] is not None:
+            xc = x.conj() if x._data.dtype.kind == "c" else x
             if vec:
-                ga = -(gb.reshape(gb._data.shape + (1,)) * x.reshape(x._data.shape[:-1] + (1, x._data.shape[-1])))
+                ga = -(gb.reshape(gb._data.shape + (1,)) * xc.reshape(x._data.shape[:-1] + (1, x._data.shape[-1])))
             else:
-                ga = -matmul(gb, _mT(x))
+                ga = -matmul(gb, _mT(xc))
         return ga, (gb if nf[1][0] is not None else None)
 
 
