@@ -1,7 +1,6 @@
 """Construction and statistics functions beyond the op table: second derivatives of cdist and
 pdist (PyTorch has none; checked by finite differences), cdist's matrix-product route, cov's
 warning and weights, the windows' dtype and requires_grad."""
-import warnings
 
 import numpy as np
 import pytest

@@ -209,7 +209,7 @@ def test_qr_mode_r_backward_raises_as_torch():
 
 @needs_torch
 @pytest.mark.parametrize("call", [lambda L, x: x.eig(), lambda L, x: x.symeig(), lambda L, x: x.lstsq(x),
-                                  lambda L, x: L.symeig(x)])
+                                  lambda L, x: L.symeig(x), lambda L, x: x.solve(x), lambda L, x: L.matrix_rank(x)])
 def test_removed_functions_raise_torch_message(call):
     with pytest.raises(RuntimeError) as r:
         call(retrograd, retrograd.eye(2))

@@ -641,6 +641,8 @@ _add("renorm", method("renorm"),
 _add("eig", method("eig"), lambda mk: [Sample(mk.rand(3, 3), kind="error")], grad=False)
 _add("symeig", method("symeig"), lambda mk: [Sample(mk.rand(3, 3), kind="error")], grad=False)
 _add("lstsq", method("lstsq"), lambda mk: [Sample(mk.rand(3, 3), mk.rand(3, 3), kind="error")], grad=False)
+_add("solve", method("solve"), lambda mk: [Sample(mk.rand(3, 3), mk.rand(3, 3), kind="error")], grad=False)
+_add("torch.matrix_rank", function("matrix_rank"), lambda mk: [Sample(mk.rand(3, 3), kind="error")], grad=False)
 
 
 _known("linalg.solve_ex", "grad", "singular",

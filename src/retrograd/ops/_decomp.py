@@ -2043,3 +2043,20 @@ def renorm(input, p, dim, maxnorm, *, out=None):
         save(node, input)
         node.composite = comp
     return _out(res, out, "renorm")
+
+
+def torch_solve(input, A, *, out=None):
+    """Removed from PyTorch: raises PyTorch's message pointing at linalg.solve."""
+    raise RuntimeError(
+        "This function was deprecated since version 1.9 and is now removed. `torch.solve` is deprecated in favor of "
+        "`torch.linalg.solve`. `torch.linalg.solve` has its arguments reversed and does not return the LU "
+        "factorization.\n\nTo get the LU factorization see `torch.lu`, which can be used with `torch.lu_solve` or "
+        "`torch.lu_unpack`.\nX = torch.solve(B, A).solution should be replaced with:\nX = torch.linalg.solve(A, B)")
+
+
+def torch_matrix_rank(input, tol=None, symmetric=False, *, out=None):
+    """Removed from PyTorch: raises PyTorch's message pointing at linalg.matrix_rank."""
+    raise RuntimeError(
+        "This function was deprecated since version 1.9 and is now removed.\nPlease use the "
+        "`torch.linalg.matrix_rank` function instead. The parameter 'symmetric' was renamed in "
+        "`torch.linalg.matrix_rank()` to 'hermitian'.")

@@ -14,7 +14,7 @@ __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", 
            "addmm", "addmv", "addbmm", "baddbmm", "addr", "chain_matmul", "trace", "kron", "cross", "det",
            "inverse", "svd", "qr", "cholesky", "cholesky_inverse", "cholesky_solve", "slogdet", "logdet", "pinverse",
            "matrix_exp", "matrix_power", "lu_solve", "lu_unpack", "triangular_solve", "geqrf", "orgqr", "ormqr",
-           "lstsq", "eig", "symeig", "frobenius_norm", "nuclear_norm", "renorm", "lu", "vander"]
+           "lstsq", "eig", "symeig", "frobenius_norm", "nuclear_norm", "renorm", "lu", "vander", "matrix_rank"]
 
 _SHORT = {"float32": "float", "float64": "double", "float16": "half", "int64": "long", "int32": "int",
           "int16": "short", "int8": "char", "uint8": "unsigned char", "bool": "bool",
@@ -1123,7 +1123,8 @@ inverse = inv
 from . import _decomp as D  # noqa: E402
 svd, qr, cholesky, slogdet, lu_solve, lu = D.torch_svd, D.torch_qr, D.torch_cholesky, D.torch_slogdet, \
     D.torch_lu_solve, D.torch_lu
-eig, lstsq, symeig = D.torch_eig, D.torch_lstsq, D.symeig
+eig, lstsq, symeig, solve_removed, matrix_rank = D.torch_eig, D.torch_lstsq, D.symeig, D.torch_solve, \
+    D.torch_matrix_rank
 from ._decomp import (cholesky_inverse, cholesky_solve, logdet, pinverse, matrix_exp, lu_unpack,  # noqa: E402,F401
                       triangular_solve, geqrf, orgqr, ormqr, frobenius_norm, nuclear_norm, renorm, vander)
 matrix_power = D.matrix_power
@@ -1141,6 +1142,7 @@ TENSOR_METHODS.update({
     "svd": svd, "qr": qr, "cholesky": cholesky, "cholesky_inverse": cholesky_inverse, "cholesky_solve": cholesky_solve,
     "slogdet": slogdet, "logdet": logdet, "pinverse": pinverse, "matrix_exp": matrix_exp,
     "matrix_power": _matrix_power_method, "lu_solve": lu_solve, "lu": _lu_method, "triangular_solve": triangular_solve,
-    "geqrf": geqrf, "orgqr": orgqr, "ormqr": ormqr, "lstsq": lstsq, "eig": eig, "symeig": symeig, "renorm": renorm})
+    "geqrf": geqrf, "orgqr": orgqr, "ormqr": ormqr, "lstsq": lstsq, "eig": eig, "symeig": symeig, "renorm": renorm,
+    "solve": solve_removed})
 INPLACE = {"addmm_": addmm, "addmv_": addmv, "addbmm_": addbmm, "baddbmm_": baddbmm, "addr_": addr,
            "renorm_": renorm}
