@@ -143,4 +143,4 @@ _add("unravel_index", function("unravel_index"),
      lambda mk: [Sample(mk.index([4, 7, 0]), (3, 4)), Sample(mk.index(5), (3, 4)), Sample(mk.index([[1, 2], [3, 23]]),
                                                                                           (2, 3, 4)),
                  Sample(mk.index([12, -1]), (3, 4), kind="wrap"), Sample(mk.index([3]), 5),
-                 Sample(mk.index([1.5], np.float64), (3, 4), kind="error")], grad=False)
+                 Sample(mk.index([1.5], np.float64), (3, 4), kind="error")], grad=False, view=True)

@@ -528,15 +528,14 @@ def unravel_index(indices, shape):
         if s < 0:
             raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
     idx = d.astype(np.int64)
-    out = []
     stride = 1
     coords = []
     for s in reversed(shape):
         coords.append(np.floor_divide(idx, stride) % s if s else np.zeros_like(idx))
         stride *= s
-    for c in reversed(coords):
-        out.append(_const(c.astype(np.int64)))
-    return tuple(out)
+    # as PyTorch: one (..., len(shape)) tensor of coordinates, unbound along its last dim (views)
+    stacked = _const(np.stack(coords[::-1], -1).astype(np.int64) if coords else np.zeros(idx.shape + (0,), np.int64))
+    return tuple(stacked.unbind(-1))
 
 
 def _torch_dtype(npdt):
