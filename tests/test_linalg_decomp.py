@@ -243,3 +243,43 @@ def test_distributions_use_the_public_linear_algebra():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert d.log_prob(retrograd.zeros(2)).shape == ()
+
+
+HALF_CALLS = {
+    "qr": lambda L, A, B: L.linalg.qr(A), "eig": lambda L, A, B: L.linalg.eig(A),
+    "eigvals": lambda L, A, B: L.linalg.eigvals(A), "lu": lambda L, A, B: L.linalg.lu(A),
+    "lu_factor": lambda L, A, B: L.linalg.lu_factor(A), "pinv": lambda L, A, B: L.linalg.pinv(A),
+    "slogdet": lambda L, A, B: L.linalg.slogdet(A), "lstsq": lambda L, A, B: L.linalg.lstsq(A, B),
+    "solve_triangular": lambda L, A, B: L.linalg.solve_triangular(A, B, upper=True),
+    "inv_ex": lambda L, A, B: L.linalg.inv_ex(A), "geqrf": lambda L, A, B: L.geqrf(A),
+    "householder_product": lambda L, A, B: L.linalg.householder_product(A, A[0, :2]),
+    "ldl_factor": lambda L, A, B: L.linalg.ldl_factor(A), "cholesky_inverse": lambda L, A, B: L.cholesky_inverse(A),
+    "cholesky_solve": lambda L, A, B: L.cholesky_solve(B, A), "matrix_rank": lambda L, A, B: L.linalg.matrix_rank(A),
+    "svdvals": lambda L, A, B: L.linalg.svdvals(A), "cond": lambda L, A, B: L.linalg.cond(A),
+    "nuc": lambda L, A, B: L.linalg.matrix_norm(A, "nuc"), "eigvalsh": lambda L, A, B: L.linalg.eigvalsh(A),
+    "cholesky": lambda L, A, B: L.linalg.cholesky(A), "cdist": lambda L, A, B: L.cdist(A, A),
+    "pdist": lambda L, A, B: L.pdist(A), "svd_driver": lambda L, A, B: L.linalg.svd(A.float(), driver="gesvd"),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", sorted(HALF_CALLS))
+def test_half_inputs_raise_as_torch(name):
+    a, b = np.eye(3) * 2, np.ones((3, 2))
+    with pytest.raises(Exception) as r:
+        HALF_CALLS[name](retrograd, retrograd.tensor(a).half(), retrograd.tensor(b).half())
+    with pytest.raises(Exception) as t:
+        HALF_CALLS[name](torch, torch.tensor(a).half(), torch.tensor(b).half())
+    assert type(r.value).__name__ == type(t.value).__name__
+    assert str(r.value).splitlines()[0] == str(t.value).splitlines()[0]
+
+
+@needs_torch
+def test_matrix_exp_of_half_is_half():
+    # PyTorch 2.13 accepts half input (its CPU values for it are wrong, e.g. -2.1e4 for this
+    # matrix); retrograd computes in float32 and rounds once
+    import scipy.linalg
+    a = np.array([[0.5, -0.25], [0.125, 0.25]])
+    r = retrograd.linalg.matrix_exp(retrograd.tensor(a).half())
+    assert str(r.dtype) == str(torch.linalg.matrix_exp(torch.tensor(a).half()).dtype) == "torch.float16"
+    assert np.allclose(r.float().numpy(), scipy.linalg.expm(a), atol=2e-3)

@@ -1,6 +1,8 @@
 """``torch.linalg``: matrix functions under PyTorch's names (each lives with its op family)."""
 import math
 
+import numpy as np
+
 from .ops.linalg import (matmul, det, inv, solve, multi_dot, vecdot, linalg_cross as cross,  # noqa: F401
                          _LinAlgErrorType as LinAlgError)
 from .ops.reduce import vector_norm
@@ -69,6 +71,8 @@ def _svd_norm(A, d0, d1, keepdim, dtype, ord):
     """'nuc' / 2 / -2: the sum / max / min of the singular values of the matrices over (d0, d1)."""
     if dtype is not None:
         A = A.to(dtype)
+    if A._data.dtype.kind == "V" or A._data.dtype == np.float16:
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {_dtype_name(A._data.dtype)}")
     n = A._data.ndim
     rest = [d for d in range(n) if d not in (d0, d1)]
     M = A.permute(*rest, d0, d1)

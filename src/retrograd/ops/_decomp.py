@@ -127,11 +127,18 @@ def _square(A, name, kernel=None):
     return x
 
 
-def _lapack_dtype(x):
-    """LAPACK computes float32 / float64 / complex64 / complex128 (half types are refused)."""
+def _lapack_dtype(x, kernel=None, runtime=None):
+    """LAPACK computes float32 / float64 / complex64 / complex128: half types get PyTorch's error
+    (its kernel's dispatch error, or ``runtime``'s message)."""
     if x.dtype.kind == "V" or x.dtype == np.float16:
-        raise RuntimeError(f"Input tensor must be float, double, cfloat or cdouble, got {_dtype_name(x.dtype)}")
+        if runtime is not None:
+            raise RuntimeError(runtime.format(_dtype_name(x.dtype)))
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(x.dtype)}'")
     return x
+
+
+def _low_precision(name):
+    return name + ": Low precision dtypes not supported. Got {}"
 
 
 def _real_dt(dt):
@@ -239,7 +246,7 @@ def _partial_cholesky(m, k):
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """``(L, info)``: the Cholesky factor and 0 / the order of the first failing leading minor."""
-    x = _square(A, "linalg.cholesky")
+    x = _lapack_dtype(_square(A, "linalg.cholesky"), "cholesky_cpu")
     L, info = _cholesky_np(x, upper)
     if check_errors and info.any():
         raise _chol_error(info, "linalg.cholesky_ex")
@@ -255,7 +262,7 @@ def _chol_error(info, name="linalg.cholesky"):
 
 def cholesky(A, *, upper=False, out=None):
     """The Cholesky factor of (a batch of) hermitian positive-definite matrices."""
-    x = _square(A, "linalg.cholesky")
+    x = _lapack_dtype(_square(A, "linalg.cholesky"), "cholesky_cpu")
     L, info = _cholesky_np(x, upper)
     if info.any():
         raise _chol_error(info)
@@ -268,7 +275,7 @@ def torch_cholesky(input, upper=False, *, out=None):
     import warnings
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
                   "PyTorch release.", UserWarning, stacklevel=2)
-    x = _square(input, "linalg.cholesky", "cholesky_cpu")
+    x = _lapack_dtype(_square(input, "linalg.cholesky", "cholesky_cpu"), "cholesky_cpu")
     L, info = _cholesky_np(x, upper)
     if info.any():
         raise _chol_error(info)
@@ -353,6 +360,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     for x in (a, b):
         if x.dtype.kind not in "fc":
             raise NotImplementedError(f"\"triangular_solve_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+        _lapack_dtype(x, "triangular_solve_cpu")
     n = a.shape[-1]
     k = b.shape[-2] if left else b.shape[-1]
     if k != n:
@@ -456,7 +464,7 @@ def _slogdet_np(x):
 
 def slogdet(A, *, out=None):
     """``(sign, logabsdet)`` of (a batch of) square matrices."""
-    x = _square(A, "linalg.slogdet")
+    x = _lapack_dtype(_square(A, "linalg.slogdet"), runtime=_low_precision("linalg.slogdet"))
     s, l = _slogdet_np(x)
     S, Lg = _record(LinalgSlogdetBackward0, (A,), [s, l], saved=(A,), out_saved=(0,))
     return RT["linalg_slogdet"](S, Lg)
@@ -549,7 +557,7 @@ def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of hermitian matrices."""
     x = _square(A, "linalg.eigh", "linalg_eigh_cpu")
     uplo = _uplo(UPLO)
-    w, v = _eigh_np(_lapack_dtype(x), uplo, True)
+    w, v = _eigh_np(_lapack_dtype(x, "linalg_eigh_cpu"), uplo, True)
     L, V = _record(LinalgEighBackward0, (A,), [w, v], saved=(None,), out_saved=(0, 1))
     return RT["linalg_eigh"](L, V)
 
@@ -559,7 +567,7 @@ def eigvalsh(A, UPLO="L", *, out=None):
     x = _square(A, "linalg.eigh", "linalg_eigh_cpu")
     uplo = _uplo(UPLO)
     if node_for(LinalgEighBackward0, (A,)) is None:
-        w, _ = _eigh_np(_lapack_dtype(x), uplo, False)
+        w, _ = _eigh_np(_lapack_dtype(x, "linalg_eigh_cpu"), uplo, False)
         return _out(_const(w), out, "linalg_eigvalsh")
     L = eigh(A, UPLO)[0]
     return _out(L, out, "linalg_eigvalsh")
@@ -596,7 +604,7 @@ def _eig_checks(A, name):
     _check_sq(x, name)
     if x.dtype.kind not in "fc":
         raise RuntimeError(f"Unknown Complex ScalarType for {_dtype_name(x.dtype)}")
-    return _lapack_dtype(x)
+    return _lapack_dtype(x, "linalg_eig_out_cpu")
 
 
 def eig(A, *, out=None):
@@ -699,23 +707,31 @@ def _svd_np(x, full, uv=True):
     return u.astype(x.dtype), s.astype(rdt), vh.astype(x.dtype)
 
 
+def _no_driver(driver):
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+
+
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """``(U, S, Vh)`` with ``A = U diag(S) Vh`` (reduced when ``full_matrices=False``)."""
+    _no_driver(driver)
     x = A._data
     _check_nd(x, "linalg.svd")
     _check_float(x, "linalg.svd")
-    u, s, vh = _svd_np(_lapack_dtype(x), full_matrices)
+    u, s, vh = _svd_np(_lapack_dtype(x, "linalg_svd_cpu"), full_matrices)
     outs = _record(LinalgSvdBackward0, (A,), [u, s, vh], out_saved=(0, 1, 2), full=full_matrices, vals_only=False)
     return RT["linalg_svd"](*outs)
 
 
 def svdvals(A, *, driver=None, out=None):
     """Singular values (descending)."""
+    _no_driver(driver)
     x = A._data
     _check_nd(x, "linalg.svd")
     _check_float(x, "linalg.svd")
     if node_for(LinalgSvdBackward0, (A,)) is None:
-        return _out(_const(_svd_np(_lapack_dtype(x), False, False)[1]), out, "linalg_svdvals")
+        return _out(_const(_svd_np(_lapack_dtype(x, "linalg_svd_cpu"), False, False)[1]), out, "linalg_svdvals")
     # differentiable: U and Vh are the node's (unreturned) outputs, which its double backward needs
     return _out(svd(A, full_matrices=False)[1], out, "linalg_svdvals")
 
@@ -743,20 +759,20 @@ def torch_svd(input, some=True, compute_uv=True, *, out=None):
 # --- QR ------------------------------------------------------------------------------------
 
 def _qr_backward(self, grads):
-    A, Q, R = self.saved_tensors
+    Q, R = self.saved_tensors
     gQ, gR = grads
     mode = self.mode
     if mode == "r":
         raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use "
                            "linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
-    m, n = A._data.shape[-2:]
+    m, n = Q._data.shape[-2], R._data.shape[-1]
     if mode == "complete" and m > n:
         raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
     if m >= n:
         return _qr_tall_grad(Q, R, gQ, gR)
     # wide: A = Q [X | Y], X = Q R1 square
     R1 = R[..., :, :m]
-    Y = A[..., :, m:]
+    Y = Q @ R[..., :, m:]   # A's last columns (A itself is not saved, as in PyTorch)
     gY = gR2 = None
     if gR is not None:
         gR2 = gR[..., :, m:]
@@ -817,8 +833,8 @@ def qr(A, mode="reduced", *, out=None):
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
                            "'complete'")
-    q, r = _qr_np(_lapack_dtype(x), mode)
-    Q, R = _record(LinalgQrBackward0, (A,), [q, r], saved=(A,), out_saved=(0, 1), mode=mode)
+    q, r = _qr_np(_lapack_dtype(x, "geqrf_cpu"), mode)
+    Q, R = _record(LinalgQrBackward0, (A,), [q, r], out_saved=(0, 1), mode=mode)
     return RT["linalg_qr"](Q, R)
 
 
@@ -846,7 +862,7 @@ def _lu_info(x):
 def inv_ex(A, *, check_errors=False, out=None):
     """``(inverse, info)``: info is 0 or the first zero pivot of the LU factorization."""
     from .linalg import LinalgInvExBackward0
-    x = _square(A, "linalg.inv_ex")
+    x = _lapack_dtype(_square(A, "linalg.inv_ex"), runtime=_low_precision("linalg.inv"))
     info = _lu_info(x) if x.size else np.zeros(x.shape[:-2], np.int32)
     if check_errors and info.any():
         raise _linalg_error(f"linalg.inv_ex: {_batch_where(info)}The diagonal element {_first_info(info)} is zero, "
@@ -888,7 +904,7 @@ def _lu_solve_raw(x, b):
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """``(result, info)`` of ``A X = B`` (info: the first zero pivot of A's LU, or 0)."""
     from .linalg import solve
-    x = _square(A, "linalg.solve_ex")
+    x = _lapack_dtype(_square(A, "linalg.solve_ex"), runtime=_low_precision("linalg.solve"))
     info = _lu_info(x) if x.size else np.zeros(x.shape[:-2], np.int32)
     if check_errors and info.any():
         raise _linalg_error(f"torch.linalg.solve_ex: {_batch_where(info)}The solver failed because the input "
@@ -970,7 +986,7 @@ def _lu_factor_checks(A, name):
                            "instead")
     if x.dtype.kind not in "fc":
         raise NotImplementedError(f"\"lu_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
-    return _lapack_dtype(x)
+    return _lapack_dtype(x, "lu_cpu")
 
 
 def _lu_core_grad(L, U, P, gL, gU):
@@ -1100,7 +1116,7 @@ def lu(A, *, pivot=True, out=None):
         raise NotImplementedError(f"\"lu_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
-    lu_, piv, _ = _getrf(_lapack_dtype(x))
+    lu_, piv, _ = _getrf(_lapack_dtype(x, "lu_cpu"))
     P, L, U = _unpack_np(lu_, piv)
     Lt, Ut = _record(LinalgLuBackward0, (A,), [L, U], saved=(None,), out_saved=(0, 1), P=P)
     return RT["linalg_lu"](_const(P), Lt, Ut)
@@ -1283,7 +1299,10 @@ LinalgMatrixExpBackward0 = _node("LinalgMatrixExpBackward0", _matrix_exp_backwar
 def matrix_exp(A):
     """The matrix exponential of (a batch of) square matrices."""
     x = _square(A, "linalg.matrix_exp")
-    r = _expm_np(_lapack_dtype(x))
+    if x.dtype == np.float16 or x.dtype.kind == "V":   # PyTorch computes half types (in float32 here)
+        r = _expm_np(x.astype(np.float32)).astype(x.dtype)
+    else:
+        r = _expm_np(x)
     E, = _record(LinalgMatrixExpBackward0, (A,), [r], saved=(A,))
     return E
 
@@ -1351,7 +1370,7 @@ def _tol_arrays(atol, rtol, rcond, smax, dt, m, n, rtol_default_when_atol_none=T
 def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
     """The Moore-Penrose pseudoinverse (singular values below max(atol, rtol * sigma_max) dropped)."""
     x = A._data
-    if x.ndim < 2 or x.dtype.kind not in "fc":
+    if x.ndim < 2 or x.dtype.kind not in "fc" or x.dtype == np.float16:
         kind = {"float32": "Float", "float64": "Double", "complex64": "ComplexFloat",
                 "complex128": "ComplexDouble"}.get(x.dtype.name, _dtype_name(x.dtype))
         raise RuntimeError(f"linalg.pinv({kind}{{{list(x.shape)}}}): expected a tensor with 2 or more dimensions of "
@@ -1391,6 +1410,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
     if x.dtype.kind not in "fc":
         raise RuntimeError("This function doesn't handle types other than float and double")
+    _lapack_dtype(x, runtime="This function doesn't handle types other than float and double")
     m, n = x.shape[-2:]
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -1457,6 +1477,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if a.dtype.kind not in "fc":
         raise RuntimeError(f"{name}: Expected input and other to have a floating point or complex dtype, but got "
                            f"{_dtype_name(a.dtype)}")
+    _lapack_dtype(a, runtime="This function doesn't handle types other than float and double")
     m, n = a.shape[-2:]
     bm = b[..., None] if vec else b
     batch = np.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
@@ -1513,7 +1534,7 @@ def _composite_backward(fn_name):
     def grad(self, grads):
         from ._seqkit import graph_grads
         from ..autograd.grad_mode import enable_grad
-        inputs = list(self.saved_tensors)
+        inputs = list(self.saved_tensors)[:getattr(self, "n_inputs", None)]
         with enable_grad():
             res = graph_grads(getattr(self, "composite"), inputs, grads)
         if not _state.grad:
@@ -1546,6 +1567,7 @@ def householder_product(A, tau, *, out=None):
     """The first n columns of the product of Householder reflectors (LAPACK orgqr)."""
     x, t = A._data, tau._data
     _hh_checks(x, t, "torch.linalg.householder_product")
+    _lapack_dtype(x, "orgqr_cpu")
     from ..autograd.grad_mode import no_grad
     with no_grad():
         q = _householder_composite(_const(x), _const(t))._data
@@ -1553,7 +1575,8 @@ def householder_product(A, tau, *, out=None):
     res = finish(node, np.ascontiguousarray(q))
     if node is not None:
         save(node, A, tau)
-        node.composite = _householder_composite
+        save_output(node, res)   # saved (and version-checked) as PyTorch's node saves it
+        node.composite, node.n_inputs = _householder_composite, 2
     return _out(res, out, "linalg_householder_product")
 
 
@@ -1569,6 +1592,7 @@ def geqrf(input, *, out=None):
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     if x.dtype.kind not in "fc":
         raise NotImplementedError(f"\"geqrf_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+    _lapack_dtype(x, "geqrf_cpu")
     from scipy.linalg import lapack
     m, n = x.shape[-2:]
     k = min(m, n)
@@ -1660,7 +1684,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """``(LD, pivots, info)``: the compact LDL^T (LDL^H) factorization of LAPACK sytrf / hetrf."""
     x = A._data
     _ldl_checks(x, "torch.linalg.ldl_factor_ex")
-    ld, piv, info = _ldl_np(_lapack_dtype(x), hermitian)
+    ld, piv, info = _ldl_np(_lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)
     if check_errors and info.any():
         raise _linalg_error(f"torch.linalg.ldl_factor_ex: {_batch_where(info)}The factorization could not be "
                             f"completed because the input is not invertible (D[{_first_info(info)},"
@@ -1672,7 +1696,7 @@ def ldl_factor(A, *, hermitian=False, out=None):
     """``(LD, pivots)`` of ldl_factor_ex (raises when D is singular)."""
     x = A._data
     _ldl_checks(x, "torch.linalg.ldl_factor")
-    ld, piv, info = _ldl_np(_lapack_dtype(x), hermitian)
+    ld, piv, info = _ldl_np(_lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)
     if info.any():
         raise _linalg_error(f"torch.linalg.ldl_factor: {_batch_where(info)}The factorization could not be completed "
                             f"because the input is not invertible (D[{_first_info(info)},{_first_info(info)}] is "
@@ -1765,6 +1789,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
                            f"A of type {_dtype_name(l.dtype)} instead.")
     if b.dtype.kind not in "fc":
         raise NotImplementedError(f"\"cholesky_solve_cpu\" not implemented for '{_dtype_name(b.dtype)}'")
+    _lapack_dtype(b, "cholesky_solve_cpu")
     if l.shape[-1] != l.shape[-2]:
         raise RuntimeError(f"A must be batches of square matrices, but they are {l.shape[-2]} by {l.shape[-1]} "
                            "matrices")
@@ -1789,6 +1814,7 @@ def cholesky_inverse(L, upper=False, *, out=None):
                            f"{l.shape[-1]} matrices")
     if l.dtype.kind not in "fc":
         raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for '{_dtype_name(l.dtype)}'")
+    _lapack_dtype(l, "cholesky_inverse_out_cpu")
     n = l.shape[-1]
 
     def comp(Lt):

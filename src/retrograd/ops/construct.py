@@ -384,6 +384,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {_dtype_name(a.dtype)}")
     if b.dtype.kind not in "f":
         raise RuntimeError(f"cdist only supports floating-point dtypes, X2 got: {_dtype_name(b.dtype)}")
+    if a.dtype == np.float16 or b.dtype == np.float16:
+        raise NotImplementedError("\"cdist\" not implemented for 'Half'")
     if a.shape[-1] != b.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {a.shape[-1]} X2: {b.shape[-1]}")
     if p < 0:
@@ -435,6 +437,8 @@ def pdist(input, p=2):
         raise RuntimeError(f"pdist only supports floating-point dtypes, got: {_dtype_name(x.dtype)}")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
+    if x.dtype == np.float16:
+        raise NotImplementedError("\"pdist\" not implemented for 'Half'")
     n = x.shape[0]
     r, c = np.triu_indices(n, 1)
     res = _minkowski_np(x[r] - x[c], p).astype(x.dtype, copy=False) if len(r) else np.zeros(0, x.dtype)
