@@ -505,9 +505,11 @@ def _eig_grad_core(L, V, gL, gV, hermitian):
     n = E._data.shape[-1]
     E = E + _const(np.eye(n, dtype=E._data.dtype))   # a zero diagonal becomes 1 (the diagonal is replaced)
     ret = VhgV / E.to(VhgV.dtype) if E.dtype != VhgV.dtype else VhgV / E
-    d = _gather_diag(ret)
     gd = gL.to(ret.dtype) if gL is not None and gL.dtype != ret.dtype else gL
-    ret = ret - _diag_embed(d) + (_diag_embed(gd) if gd is not None else 0)
+    # the diagonal is replaced by gL (selected, so that inf/nan off it do not reach it)
+    from .index import where
+    diag = _diag_embed(gd) if gd is not None else _const(np.zeros((), ret._data.dtype))
+    ret = where(_const(np.eye(n, dtype=bool)), diag, ret)
     return V @ ret @ _h(V) if hermitian else _eig_conj(V, ret)
 
 
