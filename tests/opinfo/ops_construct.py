@@ -23,13 +23,15 @@ def _no_args(fn):
     return op
 
 
+# samples of functions of plain numbers are of kind "numbers", not "basic": there is no input
+# tensor to derive layouts / dtypes from (nor to put on the meta device, tests/test_meta.py)
 def _idx_samples(mk):
-    yield Sample(3, 4)
-    yield Sample(4, 3, 1)
-    yield Sample(4, 3, -2)
-    yield Sample(3, 3, 5)
+    yield Sample(3, 4, kind="numbers")
+    yield Sample(4, 3, 1, kind="numbers")
+    yield Sample(4, 3, -2, kind="numbers")
+    yield Sample(3, 3, 5, kind="numbers")
     yield Sample(0, 3, kind="empty")
-    yield Sample(3, 3, dtype="int32")
+    yield Sample(3, 3, dtype="int32", kind="numbers")
     yield Sample(3, 3, dtype="float32", kind="error")
 
 
@@ -124,9 +126,9 @@ _add("pdist", function("pdist"),
 
 def _win_samples(mk):
     for n in (5, 6, 1, 0):
-        yield Sample(n)
-        yield Sample(n, False)
-    yield Sample(7, dtype="float64")
+        yield Sample(n, kind="numbers")
+        yield Sample(n, False, kind="numbers")
+    yield Sample(7, dtype="float64", kind="numbers")
     yield Sample(5, dtype="int64", kind="error")
     yield Sample(-1, kind="error")
 
@@ -134,9 +136,10 @@ def _win_samples(mk):
 for _n in ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window"):
     _add(_n, _no_args(function(_n)), _win_samples, grad=False)
 _add("hamming_window(alpha)", _no_args(function("hamming_window")),
-     lambda mk: [Sample(5, True, 0.5, 0.4), Sample(6, False, alpha=0.6, beta=0.3)], grad=False)
+     lambda mk: [Sample(5, True, 0.5, 0.4, kind="numbers"), Sample(6, False, alpha=0.6, beta=0.3, kind="numbers")],
+     grad=False)
 _add("kaiser_window(beta)", _no_args(function("kaiser_window")),
-     lambda mk: [Sample(6, False, beta=3.0), Sample(5, True, 0.5)], grad=False)
+     lambda mk: [Sample(6, False, beta=3.0, kind="numbers"), Sample(5, True, 0.5, kind="numbers")], grad=False)
 
 
 _add("unravel_index", function("unravel_index"),

@@ -2088,3 +2088,23 @@ def torch_matrix_rank(input, tol=None, symmetric=False, *, out=None):
         "This function was deprecated since version 1.9 and is now removed.\nPlease use the "
         "`torch.linalg.matrix_rank` function instead. The parameter 'symmetric' was renamed in "
         "`torch.linalg.matrix_rank()` to 'hermitian'.")
+
+
+def _refuse_meta(fn):
+    """``fn`` raising PyTorch's no-data error for meta tensors (LAPACK needs the values)."""
+    import functools
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        for a in args + tuple(kwargs.values()):
+            if isinstance(a, Tensor) and type(a._data) is not np.ndarray and a.is_meta:
+                from .._meta import NO_DATA
+                raise RuntimeError(NO_DATA)
+        return fn(*args, **kwargs)
+    return guarded
+
+
+for _n, _f in list(globals().items()):
+    if (not _n.startswith("_") and callable(_f) and getattr(_f, "__module__", None) == __name__
+            and not isinstance(_f, type)):
+        globals()[_n] = _refuse_meta(_f)
