@@ -254,7 +254,7 @@ class _PositiveSemidefinite(_Symmetric):
         sym = super().check(value)
         if not sym.all():
             return sym
-        from ._ops import eigvalsh
+        from ..linalg import eigvalsh
         return eigvalsh(value).ge(0).all(-1)
 
 
@@ -263,7 +263,7 @@ class _PositiveDefinite(_Symmetric):
         sym = super().check(value)
         if not sym.all():
             return sym
-        from ._ops import cholesky_ex
+        from ..linalg import cholesky_ex
         return cholesky_ex(value).info.eq(0)
 
 

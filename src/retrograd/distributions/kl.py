@@ -4,7 +4,8 @@ import math
 import warnings
 
 import retrograd as _t
-from ._ops import lgamma, digamma, solve_triangular
+from ._ops import lgamma, digamma
+from ..linalg import solve_triangular
 from .distribution import Distribution, ExponentialFamily
 from .continuous import Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, Beta, Dirichlet
 from .discrete import Bernoulli, Binomial, Geometric, Poisson, ContinuousBernoulli
@@ -181,7 +182,7 @@ def _mvn_factor(self):
 
 def _lowrank_factor(self):
     # a Cholesky factor of W W^T + diag(D), without the batch expansion
-    from ._ops import cholesky
+    from ..linalg import cholesky
     W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
     sqrt_d = D.sqrt().unsqueeze(-1)
     Wd = W / sqrt_d

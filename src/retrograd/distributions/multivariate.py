@@ -6,7 +6,8 @@ import math
 import retrograd as _t
 from .._tensor import Size
 from . import constraints
-from ._ops import cholesky, solve_triangular, cholesky_inverse
+from ..linalg import cholesky, solve_triangular
+from ..ops.linalg import cholesky_inverse
 from .distribution import Distribution
 from .utils import lazy_property, _standard_normal, _batch_mv, _batch_mahalanobis
 
@@ -270,7 +271,9 @@ class Wishart(Distribution):
 
     def log_prob(self, value):
         self._check(value)
-        from ._ops import mvlgamma, slogdet, cholesky_solve
+        from ._ops import mvlgamma
+        from ..linalg import slogdet
+        from ..ops.linalg import cholesky_solve
         nu, p = self.df, self._event_shape[-1]
         L = self._unbroadcasted_scale_tril
         shape = _t.broadcast_shapes(L.shape[:-2], value.shape[:-2])

@@ -593,7 +593,7 @@ class PositiveDefiniteTransform(_Same):
         return L @ L.mT
 
     def _inverse(self, y):
-        from ._ops import cholesky
+        from ..linalg import cholesky
         return LowerCholeskyTransform().inv(cholesky(y))
 
 

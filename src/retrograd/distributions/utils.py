@@ -76,7 +76,7 @@ def _batch_mv(m, v):
 
 def _batch_mahalanobis(L, x):
     """``x^T (L L^T)^-1 x`` over broadcast batch dimensions."""
-    from ._ops import solve_triangular
+    from ..linalg import solve_triangular
     shape = _t.broadcast_shapes(L.shape[:-2], x.shape[:-1])
     n = L.shape[-1]
     z = solve_triangular(L.expand(shape + (n, n)), x.expand(shape + (n,)).unsqueeze(-1), upper=False)

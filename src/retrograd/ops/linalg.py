@@ -12,7 +12,9 @@ from ._base import OpNode, node_for, save, finish, arr, Tensor, write_out, _dtyp
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "einsum", "tensordot",
            "addmm", "addmv", "addbmm", "baddbmm", "addr", "chain_matmul", "trace", "kron", "cross", "det",
-           "inverse"]
+           "inverse", "svd", "qr", "cholesky", "cholesky_inverse", "cholesky_solve", "slogdet", "logdet", "pinverse",
+           "matrix_exp", "matrix_power", "lu_solve", "lu_unpack", "triangular_solve", "geqrf", "orgqr", "ormqr",
+           "lstsq", "eig", "symeig", "frobenius_norm", "nuclear_norm", "renorm", "lu", "vander", "matrix_rank"]
 
 _SHORT = {"float32": "float", "float64": "double", "float16": "half", "int64": "long", "int32": "int",
           "int16": "short", "int8": "char", "uint8": "unsigned char", "bool": "bool",
@@ -933,7 +935,7 @@ def det(A, *, out=None):
 class LinalgInvExBackward0(OpNode):
     def backward(self, g):
         (ai,) = self.saved_tensors
-        t = _mT(ai)
+        t = ai.mH if ai._data.dtype.kind == "c" else _mT(ai)
         return -matmul(matmul(t, g), t)
 
 
@@ -947,7 +949,9 @@ def inv(A, *, out=None):
     except np.linalg.LinAlgError:
         raise _singular("inv", x) from None
     node = node_for(LinalgInvExBackward0, (A,))
-    res = finish(node, r.astype(x.dtype, copy=False))
+    # LAPACK's getri writes each inverse column-major, and PyTorch returns it with those strides
+    r = np.swapaxes(np.ascontiguousarray(np.swapaxes(r.astype(x.dtype, copy=False), -1, -2)), -1, -2)
+    res = finish(node, r)
     if node is not None:
         save_output(node, res)
     return res if out is None else write_out(out, res, "linalg_inv")
@@ -974,7 +978,7 @@ _LinAlgErrorType.__name__ = "_LinAlgError"
 
 
 def _zero_pivot(x):
-    a = np.array(x, dtype=np.float64)
+    a = np.array(x, dtype=np.complex128 if x.dtype.kind == "c" else np.float64)
     n = a.shape[0]
     for k in range(n):
         p = k + int(np.argmax(np.abs(a[k:, k])))
@@ -990,13 +994,15 @@ class LinalgSolveExBackward0(OpNode):
         a, x = self.saved_tensors
         nf = self.next_functions
         vec = self.vec
-        gb = solve(_mT(a), g)
+        from ._decomp import solve_ex  # a singular A gives LAPACK's inf/nan, as PyTorch's backward does
+        gb = solve_ex(a.mH, g)[0]
         ga = None
         if nf[0][0] is not None:
+            xc = x.conj() if x._data.dtype.kind == "c" else x
             if vec:
-                ga = -(gb.reshape(gb._data.shape + (1,)) * x.reshape(x._data.shape[:-1] + (1, x._data.shape[-1])))
+                ga = -(gb.reshape(gb._data.shape + (1,)) * xc.reshape(x._data.shape[:-1] + (1, x._data.shape[-1])))
             else:
-                ga = -matmul(gb, _mT(x))
+                ga = -matmul(gb, _mT(xc))
         return ga, (gb if nf[1][0] is not None else None)
 
 
@@ -1112,4 +1118,31 @@ TENSOR_METHODS = {"matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmu
                   "addmv": addmv, "addbmm": addbmm, "baddbmm": baddbmm, "addr": addr, "trace": trace,
                   "kron": kron, "cross": cross, "det": det, "inverse": inv}
 inverse = inv
-INPLACE = {"addmm_": addmm, "addmv_": addmv, "addbmm_": addbmm, "baddbmm_": baddbmm, "addr_": addr}
+
+# the decompositions and what is built on them (ops/_decomp.py), under their top-level names
+from . import _decomp as D  # noqa: E402
+svd, qr, cholesky, slogdet, lu_solve, lu = D.torch_svd, D.torch_qr, D.torch_cholesky, D.torch_slogdet, \
+    D.torch_lu_solve, D.torch_lu
+eig, lstsq, symeig, solve_removed, matrix_rank = D.torch_eig, D.torch_lstsq, D.symeig, D.torch_solve, \
+    D.torch_matrix_rank
+from ._decomp import (cholesky_inverse, cholesky_solve, logdet, pinverse, matrix_exp, lu_unpack,  # noqa: E402,F401
+                      triangular_solve, geqrf, orgqr, ormqr, frobenius_norm, nuclear_norm, renorm, vander)
+matrix_power = D.matrix_power
+
+
+def _lu_method(self, pivot=True, get_infos=False):
+    return D.torch_lu(self, pivot, get_infos)
+
+
+def _matrix_power_method(self, n):
+    return D.matrix_power(self, n)
+
+
+TENSOR_METHODS.update({
+    "svd": svd, "qr": qr, "cholesky": cholesky, "cholesky_inverse": cholesky_inverse, "cholesky_solve": cholesky_solve,
+    "slogdet": slogdet, "logdet": logdet, "pinverse": pinverse, "matrix_exp": matrix_exp,
+    "matrix_power": _matrix_power_method, "lu_solve": lu_solve, "lu": _lu_method, "triangular_solve": triangular_solve,
+    "geqrf": geqrf, "orgqr": orgqr, "ormqr": ormqr, "lstsq": lstsq, "eig": eig, "symeig": symeig, "renorm": renorm,
+    "solve": solve_removed})
+INPLACE = {"addmm_": addmm, "addmv_": addmv, "addbmm_": addbmm, "baddbmm_": baddbmm, "addr_": addr,
+           "renorm_": renorm}

@@ -1,0 +1,2110 @@
+"""Matrix decompositions and the functions built on them (torch.linalg's cholesky, qr, eigh, eig,
+svd, lu, ldl, lstsq, pinv, matrix_exp, ... and their older top-level spellings).
+
+Forward passes are NumPy / SciPy (LAPACK) calls; each differentiable op records one node named
+as PyTorch names it, whose backward is written with tensor ops (so double backward works). The
+formulas are the standard ones (e.g. Giles' matrix derivative results): a gradient is unique
+wherever the decomposition is a smooth function of its input, so it agrees with PyTorch's.
+SciPy is imported inside the functions that need it.
+"""
+import math
+
+import numpy as np
+
+from ._base import OpNode, node_for, save, save_output, finish, finish_multi, arr, Tensor, _dtype_name, _state
+from ._base import wrap_dim
+
+
+# --- named results -------------------------------------------------------------------------
+
+class _Named(tuple):
+    """A ``torch.return_types.<name>`` tuple: fields by attribute, PyTorch's repr."""
+    __slots__ = ()
+    _name = ""
+    _fields = ()
+
+    def __new__(cls, *items):
+        return tuple.__new__(cls, items)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
+        return f"torch.return_types.{self._name}(\n{body})"
+
+    def __reduce__(self):
+        return (type(self), tuple(self))
+
+
+def _named(name, fields):
+    ns = {"__slots__": (), "_name": name, "_fields": tuple(fields), "__module__": "torch.return_types"}
+    for i, f in enumerate(fields):
+        ns[f] = property(lambda self, i=i: self[i])
+    cls = type(name, (_Named,), ns)
+    from .reduce import return_types
+    setattr(return_types, name, cls)
+    return cls
+
+
+RT = {n: _named(n, f.split()) for n, f in {
+    "linalg_cholesky_ex": "L info", "linalg_slogdet": "sign logabsdet", "slogdet": "sign logabsdet",
+    "linalg_eigh": "eigenvalues eigenvectors", "linalg_eig": "eigenvalues eigenvectors",
+    "linalg_svd": "U S Vh", "svd": "U S V", "linalg_qr": "Q R", "qr": "Q R",
+    "linalg_inv_ex": "inverse info", "linalg_solve_ex": "result info",
+    "linalg_lu_factor": "LU pivots", "linalg_lu_factor_ex": "LU pivots info", "linalg_lu": "P L U",
+    "lu_unpack": "P L U", "linalg_ldl_factor": "LD pivots", "linalg_ldl_factor_ex": "LD pivots info",
+    "linalg_lstsq": "solution residuals rank singular_values", "triangular_solve": "solution cloned_coefficient",
+    "geqrf": "a tau"}.items()}
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+class _LNode(OpNode):
+    """A node whose ``grad(grads)`` gets one gradient (or None) per differentiable output."""
+    _materialize_grads = False
+
+    def _apply(self, grads):
+        if all(g is None for g in grads):
+            return None
+        return self.grad(list(grads))
+
+
+def _node(name, grad):
+    return type(name, (_LNode,), {"grad": grad, "__module__": __name__})
+
+
+def _record(cls, inputs, outs, saved=(), out_saved=(), **attrs):
+    """Tensors for the arrays ``outs`` (all outputs of one node ``cls`` over ``inputs``)."""
+    node = node_for(cls, inputs)
+    res = finish_multi(node, [o if o.flags.c_contiguous else np.ascontiguousarray(o) for o in map(np.asarray, outs)])
+    if node is not None:
+        save(node, *saved)
+        for k in out_saved:
+            save_output(node, res[k])
+        for k, v in attrs.items():
+            setattr(node, k, v)
+    return res
+
+
+def _const(a):
+    return finish(None, arr(np.asarray(a)))
+
+
+def _t(x):
+    return x.mT
+
+
+def _h(x):
+    return x.mH
+
+
+def _eye(n, like):
+    return _const(np.eye(n, dtype=like._data.dtype))
+
+
+def _check_nd(x, name, what="A"):
+    if x.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor {what} must have at least 2 dimensions.")
+
+
+def _check_float(x, name):
+    if x.dtype.kind not in "fc":
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {_dtype_name(x.dtype)}")
+
+
+def _check_sq(x, name):
+    if x.shape[-1] != x.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are {x.shape[-2]} by "
+                           f"{x.shape[-1]} matrices")
+
+
+def _square(A, name, kernel=None):
+    """The array of ``A`` after PyTorch's checks (2+ dims, square, floating)."""
+    x = A._data
+    _check_nd(x, name)
+    _check_sq(x, name)
+    if kernel is not None and x.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(x.dtype)}'")
+    _check_float(x, name)
+    return x
+
+
+def _lapack_dtype(x, kernel=None, runtime=None):
+    """LAPACK computes float32 / float64 / complex64 / complex128: half types get PyTorch's error
+    (its kernel's dispatch error, or ``runtime``'s message)."""
+    if x.dtype.kind == "V" or x.dtype == np.float16:
+        if runtime is not None:
+            raise RuntimeError(runtime.format(_dtype_name(x.dtype)))
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(x.dtype)}'")
+    return x
+
+
+def _low_precision(name):
+    return name + ": Low precision dtypes not supported. Got {}"
+
+
+def _real_dt(dt):
+    return np.empty(0, dt).real.dtype
+
+
+def _linalg_error(msg):
+    from .linalg import _LinAlgErrorType
+    return _LinAlgErrorType(msg)
+
+
+def _batch_where(info):
+    return "" if info.ndim == 0 else f"(Batch element {int(np.flatnonzero(info.reshape(-1))[0])}): "
+
+
+def _first_info(info):
+    f = info.reshape(-1)
+    return int(f[f != 0][0])
+
+
+def _per_matrix(fn, x, *outs_tail):
+    """Apply ``fn`` (one matrix -> tuple of arrays) over the batch of ``x``; stack the results."""
+    batch = x.shape[:-2]
+    flat = x.reshape((-1,) + x.shape[-2:])
+    res = [fn(m) for m in flat]
+    if not res:
+        return None
+    return tuple(np.stack([r[k] for r in res]).reshape(batch + np.shape(res[0][k])) for k in range(len(res[0])))
+
+
+def _gather_diag(x):
+    return x.diagonal(0, -2, -1)
+
+
+def _diag_embed(v):
+    return v.diag_embed()
+
+
+# --- cholesky ------------------------------------------------------------------------------
+
+def _chol_backward(self, grads):
+    (L,) = self.saved_tensors
+    g = grads[0]
+    if self.upper:
+        L, g = _h(L), _h(g)
+    # gA = L^-H Phi(L^H gL) L^-1, Phi taking the lower triangle with a halved diagonal, made hermitian
+    M = (_h(L) @ g).tril()
+    S = (M + _h(M.tril(-1))) * 0.5
+    d = _gather_diag(M)
+    if d.is_complex():
+        S = S - _diag_embed(d * 0.5) + _diag_embed(d.real.to(d.dtype) * 0.5)
+    S = solve_triangular(_h(L), S, upper=True, left=True)
+    return solve_triangular(L, S, upper=False, left=False)
+
+
+LinalgCholeskyExBackward0 = _node("LinalgCholeskyExBackward0", _chol_backward)
+CholeskyBackward0 = _node("CholeskyBackward0", _chol_backward)
+
+
+def _cholesky_np(a, upper):
+    shape = a.shape
+    info = np.zeros(shape[:-2], dtype=np.int32)
+    if a.size == 0:
+        return a.copy(), info
+    try:
+        L = np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        flat = a.reshape((-1,) + shape[-2:])
+        L = np.zeros_like(flat)
+        fi = info.reshape(-1)
+        for i, m in enumerate(flat):
+            try:
+                L[i] = np.linalg.cholesky(m)
+            except np.linalg.LinAlgError:
+                fi[i] = _failing_minor(m)
+                L[i] = _partial_cholesky(m, fi[i])
+        L = L.reshape(shape)
+    if upper:
+        L = np.swapaxes(L, -1, -2).conj()
+    return L, info
+
+
+def _failing_minor(m):
+    n = m.shape[-1]
+    for k in range(1, n + 1):
+        try:
+            np.linalg.cholesky(m[:k, :k])
+        except np.linalg.LinAlgError:
+            return k
+    return n
+
+
+def _partial_cholesky(m, k):
+    """What LAPACK's potrf leaves when the minor of order ``k`` fails: the factor's first k-1
+    columns, zeros elsewhere (PyTorch returns the lower triangle of that)."""
+    out = np.zeros_like(m)
+    if k > 1:
+        out[:k - 1, :k - 1] = np.linalg.cholesky(m[:k - 1, :k - 1])
+        out[k - 1:, :k - 1] = np.linalg.solve(out[:k - 1, :k - 1].conj(), m[k - 1:, :k - 1].T).T
+    # the rows from k on, past the failing pivot, keep A's lower triangle
+    low = np.tril(m)
+    out[k - 1:, k - 1:] = low[k - 1:, k - 1:]
+    return out
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """``(L, info)``: the Cholesky factor and 0 / the order of the first failing leading minor."""
+    x = _lapack_dtype(_square(A, "linalg.cholesky"), "cholesky_cpu")
+    L, info = _cholesky_np(x, upper)
+    if check_errors and info.any():
+        raise _chol_error(info, "linalg.cholesky_ex")
+    Lt, = _record(LinalgCholeskyExBackward0, (A,), [L], out_saved=(0,), upper=upper)
+    return RT["linalg_cholesky_ex"](Lt, _const(info))
+
+
+def _chol_error(info, name="linalg.cholesky"):
+    return _linalg_error(f"{name}: {_batch_where(info)}The factorization could not be completed because the "
+                         f"input is not positive-definite (the leading minor of order {_first_info(info)} is not "
+                         "positive-definite).")
+
+
+def cholesky(A, *, upper=False, out=None):
+    """The Cholesky factor of (a batch of) hermitian positive-definite matrices."""
+    x = _lapack_dtype(_square(A, "linalg.cholesky"), "cholesky_cpu")
+    L, info = _cholesky_np(x, upper)
+    if info.any():
+        raise _chol_error(info)
+    Lt, = _record(LinalgCholeskyExBackward0, (A,), [L], out_saved=(0,), upper=upper)
+    return _out(Lt, out, "linalg_cholesky")
+
+
+def torch_cholesky(input, upper=False, *, out=None):
+    """``torch.cholesky`` (deprecated spelling of linalg.cholesky, lower by default)."""
+    import warnings
+    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
+                  "PyTorch release.", UserWarning, stacklevel=2)
+    x = _lapack_dtype(_square(input, "linalg.cholesky", "cholesky_cpu"), "cholesky_cpu")
+    L, info = _cholesky_np(x, upper)
+    if info.any():
+        raise _chol_error(info)
+    Lt, = _record(CholeskyBackward0, (input,), [L], out_saved=(0,), upper=upper)
+    return _out(Lt, out, "cholesky")
+
+
+def _out(res, out, name):
+    if out is None:
+        return res
+    from ._base import write_out
+    return write_out(out, res, name)
+
+
+# --- triangular solves ---------------------------------------------------------------------
+
+def _solve_tri_backward(self, grads):
+    A, X = self.saved_tensors
+    g = grads[0]
+    nf = self.next_functions
+    upper, left, unit = self.upper, self.left, self.unitriangular
+    gB = solve_triangular(_h(A), g, upper=not upper, left=left, unitriangular=unit)
+    gA = None
+    if nf[0][0] is not None:
+        gA = -(gB @ _h(X)) if left else -(_h(X) @ gB)
+        gA = gA.triu(1 if unit else 0) if upper else gA.tril(-1 if unit else 0)
+        if gA._data.shape != A._data.shape:
+            gA = gA.sum_to_size(A._data.shape)
+    if gB is not None and nf[1][0] is not None and gB._data.shape != self.bshape:
+        gB = gB.sum_to_size(self.bshape)
+    return gA, (gB if nf[1][0] is not None else None)
+
+
+LinalgSolveTriangularBackward0 = _node("LinalgSolveTriangularBackward0", _solve_tri_backward)
+
+
+def _tri_solve_np(a, b, upper, left, unit):
+    """Solve with triangular ``a`` over broadcast batches (a zero pivot gives inf/nan as LAPACK's
+    trtrs does, rather than raising)."""
+    dt = np.result_type(a, b)
+    a = np.triu(a) if upper else np.tril(a)
+    if unit:
+        a = a.copy()
+        n = a.shape[-1]
+        a[..., np.arange(n), np.arange(n)] = 1
+    if not left:   # X A = B  <=>  A^T X^T = B^T
+        a, b, upper = np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), not upper
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:]).astype(dt, copy=False)
+    b = np.broadcast_to(b, batch + b.shape[-2:]).astype(dt, copy=False)
+    x = np.empty(b.shape, dt)
+    if x.size:
+        from scipy.linalg import solve_triangular as st
+        fa, fb, fx = a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:]), x.reshape((-1,) + x.shape[-2:])
+        with np.errstate(all="ignore"):
+            for i in range(fa.shape[0]):
+                fx[i] = _trsm(st, fa[i], fb[i], upper)
+    if not left:
+        x = np.swapaxes(x, -1, -2)
+    return np.ascontiguousarray(x)
+
+
+def _trsm(st, a, b, upper):
+    d = np.diagonal(a)
+    if np.all(d != 0):
+        return st(a, b, lower=not upper, check_finite=False)
+    # a zero pivot: substitution by hand so that inf/nan come out where LAPACK puts them
+    n = a.shape[0]
+    x = np.zeros(b.shape, np.result_type(a, b))
+    for i in (range(n - 1, -1, -1) if upper else range(n)):
+        x[i] = (b[i] - a[i] @ x) / a[i, i]
+    return x
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """Solve ``A X = B`` (``X A = B`` when ``left=False``) for triangular ``A``."""
+    a, b = A._data, B._data
+    name = "linalg.solve_triangular"
+    _check_nd(a, name)
+    _check_nd(b, name, "B")
+    _check_sq(a, name)
+    for x in (a, b):
+        if x.dtype.kind not in "fc":
+            raise NotImplementedError(f"\"triangular_solve_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+        _lapack_dtype(x, "triangular_solve_cpu")
+    n = a.shape[-1]
+    k = b.shape[-2] if left else b.shape[-1]
+    if k != n:
+        shp = f"{n}x{n} and {b.shape[-2]}x{b.shape[-1]}" if left else f"{b.shape[-2]}x{b.shape[-1]} and {n}x{n}"
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({shp})")
+    from .linalg import _broadcast_batch
+    _broadcast_batch(a.shape[:-2], b.shape[:-2])
+    x = _tri_solve_np(a, b, upper, left, unitriangular)
+    X, = _record(LinalgSolveTriangularBackward0, (A, B), [x], saved=(A,), out_saved=(0,), upper=upper, left=left,
+                 unitriangular=unitriangular, bshape=b.shape)
+    return _out(X, out, "linalg_solve_triangular")
+
+
+def _tri_solve_old_backward(self, grads):
+    A, X = self.saved_tensors
+    gX = grads[0]
+    gM = grads[1] if len(grads) > 1 else None
+    nf = self.next_functions
+    upper, trans, unit = self.upper, self.transpose, self.unitriangular
+    gB = gA = None
+    if gX is not None:
+        Aeff = _t(A) if trans else A
+        up = upper != trans
+        gB = solve_triangular(_h(Aeff), gX, upper=not up, unitriangular=unit)
+        if nf[1][0] is not None:
+            gAe = -(gB @ _h(X))
+            gAe = gAe.triu(1 if unit else 0) if up else gAe.tril(-1 if unit else 0)
+            gA = _t(gAe) if trans else gAe
+    if gM is not None and nf[1][0] is not None:
+        gA = gM if gA is None else gA + gM
+    if gB is not None and gB._data.shape != self.bshape:
+        gB = gB.sum_to_size(self.bshape)
+    if gA is not None and gA._data.shape != self.ashape:
+        gA = gA.sum_to_size(self.ashape)
+    return (gB if nf[0][0] is not None else None), gA
+
+
+TriangularSolveBackward0 = _node("TriangularSolveBackward0", _tri_solve_old_backward)
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """``torch.triangular_solve`` (deprecated): ``(solution, cloned_coefficient)`` of ``A X = b``."""
+    import warnings
+    warnings.warn("torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand will be removed "
+                  "in a future PyTorch release.", UserWarning, stacklevel=2)
+    bd, ad = b._data, A._data
+    if bd.ndim < 2:
+        raise RuntimeError(f"torch.triangular_solve: Expected b to have at least 2 dimensions, but it has {bd.ndim} "
+                           "dimensions instead")
+    if ad.ndim < 2:
+        raise RuntimeError(f"torch.triangular_solve: Expected A to have at least 2 dimensions, but it has {ad.ndim} "
+                           "dimensions instead")
+    if bd.dtype != ad.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {_dtype_name(bd.dtype)} "
+                           f"and A of type {_dtype_name(ad.dtype)} instead.")
+    _check_sq(ad, "linalg.solve_triangular")
+    if ad.shape[-1] != bd.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is {ad.shape[-1]} by "
+                           f"{ad.shape[-1]} but each b matrix is {bd.shape[-2]} by {bd.shape[-1]}")
+    if ad.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"triangular_solve_cpu\" not implemented for '{_dtype_name(ad.dtype)}'")
+    batch = np.broadcast_shapes(ad.shape[:-2], bd.shape[:-2])
+    aeff = np.swapaxes(ad, -1, -2) if transpose else ad
+    x = _tri_solve_np(aeff, bd, upper != transpose, True, unitriangular)
+    x = np.broadcast_to(x, batch + x.shape[-2:])
+    m = np.broadcast_to(ad, batch + ad.shape[-2:]).copy()
+    X, M = _record(TriangularSolveBackward0, (b, A), [x, m], saved=(A,), out_saved=(0,), upper=upper,
+                   transpose=transpose, unitriangular=unitriangular, bshape=bd.shape, ashape=ad.shape)
+    return RT["triangular_solve"](X, M)
+
+
+# --- determinants --------------------------------------------------------------------------
+
+def _slogdet_backward(self, grads):
+    A, sign = self.saved_tensors
+    gsign, glog = grads
+    if glog is None and not A.is_complex():
+        return None
+    n = A._data.shape[-1]
+    if not A.is_complex():
+        g = glog
+    else:   # d logabsdet = Re tr(A^-1 dA), d sign = i sign Im tr(A^-1 dA)
+        g = glog.to(A.dtype) if glog is not None else 0
+        if gsign is not None:
+            g = g - 1j * (sign.conj() * gsign).imag.to(A.dtype)
+    # gA = A^-H g: one solve with g on the diagonal, as PyTorch does (a singular A gives its inf/nan)
+    D = _diag_embed(g.unsqueeze(-1).expand(*g._data.shape, n))
+    return solve_ex(_h(A), D)[0]
+
+
+LinalgSlogdetBackward0 = _node("LinalgSlogdetBackward0", _slogdet_backward)
+
+
+def _slogdet_np(x):
+    if x.shape[-1] == 0:
+        return np.ones(x.shape[:-2], x.dtype), np.zeros(x.shape[:-2], _real_dt(x.dtype))
+    s, l = np.linalg.slogdet(x)
+    return s.astype(x.dtype), l.astype(_real_dt(x.dtype))
+
+
+def slogdet(A, *, out=None):
+    """``(sign, logabsdet)`` of (a batch of) square matrices."""
+    x = _lapack_dtype(_square(A, "linalg.slogdet"), runtime=_low_precision("linalg.slogdet"))
+    s, l = _slogdet_np(x)
+    S, Lg = _record(LinalgSlogdetBackward0, (A,), [s, l], saved=(A,), out_saved=(0,))
+    return RT["linalg_slogdet"](S, Lg)
+
+
+def torch_slogdet(input, *, out=None):
+    """``torch.slogdet``: the same values as linalg.slogdet (named ``torch.return_types.slogdet``)."""
+    r = slogdet(input)
+    return RT["slogdet"](*r)
+
+
+def logdet(input):
+    """``log(det(A))``: nan for a negative determinant, -inf for a zero one."""
+    from .index import where
+    s, l = slogdet(input)
+    if input._data.dtype.kind == "c":
+        from .unary import log
+        return log(s) + l
+    nan = _const(np.array(np.nan, l._data.dtype))
+    return where(s == -1, nan, l)
+
+
+# --- eigendecompositions -------------------------------------------------------------------
+
+def _eig_grad_core(L, V, gL, gV, hermitian):
+    """The gradient of the eigendecomposition A = V diag(L) V^-1 (V^H for hermitian A) w.r.t. A,
+    in PyTorch's gauge (the projected V^H gV, divided by the eigenvalue gaps)."""
+    if gV is None:
+        D = _diag_embed(gL.to(V.dtype) if gL.dtype != V.dtype else gL)
+        return V @ D @ _h(V) if hermitian else _eig_conj(V, D)
+    VhgV = _h(V) @ gV
+    if hermitian:
+        VhgV = (VhgV - _h(VhgV)) * 0.5
+    else:
+        VhgV = VhgV - _h(V) @ (V * _gather_diag(VhgV).real.to(V.dtype).unsqueeze(-2))
+    Lc = L.conj() if L.is_complex() else L
+    E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)
+    n = E._data.shape[-1]
+    E = E + _const(np.eye(n, dtype=E._data.dtype))   # a zero diagonal becomes 1 (the diagonal is replaced)
+    ret = VhgV / E.to(VhgV.dtype) if E.dtype != VhgV.dtype else VhgV / E
+    gd = gL.to(ret.dtype) if gL is not None and gL.dtype != ret.dtype else gL
+    # the diagonal is replaced by gL (selected, so that inf/nan off it do not reach it)
+    from .index import where
+    diag = _diag_embed(gd) if gd is not None else _const(np.zeros((), ret._data.dtype))
+    ret = where(_const(np.eye(n, dtype=bool)), diag, ret)
+    return V @ ret @ _h(V) if hermitian else _eig_conj(V, ret)
+
+
+def _eig_conj(V, M):
+    from .linalg import solve
+    return solve(_h(V), M @ _h(V))
+
+
+def _eigh_backward(self, grads):
+    A, L, V = self.saved_tensors
+    gL = grads[0]
+    gV = grads[1] if len(grads) > 1 else None
+    if V is None:
+        raise RuntimeError("linalg_eigh: the eigenvectors are needed to differentiate the eigenvalues")
+    if gV is not None and V.is_complex():
+        _check_phase(V, gV, "linalg_eig_backward")
+    return _eig_grad_core(L, V, gL, gV, True)
+
+
+def _check_phase(V, gV, name):
+    # PyTorch's test: allclose(Im diag(V^H gV), 0) with rtol = atol = 1e-2 (nan fails it)
+    d = _gather_diag(_h(V) @ gV)._data.imag
+    if not np.all(np.abs(d) <= 1e-2):
+        raise RuntimeError(f"{name}: The eigenvectors in the complex case are specified up to multiplication by "
+                           "e^{i phi}. The specified loss function depends on this quantity, so it is ill-defined.")
+
+
+LinalgEighBackward0 = _node("LinalgEighBackward0", _eigh_backward)
+
+
+def _eigh_np(x, uplo, vectors):
+    if x.shape[-1] == 0:
+        return np.zeros(x.shape[:-1], _real_dt(x.dtype)), x.copy()
+    if vectors:
+        w, v = np.linalg.eigh(x, UPLO=uplo)
+        return w.astype(_real_dt(x.dtype)), v.astype(x.dtype)
+    return np.linalg.eigvalsh(x, UPLO=uplo).astype(_real_dt(x.dtype)), None
+
+
+def _uplo(UPLO):
+    if UPLO not in ("L", "U", "l", "u"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO.upper()
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) and orthonormal eigenvectors of hermitian matrices."""
+    x = _square(A, "linalg.eigh", "linalg_eigh_cpu")
+    uplo = _uplo(UPLO)
+    w, v = _eigh_np(_lapack_dtype(x, "linalg_eigh_cpu"), uplo, True)
+    L, V = _record(LinalgEighBackward0, (A,), [w, v], saved=(None,), out_saved=(0, 1))
+    return RT["linalg_eigh"](L, V)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) of hermitian matrices."""
+    x = _square(A, "linalg.eigh", "linalg_eigh_cpu")
+    uplo = _uplo(UPLO)
+    if node_for(LinalgEighBackward0, (A,)) is None:
+        w, _ = _eigh_np(_lapack_dtype(x, "linalg_eigh_cpu"), uplo, False)
+        return _out(_const(w), out, "linalg_eigvalsh")
+    L = eigh(A, UPLO)[0]
+    return _out(L, out, "linalg_eigvalsh")
+
+
+def _eig_backward(self, grads):
+    _, L, V = self.saved_tensors
+    gL = grads[0]
+    gV = grads[1] if len(grads) > 1 else None
+    if gV is not None:
+        _check_phase(V, gV, "linalg_eig_backward")
+    g = _eig_grad_core(L, V, gL, gV, False)
+    return g.real if not self.complex_in else g
+
+
+LinalgEigBackward0 = _node("LinalgEigBackward0", _eig_backward)
+
+
+def _complex_dt(dt):
+    return np.dtype(np.complex64) if dt in (np.float32, np.complex64) else np.dtype(np.complex128)
+
+
+def _eig_np(x):
+    cdt = _complex_dt(x.dtype)
+    if x.shape[-1] == 0:
+        return np.zeros(x.shape[:-1], cdt), np.zeros(x.shape, cdt)
+    w, v = np.linalg.eig(x)
+    return w.astype(cdt), v.astype(cdt)
+
+
+def _eig_checks(A, name):
+    x = A._data
+    _check_nd(x, name)
+    _check_sq(x, name)
+    if x.dtype.kind not in "fc":
+        raise RuntimeError(f"Unknown Complex ScalarType for {_dtype_name(x.dtype)}")
+    return _lapack_dtype(x, "linalg_eig_out_cpu")
+
+
+def eig(A, *, out=None):
+    """Eigenvalues and (unit-norm) eigenvectors of general square matrices, complex-valued."""
+    x = _eig_checks(A, "linalg.eig")
+    w, v = _eig_np(x)
+    L, V = _record(LinalgEigBackward0, (A,), [w, v], saved=(None,), out_saved=(0, 1), complex_in=x.dtype.kind == "c")
+    return RT["linalg_eig"](L, V)
+
+
+def eigvals(A, *, out=None):
+    """Eigenvalues of general square matrices (complex)."""
+    x = _eig_checks(A, "linalg.eigvals")
+    if node_for(LinalgEigBackward0, (A,)) is None:
+        return _out(_const(_eig_np(x)[0]), out, "linalg_eigvals")
+    L = eig(A)[0]
+    return _out(L, out, "linalg_eigvals")
+
+
+# --- singular value decomposition ----------------------------------------------------------
+
+def _svd_backward(self, grads):
+    U, S, Vh = self.saved_tensors
+    if self.vals_only:
+        gU, gS, gVh = None, grads[0], None
+    else:
+        gU, gS, gVh = grads
+    k = S._data.shape[-1]
+    if self.full:
+        U, Vh = U[..., :k], Vh[..., :k, :]
+        if gU is not None:
+            gU = gU[..., :k]
+        if gVh is not None:
+            gVh = gVh[..., :k, :]
+    m, n = U._data.shape[-2], Vh._data.shape[-1]
+    cplx = U.is_complex()
+    Sc = S.to(U.dtype) if cplx else S
+    if gU is None and gVh is None:
+        return U @ (_diag_embed(gS.to(U.dtype) if cplx else gS)) @ Vh if gS is not None else None
+    V = _h(Vh)
+    gV = _h(gVh) if gVh is not None else None
+    UhgU = _h(U) @ gU if gU is not None else None
+    VhgV = _h(V) @ gV if gV is not None else None
+    if cplx:
+        d = 0
+        if UhgU is not None:
+            d = d + _gather_diag(UhgU)._data
+        if VhgV is not None:
+            d = d + _gather_diag(VhgV)._data
+        if not np.all(np.abs(np.imag(d)) <= 1e-2):
+            raise RuntimeError("svd_backward: The singular vectors in the complex case are specified up to "
+                               "multiplication by e^{i phi}. The specified loss function depends on this phase term, "
+                               "making it ill-defined.")
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+    E = E + _const(np.eye(k, dtype=E._data.dtype))
+    if cplx:
+        E = E.to(U.dtype)
+    ret = 0
+    if UhgU is not None:
+        ret = (UhgU - _h(UhgU)) * Sc.unsqueeze(-2)
+    if VhgV is not None:
+        ret = ret + Sc.unsqueeze(-1) * (VhgV - _h(VhgV))
+    ret = ret / E
+    if gS is not None:
+        ret = ret + _diag_embed(gS.to(U.dtype) if cplx else gS)
+    if cplx and UhgU is not None:
+        ret = ret + _diag_embed(_gather_diag(UhgU).imag.to(U.dtype) * 1j / (2 * Sc))
+    if m > k and gU is not None:
+        gA = U @ ret
+        gUS = gU / Sc.unsqueeze(-2)
+        gA = (gA + gUS - U @ (_h(U) @ gUS)) @ Vh
+    elif n > k and gV is not None:
+        gA = ret @ Vh
+        gVS = gV / Sc.unsqueeze(-2)
+        gA = U @ (gA + _h(gVS - V @ (Vh @ gVS)))
+    else:
+        gA = U @ ret @ Vh
+    return gA
+
+
+LinalgSvdBackward0 = _node("LinalgSvdBackward0", _svd_backward)
+
+
+def _svd_np(x, full, uv=True):
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    rdt = _real_dt(x.dtype)
+    if x.size == 0:
+        b = x.shape[:-2]
+        s = np.zeros(b + (k,), rdt)
+        if not uv:
+            return None, s, None
+        eu = np.broadcast_to(np.eye(m, m if full else k, dtype=x.dtype), b + (m, m if full else k)).copy()
+        ev = np.broadcast_to(np.eye(n if full else k, n, dtype=x.dtype), b + (n if full else k, n)).copy()
+        return eu, s, ev
+    if not uv:
+        return None, np.linalg.svd(x, compute_uv=False).astype(rdt), None
+    u, s, vh = np.linalg.svd(x, full_matrices=full)
+    return u.astype(x.dtype), s.astype(rdt), vh.astype(x.dtype)
+
+
+def _no_driver(driver):
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """``(U, S, Vh)`` with ``A = U diag(S) Vh`` (reduced when ``full_matrices=False``)."""
+    _no_driver(driver)
+    x = A._data
+    _check_nd(x, "linalg.svd")
+    _check_float(x, "linalg.svd")
+    u, s, vh = _svd_np(_lapack_dtype(x, "linalg_svd_cpu"), full_matrices)
+    outs = _record(LinalgSvdBackward0, (A,), [u, s, vh], out_saved=(0, 1, 2), full=full_matrices, vals_only=False)
+    return RT["linalg_svd"](*outs)
+
+
+def svdvals(A, *, driver=None, out=None):
+    """Singular values (descending)."""
+    _no_driver(driver)
+    x = A._data
+    _check_nd(x, "linalg.svd")
+    _check_float(x, "linalg.svd")
+    if node_for(LinalgSvdBackward0, (A,)) is None:
+        return _out(_const(_svd_np(_lapack_dtype(x, "linalg_svd_cpu"), False, False)[1]), out, "linalg_svdvals")
+    # differentiable: U and Vh are the node's (unreturned) outputs, which its double backward needs
+    return _out(svd(A, full_matrices=False)[1], out, "linalg_svdvals")
+
+
+def _append_saved(node, t):
+    """Keep a constant (no version check) after what ``node`` saved."""
+    node._saved = node._saved + (t,)
+    node._saved_versions = node._saved_versions + (None,)
+
+
+def torch_svd(input, some=True, compute_uv=True, *, out=None):
+    """``torch.svd``: ``(U, S, V)`` (V, not Vh; zero U and V when ``compute_uv=False``)."""
+    x = input._data
+    _check_nd(x, "linalg.svd")
+    _check_float(x, "linalg.svd")
+    if not compute_uv:
+        S = svdvals(input)
+        m, n = x.shape[-2:]
+        b = x.shape[:-2]
+        return RT["svd"](_const(np.zeros(b + (m, m), x.dtype)), S, _const(np.zeros(b + (n, n), x.dtype)))
+    U, S, Vh = svd(input, full_matrices=not some)
+    return RT["svd"](U, S, _h(Vh))
+
+
+# --- QR ------------------------------------------------------------------------------------
+
+def _qr_backward(self, grads):
+    Q, R = self.saved_tensors
+    gQ, gR = grads
+    mode = self.mode
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use "
+                           "linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+    m, n = Q._data.shape[-2], R._data.shape[-1]
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+    if m >= n:
+        return _qr_tall_grad(Q, R, gQ, gR)
+    # wide: A = Q [X | Y], X = Q R1 square
+    R1 = R[..., :, :m]
+    Y = Q @ R[..., :, m:]   # A's last columns (A itself is not saved, as in PyTorch)
+    gY = gR2 = None
+    if gR is not None:
+        gR2 = gR[..., :, m:]
+        gR = gR[..., :, :m]
+        gY = Q @ gR2
+    gQx = gQ
+    if gR2 is not None:
+        t = Y @ _h(gR2)
+        gQx = t if gQx is None else gQx + t
+    gX = _qr_tall_grad(Q, R1, gQx, gR)
+    if gY is None:
+        gY = _const(np.zeros(Y._data.shape, Y._data.dtype))
+    from .shape import cat
+    return cat([gX, gY], -1)
+
+
+def _qr_tall_grad(Q, R, gQ, gR):
+    """A = Q R with Q m x n orthonormal columns, R n x n upper: gA = (gQ + Q copyltu(M)) R^-H,
+    M = R gR^H - gQ^H Q."""
+    M = 0
+    if gR is not None:
+        M = R @ _h(gR)
+    if gQ is not None:
+        M = M - _h(gQ) @ Q
+    if isinstance(M, int):
+        return None
+    low = M.tril(-1)
+    sym = low + _h(low) + _diag_embed(_gather_diag(M).real.to(M.dtype) if M.is_complex() else _gather_diag(M))
+    b = Q @ sym
+    if gQ is not None:
+        b = gQ + b
+    return solve_triangular(_h(R), b, upper=False, left=False)
+
+
+LinalgQrBackward0 = _node("LinalgQrBackward0", _qr_backward)
+
+
+def _qr_np(x, mode):
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    b = x.shape[:-2]
+    if x.size == 0:
+        qc = m if mode == "complete" else k
+        q = np.broadcast_to(np.eye(m, qc, dtype=x.dtype), b + (m, qc)).copy()
+        r = np.zeros(b + ((m if mode == "complete" else k), n), x.dtype)
+        return (np.zeros((0,), x.dtype) if mode == "r" else q), r
+    if mode == "r":
+        return np.zeros((0,), x.dtype), np.linalg.qr(x, mode="r").astype(x.dtype)
+    q, r = np.linalg.qr(x, mode="complete" if mode == "complete" else "reduced")
+    return q.astype(x.dtype), r.astype(x.dtype)
+
+
+def qr(A, mode="reduced", *, out=None):
+    """``(Q, R)``: modes 'reduced' (default), 'complete', 'r' (Q empty)."""
+    x = A._data
+    _check_nd(x, "linalg.qr")
+    _check_float(x, "linalg.qr")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
+                           "'complete'")
+    q, r = _qr_np(_lapack_dtype(x, "geqrf_cpu"), mode)
+    Q, R = _record(LinalgQrBackward0, (A,), [q, r], out_saved=(0, 1), mode=mode)
+    return RT["linalg_qr"](Q, R)
+
+
+def torch_qr(input, some=True, *, out=None):
+    """``torch.qr`` (deprecated): linalg.qr with ``some`` for 'reduced' / 'complete'."""
+    import warnings
+    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch release.",
+                  UserWarning, stacklevel=2)
+    return RT["qr"](*qr(input, "reduced" if some else "complete"))
+
+
+# --- inverse / solve with info -------------------------------------------------------------
+
+def _lu_info(x):
+    """LAPACK getrf's info for each matrix of the batch (0, or the first zero pivot, 1-based)."""
+    from .linalg import _zero_pivot
+    info = np.zeros(x.shape[:-2], np.int32)
+    fi = info.reshape(-1)
+    for i, m in enumerate(x.reshape((-1,) + x.shape[-2:])):
+        p = _zero_pivot(m) if x.shape[-1] else None
+        fi[i] = p or 0
+    return info
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """``(inverse, info)``: info is 0 or the first zero pivot of the LU factorization."""
+    from .linalg import LinalgInvExBackward0
+    x = _lapack_dtype(_square(A, "linalg.inv_ex"), runtime=_low_precision("linalg.inv"))
+    info = _lu_info(x) if x.size else np.zeros(x.shape[:-2], np.int32)
+    if check_errors and info.any():
+        raise _linalg_error(f"linalg.inv_ex: {_batch_where(info)}The diagonal element {_first_info(info)} is zero, "
+                            "the inversion could not be completed because the input matrix is singular.")
+    with np.errstate(all="ignore"):
+        if info.any():
+            r = _lu_inverse_np(x)
+        else:
+            r = np.linalg.inv(x) if x.size else x.copy()
+    node = node_for(LinalgInvExBackward0, (A,))
+    res = finish(node, np.ascontiguousarray(r.astype(x.dtype, copy=False)))
+    if node is not None:
+        save_output(node, res)
+    return RT["linalg_inv_ex"](res, _const(info))
+
+
+def _lu_inverse_np(x):
+    n = x.shape[-1]
+    return _lu_solve_raw(x, np.broadcast_to(np.eye(n, dtype=x.dtype), x.shape))
+
+
+def _lu_solve_raw(x, b):
+    """LAPACK getrf + getrs matrix by matrix (no singularity check: a zero pivot gives the
+    inf / nan LAPACK gives)."""
+    from scipy.linalg import lu_factor, lu_solve
+    import warnings
+    batch = np.broadcast_shapes(x.shape[:-2], b.shape[:-2])
+    xb = np.broadcast_to(x, batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])
+    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    out = np.empty(bb.shape, np.result_type(x, b))
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for i in range(xb.shape[0]):
+            lu, piv = lu_factor(xb[i], check_finite=False)
+            out[i] = lu_solve((lu, piv), bb[i], check_finite=False)
+    return out.reshape(batch + b.shape[-2:])
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """``(result, info)`` of ``A X = B`` (info: the first zero pivot of A's LU, or 0)."""
+    from .linalg import solve
+    x = _lapack_dtype(_square(A, "linalg.solve_ex"), runtime=_low_precision("linalg.solve"))
+    info = _lu_info(x) if x.size else np.zeros(x.shape[:-2], np.int32)
+    if check_errors and info.any():
+        raise _linalg_error(f"torch.linalg.solve_ex: {_batch_where(info)}The solver failed because the input "
+                            "matrix is singular.")
+    if not info.any():
+        X = solve(A, B, left=left)
+    else:
+        b = B._data
+        vec = b.ndim == 1 or (b.ndim == x.ndim - 1 and b.shape == x.shape[:-1])
+        if left:
+            r = _lu_solve_raw(x, b[..., None])[..., 0] if vec else _lu_solve_raw(x, b)
+        else:   # X A = B  <=>  A^T X^T = B^T
+            r = np.swapaxes(_lu_solve_raw(np.swapaxes(x, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+        from .linalg import LinalgSolveExBackward0
+        node = node_for(LinalgSolveExBackward0, (A, B))
+        X = finish(node, np.ascontiguousarray(r.astype(np.result_type(x, b))))
+        if node is not None:
+            node.vec = vec
+            save(node, A)
+            save_output(node, X)
+    return RT["linalg_solve_ex"](X, _const(info))
+
+
+# --- LU ------------------------------------------------------------------------------------
+
+def _getrf(x):
+    """Packed LU and 1-based int32 pivots of each matrix (LAPACK getrf), plus info."""
+    from scipy.linalg import lapack
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    b = x.shape[:-2]
+    lu = np.empty(x.shape, x.dtype)
+    piv = np.empty(b + (k,), np.int32)
+    info = np.zeros(b, np.int32)
+    piv[...] = np.arange(1, k + 1, dtype=np.int32)
+    if x.size == 0:
+        return lu, piv, info
+    fn = lapack.get_lapack_funcs("getrf", (x,))
+    fl, fp, fi = lu.reshape((-1, m, n)), piv.reshape((-1, k)), info.reshape(-1)
+    for i, mat in enumerate(x.reshape((-1, m, n))):
+        a, p, inf = fn(mat)
+        fl[i], fp[i], fi[i] = a, p + 1, inf
+    return lu, piv, info
+
+
+def _perm_matrix(piv, m, dtype):
+    """P with A = P L U from 1-based LAPACK pivots (rows swapped in order)."""
+    b = piv.shape[:-1]
+    k = piv.shape[-1]
+    if k == 0 or piv.size == 0:
+        return np.broadcast_to(np.eye(m, dtype=dtype), b + (m, m)).copy()
+    P = np.empty(b + (m, m), dtype)
+    fp, fP = piv.reshape((-1, k)), P.reshape((-1, m, m))
+    for i, p in enumerate(fp):
+        perm = np.arange(m)
+        for j, q in enumerate(p):
+            q = int(q) - 1
+            perm[j], perm[q] = perm[q], perm[j]
+        fP[i] = np.eye(m, dtype=dtype)[:, perm] if m else np.zeros((0, 0), dtype)
+    return P
+
+
+def _unpack_np(lu, piv, unpack_data=True, unpack_pivots=True):
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    L = U = P = None
+    if unpack_data:
+        L = np.tril(lu[..., :, :k], -1) + np.eye(m, k, dtype=lu.dtype)
+        U = np.triu(lu[..., :k, :])
+    if unpack_pivots:
+        P = _perm_matrix(piv, m, lu.dtype)
+    return P, L, U
+
+
+def _lu_factor_checks(A, name):
+    x = A._data
+    if x.ndim < 2:
+        raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: {list(x.shape)} "
+                           "instead")
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"lu_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+    return _lapack_dtype(x, "lu_cpu")
+
+
+def _lu_core_grad(L, U, P, gL, gU):
+    """The gradient w.r.t. A of A = P L U (L unit lower m x k, U upper k x n), for the gradients
+    gL, gU of the factors (None: zero)."""
+    m, k = L._data.shape[-2:]
+    n = U._data.shape[-1]
+    if m == n:
+        return P @ _lu_square_grad(L, U, gL, gU)
+    if m < n:   # wide: U = [U1 | U2], U2 = L^-1 P^T A2
+        U1, U2 = U[..., :, :m], U[..., :, m:]
+        gU1 = gU[..., :, :m] if gU is not None else None
+        gU2 = gU[..., :, m:] if gU is not None else None
+        gL_eff = gL
+        gA2 = None
+        if gU2 is not None:
+            gA2 = solve_triangular(_h(L), gU2, upper=True, unitriangular=True)
+            t = -(gA2 @ _h(U2))
+            gL_eff = t if gL_eff is None else gL_eff + t
+        gA1 = _lu_square_grad(L, U1, gL_eff, gU1)
+        if gA2 is None:
+            gA2 = _const(np.zeros(U2._data.shape, U2._data.dtype))
+        from .shape import cat
+        return P @ cat([gA1, gA2], -1)
+    # tall: L = [L1; L2], L2 = B2 U^-1 with B = P^T A
+    L1, L2 = L[..., :n, :], L[..., n:, :]
+    gL1 = gL[..., :n, :] if gL is not None else None
+    gL2 = gL[..., n:, :] if gL is not None else None
+    gU_eff = gU
+    gB2 = None
+    if gL2 is not None:
+        gB2 = solve_triangular(_h(U), gL2, upper=False, left=False)
+        t = -(_h(L2) @ gB2)
+        gU_eff = t if gU_eff is None else gU_eff + t
+    gB1 = _lu_square_grad(L1, U, gL1, gU_eff)
+    if gB2 is None:
+        gB2 = _const(np.zeros(L2._data.shape, L2._data.dtype))
+    from .shape import cat
+    return P @ cat([gB1, gB2], -2)
+
+
+def _lu_square_grad(L, U, gL, gU):
+    """A = L U (square): gA = L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H."""
+    M = 0
+    if gL is not None:
+        M = (_h(L) @ gL).tril(-1)
+    if gU is not None:
+        M = M + (gU @ _h(U)).triu()
+    if isinstance(M, int):
+        return _const(np.zeros(L._data.shape[:-1] + U._data.shape[-1:], L._data.dtype))
+    M = solve_triangular(_h(L), M, upper=True, unitriangular=True)
+    return solve_triangular(_h(U), M, upper=False, left=False)
+
+
+def _lu_factor_backward(self, grads):
+    LU, piv = self.saved_tensors
+    g = grads[0]
+    P, L, U = _unpack_np(LU._data, piv._data)
+    Lt, Ut = _const(L), _const(U)
+    if _state.grad:   # create_graph: the factors as functions of the saved LU
+        Lt, Ut = _unpack_t(LU)
+    k = L.shape[-1]
+    return _lu_core_grad(Lt, Ut, _const(P), g[..., :, :k].tril(-1), g[..., :k, :].triu())
+
+
+def _unpack_t(LU):
+    m, n = LU._data.shape[-2:]
+    k = min(m, n)
+    L = LU[..., :, :k].tril(-1) + _const(np.eye(m, k, dtype=LU._data.dtype))
+    U = LU[..., :k, :].triu()
+    return L, U
+
+
+LinalgLuFactorExBackward0 = _node("LinalgLuFactorExBackward0", _lu_factor_backward)
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """``(LU, pivots, info)``: packed LU factors with partial pivoting (LAPACK getrf)."""
+    x = _lu_factor_checks(A, "linalg.lu_factor_ex")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    lu, piv, info = _getrf(x)
+    if check_errors and info.any():
+        raise _linalg_error(f"torch.linalg.lu_factor_ex: {_batch_where(info)}U[{_first_info(info)},"
+                            f"{_first_info(info)}] is zero and using it on lu_solve would result in a division by "
+                            "zero. If you still want to perform the factorization, consider calling linalg.lu(A, "
+                            "pivot) or linalg.lu_factor_ex(A, pivot)")
+    LU, = _record(LinalgLuFactorExBackward0, (A,), [lu], out_saved=(0,))
+    pv = _const(piv)
+    node = LU.grad_fn
+    if node is not None:
+        node._saved = node._saved + (pv,)
+        node._saved_versions = node._saved_versions + (None,)
+    return RT["linalg_lu_factor_ex"](LU, pv, _const(info))
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """``(LU, pivots)``; raises when a pivot is zero (see lu_factor_ex)."""
+    x = _lu_factor_checks(A, "linalg.lu_factor")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    lu, piv, info = _getrf(x)
+    if info.any():
+        raise RuntimeError(f"torch.linalg.lu_factor: {_batch_where(info)}U[{_first_info(info)},{_first_info(info)}] "
+                           "is zero and using it on lu_solve would result in a division by zero. If you still want "
+                           "to perform the factorization, consider calling linalg.lu(A, pivot) or "
+                           "linalg.lu_factor_ex(A, pivot)")
+    r = lu_factor_ex(A, pivot=pivot)
+    return RT["linalg_lu_factor"](r[0], r[1])
+
+
+def _lu_backward(self, grads):
+    A, L, U = self.saved_tensors
+    _, gL, gU = ([None] + list(grads))[-3:] if len(grads) == 2 else grads
+    P = _const(self.P)
+    return _lu_core_grad(L, U, P, gL.tril(-1) if gL is not None else None, gU.triu() if gU is not None else None)
+
+
+LinalgLuBackward0 = _node("LinalgLuBackward0", _lu_backward)
+
+
+def lu(A, *, pivot=True, out=None):
+    """``(P, L, U)`` with ``A = P L U`` (partial pivoting)."""
+    x = A._data
+    _check_nd(x, "linalg.lu")
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"lu_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    lu_, piv, _ = _getrf(_lapack_dtype(x, "lu_cpu"))
+    P, L, U = _unpack_np(lu_, piv)
+    Lt, Ut = _record(LinalgLuBackward0, (A,), [L, U], saved=(None,), out_saved=(0, 1), P=P)
+    return RT["linalg_lu"](_const(P), Lt, Ut)
+
+
+def _lu_solve_np(lu, piv, b, left, adjoint):
+    P, L, U = _unpack_np(lu, piv)
+    bs = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2])
+    dt = np.result_type(lu, b)
+
+    def tri(a, rhs, upper, unit, lft=True):
+        return _tri_solve_np(a, rhs, upper, lft, unit)
+    with np.errstate(all="ignore"):
+        if left and not adjoint:      # A X = B: X = U^-1 L^-1 P^T B
+            y = np.swapaxes(P, -1, -2) @ b
+            x = tri(U, tri(L, y, False, True), True, False)
+        elif left:                    # A^H X = B: X = P L^-H U^-H B
+            Uh, Lh = np.swapaxes(U, -1, -2).conj(), np.swapaxes(L, -1, -2).conj()
+            x = P @ tri(Lh, tri(Uh, b, False, False), True, True)
+        elif not adjoint:             # X A = B: X = B U^-1 L^-1 P^T
+            x = tri(L, tri(U, b, True, False, False), False, True, False) @ np.swapaxes(P, -1, -2)
+        else:                         # X A^H = B: X = B P L^-H U^-H
+            Uh, Lh = np.swapaxes(U, -1, -2).conj(), np.swapaxes(L, -1, -2).conj()
+            x = tri(Uh, tri(Lh, b @ P, True, True, False), False, False, False)
+    return np.ascontiguousarray(np.broadcast_to(x, bs + x.shape[-2:]).astype(dt))
+
+
+def _lu_solve_backward(self, grads):
+    LU, piv, X = self.saved_tensors
+    g = grads[0]
+    nf = self.next_functions
+    left, adjoint = self.left, self.adjoint
+    gB = lu_solve(LU, piv, g, left=left, adjoint=not adjoint)
+    gLU = None
+    if nf[0][0] is not None:
+        # the gradient w.r.t. the matrix A = P L U, then w.r.t. its packed factors
+        if left:
+            gA = -(gB @ _h(X)) if not adjoint else -(X @ _h(gB))
+        else:
+            gA = -(_h(X) @ gB) if not adjoint else -(_h(gB) @ X)
+        L, U = _unpack_t(LU)
+        P = _const(_unpack_np(LU._data, piv._data, False, True)[0])
+        PtgA = _h(P) @ gA
+        gLU = (PtgA @ _h(U)).tril(-1) + (_h(L) @ PtgA).triu()
+        if gLU._data.shape != LU._data.shape:
+            gLU = gLU.sum_to_size(LU._data.shape)
+    if gB is not None and gB._data.shape != self.bshape:
+        gB = gB.sum_to_size(self.bshape)
+    return gLU, None, (gB if nf[2][0] is not None else None)
+
+
+LinalgLuSolveBackward0 = _node("LinalgLuSolveBackward0", _lu_solve_backward)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """Solve ``A X = B`` from ``lu_factor``'s ``(LU, pivots)`` (``left``, ``adjoint`` as PyTorch)."""
+    lu_, piv, b = LU._data, pivots._data, B._data
+    name = "linalg.lu_solve"
+    if lu_.ndim < 2:
+        raise RuntimeError(f"torch.{name}: Expected LU to have at least 2 dimensions, but it has {lu_.ndim} "
+                           "dimensions instead")
+    if b.ndim < 2:
+        raise RuntimeError(f"torch.{name}: Expected B to have at least 2 dimensions, but it has {b.ndim} dimensions "
+                           "instead")
+    if lu_.shape[-1] != lu_.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are {lu_.shape[-2]} by "
+                           f"{lu_.shape[-1]} matrices")
+    n = lu_.shape[-1]
+    if (b.shape[-2] if left else b.shape[-1]) != n:
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} "
+                           f"({n}x{n} and {b.shape[-2]}x{b.shape[-1]})")
+    if piv.dtype != np.int32:
+        raise RuntimeError(f"{name}: Expected pivots to be of type Int but got {_dtype_name(piv.dtype)}")
+    if lu_.dtype != b.dtype:
+        raise RuntimeError(f"{name}: Expected LU and B to have the same dtype, but found LU of type "
+                           f"{_dtype_name(lu_.dtype)} and B of type {_dtype_name(b.dtype)} instead")
+    if lu_.dtype.kind not in "fc":
+        raise RuntimeError(f"torch.{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{_dtype_name(lu_.dtype)}")
+    x = _lu_solve_np(lu_, piv, b, left, adjoint)
+    X, = _record(LinalgLuSolveBackward0, (LU, None, B), [x], saved=(LU, pivots), out_saved=(0,), left=left,
+                 adjoint=adjoint, bshape=b.shape)
+    return _out(X, out, "linalg_lu_solve")
+
+
+def torch_lu_solve(b, LU_data, LU_pivots, *, out=None):
+    """``torch.lu_solve`` (deprecated): ``linalg.lu_solve(LU, pivots, b)``."""
+    import warnings
+    warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed in a future "
+                  "PyTorch release.", UserWarning, stacklevel=2)
+    return _out(lu_solve(LU_data, LU_pivots, b), out, "lu_solve")
+
+
+def _lu_unpack_backward(self, grads):
+    gL, gU = grads
+    m, n = self.shape[-2:]
+    k = min(m, n)
+    parts = []
+    if gL is not None:
+        parts.append(("L", gL[..., :, :k].tril(-1)))
+    if gU is not None:
+        parts.append(("U", gU[..., :k, :].triu()))
+    g = None
+    for which, p in parts:
+        if which == "L" and n > k:
+            p = _pad_last(p, n - k)
+        elif which == "U" and m > k:
+            p = _pad_rows(p, m - k)
+        g = p if g is None else g + p
+    return g, None
+
+
+def _pad_last(p, extra):
+    from .shape import cat
+    z = _const(np.zeros(p._data.shape[:-1] + (extra,), p._data.dtype))
+    return cat([p, z], -1)
+
+
+def _pad_rows(p, extra):
+    from .shape import cat
+    z = _const(np.zeros(p._data.shape[:-2] + (extra, p._data.shape[-1]), p._data.dtype))
+    return cat([p, z], -2)
+
+
+LuUnpackBackward0 = _node("LuUnpackBackward0", _lu_unpack_backward)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """``(P, L, U)`` from packed LU factors and pivots."""
+    lu_, piv = LU_data._data, LU_pivots._data
+    if lu_.ndim < 2:
+        raise RuntimeError(f"torch.lu_unpack: Expected LU_data to have at least 2 dimensions, but it has {lu_.ndim} "
+                           "dimensions instead")
+    if piv.dtype != np.int32:
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype. "
+                           "Note: this function is intended to be used with the output produced by torch.linalg."
+                           "lu_factor")
+    P, L, U = _unpack_np(lu_, piv, unpack_data, unpack_pivots)
+    if unpack_data:
+        Lt, Ut = _record(LuUnpackBackward0, (LU_data, None), [L, U], shape=lu_.shape)
+    else:
+        Lt = Ut = _const(np.zeros((0,), lu_.dtype))
+    Pt = _const(P) if unpack_pivots else _const(np.zeros((0,), lu_.dtype))
+    return RT["lu_unpack"](Pt, Lt, Ut)
+
+
+def torch_lu(A, pivot=True, get_infos=False, out=None):
+    """``torch.lu`` (deprecated): ``(LU, pivots)`` or ``(LU, pivots, infos)``."""
+    import warnings
+    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+                  "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    r = lu_factor_ex(A, pivot=pivot, check_errors=not get_infos)
+    return (r[0], r[1], r[2]) if get_infos else (r[0], r[1])
+
+
+# --- matrix functions ----------------------------------------------------------------------
+
+def _expm_np(x):
+    if x.size == 0:
+        return x.copy()
+    from scipy.linalg import expm
+    return np.asarray(expm(x)).astype(x.dtype, copy=False)
+
+
+def _matrix_exp_backward(self, grads):
+    (A,) = self.saved_tensors
+    g = grads[0]
+    # d exp(A)[G] is the upper-right block of exp([[A^H, G], [0, A^H]])
+    from .shape import cat
+    n = A._data.shape[-1]
+    Ah = _h(A)
+    z = _const(np.zeros(g._data.shape, g._data.dtype))
+    big = cat([cat([Ah, g], -1), cat([z, Ah], -1)], -2)
+    return matrix_exp(big)[..., :n, n:]
+
+
+LinalgMatrixExpBackward0 = _node("LinalgMatrixExpBackward0", _matrix_exp_backward)
+
+
+def matrix_exp(A):
+    """The matrix exponential of (a batch of) square matrices."""
+    x = _square(A, "linalg.matrix_exp")
+    if x.dtype == np.float16 or x.dtype.kind == "V":   # PyTorch computes half types (in float32 here)
+        r = _expm_np(x.astype(np.float32)).astype(x.dtype)
+    else:
+        r = _expm_np(x)
+    E, = _record(LinalgMatrixExpBackward0, (A,), [r], saved=(A,))
+    return E
+
+
+def matrix_power(A, n, *, out=None):
+    """``A`` to the integer power ``n`` (negative powers through the inverse)."""
+    x = A._data
+    _check_nd(x, "linalg.matrix_power")
+    _check_sq(x, "linalg.matrix_power")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
+    from .linalg import inv, matmul
+    if n == 0:
+        eye = _const(np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape))
+        return _out(A.clone().copy_(eye), out, "linalg_matrix_power")
+    if n < 0:
+        A = inv(A)
+        n = -n
+    if n == 1:
+        return _out(A.clone(), out, "linalg_matrix_power")
+    # binary powering as PyTorch does: the squares of A, multiplied in as the bits of n come
+    res = None
+    z = A
+    while True:
+        if n & 1:
+            res = z if res is None else matmul(res, z)
+        n >>= 1
+        if not n:
+            break
+        z = matmul(z, z)
+    return _out(res, out, "linalg_matrix_power")
+
+
+def _pinv_backward(self, grads):
+    A, X = self.saved_tensors
+    g = grads[0]
+    m, n = A._data.shape[-2:]
+    if self.hermitian:
+        # pinv(A) of hermitian A: the general formula with A^H = A
+        pass
+    Xh, gh = _h(X), _h(g)
+    eye_m = _eye(m, A)
+    eye_n = _eye(n, A)
+    t1 = -(Xh @ g @ Xh)
+    t2 = (eye_m - A @ X) @ gh @ (X @ Xh)
+    t3 = (Xh @ X) @ gh @ (eye_n - X @ A)
+    return t1 + t2 + t3
+
+
+LinalgPinvBackward0 = _node("LinalgPinvBackward0", _pinv_backward)
+
+
+def _tol_arrays(atol, rtol, rcond, smax, dt, m, n, rtol_default_when_atol_none=True):
+    a = 0.0 if atol is None else (atol._data if isinstance(atol, Tensor) else atol)
+    if rcond is not None:
+        r = rcond._data if isinstance(rcond, Tensor) else rcond
+    elif rtol is None:
+        eps = np.finfo(dt).eps
+        r = eps * max(m, n) if (atol is None or np.all(np.asarray(a) <= 0)) else 0.0
+    else:
+        r = rtol._data if isinstance(rtol, Tensor) else rtol
+    return np.maximum(np.asarray(a), np.asarray(r) * smax)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
+    """The Moore-Penrose pseudoinverse (singular values below max(atol, rtol * sigma_max) dropped)."""
+    x = A._data
+    if x.ndim < 2 or x.dtype.kind not in "fc" or x.dtype == np.float16:
+        kind = {"float32": "Float", "float64": "Double", "complex64": "ComplexFloat",
+                "complex128": "ComplexDouble"}.get(x.dtype.name, _dtype_name(x.dtype))
+        raise RuntimeError(f"linalg.pinv({kind}{{{list(x.shape)}}}): expected a tensor with 2 or more dimensions of "
+                           "float, double, cfloat or cdouble types")
+    m, n = x.shape[-2:]
+    rdt = _real_dt(x.dtype)
+    if x.size == 0:
+        r = np.zeros(x.shape[:-2] + (n, m), x.dtype)
+    else:
+        with np.errstate(all="ignore"):
+            if hermitian:
+                w, v = np.linalg.eigh(x)
+                aw = np.abs(w)
+                tol = _tol_arrays(atol, rtol, rcond, aw.max(-1), rdt, m, n)
+                keep = aw > np.asarray(tol)[..., None]
+                winv = np.where(keep, 1 / np.where(keep, w, 1), 0).astype(x.dtype)
+                r = (v * winv[..., None, :]) @ np.swapaxes(v, -1, -2).conj()
+            else:
+                u, s, vh = np.linalg.svd(x, full_matrices=False)
+                tol = _tol_arrays(atol, rtol, rcond, s[..., :1][..., 0] if s.shape[-1] else 0, rdt, m, n)
+                keep = s > np.asarray(tol)[..., None]
+                sinv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(x.dtype)
+                r = (np.swapaxes(vh, -1, -2).conj() * sinv[..., None, :]) @ np.swapaxes(u, -1, -2).conj()
+    P, = _record(LinalgPinvBackward0, (A,), [r.astype(x.dtype)], saved=(A,), out_saved=(0,), hermitian=hermitian)
+    return _out(P, out, "linalg_pinv")
+
+
+def pinverse(input, rcond=1e-15):
+    """``torch.pinverse``: pinv with a relative cutoff ``rcond``."""
+    return pinv(input, rtol=rcond)
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """The number of singular values above max(atol, rtol * sigma_max) (int64, no gradient)."""
+    x = A._data
+    if x.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    if x.dtype.kind not in "fc":
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    _lapack_dtype(x, runtime="This function doesn't handle types other than float and double")
+    m, n = x.shape[-2:]
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    if x.size == 0:
+        s = np.zeros(x.shape[:-2] + (min(m, n),), _real_dt(x.dtype))
+    elif hermitian:
+        s = np.abs(np.linalg.eigvalsh(x))
+    else:
+        s = np.linalg.svd(x, compute_uv=False)
+    smax = s.max(-1) if s.shape[-1] else np.zeros(s.shape[:-1], s.dtype)
+    t = _tol_arrays(atol, rtol, None, smax, _real_dt(x.dtype), m, n)
+    r = (s > np.asarray(t)[..., None]).sum(-1).astype(np.int64)
+    return _out(_const(r), out, "linalg_matrix_rank")
+
+
+# --- least squares -------------------------------------------------------------------------
+
+def _lstsq_backward(self, grads):
+    A, B = self.saved_tensors
+    gX, gR = (list(grads) + [None])[:2]
+    from ._seqkit import graph_grads
+    from ..autograd.grad_mode import enable_grad
+    with enable_grad():
+        res = graph_grads(lambda a, b: _lstsq_composite(a, b, self.vec, self.with_res), [A, B], [gX, gR])
+    if not _state.grad:
+        res = [r.detach() if r is not None else None for r in res]
+    return tuple(res)
+
+
+def _lstsq_composite(A, B, vec, with_res):
+    Bm = B.unsqueeze(-1) if vec else B
+    X = pinv(A) @ Bm
+    R = None
+    if with_res:
+        R = ((A @ X - Bm).abs() ** 2).sum(-2)
+    if vec:
+        X = X.squeeze(-1)
+    return X, R
+
+
+LinalgLstsqBackward0 = _node("LinalgLstsqBackward0", _lstsq_backward)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """``(solution, residuals, rank, singular_values)`` of min ||A X - B|| (PyTorch's rules for
+    which fields are empty: residuals when m > n at full rank, rank except for 'gels', singular
+    values for 'gelsd' / 'gelss')."""
+    a, b = A._data, B._data
+    name = "torch.linalg.lstsq"
+    if a.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if b.ndim < 1:
+        raise RuntimeError(f"{name}: other must have at least 1 dimension.")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{name}: Expected input and other to have the same dtype, but got input's dtype "
+                           f"{_dtype_name(a.dtype)} and other's dtype {_dtype_name(b.dtype)}")
+    vec = b.ndim == a.ndim - 1
+    if (b.shape[-1] if vec else b.shape[-2]) != a.shape[-2]:
+        raise RuntimeError(f"{name}: input.size(-2) should match other.size({-1 if vec else -2})")
+    if driver is None:
+        driver = "gelsy"
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError(f"{name}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    if a.dtype.kind not in "fc":
+        raise RuntimeError(f"{name}: Expected input and other to have a floating point or complex dtype, but got "
+                           f"{_dtype_name(a.dtype)}")
+    _lapack_dtype(a, runtime="This function doesn't handle types other than float and double")
+    m, n = a.shape[-2:]
+    bm = b[..., None] if vec else b
+    batch = np.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
+    rdt = _real_dt(a.dtype)
+    k = min(m, n)
+    if a.size and bm.size:
+        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        r = np.finfo(rdt).eps * max(m, n) if rcond is None else rcond
+        smax = s[..., :1]
+        keep = s > r * smax
+        with np.errstate(all="ignore"):
+            sinv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(a.dtype)
+        x = (np.swapaxes(vh, -1, -2).conj() * sinv[..., None, :]) @ (np.swapaxes(u, -1, -2).conj() @ bm)
+        rank = keep.sum(-1).astype(np.int64)
+    else:
+        s = np.zeros(a.shape[:-2] + (k,), rdt)
+        x = np.zeros(batch + (n, bm.shape[-1]), a.dtype)
+        rank = np.zeros(a.shape[:-2], np.int64)
+    x = np.broadcast_to(x, batch + (n, bm.shape[-1]))
+    full_rank = bool(np.all(rank == n)) if driver != "gels" else True
+    with_res = m > n and driver != "gelsy" and full_rank and a.size > 0 and bm.size > 0
+    if with_res:
+        res = (np.abs(a @ x - np.broadcast_to(bm, batch + bm.shape[-2:])) ** 2).sum(-2).astype(rdt)
+    else:
+        res = np.zeros((0,), rdt)
+    # the residuals are an output of the node even when empty (PyTorch's requires grad too)
+    outs = [x[..., 0] if vec else x, res]
+    X, R = _record(LinalgLstsqBackward0, (A, B), outs, saved=(A, B), vec=vec, with_res=with_res)
+    rk = _const(np.zeros((0,), np.int64)) if driver == "gels" else _const(np.broadcast_to(rank, batch).copy()
+                                                                          if a.shape[:-2] == batch else rank)
+    sv = _const(s) if driver in ("gelsd", "gelss") else _const(np.zeros((0,), rdt))
+    return RT["linalg_lstsq"](X, R, rk, sv)
+
+
+# --- householder products, geqrf, ormqr ------------------------------------------------------
+
+def _householder_composite(V, tau):
+    """prod_i (I - tau_i v_i v_i^H), v_i the i-th column of V below the diagonal with a unit head."""
+    m, n = V._data.shape[-2:]
+    k = tau._data.shape[-1]
+    mask = np.tril(np.ones((m, n), bool), -1)
+    vs = V * _const(mask.astype(V._data.dtype)) + _const(np.eye(m, n, dtype=V._data.dtype))
+    Q = None
+    for i in range(k):
+        v = vs[..., :, i:i + 1]
+        H = _eye(m, V) - tau[..., i:i + 1].unsqueeze(-1) * (v @ _h(v))
+        Q = H if Q is None else Q @ H
+    if Q is None:
+        Q = _eye(m, V).expand(*V._data.shape[:-2], m, m)
+    return Q[..., :, :n]
+
+
+def _composite_backward(fn_name):
+    def grad(self, grads):
+        from ._seqkit import graph_grads
+        from ..autograd.grad_mode import enable_grad
+        inputs = list(self.saved_tensors)[:getattr(self, "n_inputs", None)]
+        with enable_grad():
+            res = graph_grads(getattr(self, "composite"), inputs, grads)
+        if not _state.grad:
+            res = [r.detach() if r is not None else None for r in res]
+        return tuple(res)
+    return _node(fn_name, grad)
+
+
+LinalgHouseholderProductBackward0 = _composite_backward("LinalgHouseholderProductBackward0")
+
+
+def _hh_checks(x, t, name):
+    if x.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if x.shape[-2] < x.shape[-1]:
+        raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if x.shape[-1] < t.shape[-1]:
+        raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if x.ndim - t.ndim != 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{t.ndim} and input.ndim is equal to {x.ndim}")
+    if x.dtype != t.dtype:
+        raise RuntimeError(f"{name}: tau dtype {_dtype_name(t.dtype)} does not match input dtype "
+                           f"{_dtype_name(x.dtype)}")
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+
+
+def householder_product(A, tau, *, out=None):
+    """The first n columns of the product of Householder reflectors (LAPACK orgqr)."""
+    x, t = A._data, tau._data
+    _hh_checks(x, t, "torch.linalg.householder_product")
+    _lapack_dtype(x, "orgqr_cpu")
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        q = _householder_composite(_const(x), _const(t))._data
+    node = node_for(LinalgHouseholderProductBackward0, (A, tau))
+    res = finish(node, np.ascontiguousarray(q))
+    if node is not None:
+        save(node, A, tau)
+        save_output(node, res)   # saved (and version-checked) as PyTorch's node saves it
+        node.composite, node.n_inputs = _householder_composite, 2
+    return _out(res, out, "linalg_householder_product")
+
+
+def orgqr(input, tau):
+    """``torch.orgqr``: linalg.householder_product."""
+    return householder_product(input, tau)
+
+
+def geqrf(input, *, out=None):
+    """``(a, tau)``: LAPACK geqrf's packed QR (reflectors below the diagonal, R on and above)."""
+    x = input._data
+    if x.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"geqrf_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+    _lapack_dtype(x, "geqrf_cpu")
+    from scipy.linalg import lapack
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    a = np.empty(x.shape, x.dtype)
+    tau = np.empty(x.shape[:-2] + (k,), x.dtype)
+    if x.size:
+        fn = lapack.get_lapack_funcs("geqrf", (x,))
+        fa, ft = a.reshape((-1, m, n)), tau.reshape((-1, k))
+        for i, mat in enumerate(x.reshape((-1, m, n))):
+            qr_, tau_, _, _ = fn(mat)
+            fa[i], ft[i] = qr_, tau_
+    outs = _record(GeqrfBackward0, (input,), [a, tau])
+    return RT["geqrf"](*outs)
+
+
+def _geqrf_backward(self, grads):
+    raise RuntimeError("The derivative of geqrf is not implemented.")
+
+
+GeqrfBackward0 = _node("GeqrfBackward0", _geqrf_backward)
+
+OrmqrBackward0 = _composite_backward("OrmqrBackward0")
+
+
+def _ormqr_composite(A, tau, C, left, transpose):
+    m = A._data.shape[-2]
+    n = A._data.shape[-1]
+    if n < m:
+        from .shape import cat
+        A = cat([A, _const(np.zeros(A._data.shape[:-1] + (m - n,), A._data.dtype))], -1)
+    Q = _householder_composite(A, tau) if m else _eye(m, A)
+    if transpose:
+        Q = _h(Q)
+    return Q @ C if left else C @ Q
+
+
+def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
+    """``Q @ C`` (or ``C @ Q``, with ``Q^H`` when ``transpose``) for Q given by geqrf's reflectors."""
+    x, t, c = input._data, input2._data, input3._data
+    if x.ndim < 2:
+        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
+    if c.ndim < 2:
+        raise RuntimeError("torch.ormqr: other must have at least 2 dimensions.")
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"ormqr_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
+    from ..autograd.grad_mode import no_grad
+    mm = c.shape[-2] if left else c.shape[-1]
+    if x.shape[-2] != mm:
+        raise RuntimeError(f"torch.ormqr: other.shape[{-2 if left else -1}] must be equal to input.shape[-2]")
+
+    def comp(a, tt, cc):
+        return _ormqr_composite(a, tt, cc, left, transpose)
+    with no_grad():
+        r = comp(_const(x), _const(t), _const(c))._data
+    node = node_for(OrmqrBackward0, (input, input2, input3))
+    res = finish(node, np.ascontiguousarray(r))
+    if node is not None:
+        save(node, input, input2, input3)
+        node.composite = comp
+    return _out(res, out, "ormqr")
+
+
+# --- LDL -----------------------------------------------------------------------------------
+
+def _ldl_checks(x, name):
+    _check_nd(x, name)
+    _check_sq(x, name)
+    if x.dtype.kind not in "fc":
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {_dtype_name(x.dtype)}")
+
+
+def _ldl_np(x, hermitian):
+    from scipy.linalg import lapack
+    n = x.shape[-1]
+    ld = np.empty(x.shape, x.dtype)
+    piv = np.empty(x.shape[:-1], np.int32)
+    info = np.zeros(x.shape[:-2], np.int32)
+    if x.size:
+        kind = "hetrf" if (hermitian and x.dtype.kind == "c") else "sytrf"
+        fn = lapack.get_lapack_funcs(kind, (x,))
+        fl, fp, fi = ld.reshape((-1, n, n)), piv.reshape((-1, n)), info.reshape(-1)
+        for i, m in enumerate(x.reshape((-1, n, n))):
+            a, p, inf = fn(m, lower=1)[:3]
+            fl[i], fp[i], fi[i] = np.tril(a), p, inf
+    return ld, piv, info
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
+    """``(LD, pivots, info)``: the compact LDL^T (LDL^H) factorization of LAPACK sytrf / hetrf."""
+    x = A._data
+    _ldl_checks(x, "torch.linalg.ldl_factor_ex")
+    ld, piv, info = _ldl_np(_lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)
+    if check_errors and info.any():
+        raise _linalg_error(f"torch.linalg.ldl_factor_ex: {_batch_where(info)}The factorization could not be "
+                            f"completed because the input is not invertible (D[{_first_info(info)},"
+                            f"{_first_info(info)}] is zero).")
+    return RT["linalg_ldl_factor_ex"](_const(ld), _const(piv), _const(info))
+
+
+def ldl_factor(A, *, hermitian=False, out=None):
+    """``(LD, pivots)`` of ldl_factor_ex (raises when D is singular)."""
+    x = A._data
+    _ldl_checks(x, "torch.linalg.ldl_factor")
+    ld, piv, info = _ldl_np(_lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)
+    if info.any():
+        raise _linalg_error(f"torch.linalg.ldl_factor: {_batch_where(info)}The factorization could not be completed "
+                            f"because the input is not invertible (D[{_first_info(info)},{_first_info(info)}] is "
+                            "zero).")
+    return RT["linalg_ldl_factor"](_const(ld), _const(piv))
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
+    """Solve ``A X = B`` from ldl_factor's ``(LD, pivots)`` (LAPACK sytrs / hetrs)."""
+    from scipy.linalg import lapack
+    ld, piv, b = LD._data, pivots._data, B._data
+    name = "torch.linalg.ldl_solve"
+    if ld.ndim < 2:
+        raise RuntimeError(f"{name}: LD must have at least 2 dimensions.")
+    if b.ndim < 2:
+        raise RuntimeError(f"{name}: B must have at least 2 dimensions.")
+    if ld.shape[-1] != ld.shape[-2]:
+        raise RuntimeError(f"{name}: LD must be batches of square matrices, but they are {ld.shape[-2]} by "
+                           f"{ld.shape[-1]} matrices")
+    if b.shape[-2] != ld.shape[-1]:
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation AX = B "
+                           f"({ld.shape[-2]}x{ld.shape[-1]} and {b.shape[-2]}x{b.shape[-1]})")
+    if ld.dtype != b.dtype:
+        raise RuntimeError(f"{name}: Expected LD and B to have the same dtype, but found LD of type "
+                           f"{_dtype_name(ld.dtype)} and B of type {_dtype_name(b.dtype)} instead")
+    if ld.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"ldl_solve_cpu\" not implemented for '{_dtype_name(ld.dtype)}'")
+    batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
+    n = ld.shape[-1]
+    ldb = np.broadcast_to(ld, batch + (n, n)).reshape((-1, n, n))
+    pb = np.broadcast_to(piv, batch + (n,)).reshape((-1, n))
+    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    x = np.empty(bb.shape, b.dtype)
+    if x.size:
+        kind = "hetrs" if (hermitian and ld.dtype.kind == "c") else "sytrs"
+        fn = lapack.get_lapack_funcs(kind, (ld,))
+        for i in range(x.shape[0]):
+            x[i] = fn(ldb[i], pb[i], bb[i], lower=1)[0]
+    return _out(_const(x.reshape(batch + b.shape[-2:])), out, "linalg_ldl_solve")
+
+
+# --- cholesky_solve / cholesky_inverse ----------------------------------------------------
+
+def _chol_solve_composite(upper):
+    def fn(B, L):
+        if upper:
+            return solve_triangular(L, solve_triangular(_h(L), B, upper=False), upper=True)
+        return solve_triangular(_h(L), solve_triangular(L, B, upper=False), upper=True)
+    return fn
+
+
+def _chol_solve_backward(self, grads):
+    B, L, X = self.saved_tensors
+    gX = grads[0]
+    nf = self.next_functions
+    gB = cholesky_solve(gX, L, self.upper)
+    gL = None
+    if nf[1][0] is not None:
+        # A = L L^H: gA = -gB X^H, made hermitian, then through the factor
+        common = gB @ _h(X)
+        common = common + _h(common)
+        gL = -(L @ common) if self.upper else -(common @ L)
+        if gL._data.shape != L._data.shape:
+            gL = gL.sum_to_size(L._data.shape)
+    if gB._data.shape != B._data.shape:
+        gB = gB.sum_to_size(B._data.shape)
+    return (gB if nf[0][0] is not None else None), gL
+
+
+def _chol_inverse_backward(self, grads):
+    L, Ainv = self.saved_tensors
+    g = grads[0]
+    common = Ainv @ ((g + _h(g)) @ Ainv)
+    return -(L @ common) if self.upper else -(common @ L)
+
+
+CholeskySolveBackward0 = _node("CholeskySolveBackward0", _chol_solve_backward)
+CholeskyInverseBackward0 = _node("CholeskyInverseBackward0", _chol_inverse_backward)
+
+
+def cholesky_solve(B, L, upper=False, *, out=None):
+    """Solve ``A X = B`` given the Cholesky factor ``L`` of ``A`` (``U`` when ``upper``)."""
+    b, l = B._data, L._data
+    if b.ndim < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {b.ndim} dimensions instead")
+    if l.ndim < 2:
+        raise RuntimeError(f"u should have at least 2 dimensions, but has {l.ndim} dimensions instead")
+    if b.dtype != l.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {_dtype_name(b.dtype)} and "
+                           f"A of type {_dtype_name(l.dtype)} instead.")
+    if b.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"cholesky_solve_cpu\" not implemented for '{_dtype_name(b.dtype)}'")
+    _lapack_dtype(b, "cholesky_solve_cpu")
+    if l.shape[-1] != l.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {l.shape[-2]} by {l.shape[-1]} "
+                           "matrices")
+    if l.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {l.shape[-1]} by "
+                           f"{l.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    comp = _chol_solve_composite(upper)
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        r = comp(_const(b), _const(l))._data
+    X, = _record(CholeskySolveBackward0, (B, L), [r], saved=(B, L), out_saved=(0,), upper=upper)
+    return _out(X, out, "cholesky_solve")
+
+
+def cholesky_inverse(L, upper=False, *, out=None):
+    """``A^-1`` given the Cholesky factor of ``A``."""
+    l = L._data
+    if l.ndim < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 dimensions.")
+    if l.shape[-1] != l.shape[-2]:
+        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they are {l.shape[-2]} by "
+                           f"{l.shape[-1]} matrices")
+    if l.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for '{_dtype_name(l.dtype)}'")
+    _lapack_dtype(l, "cholesky_inverse_out_cpu")
+    n = l.shape[-1]
+
+    def comp(Lt):
+        eye = _const(np.broadcast_to(np.eye(n, dtype=l.dtype), l.shape).copy())
+        return _chol_solve_composite(upper)(eye, Lt)
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        r = comp(_const(l))._data
+    res, = _record(CholeskyInverseBackward0, (L,), [r], saved=(L,), out_saved=(0,), upper=upper)
+    return _out(res, out, "cholesky_inverse")
+
+
+# --- built on the above ----------------------------------------------------------------------
+
+def cond(A, p=None, *, out=None):
+    """The condition number of ``A`` in the norm ``p`` (2 by default: the ratio of extreme
+    singular values)."""
+    x = A._data
+    if x.ndim < 2:
+        raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+    if p not in (None, 2, -2, 1, -1, math.inf, -math.inf, "fro", "nuc"):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    _check_float(x, "linalg.cond")
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        if S._data.shape[-1] == 0:
+            return _out(_const(np.zeros(S._data.shape[:-1], S._data.dtype)), out, "linalg_cond")
+        r = S[..., :1] / S[..., -1:] if p != -2 else S[..., -1:] / S[..., :1]
+        return _out(r.squeeze(-1), out, "linalg_cond")
+    if x.shape[-1] != x.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+                           f"{x.shape[-2]} by {x.shape[-1]} matrices")
+    from ..linalg import matrix_norm
+    if x.size == 0:
+        return _out(_const(np.zeros(x.shape[:-2], _real_dt(x.dtype))), out, "linalg_cond")
+    Ai, info = inv_ex(A)
+    if p == "nuc":
+        return _out(matrix_norm(A, p) * matrix_norm(Ai, p), out, "linalg_cond")
+    bad = info._data != 0
+    if bad.any():   # a singular matrix: its inverse counts as infinite
+        from .index import where
+        Ai = where(_const(bad[..., None, None]), _const(np.array(np.inf, Ai._data.dtype)), Ai)
+    return _out(_nan_to_inf(matrix_norm(A, p) * matrix_norm(Ai, p)), out, "linalg_cond")
+
+
+def _nan_to_inf_backward(self, grads):
+    from ._base import masked_grad
+    (x,) = self.saved_tensors
+    return masked_grad(grads[0], np.isfinite(x._data), x, name="MulBackward0")
+
+
+NanToNumBackward0 = _node("NanToNumBackward0", _nan_to_inf_backward)
+
+
+def _nan_to_inf(r):
+    """nan -> inf (the condition number of a singular matrix), gradient only where finite."""
+    d = r._data
+    out, = _record(NanToNumBackward0, (r,), [np.where(np.isnan(d), np.inf, d)], saved=(r,))
+    return out
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The inverse of ``A`` as a tensor operator: ``tensordot(tensorinv(A), A, ind) = I``."""
+    x = A._data
+    if not isinstance(ind, int) or ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    left, right = x.shape[:ind], x.shape[ind:]
+    pl, pr = int(np.prod(left)), int(np.prod(right))
+    if pl != pr:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {pr} != {pl}")
+    from .linalg import inv
+    r = inv(A.reshape(pl, pr)).reshape(*right, *left)
+    return _out(r, out, "linalg_tensorinv")
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """The X with ``tensordot(A, X, X.ndim) = B``."""
+    x, b = A._data, B._data
+    if dims is not None:
+        nd = x.ndim
+        dims = [wrap_dim(d, nd) for d in dims]
+        rest = [d for d in range(nd) if d not in dims]
+        A = A.permute(*(rest + dims))
+        x = A._data
+    xs = x.shape[b.ndim:]
+    pb, px = int(np.prod(b.shape)), int(np.prod(xs))
+    from .linalg import solve
+    if int(np.prod(x.shape[:b.ndim])) != pb or x.shape[:b.ndim] != b.shape:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {px} != {int(np.prod(x.shape[:b.ndim]))}")
+    if px != pb:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {px} != {pb}")
+    r = solve(A.reshape(pb, px), B.reshape(pb)).view(*xs)
+    return _out(r, out, "linalg_tensorsolve")
+
+
+def linalg_vander(x, *, N=None):
+    """Vandermonde matrix with increasing powers: ``[1, x, x^2, ...]`` along the last dim."""
+    d = x._data
+    if d.ndim == 0:
+        raise RuntimeError("N must be greater than 1.")
+    if d.dtype == np.bool_:
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    n = d.shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    from .shape import cat
+    ones = _const(np.ones(d.shape + (1,), d.dtype))
+    pows = x.unsqueeze(-1).expand(*d.shape, n - 1).cumprod(-1)
+    return cat([ones, pows], -1)
+
+
+def vander(x, N=None, increasing=False):
+    """``torch.vander``: powers of a 1-D ``x`` as columns, decreasing unless ``increasing``."""
+    d = x._data
+    if d.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = d.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    from .shape import cat
+    if d.dtype.kind in "biu":
+        x = x.to(_int64())
+        d = x._data
+    if n == 0:
+        return _const(np.zeros((d.shape[0], 0), d.dtype))
+    ones = _const(np.ones(d.shape + (1,), d.dtype))
+    res = ones if n == 1 else cat([ones, x.unsqueeze(-1).expand(d.shape[0], n - 1).cumprod(-1)], -1)
+    return res if increasing else res.flip(-1)
+
+
+def _int64():
+    from .. import _dtype as D
+    return D.int64
+
+
+def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """``torch.linalg.diagonal``: ``A.diagonal`` with the last two dims by default."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+def symeig(input, eigenvectors=False, upper=True, *, out=None):
+    """Removed from PyTorch: raises PyTorch's message pointing at linalg.eigh / eigvalsh."""
+    raise RuntimeError(
+        "This function was deprecated since version 1.9 and is now removed. The default behavior has changed from "
+        "using the upper triangular portion of the matrix by default to using the lower triangular portion.\n\n"
+        "L, _ = torch.symeig(A, upper=upper) should be replaced with:\nL = torch.linalg.eigvalsh(A, UPLO='U' if upper "
+        "else 'L')\n\nand\n\nL, V = torch.symeig(A, eigenvectors=True) should be replaced with:\nL, V = "
+        "torch.linalg.eigh(A, UPLO='U' if upper else 'L')")
+
+
+def torch_eig(input, eigenvectors=False, *, out=None):
+    """Removed from PyTorch: raises PyTorch's message pointing at linalg.eig / eigvals."""
+    raise RuntimeError(
+        "This function was deprecated since version 1.9 and is now removed. `torch.linalg.eig` returns complex "
+        "tensors of dtype `cfloat` or `cdouble` rather than real tensors mimicking complex tensors.\n\nL, _ = "
+        "torch.eig(A) should be replaced with:\nL_complex = torch.linalg.eigvals(A)\n\nand\n\nL, V = torch.eig(A, "
+        "eigenvectors=True) should be replaced with:\nL_complex, V_complex = torch.linalg.eig(A)")
+
+
+def torch_lstsq(input, A, *, out=None):
+    """Removed from PyTorch: raises PyTorch's message pointing at linalg.lstsq."""
+    raise RuntimeError(
+        "This function was deprecated since version 1.9 and is now removed. `torch.lstsq` is deprecated in favor of "
+        "`torch.linalg.lstsq`.\n`torch.linalg.lstsq` has reversed arguments and does not return the QR decomposition "
+        "in the returned tuple (although it returns other information about the problem).\n\nTo get the QR "
+        "decomposition consider using `torch.linalg.qr`.\n\nThe returned solution in `torch.lstsq` stored the "
+        "residuals of the solution in the last m - n columns of the returned value whenever m > n. In "
+        "torch.linalg.lstsq, the residuals are in the field 'residuals' of the returned named tuple.\n\nThe "
+        "unpacking of the solution, as in\nX, _ = torch.lstsq(B, A).solution[:A.size(1)]\nshould be replaced "
+        "with:\nX = torch.linalg.lstsq(A, B).solution")
+
+
+def frobenius_norm(input, dim, keepdim=False, *, out=None):
+    """``torch.frobenius_norm`` (deprecated): the 2-norm over ``dim``."""
+    import warnings
+    from .reduce import vector_norm, LinalgVectorNormBackward0
+    warnings.warn("at::frobenius_norm is deprecated and it is just left for JIT compatibility. It will be removed in "
+                  "a future PyTorch release. Please use `linalg.vector_norm(A, 2., dim, keepdim)` instead",
+                  UserWarning, stacklevel=2)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) > 2:
+        raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions instead.")
+    res = vector_norm(input, 2, dims, keepdim)
+    if res.grad_fn is not None and type(res.grad_fn) is LinalgVectorNormBackward0:
+        res.grad_fn.__class__ = _NormBackward1()
+    return _out(res, out, "frobenius_norm")
+
+
+_NB1 = []
+
+
+def _NormBackward1():
+    if not _NB1:
+        from .reduce import LinalgVectorNormBackward0
+        _NB1.append(type("NormBackward1", (LinalgVectorNormBackward0,), {"__module__": __name__}))
+    return _NB1[0]
+
+
+def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+    """``torch.nuclear_norm`` (deprecated): the sum of singular values over the two dims ``dim``."""
+    import warnings
+    warnings.warn("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It will be removed in a "
+                  "future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead",
+                  UserWarning, stacklevel=2)
+    from ..linalg import matrix_norm
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    if input._data.ndim != 2 and dim is None:
+        raise RuntimeError(f"Expected a tensor with 2 dimensions, but got a tensor with {input._data.ndim} "
+                           f"dimension{'' if input._data.ndim == 1 else 's'} instead.")
+    return matrix_norm(input, "nuc", (0, 1) if dim is None else dim, keepdim, out=out)
+
+
+def _renorm_composite(p, dim, maxnorm):
+    def fn(x):
+        from .reduce import vector_norm
+        from .index import where
+        dims = [d for d in range(x._data.ndim) if d != dim]
+        nrm = vector_norm(x, p, dims, True)
+        big = _const(nrm._data > maxnorm)
+        factor = where(big, maxnorm / (nrm + 1e-7), _const(np.ones((), x._data.dtype)))
+        return x * factor
+    return fn
+
+
+RenormBackward0 = _composite_backward("RenormBackward0")
+
+
+def renorm(input, p, dim, maxnorm, *, out=None):
+    """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to norm ``maxnorm``."""
+    x = input._data
+    if x.dtype.kind not in "fcV":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{_dtype_name(x.dtype)}")
+    if not isinstance(p, (int, float)) or p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if x.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {x.ndim} dimensions")
+    d = wrap_dim(dim, x.ndim)
+    comp = _renorm_composite(float(p), d, maxnorm)
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        r = comp(_const(x))._data
+    node = node_for(RenormBackward0, (input,))
+    res = finish(node, np.ascontiguousarray(r.astype(x.dtype, copy=False)))
+    if node is not None:
+        save(node, input)
+        node.composite = comp
+    return _out(res, out, "renorm")
+
+
+def torch_solve(input, A, *, out=None):
+    """Removed from PyTorch: raises PyTorch's message pointing at linalg.solve."""
+    raise RuntimeError(
+        "This function was deprecated since version 1.9 and is now removed. `torch.solve` is deprecated in favor of "
+        "`torch.linalg.solve`. `torch.linalg.solve` has its arguments reversed and does not return the LU "
+        "factorization.\n\nTo get the LU factorization see `torch.lu`, which can be used with `torch.lu_solve` or "
+        "`torch.lu_unpack`.\nX = torch.solve(B, A).solution should be replaced with:\nX = torch.linalg.solve(A, B)")
+
+
+def torch_matrix_rank(input, tol=None, symmetric=False, *, out=None):
+    """Removed from PyTorch: raises PyTorch's message pointing at linalg.matrix_rank."""
+    raise RuntimeError(
+        "This function was deprecated since version 1.9 and is now removed.\nPlease use the "
+        "`torch.linalg.matrix_rank` function instead. The parameter 'symmetric' was renamed in "
+        "`torch.linalg.matrix_rank()` to 'hermitian'.")
+
+
+def _refuse_meta(fn):
+    """``fn`` raising PyTorch's no-data error for meta tensors (LAPACK needs the values)."""
+    import functools
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        for a in args + tuple(kwargs.values()):
+            if isinstance(a, Tensor) and type(a._data) is not np.ndarray and a.is_meta:
+                from .._meta import NO_DATA
+                raise RuntimeError(NO_DATA)
+        return fn(*args, **kwargs)
+    return guarded
+
+
+for _n, _f in list(globals().items()):
+    if (not _n.startswith("_") and callable(_f) and getattr(_f, "__module__", None) == __name__
+            and not isinstance(_f, type)):
+        globals()[_n] = _refuse_meta(_f)

@@ -1,0 +1,572 @@
+"""Construction and statistics functions: triangle indices, block_diag, cartesian_prod,
+combinations, trapezoid rules, cov / corrcoef, pairwise distances (cdist, pdist), the signal
+windows (bartlett, blackman, hamming, hann, kaiser) and unravel_index.
+
+Most are compositions of differentiable ops (their nodes are the ones PyTorch's compositions
+show); block_diag, cdist and pdist record one node of their own.
+"""
+import math
+
+import numpy as np
+
+from ._base import OpNode, node_for, save, save_output, finish, arr, Tensor, _dtype_name, wrap_dim
+from .. import _dtype as D
+
+__all__ = ["tril_indices", "triu_indices", "block_diag", "cartesian_prod", "combinations", "trapezoid", "trapz",
+           "cumulative_trapezoid", "cov", "corrcoef", "cdist", "pdist", "bartlett_window", "blackman_window",
+           "hamming_window", "hann_window", "kaiser_window", "unravel_index"]
+
+
+def _const(a):
+    return finish(None, arr(np.asarray(a)))
+
+
+def _int_dtype(dtype, name):
+    dt = D.int64 if dtype is None else D.to_dtype(dtype)
+    if dt.np.kind not in "iu":
+        raise NotImplementedError(f"\"{name}\" not implemented for '{_dtype_name(dt.np)}'")
+    return dt
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) indices of the lower triangle of a row x col matrix, row by row."""
+    dt = _int_dtype(dtype, "tril_indices")
+    r, c = np.tril_indices(row, offset, col) if row > 0 and col > 0 else (np.zeros(0, int), np.zeros(0, int))
+    return _const(np.stack([r, c]).astype(dt.np))
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) indices of the upper triangle of a row x col matrix, row by row."""
+    dt = _int_dtype(dtype, "triu_indices")
+    r, c = np.triu_indices(row, offset, col) if row > 0 and col > 0 else (np.zeros(0, int), np.zeros(0, int))
+    return _const(np.stack([r, c]).astype(dt.np))
+
+
+# --- block_diag ----------------------------------------------------------------------------
+
+class BlockDiagBackward0(OpNode):
+    def _apply(self, grads):
+        g = grads[0]
+        out = []
+        for (r0, c0, shape, nd), live in zip(self.blocks, self.next_functions):
+            if live[0] is None:
+                out.append(None)
+                continue
+            piece = g[r0:r0 + shape[0], c0:c0 + shape[1]]
+            out.append(piece.reshape(nd) if len(nd) != 2 else piece)
+        return tuple(out)
+
+
+def block_diag(*tensors):
+    """The block-diagonal matrix of the given tensors (0-d: 1x1, 1-d: one row)."""
+    mats = []
+    for k, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            tn = type(t)
+            qual = tn.__name__ if tn.__module__ == "builtins" else f"{tn.__module__}.{tn.__name__}"
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {qual}")
+        d = t._data
+        if d.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {k} has "
+                               f"{d.ndim} dimensions")
+        mats.append(d.reshape(1, 1) if d.ndim == 0 else d.reshape(1, -1) if d.ndim == 1 else d)
+    from ._base import result_np_dtype
+    dt = result_np_dtype(*tensors) if mats else np.dtype(D._default[0].np)
+    rows = sum(m.shape[0] for m in mats)
+    cols = sum(m.shape[1] for m in mats)
+    out = np.zeros((rows, cols), dt)
+    blocks = []
+    r = c = 0
+    for t, m in zip(tensors, mats):
+        out[r:r + m.shape[0], c:c + m.shape[1]] = m
+        blocks.append((r, c, m.shape, t._data.shape))
+        r += m.shape[0]
+        c += m.shape[1]
+    node = node_for(BlockDiagBackward0, tensors) if dt.kind in "fcV" else None
+    if node is not None:
+        node.blocks = blocks
+    return finish(node, out)
+
+
+# --- cartesian products --------------------------------------------------------------------
+
+def _check_1d(t):
+    if t._data.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(t._data.shape)}")
+
+
+def cartesian_prod(*tensors):
+    """All tuples of one element from each 1-D tensor, as rows (the input itself for one tensor)."""
+    from .shape import stack, meshgrid
+    for t in tensors:
+        _check_1d(t)
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.flatten() for g in grids], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The length-``r`` combinations of a 1-D tensor's elements, as rows (itertools' order)."""
+    import itertools
+    from .shape import stack
+    _check_1d(input)
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return _const(np.zeros((0,), input._data.dtype))
+    n = input._data.shape[0]
+    gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    idx = np.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)
+    return stack([input[_const(idx[:, k])] for k in range(r)], 1)
+
+
+# --- trapezoid rules ---------------------------------------------------------------------
+
+class MulBackward1(OpNode):
+    def backward(self, g):
+        return g * self.other
+
+
+class DivBackward1(OpNode):
+    def backward(self, g):
+        return g / self.other
+
+
+def _scalar_op(cls, t, s, fn):
+    """``t * s`` / ``t / s`` with a Python number ``s`` as PyTorch's C++ composites record it."""
+    node = node_for(cls, (t,))
+    if node is not None:
+        node.other = s
+    with np.errstate(all="ignore"):
+        return finish(node, np.asarray(fn(t._data, s), t._data.dtype))
+
+
+def _mul_s(t, s):
+    return _scalar_op(MulBackward1, t, s, np.multiply)
+
+
+def _div_s(t, s):
+    return _scalar_op(DivBackward1, t, s, np.true_divide)
+
+
+def _no_bool(name, y, x=None):
+    if y._data.dtype == np.bool_ or (isinstance(x, Tensor) and x._data.dtype == np.bool_):
+        which = "`x` or `y`" if isinstance(x, Tensor) else "`y`"
+        raise RuntimeError(f"{name}: received a bool input for {which}, but bool is not supported")
+
+def _float_y(y):
+    if y._data.dtype.kind in "biu":
+        return y.to(D._default[0])
+    return y
+
+
+def _dx_along(x, y, dim):
+    """The spacing tensor from sample points ``x`` (1-D: along ``dim``; else broadcast with y)."""
+    if x._data.ndim == 1:
+        if x._data.shape[0] != y._data.shape[dim]:
+            raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
+        dx = x.diff()
+        shape = [1] * y._data.ndim
+        shape[dim] = dx._data.shape[0]
+        return dx.view(*shape)
+    return x.diff(dim=dim)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoid rule along ``dim`` (sample points ``x``, or a constant spacing ``dx``)."""
+    yd = y._data
+    dim = wrap_dim(dim, yd.ndim)
+    if x is not None and dx is not None:
+        raise RuntimeError("trapezoid: received both x and dx as arguments, but only one may be provided.")
+    _no_bool("trapezoid", y, x)
+    y = _float_y(y)
+    n = yd.shape[dim]
+    if x is not None and isinstance(x, Tensor):
+        if n == 0:
+            shape = yd.shape[:dim] + yd.shape[dim + 1:]
+            return _const(np.zeros(shape, y._data.dtype))
+        d = _dx_along(x, y, dim)
+        return _div_s((d * (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1))).sum(dim), 2.)
+    step = 1 if dx is None else dx
+    if x is not None:   # a number given as x is the spacing
+        step = x
+    if n == 0:
+        shape = yd.shape[:dim] + yd.shape[dim + 1:]
+        return _const(np.zeros(shape, y._data.dtype))
+    return _mul_s(y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5, step)
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    """Alias of trapezoid."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoid rule along ``dim`` (one element shorter than ``y`` there)."""
+    yd = y._data
+    dim = wrap_dim(dim, yd.ndim)
+    if x is not None and dx is not None:
+        raise RuntimeError("cumulative_trapezoid: received both x and dx as arguments, but only one may be "
+                           "provided.")
+    _no_bool("cumulative_trapezoid", y, x)
+    y = _float_y(y)
+    n = yd.shape[dim]
+    m = max(n - 1, 0)
+    left, right = y.narrow(dim, 0, m), y.narrow(dim, min(1, n), m)
+    if x is not None and isinstance(x, Tensor):
+        if x._data.ndim == 1 and x._data.shape[0] != n:
+            raise RuntimeError("cumulative_trapezoid: There must be one `x` value for each sample point")
+        d = _dx_along(x, y, dim)
+        return _div_s((d * (left + right)).cumsum(dim), 2.)
+    step = 1 if dx is None else dx
+    if x is not None:
+        step = x
+    return _mul_s(left + right, step / 2.).cumsum(dim)
+
+
+# --- covariance ------------------------------------------------------------------------------
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in the rows of ``input`` (observations in columns)."""
+    import warnings
+    d = input._data
+    if d.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with {d.ndim} "
+                           "dimensions")
+    if d.dtype == np.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    x = input if d.ndim == 2 else input.view(1, -1)
+    if d.dtype.kind in "biu":
+        x = x.to(D._default[0])
+    n_obs = x._data.shape[1]
+    w = None
+    if fweights is not None:
+        fw = fweights._data
+        if fw.ndim > 1:
+            raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions but got fweights with "
+                               f"{fw.ndim} dimensions")
+        if fw.dtype.kind not in "iu":
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
+                               f"{_dtype_name(fw.dtype)} dtype")
+        if fw.size != n_obs:
+            raise RuntimeError(f"cov(): expected fweights to have the same numel as there are observations in the "
+                               f"input but got {fw.size} != {n_obs}")
+        if (fw < 0).any():
+            raise RuntimeError("cov(): fweights cannot be negative")
+        w = fweights
+    if aweights is not None:
+        aw = aweights._data
+        if aw.ndim > 1:
+            raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but got aweights with "
+                               f"{aw.ndim} dimensions")
+        if aw.dtype.kind not in "fV":
+            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
+                               f"{_dtype_name(aw.dtype)} dtype")
+        if aw.size != n_obs:
+            raise RuntimeError(f"cov(): expected aweights to have the same numel as there are observations in the "
+                               f"input but got {aw.size} != {n_obs}")
+        if (aw < 0).any():
+            raise RuntimeError("cov(): aweights cannot be negative")
+        w = aweights if w is None else w * aweights
+    if w is not None:
+        w_sum = w.sum()
+        avg = (x * w).sum(1) / w_sum
+    else:
+        w_sum = n_obs
+        avg = x.mean(1) if n_obs else x.sum(1) / 0
+    if w is None:
+        norm = w_sum - correction
+    elif correction == 0:
+        norm = w_sum
+    elif aweights is None:
+        norm = w_sum - correction
+    else:
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
+    nv = float(norm._data) if isinstance(norm, Tensor) else float(norm)
+    if nv <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations.", UserWarning, stacklevel=2)
+        norm = norm.clamp_min(0) if isinstance(norm, Tensor) else 0
+    xm = x - avg.unsqueeze(1)
+    xw = xm if w is None else xm * w
+    c = xm.mm(xw.t().conj() if xw.is_complex() else xw.t())
+    return (c / norm).squeeze()
+
+
+def corrcoef(input):
+    """Pearson correlation coefficients of the rows of ``input`` (clipped to [-1, 1])."""
+    c = cov(input)
+    if c._data.ndim == 0:
+        return c / c
+    dg = c.diagonal()
+    std = (dg.real if dg.is_complex() else dg).sqrt()
+    c = c / std.view(-1, 1)
+    c = c / std.view(1, -1)
+    if c.is_complex():
+        return c
+    return c.clamp(-1, 1)
+
+
+# --- pairwise distances --------------------------------------------------------------------
+
+def _dist_grad(g, diff, dist, p):
+    """d dist / d (x_a - x_b) times g, for dist = ||x_a - x_b||_p (zero where dist is 0, as PyTorch)."""
+    from .index import where
+    gd = g.unsqueeze(-1)
+    dd = dist.unsqueeze(-1)
+    zero = _const(np.zeros((), diff._data.dtype))
+    if p == 0:
+        return diff * 0
+    if p == 1:
+        return gd * diff.sign()
+    if p == 2:
+        safe = where(_const(dd._data == 0), _const(np.ones((), dd._data.dtype)), dd)
+        return where(_const(dd._data == 0), zero, gd * diff / safe)
+    if math.isinf(p):
+        mask = _const((np.abs(diff._data) == dd._data).astype(diff._data.dtype))
+        return gd * diff.sign() * mask
+    safe = where(_const(dd._data == 0), _const(np.ones((), dd._data.dtype)), dd)
+    r = gd * diff.sign() * diff.abs() ** (p - 1) / safe ** (p - 1)
+    return where(_const(dd._data == 0), zero, r)
+
+
+def _minkowski_np(diff, p):
+    a = np.abs(diff)
+    with np.errstate(all="ignore"):
+        if p == 0:
+            return (a != 0).sum(-1).astype(diff.dtype)
+        if p == 1:
+            return a.sum(-1)
+        if p == 2:
+            return np.sqrt((a * a).sum(-1))
+        if math.isinf(p):
+            return a.max(-1, initial=0)
+        return (a ** p).sum(-1) ** (1 / p)
+
+
+class CdistBackward0(OpNode):
+    def backward(self, g):
+        x1, x2, res = self.saved_tensors
+        nf = self.next_functions
+        diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+        gdiff = _dist_grad(g, diff, res, self.p)
+        g1 = gdiff.sum(-2) if nf[0][0] is not None else None
+        g2 = -gdiff.sum(-3) if nf[1][0] is not None else None
+        if g1 is not None and g1._data.shape != x1._data.shape:
+            g1 = g1.sum_to_size(x1._data.shape)
+        if g2 is not None and g2._data.shape != x2._data.shape:
+            g2 = g2.sum_to_size(x2._data.shape)
+        return g1, g2
+
+
+def _euclid_mm(x1, x2):
+    """||a - b|| through one matrix product (PyTorch's 'use_mm_for_euclid_dist' route):
+    [-2a, |a|^2, 1] . [b, 1, |b|^2], clamped at 1e-30 before the square root."""
+    from .shape import cat
+    n1 = (x1 * x1).sum(-1, keepdim=True)
+    n2 = (x2 * x2).sum(-1, keepdim=True)
+    one1 = _const(np.ones(n1._data.shape, n1._data.dtype))
+    one2 = _const(np.ones(n2._data.shape, n2._data.dtype))
+    a = cat([x1 * -2, n1, one1], -1)
+    b = cat([x2, one2, n2], -1)
+    return (a @ b.mT).clamp_min(1e-30).sqrt()
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """Pairwise p-norm distances between the rows of ``x1`` and ``x2`` (batched, broadcasting)."""
+    a, b = x1._data, x2._data
+    if a.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {a.ndim}D")
+    if b.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X2 got: {b.ndim}D")
+    if a.dtype.kind not in "f":
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {_dtype_name(a.dtype)}")
+    if b.dtype.kind not in "f":
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X2 got: {_dtype_name(b.dtype)}")
+    if a.dtype == np.float16 or b.dtype == np.float16:
+        raise NotImplementedError("\"cdist\" not implemented for 'Half'")
+    if a.shape[-1] != b.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {a.shape[-1]} X2: {b.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+    if compute_mode not in modes:
+        raise RuntimeError(f"{compute_mode} is not a valid value for compute_mode")
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    r1, r2 = a.shape[-2], b.shape[-2]
+    use_mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or
+                         (compute_mode == modes[0] and (r1 > 25 or r2 > 25)))
+    if use_mm and r1 and r2 and a.shape[-1]:
+        e1 = x1.expand(*batch, r1, a.shape[-1]) if a.shape[:-2] != batch else x1
+        e2 = x2.expand(*batch, r2, b.shape[-1]) if b.shape[:-2] != batch else x2
+        flat1 = e1.reshape(-1, r1, a.shape[-1])
+        flat2 = e2.reshape(-1, r2, b.shape[-1])
+        return _euclid_mm(flat1, flat2).view(*batch, r1, r2)
+    diff = a[..., :, None, :] - b[..., None, :, :]
+    res = _minkowski_np(diff, p).astype(np.result_type(a, b), copy=False)
+    res = np.ascontiguousarray(np.broadcast_to(res, batch + (r1, r2)))
+    node = node_for(CdistBackward0, (x1, x2))
+    out = finish(node, res)
+    if node is not None:
+        node.p = float(p)
+        save(node, x1, x2)
+        save_output(node, out)
+    return out
+
+
+class PdistBackward0(OpNode):
+    def backward(self, g):
+        x, res = self.saved_tensors
+        from .index import put_np
+        n = x._data.shape[0]
+        r, c = np.triu_indices(n, 1)
+        G = put_np(g, (n, n), (r, c), accumulate=False)
+        D_ = put_np(res, (n, n), (r, c), accumulate=False)
+        diff = x.unsqueeze(1) - x.unsqueeze(0)
+        gdiff = _dist_grad(G, diff, D_, self.p)
+        return gdiff.sum(1) - gdiff.sum(0)
+
+
+def pdist(input, p=2):
+    """The p-norm distances between all pairs of rows (i < j) of a 2-D tensor, row by row."""
+    x = input._data
+    if x.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
+    if x.dtype.kind not in "f":
+        raise RuntimeError(f"pdist only supports floating-point dtypes, got: {_dtype_name(x.dtype)}")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    if x.dtype == np.float16:
+        raise NotImplementedError("\"pdist\" not implemented for 'Half'")
+    n = x.shape[0]
+    r, c = np.triu_indices(n, 1)
+    res = _minkowski_np(x[r] - x[c], p).astype(x.dtype, copy=False) if len(r) else np.zeros(0, x.dtype)
+    node = node_for(PdistBackward0, (input,))
+    out = finish(node, np.ascontiguousarray(res))
+    if node is not None:
+        node.p = float(p)
+        save(node, input)
+        save_output(node, out)
+    return out
+
+
+# --- windows -------------------------------------------------------------------------------
+
+def _window(name, window_length, periodic, dtype, requires_grad, fn):
+    dt = D._default[0] if dtype is None else D.to_dtype(dtype)
+    if dt.np.kind not in "fV":
+        raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype={_c10_name(dt.np)}, "
+                           "device=cpu, layout=Strided (default), requires_grad=false (default), pinned_memory=false, "
+                           "memory_format=(nullopt))")
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
+    if window_length == 0:
+        w = np.zeros(0)
+    elif window_length == 1:
+        w = np.ones(1)
+    else:
+        n = window_length + 1 if periodic else window_length
+        w = fn(n)
+        if periodic:
+            w = w[:-1]
+    t = _const(np.asarray(w, np.float64).astype(dt.np))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _c10_name(npdt):
+    return {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}.get(npdt.name,
+                                                                                                         npdt.name)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    """The Hann window 0.5 - 0.5 cos(2 pi n / (N - 1)) (periodic: one longer, last dropped)."""
+    return _window("hann_window", window_length, periodic, dtype, requires_grad,
+                   lambda n: 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / (n - 1)))
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
+                   requires_grad=False):
+    """The Hamming window alpha - beta cos(2 pi n / (N - 1))."""
+    return _window("hamming_window", window_length, periodic, dtype, requires_grad,
+                   lambda n: alpha - beta * np.cos(2 * np.pi * np.arange(n) / (n - 1)))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    """The Blackman window 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
+    def fn(n):
+        k = np.arange(n) / (n - 1)
+        return 0.42 - 0.5 * np.cos(2 * np.pi * k) + 0.08 * np.cos(4 * np.pi * k)
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad, fn)
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    """The triangular Bartlett window 1 - |2n / (N - 1) - 1|."""
+    return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
+                   lambda n: 1 - np.abs(2 * np.arange(n) / (n - 1) - 1))
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
+                  requires_grad=False):
+    """The Kaiser window I0(beta sqrt(1 - ((n - a) / a)^2)) / I0(beta), a = (N - 1) / 2."""
+    def fn(n):
+        a = (n - 1) / 2
+        return np.i0(beta * np.sqrt(np.clip(1 - ((np.arange(n) - a) / a) ** 2, 0, None))) / np.i0(beta)
+    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, fn)
+
+
+# --- unravel_index -----------------------------------------------------------------------
+
+def unravel_index(indices, shape):
+    """The coordinates (a tuple of int64 tensors) of flat ``indices`` in an array of ``shape``."""
+    if not isinstance(indices, Tensor):
+        raise AttributeError(f"'{type(indices).__name__}' object has no attribute 'is_complex'")
+    d = indices._data
+    if d.dtype.kind not in "iu" or d.dtype == np.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {_torch_dtype(d.dtype)}")
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    for s in shape:
+        if s < 0:
+            raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
+    idx = d.astype(np.int64)
+    stride = 1
+    coords = []
+    for s in reversed(shape):
+        coords.append(np.floor_divide(idx, stride) % s if s else np.zeros_like(idx))
+        stride *= s
+    # as PyTorch: one (..., len(shape)) tensor of coordinates, unbound along its last dim (views)
+    stacked = _const(np.stack(coords[::-1], -1).astype(np.int64) if coords else np.zeros(idx.shape + (0,), np.int64))
+    return tuple(stacked.unbind(-1))
+
+
+def _torch_dtype(npdt):
+    return "torch." + {"float64": "float64", "float32": "float32", "float16": "float16", "bool": "bool",
+                       "complex64": "complex64", "complex128": "complex128"}.get(npdt.name, npdt.name)
+
+
+def _cov_method(self, *, correction=1, fweights=None, aweights=None):
+    return cov(self, correction=correction, fweights=fweights, aweights=aweights)
+
+
+def _refuse_meta(fn):
+    """``fn`` raising PyTorch's no-data error for meta tensors (these read values)."""
+    import functools
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        for a in args + tuple(kwargs.values()):
+            if isinstance(a, Tensor) and type(a._data) is not np.ndarray and a.is_meta:
+                from .._meta import NO_DATA
+                raise RuntimeError(NO_DATA)
+        return fn(*args, **kwargs)
+    return guarded
+
+
+combinations, unravel_index, pdist = _refuse_meta(combinations), _refuse_meta(unravel_index), _refuse_meta(pdist)
+cdist, block_diag = _refuse_meta(cdist), _refuse_meta(block_diag)
+
+TENSOR_METHODS = {"cov": _cov_method, "corrcoef": corrcoef}
+INPLACE = {}
