@@ -1,0 +1,4 @@
+"""placeholder"""
+__all__ = []
+TENSOR_METHODS = {}
+INPLACE = {}

@@ -1,0 +1,24 @@
+"""``torch.special``: special functions (``retrograd.special.<name>``), with PyTorch's
+semantics: values, dtypes, broadcasting, ``out=`` and derivatives where PyTorch has them.
+SciPy supplies the values and loads on first use."""
+from .ops.special import SPECIAL as _SPECIAL
+from .ops.unary import erf, erfc, erfinv, exp2, expm1, log1p, round  # noqa: F401
+from .ops.pointwise import xlogy  # noqa: F401
+from .ops.activation import softmax as _softmax, log_softmax as _log_softmax
+from .ops.reduce import logsumexp  # noqa: F401
+
+globals().update(_SPECIAL)
+
+
+def softmax(input, dim, *, dtype=None):
+    """Softmax along ``dim`` (``dtype``: cast the input first)."""
+    return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """Log-softmax along ``dim`` (``dtype``: cast the input first)."""
+    return _log_softmax(input, dim, dtype=dtype)
+
+
+__all__ = sorted(set(_SPECIAL) | {"erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "round", "xlogy",
+                                  "softmax", "log_softmax", "logsumexp"})
