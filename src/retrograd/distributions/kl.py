@@ -4,7 +4,8 @@ import math
 import warnings
 
 import retrograd as _t
-from ._ops import lgamma, digamma, solve_triangular
+from ..ops.special import lgamma, digamma
+from ._ops import solve_triangular
 from .distribution import Distribution, ExponentialFamily
 from .continuous import Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, Beta, Dirichlet
 from .discrete import Bernoulli, Binomial, Geometric, Poisson, ContinuousBernoulli
