@@ -136,3 +136,20 @@ for _n in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polyno
                      Sample(mk.rand(4), mk.arr([NAN, INF, -INF, 1e30]), kind="degenerate"),
                      Sample(mk.rand(3, low=0.0, high=1.0), mk.arr([-2.0, 9.0, 30.0]), kind="degenerate")],
          grad=False, elementwise=True, nonfinite=False)
+
+# the aliases torch.special shares with the top level (special.round is round.decimals: integers refused)
+_ROUND = (-2.5, -1.5, -0.5, -0.0, 0.5, 1.5, 2.5, 1e300)
+unary("special.round", special("round"), degenerate=_ROUND)
+_add("special.round(decimals)", lambda t, x, **k: t.special.round(x, **k),
+     lambda mk: [Sample(mk.rand(2, 3, low=-20, high=20), decimals=1),
+                 Sample(mk.arr([0.25, 0.35, -1.45, 12.5]), decimals=1, kind="degenerate")])
+unary("special.erf", special("erf"), degenerate=(-30.0, 0.0, 30.0))
+unary("special.erfc", special("erfc"), degenerate=(-30.0, 0.0, 30.0))
+unary("special.erfinv", special("erfinv"), -0.9, 0.9, (-1.0, 1.0, 0.0, 1.5))
+unary("special.exp2", special("exp2"), degenerate=(-2000.0, 0.0, 1100.0))
+unary("special.expm1", special("expm1"), degenerate=(-1000.0, -0.0, 710.0))
+unary("special.log1p", special("log1p"), -0.8, 2.0, (-1.0, 0.0, -2.0))
+for _n in ("softmax", "log_softmax", "logsumexp"):
+    _add("special." + _n, special(_n),
+         lambda mk: [Sample(mk.rand(2, 3), 1), Sample(mk.rand(3, 4), 0), Sample(mk.arr([[-INF, 0.0, 1e3]]), -1,
+                                                                                   kind="degenerate")])

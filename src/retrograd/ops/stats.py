@@ -439,12 +439,13 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan, out):
+def _quantile(opname, input, q, dim, keepdim, interpolation, ignore_nan, out):
     from .reduce import sort
     from .index_ops import gather
     from .index import where
     from .pointwise import lerp
     from ._linear import _reshape_named
+    name = "quantile"  # PyTorch's messages say quantile() for nanquantile too
     x = input._data
     if x.size == 0:
         raise RuntimeError(f"{name}() input tensor must be non-empty")
@@ -522,7 +523,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan, out):
     res = vb.movedim(-1, 0) if vb.ndim > 1 else vb
     final = out_shape if scalar_q else (nq,) + out_shape
     res = _reshape_named(res, final, "SqueezeBackward4")
-    return res if out is None else write_out(out, res, name)
+    return res if out is None else write_out(out, res, opname)
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
