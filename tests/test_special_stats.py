@@ -195,7 +195,20 @@ def _inplace_args(name):
              "acosh_": (), "arccosh_": ()}.get(name, ())
     if name in ("acosh_", "arccosh_"):
         x = x + 1
+    if name == "addmv_":
+        extra = (np.arange(6.0).reshape(3, 2), np.array([0.5, -1.0]))
+    if name == "index_put_":
+        extra = ((np.array([2, 0]),), np.array([7.0, 8.0]))
     return x, extra
+
+
+def _both(e):
+    if isinstance(e, tuple):
+        pairs = [_both(i) for i in e]
+        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+    if isinstance(e, np.ndarray):
+        return retrograd.tensor(e), torch.tensor(e)
+    return e, e
 
 
 @needs_torch
@@ -206,12 +219,24 @@ def test_top_level_inplace_functions_match_torch():
     for name in _TOP_INPLACE:
         x, extra = _inplace_args(name)
         rx, tx = retrograd.tensor(x.copy()), torch.tensor(x.copy())
-        conv = [(retrograd.tensor(e), torch.tensor(e)) if isinstance(e, np.ndarray) else (e, e) for e in extra]
+        conv = [_both(e) for e in extra]
         rr = getattr(retrograd, name)(rx, *[c[0] for c in conv])
         tr = getattr(torch, name)(tx, *[c[1] for c in conv])
         assert rr is rx and tr is tx, name
         np.testing.assert_allclose(rx.numpy(), tx.numpy(), rtol=1e-6, err_msg=name)
         assert str(rx.dtype) == str(tx.dtype), name
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["alpha_dropout_", "feature_alpha_dropout_"])
+def test_top_level_alpha_dropout_inplace(name):
+    for lib in (retrograd, torch):
+        x = lib.ones(4, 3)
+        assert getattr(lib, name)(x, 0.5, False) is x   # eval mode: unchanged
+        assert x.sum().item() == 12.0
+        lib.manual_seed(0)
+        assert getattr(lib, name)(x, 0.5, True) is x
+        assert not np.allclose(x.numpy(), 1.0)
 
 
 def test_top_level_inplace_records_history():
@@ -257,3 +282,56 @@ def test_gradcheck(fn, x):
 def test_quantile_gradient_in_q():
     x = _r([[0.2, -0.5, 1.5, 0.7], [3.0, 1.0, 2.0, 0.0]], False)
     assert gradcheck(lambda q: retrograd.quantile(x, q, dim=1), (_r([0.2, 0.55, 0.9]),))
+
+
+_OUTS = {
+    "lgamma": lambda L, x, o: L.lgamma(x, out=o),
+    "polygamma": lambda L, x, o: L.polygamma(2, x, out=o),
+    "mvlgamma": lambda L, x, o: L.mvlgamma(x + 2, 2, out=o),
+    "special.zeta": lambda L, x, o: L.special.zeta(x + 2, x, out=o),
+    "special.ndtr": lambda L, x, o: L.special.ndtr(x, out=o),
+    "special.i1e": lambda L, x, o: L.special.i1e(x, out=o),
+    "special.bessel_j0": lambda L, x, o: L.special.bessel_j0(x, out=o),
+    "special.hermite_polynomial_h": lambda L, x, o: L.special.hermite_polynomial_h(x, 3, out=o),
+    "special.gammaincc": lambda L, x, o: L.special.gammaincc(x, x, out=o),
+    "logit": lambda L, x, o: L.logit(x / 4, 0.1, out=o),
+    "nan_to_num": lambda L, x, o: L.nan_to_num(x, out=o),
+    "ldexp": lambda L, x, o: L.ldexp(x, x, out=o),
+    "quantile": lambda L, x, o: L.quantile(x, 0.3, out=o),
+    "histc": lambda L, x, o: L.histc(x, 4, out=o),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("case", sorted(_OUTS))
+def test_out_matches_torch(case):
+    a = np.array([0.3, 1.7, 2.5, 0.9])
+    res = {}
+    for lib in (retrograd, torch):
+        o = lib.empty(0, dtype=lib.float64)
+        r = _OUTS[case](lib, lib.tensor(a), o)
+        assert r is o
+        res[lib] = o.numpy()
+    np.testing.assert_allclose(res[retrograd], res[torch], rtol=1e-10)
+    # with an input requiring grad: refused exactly where torch refuses (the differentiable ones)
+    raised = {}
+    for lib, mk in ((retrograd, _r), (torch, _t)):
+        try:
+            _OUTS[case](lib, mk(a), lib.empty(0, dtype=lib.float64))
+            raised[lib] = None
+        except RuntimeError as e:
+            raised[lib] = str(e).split("(): ", 1)[-1]
+    assert raised[retrograd] == raised[torch]
+
+
+@needs_torch
+def test_frexp_and_searchsorted_out():
+    a = np.array([0.3, 17.0, -2.5])
+    for lib in (retrograd, torch):
+        m, e = lib.empty(3, dtype=lib.float64), lib.empty(3, dtype=lib.int32)
+        r = lib.frexp(lib.tensor(a), out=(m, e))
+        assert r.mantissa is m and r.exponent is e
+        np.testing.assert_array_equal(e.numpy(), [-1, 5, 2])
+        o = lib.empty(3, dtype=lib.int64)
+        assert lib.searchsorted(lib.tensor([0.0, 1.0, 5.0]), lib.tensor(a), out=o) is o
+        np.testing.assert_array_equal(o.numpy(), [1, 3, 0])

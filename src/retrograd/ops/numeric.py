@@ -269,7 +269,7 @@ _TOP_INPLACE = ("abs_ acos_ acosh_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arc
                 "ceil_ clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ deg2rad_ erf_ erfc_ exp2_ exp_ expm1_ fill_ "
                 "fix_ floor_ frac_ gcd_ i0_ lcm_ ldexp_ log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ "
                 "rad2deg_ reciprocal_ relu_ round_ rsqrt_ sigmoid_ sin_ sinc_ sinh_ sqrt_ square_ tan_ tanh_ "
-                "trunc_ xlogy_ zero_").split()
+                "trunc_ xlogy_ zero_ addmv_ conj_physical_ detach_ index_put_").split()
 
 
 def _top_inplace(name):
@@ -285,3 +285,18 @@ def _top_inplace(name):
 for _n in _TOP_INPLACE:
     globals()[_n] = _top_inplace(_n)
 __all__ += _TOP_INPLACE
+
+
+def alpha_dropout_(input, p=0.5, train=True):
+    """In-place ``alpha_dropout``."""
+    from .activation import alpha_dropout
+    return alpha_dropout(input, p, train, True)
+
+
+def feature_alpha_dropout_(input, p=0.5, train=True):
+    """In-place ``feature_alpha_dropout``."""
+    from .activation import feature_alpha_dropout
+    return feature_alpha_dropout(input, p, train, True)
+
+
+__all__ += ["alpha_dropout_", "feature_alpha_dropout_"]

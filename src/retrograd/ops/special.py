@@ -256,6 +256,10 @@ class MulBackward1(OpNode):
 def ndtr(input, *, out=None):
     """The standard normal CDF, ``(1 + erf(x / sqrt(2))) / 2`` (a composite, as PyTorch's)."""
     _need_tensor("special_ndtr", input)
+    if out is not None:  # PyTorch's composite out= variant records nothing, even for inputs requiring grad
+        from ..autograd import no_grad
+        with no_grad():
+            return write_out(out, ndtr(input), "special_ndtr")
     from .unary import erf
     if input._data.dtype.kind in "iub":
         input = input.to(D._default[0])

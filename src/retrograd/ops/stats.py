@@ -440,6 +440,11 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _quantile(opname, input, q, dim, keepdim, interpolation, ignore_nan, out):
+    if out is not None:  # PyTorch's composite out= variant records nothing, even for inputs requiring grad
+        from ..autograd import no_grad
+        with no_grad():
+            return write_out(out, _quantile(opname, input, q, dim, keepdim, interpolation, ignore_nan, None),
+                             opname)
     from .reduce import sort
     from .index_ops import gather
     from .index import where
