@@ -335,3 +335,22 @@ def test_frexp_and_searchsorted_out():
         o = lib.empty(3, dtype=lib.int64)
         assert lib.searchsorted(lib.tensor([0.0, 1.0, 5.0]), lib.tensor(a), out=o) is o
         np.testing.assert_array_equal(o.numpy(), [1, 3, 0])
+
+
+@needs_torch
+@pytest.mark.parametrize("call", [
+    lambda L, x: x.index_add_(0, L.tensor([0, 1, 2]), x),
+    lambda L, x: x.index_copy_(0, L.tensor([2, 1, 0]), x),
+    lambda L, x: x.scatter_add_(0, L.tensor([[0]]), x),
+    lambda L, x: x.scatter_(0, L.tensor([[0]]), x),
+    lambda L, x: x.scatter_reduce_(0, L.tensor([[0]]), x, "sum"),
+])
+def test_index_writes_refuse_a_source_that_is_self(call):
+    """(seen by the differential fuzzer: t.index_add_(0, idx, t) reads what it already wrote)"""
+    msgs = []
+    for lib in (torch, retrograd):
+        with pytest.raises(RuntimeError) as e:
+            call(lib, lib.ones(3, 2))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+    assert retrograd.index_add(retrograd.ones(3, 2), 0, retrograd.tensor([0, 1, 2]), retrograd.ones(3, 2)).sum() == 12
