@@ -354,3 +354,19 @@ def test_index_writes_refuse_a_source_that_is_self(call):
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
     assert retrograd.index_add(retrograd.ones(3, 2), 0, retrograd.tensor([0, 1, 2]), retrograd.ones(3, 2)).sum() == 12
+
+
+@needs_torch
+def test_complex_sinc_matches_torch():
+    a = np.array([0.3 + 0.2j, 0, -1.5 + 0.7j, 2.0])
+    up = np.array([1 + 0.5j, 2, -1j, 0.3])
+    res = {}
+    for lib in (torch, retrograd):
+        x = lib.tensor(a, requires_grad=True)
+        y = lib.sinc(x)
+        (g,) = lib.autograd.grad(y, x, lib.tensor(up), create_graph=True)
+        (gg,) = lib.autograd.grad(g.abs().sum(), x)
+        res[lib] = [y.detach().numpy(), g.detach().numpy(), gg.numpy(), type(y.grad_fn).__name__]
+    for r, t in zip(res[retrograd][:3], res[torch][:3]):
+        np.testing.assert_allclose(r, t, rtol=1e-10, atol=1e-12)
+    assert res[retrograd][3] == res[torch][3]

@@ -47,11 +47,11 @@ def _is_half(npdt):
     return npdt == _HALF or npdt.kind == "V"
 
 
-def _float_input(x, kernel, half=True, ints=True):
+def _float_input(x, kernel, half=True, ints=True, cplx=False):
     """(array to compute on, result dtype) for an input array: ints/bool in the default float
     dtype, half types computed in float32; dtypes PyTorch's ``kernel`` lacks are refused."""
     dt = x.dtype
-    if dt.kind == "c" or (not half and _is_half(dt)) or (not ints and dt.kind in "iub"):
+    if (dt.kind == "c" and not cplx) or (not half and _is_half(dt)) or (not ints and dt.kind in "iub"):
         _refuse(kernel, dt)
     if dt.kind in "iub":
         dt = D._default[0].np
@@ -88,7 +88,7 @@ def _register(name, fn, top=False, method=False, inplace=False, special=True, sp
 
 
 def _unary(name, fwd, node_name=None, saves="input", bwd=None, kernel=None, half=True, top=False,
-           method=False, inplace=False, special=True, doc=None):
+           method=False, inplace=False, special=True, doc=None, cplx=False):
     """Define elementwise ``name``: forward ``fwd(array)``; with ``node_name``, a node of that
     name whose backward is ``bwd(g, x, y)`` (x the saved input, y the saved output, per
     ``saves``: "input", "output" or "both"); without it, the output never requires grad."""
@@ -105,7 +105,7 @@ def _unary(name, fwd, node_name=None, saves="input", bwd=None, kernel=None, half
 
     def op(input, *, out=None):
         _need_tensor(name, input)
-        x, dt = _float_input(input._data, kernel, half)
+        x, dt = _float_input(input._data, kernel, half, cplx=cplx)
         r = arr(np.asarray(quiet(fwd, x)).astype(dt, copy=False))
         node = node_for1(cls, input) if cls is not None else None
         res = finish(node, r)
@@ -289,17 +289,19 @@ entr = _unary("entr", _entr_np, "SpecialEntrBackward0", "input", lambda g, x, y:
 
 
 def _sinc_np(x):
-    pi = x.dtype.type(math.pi)
+    pi = x.real.dtype.type(math.pi)
     px = x * pi  # in x's own precision, as PyTorch's kernel
     return np.where(x == 0, x.dtype.type(1), np.sin(px) / np.where(x == 0, 1, px)).astype(x.dtype, copy=False)
 
 
 def _sinc_grad(g, x, y):
     d = (math.pi * x * (math.pi * x).cos() - (math.pi * x).sin()) / (math.pi * x * x)
+    if d._data.dtype.kind == "c":  # PyTorch's convention for complex inputs: conj(d/dz) * grad
+        d = d.conj()
     return _where(x._data == 0, 0.0, g * d)
 
 
-sinc = _unary("sinc", _sinc_np, "SincBackward0", "input", _sinc_grad, top=True, method=True, inplace=True,
+sinc = _unary("sinc", _sinc_np, "SincBackward0", "input", _sinc_grad, top=True, method=True, inplace=True, cplx=True,
               doc="Normalized sinc ``sin(pi x) / (pi x)``, 1 at 0.")
 
 
