@@ -370,3 +370,53 @@ def test_complex_sinc_matches_torch():
     for r, t in zip(res[retrograd][:3], res[torch][:3]):
         np.testing.assert_allclose(r, t, rtol=1e-10, atol=1e-12)
     assert res[retrograd][3] == res[torch][3]
+
+
+# --- assembled tensors, trapezoid rule, cdist --------------------------------------------------
+
+def test_vander_gradients():
+    """(torch 2.13's own vander backward fails: it writes the powers into its result in place)"""
+    x = _r([0.5, -1.2, 2.0])
+    assert gradcheck(lambda t: retrograd.vander(t), (x,))
+    assert gradgradcheck(lambda t: retrograd.vander(t, N=4, increasing=True), (x,))
+    np.testing.assert_allclose(retrograd.vander(x).detach().numpy(), np.vander(x.detach().numpy()))
+
+
+@pytest.mark.parametrize("p", [0.5, 1.0, 1.5, 2.0, 3.0, float("inf")])
+def test_cdist_gradcheck(p):
+    rng = np.random.default_rng(1)
+    a, b = _r(rng.standard_normal((3, 4))), _r(rng.standard_normal((5, 4)))
+    assert gradcheck(lambda u, v: retrograd.cdist(u, v, p), (a, b))
+
+
+@needs_torch
+def test_cdist_second_derivative_refused_as_torch():
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((5, 4))
+    res = []
+    for lib, mk in ((torch, _t), (retrograd, _r)):
+        x1 = mk(a)
+        (g,) = lib.autograd.grad(lib.cdist(x1, mk(b, False)).sum(), x1, create_graph=True)
+        with pytest.raises(NotImplementedError) as e:
+            lib.autograd.grad(g.sum(), x1)
+        res.append((type(g.grad_fn).__name__, str(e.value)))
+    assert res[0] == res[1]
+
+
+def test_assembled_without_torch():
+    a, b = _r([1.0, 2.0, 3.0]), _r([4.0, 5.0])
+    assert retrograd.cartesian_prod(a) is a
+    assert retrograd.cartesian_prod(a, b).tolist() == [[1, 4], [1, 5], [2, 4], [2, 5], [3, 4], [3, 5]]
+    assert retrograd.combinations(a).tolist() == [[1, 2], [1, 3], [2, 3]]
+    assert retrograd.tril_indices(3, 3).tolist() == [[0, 1, 1, 2, 2, 2], [0, 0, 1, 0, 1, 2]]
+    assert retrograd.triu_indices(2, 3, 1).tolist() == [[0, 0, 1], [1, 2, 2]]
+    assert retrograd.block_diag(a.reshape(1, 3), b.reshape(2, 1)).shape == (3, 4)
+    assert retrograd.trapezoid(a).item() == 4.0 and retrograd.trapz(a, dx=2.0).item() == 8.0
+    assert retrograd.cumulative_trapezoid(a).tolist() == [1.5, 4.0]
+    for fn in (lambda t: retrograd.block_diag(t.reshape(3, 1), t * 2),
+               lambda t: retrograd.combinations(t, 2, True),
+               lambda t: retrograd.cartesian_prod(t, t * t),
+               lambda t: retrograd.trapezoid(t, t * t),
+               lambda t: retrograd.cumulative_trapezoid(t, dx=0.3)):
+        assert gradcheck(fn, (_r([0.3, -1.0, 2.0]),))
+        assert gradgradcheck(fn, (_r([0.3, -1.0, 2.0]),))

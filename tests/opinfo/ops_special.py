@@ -58,7 +58,7 @@ unary("special.log_ndtr", special("log_ndtr"), -5.0, 3.0, (-40.0, 0.0, 10.0, -10
 unary("special.entr", special("entr"), 0.1, 3.0, (0.0, -0.5, 1.0, 1e-300))
 unary("sinc", method("sinc"), degenerate=(0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 1e-20), inplace="sinc_")
 unary("special.sinc", special("sinc"), degenerate=(0.0, 1.0))
-unary("logit", method("logit"), 0.05, 0.95, (0.0, 1.0, 0.5, -0.3, 1.5), inplace="logit_")
+unary("logit", method("logit"), 0.05, 0.95, (0.0, -0.0, 1.0, 0.5, -0.3, 1.5), inplace="logit_")
 _add("logit(eps)", lambda t, x, eps: x.logit(eps),
      lambda mk: [Sample(mk.rand(2, 3, low=-0.2, high=1.2), 0.1), Sample(mk.rand(4, low=0.05, high=0.95), 1e-6),
                  Sample(mk.arr([0.0, 1.0, 0.5, -0.3, 1.5, 0.1, 0.9]), 0.1, kind="degenerate")],

@@ -12,12 +12,12 @@ from . import linalg, random_ops, pointwise  # noqa: F401
 from . import conv, pool, activation, loss, normalization  # noqa: F401
 from . import resample, embeddings, convt, attention, gridsample  # noqa: F401
 from . import complex_ops  # noqa: F401
-from . import special, stats, numeric  # noqa: F401
+from . import special, stats, numeric, construct  # noqa: F401
 
 FAMILIES = [arithmetic, unary, reduce, shape, index, index_ops, compare, copy, linalg, random_ops,
             pointwise, conv, pool, activation, loss, normalization]
 FAMILIES += [resample, embeddings, convt, attention, gridsample, complex_ops]
-FAMILIES += [special, stats, numeric]
+FAMILIES += [special, stats, numeric, construct]
 
 
 def _inplace_method(fn, name):

@@ -246,13 +246,6 @@ erfcx = _unary("erfcx", _erfcx_np, "SpecialErfcxBackward0", "both",
                doc="Scaled complementary error function ``exp(x^2) * erfc(x)``.")
 
 
-class MulBackward1(OpNode):
-    """A product with the number 1/2 (PyTorch's node for ``tensor * scalar`` inside its kernels)."""
-
-    def backward(self, g):
-        return g * 0.5
-
-
 def ndtr(input, *, out=None):
     """The standard normal CDF, ``(1 + erf(x / sqrt(2))) / 2`` (a composite, as PyTorch's)."""
     _need_tensor("special_ndtr", input)
@@ -263,10 +256,8 @@ def ndtr(input, *, out=None):
     from .unary import erf
     if input._data.dtype.kind in "iub":
         input = input.to(D._default[0])
-    inner = erf(input * math.sqrt(0.5)) + 1
-    node = node_for1(MulBackward1, inner)
-    res = finish(node, arr(inner._data * inner._data.dtype.type(0.5)))
-    return res if out is None else write_out(out, res, "special_ndtr")
+    from .construct import scaled
+    return scaled(erf(input * math.sqrt(0.5)) + 1, 0.5) if out is None else write_out(out, res, "special_ndtr")
 
 
 _register("ndtr", ndtr)
@@ -309,7 +300,13 @@ class LogitBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
         xd = x._data
-        d = g / (x * (1 - x))
+        from ._base import _state
+        if _state.grad:  # create_graph: PyTorch's composite formula (x = -0. gives -inf)
+            d = g / (x * (1 - x))
+        else:  # PyTorch's fused kernel: a zero denominator is +0 whatever the sign of x
+            with np.errstate(all="ignore"):
+                den = xd * (1 - xd)
+                d = _const(g._data / np.where(den == 0, np.zeros((), den.dtype), den))
         with np.errstate(invalid="ignore"):
             if self.eps is None:  # outside [0, 1] the derivative is NaN, not the formula's value
                 return _where((xd < 0) | (xd > 1), math.nan, d)

@@ -1,0 +1,76 @@
+"""Op table entries: cartesian_prod, combinations, block_diag, vander, tril_indices/triu_indices,
+trapezoid/trapz/cumulative_trapezoid and cdist."""
+import numpy as np
+
+from .core import OpInfo, Sample, function
+
+OPS = []
+INF, NAN = np.inf, np.nan
+
+
+def _add(name, op, samples, **kw):
+    OPS.append(OpInfo(name, op, samples, **kw))
+
+
+_add("cartesian_prod", function("cartesian_prod"),
+     lambda mk: [Sample(mk.rand(3), mk.rand(2)), Sample(mk.rand(2), mk.rand(2), mk.rand(3)),
+                 Sample(mk.rand(4)), Sample(mk.rand(2, 2), mk.rand(2), kind="error")])
+_add("combinations", function("combinations"),
+     lambda mk: [Sample(mk.rand(4)), Sample(mk.rand(4), 3), Sample(mk.rand(3), 2, True),
+                 Sample(mk.rand(3), r=3, with_replacement=True), Sample(mk.rand(3), 4, kind="degenerate"),
+                 Sample(mk.rand(3), 0, kind="degenerate"), Sample(mk.rand(2, 2), kind="error"),
+                 Sample(mk.rand(3), -1, kind="error")])
+_add("block_diag", function("block_diag"),
+     lambda mk: [Sample(mk.rand(2, 3), mk.rand(1, 2)), Sample(mk.rand(3), mk.rand(2, 2), mk.arr(1.5)),
+                 Sample(mk.rand(2, 2), mk.index([[1, 2]]), kind="mixed"),
+                 Sample(mk.rand(0, 2), mk.rand(2, 0), kind="degenerate"),
+                 Sample(mk.rand(1, 1, 1), kind="error")])
+# torch 2.13 bug, retrograd is right: torch's vander writes a cumprod into a slice of its result in
+# place and then flips it, and its backward fails ("one of the variables needed for gradient
+# computation has been modified by an inplace operation"): no torch gradient to compare with
+# (tests/test_special_stats.py gradchecks retrograd's)
+_add("vander", function("vander"),
+     lambda mk: [Sample(mk.rand(3)), Sample(mk.rand(4), N=2), Sample(mk.rand(3), N=5, increasing=True),
+                 Sample(mk.rand(3), N=1, kind="degenerate"), Sample(mk.rand(3), N=0, kind="degenerate"),
+                 Sample(mk.rand(2, 2), kind="error"), Sample(mk.rand(3), N=-1, kind="error")], grad=False)
+for _n in ("tril_indices", "triu_indices"):
+    _add(_n, lambda t, *a, _n=_n, **k: getattr(t, _n)(*a, **k),
+         lambda mk: [Sample(3, 4), Sample(4, 3, 1), Sample(3, 3, -1), Sample(5, 2, -2), Sample(0, 3),
+                     Sample(3, 3, 10, kind="degenerate"), Sample(3, 3, -10, kind="degenerate"),
+                     Sample(-1, 3, kind="error")], grad=False, int_dtypes=False)
+_add("trapezoid", function("trapezoid"),
+     lambda mk: [Sample(mk.rand(2, 5)), Sample(mk.rand(2, 5), dx=0.5), Sample(mk.rand(4, 3), dim=0),
+                 Sample(mk.rand(2, 5), np.sort(mk.rand(5))), Sample(mk.rand(3, 4), mk.rand(3, 4), dim=1),
+                 Sample(mk.rand(1)), Sample(mk.rand(2, 0), kind="degenerate"),
+                 Sample(mk.rand(2, 5), mk.rand(4), kind="error")])
+_add("trapz", function("trapz"),
+     lambda mk: [Sample(mk.rand(2, 5), np.sort(mk.rand(5))), Sample(mk.rand(2, 5), dx=2.0),
+                 Sample(mk.rand(4, 3), dim=0)])
+_add("cumulative_trapezoid", function("cumulative_trapezoid"),
+     lambda mk: [Sample(mk.rand(2, 5)), Sample(mk.rand(2, 5), dx=0.5), Sample(mk.rand(4, 3), dim=0),
+                 Sample(mk.rand(2, 5), np.sort(mk.rand(5))), Sample(mk.rand(1)),
+                 Sample(mk.rand(2, 0), kind="degenerate")])
+
+
+def _cdist_samples(mk):
+    a = mk.rand(3, 4)
+    b = mk.rand(5, 4)
+    b[0] = a[1]  # a zero distance
+    yield Sample(mk.rand(2, 3, 4), mk.rand(2, 5, 4))
+    for p in (1.0, 0.0, 3.0, 0.5, 1.5, INF):
+        yield Sample(mk.rand(3, 4), mk.rand(5, 4), p)
+    yield Sample(mk.rand(1, 3, 4), mk.rand(2, 5, 4))
+    yield Sample(a, b, kind="degenerate")
+    yield Sample(a, b, 1.0, kind="degenerate")
+    yield Sample(a, b, 0.5, kind="degenerate")
+    yield Sample(mk.rand(30, 3), mk.rand(4, 3), kind="mm")
+    yield Sample(mk.rand(4, 3), mk.rand(3, 3), compute_mode="use_mm_for_euclid_dist", kind="mm")
+    yield Sample(mk.rand(3), mk.rand(3, 3), kind="error")
+    yield Sample(mk.rand(2, 3), mk.rand(2, 4), kind="error")
+    yield Sample(mk.rand(2, 3), mk.rand(2, 3), -1.0, kind="error")
+
+
+# no second derivative in torch (the derivative for '_cdist_backward' is not implemented; tests/
+# test_special_stats.py checks that retrograd refuses it the same way)
+_add("cdist", function("cdist"), _cdist_samples, gradgrad=False, int_dtypes=True,
+     gradcheck_kinds=("basic", "noncontig", "mm"))
