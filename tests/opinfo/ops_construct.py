@@ -74,3 +74,22 @@ def _cdist_samples(mk):
 # test_special_stats.py checks that retrograd refuses it the same way)
 _add("cdist", function("cdist"), _cdist_samples, gradgrad=False, int_dtypes=True,
      gradcheck_kinds=("basic", "noncontig", "mm"))
+
+
+def _cov_samples(mk):
+    yield Sample(mk.rand(3, 5))
+    yield Sample(mk.rand(6))
+    yield Sample(mk.rand(3, 5), correction=0)
+    yield Sample(mk.rand(2, 5), fweights=mk.index([1, 2, 0, 3, 1]))
+    yield Sample(mk.rand(2, 5), aweights=mk.pos(5), grad=[0])
+    yield Sample(mk.rand(2, 5), correction=2, fweights=mk.index([1, 2, 1, 3, 1]), aweights=mk.pos(5), grad=[0])
+    yield Sample(mk.rand(3, 4), fweights=mk.index([0, 0, 0, 0]), kind="error")
+    yield Sample(mk.rand(3, 4), fweights=mk.index([0, 1, -1, 0]), kind="error")
+    yield Sample(mk.rand(1, 3, 4), kind="error")
+
+
+# (the result is squeeze() of an intermediate: a view of it, as in PyTorch)
+_add("cov", lambda t, x, **k: x.cov(**k), _cov_samples, view=True)
+_add("corrcoef", lambda t, x: x.corrcoef(),
+     lambda mk: [Sample(mk.rand(3, 5)), Sample(mk.rand(6)), Sample(mk.rand(2, 4)),
+                 Sample(mk.arr([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]]), kind="degenerate")])

@@ -11,7 +11,7 @@ from ._base import OpNode, node_for, save, save_output, finish, arr, Tensor, wra
 from .. import _dtype as D
 
 __all__ = ["cartesian_prod", "combinations", "block_diag", "vander", "tril_indices", "triu_indices",
-           "trapezoid", "trapz", "cumulative_trapezoid", "cdist"]
+           "trapezoid", "trapz", "cumulative_trapezoid", "cdist", "cov", "corrcoef"]
 
 _NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
           "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
@@ -319,5 +319,76 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     return res
 
 
-TENSOR_METHODS = {}
+# *** covariance and correlation ***
+
+def _weights(w, n, name, integral):
+    x = w._data
+    if x.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                           f"{x.ndim} dimensions")
+    if x.size != n:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the input "
+                           f"but got {x.size} != {n}")
+    if integral and x.dtype.kind not in "iu":
+        raise RuntimeError(f"cov(): expected {name} to have integral dtype but got {name} with "
+                           f"{_NAMES.get(x.dtype.name, x.dtype.name)} dtype")
+    if not integral and x.dtype.kind not in "fV":
+        raise RuntimeError(f"cov(): expected {name} to have floating point dtype but got {name} with "
+                           f"{_NAMES.get(x.dtype.name, x.dtype.name)} dtype")
+    if x.size and x.min() < 0:
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in ``input``'s rows (observations in columns),
+    optionally with frequency and importance weights; a 1-D input is one variable."""
+    import warnings
+    from .linalg import mm
+    x = input._data
+    if x.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+                           f"{x.ndim} dimensions")
+    if x.dtype.kind == "b":
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    m = input.reshape(1, -1) if x.ndim < 2 else input
+    n = m._data.shape[1]
+    w = None
+    if fweights is not None:
+        _weights(fweights, n, "fweights", True)
+        w = fweights
+    if aweights is not None:
+        _weights(aweights, n, "aweights", False)
+        w = aweights if w is None else w * aweights
+    if x.dtype.kind in "iub":
+        m = m.to(D._default[0])
+    w_sum = w.sum() if w is not None else n
+    if w is not None and float(w_sum._data) == 0:
+        raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+    avg = (m * w if w is not None else m).sum(1) / w_sum
+    if w is not None and aweights is not None and correction != 0:
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
+    else:
+        norm = w_sum - correction
+    if float(norm._data if isinstance(norm, Tensor) else norm) <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations.", UserWarning, stacklevel=2)
+        norm = norm * 0
+    centered = m - avg.unsqueeze(1)
+    c = mm(centered, (centered * w if w is not None else centered).t())
+    return (c / norm).squeeze()
+
+
+def corrcoef(input):
+    """The Pearson correlation coefficients of the variables in ``input``'s rows, in [-1, 1]."""
+    from .pointwise import clip
+    c = cov(input)
+    if c._data.ndim == 0:
+        return c / c
+    sd = c.diagonal().sqrt()
+    c = c / sd.reshape(-1, 1)
+    c = c / sd.reshape(1, -1)
+    return clip(c, -1, 1)
+
+
+TENSOR_METHODS = {"cov": cov, "corrcoef": corrcoef}
 INPLACE = {}
