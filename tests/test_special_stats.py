@@ -420,3 +420,39 @@ def test_assembled_without_torch():
                lambda t: retrograd.cumulative_trapezoid(t, dx=0.3)):
         assert gradcheck(fn, (_r([0.3, -1.0, 2.0]),))
         assert gradgradcheck(fn, (_r([0.3, -1.0, 2.0]),))
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window", "bartlett_window",
+                                  "kaiser_window"])
+def test_windows_match_torch(name):
+    for args in [(5,), (6, False), (1,), (0,), (7, True)]:
+        t, r = getattr(torch, name)(*args), getattr(retrograd, name)(*args)
+        assert tuple(t.shape) == tuple(r.shape) and str(t.dtype) == str(r.dtype)
+        np.testing.assert_allclose(r.numpy(), t.numpy(), atol=1e-6)  # float32: torch rounds each step
+    t, r = getattr(torch, name)(9, dtype=torch.float64), getattr(retrograd, name)(9, dtype=retrograd.float64)
+    np.testing.assert_allclose(r.numpy(), t.numpy(), rtol=1e-12, atol=1e-15)
+    for bad in (lambda L: getattr(L, name)(-1), lambda L: getattr(L, name)(3, dtype=L.int64)):
+        with pytest.raises(RuntimeError) as te:
+            bad(torch)
+        with pytest.raises(RuntimeError) as re_:
+            bad(retrograd)
+        assert str(re_.value) == str(te.value)
+
+
+@needs_torch
+def test_unravel_index_fill_detach_match_torch():
+    for lib in (torch, retrograd):
+        assert [c.tolist() for c in lib.unravel_index(lib.tensor([4, 1, 5, 6, -1]), (2, 3))] == \
+            [[1, 0, 1, 0, 1], [1, 1, 2, 0, 2]]
+        x = lib.ones(2, requires_grad=True)
+        y = lib.fill(x, 3.0)
+        assert type(y.grad_fn).__name__ == "FillBackward0" and y.tolist() == [3.0, 3.0]
+        assert lib.autograd.grad(y, x, lib.tensor([float("inf"), 1.0]))[0].tolist() == [0.0, 0.0]
+        assert not lib.detach(x).requires_grad
+    for bad in (lambda L: L.unravel_index(L.tensor([1.0]), (2, 3)), lambda L: L.unravel_index(L.tensor([1]), (2, -3))):
+        with pytest.raises(Exception) as te:
+            bad(torch)
+        with pytest.raises(Exception) as re_:
+            bad(retrograd)
+        assert type(re_.value) is type(te.value)

@@ -93,3 +93,11 @@ _add("cov", lambda t, x, **k: x.cov(**k), _cov_samples, view=True)
 _add("corrcoef", lambda t, x: x.corrcoef(),
      lambda mk: [Sample(mk.rand(3, 5)), Sample(mk.rand(6)), Sample(mk.rand(2, 4)),
                  Sample(mk.arr([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]]), kind="degenerate")])
+# predicates (Python bools, no gradient)
+_add("is_nonzero", lambda t, x: x.is_nonzero(),
+     lambda mk: [Sample(mk.rand(1)), Sample(mk.arr([0.0])), Sample(mk.arr(-0.0)), Sample(mk.rand(2), kind="error"),
+                 Sample(mk.rand(0), kind="error")], grad=False)
+_add("is_same_size", lambda t, x, y: x.is_same_size(y),
+     lambda mk: [Sample(mk.rand(2, 3), mk.rand(2, 3)), Sample(mk.rand(2, 3), mk.rand(3, 2))], grad=False)
+_add("is_signed", lambda t, x: x.is_signed(), lambda mk: [Sample(mk.rand(2)), Sample(mk.index([1, 2], np.uint8))],
+     grad=False)

@@ -11,7 +11,9 @@ from ._base import OpNode, node_for, save, save_output, finish, arr, Tensor, wra
 from .. import _dtype as D
 
 __all__ = ["cartesian_prod", "combinations", "block_diag", "vander", "tril_indices", "triu_indices",
-           "trapezoid", "trapz", "cumulative_trapezoid", "cdist", "cov", "corrcoef"]
+           "trapezoid", "trapz", "cumulative_trapezoid", "cdist", "cov", "corrcoef", "hann_window", "hamming_window",
+           "blackman_window", "bartlett_window", "kaiser_window", "unravel_index", "fill", "detach", "is_nonzero",
+           "is_same_size", "is_signed"]
 
 _NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
           "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
@@ -390,5 +392,116 @@ def corrcoef(input):
     return clip(c, -1, 1)
 
 
-TENSOR_METHODS = {"cov": cov, "corrcoef": corrcoef}
+# *** window functions ***
+
+def _window(name, length, periodic, dtype, values):
+    from .._creation import tensor
+    dt = D._default[0] if dtype is None else dtype
+    if dt.np.kind not in "fV":
+        from ._linear import _CN
+        raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype="
+                           f"{_CN.get(dt.np.name, dt.np.name)}, device=cpu, layout=Strided (default), requires_grad="
+                           "false (default), pinned_memory=false, memory_format=(nullopt))")
+    if length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={length}")
+    if length <= 1:
+        return tensor(np.ones(length), dtype=dt)
+    m = length + 1 if periodic else length  # a periodic window is the symmetric one of length + 1, cut
+    n = np.arange(length, dtype=np.float64)
+    return tensor(values(n, m - 1), dtype=dt)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    """The Hann window: 1/2 - 1/2 cos(2 pi n / (N - 1))."""
+    t = _window("hann_window", window_length, periodic, dtype, lambda n, d: 0.5 - 0.5 * np.cos(2 * np.pi * n / d))
+    return t.requires_grad_(requires_grad)
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
+                   requires_grad=False):
+    """The Hamming window: alpha - beta cos(2 pi n / (N - 1))."""
+    t = _window("hamming_window", window_length, periodic, dtype,
+                lambda n, d: alpha - beta * np.cos(2 * np.pi * n / d))
+    return t.requires_grad_(requires_grad)
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    """The Blackman window: 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
+    t = _window("blackman_window", window_length, periodic, dtype,
+                lambda n, d: 0.42 - 0.5 * np.cos(2 * np.pi * n / d) + 0.08 * np.cos(4 * np.pi * n / d))
+    return t.requires_grad_(requires_grad)
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
+    """The Bartlett (triangular) window: 1 - |2n / (N - 1) - 1|."""
+    t = _window("bartlett_window", window_length, periodic, dtype, lambda n, d: 1 - np.abs(2 * n / d - 1))
+    return t.requires_grad_(requires_grad)
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
+                  requires_grad=False):
+    """The Kaiser window: i0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / i0(beta)."""
+    t = _window("kaiser_window", window_length, periodic, dtype,
+                lambda n, d: np.i0(beta * np.sqrt(np.maximum(1 - (2 * n / d - 1) ** 2, 0))) / np.i0(beta))
+    return t.requires_grad_(requires_grad)
+
+
+# *** small utilities of the torch namespace ***
+
+def unravel_index(indices, shape):
+    """The coordinates, in an array of ``shape``, of each flat index (taken modulo its size)."""
+    if not isinstance(indices, Tensor):
+        from .._creation import tensor
+        indices = tensor(indices)
+    if indices._data.dtype.kind not in "iu":
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    total = int(np.prod(shape)) if shape else 1
+    flat = indices._data.astype(np.int64) % max(total, 1)
+    coords = np.unravel_index(flat, shape) if shape else ()
+    return tuple(finish(None, arr(np.asarray(c, np.int64))) for c in coords)
+
+
+class FillBackward0(OpNode):
+    def backward(self, g):
+        from ._base import zeros_grad
+        return zeros_grad(g)
+
+
+def fill(input, value):
+    """A tensor like ``input`` filled with the number ``value`` (out of place; zero gradient)."""
+    v = value.item() if isinstance(value, Tensor) else value
+    x = input._data
+    r = np.full(x.shape, v).astype(x.dtype) if x.dtype.kind != "b" else np.full(x.shape, bool(v))
+    return finish(node_for(FillBackward0, (input,)), arr(r))
+
+
+def detach(input):
+    """``input.detach()``."""
+    return input.detach()
+
+
+def is_nonzero(input):
+    """The truth value of a one-element tensor."""
+    if input._data.size == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if input._data.size > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input._data.reshape(-1)[0] != 0)
+
+
+def is_same_size(input, other):
+    """Whether the two tensors have the same shape."""
+    return tuple(input._data.shape) == tuple(other._data.shape)
+
+
+def is_signed(input):
+    """Whether the dtype is signed (every dtype but bool and uint8)."""
+    return input._data.dtype.kind not in "bu"
+
+
+TENSOR_METHODS = {"cov": cov, "corrcoef": corrcoef, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
+                  "is_signed": is_signed}
 INPLACE = {}
