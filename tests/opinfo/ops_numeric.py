@@ -67,3 +67,11 @@ _add("float_power_", lambda t, x, e: x.clone().float_power_(e),
      lambda mk: [Sample(mk.pos(2, 3), mk.rand(2, 3)), Sample(mk.pos(2, 3), 2), Sample(mk.pos(2, 3), 0.5),
                  Sample(mk.arr([0.0, 0.0, -2.0]), mk.arr([0.0, -1.0, 0.5]), kind="degenerate")],
      elementwise=True)
+
+# the in-place comparisons' other names (gt_ and friends have entries in ops_elementwise.py)
+for _n, _m in (("greater", "gt"), ("greater_equal", "ge"), ("less", "lt"), ("less_equal", "le"),
+               ("not_equal", "ne")):
+    _add(_n + "(inplace)", lambda t, x, y, _n=_n: x.clone().__getattribute__(_n + "_")(y),
+         lambda mk: [Sample(mk.rand(2, 3), mk.rand(2, 3)), Sample(mk.rand(2, 3), 0.5),
+                     Sample(mk.arr([1.0, 0.0, NAN, INF]), mk.arr([1.0, -0.0, NAN, INF]), kind="degenerate")],
+         covers=(_n + "_",), grad=False)

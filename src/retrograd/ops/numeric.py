@@ -263,6 +263,17 @@ INPLACE = {"nan_to_num_": nan_to_num, "ldexp_": ldexp, "gcd_": gcd, "lcm_": lcm,
 INPLACE_IMPL = {"float_power_": _float_power_}
 
 
+def _comparison_aliases():
+    # greater_, less_, ...: PyTorch's other names of gt_, lt_, ... (the same in-place comparison)
+    from . import compare
+    for alias, name in (("greater_", "gt_"), ("greater_equal_", "ge_"), ("less_", "lt_"), ("less_equal_", "le_"),
+                        ("not_equal_", "ne_")):
+        INPLACE[alias] = compare.INPLACE[name]
+
+
+_comparison_aliases()
+
+
 # *** top-level in-place functions: torch.<name>_(input, ...) is input.<name>_(...) ***
 
 _TOP_INPLACE = ("abs_ acos_ acosh_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ atan_ atanh_ "
