@@ -456,3 +456,24 @@ def test_unravel_index_fill_detach_match_torch():
         with pytest.raises(Exception) as re_:
             bad(retrograd)
         assert type(re_.value) is type(te.value)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["tril_indices", "triu_indices"])
+def test_triangle_indices_match_torch(name):
+    for args, kw in [((3, 4), {}), ((4, 3, 1), {}), ((3, 3, -1), {}), ((5, 2, -2), {}), ((0, 3), {}),
+                     ((3, 3, 10), {}), ((3, 3, -10), {}), ((4, 4), {"dtype": "int32"}), ((2, 2), {"device": "meta"})]:
+        res = []
+        for lib in (torch, retrograd):
+            k = {n: getattr(lib, v) if n == "dtype" else v for n, v in kw.items()}
+            r = getattr(lib, name)(*args, **k)
+            res.append((tuple(r.shape), str(r.dtype), str(r.device), None if r.is_meta else r.tolist()))
+        assert res[0] == res[1], (args, kw)
+    for bad in ((-1, 3), (3, -1)):
+        with pytest.raises(RuntimeError) as te:
+            getattr(torch, name)(*bad)
+        with pytest.raises(RuntimeError) as re_:
+            getattr(retrograd, name)(*bad)
+        assert str(re_.value) == str(te.value)
+    with pytest.raises(NotImplementedError):
+        getattr(retrograd, name)(3, 3, dtype=retrograd.float32)

@@ -33,11 +33,6 @@ _add("vander", function("vander"),
      lambda mk: [Sample(mk.rand(3)), Sample(mk.rand(4), N=2), Sample(mk.rand(3), N=5, increasing=True),
                  Sample(mk.rand(3), N=1, kind="degenerate"), Sample(mk.rand(3), N=0, kind="degenerate"),
                  Sample(mk.rand(2, 2), kind="error"), Sample(mk.rand(3), N=-1, kind="error")], grad=False)
-for _n in ("tril_indices", "triu_indices"):
-    _add(_n, lambda t, *a, _n=_n, **k: getattr(t, _n)(*a, **k),
-         lambda mk: [Sample(3, 4), Sample(4, 3, 1), Sample(3, 3, -1), Sample(5, 2, -2), Sample(0, 3),
-                     Sample(3, 3, 10, kind="degenerate"), Sample(3, 3, -10, kind="degenerate"),
-                     Sample(-1, 3, kind="error")], grad=False, int_dtypes=False)
 _add("trapezoid", function("trapezoid"),
      lambda mk: [Sample(mk.rand(2, 5)), Sample(mk.rand(2, 5), dx=0.5), Sample(mk.rand(4, 3), dim=0),
                  Sample(mk.rand(2, 5), np.sort(mk.rand(5))), Sample(mk.rand(3, 4), mk.rand(3, 4), dim=1),

@@ -135,7 +135,9 @@ for _n in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polyno
                      Sample(mk.arr(_POLY_X * 3), mk.arr((0.0,) * 8 + (3.0,) * 8 + (10.0,) * 8), kind="degenerate"),
                      Sample(mk.rand(4), mk.arr([NAN, INF, -INF, 1e30]), kind="degenerate"),
                      Sample(mk.rand(3, low=0.0, high=1.0), mk.arr([-2.0, 9.0, 30.0]), kind="degenerate")],
-         grad=False, elementwise=True, nonfinite=False)
+         grad=False, elementwise=True, nonfinite=False, fuzz=False,
+         skip={"fuzz": "torch 2.13 returns uninitialized memory at a NaN x (see _POLY_X above), which random "
+                       "programs produce"})
 
 # the aliases torch.special shares with the top level (special.round is round.decimals: integers refused)
 _ROUND = (-2.5, -1.5, -0.5, -0.0, 0.5, 1.5, 2.5, 1e300)

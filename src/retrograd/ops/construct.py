@@ -112,7 +112,7 @@ def vander(x, N=None, increasing=False):
     return res if increasing else flip(res, (1,))
 
 
-def _tri_indices(name, row, col, offset, dtype, fn):
+def _tri_indices(name, row, col, offset, dtype, fn, device=None):
     from .._dtype import int64, int32
     dtype = int64 if dtype is None else dtype
     if dtype not in (int64, int32):
@@ -122,17 +122,18 @@ def _tri_indices(name, row, col, offset, dtype, fn):
     if col < 0:
         raise RuntimeError(f"col must be non-negative, got{col}")
     r, c = fn(row, offset, col) if row and col else (np.empty(0, np.int64), np.empty(0, np.int64))
-    return finish(None, arr(np.stack([r, c]).astype(dtype.np)))
+    res = finish(None, arr(np.stack([r, c]).astype(dtype.np)))
+    return res if device is None else res.to(device)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) row and column indices of the lower triangle of a row x col matrix."""
-    return _tri_indices("tril_indices", row, col, offset, dtype, np.tril_indices)
+    return _tri_indices("tril_indices", row, col, offset, dtype, np.tril_indices, device)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) row and column indices of the upper triangle of a row x col matrix."""
-    return _tri_indices("triu_indices", row, col, offset, dtype, np.triu_indices)
+    return _tri_indices("triu_indices", row, col, offset, dtype, np.triu_indices, device)
 
 
 # *** products with a number, as PyTorch's C++ composites record them ***
