@@ -30,6 +30,7 @@ from . import _tensor_methods  # noqa: F401
 from . import autograd  # noqa: F401
 from . import linalg  # noqa: F401
 from . import fft  # noqa: F401
+from . import special  # noqa: F401
 from . import nn  # noqa: F401
 from . import optim  # noqa: F401
 from . import sparse  # noqa: F401

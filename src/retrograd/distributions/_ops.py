@@ -1,21 +1,16 @@
 """The few differentiable ops ``torch.distributions`` needs that retrograd's op families lack:
-lgamma / digamma / polygamma / mvlgamma / logit / gammainc, the samplers behind Gamma, Dirichlet,
+the samplers behind Gamma, Dirichlet,
 Poisson and Binomial (``_standard_gamma`` with its implicit reparameterisation gradient,
 ``_sample_dirichlet``, ``_dirichlet_grad``, ``poisson``, ``binomial``). The linear algebra the
 distributions need is retrograd.linalg's.
 
-They live here rather than in ops/ so the distributions do not depend on work elsewhere. The
-special functions come from SciPy (imported lazily). Backward formulas are written with tensor ops, so create_graph works.
+The special functions (lgamma, digamma, mvlgamma, igamma, ...) are retrograd's own
+(ops/special.py). Backward formulas are written with tensor ops, so create_graph works.
 """
-import math
-
 import numpy as np
 
 from ..ops._base import OpNode, node_for, save, finish, arr, Tensor, zeros_grad
 from .. import _dtype as D
-
-_HALF = np.float16
-
 
 def _sp():
     import scipy.special as sp
@@ -27,142 +22,6 @@ def _float_data(t):
     if x.dtype.kind in "iub":
         x = x.astype(D._default[0].np)
     return x
-
-
-def _elementwise(name, node_name, fwd, bwd):
-    """Op ``name(x)``: forward ``fwd(array)`` (computed in float32 for half, as PyTorch does),
-    node ``node_name`` saving the input, backward ``bwd(g, x)``."""
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return bwd(g, x)
-
-    cls = type(node_name, (OpNode,), {"backward": backward, "__module__": __name__})
-
-    def op(input):
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-        x = _float_data(input)
-        half = x.dtype == _HALF
-        with np.errstate(all="ignore"):
-            r = fwd(x.astype(np.float32) if half else x)
-        r = arr(np.asarray(r).astype(x.dtype, copy=False))
-        node = node_for(cls, (input,))
-        res = finish(node, r)
-        if node is not None:
-            save(node, input)
-        return res
-
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"Elementwise ``{name}`` (differentiable)."
-    return op, cls
-
-
-def _digamma_np(x):
-    r = _sp().psi(x)
-    # PyTorch: digamma(0.) is -inf, digamma(-0.) is inf (whatever SciPy's version gives)
-    return np.where(x == 0, np.where(np.signbit(x), np.inf, -np.inf), r)
-
-
-lgamma, LgammaBackward0 = _elementwise("lgamma", "LgammaBackward0", lambda a: _sp().gammaln(a),
-                                       lambda g, x: g * digamma(x))
-digamma, DigammaBackward0 = _elementwise("digamma", "DigammaBackward0", _digamma_np,
-                                         lambda g, x: g * polygamma(1, x))
-
-
-class PolygammaBackward0(OpNode):
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return g * polygamma(self.n + 1, x)
-
-
-def polygamma(n, input):
-    """``polygamma(n, x)``: the n-th derivative of digamma (differentiable in ``x``)."""
-    if n == 0:
-        return digamma(input)
-    x = _float_data(input)
-    with np.errstate(all="ignore"):
-        r = _sp().polygamma(n, x.astype(np.float64)).astype(x.dtype)
-    node = node_for(PolygammaBackward0, (input,))
-    res = finish(node, arr(r))
-    if node is not None:
-        node.n = n
-        save(node, input)
-    return res
-
-
-class MvlgammaBackward0(OpNode):
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        from .. import arange
-        return g * digamma(x.unsqueeze(-1) - arange(self.p, dtype=x.dtype) / 2).sum(-1)
-
-
-def mvlgamma(input, p):
-    """Multivariate log-gamma of dimension ``p``."""
-    if p < 1:
-        raise RuntimeError("p has to be greater than or equal to 1")
-    x = _float_data(input)
-    with np.errstate(all="ignore"):
-        r = _sp().gammaln(x[..., None] - np.arange(p) / 2).sum(-1) + (p * (p - 1) / 4) * math.log(math.pi)
-    node = node_for(MvlgammaBackward0, (input,))
-    res = finish(node, arr(np.asarray(r).astype(x.dtype)))
-    if node is not None:
-        node.p = p
-        save(node, input)
-    return res
-
-
-class LogitBackward0(OpNode):
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        eps = self.eps
-        grad = g / (x * (1 - x))
-        if eps is None:
-            return grad
-        from ..ops._base import masked_grad
-        xd = x._data
-        return masked_grad(grad, (xd >= eps) & (xd <= 1 - eps), x)
-
-
-def logit(input, eps=None):
-    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
-    x = _float_data(input)
-    z = x if eps is None else np.clip(x, eps, 1 - eps)
-    with np.errstate(all="ignore"):
-        r = np.log(z / (1 - z)).astype(x.dtype, copy=False)
-    node = node_for(LogitBackward0, (input,))
-    res = finish(node, arr(r))
-    if node is not None:
-        node.eps = eps
-        save(node, input)
-    return res
-
-
-class IgammaBackward0(OpNode):
-    def backward(self, g):
-        a, x = self.saved_tensors
-        from .. import exp, log
-        nf = self.next_functions
-        if nf[0][0] is not None:
-            raise NotImplementedError("the derivative for 'igamma: input' is not implemented.")
-        # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a)
-        return None, g * exp((a - 1) * log(x) - x - lgamma(a))
-
-
-def gammainc(input, other):
-    """The regularized lower incomplete gamma function P(input, other)."""
-    from .. import broadcast_tensors
-    a, x = broadcast_tensors(input, other) if isinstance(other, Tensor) else (input, other)
-    ad, xd = _float_data(a), _float_data(x)
-    dt = np.result_type(ad.dtype, xd.dtype)
-    with np.errstate(all="ignore"):
-        r = _sp().gammainc(ad.astype(np.float64), xd.astype(np.float64)).astype(dt)
-    node = node_for(IgammaBackward0, (a, x))
-    res = finish(node, arr(r))
-    if node is not None:
-        save(node, a, x)
-    return res
 
 
 # --- sampling --------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import math
 import retrograd as _t
 from .._tensor import Size
 from . import constraints
-from ._ops import lgamma
+from ..ops.special import lgamma
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 

@@ -6,7 +6,8 @@ from numbers import Number
 import retrograd as _t
 from .._tensor import Size
 from . import constraints
-from ._ops import lgamma, digamma, gammainc, _standard_gamma, _sample_dirichlet, _dirichlet_grad
+from ..ops.special import lgamma, digamma, igamma as gammainc
+from ._ops import _standard_gamma, _sample_dirichlet, _dirichlet_grad
 from ..ops._base import OpNode, node_for, finish, save
 from .distribution import Distribution, ExponentialFamily
 from .utils import broadcast_all, _standard_normal, _uniform

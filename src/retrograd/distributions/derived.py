@@ -6,7 +6,7 @@ import math
 import retrograd as _t
 from .._tensor import Size
 from . import constraints
-from ._ops import lgamma, digamma
+from ..ops.special import lgamma, digamma
 from .continuous import Normal, Uniform, Exponential, Cauchy, Gamma
 from .transformed import TransformedDistribution
 from .transforms import AbsTransform, AffineTransform, ExpTransform, PowerTransform, StickBreakingTransform

@@ -6,7 +6,8 @@ from numbers import Number
 import retrograd as _t
 from .._tensor import Size
 from . import constraints
-from ._ops import lgamma, poisson, binomial
+from ..ops.special import lgamma
+from ._ops import poisson, binomial
 from .distribution import Distribution, ExponentialFamily
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits, _uniform
 

@@ -4,7 +4,7 @@ import math
 import warnings
 
 import retrograd as _t
-from ._ops import lgamma, digamma
+from ..ops.special import lgamma, digamma
 from ..linalg import solve_triangular
 from .distribution import Distribution, ExponentialFamily
 from .continuous import Normal, Uniform, Exponential, Laplace, Cauchy, Gamma, Beta, Dirichlet

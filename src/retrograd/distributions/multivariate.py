@@ -271,7 +271,7 @@ class Wishart(Distribution):
 
     def log_prob(self, value):
         self._check(value)
-        from ._ops import mvlgamma
+        from ..ops.special import mvlgamma
         from ..linalg import slogdet
         from ..ops.linalg import cholesky_solve
         nu, p = self.df, self._event_shape[-1]
@@ -283,7 +283,7 @@ class Wishart(Distribution):
                 + 0.5 * (nu - p - 1) * slogdet(value).logabsdet - 0.5 * trace)
 
     def entropy(self):
-        from ._ops import mvlgamma, digamma
+        from ..ops.special import mvlgamma, digamma
         nu, p = self.df, self._event_shape[-1]
         multi_digamma = digamma(0.5 * nu.unsqueeze(-1) - _t.arange(p, dtype=nu.dtype) / 2).sum(-1)
         return ((p + 1) * self._half_log_det() + 0.5 * p * (p + 1) * math.log(2) + mvlgamma(0.5 * nu, p)

@@ -6,7 +6,7 @@ from numbers import Number
 import retrograd as _t
 from .._tensor import Size
 from . import constraints
-from ._ops import lgamma
+from ..ops.special import lgamma
 from .categorical import Categorical
 from .continuous import Normal
 from .distribution import Distribution

@@ -828,3 +828,23 @@ TENSOR_METHODS = {"index_select": index_select, "gather": gather, "scatter": sca
 index_fill._overlap_ok = masked_fill._overlap_ok = True
 INPLACE = {"scatter_": scatter, "scatter_add_": scatter_add, "scatter_reduce_": scatter_reduce, "index_add_": index_add, "index_fill_": index_fill,
            "index_copy_": index_copy, "masked_fill_": masked_fill, "masked_scatter_": masked_scatter}
+
+
+def _source_apart(name, fn, src_pos):
+    """``Tensor.<name>``: PyTorch refuses a source sharing any memory with ``self`` (the same
+    tensor included), since the writes would read values they already changed."""
+    def method(self, *args, **kwargs):
+        src = args[src_pos] if len(args) > src_pos else kwargs.get("src", kwargs.get("source"))
+        if isinstance(src, Tensor) and src._data.size and self._data.size and \
+                np.may_share_memory(self._data, src._data):
+            from ._base import PARTIAL_OVERLAP_MSG
+            raise RuntimeError(PARTIAL_OVERLAP_MSG)
+        from ._base import apply_inplace
+        return apply_inplace(self, fn, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{fn.__name__}``."
+    return method
+
+
+INPLACE_IMPL = {n: _source_apart(n, INPLACE[n], 2)
+                for n in ("scatter_", "scatter_add_", "scatter_reduce_", "index_add_", "index_copy_")}
