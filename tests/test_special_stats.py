@@ -390,19 +390,6 @@ def test_cdist_gradcheck(p):
 
 
 @needs_torch
-def test_cdist_second_derivative_refused_as_torch():
-    rng = np.random.default_rng(2)
-    a, b = rng.standard_normal((3, 4)), rng.standard_normal((5, 4))
-    res = []
-    for lib, mk in ((torch, _t), (retrograd, _r)):
-        x1 = mk(a)
-        (g,) = lib.autograd.grad(lib.cdist(x1, mk(b, False)).sum(), x1, create_graph=True)
-        with pytest.raises(NotImplementedError) as e:
-            lib.autograd.grad(g.sum(), x1)
-        res.append((type(g.grad_fn).__name__, str(e.value)))
-    assert res[0] == res[1]
-
-
 def test_assembled_without_torch():
     a, b = _r([1.0, 2.0, 3.0]), _r([4.0, 5.0])
     assert retrograd.cartesian_prod(a) is a

@@ -32,14 +32,16 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) indices of the lower triangle of a row x col matrix, row by row."""
     dt = _int_dtype(dtype, "tril_indices")
     r, c = np.tril_indices(row, offset, col) if row > 0 and col > 0 else (np.zeros(0, int), np.zeros(0, int))
-    return _const(np.stack([r, c]).astype(dt.np))
+    res = _const(np.stack([r, c]).astype(dt.np))
+    return res if device is None else res.to(device)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) indices of the upper triangle of a row x col matrix, row by row."""
     dt = _int_dtype(dtype, "triu_indices")
     r, c = np.triu_indices(row, offset, col) if row > 0 and col > 0 else (np.zeros(0, int), np.zeros(0, int))
-    return _const(np.stack([r, c]).astype(dt.np))
+    res = _const(np.stack([r, c]).astype(dt.np))
+    return res if device is None else res.to(device)
 
 
 # --- block_diag ----------------------------------------------------------------------------

@@ -256,7 +256,6 @@ def ndtr(input, *, out=None):
     from .unary import erf
     if input._data.dtype.kind in "iub":
         input = input.to(D._default[0])
-    from .construct import scaled
     return scaled(erf(input * math.sqrt(0.5)) + 1, 0.5) if out is None else write_out(out, res, "special_ndtr")
 
 
@@ -672,3 +671,29 @@ for _n, _f in (("chebyshev_polynomial_t", _cheb_t), ("chebyshev_polynomial_u", _
 
 
 TENSOR_METHODS.update({n: globals()[n] for n in ("lgamma", "digamma", "i0", "sinc")})
+
+
+# *** products with a number, as PyTorch's C++ composites record them ***
+
+class MulBackward1(OpNode):
+    """``tensor * number`` (PyTorch's mul.Scalar node, as its C++ composites record it)."""
+
+    def backward(self, g):
+        return g * self.c
+
+
+class DivBackward1(OpNode):
+    """``tensor / number`` (PyTorch's div.Scalar node)."""
+
+    def backward(self, g):
+        return g / self.c
+
+
+def scaled(t, c, divide=False):
+    """``t * c`` (or ``t / c``) for a Python number ``c``, recorded as MulBackward1/DivBackward1."""
+    x = t._data
+    r = x / x.dtype.type(c) if divide else x * x.dtype.type(c)
+    node = node_for(DivBackward1 if divide else MulBackward1, (t,))
+    if node is not None:
+        node.c = c
+    return finish(node, arr(np.asarray(r, x.dtype)))
