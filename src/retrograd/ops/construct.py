@@ -28,9 +28,17 @@ def _int_dtype(dtype, name):
     return dt
 
 
+def _check_tri(row, col):
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
+
+
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) indices of the lower triangle of a row x col matrix, row by row."""
     dt = _int_dtype(dtype, "tril_indices")
+    _check_tri(row, col)
     r, c = np.tril_indices(row, offset, col) if row > 0 and col > 0 else (np.zeros(0, int), np.zeros(0, int))
     res = _const(np.stack([r, c]).astype(dt.np))
     return res if device is None else res.to(device)
@@ -39,6 +47,7 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) indices of the upper triangle of a row x col matrix, row by row."""
     dt = _int_dtype(dtype, "triu_indices")
+    _check_tri(row, col)
     r, c = np.triu_indices(row, offset, col) if row > 0 and col > 0 else (np.zeros(0, int), np.zeros(0, int))
     res = _const(np.stack([r, c]).astype(dt.np))
     return res if device is None else res.to(device)

@@ -16,6 +16,7 @@ import numpy as np
 from ._base import OpNode, node_for, node_for1, save, save_output, finish, arr, write_out, Tensor, quiet
 from ._base import binary_operands
 from .. import _dtype as D
+from .._meta import MetaArray
 
 __all__ = []
 TENSOR_METHODS = {}
@@ -57,6 +58,13 @@ def _float_input(x, kernel, half=True, ints=True, cplx=False):
         dt = D._default[0].np
         return x.astype(dt), dt
     return (x.astype(_F32) if _is_half(dt) else x), dt
+
+
+def _arr(a, dtype=None):
+    """``np.asarray`` that lets a meta array through (it has a shape and a dtype, no values)."""
+    if type(a) is MetaArray:
+        return a if dtype is None else a.astype(dtype, copy=False)
+    return np.asarray(a, dtype)
 
 
 def _need_tensor(name, input, pos=1, arg="input"):
@@ -106,7 +114,7 @@ def _unary(name, fwd, node_name=None, saves="input", bwd=None, kernel=None, half
     def op(input, *, out=None):
         _need_tensor(name, input)
         x, dt = _float_input(input._data, kernel, half, cplx=cplx)
-        r = arr(np.asarray(quiet(fwd, x)).astype(dt, copy=False))
+        r = arr(_arr(quiet(fwd, x)).astype(dt, copy=False))
         node = node_for1(cls, input) if cls is not None else None
         res = finish(node, r)
         if node is not None:
@@ -184,7 +192,7 @@ def polygamma(n, input, *, out=None):
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     x, dt = _float_input(input._data, "polygamma")
-    r = arr(np.asarray(quiet(lambda a: _polygamma_np(int(n), a), x)).astype(dt, copy=False))
+    r = arr(_arr(quiet(lambda a: _polygamma_np(int(n), a), x)).astype(dt, copy=False))
     node = node_for1(PolygammaBackward0, input)
     res = finish(node, r)
     if node is not None:
@@ -412,7 +420,7 @@ def _binary_args(name, input, other, kernel, half=True, ints=True, tensors_only=
     cdt = _F32 if _is_half(dt) else dt
     from .pointwise import _bshape
     _bshape(a, b)
-    return a, b, np.asarray(x, cdt), np.asarray(y, cdt), dt, cdt
+    return a, b, _arr(x, cdt), _arr(y, cdt), dt, cdt
 
 
 def _binary(name, fwd, nodes, bwd_x, bwd_y, kernel, half=True, ints=True, tensors_only=False, doc=None):
@@ -435,7 +443,7 @@ def _binary(name, fwd, nodes, bwd_x, bwd_y, kernel, half=True, ints=True, tensor
 
     def op(input, other, *, out=None):
         a, b, x, y, dt, cdt = _binary_args(name, input, other, kernel, half, ints, tensors_only)
-        r = arr(np.asarray(quiet(lambda _: fwd(x, y), None)).astype(dt, copy=False))
+        r = arr(_arr(quiet(lambda _: fwd(x, y), None)).astype(dt, copy=False))
         node = None
         if classes is not None:
             which = 0 if (a is not None and b is not None) else (1 if a is None else 2)
