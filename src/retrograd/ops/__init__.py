@@ -11,11 +11,12 @@ from . import arithmetic, unary, reduce, shape, index, index_ops, compare, copy 
 from . import linalg, random_ops, pointwise  # noqa: F401
 from . import conv, pool, activation, loss, normalization  # noqa: F401
 from . import resample, embeddings, convt, attention, gridsample  # noqa: F401
-from . import complex_ops  # noqa: F401
+from . import complex_ops, plumbing  # noqa: F401
 
 FAMILIES = [arithmetic, unary, reduce, shape, index, index_ops, compare, copy, linalg, random_ops,
             pointwise, conv, pool, activation, loss, normalization]
 FAMILIES += [resample, embeddings, convt, attention, gridsample, complex_ops]
+FAMILIES += [plumbing]
 
 
 def _inplace_method(fn, name):
