@@ -293,7 +293,7 @@ def as_subclass(self, cls):
     """An alias of this tensor as an instance of the Tensor subclass ``cls`` (attached to the graph)."""
     if not (isinstance(cls, type) and issubclass(cls, Tensor)):
         raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor (got {cls!r})")
-    t = _alias(self) if _state.grad and self._requires_grad else self.detach()
+    t = _alias(self)
     obj = object.__new__(cls)
     obj.__dict__.update(t.__dict__)
     return obj
