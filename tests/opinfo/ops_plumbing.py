@@ -63,4 +63,4 @@ _add("torch.as_strided_copy", function("as_strided_copy"),
 _add("torch.split_with_sizes_copy", function("split_with_sizes_copy"),
      lambda mk: [Sample(mk.rand(5, 2), [2, 3]), Sample(mk.rand(2, 4), [1, 1, 2], 1)])
 _add("torch.detach_copy", function("detach_copy"), lambda mk: [Sample(mk.rand(2, 3))], grad=False, gradgrad=False)
-_add("as_subclass", lambda lib, x: x.as_subclass(lib.Tensor), lambda mk: [Sample(mk.rand(2, 3))])
+_add("as_subclass", lambda lib, x: x.as_subclass(lib.Tensor), lambda mk: [Sample(mk.rand(2, 3))], view=True)
