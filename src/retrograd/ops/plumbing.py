@@ -111,8 +111,8 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
         return _rebind(self, np.zeros((0,), dt))
     if isinstance(source, Tensor):
         if source._data.dtype != dt:
-            raise RuntimeError(f"Could not set tensor of type {_ctype(dt)} to a tensor of type "
-                               f"{_ctype(source._data.dtype)}")
+            raise RuntimeError(f"Could not set tensor of type {_ctype(source._data.dtype)} to a tensor of type "
+                               f"{_ctype(dt)}")
         if size is None:
             return _rebind(self, source._data.view())
         source = source.untyped_storage()
@@ -157,7 +157,9 @@ def resize_(self, *sizes, memory_format=None):
     enough; new elements are uninitialised (retrograd: whatever the storage holds, else zeros)."""
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
-    size = _parse_sizes(sizes, "resize_")
+    size = tuple(int(a) for a in (sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes))
+    if any(a < 0 for a in size):
+        raise RuntimeError("numel: integer multiplication overflow")
     dt = self._data.dtype
     if type(self._data) is not np.ndarray:
         if self.is_meta:
@@ -338,9 +340,11 @@ def map2_(self, x, y, callable):
 
 
 def module_load(self, other, assign=False):
-    """What ``load_state_dict`` stores for this parameter/buffer: ``other`` itself (a tensor
-    subclass may override this to convert it)."""
-    return other
+    """What ``load_state_dict`` stores for this parameter/buffer: ``other`` detached when
+    ``assign``, else ``other`` copied into this tensor (a subclass may override it to convert)."""
+    if assign:
+        return other.detach()
+    return self.copy_(other).detach()
 
 
 def new(self, *args, **kwargs):
@@ -351,12 +355,17 @@ def new(self, *args, **kwargs):
         raise TypeError(f"new() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if len(args) == 1 and isinstance(args[0], Tensor):
         if args[0]._data.dtype != self._data.dtype:
-            raise TypeError(f"expected {self.dtype} (got {args[0].dtype})")
+            raise TypeError(f"expected {_options(self._data.dtype)} (got {_options(args[0]._data.dtype)})")
         return args[0].detach()
     from .._creation import _legacy_new
     r = _legacy_new(Tensor, *args).to(self.dtype)
     dev = device if device is not None else self.device
     return r if str(dev) == str(r.device) else r.to(dev)
+
+
+def _options(npd):
+    return (f"TensorOptions(dtype={_ctype(npd)}, device=cpu, layout=Strided, requires_grad=false (default), "
+            "pinned_memory=false (default), memory_format=(nullopt))")
 
 
 def _alloc_strided(size, stride, dtype_np):
@@ -545,7 +554,8 @@ def fill(input, value):
     """A tensor of ``input``'s shape and dtype filled with ``value`` (FillBackward0)."""
     from .._creation import full_like
     r = full_like(input.detach(), value._data.item() if isinstance(value, Tensor) else value)
-    node = node_for(FillBackward0, (input,) if not isinstance(value, Tensor) else (input, value))
+    node = node_for(FillBackward0, (input,)) if not isinstance(value, Tensor) else node_for(FillBackward1,
+                                                                                           (input, value))
     if node is None:
         return r
     node.shape = input._data.shape
@@ -557,6 +567,10 @@ class FillBackward0(OpNode):
         nf = self.next_functions
         return (zeros_grad(g) if nf[0][0] is not None else None,
                 g.sum() if len(nf) > 1 and nf[1][0] is not None else None)
+
+
+class FillBackward1(FillBackward0):
+    pass
 
 
 def fill_(input, value):
@@ -575,8 +589,13 @@ def detach_(input):
 
 
 def detach_copy(input):
-    """A detached copy of ``input``."""
-    return input.detach().clone()
+    """A copy of ``input``'s values. As in PyTorch, the result of one that requires grad still
+    requires grad, through a node whose backward raises (no derivative is defined)."""
+    from .activation import NotImplemented_
+    node = node_for(NotImplemented_, (input,))
+    if node is not None:
+        node.op_name = "detach_copy"
+    return finish(node, np.array(input._data, copy=True))
 
 
 def _view_as_real(input):
@@ -698,7 +717,7 @@ def nonzero_static(input, *, size, fill_value=-1):
     exactly ``size`` rows."""
     size = int(size)
     if size < 0:
-        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got {size} instead.")
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
     nz = np.argwhere(input._data)
     out = np.full((size, input._data.ndim), fill_value, np.int64)
     k = min(size, len(nz))
