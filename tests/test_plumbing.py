@@ -381,3 +381,34 @@ def test_fill_diagonal_matches_torch():
         assert r == t
     _same_error(lambda lib: lib.zeros(3).fill_diagonal_(1))
     _same_error(lambda lib: lib.zeros(2, 3, 3).fill_diagonal_(1))
+
+
+_FN_CASES = {
+    "addmv_": lambda lib, x: (lib.ones(2, 3, dtype=lib.float64), lib.arange(3., dtype=lib.float64)),
+    "clamp_": lambda lib, x: (0.3, 0.6), "clamp_max_": lambda lib, x: (0.5,), "clamp_min_": lambda lib, x: (0.5,),
+    "clip_": lambda lib, x: (0.3, 0.6), "index_put_": lambda lib, x: ((lib.tensor([0, 1]),), lib.tensor(9., dtype=lib.float64)),
+    "xlogy_": lambda lib, x: (lib.tensor([2.0, 0.5], dtype=lib.float64),),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", retrograd.ops.plumbing._INPLACE_FUNCTIONS)
+def test_inplace_function_forms_match_torch(name):
+    def prog(lib):
+        x = lib.tensor([0.25, 0.75], dtype=lib.float64)
+        if name == "acosh_" or name == "arccosh_":
+            x = x + 1
+        v0 = x._version
+        r = getattr(lib, name)(x, *_FN_CASES.get(name, lambda lib, x: ())(lib, x))
+        return r is x, x._version > v0, x.tolist()
+    r, t = _both(prog)
+    assert not isinstance(t, Exception)
+    assert r[:2] == t[:2] == (True, True) and np.allclose(r[2], t[2], rtol=1e-12, atol=0), (r, t)
+
+
+@needs_torch
+def test_is_inference_function():
+    for lib in (retrograd, torch):
+        with lib.inference_mode():
+            a = lib.ones(2)
+        assert lib.is_inference(a) and not lib.is_inference(lib.ones(2))

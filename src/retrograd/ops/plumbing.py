@@ -775,6 +775,31 @@ def _index_reduce_(self, dim, index, source, reduce, *, include_self=True):
     return apply_inplace(self, index_reduce, dim, index, source, reduce, include_self=include_self)
 
 
+def _function_form(name):
+    def fn(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``input.{name}(...)`` (the in-place method as a function)."
+    return fn
+
+
+# torch.<name>_(t, ...): the in-place methods as functions
+_INPLACE_FUNCTIONS = ("abs_ acos_ acosh_ addmv_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ atan_ "
+                      "atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ conj_physical_ cos_ cosh_ erf_ erfc_ exp2_ exp_ "
+                      "expm1_ fix_ floor_ frac_ index_put_ log10_ log1p_ log2_ log_ neg_ negative_ reciprocal_ relu_ "
+                      "round_ rsqrt_ sigmoid_ sin_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ xlogy_ zero_").split()
+for _n in _INPLACE_FUNCTIONS:
+    globals()[_n] = _function_form(_n)
+__all__ += _INPLACE_FUNCTIONS
+
+
+def is_inference(input):
+    """Whether ``input`` was made in inference mode."""
+    return input.is_inference()
+
+
+__all__.append("is_inference")
+
 TENSOR_METHODS = {
     "untyped_storage": untyped_storage, "storage": storage, "storage_type": storage_type, "is_set_to": is_set_to,
     "set_": set_, "resize_": resize_, "resize_as_": resize_as_, "resize": _resize,
