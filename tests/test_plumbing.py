@@ -412,3 +412,24 @@ def test_is_inference_function():
         with lib.inference_mode():
             a = lib.ones(2)
         assert lib.is_inference(a) and not lib.is_inference(lib.ones(2))
+
+
+@needs_torch
+def test_sparse_index_copies_match_torch():
+    def prog(lib):
+        d = lib.tensor([[0., 1., 0.], [2., 0., 3.]])
+        csr, csc = d.to_sparse_csr(), d.to_sparse_csc()
+        out = [lib.crow_indices_copy(csr), lib.col_indices_copy(csr), lib.ccol_indices_copy(csc),
+               lib.row_indices_copy(csc), lib.values_copy(csr)]
+        fresh = lib.col_indices_copy(csr).data_ptr() != csr.col_indices().data_ptr()
+        return [(o.tolist(), str(o.dtype)) for o in out], fresh
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # torch: "Sparse CSR tensor support is in beta state"
+        r, t = _both(prog)
+    assert r == t and r[1]
+    # COO: torch 2.13 has no SparseCPU kernel for indices_copy/values_copy (NotImplementedError);
+    # retrograd gives the copies of indices() and values()
+    coo_r = retrograd.tensor([[0., 1.], [2., 0.]]).to_sparse().coalesce()
+    coo_t = torch.tensor([[0., 1.], [2., 0.]]).to_sparse().coalesce()
+    assert retrograd.indices_copy(coo_r).tolist() == coo_t.indices().tolist()
+    assert retrograd.values_copy(coo_r).tolist() == coo_t.values().tolist()

@@ -24,7 +24,8 @@ __all__ = ["bitwise_left_shift", "bitwise_right_shift", "fill", "fill_", "detach
            "as_strided_copy", "as_strided_", "as_strided_scatter", "view_as_real_copy", "view_as_complex_copy",
            "split_with_sizes_copy", "index_reduce", "nonzero_static", "is_nonzero", "is_same_size", "is_signed",
            "is_distributed", "get_device", "resize_as_", "empty_permuted", "frombuffer", "from_file",
-           "is_storage", "values_copy", "indices_copy"]
+           "is_storage", "values_copy", "indices_copy", "crow_indices_copy", "col_indices_copy", "ccol_indices_copy",
+           "row_indices_copy"]
 
 _shape = lambda s: "[" + ", ".join(str(int(v)) for v in s) + "]"   # noqa: E731
 
@@ -619,6 +620,10 @@ view_as_complex_copy = _copy_variant(_view_as_complex, "view_as_complex_copy")
 split_with_sizes_copy = _copy_variant(_split_with_sizes, "split_with_sizes_copy")
 values_copy = _copy_variant(lambda t: t.values(), "values_copy")
 indices_copy = _copy_variant(lambda t: t.indices(), "indices_copy")
+crow_indices_copy = _copy_variant(lambda t: t.crow_indices(), "crow_indices_copy")
+col_indices_copy = _copy_variant(lambda t: t.col_indices(), "col_indices_copy")
+ccol_indices_copy = _copy_variant(lambda t: t.ccol_indices(), "ccol_indices_copy")
+row_indices_copy = _copy_variant(lambda t: t.row_indices(), "row_indices_copy")
 
 
 class AsStridedScatterBackward0(OpNode):
