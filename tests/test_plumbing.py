@@ -59,7 +59,7 @@ def test_typed_storage_warns_once_and_matches_torch():
         x = lib.tensor([[1., 2.], [3., 4.]])
         s = x.t().storage()
         res[lib] = (type(s).__name__, s.size(), str(s.dtype), s.tolist(), s.element_size(), s.nbytes(), s[2],
-                    s.data_ptr() == x.data_ptr(), repr(s), s.storage_type if False else x.storage_type().__name__,
+                    s.data_ptr() == x.data_ptr(), repr(s), x.storage_type().__name__,
                     isinstance(s, lib.FloatStorage), isinstance(s, lib.DoubleStorage),
                     lib.LongStorage([1, 2]).tolist(), type(lib.IntStorage(3)).__name__, lib.IntStorage(3).size())
         s[0] = 9.0
@@ -145,8 +145,7 @@ def test_queries_match_torch():
                 x.is_signed(), lib.ones(1, dtype=lib.uint8).is_signed(), lib.ones(1, dtype=lib.bool).is_signed(),
                 x.is_distributed(), lib.is_distributed(x), lib.tensor([2.]).is_nonzero(), lib.is_nonzero(lib.tensor(0)),
                 x.is_same_size(x.t()), lib.is_same_size(x, x + 1), lib.is_signed(x),
-                x.const_data_ptr() == x.data_ptr(), x[1].const_data_ptr() - x.data_ptr(),
-                x.storage_type().__name__ if False else None)
+                x.const_data_ptr() == x.data_ptr(), x[1].const_data_ptr() - x.data_ptr())
     r, t = _both(prog)
     assert r == t
     _same_error(lambda lib: lib.ones(2, 3).pin_memory())
@@ -433,3 +432,24 @@ def test_sparse_index_copies_match_torch():
     coo_t = torch.tensor([[0., 1.], [2., 0.]]).to_sparse().coalesce()
     assert retrograd.indices_copy(coo_r).tolist() == coo_t.indices().tolist()
     assert retrograd.values_copy(coo_r).tolist() == coo_t.values().tolist()
+
+
+@needs_torch
+def test_deprecated_out_of_place_resize_matches_torch():
+    def prog(lib):
+        x = lib.arange(6., requires_grad=True)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            y = x.resize(2, 3)
+            z = x.resize_as(lib.ones(3, 2))
+        (y.sum() + 2 * z.sum()).backward()
+        return (y.tolist(), z.shape, type(y.grad_fn).__name__, x.grad.tolist(),
+                sorted({str(m.message) for m in w}))
+    r, t = _both(prog)
+    assert r == t
+    _same_error(lambda lib: lib.arange(6.).resize(2, 2))
+    _same_error(lambda lib: lib.arange(6.).resize_as(lib.ones(2)))
+    x = retrograd.arange(6., dtype=retrograd.float64, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert gradgradcheck(lambda a: a.resize(3, 2) ** 2, (x,))

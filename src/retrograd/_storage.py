@@ -214,7 +214,6 @@ class TypedStorage:
 
     def _view(self):
         b = self._untyped._bytes()
-        k = self.dtype.itemsize
         return np.ndarray((self._count,), self.dtype.np, buffer=b, offset=self._offset)
 
     def _bytes(self):
@@ -370,7 +369,7 @@ def _legacy_class(storage_name, dtype_name):
     def __new__(cls, *args, **kwargs):
         # PyTorch's legacy classes construct a plain TypedStorage of their dtype
         if "dtype" in kwargs:
-            raise RuntimeError(f"__new__ received an unexpected keyword argument 'dtype'")
+            raise RuntimeError("__new__ received an unexpected keyword argument 'dtype'")
         _warn_typed()
         return TypedStorage(*args, dtype=getattr(D, dtype_name), _internal=True, **kwargs)
     return _LegacyMeta(storage_name, (TypedStorage,), {"__new__": __new__, "_legacy_dtype": getattr(D, dtype_name),

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from ._base import (Tensor, OpNode, node_for, finish, save, apply_inplace, check_inplace, _state,
+from ._base import (Tensor, OpNode, node_for, finish, apply_inplace, check_inplace, _state,
                     _dtype_name, zeros_grad, binary_operands)
 from .. import _dtype as D
 from .. import _storage
@@ -144,15 +144,6 @@ def _ctype(npd):
             "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}.get(str(npd), str(npd))
 
 
-def _parse_sizes(args, name):
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        args = tuple(args[0])
-    for a in args:
-        if int(a) < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {int(a)}: {_shape(args)}")
-    return tuple(int(a) for a in args)
-
-
 def resize_(self, *sizes, memory_format=None):
     """Give this tensor new sizes (contiguous strides), keeping its storage when it is large
     enough; new elements are uninitialised (retrograd: whatever the storage holds, else zeros)."""
@@ -190,9 +181,35 @@ def resize_as_(input, the_template, *, memory_format=None):
     return resize_(input, tuple(the_template.shape), memory_format=memory_format)
 
 
+class ResizeBackward(OpNode):
+    def backward(self, g):
+        return g.reshape(self.in_shape)
+
+
+def _resize_reshape(self, size, what):
+    warnings.warn(f"non-inplace {what} is deprecated", UserWarning, stacklevel=3)
+    size = tuple(int(v) for v in size)
+    n = int(np.prod(size)) if size else 1
+    if n != self._data.size:
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, size))} ({n} elements in total), but the given "
+                           f"tensor has a size of {'x'.join(map(str, self._data.shape))} ({self._data.size} elements). "
+                           "autograd's resize can only change the shape of a given tensor, while preserving the number "
+                           "of elements. ")
+    node = node_for(ResizeBackward, (self,))
+    if node is not None:
+        node.in_shape = self._data.shape
+    return finish(node, np.reshape(self._data, size))
+
+
 def _resize(self, *sizes):
-    # the deprecated out-of-place Tensor.resize (PyTorch: a reshape-like copy of the first elements)
-    return resize_(self.detach().clone(), *sizes)
+    """Deprecated out-of-place resize: a reshape to the same number of elements (ResizeBackward)."""
+    return _resize_reshape(self, sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes,
+                           "resize")
+
+
+def _resize_as(self, tensor):
+    """Deprecated out-of-place resize_as: ``resize(tensor.shape)``."""
+    return _resize_reshape(self, tuple(tensor.shape), "resize_as")
 
 
 def as_strided_(input, size, stride, storage_offset=None):
@@ -236,11 +253,6 @@ def get_device(input):
 
 
 def const_data_ptr(self):
-    """The address of the first element (as data_ptr)."""
-    return self.data_ptr()
-
-
-def mutable_data_ptr(self):
     """The address of the first element (as data_ptr)."""
     return self.data_ptr()
 
@@ -372,7 +384,7 @@ def _options(npd):
 def _alloc_strided(size, stride, dtype_np):
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
+        raise RuntimeError("mismatch in length of strides and shape")
     need = (1 + builtins.sum((s - 1) * st for s, st in zip(size, stride))) if all(size) else 0
     buf = np.zeros(need * np.dtype(dtype_np).itemsize, np.uint8)
     arr, _ = _strided_on(buf, dtype_np, size, stride, 0)
@@ -808,10 +820,10 @@ __all__.append("is_inference")
 TENSOR_METHODS = {
     "untyped_storage": untyped_storage, "storage": storage, "storage_type": storage_type, "is_set_to": is_set_to,
     "set_": set_, "resize_": resize_, "resize_as_": resize_as_, "resize": _resize,
-    "resize_as": lambda self, t: _resize(self, tuple(t.shape)),
+    "resize_as": _resize_as,
     "as_strided_": as_strided_, "is_nonzero": is_nonzero, "is_same_size": is_same_size, "is_signed": is_signed,
     "is_distributed": is_distributed, "get_device": get_device, "const_data_ptr": const_data_ptr,
-    "mutable_data_ptr": mutable_data_ptr, "dim_order": dim_order, "is_pinned": is_pinned,
+    "dim_order": dim_order, "is_pinned": is_pinned,
     "pin_memory": pin_memory, "share_memory_": share_memory_, "is_shared": is_shared,
     "record_stream": record_stream, "as_subclass": as_subclass, "apply_": apply_, "map_": map_, "map2_": map2_,
     "module_load": module_load, "new": new, "new_empty_strided": new_empty_strided,
