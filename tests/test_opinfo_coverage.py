@@ -19,6 +19,18 @@ COVERED_ELSEWHERE = {
                         "checks its distribution, straight-through gradient and the hard one-hot form",
     "chalf": "complex32 has no NumPy storage: chalf() raises retrograd's documented TypeError (tests/test_dtypes_extra.py)",
     **{n: _RANDOM_FILL for n in ("bernoulli_", "exponential_", "log_normal_", "normal_", "random_", "uniform_")},
+    **{n: "random draws: tests/test_plumbing.py checks them value-free against torch (dtype, range, grad_fn, "
+          "errors) and by their sample statistics" for n in ("cauchy_", "geometric_", "bernoulli", "multinomial")},
+    **{n: "integer-only bit shifts (no gradient): tests/test_plumbing.py compares values, promotion and errors "
+          "with torch" for n in ("__ilshift__", "__irshift__", "__lshift__", "__rlshift__", "__rrshift__",
+                                  "__rshift__", "bitwise_left_shift", "bitwise_left_shift_", "bitwise_right_shift",
+                                  "bitwise_right_shift_")},
+    **{n: "storage, metadata or memory plumbing, not a differentiable op: tests/test_plumbing.py compares it with "
+          "torch" for n in ("apply_", "as_strided_", "const_data_ptr", "dim_order", "get_device", "is_distributed",
+                            "is_nonzero", "is_pinned", "is_same_size", "is_set_to", "is_shared", "is_signed", "map2_",
+                            "map_", "module_load", "new", "new_empty_strided", "nonzero_static",
+                            "pin_memory", "record_stream", "resize", "resize_", "resize_as", "resize_as_", "set_",
+                            "share_memory_", "storage", "storage_type", "untyped_storage")},
 }
 
 def bound_names():

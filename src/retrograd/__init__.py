@@ -55,6 +55,8 @@ from ._compile_notice import notice as _notice_once  # noqa: E402
 from . import jit, compiler, version  # noqa: F401,E402  (small: nothing heavy behind them)
 
 globals().update(_LEGACY_TYPES)     # FloatTensor, LongTensor, ... (PyTorch's legacy constructors)
+from ._storage import UntypedStorage, TypedStorage, LEGACY_STORAGES as _LEGACY_STORAGES  # noqa: E402,F401
+globals().update(_LEGACY_STORAGES)  # FloatStorage, LongStorage, ...
 
 bool = _dtype.bool_
 float = _dtype.float32

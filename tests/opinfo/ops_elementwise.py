@@ -125,7 +125,7 @@ _POW_EXTRA = lambda mk: [Sample(mk.arr([-0.0, 0.0, 4.0, -1.0, INF]), e, kind="de
 binary("pow", low=0.3, high=2.0, scalars=(2, 0.5, -1, 0, 3.0, -0.5, -2.0),
        degenerate=((0.0, 0.0), (0.0, -1.0), (0.0, 2.0), (0.0, 0.5), (-2.0, 2.0), (-2.0, 0.5), (1.0, INF)),
        extra=_POW_EXTRA)
-binary("float_power", low=0.3, high=2.0, scalars=(2, 0.5), inplace=None,
+binary("float_power", low=0.3, high=2.0, scalars=(2, 0.5), inplace="float_power_",
        degenerate=((0.0, 0.0), (0.0, -1.0), (0.0, 2.0), (0.0, 0.5)))
 for n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__"):
     binary(n, inplace=None)
@@ -223,7 +223,7 @@ _NG = dict(grad=False, gradgrad=False)
 _CMP_DEG = ((1.0, 1.0), (0.0, -0.0), (NAN, NAN), (NAN, 1.0), (INF, INF), (-INF, INF))
 for n in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
           "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
-    binary(n, degenerate=_CMP_DEG, scalars=(0.5,), inplace=(n + "_") if n in ("eq", "ne", "lt", "le", "gt", "ge") else None,
+    binary(n, degenerate=_CMP_DEG, scalars=(0.5,), inplace=None if n.startswith("__") else n + "_",
            **_NG)
 for n in ("logical_and", "logical_or", "logical_xor"):  # a number operand: TypeError in torch
     binary(n, degenerate=_CMP_DEG, scalars=(0.5,), **_NG)

@@ -13,12 +13,12 @@ from . import conv, pool, activation, loss, normalization  # noqa: F401
 from . import resample, embeddings, convt, attention, gridsample  # noqa: F401
 from . import complex_ops, construct  # noqa: F401
 from . import nn_extra  # noqa: F401
-from . import special, stats, numeric  # noqa: F401
+from . import special, stats, numeric, plumbing  # noqa: F401
 
 FAMILIES = [arithmetic, unary, reduce, shape, index, index_ops, compare, copy, linalg, random_ops,
             pointwise, conv, pool, activation, loss, normalization]
 FAMILIES += [resample, embeddings, convt, attention, gridsample, complex_ops, nn_extra, construct]
-FAMILIES += [special, stats, numeric]
+FAMILIES += [special, stats, numeric, plumbing]
 
 
 def _inplace_method(fn, name):
