@@ -390,8 +390,12 @@ _FN_CASES = {
 }
 
 
+_FLOAT_INPLACE_FUNCTIONS = [n for n in retrograd.ops.numeric._TOP_INPLACE if n not in (
+    "deg2rad_", "rad2deg_", "fill_", "gcd_", "lcm_", "i0_", "ldexp_", "logit_", "nan_to_num_", "sinc_", "detach_")]
+
+
 @needs_torch
-@pytest.mark.parametrize("name", retrograd.ops.plumbing._INPLACE_FUNCTIONS)
+@pytest.mark.parametrize("name", _FLOAT_INPLACE_FUNCTIONS)
 def test_inplace_function_forms_match_torch(name):
     def prog(lib):
         x = lib.tensor([0.25, 0.75], dtype=lib.float64)

@@ -12,7 +12,6 @@ import threading
 import warnings
 
 from . import _dtype as D
-from ._tensor import Tensor
 
 __all__ = ["get_autocast_cpu_dtype", "set_autocast_cpu_dtype", "get_autocast_gpu_dtype", "set_autocast_gpu_dtype",
            "is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "set_autocast_enabled",
@@ -22,7 +21,6 @@ __all__ = ["get_autocast_cpu_dtype", "set_autocast_cpu_dtype", "get_autocast_gpu
            "is_deterministic_algorithms_warn_only_enabled", "get_deterministic_debug_mode",
            "set_deterministic_debug_mode", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
            "set_anomaly_enabled", "set_warn_always", "is_warn_always_enabled", "set_flush_denormal",
-           "is_nonzero", "is_same_size", "is_signed", "get_device", "is_inference", "is_storage",
            "set_default_tensor_type", "has_lapack", "has_mkl", "has_openmp", "has_spectral"]
 
 # NumPy links LAPACK (OpenBLAS) and has its FFT; it is built neither with MKL nor with OpenMP
@@ -221,44 +219,6 @@ def set_flush_denormal(mode):
     return False
 
 
-# --- predicates ----------------------------------------------------------------------------
-
-def is_nonzero(input):
-    """Whether a one-element tensor is nonzero (RuntimeError for any other number of elements)."""
-    n = input._data.size
-    if n == 0:
-        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
-    if n > 1:
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-    return bool(input._data.reshape(()) != 0)
-
-
-def is_same_size(input, other):
-    """Whether two tensors have the same shape."""
-    return tuple(input.shape) == tuple(other.shape)
-
-
-def is_signed(input):
-    """Whether the tensor's dtype is signed (floating and complex ones are; bool and uint* are not)."""
-    return input.dtype.is_signed
-
-
-def get_device(input):
-    """The tensor's device index: -1 on the CPU."""
-    dev = input.device
-    return -1 if dev.type == "cpu" else (dev.index or 0)
-
-
-def is_inference(input):
-    """Whether the tensor was made in inference mode."""
-    return input.is_inference()
-
-
-def is_storage(obj):
-    """Whether ``obj`` is a storage object (retrograd has none: tensors own NumPy arrays)."""
-    return False
-
-
 def set_default_tensor_type(t):
     """Deprecated: the default floating dtype (and device) from a legacy type or its name."""
     warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
@@ -284,9 +244,3 @@ def set_default_tensor_type(t):
     if cuda:
         from ._device import set_default_device
         set_default_device("cuda")
-
-
-# the predicates are also Tensor methods (is_inference already is)
-for _name in ("is_nonzero", "is_same_size", "is_signed", "get_device"):
-    setattr(Tensor, _name, globals()[_name])
-del _name

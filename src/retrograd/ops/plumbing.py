@@ -15,12 +15,10 @@ from .. import _dtype as D
 from .. import _storage
 from .._creation import _gen_for
 from .random_ops import _fill, _fill_node, _g
-from .compare import INPLACE as _CMP_INPLACE
-from .arithmetic import float_power
 from .index_ops import scatter_reduce, ScatterReduceBackward0
 from .shape import as_strided, _copy_variant, _alias
 
-__all__ = ["bitwise_left_shift", "bitwise_right_shift", "fill", "fill_", "detach", "detach_", "detach_copy",
+__all__ = ["bitwise_left_shift", "bitwise_right_shift", "fill", "detach", "detach_copy",
            "as_strided_copy", "as_strided_", "as_strided_scatter", "view_as_real_copy", "view_as_complex_copy",
            "split_with_sizes_copy", "index_reduce", "nonzero_static", "is_nonzero", "is_same_size", "is_signed",
            "is_distributed", "get_device", "resize_as_", "empty_permuted", "frombuffer", "from_file",
@@ -484,25 +482,6 @@ def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=
 
 # ------------------------------------------------------------------------ differentiable ops
 
-def _inplace_cmp(name):
-    fn = _CMP_INPLACE[name]
-
-    def method(self, other):
-        return apply_inplace(self, fn, other)
-    return method
-
-
-def float_power_(self, exponent):
-    """In-place ``float_power``: the tensor must already be float64 (or complex128)."""
-    want = "complex128" if (self._data.dtype.kind == "c" or (isinstance(exponent, Tensor) and
-                                                            exponent._data.dtype.kind == "c")
-                            or isinstance(exponent, complex)) else "float64"
-    if str(self._data.dtype) != want:
-        raise RuntimeError(f"the base given to float_power_ has dtype {_dtype_name(self._data.dtype)} but the "
-                           f"operation's result requires dtype {'ComplexDouble' if want == 'complex128' else 'Double'}")
-    return apply_inplace(self, float_power, exponent)
-
-
 def _shift(input, other, left, name):
     _, _, x, y, dt = binary_operands(input, other)
     dt = np.dtype(dt)
@@ -586,19 +565,9 @@ class FillBackward1(FillBackward0):
     pass
 
 
-def fill_(input, value):
-    """In-place fill (``torch.fill_``)."""
-    return input.fill_(value)
-
-
 def detach(input):
     """``input.detach()``."""
     return input.detach()
-
-
-def detach_(input):
-    """``input.detach_()``."""
-    return input.detach_()
 
 
 def detach_copy(input):
@@ -792,24 +761,6 @@ def _index_reduce_(self, dim, index, source, reduce, *, include_self=True):
     return apply_inplace(self, index_reduce, dim, index, source, reduce, include_self=include_self)
 
 
-def _function_form(name):
-    def fn(input, *args, **kwargs):
-        return getattr(input, name)(*args, **kwargs)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``input.{name}(...)`` (the in-place method as a function)."
-    return fn
-
-
-# torch.<name>_(t, ...): the in-place methods as functions
-_INPLACE_FUNCTIONS = ("abs_ acos_ acosh_ addmv_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ atan_ "
-                      "atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ conj_physical_ cos_ cosh_ erf_ erfc_ exp2_ exp_ "
-                      "expm1_ fix_ floor_ frac_ index_put_ log10_ log1p_ log2_ log_ neg_ negative_ reciprocal_ relu_ "
-                      "round_ rsqrt_ sigmoid_ sin_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ xlogy_ zero_").split()
-for _n in _INPLACE_FUNCTIONS:
-    globals()[_n] = _function_form(_n)
-__all__ += _INPLACE_FUNCTIONS
-
-
 def is_inference(input):
     """Whether ``input`` was made in inference mode."""
     return input.is_inference()
@@ -827,8 +778,6 @@ TENSOR_METHODS = {
     "pin_memory": pin_memory, "share_memory_": share_memory_, "is_shared": is_shared,
     "record_stream": record_stream, "as_subclass": as_subclass, "apply_": apply_, "map_": map_, "map2_": map2_,
     "module_load": module_load, "new": new, "new_empty_strided": new_empty_strided,
-    "greater_": _inplace_cmp("gt_"), "greater_equal_": _inplace_cmp("ge_"), "less_": _inplace_cmp("lt_"),
-    "less_equal_": _inplace_cmp("le_"), "not_equal_": _inplace_cmp("ne_"), "float_power_": float_power_,
     "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
     "__lshift__": _shift_dunder(bitwise_left_shift), "__rshift__": _shift_dunder(bitwise_right_shift),
     "__rlshift__": _shift_dunder(_rlshift), "__rrshift__": _shift_dunder(_rrshift),
