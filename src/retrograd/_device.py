@@ -112,6 +112,11 @@ def to_device(d):
     return device(d)
 
 
+# The array module of 'cuda' tensors when it is not CuPy: the emulated device of
+# retrograd.cuda._emulator, set only by its enable() (tests, benchmarks --emulate).
+_CUDA_XP = [None]
+
+
 def array_module(dev):
     """NumPy for the CPU, CuPy for CUDA (raising a clear error when CuPy is missing)."""
     if dev.type == "cpu":
@@ -120,6 +125,8 @@ def array_module(dev):
         from ._meta import xp
         return xp
     if dev.type == "cuda":
+        if _CUDA_XP[0] is not None:
+            return _CUDA_XP[0]
         try:
             import cupy
         except ImportError as e:
@@ -135,12 +142,14 @@ def device_of_array(a):
     if type(a).__name__ == "MetaArray":
         return META
     dev = getattr(a, "device", None)
-    if dev is not None and type(a).__module__.startswith("cupy"):
+    if dev is not None and (type(a).__module__.startswith("cupy") or getattr(a, "_retrograd_cuda", False)):
         return device("cuda", int(dev.id))
     return _CPU
 
 
 def cuda_is_available():
+    if _CUDA_XP[0] is not None:
+        return True
     try:
         import cupy
         return cupy.cuda.runtime.getDeviceCount() > 0
