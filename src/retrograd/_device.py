@@ -136,6 +136,19 @@ def array_module(dev):
     raise RuntimeError(f"unsupported device {dev}")
 
 
+def special_module(a):
+    """scipy.special for NumPy arrays, its CuPy counterpart (cupyx.scipy.special) for device ones."""
+    if isinstance(a, np.ndarray) or np.isscalar(a):
+        import scipy.special
+        return scipy.special
+    xp = array_module(device_of_array(a))
+    sp = getattr(xp, "_scipy_special", None)    # the emulated device's
+    if sp is not None:
+        return sp
+    import cupyx.scipy.special
+    return cupyx.scipy.special
+
+
 def device_of_array(a):
     if isinstance(a, np.ndarray) or np.isscalar(a):
         return _CPU

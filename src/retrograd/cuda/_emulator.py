@@ -143,6 +143,8 @@ def _wrap(r):
     t = type(r)
     if t is _np_ndarray:
         _check_dtype(r)
+        if not r.flags.writeable:   # CuPy's views (diagonal, broadcast_to...) are writeable
+            r.flags.writeable = True
         e = object.__new__(ndarray)
         e._a = r
         if r.base is None:
@@ -480,7 +482,8 @@ def _function(fn, name):
     @functools.wraps(fn)
     def f(*args, **kwargs):
         if host_ok and args and type(args[0]) is _np_ndarray:
-            SYNCS.h2d += 1
+            SYNCS.h2d += 1        # a copy onto the device: never the host's memory
+            args = (np.array(args[0], copy=True),) + args[1:]
         a = _unwrap(args, host_ok)
         k = {n: _unwrap(v, host_ok) for n, v in kwargs.items()} if kwargs else kwargs
         if syncs:
@@ -607,12 +610,30 @@ def _seed(s=None):
 
 _random = _Module("cupy.random", _random_state, {"seed": _seed, "RandomState": np.random.RandomState})
 
+def _as_strided(x, shape=None, strides=None):
+    """CuPy's ``as_strided`` (no ``writeable``: device views are always writeable)."""
+    return _wrap(np.lib.stride_tricks.as_strided(_unwrap(x), shape, strides))
+
+
+class _LazySpecial(_Module):
+    """cupyx.scipy.special: scipy.special imported on first use."""
+
+    def __getattr__(self, name):
+        if self.__dict__["_base"] is None:
+            import scipy.special
+            self.__dict__["_base"] = scipy.special
+        return super().__getattr__(name)
+
+
+_lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(as_strided=_as_strided))
+
 xp = _Module("cupy", np, {
+    "lib": _lib,
     "ndarray": ndarray, "asnumpy": _asnumpy, "get_array_module": _get_array_module, "cuda": _cuda,
     "get_default_memory_pool": lambda: _POOL, "get_default_pinned_memory_pool": lambda: _PINNED,
     "linalg": _Module("cupy.linalg", np.linalg), "fft": _Module("cupy.fft", np.fft), "random": _random,
     "emulated": True, "__version__": "emulated (NumPy " + np.__version__ + ")",
-    "_pinned_empty": _pinned_empty,
+    "_pinned_empty": _pinned_empty, "_scipy_special": _LazySpecial("cupyx.scipy.special", None),
 })
 
 

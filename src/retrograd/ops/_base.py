@@ -446,6 +446,8 @@ def quiet(f, x):
     if _FP_STATE is None:
         with np.errstate(all="ignore"):
             return f(x)
+    if type(x) is not _ndarray and isinstance(f, np.ufunc):
+        f = on_device(f, x)
     cur = _FP_STATE.get()
     q = _QUIET.get(cur)
     if q is None:
@@ -591,9 +593,51 @@ def xp_of(t):
     return array_module(device_of_array(d))
 
 
+def xp_for(*arrays):
+    """NumPy, or the device array module (CuPy) of the first device array among ``arrays``
+    (tensors, arrays or Python numbers); NumPy's own dispatch serves the meta device."""
+    for a in arrays:
+        d = a._data if isinstance(a, Tensor) else a
+        if type(d) is _ndarray or d is None or isinstance(d, (_float, _int, _complex, np.generic)):
+            continue
+        if type(d) is tuple or type(d) is list:
+            xp = xp_for(*d)
+            if xp is not np:
+                return xp
+            continue
+        if getattr(d, "device", None) is not None and type(d).__name__ != "MetaArray":
+            return xp_of(d)
+    return np
+
+
+def strided(x, shape, strides, writeable=True):
+    """A view of ``x`` with these byte strides (NumPy's ``as_strided``; on a device, CuPy's,
+    whose views are always writeable)."""
+    if type(x) is _ndarray:
+        return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=writeable and x.flags.writeable)
+    if type(x).__name__ == "MetaArray":
+        return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=writeable)
+    return xp_of(x).lib.stride_tricks.as_strided(x, shape, strides)
+
+
+def address(x):
+    """The address of an array's first element (host or device memory)."""
+    if type(x) is _ndarray or type(x).__name__ == "MetaArray":
+        return x.__array_interface__["data"][0]
+    return x.data.ptr
+
+
+def on_device(fn, *arrays):
+    """NumPy's function ``fn``, or its namesake in the device module of ``arrays``."""
+    xp = xp_for(*arrays)
+    if xp is np or not (type(fn) is np.ufunc or getattr(fn, "__module__", "").startswith("numpy")):
+        return fn   # (retrograd's own functions take device arrays themselves)
+    return getattr(xp, fn.__name__)
+
+
 __all__ = ["typename", "zeros_grad", "OpNode", "node_for", "save", "save_output", "finish", "finish_multi", "view_of",
            "arr", "binary_operands", "result_np_dtype", "cast", "norm_dims", "wrap_dim",
-           "to_tensor", "Tensor", "Size", "xp_of", "type_name"]
+           "to_tensor", "Tensor", "Size", "xp_of", "xp_for", "on_device", "strided", "address", "type_name"]
 
 
 # --- out= and in-place ------------------------------------------------------------------
