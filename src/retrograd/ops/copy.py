@@ -1,6 +1,7 @@
 """Copies and conversions: to, clone, contiguous, the dtype shorthands, cpu/cuda."""
 import numpy as np
 
+from ._base import xp_for
 from ._base import OpNode, node_for, finish, Tensor, zeros_grad
 from .. import _dtype as D
 from .._device import device as _device_cls, to_device, array_module, CPU
@@ -63,7 +64,7 @@ def _copy_check(dst_shape, src_shape):
 def _copied(input, src):
     x, y = input._data, src._data
     _copy_check(x.shape, y.shape)
-    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    xp = np if type(x) is np.ndarray else (x.__array_namespace__() if type(x).__name__ == "MetaArray" else xp_for(x))
     r = xp.broadcast_to(y, x.shape).astype(x.dtype, copy=True)
     # an integral destination cannot carry a gradient
     node = node_for(CopyBackwards, (input, src)) if x.dtype.kind in "fcV" else None
@@ -135,6 +136,7 @@ def to(input, *args, **kwargs):
 
 
 def _to(input, dtype=None, device=None, copy=False):
+    xp = xp_for(input, dtype, device, copy)
     x = input._data
     src_dev = input.device
     npdt = dtype.np if isinstance(dtype, D.dtype) else (np.dtype(dtype) if dtype is not None else x.dtype)
@@ -149,7 +151,7 @@ def _to(input, dtype=None, device=None, copy=False):
             from .._meta import MetaArray, like_strides
             r = MetaArray(x.shape, npdt, like_strides(x, npdt) if not x.flags.c_contiguous else None)
         elif dev.type == "cpu":
-            r = x.get() if hasattr(x, "get") else np.asarray(x)
+            r = x.get() if hasattr(x, "get") else xp.asarray(x)
         else:
             with xp.cuda.Device(dev.index or 0):
                 r = xp.asarray(x)
