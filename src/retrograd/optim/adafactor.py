@@ -1,6 +1,8 @@
 """Adafactor: Adam-like steps with a factored (row x column) second moment for matrices."""
 import numpy as np
 
+from ..ops._base import xp_for
+
 from .._tensor import Tensor
 from .optimizer import Optimizer, _scalar, _sqrt, _step_tensor, fma_scalar, lerp_scalar
 
@@ -9,8 +11,9 @@ __all__ = ["Adafactor"]
 
 def _norm(a, axis=None, keepdims=False):
     """The 2-norm in the array's own precision."""
+    xp = xp_for(a, axis, keepdims)
     sq = a * a
-    return np.sqrt(np.sum(sq, axis=axis, keepdims=keepdims, dtype=a.dtype))
+    return xp.sqrt(xp.sum(sq, axis=axis, keepdims=keepdims, dtype=a.dtype))
 
 
 class Adafactor(Optimizer):
@@ -54,14 +57,15 @@ class Adafactor(Optimizer):
                 if p.is_complex():
                     raise RuntimeError("Adafactor does not support complex parameters")
                 state = self.state[p]
+                xp = xp_for(p._data)
                 g = self._grad_array(p, group["maximize"])
                 if len(state) == 0:
                     state["step"] = _step_tensor()
                     if g.ndim > 1:
-                        state["row_var"] = Tensor._make(np.zeros(g.shape[:-1] + (1,), dtype=g.dtype))
-                        state["col_var"] = Tensor._make(np.zeros(g.shape[:-2] + (1,) + g.shape[-1:], dtype=g.dtype))
+                        state["row_var"] = Tensor._make(xp.zeros(g.shape[:-1] + (1,), dtype=g.dtype))
+                        state["col_var"] = Tensor._make(xp.zeros(g.shape[:-2] + (1,) + g.shape[-1:], dtype=g.dtype))
                     else:
-                        state["variance"] = Tensor._make(np.zeros_like(g))
+                        state["variance"] = Tensor._make(xp.zeros_like(g))
                 d = p._data
                 e1 = float(np.finfo(d.dtype).eps) if eps1 is None else eps1
                 step_t = state["step"]
@@ -75,19 +79,19 @@ class Adafactor(Optimizer):
                 if g.ndim > 1:
                     row_var = state["row_var"]._data
                     col_var = state["col_var"]._data
-                    row_mean = np.square(_norm(g, axis=-1, keepdims=True))
+                    row_mean = xp.square(_norm(g, axis=-1, keepdims=True))
                     row_mean /= g.shape[-1]
                     lerp_scalar(row_var, row_mean, one_minus_beta2_t, out=row_var)
-                    col_mean = np.square(_norm(g, axis=-2, keepdims=True))
+                    col_mean = xp.square(_norm(g, axis=-2, keepdims=True))
                     col_mean /= g.shape[-2]
                     lerp_scalar(col_var, col_mean, one_minus_beta2_t, out=col_var)
-                    var_estimate = np.matmul(row_var, col_var)
-                    var_estimate /= np.maximum(row_var.mean(axis=-2, keepdims=True, dtype=d.dtype), e1)
+                    var_estimate = xp.matmul(row_var, col_var)
+                    var_estimate /= xp.maximum(row_var.mean(axis=-2, keepdims=True, dtype=d.dtype), e1)
                 else:
                     variance = state["variance"]._data
                     lerp_scalar(variance, g * g, one_minus_beta2_t, out=variance)
                     var_estimate = variance.copy()
-                update = np.reciprocal(_sqrt(np.maximum(var_estimate, e1 * e1)))
+                update = xp.reciprocal(_sqrt(xp.maximum(var_estimate, e1 * e1)))
                 update *= g
                 denom = max(1.0, float(_norm(update)) / ((update.size ** 0.5) * clip))
                 fma_scalar(update, -alpha / denom, d, out=d)

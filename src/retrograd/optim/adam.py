@@ -1,6 +1,8 @@
 """Adam (with AMSGrad, maximize, L2 or decoupled weight decay)."""
 import numpy as np
 
+from ..ops._base import xp_for
+
 from .._tensor import Tensor
 from ._accel import kernels
 from ._flat import batches, flat_ok
@@ -78,6 +80,7 @@ class Adam(Optimizer):
 
 def _adam(b, group):
     """One Adam step of a batch."""
+    xp = b.xp
     beta1, beta2 = (_scalar(x) for x in group["betas"])
     lr = _scalar(group["lr"])
     wd = group["weight_decay"]
@@ -100,12 +103,12 @@ def _adam(b, group):
     v = exp_avg_sq
     if group["amsgrad"]:
         v = b.state["max_exp_avg_sq"]
-        np.maximum(v, exp_avg_sq, out=v)
-    denom = np.divide(_sqrt(v), bias_correction2_sqrt, out=b.scratch(0))
+        xp.maximum(v, exp_avg_sq, out=v)
+    denom = xp.divide(_sqrt(v), bias_correction2_sqrt, out=b.scratch(0))
     denom += group["eps"]
     # addcdiv(param, exp_avg, denom, -step_size): (value * exp_avg) / denom, then added
-    upd = np.multiply(exp_avg, denom.dtype.type(-step_size), out=b.scratch(1))
-    np.divide(upd, denom, out=upd)
+    upd = xp.multiply(exp_avg, denom.dtype.type(-step_size), out=b.scratch(1))
+    xp.divide(upd, denom, out=upd)
     if decoupled:
         b.scale(1 - lr * wd)
     b.add(upd)

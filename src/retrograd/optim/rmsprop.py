@@ -1,6 +1,8 @@
 """RMSprop (centered, momentum, weight decay, maximize)."""
 import numpy as np
 
+from ..ops._base import xp_for
+
 from ._flat import batches, flat_ok
 from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _scalar, _sqrt, addcdiv_term, addcmul, fma_scalar,
                         lerp_scalar)
@@ -38,6 +40,7 @@ class RMSprop(Optimizer):
 
 def _rmsprop(b, group):
     """One RMSprop step of a batch."""
+    xp = b.xp
     lr = _scalar(group["lr"])
     alpha = group["alpha"]
     wd = group["weight_decay"]
@@ -59,7 +62,7 @@ def _rmsprop(b, group):
     if momentum > 0:
         buf = b.state["momentum_buffer"]
         buf *= momentum
-        np.add(buf, addcdiv_term(g, avg, 1), out=buf)
+        xp.add(buf, addcdiv_term(g, avg, 1), out=buf)
         b.axpy(buf, -lr)
     else:
         b.add(addcdiv_term(g, avg, -lr, out=g))
