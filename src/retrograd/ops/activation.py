@@ -416,7 +416,7 @@ def _rrelu(input, lower, upper, training, cls):
     _float_input(input, "rrelu_with_noise_out_cpu")
     from .._creation import _gen
     # random slopes where x <= 0 (PyTorch's convention), 1 elsewhere
-    noise = xp.where(x <= 0, _gen(None).uniform(lower, upper, x.shape), 1).astype(x.dtype)
+    noise = xp.where(x <= 0, lower + (upper - lower) * _uniform(x.shape, xp), 1).astype(x.dtype)
     with np.errstate(invalid="ignore"):
         return _op(cls, input, x * noise, saves=saves, slope=None, noise=noise)
 
@@ -910,12 +910,19 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _dropout_mask(shape, p, dtype):
-    xp = xp_for(shape, p, dtype)
+def _uniform(shape, xp):
+    """Uniform [0, 1) draws: the default generator's on the host, the device's own generator
+    (torch.cuda.manual_seed's) for a device (a host draw would be a copy per call)."""
+    if xp is np:
+        from .._creation import _gen
+        return _gen(None).random(shape)
+    return xp.random.random(shape)
+
+
+def _dropout_mask(shape, p, dtype, xp=np):
     if p == 1.0:
         return xp.zeros(shape, dtype)
-    from .._creation import _gen
-    keep = _gen(None).random(shape) >= p
+    keep = _uniform(shape, xp) >= p
     return (keep / (1.0 - p)).astype(dtype)
 
 
@@ -931,7 +938,7 @@ def dropout(input, p=0.5, train=True, inplace=False):
     _check_p(p)
     if not train or p == 0.0 or input._data.size == 0:
         return input
-    return _masked(input, _dropout_mask(input._data.shape, p, input._data.dtype), inplace)
+    return _masked(input, _dropout_mask(input._data.shape, p, input._data.dtype, xp_for(input)), inplace)
 
 
 def feature_dropout(input, p=0.5, train=True, inplace=False, batched=True):
@@ -944,7 +951,7 @@ def feature_dropout(input, p=0.5, train=True, inplace=False, batched=True):
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     k = 2 if batched else 1
     mshape = shape[:k] + (1,) * (len(shape) - k)
-    return _masked(input, _dropout_mask(mshape, p, input._data.dtype), inplace)
+    return _masked(input, _dropout_mask(mshape, p, input._data.dtype, xp_for(input)), inplace)
 
 
 _SELU_ALPHA_PRIME = 1.7580993408473766   # -selu's negative saturation value
@@ -964,8 +971,7 @@ def _alpha_dropout(input, p, train, inplace, feature):
     if feature and x.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = x.shape[:2] + (1,) * (x.ndim - 2) if feature else x.shape
-    from .._creation import _gen
-    keep = (_gen(None).random(shape) >= p).astype(x.dtype)
+    keep = (_uniform(shape, xp) >= p).astype(x.dtype)
     a = 1.0 / math.sqrt((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
     bias = finish(None, ((keep - 1) * (_SELU_ALPHA_PRIME * a) + _SELU_ALPHA_PRIME * a * p).astype(x.dtype))
     m = finish(None, (keep * a).astype(x.dtype))

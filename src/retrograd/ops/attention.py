@@ -48,11 +48,10 @@ def _safe_softmax(s):
     return where(dead_t, zero, softmax(where(dead_t, zero, s), -1))
 
 
-def _dropout_mask(shape, p, dtype):
-    xp = xp_for(shape, p, dtype)
+def _dropout_mask(shape, p, dtype, xp=np):
     if p >= 1:
         return xp.zeros(shape, dtype)
-    keep = _creation.default_generator._np.random(shape) >= p
+    keep = (_creation.default_generator._np.random(shape) if xp is np else xp.random.random(shape)) >= p
     return keep.astype(dtype) / dtype.type(1 - p)
 
 
@@ -264,7 +263,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if v.size == 0 or 0 in out_shape:
         return _empty_attention(query, key, value, out_shape)
     sc = (1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else math.inf) if scale is None else scale
-    drop = _dropout_mask(batch + (L, S), dropout_p, q.dtype) if dropout_p > 0 else None
+    drop = _dropout_mask(batch + (L, S), dropout_p, q.dtype, xp_for(q)) if dropout_p > 0 else None
     out, p, pd = _attend(q, k, v, mask, sc, drop, causal=is_causal)
     grad_mask = attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._requires_grad
     inputs = (query, key, value) + ((attn_mask,) if grad_mask else ())
@@ -439,7 +438,7 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
         qh, kh, vh = (_split(t._data, H, batch_first) for t in (q, k, v))
     m = None if mask is None else mask._data
     sc = 1.0 / math.sqrt(qh.shape[-1])
-    drop = _dropout_mask(qh.shape[:-1] + (kh.shape[2],), dropout_p, qh.dtype) if dropout_p > 0 else None
+    drop = _dropout_mask(qh.shape[:-1] + (kh.shape[2],), dropout_p, qh.dtype, xp_for(qh)) if dropout_p > 0 else None
     out, p, pd = _attend(qh, kh, vh, m, sc, drop)
     outs = [_merge(out, batch_first)]
     if need_weights:

@@ -110,16 +110,20 @@ NllLoss2DBackwardBackward0 = type("NllLoss2DBackwardBackward0", (_NllDoubleBackw
 
 
 def _valid_targets(t, ignore_index):
-    """(row indices, their targets) of the targets that are not ignored."""
-    xp = xp_for(t, ignore_index)
+    """(row indices, their targets, None) of the targets that are not ignored; on a device
+    (row indices, targets, keep mask) of every row, an ignored one pointing at class 0 and
+    masked out by the caller (picking the valid rows would size a result by data: a sync)."""
+    xp = xp_for(t)
     tf = t.reshape(-1)
     if tf.dtype != np.int64:
         tf = tf.astype(np.int64)
     valid = tf != ignore_index
+    if xp is not np:
+        return xp.arange(tf.shape[0]), xp.where(valid, tf, 0), valid
     if valid.all():
-        return xp.arange(tf.shape[0]), tf
+        return xp.arange(tf.shape[0]), tf, None
     idx = xp.nonzero(valid)[0]
-    return idx, tf[idx]
+    return idx, tf[idx], None
 
 
 def _nll_backward(g, x, target, weight, reduction, ignore_index, total_weight, cls):
@@ -129,7 +133,7 @@ def _nll_backward(g, x, target, weight, reduction, ignore_index, total_weight, c
     gd = g._data
     xs = x._data.shape
     t = target._data
-    idx, tv = _valid_targets(t, ignore_index)
+    idx, tv, keep = _valid_targets(t, ignore_index)
     with np.errstate(invalid="ignore", divide="ignore"):
         if reduction == "none":
             gv = gd.reshape(-1)
@@ -141,6 +145,8 @@ def _nll_backward(g, x, target, weight, reduction, ignore_index, total_weight, c
         val = -gv
         if weight is not None:
             val = val * weight._data[tv]
+        if keep is not None:
+            val = xp.where(keep, val, val.dtype.type(0))
     gx = xp.zeros((t.size, xs[1] if len(xs) > 1 else xs[0]), gd.dtype)
     gx[idx, tv] = val
     node = node_for(cls, (g, x))
@@ -219,8 +225,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     c = _check_target(input, target, weight)
     x, t = input._data, target._data
     rows = _to_rows(x)
-    idx, tv = _valid_targets(t, ignore_index)
-    if tv.size:
+    idx, tv, keep = _valid_targets(t, ignore_index)
+    if tv.size and keep is None:   # (a device checks its targets in its kernel, as CUDA's assert)
         bad = (tv < 0) | (tv >= c)
         if bad.any():
             raise IndexError(f"Target {int(tv[xp.argmax(bad)])} is out of bounds.")
@@ -228,11 +234,15 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     picked = rows[idx, tv]
     if weight is not None:
         wv = weight._data[tv]
+        if keep is not None:
+            wv = xp.where(keep, wv, wv.dtype.type(0))
         lv = -(picked * wv)
         total = xp.asarray(wv.sum(), x.dtype)
     else:
         lv = -picked
-        total = xp.asarray(idx.shape[0], x.dtype)
+        total = xp.asarray(idx.shape[0] if keep is None else keep.sum(), x.dtype)
+    if keep is not None:
+        lv = xp.where(keep, lv, lv.dtype.type(0))
     if reduction == "none":
         if idx.shape[0] == t.size:
             r = lv.reshape(t.shape if x.ndim > 1 else ())
