@@ -275,7 +275,7 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
     L, N = ga.shape[:2]
     H = c0._data.shape[-1]
     H3 = 3 * H
-    dt = np.result_type(ga, h0._data, c0._data, w)
+    dt = np.result_type(ga.dtype, h0._data.dtype, c0._data.dtype, w.dtype)
     perm = _lstm_perm(H)
     # transposed, permuted inputs with b_hh added and the sigmoid gates negated, all steps
     # at once (block by block: a strided gather would cost more than the loop)
@@ -438,7 +438,7 @@ def gru_layer(gx, h0, w_hh, b_hh, reverse=False, masks=None):
     L, N = ga.shape[:2]
     H = h.shape[-1]
     H2 = 2 * H
-    dt = np.result_type(ga, h, w)
+    dt = np.result_type(ga.dtype, h.dtype, w.dtype)
     out = xp.empty((L, N, H), dt)
     rzs = xp.empty((L, N, H2), dt)
     ns = xp.empty((L, N, H), dt)
@@ -569,7 +569,7 @@ def rnn_layer(gx, h0, w_hh, b_hh, relu=False, reverse=False, masks=None):
     h = h0._data
     L, N = ga.shape[:2]
     H = h.shape[-1]
-    dt = np.result_type(ga, h, w)
+    dt = np.result_type(ga.dtype, h.dtype, w.dtype)
     gb = ga + b_hh._data if b_hh is not None else ga
     gb = gb.astype(dt, copy=False)
     wt = xp.ascontiguousarray(w.T, dt)  # (BLAS runs h @ w.T slower than h @ contiguous)
