@@ -514,13 +514,46 @@ def result_np_dtype(*operands):
 
 
 def check_same_device(a, b):
+    """PyTorch's device rule for two operands: one device, except that a 0-d CPU tensor joins
+    any device (as a scalar)."""
     if type(a._data) is not type(b._data):
         da, db = a.device, b.device
-        if da != db and a._data.ndim and b._data.ndim:
+        if da != db and not (da.type == "cpu" and not a._data.ndim) and not (db.type == "cpu" and not b._data.ndim):
             if "meta" in (da.type, db.type):
-                raise RuntimeError(f"Tensor on device {db} is not on the expected device {da}!")
+                if a._data.ndim and b._data.ndim:
+                    raise RuntimeError(f"Tensor on device {db} is not on the expected device {da}!")
+                return
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, {da} and {db}!")
+
+
+def check_devices(*tensors):
+    """``check_same_device`` over an op's tensor operands (None and non-tensors skipped; the
+    first tensor's device is the expected one)."""
+    first = None
+    for t in tensors:
+        if isinstance(t, Tensor):
+            if first is None:
+                first = t
+            elif type(t._data) is not type(first._data):
+                check_same_device(first, t)
+        elif type(t) is list or type(t) is tuple:
+            for u in t:
+                if isinstance(u, Tensor):
+                    if first is None:
+                        first = u
+                    elif type(u._data) is not type(first._data):
+                        check_same_device(first, u)
+
+
+def _as_scalar_on(x, y):
+    """(x, y) with a 0-d host array among them, met by a device array, as a NumPy scalar
+    (PyTorch passes a CPU scalar tensor to a device kernel by value)."""
+    if type(x) is _ndarray and not x.ndim and type(y) is not _ndarray and hasattr(y, "dtype"):
+        return x[()], y
+    if type(y) is _ndarray and not y.ndim and type(x) is not _ndarray and hasattr(x, "dtype"):
+        return x, y[()]
+    return x, y
 
 
 def binary_operands(input, other):
@@ -536,8 +569,11 @@ def binary_operands(input, other):
             if x.dtype == y.dtype:
                 if type(x) is not type(y):  # numpy and cupy arrays: different devices
                     check_same_device(input, other)
+                    x, y = _as_scalar_on(x, y)
                 return input, other, x, y, x.dtype
-            check_same_device(input, other)
+            if type(x) is not type(y):
+                check_same_device(input, other)
+                x, y = _as_scalar_on(x, y)
             return input, other, x, y, result_np_dtype(input, other)
         if t is _int or t is _bool or t is _complex or isinstance(other, np.generic):
             return input, None, x, other, scalar_np_dtype(other, x.dtype)
@@ -637,7 +673,8 @@ def on_device(fn, *arrays):
 
 __all__ = ["typename", "zeros_grad", "OpNode", "node_for", "save", "save_output", "finish", "finish_multi", "view_of",
            "arr", "binary_operands", "result_np_dtype", "cast", "norm_dims", "wrap_dim",
-           "to_tensor", "Tensor", "Size", "xp_of", "xp_for", "on_device", "strided", "address", "type_name"]
+           "to_tensor", "Tensor", "Size", "xp_of", "xp_for", "on_device", "strided", "address", "type_name",
+           "check_devices"]
 
 
 # --- out= and in-place ------------------------------------------------------------------

@@ -6,6 +6,7 @@ The lookup's gradient is a segment sum of the upstream rows into the weight's ro
 """
 import numpy as np
 
+from ._base import check_devices
 from ._base import xp_for
 from ._base import OpNode, node_for, save, finish, arr, Tensor, _state
 from ._seqkit import graph_grads
@@ -99,6 +100,7 @@ def _flat_indices(indices, num):
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     """``torch.nn.functional.embedding``: rows of ``weight`` picked by the integer ``input``."""
+    check_devices(input, weight)
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
     _check_indices(input, "embedding")

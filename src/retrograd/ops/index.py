@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from ._base import check_devices
 from ._base import xp_for
 from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
                     check_inplace, view_rebase_error, check_internal_overlap, check_partial_overlap,
@@ -827,6 +828,7 @@ def _check_values(name, values):
 
 def index_put(input, indices, values, accumulate=False):
     """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``)."""
+    check_devices(input, indices, values)
     _check_values("index_put", values)
     r = input.clone()
     return index_put_(r, indices, values, accumulate) if not accumulate else _index_put_acc(input, indices, values)
@@ -834,6 +836,7 @@ def index_put(input, indices, values, accumulate=False):
 
 def index_put_(self, indices, values, accumulate=False):
     """``self[indices] = values`` in place (``+=`` with ``accumulate``)."""
+    check_devices(self, indices, values)
     _check_values("index_put_", values)
     if not accumulate:
         setitem(self, tuple(indices), values)

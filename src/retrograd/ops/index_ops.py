@@ -4,6 +4,7 @@ take_along_dim, put. Accumulation over repeated indices is vectorized (bincount 
 flat positions), never a Python loop."""
 import numpy as np
 
+from ._base import check_devices
 from ._base import xp_for
 from ._base import OpNode, node_for, save, save_output, finish, arr, wrap_dim, Tensor, _dtype_name, write_out
 from .index import take_np, put_np
@@ -107,6 +108,7 @@ class IndexSelectBackward0(OpNode):
 
 def index_select(input, dim, index, *, out=None):
     """The slices of ``input`` along ``dim`` at positions ``index`` (a vector)."""
+    check_devices(input, index)
     xp = xp_for(input, dim, index, out)
     x = input._data
     d = wrap_dim(dim, x.ndim)
@@ -145,6 +147,7 @@ class IndexAddBackward0(OpNode):
 
 def index_add(input, dim, index, source, *, alpha=1, out=None):
     """``input`` with ``alpha * source`` slices added at positions ``index`` along ``dim``."""
+    check_devices(input, index, source)
     x, s = input._data, source._data
     d = wrap_dim(dim, x.ndim)
     a = _index_arg(index, "index_add_", msg=f"index_add_(): Expected dtype int32/int64 for index but got: "
@@ -226,6 +229,7 @@ class IndexFillBackward1(IndexFillBackward0):
 
 def index_fill(input, dim, index, value):
     """``input`` with the slices at ``index`` along ``dim`` set to ``value``."""
+    check_devices(input, index, value)
     x = input._data
     d = wrap_dim(dim, x.ndim)
     if index._data.dtype != _I64:
@@ -273,6 +277,7 @@ class IndexCopyBackward0(OpNode):
 
 def index_copy(input, dim, index, source):
     """``input`` with its slices at ``index`` along ``dim`` replaced by ``source``'s."""
+    check_devices(input, index, source)
     x, s = input._data, source._data
     d = wrap_dim(dim, x.ndim)
     a = _index_arg(index, "index_copy_", msg="index_copy_(): Expected a long tensor for index, but got "
@@ -362,6 +367,7 @@ def _gather_grad(g, index, shape, d, lin=None):
 
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """``out[i][j] = input[index[i][j]][j]`` (for dim 0), and so on."""
+    check_devices(input, index)
     xp = xp_for(input, dim, index, sparse_grad, out)
     x = input._data
     d = wrap_dim(dim, x.ndim)
@@ -415,6 +421,7 @@ _NotImplementedNode = type("NotImplemented", (OpNode,), {
 
 
 def _scatter_prepare(input, dim, index, src, op):
+    check_devices(input, index, src)
     xp = xp_for(input, dim, index, src, op)
     x = input._data
     d = wrap_dim(dim, x.ndim)
@@ -565,6 +572,7 @@ def _delayed_error(t, msg):
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
     """``input`` with ``src`` reduced into it at ``index`` along ``dim``
     (``reduce``: 'sum', 'prod', 'mean', 'amax' or 'amin')."""
+    check_devices(input, index, src)
     xp = xp_for(input, dim, index, src, reduce, include_self, out)
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
@@ -658,6 +666,7 @@ class MaskedFillBackward1(MaskedFillBackward0):
 
 def masked_fill(input, mask, value):
     """``input`` with ``value`` where ``mask`` is True (mask broadcasts)."""
+    check_devices(input, mask, value)
     xp = xp_for(input, mask, value)
     x = input._data
     m = _mask_arg(mask, "masked_fill_")
@@ -687,6 +696,7 @@ class MaskedSelectBackward0(OpNode):
 
 def masked_select(input, mask, *, out=None):
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor (broadcasting)."""
+    check_devices(input, mask)
     xp = xp_for(input, mask, out)
     x = input._data
     m = _mask_arg(mask, "masked_select:")
@@ -757,6 +767,7 @@ def _flat_index(a, n, op_name):
 
 def take(input, index):
     """Elements of ``input`` treated as 1-D, at positions ``index`` (result shaped like index)."""
+    check_devices(input, index)
     xp = xp_for(input, index)
     x = input._data
     if index._data.dtype != _I64:
@@ -772,6 +783,7 @@ def take(input, index):
 
 def take_along_dim(input, indices, dim=None, *, out=None):
     """``gather`` along ``dim`` with broadcasting (or on the flattened input when dim is None)."""
+    check_devices(input, indices)
     if indices._data.dtype != _I64:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{_dtype_name(indices._data.dtype)}")
@@ -813,6 +825,7 @@ class PutBackward0(OpNode):
 
 def put(input, index, source, accumulate=False):
     """``input`` (treated as 1-D) with ``source`` written (or added) at ``index``."""
+    check_devices(input, index, source)
     x, s = input._data, source._data
     if index._data.dtype != _I64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got {_dtype_name(index._data.dtype)}")

@@ -8,6 +8,7 @@ Backward formulas are themselves matmuls/einsums, so double backward works.
 """
 import numpy as np
 
+from ._base import check_devices
 from ._base import xp_for
 from ._base import OpNode, node_for, save, finish, arr, Tensor, write_out, _dtype_name, _state
 
@@ -159,6 +160,7 @@ def _no_bool(x, kernel):
 
 def matmul(input, other, *, out=None):
     """Matrix product with PyTorch's rank rules: dot, mv, mm, and batched with broadcasting."""
+    check_devices(input, other)
     if input._sparse or other._sparse:
         from ..sparse._ops import matmul as sparse_matmul
         return sparse_matmul(input, other)
@@ -248,6 +250,7 @@ def _check_batched(x, y):
 
 def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors."""
+    check_devices(input, mat2)
     if input._sparse or mat2._sparse:
         from ..sparse import _mm
         res = _mm(input, mat2)
@@ -265,6 +268,7 @@ def mm(input, mat2, *, out=None):
 
 def bmm(input, mat2, *, out=None):
     """Batched matrix product of two 3-D tensors with the same batch size."""
+    check_devices(input, mat2)
     x, y = input._data, mat2._data
     _check_bmm(x, y)
     _no_bool(x, "bmm")
@@ -274,6 +278,7 @@ def bmm(input, mat2, *, out=None):
 
 def mv(input, vec, *, out=None):
     """Matrix-vector product."""
+    check_devices(input, vec)
     if input._sparse:
         from ..sparse._ops import mv as sparse_mv
         res = sparse_mv(input, vec)
@@ -287,6 +292,7 @@ def mv(input, vec, *, out=None):
 
 def dot(input, tensor, *, out=None):
     """Dot product of two 1-D tensors."""
+    check_devices(input, tensor)
     x, y = input._data, tensor._data
     _check_dot(x, y)
     _no_bool(x, "dot")
@@ -325,6 +331,7 @@ def vdot(input, other, *, out=None):
 
 def inner(input, other, *, out=None):
     """Inner product over the last dimension."""
+    check_devices(input, other)
     if input._data.ndim == 0 or other._data.ndim == 0:
         from .arithmetic import mul
         return mul(input, other)
@@ -339,6 +346,7 @@ def inner(input, other, *, out=None):
 
 def outer(input, vec2, *, out=None):
     """Outer product of two 1-D tensors (a broadcast multiply, MulBackward0)."""
+    check_devices(input, vec2)
     if input._data.ndim != 1:
         raise RuntimeError(f"outer: Expected 1-D argument self, but got {input._data.ndim}-D")
     if vec2._data.ndim != 1:
@@ -447,6 +455,7 @@ def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat1 @ mat2)``."""
+    check_devices(input, mat1, mat2)
     x, y = mat1._data, mat2._data
     if x.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {x.ndim}-D tensor")
@@ -462,6 +471,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat @ vec)``."""
+    check_devices(input, mat, vec)
     x, y = mat._data, vec._data
     c = input._data
     n_in = c.shape[0] if c.ndim == 1 else None
@@ -479,6 +489,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * bmm(batch1, batch2)``."""
+    check_devices(input, batch1, batch2)
     x, y = batch1._data, batch2._data
     _check_bmm(x, y)
     c = input._data
@@ -491,6 +502,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    check_devices(input, batch1, batch2)
     xp = xp_for(input, batch1, batch2, beta, alpha, out)
     x, y = batch1._data, batch2._data
     c = input._data
@@ -667,6 +679,7 @@ def _einsum_grad(g, ops, terms, rhs, k):
 
 
 def _einsum_raw(eq, tensors):
+    check_devices(tensors)
     xp = xp_for(eq, tensors)
     arrays = [t._data for t in tensors]
     lhs, rhs = eq.split("->")
@@ -739,6 +752,7 @@ def _einsum_single(x, term, rhs):
 
 def tensordot(a, b, dims=2, out=None):
     """Sum over the given dims of ``a`` and ``b`` (as NumPy's tensordot)."""
+    check_devices(a, b)
     na, nb = a._data.ndim, b._data.ndim
     if isinstance(dims, int) and not isinstance(dims, bool):
         if dims < 0:
@@ -819,6 +833,7 @@ KronUnsafeView = type("UnsafeViewBackward0", (KronBackward,), {"__module__": __n
 
 def kron(input, other, *, out=None):
     """Kronecker product."""
+    check_devices(input, other)
     xp = xp_for(input, other, out)
     x, y = input._data, other._data
     n = max(x.ndim, y.ndim)

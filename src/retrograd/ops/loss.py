@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from ._base import check_devices
 from ._base import xp_for
 from ._base import OpNode, node_for, save, finish, Size, arr
 from .unary import exp, sigmoid, sqrt
@@ -220,6 +221,7 @@ def _check_target(input, target, weight):
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log likelihood of the target classes (class dim 1, or 0 for 1-D input)."""
+    check_devices(input, target, weight)
     xp = xp_for(input, target, weight, ignore_index, reduction)
     _reduction(reduction)
     c = _check_target(input, target, weight)
@@ -284,6 +286,7 @@ def _div_scalar(t, s):
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """``nll_loss(log_softmax(input, class_dim), target)``; or, for a target of class
     probabilities (same shape as input), ``-sum(target * log_softmax(input))``."""
+    check_devices(input, target, weight)
     _reduction(reduction)
     x, t = input._data, target._data
     if label_smoothing > 1.0:
@@ -467,6 +470,7 @@ _MSE = _Mse("MseLossBackwardBackward0")
 
 
 def _pointwise(cls, kernel, input, target, reduction, fn):
+    check_devices(input, target)
     xp = xp_for(kernel, input, target, reduction, fn)
     _reduction(reduction)
     input, target = _expanded(input, target)

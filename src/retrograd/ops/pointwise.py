@@ -3,6 +3,7 @@ addcmul/addcdiv, atan2, hypot, xlogy. Inputs broadcast together and promote as i
 the engine sums broadcast gradients back down to each input's shape."""
 import numpy as np
 
+from ._base import check_devices
 from ._base import xp_for, on_device
 from ._base import (OpNode, node_for, save, save_output, finish, arr, result_np_dtype, binary_operands,
                     write_out, Tensor, _SCALARS, masked_grad, zeros_grad)
@@ -30,7 +31,8 @@ def _data(v):
 
 
 def _bshape(*ts):
-    """The broadcast shape of the tensors' shapes, with PyTorch's error."""
+    """The broadcast shape of the tensors' shapes, with PyTorch's error (and its device rule)."""
+    check_devices(*ts)
     shape = ()
     for t in ts:
         if not isinstance(t, Tensor):
@@ -155,6 +157,7 @@ def _scalar_bound(v):
 
 
 def _clamp(input, min, max, out, name, scalar_cls):
+    check_devices(input, min, max)
     xp = xp_for(input, min, max, out, name, scalar_cls)
     if input._data.dtype.kind == "c":
         raise NotImplementedError("clamp is not supported for complex types")
@@ -342,6 +345,7 @@ def _lerp_np(s, e, w):
 
 def lerp(input, end, weight, *, out=None):
     """``input + weight * (end - input)`` (weight a number or a tensor)."""
+    check_devices(input, end, weight)
     xp = xp_for(input, end, weight, out)
     x = input._data
     if not isinstance(end, Tensor):

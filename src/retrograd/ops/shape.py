@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from ._base import check_devices
 from ._base import xp_for, strided, on_device
 from ._base import (OpNode, node_for, finish, finish_multi, view_of, arr, wrap_dim, norm_dims,
                     result_np_dtype, xp_of, type_name, Tensor, Size)
@@ -597,6 +598,7 @@ def _tensor_list(tensors, name, nonempty=False):
 
 def cat(tensors, dim=0, *, out=None):
     """Concatenate along ``dim`` (dtypes promote; legacy 1-D empty tensors are skipped)."""
+    check_devices(tensors)
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -650,6 +652,7 @@ class StackBackward0(OpNode):
 
 def stack(tensors, dim=0, *, out=None):
     """Join equal-shaped tensors along a new dimension ``dim``."""
+    check_devices(tensors)
     tensors = _tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
