@@ -140,7 +140,7 @@ def _half_alpha(op, cls, a, b, x, y, dt, alpha, out, sign):
     """``x + sign * alpha * y`` for float16/bfloat16 as PyTorch computes it: alpha rounded to
     the dtype, then the product and sum in float32, rounded once."""
     xp = xp_for(op, a, b, x, y, dt, alpha, out, sign)
-    al = np.float32(xp.asarray(alpha, dt)) * sign
+    al = np.float32(np.asarray(alpha, dt)) * sign
     r = _finish_binary(xp.asarray(x, dt).astype(np.float32) + al * xp.asarray(y, dt).astype(np.float32), dt)
     node = node_for(cls, (a, b))
     if node is not None:
@@ -201,8 +201,9 @@ def _check_alpha(alpha, dt):
 
 def _check_int_divisor(y, dt, x=1):
     """Integer division by zero raises, as in PyTorch (when there is anything to divide)."""
-    xp = xp_for(y, dt, x)
-    if dt.kind in "iub" and xp.any(xp.asarray(y) == 0) and xp.size(x):
+    if dt.kind not in "iub" or xp_for(x, y) is not np:   # (a device divides as CUDA does: no host question)
+        return
+    if np.any(np.asarray(y) == 0) and np.size(x):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -703,7 +704,7 @@ def _int_pow(x, y):
     +-1, anything else truncates to 0."""
     xp = xp_for(x, y)
     ya = xp.asarray(y)
-    if not (ya < 0).any():
+    if xp is np and not (ya < 0).any():
         return xp.power(x, y)
     xa = xp.asarray(x)
     pos = xp.power(xa, xp.where(ya < 0, 0, ya).astype(ya.dtype))

@@ -414,6 +414,7 @@ def _parse(shape, idx, setting=False):
                 if a.size:
                     if n == 0:
                         raise IndexError("index is out of bounds for dimension with size 0")
+                if a.size and type(a) is np.ndarray:   # (a device checks in its kernel, as CUDA's device assert: no host sync)
                     hi, lo = int(a.max()), int(a.min())
                     if hi >= n or lo < -n:
                         raise IndexError(f"index {hi if hi >= n else lo} is out of bounds for dimension {n_adv} "

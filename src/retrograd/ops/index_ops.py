@@ -82,7 +82,7 @@ def _index_arg(index, op, kinds="iu", msg=None):
 
 
 def _check_bounds(a, n, dim, exc=RuntimeError, prefix=""):
-    if a.size:
+    if a.size and type(a) is np.ndarray:   # (a device checks in its kernel, as CUDA's device assert: no host sync)
         hi, lo = int(a.max()), int(a.min())
         if hi >= n or lo < -n:
             raise exc(f"{prefix}index {hi if hi >= n else lo} is out of bounds for dimension {dim} with size {n}")
@@ -328,7 +328,7 @@ def _gather_checks(x, d, a, op, src=None):
                                    f"{_shape_str(x.shape)} apart from dimension {d} and to be no larger size than "
                                    f"src {_shape_str(src.shape)}")
     n = x.shape[d] if x.ndim else 1
-    if a.size:
+    if a.size and type(a) is np.ndarray:   # (a device checks in its kernel, as CUDA's device assert: no host sync)
         hi, lo = int(a.max()), int(a.min())
         if hi >= n or lo < 0:
             raise RuntimeError(f"index {hi if hi >= n else lo} is out of bounds for dimension {d} with size {n}")

@@ -732,7 +732,7 @@ def _welford_mean_inf(x, dims, m):
     the last element visited (in order) turns the running mean into inf - inf = nan."""
     xp = xp_for(x, dims, m)
     inf = xp.isinf(x)
-    if not inf.any():
+    if xp is np and not inf.any():
         return m
     rest = [i for i in range(x.ndim) if i not in dims]
     flat = xp.transpose(inf, rest + list(dims)).reshape([x.shape[i] for i in rest] + [-1])
@@ -772,8 +772,8 @@ def _std_grad(g, x, std, dims, keepdim, full, correction):
 
 def _zero_where(t, mask):
     """PyTorch's ``t.masked_fill_(mask, 0)`` in its backward formulas (skipped when the mask
-    is empty: then it is the identity, its derivative too)."""
-    if not mask.any():
+    is empty: then it is the identity, its derivative too; a device never asks)."""
+    if type(mask) is np.ndarray and not mask.any():
         return t
     from .index_ops import masked_fill
     return masked_fill(t, _const(mask), 0)
