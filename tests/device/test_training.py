@@ -3,6 +3,8 @@ GradScaler, DataLoader pin_memory and the seeds' CNN step give the CPU's numbers
 everything on cuda:0, call no NumPy function on device data, and ask the host nothing
 inside a training step beyond the loss's .item() the user asks for."""
 import copy
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -12,6 +14,8 @@ import retrograd.nn as nn
 import retrograd.nn.functional as F
 import retrograd.optim as optim
 from nn_models import seed_cnn
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 CUDA = retrograd.device("cuda", 0)
@@ -229,6 +233,19 @@ def test_seed_cnn_train_mode_step_with_dropout_on_device(_emulated_cuda):
         opt.step()
     assert loss.device == CUDA and np.isfinite(loss.item())
     _leaves_on(model, CUDA)
+
+
+def test_gpt_block_and_mlp_steps_ask_the_host_nothing(_emulated_cuda):
+    """benchmarks/gpu_check.py's GPT block (pre-LN causal attention + MLP, AdamW) and MLP steps."""
+    import gpu_check
+    for name in ("GPT block", "MLP"):
+        model, opt, batch, loss_fn = gpu_check._case(retrograd, name, True)
+        step = gpu_check._step_fn(retrograd, model, opt, batch, loss_fn)
+        with _emulated_cuda.forbid_host_sync():
+            loss = step()
+            loss = step()
+        assert loss.device == CUDA and np.isfinite(loss.item())
+        _leaves_on(model, CUDA)
 
 
 # ------------------------------------------------------------------ autocast + GradScaler
