@@ -15,6 +15,8 @@ NOT_DIFFERENTIABLE = {
 COVERED_ELSEWHERE = {
     "_to": "retrograd-internal helper behind to()/float()/...; torch has no Tensor._to (to() has entries)",
     "cuda": "needs a CUDA device; device moves are tested in tests/test_devices.py",
+    "pin_memory": "needs a CUDA device: tests/device/test_training.py (emulated device)",
+    "is_pinned": "pinned memory needs a CUDA device: tests/device/test_training.py (emulated device)",
     **{n: _RANDOM_FILL for n in ("bernoulli_", "exponential_", "log_normal_", "normal_", "random_", "uniform_")},
 }
 

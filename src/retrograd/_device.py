@@ -138,10 +138,11 @@ def array_module(dev):
 
 def special_module(a):
     """scipy.special for NumPy arrays, its CuPy counterpart (cupyx.scipy.special) for device ones."""
-    if isinstance(a, np.ndarray) or np.isscalar(a):
+    dev = device_of_array(a)
+    if dev.type != "cuda":      # (the meta device's arrays take scipy.special's ufuncs too)
         import scipy.special
         return scipy.special
-    xp = array_module(device_of_array(a))
+    xp = array_module(dev)
     sp = getattr(xp, "_scipy_special", None)    # the emulated device's
     if sp is not None:
         return sp

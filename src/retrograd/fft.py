@@ -96,7 +96,7 @@ class FftC2RBackward0(OpNode):
 
 
 def _c2c(x, dims, norm, forward):
-    xp = xp_for(x, dims, norm, forward)
+    xp = xp_for(x, norm, forward)
     a = x._data
     if a.dtype.kind != "c":
         a = _as_float(x, "fft")
@@ -110,7 +110,7 @@ def _c2c(x, dims, norm, forward):
 
 
 def _r2c(x, dims, norm, onesided=True):
-    xp = xp_for(x, dims, norm, onesided)
+    xp = xp_for(x, norm, onesided)
     a = _as_float(x, "rfft")
     r = _sp(a).rfftn(a, axes=dims, norm=norm)
     if not onesided:  # the other half by Hermitian symmetry, as PyTorch's r2c fills it
@@ -126,7 +126,7 @@ def _r2c(x, dims, norm, onesided=True):
 
 
 def _c2r(x, dims, norm, last):
-    xp = xp_for(x, dims, norm, last)
+    xp = xp_for(x, norm, last)
     a = x._data
     if a.dtype.kind != "c":
         a = _as_float(x, "irfft")
@@ -308,7 +308,7 @@ def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
 
 
 def _freq(values, dtype, device, requires_grad):
-    xp = xp_for(values, dtype, device, requires_grad)
+    xp = xp_for(values)
     from ._creation import tensor
     dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype)
     r = tensor(xp.asarray(values, np.float64), dtype=dt, device=device)
@@ -317,13 +317,13 @@ def _freq(values, dtype, device, requires_grad):
 
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of an ``n``-point transform with sample spacing ``d``."""
-    xp = xp_for(n, d, out, dtype, layout, device, requires_grad)
+    xp = xp_for(n, d)
     return _freq(xp.fft.fftfreq(n, d), dtype, device, requires_grad)
 
 
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of an ``n``-point ``rfft``."""
-    xp = xp_for(n, d, out, dtype, layout, device, requires_grad)
+    xp = xp_for(n, d)
     return _freq(xp.fft.rfftfreq(n, d), dtype, device, requires_grad)
 
 

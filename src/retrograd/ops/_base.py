@@ -530,19 +530,22 @@ def check_same_device(a, b):
 def check_devices(*tensors):
     """``check_same_device`` over an op's tensor operands (None and non-tensors skipped; the
     first tensor's device is the expected one)."""
-    first = None
+    first = kind = None
     for t in tensors:
-        if isinstance(t, Tensor):
-            if first is None:
-                first = t
-            elif type(t._data) is not type(first._data):
+        c = t.__class__
+        if c is Tensor or _KINDS.get(c, None) == 1 or (c not in _KINDS and _kind(c) == 1):
+            k = t._data.__class__
+            if kind is None:
+                first, kind = t, k
+            elif k is not kind:
                 check_same_device(first, t)
-        elif type(t) is list or type(t) is tuple:
+        elif c is list or c is tuple:
             for u in t:
                 if isinstance(u, Tensor):
-                    if first is None:
-                        first = u
-                    elif type(u._data) is not type(first._data):
+                    k = u._data.__class__
+                    if kind is None:
+                        first, kind = u, k
+                    elif k is not kind:
                         check_same_device(first, u)
 
 
@@ -631,19 +634,47 @@ def xp_of(t):
 
 def xp_for(*arrays):
     """NumPy, or the device array module (CuPy) of the first device array among ``arrays``
-    (tensors, arrays or Python numbers); NumPy's own dispatch serves the meta device."""
+    (tensors, arrays, lists of them, or anything else, which is skipped); NumPy's own
+    dispatch serves the meta device. Cheap on host data: a type lookup per argument."""
     for a in arrays:
-        d = a._data if isinstance(a, Tensor) else a
-        if type(d) is _ndarray or d is None or isinstance(d, (_float, _int, _complex, np.generic)):
+        t = a.__class__
+        if t is _ndarray:
             continue
-        if type(d) is tuple or type(d) is list:
-            xp = xp_for(*d)
+        k = _KINDS.get(t)
+        if k is None:
+            k = _kind(t)
+        if k == 1:
+            a = a._data
+            t = a.__class__
+            if t is _ndarray:
+                continue
+            k = _KINDS.get(t)
+            if k is None:
+                k = _kind(t)
+        if k == 2:
+            return xp_of(a)
+        if k == 3:
+            xp = xp_for(*a)
             if xp is not np:
                 return xp
-            continue
-        if getattr(d, "device", None) is not None and type(d).__name__ != "MetaArray":
-            return xp_of(d)
     return np
+
+
+_KINDS = {}   # type -> 0: other, 1: a Tensor, 2: a device array, 3: a list or tuple
+
+
+def _kind(t):
+    # (type tests, not isinstance: Tensor's metaclass makes isinstance slow on other objects)
+    if Tensor in getattr(t, "__mro__", ()):
+        k = 1
+    elif t is tuple or t is list:
+        k = 3
+    elif getattr(t, "_retrograd_cuda", False) or getattr(t, "__module__", "").startswith("cupy"):
+        k = 2
+    else:
+        k = 0
+    _KINDS[t] = k
+    return k
 
 
 def strided(x, shape, strides, writeable=True):

@@ -270,7 +270,7 @@ def lstm_layer_composite(gx, h, c, w_hh, b_hh, reverse=False, masks=None):
 def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
     """An LSTM layer (one direction) over the input projections ``gx`` (L, N, 4H), as one
     node: returns (outputs (L, N, H), h_L, c_L). ``masks`` as in ``lstm_layer_composite``."""
-    xp = xp_for(gx, h0, c0, w_hh, b_hh, reverse, masks)
+    xp = xp_for(gx, h0, c0, w_hh, b_hh, masks)
     ga, w = gx._data, w_hh._data
     L, N = ga.shape[:2]
     H = c0._data.shape[-1]
@@ -431,7 +431,7 @@ def gru_layer_composite(gx, h, w_hh, b_hh, reverse=False, masks=None):
 def gru_layer(gx, h0, w_hh, b_hh, reverse=False, masks=None):
     """A GRU layer (one direction) over the input projections ``gx`` (L, N, 3H), as one
     node: returns (outputs (L, N, H), h_L). ``masks`` as in ``lstm_layer_composite``."""
-    xp = xp_for(gx, h0, w_hh, b_hh, reverse, masks)
+    xp = xp_for(gx, h0, w_hh, b_hh, masks)
     ga, w = gx._data, w_hh._data
     b = b_hh._data if b_hh is not None else None
     h = h0._data
@@ -564,7 +564,7 @@ def rnn_layer(gx, h0, w_hh, b_hh, relu=False, reverse=False, masks=None):
     """An Elman RNN layer (one direction; tanh, or relu) over the input projections ``gx``
     (L, N, H), as one node: returns (outputs (L, N, H), h_L). ``masks`` as in
     ``lstm_layer_composite``."""
-    xp = xp_for(gx, h0, w_hh, b_hh, relu, reverse, masks)
+    xp = xp_for(gx, h0, w_hh, b_hh, relu, masks)
     ga, w = gx._data, w_hh._data
     h = h0._data
     L, N = ga.shape[:2]

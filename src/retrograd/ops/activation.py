@@ -81,7 +81,7 @@ class HardtanhBackward0(OpNode):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0):
     """Clamp to [min_val, max_val]."""
-    xp = xp_for(input, min_val, max_val)
+    xp = xp_for(input)
     x = input._data
     if x.dtype == np.bool_:
         raise RuntimeError("Bool inputs not supported for hardtanh")
@@ -179,7 +179,7 @@ def _to_int_scalar(v, dt):
 
 
 def _threshold(input, threshold, value, cls):
-    xp = xp_for(input, threshold, value)
+    xp = xp_for(input, value)
     x = input._data
     if x.dtype == np.bool_:
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
@@ -274,7 +274,7 @@ class HardshrinkBackward0(OpNode):
 
 def hardshrink(input, lambd=0.5):
     """``x`` outside ``[-lambd, lambd]``, else 0."""
-    xp = xp_for(input, lambd)
+    xp = xp_for(input)
     _float_input(input, "hardshrink_cpu")
     x = input._data
     r = xp.where((x >= -lambd) & (x <= lambd), 0, x).astype(x.dtype, copy=False)
@@ -289,7 +289,7 @@ class SoftshrinkBackward0(OpNode):
 
 def softshrink(input, lambd=0.5):
     """``x -+ lambd`` outside ``[-lambd, lambd]``, else 0."""
-    xp = xp_for(input, lambd)
+    xp = xp_for(input)
     _float_input(input, "softshrink_check")
     hi = float(np.finfo(input._data.dtype).max)
     if not 0 <= lambd <= hi:
@@ -403,7 +403,7 @@ class RreluWithNoiseBackward1(OpNode):
 
 
 def _rrelu(input, lower, upper, training, cls):
-    xp = xp_for(input, lower, upper, training)
+    xp = xp_for(input)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     x = input._data
@@ -437,7 +437,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 
 def _elu_grad(g, b, alpha, scale, input_scale, is_result):
     """PyTorch's elu_backward: ``b`` is the input (or the result, for the in-place forms)."""
-    xp = xp_for(g, b, alpha, scale, input_scale, is_result)
+    xp = xp_for(g, b, scale, input_scale, is_result)
     if is_result and alpha < 0:
         raise RuntimeError("In-place elu backward calculation is triggered with a negative slope which is not "
                            "supported. This is caused by calling in-place forward function with a negative slope, "
@@ -480,7 +480,7 @@ CeluBackward1 = type("CeluBackward1", (_EluBackward,), {"is_result": True})
 
 
 def _elu(input, alpha, scale, input_scale, bwd_input_scale, cls):
-    xp = xp_for(input, alpha, scale, input_scale, bwd_input_scale)
+    xp = xp_for(input, scale, input_scale, bwd_input_scale)
     _float_input(input, "elu_cpu")
     x = input._data
     with np.errstate(over="ignore", invalid="ignore"):
@@ -550,7 +550,7 @@ def _gelu_grad_exact(g, x):
 
 
 def _gelu_grad(g, x, approximate):
-    xp = xp_for(g, x, approximate)
+    xp = xp_for(g, x)
     gd, xd = _opmath(g._data), _opmath(x._data)
     with np.errstate(over="ignore", invalid="ignore"):
         if approximate == "tanh":
@@ -596,7 +596,7 @@ class GeluBackward0(OpNode):
 
 def gelu(input, approximate="none"):
     """Gaussian error linear unit, exact (erf) or ``approximate='tanh'``."""
-    xp = xp_for(input, approximate)
+    xp = xp_for(input)
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _float_input(input, "GeluKernelImpl")
@@ -636,7 +636,7 @@ def silu(input):
 
 
 def _softplus_np(x, beta=1.0, thr=20.0):
-    xp = xp_for(x, beta, thr)
+    xp = xp_for(x, thr)
     bx = x * beta
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return xp.where(bx > thr, x, xp.log1p(xp.exp(bx)) / beta).astype(x.dtype, copy=False)
@@ -662,7 +662,7 @@ def mish(input):
 
 
 def _softplus_grad(g, x, beta, threshold):
-    xp = xp_for(g, x, beta, threshold)
+    xp = xp_for(g, x)
     gd, xd = g._data, x._data
     bx = xd * beta
     with np.errstate(over="ignore", invalid="ignore"):
@@ -744,7 +744,7 @@ def tanhshrink(input):
 
 
 def _glu_grad(g, x, dim):
-    xp = xp_for(g, x, dim)
+    xp = xp_for(g, x)
     xd, gd = x._data, g._data
     a, b = xp.split(xd, 2, axis=dim)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -778,7 +778,7 @@ class GluBackward0(OpNode):
 
 def glu(input, dim=-1):
     """``a * sigmoid(b)`` where ``a, b`` are the two halves of ``input`` along ``dim``."""
-    xp = xp_for(input, dim)
+    xp = xp_for(input)
     x = input._data
     if x.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
@@ -834,7 +834,7 @@ class SoftmaxBackward0(OpNode):
 
 
 def _log_softmax_grad(g, y, dim):
-    xp = xp_for(g, y, dim)
+    xp = xp_for(g, y)
     gd, yd = _opmath(g._data), _opmath(y._data)
     with np.errstate(invalid="ignore", over="ignore"):
         r = gd - xp.exp(yd) * gd.sum(axis=_axis(dim, yd.ndim), keepdims=True)
@@ -868,7 +868,7 @@ def _prep_softmax(input, dim, dtype, kernel):
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x))`` along ``dim``."""
-    xp = xp_for(input, dim, _stacklevel, dtype)
+    xp = xp_for(input, _stacklevel)
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "softmax_lastdim_kernel_impl")
@@ -882,7 +882,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x)`` along ``dim``."""
-    xp = xp_for(input, dim, _stacklevel, dtype)
+    xp = xp_for(input, _stacklevel)
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "log_softmax_lastdim_kernel_impl")
@@ -960,7 +960,7 @@ _SELU_ALPHA_PRIME = 1.7580993408473766   # -selu's negative saturation value
 def _alpha_dropout(input, p, train, inplace, feature):
     """PyTorch's alpha dropout: dropped units go to SELU's saturation value, and an affine
     correction keeps the mean and variance (``x * a*keep + b``)."""
-    xp = xp_for(input, p, train, inplace, feature)
+    xp = xp_for(input, p)
     _check_p(p)
     x = input._data
     if p == 0 or not train or x.size == 0:

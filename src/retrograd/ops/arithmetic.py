@@ -139,7 +139,7 @@ _F16 = np.dtype(np.float16)
 def _half_alpha(op, cls, a, b, x, y, dt, alpha, out, sign):
     """``x + sign * alpha * y`` for float16/bfloat16 as PyTorch computes it: alpha rounded to
     the dtype, then the product and sum in float32, rounded once."""
-    xp = xp_for(op, a, b, x, y, dt, alpha, out, sign)
+    xp = xp_for(a, b, x, y, dt)
     al = np.float32(np.asarray(alpha, dt)) * sign
     r = _finish_binary(xp.asarray(x, dt).astype(np.float32) + al * xp.asarray(y, dt).astype(np.float32), dt)
     node = node_for(cls, (a, b))
@@ -455,7 +455,7 @@ class DivBackward2(OpNode):
 
 def _rounded_div(x, y, dt, mode):
     """``x / y`` rounded by ``mode`` ('trunc' or 'floor') in dtype ``dt``."""
-    xp = xp_for(x, y, dt, mode)
+    xp = xp_for(x, y, dt)
     _not_for_bool(dt, f"div_{mode}_cpu")
     if dt.kind in "iu":
         _check_int_divisor(y, dt, x)
@@ -471,7 +471,7 @@ def _rounded_div(x, y, dt, mode):
 
 def div(input, other, *, rounding_mode=None, out=None):
     """True division, or rounded with ``rounding_mode`` 'trunc' or 'floor'."""
-    xp = xp_for(input, other, rounding_mode, out)
+    xp = xp_for(input, other)
     a, b, x, y, dt = binary_operands(input, other)
     _check_broadcast(x, y)
     if rounding_mode is None:
@@ -715,7 +715,7 @@ def _int_pow(x, y):
 
 def pow(input, exponent, *, out=None):
     """``input ** exponent`` (either may be a Python number)."""
-    xp = xp_for(input, exponent, out)
+    xp = xp_for(input, exponent)
     from ._base import save_output
     if not isinstance(input, Tensor):
         a, b, x, y, dt = _prep(input, exponent)

@@ -58,7 +58,7 @@ def _dropout_mask(shape, p, dtype, xp=np):
 def _attend(q, k, v, mask, scale, drop, causal=False):
     """Forward on arrays: returns (out, p, p_dropped). ``causal``: mask out the positions
     above the diagonal (selected, no float mask)."""
-    xp = xp_for(q, k, v, mask, scale, drop, causal)
+    xp = xp_for(q, k, v, mask, scale, drop)
     # (NumPy's batched matmul runs several times slower with a transposed right operand
     # than with a contiguous copy of it)
     s = xp.matmul(q, xp.ascontiguousarray(xp.swapaxes(k, -1, -2)))
@@ -98,7 +98,7 @@ def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None):
     """Gradients (dq, dk, dv, dscores) of ``_attend`` for the upstream gradient ``g``.
     ``out``: the forward's output, where kept; the softmax's row sums sum(dp * p) are then
     the shorter sum(g * out) (flash attention's identity, dropout included)."""
-    xp = xp_for(g, q, k, v, p, pd, drop, scale, out)
+    xp = xp_for(g, q, k, v, p, pd, drop, scale)
     dv = xp.matmul(xp.swapaxes(pd, -1, -2), g)
     dp = xp.matmul(g, xp.ascontiguousarray(xp.swapaxes(v, -1, -2)))
     if drop is not None:
@@ -202,7 +202,7 @@ _EMPTY_SDPA = type("AddBackward0", (_EmptySdpaBackward,), {})
 
 
 def _float_mask(attn_mask, dtype):
-    xp = xp_for(attn_mask, dtype)
+    xp = xp_for(attn_mask)
     m = attn_mask._data
     if m.dtype == np.bool_:
         return xp.where(m, dtype.type(0), dtype.type(-np.inf)).astype(dtype)

@@ -70,7 +70,7 @@ def conj(input):
 
 def conj_physical(input, *, out=None):
     """The complex conjugate, materialised (real tensors: themselves)."""
-    xp = xp_for(input, out)
+    xp = xp_for(input)
     x = input._data
     if x.dtype.kind != "c":
         return input
@@ -208,7 +208,7 @@ def abs_(x):
 
 def angle(input, *, out=None):
     """The argument of each element (real tensors: 0 or pi, NaN kept)."""
-    xp = xp_for(input, out)
+    xp = xp_for(input)
     from ._base import save, write_out
     x = input._data
     if x.dtype.kind == "c":
@@ -262,7 +262,7 @@ def _complex_args(real_, imag_, name="complex"):
 
 def complex(real, imag, *, out=None):
     """A complex tensor from its real and imaginary parts (float tensors of one dtype)."""
-    xp = xp_for(real, imag, out)
+    xp = xp_for(imag)
     from ._base import write_out
     a, b, cdt = _complex_args(real, imag)
     r = xp.empty(np.broadcast_shapes(a.shape, b.shape), cdt)
@@ -273,7 +273,7 @@ def complex(real, imag, *, out=None):
 
 def polar(abs, angle, *, out=None):
     """The complex tensor ``abs * (cos(angle) + i sin(angle))``."""
-    xp = xp_for(abs, angle, out)
+    xp = xp_for(abs, angle)
     from ._base import save, save_output, write_out
     a, t, cdt = _complex_args(abs, angle, "polar")
     r = xp.empty(np.broadcast_shapes(a.shape, t.shape), cdt)

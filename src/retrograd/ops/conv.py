@@ -229,7 +229,7 @@ _POOL_BYTES = [0, 256 << 20]      # held now, most held
 
 
 def _take(shape, dtype):
-    xp = xp_for(shape, dtype)
+    xp = xp_for(shape)
     free = _POOL.get((shape, dtype))
     if free:
         a = free.pop()
@@ -599,7 +599,7 @@ def _conv_weight_grad(x, g, wshape, p, cols=None):
 
 def _pad_index(n, lo, hi, mode):
     """Source index along one dim for each padded position."""
-    xp = xp_for(n, lo, hi, mode)
+    xp = xp_for(n, lo, hi)
     i = xp.arange(-lo, n + hi)
     if mode == "reflect":
         if n == 1:
@@ -665,7 +665,7 @@ def _unpad(g, index, in_shape):
 def pad_mode(input, pad, mode):
     """Pad the last dims of ``input`` by ``pad`` ((lo, hi) per dim, first spatial dim first)
     with mode reflect, replicate or circular."""
-    xp = xp_for(input, pad, mode)
+    xp = xp_for(input, pad)
     x = input._data
     nd = len(pad)
     index = []

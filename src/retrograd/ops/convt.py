@@ -134,7 +134,7 @@ class ConvolutionBackward0(OpNode):
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nsp, name):
-    xp = xp_for(input, weight, bias, stride, padding, output_padding, groups, dilation, nsp, name)
+    xp = xp_for(input, weight, bias, stride, padding, output_padding, groups, dilation, nsp)
     x = input
     expect = nsp + 2
     if x.dim() not in (expect - 1, expect):

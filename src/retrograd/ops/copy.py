@@ -138,7 +138,7 @@ def to(input, *args, **kwargs):
 
 
 def _to(input, dtype=None, device=None, copy=False):
-    xp = xp_for(input, dtype, device, copy)
+    xp = xp_for(input, copy)
     x = input._data
     src_dev = input.device
     npdt = dtype.np if isinstance(dtype, D.dtype) else (np.dtype(dtype) if dtype is not None else x.dtype)

@@ -31,7 +31,7 @@ def _check_indices(indices, fn):
 
 def _lookup_scale(idx, num, padding_idx, scale_grad_by_freq, dtype):
     """Per-lookup factor of the gradient: 0 at padding_idx, 1/count with scale_grad_by_freq."""
-    xp = xp_for(idx, num, padding_idx, scale_grad_by_freq, dtype)
+    xp = xp_for(idx, num, scale_grad_by_freq)
     s = None
     if scale_grad_by_freq:
         s = (1.0 / xp.bincount(idx, minlength=num)[idx]).astype(dtype)
@@ -62,7 +62,7 @@ class EmbeddingDenseBackwardBackward0(EmbeddingBackward0):
 
 def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls):
     """The lookup with the gradient's per-lookup factors (the adjoint of ``_dense_backward``)."""
-    xp = xp_for(weight, idx, out_shape, padding_idx, freq)
+    xp = xp_for(weight, idx, out_shape, freq)
     w = weight._data
     r = w[idx]
     s = _lookup_scale(idx, w.shape[0], padding_idx, freq, w.dtype)
@@ -77,7 +77,7 @@ def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls):
 
 def _dense_backward(g, idx, num, padding_idx, freq):
     """The weight gradient of a lookup: upstream rows summed into their weight rows."""
-    xp = xp_for(g, idx, num, padding_idx, freq)
+    xp = xp_for(g, idx, num, freq)
     d = g._data
     rows = d.reshape(idx.shape[0], d.shape[-1])
     s = _lookup_scale(idx, num, padding_idx, freq, d.dtype)
@@ -127,7 +127,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 
 def embedding_renorm_(input, indices, max_norm, norm_type):
     """Rescale (in place) the rows of ``input`` named by ``indices`` whose norm exceeds ``max_norm``."""
-    xp = xp_for(input, indices, max_norm, norm_type)
+    xp = xp_for(input, indices, max_norm)
     w = input._data
     u = xp.unique(_flat_indices(indices, w.shape[0]))
     rows = w[u]
@@ -215,7 +215,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
     """``torch.nn.functional.embedding_bag``: sums, means or maxima of bags of embeddings."""
-    xp = xp_for(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
+    xp = xp_for(input, weight, offsets, max_norm, scale_grad_by_freq, sparse, per_sample_weights, include_last_offset)
     if weight.dim() != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
     if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):

@@ -36,7 +36,7 @@ def _reflect(c, lo, hi):
 
 
 def _source_coords(c, size, padding_mode, align_corners):
-    xp = xp_for(c, size, padding_mode, align_corners)
+    xp = xp_for(c, size, padding_mode)
     x, scale = _unnormalize(c, size, align_corners)
     g = xp.full_like(x, scale)
     if padding_mode == "border":
@@ -192,7 +192,7 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
 
 
 def _grid_sample_arrays(input, grid, xd, gd, mode, padding_mode, align_corners):
-    xp = xp_for(input, grid, xd, gd, mode, padding_mode, align_corners)
+    xp = xp_for(input, grid, xd, gd, padding_mode)
     N, C, H, W = xd.shape
     x_t = xd.transpose(0, 2, 3, 1)
     ix, gx = _source_coords(gd[..., 0], W, padding_mode, align_corners)
@@ -243,7 +243,7 @@ class AffineGridGeneratorBackward0(OpNode):
 
 
 def _linspace(n, align_corners, dtype):
-    xp = xp_for(n, align_corners, dtype)
+    xp = xp_for(n)
     if n <= 1:
         return xp.zeros(max(n, 0), dtype)
     r = xp.linspace(-1, 1, n, dtype=dtype)
@@ -251,7 +251,7 @@ def _linspace(n, align_corners, dtype):
 
 
 def affine_grid_generator(theta, size, align_corners):
-    xp = xp_for(theta, size, align_corners)
+    xp = xp_for(theta, size)
     td = theta._data
     N, C, H, W = size
     xs, ys = _linspace(W, align_corners, td.dtype), _linspace(H, align_corners, td.dtype)

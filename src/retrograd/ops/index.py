@@ -899,7 +899,7 @@ class WhereBackward0(OpNode):
 
 def where(condition, input=None, other=None, *, out=None):
     """Elements of ``input`` where ``condition``, else of ``other``; one-argument form: nonzero."""
-    xp = xp_for(condition, input, other, out)
+    xp = xp_for(condition, input, other)
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
     c = condition._data if isinstance(condition, Tensor) else xp.asarray(condition)
@@ -931,7 +931,7 @@ def where(condition, input=None, other=None, *, out=None):
 
 def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) long tensor, or a tuple of index tensors."""
-    xp = xp_for(input, out, as_tuple)
+    xp = xp_for(input, as_tuple)
     x = input._data
     if as_tuple:   # (PyTorch: the columns of nonzero(), as views)
         from .shape import unbind

@@ -47,7 +47,7 @@ def _accumulate_flat(n, lin, w, npdt):
 def _coords(dim, index):
     """NumPy index selecting, for each element of ``index``, position ``index`` along
     ``dim`` and the element's own coordinates along the other dims (gather/scatter)."""
-    xp = xp_for(dim, index)
+    xp = xp_for(index)
     nd = index.ndim
     out = []
     for k in range(nd):
@@ -109,7 +109,7 @@ class IndexSelectBackward0(OpNode):
 def index_select(input, dim, index, *, out=None):
     """The slices of ``input`` along ``dim`` at positions ``index`` (a vector)."""
     check_devices(input, index)
-    xp = xp_for(input, dim, index, out)
+    xp = xp_for(input, index)
     x = input._data
     d = wrap_dim(dim, x.ndim)
     a = _vector_index(index, "index_select", x.ndim)
@@ -368,7 +368,7 @@ def _gather_grad(g, index, shape, d, lin=None):
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """``out[i][j] = input[index[i][j]][j]`` (for dim 0), and so on."""
     check_devices(input, index)
-    xp = xp_for(input, dim, index, sparse_grad, out)
+    xp = xp_for(input, index, sparse_grad)
     x = input._data
     d = wrap_dim(dim, x.ndim)
     a = _index_arg(index, "gather")
@@ -422,7 +422,7 @@ _NotImplementedNode = type("NotImplemented", (OpNode,), {
 
 def _scatter_prepare(input, dim, index, src, op):
     check_devices(input, index, src)
-    xp = xp_for(input, dim, index, src, op)
+    xp = xp_for(input, index, src)
     x = input._data
     d = wrap_dim(dim, x.ndim)
     a = _index_arg(index, "scatter")
@@ -443,7 +443,7 @@ def _src_part(s, a):
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     """``input`` with ``src`` (or ``value``) written at ``index`` along ``dim``."""
-    xp = xp_for(input, dim, index, src, value, reduce, out)
+    xp = xp_for(input, index, src, value)
     if src is None:
         src = value
     x, d, a, s, coords = _scatter_prepare(input, dim, index, src, "scatter")
@@ -573,7 +573,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     """``input`` with ``src`` reduced into it at ``index`` along ``dim``
     (``reduce``: 'sum', 'prod', 'mean', 'amax' or 'amin')."""
     check_devices(input, index, src)
-    xp = xp_for(input, dim, index, src, reduce, include_self, out)
+    xp = xp_for(input, index, src, include_self)
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     x, d, a, s, coords = _scatter_prepare(input, dim, index, src, "scatter_reduce")
@@ -697,7 +697,7 @@ class MaskedSelectBackward0(OpNode):
 def masked_select(input, mask, *, out=None):
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor (broadcasting)."""
     check_devices(input, mask)
-    xp = xp_for(input, mask, out)
+    xp = xp_for(input, mask)
     x = input._data
     m = _mask_arg(mask, "masked_select:")
     if mask._data.dtype != np.bool_:

@@ -144,7 +144,7 @@ def _check_bmm(x, y):
 
 
 def _mm_np(x, y, opmath=False):
-    xp = xp_for(x, y, opmath)
+    xp = xp_for(x, y)
     if x.dtype.kind == "V":  # bfloat16: float32 products and sums, rounded once (PyTorch's CPU kernels)
         r = xp.matmul(x.astype(np.float32), y.astype(np.float32))
         return r if opmath else r.astype(x.dtype)
@@ -318,7 +318,7 @@ VdotBackward0 = type("VdotBackward0", (_VdotNode,), {"__module__": __name__})
 
 def vdot(input, other, *, out=None):
     """Dot product with the first argument conjugated."""
-    xp = xp_for(input, other, out)
+    xp = xp_for(input, other)
     x, y = input._data, other._data
     _check_dot(x, y)
     _no_bool(x, "dot")
@@ -421,7 +421,7 @@ def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
     """``beta * input + alpha * prod``. As in BLAS (and PyTorch), ``input`` is not read when
     beta is 0, and for the gemm/gemv based ops (``gemm``) ``prod`` is not read when alpha is 0,
     so nan/inf there do not reach the result."""
-    xp = xp_for(input, m1, m2, prod, beta, alpha, name, out, gemm)
+    xp = xp_for(input, m1, m2, prod)
     c = input._data
     _expand_check(c.shape, prod.shape)
     half = c.dtype.kind == "V"
@@ -503,7 +503,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     check_devices(input, batch1, batch2)
-    xp = xp_for(input, batch1, batch2, beta, alpha, out)
+    xp = xp_for(input, batch1, batch2)
     x, y = batch1._data, batch2._data
     c = input._data
     if c.dtype != y.dtype and x.ndim == 3 == y.ndim:
@@ -541,7 +541,7 @@ def _as(t, like):
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * outer(vec1, vec2)`` (mixed dtypes promote)."""
-    xp = xp_for(input, vec1, vec2, beta, alpha, out)
+    xp = xp_for(input, vec1, vec2)
     x, y = vec1._data, vec2._data
     if x.ndim != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {x.ndim}-D")
@@ -680,7 +680,7 @@ def _einsum_grad(g, ops, terms, rhs, k):
 
 def _einsum_raw(eq, tensors):
     check_devices(tensors)
-    xp = xp_for(eq, tensors)
+    xp = xp_for(tensors)
     arrays = [t._data for t in tensors]
     lhs, rhs = eq.split("->")
     terms = lhs.split(",")
@@ -834,7 +834,7 @@ KronUnsafeView = type("UnsafeViewBackward0", (KronBackward,), {"__module__": __n
 def kron(input, other, *, out=None):
     """Kronecker product."""
     check_devices(input, other)
-    xp = xp_for(input, other, out)
+    xp = xp_for(input, other)
     x, y = input._data, other._data
     n = max(x.ndim, y.ndim)
     ash = (1,) * (n - x.ndim) + x.shape
@@ -858,7 +858,7 @@ class LinalgCrossBackward0(OpNode):
 
 def linalg_cross(input, other, *, dim=-1, out=None):
     """Cross product of 3-vectors along ``dim`` (broadcasting)."""
-    xp = xp_for(input, other, dim, out)
+    xp = xp_for(input, other)
     from ._base import wrap_dim
     x, y = input._data, other._data
     if x.ndim != y.ndim:
@@ -949,7 +949,7 @@ def _cofactors(a):
 
 def det(A, *, out=None):
     """Determinant of (a batch of) square matrices."""
-    xp = xp_for(A, out)
+    xp = xp_for(A)
     from ._base import save_output
     x = A._data
     _check_square(x, "det")
@@ -970,7 +970,7 @@ class LinalgInvExBackward0(OpNode):
 
 def inv(A, *, out=None):
     """Inverse of (a batch of) square matrices."""
-    xp = xp_for(A, out)
+    xp = xp_for(A)
     from ._base import save_output
     x = A._data
     _check_square(x, "inv")
@@ -1035,7 +1035,7 @@ class LinalgSolveExBackward0(OpNode):
 
 def solve(A, B, *, left=True, out=None):
     """The solution X of ``A @ X = B``."""
-    xp = xp_for(A, B, left, out)
+    xp = xp_for(A, B, left)
     from ._base import save_output
     a, b = A._data, B._data
     _check_square(a, "solve")

@@ -55,7 +55,7 @@ def _reduce_t(t, reduction):
 
 
 def _reduce_np(a, reduction):
-    xp = xp_for(a, reduction)
+    xp = xp_for(a)
     acc = np.float32 if a.dtype.kind == "V" else None  # bfloat16 accumulates in float32
     if reduction == "mean":
         with np.errstate(invalid="ignore"):
@@ -66,7 +66,7 @@ def _reduce_np(a, reduction):
 
 
 def _const(a, dtype):
-    xp = xp_for(a, dtype)
+    xp = xp_for(a)
     return finish(None, xp.asarray(a, dtype=dtype))
 
 
@@ -130,7 +130,7 @@ def _valid_targets(t, ignore_index):
 def _nll_backward(g, x, target, weight, reduction, ignore_index, total_weight, cls):
     """zeros(input) with -w[t] * g (/ total weight) at each non-ignored (sample, target);
     ignored positions are never written, so they stay 0 whatever g holds."""
-    xp = xp_for(g, x, target, weight, reduction, ignore_index, total_weight)
+    xp = xp_for(g, x, target, weight, total_weight)
     gd = g._data
     xs = x._data.shape
     t = target._data
@@ -222,7 +222,7 @@ def _check_target(input, target, weight):
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log likelihood of the target classes (class dim 1, or 0 for 1-D input)."""
     check_devices(input, target, weight)
-    xp = xp_for(input, target, weight, ignore_index, reduction)
+    xp = xp_for(input, target, weight)
     _reduction(reduction)
     c = _check_target(input, target, weight)
     x, t = input._data, target._data
@@ -443,7 +443,7 @@ class _SmoothL1(_Kernel):
 
 def _pointwise_backward(k, g, x, y, reduction):
     """The loss kernel's input gradient (PyTorch's <loss>_backward), recorded as its own op."""
-    xp = xp_for(k, g, x, y, reduction)
+    xp = xp_for(k, g, x, y)
     xd, yd, gd = x._data, y._data, g._data
     n = xd.size
     norm = (1.0 / n if n else float("inf")) if reduction == "mean" else 1.0
@@ -471,7 +471,7 @@ _MSE = _Mse("MseLossBackwardBackward0")
 
 def _pointwise(cls, kernel, input, target, reduction, fn):
     check_devices(input, target)
-    xp = xp_for(kernel, input, target, reduction, fn)
+    xp = xp_for(input, target, fn)
     _reduction(reduction)
     input, target = _expanded(input, target)
     x, y = input._data, target._data
@@ -522,7 +522,7 @@ def l1_loss(input, target, reduction="mean", weight=None):
 
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     """Quadratic below ``beta``, linear above."""
-    xp = xp_for(input, target, reduction, beta)
+    xp = xp_for(input, target)
     _size_warning(input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -645,7 +645,7 @@ class BinaryCrossEntropyBackwardBackward0(OpNode):
 
 def _bce_backward(g, x, y, w, reduction):
     """``g * (x - y) / max(x (1 - x), eps) * w (/ n)``: PyTorch's binary_cross_entropy_backward."""
-    xp = xp_for(g, x, y, w, reduction)
+    xp = xp_for(g, x, y, w)
     gd, xd, yd = g._data, x._data, y._data
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         r = gd * (xd - yd) / xp.maximum((1 - xd) * xd, _EPS_F)
@@ -662,7 +662,7 @@ def _bce_backward(g, x, y, w, reduction):
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """``-w * (y log x + (1 - y) log(1 - x))`` with logs clamped at -100."""
-    xp = xp_for(input, target, weight, reduction)
+    xp = xp_for(input, target, weight)
     _reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({Size(target.shape)}) that is different to the input size "
@@ -725,7 +725,7 @@ class BinaryCrossEntropyWithLogitsBackward0(OpNode):
 
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
     """``binary_cross_entropy(sigmoid(input), target)`` computed stably; ``pos_weight`` weighs positives."""
-    xp = xp_for(input, target, weight, reduction, pos_weight)
+    xp = xp_for(input, target, weight, pos_weight)
     _reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({Size(target.shape)}) must be the same as input size ({Size(input.shape)})")
@@ -796,7 +796,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     """``1 - cos(x1, x2)`` for y = 1, ``max(0, cos(x1, x2) - margin)`` for y = -1."""
-    xp = xp_for(input1, input2, target, margin, reduction)
+    xp = xp_for(input1, input2, target)
     _reduction(reduction)
     td = target.ndim
     if td not in (0, 1):

@@ -41,14 +41,14 @@ def _memory_dense(x):
 
 
 def _rstd(var, eps):
-    xp = xp_for(var, eps)
+    xp = xp_for(var)
     with np.errstate(divide="ignore", invalid="ignore"):
         return 1.0 / xp.sqrt(var + eps)
 
 
 def _moments(x, axis):
     """Mean and biased variance over ``axis`` (arrays with no elements there give NaN)."""
-    xp = xp_for(x, axis)
+    xp = xp_for(x)
     with np.errstate(invalid="ignore", divide="ignore"):
         n = 1
         for a in axis:
@@ -353,7 +353,7 @@ class NativeGroupNormBackward0(OpNode):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     """Normalize over groups of channels (and all spatial positions) per sample."""
-    xp = xp_for(input, num_groups, weight, bias, eps, cudnn_enabled)
+    xp = xp_for(input, num_groups, weight, bias, cudnn_enabled)
     x = input._data
     if x.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {x.ndim}")

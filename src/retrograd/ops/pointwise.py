@@ -19,7 +19,7 @@ def _const(a):
 
 def _mask(g, m, name="WhereBackward0"):
     """``g`` where ``m`` holds, else 0 (an infinite or NaN ``g`` gives 0 too, as in PyTorch)."""
-    xp = xp_for(g, m, name)
+    xp = xp_for(g, m)
     m = xp.asarray(m)
     if m.shape != g._data.shape:
         m = xp.broadcast_to(m, np.broadcast_shapes(m.shape, g._data.shape))
@@ -67,7 +67,7 @@ def _float_dt(dt):
 
 
 def _out(node, r, dt, out, name):
-    xp = xp_for(node, r, dt, out, name)
+    xp = xp_for(node, r, dt)
     res = finish(node, arr(xp.asarray(r, dt)))
     return res if out is None else write_out(out, res, name)
 
@@ -158,7 +158,7 @@ def _scalar_bound(v):
 
 def _clamp(input, min, max, out, name, scalar_cls):
     check_devices(input, min, max)
-    xp = xp_for(input, min, max, out, name, scalar_cls)
+    xp = xp_for(input, min, max)
     if input._data.dtype.kind == "c":
         raise NotImplementedError("clamp is not supported for complex types")
     if min is None and max is None:
@@ -346,7 +346,7 @@ def _lerp_np(s, e, w):
 def lerp(input, end, weight, *, out=None):
     """``input + weight * (end - input)`` (weight a number or a tensor)."""
     check_devices(input, end, weight)
-    xp = xp_for(input, end, weight, out)
+    xp = xp_for(input, end, weight)
     x = input._data
     if not isinstance(end, Tensor):
         raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not {type(end).__name__}")
@@ -471,7 +471,7 @@ class HypotBackward0(OpNode):
 
 def _float_binary(name, np_fn, cls, save_result):
     def op(input, other, *, out=None):
-        xp = xp_for(input, other, out)
+        xp = xp_for(input, other)
         _need_tensor(name, other)
         dt = result_np_dtype(input, other)
         if name == "hypot" and dt.kind not in "fcV":
@@ -560,7 +560,7 @@ CopysignBackward1 = type("CopysignBackward1", (CopysignBackward0,), {})
 
 def copysign(input, other, *, out=None):
     """``input``'s magnitude with ``other``'s sign (elementwise)."""
-    xp = xp_for(input, other, out)
+    xp = xp_for(input, other)
     a, b, x, y, dt = binary_operands(input, other)
     dt = _float_dt(dt)
     _bshape(a, b)
@@ -619,7 +619,7 @@ class XlogyBackward2(OpNode):
 
 def xlogy(input, other, *, out=None):
     """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
-    xp = xp_for(input, other, out)
+    xp = xp_for(input, other)
     a, b, x, y, dt = binary_operands(input, other)
     dt = _float_dt(dt)
     _bshape(a, b)

@@ -160,7 +160,7 @@ def _max_spread(g, arg, geo, dep=None):
 def _flat_positions(B, P, k, s, d, out):
     """Flat index, in a (B, *P) array, of each window's first element (B, *out), and of
     each kernel offset relative to it (prod(k),): read-only, cached per geometry."""
-    xp = xp_for(B, P, k, s, d, out)
+    xp = xp_for(B, P, k, s, d)
     nd = len(P)
     strides = [1] * nd
     for i in range(nd - 2, -1, -1):
@@ -183,7 +183,7 @@ def _max_pool_2x2(x3, out):
     """Kernel 2x2, stride 2, no padding, no NaN: the same maximum and first-maximum offset
     as the general loop, on the four window corners copied apart first (one strided copy;
     every later operation runs on contiguous arrays)."""
-    xp = xp_for(x3, out)
+    xp = xp_for(x3)
     st = x3.strides
     q = xp.ascontiguousarray(strided(x3, (2, 2, x3.shape[0]) + tuple(out),
                                      (st[1], st[2], st[0], 2 * st[1], 2 * st[2]), writeable=False))
@@ -270,7 +270,7 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
 def _first_inside(S, k, s, p, d, out):
     """(1, *out): the first kernel offset of each window that lies inside the input (0 for
     a window wholly in the padding, which only dilation allows)."""
-    xp = xp_for(S, k, s, p, d, out)
+    xp = xp_for(S, k, s, p, d)
     nd = len(S)
     j = xp.zeros((1,) + (1,) * nd, np.int64)
     for i in range(nd):
@@ -281,7 +281,7 @@ def _first_inside(S, k, s, p, d, out):
 
 
 def _max_pool_result(input, best, arg, geo, return_indices):
-    xp = xp_for(input, best, arg, geo, return_indices)
+    xp = xp_for(input, best, arg, geo)
     lead, S, k, s, p, d, out = geo
     nd = len(S)
     cls = MaxPool2DWithIndicesBackward0 if nd == 2 else MaxPool3DWithIndicesBackward0
@@ -308,7 +308,7 @@ class UnsqueezeBackward0(OpNode):
 
 
 def _unsq(t, dim):
-    xp = xp_for(t, dim)
+    xp = xp_for(t)
     x = t._data
     dim = dim % (x.ndim + 1)
     node = node_for(UnsqueezeBackward0, (t,))
@@ -322,7 +322,7 @@ def _sq(t, dim):
 
 
 def _sq_copy(t, dim):
-    xp = xp_for(t, dim)
+    xp = xp_for(t)
     x = t._data
     node = node_for(SqueezeBackward1, (t,))
     if node is not None:
@@ -333,7 +333,7 @@ def _sq_copy(t, dim):
 # *** average pooling ***
 
 def _avg_divisor(S, k, s, p, out, count_include_pad, divisor_override):
-    xp = xp_for(S, k, s, p, out, count_include_pad, divisor_override)
+    xp = xp_for(S, k, s, p)
     if divisor_override:
         return xp.asarray(float(divisor_override))
     div = None
@@ -360,7 +360,7 @@ def _avg_fwd(x3, S, k, s, p, out, div):
 
 
 def _avg_bwd(g3, S, k, s, p, out, div):
-    xp = xp_for(g3, S, k, s, p, out, div)
+    xp = xp_for(g3, S, k, s, p, div)
     nd = len(S)
     hi = tuple(max(0, (out[i] - 1) * s[i] + k[i] - S[i] - p[i]) for i in range(nd))
     gp = xp.zeros((g3.shape[0],) + tuple(S[i] + p[i] + hi[i] for i in range(nd)), g3.dtype)
@@ -482,7 +482,7 @@ def _int_size(v, name):
 
 
 def _adaptive_mats(S, out, dtype):
-    xp = xp_for(S, out, dtype)
+    xp = xp_for(S)
     mats = []
     for i in range(len(S)):
         st, en = _adaptive_bounds(S[i], out[i])
@@ -645,7 +645,7 @@ def _scatter(g, idx, in_shape, dep=None, cls=_ScatterBackward):
 
 def _gather(x, idx, nd):
     """Differentiable: x's spatial planes read at flat indices idx."""
-    xp = xp_for(x, idx, nd)
+    xp = xp_for(x, idx)
     xd = x._data
     lead, sp = _split(xd.shape, nd)
     B = _prod(lead)
@@ -664,7 +664,7 @@ def _split(shape, nd):
 
 def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
     """Adaptive max pooling, with flat argmax indices."""
-    xp = xp_for(input, output_size, return_indices, nd)
+    xp = xp_for(input, output_size)
     x = input._data
     if nd == 1:
         if x.ndim not in (2, 3):

@@ -188,7 +188,7 @@ def random_(self, from_=0, to=None, *, generator=None):
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with samples whose logarithm is normal(mean, std)."""
-    xp = xp_for(mean, std, generator)
+    xp = xp_for(mean, std)
     _float_only(self, "log_normal_cpu")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_g(std)}")

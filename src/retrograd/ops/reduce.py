@@ -165,7 +165,7 @@ _GatherAlongBackward.__name__ = _GatherAlongBackward.__qualname__ = "GatherBackw
 
 def _scatter_along(g, index, dim, shape):
     """zeros(shape) with ``g`` (shaped like ``index``) added at ``index`` along ``dim``."""
-    xp = xp_for(g, index, dim, shape)
+    xp = xp_for(g, index, shape)
     gd = g._data
     z = xp.zeros(shape, gd.dtype)
     if z.size and index.size:
@@ -183,7 +183,7 @@ def _scatter_along(g, index, dim, shape):
 
 
 def _gather_along(t, index, dim):
-    xp = xp_for(t, index, dim)
+    xp = xp_for(t, index)
     r = xp.take_along_axis(t._data, index, axis=dim) if t._data.size else xp.zeros(index.shape, t._data.dtype)
     node = node_for(_GatherAlongBackward, (t,))
     if node is not None:
@@ -226,7 +226,7 @@ def _select_evenly(g, x, value):
 def _scaled_by_count(g, x_arr, out_keep_arr, dims):
     """PyTorch's scale_grad_by_count (amax/amin): ``(g / count) * mask``, mask = x == result.
     A multiplication, as there: inf or nan in ``g`` reaches the other elements as nan."""
-    xp = xp_for(g, x_arr, out_keep_arr, dims)
+    xp = xp_for(g, x_arr, out_keep_arr)
     with np.errstate(invalid="ignore"):
         mask = x_arr == out_keep_arr
     count = mask.sum(axis=dims, keepdims=True) if dims is not None else mask.sum()
@@ -278,7 +278,7 @@ class NansumBackward0(OpNode):
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero."""
-    xp = xp_for(input, dim, keepdim, dtype, out)
+    xp = xp_for(input)
     x = input._data
     rdt = _sum_dtype(x.dtype, dtype)
     dims = _dims_arg(dim, x.ndim)
@@ -306,7 +306,7 @@ class MeanBackward1(OpNode):
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of all elements, or over ``dim``."""
-    xp = xp_for(input, dim, keepdim, dtype, out)
+    xp = xp_for(input)
     x = input._data
     if dtype is not None:
         x = x.astype(D.to_dtype(dtype).np)
@@ -372,7 +372,7 @@ def sum_to_size(input, *size):
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over the elements that are not NaN."""
-    xp = xp_for(input, dim, keepdim, dtype, out)
+    xp = xp_for(input)
     x = input._data
     if x.dtype.kind not in "fcV":
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
@@ -479,7 +479,7 @@ MedianBackward1 = type("MedianBackward1", (MaxBackward0,), {})
 
 def _extreme(name, np_fn, arg_fn, all_cls, dim_cls, red_fn):
     def op(input, dim=None, keepdim=False, *, out=None):
-        xp = xp_for(input, dim, keepdim, out)
+        xp = xp_for(input)
         if isinstance(dim, Tensor):
             from . import pointwise
             return (pointwise.maximum if name == "max" else pointwise.minimum)(input, dim, out=out)
@@ -627,7 +627,7 @@ class AminmaxBackward0(OpNode):
 
 def _arg(name, fn):
     def op(input, dim=None, keepdim=False, *, out=None):
-        xp = xp_for(input, dim, keepdim, out)
+        xp = xp_for(input)
         x = input._data
         if x.dtype.kind == "b":
             raise RuntimeError(f"{name}(): does not support bool input")
@@ -678,7 +678,7 @@ any = _truth("any", np.any)
 
 def count_nonzero(input, dim=None):
     """Number of nonzero elements, over ``dim`` (an int or tuple) or all."""
-    xp = xp_for(input, dim)
+    xp = xp_for(input)
     x = input._data
     dims = _dims_arg(dim, x.ndim)
     r = xp.count_nonzero(x, axis=dims) if x.ndim else xp.count_nonzero(x)
@@ -701,7 +701,7 @@ def _var_args(name, dim, unbiased, keepdim, correction):
 
 
 def _var_forward(name, x, dims, correction, keepdim, opname=None):
-    xp = xp_for(name, x, dims, correction, keepdim, opname)
+    xp = xp_for(x, opname)
     if x.dtype.kind not in "fcV":
         raise RuntimeError(f"{opname or 'std and var'} only support floating point and complex dtypes")
     if x.dtype.kind == "V":  # bfloat16: computed in float32, rounded once
@@ -730,7 +730,7 @@ def _var_forward(name, x, dims, correction, keepdim, opname=None):
 def _welford_mean_inf(x, dims, m):
     """var_mean/std_mean's mean as PyTorch's Welford pass leaves it: an infinity that is not
     the last element visited (in order) turns the running mean into inf - inf = nan."""
-    xp = xp_for(x, dims, m)
+    xp = xp_for(x, m)
     inf = xp.isinf(x)
     if xp is np and not inf.any():
         return m
@@ -745,7 +745,7 @@ def _var_grad(g, x, dims, keepdim, full, correction):
     """PyTorch's var_backward. A full reduction with no degrees of freedom left gives
     ``g * (nan where x == mean else inf)``, a constant factor; a reduction over ``dims``
     divides by ``n - correction`` as it is (0 gives inf, a negative count a negative factor)."""
-    xp = xp_for(g, x, dims, keepdim, full, correction)
+    xp = xp_for(g, x)
     xd = x._data
     if full:
         dof = xd.size - correction
@@ -797,7 +797,7 @@ class StdBackward0(OpNode):
 
 def _var_like(name, cls):
     def op(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
-        xp = xp_for(input, dim, unbiased, keepdim, correction, out)
+        xp = xp_for(input)
         dim, keepdim, c = _var_args(name, dim, unbiased, keepdim, correction)
         x = input._data
         dims = _dims_arg(dim, x.ndim)
@@ -852,7 +852,7 @@ StdMeanBackward0 = type("StdMeanBackward0", (VarMeanBackward0,), {})
 
 def _var_mean_like(name, cls):
     def op(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        xp = xp_for(input, dim, unbiased, keepdim, correction)
+        xp = xp_for(input)
         dim, keepdim, c = _var_args(name, dim, unbiased, keepdim, correction)
         x = input._data
         dims = _dims_arg(dim, x.ndim)
@@ -891,7 +891,7 @@ class LogsumexpBackward0(OpNode):
 
 def logsumexp(input, dim, keepdim=False, *, out=None):
     """``log(sum(exp(input)))`` over ``dim``, computed stably."""
-    xp = xp_for(input, dim, keepdim, out)
+    xp = xp_for(input)
     x = _float_input(input._data)
     dims = _dims_arg(dim, x.ndim)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -927,7 +927,7 @@ class LinalgVectorNormBackward0(OpNode):
 
 def _vector_norm_grad(x, norm, g, p, dims, keepdim):
     """PyTorch's norm_backward, op for op (its masks decide the second derivative at 0)."""
-    xp = xp_for(x, norm, g, p, dims, keepdim)
+    xp = xp_for(x, norm, g, p)
     if not keepdim and x.ndim:
         g = _restore_dims(g, x.shape, dims, keepdim)
         norm = _restore_dims(norm, x.shape, dims, keepdim)
@@ -951,7 +951,7 @@ def _vector_norm_grad(x, norm, g, p, dims, keepdim):
 
 
 def _vector_norm_np(x, p, dims, keepdim):
-    xp = xp_for(x, p, dims, keepdim)
+    xp = xp_for(x, p)
     ax = xp.abs(x if x.dtype.kind != "V" else x.astype(np.float32))  # bfloat16: float32 sums, rounded once
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         if p == 2:
@@ -1032,7 +1032,7 @@ class CumsumBackward0(OpNode):
 
 def cumsum(input, dim, *, dtype=None, out=None):
     """Running sum along ``dim``."""
-    xp = xp_for(input, dim, dtype, out)
+    xp = xp_for(input)
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     rdt = _sum_dtype(x.dtype, dtype)
@@ -1088,7 +1088,7 @@ def _grad_enabled():
 def _cumprod_grad_zeros_np(g, x, out, d):
     """PyTorch's O(n) cumprod gradient for inputs with zeros (first order only): up to the
     first zero ``rev_cumsum(g * out) / x``; at the first zero the products after it."""
-    xp = xp_for(g, x, out, d)
+    xp = xp_for(g, x, d)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         cs = xp.cumsum(x == 0, axis=d)
         gi = xp.zeros(x.shape, g.dtype)
@@ -1110,7 +1110,7 @@ def _cumprod_grad_zeros_np(g, x, out, d):
 
 def cumprod(input, dim, *, dtype=None, out=None):
     """Running product along ``dim`` (gradients exact with zeros)."""
-    xp = xp_for(input, dim, dtype, out)
+    xp = xp_for(input)
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     rdt = _sum_dtype(x.dtype, dtype)
@@ -1145,7 +1145,7 @@ class LogcumsumexpBackward0(OpNode):
 
 def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
-    xp = xp_for(input, dim, out)
+    xp = xp_for(input)
     if input._data.dtype.kind not in "fcV":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{_dtype_word(input._data.dtype)}'")
     x = input._data
@@ -1176,7 +1176,7 @@ CumminBackward0 = type("CumminBackward0", (CummaxBackward0,), {})
 
 def _cum_extreme(name, ufunc, cls):
     def op(input, dim, *, out=None):
-        xp = xp_for(input, dim, out)
+        xp = xp_for(input)
         x = input._data
         d = wrap_dim(_int(dim), x.ndim)
         if x.ndim == 0 or x.size == 0:
@@ -1246,7 +1246,7 @@ def _sort_idx(x, d, descending, stable=True):
     """Sorting indices along ``d``; NaN sorts as the largest value, as in PyTorch. Unless
     ``stable``, rows longer than 16 with ties come out in the order of PyTorch's CPU kernel
     (std::sort, which is stable only up to 16 elements)."""
-    xp = xp_for(x, d, descending, stable)
+    xp = xp_for(x, d)
     if not descending:
         idx = xp.argsort(x, axis=d, kind="stable")
     else:
@@ -1280,7 +1280,7 @@ TopkBackward0 = type("TopkBackward0", (SortBackward0,), {})
 
 
 def _selected(name, cls, input, idx, d, extra=None):
-    xp = xp_for(name, input, idx, d, extra)
+    xp = xp_for(input, idx, d, extra)
     x = input._data
     vals = xp.take_along_axis(x, idx, axis=d) if x.ndim else x.copy()
     node = node_for(cls, (input,))
@@ -1293,7 +1293,7 @@ def _selected(name, cls, input, idx, d, extra=None):
 
 def sort(input, dim=-1, descending=False, stable=None, *, out=None):
     """(values, indices) sorted along ``dim``; equal values keep their order."""
-    xp = xp_for(input, dim, descending, stable, out)
+    xp = xp_for(input)
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else xp.zeros((), np.int64)
@@ -1307,7 +1307,7 @@ def sort(input, dim=-1, descending=False, stable=None, *, out=None):
 
 def argsort(input, dim=-1, descending=False, stable=False):
     """Indices that sort ``input`` along ``dim``; no gradient."""
-    xp = xp_for(input, dim, descending, stable)
+    xp = xp_for(input)
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else xp.zeros((), np.int64)
@@ -1562,7 +1562,7 @@ def _as_rows(x, d):
 
 def _topk_idx(x, k, d, largest, sorted_):
     """Indices (along ``d``, in output order) that PyTorch's CPU topk returns."""
-    xp = xp_for(x, k, d, largest, sorted_)
+    xp = xp_for(x, k, d, sorted_)
     full = _sort_idx(x, d, largest)
     base = xp.take(full, xp.arange(k), axis=d)
     if k == 0 or x.size == 0:
@@ -1586,7 +1586,7 @@ def _topk_idx(x, k, d, largest, sorted_):
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``, with their indices."""
-    xp = xp_for(input, k, dim, largest, sorted, out)
+    xp = xp_for(input, k)
     x = input._data
     if x.dtype.kind == "b":
         raise RuntimeError("topk does not support bool dtypes on CPU")
@@ -1624,7 +1624,7 @@ def _kth_idx(x, k, d):
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The ``k``-th smallest element along ``dim`` (1-based), with its index."""
-    xp = xp_for(input, k, dim, keepdim, out)
+    xp = xp_for(input, k)
     x = input._data
     if x.dtype.kind == "b":
         raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
@@ -1675,7 +1675,7 @@ def _mode_row(vals):
 
 def mode(input, dim=-1, keepdim=False, *, out=None):
     """The most frequent value along ``dim`` (the smallest of equally frequent ones), with an index of it."""
-    xp = xp_for(input, dim, keepdim, out)
+    xp = xp_for(input)
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     if x.ndim:
@@ -1745,7 +1745,7 @@ NanmedianBackward1 = type("NanmedianBackward1", (MaxBackward0,), {})
 
 
 def _median(name, input, dim, keepdim, ignore_nan, classes):
-    xp = xp_for(name, input, dim, keepdim, ignore_nan, classes)
+    xp = xp_for(input, ignore_nan, classes)
     x = input._data
     if x.dtype.kind == "b":
         raise NotImplementedError(f"\"{'median_cpu' if dim is None else 'median_out'}\" not implemented for 'Bool'")

@@ -21,7 +21,7 @@ __all__ = ["constant_pad_nd", "pixel_shuffle", "pixel_unshuffle"]
 
 def _scatter_axis(a, idx, n, axis):
     """Adjoint of ``xp.take(., idx, axis)``: sum the slices of ``a`` into ``n`` slots."""
-    xp = xp_for(a, idx, n, axis)
+    xp = xp_for(a, idx, n)
     shape = list(a.shape)
     shape[axis] = n
     out = xp.zeros(shape, a.dtype)
@@ -78,7 +78,7 @@ def _scatter_axis(a, idx, n, axis):
 
 
 def _weigh(a, w, axis):
-    xp = xp_for(a, w, axis)
+    xp = xp_for(a, w)
     if w.dtype == np.bool_:
         return xp.where(_wshape(w, axis, a.ndim), a, a.dtype.type(0))
     return a * _wshape(w.astype(a.dtype, copy=False), axis, a.ndim)
@@ -92,7 +92,7 @@ def _wshape(w, axis, ndim):
 
 def _dense(n_in, n_out, terms, dtype):
     """The map of one axis as a dense (n_out, n_in) matrix."""
-    xp = xp_for(n_in, n_out, terms, dtype)
+    xp = xp_for(n_in, n_out, terms)
     M = xp.zeros((n_out, n_in), dtype)
     rows = xp.arange(n_out)
     for idx, w in terms:
@@ -101,7 +101,7 @@ def _dense(n_in, n_out, terms, dtype):
 
 
 def _apply_dense(a, M, axis):
-    xp = xp_for(a, M, axis)
+    xp = xp_for(a, M)
     if axis == a.ndim - 1:
         return xp.matmul(a, M.T)
     if axis == a.ndim - 2:
@@ -113,7 +113,7 @@ def _gather(a, maps, adjoint):
     """Apply each axis map (axis, n_in, n_out, [(idx, weight or None), ...]) to ``a``.
     A weight is a float array (multiplied, as PyTorch's interpolation does) or a bool mask
     (selected: a padded position is the pad value even beside an inf)."""
-    xp = xp_for(a, maps, adjoint)
+    xp = xp_for(a, maps)
     if xp is not np:   # host-built index maps go onto the device once
         maps = [(axis, n_in, n_out, [(xp.asarray(i), w if w is None else xp.asarray(w)) for i, w in terms])
                 for axis, n_in, n_out, terms in maps]
@@ -200,7 +200,7 @@ def _pad_classes(name):
 
 
 def _pad_index(n, lo, hi, mode):
-    xp = xp_for(n, lo, hi, mode)
+    xp = xp_for(n, lo, hi)
     j = xp.arange(n + lo + hi, dtype=np.int64) - lo
     if mode == "reflect":
         j = xp.abs(j)
@@ -254,7 +254,7 @@ def constant_pad_nd(input, pad, value=0):
 
 
 def _pad_nd(input, pad, mode, value):
-    xp = xp_for(input, pad, mode, value)
+    xp = xp_for(input, pad, value)
     x = input._data
     nd = x.ndim
     k = len(pad) // 2
@@ -346,7 +346,7 @@ def _linear_scale(n_in, n_out, align_corners, scale, ft):
 
 
 def _linear_terms(n_in, n_out, align_corners, scale, ft):
-    xp = xp_for(n_in, n_out, align_corners, scale, ft)
+    xp = xp_for(n_in, n_out, scale, ft)
     s = _linear_scale(n_in, n_out, align_corners, scale, ft)
     d = xp.arange(n_out).astype(ft)
     if align_corners:
@@ -361,7 +361,7 @@ def _linear_terms(n_in, n_out, align_corners, scale, ft):
 
 
 def _cubic_terms(n_in, n_out, align_corners, scale, ft):
-    xp = xp_for(n_in, n_out, align_corners, scale, ft)
+    xp = xp_for(n_in, n_out, scale, ft)
     s = _linear_scale(n_in, n_out, align_corners, scale, ft)
     d = xp.arange(n_out).astype(ft)
     src = s * d if align_corners else s * (d + ft(0.5)) - ft(0.5)
@@ -380,7 +380,7 @@ def _cubic_terms(n_in, n_out, align_corners, scale, ft):
 
 
 def _upsample(input, out_size, scales, mode, align_corners):
-    xp = xp_for(input, out_size, scales, mode, align_corners)
+    xp = xp_for(input, out_size, scales)
     x = input._data
     k = len(out_size)
     sp = x.shape[-k:]

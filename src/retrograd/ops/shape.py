@@ -469,7 +469,7 @@ def tile(input, dims):
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element ``repeats`` times along ``dim`` (flattened when ``dim`` is None)."""
-    xp = xp_for(input, repeats, dim, output_size)
+    xp = xp_for(input, repeats, output_size)
     if repeats is None:  # repeat_interleave(repeats): indices repeated by the counts
         r = input._data
         if r.ndim > 1:
@@ -546,7 +546,7 @@ class RollBackward0(OpNode):
 
 def roll(input, shifts, dims=None):
     """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None)."""
-    xp = xp_for(input, shifts, dims)
+    xp = xp_for(input, shifts)
     x = input._data
     sh = (shifts,) if isinstance(shifts, _int) else tuple(shifts)
     if dims is None:
@@ -1197,7 +1197,7 @@ class Rot90Backward0(OpNode):
 
 def rot90(input, k=1, dims=(0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane of ``dims`` (from the first toward the second)."""
-    xp = xp_for(input, k, dims)
+    xp = xp_for(input, k)
     x = input._data
     dims = tuple(dims)
     if len(dims) != 2:

@@ -352,7 +352,7 @@ RoundBackward1 = type("RoundBackward1", (RoundBackward0,), {})
 
 def round(input, *, decimals=0, out=None):
     """Round half to even, optionally to ``decimals`` places."""
-    xp = xp_for(input, decimals, out)
+    xp = xp_for(input, decimals)
     x = input._data
     _not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", "bc" if decimals == 0 else "biuc")(x.dtype)
     if x.dtype == _HALF:  # scaled, rounded and divided in float32, as PyTorch

@@ -11,7 +11,7 @@ __all__ = ["Adafactor"]
 
 def _norm(a, axis=None, keepdims=False):
     """The 2-norm in the array's own precision."""
-    xp = xp_for(a, axis, keepdims)
+    xp = xp_for(a)
     sq = a * a
     return xp.sqrt(xp.sum(sq, axis=axis, keepdims=keepdims, dtype=a.dtype))
 

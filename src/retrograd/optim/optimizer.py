@@ -187,7 +187,7 @@ _F16 = np.dtype(np.float16)
 
 def fma_scalar(x, s, y, out=None):
     """``y + s * x`` with one rounding (PyTorch's ``y.add(x, alpha=s)``); s is a Python number."""
-    xp = xp_for(x, s, y, out)
+    xp = xp_for(x, s, y)
     dt = y.dtype
     if s == 1 or s == -1:          # exact without a fused step
         ufunc = xp.add if s == 1 else xp.subtract
@@ -271,7 +271,7 @@ def addcmul(y, a, b, value, out=None):
 
 def addcdiv(y, a, b, value, out=None):
     """``y + (value * a) / b`` (PyTorch's addcdiv, no fused step)."""
-    xp = xp_for(y, a, b, value, out)
+    xp = xp_for(y, a, b, value)
     t = a if value == 1 else _as_dtype(value, y.dtype) * a
     t = t / b
     if out is None:
@@ -282,7 +282,7 @@ def addcdiv(y, a, b, value, out=None):
 
 def addcdiv_term(a, b, value, out=None):
     """The term ``(value * a) / b`` that :func:`addcdiv` adds (a flat step adds it per parameter)."""
-    xp = xp_for(a, b, value, out)
+    xp = xp_for(a, b, value)
     t = a if value == 1 else xp.multiply(a, _as_dtype(value, a.dtype), out=out)
     return xp.divide(t, b, out=out)
 
@@ -649,7 +649,7 @@ class Optimizer:
     # --- used by the subclasses ---------------------------------------------------------
     @staticmethod
     def _grad_array(p, maximize, real=True):
-        xp = xp_for(p, maximize, real)
+        xp = xp_for(p)
         g = p._grad._data
         if real:
             g = _real(g)
