@@ -25,6 +25,7 @@ paths in CI without a GPU.
 import contextlib
 import functools
 import operator
+import os
 import sys
 import threading
 import types
@@ -59,10 +60,14 @@ class _Syncs(threading.local):
 SYNCS = _Syncs()
 
 
+_TENSOR_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_tensor.py")
+
+
 def _caller():
+    """file:line of the code that asked (past this module and Tensor's own item/tolist/...)."""
     f = sys._getframe(2)
     here = __file__
-    while f is not None and f.f_code.co_filename == here:
+    while f is not None and (f.f_code.co_filename == here or os.path.abspath(f.f_code.co_filename) == _TENSOR_FILE):
         f = f.f_back
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "?"
 
