@@ -155,12 +155,11 @@ class Placement:
 
     def pos(self):
         """The flat positions (None: all of the base, in order)."""
-        xp = xp_for()
         p = self._pos
         if p is _UNSET:
             shape, strides, off = self.geo
             p = _flat(shape, strides, off)
-            if p.size == self.n and (self.n == 0 or (p == xp.arange(self.n)).all()):
+            if p.size == self.n and (self.n == 0 or (p == np.arange(self.n)).all()):
                 p = None
             self._pos = p
         return p
@@ -176,12 +175,11 @@ class Placement:
 
     def overlapping(self):
         """Whether several view elements share one base element (PyTorch: a stride 0)."""
-        xp = xp_for()
         if self.geo is not None:
             shape, strides = self.geo[0], self.geo[1]
             return 0 not in shape and any(st == 0 and m > 1 for m, st in zip(shape, strides))
         p = self._pos
-        return p is not None and xp.unique(p).size < p.size
+        return p is not None and np.unique(p).size < p.size
 
 
 def _positions(view, base, outside=False):
