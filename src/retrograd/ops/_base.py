@@ -696,6 +696,8 @@ def address(x):
 
 def on_device(fn, *arrays):
     """NumPy's function ``fn``, or its namesake in the device module of ``arrays``."""
+    if len(arrays) == 1 and arrays[0].__class__ is _ndarray:
+        return fn
     xp = xp_for(*arrays)
     if xp is np or not (type(fn) is np.ufunc or getattr(fn, "__module__", "").startswith("numpy")):
         return fn   # (retrograd's own functions take device arrays themselves)

@@ -53,12 +53,12 @@ def _bshape(*ts):
 
 def _as(v, dt):
     """Operand ``v`` (tensor or Python number) as an array/number of dtype ``dt``."""
-    xp = xp_for(v, dt)
     if isinstance(v, Tensor):
         d = v._data
         return d if d.dtype == dt else d.astype(dt)
     if dt.kind in "iub" and v is not None:
-        return xp.array(v).astype(dt)  # wraps around like PyTorch's cast of a bound
+        # wraps around like PyTorch's cast of a bound; a NumPy scalar meets arrays of any device
+        return np.array(v).astype(dt)[()]
     return v
 
 
@@ -67,8 +67,7 @@ def _float_dt(dt):
 
 
 def _out(node, r, dt, out, name):
-    xp = xp_for(node, r, dt)
-    res = finish(node, arr(xp.asarray(r, dt)))
+    res = finish(node, arr(r.astype(dt, copy=False) if hasattr(r, "astype") else np.asarray(r, dt)))
     return res if out is None else write_out(out, res, name)
 
 
