@@ -116,6 +116,8 @@ def _adam(b, group):
 
 def _compiled(b, group, beta1, beta2, lr, wd, decoupled):
     """The step by the compiled kernel, one pass per parameter (False: not available here)."""
+    if b.flat_params() is None:   # (a batch of one, or a device's: no compiling for it)
+        return False
     k = kernels()
     if k is None or _sqrt is not _numpy_sqrt:
         return False
