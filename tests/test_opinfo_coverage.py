@@ -18,6 +18,8 @@ COVERED_ELSEWHERE = {
     "F.gumbel_softmax": "random sample: its values cannot be compared with torch's generator; tests/test_nn_extra.py "
                         "checks its distribution, straight-through gradient and the hard one-hot form",
     "chalf": "complex32 has no NumPy storage: chalf() raises retrograd's documented TypeError (tests/test_dtypes_extra.py)",
+    "pin_memory": "needs a CUDA device: tests/device/test_training.py (emulated device)",
+    "is_pinned": "pinned memory needs a CUDA device: tests/device/test_training.py (emulated device)",
     **{n: _RANDOM_FILL for n in ("bernoulli_", "exponential_", "log_normal_", "normal_", "random_", "uniform_")},
     **{n: "random draws: tests/test_plumbing.py checks them value-free against torch (dtype, range, grad_fn, "
           "errors) and by their sample statistics" for n in ("cauchy_", "geometric_", "bernoulli", "multinomial")},

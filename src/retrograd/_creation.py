@@ -1,6 +1,7 @@
 """Creating tensors: from data, filled, ranges, random; the random generators."""
 import builtins
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -99,6 +100,10 @@ def _gen_for(t, generator):
 def manual_seed(seed):
     """Seed the default generator (and CuPy's, when in use)."""
     default_generator.manual_seed(seed)
+    from . import _device
+    if _device._CUDA_XP[0] is not None or "cupy" in sys.modules:   # (never imports CuPy itself)
+        from . import cuda
+        cuda.manual_seed_all(seed)
     return default_generator
 
 

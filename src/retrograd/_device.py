@@ -112,6 +112,11 @@ def to_device(d):
     return device(d)
 
 
+# The array module of 'cuda' tensors when it is not CuPy: the emulated device of
+# retrograd.cuda._emulator, set only by its enable() (tests, benchmarks --emulate).
+_CUDA_XP = [None]
+
+
 def array_module(dev):
     """NumPy for the CPU, CuPy for CUDA (raising a clear error when CuPy is missing)."""
     if dev.type == "cpu":
@@ -120,6 +125,8 @@ def array_module(dev):
         from ._meta import xp
         return xp
     if dev.type == "cuda":
+        if _CUDA_XP[0] is not None:
+            return _CUDA_XP[0]
         try:
             import cupy
         except ImportError as e:
@@ -129,18 +136,34 @@ def array_module(dev):
     raise RuntimeError(f"unsupported device {dev}")
 
 
+def special_module(a):
+    """scipy.special for NumPy arrays, its CuPy counterpart (cupyx.scipy.special) for device ones."""
+    dev = device_of_array(a)
+    if dev.type != "cuda":      # (the meta device's arrays take scipy.special's ufuncs too)
+        import scipy.special
+        return scipy.special
+    xp = array_module(dev)
+    sp = getattr(xp, "_scipy_special", None)    # the emulated device's
+    if sp is not None:
+        return sp
+    import cupyx.scipy.special
+    return cupyx.scipy.special
+
+
 def device_of_array(a):
     if isinstance(a, np.ndarray) or np.isscalar(a):
         return _CPU
     if type(a).__name__ == "MetaArray":
         return META
     dev = getattr(a, "device", None)
-    if dev is not None and type(a).__module__.startswith("cupy"):
+    if dev is not None and (type(a).__module__.startswith("cupy") or getattr(a, "_retrograd_cuda", False)):
         return device("cuda", int(dev.id))
     return _CPU
 
 
 def cuda_is_available():
+    if _CUDA_XP[0] is not None:
+        return True
     try:
         import cupy
         return cupy.cuda.runtime.getDeviceCount() > 0

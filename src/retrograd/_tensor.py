@@ -209,6 +209,10 @@ class Tensor:
 
     def storage_offset(self):
         base = self._data
+        if type(base) is not _ndarray and hasattr(base, "data") and hasattr(base.data, "ptr"):  # device memory
+            while base.base is not None and type(base.base) is type(base):
+                base = base.base
+            return (self._data.data.ptr - base.data.ptr) // self._data.itemsize
         while isinstance(base.base, _ndarray):
             base = base.base
         if base is self._data:

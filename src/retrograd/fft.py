@@ -10,6 +10,7 @@ import numpy as np
 
 from ._tensor import Tensor
 from . import _dtype as D
+from .ops._base import xp_for
 from .ops._base import OpNode, node_for, finish, wrap_dim, write_out
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
@@ -18,7 +19,10 @@ __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
 
-def _sp():
+def _sp(a=None):
+    """scipy.fft on the CPU; the device's own FFTs (cuFFT through CuPy) for device arrays."""
+    if a is not None and type(a) is not np.ndarray:
+        return xp_for(a).fft
     import scipy.fft
     return scipy.fft
 
@@ -78,11 +82,12 @@ class FftR2CBackward0(OpNode):
 class FftC2RBackward0(OpNode):
     def backward(self, g):
         # PyTorch's fft_c2r_backward: the one-sided transform of g, its mirrored bins doubled
+        xp = xp_for(g)
         r = _r2c(g, self.dims, _DUAL[self.norm])
         d = self.dims[-1]
         double = g.shape[d] - r.shape[d]
         if double > 0:
-            scale = np.ones(r.shape[d], np.float64)
+            scale = xp.ones(r.shape[d], np.float64)
             scale[1:1 + double] = 2
             shape = [1] * r.ndim
             shape[d] = r.shape[d]
@@ -91,44 +96,47 @@ class FftC2RBackward0(OpNode):
 
 
 def _c2c(x, dims, norm, forward):
+    xp = xp_for(x, norm, forward)
     a = x._data
     if a.dtype.kind != "c":
         a = _as_float(x, "fft")
         a = a.astype(np.complex64 if a.dtype == np.float32 else np.complex128)
-    fn = _sp().fftn if forward else _sp().ifftn
+    fn = _sp(a).fftn if forward else _sp(a).ifftn
     r = fn(a, axes=dims, norm=norm) if dims else a.copy()
     node = node_for(FftC2CBackward0, (x,))
     if node is not None:
         node.dims, node.norm, node.forward = list(dims), norm, forward
-    return finish(node, np.asarray(r))
+    return finish(node, xp.asarray(r))
 
 
 def _r2c(x, dims, norm, onesided=True):
+    xp = xp_for(x, norm, onesided)
     a = _as_float(x, "rfft")
-    r = _sp().rfftn(a, axes=dims, norm=norm)
+    r = _sp(a).rfftn(a, axes=dims, norm=norm)
     if not onesided:  # the other half by Hermitian symmetry, as PyTorch's r2c fills it
         n = a.shape[dims[-1]]
-        part = np.take(r, n - np.arange(n // 2 + 1, n), axis=dims[-1])
+        part = xp.take(r, n - xp.arange(n // 2 + 1, n), axis=dims[-1])
         for d in dims[:-1]:
-            part = np.roll(np.flip(part, d), 1, d)
-        r = np.concatenate([r, np.conj(part)], axis=dims[-1])
+            part = xp.roll(xp.flip(part, d), 1, d)
+        r = xp.concatenate([r, xp.conj(part)], axis=dims[-1])
     node = node_for(FftR2CBackward0, (x,))
     if node is not None:
         node.dims, node.norm, node.last = list(dims), norm, a.shape[dims[-1]]
-    return finish(node, np.asarray(r))
+    return finish(node, xp.asarray(r))
 
 
 def _c2r(x, dims, norm, last):
+    xp = xp_for(x, norm, last)
     a = x._data
     if a.dtype.kind != "c":
         a = _as_float(x, "irfft")
         a = a.astype(np.complex64 if a.dtype == np.float32 else np.complex128)
     shape = [a.shape[d] for d in dims[:-1]] + [last]
-    r = _sp().irfftn(a, s=shape, axes=dims, norm=norm)
+    r = _sp(a).irfftn(a, s=shape, axes=dims, norm=norm)
     node = node_for(FftC2RBackward0, (x,))
     if node is not None:
         node.dims, node.norm = list(dims), norm
-    return finish(node, np.asarray(r))
+    return finish(node, xp.asarray(r))
 
 
 # *** argument handling ***
@@ -300,20 +308,23 @@ def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
 
 
 def _freq(values, dtype, device, requires_grad):
+    xp = xp_for(values)
     from ._creation import tensor
     dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype)
-    r = tensor(np.asarray(values, np.float64), dtype=dt, device=device)
+    r = tensor(xp.asarray(values, np.float64), dtype=dt, device=device)
     return r.requires_grad_(requires_grad) if requires_grad else r
 
 
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of an ``n``-point transform with sample spacing ``d``."""
-    return _freq(np.fft.fftfreq(n, d), dtype, device, requires_grad)
+    xp = xp_for(n, d)
+    return _freq(xp.fft.fftfreq(n, d), dtype, device, requires_grad)
 
 
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of an ``n``-point ``rfft``."""
-    return _freq(np.fft.rfftfreq(n, d), dtype, device, requires_grad)
+    xp = xp_for(n, d)
+    return _freq(xp.fft.rfftfreq(n, d), dtype, device, requires_grad)
 
 
 def _shift(input, dim, sign):

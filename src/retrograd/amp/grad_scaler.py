@@ -89,13 +89,14 @@ class GradScaler:
                     raise ValueError("Attempting to unscale FP16 gradients.")
                 d = g._data
                 xp = np if isinstance(d, np.ndarray) else _xp(d)
-                bad = not bool(xp.isfinite(d).all())
-                d *= d.dtype.type(inv_scale) if d.dtype.kind in "fV" else inv_scale
+                # the flag stays on the gradient's device (asking it would be a sync per gradient)
+                bad = (~xp.isfinite(d).all()).astype(np.float32)
+                d *= xp.asarray(inv_scale, d.dtype) if d.dtype.kind in "fV" else float(inv_scale)
                 g._bump_version()
                 dev = g.device
-                found[dev] = max(found.get(dev, 0.0), 1.0 if bad else 0.0)
-        from .._creation import full
-        return {d: full((), v, dtype=_f32(), device=d) for d, v in found.items()}
+                found[dev] = bad if dev not in found else xp.maximum(found[dev], bad)
+        from .._tensor import Tensor
+        return {d: Tensor._make(_flag(v)) for d, v in found.items()}
 
     def unscale_(self, optimizer):
         """Divide the optimizer's gradients by the scale, in place (at most once per step)."""
@@ -107,8 +108,8 @@ class GradScaler:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
         elif state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        # The reciprocal in float64, then float32, like PyTorch.
-        inv_scale = np.float32(1.0 / np.float64(self._scale.item()))
+        # The reciprocal in float64, then float32, like PyTorch (on the scale's device: no sync).
+        inv_scale = (1.0 / self._scale._data.astype(np.float64)).astype(np.float32)
         found = self._unscale_grads_(optimizer, inv_scale, False)
         state["found_inf_per_device"] = found
         state["stage"] = OptState.UNSCALED
@@ -155,11 +156,14 @@ class GradScaler:
                     raise AssertionError(reason)
                 _scale._data[...] = new_scale.item()
         else:
-            found_infs = [f.item() for st in self._per_optimizer_states.values()
+            found_infs = [f._data for st in self._per_optimizer_states.values()
                           for f in st["found_inf_per_device"].values()]
             if len(found_infs) == 0:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            _amp_update_scale_(_scale, _tracker, sum(found_infs), self._growth_factor,
+            total = found_infs[0]
+            for f in found_infs[1:]:
+                total = total + (f if type(f) is type(total) else _to_like(f, total))
+            _amp_update_scale_(_scale, _tracker, total, self._growth_factor,
                                self._backoff_factor, self._growth_interval)
         _scale._bump_version()
         self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
@@ -236,20 +240,33 @@ class GradScaler:
 
 
 def _amp_update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
-    """PyTorch's ``_amp_update_scale_`` kernel, in float32 like it."""
-    s = np.float32(scale.item())
-    if found_inf:
-        scale._data[...] = s * np.float32(backoff_factor)
-        growth_tracker._data[...] = 0
-    else:
-        successful = int(growth_tracker.item()) + 1
-        if successful == growth_interval:
-            new_scale = s * np.float32(growth_factor)
-            if np.isfinite(new_scale):
-                scale._data[...] = new_scale
-            growth_tracker._data[...] = 0
-        else:
-            growth_tracker._data[...] = successful
+    """PyTorch's ``_amp_update_scale_`` kernel, in float32 like it, on the scale's device
+    (selections, no question to the host): back off after an inf, grow after
+    ``growth_interval`` clean steps in a row."""
+    s, t = scale._data, growth_tracker._data
+    xp = np if isinstance(s, np.ndarray) else _xp(s)
+    found = xp.asarray(found_inf) != 0
+    successful = t + 1
+    due = successful == growth_interval
+    grown = s * np.float32(growth_factor)
+    new_s = xp.where(found, s * np.float32(backoff_factor), xp.where(due & xp.isfinite(grown), grown, s))
+    new_t = xp.where(found | due, 0, successful)
+    s[...] = new_s
+    t[...] = new_t
+
+
+def _flag(v):
+    """A found-inf flag as a float32 array (0-d) on its device."""
+    if isinstance(v, (np.ndarray, np.generic)):
+        return np.asarray(v, np.float32)
+    return v.astype(np.float32, copy=False)
+
+
+def _to_like(a, like):
+    """``a`` (a flag of another device) where ``like`` lives."""
+    if isinstance(like, np.ndarray):
+        return np.asarray(a.get() if hasattr(a, "get") else a)
+    return _xp(like).asarray(a)
 
 
 def _xp(d):

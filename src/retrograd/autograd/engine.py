@@ -529,8 +529,19 @@ def _materialize(fn, grads_in):
         return grads_in
     from .. import _creation
     out = []
+    like = None   # (the zeros go on the device of the gradients that did arrive)
+    for g in grads_in:
+        if g is not None:
+            like = g._data
+            break
     for g, meta in zip(grads_in, fn._out_meta):
-        out.append(g if g is not None or meta is None else _creation._zeros_np(*meta))
+        if g is None and meta is not None:
+            if like is None or type(like) is np.ndarray:
+                g = _creation._zeros_np(*meta)
+            else:
+                from ..ops._base import xp_of
+                g = Tensor._make(xp_of(like).zeros(*meta))
+        out.append(g)
     return out
 
 

@@ -169,16 +169,30 @@ def memory_reserved(device=None):
 
 
 def max_memory_allocated(device=None):
-    # CuPy's pool keeps no peak: the current figure is the best answer it gives.
-    return memory_allocated(device)
+    """The most bytes held by tensors since the last reset: the emulated device's pool keeps
+    that peak; CuPy's keeps none, and the current figure is the best answer it gives."""
+    cp = _cupy()
+    if cp is None:
+        return 0
+    pool = cp.get_default_memory_pool()
+    peak = getattr(pool, "peak", None)
+    return int(pool.used_bytes() if peak is None else peak)
 
 
 def max_memory_reserved(device=None):
+    """Bytes CuPy's pool holds from the driver: cached blocks included, a high-water mark of
+    the work since ``reset_peak_memory_stats`` (which returns the cached blocks)."""
     return memory_reserved(device)
 
 
 def reset_peak_memory_stats(device=None):
-    pass
+    """Start the peak figures afresh (CuPy's pool: its cached blocks go back to the driver)."""
+    cp = _cupy()
+    if cp is not None:
+        pool = cp.get_default_memory_pool()
+        pool.free_all_blocks()
+        if hasattr(pool, "peak"):
+            pool.peak = pool.used_bytes()
 
 
 from . import amp  # noqa: F401,E402

@@ -53,7 +53,7 @@ def usable(*arrays):
     """The kernel module when it should run on these arrays (same float32/float64 dtype, same
     shape, at least MIN_SIZE elements), else None."""
     a = arrays[0]
-    if a.size < MIN_SIZE or a.dtype not in _FLOATS:
+    if a.size < MIN_SIZE or a.dtype not in _FLOATS or type(a) is not np.ndarray:   # (host kernels)
         return None
     for b in arrays[1:]:
         if b.dtype != a.dtype or b.shape != a.shape:

@@ -446,6 +446,8 @@ def quiet(f, x):
     if _FP_STATE is None:
         with np.errstate(all="ignore"):
             return f(x)
+    if type(x) is not _ndarray and isinstance(f, np.ufunc):
+        f = on_device(f, x)
     cur = _FP_STATE.get()
     q = _QUIET.get(cur)
     if q is None:
@@ -512,13 +514,49 @@ def result_np_dtype(*operands):
 
 
 def check_same_device(a, b):
+    """PyTorch's device rule for two operands: one device, except that a 0-d CPU tensor joins
+    any device (as a scalar)."""
     if type(a._data) is not type(b._data):
         da, db = a.device, b.device
-        if da != db and a._data.ndim and b._data.ndim:
+        if da != db and not (da.type == "cpu" and not a._data.ndim) and not (db.type == "cpu" and not b._data.ndim):
             if "meta" in (da.type, db.type):
-                raise RuntimeError(f"Tensor on device {db} is not on the expected device {da}!")
+                if a._data.ndim and b._data.ndim:
+                    raise RuntimeError(f"Tensor on device {db} is not on the expected device {da}!")
+                return
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, {da} and {db}!")
+
+
+def check_devices(*tensors):
+    """``check_same_device`` over an op's tensor operands (None and non-tensors skipped; the
+    first tensor's device is the expected one)."""
+    first = kind = None
+    for t in tensors:
+        c = t.__class__
+        if c is Tensor or _KINDS.get(c, None) == 1 or (c not in _KINDS and _kind(c) == 1):
+            k = t._data.__class__
+            if kind is None:
+                first, kind = t, k
+            elif k is not kind:
+                check_same_device(first, t)
+        elif c is list or c is tuple:
+            for u in t:
+                if isinstance(u, Tensor):
+                    k = u._data.__class__
+                    if kind is None:
+                        first, kind = u, k
+                    elif k is not kind:
+                        check_same_device(first, u)
+
+
+def _as_scalar_on(x, y):
+    """(x, y) with a 0-d host array among them, met by a device array, as a NumPy scalar
+    (PyTorch passes a CPU scalar tensor to a device kernel by value)."""
+    if type(x) is _ndarray and not x.ndim and type(y) is not _ndarray and hasattr(y, "dtype"):
+        return x[()], y
+    if type(y) is _ndarray and not y.ndim and type(x) is not _ndarray and hasattr(x, "dtype"):
+        return x, y[()]
+    return x, y
 
 
 def binary_operands(input, other):
@@ -534,8 +572,11 @@ def binary_operands(input, other):
             if x.dtype == y.dtype:
                 if type(x) is not type(y):  # numpy and cupy arrays: different devices
                     check_same_device(input, other)
+                    x, y = _as_scalar_on(x, y)
                 return input, other, x, y, x.dtype
-            check_same_device(input, other)
+            if type(x) is not type(y):
+                check_same_device(input, other)
+                x, y = _as_scalar_on(x, y)
             return input, other, x, y, result_np_dtype(input, other)
         if t is _int or t is _bool or t is _complex or isinstance(other, np.generic):
             return input, None, x, other, scalar_np_dtype(other, x.dtype)
@@ -591,9 +632,82 @@ def xp_of(t):
     return array_module(device_of_array(d))
 
 
+def xp_for(*arrays):
+    """NumPy, or the device array module (CuPy) of the first device array among ``arrays``
+    (tensors, arrays, lists of them, or anything else, which is skipped); NumPy's own
+    dispatch serves the meta device. Cheap on host data: a type lookup per argument."""
+    for a in arrays:
+        t = a.__class__
+        if t is _ndarray:
+            continue
+        k = _KINDS.get(t)
+        if k is None:
+            k = _kind(t)
+        if k == 1:
+            a = a._data
+            t = a.__class__
+            if t is _ndarray:
+                continue
+            k = _KINDS.get(t)
+            if k is None:
+                k = _kind(t)
+        if k == 2:
+            return xp_of(a)
+        if k == 3:
+            xp = xp_for(*a)
+            if xp is not np:
+                return xp
+    return np
+
+
+_KINDS = {}   # type -> 0: other, 1: a Tensor, 2: a device array, 3: a list or tuple
+
+
+def _kind(t):
+    # (type tests, not isinstance: Tensor's metaclass makes isinstance slow on other objects)
+    if Tensor in getattr(t, "__mro__", ()):
+        k = 1
+    elif t is tuple or t is list:
+        k = 3
+    elif getattr(t, "_retrograd_cuda", False) or getattr(t, "__module__", "").startswith("cupy"):
+        k = 2
+    else:
+        k = 0
+    _KINDS[t] = k
+    return k
+
+
+def strided(x, shape, strides, writeable=True):
+    """A view of ``x`` with these byte strides (NumPy's ``as_strided``; on a device, CuPy's,
+    whose views are always writeable)."""
+    if type(x) is _ndarray:
+        return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=writeable and x.flags.writeable)
+    if type(x).__name__ == "MetaArray":
+        return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=writeable)
+    return xp_of(x).lib.stride_tricks.as_strided(x, shape, strides)
+
+
+def address(x):
+    """The address of an array's first element (host or device memory)."""
+    if type(x) is _ndarray or type(x).__name__ == "MetaArray":
+        return x.__array_interface__["data"][0]
+    return x.data.ptr
+
+
+def on_device(fn, *arrays):
+    """NumPy's function ``fn``, or its namesake in the device module of ``arrays``."""
+    if len(arrays) == 1 and arrays[0].__class__ is _ndarray:
+        return fn
+    xp = xp_for(*arrays)
+    if xp is np or not (type(fn) is np.ufunc or getattr(fn, "__module__", "").startswith("numpy")):
+        return fn   # (retrograd's own functions take device arrays themselves)
+    return getattr(xp, fn.__name__)
+
+
 __all__ = ["typename", "zeros_grad", "OpNode", "node_for", "save", "save_output", "finish", "finish_multi", "view_of",
            "arr", "binary_operands", "result_np_dtype", "cast", "norm_dims", "wrap_dim",
-           "to_tensor", "Tensor", "Size", "xp_of", "type_name"]
+           "to_tensor", "Tensor", "Size", "xp_of", "xp_for", "on_device", "strided", "address", "type_name",
+           "check_devices"]
 
 
 # --- out= and in-place ------------------------------------------------------------------

@@ -5,6 +5,7 @@ from math import prod as _prod
 
 import numpy as np
 
+from ._base import check_devices
 from ._base import OpNode, node_for, save, finish, _state, Tensor
 from .conv import check_kernel_dtype
 
@@ -119,6 +120,7 @@ def _expand_err(bias, target):
 
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` over the last dimension of ``input``."""
+    check_devices(input, weight, bias)
     if bias is not None and not isinstance(bias, Tensor):
         raise TypeError(f"linear(): argument 'bias' (position 3) must be Tensor, not {type(bias).__name__}")
     x = input._data

@@ -2,6 +2,7 @@
 nodes under create_graph) and the fused LSTM/GRU cell pointwise steps."""
 import numpy as np
 
+from ._base import xp_for
 from ._base import OpNode, node_for, save, finish, finish_multi, _state
 
 
@@ -29,19 +30,21 @@ def graph_grads(fn, inputs, grads):
 # *** fused recurrent cell pointwise steps (the layers' per-step work after the GEMMs) ***
 
 def _sig(a):
-    e = np.exp(-np.abs(a))
-    return np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+    xp = xp_for(a)
+    e = xp.exp(-xp.abs(a))
+    return xp.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
 
 
 class ThnnFusedLstmCellBackward0(OpNode):
     def _apply(self, grads):
+        xp = xp_for(grads)
         if _state.grad:
             res = graph_grads(lstm_composite, list(self.saved_tensors), list(grads))
             return tuple(res)
         dh, dc2 = grads[0]._data, grads[1]._data
         i, f, g, o, c, tc = self.vals
         dct = dc2 + dh * o * (1 - tc * tc)
-        da = np.concatenate([dct * g * i * (1 - i), dct * c * f * (1 - f), dct * i * (1 - g * g),
+        da = xp.concatenate([dct * g * i * (1 - i), dct * c * f * (1 - f), dct * i * (1 - g * g),
                              dh * tc * o * (1 - o)], axis=-1)
         nf = self.next_functions
         return (finish(None, da) if nf[0][0] is not None else None,
@@ -61,12 +64,13 @@ def lstm_composite(gx, gh, c):
 
 def lstm_pointwise(gx, gh, c):
     """(h', c') of an LSTM step from the input and hidden projections (N, 4H) and c (N, H)."""
+    xp = xp_for(gx, gh, c)
     a, cd = gx._data + gh._data, c._data
     H = cd.shape[-1]
     i, f, o = _sig(a[..., :H]), _sig(a[..., H:2 * H]), _sig(a[..., 3 * H:])
-    g = np.tanh(a[..., 2 * H:3 * H])
+    g = xp.tanh(a[..., 2 * H:3 * H])
     c2 = f * cd + i * g
-    tc = np.tanh(c2)
+    tc = xp.tanh(c2)
     node = node_for(ThnnFusedLstmCellBackward0, (gx, gh, c))
     h2, c2 = finish_multi(node, [o * tc, c2])
     if node is not None:
@@ -77,6 +81,7 @@ def lstm_pointwise(gx, gh, c):
 
 class ThnnFusedGruCellBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         if _state.grad:
             return tuple(graph_grads(gru_composite, list(self.saved_tensors), [g]))
         dh2 = g._data
@@ -85,7 +90,7 @@ class ThnnFusedGruCellBackward0(OpNode):
         dar = dan * hn * r * (1 - r)
         daz = dh2 * (h - n) * z * (1 - z)
         nf = self.next_functions
-        out = (np.concatenate([dar, daz, dan], -1), np.concatenate([dar, daz, dan * r], -1), dh2 * z)
+        out = (xp.concatenate([dar, daz, dan], -1), xp.concatenate([dar, daz, dan * r], -1), dh2 * z)
         return tuple(finish(None, a) if nf[k][0] is not None else None for k, a in enumerate(out))
 
 
@@ -104,12 +109,13 @@ def gru_composite(gx, gh, h):
 
 def gru_pointwise(gx, gh, h):
     """h' of a GRU step from the input and hidden projections (N, 3H) and h (N, H)."""
+    xp = xp_for(gx, gh, h)
     a, b, hd = gx._data, gh._data, h._data
     H = hd.shape[-1]
     r = _sig(a[..., :H] + b[..., :H])
     z = _sig(a[..., H:2 * H] + b[..., H:2 * H])
     hn = b[..., 2 * H:]
-    n = np.tanh(a[..., 2 * H:] + r * hn)
+    n = xp.tanh(a[..., 2 * H:] + r * hn)
     node = node_for(ThnnFusedGruCellBackward0, (gx, gh, h))
     res = finish(node, (1 - z) * n + z * hd)
     if node is not None:
@@ -134,10 +140,11 @@ _PERMS = {}
 
 def _lstm_perm(H, inverse=False):
     """The gate order (o, i, f, g) as indices into PyTorch's (i, f, g, o), or the inverse."""
+    xp = xp_for(H, inverse)
     p = _PERMS.get((H, inverse))
     if p is None:
-        p = (np.concatenate([np.arange(H, 4 * H), np.arange(0, H)]) if inverse else
-             np.concatenate([np.arange(3 * H, 4 * H), np.arange(0, 3 * H)]))
+        p = (xp.concatenate([xp.arange(H, 4 * H), xp.arange(0, H)]) if inverse else
+             xp.concatenate([xp.arange(3 * H, 4 * H), xp.arange(0, 3 * H)]))
         p.flags.writeable = False
         if len(_PERMS) > 16:
             _PERMS.clear()
@@ -167,6 +174,7 @@ class _LstmLayerNode(_LayerNode):
         return lstm_layer_composite(*ins, self.reverse, self.masks)
 
     def _bptt(self, saved, grads):
+        xp = xp_for(saved, grads)
         w = saved[3]._data
         acts, gc, tcs, hprev, msk = self.vals
         L, H, N = tcs.shape
@@ -174,9 +182,9 @@ class _LstmLayerNode(_LayerNode):
         perm = _lstm_perm(H)
         rev = self.reverse
         dt = acts.dtype
-        dout = np.ascontiguousarray(grads[0]._data.transpose(0, 2, 1), dt)
-        dh = np.ascontiguousarray(grads[1]._data.T, dt)
-        dc = np.ascontiguousarray(grads[2]._data.T, dt)
+        dout = xp.ascontiguousarray(grads[0]._data.transpose(0, 2, 1), dt)
+        dh = xp.ascontiguousarray(grads[1]._data.T, dt)
+        dc = xp.ascontiguousarray(grads[2]._data.T, dt)
         # the factors that do not depend on the incoming gradient, for all steps at once:
         # K = d(pre-activation)/d(c') of the gates i, f, g and d(pre-activation)/d(h') of o;
         # kc = dh'/dc'
@@ -184,21 +192,21 @@ class _LstmLayerNode(_LayerNode):
         g = gc[1:, :H] if rev else gc[:L, :H]
         cp = gc[1:, H:] if rev else gc[:L, H:]
         o, i, f = a4[:, 0], a4[:, 1], a4[:, 2]
-        K = np.empty_like(a4)
-        np.subtract(1, a4[:, :3], out=K[:, :3])         # 1 - sigmoid
+        K = xp.empty_like(a4)
+        xp.subtract(1, a4[:, :3], out=K[:, :3])         # 1 - sigmoid
         K[:, :3] *= a4[:, :3]                           # s (1 - s)
         K[:, 0] *= tcs                                  # o: tc o (1 - o)
         K[:, 1] *= g                                    # i: g i (1 - i)
         K[:, 2] *= cp                                   # f: c f (1 - f)
-        np.multiply(g, g, out=K[:, 3])
-        np.subtract(1, K[:, 3], out=K[:, 3])
+        xp.multiply(g, g, out=K[:, 3])
+        xp.subtract(1, K[:, 3], out=K[:, 3])
         K[:, 3] *= i                                    # g: i (1 - g^2)
-        kc = np.multiply(tcs, tcs)
-        np.subtract(1, kc, out=kc)
+        kc = xp.multiply(tcs, tcs)
+        xp.subtract(1, kc, out=kc)
         kc *= o
-        da = np.empty((L, 4, H, N), dt)
+        da = xp.empty((L, 4, H, N), dt)
         da2 = da.reshape(L, H4, N)
-        wt = np.ascontiguousarray(w[perm].T, dt)        # (H, 4H)
+        wt = xp.ascontiguousarray(w[perm].T, dt)        # (H, 4H)
         nf = self.next_functions
         for t in (range(L) if rev else range(L - 1, -1, -1)):
             dh2 = dout[t] + dh
@@ -211,14 +219,14 @@ class _LstmLayerNode(_LayerNode):
                 dct = dh2 * kc[t]
                 dct += dc
             d = da[t]
-            np.multiply(K[t, 0], dh2, out=d[0])
-            np.multiply(K[t, 1:], dct, out=d[1:])
+            xp.multiply(K[t, 0], dh2, out=d[0])
+            xp.multiply(K[t, 1:], dct, out=d[1:])
             if msk is not None:
                 dh = wt @ da2[t] + dh * nm
                 dc = dct * f[t] + dc * nm
             else:
                 dh = wt @ da2[t]
-                dc = np.multiply(dct, f[t], out=dct)
+                dc = xp.multiply(dct, f[t], out=dct)
         # back to (L, N, 4H) in PyTorch's gate order, then the weight gradient as one GEMM
         da = da2.transpose(0, 2, 1)[..., _lstm_perm(H, inverse=True)]
         dw = db = None
@@ -226,7 +234,7 @@ class _LstmLayerNode(_LayerNode):
             dw = da.reshape(L * N, H4).T @ hprev.reshape(L * N, H)
         if nf[4][0] is not None:
             db = da.reshape(L * N, H4).sum(0)
-        out = [da, np.ascontiguousarray(dh.T), np.ascontiguousarray(dc.T), dw, db]
+        out = [da, xp.ascontiguousarray(dh.T), xp.ascontiguousarray(dc.T), dw, db]
         return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
                      for k, a in enumerate(out))
 
@@ -262,68 +270,69 @@ def lstm_layer_composite(gx, h, c, w_hh, b_hh, reverse=False, masks=None):
 def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
     """An LSTM layer (one direction) over the input projections ``gx`` (L, N, 4H), as one
     node: returns (outputs (L, N, H), h_L, c_L). ``masks`` as in ``lstm_layer_composite``."""
+    xp = xp_for(gx, h0, c0, w_hh, b_hh, masks)
     ga, w = gx._data, w_hh._data
     L, N = ga.shape[:2]
     H = c0._data.shape[-1]
     H3 = 3 * H
-    dt = np.result_type(ga, h0._data, c0._data, w)
+    dt = np.result_type(ga.dtype, h0._data.dtype, c0._data.dtype, w.dtype)
     perm = _lstm_perm(H)
     # transposed, permuted inputs with b_hh added and the sigmoid gates negated, all steps
     # at once (block by block: a strided gather would cost more than the loop)
-    gp = np.empty((L, 4 * H, N), dt)
+    gp = xp.empty((L, 4 * H, N), dt)
     gt = ga.transpose(0, 2, 1)
     b = b_hh._data.astype(dt, copy=False)[:, None] if b_hh is not None else dt.type(0)
     nb = -b
     for src, dst in ((slice(3 * H, None), slice(0, H)), (slice(0, 2 * H), slice(H, H3))):
-        np.subtract(nb if b_hh is None else nb[src], gt[:, src], out=gp[:, dst])
-    np.add(gt[:, 2 * H:H3], b if b_hh is None else b[2 * H:H3], out=gp[:, H3:])
+        xp.subtract(nb if b_hh is None else nb[src], gt[:, src], out=gp[:, dst])
+    xp.add(gt[:, 2 * H:H3], b if b_hh is None else b[2 * H:H3], out=gp[:, H3:])
     wp = w[perm].astype(dt)
-    np.negative(wp[:H3], out=wp[:H3])
-    h = np.ascontiguousarray(h0._data.T, dt)
-    acts = np.empty((L, 4 * H, N), dt)
-    tcs = np.empty((L, H, N), dt)
-    out = np.empty((L, H, N), dt)
-    gc = np.empty((L + 1, 2 * H, N), dt)               # (g, c) per step; c of the step before
+    xp.negative(wp[:H3], out=wp[:H3])
+    h = xp.ascontiguousarray(h0._data.T, dt)
+    acts = xp.empty((L, 4 * H, N), dt)
+    tcs = xp.empty((L, H, N), dt)
+    out = xp.empty((L, H, N), dt)
+    gc = xp.empty((L + 1, 2 * H, N), dt)               # (g, c) per step; c of the step before
     j0 = L if reverse else 0
     gc[j0, H:] = c0._data.T
     msk = None
     if masks is not None:
         msk = [(m._data.T, nm._data.T) for m, nm in masks]
-        hprev = np.empty((L, H, N), dt)
+        hprev = xp.empty((L, H, N), dt)
     with np.errstate(over="ignore"):
         for t in (range(L - 1, -1, -1) if reverse else range(L)):
             a = acts[t]
-            np.matmul(wp, h, out=a)
+            xp.matmul(wp, h, out=a)
             a += gp[t]
             s = a[:H3]
-            np.exp(s, out=s)
+            xp.exp(s, out=s)
             s += 1
-            np.reciprocal(s, out=s)
+            xp.reciprocal(s, out=s)
             j, jn = (t + 1, t) if reverse else (t, t + 1)
             cur, nxt = gc[j], gc[jn]
-            np.tanh(a[H3:], out=cur[:H])
+            xp.tanh(a[H3:], out=cur[:H])
             p = a[H:H3] * cur                           # (i g, f c)
-            c2 = np.add(p[:H], p[H:], out=nxt[H:])
-            tc = np.tanh(c2, out=tcs[t])
+            c2 = xp.add(p[:H], p[H:], out=nxt[H:])
+            tc = xp.tanh(c2, out=tcs[t])
             if msk is not None:
                 hprev[t] = h
                 m, nm = msk[t]
-                h2 = np.multiply(a[:H], tc, out=out[t])
+                h2 = xp.multiply(a[:H], tc, out=out[t])
                 h2 *= m
                 h = h2 + h * nm
                 c2 *= m
                 c2 += cur[H:] * nm
             else:
-                h = np.multiply(a[:H], tc, out=out[t])
-    res_out = np.ascontiguousarray(out.transpose(0, 2, 1))
+                h = xp.multiply(a[:H], tc, out=out[t])
+    res_out = xp.ascontiguousarray(out.transpose(0, 2, 1))
     node = node_for(MkldnnRnnLayerBackward0 if dt == np.float32 else _LstmLayerStack, (gx, h0, c0, w_hh, b_hh))
-    res = finish_multi(node, [res_out, np.ascontiguousarray(h.T), np.ascontiguousarray(gc[L - j0, H:].T)])
+    res = finish_multi(node, [res_out, xp.ascontiguousarray(h.T), xp.ascontiguousarray(gc[L - j0, H:].T)])
     if node is not None:
         if masks is None:
             h0d = h0._data.astype(dt, copy=False)[None]
-            hprev = np.concatenate([res_out[1:], h0d] if reverse else [h0d, res_out[:-1]])
+            hprev = xp.concatenate([res_out[1:], h0d] if reverse else [h0d, res_out[:-1]])
         else:
-            hprev = np.ascontiguousarray(hprev.transpose(0, 2, 1))
+            hprev = xp.ascontiguousarray(hprev.transpose(0, 2, 1))
         node.vals = (acts, gc, tcs, hprev, msk)
         node.reverse = reverse
         node.masks = masks
@@ -340,6 +349,7 @@ class _GruLayerNode(_LayerNode):
         return gru_layer_composite(*ins, self.reverse, self.masks)
 
     def _bptt(self, saved, grads):
+        xp = xp_for(saved, grads)
         w = saved[2]._data
         rzs, ns, hns, hps = self.vals
         L, N, H = ns.shape
@@ -348,8 +358,8 @@ class _GruLayerNode(_LayerNode):
         dh = grads[1]._data
         om = 1 - rzs                                    # 1 - r, 1 - z
         omn = 1 - ns * ns
-        dgx = np.empty((L, N, 3 * H), ns.dtype)
-        dgh = np.empty((L, N, 3 * H), ns.dtype)
+        dgx = xp.empty((L, N, 3 * H), ns.dtype)
+        dgh = xp.empty((L, N, 3 * H), ns.dtype)
         ms = self.masks
         nf = self.next_functions
         dz = yw = None
@@ -368,26 +378,26 @@ class _GruLayerNode(_LayerNode):
                 dh2 += yw
             x, y = dgx[t], dgh[t]
             dan = x[:, H2:]                             # dh2 * (1 - z) * (1 - n^2)
-            np.multiply(dh2, omt[:, H:], out=dan)
+            xp.multiply(dh2, omt[:, H:], out=dan)
             dan *= omn[t]
             dar = x[:, :H]                              # dan * hn * r * (1 - r)
-            np.multiply(dan, hn, out=dar)
+            xp.multiply(dan, hn, out=dar)
             dar *= r
             dar *= omt[:, :H]
             daz = x[:, H:H2]                            # dh2 * (h - n) * z * (1 - z)
-            np.subtract(h, n, out=daz)
+            xp.subtract(h, n, out=daz)
             daz *= dh2
             daz *= z
             daz *= omt[:, H:]
             y[:, :H2] = x[:, :H2]
-            np.multiply(dan, r, out=y[:, H2:])
+            xp.multiply(dan, r, out=y[:, H2:])
             dz = dh2 * z
             yw = y @ w
             if ms is not None:
                 dh = dz + yw + dh * nm
         if ms is None:
             dh = dz + yw
-        dw = dgh.reshape(L * N, 3 * H).T @ np.stack(hps).reshape(L * N, H) if nf[2][0] is not None else None
+        dw = dgh.reshape(L * N, 3 * H).T @ xp.stack(hps).reshape(L * N, H) if nf[2][0] is not None else None
         db = dgh.reshape(L * N, 3 * H).sum(0) if nf[3][0] is not None else None
         out = [dgx, dh, dw, db]
         return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
@@ -421,19 +431,20 @@ def gru_layer_composite(gx, h, w_hh, b_hh, reverse=False, masks=None):
 def gru_layer(gx, h0, w_hh, b_hh, reverse=False, masks=None):
     """A GRU layer (one direction) over the input projections ``gx`` (L, N, 3H), as one
     node: returns (outputs (L, N, H), h_L). ``masks`` as in ``lstm_layer_composite``."""
+    xp = xp_for(gx, h0, w_hh, b_hh, masks)
     ga, w = gx._data, w_hh._data
     b = b_hh._data if b_hh is not None else None
     h = h0._data
     L, N = ga.shape[:2]
     H = h.shape[-1]
     H2 = 2 * H
-    dt = np.result_type(ga, h, w)
-    out = np.empty((L, N, H), dt)
-    rzs = np.empty((L, N, H2), dt)
-    ns = np.empty((L, N, H), dt)
+    dt = np.result_type(ga.dtype, h.dtype, w.dtype)
+    out = xp.empty((L, N, H), dt)
+    rzs = xp.empty((L, N, H2), dt)
+    ns = xp.empty((L, N, H), dt)
     hns = [None] * L
     hps = [None] * L
-    wt = np.ascontiguousarray(w.T)      # (BLAS runs h @ w.T slower than h @ contiguous)
+    wt = xp.ascontiguousarray(w.T)      # (BLAS runs h @ w.T slower than h @ contiguous)
     for t in (range(L - 1, -1, -1) if reverse else range(L)):
         hps[t] = h
         gh = h @ wt
@@ -442,30 +453,30 @@ def gru_layer(gx, h0, w_hh, b_hh, reverse=False, masks=None):
         a = ga[t]
         s = a[:, :H2] + gh[:, :H2]
         # sigmoid as _sig computes it
-        e = np.abs(s)
-        np.negative(e, out=e)
-        np.exp(e, out=e)
-        num = np.where(s >= 0, 1, e)
+        e = xp.abs(s)
+        xp.negative(e, out=e)
+        xp.exp(e, out=e)
+        num = xp.where(s >= 0, 1, e)
         e += 1
         rz = rzs[t]
-        np.divide(num, e, out=rz)
+        xp.divide(num, e, out=rz)
         r, z = rz[:, :H], rz[:, H:]
         hn = hns[t] = gh[:, H2:]
         n = r * hn
-        np.add(a[:, H2:], n, out=n)
-        n = np.tanh(n, out=ns[t])
+        xp.add(a[:, H2:], n, out=n)
+        n = xp.tanh(n, out=ns[t])
         u = 1 - z
         u *= n
         v = z * h
         if masks is not None:
             h2 = u + v
             m, nm = masks[t][0]._data, masks[t][1]._data
-            np.multiply(h2, m, out=out[t])
+            xp.multiply(h2, m, out=out[t])
             h = h2 * m + h * nm
         else:
-            h = np.add(u, v, out=out[t])
+            h = xp.add(u, v, out=out[t])
     node = node_for(_GruLayerStack, (gx, h0, w_hh, b_hh))
-    res = finish_multi(node, [out, np.array(h, dt, copy=True)])
+    res = finish_multi(node, [out, xp.array(h, dt, copy=True)])
     if node is not None:
         node.vals = (rzs, ns, hns, hps)
         node.reverse = reverse
@@ -484,6 +495,7 @@ class _RnnLayerNode(_LayerNode):
         return rnn_layer_composite(*ins, self.relu, self.reverse, self.masks)
 
     def _bptt(self, saved, grads):
+        xp = xp_for(saved, grads)
         w = saved[2]._data
         acts, hprev = self.vals
         L, N, H = acts.shape
@@ -493,9 +505,9 @@ class _RnnLayerNode(_LayerNode):
         if self.relu:
             k = acts > 0
         else:
-            k = np.multiply(acts, acts)
-            np.subtract(1, k, out=k)
-        da = np.empty((L, N, H), acts.dtype)
+            k = xp.multiply(acts, acts)
+            xp.subtract(1, k, out=k)
+        da = xp.empty((L, N, H), acts.dtype)
         ms = self.masks
         nf = self.next_functions
         for t in (range(L) if self.reverse else range(L - 1, -1, -1)):
@@ -505,9 +517,9 @@ class _RnnLayerNode(_LayerNode):
             d = da[t]
             if self.relu:       # a selection: 0 where the unit is off, whatever the gradient
                 d[...] = 0
-                np.copyto(d, dh2, where=k[t])
+                xp.copyto(d, dh2, where=k[t])
             else:
-                np.multiply(dh2, k[t], out=d)
+                xp.multiply(dh2, k[t], out=d)
             if ms is not None:
                 dh = d @ w + dh * ms[t][1]._data
             else:
@@ -552,40 +564,41 @@ def rnn_layer(gx, h0, w_hh, b_hh, relu=False, reverse=False, masks=None):
     """An Elman RNN layer (one direction; tanh, or relu) over the input projections ``gx``
     (L, N, H), as one node: returns (outputs (L, N, H), h_L). ``masks`` as in
     ``lstm_layer_composite``."""
+    xp = xp_for(gx, h0, w_hh, b_hh, relu, masks)
     ga, w = gx._data, w_hh._data
     h = h0._data
     L, N = ga.shape[:2]
     H = h.shape[-1]
-    dt = np.result_type(ga, h, w)
+    dt = np.result_type(ga.dtype, h.dtype, w.dtype)
     gb = ga + b_hh._data if b_hh is not None else ga
     gb = gb.astype(dt, copy=False)
-    wt = np.ascontiguousarray(w.T, dt)  # (BLAS runs h @ w.T slower than h @ contiguous)
-    acts = np.empty((L, N, H), dt)      # the activations (the outputs, unless masked)
+    wt = xp.ascontiguousarray(w.T, dt)  # (BLAS runs h @ w.T slower than h @ contiguous)
+    acts = xp.empty((L, N, H), dt)      # the activations (the outputs, unless masked)
     if masks is not None:
-        hprev = np.empty((L, N, H), dt)
-        out = np.empty((L, N, H), dt)
+        hprev = xp.empty((L, N, H), dt)
+        out = xp.empty((L, N, H), dt)
     for t in (range(L - 1, -1, -1) if reverse else range(L)):
         if masks is not None:
             hprev[t] = h
-        a = np.matmul(h, wt, out=acts[t])
+        a = xp.matmul(h, wt, out=acts[t])
         a += gb[t]
         if relu:
-            np.maximum(a, 0, out=a)
+            xp.maximum(a, 0, out=a)
         else:
-            np.tanh(a, out=a)
+            xp.tanh(a, out=a)
         if masks is not None:
             m, nm = masks[t][0]._data, masks[t][1]._data
-            np.multiply(a, m, out=out[t])
+            xp.multiply(a, m, out=out[t])
             h = out[t] + h * nm
         else:
             h = a
     node = node_for(_RnnLayerStack, (gx, h0, w_hh, b_hh))
     # (the output is a copy: the backward keeps the activations, whatever is written to it)
-    res = finish_multi(node, [acts.copy() if masks is None else out, np.array(h, dt, copy=True)])
+    res = finish_multi(node, [acts.copy() if masks is None else out, xp.array(h, dt, copy=True)])
     if node is not None:
         if masks is None:
             h0d = h0._data.astype(dt, copy=False)[None]
-            hprev = np.concatenate([acts[1:], h0d] if reverse else [h0d, acts[:-1]])
+            hprev = xp.concatenate([acts[1:], h0d] if reverse else [h0d, acts[:-1]])
         node.vals = (acts, hprev)
         node.relu, node.reverse, node.masks = relu, reverse, masks
         save(node, gx, h0, w_hh, b_hh)

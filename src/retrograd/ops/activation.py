@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from ._complex_reject import no_complex, no_complex_kernel
+from ._base import xp_for
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
                     masked_grad, _dtype_name, zeros_grad, _state, Tensor)
 from . import _accel
@@ -28,7 +29,8 @@ __all__ = ["softmax", "log_softmax", "selu", "celu", "threshold", "prelu", "hard
 
 
 def _const(a, like):
-    return finish(None, arr(np.asarray(a, dtype=like._data.dtype)))
+    xp = xp_for(a, like)
+    return finish(None, arr(xp.asarray(a, dtype=like._data.dtype)))
 
 
 def _float_input(input, kernel, complex_ok=False):
@@ -80,6 +82,7 @@ class HardtanhBackward0(OpNode):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0):
     """Clamp to [min_val, max_val]."""
+    xp = xp_for(input)
     x = input._data
     if x.dtype == np.bool_:
         raise RuntimeError("Bool inputs not supported for hardtanh")
@@ -88,16 +91,17 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
         raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    r = np.clip(x, min_val, max_val).astype(x.dtype, copy=False)
+    r = xp.clip(x, min_val, max_val).astype(x.dtype, copy=False)
     return _op(HardtanhBackward0, input, r, min_val=min_val, max_val=max_val)
 
 
 def _leaky_grad(cls, g, x, slope, noise=None):
     """g * (x > 0 ? 1 : slope), or g * noise (rrelu in training): PyTorch multiplies by the
     slope here, it does not select."""
+    xp = xp_for(g, x, slope, noise)
     gd, xd = g._data, x._data
     with np.errstate(invalid="ignore"):
-        r = gd * noise if noise is not None else np.where(xd > 0, gd, gd * slope)
+        r = gd * noise if noise is not None else xp.where(xd > 0, gd, gd * slope)
     return _grad_op(cls, r.astype(gd.dtype, copy=False), (g, x), slope=slope, noise=noise)
 
 
@@ -138,10 +142,11 @@ class LeakyReluBackward1(OpNode):
 
 
 def _leaky_forward(input, slope):
+    xp = xp_for(input, slope)
     _float_input(input, "leaky_relu_cpu")
     x = input._data
     with np.errstate(invalid="ignore"):
-        return np.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
+        return xp.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
 
 
 def leaky_relu(input, negative_slope=0.01):
@@ -176,6 +181,7 @@ def _to_int_scalar(v, dt):
 
 
 def _threshold(input, threshold, value, cls):
+    xp = xp_for(input, value)
     x = input._data
     if x.dtype == np.bool_:
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
@@ -183,7 +189,7 @@ def _threshold(input, threshold, value, cls):
     if x.dtype.kind in "iu":
         threshold, value = _to_int_scalar(threshold, x.dtype), _to_int_scalar(value, x.dtype)
     # PyTorch replaces where x <= threshold: NaN stays NaN
-    r = np.where(x <= threshold, np.asarray(value).astype(x.dtype), x).astype(x.dtype, copy=False)
+    r = xp.where(x <= threshold, xp.asarray(value).astype(x.dtype), x).astype(x.dtype, copy=False)
     return _op(cls, input, r, threshold=threshold)
 
 
@@ -204,26 +210,29 @@ _ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
 
 class HardsigmoidBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         (x,) = self.saved_tensors
         xd, gd = x._data, g._data
-        r = np.where((xd > -3) & (xd < 3), gd * _ONE_SIXTH, 0).astype(gd.dtype, copy=False)
+        r = xp.where((xd > -3) & (xd < 3), gd * _ONE_SIXTH, 0).astype(gd.dtype, copy=False)
         # PyTorch has no derivative for hardsigmoid_backward: its node raises when reached
         return _grad_op(NotImplemented_, r, (g, x), op_name="hardsigmoid_backward")
 
 
 def hardsigmoid(input):
     """``clamp(x + 3, 0, 6) / 6`` (no second derivative, as in PyTorch)."""
+    xp = xp_for(input)
     _float_input(input, "hardsigmoid_cpu")
     x = input._data
-    r = (np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+    r = (xp.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
     return _op(HardsigmoidBackward0, input, r)
 
 
 def _hardswish_grad(g, x):
+    xp = xp_for(g, x)
     gd, xd = g._data, x._data
     with np.errstate(invalid="ignore"):
         # PyTorch 2.13: 0 for x <= -3, the slope inside, g from x >= 3 on (and for NaN)
-        r = np.where(xd <= -3, 0, np.where(xd < 3, gd * (xd / 3 + 0.5), gd))
+        r = xp.where(xd <= -3, 0, xp.where(xd < 3, gd * (xd / 3 + 0.5), gd))
     return _grad_op(HardswishBackwardBackward0, r.astype(gd.dtype, copy=False), (g, x))
 
 
@@ -247,10 +256,11 @@ class HardswishBackward0(OpNode):
 
 def hardswish(input):
     """``x * clamp(x + 3, 0, 6) / 6``."""
+    xp = xp_for(input)
     _float_input(input, "hardswish_cpu")
     x = input._data
     with np.errstate(invalid="ignore"):
-        r = (x * np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+        r = (x * xp.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
     return _op(HardswishBackward0, input, r)
 
 
@@ -267,9 +277,10 @@ class HardshrinkBackward0(OpNode):
 
 def hardshrink(input, lambd=0.5):
     """``x`` outside ``[-lambd, lambd]``, else 0."""
+    xp = xp_for(input)
     _float_input(input, "hardshrink_cpu")
     x = input._data
-    r = np.where((x >= -lambd) & (x <= lambd), 0, x).astype(x.dtype, copy=False)
+    r = xp.where((x >= -lambd) & (x <= lambd), 0, x).astype(x.dtype, copy=False)
     return _op(HardshrinkBackward0, input, r, lambd=lambd)
 
 
@@ -281,6 +292,7 @@ class SoftshrinkBackward0(OpNode):
 
 def softshrink(input, lambd=0.5):
     """``x -+ lambd`` outside ``[-lambd, lambd]``, else 0."""
+    xp = xp_for(input)
     _float_input(input, "softshrink_check")
     hi = float(np.finfo(input._data.dtype).max)
     if not 0 <= lambd <= hi:
@@ -288,7 +300,7 @@ def softshrink(input, lambd=0.5):
                            f"{_dtype_name(input._data.dtype)}, but found {lambd:g}")
     x = input._data
     # zero inside [-lambd, lambd]; NaN stays NaN
-    r = np.where((x >= -lambd) & (x <= lambd), 0, np.where(x > 0, x - lambd, x + lambd)).astype(x.dtype, copy=False)
+    r = xp.where((x >= -lambd) & (x <= lambd), 0, xp.where(x > 0, x - lambd, x + lambd)).astype(x.dtype, copy=False)
     return _op(SoftshrinkBackward0, input, r, lambd=lambd)
 
 
@@ -324,13 +336,14 @@ def _reduce_to_weight(t, per_channel, w):
 
 class PreluKernelBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         x, w = self.saved_tensors
         xd, wd, gd = x._data, w._data, g._data
         wb = wd.reshape(self.wshape)
         pos = xd > 0
         with np.errstate(invalid="ignore"):
-            gx = arr(np.where(pos, gd, wb * gd).astype(gd.dtype, copy=False))
-            contrib = np.where(pos, 0, xd * gd).astype(gd.dtype, copy=False)
+            gx = arr(xp.where(pos, gd, wb * gd).astype(gd.dtype, copy=False))
+            contrib = xp.where(pos, 0, xd * gd).astype(gd.dtype, copy=False)
         dims = tuple(d for d in range(xd.ndim) if not (d == 1 and self.per_channel))
         gw = arr((contrib.sum(dims) if dims else contrib).reshape(wd.shape))
         node = node_for(PreluKernelBackwardBackward0, (g, x, w))
@@ -343,6 +356,7 @@ class PreluKernelBackward0(OpNode):
 
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``; weight has one element or one per channel (dim 1)."""
+    xp = xp_for(input, weight)
     x, w = input._data, weight._data
     if x.dtype != w.dtype:
         raise RuntimeError(f"prelu: Type promoting not supported. Got {_dtype_name(x.dtype)} and "
@@ -365,7 +379,7 @@ def prelu(input, weight):
         wshape = (1,) * x.ndim if x.ndim else ()
     wb = w.reshape(wshape)
     with np.errstate(invalid="ignore"):
-        r = np.where(x > 0, x, wb * x).astype(x.dtype, copy=False)
+        r = xp.where(x > 0, x, wb * x).astype(x.dtype, copy=False)
     node = node_for(PreluKernelBackward0, (input, weight))
     if node is not None:
         node.wshape, node.per_channel = wshape, per_channel
@@ -392,6 +406,7 @@ class RreluWithNoiseBackward1(OpNode):
 
 
 def _rrelu(input, lower, upper, training, cls):
+    xp = xp_for(input)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     x = input._data
@@ -399,12 +414,12 @@ def _rrelu(input, lower, upper, training, cls):
     if not training:
         _float_input(input, "leaky_relu_cpu")
         slope = (lower + upper) / 2
-        return _op(cls, input, np.where(x > 0, x, x * slope).astype(x.dtype, copy=False), saves=saves, slope=slope,
+        return _op(cls, input, xp.where(x > 0, x, x * slope).astype(x.dtype, copy=False), saves=saves, slope=slope,
                    noise=None)
     _float_input(input, "rrelu_with_noise_out_cpu")
     from .._creation import _gen
     # random slopes where x <= 0 (PyTorch's convention), 1 elsewhere
-    noise = np.where(x <= 0, _gen(None).uniform(lower, upper, x.shape), 1).astype(x.dtype)
+    noise = xp.where(x <= 0, lower + (upper - lower) * _uniform(x.shape, xp), 1).astype(x.dtype)
     with np.errstate(invalid="ignore"):
         return _op(cls, input, x * noise, saves=saves, slope=None, noise=noise)
 
@@ -425,6 +440,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 
 def _elu_grad(g, b, alpha, scale, input_scale, is_result):
     """PyTorch's elu_backward: ``b`` is the input (or the result, for the in-place forms)."""
+    xp = xp_for(g, b, scale, input_scale, is_result)
     if is_result and alpha < 0:
         raise RuntimeError("In-place elu backward calculation is triggered with a negative slope which is not "
                            "supported. This is caused by calling in-place forward function with a negative slope, "
@@ -435,8 +451,8 @@ def _elu_grad(g, b, alpha, scale, input_scale, is_result):
         if is_result:
             neg = gd * nic * (bd + negcoef)
         else:
-            neg = gd * nic * negcoef * np.exp(bd * nic)
-        r = np.where(bd <= 0, neg, gd * scale).astype(gd.dtype, copy=False)
+            neg = gd * nic * negcoef * xp.exp(bd * nic)
+        r = xp.where(bd <= 0, neg, gd * scale).astype(gd.dtype, copy=False)
     return _grad_op(EluBackwardBackward0, r, (g, b), alpha=alpha, scale=scale, input_scale=input_scale,
                     is_result=is_result)
 
@@ -467,12 +483,13 @@ CeluBackward1 = type("CeluBackward1", (_EluBackward,), {"is_result": True})
 
 
 def _elu(input, alpha, scale, input_scale, bwd_input_scale, cls):
+    xp = xp_for(input, scale, input_scale, bwd_input_scale)
     _float_input(input, "elu_cpu")
     x = input._data
     with np.errstate(over="ignore", invalid="ignore"):
         # zeros take the linear branch, so that they keep their sign as in torch (elu(-0.0) is -0.0
         # for any alpha)
-        r = np.where(x < 0, np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale), x * scale)
+        r = xp.where(x < 0, xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale), x * scale)
     return _op(cls, input, r.astype(x.dtype, copy=False), saves="output" if cls.is_result else "input",
                alpha=alpha, scale=scale, input_scale=bwd_input_scale)
 
@@ -529,17 +546,19 @@ def _gelu_exact(x):
 
 
 def _gelu_grad_exact(g, x):
+    xp = xp_for(g, x)
     cdf = 0.5 * (1 + _erf_raw(x * _SQRT1_2))
-    pdf = _INV_SQRT_2PI * np.exp(x * x * -0.5)
+    pdf = _INV_SQRT_2PI * xp.exp(x * x * -0.5)
     return g * (cdf + x * pdf)
 
 
 def _gelu_grad(g, x, approximate):
+    xp = xp_for(g, x)
     gd, xd = _opmath(g._data), _opmath(x._data)
     with np.errstate(over="ignore", invalid="ignore"):
         if approximate == "tanh":
             x_sq = xd * xd
-            t = np.tanh(_K * (xd + _KAPPA * x_sq * xd))
+            t = xp.tanh(_K * (xd + _KAPPA * x_sq * xd))
             left_d = 0.5 * (1 + t)
             right_d = 0.5 * xd * (1 - t * t) * (_K * (1 + 3 * _KAPPA * x_sq))
             r = gd * (left_d + right_d)
@@ -580,13 +599,14 @@ class GeluBackward0(OpNode):
 
 def gelu(input, approximate="none"):
     """Gaussian error linear unit, exact (erf) or ``approximate='tanh'``."""
+    xp = xp_for(input)
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _float_input(input, "GeluKernelImpl")
     x = _opmath(input._data)
     with np.errstate(over="ignore", invalid="ignore"):
         if approximate == "tanh":
-            r = 0.5 * x * (1 + np.tanh(_K * (x + _KAPPA * x * x * x)))
+            r = 0.5 * x * (1 + xp.tanh(_K * (x + _KAPPA * x * x * x)))
         else:
             k = _accel.usable(x)
             r = _accel.gelu(k, x) if k is not None else _blockwise(_gelu_exact, x)
@@ -595,12 +615,13 @@ def gelu(input, approximate="none"):
 
 class SiluBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         (x,) = self.saved_tensors
         if x._data.dtype.kind == "V" and not _state.grad:
             # PyTorch's fused silu_backward kernel (no graph wanted): float32, rounded once
             xd, gd = x._data.astype(np.float32), g._data.astype(np.float32)
             with np.errstate(over="ignore"):
-                s = 1 / (1 + np.exp(-xd))
+                s = 1 / (1 + xp.exp(-xd))
             return Tensor._make((gd * s * (1 + xd * (1 - s))).astype(x._data.dtype))
         s = sigmoid(x)
         # PyTorch's infinitely_differentiable_silu_backward, same association
@@ -609,17 +630,19 @@ class SiluBackward0(OpNode):
 
 def silu(input):
     """``x * sigmoid(x)``."""
+    xp = xp_for(input)
     _float_input(input, "silu_cpu", complex_ok=True)
     x = _opmath(input._data)
     with np.errstate(over="ignore", invalid="ignore"):
-        r = x / (1 + np.exp(-x))
+        r = x / (1 + xp.exp(-x))
     return _op(SiluBackward0, input, r.astype(input._data.dtype, copy=False))
 
 
 def _softplus_np(x, beta=1.0, thr=20.0):
+    xp = xp_for(x, thr)
     bx = x * beta
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        return np.where(bx > thr, x, np.log1p(np.exp(bx)) / beta).astype(x.dtype, copy=False)
+        return xp.where(bx > thr, x, xp.log1p(xp.exp(bx)) / beta).astype(x.dtype, copy=False)
 
 
 class MishBackward0(OpNode):
@@ -633,19 +656,21 @@ class MishBackward0(OpNode):
 
 def mish(input):
     """``x * tanh(softplus(x))``."""
+    xp = xp_for(input)
     _float_input(input, "mish_cpu")
     x = _opmath(input._data)
     with np.errstate(over="ignore", invalid="ignore"):
-        r = x * np.tanh(np.log1p(np.exp(x)))
+        r = x * xp.tanh(xp.log1p(xp.exp(x)))
     return _op(MishBackward0, input, r.astype(input._data.dtype, copy=False))
 
 
 def _softplus_grad(g, x, beta, threshold):
+    xp = xp_for(g, x)
     gd, xd = g._data, x._data
     bx = xd * beta
     with np.errstate(over="ignore", invalid="ignore"):
-        z = np.exp(bx)
-        r = np.where(bx > threshold, gd, gd * z / (z + 1)).astype(gd.dtype, copy=False)
+        z = xp.exp(bx)
+        r = xp.where(bx > threshold, gd, gd * z / (z + 1)).astype(gd.dtype, copy=False)
     return _grad_op(SoftplusBackwardBackward0, r, (g, x), beta=beta, threshold=threshold)
 
 
@@ -675,11 +700,12 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def _logsigmoid_grad(g, x):
+    xp = xp_for(g, x)
     gd, xd = g._data, x._data
     with np.errstate(over="ignore", invalid="ignore"):
-        buf = np.exp(-np.abs(xd))
+        buf = xp.exp(-xp.abs(xd))
         neg = xd < 0
-        r = (np.where(neg, 1, 0) - np.where(neg, 1, -1) * (buf / (1 + buf))) * gd
+        r = (xp.where(neg, 1, 0) - xp.where(neg, 1, -1) * (buf / (1 + buf))) * gd
     return _grad_op(LogSigmoidBackwardBackward0, r.astype(gd.dtype, copy=False), (g, x))
 
 
@@ -702,10 +728,11 @@ class LogSigmoidBackward0(OpNode):
 
 def logsigmoid(input):
     """``log(sigmoid(x))``, computed stably."""
+    xp = xp_for(input)
     _float_input(input, "log_sigmoid_cpu")
     x = input._data
     with np.errstate(over="ignore", invalid="ignore"):
-        r = np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+        r = xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
     return _op(LogSigmoidBackward0, input, r.astype(x.dtype, copy=False))
 
 
@@ -720,11 +747,12 @@ def tanhshrink(input):
 
 
 def _glu_grad(g, x, dim):
+    xp = xp_for(g, x)
     xd, gd = x._data, g._data
-    a, b = np.split(xd, 2, axis=dim)
+    a, b = xp.split(xd, 2, axis=dim)
     with np.errstate(over="ignore", invalid="ignore"):
         sb = _sigmoid_np(b)
-        r = np.concatenate([gd * sb, (1 - sb) * sb * a * gd], axis=dim).astype(xd.dtype, copy=False)
+        r = xp.concatenate([gd * sb, (1 - sb) * sb * a * gd], axis=dim).astype(xd.dtype, copy=False)
     return _grad_op(GluBackwardBackward0, r, (g, x), dim=dim)
 
 
@@ -753,6 +781,7 @@ class GluBackward0(OpNode):
 
 def glu(input, dim=-1):
     """``a * sigmoid(b)`` where ``a, b`` are the two halves of ``input`` along ``dim``."""
+    xp = xp_for(input)
     x = input._data
     if x.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
@@ -760,9 +789,9 @@ def glu(input, dim=-1):
     if x.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {x.shape[d]}")
     _float_input(input, "glu_cpu")
-    a, b = np.split(x, 2, axis=d)
+    a, b = xp.split(x, 2, axis=d)
     with np.errstate(over="ignore", invalid="ignore"):
-        r = a * (1 / (1 + np.exp(-b)))
+        r = a * (1 / (1 + xp.exp(-b)))
     return _op(GluBackward0, input, r.astype(x.dtype, copy=False), dim=d)
 
 
@@ -808,9 +837,10 @@ class SoftmaxBackward0(OpNode):
 
 
 def _log_softmax_grad(g, y, dim):
+    xp = xp_for(g, y)
     gd, yd = _opmath(g._data), _opmath(y._data)
     with np.errstate(invalid="ignore", over="ignore"):
-        r = gd - np.exp(yd) * gd.sum(axis=_axis(dim, yd.ndim), keepdims=True)
+        r = gd - xp.exp(yd) * gd.sum(axis=_axis(dim, yd.ndim), keepdims=True)
     return _grad_op(LogSoftmaxBackwardDataBackward0, r.astype(y._data.dtype, copy=False), (g, y), dim=dim)
 
 
@@ -844,19 +874,21 @@ def _prep_softmax(input, dim, dtype, kernel):
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x))`` along ``dim``."""
+    xp = xp_for(input, _stacklevel)
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "softmax_lastdim_kernel_impl")
     xs = _opmath(x.reshape(1) if x.ndim == 0 else x)   # a 0-d input is one element along its dim (NaN for +-inf, nan)
     m = xs.max(axis=d, keepdims=True) if xs.size else 0
     with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(xs - m)
+        e = xp.exp(xs - m)
         r = (e / e.sum(axis=d, keepdims=True)).reshape(x.shape)
     return _op(SoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x)`` along ``dim``."""
+    xp = xp_for(input, _stacklevel)
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "log_softmax_lastdim_kernel_impl")
@@ -864,7 +896,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     m = xs.max(axis=d, keepdims=True) if xs.size else 0
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         z = xs - m
-        r = (z - np.log(np.exp(z).sum(axis=d, keepdims=True))).reshape(x.shape)
+        r = (z - xp.log(xp.exp(z).sum(axis=d, keepdims=True))).reshape(x.shape)
     return _op(LogSoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
 
 
@@ -884,11 +916,19 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _dropout_mask(shape, p, dtype):
+def _uniform(shape, xp):
+    """Uniform [0, 1) draws: the default generator's on the host, the device's own generator
+    (torch.cuda.manual_seed's) for a device (a host draw would be a copy per call)."""
+    if xp is np:
+        from .._creation import _gen
+        return _gen(None).random(shape)
+    return xp.random.random(shape)
+
+
+def _dropout_mask(shape, p, dtype, xp=np):
     if p == 1.0:
-        return np.zeros(shape, dtype)
-    from .._creation import _gen
-    keep = _gen(None).random(shape) >= p
+        return xp.zeros(shape, dtype)
+    keep = _uniform(shape, xp) >= p
     return (keep / (1.0 - p)).astype(dtype)
 
 
@@ -904,7 +944,7 @@ def dropout(input, p=0.5, train=True, inplace=False):
     _check_p(p)
     if not train or p == 0.0 or input._data.size == 0:
         return input
-    return _masked(input, _dropout_mask(input._data.shape, p, input._data.dtype), inplace)
+    return _masked(input, _dropout_mask(input._data.shape, p, input._data.dtype, xp_for(input)), inplace)
 
 
 def feature_dropout(input, p=0.5, train=True, inplace=False, batched=True):
@@ -917,7 +957,7 @@ def feature_dropout(input, p=0.5, train=True, inplace=False, batched=True):
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     k = 2 if batched else 1
     mshape = shape[:k] + (1,) * (len(shape) - k)
-    return _masked(input, _dropout_mask(mshape, p, input._data.dtype), inplace)
+    return _masked(input, _dropout_mask(mshape, p, input._data.dtype, xp_for(input)), inplace)
 
 
 _SELU_ALPHA_PRIME = 1.7580993408473766   # -selu's negative saturation value
@@ -926,18 +966,18 @@ _SELU_ALPHA_PRIME = 1.7580993408473766   # -selu's negative saturation value
 def _alpha_dropout(input, p, train, inplace, feature):
     """PyTorch's alpha dropout: dropped units go to SELU's saturation value, and an affine
     correction keeps the mean and variance (``x * a*keep + b``)."""
+    xp = xp_for(input, p)
     _check_p(p)
     x = input._data
     if p == 0 or not train or x.size == 0:
         return input
     if p == 1:   # no noise is drawn, so no dimension check either (PyTorch's order)
-        zero = finish(None, np.zeros((), x.dtype))
+        zero = finish(None, xp.zeros((), x.dtype))
         return apply_inplace(input, lambda t: t * zero) if inplace else input * zero
     if feature and x.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = x.shape[:2] + (1,) * (x.ndim - 2) if feature else x.shape
-    from .._creation import _gen
-    keep = (_gen(None).random(shape) >= p).astype(x.dtype)
+    keep = (_uniform(shape, xp) >= p).astype(x.dtype)
     a = 1.0 / math.sqrt((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
     bias = finish(None, ((keep - 1) * (_SELU_ALPHA_PRIME * a) + _SELU_ALPHA_PRIME * a * p).astype(x.dtype))
     m = finish(None, (keep * a).astype(x.dtype))

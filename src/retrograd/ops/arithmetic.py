@@ -5,6 +5,7 @@ import operator as _op
 import numpy as np
 
 from ._complex_reject import no_complex_kernel
+from ._base import xp_for, on_device
 from ._base import (OpNode, node_for, node_for1, save, finish, arr, binary_operands, cast,
                     apply_inplace, write_out, Tensor, _SCALARS, _state, _float, zeros_grad, out_meta)
 from ..autograd.graph import Node as _Node, _seq
@@ -139,8 +140,9 @@ _F16 = np.dtype(np.float16)
 def _half_alpha(op, cls, a, b, x, y, dt, alpha, out, sign):
     """``x + sign * alpha * y`` for float16/bfloat16 as PyTorch computes it: alpha rounded to
     the dtype, then the product and sum in float32, rounded once."""
+    xp = xp_for(a, b, x, y, dt)
     al = np.float32(np.asarray(alpha, dt)) * sign
-    r = _finish_binary(np.asarray(x, dt).astype(np.float32) + al * np.asarray(y, dt).astype(np.float32), dt)
+    r = _finish_binary(xp.asarray(x, dt).astype(np.float32) + al * xp.asarray(y, dt).astype(np.float32), dt)
     node = node_for(cls, (a, b))
     if node is not None:
         node.alpha = alpha
@@ -172,8 +174,8 @@ def broadcast_error(xs, ys):
 
 
 def _check_broadcast(x, y):
-    xs = x.shape if x.__class__ is _ndarray else np.shape(x)
-    ys = y.shape if y.__class__ is _ndarray else np.shape(y)
+    xs = x.shape if x.__class__ is _ndarray else getattr(x, "shape", ())
+    ys = y.shape if y.__class__ is _ndarray else getattr(y, "shape", ())
     if xs != ys and xs and ys:
         try:
             np.broadcast_shapes(xs, ys)
@@ -200,7 +202,9 @@ def _check_alpha(alpha, dt):
 
 def _check_int_divisor(y, dt, x=1):
     """Integer division by zero raises, as in PyTorch (when there is anything to divide)."""
-    if dt.kind in "iub" and np.any(np.asarray(y) == 0) and np.size(x):
+    if dt.kind not in "iub" or xp_for(x, y) is not np:   # (a device divides as CUDA does: no host question)
+        return
+    if np.any(np.asarray(y) == 0) and np.size(x):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -240,23 +244,25 @@ def _not_for_bool_or_complex(dt, kernel):
 def _floor_div_np(x, y):
     """Float floor division as PyTorch (and Python) compute it: from ``fmod``, so that the
     quotient is exact where ``floor(x / y)`` rounds up (``0.7 // 0.02`` is 34 in float64)."""
+    xp = xp_for(x, y)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        mod = np.fmod(x, y)
+        mod = xp.fmod(x, y)
         div = (x - mod) / y
-        div = np.where((mod != 0) & ((np.less(y, 0)) != (mod < 0)), div - 1, div)
-        fl = np.floor(div)
-        fl = np.where(div - fl > 0.5, fl + 1, fl)
-        q = np.true_divide(x, y)
-        r = np.where(div != 0, fl, np.copysign(np.zeros((), q.dtype), q))
-        return np.where(np.equal(y, 0), q, r)
+        div = xp.where((mod != 0) & ((xp.less(y, 0)) != (mod < 0)), div - 1, div)
+        fl = xp.floor(div)
+        fl = xp.where(div - fl > 0.5, fl + 1, fl)
+        q = xp.true_divide(x, y)
+        r = xp.where(div != 0, fl, xp.copysign(xp.zeros((), q.dtype), q))
+        return xp.where(xp.equal(y, 0), q, r)
 
 
 def _remainder_np(x, y):
     """Float remainder with the divisor's sign, from ``fmod`` as in PyTorch (a zero keeps
     the dividend's sign)."""
+    xp = xp_for(x, y)
     with np.errstate(divide="ignore", invalid="ignore"):
-        mod = np.fmod(x, y)
-        return np.where((mod != 0) & (np.less(y, 0) != (mod < 0)), mod + y, mod)
+        mod = xp.fmod(x, y)
+        return xp.where((mod != 0) & (xp.less(y, 0) != (mod < 0)), mod + y, mod)
 
 
 # *** add / sub ***
@@ -455,21 +461,23 @@ class DivBackward2(OpNode):
 
 def _rounded_div(x, y, dt, mode):
     """``x / y`` rounded by ``mode`` ('trunc' or 'floor') in dtype ``dt``."""
+    xp = xp_for(x, y, dt)
     (_not_for_bool if mode == "true" else _not_for_bool_or_complex)(dt, f"div_{mode}_cpu")
     if dt.kind in "iu":
         _check_int_divisor(y, dt, x)
-        q = np.floor_divide(x, y)
+        q = xp.floor_divide(x, y)
         if mode == "floor":
             return q
-        return q + ((np.remainder(x, y) != 0) & (np.less(x, 0) != np.less(y, 0)))
+        return q + ((xp.remainder(x, y) != 0) & (xp.less(x, 0) != xp.less(y, 0)))
     if mode == "floor":
         return _floor_div_np(x, y)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.trunc(np.true_divide(x, y))
+        return xp.trunc(xp.true_divide(x, y))
 
 
 def div(input, other, *, rounding_mode=None, out=None):
     """True division, or rounded with ``rounding_mode`` 'trunc' or 'floor'."""
+    xp = xp_for(input, other)
     a, b, x, y, dt = binary_operands(input, other)
     _check_broadcast(x, y)
     if rounding_mode is None:
@@ -481,11 +489,11 @@ def div(input, other, *, rounding_mode=None, out=None):
         if dt.kind == "V":  # bfloat16, as PyTorch: a float divisor joins in float32; a float
             # dividend multiplies the reciprocal (Tensor.__rtruediv__), rounded in between
             if a is None and x.__class__ is _float:
-                x, y = _opmath_scalar(x), np.true_divide(1, y, dtype=np.float32).astype(dt)
+                x, y = _opmath_scalar(x), xp.true_divide(1, y, dtype=np.float32).astype(dt)
             else:
                 y = _opmath_scalar(y)
         with np.errstate(divide="ignore", invalid="ignore"):
-            r = _finish_binary(np.true_divide(x, y), dt)
+            r = _finish_binary(xp.true_divide(x, y), dt)
         node = node_for(DivBackward0, (a, b))
         if node is not None:
             save(node, (a if a is not None else x) if b is not None and b._requires_grad else None,
@@ -560,7 +568,7 @@ def _modulus(input, other, kernel, float_fn, int_fn):
     _not_for_bool_or_complex(dt, kernel)
     _check_int_divisor(y, dt, x)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return a, b, x, y, _finish_binary((float_fn if dt.kind in "fcV" else int_fn)(x, y), dt)
+        return a, b, x, y, _finish_binary(on_device(float_fn if dt.kind in "fcV" else int_fn, x, y)(x, y), dt)
 
 
 def remainder(input, other, *, out=None):
@@ -688,29 +696,32 @@ def _wirtinger(node, g):
 def _power(x, y):
     """``np.power`` through NumPy's array loop even for 0-d operands: its 0-d loop gives
     (-inf) ** 0.5 = nan where C's pow (and PyTorch) give inf."""
-    if np.ndim(x) == 0 and np.ndim(y) == 0:
+    xp = xp_for(x, y)
+    if getattr(x, "ndim", 0) == 0 and getattr(y, "ndim", 0) == 0:
         x1 = x.reshape(1) if x.__class__ is _ndarray else x
         y1 = y.reshape(1) if y.__class__ is _ndarray else y
         if x1 is not x or y1 is not y:
-            return np.power(x1, y1).reshape(())
-    return np.power(x, y)
+            return xp.power(x1, y1).reshape(())
+    return xp.power(x, y)
 
 
 def _int_pow(x, y):
     """Integer power with PyTorch's rule for negative exponents: 1 ** n is 1, (-1) ** n is
     +-1, anything else truncates to 0."""
-    ya = np.asarray(y)
-    if not (ya < 0).any():
-        return np.power(x, y)
-    xa = np.asarray(x)
-    pos = np.power(xa, np.where(ya < 0, 0, ya).astype(ya.dtype))
+    xp = xp_for(x, y)
+    ya = xp.asarray(y)
+    if xp is np and not (ya < 0).any():
+        return xp.power(x, y)
+    xa = xp.asarray(x)
+    pos = xp.power(xa, xp.where(ya < 0, 0, ya).astype(ya.dtype))
     odd = (ya % 2) != 0
-    neg = np.where(xa == 1, 1, np.where(xa == -1, np.where(odd, -1, 1), 0))
-    return np.where(ya < 0, neg, pos)
+    neg = xp.where(xa == 1, 1, xp.where(xa == -1, xp.where(odd, -1, 1), 0))
+    return xp.where(ya < 0, neg, pos)
 
 
 def pow(input, exponent, *, out=None):
     """``input ** exponent`` (either may be a Python number)."""
+    xp = xp_for(input, exponent)
     from ._base import save_output
     if not isinstance(input, Tensor):
         a, b, x, y, dt = _prep(input, exponent)
@@ -744,13 +755,13 @@ def pow(input, exponent, *, out=None):
         if y == 2:
             r = x * x
         elif dt.kind not in "fV":
-            r = np.power(x, y)  # integral: NumPy's loops are exact
+            r = xp.power(x, y)  # integral: NumPy's loops are exact
         elif y == 0.5:
-            r = np.sqrt(x)
+            r = xp.sqrt(x)
         elif y == 3:
             r = x * x * x
         elif y == -0.5:
-            r = 1 / np.sqrt(x)
+            r = 1 / xp.sqrt(x)
         elif y == -1:
             r = 1 / x
         elif y == -2:

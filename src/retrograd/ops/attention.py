@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ._base import xp_for
 from ._base import OpNode, node_for, save, save_output, finish, finish_multi, arr, _state
 from ._seqkit import graph_grads
 from .linalg import matmul
@@ -19,50 +20,53 @@ __all__ = []
 def _softmax_rows(s):
     """Softmax over the last axis, in place; rows that are entirely -inf give zeros
     (PyTorch's safe softmax); a NaN or +inf in a row makes the row NaN, as in PyTorch."""
+    xp = xp_for(s)
     m = s.max(axis=-1, keepdims=True)
     dead = m == -np.inf
-    some_dead = dead.any()
+    some_dead = xp is not np or dead.any()   # (a device selects always: no host question)
     if some_dead:
-        m[dead] = 0
+        xp.copyto(m, m.dtype.type(0), where=dead)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         s -= m
-        np.exp(s, out=s)
+        xp.exp(s, out=s)
         s /= s.sum(axis=-1, keepdims=True)
     if some_dead:
-        np.copyto(s, s.dtype.type(0), where=dead)
+        xp.copyto(s, s.dtype.type(0), where=dead)
     return s
 
 
 def _safe_softmax(s):
     """Differentiable softmax over the last dim whose rows of only -inf give zeros (and
     zero gradients), as PyTorch's ``_safe_softmax``."""
-    dead = np.isneginf(s._data).all(axis=-1, keepdims=True)
-    if not dead.any():
+    xp = xp_for(s)
+    dead = xp.isneginf(s._data).all(axis=-1, keepdims=True)
+    if xp is np and not dead.any():   # (a device takes the selecting form: no host question)
         return softmax(s, -1)
     from .index import where
-    zero = finish(None, np.zeros((), s._data.dtype))
+    zero = finish(None, xp.zeros((), s._data.dtype))
     dead_t = finish(None, dead)
     return where(dead_t, zero, softmax(where(dead_t, zero, s), -1))
 
 
-def _dropout_mask(shape, p, dtype):
+def _dropout_mask(shape, p, dtype, xp=np):
     if p >= 1:
-        return np.zeros(shape, dtype)
-    keep = _creation.default_generator._np.random(shape) >= p
+        return xp.zeros(shape, dtype)
+    keep = (_creation.default_generator._np.random(shape) if xp is np else xp.random.random(shape)) >= p
     return keep.astype(dtype) / dtype.type(1 - p)
 
 
 def _attend(q, k, v, mask, scale, drop, causal=False):
     """Forward on arrays: returns (out, p, p_dropped). ``causal``: mask out the positions
     above the diagonal (selected, no float mask)."""
+    xp = xp_for(q, k, v, mask, scale, drop)
     # (NumPy's batched matmul runs several times slower with a transposed right operand
     # than with a contiguous copy of it)
-    s = np.matmul(q, np.ascontiguousarray(np.swapaxes(k, -1, -2)))
+    s = xp.matmul(q, xp.ascontiguousarray(xp.swapaxes(k, -1, -2)))
     if q.shape[-1]:   # (no embedding: zero scores, whatever the scale)
         s *= q.dtype.type(scale)
     if causal:
         L, S = s.shape[-2:]
-        np.copyto(s, s.dtype.type(-np.inf), where=_above_diagonal(L, S))
+        xp.copyto(s, s.dtype.type(-np.inf), where=_above_diagonal(L, S, xp))
     elif mask is not None:
         if np.broadcast_shapes(s.shape, mask.shape) == s.shape:
             s += mask
@@ -70,21 +74,23 @@ def _attend(q, k, v, mask, scale, drop, causal=False):
             s = s + mask
     p = _softmax_rows(s)
     pd = p if drop is None else p * drop
-    return np.matmul(pd, v), p, pd
+    return xp.matmul(pd, v), p, pd
 
 
 _TRIU = {}
 
 
-def _above_diagonal(L, S):
-    """The (L, S) bool mask of the positions a causal mask hides (cached: read-only)."""
-    m = _TRIU.get((L, S))
+def _above_diagonal(L, S, xp=np):
+    """The (L, S) bool mask of the positions a causal mask hides (cached per array module:
+    read-only)."""
+    m = _TRIU.get((L, S, xp.__name__))
     if m is None:
-        m = ~np.tril(np.ones((L, S), bool))
-        m.flags.writeable = False
+        m = ~xp.tril(xp.ones((L, S), bool))
+        if xp is np:
+            m.flags.writeable = False
         if len(_TRIU) > 32:
             _TRIU.clear()
-        _TRIU[(L, S)] = m
+        _TRIU[(L, S, xp.__name__)] = m
     return m
 
 
@@ -92,21 +98,22 @@ def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None):
     """Gradients (dq, dk, dv, dscores) of ``_attend`` for the upstream gradient ``g``.
     ``out``: the forward's output, where kept; the softmax's row sums sum(dp * p) are then
     the shorter sum(g * out) (flash attention's identity, dropout included)."""
-    dv = np.matmul(np.swapaxes(pd, -1, -2), g)
-    dp = np.matmul(g, np.ascontiguousarray(np.swapaxes(v, -1, -2)))
+    xp = xp_for(g, q, k, v, p, pd, drop, scale)
+    dv = xp.matmul(xp.swapaxes(pd, -1, -2), g)
+    dp = xp.matmul(g, xp.ascontiguousarray(xp.swapaxes(v, -1, -2)))
     if drop is not None:
         dp *= drop
     if out is not None and out.shape == g.shape:
-        rs = np.einsum("...i,...i->...", g, out)[..., None]
+        rs = xp.einsum("...i,...i->...", g, out)[..., None]
     else:
         rs = (dp * p).sum(axis=-1, keepdims=True)
     dp -= rs
     dp *= p
     ds = dp
     sc = q.dtype.type(scale)
-    dq = np.matmul(ds, k)
+    dq = xp.matmul(ds, k)
     dq *= sc
-    dk = np.matmul(np.swapaxes(ds, -1, -2), q)
+    dk = xp.matmul(xp.swapaxes(ds, -1, -2), q)
     dk *= sc
     return dq, dk, dv, ds
 
@@ -125,6 +132,7 @@ def _f32(a):
 
 class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         if _state.grad:  # create_graph: differentiate the composite, so that double backward works
             inputs = list(self.saved_tensors[:3]) + ([self.mask_t] if len(self.next_functions) > 3 else [])
             grads = graph_grads(self._composite, inputs, [g])
@@ -132,7 +140,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
         q, k, v = self.saved_tensors[:3]
         kd, vd, rep = k._data, v._data, self.rep
         if rep > 1:
-            kd, vd = np.repeat(kd, rep, axis=-3), np.repeat(vd, rep, axis=-3)
+            kd, vd = xp.repeat(kd, rep, axis=-3), xp.repeat(vd, rep, axis=-3)
         saved = self.saved_tensors
         out = saved[3]._data if len(saved) > 3 else None
         dq, dk, dv, ds = _attend_backward(_f32(g._data), _f32(q._data), _f32(kd), _f32(vd), self.p, self.pd, self.drop,
@@ -151,8 +159,9 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
 
 
     def _composite(self, q, k, v, m=None):
+        xp = xp_for(q, k, v, m)
         if self.rep > 1:
-            idx = np.repeat(np.arange(k.shape[-3]), self.rep)
+            idx = xp.repeat(xp.arange(k.shape[-3]), self.rep)
             k, v = k[..., idx, :, :], v[..., idx, :, :]
         s = matmul(q, k.transpose(-2, -1))
         if q.shape[-1]:
@@ -163,7 +172,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(OpNode):
             s = s + finish(None, self.const_mask)
         elif self.causal:
             L, S = s.shape[-2:]
-            s = s + finish(None, np.where(_above_diagonal(L, S), q._data.dtype.type(-np.inf),
+            s = s + finish(None, xp.where(_above_diagonal(L, S), q._data.dtype.type(-np.inf),
                                           q._data.dtype.type(0)))
         p = _safe_softmax(s)
         if self.drop is not None:
@@ -193,9 +202,10 @@ _EMPTY_SDPA = type("AddBackward0", (_EmptySdpaBackward,), {})
 
 
 def _float_mask(attn_mask, dtype):
+    xp = xp_for(attn_mask)
     m = attn_mask._data
     if m.dtype == np.bool_:
-        return np.where(m, dtype.type(0), dtype.type(-np.inf)).astype(dtype)
+        return xp.where(m, dtype.type(0), dtype.type(-np.inf)).astype(dtype)
     return m.astype(dtype, copy=False)
 
 
@@ -207,6 +217,7 @@ def _cname(dt):
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """``softmax(Q K^T * scale + mask) V`` with optional causal mask and dropout."""
+    xp = xp_for(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     q, k, v = query._data, key._data, value._data
     if q.dtype != k.dtype or q.dtype != v.dtype:
         raise RuntimeError("Expected query, key, and value to have the same dtype, but got query.dtype: "
@@ -231,7 +242,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     rep = 1
     if enable_gqa and q.ndim >= 3 and q.shape[-3] != k.shape[-3]:
         rep = q.shape[-3] // k.shape[-3]
-        k, v = np.repeat(k, rep, axis=-3), np.repeat(v, rep, axis=-3)
+        k, v = xp.repeat(k, rep, axis=-3), xp.repeat(v, rep, axis=-3)
     from .arithmetic import broadcast_error
     L, S = q.shape[-2], k.shape[-2]
     try:
@@ -252,7 +263,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if v.size == 0 or 0 in out_shape:
         return _empty_attention(query, key, value, out_shape)
     sc = (1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else math.inf) if scale is None else scale
-    drop = _dropout_mask(batch + (L, S), dropout_p, q.dtype) if dropout_p > 0 else None
+    drop = _dropout_mask(batch + (L, S), dropout_p, q.dtype, xp_for(q)) if dropout_p > 0 else None
     out, p, pd = _attend(q, k, v, mask, sc, drop, causal=is_causal)
     grad_mask = attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._requires_grad
     inputs = (query, key, value) + ((attn_mask,) if grad_mask else ())
@@ -286,10 +297,11 @@ def _no_bcast(xs, ys):
 
 
 def _empty_attention(query, key, value, shape):
+    xp = xp_for(query, key, value, shape)
     node = node_for(_EMPTY_SDPA, (query, key, value))
     if node is not None:
         node.shapes = (query._data.shape, key._data.shape, value._data.shape)
-    return finish(node, np.zeros(shape, query._data.dtype))
+    return finish(node, xp.zeros(shape, query._data.dtype))
 
 
 # *** multi-head attention core ***
@@ -302,6 +314,7 @@ class MultiheadAttentionBackward0(OpNode):
     _materialize_grads = False
 
     def _apply(self, grads):
+        xp = xp_for(grads)
         nin = 1 if self.packed else 3
         if _state.grad:  # create_graph: differentiate the composite, so that double backward works
             inputs = list(self.saved_tensors) + ([self.mask_t] if len(self.next_functions) > nin else [])
@@ -312,7 +325,7 @@ class MultiheadAttentionBackward0(OpNode):
         H, bf = self.heads, self.batch_first
         if g_out is None:
             shape, dt = self._out_meta[0]
-            g_out = finish(None, np.zeros(shape, dt))
+            g_out = finish(None, xp.zeros(shape, dt))
         if self.packed:
             qkv = self.saved_tensors[0]._data
             E = qkv.shape[-1] // 3
@@ -324,14 +337,14 @@ class MultiheadAttentionBackward0(OpNode):
         if g_w is not None and self.need_weights:
             gw = g_w._data
             N, L, S = qh.shape[0], qh.shape[2], kh.shape[2]
-            gw = (np.broadcast_to(gw[:, None] / H, (N, H, L, S)) if self.average else gw.reshape(N, H, L, S))
+            gw = (xp.broadcast_to(gw[:, None] / H, (N, H, L, S)) if self.average else gw.reshape(N, H, L, S))
             gpd = gw if self.drop is None else gw * self.drop
             p = self.p
             dsw = p * (gpd - (gpd * p).sum(axis=-1, keepdims=True))
             sc = qh.dtype.type(self.scale)
             ds = ds + dsw
-            dq = dq + np.matmul(dsw, kh) * sc
-            dk = dk + np.matmul(np.swapaxes(dsw, -1, -2), qh) * sc
+            dq = dq + xp.matmul(dsw, kh) * sc
+            dk = dk + xp.matmul(xp.swapaxes(dsw, -1, -2), qh) * sc
         nf = self.next_functions
         if self.packed:
             res = [None if nf[0][0] is None else _merge_packed((dq, dk, dv), bf)]
@@ -378,25 +391,28 @@ class MultiheadAttentionBackward0(OpNode):
 
 def _split(x, H, batch_first):
     """(L, N, E) or (N, L, E) -> (N, H, L, E/H)."""
+    xp = xp_for(x, H, batch_first)
     if not batch_first:
-        x = np.swapaxes(x, 0, 1)
+        x = xp.swapaxes(x, 0, 1)
     N, L, E = x.shape
     return x.reshape(N, L, H, E // H).transpose(0, 2, 1, 3)
 
 
 def _merge(x, batch_first):
     """(N, H, L, d) -> (L, N, H*d) or (N, L, H*d)."""
+    xp = xp_for(x, batch_first)
     N, H, L, d = x.shape
     r = x.transpose(0, 2, 1, 3).reshape(N, L, H * d)
-    return np.ascontiguousarray(r if batch_first else np.swapaxes(r, 0, 1))
+    return xp.ascontiguousarray(r if batch_first else xp.swapaxes(r, 0, 1))
 
 
 def _merge_packed(xs, batch_first):
     """(dq, dk, dv), each (N, H, L, d), merged side by side into one (L, N, 3E) (or
     (N, L, 3E)) array."""
+    xp = xp_for(xs, batch_first)
     N, H, L, d = xs[0].shape
     E = H * d
-    r = np.empty((N, L, 3 * E) if batch_first else (L, N, 3 * E), xs[0].dtype)
+    r = xp.empty((N, L, 3 * E) if batch_first else (L, N, 3 * E), xs[0].dtype)
     for i, x in enumerate(xs):
         dst = r[..., i * E:(i + 1) * E].reshape(r.shape[:2] + (H, d))
         dst[...] = x.transpose(0, 2, 1, 3) if batch_first else x.transpose(2, 0, 1, 3)
@@ -411,6 +427,7 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
 
     ``mask`` is an additive float tensor broadcastable to (N, H, L, S). Returns the merged
     output (before the output projection) and the attention weights (or None)."""
+    xp = xp_for(q, k, v, num_heads, mask, dropout_p, need_weights, average_attn_weights, batch_first)
     H = num_heads
     packed = k is None
     if packed:
@@ -421,11 +438,11 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
         qh, kh, vh = (_split(t._data, H, batch_first) for t in (q, k, v))
     m = None if mask is None else mask._data
     sc = 1.0 / math.sqrt(qh.shape[-1])
-    drop = _dropout_mask(qh.shape[:-1] + (kh.shape[2],), dropout_p, qh.dtype) if dropout_p > 0 else None
+    drop = _dropout_mask(qh.shape[:-1] + (kh.shape[2],), dropout_p, qh.dtype, xp_for(qh)) if dropout_p > 0 else None
     out, p, pd = _attend(qh, kh, vh, m, sc, drop)
     outs = [_merge(out, batch_first)]
     if need_weights:
-        outs.append(np.ascontiguousarray(pd.mean(axis=1) if average_attn_weights else pd))
+        outs.append(xp.ascontiguousarray(pd.mean(axis=1) if average_attn_weights else pd))
     grad_mask = mask is not None and mask._requires_grad
     ins = (q,) if packed else (q, k, v)
     node = node_for(MultiheadAttentionBackward0, ins + ((mask,) if grad_mask else ()))

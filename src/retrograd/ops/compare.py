@@ -2,7 +2,8 @@
 import numpy as np
 
 from ._complex_reject import no_complex
-from ._base import finish, arr, binary_operands, write_out, Tensor, _dtype_name, OpNode, node_for, _state
+from ._base import (finish, arr, binary_operands, write_out, Tensor, _dtype_name, OpNode, node_for, _state,
+                    on_device, xp_for, check_same_device)
 from .arithmetic import _check_broadcast
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
@@ -24,8 +25,9 @@ def _cmp(ufunc, name):
             x = x.astype(dt)
         if type(y) is np.ndarray and y.dtype != dt:
             y = y.astype(dt)
+        f = ufunc if type(x) is np.ndarray else on_device(ufunc, x, y)
         with np.errstate(invalid="ignore"):
-            res = finish(None, arr(ufunc(x, y)))
+            res = finish(None, arr(f(x, y)))
         return res if out is None else write_out(out, res, name)
     op.__name__ = name
     op.__doc__ = f"Elementwise ``{name}`` (a bool tensor, no gradient)."
@@ -43,8 +45,9 @@ class _CmpBackward(OpNode):
     gradients are zeros (outside the graph), as PyTorch's ``zeros_like(self)``."""
 
     def backward(self, g):
+        xp = xp_for(g)
         nf = self.next_functions
-        return tuple(finish(None, np.zeros(shape, dt)) if nf[i][0] is not None else None
+        return tuple(finish(None, xp.zeros(shape, dt)) if nf[i][0] is not None else None
                      for i, (shape, dt) in enumerate(self.in_meta))
 
 
@@ -119,7 +122,8 @@ def _bitwise(ufunc, name):
         _check_broadcast(x, y)
         if dt.kind not in "biu":
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_name(dt)}\'')
-        res = finish(None, arr(ufunc(np.asarray(x).astype(dt), np.asarray(y).astype(dt))).astype(dt))
+        xp = xp_for(x, y)
+        res = finish(None, arr(getattr(xp, ufunc.__name__)(xp.asarray(x).astype(dt), xp.asarray(y).astype(dt))).astype(dt))
         return res if out is None else write_out(out, res, name)
     op.__name__ = name
     return op
@@ -133,7 +137,7 @@ def _bitwise_inplace(op):
         from .. import _dtype as D
         a, b, x, y, dt = binary_operands(input, other)
         _check_broadcast(x, y)
-        shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+        shape = np.broadcast_shapes(getattr(x, "shape", ()), getattr(y, "shape", ()))
         sd = input._data
         if shape != sd.shape:
             raise RuntimeError(f"output with shape {list(sd.shape)} doesn't match the broadcast shape {list(shape)}")
@@ -154,7 +158,8 @@ def _un(fn, name, complex_error=None):
     def op(input, *, out=None):
         if complex_error is not None:
             no_complex(input, complex_error)
-        res = finish(None, arr(fn(input._data)))
+        x = input._data
+        res = finish(None, arr((fn if type(x) is np.ndarray else on_device(fn, x))(x)))
         return res if out is None else write_out(out, res, name)
     op.__name__ = name
     op.__doc__ = f"Elementwise ``{name}`` (no gradient)."
@@ -175,13 +180,15 @@ def bitwise_not(input, *, out=None):
     x = input._data
     if x.dtype.kind not in "biu":
         raise NotImplementedError(f'"bitwise_not_cpu" not implemented for \'{_dtype_name(x.dtype)}\'')
-    res = finish(None, arr(np.logical_not(x) if x.dtype.kind == "b" else np.invert(x)))
+    xp = xp_for(x)
+    res = finish(None, arr(xp.logical_not(x) if x.dtype.kind == "b" else xp.invert(x)))
     return res if out is None else write_out(out, res, "bitwise_not")
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise ``|input - other| <= atol + rtol * |other|`` (infinities equal themselves)."""
     x, y = input._data, other._data
+    check_same_device(input, other)
     if x.dtype != y.dtype:
         raise RuntimeError(f"{_dtype_name(x.dtype)} did not match {_dtype_name(y.dtype)}")
     if rtol < 0:
@@ -189,12 +196,13 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     _check_broadcast(x, y)
+    xp = xp_for(x)
     if x.dtype.kind == "b":
-        return finish(None, arr(np.equal(x, y)))
+        return finish(None, arr(xp.equal(x, y)))
     xf = x if x.dtype.kind in "fcV" else x.astype(np.float64)
     yf = y if y.dtype.kind in "fcV" else y.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        r = np.isclose(xf, yf, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        r = xp.isclose(xf, yf, rtol=rtol, atol=atol, equal_nan=equal_nan)
     return finish(None, arr(r))
 
 
@@ -206,7 +214,8 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def equal(input, other):
     """True when both tensors have the same size and the same elements."""
     x, y = input._data, other._data
-    return x.shape == y.shape and bool(np.array_equal(x, y))
+    check_same_device(input, other)
+    return x.shape == y.shape and bool(xp_for(x).array_equal(x, y))
 
 
 def result_type(tensor1, tensor2):

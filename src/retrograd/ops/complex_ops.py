@@ -7,6 +7,7 @@ incoming gradient is complex: for f holomorphic, g * conj(f'(z)) = conj(conj(g) 
 """
 import numpy as np
 
+from ._base import xp_for, address
 from ._base import OpNode, node_for, finish, arr, view_of, Tensor, zeros_grad
 from .. import _dtype as D
 
@@ -64,27 +65,30 @@ def conj(input):
     carries the bit only for what can be observed of it: ``is_conj()`` is True on the result
     (not on views or results made from it later), and ``resolve_conj()`` gives a copy
     without it (``CloneBackward0``), as PyTorch's does."""
+    xp = xp_for(input)
     x = input._data
     if x.dtype.kind != "c":
         return input
-    res = finish(node_for(ConjBackward0, (input,)), np.conj(x))
+    res = finish(node_for(ConjBackward0, (input,)), xp.conj(x))
     res._conj_bit = True
     return res
 
 
 def conj_physical(input, *, out=None):
     """The complex conjugate, materialised (real tensors: themselves)."""
+    xp = xp_for(input)
     x = input._data
     if x.dtype.kind != "c":
         return input
-    return finish(node_for(ConjPhysicalBackward0, (input,)), np.conj(x))
+    return finish(node_for(ConjPhysicalBackward0, (input,)), xp.conj(x))
 
 
 def _conj_physical_inplace(input):
+    xp = xp_for(input)
     x = input._data
     if x.dtype.kind != "c":
         return input
-    return finish(node_for(ConjPhysicalBackward1, (input,)), np.conj(x))
+    return finish(node_for(ConjPhysicalBackward1, (input,)), xp.conj(x))
 
 
 def resolve_conj(input):
@@ -123,16 +127,18 @@ class ViewAsComplexBackward0(OpNode):
 
 def view_as_real(input):
     """A real view of a complex tensor with a trailing dimension of size 2 (re, im)."""
+    xp = xp_for(input)
     x = input._data
     if x.dtype.kind != "c":
         raise RuntimeError("view_as_real is only supported for complex tensors")
     r = x.reshape(x.shape + (1,)).view(x.real.dtype) if x.ndim == 0 or x.strides[-1] == x.itemsize \
-        else np.lib.stride_tricks.as_strided(x.real, x.shape + (2,), x.strides + (x.itemsize // 2,))
+        else xp.lib.stride_tricks.as_strided(x.real, x.shape + (2,), x.strides + (x.itemsize // 2,))
     return view_of(input, finish(node_for(ViewAsRealBackward0, (input,)), r), view_as_real)
 
 
 def view_as_complex(input):
     """A complex view of a real tensor whose last dimension (of size 2, stride 1) holds (re, im)."""
+    xp = xp_for(input)
     x = input._data
     if x.dtype not in (np.float32, np.float64, np.float16):
         raise RuntimeError("view_as_complex is only supported for float and double tensors, but got a tensor "
@@ -148,20 +154,23 @@ def view_as_complex(input):
         raise RuntimeError("view_as_complex is only supported for float and double tensors, but got a tensor "
                            "of scalar type: Half")
     strides = tuple(s if n > 1 else x.itemsize * 2 for s, n in zip(x.strides[:-1], x.shape[:-1]))
-    r = np.ndarray(x.shape[:-1], cdt, buffer=_base_buffer(x), offset=_offset(x), strides=strides)
+    if xp is np or type(x).__name__ == "MetaArray":
+        r = np.ndarray(x.shape[:-1], cdt, buffer=_base_buffer(x), offset=_offset(x), strides=strides)
+    else:   # a device array: its own dtype view of the (stride 1) pairs
+        r = x.view(cdt)[..., 0]
     return view_of(input, finish(node_for(ViewAsComplexBackward0, (input,)), r), view_as_complex)
 
 
 def _base_buffer(x):
     b = x
-    while isinstance(b.base, np.ndarray):
+    while b.base is not None and type(b.base) is type(b):
         b = b.base
     return b
 
 
 def _offset(x):
     b = _base_buffer(x)
-    return x.__array_interface__["data"][0] - b.__array_interface__["data"][0]
+    return address(x) - address(b)
 
 
 def real(input):
@@ -179,11 +188,13 @@ def imag(input):
 
 
 def _set_real(self, value):
-    real(self).copy_(value if isinstance(value, Tensor) else Tensor._make(np.asarray(value)))
+    xp = xp_for(value)
+    real(self).copy_(value if isinstance(value, Tensor) else Tensor._make(xp.asarray(value)))
 
 
 def _set_imag(self, value):
-    imag(self).copy_(value if isinstance(value, Tensor) else Tensor._make(np.asarray(value)))
+    xp = xp_for(value)
+    imag(self).copy_(value if isinstance(value, Tensor) else Tensor._make(xp.asarray(value)))
 
 
 # *** angle ***
@@ -209,14 +220,15 @@ def abs_(x):
 
 def angle(input, *, out=None):
     """The argument of each element (real tensors: 0 or pi, NaN kept)."""
+    xp = xp_for(input)
     from ._base import save, write_out
     x = input._data
     if x.dtype.kind == "c":
-        r = np.angle(x)
+        r = xp.angle(x)
     else:
         if x.dtype.kind in "biu":
             x = x.astype(D.get_default_dtype().np)
-        r = np.where(np.isnan(x), x, np.where(x < 0, x.dtype.type(np.pi), x.dtype.type(0)))
+        r = xp.where(xp.isnan(x), x, xp.where(x < 0, x.dtype.type(np.pi), x.dtype.type(0)))
     node = node_for(AngleBackward0, (input,))
     if node is not None:
         save(node, input)
@@ -262,9 +274,10 @@ def _complex_args(real_, imag_, name="complex"):
 
 def complex(real, imag, *, out=None):
     """A complex tensor from its real and imaginary parts (float tensors of one dtype)."""
+    xp = xp_for(imag)
     from ._base import write_out
     a, b, cdt = _complex_args(real, imag)
-    r = np.empty(np.broadcast_shapes(a.shape, b.shape), cdt)
+    r = xp.empty(np.broadcast_shapes(a.shape, b.shape), cdt)
     r.real, r.imag = a, b
     res = finish(node_for(ComplexBackward0, (real, imag)), r)
     return res if out is None else write_out(out, res, "complex")
@@ -272,10 +285,11 @@ def complex(real, imag, *, out=None):
 
 def polar(abs, angle, *, out=None):
     """The complex tensor ``abs * (cos(angle) + i sin(angle))``."""
+    xp = xp_for(abs, angle)
     from ._base import save, save_output, write_out
     a, t, cdt = _complex_args(abs, angle, "polar")
-    r = np.empty(np.broadcast_shapes(a.shape, t.shape), cdt)
-    r.real, r.imag = a * np.cos(t), a * np.sin(t)
+    r = xp.empty(np.broadcast_shapes(a.shape, t.shape), cdt)
+    r.real, r.imag = a * xp.cos(t), a * xp.sin(t)
     node = node_for(PolarBackward0, (abs, angle))
     res = finish(node, r)
     if node is not None:

@@ -15,6 +15,7 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ._base import xp_for, strided
 from ._base import OpNode, node_for, save, finish
 from . import _accel
 
@@ -44,6 +45,12 @@ def check_weight_type(input, other, what="weight"):
     """PyTorch's error for a convolution whose input and weight (or bias) dtypes differ:
     worded for its MKLDNN path where the input could take it (float, half)."""
     x, w = input._data, other._data
+    if type(x) is not type(w) and input.device != other.device:
+        from ._base import type_name
+        tail = (" or input should be a MKLDNN tensor and weight is a dense tensor"
+                if input.device.type == "cpu" else "")
+        raise RuntimeError(f"Input type ({type_name(input)}) and {what} type ({type_name(other)}) should be the "
+                           f"same{tail}")
     if x.dtype != w.dtype:
         if x.dtype.name in ("float32", "float16"):
             from ._base import type_name
@@ -68,9 +75,9 @@ def _pad_zeros(x, pad):
         return x
     nd = len(pad)
     shape = x.shape[:-nd] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[-nd:], pad))
-    xp = np.zeros(shape, x.dtype)
-    xp[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[-nd:], pad))] = x
-    return xp
+    xpad = xp_for(x).zeros(shape, x.dtype)
+    xpad[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[-nd:], pad))] = x
+    return xpad
 
 
 def _out_size(sp, k, p):
@@ -86,7 +93,7 @@ def _cols(xp, k, out, p):
     shape = (n, g, c // g) + tuple(k) + tuple(out)
     strides = (st[0], st[1] * (c // g), st[1]) + tuple(st[2 + i] * p.dilation[i] for i in range(nd)) \
         + tuple(st[2 + i] * p.stride[i] for i in range(nd))
-    return as_strided(xp, shape, strides, writeable=False)
+    return strided(xp, shape, strides, writeable=False)
 
 
 def _im2col(x, k, out, p, shape):
@@ -101,8 +108,10 @@ def _im2col(x, k, out, p, shape):
         kern.im2col(np.ascontiguousarray(x), cols.reshape((n, c) + tuple(k) + tuple(out)), np.zeros(hp * wp, x.dtype),
                     p.stride[0], p.stride[1], p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], wp)
         return cols
-    xp = np.ascontiguousarray(_pad_zeros(x, p.pad))
+    xp = xp_for(x).ascontiguousarray(_pad_zeros(x, p.pad))
     v = _cols(xp, k, out, p)
+    if type(xp) is not np.ndarray:   # a device array: the device's own copy (no host pool)
+        return xp_for(xp).ascontiguousarray(v).reshape(shape)
     cols = _take(shape, xp.dtype)
     np.copyto(cols.reshape(v.shape), v)
     return cols
@@ -110,12 +119,14 @@ def _im2col(x, k, out, p, shape):
 
 def _fwd(x, w, p, want_cols=False):
     """y = conv(x, w): (N, O, *out)."""
-    if _depthwise(w, p):
+    host = type(x) is np.ndarray     # (a device runs im2col + one batched GEMM: cuBLAS)
+    if host and _depthwise(w, p):
         y = _fwd_dw(x, w, p)
         return (y, None) if want_cols else y
-    if _wide(p, w.ndim - 2):
+    if host and _wide(p, w.ndim - 2):
         y, cols = _fwd_wide(x, w, p, want_cols)
         return (y, cols) if want_cols else y
+    mod = xp_for(x)
     k = w.shape[2:]
     sp = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], p.pad))
     out = _out_size(sp, k, p)
@@ -131,9 +142,9 @@ def _fwd(x, w, p, want_cols=False):
     cols = _im2col(x, k, out, p, (n, g, ckk, L))        # the im2col copy
     wm = w.reshape(g, o // g, ckk)
     if g == 1:
-        y = np.matmul(wm[0], cols[:, 0])                 # (N, O, L)
+        y = mod.matmul(wm[0], cols[:, 0])                # (N, O, L)
     else:
-        y = np.matmul(wm, cols)                          # (N, G, O/G, L)
+        y = mod.matmul(wm, cols)                         # (N, G, O/G, L)
     y = y.reshape((n, o) + out)
     if not want_cols:
         _give(cols)
@@ -143,9 +154,10 @@ def _fwd(x, w, p, want_cols=False):
 
 def _bwd_w(x, g, wshape, p, cols=None):
     """Weight gradient: sum over batch and positions of g (x) columns."""
-    if wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
+    host = type(x) is np.ndarray
+    if host and wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
         return _bwd_w_dw(x, g, wshape, p)
-    if _wide(p, len(wshape) - 2):
+    if host and _wide(p, len(wshape) - 2):
         if _finite(x):
             return _bwd_w_wide(x, g, wshape, p, cols)
         cols = None   # see _finite
@@ -161,6 +173,7 @@ def _bwd_w(x, g, wshape, p, cols=None):
     for s in out:
         L *= s
     own = cols is None
+    mod = xp_for(x)
     if own:
         cols = _im2col(x, k, out, p, (n, G, ckk, L))
     gm = g.reshape(n, G, o // G, L)
@@ -168,21 +181,23 @@ def _bwd_w(x, g, wshape, p, cols=None):
     # this orientation ~1.5x faster than g @ cols^T (its float64 kernels ~10% slower)
     flip = cols.dtype == np.float32
     if G == 1:
-        gw = (np.matmul(cols[:, 0], gm[:, 0].transpose(0, 2, 1)).sum(0).T if flip       # (O, CKK)
-              else np.matmul(gm[:, 0], cols[:, 0].transpose(0, 2, 1)).sum(0))
+        gw = (mod.matmul(cols[:, 0], gm[:, 0].transpose(0, 2, 1)).sum(0).T if flip       # (O, CKK)
+              else mod.matmul(gm[:, 0], cols[:, 0].transpose(0, 2, 1)).sum(0))
     else:
-        gw = (np.matmul(cols, gm.transpose(0, 1, 3, 2)).sum(0).transpose(0, 2, 1) if flip   # (G, O/G, CgKK)
-              else np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0))
+        gw = (mod.matmul(cols, gm.transpose(0, 1, 3, 2)).sum(0).transpose(0, 2, 1) if flip   # (G, O/G, CgKK)
+              else mod.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0))
     if own:
         _give(cols)
-    return np.ascontiguousarray(gw).reshape(wshape)
+    return mod.ascontiguousarray(gw).reshape(wshape)
 
 
 def _bwd_in(g, w, xshape, p):
     """Input gradient: columns = w^T g, then col2im by strided slice-adds per kernel offset."""
-    if _depthwise(w, p):
+    xp = xp_for(g, w, xshape, p)
+    host = xp is np      # (a device: no question to the host about w's values)
+    if host and _depthwise(w, p):
         return _bwd_in_dw(g, w, xshape, p)
-    if _wide(p, w.ndim - 2) and _finite(w):
+    if host and _wide(p, w.ndim - 2) and _finite(w):
         return _bwd_in_wide(g, w, xshape, p)
     n = g.shape[0]
     G = p.groups
@@ -200,9 +215,9 @@ def _bwd_in(g, w, xshape, p):
     gm = g.reshape(n, G, o // G, L)
     wm = w.reshape(G, o // G, ckk)
     if G == 1:
-        dcols = np.matmul(wm[0].T, gm[:, 0])                # (N, CKK, L)
+        dcols = xp.matmul(wm[0].T, gm[:, 0])                # (N, CKK, L)
     else:
-        dcols = np.matmul(wm.transpose(0, 2, 1), gm)         # (N, G, CKK, L)
+        dcols = xp.matmul(wm.transpose(0, 2, 1), gm)         # (N, G, CKK, L)
     sp = tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], p.pad))
     kern = _accel.for_arrays(dcols) if nd == 2 else None
     if kern is not None:    # (the same sums, one plane at a time in cache, straight into NCHW)
@@ -211,7 +226,7 @@ def _bwd_in(g, w, xshape, p):
                     p.stride[0], p.stride[1], p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], sp[1])
         return gx
     dcols = dcols.reshape((n, G, cg) + tuple(k) + tuple(out))
-    gxp = np.zeros((n, G, cg) + sp, dcols.dtype)
+    gxp = xp.zeros((n, G, cg) + sp, dcols.dtype)
     for off in itertools.product(*[range(s) for s in k]):
         sl = tuple(slice(off[i] * p.dilation[i], off[i] * p.dilation[i] + p.stride[i] * (out[i] - 1) + 1,
                          p.stride[i]) for i in range(nd))
@@ -236,12 +251,13 @@ _POOL_BYTES = [0, 256 << 20]      # held now, most held
 
 
 def _take(shape, dtype):
+    xp = xp_for(shape)
     free = _POOL.get((shape, dtype))
     if free:
         a = free.pop()
         _POOL_BYTES[0] -= a.nbytes
         return a
-    return np.empty(shape, dtype)
+    return xp.empty(shape, dtype)
 
 
 def _give(a):
@@ -267,7 +283,8 @@ def _finite(a):
     """Whether the wide layout may be used in a backward: its extra columns hold zeros of
     the gradient, which meet the other operand there; an inf or NaN would make them NaN
     and spill into real positions (a sum is one pass and allocates nothing)."""
-    return bool(np.isfinite(a.sum()))
+    xp = xp_for(a)
+    return bool(xp.isfinite(a.sum()))
 
 
 def _wide_geom(xshape, k, p):
@@ -282,6 +299,7 @@ def _wide_geom(xshape, k, p):
 def _wide_cols(x, k, p):
     """Columns in the wide layout, (G, Cg*KH*KW, N*OH*Wp): one row per (channel, kernel
     offset), one contiguous run of OH*Wp per sample."""
+    xp = xp_for(x, k, p)
     n, c, h, w = x.shape
     hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
     (plh, _), (plw, _) = p.pad
@@ -302,20 +320,21 @@ def _wide_cols(x, k, p):
                    (st[1] * (c // G), st[1], p.dilation[0] * wp * sz, p.dilation[1] * sz, st[0], sz),
                    writeable=False)
     cols = _take((G, (c // G) * k[0] * k[1], n * oh * wp), x.dtype)
-    np.copyto(cols.reshape(shape), v)
+    xp.copyto(cols.reshape(shape), v)
     _give(flat)
     return cols, (hp, wp, oh, ow, slack)
 
 
 def _fwd_wide(x, w, p, keep_cols=False):
+    xp = xp_for(x, w, p, keep_cols)
     n = x.shape[0]
     o = w.shape[0]
     G = p.groups
     cols, (hp, wp, oh, ow, _) = _wide_cols(x, w.shape[2:], p)
     wm = w.reshape(G, o // G, w.shape[1] * w.shape[2] * w.shape[3])
     dt = np.result_type(w.dtype, cols.dtype)
-    yw = np.matmul(wm, cols, out=_take((G, o // G, n * oh * wp), dt))      # one GEMM per group
-    y = np.ascontiguousarray(yw.reshape(o, n, oh, wp)[:, :, :, :ow].transpose(1, 0, 2, 3))
+    yw = xp.matmul(wm, cols, out=_take((G, o // G, n * oh * wp), dt))      # one GEMM per group
+    y = xp.ascontiguousarray(yw.reshape(o, n, oh, wp)[:, :, :, :ow].transpose(1, 0, 2, 3))
     _give(yw)
     if not keep_cols:
         _give(cols)
@@ -334,6 +353,7 @@ def _g_wide(g, wp, G):
 
 
 def _bwd_w_wide(x, g, wshape, p, cols=None):
+    xp = xp_for(x, g, wshape, p, cols)
     own = cols is None
     if own:
         cols, _ = _wide_cols(x, wshape[2:], p)
@@ -341,9 +361,9 @@ def _bwd_w_wide(x, g, wshape, p, cols=None):
     gwide = _g_wide(g, _wide_geom(x.shape, wshape[2:], p)[1], G)
     # (see _bwd_w: float32 with the columns on the left, the long gradient rows transposed)
     if cols.dtype == np.float32:
-        gw = np.matmul(cols, gwide.transpose(0, 2, 1)).transpose(0, 2, 1)     # (G, O/G, CgKK)
+        gw = xp.matmul(cols, gwide.transpose(0, 2, 1)).transpose(0, 2, 1)     # (G, O/G, CgKK)
     else:
-        gw = np.matmul(gwide, cols.transpose(0, 2, 1))
+        gw = xp.matmul(gwide, cols.transpose(0, 2, 1))
     _give(gwide)
     if own:
         _give(cols)
@@ -351,6 +371,7 @@ def _bwd_w_wide(x, g, wshape, p, cols=None):
 
 
 def _bwd_in_wide(g, w, xshape, p):
+    xp = xp_for(g, w, xshape, p)
     n, c, h, wd = xshape
     o = w.shape[0]
     k = w.shape[2:]
@@ -360,7 +381,7 @@ def _bwd_in_wide(g, w, xshape, p):
     wm = w.reshape(G, o // G, w.shape[1] * w.shape[2] * w.shape[3])
     L = oh * wp
     dt = np.result_type(w.dtype, gwide.dtype)
-    dbuf = np.matmul(wm.transpose(0, 2, 1), gwide, out=_take((G, wm.shape[2], n * L), dt))   # (G, CgKK, N*L)
+    dbuf = xp.matmul(wm.transpose(0, 2, 1), gwide, out=_take((G, wm.shape[2], n * L), dt))   # (G, CgKK, N*L)
     _give(gwide)
     d = dbuf.reshape(c, k[0], k[1], n, L)
     kern = _accel.for_arrays(dbuf)
@@ -370,7 +391,7 @@ def _bwd_in_wide(g, w, xshape, p):
         kern.col2im_wide(d, gx, np.empty(hp * wp + slack, dt), wp, p.dilation[0], p.dilation[1], plh, plw)
         _give(dbuf)
         return gx
-    flat = np.zeros((c, n, hp * wp + slack), dt)
+    flat = xp.zeros((c, n, hp * wp + slack), dt)
     for kh in range(k[0]):
         for kw in range(k[1]):
             s0 = kh * p.dilation[0] * wp + kw * p.dilation[1]
@@ -378,7 +399,7 @@ def _bwd_in_wide(g, w, xshape, p):
     _give(dbuf)
     (plh, _), (plw, _) = p.pad
     gx = flat[:, :, :hp * wp].reshape(c, n, hp, wp)[:, :, plh:plh + h, plw:plw + wd]
-    return np.ascontiguousarray(gx.transpose(1, 0, 2, 3))
+    return xp.ascontiguousarray(gx.transpose(1, 0, 2, 3))
 
 
 # Depthwise convolutions (one input and one output channel per group) have nothing for a
@@ -396,17 +417,19 @@ def _depthwise(w, p):
 
 def _dw_sample_cols(flat, i, k, dil, wp, L, cols):
     """Copy sample ``i``'s columns (C, KH*KW, L) of the wide ``flat`` into ``cols``."""
+    xp = xp_for(flat, i, k, dil, wp, L, cols)
     st = flat.strides
     sz = flat.itemsize
     v = as_strided(flat[i], (flat.shape[1], k[0], k[1], L), (st[1], dil[0] * wp * sz, dil[1] * sz, sz),
                    writeable=False)
-    np.copyto(cols.reshape(v.shape), v)
+    xp.copyto(cols.reshape(v.shape), v)
     return cols
 
 
 def _dw_corr(x, wk, pad, dil):
     """Stride-1 2-D depthwise correlation of ``x`` (N, C, H, W) with ``wk`` (C, KH, KW),
     zero padding ``pad`` ((lo, hi), (lo, hi)); returns (N, C, OH, OW)."""
+    xp = xp_for(x, wk, pad, dil)
     n, c, h, wd = x.shape
     k = wk.shape[1:]
     (plh, phh), (plw, phw) = pad
@@ -424,14 +447,14 @@ def _dw_corr(x, wk, pad, dil):
     flat.fill(0)
     flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd] = x
     cols = _take((c, k[0] * k[1], L), x.dtype)
-    w9 = np.ascontiguousarray(wk, dt).reshape(c, 1, k[0] * k[1])     # (BLAS needs positive strides)
-    y = np.empty((n, c, 1, L), dt)
+    w9 = xp.ascontiguousarray(wk, dt).reshape(c, 1, k[0] * k[1])     # (BLAS needs positive strides)
+    y = xp.empty((n, c, 1, L), dt)
     with np.errstate(invalid="ignore"):      # (inf * 0 in the padding gives NaN, as in PyTorch)
         for i in range(n):
-            np.matmul(w9, _dw_sample_cols(flat, i, k, dil, wp, L, cols), out=y[i])
+            xp.matmul(w9, _dw_sample_cols(flat, i, k, dil, wp, L, cols), out=y[i])
     _give(cols)
     _give(flat)
-    return np.ascontiguousarray(y.reshape(n, c, oh, wp)[:, :, :, :ow])
+    return xp.ascontiguousarray(y.reshape(n, c, oh, wp)[:, :, :, :ow])
 
 
 def _dw_flip_pad(k, p):
@@ -450,10 +473,11 @@ def _dw_window(xp, off, p, out):
 
 def _dw_flat(x, k, p):
     """Stride-1 2-D: the padded input flattened per channel, so each offset is one shift."""
+    xp = xp_for(x, k, p)
     n, c, h, wd = x.shape
     hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
     (plh, _), (plw, _) = p.pad
-    flat = np.zeros((n, c, hp * wp + slack), x.dtype)
+    flat = xp.zeros((n, c, hp * wp + slack), x.dtype)
     flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + wd] = x
     return flat, (hp, wp, oh, ow)
 
@@ -477,6 +501,7 @@ def _fwd_dw(x, w, p):
 
 
 def _bwd_in_dw(g, w, xshape, p):
+    xp = xp_for(g, w, xshape, p)
     k = w.shape[2:]
     if _wide(p, len(k)) and _finite(w):
         pad = _dw_flip_pad(k, p)
@@ -484,7 +509,7 @@ def _bwd_in_dw(g, w, xshape, p):
             return _dw_corr(g, w[:, 0, ::-1, ::-1], pad, p.dilation)
     out = g.shape[2:]
     sp = tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], p.pad))
-    gxp = np.zeros(tuple(xshape[:2]) + sp, np.result_type(g.dtype, w.dtype))
+    gxp = xp.zeros(tuple(xshape[:2]) + sp, np.result_type(g.dtype, w.dtype))
     bshape = (1, w.shape[0]) + (1,) * len(k)
     for off in itertools.product(*[range(v) for v in k]):
         _dw_window(gxp, off, p, out).__iadd__(g * w[(slice(None), 0) + off].reshape(bshape))
@@ -629,15 +654,16 @@ def _conv_weight_grad(x, g, wshape, p, cols=None):
 
 def _pad_index(n, lo, hi, mode):
     """Source index along one dim for each padded position."""
-    i = np.arange(-lo, n + hi)
+    xp = xp_for(n, lo, hi)
+    i = xp.arange(-lo, n + hi)
     if mode == "reflect":
         if n == 1:
-            return np.zeros_like(i)
+            return xp.zeros_like(i)
         period = 2 * (n - 1)
-        i = np.abs(i) % period
-        return np.where(i >= n, period - i, i)
+        i = xp.abs(i) % period
+        return xp.where(i >= n, period - i, i)
     if mode == "replicate":
-        return np.clip(i, 0, n - 1)
+        return xp.clip(i, 0, n - 1)
     return i % n   # circular
 
 
@@ -665,33 +691,36 @@ class _UnpadBackward(OpNode):
 
 def _pad_gather(x, index):
     """x gathered along its last len(index) dims by the index arrays."""
+    xp = xp_for(x, index)
     r = x._data
     nd = len(index)
     for j, idx in enumerate(index):
-        r = np.take(r, idx, axis=r.ndim - nd + j)
+        r = xp.take(r, idx, axis=r.ndim - nd + j)
     return r
 
 
 def _unpad(g, index, in_shape):
     """Adjoint of the gather: sum padded positions back onto their sources (one small
     0/1 matrix product per padded dim)."""
+    xp = xp_for(g, index, in_shape)
     r = g._data
     nd = len(index)
     for j, idx in enumerate(index):
         n = in_shape[len(in_shape) - nd + j]
-        m = np.zeros((idx.shape[0], n), r.dtype)
-        m[np.arange(idx.shape[0]), idx] = 1
+        m = xp.zeros((idx.shape[0], n), r.dtype)
+        m[xp.arange(idx.shape[0]), idx] = 1
         ax = r.ndim - nd + j
-        r = np.moveaxis(np.tensordot(r, m, axes=([ax], [0])), -1, ax)
+        r = xp.moveaxis(xp.tensordot(r, m, axes=([ax], [0])), -1, ax)
     node = node_for(_UnpadBackward, (g,))
     if node is not None:
         node.index = index
-    return finish(node, np.ascontiguousarray(r))
+    return finish(node, xp.ascontiguousarray(r))
 
 
 def pad_mode(input, pad, mode):
     """Pad the last dims of ``input`` by ``pad`` ((lo, hi) per dim, first spatial dim first)
     with mode reflect, replicate or circular."""
+    xp = xp_for(input, pad)
     x = input._data
     nd = len(pad)
     index = []
@@ -704,7 +733,7 @@ def pad_mode(input, pad, mode):
         if mode == "circular" and (lo > n or hi > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         index.append(_pad_index(n, lo, hi, mode))
-    r = np.ascontiguousarray(_pad_gather(input, index))
+    r = xp.ascontiguousarray(_pad_gather(input, index))
     cls = _PAD_NODES.get((mode, nd), _PadCircular)
     node = node_for(cls, (input,))
     if node is not None:

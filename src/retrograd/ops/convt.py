@@ -6,6 +6,7 @@ backward runs the other way: im2col of the gradient, then a GEMM per direction.
 """
 import numpy as np
 
+from ._base import xp_for
 from ._base import OpNode, node_for, save, finish, arr, _state
 from ._seqkit import graph_grads
 from .arithmetic import add
@@ -36,8 +37,9 @@ def _tuple(v, n, name=None):
 
 def _blocks(xT, ks, dil, st, oh, ow):
     """im2col of the padded, channel-major ``xT`` (C, N, Hp, Wp): (C, kh, kw, N, oh, ow)."""
+    xp = xp_for(xT, ks, dil, st, oh, ow)
     C, N = xT.shape[:2]
-    out = np.empty((C, ks[0], ks[1], N, oh, ow), xT.dtype)
+    out = xp.empty((C, ks[0], ks[1], N, oh, ow), xT.dtype)
     for i in range(ks[0]):
         a = i * dil[0]
         for j in range(ks[1]):
@@ -49,8 +51,9 @@ def _blocks(xT, ks, dil, st, oh, ow):
 def _unblocks(c, shape_p, dil, st):
     """Adjoint of ``_blocks`` for offset-major columns (kh, kw, C, N, oh, ow): their sum
     into a zero (C, N, Hp, Wp)."""
+    xp = xp_for(c, shape_p, dil, st)
     kh, kw, C, N, oh, ow = c.shape
-    out = np.zeros((C, N) + tuple(shape_p), c.dtype)
+    out = xp.zeros((C, N) + tuple(shape_p), c.dtype)
     for i in range(kh):
         a = i * dil[0]
         for j in range(kw):
@@ -61,12 +64,14 @@ def _unblocks(c, shape_p, dil, st):
 
 def _channels_first(a, G):
     """(N, C, H, W) -> (G, C/G, N*H*W), contiguous."""
+    xp = xp_for(a, G)
     N, C, H, W = a.shape
-    return np.ascontiguousarray(a.transpose(1, 0, 2, 3)).reshape(G, C // G, N * H * W)
+    return xp.ascontiguousarray(a.transpose(1, 0, 2, 3)).reshape(G, C // G, N * H * W)
 
 
 class ConvolutionBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         if _state.grad:  # create_graph: differentiate the composite, so that double backward works
             nf = self.next_functions
             inputs = list(self.saved_tensors) + ([self.bias_t] if len(nf) > 2 else [])
@@ -83,16 +88,16 @@ class ConvolutionBackward0(OpNode):
         N, Cin, H, W = xd.shape
         Cout = gd.shape[1]
         kk = ks[0] * ks[1]
-        gpT = np.zeros((Cout, N, gd.shape[2] + 2 * pad[0], gd.shape[3] + 2 * pad[1]), gd.dtype)
+        gpT = xp.zeros((Cout, N, gd.shape[2] + 2 * pad[0], gd.shape[3] + 2 * pad[1]), gd.dtype)
         gpT[:, :, pad[0]:pad[0] + gd.shape[2], pad[1]:pad[1] + gd.shape[3]] = gd.transpose(1, 0, 2, 3)
         cols = _blocks(gpT, ks, dil, st, H, W).reshape(G, Cout // G * kk, N * H * W)
         gx = gw = gb = None
         if nf[0][0] is not None:
             wg = wd.reshape(G, Cin // G, Cout // G * kk)
-            gx = np.matmul(wg, cols).reshape(Cin, N, H, W).transpose(1, 0, 2, 3)
-            gx = np.ascontiguousarray(gx).reshape(x._data.shape)
+            gx = xp.matmul(wg, cols).reshape(Cin, N, H, W).transpose(1, 0, 2, 3)
+            gx = xp.ascontiguousarray(gx).reshape(x._data.shape)
         if nf[1][0] is not None:
-            gw = np.matmul(_channels_first(xd, G), cols.transpose(0, 2, 1)).reshape(w._data.shape)
+            gw = xp.matmul(_channels_first(xd, G), cols.transpose(0, 2, 1)).reshape(w._data.shape)
         if len(nf) > 2 and nf[2][0] is not None:
             gb = gd.sum(axis=(0, 2, 3))
         odt = g._data.dtype
@@ -130,6 +135,7 @@ class ConvolutionBackward0(OpNode):
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nsp, name):
+    xp = xp_for(input, weight, bias, stride, padding, output_padding, groups, dilation, nsp)
     x = input
     expect = nsp + 2
     if x.dim() not in (expect - 1, expect):
@@ -198,8 +204,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     # offset-major weight rows (G, kh, kw, Cout/G, Cin/G): the columns come out as
     # (kh, kw, Cout, N, H, W) blocks (for G == 1; per group otherwise)
     wT = wd.reshape(G, Cin // G, Cout // G, ks[0], ks[1]).transpose(0, 3, 4, 2, 1)
-    wT = np.ascontiguousarray(wT).reshape(G, kk * (Cout // G), Cin // G)
-    cols = np.matmul(wT, _channels_first(xd, G))                 # (G, kk*Cout/G, N*H*W)
+    wT = xp.ascontiguousarray(wT).reshape(G, kk * (Cout // G), Cin // G)
+    cols = xp.matmul(wT, _channels_first(xd, G))                 # (G, kk*Cout/G, N*H*W)
     cols = cols.reshape(G, ks[0], ks[1], Cout // G, N, H, W).transpose(1, 2, 0, 3, 4, 5, 6)
     cols = cols.reshape(ks[0], ks[1], Cout, N, H, W)
     Hp, Wp = Ho + 2 * pad[0], Wo + 2 * pad[1]
@@ -217,7 +223,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         r = r + _f32(bias._data).reshape(1, -1, 1, 1)
     if nsp == 1:
         r = r[:, :, 0, :]
-    r = np.ascontiguousarray(r, dtype=input._data.dtype)
+    r = xp.ascontiguousarray(r, dtype=input._data.dtype)
     node = node_for(ConvolutionBackward0, (input, weight, bias) if bias is not None else (input, weight))
     if node is not None:
         node.args = (ks, dil, pad, st, G, nsp, unbatched)
@@ -243,6 +249,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 class TrilinearBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         if _state.grad:  # create_graph: differentiate the composite, so that double backward works
             res = graph_grads(lambda a, b, w: einsum("...i,oij,...j->...o", a, w, b), list(self.saved_tensors), [g])
             return tuple(res[i] if self.next_functions[i][0] is not None else None for i in range(3))
@@ -252,16 +259,17 @@ class TrilinearBackward0(OpNode):
         a, b, W = x1._data, x2._data, w._data
         out = [None, None, None]
         if nf[0][0] is not None:
-            out[0] = finish(None, arr(np.einsum("...o,oij,...j->...i", gd, W, b)))
+            out[0] = finish(None, arr(xp.einsum("...o,oij,...j->...i", gd, W, b)))
         if nf[1][0] is not None:
-            out[1] = finish(None, arr(np.einsum("...o,oij,...i->...j", gd, W, a)))
+            out[1] = finish(None, arr(xp.einsum("...o,oij,...i->...j", gd, W, a)))
         if nf[2][0] is not None:
-            out[2] = finish(None, arr(np.einsum("bo,bi,bj->oij", gd, a, b, optimize=True)))
+            out[2] = finish(None, arr(xp.einsum("bo,bi,bj->oij", gd, a, b, optimize=True)))
         return tuple(out)
 
 
 def bilinear(input1, input2, weight, bias=None):
     """``y = x1^T A x2 + b`` over the last dimension of ``input1`` and ``input2``."""
+    xp = xp_for(input1, input2, weight, bias)
     a, b, W = input1._data, input2._data, weight._data
     ts = [("input1", a), ("input2", b), ("weight", W)] + ([("bias", bias._data)] if bias is not None else [])
     if any(t.dtype != a.dtype for _, t in ts):
@@ -299,7 +307,7 @@ def bilinear(input1, input2, weight, bias=None):
     in2 = input2.reshape(-1, b.shape[-1])
     a, b = in1._data, in2._data
     # PyTorch's order: contract input1's features first, then input2's (NaN/inf land alike)
-    r = arr(np.einsum("boj,bj->bo", np.einsum("bi,oij->boj", a, W), b).astype(a.dtype, copy=False))
+    r = arr(xp.einsum("boj,bj->bo", xp.einsum("bi,oij->boj", a, W), b).astype(a.dtype, copy=False))
     node = node_for(TrilinearBackward0, (in1, in2, weight))
     if node is not None:
         save(node, in1, in2, weight)

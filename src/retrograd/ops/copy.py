@@ -1,6 +1,9 @@
 """Copies and conversions: to, clone, contiguous, the dtype shorthands, cpu/cuda."""
+import weakref
+
 import numpy as np
 
+from ._base import xp_for
 from ._base import OpNode, node_for, finish, Tensor, zeros_grad
 from .. import _dtype as D
 from .._device import device as _device_cls, to_device, array_module, CPU
@@ -63,7 +66,7 @@ def _copy_check(dst_shape, src_shape):
 def _copied(input, src):
     x, y = input._data, src._data
     _copy_check(x.shape, y.shape)
-    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    xp = np if type(x) is np.ndarray else (x.__array_namespace__() if type(x).__name__ == "MetaArray" else xp_for(x))
     r = xp.broadcast_to(y, x.shape).astype(x.dtype, copy=True)
     # an integral destination cannot carry a gradient
     node = node_for(CopyBackwards, (input, src)) if x.dtype.kind in "fcV" else None
@@ -135,6 +138,7 @@ def to(input, *args, **kwargs):
 
 
 def _to(input, dtype=None, device=None, copy=False):
+    xp = xp_for(input, copy)
     x = input._data
     src_dev = input.device
     npdt = dtype.np if isinstance(dtype, D.dtype) else (np.dtype(dtype) if dtype is not None else x.dtype)
@@ -149,7 +153,7 @@ def _to(input, dtype=None, device=None, copy=False):
             from .._meta import MetaArray, like_strides
             r = MetaArray(x.shape, npdt, like_strides(x, npdt) if not x.flags.c_contiguous else None)
         elif dev.type == "cpu":
-            r = x.get() if hasattr(x, "get") else np.asarray(x)
+            r = x.get() if hasattr(x, "get") else xp.asarray(x)
         else:
             with xp.cuda.Device(dev.index or 0):
                 r = xp.asarray(x)
@@ -187,6 +191,47 @@ def _cuda(self, device=None, non_blocking=False, **kw):
     return self._to(None, to_device("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)))
 
 
+# Host buffers in page-locked (pinned) memory, by id: the roots of pinned tensors' arrays.
+_PINNED = weakref.WeakValueDictionary()
+
+
+def _root(d):
+    while isinstance(d.base, np.ndarray):
+        d = d.base
+    return d
+
+
+def pin_memory(self, device=None):
+    """A copy of this CPU tensor in page-locked host memory (copies to the GPU from it can be
+    asynchronous); the tensor itself when it already is pinned."""
+    from .. import cuda
+    if not cuda.is_available():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    d = self._data
+    if type(d) is not np.ndarray:
+        raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+    if _PINNED.get(id(_root(d))) is _root(d):
+        return self
+    xp = array_module(_device_cls("cuda", 0))
+    alloc = getattr(xp, "_pinned_empty", None)
+    if alloc is None:
+        import cupyx
+        alloc = cupyx.empty_pinned
+    buf = alloc(d.shape, d.dtype)
+    buf[...] = d
+    _PINNED[id(buf)] = buf
+    return Tensor._make(buf)
+
+
+def is_pinned(self, device=None):
+    """Whether this tensor's memory is page-locked host memory (made by ``pin_memory``)."""
+    d = self._data
+    if type(d) is not np.ndarray:
+        return False
+    r = _root(d)
+    return _PINNED.get(id(r)) is r
+
+
 TENSOR_METHODS = {
     "clone": clone, "contiguous": contiguous, "copy_": copy_, "to": to, "_to": _to,
     "float": _conv(D.float32), "double": _conv(D.float64), "half": _conv(D.float16),
@@ -195,5 +240,6 @@ TENSOR_METHODS = {
     "cfloat": _conv(D.complex64), "cdouble": _conv(D.complex128), "chalf": _conv(D.complex32),
     "type": _type, "type_as": lambda self, other: self._to(other.dtype),
     "cpu": lambda self, memory_format=None: self._to(None, CPU), "cuda": _cuda,
+    "pin_memory": pin_memory, "is_pinned": is_pinned,
 }
 INPLACE = {}

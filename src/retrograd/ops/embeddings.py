@@ -6,6 +6,8 @@ The lookup's gradient is a segment sum of the upstream rows into the weight's ro
 """
 import numpy as np
 
+from ._base import check_devices
+from ._base import xp_for
 from ._base import OpNode, node_for, save, finish, arr, Tensor, _state
 from ._seqkit import graph_grads
 from .linalg import matmul
@@ -29,9 +31,10 @@ def _check_indices(indices, fn):
 
 def _lookup_scale(idx, num, padding_idx, scale_grad_by_freq, dtype):
     """Per-lookup factor of the gradient: 0 at padding_idx, 1/count with scale_grad_by_freq."""
+    xp = xp_for(idx, num, scale_grad_by_freq)
     s = None
     if scale_grad_by_freq:
-        s = (1.0 / np.bincount(idx, minlength=num)[idx]).astype(dtype)
+        s = (1.0 / xp.bincount(idx, minlength=num)[idx]).astype(dtype)
     if padding_idx is not None and padding_idx >= 0:
         m = (idx != padding_idx).astype(dtype)
         s = m if s is None else s * m
@@ -59,11 +62,12 @@ class EmbeddingDenseBackwardBackward0(EmbeddingBackward0):
 
 def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls):
     """The lookup with the gradient's per-lookup factors (the adjoint of ``_dense_backward``)."""
+    xp = xp_for(weight, idx, out_shape, freq)
     w = weight._data
     r = w[idx]
     s = _lookup_scale(idx, w.shape[0], padding_idx, freq, w.dtype)
     if s is not None:   # padding lookups are selected out, never multiplied (inf/nan stay out)
-        r = np.where(s[:, None] != 0, r * s[:, None], 0).astype(r.dtype, copy=False)
+        r = xp.where(s[:, None] != 0, r * s[:, None], 0).astype(r.dtype, copy=False)
     r = r.reshape(tuple(out_shape) + w.shape[1:])
     node = node_for(cls, (weight,))
     if node is not None:
@@ -73,11 +77,12 @@ def _gather_rows(weight, idx, out_shape, padding_idx, freq, cls):
 
 def _dense_backward(g, idx, num, padding_idx, freq):
     """The weight gradient of a lookup: upstream rows summed into their weight rows."""
+    xp = xp_for(g, idx, num, freq)
     d = g._data
     rows = d.reshape(idx.shape[0], d.shape[-1])
     s = _lookup_scale(idx, num, padding_idx, freq, d.dtype)
     if s is not None:   # as PyTorch's kernel, padding lookups are skipped: inf/nan there never arrive
-        rows = np.where(s[:, None] != 0, rows * s[:, None], 0).astype(rows.dtype, copy=False)
+        rows = xp.where(s[:, None] != 0, rows * s[:, None], 0).astype(rows.dtype, copy=False)
     r = _scatter_axis(rows, idx, num, 0)
     node = node_for(EmbeddingDenseBackward0, (g,))
     if node is not None:
@@ -95,6 +100,7 @@ def _flat_indices(indices, num):
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     """``torch.nn.functional.embedding``: rows of ``weight`` picked by the integer ``input``."""
+    check_devices(input, weight)
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
     _check_indices(input, "embedding")
@@ -121,13 +127,14 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 
 def embedding_renorm_(input, indices, max_norm, norm_type):
     """Rescale (in place) the rows of ``input`` named by ``indices`` whose norm exceeds ``max_norm``."""
+    xp = xp_for(input, indices, max_norm)
     w = input._data
-    u = np.unique(_flat_indices(indices, w.shape[0]))
+    u = xp.unique(_flat_indices(indices, w.shape[0]))
     rows = w[u]
     if norm_type == float("inf"):
-        norms = np.abs(rows).max(axis=1)
+        norms = xp.abs(rows).max(axis=1)
     else:
-        norms = (np.abs(rows) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+        norms = (xp.abs(rows) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
     big = norms > max_norm
     if big.any():
         scale = (max_norm / (norms[big] + 1e-7)).astype(w.dtype)
@@ -152,22 +159,24 @@ class EmbeddingBagBackward0(OpNode):
 
     def _composite(self, weight, psw=None):
         """The bag reduction as a gather and a (bags x lookups) matrix product."""
+        xp = xp_for(weight, psw)
         D = self.dim
         if self.mode == "max":
             mi = self.max_idx
             ok = mi >= 0
-            rows = finish(None, self.idx[np.where(ok, mi, 0)])
-            cols = finish(None, np.broadcast_to(np.arange(D), mi.shape).copy())
+            rows = finish(None, self.idx[xp.where(ok, mi, 0)])
+            cols = finish(None, xp.broadcast_to(xp.arange(D), mi.shape).copy())
             return weight[rows, cols] * finish(None, ok.astype(weight._data.dtype))
         rows = weight[finish(None, self.idx)]
         if psw is not None:
-            rows = rows * psw.reshape(-1)[finish(None, np.flatnonzero(self.keep))].unsqueeze(1)
+            rows = rows * psw.reshape(-1)[finish(None, xp.flatnonzero(self.keep))].unsqueeze(1)
         B = self.counts.shape[0]
-        S = np.zeros((B, self.idx.size), weight._data.dtype)
-        S[self.bag, np.arange(self.idx.size)] = 1.0 / self.counts[self.bag] if self.mode == "mean" else 1.0
+        S = xp.zeros((B, self.idx.size), weight._data.dtype)
+        S[self.bag, xp.arange(self.idx.size)] = 1.0 / self.counts[self.bag] if self.mode == "mean" else 1.0
         return matmul(finish(None, S), rows)
 
     def _backward_arrays(self, g):
+        xp = xp_for(g)
         psw = self.saved_tensors[0] if len(self.next_functions) > 1 else None
         gd = g._data
         nf = self.next_functions
@@ -177,8 +186,8 @@ class EmbeddingBagBackward0(OpNode):
             if nf[0][0] is not None:
                 mi = self.max_idx  # (B, D) positions into idx; -1 for empty bags
                 ok = mi >= 0
-                flat = (idx[np.where(ok, mi, 0)] * D + np.arange(D)[None, :])[ok]
-                gw = np.bincount(flat, weights=gd[ok], minlength=num * D).reshape(num, D).astype(gd.dtype)
+                flat = (idx[xp.where(ok, mi, 0)] * D + xp.arange(D)[None, :])[ok]
+                gw = xp.bincount(flat, weights=gd[ok], minlength=num * D).reshape(num, D).astype(gd.dtype)
         else:
             per = gd[bag]
             if self.mode == "mean":
@@ -186,14 +195,14 @@ class EmbeddingBagBackward0(OpNode):
             if nf[0][0] is not None:
                 rows = per if psw is None else per * psw._data[self.keep][:, None]
                 if self.freq:
-                    rows = rows / np.bincount(idx, minlength=num)[idx][:, None]
+                    rows = rows / xp.bincount(idx, minlength=num)[idx][:, None]
                 if self.sparse:   # one row per kept lookup, as a sparse COO gradient
                     from ..sparse._tensor import _coo
-                    gw = _coo(idx.reshape(1, -1), np.ascontiguousarray(rows, dtype=gd.dtype), (num, D))
+                    gw = _coo(idx.reshape(1, -1), xp.ascontiguousarray(rows, dtype=gd.dtype), (num, D))
                 else:
                     gw = _scatter_axis(rows.astype(gd.dtype, copy=False), idx, num, 0)
             if len(nf) > 1 and nf[1][0] is not None:
-                full = np.zeros(self.n_all, gd.dtype)
+                full = xp.zeros(self.n_all, gd.dtype)
                 full[self.keep] = (self.wrows * per).sum(axis=1)
                 gp = full
         if gw is not None and not isinstance(gw, Tensor):
@@ -206,6 +215,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
     """``torch.nn.functional.embedding_bag``: sums, means or maxima of bags of embeddings."""
+    xp = xp_for(input, weight, offsets, max_norm, scale_grad_by_freq, sparse, per_sample_weights, include_last_offset)
     if weight.dim() != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
     if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
@@ -223,7 +233,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
                              "fixed length sequences. However, found offsets of type " + str(type(offsets)))
         B, L = input.shape
-        off = np.arange(0, B * L, L, dtype=np.int64) if L else np.zeros(B, np.int64)
+        off = xp.arange(0, B * L, L, dtype=np.int64) if L else xp.zeros(B, np.int64)
         include_last_offset = False
     elif input.dim() == 1:
         if offsets is None:
@@ -255,7 +265,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                            f"position 0. However, got {off[0]}")
     if off.size and off[-1] > n:
         raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of {off[-1]}")
-    bad = np.flatnonzero((idx_all < 0) | (idx_all >= num))
+    bad = xp.flatnonzero((idx_all < 0) | (idx_all >= num))
     if bad.size:
         raise RuntimeError(f"Index {bad[0]} of input takes value {idx_all[bad[0]]} which is not in the valid "
                            f"range [0, {num})")
@@ -263,46 +273,46 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if padding_idx < 0:
             padding_idx += num
     B = off.shape[0] - 1 if include_last_offset else off.shape[0]
-    bag_all = np.searchsorted(off[:B] if B else off[:0], np.arange(n), side="right") - 1
+    bag_all = xp.searchsorted(off[:B] if B else off[:0], xp.arange(n), side="right") - 1
     keep = bag_all >= 0
     if include_last_offset and off.size:
-        keep &= np.arange(n) < off[-1]
+        keep &= xp.arange(n) < off[-1]
     if padding_idx is not None:
         keep &= idx_all != padding_idx
     idx, bag = idx_all[keep], bag_all[keep]
     w = weight._data
     rows = w[idx]
     psw = per_sample_weights
-    counts = np.bincount(bag, minlength=B)[:B] if B else np.zeros(0, np.int64)
+    counts = xp.bincount(bag, minlength=B)[:B] if B else xp.zeros(0, np.int64)
     max_idx = None
     if mode == "max":
-        out = np.zeros((B, D), w.dtype)
-        max_idx = np.full((B, D), -1, np.int64)
+        out = xp.zeros((B, D), w.dtype)
+        max_idx = xp.full((B, D), -1, np.int64)
         if idx.size:
-            starts = np.flatnonzero(np.concatenate(([True], bag[1:] != bag[:-1])))
+            starts = xp.flatnonzero(xp.concatenate(([True], bag[1:] != bag[:-1])))
             bags = bag[starts]
             # torch scans each bag keeping its first row and replacing it only by a strictly
             # greater value: a NaN wins only as the bag's first row, a later NaN is skipped
             # (never greater), and ties keep the earliest row.
-            real = np.where(np.isnan(rows), -np.inf, rows)
-            best = np.maximum.reduceat(real, starts, axis=0)
-            seg = np.zeros(idx.size, np.int64)
+            real = xp.where(xp.isnan(rows), -np.inf, rows)
+            best = xp.maximum.reduceat(real, starts, axis=0)
+            seg = xp.zeros(idx.size, np.int64)
             seg[starts[1:]] = 1
-            pos = np.where(real == best[np.cumsum(seg)], np.arange(idx.size)[:, None], idx.size)
-            first_nan = np.isnan(rows[starts])
-            max_idx[bags] = np.where(first_nan, starts[:, None], np.minimum.reduceat(pos, starts, axis=0))
-            out[bags] = np.where(first_nan, rows[starts], best)
+            pos = xp.where(real == best[xp.cumsum(seg)], xp.arange(idx.size)[:, None], idx.size)
+            first_nan = xp.isnan(rows[starts])
+            max_idx[bags] = xp.where(first_nan, starts[:, None], xp.minimum.reduceat(pos, starts, axis=0))
+            out[bags] = xp.where(first_nan, rows[starts], best)
     else:
         src = rows if psw is None else rows * psw._data.reshape(-1)[keep][:, None].astype(w.dtype)
         out = _scatter_axis(src, bag, B, 0)
         if mode == "mean":
-            out = out / np.maximum(counts, 1)[:, None].astype(w.dtype)
+            out = out / xp.maximum(counts, 1)[:, None].astype(w.dtype)
     inputs = (weight,) if psw is None else (weight, psw)
     node = node_for(EmbeddingBagBackward0, inputs)
     if node is not None:
         node.idx, node.bag, node.num, node.dim, node.mode = idx, bag, num, D, mode
         node.freq, node.max_idx, node.keep, node.n_all = scale_grad_by_freq, max_idx, keep, n
-        node.counts = np.maximum(counts, 1).astype(w.dtype)
+        node.counts = xp.maximum(counts, 1).astype(w.dtype)
         node.wrows = rows
         node.weight_t = weight
         if sparse:

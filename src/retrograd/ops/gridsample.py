@@ -2,6 +2,7 @@
 padding, align_corners) and affine_grid, for 4-D inputs."""
 import numpy as np
 
+from ._base import xp_for
 from ._base import OpNode, node_for, save, finish, arr, _state
 from ._seqkit import graph_grads
 from .conv import check_kernel_dtype
@@ -18,24 +19,26 @@ def _unnormalize(c, size, align_corners):
 def _reflect(c, lo, hi):
     """Reflect coordinates into [lo, hi] (twice the bounds, as PyTorch does); returns
     (coordinate, d coordinate / d input)."""
+    xp = xp_for(c, lo, hi)
     if lo == hi:
-        return np.zeros_like(c), np.zeros_like(c)
+        return xp.zeros_like(c), xp.zeros_like(c)
     mn = lo / 2
     span = (hi - lo) / 2
     d = c - mn
-    sign = np.where(d < 0, -1.0, 1.0)
-    d = np.abs(d)
-    extra = np.fmod(d, span)
-    flips = np.floor(d / span)
+    sign = xp.where(d < 0, -1.0, 1.0)
+    d = xp.abs(d)
+    extra = xp.fmod(d, span)
+    flips = xp.floor(d / span)
     even = (flips % 2) == 0
-    out = np.where(even, extra + mn, span - extra + mn)
-    grad = np.where(even, sign, -sign)
+    out = xp.where(even, extra + mn, span - extra + mn)
+    grad = xp.where(even, sign, -sign)
     return out, grad
 
 
 def _source_coords(c, size, padding_mode, align_corners):
+    xp = xp_for(c, size, padding_mode)
     x, scale = _unnormalize(c, size, align_corners)
-    g = np.full_like(x, scale)
+    g = xp.full_like(x, scale)
     if padding_mode == "border":
         inside = (x > 0) & (x < size - 1)
         x = _clip(x, size)
@@ -54,15 +57,17 @@ def _source_coords(c, size, padding_mode, align_corners):
 
 def _clip(x, size):
     """PyTorch's vectorised ``min(max(x, 0), size - 1)``: a NaN coordinate lands on 0."""
-    return np.where(np.isnan(x), x.dtype.type(0), np.clip(x, 0, size - 1))
+    xp = xp_for(x, size)
+    return xp.where(xp.isnan(x), x.dtype.type(0), xp.clip(x, 0, size - 1))
 
 
 def _corners(x_t, ix, iy, H, W):
     """Values at integer corners (N, Ho, Wo, C), zero outside; plus flat indices and masks."""
+    xp = xp_for(x_t, ix, iy, H, W)
     N = x_t.shape[0]
     ok = (ix >= 0) & (ix < W) & (iy >= 0) & (iy < H)
-    xc, yc = np.clip(ix, 0, W - 1), np.clip(iy, 0, H - 1)
-    n = np.arange(N).reshape(N, 1, 1)
+    xc, yc = xp.clip(ix, 0, W - 1), xp.clip(iy, 0, H - 1)
+    n = xp.arange(N).reshape(N, 1, 1)
     v = x_t[n, yc, xc] * ok[..., None]
     return v, (n * H + yc) * W + xc, ok
 
@@ -72,7 +77,8 @@ class _ZeroTied(OpNode):
     kernels take these inputs): its own derivatives are zeros."""
 
     def backward(self, gg):
-        return tuple(finish(None, np.zeros(s, gg._data.dtype)) if nf[0] is not None else None
+        xp = xp_for(gg)
+        return tuple(finish(None, xp.zeros(s, gg._data.dtype)) if nf[0] is not None else None
                      for s, nf in zip(self.shapes, self.next_functions))
 
 
@@ -80,14 +86,16 @@ _ZERO_TIED = type("GridSampler2DBackwardBackward0", (_ZeroTied,), {})
 
 
 def _zero_tied(shape, like, deps):
+    xp = xp_for(shape, like, deps)
     node = node_for(_ZERO_TIED, deps)
     if node is not None:
         node.shapes = tuple(d._data.shape for d in deps)
-    return finish(node, np.zeros(shape, like._data.dtype))
+    return finish(node, xp.zeros(shape, like._data.dtype))
 
 
 class GridSampler2DBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         if _state.grad:  # create_graph: differentiate the composite, so that double backward works
             x, grid = self.saved_tensors
             res = list(graph_grads(self._composite, [x, grid], [g]))
@@ -102,7 +110,7 @@ class GridSampler2DBackward0(OpNode):
         parts = []
         ggrid = None
         if self.mode == "nearest":
-            parts.append((self.corners[0][1], np.ones(gt.shape[:-1], xd.dtype), self.corners[0][2], gt))
+            parts.append((self.corners[0][1], xp.ones(gt.shape[:-1], xd.dtype), self.corners[0][2], gt))
         else:
             (v00, i00, k00), (v01, i01, k01), (v10, i10, k10), (v11, i11, k11) = self.corners
             wx1, wy1 = self.w
@@ -114,26 +122,27 @@ class GridSampler2DBackward0(OpNode):
                 dx = (wy0[..., None] * (v01 - v00) + wy1[..., None] * (v11 - v10)) * gt
                 dy = (wx0[..., None] * (v10 - v00) + wx1[..., None] * (v11 - v01)) * gt
                 gx, gy = self.dcoord
-                ggrid = np.stack([dx.sum(-1) * gx, dy.sum(-1) * gy], axis=-1).astype(xd.dtype)
+                ggrid = xp.stack([dx.sum(-1) * gx, dy.sum(-1) * gy], axis=-1).astype(xd.dtype)
         gin = None
         if nf[0][0] is not None:
             # corners outside the input are skipped (selected), as in PyTorch's kernel
-            flat = np.concatenate([(i[..., None] * C + np.arange(C)).ravel() for i, _, _, _ in parts])
-            wts = np.concatenate([np.where(k[..., None], w[..., None] * gg, 0).ravel() for _, w, k, gg in parts])
-            gin = np.bincount(flat, weights=wts, minlength=N * H * W * C).reshape(N, H, W, C)
-            gin = np.ascontiguousarray(gin.transpose(0, 3, 1, 2)).astype(xd.dtype)
+            flat = xp.concatenate([(i[..., None] * C + xp.arange(C)).ravel() for i, _, _, _ in parts])
+            wts = xp.concatenate([xp.where(k[..., None], w[..., None] * gg, 0).ravel() for _, w, k, gg in parts])
+            gin = xp.bincount(flat, weights=wts, minlength=N * H * W * C).reshape(N, H, W, C)
+            gin = xp.ascontiguousarray(gin.transpose(0, 3, 1, 2)).astype(xd.dtype)
         if ggrid is None and nf[1][0] is not None:
-            ggrid = np.zeros(grid._data.shape, xd.dtype)
+            ggrid = xp.zeros(grid._data.shape, xd.dtype)
         return (None if gin is None else finish(None, gin), None if ggrid is None else finish(None, ggrid))
 
 
     def _composite(self, x, grid):
         """Bilinear / nearest sampling as gathers and weights in tensor ops."""
+        xp = xp_for(x, grid)
         N, C, H, W = x.shape
         flat = x.permute(0, 2, 3, 1).reshape(N * H * W, C)
 
         from .index import where
-        zero = finish(None, np.zeros((), x._data.dtype))
+        zero = finish(None, xp.zeros((), x._data.dtype))
 
         def corner(k, w=None):
             # a corner outside the input contributes nothing (selected, as PyTorch's kernel)
@@ -150,8 +159,8 @@ class GridSampler2DBackward0(OpNode):
             slope = self.dcoord[k]
             return grid[..., k] * finish(None, slope) + finish(None, self.coords[k] - gd[..., k] * slope)
         ix, iy = coord(0), coord(1)
-        wx1 = (ix - finish(None, np.floor(ix._data))).unsqueeze(-1)
-        wy1 = (iy - finish(None, np.floor(iy._data))).unsqueeze(-1)
+        wx1 = (ix - finish(None, xp.floor(ix._data))).unsqueeze(-1)
+        wy1 = (iy - finish(None, xp.floor(iy._data))).unsqueeze(-1)
         wx0, wy0 = 1 - wx1, 1 - wy1
         out = corner(0, wx0 * wy0) + corner(1, wx1 * wy0) + corner(2, wx0 * wy1) + corner(3, wx1 * wy1)
         return out.permute(0, 3, 1, 2)
@@ -183,17 +192,18 @@ def _grid_sample(input, grid, mode, padding_mode, align_corners):
 
 
 def _grid_sample_arrays(input, grid, xd, gd, mode, padding_mode, align_corners):
+    xp = xp_for(input, grid, xd, gd, padding_mode)
     N, C, H, W = xd.shape
     x_t = xd.transpose(0, 2, 3, 1)
     ix, gx = _source_coords(gd[..., 0], W, padding_mode, align_corners)
     iy, gy = _source_coords(gd[..., 1], H, padding_mode, align_corners)
     if mode == "nearest":
-        cx, cy = np.rint(ix).astype(np.int64), np.rint(iy).astype(np.int64)
+        cx, cy = xp.rint(ix).astype(np.int64), xp.rint(iy).astype(np.int64)
         corners = [_corners(x_t, cx, cy, H, W)]
         out = corners[0][0]
         w = None
     else:
-        x0, y0 = np.floor(ix), np.floor(iy)
+        x0, y0 = xp.floor(ix), xp.floor(iy)
         wx1, wy1 = ix - x0, iy - y0
         x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
         corners = [_corners(x_t, x0 + a, y0 + b, H, W) for b in (0, 1) for a in (0, 1)]
@@ -201,7 +211,7 @@ def _grid_sample_arrays(input, grid, xd, gd, mode, padding_mode, align_corners):
         out = (corners[0][0] * (wx0 * wy0)[..., None] + corners[1][0] * (wx1 * wy0)[..., None]
                + corners[2][0] * (wx0 * wy1)[..., None] + corners[3][0] * (wx1 * wy1)[..., None])
         w = (wx1, wy1)
-    r = np.ascontiguousarray(out.transpose(0, 3, 1, 2)).astype(xd.dtype)
+    r = xp.ascontiguousarray(out.transpose(0, 3, 1, 2)).astype(xd.dtype)
     node = node_for(GridSampler2DBackward0, (input, grid))
     if node is not None:
         save(node, input, grid)
@@ -225,26 +235,30 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 class AffineGridGeneratorBackward0(OpNode):
     def backward(self, g):
         # base^T (3, H*W) @ g (N, H*W, 2), transposed: linear in g, so differentiable
+        xp = xp_for(g)
         from .linalg import matmul
         base = self.base
-        gt = finish(None, np.ascontiguousarray(base.T).astype(g._data.dtype, copy=False))
+        gt = finish(None, xp.ascontiguousarray(base.T).astype(g._data.dtype, copy=False))
         return matmul(gt, g.reshape(g.shape[0], base.shape[0], 2)).transpose(1, 2)
 
 
 def _linspace(n, align_corners, dtype):
+    xp = xp_for(n)
     if n <= 1:
-        return np.zeros(max(n, 0), dtype)
-    r = np.linspace(-1, 1, n, dtype=dtype)
+        return xp.zeros(max(n, 0), dtype)
+    r = xp.linspace(-1, 1, n, dtype=dtype)
     return r if align_corners else r * (n - 1) / n
 
 
 def affine_grid_generator(theta, size, align_corners):
+    xp = xp_for(theta, size)
     td = theta._data
     N, C, H, W = size
     xs, ys = _linspace(W, align_corners, td.dtype), _linspace(H, align_corners, td.dtype)
-    base = np.stack([np.broadcast_to(xs[None, :], (H, W)), np.broadcast_to(ys[:, None], (H, W)),
-                     np.ones((H, W), td.dtype)], axis=-1).reshape(H * W, 3)
-    r = np.matmul(base[None], np.swapaxes(td, 1, 2)).reshape(N, H, W, 2)
+    xs, ys = xp.asarray(xs), xp.asarray(ys)
+    base = xp.stack([xp.broadcast_to(xs[None, :], (H, W)), xp.broadcast_to(ys[:, None], (H, W)),
+                     xp.ones((H, W), td.dtype)], axis=-1).reshape(H * W, 3)
+    r = xp.matmul(base[None], xp.swapaxes(td, 1, 2)).reshape(N, H, W, 2)
     node = node_for(AffineGridGeneratorBackward0, (theta,))
     if node is not None:
         node.base = base

@@ -11,6 +11,8 @@ import warnings
 
 import numpy as np
 
+from ._base import check_devices
+from ._base import xp_for
 from ._base import (OpNode, node_for, save, finish, view_of, arr, binary_operands, Tensor, _state,
                     check_inplace, view_rebase_error, check_internal_overlap, check_partial_overlap,
                     LEAF_INPLACE_MSG, zeros_grad, set_history)
@@ -36,6 +38,8 @@ def _acc_into(shape, npdt, np_index, g, xp=np):
         n *= s_
     if g.size == 0 or n == 0:
         return xp.zeros(shape, npdt)
+    if xp is not np:   # host-built index arrays onto the device once
+        np_index = tuple(xp.asarray(i) if type(i) is np.ndarray else i for i in np_index)
     if all((isinstance(i, slice) and i == slice(None)) or (hasattr(i, "dtype") and i.dtype.kind == "b")
            for i in np_index):  # masks select each element at most once: a plain write
         z = xp.zeros(shape, npdt)
@@ -45,6 +49,10 @@ def _acc_into(shape, npdt, np_index, g, xp=np):
     if rows is None:
         lin = xp.arange(n).reshape(shape)[np_index]
         g = xp.broadcast_to(g, lin.shape)
+        if xp is not np:   # a device scatters with atomic adds (bincount would size itself: a sync)
+            z = xp.zeros(n, npdt)
+            xp.add.at(z, lin.ravel(), g.ravel().astype(npdt, copy=False))
+            return z.reshape(shape)
         if npdt.kind == "c":
             re = xp.bincount(lin.ravel(), weights=g.real.ravel(), minlength=n)
             im = xp.bincount(lin.ravel(), weights=g.imag.ravel(), minlength=n)
@@ -64,6 +72,13 @@ def _acc_into(shape, npdt, np_index, g, xp=np):
         r *= s_
     flat = xp.ravel_multi_index(tuple(xp.broadcast_to(a % d, bshape) for a, d in zip(arrays, idims)), idims).ravel()
     g2 = g.reshape(flat.size, r)
+    if xp is not np:   # a device scatters with atomic adds (segment starts would be a data-sized list: a sync)
+        m = 1
+        for d in idims:
+            m *= d
+        z = xp.zeros((m, r), npdt)
+        xp.add.at(z, flat, g2.astype(npdt, copy=False))
+        return xp.moveaxis(z.reshape(idims + rest), tuple(range(len(pos))), pos)
     order = xp.argsort(flat, kind="stable")
     sf = flat[order]
     starts = xp.flatnonzero(xp.concatenate((xp.ones(1, bool), sf[1:] != sf[:-1])))
@@ -129,10 +144,11 @@ class TakeNpBackward(OpNode):
 
 def put_np(g, shape, np_index, accumulate=True):
     """zeros(shape) with tensor ``g`` placed (added, for advanced indices) at a NumPy index."""
+    xp = xp_for(g, shape, np_index, accumulate)
     gd = g._data
     npdt = gd.dtype
     if _is_basic(np_index):
-        z = np.zeros(shape, npdt) if type(gd) is _ndarray else _xp(gd).zeros(shape, npdt)
+        z = xp.zeros(shape, npdt) if type(gd) is _ndarray else _xp(gd).zeros(shape, npdt)
         z[np_index] = gd
     else:
         z = _acc_into(shape, npdt, np_index, gd, np if type(gd) is _ndarray else _xp(gd))
@@ -159,9 +175,10 @@ def zero_region(t, np_index):
 
 def take_np(t, np_index):
     """``t[np_index]`` for a ready NumPy index (differentiable, always a copy)."""
+    xp = xp_for(t, np_index)
     x = t._data
     r = x[np_index]
-    r = np.array(r) if type(x) is _ndarray else r.copy()
+    r = xp.array(r) if type(x) is _ndarray else r.copy()
     node = node_for(TakeNpBackward, (t,))
     if node is not None:
         node.shape, node.np_index = x.shape, np_index
@@ -232,6 +249,7 @@ def _as_index_tuple(idx):
 
 def _index_array(i):
     """An advanced index item (Tensor or nested list) as an integer or bool array."""
+    xp = xp_for(i)
     if isinstance(i, Tensor):
         a = i._data
         if a.dtype not in _INDEX_DTYPES:
@@ -242,7 +260,7 @@ def _index_array(i):
             a = a.astype(bool)
         return a
     try:
-        a = np.asarray(i)
+        a = xp.asarray(i)
     except ValueError:
         raise IndexError(_TENSOR_INDEX_MSG)
     if a.size == 0:
@@ -269,6 +287,7 @@ def _parse(shape, idx, setting=False):
     basic ops in PyTorch's order as (node class, in_shape, np_index on that input), and
     ``adv`` is None or the full NumPy index (slices elsewhere) for the advanced part.
     """
+    xp = xp_for(shape, idx, setting)
     items, single_slice = _as_index_tuple(idx)
     single_slice = single_slice and not setting
     ndim = len(shape)
@@ -325,7 +344,7 @@ def _parse(shape, idx, setting=False):
             steps.append((UnsqueezeBackward0, tuple(cur), None))
             cur.insert(dim, 1)
             basic.append(None)
-            adv[dim] = np.zeros(1 if it else 0, np.int64)
+            adv[dim] = xp.zeros(1 if it else 0, np.int64)
             dim += 1
         elif isinstance(it, _INT_TYPES):
             i = int(it)
@@ -395,6 +414,7 @@ def _parse(shape, idx, setting=False):
                 if a.size:
                     if n == 0:
                         raise IndexError("index is out of bounds for dimension with size 0")
+                if a.size and type(a) is np.ndarray:   # (a device checks in its kernel, as CUDA's device assert: no host sync)
                     hi, lo = int(a.max()), int(a.min())
                     if hi >= n or lo < -n:
                         raise IndexError(f"index {hi if hi >= n else lo} is out of bounds for dimension {n_adv} "
@@ -411,7 +431,7 @@ def _parse(shape, idx, setting=False):
         shapes = []
         for k in sorted(adv):
             a = adv[k]
-            shapes += [(int(np.count_nonzero(a)),)] * a.ndim if a.dtype.kind == "b" else [a.shape]
+            shapes += [(int(xp.count_nonzero(a)),)] * a.ndim if a.dtype.kind == "b" else [a.shape]
         try:
             np.broadcast_shapes(*shapes)
         except ValueError:
@@ -465,9 +485,10 @@ def _new_node(cls, edge):
 
 
 def _basic_view(x, basic):
+    xp = xp_for(x, basic)
     r = x[basic]
     if type(r) is not type(x):
-        r = x[basic + (Ellipsis,)] if Ellipsis not in basic else np.asarray(r)
+        r = x[basic + (Ellipsis,)] if Ellipsis not in basic else xp.asarray(r)
     return r
 
 
@@ -750,14 +771,15 @@ def _rebase_view(view, base, cls, region_index, vedge, vshape, basic):
     """``view[idx] = v`` where ``view`` is a view of ``base``: the base gets a CopySlices
     node over the written part of its own storage, and the view is re-derived from it.
     ``basic``: the basic part of ``idx`` when PyTorch writes through the view ``view[basic]``."""
+    xp = xp_for(view, base, region_index, vedge, vshape, basic)
     from .view_inplace import _positions, regenerate_view
     bd = base._data
     allpos = _positions(view, base)
-    allpos = (np.arange(bd.size, dtype=np.int64) if allpos is None else allpos).reshape(view._data.shape)
+    allpos = (xp.arange(bd.size, dtype=np.int64) if allpos is None else allpos).reshape(view._data.shape)
     written = _basic_view(allpos, basic) if basic else allpos
-    overlapping = np.unique(written).size < written.size   # (PyTorch's backward then refuses)
+    overlapping = xp.unique(written).size < written.size   # (PyTorch's backward then refuses)
     pos = allpos[region_index]
-    bregion = np.unravel_index(pos, bd.shape) if bd.ndim else (np.array(pos.size > 0),)
+    bregion = np.unravel_index(pos, bd.shape) if bd.ndim else (xp.array(pos.size > 0),)
     node = _new_node(CopySlices,
                      base._edge() if base._requires_grad else (None, 0))
     node.next_functions = node.next_functions + (vedge,)
@@ -778,24 +800,26 @@ def _dname(npdt):
 
 
 def _region_shape(shape, np_index):
+    xp = xp_for(shape, np_index)
     n = 1
     for s in shape:
         n *= s
-    return np.broadcast_to(np.empty((), np.bool_), shape)[np_index].shape
+    return xp.broadcast_to(xp.empty((), np.bool_), shape)[np_index].shape
 
 
 def _compose(shape, basic, adv_index):
     """One NumPy index (a tuple of int arrays) for applying ``basic`` and then ``adv_index``."""
+    xp = xp_for(shape, basic, adv_index)
     n = 1
     for v in shape:
         n *= v
-    lin = np.arange(n, dtype=np.int64).reshape(shape)
+    lin = xp.arange(n, dtype=np.int64).reshape(shape)
     if basic:
         lin = _basic_view(lin, basic)
     lin = lin[adv_index]
     if not shape:   # a 0-d tensor: its one element, selected or not (a 0-d mask)
-        return (np.array(lin.size > 0),)
-    return np.unravel_index(lin, shape)
+        return (xp.array(lin.size > 0),)
+    return xp_for(lin).unravel_index(lin, shape)
 
 
 def _check_values(name, values):
@@ -805,6 +829,7 @@ def _check_values(name, values):
 
 def index_put(input, indices, values, accumulate=False):
     """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``)."""
+    check_devices(input, indices, values)
     _check_values("index_put", values)
     r = input.clone()
     return index_put_(r, indices, values, accumulate) if not accumulate else _index_put_acc(input, indices, values)
@@ -812,6 +837,7 @@ def index_put(input, indices, values, accumulate=False):
 
 def index_put_(self, indices, values, accumulate=False):
     """``self[indices] = values`` in place (``+=`` with ``accumulate``)."""
+    check_devices(self, indices, values)
     _check_values("index_put_", values)
     if not accumulate:
         setitem(self, tuple(indices), values)
@@ -822,6 +848,7 @@ def index_put_(self, indices, values, accumulate=False):
 
 def _index_put_acc(input, indices, values):
     """``input`` with ``values`` added at ``indices`` (repeats accumulate)."""
+    xp = xp_for(input, indices, values)
     x = input._data
     steps, basic, adv_index, mid_shape = _parse(x.shape, tuple(indices))
     region = _compose(x.shape, basic, adv_index) if adv_index is not None else basic
@@ -830,7 +857,7 @@ def _index_put_acc(input, indices, values):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_dname(x.dtype)} for the destination and {_dname(vd.dtype)} for the source.")
     rs = _region_shape(x.shape, region)
-    vs = np.shape(vd)
+    vs = getattr(vd, "shape", ())
     vs = _strip_leading_ones(vs) if len(vs) > len(rs) else vs
     try:
         ok = len(vs) <= len(rs) and np.broadcast_shapes(vs, rs) == tuple(rs)
@@ -839,8 +866,8 @@ def _index_put_acc(input, indices, values):
     if not ok:
         raise RuntimeError(f"shape mismatch: value tensor of shape {_shape_str(np.shape(vd))} cannot be broadcast "
                            f"to indexing result of shape {_shape_str(rs)}")
-    vd = np.reshape(vd, vs)
-    z = _acc_into(x.shape, x.dtype, region, np.broadcast_to(np.asarray(vd, x.dtype), _region_shape(x.shape, region)))
+    vd = xp.reshape(vd, vs)
+    z = _acc_into(x.shape, x.dtype, region, xp.broadcast_to(xp.asarray(vd, x.dtype), _region_shape(x.shape, region)), xp)
     vt = values if isinstance(values, Tensor) else None
     node = node_for(IndexPutBackward0, (input, vt))
     if node is not None:
@@ -872,9 +899,10 @@ class WhereBackward0(OpNode):
 
 def where(condition, input=None, other=None, *, out=None):
     """Elements of ``input`` where ``condition``, else of ``other``; one-argument form: nonzero."""
+    xp = xp_for(condition, input, other)
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
-    c = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
+    c = condition._data if isinstance(condition, Tensor) else xp.asarray(condition)
     if c.dtype != np.bool_:
         if c.dtype == np.uint8:
             c = c.astype(bool)
@@ -885,12 +913,12 @@ def where(condition, input=None, other=None, *, out=None):
     from .arithmetic import broadcast_error
     shp = c.shape
     for o in (x, y):
-        os_ = np.shape(o)
+        os_ = getattr(o, "shape", ())
         try:
             shp = np.broadcast_shapes(shp, os_)
         except ValueError:
             raise broadcast_error(shp, os_) from None
-    r = np.where(c, x, y).astype(dt, copy=False)
+    r = xp.where(c, x, y).astype(dt, copy=False)
     node = node_for(WhereBackward0, (a, b))
     if node is not None:
         save(node, condition if isinstance(condition, Tensor) else finish(None, c))
@@ -903,11 +931,12 @@ def where(condition, input=None, other=None, *, out=None):
 
 def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) long tensor, or a tuple of index tensors."""
+    xp = xp_for(input, as_tuple)
     x = input._data
     if as_tuple:   # (PyTorch: the columns of nonzero(), as views)
         from .shape import unbind
         return unbind(nonzero(input if x.ndim else input.reshape(1)), 1)
-    r = np.argwhere(x).astype(np.int64) if x.ndim else np.zeros((int(bool(x)), 0), np.int64)
+    r = xp.argwhere(x).astype(np.int64) if x.ndim else xp.zeros((int(bool(x)), 0), np.int64)
     res = finish(None, r)
     if out is not None:
         from ._base import write_out

@@ -4,6 +4,8 @@ take_along_dim, put. Accumulation over repeated indices is vectorized (bincount 
 flat positions), never a Python loop."""
 import numpy as np
 
+from ._base import check_devices
+from ._base import xp_for
 from ._base import OpNode, node_for, save, save_output, finish, arr, wrap_dim, Tensor, _dtype_name, write_out
 from .index import take_np, put_np
 
@@ -26,16 +28,17 @@ def _size(shape):
 
 def _accumulate_flat(n, lin, w, npdt):
     """A length-``n`` array with weights ``w`` summed at flat positions ``lin``."""
-    w = np.broadcast_to(np.asarray(w), lin.shape).ravel()
+    xp = xp_for(n, lin, w, npdt)
+    w = xp.broadcast_to(xp.asarray(w), lin.shape).ravel()
     lin = lin.ravel()
     if npdt.kind == "c":
-        return (np.bincount(lin, w.real, n) + 1j * np.bincount(lin, w.imag, n)).astype(npdt)
+        return (xp.bincount(lin, w.real, n) + 1j * xp.bincount(lin, w.imag, n)).astype(npdt)
     if npdt.kind in "fV" and npdt.itemsize < 4:
-        return np.bincount(lin, w.astype(np.float64, copy=False), n).astype(npdt, copy=False)
+        return xp.bincount(lin, w.astype(np.float64, copy=False), n).astype(npdt, copy=False)
     # (NumPy's add.at has a fast path for matching dtypes: faster than bincount's float64
     # sums, and it adds in the element order, as PyTorch's CPU scatter-add does)
-    z = np.zeros(n, npdt)
-    np.add.at(z, lin, w.astype(npdt, copy=False))
+    z = xp.zeros(n, npdt)
+    xp.add.at(z, lin, w.astype(npdt, copy=False))
     return z
 
 
@@ -44,6 +47,7 @@ def _accumulate_flat(n, lin, w, npdt):
 def _coords(dim, index):
     """NumPy index selecting, for each element of ``index``, position ``index`` along
     ``dim`` and the element's own coordinates along the other dims (gather/scatter)."""
+    xp = xp_for(index)
     nd = index.ndim
     out = []
     for k in range(nd):
@@ -52,19 +56,20 @@ def _coords(dim, index):
         else:
             shp = [1] * nd
             shp[k] = index.shape[k]
-            out.append(np.arange(index.shape[k]).reshape(shp))
+            out.append(xp.arange(index.shape[k]).reshape(shp))
     return tuple(out)
 
 
 def _flat_positions(shape, coords, ishape):
     """Flat positions (in a C-ordered array of ``shape``) of ``coords`` broadcast to ``ishape``."""
+    xp = xp_for(shape, coords, ishape)
     lin = None
     stride = 1
     for k in range(len(shape) - 1, -1, -1):
         term = coords[k] * stride if stride != 1 else coords[k]
         lin = term if lin is None else lin + term  # small broadcast terms first, one full pass each
         stride *= shape[k]
-    return np.broadcast_to(lin, ishape) if lin is not None else np.zeros(ishape, np.int64)
+    return xp.broadcast_to(lin, ishape) if lin is not None else xp.zeros(ishape, np.int64)
 
 
 def _index_arg(index, op, kinds="iu", msg=None):
@@ -77,7 +82,7 @@ def _index_arg(index, op, kinds="iu", msg=None):
 
 
 def _check_bounds(a, n, dim, exc=RuntimeError, prefix=""):
-    if a.size:
+    if a.size and type(a) is np.ndarray:   # (a device checks in its kernel, as CUDA's device assert: no host sync)
         hi, lo = int(a.max()), int(a.min())
         if hi >= n or lo < -n:
             raise exc(f"{prefix}index {hi if hi >= n else lo} is out of bounds for dimension {dim} with size {n}")
@@ -103,6 +108,8 @@ class IndexSelectBackward0(OpNode):
 
 def index_select(input, dim, index, *, out=None):
     """The slices of ``input`` along ``dim`` at positions ``index`` (a vector)."""
+    check_devices(input, index)
+    xp = xp_for(input, index)
     x = input._data
     d = wrap_dim(dim, x.ndim)
     a = _vector_index(index, "index_select", x.ndim)
@@ -116,7 +123,7 @@ def index_select(input, dim, index, *, out=None):
         n = x.shape[d]
         if a.size and (a.max() >= n or a.min() < -n):
             raise IndexError("index out of range in self")
-        r = np.take(x, a, axis=d)
+        r = xp.take(x, a, axis=d)
     node = node_for(IndexSelectBackward0, (input,))
     if node is not None:
         node.shape, node.dim = x.shape, d
@@ -140,6 +147,7 @@ class IndexAddBackward0(OpNode):
 
 def index_add(input, dim, index, source, *, alpha=1, out=None):
     """``input`` with ``alpha * source`` slices added at positions ``index`` along ``dim``."""
+    check_devices(input, index, source)
     x, s = input._data, source._data
     d = wrap_dim(dim, x.ndim)
     a = _index_arg(index, "index_add_", msg=f"index_add_(): Expected dtype int32/int64 for index but got: "
@@ -186,12 +194,14 @@ def _src_shape(x, d, k):
 
 def _index_add_np(x, d, a, s):
     """``x`` (copied) with slices ``s`` added at ``a`` along ``d``; repeats accumulate."""
+    xp = xp_for(x, d, a, s)
     if x.ndim == 0:
         return arr(x + s.sum()) if a.size else x.copy()
     sl = (slice(None),) * d + (a,)
-    if a.size and np.bincount(a, minlength=x.shape[d]).max() > 1:
+    # (a device accumulates always: asking whether an index repeats would ask the host)
+    if a.size and (xp is not np or xp.bincount(a, minlength=x.shape[d]).max() > 1):
         from .index import _acc_into
-        return x + _acc_into(x.shape, x.dtype, sl, s)
+        return x + _acc_into(x.shape, x.dtype, sl, s, xp)
     r = x.copy()
     r[sl] += s
     return r
@@ -199,6 +209,7 @@ def _index_add_np(x, d, a, s):
 
 class IndexFillBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         (index,) = self.saved_tensors
         nf = self.next_functions
         gi = index_fill(g, self.dim, index, 0) if nf[0][0] is not None else None
@@ -208,7 +219,7 @@ class IndexFillBackward0(OpNode):
         if nf[1][0] is not None:
             # derivatives.yaml: the filled slices selected and summed (a subtraction of the
             # unfilled gradient would turn inf elsewhere into nan)
-            gv = index_select(g, self.dim, finish(None, np.unique(index._data.reshape(-1)))).sum()
+            gv = index_select(g, self.dim, finish(None, xp.unique(index._data.reshape(-1)))).sum()
         return gi, gv
 
 
@@ -218,6 +229,7 @@ class IndexFillBackward1(IndexFillBackward0):
 
 def index_fill(input, dim, index, value):
     """``input`` with the slices at ``index`` along ``dim`` set to ``value``."""
+    check_devices(input, index, value)
     x = input._data
     d = wrap_dim(dim, x.ndim)
     if index._data.dtype != _I64:
@@ -265,6 +277,7 @@ class IndexCopyBackward0(OpNode):
 
 def index_copy(input, dim, index, source):
     """``input`` with its slices at ``index`` along ``dim`` replaced by ``source``'s."""
+    check_devices(input, index, source)
     x, s = input._data, source._data
     d = wrap_dim(dim, x.ndim)
     a = _index_arg(index, "index_copy_", msg="index_copy_(): Expected a long tensor for index, but got "
@@ -315,7 +328,7 @@ def _gather_checks(x, d, a, op, src=None):
                                    f"{_shape_str(x.shape)} apart from dimension {d} and to be no larger size than "
                                    f"src {_shape_str(src.shape)}")
     n = x.shape[d] if x.ndim else 1
-    if a.size:
+    if a.size and type(a) is np.ndarray:   # (a device checks in its kernel, as CUDA's device assert: no host sync)
         hi, lo = int(a.max()), int(a.min())
         if hi >= n or lo < 0:
             raise RuntimeError(f"index {hi if hi >= n else lo} is out of bounds for dimension {d} with size {n}")
@@ -336,11 +349,12 @@ class _GatherGradBackward(OpNode):
 def _gather_grad(g, index, shape, d, lin=None):
     """zeros(shape) with ``g`` summed at ``index`` along ``d`` (indices already checked);
     ``lin``: the flat positions, where the forward computed them."""
+    xp = xp_for(g, index, shape, d, lin)
     gd, a = g._data, index._data
     if not shape:
-        r = np.asarray(gd.sum(), dtype=gd.dtype)
+        r = xp.asarray(gd.sum(), dtype=gd.dtype)
     elif a.size == 0:
-        r = np.zeros(shape, gd.dtype)
+        r = xp.zeros(shape, gd.dtype)
     else:
         lin = _flat_positions(shape, _coords(d, a), a.shape) if lin is None else lin
         r = _accumulate_flat(_size(shape), lin, gd, gd.dtype).reshape(shape)
@@ -353,13 +367,15 @@ def _gather_grad(g, index, shape, d, lin=None):
 
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """``out[i][j] = input[index[i][j]][j]`` (for dim 0), and so on."""
+    check_devices(input, index)
+    xp = xp_for(input, index, sparse_grad)
     x = input._data
     d = wrap_dim(dim, x.ndim)
     a = _index_arg(index, "gather")
     _gather_checks(x, d, a, "gather")
     lin = None
     if x.ndim == 0:
-        r = np.broadcast_to(x, a.shape).copy()
+        r = xp.broadcast_to(x, a.shape).copy()
     elif x.flags.c_contiguous and a.size:
         # one flat take (the flat positions also serve the backward's scatter)
         lin = _flat_positions(x.shape, _coords(d, a), a.shape)
@@ -367,12 +383,12 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     else:
         # Index no larger than the input off ``d``: gather from the matching corner.
         xs = x[tuple(slice(None) if k == d else slice(0, a.shape[k]) for k in range(x.ndim))]
-        r = np.take_along_axis(xs, a, axis=d)
+        r = xp.take_along_axis(xs, a, axis=d)
     node = node_for(GatherBackward0, (input,))
     if node is not None:
         node.shape, node.dim, node.lin = x.shape, d, lin
         save(node, input, index)
-    res = finish(node, arr(np.asarray(r)))
+    res = finish(node, arr(xp.asarray(r)))
     return res if out is None else write_out(out, res, "gather")
 
 
@@ -405,13 +421,15 @@ _NotImplementedNode = type("NotImplemented", (OpNode,), {
 
 
 def _scatter_prepare(input, dim, index, src, op):
+    check_devices(input, index, src)
+    xp = xp_for(input, index, src)
     x = input._data
     d = wrap_dim(dim, x.ndim)
     a = _index_arg(index, "scatter")
     s = src._data if isinstance(src, Tensor) else None
     if s is not None and s.dtype != x.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    _gather_checks(x, d, a, op, s if s is not None else np.empty(a.shape))
+    _gather_checks(x, d, a, op, s if s is not None else xp.empty(a.shape))
     if x.ndim == 0:
         return x, d, a, s, (Ellipsis,) if a.size else None
     coords = _coords(d, a % x.shape[d] if a.size else a)
@@ -419,11 +437,13 @@ def _scatter_prepare(input, dim, index, src, op):
 
 
 def _src_part(s, a):
-    return s[tuple(slice(0, k) for k in a.shape)] if s.ndim else np.broadcast_to(s, a.shape)
+    xp = xp_for(s, a)
+    return s[tuple(slice(0, k) for k in a.shape)] if s.ndim else xp.broadcast_to(s, a.shape)
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
     """``input`` with ``src`` (or ``value``) written at ``index`` along ``dim``."""
+    xp = xp_for(input, index, src, value)
     if src is None:
         src = value
     x, d, a, s, coords = _scatter_prepare(input, dim, index, src, "scatter")
@@ -441,11 +461,11 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
             r[coords] = vals
         elif reduce == "add":
             lin = _flat_positions(x.shape, coords, a.shape)
-            r = (r.reshape(-1) + _accumulate_flat(r.size, lin, np.asarray(vals, x.dtype), x.dtype)).reshape(x.shape)
+            r = (r.reshape(-1) + _accumulate_flat(r.size, lin, xp.asarray(vals, x.dtype), x.dtype)).reshape(x.shape)
         else:
             lin = _flat_positions(x.shape, coords, a.shape).ravel()
             flat = r.reshape(-1)
-            np.multiply.at(flat, lin, np.broadcast_to(np.asarray(vals, x.dtype), a.shape).ravel())
+            xp.multiply.at(flat, lin, xp.broadcast_to(xp.asarray(vals, x.dtype), a.shape).ravel())
             r = flat.reshape(x.shape)
     st = src if isinstance(src, Tensor) else None
     if reduce is not None:
@@ -528,7 +548,8 @@ class ScatterReduceBackward0(OpNode):
 
 
 def _full_like(t, v):
-    return finish(None, np.full(t._data.shape, v, t._data.dtype if t._data.dtype.kind in "fcV" else np.float64))
+    xp = xp_for(t, v)
+    return finish(None, xp.full(t._data.shape, v, t._data.dtype if t._data.dtype.kind in "fcV" else np.float64))
 
 
 class _DelayedErrorNode(OpNode):
@@ -551,6 +572,8 @@ def _delayed_error(t, msg):
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
     """``input`` with ``src`` reduced into it at ``index`` along ``dim``
     (``reduce``: 'sum', 'prod', 'mean', 'amax' or 'amin')."""
+    check_devices(input, index, src)
+    xp = xp_for(input, index, src, include_self)
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     x, d, a, s, coords = _scatter_prepare(input, dim, index, src, "scatter_reduce")
@@ -561,10 +584,10 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
         if x.ndim:
             lin = _flat_positions(x.shape, coords, a.shape).ravel()
         else:
-            lin = np.zeros(a.size, np.int64)
-        vals = np.broadcast_to(_src_part(s, a), a.shape).ravel()
+            lin = xp.zeros(a.size, np.int64)
+        vals = xp.broadcast_to(_src_part(s, a), a.shape).ravel()
         flat = r.reshape(-1)
-        hit = np.zeros(x.size, bool)
+        hit = xp.zeros(x.size, bool)
         hit[lin] = True
         if not include_self:
             init = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
@@ -576,16 +599,16 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
             flat[hit] = init
         with np.errstate(invalid="ignore", over="ignore"):
             if reduce in ("sum", "mean"):
-                np.add.at(flat, lin, vals)
+                xp.add.at(flat, lin, vals)
             elif reduce == "prod":
-                np.multiply.at(flat, lin, vals)
+                xp.multiply.at(flat, lin, vals)
             elif reduce == "amax":
-                np.maximum.at(flat, lin, vals)
+                xp.maximum.at(flat, lin, vals)
             else:
-                np.minimum.at(flat, lin, vals)
+                xp.minimum.at(flat, lin, vals)
         if reduce == "mean":
-            cnt = np.bincount(lin, minlength=x.size).astype(x.dtype) + (1 if include_self else 0)
-            cnt = np.maximum(cnt, 1)
+            cnt = xp.bincount(lin, minlength=x.size).astype(x.dtype) + (1 if include_self else 0)
+            cnt = xp.maximum(cnt, 1)
             flat[...] = flat / cnt if x.dtype.kind in "fV" else flat // cnt
         r = flat.reshape(x.shape)
     node = node_for(ScatterReduceBackward0, (input, src))
@@ -624,6 +647,7 @@ def _broadcast_shape(a, b):
 
 class MaskedFillBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         (mask,) = self.saved_tensors
         nf = self.next_functions
         gi = masked_fill(g, mask, 0) if nf[0][0] is not None else None
@@ -632,7 +656,7 @@ class MaskedFillBackward0(OpNode):
         gv = None
         if nf[1][0] is not None:
             from .index import where
-            gv = where(mask, g, finish(None, np.zeros((), g._data.dtype))).sum()
+            gv = where(mask, g, finish(None, xp.zeros((), g._data.dtype))).sum()
         return gi, gv
 
 
@@ -642,6 +666,8 @@ class MaskedFillBackward1(MaskedFillBackward0):
 
 def masked_fill(input, mask, value):
     """``input`` with ``value`` where ``mask`` is True (mask broadcasts)."""
+    check_devices(input, mask, value)
+    xp = xp_for(input, mask, value)
     x = input._data
     m = _mask_arg(mask, "masked_fill_")
     vt = None
@@ -651,8 +677,8 @@ def masked_fill(input, mask, value):
                                f"{value._data.ndim} dimension(s).")
         vt, value = value, value._data.item()
     shape = _broadcast_shape(m.shape, x.shape)
-    r = np.array(np.broadcast_to(x, shape))
-    r[np.broadcast_to(m, shape)] = value
+    r = xp.array(xp.broadcast_to(x, shape))
+    r[xp.broadcast_to(m, shape)] = value
     if vt is not None:
         node = node_for(MaskedFillBackward1, (input, vt))
     else:
@@ -670,13 +696,15 @@ class MaskedSelectBackward0(OpNode):
 
 def masked_select(input, mask, *, out=None):
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor (broadcasting)."""
+    check_devices(input, mask)
+    xp = xp_for(input, mask)
     x = input._data
     m = _mask_arg(mask, "masked_select:")
     if mask._data.dtype != np.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = _broadcast_shape(m.shape, x.shape)
-    mb = np.broadcast_to(m, shape)
-    r = np.broadcast_to(x, shape)[mb]
+    mb = xp.broadcast_to(m, shape)
+    r = xp.broadcast_to(x, shape)[mb]
     node = node_for(MaskedSelectBackward0, (input,))
     if node is not None:
         node.shape, node.mask = shape, mb
@@ -703,17 +731,18 @@ class MaskedScatterBackward0(OpNode):
 
 def masked_scatter(input, mask, source):
     """``input`` with the elements of ``source``, in order, written where ``mask`` is True."""
+    xp = xp_for(input, mask, source)
     x, s = input._data, source._data
     m = _mask_arg(mask, "masked_scatter_")
     if s.dtype != x.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
                            f"{_dtype_name(x.dtype)} and {_dtype_name(s.dtype)}")
     shape = _broadcast_shape(m.shape, x.shape)
-    mb = np.broadcast_to(m, shape)
+    mb = xp.broadcast_to(m, shape)
     k = int(mb.sum())
     if s.size < k:
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    r = np.array(np.broadcast_to(x, shape))
+    r = xp.array(xp.broadcast_to(x, shape))
     r[mb] = s.reshape(-1)[:k]
     node = node_for(MaskedScatterBackward0, (input, source))
     if node is not None:
@@ -738,20 +767,23 @@ def _flat_index(a, n, op_name):
 
 def take(input, index):
     """Elements of ``input`` treated as 1-D, at positions ``index`` (result shaped like index)."""
+    check_devices(input, index)
+    xp = xp_for(input, index)
     x = input._data
     if index._data.dtype != _I64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {_dtype_name(index._data.dtype)}")
     lin = _flat_index(index._data, x.size, "take")
-    r = x.reshape(-1)[lin] if x.ndim else np.broadcast_to(x, lin.shape).copy()
+    r = x.reshape(-1)[lin] if x.ndim else xp.broadcast_to(x, lin.shape).copy()
     node = node_for(TakeBackward0, (input,))
     if node is not None:
         node.n, node.lin, node.shape = x.size, lin, x.shape
         save(node, input, index)
-    return finish(node, arr(np.asarray(r)))
+    return finish(node, arr(xp.asarray(r)))
 
 
 def take_along_dim(input, indices, dim=None, *, out=None):
     """``gather`` along ``dim`` with broadcasting (or on the flattened input when dim is None)."""
+    check_devices(input, indices)
     if indices._data.dtype != _I64:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{_dtype_name(indices._data.dtype)}")
@@ -793,6 +825,7 @@ class PutBackward0(OpNode):
 
 def put(input, index, source, accumulate=False):
     """``input`` (treated as 1-D) with ``source`` written (or added) at ``index``."""
+    check_devices(input, index, source)
     x, s = input._data, source._data
     if index._data.dtype != _I64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got {_dtype_name(index._data.dtype)}")

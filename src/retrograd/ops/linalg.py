@@ -8,6 +8,8 @@ Backward formulas are themselves matmuls/einsums, so double backward works.
 """
 import numpy as np
 
+from ._base import check_devices
+from ._base import xp_for
 from ._base import OpNode, node_for, save, finish, arr, Tensor, write_out, _dtype_name, _state
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "einsum", "tensordot",
@@ -33,8 +35,9 @@ class TransposeBackward0(OpNode):
 
 
 def _mT(t):
+    xp = xp_for(t)
     x = t._data
-    return finish(node_for(TransposeBackward0, (t,)), np.swapaxes(x, -1, -2))
+    return finish(node_for(TransposeBackward0, (t,)), xp.swapaxes(x, -1, -2))
 
 
 # --- matmul and its rank cases ------------------------------------------------------------
@@ -143,10 +146,11 @@ def _check_bmm(x, y):
 
 
 def _mm_np(x, y, opmath=False):
+    xp = xp_for(x, y)
     if x.dtype.kind == "V":  # bfloat16: float32 products and sums, rounded once (PyTorch's CPU kernels)
-        r = np.matmul(x.astype(np.float32), y.astype(np.float32))
+        r = xp.matmul(x.astype(np.float32), y.astype(np.float32))
         return r if opmath else r.astype(x.dtype)
-    return np.matmul(x, y)
+    return xp.matmul(x, y)
 
 
 def _no_bool(x, kernel):
@@ -158,6 +162,7 @@ def _no_bool(x, kernel):
 
 def matmul(input, other, *, out=None):
     """Matrix product with PyTorch's rank rules: dot, mv, mm, and batched with broadcasting."""
+    check_devices(input, other)
     if input._sparse or other._sparse:
         from ..sparse._ops import matmul as sparse_matmul
         return sparse_matmul(input, other)
@@ -247,6 +252,7 @@ def _check_batched(x, y):
 
 def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors."""
+    check_devices(input, mat2)
     if input._sparse or mat2._sparse:
         from ..sparse import _mm
         res = _mm(input, mat2)
@@ -264,6 +270,7 @@ def mm(input, mat2, *, out=None):
 
 def bmm(input, mat2, *, out=None):
     """Batched matrix product of two 3-D tensors with the same batch size."""
+    check_devices(input, mat2)
     x, y = input._data, mat2._data
     _check_bmm(x, y)
     _no_bool(x, "bmm")
@@ -273,6 +280,7 @@ def bmm(input, mat2, *, out=None):
 
 def mv(input, vec, *, out=None):
     """Matrix-vector product."""
+    check_devices(input, vec)
     if input._sparse:
         from ..sparse._ops import mv as sparse_mv
         res = sparse_mv(input, vec)
@@ -286,6 +294,7 @@ def mv(input, vec, *, out=None):
 
 def dot(input, tensor, *, out=None):
     """Dot product of two 1-D tensors."""
+    check_devices(input, tensor)
     x, y = input._data, tensor._data
     _check_dot(x, y)
     _no_bool(x, "dot")
@@ -311,18 +320,20 @@ VdotBackward0 = type("VdotBackward0", (_VdotNode,), {"__module__": __name__})
 
 def vdot(input, other, *, out=None):
     """Dot product with the first argument conjugated."""
+    xp = xp_for(input, other)
     x, y = input._data, other._data
     _check_dot(x, y)
     _no_bool(x, "dot")
     node = node_for(VdotBackward0, (input, other))
     if node is not None:
         save(node, input, other)
-    res = finish(node, arr(np.vdot(x, y)))
+    res = finish(node, arr(xp.vdot(x, y)))
     return res if out is None else write_out(out, res, "vdot")
 
 
 def inner(input, other, *, out=None):
     """Inner product over the last dimension."""
+    check_devices(input, other)
     if input._data.ndim == 0 or other._data.ndim == 0:
         from .arithmetic import mul
         return mul(input, other)
@@ -337,6 +348,7 @@ def inner(input, other, *, out=None):
 
 def outer(input, vec2, *, out=None):
     """Outer product of two 1-D tensors (a broadcast multiply, MulBackward0)."""
+    check_devices(input, vec2)
     if input._data.ndim != 1:
         raise RuntimeError(f"outer: Expected 1-D argument self, but got {input._data.ndim}-D")
     if vec2._data.ndim != 1:
@@ -411,6 +423,7 @@ def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
     """``beta * input + alpha * prod``. As in BLAS (and PyTorch), ``input`` is not read when
     beta is 0, and for the gemm/gemv based ops (``gemm``) ``prod`` is not read when alpha is 0,
     so nan/inf there do not reach the result."""
+    xp = xp_for(input, m1, m2, prod)
     c = input._data
     _expand_check(c.shape, prod.shape)
     half = c.dtype.kind == "V"
@@ -423,13 +436,13 @@ def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
     if dt.kind == "b":
         r = (c & beta) | (prod & alpha) if beta else prod & alpha
     elif beta == 0:
-        r = np.zeros(prod.shape, dt) if gemm and alpha == 0 else (alpha * prod if alpha != 1 else prod)
+        r = xp.zeros(prod.shape, dt) if gemm and alpha == 0 else (alpha * prod if alpha != 1 else prod)
     elif gemm and alpha == 0:
         r = beta * c if beta != 1 else c
     else:
         r = (beta * c if beta != 1 else c) + (alpha * prod if alpha != 1 else prod)
     if r is c or r.shape != prod.shape:
-        r = np.array(np.broadcast_to(r, prod.shape), dtype=dt)
+        r = xp.array(xp.broadcast_to(r, prod.shape), dtype=dt)
     elif r.dtype != dt:
         r = r.astype(dt)
     if half:
@@ -444,6 +457,7 @@ def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat1 @ mat2)``."""
+    check_devices(input, mat1, mat2)
     x, y = mat1._data, mat2._data
     if x.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {x.ndim}-D tensor")
@@ -459,6 +473,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat @ vec)``."""
+    check_devices(input, mat, vec)
     x, y = mat._data, vec._data
     c = input._data
     n_in = c.shape[0] if c.ndim == 1 else None
@@ -476,6 +491,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * bmm(batch1, batch2)``."""
+    check_devices(input, batch1, batch2)
     x, y = batch1._data, batch2._data
     _check_bmm(x, y)
     c = input._data
@@ -488,6 +504,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    check_devices(input, batch1, batch2)
+    xp = xp_for(input, batch1, batch2)
     x, y = batch1._data, batch2._data
     c = input._data
     if c.dtype != y.dtype and x.ndim == 3 == y.ndim:
@@ -502,7 +520,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
                                f"{y.shape[1]}x{y.shape[2]})")
     _check_bmm(x, y)
     _no_bool(x, "addmm_impl_cpu_")
-    prod = _mm_np(x, y).sum(0) if x.shape[0] else np.zeros((x.shape[1], y.shape[2]), x.dtype)
+    prod = _mm_np(x, y).sum(0) if x.shape[0] else xp.zeros((x.shape[1], y.shape[2]), x.dtype)
     return _add_product(AddbmmBackward0, input, batch1, batch2, prod.astype(x.dtype, copy=False), beta, alpha,
                         "addbmm", out, True)
 
@@ -525,12 +543,13 @@ def _as(t, like):
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * outer(vec1, vec2)`` (mixed dtypes promote)."""
+    xp = xp_for(input, vec1, vec2)
     x, y = vec1._data, vec2._data
     if x.ndim != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {x.ndim}-D")
     if y.ndim != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec2, but got {y.ndim}-D")
-    return _add_product(AddrBackward0, input, vec1, vec2, np.multiply.outer(x, y), beta, alpha, "addr", out)
+    return _add_product(AddrBackward0, input, vec1, vec2, xp.multiply.outer(x, y), beta, alpha, "addr", out)
 
 
 def chain_matmul(*matrices, out=None):
@@ -629,6 +648,7 @@ MulBackward0 = type("MulBackward0", (_EinsumNode,), {"__module__": __name__})
 
 def _einsum_grad(g, ops, terms, rhs, k):
     """Gradient of einsum w.r.t. operand ``k``: an einsum of g with the other operands."""
+    xp = xp_for(g, ops, terms, rhs, k)
     tk = terms[k]
     shape = ops[k]._data.shape
     uniq = "".join(dict.fromkeys(tk))
@@ -655,18 +675,20 @@ def _einsum_grad(g, ops, terms, rhs, k):
             p = uniq.index(c)
             shp = [1] * len(uniq)
             shp[p] = size[c]
-            idx.append(np.arange(size[c]).reshape(shp))
+            idx.append(xp.arange(size[c]).reshape(shp))
         r = put_np(r, shape, tuple(idx))
     return r
 
 
 def _einsum_raw(eq, tensors):
+    check_devices(tensors)
+    xp = xp_for(tensors)
     arrays = [t._data for t in tensors]
     lhs, rhs = eq.split("->")
     terms = lhs.split(",")
     opt = len(arrays) > 2 or (len(arrays) == 2 and bool(set("".join(terms)) - set(rhs)))
-    r = np.einsum(eq, *arrays, optimize="greedy" if opt else False)
-    r = np.asarray(r)
+    r = xp.einsum(eq, *arrays, optimize="greedy" if opt else False)
+    r = xp.asarray(r)
     dt = arrays[0].dtype
     for a in arrays[1:]:
         dt = np.promote_types(dt, a.dtype)
@@ -732,6 +754,7 @@ def _einsum_single(x, term, rhs):
 
 def tensordot(a, b, dims=2, out=None):
     """Sum over the given dims of ``a`` and ``b`` (as NumPy's tensordot)."""
+    check_devices(a, b)
     na, nb = a._data.ndim, b._data.ndim
     if isinstance(dims, int) and not isinstance(dims, bool):
         if dims < 0:
@@ -766,26 +789,28 @@ def tensordot(a, b, dims=2, out=None):
 
 class TraceBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         from .index import put_np
         n, m = self.shape
         k = min(n, m)
-        d = np.arange(k)
+        d = xp.arange(k)
         return put_np(g.reshape(1).expand(k), self.shape, (d, d))
 
 
 def trace(input):
     """Sum of the main diagonal of a matrix."""
+    xp = xp_for(input)
     x = input._data
     if x.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
     _no_bool(x, "trace")
-    r = np.trace(x)
+    r = xp.trace(x)
     if x.dtype.kind in "biu":
         r = r.astype(np.int64)
     node = node_for(TraceBackward0, (input,))
     if node is not None:
         node.shape = x.shape
-    return finish(node, arr(np.asarray(r, dtype=r.dtype if x.dtype.kind in "biu" else x.dtype)))
+    return finish(node, arr(xp.asarray(r, dtype=r.dtype if x.dtype.kind in "biu" else x.dtype)))
 
 
 class KronBackward(OpNode):
@@ -810,11 +835,13 @@ KronUnsafeView = type("UnsafeViewBackward0", (KronBackward,), {"__module__": __n
 
 def kron(input, other, *, out=None):
     """Kronecker product."""
+    check_devices(input, other)
+    xp = xp_for(input, other)
     x, y = input._data, other._data
     n = max(x.ndim, y.ndim)
     ash = (1,) * (n - x.ndim) + x.shape
     bsh = (1,) * (n - y.ndim) + y.shape
-    r = np.kron(x.reshape(ash), y.reshape(bsh))
+    r = xp.kron(x.reshape(ash), y.reshape(bsh))
     node = node_for(KronUnsafeView, (input, other))
     if node is not None:
         node.nd, node.ashape, node.bshape = n, ash, bsh
@@ -833,6 +860,7 @@ class LinalgCrossBackward0(OpNode):
 
 def linalg_cross(input, other, *, dim=-1, out=None):
     """Cross product of 3-vectors along ``dim`` (broadcasting)."""
+    xp = xp_for(input, other)
     from ._base import wrap_dim
     x, y = input._data, other._data
     if x.ndim != y.ndim:
@@ -846,12 +874,12 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     if x.dtype != y.dtype:
         raise RuntimeError(f"expected scalar type {_dtype_name(x.dtype)} but found {_dtype_name(y.dtype)}")
     _no_bool(x, "cross")
-    r = np.cross(x, y, axisa=d, axisb=d, axisc=d)
+    r = xp.cross(x, y, axisa=d, axisb=d, axisc=d)
     node = node_for(LinalgCrossBackward0, (input, other))
     if node is not None:
         node.dim = d
         save(node, input, other)
-    res = finish(node, arr(r.astype(np.result_type(x, y), copy=False)))
+    res = finish(node, arr(r.astype(np.result_type(x.dtype, y.dtype), copy=False)))
     return res if out is None else write_out(out, res, "linalg_cross")
 
 
@@ -886,17 +914,18 @@ class LinalgDetBackward0(OpNode):
     transpose), which needs no inverse and is right at singular matrices too."""
 
     def backward(self, g):
+        xp = xp_for(g)
         a, d = self.saved_tensors
         shape = a._data.shape
         n = shape[-1]
         if a._data.size == 0:
-            return finish(None, np.zeros(shape, a._data.dtype))
+            return finish(None, xp.zeros(shape, a._data.dtype))
         gm = g.reshape(g._data.shape + (1, 1))
         if n == 1:  # d det / dA = 1
             return gm.expand(*shape)
         from .shape import diag_embed
         dd = d._data
-        singular = np.abs(dd) < 100 * np.finfo(dd.dtype).eps
+        singular = xp.abs(dd) < 100 * np.finfo(dd.dtype).eps
         if not singular.any():
             return solve(_mT(a), diag_embed((g * d).unsqueeze(-1).expand(*g._data.shape, n)))
         grad_s = gm * _cofactors(a)
@@ -904,7 +933,7 @@ class LinalgDetBackward0(OpNode):
             return grad_s
         from .index import where
         mask = finish(None, singular.reshape(singular.shape + (1, 1)))
-        safe = where(mask, finish(None, np.eye(n, dtype=dd.dtype)), a)  # solve only the regular ones
+        safe = where(mask, finish(None, xp.eye(n, dtype=dd.dtype)), a)  # solve only the regular ones
         grad_r = solve(_mT(safe), diag_embed((g * d).unsqueeze(-1).expand(*g._data.shape, n)))
         return where(mask, grad_s, grad_r)
 
@@ -912,20 +941,22 @@ class LinalgDetBackward0(OpNode):
 def _cofactors(a):
     """The cofactor matrix of (a batch of) n x n matrices, n >= 2, built from determinants of
     minors so that it is differentiable again."""
+    xp = xp_for(a)
     n = a._data.shape[-1]
-    keep = np.array([[r for r in range(n) if r != i] for i in range(n)])
+    keep = xp.array([[r for r in range(n) if r != i] for i in range(n)])
     minors = a[(Ellipsis, keep[:, None, :, None], keep[None, :, None, :])]
-    sign = finish(None, np.where(np.add.outer(np.arange(n), np.arange(n)) % 2, -1.0, 1.0).astype(a._data.dtype))
+    sign = finish(None, xp.where(xp.add.outer(xp.arange(n), xp.arange(n)) % 2, -1.0, 1.0).astype(a._data.dtype))
     return det(minors) * sign
 
 
 def det(A, *, out=None):
     """Determinant of (a batch of) square matrices."""
+    xp = xp_for(A)
     from ._base import save_output
     x = A._data
     _check_square(x, "det")
     node = node_for(LinalgDetBackward0, (A,))
-    res = finish(node, arr(np.asarray(np.linalg.det(x), dtype=x.dtype)))
+    res = finish(node, arr(xp.asarray(xp.linalg.det(x), dtype=x.dtype)))
     if node is not None:
         save(node, A)
         save_output(node, res)
@@ -941,11 +972,12 @@ class LinalgInvExBackward0(OpNode):
 
 def inv(A, *, out=None):
     """Inverse of (a batch of) square matrices."""
+    xp = xp_for(A)
     from ._base import save_output
     x = A._data
     _check_square(x, "inv")
     try:
-        r = np.linalg.inv(x)
+        r = xp.linalg.inv(x)
     except np.linalg.LinAlgError:
         raise _singular("inv", x) from None
     node = node_for(LinalgInvExBackward0, (A,))
@@ -978,14 +1010,15 @@ _LinAlgErrorType.__name__ = "_LinAlgError"
 
 
 def _zero_pivot(x):
-    a = np.array(x, dtype=np.complex128 if x.dtype.kind == "c" else np.float64)
+    xp = xp_for(x)
+    a = xp.array(x, dtype=np.complex128 if x.dtype.kind == "c" else np.float64)
     n = a.shape[0]
     for k in range(n):
-        p = k + int(np.argmax(np.abs(a[k:, k])))
+        p = k + int(xp.argmax(xp.abs(a[k:, k])))
         if a[p, k] == 0:
             return k + 1
         a[[k, p]] = a[[p, k]]
-        a[k + 1:] -= np.outer(a[k + 1:, k] / a[k, k], a[k])
+        a[k + 1:] -= xp.outer(a[k + 1:, k] / a[k, k], a[k])
     return None
 
 
@@ -1008,6 +1041,7 @@ class LinalgSolveExBackward0(OpNode):
 
 def solve(A, B, *, left=True, out=None):
     """The solution X of ``A @ X = B``."""
+    xp = xp_for(A, B, left)
     from ._base import save_output
     a, b = A._data, B._data
     _check_square(a, "solve")
@@ -1018,11 +1052,11 @@ def solve(A, B, *, left=True, out=None):
                            f"{b.shape[-1] if vec else b.shape[-2]}x{1 if vec else b.shape[-1]})")
     _broadcast_batch(b.shape[:-1] if vec else b.shape[:-2], a.shape[:-2])
     try:
-        r = np.linalg.solve(a, b[..., None])[..., 0] if vec else np.linalg.solve(a, b)
+        r = xp.linalg.solve(a, b[..., None])[..., 0] if vec else xp.linalg.solve(a, b)
     except np.linalg.LinAlgError:
         raise _singular("solve", a) from None
     node = node_for(LinalgSolveExBackward0, (A, B))
-    res = finish(node, arr(r.astype(np.result_type(a, b), copy=False)))
+    res = finish(node, arr(r.astype(np.result_type(a.dtype, b.dtype), copy=False)))
     if node is not None:
         node.vec = vec
         save(node, A)

@@ -12,6 +12,8 @@ import warnings
 
 import numpy as np
 
+from ._base import check_devices
+from ._base import xp_for
 from ._base import OpNode, node_for, save, finish, Size, arr
 from .unary import exp, sigmoid, sqrt
 from .index import where
@@ -53,17 +55,19 @@ def _reduce_t(t, reduction):
 
 
 def _reduce_np(a, reduction):
+    xp = xp_for(a)
     acc = np.float32 if a.dtype.kind == "V" else None  # bfloat16 accumulates in float32
     if reduction == "mean":
         with np.errstate(invalid="ignore"):
-            return np.asarray(a.mean(dtype=acc) if a.size else np.nan, a.dtype)
+            return xp.asarray(a.mean(dtype=acc) if a.size else np.nan, a.dtype)
     if reduction == "sum":
-        return np.asarray(a.sum(dtype=acc), a.dtype)
+        return xp.asarray(a.sum(dtype=acc), a.dtype)
     return arr(a)
 
 
 def _const(a, dtype):
-    return finish(None, np.asarray(a, dtype=dtype))
+    xp = xp_for(a)
+    return finish(None, xp.asarray(a, dtype=dtype))
 
 
 _grad_state = _grad_mode._state
@@ -90,6 +94,7 @@ class _NllDoubleBackward(OpNode):
     gradient is nll_loss itself (PyTorch's formula); w.r.t. the log-probabilities, zero."""
 
     def backward(self, gg):
+        xp = xp_for(gg)
         nf = self.next_functions
         dg = dx = None
         if nf[0][0] is not None:
@@ -97,7 +102,7 @@ class _NllDoubleBackward(OpNode):
             if tuple(dg.shape) != self.g_shape:
                 dg = dg.reshape(self.g_shape)
         if nf[1][0] is not None:
-            dx = _const(np.zeros(self.x_shape), gg._data.dtype)
+            dx = _const(xp.zeros(self.x_shape), gg._data.dtype)
         return dg, dx
 
 
@@ -106,24 +111,30 @@ NllLoss2DBackwardBackward0 = type("NllLoss2DBackwardBackward0", (_NllDoubleBackw
 
 
 def _valid_targets(t, ignore_index):
-    """(row indices, their targets) of the targets that are not ignored."""
+    """(row indices, their targets, None) of the targets that are not ignored; on a device
+    (row indices, targets, keep mask) of every row, an ignored one pointing at class 0 and
+    masked out by the caller (picking the valid rows would size a result by data: a sync)."""
+    xp = xp_for(t)
     tf = t.reshape(-1)
     if tf.dtype != np.int64:
         tf = tf.astype(np.int64)
     valid = tf != ignore_index
+    if xp is not np:
+        return xp.arange(tf.shape[0]), xp.where(valid, tf, 0), valid
     if valid.all():
-        return np.arange(tf.shape[0]), tf
-    idx = np.nonzero(valid)[0]
-    return idx, tf[idx]
+        return xp.arange(tf.shape[0]), tf, None
+    idx = xp.nonzero(valid)[0]
+    return idx, tf[idx], None
 
 
 def _nll_backward(g, x, target, weight, reduction, ignore_index, total_weight, cls):
     """zeros(input) with -w[t] * g (/ total weight) at each non-ignored (sample, target);
     ignored positions are never written, so they stay 0 whatever g holds."""
+    xp = xp_for(g, x, target, weight, total_weight)
     gd = g._data
     xs = x._data.shape
     t = target._data
-    idx, tv = _valid_targets(t, ignore_index)
+    idx, tv, keep = _valid_targets(t, ignore_index)
     with np.errstate(invalid="ignore", divide="ignore"):
         if reduction == "none":
             gv = gd.reshape(-1)
@@ -135,7 +146,9 @@ def _nll_backward(g, x, target, weight, reduction, ignore_index, total_weight, c
         val = -gv
         if weight is not None:
             val = val * weight._data[tv]
-    gx = np.zeros((t.size, xs[1] if len(xs) > 1 else xs[0]), gd.dtype)
+        if keep is not None:
+            val = xp.where(keep, val, val.dtype.type(0))
+    gx = xp.zeros((t.size, xs[1] if len(xs) > 1 else xs[0]), gd.dtype)
     gx[idx, tv] = val
     node = node_for(cls, (g, x))
     if node is not None:
@@ -146,21 +159,23 @@ def _nll_backward(g, x, target, weight, reduction, ignore_index, total_weight, c
 
 def _to_rows(x):
     """(N, C, *d) -> (N*prod(d), C); (C,) -> (1, C)."""
+    xp = xp_for(x)
     if x.ndim == 1:
         return x[None]
     if x.ndim == 2:
         return x
     c = x.shape[1]
-    return np.moveaxis(x, 1, -1).reshape(-1, c)
+    return xp.moveaxis(x, 1, -1).reshape(-1, c)
 
 
 def _from_rows(r, shape):
+    xp = xp_for(r, shape)
     if len(shape) == 1:
         return r[0]
     if len(shape) == 2:
         return r
     c = shape[1]
-    return np.ascontiguousarray(np.moveaxis(r.reshape((shape[0],) + tuple(shape[2:]) + (c,)), -1, 1))
+    return xp.ascontiguousarray(xp.moveaxis(r.reshape((shape[0],) + tuple(shape[2:]) + (c,)), -1, 1))
 
 
 def _check_target(input, target, weight):
@@ -206,36 +221,42 @@ def _check_target(input, target, weight):
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log likelihood of the target classes (class dim 1, or 0 for 1-D input)."""
+    check_devices(input, target, weight)
+    xp = xp_for(input, target, weight)
     _reduction(reduction)
     c = _check_target(input, target, weight)
     x, t = input._data, target._data
     rows = _to_rows(x)
-    idx, tv = _valid_targets(t, ignore_index)
-    if tv.size:
+    idx, tv, keep = _valid_targets(t, ignore_index)
+    if tv.size and keep is None:   # (a device checks its targets in its kernel, as CUDA's assert)
         bad = (tv < 0) | (tv >= c)
         if bad.any():
-            raise IndexError(f"Target {int(tv[np.argmax(bad)])} is out of bounds.")
+            raise IndexError(f"Target {int(tv[xp.argmax(bad)])} is out of bounds.")
     # ignored positions are left out, never multiplied (an infinite input there must not leak)
     picked = rows[idx, tv]
     if weight is not None:
         wv = weight._data[tv]
+        if keep is not None:
+            wv = xp.where(keep, wv, wv.dtype.type(0))
         lv = -(picked * wv)
-        total = np.asarray(wv.sum(), x.dtype)
+        total = xp.asarray(wv.sum(), x.dtype)
     else:
         lv = -picked
-        total = np.asarray(idx.shape[0], x.dtype)
+        total = xp.asarray(idx.shape[0] if keep is None else keep.sum(), x.dtype)
+    if keep is not None:
+        lv = xp.where(keep, lv, lv.dtype.type(0))
     if reduction == "none":
         if idx.shape[0] == t.size:
             r = lv.reshape(t.shape if x.ndim > 1 else ())
         else:
-            r = np.zeros(t.size, x.dtype)
+            r = xp.zeros(t.size, x.dtype)
             r[idx] = lv
             r = r.reshape(t.shape if x.ndim > 1 else ())
     elif reduction == "sum":
-        r = np.asarray(lv.sum(), x.dtype)
+        r = xp.asarray(lv.sum(), x.dtype)
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.asarray(lv.sum() / total, x.dtype)
+            r = xp.asarray(lv.sum() / total, x.dtype)
     double = NllLoss2DBackwardBackward0 if x.ndim >= 3 else NllLossBackwardBackward0
     cls = NllLoss2DBackward0 if x.ndim >= 3 else NllLossBackward0
     node = node_for(cls, (input,))
@@ -254,16 +275,18 @@ class DivBackward1(OpNode):
 
 
 def _div_scalar(t, s):
+    xp = xp_for(t, s)
     node = node_for(DivBackward1, (t,))
     if node is not None:
         node.other = s
     with np.errstate(invalid="ignore", divide="ignore"):
-        return finish(node, arr(np.asarray(t._data / s, t._data.dtype)))
+        return finish(node, arr(xp.asarray(t._data / s, t._data.dtype)))
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """``nll_loss(log_softmax(input, class_dim), target)``; or, for a target of class
     probabilities (same shape as input), ``-sum(target * log_softmax(input))``."""
+    check_devices(input, target, weight)
     _reduction(reduction)
     x, t = input._data, target._data
     if label_smoothing > 1.0:
@@ -356,6 +379,7 @@ class _PointwiseLossBackward(OpNode):
 
 class _PointwiseBackwardBackward(OpNode):
     def backward(self, gg):
+        xp = xp_for(gg)
         g, x, y = self.saved_tensors
         nf = self.next_functions
         k, red, n = self.kernel, self.reduction, x._data.size
@@ -364,7 +388,7 @@ class _PointwiseBackwardBackward(OpNode):
             if red == "none":
                 dg = _pointwise_backward(k, gg, x, y, red)
             else:
-                ones = _const(np.ones(g._data.shape), g._data.dtype)
+                ones = _const(xp.ones(g._data.shape), g._data.dtype)
                 dg = (_pointwise_backward(k, ones, x, y, red) * gg).sum()
         if nf[1][0] is not None:
             dx = k.second(gg * g, x._data - y._data, red, n)
@@ -396,25 +420,30 @@ class _Mse(_Kernel):
 
 class _Huber(_Kernel):
     def value(self, gd, d, norm):
+        xp = xp_for(gd, d, norm)
         de = self.delta
-        return np.where(d < -de, -norm * gd * de, np.where(d > de, norm * gd * de, norm * d * gd))
+        return xp.where(d < -de, -norm * gd * de, xp.where(d > de, norm * gd * de, norm * d * gd))
 
     def second(self, ggg, d, red, n):
         # multiplied by the mask, as PyTorch's huber_loss_double_backward (an inf there gives nan)
-        return self._scale(ggg * _const(np.abs(d) < self.delta, ggg._data.dtype), red, n)
+        xp = xp_for(ggg, d, red, n)
+        return self._scale(ggg * _const(xp.abs(d) < self.delta, ggg._data.dtype), red, n)
 
 
 class _SmoothL1(_Kernel):
     def value(self, gd, d, norm):
+        xp = xp_for(gd, d, norm)
         b = self.beta
-        return np.where(d <= -b, -norm * gd, np.where(d >= b, norm * gd, norm * d * gd / b))
+        return xp.where(d <= -b, -norm * gd, xp.where(d >= b, norm * gd, norm * d * gd / b))
 
     def second(self, ggg, d, red, n):
-        return self._scale(ggg * _const(np.abs(d) < self.beta, ggg._data.dtype) / self.beta, red, n)
+        xp = xp_for(ggg, d, red, n)
+        return self._scale(ggg * _const(xp.abs(d) < self.beta, ggg._data.dtype) / self.beta, red, n)
 
 
 def _pointwise_backward(k, g, x, y, reduction):
     """The loss kernel's input gradient (PyTorch's <loss>_backward), recorded as its own op."""
+    xp = xp_for(k, g, x, y)
     xd, yd, gd = x._data, y._data, g._data
     n = xd.size
     norm = (1.0 / n if n else float("inf")) if reduction == "mean" else 1.0
@@ -424,7 +453,7 @@ def _pointwise_backward(k, g, x, y, reduction):
     if node is not None:
         node.kernel, node.reduction = k, reduction
         save(node, g, x, y)
-    return finish(node, arr(np.asarray(r, np.result_type(xd, yd))))
+    return finish(node, arr(xp.asarray(r, np.result_type(xd.dtype, yd.dtype))))
 
 
 def _float_kernel(name, input, target):
@@ -442,6 +471,8 @@ _MSE = _Mse("MseLossBackwardBackward0")
 
 
 def _pointwise(cls, kernel, input, target, reduction, fn):
+    check_devices(input, target)
+    xp = xp_for(input, target, fn)
     _reduction(reduction)
     input, target = _expanded(input, target)
     x, y = input._data, target._data
@@ -450,7 +481,7 @@ def _pointwise(cls, kernel, input, target, reduction, fn):
         d = x.astype(dt, copy=False) - y.astype(dt, copy=False)
         if dt.kind == "V":  # bfloat16: the difference rounded, the loss kernel in float32 (PyTorch's)
             d = d.astype(np.float32)
-        r = _reduce_np(arr(np.asarray(fn(d), dt)), reduction)
+        r = _reduce_np(arr(xp.asarray(fn(d), dt)), reduction)
     node = node_for(cls, (input, target))
     if node is not None:
         node.kernel, node.reduction = kernel, reduction
@@ -492,6 +523,7 @@ def l1_loss(input, target, reduction="mean", weight=None):
 
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     """Quadratic below ``beta``, linear above."""
+    xp = xp_for(input, target)
     _size_warning(input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -500,7 +532,7 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
         return _reduce_t((ei - et).abs(), _reduction(reduction))
     _float_kernel("smooth_l1_cpu", input, target)
     return _pointwise(SmoothL1LossBackward0, _SmoothL1("SmoothL1LossBackwardBackward0", beta=beta), input, target,
-                      reduction, lambda d: np.where(np.abs(d) < beta, 0.5 * d * d / beta, np.abs(d) - 0.5 * beta))
+                      reduction, lambda d: xp.where(xp.abs(d) < beta, 0.5 * d * d / beta, xp.abs(d) - 0.5 * beta))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -511,7 +543,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _float_kernel("huber_cpu", input, target)
 
     def fn(d):
-        return np.where(np.abs(d) < delta, 0.5 * d * d, delta * (np.abs(d) - 0.5 * delta))
+        xp = xp_for(d)
+        return xp.where(xp.abs(d) < delta, 0.5 * d * d, delta * (xp.abs(d) - 0.5 * delta))
     kernel = _Huber("HuberLossBackwardBackward0", delta=delta)
     if weight is not None:
         _reduction(reduction)
@@ -546,9 +579,10 @@ class LogitBackward0(OpNode):
 
 def _logit(input):
     """``log(x / (1 - x))`` for x in [0, 1] (binary_cross_entropy's inputs are checked)."""
+    xp = xp_for(input)
     x = input._data
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = arr(np.log(x / (1 - x)))
+        r = arr(xp.log(x / (1 - x)))
     node = node_for(LogitBackward0, (input,))
     if node is not None:
         save(node, input)
@@ -612,9 +646,10 @@ class BinaryCrossEntropyBackwardBackward0(OpNode):
 
 def _bce_backward(g, x, y, w, reduction):
     """``g * (x - y) / max(x (1 - x), eps) * w (/ n)``: PyTorch's binary_cross_entropy_backward."""
+    xp = xp_for(g, x, y, w)
     gd, xd, yd = g._data, x._data, y._data
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        r = gd * (xd - yd) / np.maximum((1 - xd) * xd, _EPS_F)
+        r = gd * (xd - yd) / xp.maximum((1 - xd) * xd, _EPS_F)
         if w is not None:
             r = r * w._data
         if reduction == "mean":
@@ -623,11 +658,12 @@ def _bce_backward(g, x, y, w, reduction):
     if node is not None:
         node.reduction = reduction
         save(node, g, x, y, w)
-    return finish(node, arr(np.asarray(r, xd.dtype)))
+    return finish(node, arr(xp.asarray(r, xd.dtype)))
 
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """``-w * (y log x + (1 - y) log(1 - x))`` with logs clamped at -100."""
+    xp = xp_for(input, target, weight)
     _reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({Size(target.shape)}) that is different to the input size "
@@ -643,17 +679,17 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
                            f"{_TN.get(x.dtype.name, x.dtype.name)}")
     if x.dtype.kind not in "fV":
         raise NotImplementedError(f'"binary_cross_entropy" not implemented for \'{_TN.get(x.dtype.name)}\'')
-    if x.size:
+    if x.size and type(x) is np.ndarray:   # (a device checks in its kernel, as CUDA's device assert: no host sync)
         with np.errstate(invalid="ignore"):
             if not ((x >= 0) & (x <= 1)).all():
                 raise RuntimeError("all elements of input should be between 0 and 1")
             if not ((y >= 0) & (y <= 1)).all():
                 raise RuntimeError("all elements of target should be between 0 and 1")
     with np.errstate(divide="ignore", invalid="ignore"):
-        l = (y - 1) * np.maximum(np.log1p(-x), -100) - y * np.maximum(np.log(x), -100)
+        l = (y - 1) * xp.maximum(xp.log1p(-x), -100) - y * xp.maximum(xp.log(x), -100)
         if weight is not None:
             l = l * weight._data
-    r = _reduce_np(arr(np.asarray(l, x.dtype)), reduction)
+    r = _reduce_np(arr(xp.asarray(l, x.dtype)), reduction)
     node = node_for(BinaryCrossEntropyBackward0, (input, target))
     if node is not None:
         node.reduction = reduction
@@ -690,6 +726,7 @@ class BinaryCrossEntropyWithLogitsBackward0(OpNode):
 
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
     """``binary_cross_entropy(sigmoid(input), target)`` computed stably; ``pos_weight`` weighs positives."""
+    xp = xp_for(input, target, weight, pos_weight)
     _reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({Size(target.shape)}) must be the same as input size ({Size(input.shape)})")
@@ -703,14 +740,14 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         _no_grad_weight("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
         _check_out_shape(input, weight, pos_weight)
     with np.errstate(invalid="ignore"):
-        ls = -np.logaddexp(0, -x)      # log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))
+        ls = -xp.logaddexp(0, -x)      # log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))
         if pos_weight is not None:
             ls = ls * ((pos_weight._data - 1) * y + 1)
         l = (1 - y) * x - ls
         if weight is not None:
             l = l * weight._data
     # PyTorch computes the loss in place into ``1 - target``: the target's dtype
-    r = _reduce_np(arr(np.asarray(l, y.dtype)), reduction)
+    r = _reduce_np(arr(xp.asarray(l, y.dtype)), reduction)
     node = node_for(BinaryCrossEntropyWithLogitsBackward0, (input, target))
     if node is not None:
         node.reduction = reduction
@@ -760,6 +797,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     """``1 - cos(x1, x2)`` for y = 1, ``max(0, cos(x1, x2) - margin)`` for y = -1."""
+    xp = xp_for(input1, input2, target)
     _reduction(reduction)
     td = target.ndim
     if td not in (0, 1):
@@ -776,7 +814,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     mag2 = (input2 * input2).sum(td) + eps
     cos = prod_sum / sqrt(mag1 * mag2)
     y = target._data
-    zeros = _const(np.zeros(cos._data.shape), cos._data.dtype)
+    zeros = _const(xp.zeros(cos._data.shape), cos._data.dtype)
     out = where(finish(None, arr(y == 1)), 1 - cos, zeros) + \
         where(finish(None, arr(y == -1)), _clamp_min(cos - margin, 0), zeros)
     return _reduce_t(out, reduction)
@@ -874,6 +912,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 def one_hot(tensor, num_classes=-1):
     """Class indices -> one-hot int64 tensor with a new last dim."""
+    xp = xp_for(tensor, num_classes)
     t = tensor._data
     if t.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
@@ -886,5 +925,5 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Class values must be non-negative.")
         if t.max() >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    r = (t[..., None] == np.arange(num_classes)).astype(np.int64)
+    r = (t[..., None] == xp.arange(num_classes)).astype(np.int64)
     return finish(None, r)

@@ -8,6 +8,7 @@ first), so it is differentiable again and meets non-finite gradients as they do.
 """
 import numpy as np
 
+from ._base import xp_for, check_same_device
 from ._base import OpNode, node_for, save, finish, arr, _dtype_name, _state
 from .unary import rsqrt
 
@@ -23,6 +24,9 @@ def _check_dtypes(input, params, kernel, mixed_first=True):
     the input's dtype). A non-floating input has no kernel: layer and group norm check mixing
     first, batch norm (``mixed_first=False``) its kernel's dtype first."""
     dt = input._data.dtype
+    for p in params:
+        if p is not None:
+            check_same_device(input, p)
     ps = [p._data.dtype for p in params if p is not None]
     if dt.kind not in "fV" and not (mixed_first and ps and ps[0] != dt):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(dt)}\'')
@@ -53,19 +57,21 @@ def _memory_dense(x):
 
 
 def _rstd(var, eps):
+    xp = xp_for(var)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return 1.0 / np.sqrt(var + eps)
+        return 1.0 / xp.sqrt(var + eps)
 
 
 def _moments(x, axis):
     """Mean and biased variance over ``axis`` (arrays with no elements there give NaN)."""
+    xp = xp_for(x)
     with np.errstate(invalid="ignore", divide="ignore"):
         n = 1
         for a in axis:
             n *= x.shape[a]
         if n == 0:
             shape = tuple(1 if i in axis else s for i, s in enumerate(x.shape))
-            nan = np.full(shape, np.nan, x.dtype)
+            nan = xp.full(shape, np.nan, x.dtype)
             return nan, nan
         mean = x.mean(axis=axis, keepdims=True)
         xc = x - mean
@@ -456,6 +462,7 @@ class NativeGroupNormBackward0(OpNode):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     """Normalize over groups of channels (and all spatial positions) per sample."""
+    xp = xp_for(input, num_groups, weight, bias, cudnn_enabled)
     x = input._data
     if x.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {x.ndim}")
@@ -481,8 +488,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
         # per (sample, channel) scale and shift from the group statistics, as PyTorch's kernel
         mean, var = _moments(x.reshape(n, num_groups, -1), (2,))
         cg = c // num_groups
-        mean_c = np.repeat(mean.reshape(n, num_groups), cg, axis=1)
-        rstd_c = np.repeat(_rstd(var, eps).reshape(n, num_groups), cg, axis=1)
+        mean_c = xp.repeat(mean.reshape(n, num_groups), cg, axis=1)
+        rstd_c = xp.repeat(_rstd(var, eps).reshape(n, num_groups), cg, axis=1)
         y = _scale_shift(x, mean_c, rstd_c, weight, bias, (n, c) + (1,) * (x.ndim - 2))
     else:
         y = x.copy()

@@ -4,6 +4,8 @@ the engine sums broadcast gradients back down to each input's shape."""
 import numpy as np
 
 from ._complex_reject import no_complex_kernel
+from ._base import check_devices
+from ._base import xp_for, on_device
 from ._base import (OpNode, node_for, save, save_output, finish, arr, result_np_dtype, binary_operands,
                     write_out, Tensor, _SCALARS, masked_grad, zeros_grad)
 from .. import _dtype as D
@@ -18,9 +20,10 @@ def _const(a):
 
 def _mask(g, m, name="WhereBackward0"):
     """``g`` where ``m`` holds, else 0 (an infinite or NaN ``g`` gives 0 too, as in PyTorch)."""
-    m = np.asarray(m)
+    xp = xp_for(g, m)
+    m = xp.asarray(m)
     if m.shape != g._data.shape:
-        m = np.broadcast_to(m, np.broadcast_shapes(m.shape, g._data.shape))
+        m = xp.broadcast_to(m, np.broadcast_shapes(m.shape, g._data.shape))
     return masked_grad(g, m, None, name)
 
 
@@ -29,7 +32,8 @@ def _data(v):
 
 
 def _bshape(*ts):
-    """The broadcast shape of the tensors' shapes, with PyTorch's error."""
+    """The broadcast shape of the tensors' shapes, with PyTorch's error (and its device rule)."""
+    check_devices(*ts)
     shape = ()
     for t in ts:
         if not isinstance(t, Tensor):
@@ -54,7 +58,8 @@ def _as(v, dt):
         d = v._data
         return d if d.dtype == dt else d.astype(dt)
     if dt.kind in "iub" and v is not None:
-        return np.array(v).astype(dt)  # wraps around like PyTorch's cast of a bound
+        # wraps around like PyTorch's cast of a bound; a NumPy scalar meets arrays of any device
+        return np.array(v).astype(dt)[()]
     return v
 
 
@@ -63,7 +68,7 @@ def _float_dt(dt):
 
 
 def _out(node, r, dt, out, name):
-    res = finish(node, arr(np.asarray(r, dt)))
+    res = finish(node, arr(r.astype(dt, copy=False) if hasattr(r, "astype") else np.asarray(r, dt)))
     return res if out is None else write_out(out, res, name)
 
 
@@ -73,10 +78,11 @@ class ClampBackward1(OpNode):
     """Scalar bounds: the gradient passes where min <= x <= max."""
 
     def backward(self, g):
+        xp = xp_for(g)
         (x,) = self.saved_tensors
         a = x._data
         with np.errstate(invalid="ignore"):
-            m = np.ones(a.shape, bool)
+            m = xp.ones(a.shape, bool)
             if self.min is not None:
                 m &= a >= self.min
             if self.max is not None:
@@ -96,13 +102,14 @@ class ClampBackward0(OpNode):
     """Tensor bounds: x gets the gradient inside the bounds, a bound where it is active."""
 
     def backward(self, g):
+        xp = xp_for(g)
         x, mn, mx = self.saved_tensors
         a = x._data
         lo = mn._data if mn is not None else None
         hi = mx._data if mx is not None else None
         nf = self.next_functions
         with np.errstate(invalid="ignore"):
-            inside = np.ones(a.shape, bool)
+            inside = xp.ones(a.shape, bool)
             if lo is not None:
                 inside = inside & (a >= lo)
             if hi is not None:
@@ -150,6 +157,8 @@ def _scalar_bound(v):
 
 
 def _clamp(input, min, max, out, name, scalar_cls):
+    check_devices(input, min, max)
+    xp = xp_for(input, min, max)
     if input._data.dtype.kind == "c":
         raise NotImplementedError("clamp is not supported for complex types")
     if min is None and max is None:
@@ -177,9 +186,9 @@ def _clamp(input, min, max, out, name, scalar_cls):
     a = _as(input, dt)
     r = a
     if min is not None:
-        r = np.maximum(_as(min, dt), r)  # ties keep the input (its signed zero), as in PyTorch
+        r = xp.maximum(_as(min, dt), r)  # ties keep the input (its signed zero), as in PyTorch
     if max is not None:
-        r = np.minimum(_as(max, dt), r)
+        r = xp.minimum(_as(max, dt), r)
     if r is a:
         r = a.copy()
     if not tensor_form:
@@ -232,18 +241,19 @@ class MaximumBackward0(OpNode):
     """Ties share the gradient equally; NaN comparisons pass it to both sides."""
 
     def backward(self, g):
+        xp = xp_for(g)
         x, y = self.saved_tensors
         a, b = x._data, y._data
         nf = self.next_functions
         dt = g._data.dtype
         big = self.sign > 0
         with np.errstate(invalid="ignore"):
-            share = np.where(a == b, dt.type(0.5), dt.type(1))
+            share = xp.where(a == b, dt.type(0.5), dt.type(1))
             lo_a = (a < b) if big else (a > b)
             lo_b = (a > b) if big else (a < b)
-            ga = masked_grad(g, np.where(lo_a, dt.type(0), share), None, "MaskedFillBackward0") \
+            ga = masked_grad(g, xp.where(lo_a, dt.type(0), share), None, "MaskedFillBackward0") \
                 if nf[0][0] is not None else None
-            gb = masked_grad(g, np.where(lo_b, dt.type(0), share), None, "MaskedFillBackward0") \
+            gb = masked_grad(g, xp.where(lo_b, dt.type(0), share), None, "MaskedFillBackward0") \
                 if nf[1][0] is not None else None
         return ga, gb
 
@@ -254,11 +264,12 @@ class MinimumBackward0(MaximumBackward0):
 
 class FmaxBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         x, y = self.saved_tensors
         a, b = x._data, y._data
         nf = self.next_functions
         with np.errstate(invalid="ignore"):
-            m = ((a >= b) if self.sign > 0 else (a <= b)) | np.isnan(b)
+            m = ((a >= b) if self.sign > 0 else (a <= b)) | xp.isnan(b)
         return (_mask(g, m, "MaskedFillBackward0") if nf[0][0] is not None else None,
                 _mask(g, ~m, "MaskedFillBackward0") if nf[1][0] is not None else None)
 
@@ -277,7 +288,8 @@ def _extremum(name, np_fn, cls, sign, swap=False):
         with np.errstate(invalid="ignore"):
             # NumPy returns the second operand on ties, PyTorch's scalar kernel the first (its
             # vectorized one, used on long tensors, the second): -0. against 0. shows it
-            r = np_fn(_as(other, dt), _as(input, dt)) if swap else np_fn(_as(input, dt), _as(other, dt))
+            f = on_device(np_fn, input, other)
+            r = f(_as(other, dt), _as(input, dt)) if swap else f(_as(input, dt), _as(other, dt))
         node = node_for(cls, (input, other))
         if node is not None:
             node.sign = sign
@@ -325,13 +337,16 @@ class LerpBackward1(OpNode):
 
 
 def _lerp_np(s, e, w):
+    xp = xp_for(s, e, w)
     with np.errstate(invalid="ignore", over="ignore"):
         d = e - s
-        return np.where(np.abs(w) < 0.5, s + w * d, e - d * (1 - w))
+        return xp.where(xp.abs(w) < 0.5, s + w * d, e - d * (1 - w))
 
 
 def lerp(input, end, weight, *, out=None):
     """``input + weight * (end - input)`` (weight a number or a tensor)."""
+    check_devices(input, end, weight)
+    xp = xp_for(input, end, weight)
     x = input._data
     if not isinstance(end, Tensor):
         raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not {type(end).__name__}")
@@ -357,7 +372,7 @@ def lerp(input, end, weight, *, out=None):
         return _out(node, r, x.dtype, out, "lerp")
     _bshape(input, end)
     w = weight.item() if isinstance(weight, np.generic) else weight
-    r = _lerp_np(x, end._data, np.asarray(w, x.dtype))
+    r = _lerp_np(x, end._data, xp.asarray(w, x.dtype))
     node = node_for(LerpBackward0, (input, end))
     if node is not None:
         node.weight = w
@@ -456,6 +471,7 @@ class HypotBackward0(OpNode):
 
 def _float_binary(name, np_fn, cls, save_result):
     def op(input, other, *, out=None):
+        xp = xp_for(input, other)
         _need_tensor(name, other)
         dt = result_np_dtype(input, other)
         no_complex_kernel(dt, name + "_cpu")
@@ -464,9 +480,9 @@ def _float_binary(name, np_fn, cls, save_result):
         dt = _float_dt(dt)
         _bshape(input, other)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = np_fn(_as(input, dt), _as(other, dt))
+            r = on_device(np_fn, input, other)(_as(input, dt), _as(other, dt))
         node = node_for(cls, (input, other))
-        res = finish(node, arr(np.asarray(r, dt)))
+        res = finish(node, arr(xp.asarray(r, dt)))
         if node is not None:
             if save_result:  # hypot: each operand is used by its own gradient only
                 save(node, input if input._requires_grad else None, other if other._requires_grad else None)
@@ -509,7 +525,7 @@ def _logaddexp(name, np_fn, cls):
             no_complex_kernel(dt, "logaddexp2_cpu")
         _bshape(input, other)
         with np.errstate(over="ignore", invalid="ignore"):
-            r = np_fn(_as(input, dt), _as(other, dt))
+            r = on_device(np_fn, input, other)(_as(input, dt), _as(other, dt))
         node = node_for(cls, (input, other))
         if node is not None:
             node.base2 = name == "logaddexp2"
@@ -547,18 +563,19 @@ CopysignBackward1 = type("CopysignBackward1", (CopysignBackward0,), {})
 
 def copysign(input, other, *, out=None):
     """``input``'s magnitude with ``other``'s sign (elementwise)."""
+    xp = xp_for(input, other)
     a, b, x, y, dt = binary_operands(input, other)
     no_complex_kernel(dt, "copysign_cpu")
     dt = _float_dt(dt)
     _bshape(a, b)
-    r = np.copysign(np.asarray(x, dt), np.asarray(y, dt))
+    r = xp.copysign(xp.asarray(x, dt), xp.asarray(y, dt))
     if b is not None:
         node = node_for(CopysignBackward0, (a, b))
         if node is not None:
             node.other_shape = b._data.shape
     else:
         node = node_for(CopysignBackward1, (a,))
-    res = finish(node, arr(np.asarray(r, dt)))
+    res = finish(node, arr(xp.asarray(r, dt)))
     if node is not None:
         save(node, a if a is not None and a._requires_grad else None)
         save_output(node, res)
@@ -568,14 +585,15 @@ def copysign(input, other, *, out=None):
 def _xlogy_grad_x(g, x, y):
     """PyTorch's xlogy gradient for ``x``: 0 where x == 0 and y <= 0 (with a number ``y``,
     wherever x == 0 unless y > 0, so a NaN ``y`` masks too)."""
+    xp = xp_for(g, x, y)
     gx = xlogy(g, y)
     with np.errstate(invalid="ignore"):
         if isinstance(y, Tensor):
-            kill = (np.asarray(_data(x)) == 0) & (np.asarray(_data(y)) <= 0)
+            kill = (xp.asarray(_data(x)) == 0) & (xp.asarray(_data(y)) <= 0)
         elif y > 0:
             return gx
         else:
-            kill = np.asarray(_data(x)) == 0
+            kill = xp.asarray(_data(x)) == 0
     return _mask(gx, ~kill, "MaskedFillBackward0")
 
 
@@ -605,13 +623,14 @@ class XlogyBackward2(OpNode):
 
 def xlogy(input, other, *, out=None):
     """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    xp = xp_for(input, other)
     a, b, x, y, dt = binary_operands(input, other)
     no_complex_kernel(dt, "xlogy_cpu")
     dt = _float_dt(dt)
     _bshape(a, b)
-    xa, ya = np.asarray(x, dt), np.asarray(y, dt)
+    xa, ya = xp.asarray(x, dt), xp.asarray(y, dt)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where((xa == 0) & ~np.isnan(ya), np.zeros((), dt), xa * np.log(ya))
+        r = xp.where((xa == 0) & ~xp.isnan(ya), xp.zeros((), dt), xa * xp.log(ya))
     if a is not None and b is not None:
         node = node_for(XlogyBackward0, (a, b))
         if node is not None:

@@ -12,6 +12,7 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ._base import xp_for, strided
 from ._base import OpNode, node_for, save, finish
 from .conv import _tup, SqueezeBackward1, check_kernel_dtype, _INTS
 
@@ -83,14 +84,14 @@ def _padded(x3, S, k, s, p, d, out, fill):
     hi = tuple(max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - S[i] - p[i]) for i in range(nd))
     if not any(p) and not any(hi):
         return x3
-    xp = np.full((x3.shape[0],) + tuple(S[i] + p[i] + hi[i] for i in range(nd)), fill, x3.dtype)
-    xp[(slice(None),) + tuple(slice(p[i], p[i] + S[i]) for i in range(nd))] = x3
-    return xp
+    xpad = xp_for(x3).full((x3.shape[0],) + tuple(S[i] + p[i] + hi[i] for i in range(nd)), fill, x3.dtype)
+    xpad[(slice(None),) + tuple(slice(p[i], p[i] + S[i]) for i in range(nd))] = x3
+    return xpad
 
 
-def _window(xp, off, s, d, out):
+def _window(xpad, off, s, d, out):
     nd = len(out)
-    return xp[(slice(None),) + tuple(slice(off[i] * d[i], off[i] * d[i] + s[i] * (out[i] - 1) + 1, s[i])
+    return xpad[(slice(None),) + tuple(slice(off[i] * d[i], off[i] * d[i] + s[i] * (out[i] - 1) + 1, s[i])
                                      for i in range(nd))]
 
 
@@ -127,21 +128,24 @@ def _max_spread(g, arg, geo, dep=None):
     """Differentiable: each output gradient sent back to the input position its window's
     maximum came from (one masked slice-add per kernel offset; overlapping windows add);
     ``dep`` is the pooled input the result stays tied to (zero derivative)."""
+    xp = xp_for(g, arg, geo, dep)
     lead, S, k, s, p, d, out = geo
     B = _prod(lead)
     gd = g._data.reshape((B,) + out)
     a = arg._data.reshape((B,) + out)
     hi = tuple(max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - S[i] - p[i]) for i in range(len(S)))
-    gp = np.zeros((B,) + tuple(S[i] + p[i] + hi[i] for i in range(len(S))), gd.dtype)
+    gp = xp.zeros((B,) + tuple(S[i] + p[i] + hi[i] for i in range(len(S))), gd.dtype)
     overlap = any(s[i] < d[i] * (k[i] - 1) + 1 for i in range(len(S)))
     if overlap:
         for j, off in enumerate(itertools.product(*[range(v) for v in k])):
             win = _window(gp, off, s, d, out)
-            win += np.where(a == j, gd, 0).astype(gd.dtype, copy=False)
+            win += xp.where(a == j, gd, 0).astype(gd.dtype, copy=False)
     else:
         # each input position belongs to one window at most: one scatter through the
         # flat positions (window start + offset of its maximum)
         base, offs = _flat_positions(B, gp.shape[1:], k, s, d, out)
+        if xp is not np:   # (host-built positions onto the device)
+            base, offs = xp.asarray(base), xp.asarray(offs)
         gp.reshape(-1)[base + offs[a]] = gd
     r = gp[(slice(None),) + tuple(slice(p[i], p[i] + S[i]) for i in range(len(S)))]
     node = node_for(_MAX_SPREAD[len(S)] if dep is not None else _MaxSpreadBackward, (g,) if dep is None else (g, dep))
@@ -149,24 +153,25 @@ def _max_spread(g, arg, geo, dep=None):
         node.geo = geo
         node.dep_shape = None if dep is None else dep._data.shape
         save(node, arg)
-    return finish(node, np.ascontiguousarray(r).reshape(tuple(lead) + S))
+    return finish(node, xp.ascontiguousarray(r).reshape(tuple(lead) + S))
 
 
 @functools.lru_cache(maxsize=16)
 def _flat_positions(B, P, k, s, d, out):
     """Flat index, in a (B, *P) array, of each window's first element (B, *out), and of
     each kernel offset relative to it (prod(k),): read-only, cached per geometry."""
+    xp = xp_for(B, P, k, s, d)
     nd = len(P)
     strides = [1] * nd
     for i in range(nd - 2, -1, -1):
         strides[i] = strides[i + 1] * P[i + 1]
-    base = (np.arange(B, dtype=np.intp) * _prod(P)).reshape((B,) + (1,) * nd)
+    base = (xp.arange(B, dtype=np.intp) * _prod(P)).reshape((B,) + (1,) * nd)
     for i in range(nd):
-        base = base + (np.arange(out[i], dtype=np.intp) * (s[i] * strides[i])).reshape(
+        base = base + (xp.arange(out[i], dtype=np.intp) * (s[i] * strides[i])).reshape(
             (1,) + tuple(-1 if j == i else 1 for j in range(nd)))
-    offs = np.zeros(k, np.intp)
+    offs = xp.zeros(k, np.intp)
     for i in range(nd):
-        offs = offs + (np.arange(k[i], dtype=np.intp) * (d[i] * strides[i])).reshape(
+        offs = offs + (xp.arange(k[i], dtype=np.intp) * (d[i] * strides[i])).reshape(
             tuple(-1 if j == i else 1 for j in range(nd)))
     base.flags.writeable = False
     offs = offs.reshape(-1)
@@ -178,13 +183,14 @@ def _max_pool_2x2(x3, out):
     """Kernel 2x2, stride 2, no padding, no NaN: the same maximum and first-maximum offset
     as the general loop, on the four window corners copied apart first (one strided copy;
     every later operation runs on contiguous arrays)."""
+    xp = xp_for(x3)
     st = x3.strides
-    q = np.ascontiguousarray(as_strided(x3, (2, 2, x3.shape[0]) + tuple(out),
-                                        (st[1], st[2], st[0], 2 * st[1], 2 * st[2]), writeable=False))
+    q = xp.ascontiguousarray(strided(x3, (2, 2, x3.shape[0]) + tuple(out),
+                                     (st[1], st[2], st[0], 2 * st[1], 2 * st[2]), writeable=False))
     a, b, c, e = q[0, 0], q[0, 1], q[1, 0], q[1, 1]
-    best = np.maximum(a, b)
-    np.maximum(best, c, out=best)
-    np.maximum(best, e, out=best)
+    best = xp.maximum(a, b)
+    xp.maximum(best, c, out=best)
+    xp.maximum(best, e, out=best)
     past_a = a != best                                   # earliest offset wins ties
     past_b = past_a & (b != best)
     arg = past_a.view(np.int8) + past_b.view(np.int8)
@@ -196,11 +202,12 @@ def _max_pick(x, arg, geo):
     """Differentiable: the input values at each window's argmax (the adjoint of _max_spread)."""
     lead, S, k, s, p, d, out = geo
     B = _prod(lead)
-    xp = _padded(x._data.reshape((B,) + S), S, k, s, p, d, out, 0)
+    xp = xp_for(x)
+    xpad = _padded(x._data.reshape((B,) + S), S, k, s, p, d, out, 0)
     a = arg._data.reshape((B,) + out)
-    r = np.zeros(a.shape, xp.dtype)
+    r = xp.zeros(a.shape, xpad.dtype)
     for j, off in enumerate(itertools.product(*[range(v) for v in k])):
-        np.copyto(r, _window(xp, off, s, d, out), where=a == j)
+        xp.copyto(r, _window(xpad, off, s, d, out), where=a == j)
     node = node_for(_MaxPickBackward, (x,))
     if node is not None:
         node.geo = geo
@@ -231,45 +238,50 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     check_kernel_dtype(name, x, _INTS)
     B = _prod(lead)
     x3 = x.reshape((B,) + S)
-    if (k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind in "fV" and B
+    xp = xp_for(x)
+    host = xp is np   # (on a device: no question to the host about NaNs or padding)
+    if (host and k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind in "fV" and B
             and 2 * out[0] <= S[0] and 2 * out[1] <= S[1] and not np.isnan(x3.max())):
         best, arg = _max_pool_2x2(x3, out)
         return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
     neg = -np.inf if x.dtype.kind in "fV" else np.iinfo(x.dtype).min
-    xp = _padded(x3, S, k, s, p, d, out, neg)
+    xpad = _padded(x3, S, k, s, p, d, out, neg)
     offs = list(itertools.product(*[range(v) for v in k]))
-    wins = [_window(xp, off, s, d, out) for off in offs]
+    wins = [_window(xpad, off, s, d, out) for off in offs]
     best = wins[0].copy()
     for w in wins[1:]:
-        np.maximum(best, w, out=best)                    # NaN propagates, as in PyTorch
+        xp.maximum(best, w, out=best)                    # NaN propagates, as in PyTorch
     kidx = np.int8 if len(offs) < 128 else np.int64
-    arg = np.zeros(best.shape, kidx)
-    nan = x.dtype.kind in "fV" and np.isnan(best).any()
+    arg = xp.zeros(best.shape, kidx)
+    nan = x.dtype.kind in "fV" and (not host or xp.isnan(best).any())
     for j in range(len(offs) - 1, -1, -1):               # earliest offset wins ties
-        np.copyto(arg, j, where=wins[j] == best)
+        xp.copyto(arg, j, where=wins[j] == best)
     if nan:                                              # a NaN wins its window (PyTorch: the last one)
         for j in range(len(offs)):
-            np.copyto(arg, j, where=np.isnan(wins[j]))
-    if xp is not x3:
+            xp.copyto(arg, j, where=xp.isnan(wins[j]))
+    if xpad is not x3:
         low = best == neg
-        if low.any():   # nothing above the padding value: PyTorch's argmax is the first in-range element
-            np.copyto(arg, _first_inside(S, k, s, p, d, out).astype(kidx), where=low)
+        if not host or low.any():   # nothing above the padding value: PyTorch's argmax is the first in-range element
+            first = _first_inside(S, k, s, p, d, out).astype(kidx)
+            xp.copyto(arg, first if host else xp.asarray(first), where=low)
     return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
 
 
 def _first_inside(S, k, s, p, d, out):
     """(1, *out): the first kernel offset of each window that lies inside the input (0 for
     a window wholly in the padding, which only dilation allows)."""
+    xp = xp_for(S, k, s, p, d)
     nd = len(S)
-    j = np.zeros((1,) + (1,) * nd, np.int64)
+    j = xp.zeros((1,) + (1,) * nd, np.int64)
     for i in range(nd):
-        pos = np.arange(out[i])[:, None] * s[i] + np.arange(k[i])[None, :] * d[i] - p[i]
-        first = np.argmax((pos >= 0) & (pos < S[i]), axis=1)
+        pos = xp.arange(out[i])[:, None] * s[i] + xp.arange(k[i])[None, :] * d[i] - p[i]
+        first = xp.argmax((pos >= 0) & (pos < S[i]), axis=1)
         j = j * k[i] + first.reshape((1,) + tuple(-1 if a == i else 1 for a in range(nd)))
     return j
 
 
 def _max_pool_result(input, best, arg, geo, return_indices):
+    xp = xp_for(input, best, arg, geo)
     lead, S, k, s, p, d, out = geo
     nd = len(S)
     cls = MaxPool2DWithIndicesBackward0 if nd == 2 else MaxPool3DWithIndicesBackward0
@@ -281,10 +293,10 @@ def _max_pool_result(input, best, arg, geo, return_indices):
         save(node, arg_t, input)
     if not return_indices:
         return res
-    koff = np.unravel_index(arg.astype(np.int64), k)
+    koff = xp.unravel_index(arg.astype(np.int64), k)
     flat = None
     for i in range(nd):
-        pos = (np.arange(out[i]) * s[i] - p[i]).reshape((1,) + tuple(-1 if j == i else 1 for j in range(nd)))
+        pos = (xp.arange(out[i]) * s[i] - p[i]).reshape((1,) + tuple(-1 if j == i else 1 for j in range(nd)))
         pos = pos + koff[i] * d[i]
         flat = pos if flat is None else flat * S[i] + pos
     return res, finish(None, flat.reshape(tuple(lead) + out).astype(np.int64))
@@ -296,12 +308,13 @@ class UnsqueezeBackward0(OpNode):
 
 
 def _unsq(t, dim):
+    xp = xp_for(t)
     x = t._data
     dim = dim % (x.ndim + 1)
     node = node_for(UnsqueezeBackward0, (t,))
     if node is not None:
         node.shape = x.shape
-    return finish(node, np.expand_dims(x, dim))
+    return finish(node, xp.expand_dims(x, dim))
 
 
 def _sq(t, dim):
@@ -309,25 +322,27 @@ def _sq(t, dim):
 
 
 def _sq_copy(t, dim):
+    xp = xp_for(t)
     x = t._data
     node = node_for(SqueezeBackward1, (t,))
     if node is not None:
         node.shape = x.shape
-    return finish(node, np.squeeze(x, dim % x.ndim))
+    return finish(node, xp.squeeze(x, dim % x.ndim))
 
 
 # *** average pooling ***
 
 def _avg_divisor(S, k, s, p, out, count_include_pad, divisor_override):
+    xp = xp_for(S, k, s, p)
     if divisor_override:
-        return np.asarray(float(divisor_override))
+        return xp.asarray(float(divisor_override))
     div = None
     for i in range(len(S)):
-        start = np.arange(out[i]) * s[i] - p[i]
-        end = np.minimum(start + k[i], S[i] + p[i])
+        start = xp.arange(out[i]) * s[i] - p[i]
+        end = xp.minimum(start + k[i], S[i] + p[i])
         size = end - start
         if not count_include_pad:
-            size = np.minimum(end, S[i]) - np.maximum(start, 0)
+            size = xp.minimum(end, S[i]) - xp.maximum(start, 0)
         shp = tuple(-1 if j == i else 1 for j in range(len(S)))
         size = size.reshape(shp)
         div = size if div is None else div * size
@@ -335,22 +350,24 @@ def _avg_divisor(S, k, s, p, out, count_include_pad, divisor_override):
 
 
 def _avg_fwd(x3, S, k, s, p, out, div):
-    xp = _padded(x3, S, k, s, p, (1,) * len(S), out, 0)
+    xpad = _padded(x3, S, k, s, p, (1,) * len(S), out, 0)
+    div = div if type(x3) is np.ndarray else xp_for(x3).asarray(div)
     acc = None
     for off in itertools.product(*[range(v) for v in k]):
-        w = _window(xp, off, s, (1,) * len(S), out)
+        w = _window(xpad, off, s, (1,) * len(S), out)
         acc = w.astype(x3.dtype, copy=True) if acc is None else acc.__iadd__(w)
     return (acc / div).astype(x3.dtype, copy=False)
 
 
 def _avg_bwd(g3, S, k, s, p, out, div):
+    xp = xp_for(g3, S, k, s, p, div)
     nd = len(S)
     hi = tuple(max(0, (out[i] - 1) * s[i] + k[i] - S[i] - p[i]) for i in range(nd))
-    gp = np.zeros((g3.shape[0],) + tuple(S[i] + p[i] + hi[i] for i in range(nd)), g3.dtype)
-    gd = (g3 / div).astype(g3.dtype, copy=False)
+    gp = xp.zeros((g3.shape[0],) + tuple(S[i] + p[i] + hi[i] for i in range(nd)), g3.dtype)
+    gd = (g3 / (div if xp is np else xp.asarray(div))).astype(g3.dtype, copy=False)
     for off in itertools.product(*[range(v) for v in k]):
         _window(gp, off, s, (1,) * nd, out).__iadd__(gd)
-    return np.ascontiguousarray(gp[(slice(None),) + tuple(slice(p[i], p[i] + S[i]) for i in range(nd))])
+    return xp.ascontiguousarray(gp[(slice(None),) + tuple(slice(p[i], p[i] + S[i]) for i in range(nd))])
 
 
 class _AvgPoolBackward(OpNode):
@@ -422,7 +439,8 @@ def avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_
 # *** adaptive pooling ***
 
 def _adaptive_bounds(S, o):
-    i = np.arange(o)
+    xp = xp_for(S, o)
+    i = xp.arange(o)
     start = (i * S) // o
     end = -((-(i + 1) * S) // o)
     return start, end
@@ -464,10 +482,11 @@ def _int_size(v, name):
 
 
 def _adaptive_mats(S, out, dtype):
+    xp = xp_for(S)
     mats = []
     for i in range(len(S)):
         st, en = _adaptive_bounds(S[i], out[i])
-        j = np.arange(S[i])
+        j = xp.arange(S[i])
         m = ((j[None, :] >= st[:, None]) & (j[None, :] < en[:, None])).astype(dtype)
         m /= (en - st)[:, None].astype(dtype)
         mats.append(m)
@@ -478,39 +497,42 @@ def _apply_mats(x, mats, transpose):
     """The adaptive average map (or its adjoint) along each pooled dim: one small GEMM per
     dim, or window sums where ``x`` is not finite (a GEMM would spread a NaN or inf over
     every window, PyTorch's sums keep it in its own)."""
+    xp = xp_for(x)
     nd = len(mats)
     r = x
-    finite = np.isfinite(x).all()
+    # (a device takes the window sums: the GEMM's test for non-finite values would ask the host)
+    finite = xp is np and xp.isfinite(x).all()
     for i, m in enumerate(mats):
         ax = x.ndim - nd + i
         if finite:
-            r = np.moveaxis(np.tensordot(r, m if transpose else m.T, axes=([ax], [0])), -1, ax)
+            r = xp.moveaxis(xp.tensordot(r, m if transpose else m.T, axes=([ax], [0])), -1, ax)
         else:
             r = _window_sums(r, m, ax, transpose)
-    return np.ascontiguousarray(r)
+    return xp.ascontiguousarray(r)
 
 
 def _window_sums(a, m, ax, adjoint):
     """``m`` (o, S) holds 1/width over each window: sums of the selected elements (never a
     product with a zero weight), scaled by 1/width; or the adjoint."""
+    xp = xp_for(a)
     from .resample import _scatter_axis
-    inside = m != 0
+    inside = m != 0       # (m: the host's constant map; what comes from it goes onto a's device)
     st = np.argmax(inside, axis=1)
     width = inside.sum(axis=1)
     n = m.shape[1]
     shp = [1] * a.ndim
     shp[ax] = m.shape[0]
-    scale = m[np.arange(m.shape[0]), st].reshape(shp)
+    scale = xp.asarray(m[np.arange(m.shape[0]), st].reshape(shp))
     if adjoint:
         a = a * scale
     out = None
     for j in range(int(width.max())):
-        idx = np.minimum(st + j, n - 1)
-        keep = (j < width).reshape(shp)
+        idx = xp.asarray(np.minimum(st + j, n - 1))
+        keep = xp.asarray((j < width).reshape(shp))
         if adjoint:
-            t = _scatter_axis(np.where(keep, a, a.dtype.type(0)), idx, n, ax)
+            t = _scatter_axis(xp.where(keep, a, a.dtype.type(0)), idx, n, ax)
         else:
-            t = np.where(keep, np.take(a, idx, axis=ax), a.dtype.type(0))
+            t = xp.where(keep, xp.take(a, idx, axis=ax), a.dtype.type(0))
         out = t if out is None else out + t
     return out if adjoint else out * scale
 
@@ -533,7 +555,8 @@ class _AdaptiveAvgBackBackward(OpNode):
 def _zeros_for(nf, shape, like):
     """The zero derivative of a pooling backward w.r.t. the pooled input (PyTorch's
     ``*_backward`` kernels take that input, so their results stay in its graph)."""
-    return finish(None, np.zeros(shape, like._data.dtype)) if len(nf) > 1 and nf[1][0] is not None else None
+    xp = xp_for(nf, shape, like)
+    return finish(None, xp.zeros(shape, like._data.dtype)) if len(nf) > 1 and nf[1][0] is not None else None
 
 
 AdaptiveAvgPool2DBackward0 = type("AdaptiveAvgPool2DBackward0", (_AdaptiveAvgBackward,), {})
@@ -605,12 +628,13 @@ class _GatherBackward(OpNode):
 def _scatter(g, idx, in_shape, dep=None, cls=_ScatterBackward):
     """Differentiable: zeros(in_shape) with g added at flat spatial indices idx (one
     bincount); ``dep`` is the pooled input the result stays tied to (zero derivative)."""
+    xp = xp_for(g, idx, in_shape, dep)
     gd = g._data
     lead, sp = in_shape
     B = _prod(lead)
     plane = _prod(sp)
-    pos = (idx._data.reshape(B, idx._data.size // B if B else 0) + (np.arange(B) * plane)[:, None]).ravel()
-    out = np.bincount(pos, weights=gd.reshape(-1), minlength=B * plane).astype(gd.dtype, copy=False)
+    pos = (idx._data.reshape(B, idx._data.size // B if B else 0) + (xp.arange(B) * plane)[:, None]).ravel()
+    out = xp.bincount(pos, weights=gd.reshape(-1), minlength=B * plane).astype(gd.dtype, copy=False)
     node = node_for(cls, (g,) if dep is None else (g, dep))
     if node is not None:
         node.nd = len(sp)
@@ -621,11 +645,12 @@ def _scatter(g, idx, in_shape, dep=None, cls=_ScatterBackward):
 
 def _gather(x, idx, nd):
     """Differentiable: x's spatial planes read at flat indices idx."""
+    xp = xp_for(x, idx)
     xd = x._data
     lead, sp = _split(xd.shape, nd)
     B = _prod(lead)
     i = idx._data
-    r = np.take_along_axis(xd.reshape(B, _prod(sp)), i.reshape(B, i.size // B if B else 0), axis=1).reshape(i.shape)
+    r = xp.take_along_axis(xd.reshape(B, _prod(sp)), i.reshape(B, i.size // B if B else 0), axis=1).reshape(i.shape)
     node = node_for(_GatherBackward, (x,))
     if node is not None:
         node.in_shape = (lead, sp)
@@ -639,6 +664,7 @@ def _split(shape, nd):
 
 def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
     """Adaptive max pooling, with flat argmax indices."""
+    xp = xp_for(input, output_size)
     x = input._data
     if nd == 1:
         if x.ndim not in (2, 3):
@@ -655,8 +681,8 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
     B = _prod(lead)
     x3 = x.reshape((B,) + S)
     if B == 0 or 0 in out:
-        y = np.zeros(tuple(lead) + out, x.dtype)
-        ind = np.zeros(tuple(lead) + out, np.int64)
+        y = xp.zeros(tuple(lead) + out, x.dtype)
+        ind = xp.zeros(tuple(lead) + out, np.int64)
     else:
         y, ind = _adaptive_max_arrays(x3, S, out, nd)
         y, ind = y.reshape(tuple(lead) + out), ind.reshape(tuple(lead) + out)
@@ -671,12 +697,13 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
 
 def _adaptive_max_arrays(x3, S, out, nd):
     """Maxima and flat argmax positions of every adaptive window of (B, *S)."""
+    xp = xp_for(x3)
     idxs = []
     for i in range(nd):
         st, en = _adaptive_bounds(S[i], out[i])
         kmax = int((en - st).max())
         ii = np.minimum(st[:, None] + np.arange(kmax)[None, :], (en - 1)[:, None])   # (o_i, kmax_i)
-        idxs.append(ii)
+        idxs.append(ii if xp is np else xp.asarray(ii))
     # gather windows: (B, o_0, k_0, o_1, k_1, ...)
     index = [slice(None)]
     for i, ii in enumerate(idxs):
@@ -688,18 +715,18 @@ def _adaptive_max_arrays(x3, S, out, nd):
     win = win.transpose(perm)
     ks = win.shape[1 + nd:]
     win = win.reshape(win.shape[:1 + nd] + (-1,))
-    arg = np.argmax(win, axis=-1)
-    y = np.take_along_axis(win, arg[..., None], axis=-1)[..., 0]
+    arg = xp.argmax(win, axis=-1)
+    y = xp.take_along_axis(win, arg[..., None], axis=-1)[..., 0]
     if y.dtype.kind in "fV":
-        nan = np.isnan(y)
-        if nan.any():   # PyTorch: the last NaN of a window wins
-            last = win.shape[-1] - 1 - np.argmax(np.isnan(win[..., ::-1]), axis=-1)
-            arg = np.where(nan, last, arg)
-    koff = np.unravel_index(arg, ks)
+        nan = xp.isnan(y)
+        if xp is not np or nan.any():   # PyTorch: the last NaN of a window wins
+            last = win.shape[-1] - 1 - xp.argmax(xp.isnan(win[..., ::-1]), axis=-1)
+            arg = xp.where(nan, last, arg)
+    koff = xp.unravel_index(arg, ks)
     flat = None
     for i in range(nd):
         shp = (1,) + tuple(-1 if j == i else 1 for j in range(nd))
-        rows = np.broadcast_to(np.arange(out[i]).reshape(shp), arg.shape)
+        rows = xp.broadcast_to(xp.arange(out[i]).reshape(shp), arg.shape)
         pos = idxs[i][rows, koff[i]]
         flat = pos if flat is None else flat * S[i] + pos
     return y, flat.astype(np.int64)

@@ -8,6 +8,7 @@ and it does not depend on the graph (create_graph gives a gradient that needs no
 """
 import numpy as np
 
+from ._base import xp_for
 from ._base import (check_inplace, Tensor, OpNode, node_for, finish, apply_inplace, _state, xp_of,
                     _dtype_name, zeros_grad)
 from .._creation import _gen_for
@@ -65,16 +66,18 @@ class BernoulliBackward1(OpNode):
 
 
 def _bernoulli_filled(input, values, p):
+    xp = xp_for(input, values, p)
     node = node_for(BernoulliBackward1, (input, p))
     if node is not None:
         node.p_shape, node.p_dtype = p._data.shape, p._data.dtype
-    return finish(node, np.asarray(values, dtype=input._data.dtype))
+    return finish(node, xp.asarray(values, dtype=input._data.dtype))
 
 
 def _filled(input, value, cls):
     """Out-of-place fill (for in-place fills that take part in autograd)."""
+    xp = xp_for(input, value)
     v = value._data if isinstance(value, Tensor) else value
-    r = np.empty_like(input._data)
+    r = xp.empty_like(input._data)
     r[...] = v
     return finish(node_for(cls, (input,) if cls is not FillBackward3 else (input, value)), r)
 
@@ -185,10 +188,11 @@ def random_(self, from_=0, to=None, *, generator=None):
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with samples whose logarithm is normal(mean, std)."""
+    xp = xp_for(mean, std)
     _float_only(self, "log_normal_cpu")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_g(std)}")
-    return _fill(self, np.exp(mean + std * _gen_for(self, generator).standard_normal(self._data.shape)), LogNormalBackward0)
+    return _fill(self, xp.exp(mean + std * _gen_for(self, generator).standard_normal(self._data.shape)), LogNormalBackward0)
 
 
 TENSOR_METHODS = {"normal_": normal_, "uniform_": uniform_, "fill_": fill_, "zero_": zero_,

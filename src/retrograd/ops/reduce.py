@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 from ._complex_reject import no_complex, no_complex_kernel
+from ._base import xp_for, on_device
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, arr, norm_dims,
                     wrap_dim, write_out, Tensor, Size)
 from .. import _dtype as D
@@ -165,15 +166,16 @@ _GatherAlongBackward.__name__ = _GatherAlongBackward.__qualname__ = "GatherBackw
 
 def _scatter_along(g, index, dim, shape):
     """zeros(shape) with ``g`` (shaped like ``index``) added at ``index`` along ``dim``."""
+    xp = xp_for(g, index, shape)
     gd = g._data
-    z = np.zeros(shape, gd.dtype)
+    z = xp.zeros(shape, gd.dtype)
     if z.size and index.size:
         n = shape[dim]
-        zi = np.moveaxis(z, dim, -1)
-        idx = np.moveaxis(np.broadcast_to(index, gd.shape), dim, -1)
-        rows = np.arange(idx.size // idx.shape[-1]).reshape(idx.shape[:-1] + (1,)) * n
+        zi = xp.moveaxis(z, dim, -1)
+        idx = xp.moveaxis(xp.broadcast_to(index, gd.shape), dim, -1)
+        rows = xp.arange(idx.size // idx.shape[-1]).reshape(idx.shape[:-1] + (1,)) * n
         flat = (rows + idx).reshape(-1)
-        summed = np.bincount(flat, weights=np.moveaxis(gd, dim, -1).reshape(-1), minlength=zi.size)
+        summed = xp.bincount(flat, weights=xp.moveaxis(gd, dim, -1).reshape(-1), minlength=zi.size)
         zi[...] = summed.reshape(zi.shape).astype(gd.dtype, copy=False)
     node = node_for(_ScatterAlongBackward, (g,))
     if node is not None:
@@ -182,7 +184,8 @@ def _scatter_along(g, index, dim, shape):
 
 
 def _gather_along(t, index, dim):
-    r = np.take_along_axis(t._data, index, axis=dim) if t._data.size else np.zeros(index.shape, t._data.dtype)
+    xp = xp_for(t, index)
+    r = xp.take_along_axis(t._data, index, axis=dim) if t._data.size else xp.zeros(index.shape, t._data.dtype)
     node = node_for(_GatherAlongBackward, (t,))
     if node is not None:
         node.index, node.dim, node.shape = index, dim, t._data.shape
@@ -194,8 +197,9 @@ class _SelectEvenlyBackward(OpNode):
     positions, divided by their count (PyTorch's IndexPutBackward0 then the division)."""
 
     def backward(self, gg):
+        xp = xp_for(gg)
         from .index import where
-        picked = where(_const(self.mask), gg, _const(np.zeros((), gg._data.dtype))).sum()
+        picked = where(_const(self.mask), gg, _const(xp.zeros((), gg._data.dtype))).sum()
         return picked / self.count
 
 
@@ -206,13 +210,14 @@ def _select_evenly(g, x, value):
     """PyTorch's evenly_distribute_backward (max(), min(), median()): ``g / count`` at the
     elements equal to the picked value (at the NaNs when it is NaN), exactly 0 elsewhere
     whatever ``g`` is (inf, nan)."""
+    xp = xp_for(g, x, value)
     with np.errstate(invalid="ignore"):
-        mask = np.isnan(x) if x.dtype.kind in "fcV" and np.isnan(value).any() else (x == value)
+        mask = xp.isnan(x) if x.dtype.kind in "fcV" and xp.isnan(value).any() else (x == value)
     count = _int(mask.sum())
     gd = g._data
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        share = gd / np.asarray(count, gd.dtype)
-    r = arr(np.where(mask, share, np.zeros((), gd.dtype)).astype(gd.dtype, copy=False))
+        share = gd / xp.asarray(count, gd.dtype)
+    r = arr(xp.where(mask, share, xp.zeros((), gd.dtype)).astype(gd.dtype, copy=False))
     node = node_for(_SelectEvenlyBackward, (g,))
     if node is not None:
         node.mask, node.count = mask, count
@@ -222,11 +227,12 @@ def _select_evenly(g, x, value):
 def _scaled_by_count(g, x_arr, out_keep_arr, dims):
     """PyTorch's scale_grad_by_count (amax/amin): ``(g / count) * mask``, mask = x == result.
     A multiplication, as there: inf or nan in ``g`` reaches the other elements as nan."""
+    xp = xp_for(g, x_arr, out_keep_arr)
     with np.errstate(invalid="ignore"):
         mask = x_arr == out_keep_arr
     count = mask.sum(axis=dims, keepdims=True) if dims is not None else mask.sum()
     dt = g._data.dtype
-    return (g / _const(np.asarray(count, dt))) * _const(mask.astype(dt))
+    return (g / _const(xp.asarray(count, dt))) * _const(mask.astype(dt))
 
 
 # *** sum / mean ***
@@ -265,17 +271,19 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 class NansumBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         (x,) = self.saved_tensors
         g = _restore_dims(g, self.shape, self.dims, self.keepdim)
-        return g * _const(~np.isnan(x._data))
+        return g * _const(~xp.isnan(x._data))
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero."""
+    xp = xp_for(input)
     x = input._data
     rdt = _sum_dtype(x.dtype, dtype)
     dims = _dims_arg(dim, x.ndim)
-    r = arr(np.nansum(x, axis=dims, dtype=rdt, keepdims=keepdim))
+    r = arr(xp.nansum(x, axis=dims, dtype=rdt, keepdims=keepdim))
     node = node_for(NansumBackward0, (input,))
     if node is not None:
         node.shape, node.dims, node.keepdim = x.shape, dims, keepdim
@@ -299,6 +307,7 @@ class MeanBackward1(OpNode):
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of all elements, or over ``dim``."""
+    xp = xp_for(input)
     x = input._data
     if dtype is not None:
         x = x.astype(D.to_dtype(dtype).np)
@@ -324,15 +333,15 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
             shape = ()
         else:
             shape = _keep_shape(x.shape, dims) if keepdim else tuple(s for i, s in enumerate(x.shape) if i not in dims)
-        r = np.full(shape, np.nan, x.dtype)
+        r = xp.full(shape, np.nan, x.dtype)
     elif x.dtype == np.float16:
         r = x.mean(axis=dims, keepdims=keepdim and dims is not None)
     elif x.dtype.kind == "V":  # bfloat16: accumulated in float32
         r = x.mean(axis=dims, dtype=np.float32, keepdims=keepdim and dims is not None)
     elif dims is None:
-        r = np.add.reduce(x, axis=None) / n
+        r = xp.add.reduce(x, axis=None) / n
     elif dims:
-        r = np.add.reduce(x, axis=dims, keepdims=keepdim) / n
+        r = xp.add.reduce(x, axis=dims, keepdims=keepdim) / n
     else:
         r = x.copy()
     r = arr(r)
@@ -364,12 +373,13 @@ def sum_to_size(input, *size):
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean over the elements that are not NaN."""
+    xp = xp_for(input)
     x = input._data
     if x.dtype.kind not in "fcV":
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                            f"{_dtype_word(x.dtype)}")
     dims = _dims_arg(dim, x.ndim)
-    count = np.sum(~np.isnan(x), axis=dims, keepdims=keepdim).astype(x.dtype)
+    count = xp.sum(~xp.isnan(x), axis=dims, keepdims=keepdim).astype(x.dtype)
     res = nansum(input, dim, keepdim, dtype=dtype) / _const(count)
     return res if out is None else write_out(out, res, "nanmean")
 
@@ -380,12 +390,13 @@ def _prod_others(x, out_keep, d):
     """d prod / d x_i along ``d`` (out_keep: the product, keepdim), as PyTorch's
     prod_backward: ``out / x`` without zeros, else the products of the elements before and
     after each one (prod_safe_zeros_backward), each built from the other elements only."""
-    if not np.any(x._data == 0):
+    xp = xp_for(x, out_keep, d)
+    if not xp.any(x._data == 0):
         return out_keep / x
     n = x.shape[d]
     shape = list(x.shape)
     shape[d] = 1
-    one = _const(np.ones(shape, x._data.dtype))
+    one = _const(xp.ones(shape, x._data.dtype))
     if n == 1:
         return one
     from .shape import cat
@@ -396,11 +407,12 @@ def _prod_others(x, out_keep, d):
 
 class ProdBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         x, out = self.saved_tensors
         if x.ndim == 0:
             return g
-        if not _grad_enabled() and np.count_nonzero(x._data == 0) > 1:
-            return finish(None, np.zeros(x.shape, g._data.dtype))  # PyTorch's shortcut (first order only)
+        if not _grad_enabled() and xp.count_nonzero(x._data == 0) > 1:
+            return finish(None, xp.zeros(x.shape, g._data.dtype))  # PyTorch's shortcut (first order only)
         flat = x.reshape(-1)
         return (g * _prod_others(flat, out.reshape(1), 0)).reshape(x.shape)
 
@@ -421,7 +433,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = input._data
     rdt = _sum_dtype(x.dtype, dtype)
     if dim is None:
-        r = arr(np.prod(x, dtype=rdt, keepdims=keepdim))
+        r = arr(xp_for(x).prod(x, dtype=rdt, keepdims=keepdim))
         node = node_for(ProdBackward0, (input,))
     else:
         if isinstance(dim, (tuple, list)):
@@ -429,7 +441,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
                             "one of:\n * (*, torch.dtype dtype = None)\n * (int dim, bool keepdim = False, "
                             "*, torch.dtype dtype = None)\n")
         d = wrap_dim(_int(dim), x.ndim)
-        r = arr(np.prod(x, axis=d if x.ndim else None, dtype=rdt, keepdims=keepdim and x.ndim > 0))
+        r = arr(xp_for(x).prod(x, axis=d if x.ndim else None, dtype=rdt, keepdims=keepdim and x.ndim > 0))
         node = node_for(ProdBackward1, (input,))
         if node is not None:
             node.dim, node.keepdim = d, keepdim
@@ -468,6 +480,7 @@ MedianBackward1 = type("MedianBackward1", (MaxBackward0,), {})
 
 def _extreme(name, np_fn, arg_fn, all_cls, dim_cls, red_fn):
     def op(input, dim=None, keepdim=False, *, out=None):
+        xp = xp_for(input)
         if isinstance(dim, Tensor):
             from . import pointwise
             return (pointwise.maximum if name == "max" else pointwise.minimum)(input, dim, out=out)
@@ -481,7 +494,7 @@ def _extreme(name, np_fn, arg_fn, all_cls, dim_cls, red_fn):
                 raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool, ), "
                                 "but expected one of:\n * ()\n * (Tensor other)\n * (int dim, bool keepdim = False)\n")
             _no_dim_empty(x, name)
-            r = arr(np_fn(x))
+            r = arr(on_device(np_fn, x)(x))
             node = node_for(all_cls, (input,))
             res = finish(node, r)
             if node is not None:
@@ -493,23 +506,23 @@ def _extreme(name, np_fn, arg_fn, all_cls, dim_cls, red_fn):
             _check_nonempty(x, (d,), name)
         xd = x if x.ndim else x.reshape(1)
         if x.size:
-            idx = arg_fn(xd, axis=d, keepdims=True)
-            vals = red_fn.reduce(xd, axis=d, keepdims=True)
+            idx = on_device(arg_fn, xd)(xd, axis=d, keepdims=True)
+            vals = on_device(red_fn, xd).reduce(xd, axis=d, keepdims=True)
         else:
             shape = _keep_shape(xd.shape, (d,))
-            idx, vals = np.zeros(shape, np.int64), np.zeros(shape, x.dtype)
+            idx, vals = xp.zeros(shape, np.int64), xp.zeros(shape, x.dtype)
         idx = idx.astype(np.int64, copy=False)
         if not x.ndim:
             idx_out, vals_out = idx.reshape(()), vals.reshape(())
         elif keepdim:
             idx_out, vals_out = idx, vals
         else:
-            idx_out, vals_out = np.squeeze(idx, d), np.squeeze(vals, d)
+            idx_out, vals_out = xp.squeeze(idx, d), xp.squeeze(vals, d)
         node = node_for(dim_cls, (input,))
         if node is not None:
             node.dim, node.keepdim, node.shape, node.index = d, keepdim, x.shape, (idx if x.ndim else idx.reshape(()))
             if not x.ndim:
-                node.index = np.zeros((), np.int64)
+                node.index = xp.zeros((), np.int64)
         res = finish(node, vals_out.copy())
         ind = finish(None, idx_out.copy())
         rt = getattr(return_types, name)(res, ind)
@@ -553,7 +566,7 @@ def _amaxmin(name, np_fn, cls):
             if dims == tuple(range(x.ndim)) and (dim is None or not isinstance(dim, _int) and len(dim) == 0):
                 _no_dim_empty(x, name)
             _check_nonempty(x, _dims_as_given(dim), name)
-        r = arr(np_fn(x, axis=dims, keepdims=keepdim)) if x.ndim else x.copy()
+        r = arr(on_device(np_fn, x)(x, axis=dims, keepdims=keepdim)) if x.ndim else x.copy()
         node = node_for(cls, (input,))
         res = finish(node, r)
         if node is not None:
@@ -617,6 +630,7 @@ class AminmaxBackward0(OpNode):
 
 def _arg(name, fn):
     def op(input, dim=None, keepdim=False, *, out=None):
+        xp = xp_for(input)
         x = input._data
         if x.dtype.kind == "b":
             raise RuntimeError(f"{name}(): does not support bool input")
@@ -624,16 +638,16 @@ def _arg(name, fn):
         if dim is None:
             if x.size == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
-            r = fn(x.reshape(-1), axis=0)
-            r = np.asarray(r, np.int64).reshape((1,) * x.ndim if keepdim else ())
+            r = on_device(fn, x)(x.reshape(-1), axis=0)
+            r = xp.asarray(r, np.int64).reshape((1,) * x.ndim if keepdim else ())
         else:
             d = wrap_dim(_int(dim), x.ndim)
             if x.ndim == 0:
-                r = np.zeros((), np.int64)
+                r = xp.zeros((), np.int64)
             else:
                 _check_nonempty(x, (d,), name)
-                r = fn(x, axis=d, keepdims=keepdim).astype(np.int64, copy=False) if x.size else \
-                    np.zeros(_keep_shape(x.shape, (d,)) if keepdim else x.shape[:d] + x.shape[d + 1:], np.int64)
+                r = on_device(fn, x)(x, axis=d, keepdims=keepdim).astype(np.int64, copy=False) if x.size else \
+                    xp.zeros(_keep_shape(x.shape, (d,)) if keepdim else x.shape[:d] + x.shape[d + 1:], np.int64)
         res = finish(None, arr(r))
         return res if out is None else write_out(out, res, name)
 
@@ -650,7 +664,8 @@ def _truth(name, fn):
     def op(input, dim=None, keepdim=False, *, out=None):
         x = input._data
         dims = _dims_arg(dim, x.ndim)
-        r = arr(fn(x, axis=dims, keepdims=keepdim) if x.ndim else fn(x))
+        f = on_device(fn, x)
+        r = arr(f(x, axis=dims, keepdims=keepdim) if x.ndim else f(x))
         if x.dtype == np.uint8:
             r = r.astype(np.uint8)
         res = finish(None, r)
@@ -667,10 +682,11 @@ any = _truth("any", np.any)
 
 def count_nonzero(input, dim=None):
     """Number of nonzero elements, over ``dim`` (an int or tuple) or all."""
+    xp = xp_for(input)
     x = input._data
     dims = _dims_arg(dim, x.ndim)
-    r = np.count_nonzero(x, axis=dims) if x.ndim else np.count_nonzero(x)
-    return finish(None, arr(np.asarray(r, np.int64)))
+    r = xp.count_nonzero(x, axis=dims) if x.ndim else xp.count_nonzero(x)
+    return finish(None, arr(xp.asarray(r, np.int64)))
 
 
 # *** var / std ***
@@ -689,6 +705,7 @@ def _var_args(name, dim, unbiased, keepdim, correction):
 
 
 def _var_forward(name, x, dims, correction, keepdim, opname=None):
+    xp = xp_for(x, opname)
     if x.dtype.kind not in "fcV":
         raise RuntimeError(f"{opname or 'std and var'} only support floating point and complex dtypes")
     if x.dtype.kind == "V":  # bfloat16: computed in float32, rounded once
@@ -702,8 +719,8 @@ def _var_forward(name, x, dims, correction, keepdim, opname=None):
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                       "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
     with np.errstate(invalid="ignore", divide="ignore"):
-        m = (np.add.reduce(x, axis=dims, keepdims=True) / n if x.dtype != np.float16 else
-             x.mean(axis=dims, keepdims=True)) if x.size else np.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
+        m = (xp.add.reduce(x, axis=dims, keepdims=True) / n if x.dtype != np.float16 else
+             x.mean(axis=dims, keepdims=True)) if x.size else xp.full(_keep_shape(x.shape, dims), np.nan, x.dtype)
         dev = x - m
         sq = dev.real * dev.real + dev.imag * dev.imag if x.dtype.kind == "c" else dev * dev   # |x - mean|^2
         v = sq.sum(axis=dims, keepdims=keepdim) / dof if dims else sq / dof
@@ -711,33 +728,35 @@ def _var_forward(name, x, dims, correction, keepdim, opname=None):
             m = _welford_mean_inf(x, dims, m)
     m = m if keepdim else m.reshape([s for i, s in enumerate(x.shape) if i not in dims])
     vdt = x.real.dtype if x.dtype.kind == "c" else x.dtype     # a complex input's variance is real
-    return arr(np.asarray(v, vdt)), arr(np.asarray(m, x.dtype)), n, dof
+    return arr(xp.asarray(v, vdt)), arr(xp.asarray(m, x.dtype)), n, dof
 
 
 def _welford_mean_inf(x, dims, m):
     """var_mean/std_mean's mean as PyTorch's Welford pass leaves it: an infinity that is not
     the last element visited (in order) turns the running mean into inf - inf = nan."""
-    inf = np.isinf(x)
-    if not inf.any():
+    xp = xp_for(x, m)
+    inf = xp.isinf(x)
+    if xp is np and not inf.any():
         return m
     rest = [i for i in range(x.ndim) if i not in dims]
-    flat = np.transpose(inf, rest + list(dims)).reshape([x.shape[i] for i in rest] + [-1])
+    flat = xp.transpose(inf, rest + list(dims)).reshape([x.shape[i] for i in rest] + [-1])
     count = flat.sum(-1)
     bad = (count > 1) | ((count == 1) & ~flat[..., -1])
-    return np.where(bad.reshape(m.shape), np.nan, m)
+    return xp.where(bad.reshape(m.shape), np.nan, m)
 
 
 def _var_grad(g, x, dims, keepdim, full, correction):
     """PyTorch's var_backward. A full reduction with no degrees of freedom left gives
     ``g * (nan where x == mean else inf)``, a constant factor; a reduction over ``dims``
     divides by ``n - correction`` as it is (0 gives inf, a negative count a negative factor)."""
+    xp = xp_for(g, x)
     xd = x._data
     if full:
         dof = xd.size - correction
         if dof <= 0:
             with np.errstate(invalid="ignore", divide="ignore"):
                 m = xd.mean() if xd.size else np.nan
-                f = np.where(xd == m, np.nan, np.inf).astype(g._data.dtype)
+                f = xp.where(xd == m, np.nan, np.inf).astype(g._data.dtype)
             return g * _const(f)
         return (2.0 / dof) * g * (x - x.mean())
     if not keepdim and xd.ndim > 1:
@@ -757,8 +776,8 @@ def _std_grad(g, x, std, dims, keepdim, full, correction):
 
 def _zero_where(t, mask):
     """PyTorch's ``t.masked_fill_(mask, 0)`` in its backward formulas (skipped when the mask
-    is empty: then it is the identity, its derivative too)."""
-    if not mask.any():
+    is empty: then it is the identity, its derivative too; a device never asks)."""
+    if type(mask) is np.ndarray and not mask.any():
         return t
     from .index_ops import masked_fill
     return masked_fill(t, _const(mask), 0)
@@ -782,13 +801,14 @@ class StdBackward0(OpNode):
 
 def _var_like(name, cls):
     def op(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+        xp = xp_for(input)
         dim, keepdim, c = _var_args(name, dim, unbiased, keepdim, correction)
         x = input._data
         dims = _dims_arg(dim, x.ndim)
         half = name == "std" and x.dtype.kind == "V"  # bfloat16 std: the float32 variance's root, rounded once
         v, _, n, dof = _var_forward(name, x.astype(np.float32) if half else x, dims, c, keepdim)
         if name == "std":
-            v = arr(np.sqrt(v) if not half else np.sqrt(v).astype(x.dtype))
+            v = arr(xp.sqrt(v) if not half else xp.sqrt(v).astype(x.dtype))
         node = node_for(cls, (input,))
         res = finish(node, v)
         if node is not None:
@@ -836,13 +856,14 @@ StdMeanBackward0 = type("StdMeanBackward0", (VarMeanBackward0,), {})
 
 def _var_mean_like(name, cls):
     def op(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        xp = xp_for(input)
         dim, keepdim, c = _var_args(name, dim, unbiased, keepdim, correction)
         x = input._data
         dims = _dims_arg(dim, x.ndim)
         v, m, n, dof = _var_forward(name.split("_")[0], x, dims, c, keepdim, name)
         is_std = name == "std_mean"
         if is_std:
-            v = arr(np.sqrt(v))
+            v = arr(xp.sqrt(v))
         node = node_for(cls, (input,))
         outs = finish_multi(node, [v, m])
         if node is not None:
@@ -874,22 +895,23 @@ class LogsumexpBackward0(OpNode):
 
 def logsumexp(input, dim, keepdim=False, *, out=None):
     """``log(sum(exp(input)))`` over ``dim``, computed stably."""
+    xp = xp_for(input)
     x = _float_input(input._data)
     dims = _dims_arg(dim, x.ndim)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         if x.size == 0:
-            r = np.full(_keep_shape(x.shape, dims) if keepdim else
+            r = xp.full(_keep_shape(x.shape, dims) if keepdim else
                         [s for i, s in enumerate(x.shape) if i not in dims], -np.inf, x.dtype)
         elif not dims:
             r = x.copy()
         else:
-            m = np.max(x, axis=dims, keepdims=True)
-            m = np.where(np.isfinite(m), m, 0)
-            r = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
+            m = xp.max(x, axis=dims, keepdims=True)
+            m = xp.where(xp.isfinite(m), m, 0)
+            r = xp.log(xp.sum(xp.exp(x - m), axis=dims, keepdims=True)) + m
             if not keepdim:
                 r = r.reshape([s for i, s in enumerate(x.shape) if i not in dims])
     node = node_for(LogsumexpBackward0, (input,))
-    res = finish(node, arr(np.asarray(r, x.dtype)))
+    res = finish(node, arr(xp.asarray(r, x.dtype)))
     if node is not None:
         node.dims, node.keepdim = dims, keepdim
         save(node, input)
@@ -909,6 +931,7 @@ class LinalgVectorNormBackward0(OpNode):
 
 def _vector_norm_grad(x, norm, g, p, dims, keepdim):
     """PyTorch's norm_backward, op for op (its masks decide the second derivative at 0)."""
+    xp = xp_for(x, norm, g, p)
     if not keepdim and x.ndim:
         g = _restore_dims(g, x.shape, dims, keepdim)
         norm = _restore_dims(norm, x.shape, dims, keepdim)
@@ -919,7 +942,7 @@ def _vector_norm_grad(x, norm, g, p, dims, keepdim):
     if math.isinf(p):
         ax = x.abs()
         with np.errstate(invalid="ignore"):
-            mask = _const((ax._data == norm._data) | np.isnan(ax._data))
+            mask = _const((ax._data == norm._data) | xp.isnan(ax._data))
         count = mask.sum(dims, keepdim=True) if dims else mask.sum()
         return x.sgn() * ((g / count) * mask)
     if p < 1:
@@ -932,21 +955,22 @@ def _vector_norm_grad(x, norm, g, p, dims, keepdim):
 
 
 def _vector_norm_np(x, p, dims, keepdim):
-    ax = np.abs(x if x.dtype.kind != "V" else x.astype(np.float32))  # bfloat16: float32 sums, rounded once
+    xp = xp_for(x, p)
+    ax = xp.abs(x if x.dtype.kind != "V" else x.astype(np.float32))  # bfloat16: float32 sums, rounded once
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         if p == 2:
-            r = np.sqrt(np.sum(ax * ax, axis=dims, keepdims=keepdim))
+            r = xp.sqrt(xp.sum(ax * ax, axis=dims, keepdims=keepdim))
         elif p == 1:
-            r = np.sum(ax, axis=dims, keepdims=keepdim)
+            r = xp.sum(ax, axis=dims, keepdims=keepdim)
         elif p == math.inf:
-            r = np.max(ax, axis=dims, keepdims=keepdim)
+            r = xp.max(ax, axis=dims, keepdims=keepdim)
         elif p == -math.inf:
-            r = np.min(ax, axis=dims, keepdims=keepdim)
+            r = xp.min(ax, axis=dims, keepdims=keepdim)
         elif p == 0:
-            r = np.sum(ax != 0, axis=dims, keepdims=keepdim)
+            r = xp.sum(ax != 0, axis=dims, keepdims=keepdim)
         else:
-            r = np.sum(ax ** p, axis=dims, keepdims=keepdim) ** (1.0 / p)
-    return np.asarray(r, x.real.dtype if x.dtype.kind == "c" else x.dtype)   # a complex input's norm is real
+            r = xp.sum(ax ** p, axis=dims, keepdims=keepdim) ** (1.0 / p)
+    return xp.asarray(r, x.real.dtype if x.dtype.kind == "c" else x.dtype)   # a complex input's norm is real
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -1012,13 +1036,14 @@ class CumsumBackward0(OpNode):
 
 def cumsum(input, dim, *, dtype=None, out=None):
     """Running sum along ``dim``."""
+    xp = xp_for(input)
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     rdt = _sum_dtype(x.dtype, dtype)
     if rdt.kind == "V":  # bfloat16: accumulated in float32
-        r = (np.cumsum(x, axis=d, dtype=np.float32) if x.ndim else x).astype(rdt)
+        r = (xp.cumsum(x, axis=d, dtype=np.float32) if x.ndim else x).astype(rdt)
     else:
-        r = np.cumsum(x, axis=d, dtype=rdt) if x.ndim else x.astype(rdt)
+        r = xp.cumsum(x, axis=d, dtype=rdt) if x.ndim else x.astype(rdt)
     node = node_for(CumsumBackward0, (input,))
     if node is not None:
         node.dim = d
@@ -1028,11 +1053,12 @@ def cumsum(input, dim, *, dtype=None, out=None):
 
 class CumprodBackward0(OpNode):
     def backward(self, g):
+        xp = xp_for(g)
         x, out = self.saved_tensors
         d = self.dim
         if x._data.size <= 1 or x.shape[d] == 1:
             return g
-        if not np.any(x._data == 0):
+        if not xp.any(x._data == 0):
             return _rev_cumsum(g * out, d) / x
         if not _grad_enabled():
             return finish(None, _cumprod_grad_zeros_np(g._data, x._data, out._data, d))
@@ -1042,7 +1068,7 @@ class CumprodBackward0(OpNode):
         n = x.shape[d]
         shape = list(x.shape)
         shape[d] = 1
-        ones = _const(np.ones(shape, x._data.dtype))
+        ones = _const(xp.ones(shape, x._data.dtype))
         cols = []
         for k in range(n):
             if k == 0:
@@ -1066,31 +1092,33 @@ def _grad_enabled():
 def _cumprod_grad_zeros_np(g, x, out, d):
     """PyTorch's O(n) cumprod gradient for inputs with zeros (first order only): up to the
     first zero ``rev_cumsum(g * out) / x``; at the first zero the products after it."""
+    xp = xp_for(g, x, d)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        cs = np.cumsum(x == 0, axis=d)
-        gi = np.zeros(x.shape, g.dtype)
+        cs = xp.cumsum(x == 0, axis=d)
+        gi = xp.zeros(x.shape, g.dtype)
         mask = cs == 0
-        w = np.where(mask, out * g, 0)
-        before = np.flip(np.cumsum(np.flip(w, d), axis=d), d) / x
+        w = xp.where(mask, out * g, 0)
+        before = xp.flip(xp.cumsum(xp.flip(w, d), axis=d), d) / x
         gi[mask] = before[mask]
         mask = cs == 1
-        first = np.argmax(mask, axis=d, keepdims=True)
-        first_mask = np.zeros(x.shape, bool)
-        np.put_along_axis(first_mask, first, True, axis=d)
+        first = xp.argmax(mask, axis=d, keepdims=True)
+        first_mask = xp.zeros(x.shape, bool)
+        xp.put_along_axis(first_mask, first, True, axis=d)
         first_mask &= mask
         mask &= ~first_mask
-        t = (np.cumprod(np.where(mask, x, 1), axis=d) * np.where(cs != 1, 0, g)).sum(axis=d, keepdims=True)
-        t = t * np.where(first == 0, 1, np.take_along_axis(out, np.maximum(first - 1, 0), axis=d))
-        gi[first_mask] = np.broadcast_to(t, x.shape)[first_mask]
+        t = (xp.cumprod(xp.where(mask, x, 1), axis=d) * xp.where(cs != 1, 0, g)).sum(axis=d, keepdims=True)
+        t = t * xp.where(first == 0, 1, xp.take_along_axis(out, xp.maximum(first - 1, 0), axis=d))
+        gi[first_mask] = xp.broadcast_to(t, x.shape)[first_mask]
     return gi
 
 
 def cumprod(input, dim, *, dtype=None, out=None):
     """Running product along ``dim`` (gradients exact with zeros)."""
+    xp = xp_for(input)
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     rdt = _sum_dtype(x.dtype, dtype)
-    r = np.cumprod(x, axis=d, dtype=rdt) if x.ndim else x.astype(rdt)
+    r = xp.cumprod(x, axis=d, dtype=rdt) if x.ndim else x.astype(rdt)
     node = node_for(CumprodBackward0, (input,))
     res = finish(node, arr(r))
     if node is not None:
@@ -1121,14 +1149,15 @@ class LogcumsumexpBackward0(OpNode):
 
 def logcumsumexp(input, dim, *, out=None):
     """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
+    xp = xp_for(input)
     if input._data.dtype.kind not in "fcV":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{_dtype_word(input._data.dtype)}'")
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     with np.errstate(invalid="ignore", over="ignore"):
-        r = np.logaddexp.accumulate(x, axis=d) if x.ndim and x.size else x.copy()
+        r = xp.logaddexp.accumulate(x, axis=d) if x.ndim and x.size else x.copy()
     node = node_for(LogcumsumexpBackward0, (input,))
-    res = finish(node, arr(np.asarray(r, x.dtype)))
+    res = finish(node, arr(xp.asarray(r, x.dtype)))
     if node is not None:
         node.dim = d
         save(node, input)
@@ -1151,22 +1180,23 @@ CumminBackward0 = type("CumminBackward0", (CummaxBackward0,), {})
 
 def _cum_extreme(name, ufunc, cls):
     def op(input, dim, *, out=None):
+        xp = xp_for(input)
         x = input._data
         no_complex_kernel(x, name + "_cpu")
         d = wrap_dim(_int(dim), x.ndim)
         if x.ndim == 0 or x.size == 0:
-            vals, idx = x.copy(), np.zeros(x.shape, np.int64)
+            vals, idx = x.copy(), xp.zeros(x.shape, np.int64)
         else:
             # PyTorch's rule: position i takes over when x_i is NaN or x_i >= (<=) the running
             # value, so ties and NaNs point at their last occurrence, and once a NaN is seen
             # only a later NaN moves the index.
             with np.errstate(invalid="ignore"):
-                vals = ufunc.accumulate(x, axis=d)
+                vals = on_device(ufunc, x).accumulate(x, axis=d)
                 hit = x == vals
                 if x.dtype.kind in "fcV":
-                    hit |= np.isnan(x)
-            pos = np.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
-            idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=d).astype(np.int64)
+                    hit |= xp.isnan(x)
+            pos = xp.arange(x.shape[d]).reshape((-1,) + (1,) * (x.ndim - d - 1))
+            idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=d).astype(np.int64)
         node = node_for(cls, (input,))
         if node is not None:
             node.dim, node.index, node.shape = d, idx, x.shape
@@ -1221,16 +1251,17 @@ def _sort_idx(x, d, descending, stable=True):
     """Sorting indices along ``d``; NaN sorts as the largest value, as in PyTorch. Unless
     ``stable``, rows longer than 16 with ties come out in the order of PyTorch's CPU kernel
     (std::sort, which is stable only up to 16 elements)."""
+    xp = xp_for(x, d)
     if not descending:
-        idx = np.argsort(x, axis=d, kind="stable")
+        idx = xp.argsort(x, axis=d, kind="stable")
     else:
         n = x.shape[d]
-        idx = (n - 1) - np.flip(np.argsort(np.flip(x, d), axis=d, kind="stable"), d)
+        idx = (n - 1) - xp.flip(xp.argsort(xp.flip(x, d), axis=d, kind="stable"), d)
     if stable or x.ndim == 0 or x.shape[d] <= 16 or x.size == 0:
         return idx
     rows, mshape = _as_rows(x, d)
     out, _ = _as_rows(idx, d)
-    replay = np.nonzero(_rows_needing_replay(rows, out))[0]
+    replay = xp.nonzero(_rows_needing_replay(rows, out))[0]
     if not len(replay):
         return idx
     out = out.copy()
@@ -1239,7 +1270,7 @@ def _sort_idx(x, d, descending, stable=True):
         algo = _StdAlgo([(v, i) for i, v in enumerate(rows[r].tolist())], _StdAlgo.by_value(less))
         algo.sort(0, rows.shape[1])
         out[r] = [p[1] for p in algo.a]
-    return np.moveaxis(out.reshape(mshape), -1, d)
+    return xp.moveaxis(out.reshape(mshape), -1, d)
 
 
 class SortBackward0(OpNode):
@@ -1254,8 +1285,9 @@ TopkBackward0 = type("TopkBackward0", (SortBackward0,), {})
 
 
 def _selected(name, cls, input, idx, d, extra=None):
+    xp = xp_for(input, idx, d, extra)
     x = input._data
-    vals = np.take_along_axis(x, idx, axis=d) if x.ndim else x.copy()
+    vals = xp.take_along_axis(x, idx, axis=d) if x.ndim else x.copy()
     node = node_for(cls, (input,))
     if node is not None:
         node.index, node.dim, node.shape = idx, d, x.shape
@@ -1266,10 +1298,11 @@ def _selected(name, cls, input, idx, d, extra=None):
 
 def sort(input, dim=-1, descending=False, stable=None, *, out=None):
     """(values, indices) sorted along ``dim``; equal values keep their order."""
+    xp = xp_for(input)
     x = input._data
     no_complex(x, "sort")
     d = wrap_dim(_int(dim), x.ndim)
-    idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else np.zeros((), np.int64)
+    idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else xp.zeros((), np.int64)
     res = _selected("sort", SortBackward0 if stable is None else SortBackward1, input, idx, d)
     if out is not None:
         write_out(out[0], res[0], "sort")
@@ -1280,10 +1313,11 @@ def sort(input, dim=-1, descending=False, stable=None, *, out=None):
 
 def argsort(input, dim=-1, descending=False, stable=False):
     """Indices that sort ``input`` along ``dim``; no gradient."""
+    xp = xp_for(input)
     x = input._data
     no_complex(x, "sort")
     d = wrap_dim(_int(dim), x.ndim)
-    idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else np.zeros((), np.int64)
+    idx = _sort_idx(x, d, descending, _bool(stable)) if x.ndim else xp.zeros((), np.int64)
     return finish(None, arr(idx.astype(np.int64, copy=False)))
 
 
@@ -1513,13 +1547,14 @@ _REPLAY_BUDGET = 1 << 16
 def _rows_needing_replay(x2, order, any_order=False):
     """Rows of a 2-D array (one row per reduced slice) with ties or NaNs; ``order`` (same
     layout) sorts each row."""
+    xp = xp_for(x2, order, any_order)
     if any_order and x2.size <= _REPLAY_BUDGET:
-        return np.ones(x2.shape[0], bool)
-    s = np.take_along_axis(x2, order, axis=1)
+        return xp.ones(x2.shape[0], bool)
+    s = xp.take_along_axis(x2, order, axis=1)
     with np.errstate(invalid="ignore"):
-        tie = (s[:, 1:] == s[:, :-1]).any(axis=1) if s.shape[1] > 1 else np.zeros(s.shape[0], bool)
+        tie = (s[:, 1:] == s[:, :-1]).any(axis=1) if s.shape[1] > 1 else xp.zeros(s.shape[0], bool)
     if x2.dtype.kind in "fcV":
-        tie |= np.isnan(x2).any(axis=1)
+        tie |= xp.isnan(x2).any(axis=1)
     if tie.sum() * x2.shape[1] > _REPLAY_BUDGET:
         tie[:] = False
     return tie
@@ -1527,14 +1562,16 @@ def _rows_needing_replay(x2, order, any_order=False):
 
 def _as_rows(x, d):
     """``x`` with ``d`` moved last, as (rows, n)."""
-    m = np.moveaxis(x, d, -1)
+    xp = xp_for(x, d)
+    m = xp.moveaxis(x, d, -1)
     return m.reshape(-1, m.shape[-1]), m.shape
 
 
 def _topk_idx(x, k, d, largest, sorted_):
     """Indices (along ``d``, in output order) that PyTorch's CPU topk returns."""
+    xp = xp_for(x, k, d, sorted_)
     full = _sort_idx(x, d, largest)
-    base = np.take(full, np.arange(k), axis=d)
+    base = xp.take(full, xp.arange(k), axis=d)
     if k == 0 or x.size == 0:
         return base
     rows, mshape = _as_rows(x, d)
@@ -1542,7 +1579,7 @@ def _topk_idx(x, k, d, largest, sorted_):
     out, _ = _as_rows(base, d)
     out = out.copy()
     less = _gt_or_nan if largest else _lt_nan_last
-    for r in np.nonzero(_rows_needing_replay(rows, _as_rows(full, d)[0], not sorted_))[0]:
+    for r in xp.nonzero(_rows_needing_replay(rows, _as_rows(full, d)[0], not sorted_))[0]:
         algo = _StdAlgo([(v, i) for i, v in enumerate(rows[r].tolist())], _StdAlgo.by_value(less))
         if k * 64 <= n:
             algo.partial_sort(0, k, n)
@@ -1551,11 +1588,12 @@ def _topk_idx(x, k, d, largest, sorted_):
             if sorted_:
                 algo.sort(0, k - 1)
         out[r] = [p[1] for p in algo.a[:k]]
-    return np.moveaxis(out.reshape(mshape[:-1] + (k,)), -1, d)
+    return xp.moveaxis(out.reshape(mshape[:-1] + (k,)), -1, d)
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``, with their indices."""
+    xp = xp_for(input, k)
     x = input._data
     if x.dtype.kind == "b":
         raise RuntimeError("topk does not support bool dtypes on CPU")
@@ -1566,7 +1604,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
     if x.ndim == 0:
-        idx = np.zeros((), np.int64)
+        idx = xp.zeros((), np.int64)
     else:
         idx = _topk_idx(x, k, d, largest, sorted)
     res = _selected("topk", TopkBackward0, input, idx, d)
@@ -1582,17 +1620,19 @@ KthvalueBackward0 = type("KthvalueBackward0", (MaxBackward0,), {})
 
 def _kth_idx(x, k, d):
     """Index (keepdim) of the ``k``-th smallest along ``d`` as PyTorch's CPU kernel picks it."""
+    xp = xp_for(x, k, d)
     full = _sort_idx(x, d, False)
-    idx = np.take(full, [k - 1], axis=d)
+    idx = xp.take(full, [k - 1], axis=d)
     rows, mshape = _as_rows(x, d)
-    out = np.moveaxis(idx, d, -1).reshape(-1).copy()
-    for r in np.nonzero(_rows_needing_replay(rows, _as_rows(full, d)[0]))[0]:
+    out = xp.moveaxis(idx, d, -1).reshape(-1).copy()
+    for r in xp.nonzero(_rows_needing_replay(rows, _as_rows(full, d)[0]))[0]:
         out[r] = _torch_quickselect(rows[r].tolist(), k - 1)
-    return np.moveaxis(out.reshape(mshape[:-1] + (1,)), -1, d)
+    return xp.moveaxis(out.reshape(mshape[:-1] + (1,)), -1, d)
 
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The ``k``-th smallest element along ``dim`` (1-based), with its index."""
+    xp = xp_for(input, k)
     x = input._data
     if x.dtype.kind == "b":
         raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
@@ -1605,16 +1645,16 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if x.ndim == 0:
-        idx = np.zeros((), np.int64)
+        idx = xp.zeros((), np.int64)
         vals = x.copy()
     else:
         idx = _kth_idx(x, k, d)
-        vals = np.take_along_axis(x, idx, axis=d)
+        vals = xp.take_along_axis(x, idx, axis=d)
     node = node_for(KthvalueBackward0, (input,))
     if node is not None:
         node.dim, node.keepdim, node.shape, node.index = d, keepdim, x.shape, idx
     if x.ndim and not keepdim:
-        vals, idx = np.squeeze(vals, d), np.squeeze(idx, d)
+        vals, idx = xp.squeeze(vals, d), xp.squeeze(idx, d)
     res = return_types.kthvalue(finish(node, arr(vals)), finish(None, arr(idx.astype(np.int64))))
     if out is not None:
         write_out(out[0], res[0], "kthvalue")
@@ -1644,26 +1684,27 @@ def _mode_row(vals):
 
 def mode(input, dim=-1, keepdim=False, *, out=None):
     """The most frequent value along ``dim`` (the smallest of equally frequent ones), with an index of it."""
+    xp = xp_for(input)
     x = input._data
     d = wrap_dim(_int(dim), x.ndim)
     if x.ndim:
         _check_nonempty(x, (d,), "mode")
     if x.ndim == 0:
-        idx = np.zeros((), np.int64)
+        idx = xp.zeros((), np.int64)
     else:
         rows, mshape = _as_rows(x, d)
-        order = np.argsort(rows, axis=1, kind="stable")
+        order = xp.argsort(rows, axis=1, kind="stable")
         flat = order[:, 0].copy()  # all values distinct: the smallest one
-        for r in np.nonzero(_rows_needing_replay(rows, order))[0]:
+        for r in xp.nonzero(_rows_needing_replay(rows, order))[0]:
             flat[r] = _mode_row(rows[r].tolist())[1]
-        idx = np.moveaxis(flat.reshape(mshape[:-1] + (1,)), -1, d)
-    vals = np.take_along_axis(x, idx, axis=d) if x.ndim else x.copy()
+        idx = xp.moveaxis(flat.reshape(mshape[:-1] + (1,)), -1, d)
+    vals = xp.take_along_axis(x, idx, axis=d) if x.ndim else x.copy()
     node = node_for(ModeBackward0, (input,))
     if node is not None:
         node.dim, node.keepdim, node.shape, node.index = d, keepdim, x.shape, idx
     if x.ndim and not keepdim:
-        vals, idx = np.squeeze(vals, d), np.squeeze(idx, d)
-    res = return_types.mode(finish(node, arr(np.array(vals))), finish(None, arr(np.array(idx, np.int64))))
+        vals, idx = xp.squeeze(vals, d), xp.squeeze(idx, d)
+    res = return_types.mode(finish(node, arr(xp.array(vals))), finish(None, arr(xp.array(idx, np.int64))))
     if out is not None:
         write_out(out[0], res[0], "mode")
         write_out(out[1], res[1], "mode")
@@ -1682,22 +1723,23 @@ class MedianBackward0(OpNode):
 def _lower_median_idx(x, d, ignore_nan=False):
     """Index (keepdim) of the lower median along ``d``. A NaN wins for median (the first
     one); nanmedian takes the lower median of the other values (the first NaN when all are)."""
+    xp = xp_for(x, d, ignore_nan)
     n = x.shape[d]
-    order = np.argsort(x, axis=d, kind="stable")  # NaNs last, ties in index order
+    order = xp.argsort(x, axis=d, kind="stable")  # NaNs last, ties in index order
     if x.dtype.kind in "fcV":
-        nan = np.isnan(x)
+        nan = xp.isnan(x)
         if nan.any():
             if ignore_nan:
                 m = n - nan.sum(axis=d, keepdims=True)
-                idx = np.take_along_axis(order, np.maximum(m - 1, 0) // 2, axis=d).astype(np.int64)
+                idx = xp.take_along_axis(order, xp.maximum(m - 1, 0) // 2, axis=d).astype(np.int64)
                 # A row of NaNs only: PyTorch's nth_element sees them all as equal and
                 # leaves at the front whichever its partitioning put there.
-                return np.where(m == 0, _all_equal_nth(n), idx)
-            idx = np.take(order, [(n - 1) // 2], axis=d)
+                return xp.where(m == 0, _all_equal_nth(n), idx)
+            idx = xp.take(order, [(n - 1) // 2], axis=d)
             has = nan.any(axis=d, keepdims=True)
-            first = np.argmax(nan, axis=d, keepdims=True)
-            return np.where(has, first, idx).astype(np.int64)
-    return np.take(order, [(n - 1) // 2], axis=d).astype(np.int64)
+            first = xp.argmax(nan, axis=d, keepdims=True)
+            return xp.where(has, first, idx).astype(np.int64)
+    return xp.take(order, [(n - 1) // 2], axis=d).astype(np.int64)
 
 
 def _all_equal_nth(n):
@@ -1712,18 +1754,19 @@ NanmedianBackward1 = type("NanmedianBackward1", (MaxBackward0,), {})
 
 
 def _median(name, input, dim, keepdim, ignore_nan, classes):
+    xp = xp_for(input, ignore_nan, classes)
     x = input._data
     if x.dtype.kind == "b":
         raise NotImplementedError(f"\"{'median_cpu' if dim is None else 'median_out'}\" not implemented for 'Bool'")
     no_complex_kernel(x, "median_cpu" if dim is None else "median_out")
     if dim is None:
         if x.size == 0:
-            r = np.array(np.nan, x.dtype)
+            r = xp.array(np.nan, x.dtype)
         else:
             flat = x.reshape(-1)
             r = flat[_lower_median_idx(flat, 0, ignore_nan)[0]]
         node = node_for(classes[0], (input,))
-        res = finish(node, arr(np.asarray(r, x.dtype)))
+        res = finish(node, arr(xp.asarray(r, x.dtype)))
         if node is not None:
             save(node, input)
             save_output(node, res)
@@ -1734,18 +1777,18 @@ def _median(name, input, dim, keepdim, ignore_nan, classes):
     else:
         xd, dd = x, d
         _check_nonempty(x, (d,), "median")
-    idx = _lower_median_idx(xd, dd, ignore_nan) if xd.size else np.zeros(_keep_shape(xd.shape, (dd,)), np.int64)
-    vals = np.take_along_axis(xd, idx, axis=dd) if xd.size else np.zeros(idx.shape, x.dtype)
+    idx = _lower_median_idx(xd, dd, ignore_nan) if xd.size else xp.zeros(_keep_shape(xd.shape, (dd,)), np.int64)
+    vals = xp.take_along_axis(xd, idx, axis=dd) if xd.size else xp.zeros(idx.shape, x.dtype)
     if x.ndim == 0:
         vi, ii = vals.reshape(()), idx.reshape(())
     elif keepdim:
         vi, ii = vals, idx
     else:
-        vi, ii = np.squeeze(vals, dd), np.squeeze(idx, dd)
+        vi, ii = xp.squeeze(vals, dd), xp.squeeze(idx, dd)
     node = node_for(classes[1], (input,))
     if node is not None:
         node.dim, node.keepdim, node.shape = d, keepdim, x.shape
-        node.index = idx if x.ndim else np.zeros((), np.int64)
+        node.index = idx if x.ndim else xp.zeros((), np.int64)
     return getattr(return_types, name)(finish(node, vi.copy()), finish(None, ii.copy()))
 
 

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ._base import xp_for
 from ._base import OpNode, node_for, save, finish, arr
 
 __all__ = ["constant_pad_nd", "pixel_shuffle", "pixel_unshuffle"]
@@ -19,65 +20,67 @@ __all__ = ["constant_pad_nd", "pixel_shuffle", "pixel_unshuffle"]
 # *** separable gather maps ***
 
 def _scatter_axis(a, idx, n, axis):
-    """Adjoint of ``np.take(., idx, axis)``: sum the slices of ``a`` into ``n`` slots."""
+    """Adjoint of ``xp.take(., idx, axis)``: sum the slices of ``a`` into ``n`` slots."""
+    xp = xp_for(a, idx, n)
     shape = list(a.shape)
     shape[axis] = n
-    out = np.zeros(shape, a.dtype)
+    out = xp.zeros(shape, a.dtype)
     if idx.size == 0 or a.size == 0:
         return out
     sl = [slice(None)] * a.ndim
     m = idx.size
-    if m % n == 0 and np.array_equal(idx, np.arange(m) // (m // n)):
+    if m % n == 0 and xp.array_equal(idx, xp.arange(m) // (m // n)):
         # integer nearest upsampling: each slot is the sum of a run of equal length, added
         # up as strided slices (a reduction over a short inner axis is many times slower)
         r = m // n
         sl[axis] = slice(0, None, r)
-        out = np.array(a[tuple(sl)], copy=True)
+        out = xp.array(a[tuple(sl)], copy=True)
         for j in range(1, r):
             sl[axis] = slice(j, None, r)
             out += a[tuple(sl)]
         return out
     # the longest stretch copied with a constant offset (the interior of a padding) as a slice
-    k = idx - np.arange(m)
-    kk = np.bincount(k - k.min()).argmax() + k.min()
-    run = np.flatnonzero(k == kk)
+    k = idx - xp.arange(m)
+    kk = xp.bincount(k - k.min()).argmax() + k.min()
+    run = xp.flatnonzero(k == kk)
     if 2 * run.size >= m and run[-1] - run[0] + 1 == run.size:
         p0, p1 = int(run[0]), int(run[-1]) + 1
         sl[axis] = slice(p0 + kk, p1 + kk)
         src = [slice(None)] * a.ndim
         src[axis] = slice(p0, p1)
         out[tuple(sl)] = a[tuple(src)]
-        rest = np.concatenate([np.arange(p0), np.arange(p1, m)]).astype(np.int64)
+        rest = xp.concatenate([xp.arange(p0), xp.arange(p1, m)]).astype(np.int64)
         if rest.size:
-            out += _scatter_axis(np.take(a, rest, axis=axis), idx[rest], n, axis)
+            out += _scatter_axis(xp.take(a, rest, axis=axis), idx[rest], n, axis)
         return out
-    counts = np.bincount(idx, minlength=n)
+    counts = xp.bincount(idx, minlength=n)
     if counts.max() <= 4:
         # few sources per slot (padding, upsampling): a few rounds of scatters with unique targets
-        remaining = np.arange(idx.size)
+        remaining = xp.arange(idx.size)
         while remaining.size:
-            _, first = np.unique(idx[remaining], return_index=True)
+            _, first = xp.unique(idx[remaining], return_index=True)
             pick = remaining[first]
             sl[axis] = idx[pick]
-            out[tuple(sl)] += np.take(a, pick, axis=axis)
-            keep = np.ones(remaining.size, bool)
+            out[tuple(sl)] += xp.take(a, pick, axis=axis)
+            keep = xp.ones(remaining.size, bool)
             keep[first] = False
             remaining = remaining[keep]
         return out
-    if np.all(idx[1:] >= idx[:-1]):
+    if xp is np and xp.all(idx[1:] >= idx[:-1]):   # (a device sorts always: no host question)
         si, src = idx, a
     else:  # many sources per slot (embedding rows): sorted segment sums
-        order = np.argsort(idx, kind="stable")
-        si, src = idx[order], np.take(a, order, axis=axis)
-    starts = np.flatnonzero(np.concatenate(([True], si[1:] != si[:-1])))
+        order = xp.argsort(idx, kind="stable")
+        si, src = idx[order], xp.take(a, order, axis=axis)
+    starts = xp.flatnonzero(xp.concatenate(([True], si[1:] != si[:-1])))
     sl[axis] = si[starts]
-    out[tuple(sl)] = np.add.reduceat(src, starts, axis=axis)
+    out[tuple(sl)] = xp.add.reduceat(src, starts, axis=axis)
     return out
 
 
 def _weigh(a, w, axis):
+    xp = xp_for(a, w)
     if w.dtype == np.bool_:
-        return np.where(_wshape(w, axis, a.ndim), a, a.dtype.type(0))
+        return xp.where(_wshape(w, axis, a.ndim), a, a.dtype.type(0))
     return a * _wshape(w.astype(a.dtype, copy=False), axis, a.ndim)
 
 
@@ -89,32 +92,38 @@ def _wshape(w, axis, ndim):
 
 def _dense(n_in, n_out, terms, dtype):
     """The map of one axis as a dense (n_out, n_in) matrix."""
-    M = np.zeros((n_out, n_in), dtype)
-    rows = np.arange(n_out)
+    xp = xp_for(n_in, n_out, terms)
+    M = xp.zeros((n_out, n_in), dtype)
+    rows = xp.arange(n_out)
     for idx, w in terms:
         M[rows, idx] += 1 if w is None else w.astype(dtype)  # (row, idx) pairs are unique within a term
     return M
 
 
 def _apply_dense(a, M, axis):
+    xp = xp_for(a, M)
     if axis == a.ndim - 1:
-        return np.matmul(a, M.T)
+        return xp.matmul(a, M.T)
     if axis == a.ndim - 2:
-        return np.matmul(M, a)
-    return np.moveaxis(np.tensordot(M, a, axes=([1], [axis])), 0, axis)
+        return xp.matmul(M, a)
+    return xp.moveaxis(xp.tensordot(M, a, axes=([1], [axis])), 0, axis)
 
 
 def _gather(a, maps, adjoint):
     """Apply each axis map (axis, n_in, n_out, [(idx, weight or None), ...]) to ``a``.
     A weight is a float array (multiplied, as PyTorch's interpolation does) or a bool mask
     (selected: a padded position is the pad value even beside an inf)."""
+    xp = xp_for(a, maps)
+    if xp is not np:   # host-built index maps go onto the device once
+        maps = [(axis, n_in, n_out, [(xp.asarray(i), w if w is None else xp.asarray(w)) for i, w in terms])
+                for axis, n_in, n_out, terms in maps]
     for axis, n_in, n_out, terms in (reversed(maps) if adjoint else maps):
         if n_in == 0 or n_out == 0:  # a map from or onto an empty axis is zero
             shape = list(a.shape)
             shape[axis] = n_in if adjoint else n_out
-            a = np.zeros(shape, a.dtype)
+            a = xp.zeros(shape, a.dtype)
             continue
-        if any(w is not None for _, w in terms) and n_in * n_out <= 1 << 16 and np.isfinite(a).all():
+        if xp is np and any(w is not None for _, w in terms) and n_in * n_out <= 1 << 16 and xp.isfinite(a).all():
             # weighted (interpolating) maps: one small GEMM per axis (a GEMM would spread a
             # NaN or inf over the whole axis: those go through the gathers below)
             M = _dense(n_in, n_out, terms, a.dtype)
@@ -126,7 +135,7 @@ def _gather(a, maps, adjoint):
                 t = a if w is None else _weigh(a, w, axis)
                 t = _scatter_axis(t, idx, n_in, axis)
             else:
-                t = np.take(a, idx, axis=axis)
+                t = xp.take(a, idx, axis=axis)
                 if w is not None:
                     t = _weigh(t, w, axis)
             out = t if out is None else out + t
@@ -143,10 +152,11 @@ class _MapNode(OpNode):
     keeps_input = False
 
     def backward(self, g):
+        xp = xp_for(g)
         nf = self.next_functions
         if len(nf) == 2:   # an adjoint tied to the forward's input
             r = _apply_map(g, self.maps, not self.adjoint, self.pair) if nf[0][0] is not None else None
-            z = finish(None, np.zeros(self.dep_shape, g._data.dtype)) if nf[1][0] is not None else None
+            z = finish(None, xp.zeros(self.dep_shape, g._data.dtype)) if nf[1][0] is not None else None
             return r, z
         dep = self.saved_tensors[0] if self.keeps_input and not self.adjoint else None
         return _apply_map(g, self.maps, not self.adjoint, self.pair, dep=dep)
@@ -190,15 +200,16 @@ def _pad_classes(name):
 
 
 def _pad_index(n, lo, hi, mode):
-    j = np.arange(n + lo + hi, dtype=np.int64) - lo
+    xp = xp_for(n, lo, hi)
+    j = xp.arange(n + lo + hi, dtype=np.int64) - lo
     if mode == "reflect":
-        j = np.abs(j)
-        j = np.where(j >= n, 2 * (n - 1) - j, j)
+        j = xp.abs(j)
+        j = xp.where(j >= n, 2 * (n - 1) - j, j)
     elif mode == "replicate":
-        j = np.clip(j, 0, n - 1)
+        j = xp.clip(j, 0, n - 1)
     elif mode == "circular":  # crop first, then wrap around what is left
         m = n + min(lo, 0) + min(hi, 0)
-        j = (np.arange(n + lo + hi, dtype=np.int64) - max(lo, 0)) % max(m, 1) + max(-lo, 0)
+        j = (xp.arange(n + lo + hi, dtype=np.int64) - max(lo, 0)) % max(m, 1) + max(-lo, 0)
     return j
 
 
@@ -243,6 +254,7 @@ def constant_pad_nd(input, pad, value=0):
 
 
 def _pad_nd(input, pad, mode, value):
+    xp = xp_for(input, pad, value)
     x = input._data
     nd = x.ndim
     k = len(pad) // 2
@@ -267,19 +279,19 @@ def _pad_nd(input, pad, mode, value):
         shape[axis] = n_out
         if lo == 0 and hi == 0:
             continue
-        j = _pad_index(n, lo, hi, mode)
+        j = xp.asarray(_pad_index(n, lo, hi, mode))   # (host-built: onto the device once)
         if mode == "constant":
             valid = (j >= 0) & (j < n)
             masks.append((axis, valid))
-            maps.append((axis, n, n_out, [(np.where(valid, j, 0), valid)]))
+            maps.append((axis, n, n_out, [(xp.where(valid, j, 0), valid)]))
         else:
             maps.append((axis, n, n_out, [(j, None)]))
     extra = None
     if mode == "constant" and value != 0 and masks:
-        full = np.ones([1] * nd, bool)
+        full = xp.ones([1] * nd, bool)
         for axis, valid in masks:
             full = full & _wshape(valid, axis, nd)
-        extra = np.where(full, 0, value).astype(x.dtype)
+        extra = xp.where(full, 0, value).astype(x.dtype)
     if mode == "constant":
         name = "ConstantPadNd"
     elif mode == "circular":
@@ -315,15 +327,16 @@ def _scale_value(scale, n_in, n_out, ft):
 
 
 def _nearest_terms(n_in, n_out, scale, exact):
-    o = np.arange(n_out)
+    xp = xp_for(n_in, n_out, scale, exact)
+    o = xp.arange(n_out)
     if not exact and n_out == n_in:
         return [(o, None)]
     if not exact and n_out == 2 * n_in:
         return [(o >> 1, None)]
     s = _scale_value(scale, n_in, n_out, np.float32)
     of = o.astype(np.float32)
-    src = np.floor((of + np.float32(0.5)) * s) if exact else np.floor(of * s)
-    return [(np.minimum(src.astype(np.int64), n_in - 1), None)]
+    src = xp.floor((of + np.float32(0.5)) * s) if exact else xp.floor(of * s)
+    return [(xp.minimum(src.astype(np.int64), n_in - 1), None)]
 
 
 def _linear_scale(n_in, n_out, align_corners, scale, ft):
@@ -333,24 +346,26 @@ def _linear_scale(n_in, n_out, align_corners, scale, ft):
 
 
 def _linear_terms(n_in, n_out, align_corners, scale, ft):
+    xp = xp_for(n_in, n_out, scale, ft)
     s = _linear_scale(n_in, n_out, align_corners, scale, ft)
-    d = np.arange(n_out).astype(ft)
+    d = xp.arange(n_out).astype(ft)
     if align_corners:
         src = s * d
     else:
-        src = np.maximum(s * (d + ft(0.5)) - ft(0.5), ft(0))
+        src = xp.maximum(s * (d + ft(0.5)) - ft(0.5), ft(0))
     i0 = src.astype(np.int64)
     i1 = i0 + (i0 < n_in - 1)
-    l1 = np.clip(src - i0.astype(ft), 0, 1).astype(ft)
+    l1 = xp.clip(src - i0.astype(ft), 0, 1).astype(ft)
     l0 = (ft(1) - l1).astype(ft)
     return [(i0, l0), (i1, l1)]
 
 
 def _cubic_terms(n_in, n_out, align_corners, scale, ft):
+    xp = xp_for(n_in, n_out, scale, ft)
     s = _linear_scale(n_in, n_out, align_corners, scale, ft)
-    d = np.arange(n_out).astype(ft)
+    d = xp.arange(n_out).astype(ft)
     src = s * d if align_corners else s * (d + ft(0.5)) - ft(0.5)
-    i = np.floor(src).astype(np.int64)
+    i = xp.floor(src).astype(np.int64)
     t = (src - i.astype(ft)).astype(ft)
     A = ft(-0.75)
 
@@ -361,10 +376,11 @@ def _cubic_terms(n_in, n_out, align_corners, scale, ft):
         return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
 
     ws = [c2(t + 1), c1(t), c1(1 - t), c2(2 - t)]
-    return [(np.clip(i - 1 + k, 0, n_in - 1), ws[k].astype(ft)) for k in range(4)]
+    return [(xp.clip(i - 1 + k, 0, n_in - 1), ws[k].astype(ft)) for k in range(4)]
 
 
 def _upsample(input, out_size, scales, mode, align_corners):
+    xp = xp_for(input, out_size, scales)
     x = input._data
     k = len(out_size)
     sp = x.shape[-k:]
@@ -403,7 +419,7 @@ def _upsample(input, out_size, scales, mode, align_corners):
     if x.dtype.kind == "u" and mode in ("bilinear", "bicubic"):
         # bytes are interpolated in float and rounded back (PyTorch: fixed point; may differ by one)
         r = _gather(x.astype(np.float32), maps, False)
-        return finish(None, np.clip(np.rint(r), 0, 255).astype(x.dtype))
+        return finish(None, xp.clip(xp.rint(r), 0, 255).astype(x.dtype))
     return _apply_map(input, maps, False, _pad_classes(name))
 
 
@@ -495,13 +511,14 @@ def _im2col_np(x, ks, dil, pad, st):
     kh, kw = ks
     oh = (H + 2 * pad[0] - dil[0] * (kh - 1) - 1) // st[0] + 1
     ow = (W + 2 * pad[1] - dil[1] * (kw - 1) - 1) // st[1] + 1
-    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1]))) if pad[0] or pad[1] else x
-    cols = np.empty((N, C, kh, kw, max(oh, 0), max(ow, 0)), x.dtype)
+    mod = xp_for(x)
+    xpad = mod.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1]))) if pad[0] or pad[1] else x
+    cols = mod.empty((N, C, kh, kw, max(oh, 0), max(ow, 0)), x.dtype)
     for i in range(kh):
         hi = i * dil[0]
         for j in range(kw):
             wj = j * dil[1]
-            cols[:, :, i, j] = xp[:, :, hi:hi + st[0] * (oh - 1) + 1:st[0], wj:wj + st[1] * (ow - 1) + 1:st[1]]
+            cols[:, :, i, j] = xpad[:, :, hi:hi + st[0] * (oh - 1) + 1:st[0], wj:wj + st[1] * (ow - 1) + 1:st[1]]
     return cols.reshape(N, C * kh * kw, oh * ow)
 
 
@@ -514,13 +531,13 @@ def _col2im_np(cols, out_hw, ks, dil, pad, st):
     ow = (W + 2 * pad[1] - dil[1] * (kw - 1) - 1) // st[1] + 1
     C = cols.shape[1] // (kh * kw)
     c = cols.reshape(N, C, kh, kw, oh, ow)
-    xp = np.zeros((N, C, H + 2 * pad[0], W + 2 * pad[1]), cols.dtype)
+    xpad = xp_for(cols).zeros((N, C, H + 2 * pad[0], W + 2 * pad[1]), cols.dtype)
     for i in range(kh):
         hi = i * dil[0]
         for j in range(kw):
             wj = j * dil[1]
-            xp[:, :, hi:hi + st[0] * (oh - 1) + 1:st[0], wj:wj + st[1] * (ow - 1) + 1:st[1]] += c[:, :, i, j]
-    return xp[:, :, pad[0]:pad[0] + H, pad[1]:pad[1] + W]
+            xpad[:, :, hi:hi + st[0] * (oh - 1) + 1:st[0], wj:wj + st[1] * (ow - 1) + 1:st[1]] += c[:, :, i, j]
+    return xpad[:, :, pad[0]:pad[0] + H, pad[1]:pad[1] + W]
 
 
 class Im2ColBackward0(OpNode):
@@ -543,8 +560,9 @@ def _im2col(x, ks, dil, pad, st):
 
 
 def _col2im(cols, out_hw, ks, dil, pad, st):
+    xp = xp_for(cols, out_hw, ks, dil, pad, st)
     d = cols._data
-    r = np.ascontiguousarray(_col2im_np(d if d.ndim == 3 else d[None], out_hw, ks, dil, pad, st))
+    r = xp.ascontiguousarray(_col2im_np(d if d.ndim == 3 else d[None], out_hw, ks, dil, pad, st))
     node = node_for(Col2ImBackward0, (cols,))
     if node is not None:
         node.args = (ks, dil, pad, st)
@@ -615,20 +633,22 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 # *** pixel shuffle ***
 
 def _shuffle_np(x, r):
+    xp = xp_for(x, r)
     *lead, C, H, W = x.shape
     y = x.reshape(tuple(lead) + (C // (r * r), r, r, H, W))
     n = len(lead)
     y = y.transpose(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
     # np.array copies always (a factor of 1 would otherwise hand back the input's memory)
-    return np.array(y, order="C").reshape(tuple(lead) + (C // (r * r), H * r, W * r))
+    return xp.array(y, order="C").reshape(tuple(lead) + (C // (r * r), H * r, W * r))
 
 
 def _unshuffle_np(x, r):
+    xp = xp_for(x, r)
     *lead, C, H, W = x.shape
     y = x.reshape(tuple(lead) + (C, H // r, r, W // r, r))
     n = len(lead)
     y = y.transpose(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
-    return np.array(y, order="C").reshape(tuple(lead) + (C * r * r, H // r, W // r))
+    return xp.array(y, order="C").reshape(tuple(lead) + (C * r * r, H // r, W // r))
 
 
 class PixelShuffleBackward0(OpNode):

@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 
+from ._base import check_devices
+from ._base import xp_for, strided, on_device
 from ._base import (OpNode, node_for, finish, finish_multi, view_of, arr, wrap_dim, norm_dims,
                     result_np_dtype, xp_of, type_name, Tensor, Size)
 from .. import _dtype as D
@@ -128,6 +130,7 @@ class ExpandBackward0(OpNode):
 
 def expand(input, *sizes):
     """A broadcast view (``-1`` keeps a dimension)."""
+    xp = xp_for(input, *sizes)
     if not sizes:
         raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = _shape_arg(sizes)
@@ -162,9 +165,11 @@ def expand(input, *sizes):
         # would land several elements on one location are refused by check_inplace.
         lead = len(target) - x.ndim
         strides = (0,) * lead + tuple(0 if s != t else st for s, t, st in zip(x.shape, target[lead:], x.strides))
-        r = np.lib.stride_tricks.as_strided(x, target, strides, writeable=x.flags.writeable)
-    else:
+        r = strided(x, target, strides)
+    elif type(x).__name__ == "MetaArray":
         r = x.__array_namespace__().broadcast_to(x, target)
+    else:   # (a device's broadcast views are writeable)
+        r = xp.broadcast_to(x, target)
     node = node_for(ExpandBackward0, (input,))
     if node is not None:
         node.shape = x.shape
@@ -464,11 +469,12 @@ def tile(input, dims):
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element ``repeats`` times along ``dim`` (flattened when ``dim`` is None)."""
+    xp = xp_for(input, repeats, output_size)
     if repeats is None:  # repeat_interleave(repeats): indices repeated by the counts
         r = input._data
         if r.ndim > 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
-        return finish(None, np.repeat(np.arange(r.size, dtype=np.int64), r))
+        return finish(None, xp.repeat(xp.arange(r.size, dtype=np.int64), r))
     if dim is None:
         input, d = flatten(input), 0
     else:
@@ -480,14 +486,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if isinstance(repeats, Tensor):
         reps = repeats._data.reshape(-1)
         if reps.size == 1:
-            reps = np.broadcast_to(reps, (n,))
+            reps = xp.broadcast_to(reps, (n,))
         if reps.size != n:
             raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
                                f"{reps.size} and input.size({d}) = {n}")
-        if np.any(reps < 0):
+        if xp.any(reps < 0):
             raise RuntimeError("repeats can not be negative")
         from .index_ops import index_select
-        return index_select(input, d, finish(None, np.repeat(np.arange(n, dtype=np.int64), reps)))
+        return index_select(input, d, finish(None, xp.repeat(xp.arange(n, dtype=np.int64), reps)))
     k = _int(repeats)
     if k < 0:
         raise RuntimeError("Repeats must be non-negative")
@@ -540,12 +546,13 @@ class RollBackward0(OpNode):
 
 def roll(input, shifts, dims=None):
     """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None)."""
+    xp = xp_for(input, shifts)
     x = input._data
     sh = (shifts,) if isinstance(shifts, _int) else tuple(shifts)
     if dims is None:
         if len(sh) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:0")
-        r = np.roll(x.reshape(-1), sh[0]).reshape(x.shape) if x.size else x.copy()
+        r = xp.roll(x.reshape(-1), sh[0]).reshape(x.shape) if x.size else x.copy()
         node = node_for(RollBackward0, (input,))
         res = finish(node, arr(r))
         if node is not None:
@@ -591,6 +598,7 @@ def _tensor_list(tensors, name, nonempty=False):
 
 def cat(tensors, dim=0, *, out=None):
     """Concatenate along ``dim`` (dtypes promote; legacy 1-D empty tensors are skipped)."""
+    check_devices(tensors)
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -644,6 +652,7 @@ class StackBackward0(OpNode):
 
 def stack(tensors, dim=0, *, out=None):
     """Join equal-shaped tensors along a new dimension ``dim``."""
+    check_devices(tensors)
     tensors = _tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -930,16 +939,17 @@ dsplit = _nsplit("dsplit", 2, 3)
 
 def _diag_view(x, offset, d1, d2):
     """A writable view of the diagonal of ``x`` (NumPy's own is read-only)."""
-    v = np.diagonal(x, offset, d1, d2)
+    xp = xp_for(x, offset, d1, d2)
+    v = xp.diagonal(x, offset, d1, d2)
     if v.size == 0 or type(x) is not np.ndarray:
-        return v if type(x) is not np.ndarray else np.zeros(v.shape, x.dtype)
+        return v if type(x) is not np.ndarray else xp.zeros(v.shape, x.dtype)
     idx = [slice(None)] * x.ndim
     if offset >= 0:
         idx[d2] = slice(offset, None)
     else:
         idx[d1] = slice(-offset, None)
     start = x[tuple(idx)]
-    return np.lib.stride_tricks.as_strided(start, shape=v.shape, strides=v.strides, writeable=x.flags.writeable)
+    return strided(start, v.shape, v.strides)
 
 
 class DiagonalBackward0(OpNode):
@@ -954,7 +964,8 @@ class DiagonalBackwardBackward0(OpNode):
 
 def _diag_scatter(g, shape, offset, d1, d2):
     """zeros(shape) with ``g`` on its (offset, d1, d2) diagonal; differentiable in ``g``."""
-    z = np.zeros(shape, g._data.dtype)
+    xp = xp_for(g, shape, offset, d1, d2)
+    z = xp.zeros(shape, g._data.dtype)
     if g._data.size:
         _diag_view(z, offset, d1, d2)[...] = g._data
     node = node_for(DiagonalBackwardBackward0, (g,))
@@ -984,6 +995,7 @@ class DiagEmbedBackward0(OpNode):
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Tensors whose (dim1, dim2) diagonals are the last dimension of ``input``."""
+    xp = xp_for(input, offset, dim1, dim2)
     x = input._data
     nd = x.ndim + 1
     d1, d2 = wrap_dim(_int(dim1), nd), wrap_dim(_int(dim2), nd)
@@ -993,7 +1005,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     n = x.shape[-1] + builtins.abs(offset) if x.ndim else builtins.abs(offset) + 1
     rest = iter(x.shape[:-1])
     shape = tuple(n if i in (d1, d2) else next(rest) for i in range(nd))
-    z = np.zeros(shape, x.dtype)
+    z = xp.zeros(shape, x.dtype)
     if z.size:
         _diag_view(z, offset, d1, d2)[...] = x
     node = node_for(DiagEmbedBackward0, (input,))
@@ -1036,7 +1048,7 @@ def _tri(name, np_fn, cls):
         if x.ndim < 2:
             raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
         k = _int(diagonal)
-        r = np_fn(x, k)
+        r = on_device(np_fn, x)(x, k)
         node = node_for(cls, (input,))
         if node is not None:
             node.k = k
@@ -1134,10 +1146,11 @@ class UnfoldBackwardBackward0(OpNode):
 
 def _unfold_backward(g, shape, d, size, step):
     """Windows of ``g`` summed back into a tensor of ``shape`` (differentiable in ``g``)."""
+    xp = xp_for(g, shape, d, size, step)
     x = g._data
     z = xp_of(g).zeros(shape, x.dtype)
     n = x.shape[d] if len(shape) else 1
-    gm = x.reshape(1, size) if not len(shape) else np.moveaxis(x, -1, d + 1)  # window index right after d
+    gm = x.reshape(1, size) if not len(shape) else xp.moveaxis(x, -1, d + 1)  # window index right after d
     for j in range(size):
         if not len(shape):
             z[...] += gm[0, j]
@@ -1152,6 +1165,7 @@ def _unfold_backward(g, shape, d, size, step):
 
 def unfold(input, dimension, size, step):
     """A view of all windows of ``size`` along ``dimension``, ``step`` apart (windows last)."""
+    xp = xp_for(input, dimension, size, step)
     x = input._data
     d = wrap_dim(_int(dimension), x.ndim)
     size, step = _int(size), _int(step)
@@ -1169,7 +1183,7 @@ def unfold(input, dimension, size, step):
         st = x.strides[d]
         shape = x.shape[:d] + (n,) + x.shape[d + 1:] + (size,)
         strides = x.strides[:d] + (st * step,) + x.strides[d + 1:] + (st,)
-        r = np.lib.stride_tricks.as_strided(x, shape, strides, writeable=x.flags.writeable)
+        r = strided(x, shape, strides)
     node = node_for(UnfoldBackward0, (input,))
     if node is not None:
         node.shape, node.dim, node.size, node.step = x.shape, d, size, step
@@ -1183,6 +1197,7 @@ class Rot90Backward0(OpNode):
 
 def rot90(input, k=1, dims=(0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane of ``dims`` (from the first toward the second)."""
+    xp = xp_for(input, k)
     x = input._data
     dims = tuple(dims)
     if len(dims) != 2:
@@ -1193,7 +1208,7 @@ def rot90(input, k=1, dims=(0, 1)):
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
     k = _int(k)
-    r = np.array(np.rot90(x, k, (d0, d1)), order="C")   # a copy for every k, as PyTorch
+    r = xp.array(xp.rot90(x, k, (d0, d1)), order="C")   # a copy for every k, as PyTorch
     node = node_for(Rot90Backward0, (input,))
     if node is not None:
         node.k, node.dims = k, (d0, d1)
@@ -1291,6 +1306,7 @@ INPLACE = {"triu_": triu, "tril_": tril, "squeeze_": squeeze, "unsqueeze_": unsq
 
 def as_strided(input, size, stride, storage_offset=None):
     """A view of ``input``'s storage with the given sizes, strides and offset (in elements)."""
+    xp = xp_for(input, size, stride, storage_offset)
     x = input._data
     size, stride = tuple(_int(s) for s in size), tuple(_int(s) for s in stride)
     if len(size) != len(stride):
@@ -1299,7 +1315,7 @@ def as_strided(input, size, stride, storage_offset=None):
         raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {_shp(stride)}")
     off = input.storage_offset() if storage_offset is None else _int(storage_offset)
     root = x
-    while isinstance(root.base, np.ndarray):
+    while root.base is not None and type(root.base) is type(root):
         root = root.base
     k = x.itemsize
     n_storage = root.nbytes // k
@@ -1311,9 +1327,12 @@ def as_strided(input, size, stride, storage_offset=None):
     if type(x) is not np.ndarray and input.is_meta:    # no storage: the view's metadata only
         from .._meta import MetaArray
         r = MetaArray(size, x.dtype, tuple(st * k for st in stride))
-    else:
+    elif type(x) is np.ndarray:
         r = np.ndarray(size, x.dtype, buffer=root, offset=off * k if all(size) else 0,
                        strides=tuple(st * k for st in stride))
+    else:   # a device array: a strided view of its storage from the offset on
+        r = strided(root.reshape(-1)[off:], size, tuple(st * k for st in stride)) if all(size) \
+            else xp.empty(size, x.dtype)
     node = node_for(AsStridedBackward0, (input,))
     res = finish(node, r)
     if node is not None:
@@ -1321,7 +1340,7 @@ def as_strided(input, size, stride, storage_offset=None):
         node.base_shape, node.numel = x.shape, x.size
         node.pos = pos = _positions(res, input, outside=True)
         if pos is not None and pos.size and pos.min() < 0:   # (storage outside the input: no gradient)
-            node.keep = np.flatnonzero(pos >= 0)
+            node.keep = np.flatnonzero(pos >= 0) if type(pos) is np.ndarray else xp.flatnonzero(pos >= 0)
             node.pos = pos[node.keep]
     return view_of(input, res, lambda b: as_strided(b, size, stride, off))
 
@@ -1415,8 +1434,9 @@ DiagonalScatterBackward0 = type("DiagonalScatterBackward0", (_ScatterIntoBackwar
 
 
 def _scatter_into(input, src, view_fn, region, cls):
+    xp = xp_for(input, src, view_fn, region)
     x = input._data
-    target = view_fn(Tensor._make(np.empty(x.shape, x.dtype)))
+    target = view_fn(Tensor._make(xp.empty(x.shape, x.dtype)))
     if tuple(src._data.shape) != tuple(target._data.shape):
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
                            f"{_shp(src._data.shape)}, slice size = {_shp(target._data.shape)}")
@@ -1428,7 +1448,7 @@ def _scatter_into(input, src, view_fn, region, cls):
     node = node_for(cls, (input, src))
     if node is not None:
         if region is None:   # (a diagonal: its elements as a mask)
-            m = np.zeros(x.shape, np.bool_)
+            m = xp.zeros(x.shape, np.bool_)
             view_fn(Tensor._make(m))._data[...] = True
             region = (m,)
         node.region, node.take = region, view_fn

@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 
+from ._base import xp_for
+from .._device import special_module
 from ._base import OpNode, node_for, save, save_output, finish, arr, write_out, Tensor, masked_grad, _dtype_name
 from ._base import zeros_grad, quiet, node_for1
 from .. import _dtype as D
@@ -29,7 +31,8 @@ _ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -
 
 
 def _erf_f32(x):
-    a = np.clip(x, -4.0, 4.0, dtype=np.float64)
+    xp = xp_for(x)
+    a = xp.clip(x, -4.0, 4.0, dtype=np.float64)
     x2 = a * a
     p = x2 * _ERF_P[0]
     p += _ERF_P[1]
@@ -49,8 +52,7 @@ def _erf_f32(x):
 def _erf_raw(x):
     if x.dtype == np.float32 or x.dtype == _HALF:
         return _erf_f32(x)
-    from scipy.special import erf
-    return erf(x)
+    return special_module(x).erf(x)
 
 
 _BLOCK = 1 << 16
@@ -60,14 +62,15 @@ def _blockwise(fn, *arrays):
     """``fn(*arrays)`` for an elementwise ``fn``, computed on blocks of 65,536 elements: the
     same values, but each of fn's many temporaries stays cache-sized and is reused by the
     allocator, instead of being mapped and page-faulted in afresh for every NumPy pass."""
+    xp = xp_for(fn, *arrays)
     if arrays[0].size <= _BLOCK:
         return fn(*arrays)
     if len(arrays) > 1:
-        arrays = np.broadcast_arrays(*arrays)
+        arrays = xp.broadcast_arrays(*arrays)
     shape = arrays[0].shape
-    flats = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
-    first = np.asarray(fn(*(f[:_BLOCK] for f in flats)))
-    out = np.empty(flats[0].size, first.dtype)
+    flats = [xp.ascontiguousarray(a).reshape(-1) for a in arrays]
+    first = xp.asarray(fn(*(f[:_BLOCK] for f in flats)))
+    out = xp.empty(flats[0].size, first.dtype)
     out[:_BLOCK] = first
     for i in range(_BLOCK, out.size, _BLOCK):
         out[i:i + _BLOCK] = fn(*(f[i:i + _BLOCK] for f in flats))
@@ -84,23 +87,24 @@ def _erf_np(x):
 
 
 def _erfc_np(x):
+    xp = xp_for(x)
     k = _accel.usable(x)
     if k is not None:
         return _accel.erfc(k, x)
-    from scipy.special import erfc  # 1 - erf(x) would lose the tail (erfc(10) ~ 2e-45)
-    r = erfc(x)
-    if x.dtype == np.float64 and (x > 26.0).any():
+    sp = special_module(x)
+    r = sp.erfc(x)  # (1 - erf(x) would lose the tail: erfc(10) ~ 2e-45)
+    # (on a device, without asking the host whether any element is that far out)
+    if x.dtype == np.float64 and (type(x) is not np.ndarray or (x > 26.0).any()):
         # scipy flushes erfc to 0 past 26.55; torch's reaches the subnormals (erfc(27) = 5.2e-319):
         # erfcx(x) * exp(-x*x), with exp(-x*x/2) applied twice so that it rounds only once.
-        from scipy.special import erfcx
-        e = np.exp(x * x * -0.5)
-        r = np.where(x > 26.0, erfcx(x) * e * e, r)
+        e = xp.exp(x * x * -0.5)
+        r = xp.where(x > 26.0, sp.erfcx(x) * e * e, r)
     return r
 
 
 def _erfinv_np(x):
-    from scipy.special import erfinv
-    return np.where(x == 0, x, erfinv(x))  # erfinv(-0.) is -0.
+    xp = xp_for(x)
+    return xp.where(x == 0, x, special_module(x).erfinv(x))  # erfinv(-0.) is -0.
 
 
 def _not_implemented(kernel, kinds="b"):
@@ -221,7 +225,7 @@ _make_unary("log2", np.log2, "Log2Backward0", "input", lambda g, x, y: g / (x * 
 _make_unary("log10", np.log10, "Log10Backward0", "input", lambda g, x, y: g / (x * _LN10))
 _make_unary("log1p", np.log1p, "Log1PBackward0", "input", lambda g, x, y: g / (x + 1))
 _make_unary("sqrt", np.sqrt, "SqrtBackward0", "output", lambda g, x, y: g / (y * 2))
-_make_unary("rsqrt", lambda a: 1.0 / np.sqrt(a), "RsqrtBackward0", "output",
+_make_unary("rsqrt", lambda a: 1.0 / xp_for(a).sqrt(a), "RsqrtBackward0", "output",
             lambda g, x, y: g * -0.5 * (y * y * y))
 _make_unary("sin", np.sin, "SinBackward0", "input", lambda g, x, y: g * cos(x))
 _make_unary("cos", np.cos, "CosBackward0", "input", lambda g, x, y: g * -sin(x))
@@ -278,20 +282,21 @@ def _relu_check(dt):
 
 
 # np.maximum returns its second operand on ties, PyTorch its first: relu(-0.) is -0.
-_make_unary("relu", lambda a: np.maximum(0, a).astype(a.dtype, copy=False), "ReluBackward0", "output",
+_make_unary("relu", lambda a: xp_for(a).maximum(0, a).astype(a.dtype, copy=False), "ReluBackward0", "output",
             lambda g, x, y: masked_grad(g, ~(y._data <= 0), y), float_only=False, check=_relu_check)
 _make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sgn(x), float_only=False,
             check=_not_implemented("abs_cpu"), holomorphic=False)
 def _sign_np(a):
     """PyTorch's sign: bool stays bool, NaN gives 0, -0.0 gives 0."""
+    xp = xp_for(a)
     if a.dtype.kind == "b":
         return a.copy()
     if a.dtype.kind == "c":  # sgn: z / |z| (NaN where |z| is infinite, as PyTorch), 0 at 0
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(a == 0, a.dtype.type(0), a / np.abs(a))
-    r = np.sign(a)
+            return xp.where(a == 0, a.dtype.type(0), a / xp.abs(a))
+    r = xp.sign(a)
     if a.dtype.kind in "fV":
-        r = np.where(np.isnan(r), 0, r).astype(a.dtype, copy=False) + 0
+        r = xp.where(xp.isnan(r), 0, r).astype(a.dtype, copy=False) + 0
     return r
 
 
@@ -330,13 +335,14 @@ _make_unary("ceil", np.ceil, "CeilBackward0", "none", _zero, float_only=False,
             check=_no_complex("ceil", _not_implemented("ceil_vml_cpu")))
 _make_unary("trunc", np.trunc, "TruncBackward0", "none", _zero, float_only=False,
             check=_no_complex("trunc", _not_implemented("trunc_vml_cpu")))
-_make_unary("frac", lambda a: a - np.trunc(a), "FracBackward0", "none", lambda g, x, y: g,
+_make_unary("frac", lambda a: a - xp_for(a).trunc(a), "FracBackward0", "none", lambda g, x, y: g,
             check=_not_implemented("frac_cpu", "biuc"))
 
 
 def _sigmoid_np(a):
     # PyTorch's formula: exp(-a) overflows to inf for very negative a, giving exactly 0 there
-    return (1 / (1 + np.exp(-a))).astype(a.dtype, copy=False)
+    xp = xp_for(a)
+    return (1 / (1 + xp.exp(-a))).astype(a.dtype, copy=False)
 
 
 class RoundBackward0(OpNode):
@@ -349,12 +355,13 @@ RoundBackward1 = type("RoundBackward1", (RoundBackward0,), {})
 
 def round(input, *, decimals=0, out=None):
     """Round half to even, optionally to ``decimals`` places."""
+    xp = xp_for(input, decimals)
     x = input._data
     _not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", "bc" if decimals == 0 else "biuc")(x.dtype)
     if x.dtype == _HALF:  # scaled, rounded and divided in float32, as PyTorch
-        r = arr(np.round(x.astype(np.float32), decimals).astype(_HALF))
+        r = arr(xp.round(x.astype(np.float32), decimals).astype(_HALF))
     else:
-        r = arr(np.round(x, decimals))
+        r = arr(xp.round(x, decimals))
     res = finish(node_for(RoundBackward0 if decimals == 0 else RoundBackward1, (input,)), r)
     return res if out is None else write_out(out, res, "round")
 

@@ -14,6 +14,7 @@ layout, as PyTorch keeps a view's geometry rather than the ops that made it.
 """
 import numpy as np
 
+from ._base import xp_for, address
 from ._base import Tensor, OpNode, _state, view_rebase_error, INTERNAL_OVERLAP_MSG, set_history
 from ..autograd.graph import Node, _seq, _RELEASED, SECOND_BACKWARD_MSG
 
@@ -53,6 +54,7 @@ class CopySlices(Node):
         return res
 
     def _apply(self, grads):
+        xp = xp_for(grads)
         g = grads[0]
         if self.next_functions[0][0] is not None and self.place.overlapping():
             # (a view with elements sharing memory, as after expand: PyTorch's backward
@@ -62,7 +64,7 @@ class CopySlices(Node):
         if not _state.grad and self.place.geo is not None and type(g._data) is np.ndarray:
             # Plain arrays: copy the gradient, run fn on the view's slice (a strided view
             # of the copy), write its gradient for the view's old value back into it.
-            result = np.array(g._data, order="C")
+            result = xp.array(g._data, order="C")
             sl = self.place.view_into(result.reshape(-1))
             res = self._call_fn(Tensor._make(sl.copy()))
             r0 = res[0] if res else None
@@ -112,10 +114,11 @@ class AsStridedBackward0(OpNode):
     place = None   # a Placement, or the positions themselves in ``pos``
 
     def backward(self, g):
+        xp = xp_for(g)
         place = self.place
         if (place is not None and place.geo is not None and not _state.grad and type(g._data) is np.ndarray
                 and not place.overlapping()):
-            z = np.zeros(self.numel, g._data.dtype)
+            z = xp.zeros(self.numel, g._data.dtype)
             place.view_into(z)[...] = g._data
             return Tensor._make(z.reshape(self.base_shape))
         pos = place.pos() if place is not None else self.pos
@@ -164,10 +167,11 @@ class Placement:
     def view_into(self, flat):
         """The view's elements within ``flat`` (a contiguous 1-D array shaped like the base's
         storage), as a writable strided view."""
+        xp = xp_for(flat)
         shape, strides, off = self.geo
         k = flat.itemsize
         start = flat[off:] if off < flat.size else flat[:0]
-        return np.lib.stride_tricks.as_strided(start, shape, tuple(st * k for st in strides))
+        return xp.lib.stride_tricks.as_strided(start, shape, tuple(st * k for st in strides))
 
     def overlapping(self):
         """Whether several view elements share one base element (PyTorch: a stride 0)."""
@@ -183,33 +187,35 @@ def _positions(view, base, outside=False):
     element it shares memory with (from the arrays' own geometry, as PyTorch's
     as_strided does); None when that is simply ``arange(base.numel())``. ``outside``:
     the view may reach memory that is not ``base``'s (``as_strided``): -1 there."""
+    xp = xp_for(view, base, outside)
     vd, bd = view._data, base._data
     n = bd.size
-    if type(vd) is np.ndarray and type(bd) is np.ndarray and vd.itemsize == bd.itemsize:
+    if type(vd) is type(bd) and type(vd).__name__ != "MetaArray" and vd.itemsize == bd.itemsize:
+        xp = np   # (positions are geometry: computed on the host, for device arrays too)
         k = bd.itemsize
-        v0, b0 = vd.__array_interface__["data"][0], bd.__array_interface__["data"][0]
+        v0, b0 = address(vd), address(bd)
         vaddr = _addresses(vd, (v0 - b0) // k, k)
         if bd.flags.c_contiguous:
             pos = vaddr
             if outside:
-                pos = np.where((pos >= 0) & (pos < n), pos, -1)
+                pos = xp.where((pos >= 0) & (pos < n), pos, -1)
         else:   # the base's own layout: from memory offsets back to row-major positions
             baddr = _addresses(bd, 0, k).reshape(-1)
-            order = np.argsort(baddr, kind="stable")
+            order = xp.argsort(baddr, kind="stable")
             sb = baddr[order]
-            at = np.minimum(np.searchsorted(sb, vaddr), max(n - 1, 0))
-            pos = order[at] if n else np.full(vaddr.shape, -1, np.int64)
+            at = xp.minimum(xp.searchsorted(sb, vaddr), max(n - 1, 0))
+            pos = order[at] if n else xp.full(vaddr.shape, -1, np.int64)
             if outside and n:
-                pos = np.where(sb[at] == vaddr, pos, -1)
+                pos = xp.where(sb[at] == vaddr, pos, -1)
     else:
         prev = _state.grad
         _state.grad = False
         try:
-            lin = Tensor._make(np.arange(n, dtype=np.int64).reshape(bd.shape))
-            pos = np.asarray(view._view_fn(lin)._data, dtype=np.int64)
+            lin = Tensor._make(xp.arange(n, dtype=np.int64).reshape(bd.shape))
+            pos = xp.asarray(view._view_fn(lin)._data, dtype=np.int64)
         finally:
             _state.grad = prev
-    if pos.size == n and (n == 0 or (pos.ravel() == np.arange(n)).all()):
+    if pos.size == n and (n == 0 or (pos.ravel() == xp.arange(n)).all()):
         return None
     return pos.reshape(-1)
 
@@ -221,12 +227,13 @@ def _addresses(a, off, k):
 
 def _flat(shape, strides, off):
     """off + sum(index * stride) for every index of ``shape``, flattened row-major."""
-    pos = np.full(shape, off, np.int64)
+    xp = xp_for(shape, strides, off)
+    pos = xp.full(shape, off, np.int64)
     for d, (m, st) in enumerate(zip(shape, strides)):
         if m > 1:
             sh = [1] * len(shape)
             sh[d] = m
-            pos = pos + (np.arange(m, dtype=np.int64) * st).reshape(sh)
+            pos = pos + (xp.arange(m, dtype=np.int64) * st).reshape(sh)
     return pos.reshape(-1)
 
 

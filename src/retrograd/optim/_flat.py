@@ -22,6 +22,7 @@ bundle from the state as it is then). Nothing is computed on a stale buffer.
 import numpy as np
 
 from .._tensor import Tensor
+from ..ops._base import xp_for
 from .optimizer import _real, addcdiv, addcdiv_term, blas_for, fma_scalar, half, scale_
 
 __all__ = ["Batch", "batches", "flat_ok"]
@@ -39,12 +40,13 @@ class Batch:
     """
 
     __slots__ = ("params", "data", "state", "steps", "shapes", "offsets", "numel", "dtype", "_grad", "_param",
-                 "_scratch", "_checks", "_real", "single", "_ptrs", "_static")
+                 "_scratch", "_checks", "_real", "single", "_ptrs", "_static", "xp")
 
     def __init__(self, params, states, keys, step, real=False):
         self.params = params
         self.data = [_real(p._data) if real else p._data for p in params]
         self.dtype = self.data[0].dtype
+        self.xp = xp = xp_for(self.data[0])   # (a device's bundle: its flat arrays on the device)
         self.single = len(params) == 1 and not step
         self._real = False
         self._static = None
@@ -62,14 +64,15 @@ class Batch:
             return
         self.shapes = [d.shape for d in self.data]
         # the parameters' own arrays, for BLAS writes (None: written through NumPy)
-        self._ptrs = [d.ctypes.data if d.flags.c_contiguous and d.flags.writeable else None for d in self.data]
+        self._ptrs = [d.ctypes.data if xp is np and d.flags.c_contiguous and d.flags.writeable else None
+                      for d in self.data]
         sizes = [d.size for d in self.data]
         self.offsets = np.cumsum([0] + sizes).tolist()
         self.numel = self.offsets[-1]
         self.state = {}
         for k in keys:
-            flat = np.empty(self.numel, self.dtype)
-            np.concatenate([st[k]._data.reshape(-1) for st in states], out=flat)
+            flat = xp.empty(self.numel, self.dtype)
+            xp.concatenate([st[k]._data.reshape(-1) for st in states], out=flat)
             self.state[k] = flat
             for st, view in zip(states, self.split(flat)):
                 t = st[k]
@@ -100,13 +103,13 @@ class Batch:
             g = self.params[0]._grad._data
             if self._real:
                 g = _real(g)
-            return np.negative(g, out=np.empty_like(g)) if maximize else g.copy()
+            return self.xp.negative(g, out=self.xp.empty_like(g)) if maximize else g.copy()
         buf = self._grad
         if buf is None:
-            buf = self._grad = np.empty(self.numel, self.dtype)
-        np.concatenate([p._grad._data.reshape(-1) for p in self.params], out=buf)
+            buf = self._grad = self.xp.empty(self.numel, self.dtype)
+        self.xp.concatenate([p._grad._data.reshape(-1) for p in self.params], out=buf)
         if maximize:
-            np.negative(buf, out=buf)
+            self.xp.negative(buf, out=buf)
         return buf
 
     def param(self):
@@ -115,17 +118,17 @@ class Batch:
             return self.data[0]
         buf = self._param
         if buf is None:
-            buf = self._param = np.empty(self.numel, self.dtype)
-        np.concatenate([d.reshape(-1) for d in self.data], out=buf)
+            buf = self._param = self.xp.empty(self.numel, self.dtype)
+        self.xp.concatenate([d.reshape(-1) for d in self.data], out=buf)
         return buf
 
     def scratch(self, i):
         """A reusable flat work array (a fresh one for a batch of one)."""
         if self.single:
-            return np.empty_like(self.data[0])
+            return self.xp.empty_like(self.data[0])
         buf = self._scratch.get(i)
         if buf is None:
-            buf = self._scratch[i] = np.empty(self.numel, self.dtype)
+            buf = self._scratch[i] = self.xp.empty(self.numel, self.dtype)
         return buf
 
     def step_value(self):
@@ -146,7 +149,7 @@ class Batch:
 
     def axpy(self, flat, s):
         """``param += s * view`` for each parameter, rounded once (``fma_scalar(view, s, param)``)."""
-        fns = None if self.single or s == 1 or s == -1 else blas_for(self.dtype)
+        fns = None if self.single or s == 1 or s == -1 or self.xp is not np else blas_for(self.dtype)
         if fns is None:
             self.update(lambda d, u: fma_scalar(u, s, d, out=d), flat)
             return
@@ -154,7 +157,7 @@ class Batch:
 
     def add(self, flat):
         """``param += view`` for each parameter."""
-        fns = None if self.single else blas_for(self.dtype)
+        fns = None if self.single or self.xp is not np else blas_for(self.dtype)
         if fns is None:
             self.update(_iadd, flat)
             return
@@ -178,7 +181,7 @@ class Batch:
     def scale(self, c):
         """``param *= c`` for each parameter (c rounded to the dtype, as NumPy does)."""
         # (BLAS's scal by 0 writes zeros where NumPy keeps a NaN)
-        fns = None if self.single or c == 0 else blas_for(self.dtype)
+        fns = None if self.single or c == 0 or self.xp is not np else blas_for(self.dtype)
         if fns is None:
             for p, d in zip(self.params, self.data):
                 scale_(d, c)
@@ -224,7 +227,7 @@ class Batch:
             if g is None:
                 return False
             gd = g._data
-            if type(gd) is not np.ndarray or gd.dtype != d.dtype or gd.shape != d.shape:
+            if type(gd) is not type(d) or gd.dtype != d.dtype or gd.shape != d.shape:
                 return False
         for st, k, t, view in self._checks:
             if st.get(k) is not t or t._data is not view:
@@ -246,14 +249,14 @@ def flat_ok(group):
 
 def _eligible(p, st, keys, step):
     d = p._data
-    if type(d) is not np.ndarray or d.dtype not in _FLOATS:
+    if (type(d) is not np.ndarray and xp_for(d) is np) or d.dtype not in _FLOATS:   # (host or a device)
         return False
     gd = p._grad._data
-    if type(gd) is not np.ndarray or gd.dtype != d.dtype or gd.shape != d.shape:
+    if type(gd) is not type(d) or gd.dtype != d.dtype or gd.shape != d.shape:
         return False
     for k in keys:
         t = st.get(k)
-        if not isinstance(t, Tensor) or type(t._data) is not np.ndarray or t._data.dtype != d.dtype \
+        if not isinstance(t, Tensor) or type(t._data) is not type(d) or t._data.dtype != d.dtype \
                 or t._data.shape != d.shape:
             return False
     if step:
@@ -301,7 +304,7 @@ def batches(optimizer, index, group, params, keys, step=True, flat=True, real=Tr
     for p in params:
         st = state[p]
         if _eligible(p, st, keys, step):
-            k = (p._data.dtype, float(st["step"]._data) if step else None,
+            k = (type(p._data), p._data.dtype, float(st["step"]._data) if step else None,
                  st["step"]._data.dtype if step else None)
             groups.setdefault(k, []).append(p)
         else:

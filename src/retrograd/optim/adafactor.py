@@ -1,6 +1,8 @@
 """Adafactor: Adam-like steps with a factored (row x column) second moment for matrices."""
 import numpy as np
 
+from ..ops._base import xp_for
+
 from .._tensor import Tensor
 from .optimizer import Optimizer, _scalar, _sqrt, _step_tensor, fma_scalar, half, half_blocks, lerp_scalar, scale_
 
@@ -13,8 +15,9 @@ def _norm(a, axis=None, keepdims=False):
     if half(a.dtype):
         w = a.astype(np.float32)
         return np.sqrt(np.sum(w * w, axis=axis, keepdims=keepdims)).astype(a.dtype)
+    xp = xp_for(a)
     sq = a * a
-    return np.sqrt(np.sum(sq, axis=axis, keepdims=keepdims, dtype=a.dtype))
+    return xp.sqrt(xp.sum(sq, axis=axis, keepdims=keepdims, dtype=a.dtype))
 
 
 def _mean(a, axis):
@@ -27,7 +30,7 @@ def _outer(r, c):
     """``row_var @ col_var`` (an inner dimension of 1: each entry one product, rounded once)."""
     if half(r.dtype):
         return np.matmul(r.astype(np.float32), c.astype(np.float32)).astype(r.dtype)
-    return np.matmul(r, c)
+    return xp_for(r).matmul(r, c)
 
 
 def _rsqrt(a):
@@ -39,7 +42,7 @@ def _rsqrt(a):
         k = half_blocks(r.size)
         r[k:] = (1 / root[k:].astype(a.dtype).astype(np.float32)).astype(a.dtype)
         return r.reshape(a.shape)
-    return np.reciprocal(_sqrt(a))
+    return xp_for(a).reciprocal(_sqrt(a))
 
 
 class Adafactor(Optimizer):
@@ -83,14 +86,15 @@ class Adafactor(Optimizer):
                 if p.is_complex():
                     raise RuntimeError("Adafactor does not support complex parameters")
                 state = self.state[p]
+                xp = xp_for(p._data)
                 g = self._grad_array(p, group["maximize"])
                 if len(state) == 0:
                     state["step"] = _step_tensor()
                     if g.ndim > 1:
-                        state["row_var"] = Tensor._make(np.zeros(g.shape[:-1] + (1,), dtype=g.dtype))
-                        state["col_var"] = Tensor._make(np.zeros(g.shape[:-2] + (1,) + g.shape[-1:], dtype=g.dtype))
+                        state["row_var"] = Tensor._make(xp.zeros(g.shape[:-1] + (1,), dtype=g.dtype))
+                        state["col_var"] = Tensor._make(xp.zeros(g.shape[:-2] + (1,) + g.shape[-1:], dtype=g.dtype))
                     else:
-                        state["variance"] = Tensor._make(np.zeros_like(g))
+                        state["variance"] = Tensor._make(xp.zeros_like(g))
                 d = p._data
                 e1 = float(np.finfo(d.dtype).eps) if eps1 is None else eps1
                 step_t = state["step"]
@@ -104,19 +108,19 @@ class Adafactor(Optimizer):
                 if g.ndim > 1:
                     row_var = state["row_var"]._data
                     col_var = state["col_var"]._data
-                    row_mean = np.square(_norm(g, axis=-1, keepdims=True))
+                    row_mean = xp.square(_norm(g, axis=-1, keepdims=True))
                     row_mean /= g.shape[-1]
                     lerp_scalar(row_var, row_mean, one_minus_beta2_t, out=row_var)
-                    col_mean = np.square(_norm(g, axis=-2, keepdims=True))
+                    col_mean = xp.square(_norm(g, axis=-2, keepdims=True))
                     col_mean /= g.shape[-2]
                     lerp_scalar(col_var, col_mean, one_minus_beta2_t, out=col_var)
                     var_estimate = _outer(row_var, col_var)
-                    var_estimate /= np.maximum(_mean(row_var, -2), e1)
+                    var_estimate /= xp.maximum(_mean(row_var, -2), e1)
                 else:
                     variance = state["variance"]._data
                     lerp_scalar(variance, g * g, one_minus_beta2_t, out=variance)
                     var_estimate = variance.copy()
-                update = _rsqrt(np.maximum(var_estimate, e1 * e1))
+                update = _rsqrt(xp.maximum(var_estimate, e1 * e1))
                 update *= g
                 denom = max(1.0, float(_norm(update)) / ((update.size ** 0.5) * clip))
                 fma_scalar(update, -alpha / denom, d, out=d)

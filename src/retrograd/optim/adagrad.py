@@ -1,6 +1,8 @@
 """Adagrad (lr_decay, initial_accumulator_value, weight decay, maximize)."""
 import numpy as np
 
+from ..ops._base import xp_for
+
 from .._tensor import Tensor
 from ._flat import batches, flat_ok
 from ._sparse import adagrad_sparse_step
@@ -34,7 +36,7 @@ class Adagrad(Optimizer):
                 init = group["initial_accumulator_value"]
                 if p.is_complex():
                     init = complex(init, init)
-                state["sum"] = Tensor._make(np.full_like(p._data, init))
+                state["sum"] = Tensor._make(xp_for(p._data).full_like(p._data, init))
 
 
     def share_memory(self):

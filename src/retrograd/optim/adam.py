@@ -1,6 +1,8 @@
 """Adam (with AMSGrad, maximize, L2 or decoupled weight decay)."""
 import numpy as np
 
+from ..ops._base import xp_for
+
 from .._tensor import Tensor
 from ._accel import kernels
 from ._flat import batches, flat_ok
@@ -78,6 +80,7 @@ class Adam(Optimizer):
 
 def _adam(b, group):
     """One Adam step of a batch."""
+    xp = b.xp
     beta1, beta2 = (_scalar(x) for x in group["betas"])
     lr = _scalar(group["lr"])
     wd = group["weight_decay"]
@@ -100,7 +103,7 @@ def _adam(b, group):
     v = exp_avg_sq
     if group["amsgrad"]:
         v = b.state["max_exp_avg_sq"]
-        np.maximum(v, exp_avg_sq, out=v)
+        xp.maximum(v, exp_avg_sq, out=v)
     denom = div_scalar(_sqrt(v), bias_correction2_sqrt, out=b.scratch(0))
     denom += group["eps"]
     if decoupled:
@@ -111,6 +114,8 @@ def _adam(b, group):
 
 def _compiled(b, group, beta1, beta2, lr, wd, decoupled):
     """The step by the compiled kernel, one pass per parameter (False: not available here)."""
+    if b.flat_params() is None:   # (a batch of one, or a device's: no compiling for it)
+        return False
     k = kernels()
     if k is None or _sqrt is not _numpy_sqrt:
         return False

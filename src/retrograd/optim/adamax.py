@@ -1,6 +1,8 @@
 """Adamax: Adam with the infinity norm in place of the second moment."""
 import numpy as np
 
+from ..ops._base import xp_for
+
 from .adam import _check_adam_args
 from .optimizer import Optimizer, _real, _scalar, addcdiv, fma_scalar, lerp_scalar, scale_
 
@@ -32,6 +34,7 @@ class Adamax(Optimizer):
                 step_t = state["step"]
                 step_t._data += 1
                 d = _real(p._data)
+                xp = xp_for(d)
                 g = self._grad_array(p, group["maximize"])
                 if wd != 0:
                     g = fma_scalar(d, wd, g)
@@ -39,9 +42,9 @@ class Adamax(Optimizer):
                 exp_inf = _real(state["exp_inf"]._data)
                 lerp_scalar(exp_avg, g, 1 - beta1, out=exp_avg)
                 scale_(exp_inf, beta2)
-                norm = np.abs(g)
+                norm = xp.abs(g)
                 norm += eps
-                np.maximum(exp_inf, norm, out=exp_inf)
+                xp.maximum(exp_inf, norm, out=exp_inf)
                 clr = lr / (1 - beta1 ** float(step_t._data))
                 addcdiv(d, exp_avg, exp_inf, -clr, out=d)
                 p._bump_version()

@@ -17,6 +17,8 @@ from itertools import chain
 
 import numpy as np
 
+from ..ops._base import xp_for
+
 from .. import _dtype as D
 from .. import _threads
 from .._tensor import Tensor
@@ -95,7 +97,8 @@ def _as_dtype(v, dt):
 
 def _arr(x):
     """NumPy turns 0-d results into scalars; state and outputs must stay arrays."""
-    return np.asarray(x) if isinstance(x, np.generic) else x
+    xp = xp_for(x)
+    return xp.asarray(x) if isinstance(x, np.generic) else x
 
 
 def _find_blas():
@@ -161,17 +164,18 @@ def blas_for(dtype):
 
 def _axpy(x, s, y):
     """``y += s * x`` in place, rounded once; False where no BLAS call fits (y unchanged)."""
+    xp = xp_for(x, s, y)
     fns = blas_for(y.dtype)
     if isinstance(x, np.generic):      # e.g. a difference of two 0-d arrays
-        x = np.asarray(x)
+        x = xp.asarray(x)
     if (fns is None or type(x) is not np.ndarray or type(y) is not np.ndarray or x.dtype != y.dtype
             or x.shape != y.shape or not y.flags.writeable):
         return False
     n = y.size
     if n == 0:
         return True
-    xc = x if x.flags.c_contiguous else np.ascontiguousarray(x)
-    yc = y if y.flags.c_contiguous else np.ascontiguousarray(y)
+    xc = x if x.flags.c_contiguous else xp.ascontiguousarray(x)
+    yc = y if y.flags.c_contiguous else xp.ascontiguousarray(y)
     fns[0](n, s, xc.ctypes.data, yc.ctypes.data)
     if yc is not y:
         y[...] = yc
@@ -183,9 +187,10 @@ _F16 = np.dtype(np.float16)
 
 def fma_scalar(x, s, y, out=None):
     """``y + s * x`` with one rounding (PyTorch's ``y.add(x, alpha=s)``); s is a Python number."""
+    xp = xp_for(x, s, y)
     dt = y.dtype
     if s == 1 or s == -1:          # exact without a fused step
-        ufunc = np.add if s == 1 else np.subtract
+        ufunc = xp.add if s == 1 else xp.subtract
         if out is None:
             return _arr(ufunc(y, x))
         ufunc(y, x, out=out)
@@ -196,7 +201,7 @@ def fma_scalar(x, s, y, out=None):
             if _axpy(x, s, y):
                 return y
         else:
-            r = np.array(y, copy=True, order="C")
+            r = xp.array(y, copy=True, order="C")
             if _axpy(x, s, r):
                 if out is None:
                     return r
@@ -306,7 +311,7 @@ def div_scalar(a, s, out=None):
             return r
         out[...] = r
         return out
-    return _arr(np.divide(a, s, out=out))
+    return _arr(xp_for(a).divide(a, s, out=out))
 
 
 def addcmul(y, a, b, value, out=None):
@@ -353,18 +358,20 @@ def addcdiv(y, a, b, value, out=None):
             return t.astype(y.dtype)
         out[...] = t
         return out
+    xp = xp_for(y, a, b, value)
     t = a if value == 1 else _as_dtype(value, y.dtype) * a
     t = t / b
     if out is None:
         return y + t
-    np.add(y, t, out=out)
+    xp.add(y, t, out=out)
     return out
 
 
 def addcdiv_term(a, b, value, out=None):
     """The term ``(value * a) / b`` that :func:`addcdiv` adds (a flat step adds it per parameter)."""
-    t = a if value == 1 else np.multiply(a, _as_dtype(value, a.dtype), out=out)
-    return np.divide(t, b, out=out)
+    xp = xp_for(a, b, value)
+    t = a if value == 1 else xp.multiply(a, _as_dtype(value, a.dtype), out=out)
+    return xp.divide(t, b, out=out)
 
 
 def lerp_scalar(x, end, w, out):
@@ -399,11 +406,13 @@ def _real(a):
 def _sqrt(a):
     """Elementwise square root: one name for every optimizer, so a test can swap in PyTorch's
     own (MKL's, which is not correctly rounded) and check the rest of the arithmetic bit for bit."""
-    return np.sqrt(a)
+    xp = xp_for(a)
+    return xp.sqrt(a)
 
 
 def _zeros_like(p):
-    return Tensor._make(np.zeros_like(p._data))
+    xp = xp_for(p)
+    return Tensor._make(xp.zeros_like(p._data))
 
 
 def _step_tensor(value=0.0):
@@ -738,10 +747,11 @@ class Optimizer:
     # --- used by the subclasses ---------------------------------------------------------
     @staticmethod
     def _grad_array(p, maximize, real=True):
+        xp = xp_for(p)
         g = p._grad._data
         if real:
             g = _real(g)
-        return np.negative(g, out=np.empty_like(g)) if maximize else g
+        return xp.negative(g, out=xp.empty_like(g)) if maximize else g
 
     def _params_with_grad(self, group, buffers=(), init=None):
         """Each parameter of ``group`` that has a gradient, with its state. A new state gets

@@ -1,6 +1,8 @@
 """RAdam: Adam with a rectified adaptive learning rate."""
 import numpy as np
 
+from ..ops._base import xp_for
+
 from .adam import _adam_moments, _check_adam_args, _weight_decay
 from .optimizer import Optimizer, _real, _scalar, _sqrt, div_scalar, scale_
 
@@ -33,6 +35,7 @@ class RAdam(Optimizer):
             wd = group["weight_decay"]
             for p, state in self._params_with_grad(group, ("exp_avg", "exp_avg_sq")):
                 d = _real(p._data)
+                xp = xp_for(d)
                 g = self._grad_array(p, group["maximize"])
                 g = _weight_decay(d, g, lr, wd, group["decoupled_weight_decay"])
                 step = _adam_moments(state, d, g, beta1, beta2)
@@ -49,7 +52,7 @@ class RAdam(Optimizer):
                     root = _sqrt(exp_avg_sq)
                     root += eps
                     # PyTorch divides a number by a tensor as reciprocal() * number.
-                    adaptive_lr = np.reciprocal(root)
+                    adaptive_lr = xp.reciprocal(root)
                     adaptive_lr = scale_(adaptive_lr, bias_correction2 ** 0.5)
                     update *= adaptive_lr
                     update = scale_(update, rect)

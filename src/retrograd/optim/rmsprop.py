@@ -1,6 +1,8 @@
 """RMSprop (centered, momentum, weight decay, maximize)."""
 import numpy as np
 
+from ..ops._base import xp_for
+
 from ._flat import batches, flat_ok
 from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _scalar, _sqrt, addcdiv, addcmul, fma_scalar,
                         lerp_scalar, scale_)
@@ -38,6 +40,7 @@ class RMSprop(Optimizer):
 
 def _rmsprop(b, group):
     """One RMSprop step of a batch."""
+    xp = b.xp
     lr = _scalar(group["lr"])
     alpha = group["alpha"]
     wd = group["weight_decay"]

@@ -1,6 +1,8 @@
 """Rprop: per-coordinate step sizes that grow while the gradient keeps its sign."""
 import numpy as np
 
+from ..ops._base import xp_for
+
 from .._tensor import Tensor
 from .optimizer import Optimizer, _check_lr, _real, _scalar, _zeros_like
 
@@ -10,10 +12,11 @@ __all__ = ["Rprop"]
 def _init_rprop_state(group):
     """A new state's 'prev' (zeros) and 'step_size' (filled with the group's lr)."""
     def init(p, state):
+        xp = xp_for(p, state)
         state["prev"] = _zeros_like(p)
         lr = _scalar(group["lr"])
         value = complex(lr, lr) if p.is_complex() else lr
-        state["step_size"] = Tensor._make(np.full_like(p._grad._data, value))
+        state["step_size"] = Tensor._make(xp.full_like(p._grad._data, value))
     return init
 
 
@@ -41,16 +44,17 @@ class Rprop(Optimizer):
             for p, state in self._params_with_grad(group, init=_init_rprop_state(group)):
                 state["step"]._data += 1
                 d = _real(p._data)
+                xp = xp_for(d)
                 g = self._grad_array(p, group["maximize"])
                 prev = _real(state["prev"]._data)
                 step_size = _real(state["step_size"]._data)
-                sign = np.sign(g * prev)
-                factor = np.where(sign > 0, etaplus, np.where(sign < 0, etaminus, 1)).astype(d.dtype)
+                sign = xp.sign(g * prev)
+                factor = xp.where(sign > 0, etaplus, xp.where(sign < 0, etaminus, 1)).astype(d.dtype)
                 step_size *= factor
-                np.clip(step_size, step_size_min, step_size_max, out=step_size)
+                xp.clip(step_size, step_size_min, step_size_max, out=step_size)
                 g = g.copy()
                 g[factor == d.dtype.type(etaminus)] = 0
-                d -= np.sign(g) * step_size
+                d -= xp.sign(g) * step_size
                 prev[...] = g
                 p._bump_version()
         return loss

@@ -88,6 +88,8 @@ def _sgd(b, lr, wd, momentum, dampening, nesterov, maximize, state=None):
 
 def _compiled(b, lr, wd, momentum, dampening, nesterov, maximize):
     """The step by the compiled kernel, one pass per parameter (False: not available here)."""
+    if b.flat_params() is None:   # (a batch of one, or a device's: no compiling for it)
+        return False
     k = kernels()
     parts = None if k is None else b.flat_params()
     if parts is None:

@@ -220,8 +220,8 @@ class RNNBase(Module):
         hshape = (self.num_layers * D, N, real_hidden)
         cshape = (self.num_layers * D, N, self.hidden_size)
         if hx is None:
-            z = _creation.zeros(hshape, dtype=x.dtype)
-            h0, c0 = z, (_creation.zeros(cshape, dtype=x.dtype) if is_lstm else None)
+            z = _creation.zeros(hshape, dtype=x.dtype, device=x.device)
+            h0, c0 = z, (_creation.zeros(cshape, dtype=x.dtype, device=x.device) if is_lstm else None)
         else:
             if is_lstm:
                 h0, c0 = hx
@@ -368,7 +368,8 @@ class RNNCellBase(Module):
             raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected {self.input_size}")
         N = input.shape[0]
         if hx is None:
-            states = tuple(_creation.zeros((N, self.hidden_size), dtype=input.dtype) for _ in range(n_states))
+            states = tuple(_creation.zeros((N, self.hidden_size), dtype=input.dtype, device=input.device)
+                           for _ in range(n_states))
         else:
             states = hx if isinstance(hx, tuple) else (hx,)
             if not batched:

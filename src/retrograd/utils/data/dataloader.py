@@ -280,6 +280,20 @@ class DataLoader:
         return len(self._index_sampler)
 
 
+def _pin(data):
+    """Every tensor of a batch (nested in lists, tuples, dicts) in pinned host memory."""
+    from ..._tensor import Tensor
+    if isinstance(data, Tensor):
+        return data.pin_memory()
+    if isinstance(data, dict):
+        return type(data)({k: _pin(v) for k, v in data.items()})
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(_pin(v) for v in data))
+    if isinstance(data, (list, tuple)):
+        return type(data)(_pin(v) for v in data)
+    return data
+
+
 def _draw_seed(generator):
     return int((generator or default_generator)._np.integers(0, 2 ** 62, dtype=np.int64))
 
@@ -300,6 +314,10 @@ class _BaseDataLoaderIter:
         self._persistent_workers = loader.persistent_workers
         self._in_order = loader.in_order
         self._num_yielded = 0
+        self._pin_memory = False
+        if loader.pin_memory:
+            from ... import cuda
+            self._pin_memory = cuda.is_available()   # (without an accelerator there is nothing to pin)
 
     def __iter__(self):
         return self
@@ -316,6 +334,8 @@ class _BaseDataLoaderIter:
             self._reset(None)
         data = self._next_data()
         self._num_yielded += 1
+        if self._pin_memory:
+            data = _pin(data)
         return data
 
     def __len__(self):
