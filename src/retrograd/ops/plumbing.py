@@ -269,19 +269,6 @@ def dim_order(self, *, ambiguity_check=False):
     return tuple(order)
 
 
-def is_pinned(self, device=None):
-    """Whether the memory is page-locked (never, on the CPU)."""
-    return False
-
-
-def pin_memory(self, device=None):
-    """Page-lock the memory for faster transfers: needs an accelerator, as in PyTorch."""
-    from .. import cuda
-    if not cuda.is_available():
-        raise RuntimeError("Cannot access accelerator device when none is available.")
-    return self.clone()
-
-
 def share_memory_(self):
     """Mark the tensor as shared (returns ``self``). NumPy memory is process-local; the flag is
     what ``is_shared()`` reports, as PyTorch's does after moving to shared memory."""
@@ -774,8 +761,7 @@ TENSOR_METHODS = {
     "resize_as": _resize_as,
     "as_strided_": as_strided_, "is_nonzero": is_nonzero, "is_same_size": is_same_size, "is_signed": is_signed,
     "is_distributed": is_distributed, "get_device": get_device, "const_data_ptr": const_data_ptr,
-    "dim_order": dim_order, "is_pinned": is_pinned,
-    "pin_memory": pin_memory, "share_memory_": share_memory_, "is_shared": is_shared,
+    "dim_order": dim_order, "share_memory_": share_memory_, "is_shared": is_shared,
     "record_stream": record_stream, "as_subclass": as_subclass, "apply_": apply_, "map_": map_, "map2_": map2_,
     "module_load": module_load, "new": new, "new_empty_strided": new_empty_strided,
     "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
