@@ -270,3 +270,17 @@ def test_numeric_constants_match_torch():
         assert getattr(retrograd, name) == getattr(torch, name) and type(getattr(retrograd, name)) is float
     assert math.isnan(retrograd.nan) and math.isnan(torch.nan) and retrograd.newaxis is torch.newaxis is None
     assert retrograd.ones(3)[retrograd.newaxis].shape == (1, 3)
+
+
+def test_top_level_aliases_torch_has():
+    import retrograd
+    assert retrograd.vmap is retrograd.func.vmap
+    assert retrograd.GradScaler is retrograd.amp.GradScaler
+    assert issubclass(retrograd.OutOfMemoryError, RuntimeError)
+    g = retrograd.Generator().manual_seed(0)
+    rates = retrograd.tensor([0.0, 2.0, 50.0])
+    s = retrograd.poisson(rates, generator=g)
+    assert s.shape == rates.shape and s.dtype == rates.dtype and s[0].item() == 0.0
+    assert bool((s >= 0).all()) and bool((s == s.round()).all())
+    b = retrograd.binomial(retrograd.tensor([10.0, 10.0]), retrograd.tensor([0.0, 1.0]))
+    assert b.tolist() == [0.0, 10.0]

@@ -48,6 +48,24 @@ from ._threads import set_num_threads, get_num_threads, set_num_interop_threads,
 from . import amp, cpu, cuda, backends, distributed, testing  # noqa: F401,E402
 from . import func  # noqa: F401,E402
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_dtype  # noqa: F401,E402
+from .amp import GradScaler  # noqa: F401,E402
+from .func import vmap  # noqa: F401,E402
+
+
+class OutOfMemoryError(RuntimeError):
+    """An allocation on a device failed (``torch.OutOfMemoryError``; ``torch.cuda.OutOfMemoryError``)."""
+
+
+def poisson(input, generator=None):
+    """Samples from Poisson distributions with rates ``input`` (``torch.poisson``)."""
+    from .distributions._ops import poisson as _poisson
+    return _poisson(input, generator)
+
+
+def binomial(count, prob, generator=None):
+    """Samples from Binomial(count, prob) (``torch.binomial``)."""
+    from .distributions._ops import binomial as _binomial
+    return _binomial(count, prob, generator)
 from ._global_state import *  # noqa: F401,F403,E402
 
 from ._legacy import LEGACY_TYPES as _LEGACY_TYPES, tensortype  # noqa: E402,F401
