@@ -108,3 +108,11 @@ def test_a_device_tensor_takes_host_index_tensors():
     assert r.device == retrograd.device("cuda:0") and r.cpu().tolist() == [[8, 9, 10, 11], [0, 1, 2, 3]]
     r.sum().backward()
     assert g.grad.device == retrograd.device("cuda:0") and g.grad.cpu().sum().item() == 8
+
+
+def test_host_only_lapack_refuses_a_device_tensor_before_scipy_sees_it():
+    # SciPy's LAPACK wrappers must never receive device memory (an emulated or CuPy array):
+    # the routines retrograd still computes on the host say so and name the way out
+    a = retrograd.eye(3, device="cuda") * 2
+    with pytest.raises(NotImplementedError, match=r"LAPACK getrf: .*\.cpu\(\)"):
+        retrograd.linalg.lu_factor(a)

@@ -137,6 +137,16 @@ def _lapack_dtype(x, kernel=None, runtime=None):
     return x
 
 
+def _lapack(name, arrays):
+    """SciPy's LAPACK routine ``name`` for ``arrays``: host memory only, so a device array is
+    refused here (SciPy's wrappers must never see one)."""
+    if any(type(a) is not np.ndarray for a in arrays):
+        raise NotImplementedError(f"LAPACK {name}: retrograd computes this on the CPU only for now; move the "
+                                  "tensor there first (.cpu())")
+    from scipy.linalg import lapack
+    return lapack.get_lapack_funcs(name, arrays)
+
+
 def _low_precision(name):
     return name + ": Low precision dtypes not supported. Got {}"
 
@@ -934,7 +944,6 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
 
 def _getrf(x):
     """Packed LU and 1-based int32 pivots of each matrix (LAPACK getrf), plus info."""
-    from scipy.linalg import lapack
     m, n = x.shape[-2:]
     k = min(m, n)
     b = x.shape[:-2]
@@ -944,7 +953,7 @@ def _getrf(x):
     piv[...] = np.arange(1, k + 1, dtype=np.int32)
     if x.size == 0:
         return lu, piv, info
-    fn = lapack.get_lapack_funcs("getrf", (x,))
+    fn = _lapack("getrf", (x,))
     fl, fp, fi = lu.reshape((-1, m, n)), piv.reshape((-1, k)), info.reshape(-1)
     for i, mat in enumerate(x.reshape((-1, m, n))):
         a, p, inf = fn(mat)
@@ -1595,13 +1604,12 @@ def geqrf(input, *, out=None):
     if x.dtype.kind not in "fc":
         raise NotImplementedError(f"\"geqrf_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
     _lapack_dtype(x, "geqrf_cpu")
-    from scipy.linalg import lapack
     m, n = x.shape[-2:]
     k = min(m, n)
     a = np.empty(x.shape, x.dtype)
     tau = np.empty(x.shape[:-2] + (k,), x.dtype)
     if x.size:
-        fn = lapack.get_lapack_funcs("geqrf", (x,))
+        fn = _lapack("geqrf", (x,))
         fa, ft = a.reshape((-1, m, n)), tau.reshape((-1, k))
         for i, mat in enumerate(x.reshape((-1, m, n))):
             qr_, tau_, _, _ = fn(mat)
@@ -1667,14 +1675,13 @@ def _ldl_checks(x, name):
 
 
 def _ldl_np(x, hermitian):
-    from scipy.linalg import lapack
     n = x.shape[-1]
     ld = np.empty(x.shape, x.dtype)
     piv = np.empty(x.shape[:-1], np.int32)
     info = np.zeros(x.shape[:-2], np.int32)
     if x.size:
         kind = "hetrf" if (hermitian and x.dtype.kind == "c") else "sytrf"
-        fn = lapack.get_lapack_funcs(kind, (x,))
+        fn = _lapack(kind, (x,))
         fl, fp, fi = ld.reshape((-1, n, n)), piv.reshape((-1, n)), info.reshape(-1)
         for i, m in enumerate(x.reshape((-1, n, n))):
             a, p, inf = fn(m, lower=1)[:3]
@@ -1708,7 +1715,6 @@ def ldl_factor(A, *, hermitian=False, out=None):
 
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     """Solve ``A X = B`` from ldl_factor's ``(LD, pivots)`` (LAPACK sytrs / hetrs)."""
-    from scipy.linalg import lapack
     ld, piv, b = LD._data, pivots._data, B._data
     name = "torch.linalg.ldl_solve"
     if ld.ndim < 2:
@@ -1734,7 +1740,7 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     x = np.empty(bb.shape, b.dtype)
     if x.size:
         kind = "hetrs" if (hermitian and ld.dtype.kind == "c") else "sytrs"
-        fn = lapack.get_lapack_funcs(kind, (ld,))
+        fn = _lapack(kind, (ld,))
         for i in range(x.shape[0]):
             x[i] = fn(ldb[i], pb[i], bb[i], lower=1)[0]
     return _out(_const(x.reshape(batch + b.shape[-2:])), out, "linalg_ldl_solve")
