@@ -1052,3 +1052,17 @@ def _select(mask, a):
 def _masked_node(name):
     cls = _MASKED_NODES[name] = type(name, (_MaskedGradNode,), {"__module__": __name__})
     return cls
+
+
+def refuse_meta(fn):
+    """``fn`` raising PyTorch's no-data error for meta tensors (for ops that read values)."""
+    import functools
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        for a in args + tuple(kwargs.values()):
+            if isinstance(a, Tensor) and type(a._data) is not np.ndarray and a.is_meta:
+                from .._meta import NO_DATA
+                raise RuntimeError(NO_DATA)
+        return fn(*args, **kwargs)
+    return guarded

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, save_output, finish, finish_multi, arr, Tensor, _dtype_name, _state
+from ._base import refuse_meta, OpNode, node_for, save, save_output, finish, finish_multi, arr, Tensor, _dtype_name, _state
 from ._base import wrap_dim
 
 
@@ -2096,21 +2096,7 @@ def torch_matrix_rank(input, tol=None, symmetric=False, *, out=None):
         "`torch.linalg.matrix_rank()` to 'hermitian'.")
 
 
-def _refuse_meta(fn):
-    """``fn`` raising PyTorch's no-data error for meta tensors (LAPACK needs the values)."""
-    import functools
-
-    @functools.wraps(fn)
-    def guarded(*args, **kwargs):
-        for a in args + tuple(kwargs.values()):
-            if isinstance(a, Tensor) and type(a._data) is not np.ndarray and a.is_meta:
-                from .._meta import NO_DATA
-                raise RuntimeError(NO_DATA)
-        return fn(*args, **kwargs)
-    return guarded
-
-
 for _n, _f in list(globals().items()):
     if (not _n.startswith("_") and callable(_f) and getattr(_f, "__module__", None) == __name__
             and not isinstance(_f, type)):
-        globals()[_n] = _refuse_meta(_f)
+        globals()[_n] = refuse_meta(_f)

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, save_output, finish, arr, Tensor, _dtype_name, wrap_dim
+from ._base import refuse_meta, OpNode, node_for, save, save_output, finish, arr, Tensor, _dtype_name, wrap_dim
 from .. import _dtype as D
 
 __all__ = ["tril_indices", "triu_indices", "block_diag", "cartesian_prod", "combinations", "trapezoid", "trapz",
@@ -562,22 +562,8 @@ def _cov_method(self, *, correction=1, fweights=None, aweights=None):
     return cov(self, correction=correction, fweights=fweights, aweights=aweights)
 
 
-def _refuse_meta(fn):
-    """``fn`` raising PyTorch's no-data error for meta tensors (these read values)."""
-    import functools
-
-    @functools.wraps(fn)
-    def guarded(*args, **kwargs):
-        for a in args + tuple(kwargs.values()):
-            if isinstance(a, Tensor) and type(a._data) is not np.ndarray and a.is_meta:
-                from .._meta import NO_DATA
-                raise RuntimeError(NO_DATA)
-        return fn(*args, **kwargs)
-    return guarded
-
-
-combinations, unravel_index, pdist = _refuse_meta(combinations), _refuse_meta(unravel_index), _refuse_meta(pdist)
-cdist, block_diag = _refuse_meta(cdist), _refuse_meta(block_diag)
+combinations, unravel_index, pdist = refuse_meta(combinations), refuse_meta(unravel_index), refuse_meta(pdist)
+cdist, block_diag = refuse_meta(cdist), refuse_meta(block_diag)
 
 TENSOR_METHODS = {"cov": _cov_method, "corrcoef": corrcoef}
 INPLACE = {}
