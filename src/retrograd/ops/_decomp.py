@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from ._base import refuse_meta, OpNode, node_for, save, save_output, finish, finish_multi, arr, Tensor, _dtype_name, _state
+from ._base import refuse_meta
+from ._base import OpNode, node_for, save, save_output, finish, finish_multi, arr, Tensor, _dtype_name, _state
 from ._base import wrap_dim
 
 

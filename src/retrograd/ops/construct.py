@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from ._base import refuse_meta, OpNode, node_for, save, save_output, finish, arr, Tensor, _dtype_name, wrap_dim
+from ._base import refuse_meta
+from ._base import OpNode, node_for, save, save_output, finish, arr, Tensor, _dtype_name, wrap_dim
 from .. import _dtype as D
 
 __all__ = ["tril_indices", "triu_indices", "block_diag", "cartesian_prod", "combinations", "trapezoid", "trapz",
