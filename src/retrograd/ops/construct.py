@@ -239,6 +239,23 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 
 # --- covariance ------------------------------------------------------------------------------
 
+def _check_cov_weights(name, t, kinds, kind_word, n_obs):
+    """PyTorch's checks of cov()'s ``fweights`` / ``aweights``: one or fewer dimensions, the
+    dtype kind, one weight per observation, none negative."""
+    a = t._data
+    if a.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                           f"{a.ndim} dimensions")
+    if a.dtype.kind not in kinds:
+        raise RuntimeError(f"cov(): expected {name} to have {kind_word} dtype but got {name} with "
+                           f"{_dtype_name(a.dtype)} dtype")
+    if a.size != n_obs:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
+                           f"input but got {a.size} != {n_obs}")
+    if (a < 0).any():
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance matrix of the variables in the rows of ``input`` (observations in columns)."""
     import warnings
@@ -254,32 +271,10 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     n_obs = x._data.shape[1]
     w = None
     if fweights is not None:
-        fw = fweights._data
-        if fw.ndim > 1:
-            raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions but got fweights with "
-                               f"{fw.ndim} dimensions")
-        if fw.dtype.kind not in "iu":
-            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
-                               f"{_dtype_name(fw.dtype)} dtype")
-        if fw.size != n_obs:
-            raise RuntimeError(f"cov(): expected fweights to have the same numel as there are observations in the "
-                               f"input but got {fw.size} != {n_obs}")
-        if (fw < 0).any():
-            raise RuntimeError("cov(): fweights cannot be negative")
+        _check_cov_weights("fweights", fweights, "iu", "integral", n_obs)
         w = fweights
     if aweights is not None:
-        aw = aweights._data
-        if aw.ndim > 1:
-            raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but got aweights with "
-                               f"{aw.ndim} dimensions")
-        if aw.dtype.kind not in "fV":
-            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
-                               f"{_dtype_name(aw.dtype)} dtype")
-        if aw.size != n_obs:
-            raise RuntimeError(f"cov(): expected aweights to have the same numel as there are observations in the "
-                               f"input but got {aw.size} != {n_obs}")
-        if (aw < 0).any():
-            raise RuntimeError("cov(): aweights cannot be negative")
+        _check_cov_weights("aweights", aweights, "fV", "floating point", n_obs)
         w = aweights if w is None else w * aweights
     if w is not None:
         w_sum = w.sum()
