@@ -83,6 +83,34 @@ def _named(namespace):
     return names
 
 
+def default_target(namespace, walk):
+    """(what to draw, its description): the newer of the last backward's root and the newest
+    scalar that requires grad among the program's globals; (None, None) when neither exists."""
+    found = _newest_scalar(namespace)
+    target, what = None, None
+    if found is not None:
+        what, target = found
+    node = walk.node
+    if node is not None and (target is None or node._seq > target._grad_fn._seq):
+        target, what = node, f"the last backward's root ({node_name(node)})"
+    return target, what
+
+
+def draw(target, namespace, walk, recording, show_saved=False):
+    """The graph of ``target``, its nodes named after the program's globals, grouped by the
+    recorded modules, with the last backward walk when it went through this graph."""
+    from .. import viz
+    tr = None
+    if walk.steps:
+        tr = trace()
+        tr.steps = walk.steps
+    labels = _named(namespace)
+    try:
+        return viz.graph(target, labels=labels, show_saved=show_saved, modules=recording, trace=tr)
+    except ValueError:                  # the last walk went through another graph
+        return viz.graph(target, labels=labels, show_saved=show_saved, modules=recording)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args, rest = _parser().parse_known_args(argv)
@@ -140,8 +168,7 @@ def _type_name(obj):
 
 
 def _draw(args, namespace, walk, recording):
-    newest_node = walk.node
-    from .. import viz, Tensor
+    from .. import Tensor
     if args.var:
         if args.var not in namespace:
             print(f"retrograd graph: the script has no global variable '{args.var}'", file=sys.stderr)
@@ -154,25 +181,12 @@ def _draw(args, namespace, walk, recording):
             return 2
         what = args.var
     else:
-        found = _newest_scalar(namespace)
-        target, what = None, None
-        if found is not None:
-            what, target = found
-        if newest_node is not None and (target is None or newest_node._seq > target._grad_fn._seq):
-            target, what = newest_node, f"the last backward's root ({node_name(newest_node)})"
+        target, what = default_target(namespace, walk)
         if target is None:
             print("retrograd graph: the script computed no scalar that requires grad; "
                   "name a tensor with --var NAME", file=sys.stderr)
             return 2
-    tr = None
-    if walk.steps:
-        tr = trace()
-        tr.steps = walk.steps
-    labels = _named(namespace)
-    try:
-        g = viz.graph(target, labels=labels, show_saved=args.show_saved, modules=recording, trace=tr)
-    except ValueError:                  # the last walk went through another graph
-        g = viz.graph(target, labels=labels, show_saved=args.show_saved, modules=recording)
+    g = draw(target, namespace, walk, recording, show_saved=args.show_saved)
     try:
         g.save(args.output)
     except OSError as e:

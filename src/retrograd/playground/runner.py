@@ -64,36 +64,13 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 
 def _draw(namespace, walk, recording, max_nodes):
-    from .. import viz
-    from ..autograd.tracing import node_name, trace
+    from ..cli.graph import default_target, draw
     from ..viz.graph import MAX_DRAWN
-    found = _newest(namespace)
-    target, what = (found[1], found[0]) if found else (None, None)
-    node = walk.node
-    if node is not None and (target is None or node._seq > target._grad_fn._seq):
-        target, what = node, f"the last backward's root ({node_name(node)})"
+    target, what = default_target(namespace, walk)
     if target is None:
         return {"graph": None, "graph_summary": "no graph: nothing computed here requires grad"}
-    tr = None
-    if walk.steps:
-        tr = trace()
-        tr.steps = walk.steps
-    labels = _labels(namespace)
-    try:
-        g = viz.graph(target, labels=labels, modules=recording, trace=tr)
-    except ValueError:                  # the last walk went through another graph
-        g = viz.graph(target, labels=labels, modules=recording)
+    g = draw(target, namespace, walk, recording)
     nt, nf = len(g.tensor_nodes()), len(g.function_nodes())
     walked = f", {len(g.trace)} backward steps" if g.trace is not None else ""
     html = g.to_html(max_nodes=max_nodes or MAX_DRAWN)
     return {"graph": html, "graph_summary": f"graph of {what}: {nt} tensors, {nf} functions{walked}"}
-
-
-def _newest(namespace):
-    from ..cli.graph import _newest_scalar
-    return _newest_scalar(namespace)
-
-
-def _labels(namespace):
-    from ..cli.graph import _named
-    return _named(namespace)
