@@ -329,3 +329,17 @@ def test_small_tensors_never_load_numba():
     # 0-d and tiny tensors keep the NumPy/SciPy ufuncs: numba's import and first call would cost
     # more than a program's thousands of small calls save
     assert _probe(_accel.MIN_SIZE - 1) == ["[]", "False"]
+
+
+@needs_torch
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.special.ndtr(x),
+    lambda L, x: L.special.chebyshev_polynomial_t(x, 3),
+    lambda L, x: L.special.legendre_polynomial_p(x, L.empty(4, device="meta", dtype=L.int64)),
+    lambda L, x: L.special.hermite_polynomial_h(0.5, L.empty(3, 4, device="meta", dtype=L.int64)),
+    lambda L, x: L.special.shifted_chebyshev_polynomial_w(x.double(), 2.0),
+])
+def test_ndtr_and_the_polynomials_propagate_meta_as_torch(call):
+    """(a meta tensor has no degree to run a recurrence to, and no data to copy)"""
+    r, t = (call(L, L.empty(3, 4, device="meta")) for L in (retrograd, torch))
+    assert r.is_meta and tuple(r.shape) == tuple(t.shape) and str(r.dtype) == str(t.dtype)

@@ -14,8 +14,6 @@ DEVICE_SEMANTICS = {"type": "test_type_names_the_cuda_type", "cpu": "test_cpu_co
 # array module, so these raise on the emulated device; each group names what its port needs.
 _LINALG = ("the decomposition runs NumPy/SciPy LAPACK on the host: a port to the device's "
            "linalg (cupy.linalg / cupyx.scipy.linalg) is pending")
-_SPECIAL = ("scipy.special's ufuncs run on the host: a port to cupyx.scipy.special (through "
-            "the array module's scipy) is pending")
 _HOST = "written with NumPy calls on host arrays: not yet ported to the device's array module"
 
 OP_XFAIL.update({n: _LINALG for n in (
@@ -30,23 +28,6 @@ OP_XFAIL.update({n: _LINALG for n in (
     'linalg.svd(raw)', 'linalg.svdvals', 'linalg.tensorinv', 'linalg.vander', 'logdet', 'lu', 'lu_solve',
     'lu_unpack', 'matrix_exp', 'nuclear_norm', 'orgqr', 'ormqr', 'pinverse', 'qr', 'renorm', 'slogdet', 'svd',
     'torch.vander', 'triangular_solve',
-)})
-
-OP_XFAIL.update({n: _SPECIAL for n in (
-    'digamma', 'i0', 'igamma', 'igammac', 'lgamma', 'logit', 'logit(eps)', 'mvlgamma', 'polygamma',
-    'polygamma(0)', 'polygamma(1)', 'polygamma(2)', 'polygamma(3)', 'sinc', 'special.airy_ai',
-    'special.bessel_j0', 'special.bessel_j1', 'special.bessel_y0', 'special.bessel_y1',
-    'special.chebyshev_polynomial_t', 'special.chebyshev_polynomial_u', 'special.chebyshev_polynomial_v',
-    'special.chebyshev_polynomial_w', 'special.digamma', 'special.entr', 'special.erfcx', 'special.gammainc',
-    'special.gammaincc', 'special.gammaln', 'special.hermite_polynomial_h', 'special.hermite_polynomial_he',
-    'special.i0', 'special.i0e', 'special.i1', 'special.i1e', 'special.laguerre_polynomial_l',
-    'special.legendre_polynomial_p', 'special.log_ndtr', 'special.logit', 'special.modified_bessel_i0',
-    'special.modified_bessel_i1', 'special.modified_bessel_k0', 'special.modified_bessel_k1',
-    'special.multigammaln', 'special.ndtr', 'special.ndtri', 'special.polygamma', 'special.psi',
-    'special.scaled_modified_bessel_k0', 'special.scaled_modified_bessel_k1',
-    'special.shifted_chebyshev_polynomial_t', 'special.shifted_chebyshev_polynomial_u',
-    'special.shifted_chebyshev_polynomial_v', 'special.shifted_chebyshev_polynomial_w', 'special.sinc',
-    'special.spherical_bessel_j0', 'special.xlog1py', 'special.zeta',
 )})
 
 OP_XFAIL.update({n: _HOST for n in (

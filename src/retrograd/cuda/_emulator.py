@@ -621,9 +621,24 @@ def _as_strided(x, shape=None, strides=None):
 
 
 class _LazySpecial(_Module):
-    """cupyx.scipy.special: scipy.special imported on first use."""
+    """cupyx.scipy.special: scipy.special imported on first use, limited to the names
+    cupyx.scipy.special has (code that passes here must find its functions on a real GPU)."""
+
+    # cupyx.scipy.special's names in CuPy 13 (its __init__.py exports these same ones from
+    # v13.0.0 to v13.6.0); the rest of scipy.special is missing there, so here too
+    NAMES = frozenset("""
+        bdtr bdtrc bdtri beta betainc betaincinv betaln binom boxcox boxcox1p btdtr btdtri cbrt
+        chdtr chdtrc chdtri cosdg cosm1 cotdg digamma ellipj ellipk ellipkm1 entr erf erfc erfcinv
+        erfcx erfinv exp1 exp10 exp2 expi expit expm1 expn exprel fdtr fdtrc fdtri gamma gammainc
+        gammaincc gammainccinv gammaincinv gammaln gammasgn gdtr gdtrc huber i0 i0e i1 i1e
+        inv_boxcox inv_boxcox1p j0 j1 k0 k0e k1 k1e kl_div log1p log_expit log_ndtr log_softmax
+        loggamma logit logsumexp lpmv multigammaln nbdtr nbdtrc nbdtri ndtr ndtri pdtr pdtrc pdtri
+        poch polygamma pseudo_huber psi radian rel_entr rgamma round sinc sindg softmax sph_harm
+        spherical_yn tandg xlog1py xlogy y0 y1 yn zeta zetac""".split())
 
     def __getattr__(self, name):
+        if name not in _LazySpecial.NAMES:
+            raise AttributeError(f"module 'cupyx.scipy.special' (emulated CuPy) has no attribute '{name}'")
         if self.__dict__["_base"] is None:
             import scipy.special
             self.__dict__["_base"] = scipy.special

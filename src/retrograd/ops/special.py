@@ -4,8 +4,10 @@ family, incomplete gamma and zeta functions, and the classical orthogonal polyno
 
 Values come from ``scipy.special`` (imported inside the functions, so ``import retrograd``
 does not load SciPy), with PyTorch's values where its kernels differ at poles and non-finite
-points. Integer and bool inputs compute in the default float dtype; float16/bfloat16 ones in
-float32, rounded once (ops whose PyTorch kernel has no half types refuse them, as PyTorch).
+points; on a CUDA device from its counterpart ``cupyx.scipy.special`` (``special_module``),
+and what that lacks from formulas in the device's array module (``xp_for``). Integer and
+bool inputs compute in the default float dtype; float16/bfloat16 ones in float32, rounded
+once (ops whose PyTorch kernel has no half types refuse them, as PyTorch).
 Backward formulas are tensor ops, so second derivatives work; the Bessel functions, Airy's
 function and the polynomials have no derivative in PyTorch (their outputs never require grad).
 """
@@ -14,7 +16,8 @@ import math
 import numpy as np
 
 from ._base import OpNode, node_for, node_for1, save, save_output, finish, arr, write_out, Tensor, quiet
-from ._base import binary_operands
+from ._base import binary_operands, xp_for
+from .._device import special_module
 from .. import _dtype as D
 from .._meta import MetaArray
 
@@ -31,9 +34,11 @@ _NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16"
           "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
-def _sp():
-    import scipy.special as sp
-    return sp
+def _sp(*arrays):
+    """scipy.special for host arrays, cupyx.scipy.special when one of ``arrays`` is on a device."""
+    if len(arrays) > 1:
+        return special_module(next((a for a in arrays if xp_for(a) is not np), arrays[0]))
+    return special_module(arrays[0])
 
 
 def _word(npdt):
@@ -61,8 +66,8 @@ def _float_input(x, kernel, half=True, ints=True, cplx=False):
 
 
 def _arr(a, dtype=None):
-    """``np.asarray`` that lets a meta array through (it has a shape and a dtype, no values)."""
-    if type(a) is MetaArray:
+    """``np.asarray`` that lets a meta array and a device array through (cast to ``dtype``)."""
+    if type(a) is MetaArray or xp_for(a) is not np:
         return a if dtype is None else a.astype(dtype, copy=False)
     return np.asarray(a, dtype)
 
@@ -73,7 +78,7 @@ def _need_tensor(name, input, pos=1, arg="input"):
 
 
 def _const(a):
-    return finish(None, arr(np.asarray(a)))
+    return finish(None, a if xp_for(a) is not np else arr(np.asarray(a)))
 
 
 def _where(mask, a, b):
@@ -131,32 +136,36 @@ def _unary(name, fwd, node_name=None, saves="input", bwd=None, kernel=None, half
 # ----------------------------------------------------------------------- gamma family
 
 def _lgamma_np(x):
-    r = _sp().gammaln(x)
-    return np.where(x == -np.inf, np.inf, r).astype(r.dtype, copy=False)  # PyTorch: lgamma(-inf) is inf
+    r = _sp(x).gammaln(x)
+    return xp_for(x).where(x == -np.inf, np.inf, r).astype(r.dtype, copy=False)  # PyTorch: lgamma(-inf) is inf
 
 
 def _digamma_np(x):
-    r = _sp().psi(x)
+    xp = xp_for(x)
+    r = _sp(x).psi(x)
     # PyTorch: digamma(+0.) is -inf and digamma(-0.) is +inf
-    return np.where(x == 0, np.where(np.signbit(x), np.inf, -np.inf), r).astype(r.dtype, copy=False)
+    return xp.where(x == 0, xp.where(xp.signbit(x), np.inf, -np.inf), r).astype(r.dtype, copy=False)
 
 
 def _trigamma_np(x):
     """polygamma(1, x): for x < 1/2 by reflection, pi^2 / sin^2(pi x) - psi1(1 - x), with the sine
     taken in x's own precision as PyTorch does (so its poles are large finite numbers, not inf)."""
-    sp = _sp()
+    xp = xp_for(x)
     lo = x < 0.5
     x64 = x.astype(np.float64)
-    r = sp.polygamma(1, np.where(lo, 1.0 - x64, x64))
-    s = np.sin(x * x.dtype.type(math.pi)).astype(np.float64)
+    # psi1 = zeta(2, .): what scipy's polygamma(1, .) computes (times (-1)^2 * 1!), as a ufunc
+    # cupyx.scipy.special has too (its polygamma takes only an array of orders: with a number,
+    # its cupy.where(n == 0, ...) fails)
+    r = _sp(x).zeta(2.0, xp.where(lo, 1.0 - x64, x64))
+    s = xp.sin(x * x.dtype.type(math.pi)).astype(np.float64)
     refl = (math.pi * math.pi) / (s * s) - r
-    return np.where(lo, refl, r)
+    return xp.where(lo, refl, r)
 
 
 def _zeta_np(x, q):
     """Hurwitz zeta; NaN at q = +inf as in PyTorch (SciPy gives 0)."""
-    r = _sp().zeta(x, q)
-    return np.where(q == np.inf, np.nan, r)
+    r = _sp(x, q).zeta(x, q)
+    return xp_for(x, q).where(q == np.inf, np.nan, r)
 
 
 def _polygamma_np(n, x):
@@ -213,7 +222,8 @@ INPLACE["polygamma_"] = _polygamma_method
 class MvlgammaBackward0(OpNode):
     def backward(self, g):
         (x,) = self.saved_tensors
-        return g * digamma(x.unsqueeze(-1) + _const(self.offsets.astype(x._data.dtype))).sum(-1)
+        off = xp_for(x).asarray(self.offsets.astype(x._data.dtype))
+        return g * digamma(x.unsqueeze(-1) + _const(off)).sum(-1)
 
 
 def mvlgamma(input, p, *, out=None):
@@ -226,7 +236,7 @@ def mvlgamma(input, p, *, out=None):
     x, dt = _float_input(input._data, "mvlgamma")
     offsets = np.arange(-p / 2 + 0.5, 0.5, 0.5)
     with np.errstate(all="ignore"):
-        lg = _lgamma_np((x[..., None] + offsets.astype(x.dtype)))
+        lg = _lgamma_np((x[..., None] + xp_for(x).asarray(offsets.astype(x.dtype))))
         r = (lg.sum(-1) + x.dtype.type(p * (p - 1) / 4 * math.log(math.pi))).astype(dt)
     node = node_for1(MvlgammaBackward0, input)
     res = finish(node, arr(r))
@@ -246,7 +256,7 @@ _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
 def _erfcx_np(x):
-    return _sp().erfcx(x)
+    return _sp(x).erfcx(x)
 
 
 erfcx = _unary("erfcx", _erfcx_np, "SpecialErfcxBackward0", "both",
@@ -268,18 +278,19 @@ def ndtr(input, *, out=None):
 
 
 _register("ndtr", ndtr)
-ndtri = _unary("ndtri", lambda x: _sp().ndtri(x), "SpecialNdtriBackward0", "output",
+ndtri = _unary("ndtri", lambda x: _sp(x).ndtri(x), "SpecialNdtriBackward0", "output",
                lambda g, x, y: g * _SQRT_2PI * (y * y / 2).exp(), half=False,
                doc="The inverse of the standard normal CDF.")
-log_ndtr = _unary("log_ndtr", lambda x: _sp().log_ndtr(x), "SpecialLogNdtrBackward0", "both",
+log_ndtr = _unary("log_ndtr", lambda x: _sp(x).log_ndtr(x), "SpecialLogNdtrBackward0", "both",
                   lambda g, x, y: g / _SQRT_2PI * (-(y + x * x / 2)).exp(), half=False,
                   doc="The log of the standard normal CDF, accurate in the lower tail.")
 
 
 def _entr_np(x):
+    xp = xp_for(x)
     with np.errstate(all="ignore"):
-        r = np.where(x > 0, -x * np.log(np.where(x > 0, x, 1)), np.where(x == 0, 0, -np.inf))
-    return np.where(np.isnan(x), x, r).astype(x.dtype, copy=False)
+        r = xp.where(x > 0, -x * xp.log(xp.where(x > 0, x, 1)), xp.where(x == 0, 0, -np.inf))
+    return xp.where(xp.isnan(x), x, r).astype(x.dtype, copy=False)
 
 
 entr = _unary("entr", _entr_np, "SpecialEntrBackward0", "input", lambda g, x, y: g * -(x.log() + 1),
@@ -289,7 +300,8 @@ entr = _unary("entr", _entr_np, "SpecialEntrBackward0", "input", lambda g, x, y:
 def _sinc_np(x):
     pi = x.real.dtype.type(math.pi)
     px = x * pi  # in x's own precision, as PyTorch's kernel
-    return np.where(x == 0, x.dtype.type(1), np.sin(px) / np.where(x == 0, 1, px)).astype(x.dtype, copy=False)
+    xp = xp_for(x)
+    return xp.where(x == 0, x.dtype.type(1), xp.sin(px) / xp.where(x == 0, 1, px)).astype(x.dtype, copy=False)
 
 
 def _sinc_grad(g, x, y):
@@ -313,7 +325,8 @@ class LogitBackward0(OpNode):
         else:  # PyTorch's fused kernel: a zero denominator is +0 whatever the sign of x
             with np.errstate(all="ignore"):
                 den = xd * (1 - xd)
-                d = _const(g._data / np.where(den == 0, np.zeros((), den.dtype), den))
+                xp = xp_for(den)
+                d = _const(g._data / xp.where(den == 0, xp.zeros((), den.dtype), den))
         with np.errstate(invalid="ignore"):
             if self.eps is None:  # outside [0, 1] the derivative is NaN, not the formula's value
                 return _where((xd < 0) | (xd > 1), math.nan, d)
@@ -325,8 +338,9 @@ def logit(input, eps=None, *, out=None):
     _need_tensor("logit", input)
     x, dt = _float_input(input._data, "logit_cpu")
     with np.errstate(all="ignore"):
-        z = x if eps is None else np.clip(x, x.dtype.type(eps), x.dtype.type(1 - eps))
-        r = np.log(z / (1 - z)).astype(dt, copy=False)
+        xp = xp_for(x)
+        z = x if eps is None else xp.clip(x, x.dtype.type(eps), x.dtype.type(1 - eps))
+        r = xp.log(z / (1 - z)).astype(dt, copy=False)
     node = node_for1(LogitBackward0, input)
     res = finish(node, arr(r))
     if node is not None:
@@ -353,7 +367,7 @@ def _i1_grad(g, x, y):
     # at |x| <= eps the quotient y / x is 0/0: the limit 1/2 instead
     eps = float(np.finfo(x._data.dtype).eps)
     with np.errstate(invalid="ignore"):
-        tiny = ~(np.abs(x._data) > eps)  # NaN too, as PyTorch's test
+        tiny = ~(xp_for(x).abs(x._data) > eps)  # NaN too, as PyTorch's test
     safe = _where(tiny, eps, x)
     return g * _where(tiny, 0.5, i0(safe) - y / safe)
 
@@ -361,40 +375,53 @@ def _i1_grad(g, x, y):
 def _i1e_grad(g, x, y):
     eps = float(np.finfo(x._data.dtype).eps)
     with np.errstate(invalid="ignore"):
-        tiny = ~(np.abs(x._data) > eps)  # NaN too, as PyTorch's test
+        tiny = ~(xp_for(x).abs(x._data) > eps)  # NaN too, as PyTorch's test
     safe = _where(tiny, eps, x)
     return g * _where(tiny, 0.5, i0e(safe) - y * (safe.sgn() + safe.reciprocal()))
 
 
-i0 = _unary("i0", lambda x: _sp().i0(x), "I0Backward0", "input", lambda g, x, y: g * i1(x), kernel="i0_vml_cpu",
+i0 = _unary("i0", lambda x: _sp(x).i0(x), "I0Backward0", "input", lambda g, x, y: g * i1(x), kernel="i0_vml_cpu",
             top=True, method=True, inplace=True, doc="Modified Bessel function of the first kind, order 0.")
-i0e = _unary("i0e", lambda x: _sp().i0e(x), "SpecialI0EBackward0", "both",
+i0e = _unary("i0e", lambda x: _sp(x).i0e(x), "SpecialI0EBackward0", "both",
              lambda g, x, y: g * (i1e(x) - x.sgn() * y), doc="Exponentially scaled ``i0``: exp(-|x|) i0(x).")
-i1 = _unary("i1", lambda x: _sp().i1(x), "SpecialI1Backward0", "both", _i1_grad,
+i1 = _unary("i1", lambda x: _sp(x).i1(x), "SpecialI1Backward0", "both", _i1_grad,
             doc="Modified Bessel function of the first kind, order 1.")
-i1e = _unary("i1e", lambda x: _sp().i1e(x), "SpecialI1EBackward0", "both", _i1e_grad,
+i1e = _unary("i1e", lambda x: _sp(x).i1e(x), "SpecialI1EBackward0", "both", _i1e_grad,
              doc="Exponentially scaled ``i1``: exp(-|x|) i1(x).")
 
 
 def _spherical_j0_np(x):
+    xp = xp_for(x)
     with np.errstate(all="ignore"):
-        r = np.where(x == 0, 1, np.sin(x) / np.where(x == 0, 1, x))
-    return np.where(np.isinf(x), 0, r).astype(x.dtype, copy=False)
+        r = xp.where(x == 0, 1, xp.sin(x) / xp.where(x == 0, 1, x))
+    return xp.where(xp.isinf(x), 0, r).astype(x.dtype, copy=False)
+
+
+def _airy_ai_np(x):
+    xp = xp_for(x)
+    if xp is np:
+        return _sp(x).airy(x)[0]
+    # A device has no Airy function: cupyx.scipy.special lacks it and the Bessel functions of
+    # order 1/3 it is made of, and a device formula would need SciPy's piecewise rational
+    # approximations to be as accurate. So Ai is computed on the host, in one round trip
+    # (one host synchronisation per call; Ai has no derivative, so never in a backward).
+    import scipy.special
+    return xp.asarray(scipy.special.airy(xp.asnumpy(x))[0])
 
 
 for _n, _f, _doc in (
-        ("bessel_j0", lambda x: _sp().j0(x), "Bessel function of the first kind, order 0"),
-        ("bessel_j1", lambda x: _sp().j1(x), "Bessel function of the first kind, order 1"),
-        ("bessel_y0", lambda x: _sp().y0(x), "Bessel function of the second kind, order 0"),
-        ("bessel_y1", lambda x: _sp().y1(x), "Bessel function of the second kind, order 1"),
-        ("modified_bessel_i0", lambda x: _sp().i0(x), "Modified Bessel function of the first kind, order 0"),
-        ("modified_bessel_i1", lambda x: _sp().i1(x), "Modified Bessel function of the first kind, order 1"),
-        ("modified_bessel_k0", lambda x: _sp().k0(x), "Modified Bessel function of the second kind, order 0"),
-        ("modified_bessel_k1", lambda x: _sp().k1(x), "Modified Bessel function of the second kind, order 1"),
-        ("scaled_modified_bessel_k0", lambda x: _sp().k0e(x), "exp(x) k0(x)"),
-        ("scaled_modified_bessel_k1", lambda x: _sp().k1e(x), "exp(x) k1(x)"),
+        ("bessel_j0", lambda x: _sp(x).j0(x), "Bessel function of the first kind, order 0"),
+        ("bessel_j1", lambda x: _sp(x).j1(x), "Bessel function of the first kind, order 1"),
+        ("bessel_y0", lambda x: _sp(x).y0(x), "Bessel function of the second kind, order 0"),
+        ("bessel_y1", lambda x: _sp(x).y1(x), "Bessel function of the second kind, order 1"),
+        ("modified_bessel_i0", lambda x: _sp(x).i0(x), "Modified Bessel function of the first kind, order 0"),
+        ("modified_bessel_i1", lambda x: _sp(x).i1(x), "Modified Bessel function of the first kind, order 1"),
+        ("modified_bessel_k0", lambda x: _sp(x).k0(x), "Modified Bessel function of the second kind, order 0"),
+        ("modified_bessel_k1", lambda x: _sp(x).k1(x), "Modified Bessel function of the second kind, order 1"),
+        ("scaled_modified_bessel_k0", lambda x: _sp(x).k0e(x), "exp(x) k0(x)"),
+        ("scaled_modified_bessel_k1", lambda x: _sp(x).k1e(x), "exp(x) k1(x)"),
         ("spherical_bessel_j0", _spherical_j0_np, "Spherical Bessel function of the first kind, order 0"),
-        ("airy_ai", lambda x: _sp().airy(x)[0], "Airy function Ai")):
+        ("airy_ai", _airy_ai_np, "Airy function Ai")):
     globals()[_n] = _unary(_n, _f, half=False, doc=f"{_doc} (no derivative, as in PyTorch).")
 
 
@@ -420,6 +447,9 @@ def _binary_args(name, input, other, kernel, half=True, ints=True, tensors_only=
     cdt = _F32 if _is_half(dt) else dt
     from .pointwise import _bshape
     _bshape(a, b)
+    if xp_for(x, y) is not np:    # beside device data a number stays a scalar (of the compute dtype)
+        x, y = (_arr(v, cdt) if xp_for(v) is not np else cdt.type(v) for v in (x, y))
+        return a, b, x, y, dt, cdt
     return a, b, _arr(x, cdt), _arr(y, cdt), dt, cdt
 
 
@@ -467,21 +497,25 @@ def _binary(name, fwd, nodes, bwd_x, bwd_y, kernel, half=True, ints=True, tensor
 
 
 def _xlog1py_np(x, y):
+    xp = xp_for(x, y)
     with np.errstate(all="ignore"):
-        r = x * np.log1p(y)
-    return np.where((x == 0) & ~np.isnan(y), np.zeros((), r.dtype), r)
+        r = x * xp.log1p(y)
+    return xp.where((x == 0) & ~xp.isnan(y), xp.zeros((), r.dtype), r)
 
 
 def _xlog1py_gx(g, x, y):
     gx = xlog1py(g, y)
     yd = y._data if isinstance(y, Tensor) else np.asarray(y)
     xd = x._data if isinstance(x, Tensor) else np.asarray(x)
+    xp = xp_for(xd, yd)
+    if xp is not np:     # (a number stays a scalar beside device data)
+        yd, xd = (v if xp_for(v) is xp else v.dtype.type(v) for v in (yd, xd))
     with np.errstate(invalid="ignore"):
         kill = (xd == 0) & (yd <= -1)
-    if not kill.any():
+    if xp is np and not kill.any():     # (on a device that question would wait for the data)
         return gx
     from ._base import masked_grad
-    return masked_grad(gx, ~np.broadcast_to(kill, gx._data.shape), None, "MaskedFillBackward0")
+    return masked_grad(gx, ~xp.broadcast_to(kill, gx._data.shape), None, "MaskedFillBackward0")
 
 
 xlog1py = _register("xlog1py", _binary(
@@ -504,9 +538,10 @@ def _igamma_fix(a, x, r, lower):
     # PyTorch's edge cases: x == 0 gives P = 0 and x == inf gives P = 1 whatever a (NaN too);
     # a == inf with a NaN x gives P = 0
     p0, p1 = (0.0, 1.0) if lower else (1.0, 0.0)
-    r = np.where(np.isnan(a) & (x == 0), p0, r)
-    r = np.where(np.isnan(a) & (x == np.inf), p1, r)
-    return np.where((a == np.inf) & np.isnan(x), p0, r)
+    xp = xp_for(a, x)
+    r = xp.where(xp.isnan(a) & (x == 0), p0, r)
+    r = xp.where(xp.isnan(a) & (x == np.inf), p1, r)
+    return xp.where((a == np.inf) & xp.isnan(x), p0, r)
 
 
 def _igamma_dx(g, a, x):
@@ -519,10 +554,10 @@ def _no_igamma_input(name):
     return bwd
 
 
-_igamma = _binary("igamma", lambda a, x: _igamma_fix(a, x, _sp().gammainc(a, x), True),
+_igamma = _binary("igamma", lambda a, x: _igamma_fix(a, x, _sp(a, x).gammainc(a, x), True),
                   ("IgammaBackward0", "IgammaBackward0", "IgammaBackward0"), _no_igamma_input("igamma"),
                   _igamma_dx, "igamma_cpu", ints=False, tensors_only=True)
-_igammac = _binary("igammac", lambda a, x: _igamma_fix(a, x, _sp().gammaincc(a, x), False),
+_igammac = _binary("igammac", lambda a, x: _igamma_fix(a, x, _sp(a, x).gammaincc(a, x), False),
                    ("IgammacBackward0", "IgammacBackward0", "IgammacBackward0"), _no_igamma_input("igammac"),
                    lambda g, a, x: -_igamma_dx(g, a, x), "igammac_cpu", ints=False, tensors_only=True)
 
@@ -546,120 +581,145 @@ _register("igammac", igammac, top=True, method=True, inplace=True, special_name=
 # truncated to an integer (n < 0 gives 0), and the endpoints and large degrees take PyTorch's
 # closed forms, so that values agree with its kernels.
 
-def _recur(x, n, p0, p1, step):
-    """p_n(x) from p_0, p_1 and ``step(k, x, p_{k-1}, p_k) = p_{k+1}``, per element."""
-    n = np.broadcast_to(n, x.shape)
-    out = np.where(n <= 0, p0, p1).astype(x.dtype)
-    finite = np.isfinite(n)
-    top = int(n[finite].max()) if finite.any() and x.size else 0
+def _recur(x, n, top, p0, p1, step):
+    """p_n(x) from p_0, p_1 and ``step(k, x, p_{k-1}, p_k) = p_{k+1}``, per element, for
+    integer degrees ``n`` up to ``top``."""
+    xp = xp_for(x)
+    out = xp.where(n <= 0, p0, p1).astype(x.dtype)
     p, q = p0, p1
     for k in range(1, top):
         p, q = q, step(k, x, p, q)
-        out = np.where(n >= k + 1, q, out) if k + 1 <= top else out
+        out = xp.where(n >= k + 1, q, out) if k + 1 <= top else out
     return out.astype(x.dtype, copy=False)
 
 
 def _ones(x):
-    return np.ones_like(x)
+    return xp_for(x).ones_like(x)
 
 
-def _cheb_t(x, n):
+def _cheb_t(x, n, top):
+    xp = xp_for(x)
     with np.errstate(all="ignore"):
-        r = _recur(x, n, _ones(x), x, lambda k, x, p, q: 2 * x * q - p)
-        big = (n > 6) & (np.abs(x) < 1)
-        r = np.where(big, np.cos(n * np.arccos(x)), r)
-        edge = np.abs(x) == 1
-        r = np.where(edge, np.where((x > 0) | (np.fmod(np.trunc(n), 2) == 0), 1.0, -1.0), r)
+        r = _recur(x, n, top, _ones(x), x, lambda k, x, p, q: 2 * x * q - p)
+        big = (n > 6) & (xp.abs(x) < 1)
+        r = xp.where(big, xp.cos(n * xp.arccos(x)), r)
+        edge = xp.abs(x) == 1
+        r = xp.where(edge, xp.where((x > 0) | (xp.fmod(xp.trunc(n), 2) == 0), 1.0, -1.0), r)
     return _neg_zero(r, n, x)
 
 
 def _neg_zero(r, n, x):
-    return np.where(n < 0, 0, r).astype(x.dtype, copy=False)
+    return xp_for(x).where(n < 0, 0, r).astype(x.dtype, copy=False)
 
 
-def _cheb_u(x, n):
+def _cheb_u(x, n, top):
+    xp = xp_for(x)
     with np.errstate(all="ignore"):
-        r = _recur(x, n, _ones(x), 2 * x, lambda k, x, p, q: 2 * x * q - p)
-        t = np.arccos(x)
-        s = np.sin(t)
-        big = (n > 8) & (np.abs(x) < 1)
-        closed = np.where(s != 0, np.sin((n + 1) * t) / s, (n + 1) * np.cos((n + 1) * t) / x)
-        r = np.where(big, closed, r)
-        nt = np.trunc(n)
-        edge = np.abs(x) == 1
-        r = np.where(edge, np.where((x > 0) | (np.fmod(nt, 2) == 0), nt + 1, -(nt + 1)), r)
+        r = _recur(x, n, top, _ones(x), 2 * x, lambda k, x, p, q: 2 * x * q - p)
+        t = xp.arccos(x)
+        s = xp.sin(t)
+        big = (n > 8) & (xp.abs(x) < 1)
+        closed = xp.where(s != 0, xp.sin((n + 1) * t) / s, (n + 1) * xp.cos((n + 1) * t) / x)
+        r = xp.where(big, closed, r)
+        nt = xp.trunc(n)
+        edge = xp.abs(x) == 1
+        r = xp.where(edge, xp.where((x > 0) | (xp.fmod(nt, 2) == 0), nt + 1, -(nt + 1)), r)
     return _neg_zero(r, n, x)
 
 
-def _cheb_v(x, n):
+def _cheb_v(x, n, top):
+    xp = xp_for(x)
     with np.errstate(all="ignore"):
-        r = _recur(x, n, _ones(x), 2 * x - 1, lambda k, x, p, q: 2 * x * q - p)
-        t = np.arccos(x)
-        big = (n > 8) & (np.abs(x) < 1)
-        nt = np.trunc(n)
-        closed = np.where(np.sin(t / 2) != 1, np.cos((n + 0.5) * t) / np.cos(t / 2),
-                          np.where(np.fmod(nt, 2) == 0, nt + 1, -(nt + 1)))
-        r = np.where(big, closed, r)
-        edge = np.abs(x) == 1
-        r = np.where(edge, np.where(x > 0, 1.0, np.where(np.fmod(nt, 2) == 0, nt + nt + 1, -(nt + nt + 1))), r)
+        r = _recur(x, n, top, _ones(x), 2 * x - 1, lambda k, x, p, q: 2 * x * q - p)
+        t = xp.arccos(x)
+        big = (n > 8) & (xp.abs(x) < 1)
+        nt = xp.trunc(n)
+        closed = xp.where(xp.sin(t / 2) != 1, xp.cos((n + 0.5) * t) / xp.cos(t / 2),
+                          xp.where(xp.fmod(nt, 2) == 0, nt + 1, -(nt + 1)))
+        r = xp.where(big, closed, r)
+        edge = xp.abs(x) == 1
+        r = xp.where(edge, xp.where(x > 0, 1.0, xp.where(xp.fmod(nt, 2) == 0, nt + nt + 1, -(nt + nt + 1))), r)
     return _neg_zero(r, n, x)
 
 
-def _cheb_w(x, n):
+def _cheb_w(x, n, top):
+    xp = xp_for(x)
     with np.errstate(all="ignore"):
-        r = _recur(x, n, _ones(x), 2 * x + 1, lambda k, x, p, q: 2 * x * q - p)
-        t = np.arccos(x)
-        big = (n > 8) & (np.abs(x) < 1)
-        nt = np.trunc(n)
-        closed = np.where(np.cos(t / 2) != 1, np.sin((n + 0.5) * t) / np.sin(t / 2),
-                          np.where(x > 0, nt + nt + 1, np.where(np.fmod(nt, 2) == 0, 1.0, -1.0)))
-        r = np.where(big, closed, r)
-        edge = np.abs(x) == 1
-        r = np.where(edge, np.where(x > 0, nt + nt + 1, np.where(np.fmod(nt, 2) == 0, 1.0, -1.0)), r)
+        r = _recur(x, n, top, _ones(x), 2 * x + 1, lambda k, x, p, q: 2 * x * q - p)
+        t = xp.arccos(x)
+        big = (n > 8) & (xp.abs(x) < 1)
+        nt = xp.trunc(n)
+        closed = xp.where(xp.cos(t / 2) != 1, xp.sin((n + 0.5) * t) / xp.sin(t / 2),
+                          xp.where(x > 0, nt + nt + 1, xp.where(xp.fmod(nt, 2) == 0, 1.0, -1.0)))
+        r = xp.where(big, closed, r)
+        edge = xp.abs(x) == 1
+        r = xp.where(edge, xp.where(x > 0, nt + nt + 1, xp.where(xp.fmod(nt, 2) == 0, 1.0, -1.0)), r)
     return _neg_zero(r, n, x)
 
 
-def _hermite_h(x, n):
+def _hermite_h(x, n, top):
     with np.errstate(all="ignore"):
-        r = _recur(x, n, _ones(x), 2 * x, lambda k, x, p, q: 2 * x * q - 2 * k * p)
+        r = _recur(x, n, top, _ones(x), 2 * x, lambda k, x, p, q: 2 * x * q - 2 * k * p)
     return _neg_zero(r, n, x)
 
 
-def _hermite_he(x, n):
+def _hermite_he(x, n, top):
     with np.errstate(all="ignore"):
-        r = _recur(x, n, _ones(x), x, lambda k, x, p, q: x * q - k * p)
+        r = _recur(x, n, top, _ones(x), x, lambda k, x, p, q: x * q - k * p)
     return _neg_zero(r, n, x)
 
 
-def _laguerre_l(x, n):
+def _laguerre_l(x, n, top):
+    xp = xp_for(x)
     with np.errstate(all="ignore"):
-        r = _recur(x, n, _ones(x), 1 - x, lambda k, x, p, q: ((2 * k + 1 - x) * q - k * p) / (k + 1))
-        r = np.where(x == 0, 1.0, r)
+        r = _recur(x, n, top, _ones(x), 1 - x, lambda k, x, p, q: ((2 * k + 1 - x) * q - k * p) / (k + 1))
+        r = xp.where(x == 0, 1.0, r)
     return _neg_zero(r, n, x)
 
 
-def _legendre_p(x, n):
+def _legendre_p(x, n, top):
+    xp = xp_for(x)
     with np.errstate(all="ignore"):
-        r = _recur(x, n, _ones(x), x, lambda k, x, p, q: ((2 * k + 1) * x * q - k * p) / (k + 1))
-        nt = np.trunc(n)
-        edge = np.abs(x) == 1
-        r = np.where(edge, np.where((x > 0) | (nt == 0) | (np.fmod(nt, 2) == 0), 1.0, -1.0), r)
+        r = _recur(x, n, top, _ones(x), x, lambda k, x, p, q: ((2 * k + 1) * x * q - k * p) / (k + 1))
+        nt = xp.trunc(n)
+        edge = xp.abs(x) == 1
+        r = xp.where(edge, xp.where((x > 0) | (nt == 0) | (xp.fmod(nt, 2) == 0), 1.0, -1.0), r)
     return _neg_zero(r, n, x)
 
 
 def _shifted(fn):
-    return lambda x, n: fn(x + x - 1, n)
+    return lambda x, n, top: fn(x + x - 1, n, top)
 
 
 def _integer_degree(fn):
     """``fn`` on the degree as PyTorch's kernels take it: truncated to an integer, with NaN,
     infinite and out-of-range degrees becoming negative (the polynomial is then 0)."""
     def run(x, n):
+        xp = xp_for(x, n)
+        if xp is not np:
+            return fn(*_device_degree(xp, x, n))
         x, n = np.broadcast_arrays(x, n)
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(n) & (np.abs(n) < 2.0 ** 63)
-        return fn(x, np.where(ok, np.trunc(np.where(ok, n, 0)), -1.0))
+        n = np.where(ok, np.trunc(np.where(ok, n, 0)), -1.0)
+        # (a meta tensor has no degrees to loop to: its result has only a shape and a dtype)
+        return fn(x, n, int(n.max()) if n.size and type(n) is np.ndarray else 0)
     return run
+
+
+def _device_degree(xp, x, n):
+    """(x, n, top) on a device: the degrees as ``_integer_degree`` makes them and the largest."""
+    if xp_for(n) is np:     # a number: the recurrence's length is known without the device
+        v = float(n)
+        v = float(math.trunc(v)) if math.isfinite(v) and abs(v) < 2.0 ** 63 else -1.0
+        return x, xp.full(x.shape, v, x.dtype), int(v) if x.size else 0
+    if xp_for(x) is np:
+        x = xp.asarray(x)
+    ok = xp.isfinite(n) & (abs(n) < 2.0 ** 63)
+    n = xp.where(ok, xp.trunc(xp.where(ok, n, 0)), -1.0)
+    # the recurrence runs up to the largest degree, which only the device knows: its one
+    # host synchronisation (a CUDA kernel of its own would loop per element instead)
+    return x, n, int(n.max()) if n.size else 0
 
 
 for _n, _f in (("chebyshev_polynomial_t", _cheb_t), ("chebyshev_polynomial_u", _cheb_u),
@@ -704,4 +764,4 @@ def scaled(t, c, divide=False):
     node = node_for(DivBackward1 if divide else MulBackward1, (t,))
     if node is not None:
         node.c = c
-    return finish(node, arr(np.asarray(r, x.dtype)))
+    return finish(node, arr(np.asarray(r, x.dtype)) if type(x) is np.ndarray else r)  # (device, meta: r is)
