@@ -50,8 +50,6 @@ OP_XFAIL.update({n: _SPECIAL for n in (
 )})
 
 OP_XFAIL.update({n: _HOST for n in (
-    'F.channel_shuffle', 'F.conv_tbc', 'F.ctc_loss', 'F.fractional_max_pool2d',
-    'F.fractional_max_pool2d_with_indices', 'F.fractional_max_pool3d', 'F.fractional_max_pool3d_with_indices',
-    'F.max_unpool1d', 'F.max_unpool2d', 'F.max_unpool3d', 'F.multi_margin_loss', 'F.multilabel_margin_loss',
-    'F.native_channel_shuffle', 'F.soft_margin_loss',
+    'F.fractional_max_pool2d', 'F.fractional_max_pool2d_with_indices', 'F.fractional_max_pool3d',
+    'F.fractional_max_pool3d_with_indices',
 )})
