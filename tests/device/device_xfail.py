@@ -50,6 +50,4 @@ OP_XFAIL.update({n: _SPECIAL for n in (
 )})
 
 OP_XFAIL.update({n: _HOST for n in (
-    'F.fractional_max_pool2d', 'F.fractional_max_pool2d_with_indices', 'F.fractional_max_pool3d',
-    'F.fractional_max_pool3d_with_indices',
 )})
