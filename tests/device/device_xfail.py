@@ -16,7 +16,6 @@ _LINALG = ("the decomposition runs NumPy/SciPy LAPACK on the host: a port to the
            "linalg (cupy.linalg / cupyx.scipy.linalg) is pending")
 _SPECIAL = ("scipy.special's ufuncs run on the host: a port to cupyx.scipy.special (through "
             "the array module's scipy) is pending")
-_HOST = "written with NumPy calls on host arrays: not yet ported to the device's array module"
 
 OP_XFAIL.update({n: _LINALG for n in (
     'cholesky', 'cholesky(raw)', 'cholesky_inverse', 'cholesky_solve', 'geqrf', 'inverse', 'linalg.cholesky',
@@ -47,7 +46,4 @@ OP_XFAIL.update({n: _SPECIAL for n in (
     'special.shifted_chebyshev_polynomial_t', 'special.shifted_chebyshev_polynomial_u',
     'special.shifted_chebyshev_polynomial_v', 'special.shifted_chebyshev_polynomial_w', 'special.sinc',
     'special.spherical_bessel_j0', 'special.xlog1py', 'special.zeta',
-)})
-
-OP_XFAIL.update({n: _HOST for n in (
 )})

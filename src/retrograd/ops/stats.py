@@ -515,7 +515,8 @@ def _quantile(opname, input, q, dim, keepdim, interpolation, ignore_nan, out):
         qarr = xp.full(1, q, x.dtype)
     else:
         qarr = qt._data.reshape(-1)
-        if ((qarr < 0) | (qarr > 1)).any():
+        # (checked for host q only, as PyTorch: on a device it would be a synchronisation)
+        if type(qarr) is np.ndarray and ((qarr < 0) | (qarr > 1)).any():
             raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     scalar_q = qt is None or qt._data.ndim == 0
     if dim is None:
