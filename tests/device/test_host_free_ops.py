@@ -177,3 +177,15 @@ def test_histc_of_the_data_range_reads_it_on_the_host(_emulated_cuda):
     out, log = _syncs(_emulated_cuda, lambda: retrograd.histc(retrograd.tensor(vals).to("cuda"), 4))
     assert len(log) == 2                                    # its min and max
     np.testing.assert_array_equal(out.cpu().numpy(), retrograd.histc(retrograd.tensor(vals), 4).numpy())
+
+
+def test_empty_inputs_results_stay_on_the_device():
+    def run(dev):
+        y = retrograd.zeros(3, 0, device=dev)
+        return [retrograd.trapezoid(y), retrograd.trapezoid(y, retrograd.zeros(0, device=dev)),
+                retrograd.cumulative_trapezoid(y), retrograd.combinations(retrograd.arange(3, device=dev), 0),
+                retrograd.unique(y), retrograd.unique_consecutive(y), retrograd.pdist(retrograd.zeros(1, 2, device=dev)),
+                retrograd.tril_indices(0, 3, device=dev), retrograd.hann_window(0, device=dev)]
+    for o, c in zip(run("cuda"), run("cpu")):
+        assert o.device == CUDA and o.dtype == c.dtype and o.shape == c.shape
+        np.testing.assert_array_equal(o.cpu().numpy(), c.numpy())

@@ -159,7 +159,7 @@ def combinations(input, r=2, with_replacement=False):
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
-        return _const(np.zeros((0,), input._data.dtype))
+        return _const_on(xp_for(input).zeros((0,), input._data.dtype))
     n = input._data.shape[0]
     gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     idx = np.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)
@@ -231,7 +231,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if x is not None and isinstance(x, Tensor):
         if n == 0:
             shape = yd.shape[:dim] + yd.shape[dim + 1:]
-            return _const(np.zeros(shape, y._data.dtype))
+            return _const_on(xp_for(yd).zeros(shape, y._data.dtype))
         d = _dx_along(x, y, dim)
         return _div_s((d * (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1))).sum(dim), 2.)
     step = 1 if dx is None else dx
@@ -239,7 +239,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
         step = x
     if n == 0:
         shape = yd.shape[:dim] + yd.shape[dim + 1:]
-        return _const(np.zeros(shape, y._data.dtype))
+        return _const_on(xp_for(yd).zeros(shape, y._data.dtype))
     return _mul_s(y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5, step)
 
 

@@ -32,12 +32,12 @@ def _bin_sums(idx, n, w=None):
     xp = xp_for(idx, w)
     if xp is np:
         return np.bincount(idx, w, minlength=n)
-    if w is None:
-        z = xp.zeros(n, np.int64)
-        xp.add.at(z, idx, xp.ones(idx.shape, np.int64))
-    else:
-        z = xp.zeros(n, np.float64)
-        xp.add.at(z, idx, w.astype(np.float64))
+    if w is None:   # (uint64: CUDA's atomic adds have no signed 64-bit form)
+        z = xp.zeros(n, np.uint64)
+        xp.add.at(z, idx, xp.ones(idx.shape, np.uint64))
+        return z.astype(np.int64)
+    z = xp.zeros(n, np.float64)
+    xp.add.at(z, idx, w.astype(np.float64))
     return z
 
 
