@@ -184,7 +184,8 @@ def test_empty_inputs_results_stay_on_the_device():
         y = retrograd.zeros(3, 0, device=dev)
         return [retrograd.trapezoid(y), retrograd.trapezoid(y, retrograd.zeros(0, device=dev)),
                 retrograd.cumulative_trapezoid(y), retrograd.combinations(retrograd.arange(3, device=dev), 0),
-                retrograd.unique(y), retrograd.unique_consecutive(y), retrograd.pdist(retrograd.zeros(1, 2, device=dev)),
+                retrograd.unique(y), retrograd.unique_consecutive(y),
+                retrograd.pdist(retrograd.zeros(1, 2, device=dev)),
                 retrograd.tril_indices(0, 3, device=dev), retrograd.hann_window(0, device=dev)]
     for o, c in zip(run("cuda"), run("cpu")):
         assert o.device == CUDA and o.dtype == c.dtype and o.shape == c.shape

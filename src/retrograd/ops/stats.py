@@ -6,7 +6,6 @@ import math
 import numpy as np
 
 from ._base import OpNode, node_for, finish, arr, write_out, Tensor, wrap_dim, xp_for
-from .. import _dtype as D
 
 __all__ = ["searchsorted", "bucketize", "histc", "histogram", "histogramdd", "bincount", "unique",
            "unique_consecutive", "isin", "quantile", "nanquantile"]
