@@ -14,7 +14,6 @@ DEVICE_SEMANTICS = {"type": "test_type_names_the_cuda_type", "cpu": "test_cpu_co
 # array module, so these raise on the emulated device; each group names what its port needs.
 _LINALG = ("the decomposition runs NumPy/SciPy LAPACK on the host: a port to the device's "
            "linalg (cupy.linalg / cupyx.scipy.linalg) is pending")
-_HOST = "written with NumPy calls on host arrays: not yet ported to the device's array module"
 
 OP_XFAIL.update({n: _LINALG for n in (
     'cholesky', 'cholesky(raw)', 'cholesky_inverse', 'cholesky_solve', 'geqrf', 'inverse', 'linalg.cholesky',
@@ -28,19 +27,4 @@ OP_XFAIL.update({n: _LINALG for n in (
     'linalg.svd(raw)', 'linalg.svdvals', 'linalg.tensorinv', 'linalg.vander', 'logdet', 'lu', 'lu_solve',
     'lu_unpack', 'matrix_exp', 'nuclear_norm', 'orgqr', 'ormqr', 'pinverse', 'qr', 'renorm', 'slogdet', 'svd',
     'torch.vander', 'triangular_solve',
-)})
-
-OP_XFAIL.update({n: _HOST for n in (
-    'F.channel_shuffle', 'F.conv_tbc', 'F.ctc_loss', 'F.fractional_max_pool2d',
-    'F.fractional_max_pool2d_with_indices', 'F.fractional_max_pool3d', 'F.fractional_max_pool3d_with_indices',
-    'F.max_unpool1d', 'F.max_unpool2d', 'F.max_unpool3d', 'F.multi_margin_loss', 'F.multilabel_margin_loss',
-    'F.native_channel_shuffle', 'F.soft_margin_loss', 'as_strided_scatter', 'bartlett_window', 'bincount',
-    'blackman_window', 'block_diag', 'bucketize', 'cdist', 'cumulative_trapezoid', 'frexp', 'gcd',
-    'hamming_window', 'hamming_window(alpha)', 'hann_window', 'heaviside', 'histc', 'histogram',
-    'histogramdd', 'index_reduce(amax)', 'index_reduce(amax, include_self=False)', 'index_reduce(amin)',
-    'index_reduce(amin, include_self=False)', 'index_reduce(mean)', 'index_reduce(mean, include_self=False)',
-    'index_reduce(prod)', 'index_reduce(prod, include_self=False)', 'isin', 'kaiser_window',
-    'kaiser_window(beta)', 'lcm', 'ldexp', 'nan_to_num', 'nanquantile', 'nextafter', 'pdist', 'quantile',
-    'searchsorted', 'torch.detach_copy', 'trapezoid', 'trapz', 'tril_indices', 'triu_indices', 'unique',
-    'unique_consecutive', 'unravel_index',
 )})

@@ -5,12 +5,14 @@ windows (bartlett, blackman, hamming, hann, kaiser) and unravel_index.
 Most are compositions of differentiable ops (their nodes are the ones PyTorch's compositions
 show); block_diag, cdist and pdist record one node of their own.
 """
+import contextlib
 import math
+import operator
 
 import numpy as np
 
 from ._base import refuse_meta
-from ._base import OpNode, node_for, save, save_output, finish, arr, Tensor, _dtype_name, wrap_dim
+from ._base import OpNode, node_for, save, save_output, finish, arr, Tensor, _dtype_name, wrap_dim, xp_for
 from .. import _dtype as D
 
 __all__ = ["tril_indices", "triu_indices", "block_diag", "cartesian_prod", "combinations", "trapezoid", "trapz",
@@ -20,6 +22,30 @@ __all__ = ["tril_indices", "triu_indices", "block_diag", "cartesian_prod", "comb
 
 def _const(a):
     return finish(None, arr(np.asarray(a)))
+
+
+def _const_on(a):
+    """A constant tensor of the array ``a`` (host or device)."""
+    return finish(None, arr(a))
+
+
+def _factory_module(device):
+    """(array module, context) that build a factory function's result where it lives: on
+    ``device`` (the default device when None); NumPy for the CPU and the meta device."""
+    from .. import _creation as C
+    dev = C._DEFAULT_DEVICE[0] if device is None else device
+    if dev is None:
+        return np, contextlib.nullcontext()
+    dev = C.to_device(dev)
+    if dev.type != "cuda":
+        return np, contextlib.nullcontext()
+    xp = C.array_module(dev)
+    return xp, xp.cuda.Device(dev.index or 0)
+
+
+def _factory_result(data, device, requires_grad=False):
+    from .._creation import _finish
+    return _finish(data, requires_grad, device)
 
 
 def _int_dtype(dtype, name):
@@ -40,18 +66,25 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) indices of the lower triangle of a row x col matrix, row by row."""
     dt = _int_dtype(dtype, "tril_indices")
     _check_tri(row, col)
-    r, c = np.tril_indices(row, offset, col) if row > 0 and col > 0 else (np.zeros(0, int), np.zeros(0, int))
-    res = _const(np.stack([r, c]).astype(dt.np))
-    return res if device is None else res.to(device)
+    return _tri_indices("tril_indices", row, col, offset, dt, device)
+
+
+def _tri_indices(name, row, col, offset, dt, device):
+    xp, ctx = _factory_module(device)
+    with ctx:
+        if row > 0 and col > 0:
+            r, c = getattr(xp, name)(row, offset, col)
+            data = xp.stack([r, c]).astype(dt.np)
+        else:
+            data = xp.zeros((2, 0), dt.np)
+    return _factory_result(data, device)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (2, N) indices of the upper triangle of a row x col matrix, row by row."""
     dt = _int_dtype(dtype, "triu_indices")
     _check_tri(row, col)
-    r, c = np.triu_indices(row, offset, col) if row > 0 and col > 0 else (np.zeros(0, int), np.zeros(0, int))
-    res = _const(np.stack([r, c]).astype(dt.np))
-    return res if device is None else res.to(device)
+    return _tri_indices("triu_indices", row, col, offset, dt, device)
 
 
 # --- block_diag ----------------------------------------------------------------------------
@@ -86,7 +119,7 @@ def block_diag(*tensors):
     dt = result_np_dtype(*tensors) if mats else np.dtype(D._default[0].np)
     rows = sum(m.shape[0] for m in mats)
     cols = sum(m.shape[1] for m in mats)
-    out = np.zeros((rows, cols), dt)
+    out = xp_for(tensors).zeros((rows, cols), dt)
     blocks = []
     r = c = 0
     for t, m in zip(tensors, mats):
@@ -126,7 +159,7 @@ def combinations(input, r=2, with_replacement=False):
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
-        return _const(np.zeros((0,), input._data.dtype))
+        return _const_on(xp_for(input).zeros((0,), input._data.dtype))
     n = input._data.shape[0]
     gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     idx = np.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)
@@ -150,16 +183,17 @@ def _scalar_op(cls, t, s, fn):
     node = node_for(cls, (t,))
     if node is not None:
         node.other = s
+    x = t._data
     with np.errstate(all="ignore"):
-        return finish(node, np.asarray(fn(t._data, s), t._data.dtype))
+        return finish(node, arr(xp_for(x).asarray(fn(x, s), x.dtype)))
 
 
 def _mul_s(t, s):
-    return _scalar_op(MulBackward1, t, s, np.multiply)
+    return _scalar_op(MulBackward1, t, s, operator.mul)
 
 
 def _div_s(t, s):
-    return _scalar_op(DivBackward1, t, s, np.true_divide)
+    return _scalar_op(DivBackward1, t, s, operator.truediv)
 
 
 def _no_bool(name, y, x=None):
@@ -197,7 +231,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if x is not None and isinstance(x, Tensor):
         if n == 0:
             shape = yd.shape[:dim] + yd.shape[dim + 1:]
-            return _const(np.zeros(shape, y._data.dtype))
+            return _const_on(xp_for(yd).zeros(shape, y._data.dtype))
         d = _dx_along(x, y, dim)
         return _div_s((d * (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1))).sum(dim), 2.)
     step = 1 if dx is None else dx
@@ -205,7 +239,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
         step = x
     if n == 0:
         shape = yd.shape[:dim] + yd.shape[dim + 1:]
-        return _const(np.zeros(shape, y._data.dtype))
+        return _const_on(xp_for(yd).zeros(shape, y._data.dtype))
     return _mul_s(y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5, step)
 
 
@@ -322,33 +356,35 @@ def _dist_grad(g, diff, dist, p):
     from .index import where
     gd = g.unsqueeze(-1)
     dd = dist.unsqueeze(-1)
-    zero = _const(np.zeros((), diff._data.dtype))
+    xp = xp_for(diff)
+    zero = _const_on(xp.zeros((), diff._data.dtype))
     if p == 0:
         return diff * 0
     if p == 1:
         return gd * diff.sign()
     if p == 2:
-        safe = where(_const(dd._data == 0), _const(np.ones((), dd._data.dtype)), dd)
-        return where(_const(dd._data == 0), zero, gd * diff / safe)
+        safe = where(_const_on(dd._data == 0), _const_on(xp.ones((), dd._data.dtype)), dd)
+        return where(_const_on(dd._data == 0), zero, gd * diff / safe)
     if math.isinf(p):
-        mask = _const((np.abs(diff._data) == dd._data).astype(diff._data.dtype))
+        mask = _const_on((abs(diff._data) == dd._data).astype(diff._data.dtype))
         return gd * diff.sign() * mask
-    safe = where(_const(dd._data == 0), _const(np.ones((), dd._data.dtype)), dd)
+    safe = where(_const_on(dd._data == 0), _const_on(xp.ones((), dd._data.dtype)), dd)
     r = gd * diff.sign() * diff.abs() ** (p - 1) / safe ** (p - 1)
-    return where(_const(dd._data == 0), zero, r)
+    return where(_const_on(dd._data == 0), zero, r)
 
 
 def _minkowski_np(diff, p):
-    a = np.abs(diff)
+    a = abs(diff)
     with np.errstate(all="ignore"):
         if p == 0:
             return (a != 0).sum(-1).astype(diff.dtype)
         if p == 1:
             return a.sum(-1)
         if p == 2:
-            return np.sqrt((a * a).sum(-1))
+            return xp_for(a).sqrt((a * a).sum(-1))
         if math.isinf(p):
-            return a.max(-1, initial=0)
+            # (no reduction's initial= in CuPy: an empty row's maximum is 0 by hand)
+            return a.max(-1) if a.shape[-1] else xp_for(a).zeros(a.shape[:-1], a.dtype)
         return (a ** p).sum(-1) ** (1 / p)
 
 
@@ -373,8 +409,9 @@ def _euclid_mm(x1, x2):
     from .shape import cat
     n1 = (x1 * x1).sum(-1, keepdim=True)
     n2 = (x2 * x2).sum(-1, keepdim=True)
-    one1 = _const(np.ones(n1._data.shape, n1._data.dtype))
-    one2 = _const(np.ones(n2._data.shape, n2._data.dtype))
+    xp = xp_for(n1)
+    one1 = _const_on(xp.ones(n1._data.shape, n1._data.dtype))
+    one2 = _const_on(xp.ones(n2._data.shape, n2._data.dtype))
     a = cat([x1 * -2, n1, one1], -1)
     b = cat([x2, one2, n2], -1)
     return (a @ b.mT).clamp_min(1e-30).sqrt()
@@ -411,8 +448,9 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         flat2 = e2.reshape(-1, r2, b.shape[-1])
         return _euclid_mm(flat1, flat2).view(*batch, r1, r2)
     diff = a[..., :, None, :] - b[..., None, :, :]
-    res = _minkowski_np(diff, p).astype(np.result_type(a, b), copy=False)
-    res = np.ascontiguousarray(np.broadcast_to(res, batch + (r1, r2)))
+    xp = xp_for(a, b)
+    res = _minkowski_np(diff, p).astype(np.result_type(a.dtype, b.dtype), copy=False)
+    res = xp.ascontiguousarray(xp.broadcast_to(res, batch + (r1, r2)))
     node = node_for(CdistBackward0, (x1, x2))
     out = finish(node, res)
     if node is not None:
@@ -427,7 +465,7 @@ class PdistBackward0(OpNode):
         x, res = self.saved_tensors
         from .index import put_np
         n = x._data.shape[0]
-        r, c = np.triu_indices(n, 1)
+        r, c = xp_for(x).triu_indices(n, 1)
         G = put_np(g, (n, n), (r, c), accumulate=False)
         D_ = put_np(res, (n, n), (r, c), accumulate=False)
         diff = x.unsqueeze(1) - x.unsqueeze(0)
@@ -447,10 +485,11 @@ def pdist(input, p=2):
     if x.dtype == np.float16:
         raise NotImplementedError("\"pdist\" not implemented for 'Half'")
     n = x.shape[0]
-    r, c = np.triu_indices(n, 1)
-    res = _minkowski_np(x[r] - x[c], p).astype(x.dtype, copy=False) if len(r) else np.zeros(0, x.dtype)
+    xp = xp_for(x)
+    r, c = xp.triu_indices(n, 1)
+    res = _minkowski_np(x[r] - x[c], p).astype(x.dtype, copy=False) if r.size else xp.zeros(0, x.dtype)
     node = node_for(PdistBackward0, (input,))
-    out = finish(node, np.ascontiguousarray(res))
+    out = finish(node, xp.ascontiguousarray(res))
     if node is not None:
         node.p = float(p)
         save(node, input)
@@ -460,7 +499,7 @@ def pdist(input, p=2):
 
 # --- windows -------------------------------------------------------------------------------
 
-def _window(name, window_length, periodic, dtype, requires_grad, fn):
+def _window(name, window_length, periodic, dtype, requires_grad, fn, device=None):
     dt = D._default[0] if dtype is None else D.to_dtype(dtype)
     if dt.np.kind not in "fV":
         raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype={_c10_name(dt.np)}, "
@@ -468,19 +507,20 @@ def _window(name, window_length, periodic, dtype, requires_grad, fn):
                            "memory_format=(nullopt))")
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
-    if window_length == 0:
-        w = np.zeros(0)
-    elif window_length == 1:
-        w = np.ones(1)
-    else:
-        n = window_length + 1 if periodic else window_length
-        w = fn(n)
-        if periodic:
-            w = w[:-1]
-    t = _const(np.asarray(w, np.float64).astype(dt.np))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    xp, ctx = _factory_module(device)
+    with ctx:
+        if window_length == 0:
+            w = xp.zeros(0)
+        elif window_length == 1:
+            w = xp.ones(1)
+        else:
+            n = window_length + 1 if periodic else window_length
+            # (float64 sample points whatever the dtype: the values are rounded once, at the end)
+            w = fn(xp, xp.arange(n, dtype=np.float64), n)
+            if periodic:
+                w = w[:-1]
+        data = w.astype(dt.np)
+    return _factory_result(data, device, requires_grad)
 
 
 def _c10_name(npdt):
@@ -492,37 +532,38 @@ def _c10_name(npdt):
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The Hann window 0.5 - 0.5 cos(2 pi n / (N - 1)) (periodic: one longer, last dropped)."""
     return _window("hann_window", window_length, periodic, dtype, requires_grad,
-                   lambda n: 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / (n - 1)))
+                   lambda xp, k, n: 0.5 - 0.5 * xp.cos(2 * np.pi * k / (n - 1)), device)
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
                    requires_grad=False):
     """The Hamming window alpha - beta cos(2 pi n / (N - 1))."""
     return _window("hamming_window", window_length, periodic, dtype, requires_grad,
-                   lambda n: alpha - beta * np.cos(2 * np.pi * np.arange(n) / (n - 1)))
+                   lambda xp, k, n: alpha - beta * xp.cos(2 * np.pi * k / (n - 1)), device)
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The Blackman window 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
-    def fn(n):
-        k = np.arange(n) / (n - 1)
-        return 0.42 - 0.5 * np.cos(2 * np.pi * k) + 0.08 * np.cos(4 * np.pi * k)
-    return _window("blackman_window", window_length, periodic, dtype, requires_grad, fn)
+    def fn(xp, k, n):
+        k = k / (n - 1)
+        return 0.42 - 0.5 * xp.cos(2 * np.pi * k) + 0.08 * xp.cos(4 * np.pi * k)
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad, fn, device)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The triangular Bartlett window 1 - |2n / (N - 1) - 1|."""
     return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
-                   lambda n: 1 - np.abs(2 * np.arange(n) / (n - 1) - 1))
+                   lambda xp, k, n: 1 - abs(2 * k / (n - 1) - 1), device)
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
                   requires_grad=False):
     """The Kaiser window I0(beta sqrt(1 - ((n - a) / a)^2)) / I0(beta), a = (N - 1) / 2."""
-    def fn(n):
+    def fn(xp, k, n):
         a = (n - 1) / 2
-        return np.i0(beta * np.sqrt(np.clip(1 - ((np.arange(n) - a) / a) ** 2, 0, None))) / np.i0(beta)
-    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, fn)
+        # (I0(beta) a host number: NumPy's i0 of a Python float)
+        return xp.i0(beta * xp.sqrt(xp.clip(1 - ((k - a) / a) ** 2, 0, None))) / float(np.i0(beta))
+    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, fn, device)
 
 
 # --- unravel_index -----------------------------------------------------------------------
@@ -538,14 +579,16 @@ def unravel_index(indices, shape):
     for s in shape:
         if s < 0:
             raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
+    xp = xp_for(d)
     idx = d.astype(np.int64)
     stride = 1
     coords = []
     for s in reversed(shape):
-        coords.append(np.floor_divide(idx, stride) % s if s else np.zeros_like(idx))
+        coords.append(idx // stride % s if s else xp.zeros_like(idx))
         stride *= s
     # as PyTorch: one (..., len(shape)) tensor of coordinates, unbound along its last dim (views)
-    stacked = _const(np.stack(coords[::-1], -1).astype(np.int64) if coords else np.zeros(idx.shape + (0,), np.int64))
+    stacked = _const_on(xp.stack(coords[::-1], -1).astype(np.int64) if coords
+                        else xp.zeros(idx.shape + (0,), np.int64))
     return tuple(stacked.unbind(-1))
 
 

@@ -7,11 +7,12 @@ with dedicated kernels (their grad_fn is the kernel's node; the last three have 
 derivative); the rest are composites of tensor ops in PyTorch's order, so grad_fn names and
 edge-case values follow from the ops themselves.
 """
+import functools
 import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, arr
+from ._base import OpNode, node_for, save, finish, arr, xp_for
 from .loss import (_reduction, _reduce_np, _reduce_t, _check_out_shape, _no_grad_weight, _const,
                    pairwise_distance, _TN)
 
@@ -35,7 +36,7 @@ def _float_input(name, *arrays):
 def _soft_margin_grad(gd, x, y, reduction):
     n = x.size
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        e = np.exp(-y * x)
+        e = xp_for(x).exp(-y * x)
         r = -y * e / (1 + e) * _grad_scale_arr(gd, reduction, n, x.shape)
     return r
 
@@ -46,7 +47,7 @@ def _grad_scale_arr(gd, reduction, n, shape):
     if reduction == "mean":
         with np.errstate(divide="ignore", invalid="ignore"):
             gd = gd / n if n else gd * np.inf
-    return np.broadcast_to(gd, shape)
+    return xp_for(gd).broadcast_to(gd, shape)
 
 
 class SoftMarginLossBackward0(OpNode):
@@ -62,15 +63,16 @@ class SoftMarginLossBackwardBackward0(OpNode):
         red = self.reduction
         dg = dx = None
         if nf[0][0] is not None:
-            ones = _const(np.ones(g._data.shape), g._data.dtype)
+            ones = _const(xp_for(g).ones(g._data.shape), g._data.dtype)
             unit = _soft_margin_backward(ones, x, y, red)
             dg = unit * gg if red == "none" else (unit * gg).sum()
         if nf[1][0] is not None:
             xd, yd = x._data, y._data
+            xp = xp_for(xd)
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                e = np.exp(-yd * xd)
+                e = xp.exp(-yd * xd)
                 h = yd * yd * e / ((1 + e) * (1 + e))
-                h = h * _grad_scale_arr(np.ones_like(g._data), red, xd.size, xd.shape)
+                h = h * _grad_scale_arr(xp.ones_like(g._data), red, xd.size, xd.shape)
             dx = gg * g * _const(h.astype(xd.dtype, copy=False), xd.dtype)
         return dg, dx, None
 
@@ -81,7 +83,7 @@ def _soft_margin_backward(g, x, y, reduction):
     if node is not None:
         node.reduction = reduction
         save(node, g, x, y)
-    return finish(node, arr(np.asarray(r, x._data.dtype)))
+    return finish(node, arr(xp_for(r).asarray(r, x._data.dtype)))
 
 
 def soft_margin_loss(input, target, reduction="mean"):
@@ -91,19 +93,20 @@ def soft_margin_loss(input, target, reduction="mean"):
     _check_out_shape(input, target)
     x = input._data
     if x.dtype.kind not in "fV":
-        dt = np.result_type(x, target._data)
+        dt = np.result_type(x.dtype, target._data.dtype)
         raise RuntimeError(f"result type {_tn(dt if dt.kind in 'fV' else np.float32)} can't be cast to the "
                            f"desired output type {_tn(x.dtype)}")
-    y = np.broadcast_to(target._data.astype(x.dtype, copy=False), x.shape)
+    xp = xp_for(x, target)
+    y = xp.broadcast_to(target._data.astype(x.dtype, copy=False), x.shape)
     from .loss import _expanded
     input, target = _expanded(input, target) if target._data.shape != x.shape else (input, target)
     with np.errstate(over="ignore", invalid="ignore"):
-        r = np.log1p(np.exp(-y * x)).astype(x.dtype, copy=False)
+        r = xp.log1p(xp.exp(-y * x)).astype(x.dtype, copy=False)
     out = _reduce_np(arr(r), reduction)
     node = node_for(SoftMarginLossBackward0, (input, target))
     if node is not None:
         node.reduction = reduction
-        save(node, input, finish(None, np.ascontiguousarray(y)))
+        save(node, input, finish(None, xp.ascontiguousarray(y)))
     return finish(node, out)
 
 
@@ -225,7 +228,7 @@ def _long_target(t):
 def _mm_parts(x2, y, p, margin, w):
     """Per-element margins (masked) and the class weight per row, for multi_margin_loss."""
     n, c = x2.shape
-    rows = np.arange(n)
+    rows = xp_for(x2).arange(n)
     with np.errstate(invalid="ignore", over="ignore"):
         z = margin - x2[rows, y][:, None] + x2
     mask = z > 0
@@ -242,16 +245,17 @@ class MultiMarginLossBackward0(OpNode):
         wd = None if w is None else w._data
         z, mask, wy = _mm_parts(x2, yd, self.p, self.margin, wd)
         n, c = x2.shape
+        xp = xp_for(x2)
         with np.errstate(invalid="ignore", over="ignore"):
             h = 1.0 if self.p == 1 else 2 * z
             if wy is not None:
                 h = h * wy
             # only counted margins contribute: never 0 * inf from a weight or a margin
-            h = np.where(mask, h / c, 0).astype(x2.dtype)
+            h = xp.where(mask, h / c, 0).astype(x2.dtype)
             gd = g._data.reshape(-1)
-            gs = gd if self.reduction == "none" else np.broadcast_to(gd / n if self.reduction == "mean" else gd, (n,))
+            gs = gd if self.reduction == "none" else xp.broadcast_to(gd / n if self.reduction == "mean" else gd, (n,))
             r = h * gs[:, None].astype(x2.dtype)
-        r[np.arange(n), yd] = -(h.sum(1)) * gs
+        r[xp.arange(n), yd] = -(h.sum(1)) * gs
         inputs = (g, x) if w is None else (g, x, w)
         return _not_implemented_grad(r.reshape(x._data.shape).astype(x._data.dtype, copy=False), inputs,
                                      "multi_margin_loss_backward"), None, None
@@ -279,7 +283,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, reduction="me
     if weight is not None and weight._data.dtype != x.dtype:
         raise RuntimeError(f"expected scalar type {_tn(x.dtype)} but found {_tn(weight._data.dtype)}")
     y = t.reshape(-1)
-    if ((y < 0) | (y >= c)).any():
+    xp = xp_for(x, t)
+    # (checked on the host only: CUDA's kernel asserts on the device, it asks the host nothing)
+    if xp is np and ((y < 0) | (y >= c)).any():
         raise RuntimeError("target out of range")
     _no_grad_weight("multi_margin_loss", weight=weight)
     wd = None if weight is None else weight._data
@@ -288,46 +294,43 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, reduction="me
         e = z if p == 1 else z * z
         if wy is not None:
             e = e * wy
-        e = np.where(mask, e, 0)
+        e = xp.where(mask, e, 0)
         per = (e.sum(1) / c).astype(x.dtype)
     out = per.reshape(t.shape if x.ndim < 2 else (n,)) if reduction == "none" else _reduce_np(per, reduction)
     node = node_for(MultiMarginLossBackward0, (input,))
     if node is not None:
         node.p, node.margin, node.reduction, node.frame = p, margin, reduction, x2.shape
         save(node, input, target, weight)
-    return finish(node, arr(np.asarray(out, x.dtype)))
+    return finish(node, arr(xp.asarray(out, x.dtype)))
 
 
 def _mlm_targets(t2, c):
-    """(is_target mask, [target list per row]) of multilabel targets (each row ends at its first -1)."""
-    n = t2.shape[0]
-    is_t = np.zeros((n, c), bool)
-    lists = []
-    for i in range(n):
-        row = t2[i]
-        neg = np.nonzero(row < 0)[0]
-        k = neg[0] if neg.size else row.shape[0]
-        lst = row[:k]
-        is_t[i, lst] = True
-        lists.append(lst)
-    return is_t, lists
+    """(slot mask, slot x class one-hot of the targets) of multilabel targets: each row's target
+    slots end at its first negative entry (no per-row host loop: the slots are masked)."""
+    xp = xp_for(t2)
+    slot = xp.cumsum(t2 < 0, axis=1) == 0
+    onehot = (t2[:, :, None] == xp.arange(c)) & slot[:, :, None]
+    return slot, onehot
 
 
 def _mlm_parts(x2, t2):
+    """(loss per row, gradient per element): each target slot's hinge ``1 - x[target] + x[j]``
+    over the non-target classes j."""
+    xp = xp_for(x2, t2)
     n, c = x2.shape
-    is_t, lists = _mlm_targets(t2, c)
-    per = np.zeros(n, x2.dtype)
-    grad = np.zeros((n, c), x2.dtype)
+    slot, onehot = _mlm_targets(t2, c)
+    others = ~onehot.any(1)
+    per = xp.zeros(n, x2.dtype)
     with np.errstate(invalid="ignore", over="ignore"):
-        for i in range(n):
-            others = ~is_t[i]
-            for tj in lists[i]:
-                z = 1 - x2[i, tj] + x2[i]
-                m = (z > 0) & others
-                per[i] += z[m].sum()
-                grad[i, m] += 1
-                grad[i, tj] -= m.sum()
-    return per / c, grad / c
+        xt = xp.take_along_axis(x2, xp.where(slot, t2, 0), 1)
+        z = 1 - xt[:, :, None] + x2[:, None, :]            # (row, slot, class)
+        m = (z > 0) & others[:, None, :] & slot[:, :, None]
+        sums = xp.where(m, z, 0).sum(2)
+        for j in range(c):      # (slot by slot: the order of the sums of a loop over the targets)
+            per = per + sums[:, j]
+        counts = m.sum(2)                                   # margins counted per slot
+        grad = m.sum(1) - (onehot * counts[:, :, None]).sum(1)
+    return per / c, (grad / c).astype(x2.dtype)
 
 
 class MultilabelMarginLossBackward0(OpNode):
@@ -337,7 +340,8 @@ class MultilabelMarginLossBackward0(OpNode):
         _, gr = _mlm_parts(x2, t._data.reshape(self.frame))
         n = x2.shape[0]
         gd = g._data.reshape(-1)
-        gs = gd if self.reduction == "none" else np.broadcast_to(gd / n if self.reduction == "mean" else gd, (n,))
+        gs = gd if self.reduction == "none" else \
+            xp_for(gd).broadcast_to(gd / n if self.reduction == "mean" else gd, (n,))
         with np.errstate(invalid="ignore", over="ignore"):
             r = (gr * gs[:, None]).astype(x._data.dtype, copy=False)
         return _not_implemented_grad(r.reshape(x._data.shape), (g, x), "multilabel_margin_loss_backward"), None
@@ -355,7 +359,9 @@ def multilabel_margin_loss(input, target, reduction="mean"):
     _float_input("multilabel_margin_loss_forward_out_frame", x)
     _long_target(t)
     t2 = t.reshape(n, c)
-    if ((t2 < -1) | (t2 >= c)).any():
+    xp = xp_for(x, t)
+    # (checked on the host only: CUDA's kernel asserts on the device, it asks the host nothing)
+    if xp is np and ((t2 < -1) | (t2 >= c)).any():
         raise RuntimeError("argument #2 'target' is out of range")
     per, _ = _mlm_parts(x2, t2)
     out = (per.reshape(() if x.ndim < 2 else (n,)) if reduction == "none" else _reduce_np(per, reduction))
@@ -363,32 +369,37 @@ def multilabel_margin_loss(input, target, reduction="mean"):
     if node is not None:
         node.reduction, node.frame = reduction, x2.shape
         save(node, input, target)
-    return finish(node, arr(np.asarray(out, x.dtype)))
+    return finish(node, arr(xp.asarray(out, x.dtype)))
 
 
 # *** CTC ***
 
 def _lse(*vals):
-    m = np.maximum.reduce(vals)
-    m0 = np.where(np.isneginf(m), 0.0, m)
+    xp = xp_for(*vals)
+    m = functools.reduce(xp.maximum, vals)
+    m0 = xp.where(m == -np.inf, 0.0, m)
     with np.errstate(divide="ignore"):
-        return np.log(sum(np.exp(v - m0) for v in vals)) + m0
+        return xp.log(sum(xp.exp(v - m0) for v in vals)) + m0
 
 
 def _ctc_one(lp, tgt, blank):
-    """(nll, log_alpha, log_beta, extended labels) of one sequence; ``lp`` is (T, C) float64."""
+    """(nll, log_alpha, log_beta, extended labels) of one sequence; ``lp`` is (T, C) float64.
+    On a device all stay there (the nll a 0-d array): the recursions run over time steps, each
+    step one vector of the extended labels."""
+    xp = xp_for(lp, tgt)
     T = lp.shape[0]
-    L = len(tgt)
+    L = tgt.shape[0]
     S = 2 * L + 1
-    ext = np.full(S, blank, np.int64)
+    ext = xp.full(S, blank, np.int64)
     ext[1::2] = tgt
     ninf = -np.inf
-    la = np.full((T, S), ninf)
-    lb = np.full((T, S), ninf)
+    la = xp.full((T, S), ninf)
+    lb = xp.full((T, S), ninf)
     if T == 0:
         return (0.0 if L == 0 else np.inf), la, lb, ext
+    edge1, edge2 = xp.full(1, ninf), xp.full(2, ninf)
     # s-2 transitions allowed into a label that differs from the label two back
-    skip = np.zeros(S, bool)
+    skip = xp.zeros(S, bool)
     if S > 2:
         skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
     emit = lp[:, ext]
@@ -397,22 +408,22 @@ def _ctc_one(lp, tgt, blank):
         la[0, 1] = emit[0, 1]
     for t in range(1, T):
         prev = la[t - 1]
-        p1 = np.concatenate(([ninf], prev[:-1]))
-        p2 = np.where(skip, np.concatenate(([ninf, ninf], prev[:-2])) if S > 2 else ninf, ninf)
+        p1 = xp.concatenate((edge1, prev[:-1]))
+        p2 = xp.where(skip, xp.concatenate((edge2, prev[:-2])) if S > 2 else ninf, ninf)
         la[t] = _lse(prev, p1, p2) + emit[t]
     lb[T - 1, S - 1] = emit[T - 1, S - 1]
     if S > 1:
         lb[T - 1, S - 2] = emit[T - 1, S - 2]
-    skip_fwd = np.zeros(S, bool)
+    skip_fwd = xp.zeros(S, bool)
     if S > 2:
         skip_fwd[:-2] = skip[2:]
     for t in range(T - 2, -1, -1):
         nxt = lb[t + 1]
-        n1 = np.concatenate((nxt[1:], [ninf]))
-        n2 = np.where(skip_fwd, np.concatenate((nxt[2:], [ninf, ninf])) if S > 2 else ninf, ninf)
+        n1 = xp.concatenate((nxt[1:], edge1))
+        n2 = xp.where(skip_fwd, xp.concatenate((nxt[2:], edge2)) if S > 2 else ninf, ninf)
         lb[t] = _lse(nxt, n1, n2) + emit[t]
     end = la[T - 1, S - 1] if S == 1 else _lse(la[T - 1, S - 1], la[T - 1, S - 2])
-    return -float(end), la, lb, ext
+    return (-float(end) if xp is np else -end), la, lb, ext
 
 
 class CtcLossBackward0(OpNode):
@@ -424,31 +435,35 @@ class CtcLossBackward0(OpNode):
         (lp_t,) = self.saved_tensors
         lp = lp_t._data
         lp = lp[:, None, :] if lp.ndim == 2 else lp
-        gd = np.broadcast_to(g._data, (lp.shape[1],))
-        out = np.zeros(lp.shape, np.float64)
+        xp = xp_for(lp)
+        gd = xp.broadcast_to(g._data, (lp.shape[1],))
+        out = xp.zeros(lp.shape, np.float64)
         for b, (nll, la, lb, ext) in enumerate(self.parts):
-            if self.zero_infinity and np.isinf(nll):
-                continue
             T = la.shape[0]
             if T == 0:
                 continue
             lpb = lp[:T, b].astype(np.float64)
-            lcab = np.full(lpb.shape, -np.inf)
+            lcab = xp.full(lpb.shape, -np.inf)
             with np.errstate(invalid="ignore", over="ignore"):
                 ab = la + lb
                 for s in range(ext.shape[0]):
                     c = ext[s]
-                    lcab[:, c] = np.logaddexp(lcab[:, c], ab[:, s])
-                r = (np.exp(lpb) - np.exp(lcab + nll - lpb)) * float(gd[b])
+                    lcab[:, c] = xp.logaddexp(lcab[:, c], ab[:, s])
+                r = (xp.exp(lpb) - xp.exp(lcab + nll - lpb)) * gd[b]
+            if self.zero_infinity:   # (selected on the device: an infinite nll's gradient is 0)
+                r = xp.where(xp.isinf(xp.asarray(nll)), 0.0, r)
             out[:T, b] = r
         out = out.reshape(lp_t._data.shape).astype(lp.dtype)
         return _not_implemented_grad(out, (g, lp_t), "_ctc_loss_backward"), None
 
 
-def _lengths(v, name):
+def _host_lengths(v):
+    """The lengths as a host array (their own dtype): a device tensor's are copied to the host,
+    as PyTorch's CUDA ctc_loss does (they size the recursions)."""
     from .._tensor import Tensor
     if isinstance(v, Tensor):
-        return np.asarray(v._data).reshape(-1).astype(np.int64)
+        d = v._data
+        return (d if type(d) is np.ndarray else d.get()).reshape(-1)
     return np.asarray(list(v), np.int64).reshape(-1)
 
 
@@ -468,8 +483,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError(f"ctc_loss: targets must be of an integer type, got {_tn(tg.dtype)}")
     if unbatched:
         tg = tg[None] if tg.ndim == 1 else tg
-    il = _lengths(input_lengths, "input_lengths")
-    tl = _lengths(target_lengths, "target_lengths")
+    il = _host_lengths(input_lengths).astype(np.int64)
+    tl_own = _host_lengths(target_lengths)
+    tl = tl_own.astype(np.int64)
+    xp = xp_for(lp)
     if not 0 <= blank < C:
         raise RuntimeError("blank must be in label range")
     if il.shape[0] != N:
@@ -480,7 +497,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     offs = np.concatenate(([0], np.cumsum(tl)[:-1])) if concat else None
     lp64 = lp3.astype(np.float64)
     parts = []
-    nll = np.zeros(N)
+    nll = xp.zeros(N)
     for b in range(N):
         if il[b] > T or il[b] < 0:
             raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {il[b]} "
@@ -503,16 +520,16 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     res = finish(node, arr(nll.astype(lp.dtype)))
     if zero_infinity:
         from .index import where
-        res = where(res == np.inf, _const(np.zeros(()), res._data.dtype), res)
+        res = where(res == np.inf, _const(xp.zeros(()), res._data.dtype), res)
     if unbatched:
         res = res.squeeze(0)
     if reduction == "none":
         return res
     if reduction == "sum":
         return res.sum()
-    tlt = finish(None, tl.reshape(() if unbatched else (N,)))
-    if isinstance(target_lengths, Tensor) and target_lengths._data.dtype != np.int64:
-        tlt = finish(None, target_lengths._data.reshape(tlt.shape))
+    # (the lengths' own dtype when given as a tensor; on the loss's device)
+    tlt = finish(None, xp.asarray(tl_own if isinstance(target_lengths, Tensor) else tl).reshape(
+        () if unbatched else (N,)))
     return (res / tlt.clamp_min(1)).mean()
 
 

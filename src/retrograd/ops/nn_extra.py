@@ -1,8 +1,10 @@
 """Layer ops of nn.functional outside the big families: channel shuffle, max unpooling,
 local response normalization (and the legacy cross-map form), Gumbel-softmax."""
+import math
+
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish
+from ._base import OpNode, node_for, save, finish, xp_for
 
 __all__ = []
 TENSOR_METHODS = {}
@@ -15,7 +17,7 @@ def _shuffle_array(x, groups):
     n, c = x.shape[:2]
     rest = x.shape[2:]
     # always a fresh array (for groups == 1 or == C the permutation is the identity)
-    return np.array(x.reshape((n, groups, c // groups) + rest).swapaxes(1, 2), order="C").reshape(x.shape)
+    return x.reshape((n, groups, c // groups) + rest).swapaxes(1, 2).copy(order="C").reshape(x.shape)
 
 
 class ChannelShuffleBackward0(OpNode):
@@ -114,15 +116,17 @@ def _max_unpool(input, indices, out_spatial, nd, cls):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(x.shape)}) but "
                            f"got indices tensor with shape: {list(ix.shape)}")
     lead = x.shape[:-nd]
-    plane = int(np.prod(out_spatial))
-    xf = x.reshape((-1, int(np.prod(x.shape[-nd:]))))
+    plane = math.prod(out_spatial)
+    xf = x.reshape((-1, math.prod(x.shape[-nd:])))
     if_ = ix.reshape(xf.shape)
-    if if_.size and (if_.min() < 0 or if_.max() >= plane):
+    xp = xp_for(x, ix)
+    # (checked on the host only: CUDA's kernel asserts on the device, it asks the host nothing)
+    if xp is np and if_.size and (if_.min() < 0 or if_.max() >= plane):
         bad = if_[(if_ < 0) | (if_ >= plane)].flat[0]
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
                            f"{'x'.join(str(s) for s in out_spatial)})")
-    out = np.zeros((xf.shape[0], plane), x.dtype)
-    rows = np.arange(xf.shape[0])[:, None]
+    out = xp.zeros((xf.shape[0], plane), x.dtype)
+    rows = xp.arange(xf.shape[0])[:, None]
     out[rows, if_] = xf
     node = node_for(cls, (input, None))
     if node is not None:
@@ -523,7 +527,7 @@ def conv_tbc(input, weight, bias, pad=0):
     if node is not None:
         node.pad = pad
         save(node, input, weight, bias)
-    return finish(node, np.ascontiguousarray(r._data))
+    return finish(node, xp_for(r).ascontiguousarray(r._data))
 
 
 def _cell_gates(input, hx, w_ih, w_hh, b_ih, b_hh):

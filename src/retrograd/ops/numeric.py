@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ._base import (OpNode, node_for, node_for1, save, finish, arr, write_out, Tensor, binary_operands,
-                    masked_grad, zeros_grad, apply_inplace)
+                    masked_grad, zeros_grad, apply_inplace, xp_for)
 from .. import _dtype as D
 
 __all__ = ["nan_to_num", "frexp", "ldexp", "gcd", "lcm", "heaviside", "nextafter", "deg2rad", "rad2deg"]
@@ -25,7 +25,8 @@ def _need_tensor(name, v, pos, arg):
 
 
 def _const(a):
-    return finish(None, arr(np.asarray(a)))
+    """A constant tensor of the array ``a`` (host or device)."""
+    return finish(None, arr(a))
 
 
 # *** nan_to_num ***
@@ -41,6 +42,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     the dtype's largest and lowest finite values); integer and bool tensors are copied."""
     _need_tensor("nan_to_num", input, 1, "input")
     x = input._data
+    xp = xp_for(x)
     if x.dtype.kind in "iub":
         r = x.copy()
         finite = None
@@ -53,14 +55,14 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
             lo_v = lo if neginf is None else neginf
             with np.errstate(over="ignore"):
                 vals = np.array([nan if nan is not None else 0.0, hi_v, lo_v]).astype(a.dtype)
-            b = np.where(np.isnan(a), vals[0], a)
-            b = np.where(b == np.inf, vals[1], b)
-            return np.where(b == -np.inf, vals[2], b).astype(a.dtype, copy=False)
+            b = xp.where(xp.isnan(a), vals[0], a)
+            b = xp.where(b == np.inf, vals[1], b)
+            return xp.where(b == -np.inf, vals[2], b).astype(a.dtype, copy=False)
         if x.dtype.kind == "c":
             r = (fix(x.real) + 1j * fix(x.imag)).astype(x.dtype)
         else:
             r = fix(x)
-        finite = np.isfinite(x)
+        finite = xp.isfinite(x)
     node = node_for1(NanToNumBackward0, input) if finite is not None else None
     if node is not None:
         node.finite = finite
@@ -93,7 +95,8 @@ _Frexp.__name__ = _Frexp.__qualname__ = "frexp"
 
 class FrexpBackward0(OpNode):
     def backward(self, g):
-        return g / _const(np.exp2(self.exponent.astype(g._data.dtype)))
+        e = self.exponent.astype(g._data.dtype)
+        return g / _const(xp_for(e).exp2(e))
 
 
 def frexp(input, *, out=None):
@@ -103,7 +106,7 @@ def frexp(input, *, out=None):
     if x.dtype.kind not in "fV":
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     xc = x.astype(np.float32) if x.dtype.kind == "V" else x
-    m, e = np.frexp(xc)
+    m, e = xp_for(xc).frexp(xc)
     m = m.astype(x.dtype)
     e = e.astype(np.int32)
     node = node_for1(FrexpBackward0, input)
@@ -135,8 +138,9 @@ def ldexp(input, other, *, out=None):
         dt = D._default[0].np
     from .pointwise import _bshape
     _bshape(a, b)
+    xp = xp_for(x, y)
     with np.errstate(all="ignore"):
-        r = (np.asarray(x, dt) * np.exp2(np.asarray(y, dt))).astype(dt, copy=False)
+        r = (xp.asarray(x, dt) * xp.exp2(xp.asarray(y, dt))).astype(dt, copy=False)
     node = node_for(LdexpBackward0, (a, b))
     if node is not None:
         save(node, a, b)
@@ -155,7 +159,9 @@ def _int_binary(name, np_fn):
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_word(dt)}\'')
         from .pointwise import _bshape
         _bshape(a, b)
-        res = finish(None, arr(np_fn(np.asarray(x, dt), np.asarray(y, dt)).astype(dt, copy=False)))
+        xp = xp_for(x, y)
+        fn = getattr(xp, np_fn.__name__)
+        res = finish(None, arr(fn(xp.asarray(x, dt), xp.asarray(y, dt)).astype(dt, copy=False)))
         return res if out is None else write_out(out, res, name)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"Elementwise ``{name}`` of integer tensors (non-negative results)."
@@ -183,7 +189,7 @@ def heaviside(input, values, *, out=None):
     from .pointwise import _bshape
     _bshape(input, values)
     with np.errstate(invalid="ignore"):
-        r = np.where(x == 0, v, x > 0).astype(x.dtype)
+        r = xp_for(x, v).where(x == 0, v, x > 0).astype(x.dtype)
     node = node_for(_HeavisideNode, (input, values))
     res = finish(node, arr(r))
     return res if out is None else write_out(out, res, "heaviside")
@@ -205,12 +211,13 @@ def nextafter(input, other, *, out=None):
         raise NotImplementedError(f'"nextafter_cpu" not implemented for \'{_word(dt)}\'')
     from .pointwise import _bshape
     _bshape(a, b)
-    xa, ya = np.asarray(x, dt), np.asarray(y, dt)
-    r = np.nextafter(xa, ya)
+    xp = xp_for(x, y)
+    xa, ya = xp.asarray(x, dt), xp.asarray(y, dt)
+    r = xp.nextafter(xa, ya)
     node = node_for(NextafterBackward0, (a, b))
     if node is not None:
         with np.errstate(invalid="ignore"):
-            node.moved = np.broadcast_to(xa != ya, r.shape)
+            node.moved = xp.broadcast_to(xa != ya, r.shape)
         node.other_shape = ya.shape
     res = finish(node, arr(r))
     return res if out is None else write_out(out, res, "nextafter")

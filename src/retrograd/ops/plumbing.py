@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from ._base import (Tensor, OpNode, node_for, finish, apply_inplace, check_inplace, _state,
-                    _dtype_name, zeros_grad, binary_operands)
+                    _dtype_name, zeros_grad, binary_operands, xp_for, strided, check_devices)
 from .. import _dtype as D
 from .. import _storage
 from .._creation import _gen_for
@@ -90,10 +90,15 @@ def _rebind(self, data):
     return self
 
 
+def _storage_need(size, stride, offset):
+    """The elements of storage a (size, stride, offset) view reaches (0 when it has none)."""
+    return (1 + builtins.sum((s - 1) * st for s, st in zip(size, stride)) + offset) if all(size) else 0
+
+
 def _strided_on(buf_bytes, dtype_np, size, stride, offset, what="setStorage"):
     k = np.dtype(dtype_np).itemsize
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
-    need = (1 + builtins.sum((s - 1) * st for s, st in zip(size, stride)) + offset) if all(size) else 0
+    need = _storage_need(size, stride, offset)
     if need * k > buf_bytes.nbytes:
         return None, need
     return np.ndarray(size, dtype_np, buffer=buf_bytes, offset=offset * k if all(size) else 0,
@@ -564,7 +569,7 @@ def detach_copy(input):
     node = node_for(NotImplemented_, (input,))
     if node is not None:
         node.op_name = "detach_copy"
-    return finish(node, np.array(input._data, copy=True))
+    return finish(node, input._data.copy(order="K"))
 
 
 def _view_as_real(input):
@@ -600,8 +605,7 @@ class AsStridedScatterBackward0(OpNode):
         gc = g.contiguous()
         gi = gs = None
         if nf[0][0] is not None:
-            from .._creation import zeros
-            gi = as_strided_scatter(gc, zeros(self.size, dtype=g.dtype), self.size, self.stride, self.offset)
+            gi = as_strided_scatter(gc, g.new_zeros(self.size), self.size, self.stride, self.offset)
         if nf[1][0] is not None:
             gs = as_strided(gc, self.size, self.stride, self.offset).clone()
         return gi, gs
@@ -614,14 +618,17 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     if tuple(src._data.shape) != size:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
                            f"{_shape(src._data.shape)}, slice size = {_shape(size)}")
-    out = np.array(input._data, copy=True, order="C")
+    check_devices(input, src)
+    out = input._data.copy(order="C")
     if out.size:
-        view, need = _strided_on(out.reshape(-1).view(np.uint8), out.dtype, size, stride, off)
-        if view is None:
+        need = _storage_need(size, stride, off)
+        if need > out.size:
             raise RuntimeError(f"setStorage: sizes {_shape(size)}, strides {_shape(stride)}, storage offset {off}, "
                                f"and itemsize {out.itemsize} requiring a storage size of {need * out.itemsize} are "
                                f"out of bounds for storage of size {out.nbytes}")
-        view[...] = src._data
+        if need:
+            k = out.itemsize
+            strided(out.reshape(-1)[off:], size, tuple(st * k for st in stride))[...] = src._data
     node = node_for(AsStridedScatterBackward0, (input, src))
     if node is not None:
         node.size, node.stride, node.offset = size, stride, off
@@ -658,8 +665,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
     shp = [1] * source._data.ndim
     if shp:
         shp[d] = idx.size
-    full_idx = np.broadcast_to(idx.reshape(shp), source._data.shape)
-    r = scatter_reduce(input, dim, Tensor._make(np.ascontiguousarray(full_idx).astype(np.int64)), source, reduce,
+    xp = xp_for(idx)
+    full_idx = xp.broadcast_to(idx.reshape(shp), source._data.shape)
+    r = scatter_reduce(input, dim, Tensor._make(xp.ascontiguousarray(full_idx).astype(np.int64)), source, reduce,
                        include_self=include_self)
     if r._grad_fn is not None and type(r._grad_fn) is ScatterReduceBackward0:
         r._grad_fn.__class__ = IndexReduceBackward0

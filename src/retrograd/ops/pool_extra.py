@@ -1,8 +1,10 @@
 """Fractional max pooling (Graham): pooling windows of a fixed size at pseudo-random, increasing
 offsets, one sample per plane and dim (``_random_samples``) choosing the offsets."""
+import math
+
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish
+from ._base import OpNode, node_for, save, finish, xp_for, check_devices
 
 __all__ = []
 TENSOR_METHODS = {}
@@ -10,29 +12,28 @@ INPLACE = {}
 
 
 def _intervals(u, in_size, out_size, pool):
-    """Window starts: ``floor((i + u) * alpha) - floor(u * alpha)``, alpha = (in - pool) / (out - 1),
-    the last window flush with the end (computed in double, as PyTorch's CPU kernel)."""
-    seq = np.empty(out_size, np.int64)
+    """Window starts of every plane (``u``: its sample, any shape; result: u's shape + (out,)):
+    ``trunc((i + u) * alpha) - trunc(u * alpha)``, alpha = (in - pool) / (out - 1), the last
+    window flush with the end (computed in double, as PyTorch's CPU kernel)."""
+    xp = xp_for(u)
+    seq = xp.full(u.shape + (out_size,), in_size - pool, np.int64)
     if out_size > 1:
         alpha = (in_size - pool) / (out_size - 1)
-        u = float(u)
-        base = int(u * alpha)
-        for i in range(out_size - 1):
-            seq[i] = int((i + u) * alpha) - base
-    seq[out_size - 1] = in_size - pool
+        u = u.astype(np.float64)[..., None]
+        i = xp.arange(out_size - 1, dtype=np.float64)
+        seq[..., :-1] = (xp.trunc((i + u) * alpha) - xp.trunc(u * alpha)).astype(np.int64)
     return seq
 
 
 def _pick(win):
     """Per window (last axis) the position PyTorch's kernel keeps: the first strict maximum, or
     the last NaN when there is one."""
-    nan = np.isnan(win) if win.dtype.kind == "f" else np.zeros(win.shape, bool)
-    first_max = np.argmax(np.where(nan, -np.inf, win), axis=-1)
-    if not nan.any():
-        return first_max
+    xp = xp_for(win)
+    nan = xp.isnan(win) if win.dtype.kind == "f" else xp.zeros(win.shape, bool)
+    first_max = xp.argmax(xp.where(nan, -np.inf, win), axis=-1)
     k = win.shape[-1]
-    last_nan = k - 1 - np.argmax(nan[..., ::-1], axis=-1)
-    return np.where(nan.any(-1), last_nan, first_max)
+    last_nan = k - 1 - xp.argmax(nan[..., ::-1], axis=-1)
+    return xp.where(nan.any(-1), last_nan, first_max)
 
 
 class _FractionalBackward(OpNode):
@@ -78,7 +79,8 @@ def _fractional(input, kernel_size, output_size, output_ratio, random_samples, n
     n = x.shape[0] if batched else 1
     c = x.shape[-nd - 1]
     if random_samples is None:
-        random_samples = _creation.rand(n, c, nd, dtype=input.dtype)
+        random_samples = _creation.rand(n, c, nd, dtype=input.dtype, device=input.device)
+    check_devices(input, random_samples)
     rs = random_samples._data
     if rs.dtype != x.dtype:
         raise RuntimeError("Expect _random_samples to have the same dtype as input")
@@ -91,28 +93,27 @@ def _fractional(input, kernel_size, output_size, output_ratio, random_samples, n
             nm = _NAMES[nd][d]
             where = f"{name}()" if nd == 2 else f"{name}_out()"
             raise RuntimeError(f"{where}: pool {nm} {ks[d]} too large relative to input {nm} {insz[d]}")
-    xs = x.reshape((n, c) + tuple(insz))
-    out = np.empty((n, c) + osz, x.dtype)
-    ind = np.empty((n, c) + osz, np.int64)
-    strides = np.cumprod((1,) + tuple(insz[::-1]))[:-1][::-1]     # row-major plane strides
-    offs = [np.arange(k) for k in ks]
-    for b in range(n):
-        for ch in range(c):
-            # which sample drives which dim follows the kernels: 2-D takes [0] for the width and [1] for
-            # the height; 3-D takes [0], [1], [2] for time, height, width
-            u = rs[b, ch]
-            seqs = [_intervals(u[nd - 1 - d] if nd == 2 else u[d], insz[d], osz[d], ks[d]) for d in range(nd)]
-            pos = [seqs[d][:, None] + offs[d][None, :] for d in range(nd)]      # (o_d, k_d)
-            grids = np.meshgrid(*[p.reshape(-1) for p in pos], indexing="ij")
-            flat = sum(gr * s for gr, s in zip(grids, strides))
-            # (o0, k0, o1, k1, ...) -> (o0, o1, ..., k0, k1, ...)
-            shape = sum(((osz[d], ks[d]) for d in range(nd)), ())
-            flat = flat.reshape(shape).transpose(tuple(range(0, 2 * nd, 2)) + tuple(range(1, 2 * nd, 2)))
-            flat = flat.reshape(osz + (-1,))
-            win = xs[b, ch].reshape(-1)[flat]
-            k = _pick(win)
-            ind[b, ch] = np.take_along_axis(flat, k[..., None], -1)[..., 0]
-            out[b, ch] = np.take_along_axis(win, k[..., None], -1)[..., 0]
+    xp = xp_for(x, rs)
+    plane = math.prod(insz)
+    xs = x.reshape(n, c, plane)
+    rs = rs.reshape(n, c, nd)
+    # every plane's windows at once, as flat positions in its plane: (n, c, o0, o1, ..., k0, k1, ...)
+    # (which sample drives which dim follows the kernels: 2-D takes [0] for the width and [1] for
+    # the height; 3-D takes [0], [1], [2] for time, height, width)
+    flat = 0
+    stride = 1
+    for d in reversed(range(nd)):
+        seq = _intervals(rs[:, :, nd - 1 - d] if nd == 2 else rs[:, :, d], insz[d], osz[d], ks[d])
+        pos = seq[..., :, None] + xp.arange(ks[d])                             # (n, c, o_d, k_d)
+        shape = [n, c] + [1] * (2 * nd)
+        shape[2 + d], shape[2 + nd + d] = osz[d], ks[d]
+        flat = flat + pos.reshape(shape) * stride
+        stride *= insz[d]
+    flat = flat.reshape((n, c) + osz + (-1,))
+    win = xp.take_along_axis(xs, flat.reshape(n, c, -1), 2).reshape(flat.shape)
+    k = _pick(win)[..., None]
+    ind = xp.take_along_axis(flat, k, -1)[..., 0]
+    out = xp.take_along_axis(win, k, -1)[..., 0]
     if not batched:
         out, ind = out[0], ind[0]
     cls = FractionalMaxPool2DBackward0 if nd == 2 else FractionalMaxPool3DBackward0

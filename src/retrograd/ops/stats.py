@@ -5,8 +5,7 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, finish, arr, write_out, Tensor, wrap_dim
-from .. import _dtype as D
+from ._base import OpNode, node_for, finish, arr, write_out, Tensor, wrap_dim, xp_for
 
 __all__ = ["searchsorted", "bucketize", "histc", "histogram", "histogramdd", "bincount", "unique",
            "unique_consecutive", "isin", "quantile", "nanquantile"]
@@ -21,7 +20,24 @@ def _word(npdt):
 
 
 def _const(a):
-    return finish(None, arr(np.asarray(a)))
+    """A constant tensor of the array (or NumPy scalar) ``a``, on the device of its data."""
+    return finish(None, arr(a))
+
+
+def _bin_sums(idx, n, w=None):
+    """The counts (int64) or float64 sums of the weights ``w`` of each of the ``n`` bins that the
+    non-negative ``idx`` name (none larger than n - 1). A device scatters with atomic adds:
+    its bincount would size its result from the data (a host synchronisation)."""
+    xp = xp_for(idx, w)
+    if xp is np:
+        return np.bincount(idx, w, minlength=n)
+    if w is None:   # (uint64: CUDA's atomic adds have no signed 64-bit form)
+        z = xp.zeros(n, np.uint64)
+        xp.add.at(z, idx, xp.ones(idx.shape, np.uint64))
+        return z.astype(np.int64)
+    z = xp.zeros(n, np.float64)
+    xp.add.at(z, idx, w.astype(np.float64))
+    return z
 
 
 def _refusing(node_name, message):
@@ -72,22 +88,24 @@ def _bound(seq, vals, right, sorter=None):
     """Binary search of each row of ``vals`` in the matching row of ``seq`` (both 2-D), with
     PyTorch's comparisons: the first position whose value is >= (right: >) the value, so a NaN
     value lands past the end and NaNs in the sequence compare as PyTorch's do."""
+    xp = xp_for(seq, vals)
     n = seq.shape[1]
-    start = np.zeros(vals.shape, np.int64)
-    end = np.full(vals.shape, n, np.int64)
+    start = xp.zeros(vals.shape, np.int64)
+    end = xp.full(vals.shape, n, np.int64)
+    # each halving leaves at most floor(width / 2) candidates, so n.bit_length() of them end
+    # every search (a fixed count: the host never asks whether one is still going)
     with np.errstate(invalid="ignore"):
-        while True:
+        for _ in range(n.bit_length()):
             active = start < end
-            if not active.any():
-                return start
             mid = start + ((end - start) >> 1)
-            pos = np.minimum(mid, n - 1)
+            pos = xp.minimum(mid, n - 1)
             if sorter is not None:
-                pos = np.take_along_axis(sorter, pos, 1)
-            midv = np.take_along_axis(seq, pos, 1)
+                pos = xp.take_along_axis(sorter, pos, 1)
+            midv = xp.take_along_axis(seq, pos, 1)
             go = ~(midv > vals) if right else ~(midv >= vals)
-            start = np.where(active & go, mid + 1, start)
-            end = np.where(active & ~go, mid, end)
+            start = xp.where(active & go, mid + 1, start)
+            end = xp.where(active & ~go, mid, end)
+    return start
 
 
 def _common_dtype(a, b):
@@ -106,7 +124,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         right = side == "right"
     seq = sorted_sequence._data
     scalar = not isinstance(input, Tensor)
-    vals = np.asarray(input) if scalar else input._data
+    vals = xp_for(seq).asarray(input) if scalar else input._data
     if seq.ndim == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
                            "dimension")
@@ -162,12 +180,14 @@ def _hist_bins_check(bins, d=0):
 def _counts(x, edges, w, dt):
     """Counts (or weight sums) of ``x`` in the bins ``edges`` (each bin closed on the left, the
     last also on the right); values outside are ignored."""
+    xp = xp_for(x, edges)
     nb = edges.size - 1
     with np.errstate(invalid="ignore"):
-        idx = np.searchsorted(edges, x, side="right") - 1
-        idx = np.where(x == edges[-1], nb - 1, idx)
-        keep = (idx >= 0) & (idx < nb) & ~np.isnan(x)
-    return np.bincount(idx[keep], None if w is None else w[keep], minlength=nb).astype(dt)
+        idx = xp.searchsorted(edges, x, side="right") - 1
+        idx = xp.where(x == edges[-1], nb - 1, idx)
+        keep = (idx >= 0) & (idx < nb) & ~xp.isnan(x)
+    # (values outside go to one more bin, dropped: no data-sized selection)
+    return _bin_sums(xp.where(keep, idx, nb), nb + 1, w)[:nb].astype(dt)
 
 
 def histc(input, bins=100, min=0, max=0, *, out=None):
@@ -181,20 +201,22 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
     xf = x.astype(np.float32) if x.dtype.kind == "V" else x
-    if lo == hi and xf.size:
-        lo, hi = float(np.min(xf)), float(np.max(xf))
+    if lo == hi and xf.size:   # (the data's range as host numbers: a synchronisation on a device, as in PyTorch)
+        lo, hi = float(xf.min()), float(xf.max())
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise RuntimeError(f"torch.histc: range of [{_fmt(lo)}, {_fmt(hi)}] is not finite")
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     t = xf.dtype.type
     # the bin of each value as PyTorch's kernel computes it: (x - min) * bins / (max - min), truncated
+    xp = xp_for(xf)
     with np.errstate(invalid="ignore"):
         inside = (xf >= t(lo)) & (xf <= t(hi))
-        v = xf[inside]
-        pos = ((v - t(lo)) * t(bins) / (t(hi) - t(lo))).astype(np.int64)
-    pos = np.minimum(pos, bins - 1)
-    r = np.bincount(pos, minlength=bins).astype(x.dtype)
+        pos = ((xf - t(lo)) * t(bins) / (t(hi) - t(lo)))
+        # values outside (and NaNs) go to one more bin, dropped
+        pos = xp.where(inside, pos, t(bins)).astype(np.int64)
+    pos = xp.where(inside, xp.minimum(pos, bins - 1), bins)
+    r = _bin_sums(pos.reshape(-1), bins + 1)[:bins].astype(x.dtype)
     res = finish(None, arr(r))
     return res if out is None else write_out(out, res, "histc")
 
@@ -222,8 +244,8 @@ def _edges_for(col, bins, rng, d, fn):
     _hist_bins_check(bins, d)
     if rng is not None:
         lo, hi = float(rng[0]), float(rng[1])
-    elif col.size:
-        lo, hi = float(np.min(col)), float(np.max(col))
+    elif col.size:   # (host numbers: a synchronisation on a device)
+        lo, hi = float(col.min()), float(col.max())
     else:  # no data: the unit interval
         lo, hi = 0.0, 1.0
     if lo > hi:
@@ -233,7 +255,7 @@ def _edges_for(col, bins, rng, d, fn):
         raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{_fmt(lo)}, {_fmt(hi)}] is not finite")
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
-    return np.linspace(lo, hi, bins + 1).astype(dt)
+    return xp_for(col).linspace(lo, hi, bins + 1).astype(dt)
 
 
 def _check_float(x, name, weight=None):
@@ -260,7 +282,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     h = _counts(flat, edges, w, x.dtype)
     if density:
         tot = h.sum()
-        h = (h / (tot * np.diff(edges))).astype(x.dtype)
+        h = (h / (tot * xp_for(edges).diff(edges))).astype(x.dtype)
     inputs = (input,) + ((weight,) if weight is not None else ()) + ((bins,) if isinstance(bins, Tensor) else ())
     hist = _recorded(_HistogramNode, inputs, h)
     e = _recorded(_HistogramNode, (input,) + ((bins,) if isinstance(bins, Tensor) else ()), edges)
@@ -289,24 +311,25 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
              for d, b in enumerate(bins)]
     w = None if weight is None else weight._data.reshape(-1)
     nbs = [e.size - 1 for e in edges]
-    keep = np.ones(pts.shape[0], bool)
-    flat_idx = np.zeros(pts.shape[0], np.int64)
+    xp = xp_for(x)
+    keep = xp.ones(pts.shape[0], bool)
+    flat_idx = xp.zeros(pts.shape[0], np.int64)
     with np.errstate(invalid="ignore"):
         for d, e in enumerate(edges):
             c = pts[:, d]
-            idx = np.searchsorted(e, c, side="right") - 1
-            idx = np.where(c == e[-1], nbs[d] - 1, idx)
-            keep &= (idx >= 0) & (idx < nbs[d]) & ~np.isnan(c)
-            flat_idx = flat_idx * nbs[d] + np.clip(idx, 0, nbs[d] - 1)
-    total = int(np.prod(nbs))
-    h = np.bincount(flat_idx[keep], None if w is None else w[keep], minlength=total).astype(x.dtype)
+            idx = xp.searchsorted(e, c, side="right") - 1
+            idx = xp.where(c == e[-1], nbs[d] - 1, idx)
+            keep &= (idx >= 0) & (idx < nbs[d]) & ~xp.isnan(c)
+            flat_idx = flat_idx * nbs[d] + xp.clip(idx, 0, nbs[d] - 1)
+    total = math.prod(nbs)
+    h = _bin_sums(xp.where(keep, flat_idx, total), total + 1, w)[:total].astype(x.dtype)
     h = h.reshape(nbs)
     if density:
-        vol = np.ones(nbs)
+        vol = xp.ones(nbs)
         for d, e in enumerate(edges):
             shape = [1] * D_
             shape[d] = nbs[d]
-            vol = vol * np.diff(e).reshape(shape)
+            vol = vol * xp.diff(e).reshape(shape)
         h = (h / (h.sum() * vol)).astype(x.dtype)
     hist = _recorded(_HistogramddNode, (input,) + ((weight,) if weight is not None else ()), h)
     return _Histogramdd(hist, tuple(finish(None, arr(e)) for e in edges))
@@ -331,9 +354,11 @@ def bincount(input, weights=None, minlength=0):
         if w.ndim != 1 or w.shape[0] != x.shape[0]:
             raise RuntimeError("weights should be 1-d and have the same length as input")
         dt = np.float32 if w.dtype == np.float32 else np.float64
-        r = np.bincount(x.astype(np.int64), w.astype(np.float64), minlength=minlength).astype(dt)
+        # (the device module's bincount sizes its result from the data's maximum: a synchronisation,
+        # as PyTorch's CUDA bincount's)
+        r = xp_for(x, w).bincount(x.astype(np.int64), w.astype(np.float64), minlength=minlength).astype(dt)
         return _recorded(_BincountNode, (weights,), r)
-    return finish(None, arr(np.bincount(x.astype(np.int64), minlength=minlength).astype(np.int64)))
+    return finish(None, arr(xp_for(x).bincount(x.astype(np.int64), minlength=minlength).astype(np.int64)))
 
 
 # *** unique / unique_consecutive ***
@@ -358,62 +383,79 @@ def _results(input, node_cls, values, inverse, counts, return_inverse, return_co
 
 def _as_rows(x, d):
     """``x`` with dim ``d`` first, each slice along it flattened into a row."""
-    m = np.moveaxis(x, d, 0)
+    m = xp_for(x).moveaxis(x, d, 0)
     return m, m.reshape(m.shape[0], -1)
+
+
+def _runs(new, order=None):
+    """(group of each element, count of each group, positions of the groups' first elements)
+    from the mask ``new`` of the elements that start a group (``order``: their positions in the
+    input, the inverse mapped back through it). The number of groups is data: on a device, the
+    selection of the first elements synchronises once to size it (as PyTorch's CUDA unique)."""
+    xp = xp_for(new)
+    group = xp.cumsum(new) - 1
+    firsts = xp.flatnonzero(new)
+    cnt = _bin_sums(group, firsts.size) if new.size else xp.zeros(0, np.int64)
+    if order is not None:
+        inv = xp.empty(order.size, np.int64)
+        inv[order] = group
+        group = inv
+    return group, cnt, firsts
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values of ``input`` (sorted; NaNs are each distinct), or its distinct slices
     along ``dim``; optionally the inverse indices and counts."""
     x = input._data
+    xp = xp_for(x)
     if dim is None:
         flat = x.reshape(-1)
         if flat.size == 0:
-            return _results(input, _Unique2Node, flat.copy(), np.zeros(x.shape, np.int64),
-                            np.zeros(0, np.int64), return_inverse, return_counts)
-        vals, inv, cnt = np.unique(flat, return_inverse=True, return_counts=True, equal_nan=False)
-        return _results(input, _Unique2Node, vals.astype(x.dtype), inv.reshape(x.shape), cnt,
+            return _results(input, _Unique2Node, flat.copy(), xp.zeros(x.shape, np.int64),
+                            xp.zeros(0, np.int64), return_inverse, return_counts)
+        # sorted, a group starting wherever the value changes (NaN != NaN: each NaN its own)
+        order = flat.argsort()
+        srt = flat[order]
+        new = xp.ones(flat.size, bool)
+        new[1:] = srt[1:] != srt[:-1]
+        inv, cnt, firsts = _runs(new, order)
+        return _results(input, _Unique2Node, srt[firsts].astype(x.dtype), inv.reshape(x.shape), cnt,
                         return_inverse, return_counts)
     d = wrap_dim(dim, x.ndim)
     m, rows = _as_rows(x, d)
     if rows.shape[0] == 0:
-        return _results(input, _UniqueDimNode, x.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64),
+        return _results(input, _UniqueDimNode, x.copy(), xp.zeros(0, np.int64), xp.zeros(0, np.int64),
                         return_inverse, return_counts)
-    order = np.lexsort(rows.T[::-1]) if rows.shape[1] else np.arange(rows.shape[0])
+    order = xp.lexsort(rows.T[::-1]) if rows.shape[1] else xp.arange(rows.shape[0])
     srows = rows[order]
-    new = np.ones(len(order), bool)
-    if len(order) > 1:
+    new = xp.ones(order.size, bool)
+    if order.size > 1:
         new[1:] = (srows[1:] != srows[:-1]).any(axis=1) if rows.shape[1] else False
-    group = np.cumsum(new) - 1
-    firsts = order[new]
-    vals = np.moveaxis(m[firsts], 0, d)
-    inv = np.empty(len(order), np.int64)
-    inv[order] = group
-    cnt = np.bincount(group)
-    return _results(input, _UniqueDimNode, np.ascontiguousarray(vals), inv, cnt, return_inverse, return_counts)
+    inv, cnt, firsts = _runs(new, order)
+    vals = xp.moveaxis(m[order[firsts]], 0, d)
+    return _results(input, _UniqueDimNode, xp.ascontiguousarray(vals), inv, cnt, return_inverse, return_counts)
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """``input`` with each run of equal consecutive values (or slices along ``dim``) kept once;
     optionally the inverse indices and the run lengths."""
     x = input._data
+    xp = xp_for(x)
     if dim is None:
         flat = x.reshape(-1)
-        new = np.ones(flat.size, bool)
+        new = xp.ones(flat.size, bool)
         if flat.size > 1:
             new[1:] = flat[1:] != flat[:-1]
-        group = np.cumsum(new) - 1
-        cnt = np.bincount(group) if flat.size else np.zeros(0, np.int64)
-        return _results(input, _UniqueConsecutiveNode, flat[new].copy(), group.reshape(x.shape), cnt,
+        group, cnt, firsts = _runs(new)
+        return _results(input, _UniqueConsecutiveNode, flat[firsts], group.reshape(x.shape), cnt,
                         return_inverse, return_counts)
     d = wrap_dim(dim, x.ndim)
     m, rows = _as_rows(x, d)
-    new = np.ones(rows.shape[0], bool)
+    new = xp.ones(rows.shape[0], bool)
     if rows.shape[0] > 1:
         new[1:] = (rows[1:] != rows[:-1]).any(axis=1) if rows.shape[1] else False
-    group = np.cumsum(new) - 1
-    cnt = np.bincount(group) if rows.shape[0] else np.zeros(0, np.int64)
-    vals = np.ascontiguousarray(np.moveaxis(m[new], 0, d))
+    group, cnt, firsts = _runs(new)
+    vals = xp.ascontiguousarray(xp.moveaxis(m[firsts], 0, d))
     return _results(input, _UniqueConsecutiveNode, vals, group, cnt, return_inverse, return_counts)
 
 
@@ -424,14 +466,15 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin() received an invalid combination of arguments - got "
                         f"({type(elements).__name__}, {type(test_elements).__name__})")
-    e = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
-    t = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
+    xp = xp_for(elements, test_elements)
+    e = elements._data if isinstance(elements, Tensor) else xp.asarray(elements)
+    t = test_elements._data if isinstance(test_elements, Tensor) else xp.asarray(test_elements)
     for a in (e, t):
         if a.dtype.kind in "bc":
             raise RuntimeError(f"Unsupported input type encountered for isin(): {_word(a.dtype)}")
     dt = np.result_type(e.dtype, t.dtype)
-    r = np.isin(e.astype(dt, copy=False), t.astype(dt, copy=False).reshape(-1), invert=invert)
-    return finish(None, arr(np.asarray(r, bool)))
+    r = xp.isin(e.astype(dt, copy=False), t.astype(dt, copy=False).reshape(-1), invert=invert)
+    return finish(None, arr(xp.asarray(r, bool)))
 
 
 # *** quantile / nanquantile ***
@@ -464,13 +507,15 @@ def _quantile(opname, input, q, dim, keepdim, interpolation, ignore_nan, out):
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")
+    xp = xp_for(x)
     if qt is None:
         if not 0 <= q <= 1:
             raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
-        qarr = np.array([q], x.dtype)
+        qarr = xp.full(1, q, x.dtype)
     else:
         qarr = qt._data.reshape(-1)
-        if ((qarr < 0) | (qarr > 1)).any():
+        # (checked for host q only, as PyTorch: on a device it would be a synchronisation)
+        if type(qarr) is np.ndarray and ((qarr < 0) | (qarr > 1)).any():
             raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     scalar_q = qt is None or qt._data.ndim == 0
     if dim is None:
@@ -487,38 +532,38 @@ def _quantile(opname, input, q, dim, keepdim, interpolation, ignore_nan, out):
     n = s.shape[-1]
     nq = qarr.size
     with np.errstate(invalid="ignore"):
-        isnan = np.isnan(s)
+        isnan = xp.isnan(s)
         if ignore_nan:  # ranks among the non-NaN values
             last = (n - isnan.sum(-1, keepdims=True) - 1).astype(x.dtype)
         else:
-            last = np.full(s.shape[:-1] + (1,), n - 1, x.dtype)
+            last = xp.full(s.shape[:-1] + (1,), n - 1, x.dtype)
         shape_q = (1,) * (s.ndim - 1) + (nq,)
         raw = qarr.reshape(shape_q) * last
         # quantile: a row holding a NaN takes the last rank (its result is NaN); nanquantile: a
         # negative rank (a row of only NaNs, q > 0) becomes 0. Selected, as PyTorch's masked_fill:
         # q's gradient there is 0
-        fill = (raw < 0) if ignore_nan else np.broadcast_to(isnan.any(-1, keepdims=True), raw.shape)
-        fill_rank = x.dtype.type(0 if ignore_nan else n - 1)
+        fill = (raw < 0) if ignore_nan else xp.broadcast_to(isnan.any(-1, keepdims=True), raw.shape)
+        fill_rank = xp.asarray(0 if ignore_nan else n - 1, x.dtype)
         if qt is not None and qt._requires_grad and interpolation == "linear":
             rank_t = qt.reshape(shape_q) * _const(last)
             rank_t = where(_const(fill), _const(fill_rank), rank_t)
             ranks = rank_t._data
         else:
             rank_t = None
-            ranks = np.where(fill, fill_rank, raw)
+            ranks = xp.where(fill, fill_rank, raw)
         if interpolation == "lower":
-            ranks = np.floor(ranks)
+            ranks = xp.floor(ranks)
         elif interpolation == "higher":
-            ranks = np.ceil(ranks)
+            ranks = xp.ceil(ranks)
         elif interpolation == "nearest":
-            ranks = np.round(ranks)  # half to even, as PyTorch's round
-    below = np.floor(ranks).astype(np.int64) if interpolation in ("linear", "midpoint") else ranks.astype(np.int64)
+            ranks = xp.round(ranks)  # half to even, as PyTorch's round
+    below = xp.floor(ranks).astype(np.int64) if interpolation in ("linear", "midpoint") else ranks.astype(np.int64)
     vb = gather(srt, -1, _const(below))
     if interpolation in ("linear", "midpoint"):
-        above = np.ceil(ranks).astype(np.int64)
+        above = xp.ceil(ranks).astype(np.int64)
         va = gather(srt, -1, _const(above))
         if interpolation == "midpoint":
-            w = _const(np.full(ranks.shape, 0.5, x.dtype))
+            w = _const(xp.full(ranks.shape, 0.5, x.dtype))
         elif rank_t is not None:
             w = rank_t - _const(below.astype(x.dtype))
         else:
