@@ -77,12 +77,17 @@ _add("unique", method("unique"),
      lambda mk: [Sample(_dups(mk, 3, 4)), Sample(_dups(mk, 10), return_inverse=True, return_counts=True),
                  Sample(_dups(mk, 4, 3), sorted=True, return_counts=True, dim=0),
                  Sample(_dups(mk, 3, 4), return_inverse=True, dim=1),
-                 Sample(mk.arr([NAN, 1.0, NAN, -0.0, 0.0]), return_counts=True, kind="degenerate")], **_NOGRAD)
+                 Sample(mk.arr([NAN, 1.0, NAN, -0.0, 0.0]), return_counts=True, kind="degenerate"),
+                 Sample(mk.rand(0, 3), return_inverse=True, return_counts=True, dim=0, kind="degenerate"),
+                 Sample(mk.rand(2, 0, 3), return_inverse=True, return_counts=True, dim=1, kind="degenerate"),
+                 Sample(mk.rand(3, 0), dim=0, kind="error")], **_NOGRAD)
 _add("unique_consecutive", method("unique_consecutive"),
      lambda mk: [Sample(_dups(mk, 3, 4)), Sample(_dups(mk, 10), return_inverse=True, return_counts=True),
                  Sample(_dups(mk, 4, 3), return_counts=True, dim=0),
                  Sample(mk.arr([[1.0, 1.0, 2.0], [1.0, 1.0, 2.0]]), return_inverse=True, dim=1, kind="degenerate"),
-                 Sample(mk.arr([NAN, NAN, 1.0, 1.0]), return_counts=True, kind="degenerate")], **_NOGRAD)
+                 Sample(mk.arr([NAN, NAN, 1.0, 1.0]), return_counts=True, kind="degenerate"),
+                 Sample(mk.rand(0, 3), return_inverse=True, return_counts=True, dim=0, kind="degenerate"),
+                 Sample(mk.rand(0, 3), dim=1, kind="error")], **_NOGRAD)
 _add("isin", function("isin"),
      lambda mk: [Sample(_dups(mk, 3, 4), _dups(mk, 3)), Sample(_dups(mk, 6), _dups(mk, 2, 2), invert=True),
                  Sample(_dups(mk, 6), 1.0), Sample(1.0, _dups(mk, 4)),

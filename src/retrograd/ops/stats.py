@@ -382,9 +382,12 @@ def _results(input, node_cls, values, inverse, counts, return_inverse, return_co
 
 
 def _as_rows(x, d):
-    """``x`` with dim ``d`` first, each slice along it flattened into a row."""
+    """``x`` with dim ``d`` first, each slice along it flattened into a row (PyTorch's error when
+    the slices are empty but not their number)."""
+    if x.size == 0 and x.shape[d] != 0:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
     m = xp_for(x).moveaxis(x, d, 0)
-    return m, m.reshape(m.shape[0], -1)
+    return m, m.reshape(m.shape[0], math.prod(m.shape[1:]))   # (-1 is ambiguous with 0 rows)
 
 
 def _runs(new, order=None):
