@@ -116,3 +116,20 @@ def test_host_only_lapack_refuses_a_device_tensor_before_scipy_sees_it():
     a = retrograd.eye(3, device="cuda") * 2
     with pytest.raises(NotImplementedError, match=r"LAPACK getrf: .*\.cpu\(\)"):
         retrograd.linalg.lu_factor(a)
+
+
+def test_gradient_of_a_cpu_scalar_joining_a_device_op_lands_on_the_cpu():
+    # a 0-d CPU tensor joins a device op as a scalar; its gradient is computed on the device
+    # and, as PyTorch's engine does, moved back to the tensor's device (leaf .grad and grad())
+    s = retrograd.tensor(2.0, requires_grad=True)
+    v = retrograd.ones(3, requires_grad=True)
+    t = retrograd.arange(3.0, device="cuda", requires_grad=True)
+    (s * t * v.sum()).sum().backward()
+    assert s.grad.device.type == "cpu" and s.grad.item() == 9.0
+    assert v.grad.device.type == "cpu" and v.grad.tolist() == [6.0, 6.0, 6.0]
+    assert t.grad.device.type == "cuda" and t.grad.cpu().tolist() == [6.0, 6.0, 6.0]
+    (gs,) = retrograd.autograd.grad((s * t).sum(), [s], create_graph=True)
+    assert gs.device.type == "cpu" and gs.item() == 3.0
+    # the moved gradient stays differentiable: d/dt of sum(t) is ones, on the device
+    (gt,) = retrograd.autograd.grad(gs, [t])
+    assert gt.device.type == "cuda" and gt.cpu().tolist() == [1.0, 1.0, 1.0]

@@ -193,6 +193,8 @@ def _run_accumulate(fn, grads_in, create_graph):
                 grads_in = _check_hook_results(h, grads_in, r, fn)
         g = grads_in[0]
     if g is not None:
+        if g._data.__class__ is not var._data.__class__:
+            g = _on_device_of(g, var)
         _accumulate(var, g, create_graph)
         if create_graph and var._grad._grad_fn is not None:
             fn._strong = None
@@ -202,6 +204,13 @@ def _run_accumulate(fn, grads_in, create_graph):
                 h(var)
     if fn._hooked and fn._post_hooks:
         _call_post_hooks(fn, [], grads_in)
+
+
+def _on_device_of(g, t):
+    """``g`` moved to ``t``'s device: a 0-d CPU tensor joins device ops as a scalar, so its
+    gradient is computed on the device, and PyTorch's engine moves it back."""
+    dev = t.device
+    return g if g.device == dev else g.to(dev)
 
 
 def _accumulate(var, g, create_graph):
@@ -703,6 +712,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             elif not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in "
                                    "the graph. Set allow_unused=True if this is the desired behavior.")
+        elif isinstance(t, Tensor) and g._data.__class__ is not t._data.__class__:
+            g = _on_device_of(g, t)
         result.append(g)
     return tuple(result)
 
