@@ -155,10 +155,10 @@ def _lapack_dtype(x, kernel=None, runtime=None):
 
 def _lapack(name, arrays):
     """SciPy's LAPACK routine ``name`` for ``arrays``: host memory only, so a device array is
-    refused here (SciPy's wrappers must never see one)."""
+    refused here (SciPy's wrappers must never see one: ``_host`` copies device arrays first)."""
     if any(type(a) is not np.ndarray for a in arrays):
-        raise NotImplementedError(f"LAPACK {name}: retrograd computes this on the CPU only for now; move the "
-                                  "tensor there first (.cpu())")
+        raise NotImplementedError(f"LAPACK {name}: SciPy's wrappers take host arrays only; copy a device array to "
+                                  "the host first (.cpu())")
     from scipy.linalg import lapack
     return lapack.get_lapack_funcs(name, arrays)
 
@@ -1531,15 +1531,16 @@ LinalgPinvBackward0 = _node("LinalgPinvBackward0", _pinv_backward)
 
 
 def _tol_arrays(atol, rtol, rcond, smax, dt, m, n, rtol_default_when_atol_none=True):
+    xp = xp_for(smax)
     a = 0.0 if atol is None else (atol._data if isinstance(atol, Tensor) else atol)
     if rcond is not None:
         r = rcond._data if isinstance(rcond, Tensor) else rcond
     elif rtol is None:
         eps = np.finfo(dt).eps
-        r = eps * max(m, n) if (atol is None or np.all(np.asarray(a) <= 0)) else 0.0
+        r = eps * max(m, n) if (atol is None or bool(xp.all(xp.asarray(a) <= 0))) else 0.0
     else:
         r = rtol._data if isinstance(rtol, Tensor) else rtol
-    return np.maximum(np.asarray(a), np.asarray(r) * smax)
+    return xp.maximum(xp.asarray(a), xp.asarray(r) * smax)
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
@@ -1550,25 +1551,26 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
                 "complex128": "ComplexDouble"}.get(x.dtype.name, _dtype_name(x.dtype))
         raise RuntimeError(f"linalg.pinv({kind}{{{list(x.shape)}}}): expected a tensor with 2 or more dimensions of "
                            "float, double, cfloat or cdouble types")
+    xp = xp_for(x)
     m, n = x.shape[-2:]
     rdt = _real_dt(x.dtype)
     if x.size == 0:
-        r = np.zeros(x.shape[:-2] + (n, m), x.dtype)
+        r = xp.zeros(x.shape[:-2] + (n, m), x.dtype)
     else:
         with np.errstate(all="ignore"):
             if hermitian:
-                w, v = np.linalg.eigh(x)
-                aw = np.abs(w)
+                w, v = xp.linalg.eigh(x)
+                aw = xp.abs(w)
                 tol = _tol_arrays(atol, rtol, rcond, aw.max(-1), rdt, m, n)
-                keep = aw > np.asarray(tol)[..., None]
-                winv = np.where(keep, 1 / np.where(keep, w, 1), 0).astype(x.dtype)
-                r = (v * winv[..., None, :]) @ np.swapaxes(v, -1, -2).conj()
+                keep = aw > xp.asarray(tol)[..., None]
+                winv = xp.where(keep, 1 / xp.where(keep, w, 1), 0).astype(x.dtype)
+                r = (v * winv[..., None, :]) @ xp.swapaxes(v, -1, -2).conj()
             else:
-                u, s, vh = np.linalg.svd(x, full_matrices=False)
+                u, s, vh = xp.linalg.svd(x, full_matrices=False)
                 tol = _tol_arrays(atol, rtol, rcond, s[..., :1][..., 0] if s.shape[-1] else 0, rdt, m, n)
-                keep = s > np.asarray(tol)[..., None]
-                sinv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(x.dtype)
-                r = (np.swapaxes(vh, -1, -2).conj() * sinv[..., None, :]) @ np.swapaxes(u, -1, -2).conj()
+                keep = s > xp.asarray(tol)[..., None]
+                sinv = xp.where(keep, 1 / xp.where(keep, s, 1), 0).astype(x.dtype)
+                r = (xp.swapaxes(vh, -1, -2).conj() * sinv[..., None, :]) @ xp.swapaxes(u, -1, -2).conj()
     P, = _record(LinalgPinvBackward0, (A,), [r.astype(x.dtype)], saved=(A,), out_saved=(0,), hermitian=hermitian)
     return _out(P, out, "linalg_pinv")
 
@@ -1589,15 +1591,16 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     m, n = x.shape[-2:]
     if tol is not None:
         atol, rtol = tol, 0.0
+    xp = xp_for(x)
     if x.size == 0:
-        s = np.zeros(x.shape[:-2] + (min(m, n),), _real_dt(x.dtype))
+        s = xp.zeros(x.shape[:-2] + (min(m, n),), _real_dt(x.dtype))
     elif hermitian:
-        s = np.abs(np.linalg.eigvalsh(x))
+        s = xp.abs(xp.linalg.eigvalsh(x))
     else:
-        s = np.linalg.svd(x, compute_uv=False)
-    smax = s.max(-1) if s.shape[-1] else np.zeros(s.shape[:-1], s.dtype)
+        s = xp.linalg.svd(x, compute_uv=False)
+    smax = s.max(-1) if s.shape[-1] else xp.zeros(s.shape[:-1], s.dtype)
     t = _tol_arrays(atol, rtol, None, smax, _real_dt(x.dtype), m, n)
-    r = (s > np.asarray(t)[..., None]).sum(-1).astype(np.int64)
+    r = (s > xp.asarray(t)[..., None]).sum(-1).astype(np.int64)
     return _out(_const(r), out, "linalg_matrix_rank")
 
 
@@ -1654,36 +1657,37 @@ def lstsq(A, B, rcond=None, *, driver=None):
                            f"{_dtype_name(a.dtype)}")
     _lapack_dtype(a, runtime="This function doesn't handle types other than float and double")
     m, n = a.shape[-2:]
+    xp = xp_for(a, b)
     bm = b[..., None] if vec else b
     batch = np.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
     rdt = _real_dt(a.dtype)
     k = min(m, n)
     if a.size and bm.size:
-        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        u, s, vh = xp.linalg.svd(a, full_matrices=False)
         r = np.finfo(rdt).eps * max(m, n) if rcond is None else rcond
         smax = s[..., :1]
         keep = s > r * smax
         with np.errstate(all="ignore"):
-            sinv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(a.dtype)
-        x = (np.swapaxes(vh, -1, -2).conj() * sinv[..., None, :]) @ (np.swapaxes(u, -1, -2).conj() @ bm)
+            sinv = xp.where(keep, 1 / xp.where(keep, s, 1), 0).astype(a.dtype)
+        x = (xp.swapaxes(vh, -1, -2).conj() * sinv[..., None, :]) @ (xp.swapaxes(u, -1, -2).conj() @ bm)
         rank = keep.sum(-1).astype(np.int64)
     else:
-        s = np.zeros(a.shape[:-2] + (k,), rdt)
-        x = np.zeros(batch + (n, bm.shape[-1]), a.dtype)
-        rank = np.zeros(a.shape[:-2], np.int64)
-    x = np.broadcast_to(x, batch + (n, bm.shape[-1]))
-    full_rank = bool(np.all(rank == n)) if driver != "gels" else True
+        s = xp.zeros(a.shape[:-2] + (k,), rdt)
+        x = xp.zeros(batch + (n, bm.shape[-1]), a.dtype)
+        rank = xp.zeros(a.shape[:-2], np.int64)
+    x = xp.broadcast_to(x, batch + (n, bm.shape[-1]))
+    full_rank = bool(xp.all(rank == n)) if driver != "gels" else True
     with_res = m > n and driver != "gelsy" and full_rank and a.size > 0 and bm.size > 0
     if with_res:
-        res = (np.abs(a @ x - np.broadcast_to(bm, batch + bm.shape[-2:])) ** 2).sum(-2).astype(rdt)
+        res = (xp.abs(a @ x - xp.broadcast_to(bm, batch + bm.shape[-2:])) ** 2).sum(-2).astype(rdt)
     else:
-        res = np.zeros((0,), rdt)
+        res = xp.zeros((0,), rdt)
     # the residuals are an output of the node even when empty (PyTorch's requires grad too)
     outs = [x[..., 0] if vec else x, res]
     X, R = _record(LinalgLstsqBackward0, (A, B), outs, saved=(A, B), vec=vec, with_res=with_res)
-    rk = _const(np.zeros((0,), np.int64)) if driver == "gels" else _const(np.broadcast_to(rank, batch).copy()
+    rk = _const(xp.zeros((0,), np.int64)) if driver == "gels" else _const(xp.broadcast_to(rank, batch).copy()
                                                                           if a.shape[:-2] == batch else rank)
-    sv = _const(s) if driver in ("gelsd", "gelss") else _const(np.zeros((0,), rdt))
+    sv = _const(s) if driver in ("gelsd", "gelss") else _const(xp.zeros((0,), rdt))
     return RT["linalg_lstsq"](X, R, rk, sv)
 
 
@@ -1693,8 +1697,9 @@ def _householder_composite(V, tau):
     """prod_i (I - tau_i v_i v_i^H), v_i the i-th column of V below the diagonal with a unit head."""
     m, n = V._data.shape[-2:]
     k = tau._data.shape[-1]
-    mask = np.tril(np.ones((m, n), bool), -1)
-    vs = V * _const(mask.astype(V._data.dtype)) + _const(np.eye(m, n, dtype=V._data.dtype))
+    xp = xp_for(V)
+    mask = xp.tril(xp.ones((m, n), V._data.dtype), -1)
+    vs = V * _const(mask, V) + _const(xp.eye(m, n, dtype=V._data.dtype), V)
     Q = None
     for i in range(k):
         v = vs[..., :, i:i + 1]
@@ -1747,7 +1752,7 @@ def householder_product(A, tau, *, out=None):
     with no_grad():
         q = _householder_composite(_const(x), _const(t))._data
     node = node_for(LinalgHouseholderProductBackward0, (A, tau))
-    res = finish(node, np.ascontiguousarray(q))
+    res = finish(node, xp_for(q).ascontiguousarray(q))
     if node is not None:
         save(node, A, tau)
         save_output(node, res)   # saved (and version-checked) as PyTorch's node saves it
@@ -1768,6 +1773,11 @@ def geqrf(input, *, out=None):
     if x.dtype.kind not in "fc":
         raise NotImplementedError(f"\"geqrf_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
     _lapack_dtype(x, "geqrf_cpu")
+    outs = _record(GeqrfBackward0, (input,), _host(_geqrf_np, x))   # (CuPy 13 has no geqrf)
+    return RT["geqrf"](*outs)
+
+
+def _geqrf_np(x):
     m, n = x.shape[-2:]
     k = min(m, n)
     a = np.empty(x.shape, x.dtype)
@@ -1778,8 +1788,7 @@ def geqrf(input, *, out=None):
         for i, mat in enumerate(x.reshape((-1, m, n))):
             qr_, tau_, _, _ = fn(mat)
             fa[i], ft[i] = qr_, tau_
-    outs = _record(GeqrfBackward0, (input,), [a, tau])
-    return RT["geqrf"](*outs)
+    return [a, tau]
 
 
 def _geqrf_backward(self, grads):
@@ -1796,7 +1805,7 @@ def _ormqr_composite(A, tau, C, left, transpose):
     n = A._data.shape[-1]
     if n < m:
         from .shape import cat
-        A = cat([A, _const(np.zeros(A._data.shape[:-1] + (m - n,), A._data.dtype))], -1)
+        A = cat([A, _zeros(A._data.shape[:-1] + (m - n,), A._data.dtype, A)], -1)
     Q = _householder_composite(A, tau) if m else _eye(m, A)
     if transpose:
         Q = _h(Q)
@@ -1822,7 +1831,7 @@ def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
     with no_grad():
         r = comp(_const(x), _const(t), _const(c))._data
     node = node_for(OrmqrBackward0, (input, input2, input3))
-    res = finish(node, np.ascontiguousarray(r))
+    res = finish(node, xp_for(r).ascontiguousarray(r))
     if node is not None:
         save(node, input, input2, input3)
         node.composite = comp
@@ -1857,8 +1866,8 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """``(LD, pivots, info)``: the compact LDL^T (LDL^H) factorization of LAPACK sytrf / hetrf."""
     x = A._data
     _ldl_checks(x, "torch.linalg.ldl_factor_ex")
-    ld, piv, info = _ldl_np(_lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)
-    if check_errors and info.any():
+    ld, piv, info = _host(_ldl_np, _lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)   # (CuPy has no LDL)
+    if check_errors and bool(info.any()):
         raise _linalg_error(f"torch.linalg.ldl_factor_ex: {_batch_where(info)}The factorization could not be "
                             f"completed because the input is not invertible (D[{_first_info(info)},"
                             f"{_first_info(info)}] is zero).")
@@ -1869,8 +1878,8 @@ def ldl_factor(A, *, hermitian=False, out=None):
     """``(LD, pivots)`` of ldl_factor_ex (raises when D is singular)."""
     x = A._data
     _ldl_checks(x, "torch.linalg.ldl_factor")
-    ld, piv, info = _ldl_np(_lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)
-    if info.any():
+    ld, piv, info = _host(_ldl_np, _lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)   # (CuPy has no LDL)
+    if bool(info.any()):
         raise _linalg_error(f"torch.linalg.ldl_factor: {_batch_where(info)}The factorization could not be completed "
                             f"because the input is not invertible (D[{_first_info(info)},{_first_info(info)}] is "
                             "zero).")
@@ -1896,6 +1905,11 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
                            f"{_dtype_name(ld.dtype)} and B of type {_dtype_name(b.dtype)} instead")
     if ld.dtype.kind not in "fc":
         raise NotImplementedError(f"\"ldl_solve_cpu\" not implemented for '{_dtype_name(ld.dtype)}'")
+    x = _host(_ldl_solve_np, ld, piv, b, hermitian)   # (CuPy has no LDL)
+    return _out(_const(x), out, "linalg_ldl_solve")
+
+
+def _ldl_solve_np(ld, piv, b, hermitian):
     batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
     n = ld.shape[-1]
     ldb = np.broadcast_to(ld, batch + (n, n)).reshape((-1, n, n))
@@ -1907,7 +1921,7 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
         fn = _lapack(kind, (ld,))
         for i in range(x.shape[0]):
             x[i] = fn(ldb[i], pb[i], bb[i], lower=1)[0]
-    return _out(_const(x.reshape(batch + b.shape[-2:])), out, "linalg_ldl_solve")
+    return x.reshape(batch + b.shape[-2:])
 
 
 # --- cholesky_solve / cholesky_inverse ----------------------------------------------------
@@ -1990,7 +2004,8 @@ def cholesky_inverse(L, upper=False, *, out=None):
     n = l.shape[-1]
 
     def comp(Lt):
-        eye = _const(np.broadcast_to(np.eye(n, dtype=l.dtype), l.shape).copy())
+        xp = xp_for(l)
+        eye = _const(xp.broadcast_to(xp.eye(n, dtype=l.dtype), l.shape).copy(), l)
         return _chol_solve_composite(upper)(eye, Lt)
     from ..autograd.grad_mode import no_grad
     with no_grad():
@@ -2013,7 +2028,7 @@ def cond(A, p=None, *, out=None):
     if p in (None, 2, -2):
         S = svdvals(A)
         if S._data.shape[-1] == 0:
-            return _out(_const(np.zeros(S._data.shape[:-1], S._data.dtype)), out, "linalg_cond")
+            return _out(_zeros(S._data.shape[:-1], S._data.dtype, S), out, "linalg_cond")
         r = S[..., :1] / S[..., -1:] if p != -2 else S[..., -1:] / S[..., :1]
         return _out(r.squeeze(-1), out, "linalg_cond")
     if x.shape[-1] != x.shape[-2]:
@@ -2021,13 +2036,13 @@ def cond(A, p=None, *, out=None):
                            f"{x.shape[-2]} by {x.shape[-1]} matrices")
     from ..linalg import matrix_norm
     if x.size == 0:
-        return _out(_const(np.zeros(x.shape[:-2], _real_dt(x.dtype))), out, "linalg_cond")
+        return _out(_zeros(x.shape[:-2], _real_dt(x.dtype), x), out, "linalg_cond")
     Ai, info = inv_ex(A)
     if p == "nuc":
         return _out(matrix_norm(A, p) * matrix_norm(Ai, p), out, "linalg_cond")
     bad = info._data != 0
-    if bad.any():   # a singular matrix: its inverse counts as infinite
-        from .index import where
+    if xp_for(bad) is not np or bad.any():   # a singular matrix: its inverse counts as infinite
+        from .index import where   # (on a device selected without asking the host which)
         Ai = where(_const(bad[..., None, None]), _const(np.array(np.inf, Ai._data.dtype)), Ai)
     return _out(_nan_to_inf(matrix_norm(A, p) * matrix_norm(Ai, p)), out, "linalg_cond")
 
@@ -2035,7 +2050,7 @@ def cond(A, p=None, *, out=None):
 def _nan_to_inf_backward(self, grads):
     from ._base import masked_grad
     (x,) = self.saved_tensors
-    return masked_grad(grads[0], np.isfinite(x._data), x, name="MulBackward0")
+    return masked_grad(grads[0], xp_for(x).isfinite(x._data), x, name="MulBackward0")
 
 
 NanToNumBackward0 = _node("NanToNumBackward0", _nan_to_inf_backward)
@@ -2044,7 +2059,8 @@ NanToNumBackward0 = _node("NanToNumBackward0", _nan_to_inf_backward)
 def _nan_to_inf(r):
     """nan -> inf (the condition number of a singular matrix), gradient only where finite."""
     d = r._data
-    out, = _record(NanToNumBackward0, (r,), [np.where(np.isnan(d), np.inf, d)], saved=(r,))
+    xp = xp_for(d)
+    out, = _record(NanToNumBackward0, (r,), [xp.where(xp.isnan(d), np.inf, d)], saved=(r,))
     return out
 
 
@@ -2096,7 +2112,7 @@ def linalg_vander(x, *, N=None):
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
     from .shape import cat
-    ones = _const(np.ones(d.shape + (1,), d.dtype))
+    ones = _const(xp_for(d).ones(d.shape + (1,), d.dtype), d)
     pows = x.unsqueeze(-1).expand(*d.shape, n - 1).cumprod(-1)
     return cat([ones, pows], -1)
 
@@ -2114,8 +2130,8 @@ def vander(x, N=None, increasing=False):
         x = x.to(_int64())
         d = x._data
     if n == 0:
-        return _const(np.zeros((d.shape[0], 0), d.dtype))
-    ones = _const(np.ones(d.shape + (1,), d.dtype))
+        return _zeros((d.shape[0], 0), d.dtype, d)
+    ones = _const(xp_for(d).ones(d.shape + (1,), d.dtype), d)
     res = ones if n == 1 else cat([ones, x.unsqueeze(-1).expand(d.shape[0], n - 1).cumprod(-1)], -1)
     return res if increasing else res.flip(-1)
 
@@ -2236,7 +2252,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     with no_grad():
         r = comp(_const(x))._data
     node = node_for(RenormBackward0, (input,))
-    res = finish(node, np.ascontiguousarray(r.astype(x.dtype, copy=False)))
+    res = finish(node, xp_for(r).ascontiguousarray(r.astype(x.dtype, copy=False)))
     if node is not None:
         save(node, input)
         node.composite = comp
