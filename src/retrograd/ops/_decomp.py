@@ -1207,7 +1207,7 @@ def _lu_square_grad(L, U, gL, gU):
     if gU is not None:
         M = M + (gU @ _h(U)).triu()
     if isinstance(M, int):
-        return _const(np.zeros(L._data.shape[:-1] + U._data.shape[-1:], L._data.dtype))
+        return _zeros(L._data.shape[:-1] + U._data.shape[-1:], L._data.dtype, L)
     M = solve_triangular(_h(L), M, upper=True, unitriangular=True)
     return solve_triangular(_h(U), M, upper=False, left=False)
 
