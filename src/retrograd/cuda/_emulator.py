@@ -653,6 +653,17 @@ def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite
         return _wrap(x)
 
 
+def _reads_info(name):
+    """cupyx.scipy.linalg's ``name``, which reads cuSOLVER's info on the host after each call."""
+    def f(*args, **kwargs):
+        import scipy.linalg
+        r = _function(getattr(scipy.linalg, name), name)(*args, **kwargs)
+        _sync(f"{name} info")
+        return r
+    f.__name__ = name
+    return f
+
+
 # cupy.linalg and cupyx.scipy.linalg of CuPy 13 (eig, eigvals, cond, multi_dot, ldl, qr's LAPACK
 # pieces, expm... are missing there)
 _LINALG = _Only("cupy.linalg", "numpy.linalg", (
@@ -661,7 +672,8 @@ _LINALG = _Only("cupy.linalg", "numpy.linalg", (
 _SCIPY_LINALG = _Only("cupyx.scipy.linalg", "scipy.linalg", (
     "solve_triangular", "lu", "lu_factor", "lu_solve", "block_diag", "circulant", "companion",
     "convolution_matrix", "dft", "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert", "hilbert", "kron",
-    "leslie", "toeplitz"), {"solve_triangular": _solve_triangular})
+    "leslie", "toeplitz"), {"solve_triangular": _solve_triangular, "lu_factor": _reads_info("lu_factor"),
+                            "lu_solve": _reads_info("lu_solve")})
 
 def _as_strided(x, shape=None, strides=None):
     """CuPy's ``as_strided`` (no ``writeable``: device views are always writeable)."""

@@ -285,8 +285,8 @@ def _cholesky_np(a, upper):
 
 def _checked(xp):
     """CuPy reading LAPACK's info after its cuSOLVER call (one synchronisation), raising
-    LinAlgError on a failure as NumPy does (the emulated device's NumPy raises by itself)."""
-    if getattr(xp, "emulated", False):
+    LinAlgError on a failure as NumPy does (NumPy, and the emulated device's, raise by themselves)."""
+    if xp is np or getattr(xp, "emulated", False):
         import contextlib
         return contextlib.nullcontext()
     import cupyx

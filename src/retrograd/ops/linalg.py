@@ -978,7 +978,7 @@ def inv(A, *, out=None):
     _check_square(x, "inv")
     try:
         if xp is np:
-            r = xp.linalg.inv(x)
+            r = np.linalg.inv(x)
         else:
             from ._decomp import _checked
             with _checked(xp):   # (CuPy reads LAPACK's info only when asked: a singular A raises, as on the CPU)
@@ -1053,7 +1053,12 @@ def solve(A, B, *, left=True, out=None):
     vec = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
     _solve_checks(a, b, vec)
     try:
-        r = xp.linalg.solve(a, b[..., None])[..., 0] if vec else xp.linalg.solve(a, b)
+        if xp is np:
+            r = _solve_arrays(xp, a, b, vec)
+        else:
+            from ._decomp import _checked
+            with _checked(xp):   # (a singular A raises on a device too, as PyTorch's CUDA solve does)
+                r = _solve_arrays(xp, a, b, vec)
     except np.linalg.LinAlgError:
         raise _singular("solve", a) from None
     node = node_for(LinalgSolveExBackward0, (A, B))
@@ -1063,6 +1068,10 @@ def solve(A, B, *, left=True, out=None):
         save(node, A)
         save_output(node, res)
     return res if out is None else write_out(out, res, "linalg_solve")
+
+
+def _solve_arrays(xp, a, b, vec):
+    return xp.linalg.solve(a, b[..., None])[..., 0] if vec else xp.linalg.solve(a, b)
 
 
 def _solve_checks(a, b, vec):
