@@ -675,6 +675,7 @@ _SCIPY_LINALG = _Only("cupyx.scipy.linalg", "scipy.linalg", (
     "leslie", "toeplitz"), {"solve_triangular": _solve_triangular, "lu_factor": _reads_info("lu_factor"),
                             "lu_solve": _reads_info("lu_solve")})
 
+
 def _as_strided(x, shape=None, strides=None):
     """CuPy's ``as_strided`` (no ``writeable``: device views are always writeable)."""
     return _wrap(np.lib.stride_tricks.as_strided(_unwrap(x), shape, strides))

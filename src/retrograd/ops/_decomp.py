@@ -1,12 +1,12 @@
 """Matrix decompositions and the functions built on them (torch.linalg's cholesky, qr, eigh, eig,
 svd, lu, ldl, lstsq, pinv, matrix_exp, ... and their older top-level spellings).
 
-Forward passes are NumPy / SciPy (LAPACK) calls on the CPU and CuPy's (cuSOLVER) on CUDA, where
-CuPy has the routine; the others run on the host (see ``_host``). Each differentiable op records one node named
-as PyTorch names it, whose backward is written with tensor ops (so double backward works). The
-formulas are the standard ones (e.g. Giles' matrix derivative results): a gradient is unique
-wherever the decomposition is a smooth function of its input, so it agrees with PyTorch's.
-SciPy is imported inside the functions that need it.
+Forward passes are NumPy / SciPy (LAPACK) calls on the CPU, and CuPy's (cuSOLVER) on CUDA where
+CuPy has the routine (the others copy to the host and back: see ``_host``). Each differentiable op
+records one node named as PyTorch names it, whose backward is written with tensor ops (so double
+backward works). The formulas are the standard ones (e.g. Giles' matrix derivative results): a
+gradient is unique wherever the decomposition is a smooth function of its input, so it agrees with
+PyTorch's. SciPy is imported inside the functions that need it.
 """
 import math
 
