@@ -110,12 +110,16 @@ def test_a_device_tensor_takes_host_index_tensors():
     assert g.grad.device == retrograd.device("cuda:0") and g.grad.cpu().sum().item() == 8
 
 
-def test_host_only_lapack_refuses_a_device_tensor_before_scipy_sees_it():
-    # SciPy's LAPACK wrappers must never receive device memory (an emulated or CuPy array):
-    # the routines retrograd still computes on the host say so and name the way out
+def test_lapack_wrappers_never_see_device_memory():
+    # SciPy's LAPACK wrappers must never receive device memory (an emulated or CuPy array): the
+    # one helper that fetches them refuses it, and the routines CuPy lacks copy to the host first
+    from retrograd.ops._decomp import _lapack
     a = retrograd.eye(3, device="cuda") * 2
     with pytest.raises(NotImplementedError, match=r"LAPACK getrf: .*\.cpu\(\)"):
-        retrograd.linalg.lu_factor(a)
+        _lapack("getrf", (a._data,))
+    LD, piv = retrograd.linalg.ldl_factor(a)      # LAPACK sytrf, on a copy on the host
+    assert LD.device == retrograd.device("cuda:0") and piv.device == LD.device
+    assert LD.cpu().tolist() == [[2, 0, 0], [0, 2, 0], [0, 0, 2]] and piv.cpu().tolist() == [1, 2, 3]
 
 
 def test_gradient_of_a_cpu_scalar_joining_a_device_op_lands_on_the_cpu():

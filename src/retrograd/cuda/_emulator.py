@@ -615,6 +615,67 @@ def _seed(s=None):
 
 _random = _Module("cupy.random", _random_state, {"seed": _seed, "RandomState": np.random.RandomState})
 
+
+class _Only(_Module):
+    """A CuPy namespace with only the names CuPy 13 has (NumPy's / SciPy's have more): code that
+    passes here cannot reach for a routine a real GPU build lacks. ``base`` is imported on first use."""
+
+    def __init__(self, name, base, names, extra=None):
+        super().__init__(name, None, extra)
+        self.__dict__["_import"], self.__dict__["_names"] = base, frozenset(names)
+
+    def __getattr__(self, name):
+        if name not in self.__dict__["_names"]:
+            raise AttributeError(f"module '{self.__name__}' (emulated CuPy) has no attribute '{name}'")
+        if self.__dict__["_base"] is None:
+            import importlib
+            self.__dict__["_base"] = importlib.import_module(self.__dict__["_import"])
+        return super().__getattr__(name)
+
+
+def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=False):
+    """cupyx.scipy.linalg.solve_triangular (cuBLAS trsm): a zero pivot gives inf/nan, never an error."""
+    import scipy.linalg
+    a, b = _unwrap(a), _unwrap(b)
+    with np.errstate(all="ignore"):
+        try:
+            return _wrap(scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal, check_finite=False))
+        except np.linalg.LinAlgError:
+            pass
+        m = a.T if trans in (1, "T") else a.conj().T if trans in (2, "C") else a
+        m = np.array(m, dtype=np.result_type(a, b))
+        up = lower == (trans not in (0, "N"))
+        if unit_diagonal:
+            m[np.diag_indices(len(m))] = 1
+        x = np.zeros(b.shape, m.dtype)
+        for i in (range(len(m) - 1, -1, -1) if up else range(len(m))):
+            x[i] = (b[i] - m[i] @ x) / m[i, i]
+        return _wrap(x)
+
+
+def _reads_info(name):
+    """cupyx.scipy.linalg's ``name``, which reads cuSOLVER's info on the host after each call."""
+    def f(*args, **kwargs):
+        import scipy.linalg
+        r = _function(getattr(scipy.linalg, name), name)(*args, **kwargs)
+        _sync(f"{name} info")
+        return r
+    f.__name__ = name
+    return f
+
+
+# cupy.linalg and cupyx.scipy.linalg of CuPy 13 (eig, eigvals, cond, multi_dot, ldl, qr's LAPACK
+# pieces, expm... are missing there)
+_LINALG = _Only("cupy.linalg", "numpy.linalg", (
+    "cholesky", "qr", "svd", "eigh", "eigvalsh", "norm", "det", "matrix_rank", "slogdet", "solve", "tensorsolve",
+    "lstsq", "inv", "pinv", "tensorinv", "matrix_power", "LinAlgError"))
+_SCIPY_LINALG = _Only("cupyx.scipy.linalg", "scipy.linalg", (
+    "solve_triangular", "lu", "lu_factor", "lu_solve", "block_diag", "circulant", "companion",
+    "convolution_matrix", "dft", "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert", "hilbert", "kron",
+    "leslie", "toeplitz"), {"solve_triangular": _solve_triangular, "lu_factor": _reads_info("lu_factor"),
+                            "lu_solve": _reads_info("lu_solve")})
+
+
 def _as_strided(x, shape=None, strides=None):
     """CuPy's ``as_strided`` (no ``writeable``: device views are always writeable)."""
     return _wrap(np.lib.stride_tricks.as_strided(_unwrap(x), shape, strides))
@@ -651,7 +712,7 @@ xp = _Module("cupy", np, {
     "lib": _lib,
     "ndarray": ndarray, "asnumpy": _asnumpy, "get_array_module": _get_array_module, "cuda": _cuda,
     "get_default_memory_pool": lambda: _POOL, "get_default_pinned_memory_pool": lambda: _PINNED,
-    "linalg": _Module("cupy.linalg", np.linalg), "fft": _Module("cupy.fft", np.fft), "random": _random,
+    "linalg": _LINALG, "_scipy_linalg": _SCIPY_LINALG, "fft": _Module("cupy.fft", np.fft), "random": _random,
     "emulated": True, "__version__": "emulated (NumPy " + np.__version__ + ")",
     "_pinned_empty": _pinned_empty, "_scipy_special": _LazySpecial("cupyx.scipy.special", None),
 })

@@ -1,11 +1,12 @@
 """Matrix decompositions and the functions built on them (torch.linalg's cholesky, qr, eigh, eig,
 svd, lu, ldl, lstsq, pinv, matrix_exp, ... and their older top-level spellings).
 
-Forward passes are NumPy / SciPy (LAPACK) calls; each differentiable op records one node named
-as PyTorch names it, whose backward is written with tensor ops (so double backward works). The
-formulas are the standard ones (e.g. Giles' matrix derivative results): a gradient is unique
-wherever the decomposition is a smooth function of its input, so it agrees with PyTorch's.
-SciPy is imported inside the functions that need it.
+Forward passes are NumPy / SciPy (LAPACK) calls on the CPU, and CuPy's (cuSOLVER) on CUDA where
+CuPy has the routine (the others copy to the host and back: see ``_host``). Each differentiable op
+records one node named as PyTorch names it, whose backward is written with tensor ops (so double
+backward works). The formulas are the standard ones (e.g. Giles' matrix derivative results): a
+gradient is unique wherever the decomposition is a smooth function of its input, so it agrees with
+PyTorch's. SciPy is imported inside the functions that need it.
 """
 import math
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from ._base import refuse_meta
 from ._base import OpNode, node_for, save, save_output, finish, finish_multi, arr, Tensor, _dtype_name, _state
-from ._base import wrap_dim
+from ._base import wrap_dim, xp_for
 
 
 # --- named results -------------------------------------------------------------------------
@@ -75,7 +76,12 @@ def _node(name, grad):
 def _record(cls, inputs, outs, saved=(), out_saved=(), **attrs):
     """Tensors for the arrays ``outs`` (all outputs of one node ``cls`` over ``inputs``)."""
     node = node_for(cls, inputs)
-    res = finish_multi(node, [o if o.flags.c_contiguous else np.ascontiguousarray(o) for o in map(np.asarray, outs)])
+    xp = xp_for(*inputs)
+    if xp is np:
+        outs = [o if o.flags.c_contiguous else np.ascontiguousarray(o) for o in map(np.asarray, outs)]
+    else:
+        outs = [o if o.flags.c_contiguous else xp.ascontiguousarray(o) for o in map(xp.asarray, outs)]
+    res = finish_multi(node, outs)
     if node is not None:
         save(node, *saved)
         for k in out_saved:
@@ -85,7 +91,11 @@ def _record(cls, inputs, outs, saved=(), out_saved=(), **attrs):
     return res
 
 
-def _const(a):
+def _const(a, like=None):
+    """A constant tensor of ``a``, on the device of ``like`` (a tensor or array) when given."""
+    xp = xp_for(a if like is None else like)
+    if xp is not np:
+        return finish(None, xp.asarray(a))
     return finish(None, arr(np.asarray(a)))
 
 
@@ -97,8 +107,13 @@ def _h(x):
     return x.mH
 
 
-def _eye(n, like):
-    return _const(np.eye(n, dtype=like._data.dtype))
+def _eye(n, like, dtype=None):
+    """The n x n identity of ``like``'s device (and dtype, unless given)."""
+    return _const(xp_for(like).eye(n, dtype=like._data.dtype if dtype is None else dtype), like)
+
+
+def _zeros(shape, dtype, like):
+    return _const(xp_for(like).zeros(shape, dtype), like)
 
 
 def _check_nd(x, name, what="A"):
@@ -140,12 +155,41 @@ def _lapack_dtype(x, kernel=None, runtime=None):
 
 def _lapack(name, arrays):
     """SciPy's LAPACK routine ``name`` for ``arrays``: host memory only, so a device array is
-    refused here (SciPy's wrappers must never see one)."""
+    refused here (SciPy's wrappers must never see one: ``_host`` copies device arrays first)."""
     if any(type(a) is not np.ndarray for a in arrays):
-        raise NotImplementedError(f"LAPACK {name}: retrograd computes this on the CPU only for now; move the "
-                                  "tensor there first (.cpu())")
+        raise NotImplementedError(f"LAPACK {name}: SciPy's wrappers take host arrays only; copy a device array to "
+                                  "the host first (.cpu())")
     from scipy.linalg import lapack
     return lapack.get_lapack_funcs(name, arrays)
+
+
+def _host(fn, *args, **kwargs):
+    """``fn`` (NumPy / SciPy code) for the routines CuPy lacks (general eig, LDL, geqrf, the exact
+    LAPACK info of a failed factorization, matrix_exp): on device arrays, as PyTorch's CUDA backend
+    does for its hybrid MAGMA routines, an explicit copy to the host, the host computation and a
+    copy of its arrays back (a synchronisation: these ops do not belong in a training step's hot
+    path). On host arrays, ``fn`` itself."""
+    xp = xp_for(*args)
+    if xp is np:
+        return fn(*args, **kwargs)
+    return _to_device(xp, fn(*[xp.asnumpy(a) if xp_for(a) is not np else a for a in args], **kwargs))
+
+
+def _to_device(xp, r):
+    if type(r) is np.ndarray:
+        return xp.asarray(r)
+    if type(r) is tuple or type(r) is list:
+        return type(r)(_to_device(xp, v) for v in r)
+    return r
+
+
+def _scipy_linalg(xp):
+    """cupyx.scipy.linalg, the device's SciPy linalg (the emulated device brings its own)."""
+    m = getattr(xp, "_scipy_linalg", None)
+    if m is not None:
+        return m
+    import cupyx.scipy.linalg
+    return cupyx.scipy.linalg
 
 
 def _low_precision(name):
@@ -161,12 +205,19 @@ def _linalg_error(msg):
     return _LinAlgErrorType(msg)
 
 
+def _on_host(a):
+    """A device array's values on the host (a synchronisation), for an error message."""
+    xp = xp_for(a)
+    return a if xp is np else xp.asnumpy(a)
+
+
 def _batch_where(info):
+    info = _on_host(info)
     return "" if info.ndim == 0 else f"(Batch element {int(np.flatnonzero(info.reshape(-1))[0])}): "
 
 
 def _first_info(info):
-    f = info.reshape(-1)
+    f = _on_host(info).reshape(-1)
     return int(f[f != 0][0])
 
 
@@ -232,6 +283,37 @@ def _cholesky_np(a, upper):
     return L, info
 
 
+def _checked(xp):
+    """CuPy reading LAPACK's info after its cuSOLVER call (one synchronisation), raising
+    LinAlgError on a failure as NumPy does (NumPy, and the emulated device's, raise by themselves)."""
+    if xp is np or getattr(xp, "emulated", False):
+        import contextlib
+        return contextlib.nullcontext()
+    import cupyx
+    return cupyx.errstate(linalg="raise")
+
+
+def _cholesky(x, upper):
+    """``(L, info, failed)``: on a device cuSOLVER's factor, with a failure's exact info and
+    partial factor computed on the host."""
+    xp = xp_for(x)
+    if xp is np:
+        L, info = _cholesky_np(x, upper)
+        return L, info, bool(info.any())
+    if x.size:
+        try:
+            with _checked(xp):
+                L = xp.linalg.cholesky(x)
+        except np.linalg.LinAlgError:
+            L, info = _host(_cholesky_np, x, upper)
+            return L, info, True
+    else:
+        L = x.copy()
+    if upper:
+        L = xp.swapaxes(L, -1, -2).conj()
+    return L, xp.zeros(x.shape[:-2], np.int32), False
+
+
 def _failing_minor(m):
     n = m.shape[-1]
     for k in range(1, n + 1):
@@ -258,8 +340,8 @@ def _partial_cholesky(m, k):
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """``(L, info)``: the Cholesky factor and 0 / the order of the first failing leading minor."""
     x = _lapack_dtype(_square(A, "linalg.cholesky"), "cholesky_cpu")
-    L, info = _cholesky_np(x, upper)
-    if check_errors and info.any():
+    L, info, failed = _cholesky(x, upper)
+    if check_errors and failed:
         raise _chol_error(info, "linalg.cholesky_ex")
     Lt, = _record(LinalgCholeskyExBackward0, (A,), [L], out_saved=(0,), upper=upper)
     return RT["linalg_cholesky_ex"](Lt, _const(info))
@@ -274,8 +356,8 @@ def _chol_error(info, name="linalg.cholesky"):
 def cholesky(A, *, upper=False, out=None):
     """The Cholesky factor of (a batch of) hermitian positive-definite matrices."""
     x = _lapack_dtype(_square(A, "linalg.cholesky"), "cholesky_cpu")
-    L, info = _cholesky_np(x, upper)
-    if info.any():
+    L, info, failed = _cholesky(x, upper)
+    if failed:
         raise _chol_error(info)
     Lt, = _record(LinalgCholeskyExBackward0, (A,), [L], out_saved=(0,), upper=upper)
     return _out(Lt, out, "linalg_cholesky")
@@ -287,8 +369,8 @@ def torch_cholesky(input, upper=False, *, out=None):
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
                   "PyTorch release.", UserWarning, stacklevel=2)
     x = _lapack_dtype(_square(input, "linalg.cholesky", "cholesky_cpu"), "cholesky_cpu")
-    L, info = _cholesky_np(x, upper)
-    if info.any():
+    L, info, failed = _cholesky(x, upper)
+    if failed:
         raise _chol_error(info)
     Lt, = _record(CholeskyBackward0, (input,), [L], out_saved=(0,), upper=upper)
     return _out(Lt, out, "cholesky")
@@ -349,6 +431,29 @@ def _tri_solve_np(a, b, upper, left, unit):
     return np.ascontiguousarray(x)
 
 
+def _tri_solve(a, b, upper, left, unit):
+    """_tri_solve_np's solution; on a device cuBLAS's trsm (cupyx.scipy.linalg.solve_triangular)
+    per matrix, whose zero pivots give inf/nan as LAPACK's trtrs does."""
+    xp = xp_for(a, b)
+    if xp is np:
+        return _tri_solve_np(a, b, upper, left, unit)
+    dt = xp.result_type(a, b)
+    if not left:
+        a, b, upper = xp.swapaxes(a, -1, -2), xp.swapaxes(b, -1, -2), not upper
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = xp.broadcast_to(a, batch + a.shape[-2:]).astype(dt, copy=False)
+    b = xp.broadcast_to(b, batch + b.shape[-2:]).astype(dt, copy=False)
+    x = xp.empty(b.shape, dt)
+    if x.size:
+        st = _scipy_linalg(xp).solve_triangular
+        fa, fb, fx = a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:]), x.reshape((-1,) + x.shape[-2:])
+        for i in range(fa.shape[0]):
+            fx[i] = st(fa[i], fb[i], lower=not upper, unit_diagonal=unit)
+    if not left:
+        x = xp.swapaxes(x, -1, -2)
+    return xp.ascontiguousarray(x)
+
+
 def _trsm(st, a, b, upper):
     d = np.diagonal(a)
     if np.all(d != 0):
@@ -380,7 +485,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
                            f"{'AX = B' if left else 'XA = B'} ({shp})")
     from .linalg import _broadcast_batch
     _broadcast_batch(a.shape[:-2], b.shape[:-2])
-    x = _tri_solve_np(a, b, upper, left, unitriangular)
+    x = _tri_solve(a, b, upper, left, unitriangular)
     X, = _record(LinalgSolveTriangularBackward0, (A, B), [x], saved=(A,), out_saved=(0,), upper=upper, left=left,
                  unitriangular=unitriangular, bshape=b.shape)
     return _out(X, out, "linalg_solve_triangular")
@@ -434,11 +539,12 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
                            f"{ad.shape[-1]} but each b matrix is {bd.shape[-2]} by {bd.shape[-1]}")
     if ad.dtype.kind not in "fc":
         raise NotImplementedError(f"\"triangular_solve_cpu\" not implemented for '{_dtype_name(ad.dtype)}'")
+    xp = xp_for(ad, bd)
     batch = np.broadcast_shapes(ad.shape[:-2], bd.shape[:-2])
-    aeff = np.swapaxes(ad, -1, -2) if transpose else ad
-    x = _tri_solve_np(aeff, bd, upper != transpose, True, unitriangular)
-    x = np.broadcast_to(x, batch + x.shape[-2:])
-    m = np.broadcast_to(ad, batch + ad.shape[-2:]).copy()
+    aeff = xp.swapaxes(ad, -1, -2) if transpose else ad
+    x = _tri_solve(aeff, bd, upper != transpose, True, unitriangular)
+    x = xp.broadcast_to(x, batch + x.shape[-2:])
+    m = xp.broadcast_to(ad, batch + ad.shape[-2:]).copy()
     X, M = _record(TriangularSolveBackward0, (b, A), [x, m], saved=(A,), out_saved=(0,), upper=upper,
                    transpose=transpose, unitriangular=unitriangular, bshape=bd.shape, ashape=ad.shape)
     return RT["triangular_solve"](X, M)
@@ -467,9 +573,10 @@ LinalgSlogdetBackward0 = _node("LinalgSlogdetBackward0", _slogdet_backward)
 
 
 def _slogdet_np(x):
+    xp = xp_for(x)
     if x.shape[-1] == 0:
-        return np.ones(x.shape[:-2], x.dtype), np.zeros(x.shape[:-2], _real_dt(x.dtype))
-    s, l = np.linalg.slogdet(x)
+        return xp.ones(x.shape[:-2], x.dtype), xp.zeros(x.shape[:-2], _real_dt(x.dtype))
+    s, l = xp.linalg.slogdet(x)
     return s.astype(x.dtype), l.astype(_real_dt(x.dtype))
 
 
@@ -494,7 +601,7 @@ def logdet(input):
     if input._data.dtype.kind == "c":
         from .unary import log
         return log(s) + l
-    nan = _const(np.array(np.nan, l._data.dtype))
+    nan = _const(np.array(np.nan, l._data.dtype))   # (0-d: joins a device tensor as a scalar)
     return where(s == -1, nan, l)
 
 
@@ -514,13 +621,13 @@ def _eig_grad_core(L, V, gL, gV, hermitian):
     Lc = L.conj() if L.is_complex() else L
     E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)
     n = E._data.shape[-1]
-    E = E + _const(np.eye(n, dtype=E._data.dtype))   # a zero diagonal becomes 1 (the diagonal is replaced)
+    E = E + _eye(n, E)   # a zero diagonal becomes 1 (the diagonal is replaced)
     ret = VhgV / E.to(VhgV.dtype) if E.dtype != VhgV.dtype else VhgV / E
     gd = gL.to(ret.dtype) if gL is not None and gL.dtype != ret.dtype else gL
     # the diagonal is replaced by gL (selected, so that inf/nan off it do not reach it)
     from .index import where
     diag = _diag_embed(gd) if gd is not None else _const(np.zeros((), ret._data.dtype))
-    ret = where(_const(np.eye(n, dtype=bool)), diag, ret)
+    ret = where(_eye(n, ret, bool), diag, ret)
     return V @ ret @ _h(V) if hermitian else _eig_conj(V, ret)
 
 
@@ -543,7 +650,8 @@ def _eigh_backward(self, grads):
 def _check_phase(V, gV, name):
     # PyTorch's test: allclose(Im diag(V^H gV), 0) with rtol = atol = 1e-2 (nan fails it)
     d = _gather_diag(_h(V) @ gV)._data.imag
-    if not np.all(np.abs(d) <= 1e-2):
+    xp = xp_for(d)
+    if not bool(xp.all(xp.abs(d) <= 1e-2)):   # (on a device a synchronisation, as PyTorch's check)
         raise RuntimeError(f"{name}: The eigenvectors in the complex case are specified up to multiplication by "
                            "e^{i phi}. The specified loss function depends on this quantity, so it is ill-defined.")
 
@@ -552,12 +660,13 @@ LinalgEighBackward0 = _node("LinalgEighBackward0", _eigh_backward)
 
 
 def _eigh_np(x, uplo, vectors):
+    xp = xp_for(x)
     if x.shape[-1] == 0:
-        return np.zeros(x.shape[:-1], _real_dt(x.dtype)), x.copy()
+        return xp.zeros(x.shape[:-1], _real_dt(x.dtype)), x.copy()
     if vectors:
-        w, v = np.linalg.eigh(x, UPLO=uplo)
+        w, v = xp.linalg.eigh(x, UPLO=uplo)
         return w.astype(_real_dt(x.dtype)), v.astype(x.dtype)
-    return np.linalg.eigvalsh(x, UPLO=uplo).astype(_real_dt(x.dtype)), None
+    return xp.linalg.eigvalsh(x, UPLO=uplo).astype(_real_dt(x.dtype)), None
 
 
 def _uplo(UPLO):
@@ -623,7 +732,7 @@ def _eig_checks(A, name):
 def eig(A, *, out=None):
     """Eigenvalues and (unit-norm) eigenvectors of general square matrices, complex-valued."""
     x = _eig_checks(A, "linalg.eig")
-    w, v = _eig_np(x)
+    w, v = _host(_eig_np, x)   # (CuPy 13 has no general eigensolver)
     L, V = _record(LinalgEigBackward0, (A,), [w, v], saved=(None,), out_saved=(0, 1), complex_in=x.dtype.kind == "c")
     return RT["linalg_eig"](L, V)
 
@@ -632,7 +741,7 @@ def eigvals(A, *, out=None):
     """Eigenvalues of general square matrices (complex)."""
     x = _eig_checks(A, "linalg.eigvals")
     if node_for(LinalgEigBackward0, (A,)) is None:
-        return _out(_const(_eig_np(x)[0]), out, "linalg_eigvals")
+        return _out(_const(_host(_eig_np, x)[0]), out, "linalg_eigvals")
     L = eig(A)[0]
     return _out(L, out, "linalg_eigvals")
 
@@ -667,13 +776,14 @@ def _svd_backward(self, grads):
             d = d + _gather_diag(UhgU)._data
         if VhgV is not None:
             d = d + _gather_diag(VhgV)._data
-        if not np.all(np.abs(np.imag(d)) <= 1e-2):
+        xp = xp_for(d)
+        if not bool(xp.all(xp.abs(d.imag) <= 1e-2)):
             raise RuntimeError("svd_backward: The singular vectors in the complex case are specified up to "
                                "multiplication by e^{i phi}. The specified loss function depends on this phase term, "
                                "making it ill-defined.")
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
-    E = E + _const(np.eye(k, dtype=E._data.dtype))
+    E = E + _eye(k, E)
     if cplx:
         E = E.to(U.dtype)
     ret = 0
@@ -703,20 +813,21 @@ LinalgSvdBackward0 = _node("LinalgSvdBackward0", _svd_backward)
 
 
 def _svd_np(x, full, uv=True):
+    xp = xp_for(x)
     m, n = x.shape[-2:]
     k = min(m, n)
     rdt = _real_dt(x.dtype)
     if x.size == 0:
         b = x.shape[:-2]
-        s = np.zeros(b + (k,), rdt)
+        s = xp.zeros(b + (k,), rdt)
         if not uv:
             return None, s, None
-        eu = np.broadcast_to(np.eye(m, m if full else k, dtype=x.dtype), b + (m, m if full else k)).copy()
-        ev = np.broadcast_to(np.eye(n if full else k, n, dtype=x.dtype), b + (n if full else k, n)).copy()
+        eu = xp.broadcast_to(xp.eye(m, m if full else k, dtype=x.dtype), b + (m, m if full else k)).copy()
+        ev = xp.broadcast_to(xp.eye(n if full else k, n, dtype=x.dtype), b + (n if full else k, n)).copy()
         return eu, s, ev
     if not uv:
-        return None, np.linalg.svd(x, compute_uv=False).astype(rdt), None
-    u, s, vh = np.linalg.svd(x, full_matrices=full)
+        return None, xp.linalg.svd(x, compute_uv=False).astype(rdt), None
+    u, s, vh = xp.linalg.svd(x, full_matrices=full)
     return u.astype(x.dtype), s.astype(rdt), vh.astype(x.dtype)
 
 
@@ -764,7 +875,7 @@ def torch_svd(input, some=True, compute_uv=True, *, out=None):
         S = svdvals(input)
         m, n = x.shape[-2:]
         b = x.shape[:-2]
-        return RT["svd"](_const(np.zeros(b + (m, m), x.dtype)), S, _const(np.zeros(b + (n, n), x.dtype)))
+        return RT["svd"](_zeros(b + (m, m), x.dtype, x), S, _zeros(b + (n, n), x.dtype, x))
     U, S, Vh = svd(input, full_matrices=not some)
     return RT["svd"](U, S, _h(Vh))
 
@@ -797,7 +908,7 @@ def _qr_backward(self, grads):
         gQx = t if gQx is None else gQx + t
     gX = _qr_tall_grad(Q, R1, gQx, gR)
     if gY is None:
-        gY = _const(np.zeros(Y._data.shape, Y._data.dtype))
+        gY = _zeros(Y._data.shape, Y._data.dtype, Y)
     from .shape import cat
     return cat([gX, gY], -1)
 
@@ -824,17 +935,18 @@ LinalgQrBackward0 = _node("LinalgQrBackward0", _qr_backward)
 
 
 def _qr_np(x, mode):
+    xp = xp_for(x)
     m, n = x.shape[-2:]
     k = min(m, n)
     b = x.shape[:-2]
     if x.size == 0:
         qc = m if mode == "complete" else k
-        q = np.broadcast_to(np.eye(m, qc, dtype=x.dtype), b + (m, qc)).copy()
-        r = np.zeros(b + ((m if mode == "complete" else k), n), x.dtype)
-        return (np.zeros((0,), x.dtype) if mode == "r" else q), r
+        q = xp.broadcast_to(xp.eye(m, qc, dtype=x.dtype), b + (m, qc)).copy()
+        r = xp.zeros(b + ((m if mode == "complete" else k), n), x.dtype)
+        return (xp.zeros((0,), x.dtype) if mode == "r" else q), r
     if mode == "r":
-        return np.zeros((0,), x.dtype), np.linalg.qr(x, mode="r").astype(x.dtype)
-    q, r = np.linalg.qr(x, mode="complete" if mode == "complete" else "reduced")
+        return xp.zeros((0,), x.dtype), xp.linalg.qr(x, mode="r").astype(x.dtype)
+    q, r = xp.linalg.qr(x, mode="complete" if mode == "complete" else "reduced")
     return q.astype(x.dtype), r.astype(x.dtype)
 
 
@@ -863,6 +975,8 @@ def torch_qr(input, some=True, *, out=None):
 
 def _lu_info(x):
     """LAPACK getrf's info for each matrix of the batch (0, or the first zero pivot, 1-based)."""
+    if xp_for(x) is not np:
+        return _getrf(x)[2]
     from .linalg import _zero_pivot
     info = np.zeros(x.shape[:-2], np.int32)
     fi = info.reshape(-1)
@@ -876,17 +990,20 @@ def inv_ex(A, *, check_errors=False, out=None):
     """``(inverse, info)``: info is 0 or the first zero pivot of the LU factorization."""
     from .linalg import LinalgInvExBackward0
     x = _lapack_dtype(_square(A, "linalg.inv_ex"), runtime=_low_precision("linalg.inv"))
-    info = _lu_info(x) if x.size else np.zeros(x.shape[:-2], np.int32)
-    if check_errors and info.any():
+    xp = xp_for(x)
+    info = _lu_info(x) if x.size else xp.zeros(x.shape[:-2], np.int32)
+    if check_errors and bool(info.any()):
         raise _linalg_error(f"linalg.inv_ex: {_batch_where(info)}The diagonal element {_first_info(info)} is zero, "
                             "the inversion could not be completed because the input matrix is singular.")
     with np.errstate(all="ignore"):
-        if info.any():
+        if xp is not np:   # getrf + getrs on the device, whatever the pivots: the host is not asked
+            r = _lu_inverse_np(x) if x.size else x.copy()
+        elif info.any():
             r = _lu_inverse_np(x)
         else:
             r = np.linalg.inv(x) if x.size else x.copy()
     node = node_for(LinalgInvExBackward0, (A,))
-    res = finish(node, np.ascontiguousarray(r.astype(x.dtype, copy=False)))
+    res = finish(node, xp.ascontiguousarray(r.astype(x.dtype, copy=False)))
     if node is not None:
         save_output(node, res)
     return RT["linalg_inv_ex"](res, _const(info))
@@ -894,18 +1011,24 @@ def inv_ex(A, *, check_errors=False, out=None):
 
 def _lu_inverse_np(x):
     n = x.shape[-1]
-    return _lu_solve_raw(x, np.broadcast_to(np.eye(n, dtype=x.dtype), x.shape))
+    xp = xp_for(x)
+    return _lu_solve_raw(x, xp.broadcast_to(xp.eye(n, dtype=x.dtype), x.shape))
 
 
 def _lu_solve_raw(x, b):
     """LAPACK getrf + getrs matrix by matrix (no singularity check: a zero pivot gives the
-    inf / nan LAPACK gives)."""
-    from scipy.linalg import lu_factor, lu_solve
+    inf / nan LAPACK gives). On a device, cuSOLVER's (cupyx.scipy.linalg)."""
     import warnings
+    xp = xp_for(x, b)
+    if xp is np:
+        from scipy.linalg import lu_factor, lu_solve
+    else:
+        sl = _scipy_linalg(xp)
+        lu_factor, lu_solve = sl.lu_factor, sl.lu_solve
     batch = np.broadcast_shapes(x.shape[:-2], b.shape[:-2])
-    xb = np.broadcast_to(x, batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])
-    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
-    out = np.empty(bb.shape, np.result_type(x, b))
+    xb = xp.broadcast_to(x, batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])
+    bb = xp.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    out = xp.empty(bb.shape, xp.result_type(x, b))
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         for i in range(xb.shape[0]):
@@ -918,22 +1041,26 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """``(result, info)`` of ``A X = B`` (info: the first zero pivot of A's LU, or 0)."""
     from .linalg import solve
     x = _lapack_dtype(_square(A, "linalg.solve_ex"), runtime=_low_precision("linalg.solve"))
-    info = _lu_info(x) if x.size else np.zeros(x.shape[:-2], np.int32)
-    if check_errors and info.any():
+    xp = xp_for(x)
+    info = _lu_info(x) if x.size else xp.zeros(x.shape[:-2], np.int32)
+    if check_errors and bool(info.any()):
         raise _linalg_error(f"torch.linalg.solve_ex: {_batch_where(info)}The solver failed because the input "
                             "matrix is singular.")
-    if not info.any():
+    if xp is np and not info.any():
         X = solve(A, B, left=left)
-    else:
+    else:   # (on a device getrf + getrs whatever the pivots: the host is not asked)
         b = B._data
         vec = b.ndim == 1 or (b.ndim == x.ndim - 1 and b.shape == x.shape[:-1])
+        if xp is not np and left:
+            from .linalg import _solve_checks
+            _solve_checks(x, b, vec)
         if left:
             r = _lu_solve_raw(x, b[..., None])[..., 0] if vec else _lu_solve_raw(x, b)
         else:   # X A = B  <=>  A^T X^T = B^T
-            r = np.swapaxes(_lu_solve_raw(np.swapaxes(x, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+            r = xp.swapaxes(_lu_solve_raw(xp.swapaxes(x, -1, -2), xp.swapaxes(b, -1, -2)), -1, -2)
         from .linalg import LinalgSolveExBackward0
         node = node_for(LinalgSolveExBackward0, (A, B))
-        X = finish(node, np.ascontiguousarray(r.astype(np.result_type(x, b))))
+        X = finish(node, xp.ascontiguousarray(r.astype(xp.result_type(x, b))))
         if node is not None:
             node.vec = vec
             save(node, A)
@@ -948,12 +1075,15 @@ def _getrf(x):
     m, n = x.shape[-2:]
     k = min(m, n)
     b = x.shape[:-2]
-    lu = np.empty(x.shape, x.dtype)
-    piv = np.empty(b + (k,), np.int32)
-    info = np.zeros(b, np.int32)
-    piv[...] = np.arange(1, k + 1, dtype=np.int32)
+    xp = xp_for(x)
+    lu = xp.empty(x.shape, x.dtype)
+    piv = xp.empty(b + (k,), np.int32)
+    info = xp.zeros(b, np.int32)
+    piv[...] = xp.arange(1, k + 1, dtype=np.int32)
     if x.size == 0:
         return lu, piv, info
+    if xp is not np:
+        return _getrf_device(xp, x, lu, piv)
     fn = _lapack("getrf", (x,))
     fl, fp, fi = lu.reshape((-1, m, n)), piv.reshape((-1, k)), info.reshape(-1)
     for i, mat in enumerate(x.reshape((-1, m, n))):
@@ -962,12 +1092,40 @@ def _getrf(x):
     return lu, piv, info
 
 
+def _getrf_device(xp, x, lu, piv):
+    """_getrf on a device: cuSOLVER's getrf (cupyx.scipy.linalg.lu_factor, 0-based pivots) per
+    matrix; info (the first exactly zero pivot of U) computed there too."""
+    import warnings
+    m, n = x.shape[-2:]
+    lu_factor = _scipy_linalg(xp).lu_factor
+    fl, fp = lu.reshape((-1, m, n)), piv.reshape((-1, piv.shape[-1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (a singular matrix's warning: info says it)
+        for i, mat in enumerate(x.reshape((-1, m, n))):
+            a, p = lu_factor(mat, check_finite=False)
+            fl[i], fp[i] = a, p + 1
+    zero = xp.diagonal(lu, 0, -2, -1) == 0
+    info = xp.where(zero.any(-1), zero.argmax(-1) + 1, 0).astype(np.int32)
+    return lu, piv, info
+
+
 def _perm_matrix(piv, m, dtype):
     """P with A = P L U from 1-based LAPACK pivots (rows swapped in order)."""
     b = piv.shape[:-1]
     k = piv.shape[-1]
+    xp = xp_for(piv)
     if k == 0 or piv.size == 0:
-        return np.broadcast_to(np.eye(m, dtype=dtype), b + (m, m)).copy()
+        return xp.broadcast_to(xp.eye(m, dtype=dtype), b + (m, m)).copy()
+    if xp is not np:   # the swaps applied to all the batch's permutations at once (no host reads)
+        fp = piv.reshape((-1, k)).astype(np.int64) - 1
+        rows = xp.arange(fp.shape[0])
+        perm = xp.broadcast_to(xp.arange(m), (fp.shape[0], m)).copy()
+        for j in range(k):
+            q = fp[:, j]
+            at_j, at_q = perm[:, j].copy(), perm[rows, q]
+            perm[:, j] = at_q
+            perm[rows, q] = at_j
+        return (xp.arange(m)[:, None] == perm[:, None, :]).astype(dtype).reshape(b + (m, m))
     P = np.empty(b + (m, m), dtype)
     fp, fP = piv.reshape((-1, k)), P.reshape((-1, m, m))
     for i, p in enumerate(fp):
@@ -983,9 +1141,10 @@ def _unpack_np(lu, piv, unpack_data=True, unpack_pivots=True):
     m, n = lu.shape[-2:]
     k = min(m, n)
     L = U = P = None
+    xp = xp_for(lu)
     if unpack_data:
-        L = np.tril(lu[..., :, :k], -1) + np.eye(m, k, dtype=lu.dtype)
-        U = np.triu(lu[..., :k, :])
+        L = xp.tril(lu[..., :, :k], -1) + xp.eye(m, k, dtype=lu.dtype)
+        U = xp.triu(lu[..., :k, :])
     if unpack_pivots:
         P = _perm_matrix(piv, m, lu.dtype)
     return P, L, U
@@ -1020,7 +1179,7 @@ def _lu_core_grad(L, U, P, gL, gU):
             gL_eff = t if gL_eff is None else gL_eff + t
         gA1 = _lu_square_grad(L, U1, gL_eff, gU1)
         if gA2 is None:
-            gA2 = _const(np.zeros(U2._data.shape, U2._data.dtype))
+            gA2 = _zeros(U2._data.shape, U2._data.dtype, U2)
         from .shape import cat
         return P @ cat([gA1, gA2], -1)
     # tall: L = [L1; L2], L2 = B2 U^-1 with B = P^T A
@@ -1035,7 +1194,7 @@ def _lu_core_grad(L, U, P, gL, gU):
         gU_eff = t if gU_eff is None else gU_eff + t
     gB1 = _lu_square_grad(L1, U, gL1, gU_eff)
     if gB2 is None:
-        gB2 = _const(np.zeros(L2._data.shape, L2._data.dtype))
+        gB2 = _zeros(L2._data.shape, L2._data.dtype, L2)
     from .shape import cat
     return P @ cat([gB1, gB2], -2)
 
@@ -1048,7 +1207,7 @@ def _lu_square_grad(L, U, gL, gU):
     if gU is not None:
         M = M + (gU @ _h(U)).triu()
     if isinstance(M, int):
-        return _const(np.zeros(L._data.shape[:-1] + U._data.shape[-1:], L._data.dtype))
+        return _zeros(L._data.shape[:-1] + U._data.shape[-1:], L._data.dtype, L)
     M = solve_triangular(_h(L), M, upper=True, unitriangular=True)
     return solve_triangular(_h(U), M, upper=False, left=False)
 
@@ -1067,7 +1226,7 @@ def _lu_factor_backward(self, grads):
 def _unpack_t(LU):
     m, n = LU._data.shape[-2:]
     k = min(m, n)
-    L = LU[..., :, :k].tril(-1) + _const(np.eye(m, k, dtype=LU._data.dtype))
+    L = LU[..., :, :k].tril(-1) + _const(xp_for(LU).eye(m, k, dtype=LU._data.dtype), LU)
     U = LU[..., :k, :].triu()
     return L, U
 
@@ -1081,7 +1240,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     lu, piv, info = _getrf(x)
-    if check_errors and info.any():
+    if check_errors and bool(info.any()):
         raise _linalg_error(f"torch.linalg.lu_factor_ex: {_batch_where(info)}U[{_first_info(info)},"
                             f"{_first_info(info)}] is zero and using it on lu_solve would result in a division by "
                             "zero. If you still want to perform the factorization, consider calling linalg.lu(A, "
@@ -1101,7 +1260,7 @@ def lu_factor(A, *, pivot=True, out=None):
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     lu, piv, info = _getrf(x)
-    if info.any():
+    if bool(info.any()):
         raise RuntimeError(f"torch.linalg.lu_factor: {_batch_where(info)}U[{_first_info(info)},{_first_info(info)}] "
                            "is zero and using it on lu_solve would result in a division by zero. If you still want "
                            "to perform the factorization, consider calling linalg.lu(A, pivot) or "
@@ -1136,24 +1295,25 @@ def lu(A, *, pivot=True, out=None):
 
 def _lu_solve_np(lu, piv, b, left, adjoint):
     P, L, U = _unpack_np(lu, piv)
+    xp = xp_for(lu, b)
     bs = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2])
-    dt = np.result_type(lu, b)
+    dt = xp.result_type(lu, b)
 
     def tri(a, rhs, upper, unit, lft=True):
-        return _tri_solve_np(a, rhs, upper, lft, unit)
+        return _tri_solve(a, rhs, upper, lft, unit)
     with np.errstate(all="ignore"):
         if left and not adjoint:      # A X = B: X = U^-1 L^-1 P^T B
-            y = np.swapaxes(P, -1, -2) @ b
+            y = xp.swapaxes(P, -1, -2) @ b
             x = tri(U, tri(L, y, False, True), True, False)
         elif left:                    # A^H X = B: X = P L^-H U^-H B
-            Uh, Lh = np.swapaxes(U, -1, -2).conj(), np.swapaxes(L, -1, -2).conj()
+            Uh, Lh = xp.swapaxes(U, -1, -2).conj(), xp.swapaxes(L, -1, -2).conj()
             x = P @ tri(Lh, tri(Uh, b, False, False), True, True)
         elif not adjoint:             # X A = B: X = B U^-1 L^-1 P^T
-            x = tri(L, tri(U, b, True, False, False), False, True, False) @ np.swapaxes(P, -1, -2)
+            x = tri(L, tri(U, b, True, False, False), False, True, False) @ xp.swapaxes(P, -1, -2)
         else:                         # X A^H = B: X = B P L^-H U^-H
-            Uh, Lh = np.swapaxes(U, -1, -2).conj(), np.swapaxes(L, -1, -2).conj()
+            Uh, Lh = xp.swapaxes(U, -1, -2).conj(), xp.swapaxes(L, -1, -2).conj()
             x = tri(Uh, tri(Lh, b @ P, True, True, False), False, False, False)
-    return np.ascontiguousarray(np.broadcast_to(x, bs + x.shape[-2:]).astype(dt))
+    return xp.ascontiguousarray(xp.broadcast_to(x, bs + x.shape[-2:]).astype(dt))
 
 
 def _lu_solve_backward(self, grads):
@@ -1243,13 +1403,13 @@ def _lu_unpack_backward(self, grads):
 
 def _pad_last(p, extra):
     from .shape import cat
-    z = _const(np.zeros(p._data.shape[:-1] + (extra,), p._data.dtype))
+    z = _zeros(p._data.shape[:-1] + (extra,), p._data.dtype, p)
     return cat([p, z], -1)
 
 
 def _pad_rows(p, extra):
     from .shape import cat
-    z = _const(np.zeros(p._data.shape[:-2] + (extra, p._data.shape[-1]), p._data.dtype))
+    z = _zeros(p._data.shape[:-2] + (extra, p._data.shape[-1]), p._data.dtype, p)
     return cat([p, z], -2)
 
 
@@ -1270,8 +1430,8 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     if unpack_data:
         Lt, Ut = _record(LuUnpackBackward0, (LU_data, None), [L, U], shape=lu_.shape)
     else:
-        Lt = Ut = _const(np.zeros((0,), lu_.dtype))
-    Pt = _const(P) if unpack_pivots else _const(np.zeros((0,), lu_.dtype))
+        Lt = Ut = _zeros((0,), lu_.dtype, lu_)
+    Pt = _const(P) if unpack_pivots else _zeros((0,), lu_.dtype, lu_)
     return RT["lu_unpack"](Pt, Lt, Ut)
 
 
@@ -1300,7 +1460,7 @@ def _matrix_exp_backward(self, grads):
     from .shape import cat
     n = A._data.shape[-1]
     Ah = _h(A)
-    z = _const(np.zeros(g._data.shape, g._data.dtype))
+    z = _zeros(g._data.shape, g._data.dtype, g)
     big = cat([cat([Ah, g], -1), cat([z, Ah], -1)], -2)
     return matrix_exp(big)[..., :n, n:]
 
@@ -1311,10 +1471,12 @@ LinalgMatrixExpBackward0 = _node("LinalgMatrixExpBackward0", _matrix_exp_backwar
 def matrix_exp(A):
     """The matrix exponential of (a batch of) square matrices."""
     x = _square(A, "linalg.matrix_exp")
+    # (on a device through the host: SciPy's expm, whose Pade degree and scaling adapt to the matrix,
+    # gives the CPU's values; CuPy 13 has no expm)
     if x.dtype == np.float16 or x.dtype.kind == "V":   # PyTorch computes half types (in float32 here)
-        r = _expm_np(x.astype(np.float32)).astype(x.dtype)
+        r = _host(_expm_np, x.astype(np.float32)).astype(x.dtype)
     else:
-        r = _expm_np(x)
+        r = _host(_expm_np, x)
     E, = _record(LinalgMatrixExpBackward0, (A,), [r], saved=(A,))
     return E
 
@@ -1328,7 +1490,8 @@ def matrix_power(A, n, *, out=None):
         raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
     from .linalg import inv, matmul
     if n == 0:
-        eye = _const(np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape))
+        xp = xp_for(x)
+        eye = _const(xp.broadcast_to(xp.eye(x.shape[-1], dtype=x.dtype), x.shape), x)
         return _out(A.clone().copy_(eye), out, "linalg_matrix_power")
     if n < 0:
         A = inv(A)
@@ -1368,15 +1531,16 @@ LinalgPinvBackward0 = _node("LinalgPinvBackward0", _pinv_backward)
 
 
 def _tol_arrays(atol, rtol, rcond, smax, dt, m, n, rtol_default_when_atol_none=True):
+    xp = xp_for(smax)
     a = 0.0 if atol is None else (atol._data if isinstance(atol, Tensor) else atol)
     if rcond is not None:
         r = rcond._data if isinstance(rcond, Tensor) else rcond
     elif rtol is None:
         eps = np.finfo(dt).eps
-        r = eps * max(m, n) if (atol is None or np.all(np.asarray(a) <= 0)) else 0.0
+        r = eps * max(m, n) if (atol is None or bool(xp.all(xp.asarray(a) <= 0))) else 0.0
     else:
         r = rtol._data if isinstance(rtol, Tensor) else rtol
-    return np.maximum(np.asarray(a), np.asarray(r) * smax)
+    return xp.maximum(xp.asarray(a), xp.asarray(r) * smax)
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
@@ -1387,25 +1551,26 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
                 "complex128": "ComplexDouble"}.get(x.dtype.name, _dtype_name(x.dtype))
         raise RuntimeError(f"linalg.pinv({kind}{{{list(x.shape)}}}): expected a tensor with 2 or more dimensions of "
                            "float, double, cfloat or cdouble types")
+    xp = xp_for(x)
     m, n = x.shape[-2:]
     rdt = _real_dt(x.dtype)
     if x.size == 0:
-        r = np.zeros(x.shape[:-2] + (n, m), x.dtype)
+        r = xp.zeros(x.shape[:-2] + (n, m), x.dtype)
     else:
         with np.errstate(all="ignore"):
             if hermitian:
-                w, v = np.linalg.eigh(x)
-                aw = np.abs(w)
+                w, v = xp.linalg.eigh(x)
+                aw = xp.abs(w)
                 tol = _tol_arrays(atol, rtol, rcond, aw.max(-1), rdt, m, n)
-                keep = aw > np.asarray(tol)[..., None]
-                winv = np.where(keep, 1 / np.where(keep, w, 1), 0).astype(x.dtype)
-                r = (v * winv[..., None, :]) @ np.swapaxes(v, -1, -2).conj()
+                keep = aw > xp.asarray(tol)[..., None]
+                winv = xp.where(keep, 1 / xp.where(keep, w, 1), 0).astype(x.dtype)
+                r = (v * winv[..., None, :]) @ xp.swapaxes(v, -1, -2).conj()
             else:
-                u, s, vh = np.linalg.svd(x, full_matrices=False)
+                u, s, vh = xp.linalg.svd(x, full_matrices=False)
                 tol = _tol_arrays(atol, rtol, rcond, s[..., :1][..., 0] if s.shape[-1] else 0, rdt, m, n)
-                keep = s > np.asarray(tol)[..., None]
-                sinv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(x.dtype)
-                r = (np.swapaxes(vh, -1, -2).conj() * sinv[..., None, :]) @ np.swapaxes(u, -1, -2).conj()
+                keep = s > xp.asarray(tol)[..., None]
+                sinv = xp.where(keep, 1 / xp.where(keep, s, 1), 0).astype(x.dtype)
+                r = (xp.swapaxes(vh, -1, -2).conj() * sinv[..., None, :]) @ xp.swapaxes(u, -1, -2).conj()
     P, = _record(LinalgPinvBackward0, (A,), [r.astype(x.dtype)], saved=(A,), out_saved=(0,), hermitian=hermitian)
     return _out(P, out, "linalg_pinv")
 
@@ -1426,15 +1591,16 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     m, n = x.shape[-2:]
     if tol is not None:
         atol, rtol = tol, 0.0
+    xp = xp_for(x)
     if x.size == 0:
-        s = np.zeros(x.shape[:-2] + (min(m, n),), _real_dt(x.dtype))
+        s = xp.zeros(x.shape[:-2] + (min(m, n),), _real_dt(x.dtype))
     elif hermitian:
-        s = np.abs(np.linalg.eigvalsh(x))
+        s = xp.abs(xp.linalg.eigvalsh(x))
     else:
-        s = np.linalg.svd(x, compute_uv=False)
-    smax = s.max(-1) if s.shape[-1] else np.zeros(s.shape[:-1], s.dtype)
+        s = xp.linalg.svd(x, compute_uv=False)
+    smax = s.max(-1) if s.shape[-1] else xp.zeros(s.shape[:-1], s.dtype)
     t = _tol_arrays(atol, rtol, None, smax, _real_dt(x.dtype), m, n)
-    r = (s > np.asarray(t)[..., None]).sum(-1).astype(np.int64)
+    r = (s > xp.asarray(t)[..., None]).sum(-1).astype(np.int64)
     return _out(_const(r), out, "linalg_matrix_rank")
 
 
@@ -1491,36 +1657,37 @@ def lstsq(A, B, rcond=None, *, driver=None):
                            f"{_dtype_name(a.dtype)}")
     _lapack_dtype(a, runtime="This function doesn't handle types other than float and double")
     m, n = a.shape[-2:]
+    xp = xp_for(a, b)
     bm = b[..., None] if vec else b
     batch = np.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
     rdt = _real_dt(a.dtype)
     k = min(m, n)
     if a.size and bm.size:
-        u, s, vh = np.linalg.svd(a, full_matrices=False)
+        u, s, vh = xp.linalg.svd(a, full_matrices=False)
         r = np.finfo(rdt).eps * max(m, n) if rcond is None else rcond
         smax = s[..., :1]
         keep = s > r * smax
         with np.errstate(all="ignore"):
-            sinv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(a.dtype)
-        x = (np.swapaxes(vh, -1, -2).conj() * sinv[..., None, :]) @ (np.swapaxes(u, -1, -2).conj() @ bm)
+            sinv = xp.where(keep, 1 / xp.where(keep, s, 1), 0).astype(a.dtype)
+        x = (xp.swapaxes(vh, -1, -2).conj() * sinv[..., None, :]) @ (xp.swapaxes(u, -1, -2).conj() @ bm)
         rank = keep.sum(-1).astype(np.int64)
     else:
-        s = np.zeros(a.shape[:-2] + (k,), rdt)
-        x = np.zeros(batch + (n, bm.shape[-1]), a.dtype)
-        rank = np.zeros(a.shape[:-2], np.int64)
-    x = np.broadcast_to(x, batch + (n, bm.shape[-1]))
-    full_rank = bool(np.all(rank == n)) if driver != "gels" else True
+        s = xp.zeros(a.shape[:-2] + (k,), rdt)
+        x = xp.zeros(batch + (n, bm.shape[-1]), a.dtype)
+        rank = xp.zeros(a.shape[:-2], np.int64)
+    x = xp.broadcast_to(x, batch + (n, bm.shape[-1]))
+    full_rank = bool(xp.all(rank == n)) if driver != "gels" else True
     with_res = m > n and driver != "gelsy" and full_rank and a.size > 0 and bm.size > 0
     if with_res:
-        res = (np.abs(a @ x - np.broadcast_to(bm, batch + bm.shape[-2:])) ** 2).sum(-2).astype(rdt)
+        res = (xp.abs(a @ x - xp.broadcast_to(bm, batch + bm.shape[-2:])) ** 2).sum(-2).astype(rdt)
     else:
-        res = np.zeros((0,), rdt)
+        res = xp.zeros((0,), rdt)
     # the residuals are an output of the node even when empty (PyTorch's requires grad too)
     outs = [x[..., 0] if vec else x, res]
     X, R = _record(LinalgLstsqBackward0, (A, B), outs, saved=(A, B), vec=vec, with_res=with_res)
-    rk = _const(np.zeros((0,), np.int64)) if driver == "gels" else _const(np.broadcast_to(rank, batch).copy()
+    rk = _const(xp.zeros((0,), np.int64)) if driver == "gels" else _const(xp.broadcast_to(rank, batch).copy()
                                                                           if a.shape[:-2] == batch else rank)
-    sv = _const(s) if driver in ("gelsd", "gelss") else _const(np.zeros((0,), rdt))
+    sv = _const(s) if driver in ("gelsd", "gelss") else _const(xp.zeros((0,), rdt))
     return RT["linalg_lstsq"](X, R, rk, sv)
 
 
@@ -1530,8 +1697,9 @@ def _householder_composite(V, tau):
     """prod_i (I - tau_i v_i v_i^H), v_i the i-th column of V below the diagonal with a unit head."""
     m, n = V._data.shape[-2:]
     k = tau._data.shape[-1]
-    mask = np.tril(np.ones((m, n), bool), -1)
-    vs = V * _const(mask.astype(V._data.dtype)) + _const(np.eye(m, n, dtype=V._data.dtype))
+    xp = xp_for(V)
+    mask = xp.tril(xp.ones((m, n), V._data.dtype), -1)
+    vs = V * _const(mask, V) + _const(xp.eye(m, n, dtype=V._data.dtype), V)
     Q = None
     for i in range(k):
         v = vs[..., :, i:i + 1]
@@ -1584,7 +1752,7 @@ def householder_product(A, tau, *, out=None):
     with no_grad():
         q = _householder_composite(_const(x), _const(t))._data
     node = node_for(LinalgHouseholderProductBackward0, (A, tau))
-    res = finish(node, np.ascontiguousarray(q))
+    res = finish(node, xp_for(q).ascontiguousarray(q))
     if node is not None:
         save(node, A, tau)
         save_output(node, res)   # saved (and version-checked) as PyTorch's node saves it
@@ -1605,6 +1773,11 @@ def geqrf(input, *, out=None):
     if x.dtype.kind not in "fc":
         raise NotImplementedError(f"\"geqrf_cpu\" not implemented for '{_dtype_name(x.dtype)}'")
     _lapack_dtype(x, "geqrf_cpu")
+    outs = _record(GeqrfBackward0, (input,), _host(_geqrf_np, x))   # (CuPy 13 has no geqrf)
+    return RT["geqrf"](*outs)
+
+
+def _geqrf_np(x):
     m, n = x.shape[-2:]
     k = min(m, n)
     a = np.empty(x.shape, x.dtype)
@@ -1615,8 +1788,7 @@ def geqrf(input, *, out=None):
         for i, mat in enumerate(x.reshape((-1, m, n))):
             qr_, tau_, _, _ = fn(mat)
             fa[i], ft[i] = qr_, tau_
-    outs = _record(GeqrfBackward0, (input,), [a, tau])
-    return RT["geqrf"](*outs)
+    return [a, tau]
 
 
 def _geqrf_backward(self, grads):
@@ -1633,7 +1805,7 @@ def _ormqr_composite(A, tau, C, left, transpose):
     n = A._data.shape[-1]
     if n < m:
         from .shape import cat
-        A = cat([A, _const(np.zeros(A._data.shape[:-1] + (m - n,), A._data.dtype))], -1)
+        A = cat([A, _zeros(A._data.shape[:-1] + (m - n,), A._data.dtype, A)], -1)
     Q = _householder_composite(A, tau) if m else _eye(m, A)
     if transpose:
         Q = _h(Q)
@@ -1659,7 +1831,7 @@ def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
     with no_grad():
         r = comp(_const(x), _const(t), _const(c))._data
     node = node_for(OrmqrBackward0, (input, input2, input3))
-    res = finish(node, np.ascontiguousarray(r))
+    res = finish(node, xp_for(r).ascontiguousarray(r))
     if node is not None:
         save(node, input, input2, input3)
         node.composite = comp
@@ -1694,8 +1866,8 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """``(LD, pivots, info)``: the compact LDL^T (LDL^H) factorization of LAPACK sytrf / hetrf."""
     x = A._data
     _ldl_checks(x, "torch.linalg.ldl_factor_ex")
-    ld, piv, info = _ldl_np(_lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)
-    if check_errors and info.any():
+    ld, piv, info = _host(_ldl_np, _lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)   # (CuPy has no LDL)
+    if check_errors and bool(info.any()):
         raise _linalg_error(f"torch.linalg.ldl_factor_ex: {_batch_where(info)}The factorization could not be "
                             f"completed because the input is not invertible (D[{_first_info(info)},"
                             f"{_first_info(info)}] is zero).")
@@ -1706,8 +1878,8 @@ def ldl_factor(A, *, hermitian=False, out=None):
     """``(LD, pivots)`` of ldl_factor_ex (raises when D is singular)."""
     x = A._data
     _ldl_checks(x, "torch.linalg.ldl_factor")
-    ld, piv, info = _ldl_np(_lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)
-    if info.any():
+    ld, piv, info = _host(_ldl_np, _lapack_dtype(x, "ldl_factor_kernel_cpu"), hermitian)   # (CuPy has no LDL)
+    if bool(info.any()):
         raise _linalg_error(f"torch.linalg.ldl_factor: {_batch_where(info)}The factorization could not be completed "
                             f"because the input is not invertible (D[{_first_info(info)},{_first_info(info)}] is "
                             "zero).")
@@ -1733,6 +1905,11 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
                            f"{_dtype_name(ld.dtype)} and B of type {_dtype_name(b.dtype)} instead")
     if ld.dtype.kind not in "fc":
         raise NotImplementedError(f"\"ldl_solve_cpu\" not implemented for '{_dtype_name(ld.dtype)}'")
+    x = _host(_ldl_solve_np, ld, piv, b, hermitian)   # (CuPy has no LDL)
+    return _out(_const(x), out, "linalg_ldl_solve")
+
+
+def _ldl_solve_np(ld, piv, b, hermitian):
     batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
     n = ld.shape[-1]
     ldb = np.broadcast_to(ld, batch + (n, n)).reshape((-1, n, n))
@@ -1744,7 +1921,7 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
         fn = _lapack(kind, (ld,))
         for i in range(x.shape[0]):
             x[i] = fn(ldb[i], pb[i], bb[i], lower=1)[0]
-    return _out(_const(x.reshape(batch + b.shape[-2:])), out, "linalg_ldl_solve")
+    return x.reshape(batch + b.shape[-2:])
 
 
 # --- cholesky_solve / cholesky_inverse ----------------------------------------------------
@@ -1827,7 +2004,8 @@ def cholesky_inverse(L, upper=False, *, out=None):
     n = l.shape[-1]
 
     def comp(Lt):
-        eye = _const(np.broadcast_to(np.eye(n, dtype=l.dtype), l.shape).copy())
+        xp = xp_for(l)
+        eye = _const(xp.broadcast_to(xp.eye(n, dtype=l.dtype), l.shape).copy(), l)
         return _chol_solve_composite(upper)(eye, Lt)
     from ..autograd.grad_mode import no_grad
     with no_grad():
@@ -1850,7 +2028,7 @@ def cond(A, p=None, *, out=None):
     if p in (None, 2, -2):
         S = svdvals(A)
         if S._data.shape[-1] == 0:
-            return _out(_const(np.zeros(S._data.shape[:-1], S._data.dtype)), out, "linalg_cond")
+            return _out(_zeros(S._data.shape[:-1], S._data.dtype, S), out, "linalg_cond")
         r = S[..., :1] / S[..., -1:] if p != -2 else S[..., -1:] / S[..., :1]
         return _out(r.squeeze(-1), out, "linalg_cond")
     if x.shape[-1] != x.shape[-2]:
@@ -1858,13 +2036,13 @@ def cond(A, p=None, *, out=None):
                            f"{x.shape[-2]} by {x.shape[-1]} matrices")
     from ..linalg import matrix_norm
     if x.size == 0:
-        return _out(_const(np.zeros(x.shape[:-2], _real_dt(x.dtype))), out, "linalg_cond")
+        return _out(_zeros(x.shape[:-2], _real_dt(x.dtype), x), out, "linalg_cond")
     Ai, info = inv_ex(A)
     if p == "nuc":
         return _out(matrix_norm(A, p) * matrix_norm(Ai, p), out, "linalg_cond")
     bad = info._data != 0
-    if bad.any():   # a singular matrix: its inverse counts as infinite
-        from .index import where
+    if xp_for(bad) is not np or bad.any():   # a singular matrix: its inverse counts as infinite
+        from .index import where   # (on a device selected without asking the host which)
         Ai = where(_const(bad[..., None, None]), _const(np.array(np.inf, Ai._data.dtype)), Ai)
     return _out(_nan_to_inf(matrix_norm(A, p) * matrix_norm(Ai, p)), out, "linalg_cond")
 
@@ -1872,7 +2050,7 @@ def cond(A, p=None, *, out=None):
 def _nan_to_inf_backward(self, grads):
     from ._base import masked_grad
     (x,) = self.saved_tensors
-    return masked_grad(grads[0], np.isfinite(x._data), x, name="MulBackward0")
+    return masked_grad(grads[0], xp_for(x).isfinite(x._data), x, name="MulBackward0")
 
 
 NanToNumBackward0 = _node("NanToNumBackward0", _nan_to_inf_backward)
@@ -1881,7 +2059,8 @@ NanToNumBackward0 = _node("NanToNumBackward0", _nan_to_inf_backward)
 def _nan_to_inf(r):
     """nan -> inf (the condition number of a singular matrix), gradient only where finite."""
     d = r._data
-    out, = _record(NanToNumBackward0, (r,), [np.where(np.isnan(d), np.inf, d)], saved=(r,))
+    xp = xp_for(d)
+    out, = _record(NanToNumBackward0, (r,), [xp.where(xp.isnan(d), np.inf, d)], saved=(r,))
     return out
 
 
@@ -1933,7 +2112,7 @@ def linalg_vander(x, *, N=None):
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
     from .shape import cat
-    ones = _const(np.ones(d.shape + (1,), d.dtype))
+    ones = _const(xp_for(d).ones(d.shape + (1,), d.dtype), d)
     pows = x.unsqueeze(-1).expand(*d.shape, n - 1).cumprod(-1)
     return cat([ones, pows], -1)
 
@@ -1951,8 +2130,8 @@ def vander(x, N=None, increasing=False):
         x = x.to(_int64())
         d = x._data
     if n == 0:
-        return _const(np.zeros((d.shape[0], 0), d.dtype))
-    ones = _const(np.ones(d.shape + (1,), d.dtype))
+        return _zeros((d.shape[0], 0), d.dtype, d)
+    ones = _const(xp_for(d).ones(d.shape + (1,), d.dtype), d)
     res = ones if n == 1 else cat([ones, x.unsqueeze(-1).expand(d.shape[0], n - 1).cumprod(-1)], -1)
     return res if increasing else res.flip(-1)
 
@@ -2073,7 +2252,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     with no_grad():
         r = comp(_const(x))._data
     node = node_for(RenormBackward0, (input,))
-    res = finish(node, np.ascontiguousarray(r.astype(x.dtype, copy=False)))
+    res = finish(node, xp_for(r).ascontiguousarray(r.astype(x.dtype, copy=False)))
     if node is not None:
         save(node, input)
         node.composite = comp

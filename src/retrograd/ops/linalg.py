@@ -977,12 +977,17 @@ def inv(A, *, out=None):
     x = A._data
     _check_square(x, "inv")
     try:
-        r = xp.linalg.inv(x)
+        if xp is np:
+            r = np.linalg.inv(x)
+        else:
+            from ._decomp import _checked
+            with _checked(xp):   # (CuPy reads LAPACK's info only when asked: a singular A raises, as on the CPU)
+                r = xp.linalg.inv(x)
     except np.linalg.LinAlgError:
         raise _singular("inv", x) from None
     node = node_for(LinalgInvExBackward0, (A,))
     # LAPACK's getri writes each inverse column-major, and PyTorch returns it with those strides
-    r = np.swapaxes(np.ascontiguousarray(np.swapaxes(r.astype(x.dtype, copy=False), -1, -2)), -1, -2)
+    r = xp.swapaxes(xp.ascontiguousarray(xp.swapaxes(r.astype(x.dtype, copy=False), -1, -2)), -1, -2)
     res = finish(node, r)
     if node is not None:
         save_output(node, res)
@@ -1046,13 +1051,14 @@ def solve(A, B, *, left=True, out=None):
     a, b = A._data, B._data
     _check_square(a, "solve")
     vec = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
-    n = a.shape[-1]
-    if (b.shape[-1] if vec else b.shape[-2] if b.ndim >= 2 else -1) != n:
-        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and "
-                           f"{b.shape[-1] if vec else b.shape[-2]}x{1 if vec else b.shape[-1]})")
-    _broadcast_batch(b.shape[:-1] if vec else b.shape[:-2], a.shape[:-2])
+    _solve_checks(a, b, vec)
     try:
-        r = xp.linalg.solve(a, b[..., None])[..., 0] if vec else xp.linalg.solve(a, b)
+        if xp is np:
+            r = _solve_arrays(xp, a, b, vec)
+        else:
+            from ._decomp import _checked
+            with _checked(xp):   # (a singular A raises on a device too, as PyTorch's CUDA solve does)
+                r = _solve_arrays(xp, a, b, vec)
     except np.linalg.LinAlgError:
         raise _singular("solve", a) from None
     node = node_for(LinalgSolveExBackward0, (A, B))
@@ -1062,6 +1068,19 @@ def solve(A, B, *, left=True, out=None):
         save(node, A)
         save_output(node, res)
     return res if out is None else write_out(out, res, "linalg_solve")
+
+
+def _solve_arrays(xp, a, b, vec):
+    return xp.linalg.solve(a, b[..., None])[..., 0] if vec else xp.linalg.solve(a, b)
+
+
+def _solve_checks(a, b, vec):
+    """solve's checks of B's shape against square A's (``vec``: B is a batch of vectors)."""
+    n = a.shape[-1]
+    if (b.shape[-1] if vec else b.shape[-2] if b.ndim >= 2 else -1) != n:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and "
+                           f"{b.shape[-1] if vec else b.shape[-2]}x{1 if vec else b.shape[-1]})")
+    _broadcast_batch(b.shape[:-1] if vec else b.shape[:-2], a.shape[:-2])
 
 
 def multi_dot(tensors, *, out=None):
