@@ -1,0 +1,91 @@
+"""The numba kernels of :mod:`retrograd.ops._accel_norm` (imported only where numba is
+installed).
+
+Module-level functions, so that numba's on-disk cache (``cache=True``) finds them again in
+the next process. They take C-contiguous arrays of one dtype (float32 or float64): the
+input seen as (rows, row length), the statistics one value per row; scalar constants come
+already cast to that dtype. Every operation is done in the arrays' dtype in the order of
+the NumPy path; only the sums along a row are reassociated (``fastmath={"reassoc"}``: LLVM
+splits them into vector lanes, where NumPy sums pairwise), so results agree with the NumPy
+path within rounding.
+"""
+import numba
+import numpy as np
+
+__all__ = ["layer_norm", "layer_norm_backward"]
+
+# nogil as NumPy's loops; no parallel=True (the BLAS thread policy owns the cores); no
+# finite-math or contraction flags: non-finite values and roundings as in the NumPy path
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, fastmath={"reassoc"})
+
+
+@_jit
+def layer_norm(x, w, b, has_w, has_b, eps, zero, one, nt, y, mean, rstd):
+    # per row: mean, biased variance of the centred row, rstd = 1 / sqrt(var + eps), then
+    # ((x - mean) * rstd) * w + b, as the NumPy path
+    m, n = x.shape
+    for i in range(m):
+        xi = x[i]
+        s = zero
+        for j in range(n):
+            s += xi[j]
+        mu = s / nt
+        v = zero
+        for j in range(n):
+            d = xi[j] - mu
+            v += d * d
+        r = one / np.sqrt(v / nt + eps)
+        mean[i] = mu
+        rstd[i] = r
+        yi = y[i]
+        if has_w and has_b:
+            for j in range(n):
+                yi[j] = (xi[j] - mu) * r * w[j] + b[j]
+        elif has_w:
+            for j in range(n):
+                yi[j] = (xi[j] - mu) * r * w[j]
+        elif has_b:
+            for j in range(n):
+                yi[j] = (xi[j] - mu) * r + b[j]
+        else:
+            for j in range(n):
+                yi[j] = (xi[j] - mu) * r
+
+
+@_jit
+def layer_norm_backward(x, g, w, has_w, mean, rstd, zero, inv_n, gx, gw, gb, want_x, want_wb):
+    # PyTorch's kernel's form, as the NumPy path: with gh = g * w, ds = sum(gh * x) and
+    # db = sum(gh) per row, dx = rstd * gh + b * x + c, b = (db * mean - ds) * rstd^3 / n,
+    # c = -b * mean - db * rstd / n; the weight and bias gradients sum g * xhat and g over
+    # rows, row after row (the order of NumPy's and PyTorch's sums over leading dims)
+    m, n = x.shape
+    for i in range(m):
+        xi = x[i]
+        gi = g[i]
+        mu = mean[i]
+        r = rstd[i]
+        if want_x:
+            ds = zero
+            db = zero
+            gxi = gx[i]
+            if has_w:
+                for j in range(n):
+                    gh = gi[j] * w[j]
+                    ds += gh * xi[j]
+                    db += gh
+            else:
+                for j in range(n):
+                    ds += gi[j] * xi[j]
+                    db += gi[j]
+            bb = (db * mu - ds) * (r * r * r) * inv_n
+            cc = -bb * mu - db * r * inv_n
+            if has_w:
+                for j in range(n):
+                    gxi[j] = r * (gi[j] * w[j]) + bb * xi[j] + cc
+            else:
+                for j in range(n):
+                    gxi[j] = r * gi[j] + bb * xi[j] + cc
+        if want_wb:
+            for j in range(n):
+                gw[j] += gi[j] * ((xi[j] - mu) * r)
+                gb[j] += gi[j]
