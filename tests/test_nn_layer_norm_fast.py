@@ -6,7 +6,7 @@ import pytest
 
 import retrograd
 from retrograd.autograd.gradcheck import gradcheck, gradgradcheck
-from retrograd.ops import _accel_norm
+from retrograd.ops import _accel_nn
 from helpers import needs_torch, torch
 
 # (input shape, normalized_shape, weight, bias); every input has at least MIN_SIZE elements,
@@ -18,8 +18,8 @@ CASES = [((16, 64, 128), (128,), True, True), ((64, 96), (96,), True, False), ((
 @pytest.fixture(params=["compiled", "numpy"])
 def path(request, monkeypatch):
     if request.param == "numpy":
-        monkeypatch.setattr(_accel_norm, "_KERNELS", [None])
-    elif _accel_norm.kernels() is None:
+        monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
+    elif _accel_nn.kernels() is None:
         pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
     return request.param
 
@@ -68,12 +68,12 @@ def test_fast_paths_match_the_tensor_backward(path, shape, ns, w, b, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape,ns,w,b", CASES)
 def test_compiled_kernels_match_the_numpy_path(monkeypatch, shape, ns, w, b, dtype):
-    if _accel_norm.kernels() is None:
+    if _accel_nn.kernels() is None:
         pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
     x, wa, ba, g = _arrays(shape, ns, w, b, dtype, seed=1)
     fast = _run(retrograd, x, wa, ba, g, ns)
     fast_t = _run(retrograd, x, wa, ba, g, ns, transpose=True)
-    monkeypatch.setattr(_accel_norm, "_KERNELS", [None])
+    monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
     ref = _run(retrograd, x, wa, ba, g, ns)
     for a, at, r in zip(fast, fast_t, ref):
         np.testing.assert_allclose(a, r, **_tol(dtype))
@@ -82,7 +82,7 @@ def test_compiled_kernels_match_the_numpy_path(monkeypatch, shape, ns, w, b, dty
 
 def test_numpy_path_forward_is_the_general_formula(monkeypatch):
     # the fast NumPy forward does _moments and the scale and shift in place: the same bits
-    monkeypatch.setattr(_accel_norm, "_KERNELS", [None])
+    monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
     from retrograd.ops import normalization as N
     x, w, b, _ = _arrays((32, 16, 64), (64,), True, True, np.float32)
     mean, var = N._moments(x, (2,))
@@ -157,7 +157,7 @@ def test_nonfinite_rows_stay_in_their_rows(path):
 def test_gradcheck_float64_above_the_kernel_size(path):
     # small enough for finite differences, large enough (MIN_SIZE) for the compiled kernels
     rng = np.random.default_rng(7)
-    n = _accel_norm.MIN_SIZE // 64
+    n = _accel_nn.MIN_SIZE // 64
     x = retrograd.tensor(rng.standard_normal((64, n)), requires_grad=True)
     w = retrograd.tensor(rng.standard_normal(n), requires_grad=True)
     b = retrograd.tensor(rng.standard_normal(n), requires_grad=True)

@@ -11,7 +11,7 @@ import numpy as np
 from ._base import xp_for, check_same_device
 from ._base import OpNode, node_for, save, finish, arr, _dtype_name, _state
 from .unary import rsqrt
-from . import _accel_norm
+from . import _accel_nn
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm"]
 TENSOR_METHODS = {}
@@ -378,9 +378,9 @@ class NativeLayerNormBackward0(OpNode):
         inv_n = 1.0 / n
         want_w = len(nf) > 1 and nf[1][0] is not None
         want_b = len(nf) > 2 and nf[2][0] is not None
-        k = _accel_norm.usable(x, g, w)
+        k = _accel_nn.usable(x, g, w)
         if k is not None:
-            gx, gw, gb = _accel_norm.layer_norm_backward(k, x, g, w, mean, rstd, n, nf[0][0] is not None,
+            gx, gw, gb = _accel_nn.layer_norm_backward(k, x, g, w, mean, rstd, n, nf[0][0] is not None,
                                                          want_w or want_b)
             return (finish(None, gx) if gx is not None else None,
                     finish(None, gw.reshape(x.shape[x.ndim - len(dims):])) if want_w else None,
@@ -447,9 +447,9 @@ def _layer_norm_arrays(x, dims, w, b, eps):
     rstd), the statistics kept for the backward. The compiled kernel where it runs, else
     _moments and the scale and shift with the centred input computed once and the products
     written in place (the same operations as the general path, so the same bits)."""
-    k = _accel_norm.usable(x, w, b)
+    k = _accel_nn.usable(x, w, b)
     if k is not None:
-        return _accel_norm.layer_norm(k, x, len(dims), w, b, eps)
+        return _accel_nn.layer_norm(k, x, len(dims), w, b, eps)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         mean = x.mean(axis=dims, keepdims=True)
         y = x - mean

@@ -1,10 +1,16 @@
-"""Optional compiled kernels (numba) for layer norm's forward and backward.
+"""Optional compiled kernels (numba) for layer norm's forward and backward, and for exact
+GELU keeping its cumulative distribution for the backward.
 
 The NumPy path makes about seven passes over the input forward and a dozen backward (each a
 reduction over short rows or a broadcast product); these kernels do a row at a time while it
 is in cache: forward reads the input twice and writes once, backward reads input and
 gradient twice and writes once. Row sums are split into vector lanes (the NumPy path sums
 pairwise), so results agree with the NumPy path within rounding.
+
+Exact GELU's backward needs ``cdf = 0.5 * (1 + erf(x / sqrt 2))``, the forward's costliest
+part (erf's rational function): the forward's kernel writes it beside the value when a
+backward will follow, and the backward's reads it instead of computing erf again (the same
+operations in the same order: the same bits as the kernels of :mod:`._accel`).
 
 They run only when numba is installed and the input has at least :data:`MIN_SIZE` elements;
 ``RETROGRAD_NO_NUMBA=1`` turns them off (the NumPy path stays the reference).
@@ -27,7 +33,7 @@ def kernels():
         k = None
         if not os.environ.get("RETROGRAD_NO_NUMBA"):
             try:
-                from . import _accel_norm_kernels as k
+                from . import _accel_nn_kernels as k
             except ImportError:
                 k = None
         _KERNELS.append(k)
@@ -80,3 +86,36 @@ def layer_norm_backward(k, x, g, w, mean, rstd, n, want_x, want_wb):
                           np.ascontiguousarray(mean).reshape(m), np.ascontiguousarray(rstd).reshape(m),
                           t(0.0), t(1.0 / n), gx.reshape(-1, n), gw, gb, want_x, want_wb)
     return (gx if want_x else None), gw, gb
+
+
+from ._accel import _SQRT1_2, _INV_SQRT_2PI, _CHUNK  # (the constants of _accel's GELU)
+
+
+def gelu_keep_cdf(k, x):
+    """(exact GELU of x, its cdf) as two arrays of x's shape and dtype."""
+    t = x.dtype.type
+    xf = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(x.shape, x.dtype)
+    cdf = np.empty(x.shape, x.dtype)
+    k.gelu_keep_cdf(xf, out.reshape(-1), cdf.reshape(-1), t(0.5), t(1.0), t(_SQRT1_2))
+    return out, cdf
+
+
+def gelu_backward_from_cdf(k, g, x, cdf):
+    """``g * (cdf + x * pdf(x))`` with the forward's cdf."""
+    t = x.dtype.type
+    shape = x.shape
+    x, g, cdf = (np.ascontiguousarray(a).reshape(-1) for a in (x, g, cdf))
+    out = np.empty(x.size, x.dtype)
+    # exp(x * x * -0.5) from NumPy (its SIMD exp and its bits), a cache-sized chunk at a time,
+    # as _accel.gelu_backward
+    buf = np.empty(min(x.size, _CHUNK), x.dtype)
+    c = t(_INV_SQRT_2PI)
+    for i in range(0, x.size, _CHUNK):
+        xs = x[i:i + _CHUNK]
+        e = buf[:xs.size]
+        np.multiply(xs, xs, out=e)
+        e *= t(-0.5)
+        np.exp(e, out=e)
+        k.gelu_backward_from_cdf(g[i:i + _CHUNK], xs, e, cdf[i:i + _CHUNK], out[i:i + _CHUNK], c)
+    return out.reshape(shape)

@@ -1,18 +1,21 @@
-"""The numba kernels of :mod:`retrograd.ops._accel_norm` (imported only where numba is
-installed).
+"""The numba kernels of :mod:`retrograd.ops._accel_nn` (imported only where numba is
+installed): layer norm's rows, and exact GELU with its cumulative distribution kept for the
+backward.
 
 Module-level functions, so that numba's on-disk cache (``cache=True``) finds them again in
 the next process. They take C-contiguous arrays of one dtype (float32 or float64): the
 input seen as (rows, row length), the statistics one value per row; scalar constants come
 already cast to that dtype. Every operation is done in the arrays' dtype in the order of
-the NumPy path; only the sums along a row are reassociated (``fastmath={"reassoc"}``: LLVM
-splits them into vector lanes, where NumPy sums pairwise), so results agree with the NumPy
-path within rounding.
+the NumPy path. Layer norm's sums along a row are reassociated (``fastmath={"reassoc"}``:
+LLVM splits them into vector lanes, where NumPy sums pairwise), so its results agree with
+the NumPy path within rounding; the GELU kernels, compiled without it, give its bits.
 """
 import numba
 import numpy as np
 
-__all__ = ["layer_norm", "layer_norm_backward"]
+from ._accel_kernels import _erf
+
+__all__ = ["layer_norm", "layer_norm_backward", "gelu_keep_cdf", "gelu_backward_from_cdf"]
 
 # nogil as NumPy's loops; no parallel=True (the BLAS thread policy owns the cores); no
 # finite-math or contraction flags: non-finite values and roundings as in the NumPy path
@@ -89,3 +92,24 @@ def layer_norm_backward(x, g, w, has_w, mean, rstd, zero, inv_n, gx, gw, gb, wan
             for j in range(n):
                 gw[j] += gi[j] * ((xi[j] - mu) * r)
                 gb[j] += gi[j]
+
+
+_exact = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+
+
+@_exact
+def gelu_keep_cdf(x, out, cdf, half, one, rsqrt2):
+    # _accel_kernels.gelu's value, x * 0.5 * (1 + erf(x / sqrt 2)), and the backward's
+    # cdf = 0.5 * (1 + erf(x / sqrt 2)), each associated as its NumPy path
+    for i in range(x.shape[0]):
+        xi = x[i]
+        s = one + _erf(xi * rsqrt2)
+        out[i] = xi * half * s
+        cdf[i] = half * s
+
+
+@_exact
+def gelu_backward_from_cdf(g, x, e, cdf, out, inv_sqrt_2pi):
+    # _accel_kernels.gelu_backward with the forward's cdf: g * (cdf + x * (e / sqrt(2 pi)))
+    for i in range(x.shape[0]):
+        out[i] = g[i] * (cdf[i] + x[i] * (inv_sqrt_2pi * e[i]))
