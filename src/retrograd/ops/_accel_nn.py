@@ -1,11 +1,16 @@
-"""Optional compiled kernels (numba) for layer norm's forward and backward, and for exact
-GELU keeping its cumulative distribution for the backward.
+"""Optional compiled kernels (numba) for layer norm's forward and backward, attention's row
+softmax, and exact GELU keeping its cumulative distribution for the backward.
 
 The NumPy path makes about seven passes over the input forward and a dozen backward (each a
 reduction over short rows or a broadcast product); these kernels do a row at a time while it
 is in cache: forward reads the input twice and writes once, backward reads input and
 gradient twice and writes once. Row sums are split into vector lanes (the NumPy path sums
 pairwise), so results agree with the NumPy path within rounding.
+
+Attention's softmax runs over many short rows (a score row per query), where each NumPy
+reduction along a row (max, then sum) pays a loop per row: the kernels take a row's maximum
+and subtract it, and its sum and divide by it, around NumPy's exp of the whole array (its
+SIMD exp, which numba cannot vectorise); the sums accumulate in float64.
 
 Exact GELU's backward needs ``cdf = 0.5 * (1 + erf(x / sqrt 2))``, the forward's costliest
 part (erf's rational function): the forward's kernel writes it beside the value when a
@@ -119,3 +124,15 @@ def gelu_backward_from_cdf(k, g, x, cdf):
         np.exp(e, out=e)
         k.gelu_backward_from_cdf(g[i:i + _CHUNK], xs, e, cdf[i:i + _CHUNK], out[i:i + _CHUNK], c)
     return out.reshape(shape)
+
+
+def softmax_rows(k, s):
+    """Softmax over the last axis of the C-contiguous array ``s``, in place (as
+    attention._softmax_rows: rows of only -inf give zeros, a NaN or +inf makes its row NaN)."""
+    s2 = s.reshape(-1, s.shape[-1])
+    dead = np.empty(s2.shape[0], np.bool_)
+    k.softmax_rows_shift(s2, dead)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.exp(s2, out=s2)
+    k.softmax_rows_normalize(s2, dead, np.empty(1, s.dtype))
+    return s

@@ -1,6 +1,6 @@
 """The numba kernels of :mod:`retrograd.ops._accel_nn` (imported only where numba is
-installed): layer norm's rows, and exact GELU with its cumulative distribution kept for the
-backward.
+installed): layer norm's rows, attention's row softmax around NumPy's exp, and exact GELU
+with its cumulative distribution kept for the backward.
 
 Module-level functions, so that numba's on-disk cache (``cache=True``) finds them again in
 the next process. They take C-contiguous arrays of one dtype (float32 or float64): the
@@ -15,7 +15,8 @@ import numpy as np
 
 from ._accel_kernels import _erf
 
-__all__ = ["layer_norm", "layer_norm_backward", "gelu_keep_cdf", "gelu_backward_from_cdf"]
+__all__ = ["layer_norm", "layer_norm_backward", "gelu_keep_cdf", "gelu_backward_from_cdf", "softmax_rows_shift",
+           "softmax_rows_normalize"]
 
 # nogil as NumPy's loops; no parallel=True (the BLAS thread policy owns the cores); no
 # finite-math or contraction flags: non-finite values and roundings as in the NumPy path
@@ -113,3 +114,44 @@ def gelu_backward_from_cdf(g, x, e, cdf, out, inv_sqrt_2pi):
     # _accel_kernels.gelu_backward with the forward's cdf: g * (cdf + x * (e / sqrt(2 pi)))
     for i in range(x.shape[0]):
         out[i] = g[i] * (cdf[i] + x[i] * (inv_sqrt_2pi * e[i]))
+
+
+@_jit
+def softmax_rows_shift(s, dead):
+    # each row minus its maximum, in place; a row whose maximum is -inf is marked dead and left
+    # as it is. A NaN makes the maximum NaN (as NumPy's max), so the whole row NaN.
+    m, n = s.shape
+    for i in range(m):
+        r = s[i]
+        mx = r[0]
+        nan = mx != mx
+        for j in range(1, n):
+            v = r[j]
+            nan |= v != v
+            mx = v if v > mx else mx
+        if nan:
+            mx = np.nan
+        dead[i] = mx == -np.inf
+        if not dead[i]:
+            for j in range(n):
+                r[j] = r[j] - mx
+
+
+@_jit
+def softmax_rows_normalize(e, dead, scratch):
+    # each row of exponentials divided by its sum (accumulated in float64, rounded once to the
+    # dtype through ``scratch``), in place; dead rows become zeros
+    m, n = e.shape
+    for i in range(m):
+        r = e[i]
+        if dead[i]:
+            for j in range(n):
+                r[j] = 0
+            continue
+        t = 0.0
+        for j in range(n):
+            t += r[j]
+        scratch[0] = t
+        tv = scratch[0]
+        for j in range(n):
+            r[j] = r[j] / tv
