@@ -92,3 +92,20 @@ def test_gradcheck_float64_above_the_kernel_size():
     assert x.numel() >= _accel.MIN_SIZE
     assert gradcheck(F.gelu, (x,))
     assert gradgradcheck(F.gelu, (x,))
+
+
+@numba_only
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_expanded_gradient_of_a_sum_gives_the_same_bits(monkeypatch, dtype):
+    # sum().backward() hands GELU an expanded single value, passed to the kernel as that value
+    x = _x(dtype, seed=5)
+    xt = retrograd.tensor(x, requires_grad=True)
+    (F.gelu(xt) * 2.5).sum().backward()
+    full = activation._gelu_grad(retrograd.tensor(np.full(x.shape, 2.5, dtype)), retrograd.tensor(x), "none")
+    np.testing.assert_array_equal(xt.grad.numpy(), full.numpy())
+    if dtype == np.float32:
+        monkeypatch.setattr(_accel, "_KERNELS", [None])
+        monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
+        xt2 = retrograd.tensor(x, requires_grad=True)
+        (F.gelu(xt2) * 2.5).sum().backward()
+        np.testing.assert_array_equal(xt.grad.numpy(), xt2.grad.numpy())

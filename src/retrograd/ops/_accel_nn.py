@@ -110,8 +110,12 @@ def gelu_backward_from_cdf(k, g, x, cdf):
     """``g * (cdf + x * pdf(x))`` with the forward's cdf."""
     t = x.dtype.type
     shape = x.shape
-    x, g, cdf = (np.ascontiguousarray(a).reshape(-1) for a in (x, g, cdf))
+    # an expanded single value (the gradient of a sum) is passed as that value, not copied out
+    scalar = g.size > 0 and not any(g.strides)
+    g = g.reshape(-1)[0] if scalar else np.ascontiguousarray(g).reshape(-1)
+    x, cdf = (np.ascontiguousarray(a).reshape(-1) for a in (x, cdf))
     out = np.empty(x.size, x.dtype)
+    kern = k.gelu_backward_from_cdf_scalar_g if scalar else k.gelu_backward_from_cdf
     # exp(x * x * -0.5) from NumPy (its SIMD exp and its bits), a cache-sized chunk at a time,
     # as _accel.gelu_backward
     buf = np.empty(min(x.size, _CHUNK), x.dtype)
@@ -122,7 +126,7 @@ def gelu_backward_from_cdf(k, g, x, cdf):
         np.multiply(xs, xs, out=e)
         e *= t(-0.5)
         np.exp(e, out=e)
-        k.gelu_backward_from_cdf(g[i:i + _CHUNK], xs, e, cdf[i:i + _CHUNK], out[i:i + _CHUNK], c)
+        kern(g if scalar else g[i:i + _CHUNK], xs, e, cdf[i:i + _CHUNK], out[i:i + _CHUNK], c)
     return out.reshape(shape)
 
 

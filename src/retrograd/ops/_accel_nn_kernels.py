@@ -15,7 +15,8 @@ import numpy as np
 
 from ._accel_kernels import _erf
 
-__all__ = ["layer_norm", "layer_norm_backward", "gelu_keep_cdf", "gelu_backward_from_cdf", "softmax_rows_shift",
+__all__ = ["layer_norm", "layer_norm_backward", "gelu_keep_cdf", "gelu_backward_from_cdf",
+           "gelu_backward_from_cdf_scalar_g", "softmax_rows_shift",
            "softmax_rows_normalize"]
 
 # nogil as NumPy's loops; no parallel=True (the BLAS thread policy owns the cores); no
@@ -114,6 +115,13 @@ def gelu_backward_from_cdf(g, x, e, cdf, out, inv_sqrt_2pi):
     # _accel_kernels.gelu_backward with the forward's cdf: g * (cdf + x * (e / sqrt(2 pi)))
     for i in range(x.shape[0]):
         out[i] = g[i] * (cdf[i] + x[i] * (inv_sqrt_2pi * e[i]))
+
+
+@_exact
+def gelu_backward_from_cdf_scalar_g(g, x, e, cdf, out, inv_sqrt_2pi):
+    # the same with one gradient value for every element (the expanded gradient of a sum)
+    for i in range(x.shape[0]):
+        out[i] = g * (cdf[i] + x[i] * (inv_sqrt_2pi * e[i]))
 
 
 @_jit
