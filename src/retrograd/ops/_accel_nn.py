@@ -135,8 +135,56 @@ def softmax_rows(k, s):
     attention._softmax_rows: rows of only -inf give zeros, a NaN or +inf makes its row NaN)."""
     s2 = s.reshape(-1, s.shape[-1])
     dead = np.empty(s2.shape[0], np.bool_)
-    k.softmax_rows_shift(s2, dead)
+    k.softmax_rows_shift(s2, s2, dead, True)
     with np.errstate(over="ignore", invalid="ignore"):
         np.exp(s2, out=s2)
     k.softmax_rows_normalize(s2, dead, np.empty(1, s.dtype))
     return s
+
+
+def _row_chunks(m, n):
+    step = max(1, _CHUNK // max(n, 1))
+    return [(i, min(i + step, m)) for i in range(0, m, step)]
+
+
+def softmax_last(k, x, log):
+    """softmax (or log_softmax) of the C-contiguous array ``x`` over its last axis, as the
+    NumPy path (rows of only -inf give NaN), a cache-sized group of rows at a time."""
+    n = x.shape[-1]
+    x2 = x.reshape(-1, n)
+    out = np.empty(x.shape, x.dtype)
+    o2 = out.reshape(-1, n)
+    dead = np.empty(x2.shape[0], np.bool_)
+    sc = np.empty(1, x.dtype)
+    e = np.empty((max(1, _CHUNK // max(n, 1)), n), x.dtype) if log else None
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for a, b in _row_chunks(x2.shape[0], n):
+            ob = o2[a:b]
+            k.softmax_rows_shift(x2[a:b], ob, dead[a:b], False)
+            if log:
+                eb = e[:b - a]
+                np.exp(ob, out=eb)
+                k.log_softmax_rows_finish(ob, eb, sc)
+            else:
+                np.exp(ob, out=ob)
+                k.softmax_rows_normalize(ob, dead[a:b], sc)
+    return out
+
+
+def softmax_last_backward(k, g, y, log):
+    """The input gradient of softmax (log_softmax) over the last axis from its output ``y``:
+    ``y * (g - sum(g * y))`` (``g - exp(y) * sum(g)``), rows as :func:`softmax_last`."""
+    n = y.shape[-1]
+    g2 = np.ascontiguousarray(g).reshape(-1, n)
+    y2 = np.ascontiguousarray(y).reshape(-1, n)
+    out = np.empty(y.shape, y.dtype)
+    o2 = out.reshape(-1, n)
+    sc = np.empty(1, y.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if log:
+            for a, b in _row_chunks(y2.shape[0], n):
+                np.exp(y2[a:b], out=o2[a:b])
+                k.log_softmax_rows_backward(g2[a:b], o2[a:b], sc)
+        else:
+            k.softmax_rows_backward(g2, y2, o2, sc)
+    return out

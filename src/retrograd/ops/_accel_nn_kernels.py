@@ -17,7 +17,8 @@ from ._accel_kernels import _erf
 
 __all__ = ["layer_norm", "layer_norm_backward", "gelu_keep_cdf", "gelu_backward_from_cdf",
            "gelu_backward_from_cdf_scalar_g", "softmax_rows_shift",
-           "softmax_rows_normalize"]
+           "softmax_rows_normalize", "log_softmax_rows_finish", "log_softmax_rows_backward",
+           "softmax_rows_backward"]
 
 # nogil as NumPy's loops; no parallel=True (the BLAS thread policy owns the cores); no
 # finite-math or contraction flags: non-finite values and roundings as in the NumPy path
@@ -125,12 +126,15 @@ def gelu_backward_from_cdf_scalar_g(g, x, e, cdf, out, inv_sqrt_2pi):
 
 
 @_jit
-def softmax_rows_shift(s, dead):
-    # each row minus its maximum, in place; a row whose maximum is -inf is marked dead and left
-    # as it is. A NaN makes the maximum NaN (as NumPy's max), so the whole row NaN.
+def softmax_rows_shift(s, out, dead, safe):
+    # each row minus its maximum, into ``out`` (which may be ``s``). With ``safe``, a row whose
+    # maximum is -inf is marked dead and not shifted (attention's safe softmax gives it zeros);
+    # else it is shifted, giving NaN as the NumPy path. A NaN makes the maximum NaN (as NumPy's
+    # max), so the whole row NaN.
     m, n = s.shape
     for i in range(m):
         r = s[i]
+        o = out[i]
         mx = r[0]
         nan = mx != mx
         for j in range(1, n):
@@ -139,10 +143,60 @@ def softmax_rows_shift(s, dead):
             mx = v if v > mx else mx
         if nan:
             mx = np.nan
-        dead[i] = mx == -np.inf
+        dead[i] = safe and mx == -np.inf
         if not dead[i]:
             for j in range(n):
-                r[j] = r[j] - mx
+                o[j] = r[j] - mx
+
+
+@_jit
+def log_softmax_rows_finish(z, e, scratch):
+    # z (rows minus their maximum) minus log(sum(e)), e = exp(z); the sum accumulated in float64
+    # and rounded once to the dtype, its log in the dtype, in place
+    m, n = z.shape
+    for i in range(m):
+        t = 0.0
+        r = e[i]
+        for j in range(n):
+            t += r[j]
+        scratch[0] = t
+        lse = np.log(scratch[0])
+        o = z[i]
+        for j in range(n):
+            o[j] = o[j] - lse
+
+
+@_jit
+def log_softmax_rows_backward(g, ey, scratch):
+    # g - exp(y) * sum(g) per row, with ey = exp(y), written into ey
+    m, n = g.shape
+    for i in range(m):
+        t = 0.0
+        gi = g[i]
+        for j in range(n):
+            t += gi[j]
+        scratch[0] = t
+        s = scratch[0]
+        o = ey[i]
+        for j in range(n):
+            o[j] = gi[j] - o[j] * s
+
+
+@_jit
+def softmax_rows_backward(g, y, out, scratch):
+    # y * (g - sum(g * y)) per row
+    m, n = g.shape
+    for i in range(m):
+        t = 0.0
+        gi = g[i]
+        yi = y[i]
+        for j in range(n):
+            t += gi[j] * yi[j]
+        scratch[0] = t
+        s = scratch[0]
+        o = out[i]
+        for j in range(n):
+            o[j] = yi[j] * (gi[j] - s)
 
 
 @_jit

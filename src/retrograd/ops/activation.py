@@ -830,10 +830,23 @@ def _axis(d, ndim):
     return d if ndim else None
 
 
+def _rows_kernel(dim, *arrays):
+    """The compiled row kernels of _accel_nn when they take this softmax: over the last axis
+    of a large host float32/float64 array (C-contiguous: the first array), else None."""
+    a = arrays[0]
+    if a.ndim == 0 or dim != a.ndim - 1 or not a.flags.c_contiguous or any(b.shape != a.shape for b in arrays[1:]):
+        return None
+    return _accel_nn.usable(*arrays)
+
+
 def _softmax_grad(g, y, dim):
     gd, yd = _opmath(g._data), _opmath(y._data)
+    k = _rows_kernel(dim, yd, gd)
     with np.errstate(invalid="ignore", over="ignore"):
-        r = yd * (gd - (gd * yd).sum(axis=_axis(dim, yd.ndim), keepdims=True))
+        if k is not None:
+            r = _accel_nn.softmax_last_backward(k, gd, yd, False)
+        else:
+            r = yd * (gd - (gd * yd).sum(axis=_axis(dim, yd.ndim), keepdims=True))
     return _grad_op(SoftmaxBackwardDataBackward0, r.astype(y._data.dtype, copy=False), (g, y), dim=dim)
 
 
@@ -857,8 +870,12 @@ class SoftmaxBackward0(OpNode):
 def _log_softmax_grad(g, y, dim):
     xp = xp_for(g, y)
     gd, yd = _opmath(g._data), _opmath(y._data)
+    k = _rows_kernel(dim, yd, gd)
     with np.errstate(invalid="ignore", over="ignore"):
-        r = gd - xp.exp(yd) * gd.sum(axis=_axis(dim, yd.ndim), keepdims=True)
+        if k is not None:
+            r = _accel_nn.softmax_last_backward(k, gd, yd, True)
+        else:
+            r = gd - xp.exp(yd) * gd.sum(axis=_axis(dim, yd.ndim), keepdims=True)
     return _grad_op(LogSoftmaxBackwardDataBackward0, r.astype(y._data.dtype, copy=False), (g, y), dim=dim)
 
 
@@ -897,6 +914,10 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "softmax_lastdim_kernel_impl")
     xs = _opmath(x.reshape(1) if x.ndim == 0 else x)   # a 0-d input is one element along its dim (NaN for +-inf, nan)
+    k = _rows_kernel(d, xs) if x.ndim else None
+    if k is not None:
+        r = _accel_nn.softmax_last(k, xs, False)
+        return _op(SoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
     m = xs.max(axis=d, keepdims=True) if xs.size else 0
     with np.errstate(invalid="ignore", over="ignore"):
         e = xp.exp(xs - m)
@@ -911,6 +932,10 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "log_softmax_lastdim_kernel_impl")
     xs = _opmath(x.reshape(1) if x.ndim == 0 else x)
+    k = _rows_kernel(d, xs) if x.ndim else None
+    if k is not None:
+        r = _accel_nn.softmax_last(k, xs, True)
+        return _op(LogSoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
     m = xs.max(axis=d, keepdims=True) if xs.size else 0
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         z = xs - m
