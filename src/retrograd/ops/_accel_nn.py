@@ -65,17 +65,18 @@ def layer_norm(k, x, nd, w, b, eps):
     the NumPy path's (keepdims over the normalized dims)."""
     t = x.dtype.type
     lead = x.shape[:x.ndim - nd]
-    n = x.size // int(np.prod(lead, dtype=np.int64)) if lead else x.size
+    n = 1
+    for s in x.shape[x.ndim - nd:]:
+        n *= s
+    m = x.size // n
     x2 = _rows(x, n)
-    m = x2.shape[0]
-    y = np.empty(x.shape, x.dtype)
-    mean = np.empty(m, x.dtype)
-    rstd = np.empty(m, x.dtype)
+    y = np.empty((m, n), x.dtype)
+    stats = np.empty((2, m), x.dtype)      # (mean, rstd): one allocation
     dummy = x2[0]
     k.layer_norm(x2, dummy if w is None else _rows(w, n)[0], dummy if b is None else _rows(b, n)[0],
-                 w is not None, b is not None, t(eps), t(0.0), t(1.0), t(n), y.reshape(m, n), mean, rstd)
+                 w is not None, b is not None, t(eps), t(0.0), t(1.0), t(n), y, stats[0], stats[1])
     kshape = lead + (1,) * nd
-    return y, mean.reshape(kshape), rstd.reshape(kshape)
+    return y.reshape(x.shape), stats[0].reshape(kshape), stats[1].reshape(kshape)
 
 
 def layer_norm_backward(k, x, g, w, mean, rstd, n, want_x, want_wb):
