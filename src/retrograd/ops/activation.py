@@ -18,7 +18,7 @@ from ._complex_reject import no_complex, no_complex_kernel
 from ._base import xp_for
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
                     masked_grad, _dtype_name, zeros_grad, _state, Tensor)
-from . import _accel
+from . import _accel, _accel_nn
 from .unary import _erf_raw, _blockwise, _sigmoid_np, exp, log1p, tanh, sigmoid
 from .index import where
 from .. import _dtype as D
@@ -552,11 +552,13 @@ def _gelu_grad_exact(g, x):
     return g * (cdf + x * pdf)
 
 
-def _gelu_grad(g, x, approximate):
+def _gelu_grad(g, x, approximate, cdf=None):
     xp = xp_for(g, x)
     gd, xd = _opmath(g._data), _opmath(x._data)
     with np.errstate(over="ignore", invalid="ignore"):
-        if approximate == "tanh":
+        if cdf is not None and cdf.shape == xd.shape and cdf.dtype == xd.dtype and _accel.usable(xd, gd) is not None:
+            r = _accel_nn.gelu_backward_from_cdf(_accel_nn.kernels(), gd, xd, cdf)
+        elif approximate == "tanh":
             x_sq = xd * xd
             t = xp.tanh(_K * (xd + _KAPPA * x_sq * xd))
             left_d = 0.5 * (1 + t)
@@ -592,9 +594,15 @@ class GeluBackwardBackward0(OpNode):
 
 
 class GeluBackward0(OpNode):
+    cdf = None      # exact GELU's 0.5 * (1 + erf(x / sqrt 2)), kept by the compiled forward
+
     def backward(self, g):
         (x,) = self.saved_tensors
-        return _gelu_grad(g, x, self.approximate)
+        return _gelu_grad(g, x, self.approximate, self.cdf)
+
+    def _release(self):
+        self.cdf = None
+        super()._release()
 
 
 def gelu(input, approximate="none"):
@@ -604,13 +612,23 @@ def gelu(input, approximate="none"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _float_input(input, "GeluKernelImpl")
     x = _opmath(input._data)
+    cdf = None
     with np.errstate(over="ignore", invalid="ignore"):
         if approximate == "tanh":
             r = 0.5 * x * (1 + xp.tanh(_K * (x + _KAPPA * x * x * x)))
         else:
             k = _accel.usable(x)
-            r = _accel.gelu(k, x) if k is not None else _blockwise(_gelu_exact, x)
-    return _op(GeluBackward0, input, r.astype(input._data.dtype, copy=False), approximate=approximate)
+            if k is None:
+                r = _blockwise(_gelu_exact, x)
+            elif input._requires_grad and _state.grad and x is input._data and _accel_nn.kernels() is not None:
+                # a backward may follow: keep the cdf it needs (erf, the costly part, once)
+                r, cdf = _accel_nn.gelu_keep_cdf(_accel_nn.kernels(), x)
+            else:
+                r = _accel.gelu(k, x)
+    out = _op(GeluBackward0, input, r.astype(input._data.dtype, copy=False), approximate=approximate)
+    if cdf is not None and out.grad_fn is not None:
+        out.grad_fn.cdf = cdf
+    return out
 
 
 class SiluBackward0(OpNode):
@@ -812,10 +830,23 @@ def _axis(d, ndim):
     return d if ndim else None
 
 
+def _rows_kernel(dim, *arrays):
+    """The compiled row kernels of _accel_nn when they take this softmax: over the last axis
+    of a large host float32/float64 array (C-contiguous: the first array), else None."""
+    a = arrays[0]
+    if a.ndim == 0 or dim != a.ndim - 1 or not a.flags.c_contiguous or any(b.shape != a.shape for b in arrays[1:]):
+        return None
+    return _accel_nn.usable(*arrays)
+
+
 def _softmax_grad(g, y, dim):
     gd, yd = _opmath(g._data), _opmath(y._data)
+    k = _rows_kernel(dim, yd, gd)
     with np.errstate(invalid="ignore", over="ignore"):
-        r = yd * (gd - (gd * yd).sum(axis=_axis(dim, yd.ndim), keepdims=True))
+        if k is not None:
+            r = _accel_nn.softmax_last_backward(k, gd, yd, False)
+        else:
+            r = yd * (gd - (gd * yd).sum(axis=_axis(dim, yd.ndim), keepdims=True))
     return _grad_op(SoftmaxBackwardDataBackward0, r.astype(y._data.dtype, copy=False), (g, y), dim=dim)
 
 
@@ -839,8 +870,12 @@ class SoftmaxBackward0(OpNode):
 def _log_softmax_grad(g, y, dim):
     xp = xp_for(g, y)
     gd, yd = _opmath(g._data), _opmath(y._data)
+    k = _rows_kernel(dim, yd, gd)
     with np.errstate(invalid="ignore", over="ignore"):
-        r = gd - xp.exp(yd) * gd.sum(axis=_axis(dim, yd.ndim), keepdims=True)
+        if k is not None:
+            r = _accel_nn.softmax_last_backward(k, gd, yd, True)
+        else:
+            r = gd - xp.exp(yd) * gd.sum(axis=_axis(dim, yd.ndim), keepdims=True)
     return _grad_op(LogSoftmaxBackwardDataBackward0, r.astype(y._data.dtype, copy=False), (g, y), dim=dim)
 
 
@@ -879,6 +914,10 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "softmax_lastdim_kernel_impl")
     xs = _opmath(x.reshape(1) if x.ndim == 0 else x)   # a 0-d input is one element along its dim (NaN for +-inf, nan)
+    k = _rows_kernel(d, xs) if x.ndim else None
+    if k is not None:
+        r = _accel_nn.softmax_last(k, xs, False)
+        return _op(SoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
     m = xs.max(axis=d, keepdims=True) if xs.size else 0
     with np.errstate(invalid="ignore", over="ignore"):
         e = xp.exp(xs - m)
@@ -893,6 +932,10 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
     input, x, d = _prep_softmax(input, dim, dtype, "log_softmax_lastdim_kernel_impl")
     xs = _opmath(x.reshape(1) if x.ndim == 0 else x)
+    k = _rows_kernel(d, xs) if x.ndim else None
+    if k is not None:
+        r = _accel_nn.softmax_last(k, xs, True)
+        return _op(LogSoftmaxBackward0, input, r.astype(x.dtype, copy=False), saves="output", dim=d)
     m = xs.max(axis=d, keepdims=True) if xs.size else 0
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         z = xs - m

@@ -9,6 +9,7 @@ import numpy as np
 from ._base import xp_for
 from ._base import OpNode, node_for, save, save_output, finish, finish_multi, arr, _state
 from ._seqkit import graph_grads
+from . import _accel_nn
 from .linalg import matmul
 from .activation import softmax
 from .conv import _KERNEL_TYPES
@@ -21,6 +22,10 @@ def _softmax_rows(s):
     """Softmax over the last axis, in place; rows that are entirely -inf give zeros
     (PyTorch's safe softmax); a NaN or +inf in a row makes the row NaN, as in PyTorch."""
     xp = xp_for(s)
+    if s.ndim and s.shape[-1] and s.flags.c_contiguous:
+        k = _accel_nn.usable(s)
+        if k is not None:
+            return _accel_nn.softmax_rows(k, s)
     m = s.max(axis=-1, keepdims=True)
     dead = m == -np.inf
     some_dead = xp is not np or dead.any()   # (a device selects always: no host question)

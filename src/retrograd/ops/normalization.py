@@ -11,6 +11,7 @@ import numpy as np
 from ._base import xp_for, check_same_device
 from ._base import OpNode, node_for, save, finish, arr, _dtype_name, _state
 from .unary import rsqrt
+from . import _accel_nn
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm"]
 TENSOR_METHODS = {}
@@ -336,10 +337,16 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
 # --- layer norm ----------------------------------------------------------------------
 
 class NativeLayerNormBackward0(OpNode):
+    mean = rstd = None      # the forward's row statistics (keepdims), for the array backward
+
     def backward(self, g):
         x, w = self.saved_tensors
-        g, x = _opmath_t(g), _opmath_t(x)
         nf = self.next_functions
+        if not _state.grad and self.mean is not None and type(x._data) is np.ndarray \
+                and type(g._data) is np.ndarray and x._data.dtype in _BN_FAST and g._data.dtype == x._data.dtype \
+                and (w is None or w._data.dtype == x._data.dtype):
+            return self._backward_arrays(x._data, None if w is None else w._data, g._data, nf)
+        g, x = _opmath_t(g), _opmath_t(x)
         dims = self.dims
         want_w = len(nf) > 1 and nf[1][0] is not None
         want_b = len(nf) > 2 and nf[2][0] is not None
@@ -357,6 +364,52 @@ class NativeLayerNormBackward0(OpNode):
         lead = tuple(range(x.ndim - len(dims)))
         gw = ((g * xhat).sum(lead) if lead else g * xhat) if want_w else None
         gb = (g.sum(lead) if lead else g.clone()) if want_b else None
+        return gx, gw, gb
+
+    def _backward_arrays(self, x, w, g, nf):
+        # the same formula on arrays with the forward's statistics (as PyTorch's kernel), when
+        # the backward is not itself recorded: one scratch buffer, products written in place
+        dims = self.dims
+        lead = tuple(range(x.ndim - len(dims)))
+        mean, rstd = self.mean, self.rstd
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        inv_n = 1.0 / n
+        want_w = len(nf) > 1 and nf[1][0] is not None
+        want_b = len(nf) > 2 and nf[2][0] is not None
+        k = _accel_nn.usable(x, g, w)
+        if k is not None:
+            gx, gw, gb = _accel_nn.layer_norm_backward(k, x, g, w, mean, rstd, n, nf[0][0] is not None,
+                                                         want_w or want_b)
+            return (finish(None, gx) if gx is not None else None,
+                    finish(None, gw.reshape(x.shape[x.ndim - len(dims):])) if want_w else None,
+                    finish(None, gb.reshape(x.shape[x.ndim - len(dims):])) if want_b else None)
+        gx = gw = gb = None
+        tmp = None
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            if nf[0][0] is not None:
+                gh = g * w if w is not None else g
+                tmp = np.multiply(gh, x)
+                ds = tmp.sum(dims, keepdims=True)
+                db = gh.sum(dims, keepdims=True)
+                b = (db * mean - ds) * (rstd * rstd * rstd) * inv_n
+                c = -b * mean - db * rstd * inv_n
+                if gh is g:
+                    gx = g * rstd
+                else:
+                    gx = np.multiply(gh, rstd, out=gh)
+                np.multiply(x, b, out=tmp)
+                gx += tmp
+                gx += c
+                gx = finish(None, gx)
+            if want_w:
+                xhat = np.subtract(x, mean, out=tmp) if tmp is not None else x - mean
+                xhat *= rstd
+                np.multiply(g, xhat, out=xhat)
+                gw = finish(None, xhat.sum(lead) if lead else xhat)
+            if want_b:
+                gb = finish(None, g.sum(lead) if lead else g.copy())
         return gx, gw, gb
 
 
@@ -389,6 +442,28 @@ def _check_normalized_shape(input, normalized_shape, params, sep, fname):
     return ns
 
 
+def _layer_norm_arrays(x, dims, w, b, eps):
+    """Layer norm of a float32/float64 host array with parameters of its dtype: (y, mean,
+    rstd), the statistics kept for the backward. The compiled kernel where it runs, else
+    _moments and the scale and shift with the centred input computed once and the products
+    written in place (the same operations as the general path, so the same bits)."""
+    k = _accel_nn.usable(x, w, b)
+    if k is not None:
+        return _accel_nn.layer_norm(k, x, len(dims), w, b, eps)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        mean = x.mean(axis=dims, keepdims=True)
+        y = x - mean
+        sq = y * y
+        rstd = _rstd(sq.mean(axis=dims, keepdims=True), eps)
+        del sq
+        y *= rstd
+        if w is not None:
+            y *= w
+        if b is not None:
+            y += b
+    return y, mean, rstd
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
     ns = _check_normalized_shape(input, normalized_shape, (("weight", weight), ("bias", bias)), ", ", "layer_norm")
@@ -398,18 +473,28 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
     dims = tuple(range(x.ndim - k, x.ndim))
     f32 = np.float32 if _half(x.dtype) else None  # float16/bfloat16: computed in float32, rounded once
     xs = x if f32 is None else x.astype(f32)
-    if x.size:
-        mean, var = _moments(xs, dims)
-        y = (xs - mean) * _rstd(var, eps)
+    wd = None if weight is None else weight._data
+    bd = None if bias is None else bias._data
+    mean = rstd = None
+    if x.size and type(xs) is np.ndarray and xs.dtype in _BN_FAST \
+            and all(p is None or p.dtype == xs.dtype for p in (wd, bd)):
+        y, mean, rstd = _layer_norm_arrays(xs, dims, wd, bd, eps)
     else:
-        y = xs.copy()
-    if weight is not None:
-        y = y * (weight._data if f32 is None else weight._data.astype(f32))
-    if bias is not None:
-        y = y + (bias._data if f32 is None else bias._data.astype(f32))
+        if x.size:
+            mean, var = _moments(xs, dims)
+            y = (xs - mean) * _rstd(var, eps)
+            mean = None
+        else:
+            y = xs.copy()
+        if weight is not None:
+            y = y * (wd if f32 is None else wd.astype(f32))
+        if bias is not None:
+            y = y + (bd if f32 is None else bd.astype(f32))
     node = node_for(NativeLayerNormBackward0, (input, weight, bias))
     if node is not None:
         node.dims, node.eps = dims, eps
+        if mean is not None:
+            node.mean, node.rstd = mean, rstd
         save(node, input, weight)
     return finish(node, arr(y.astype(x.dtype, copy=False)))
 

@@ -1,0 +1,191 @@
+"""Optional compiled kernels (numba) for layer norm's forward and backward, attention's row
+softmax, and exact GELU keeping its cumulative distribution for the backward.
+
+The NumPy path makes about seven passes over the input forward and a dozen backward (each a
+reduction over short rows or a broadcast product); these kernels do a row at a time while it
+is in cache: forward reads the input twice and writes once, backward reads input and
+gradient twice and writes once. Row sums are split into vector lanes (the NumPy path sums
+pairwise), so results agree with the NumPy path within rounding.
+
+Attention's softmax runs over many short rows (a score row per query), where each NumPy
+reduction along a row (max, then sum) pays a loop per row: the kernels take a row's maximum
+and subtract it, and its sum and divide by it, around NumPy's exp of the whole array (its
+SIMD exp, which numba cannot vectorise); the sums accumulate in float64.
+
+Exact GELU's backward needs ``cdf = 0.5 * (1 + erf(x / sqrt 2))``, the forward's costliest
+part (erf's rational function): the forward's kernel writes it beside the value when a
+backward will follow, and the backward's reads it instead of computing erf again (the same
+operations in the same order: the same bits as the kernels of :mod:`._accel`).
+
+They run only when numba is installed and the input has at least :data:`MIN_SIZE` elements;
+``RETROGRAD_NO_NUMBA=1`` turns them off (the NumPy path stays the reference).
+"""
+import os
+
+import numpy as np
+
+# Below this many elements the NumPy path is as fast, and a program of small tensors never
+# pays numba's import and first call.
+MIN_SIZE = 4096
+
+_KERNELS = []
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def kernels():
+    """The kernel module, compiled (or loaded from numba's cache) on first use, or None."""
+    if not _KERNELS:
+        k = None
+        if not os.environ.get("RETROGRAD_NO_NUMBA"):
+            try:
+                from . import _accel_nn_kernels as k
+            except ImportError:
+                k = None
+        _KERNELS.append(k)
+    return _KERNELS[0]
+
+
+def usable(x, *others):
+    """The kernel module for host arrays of one float32/float64 dtype with at least
+    MIN_SIZE elements in ``x`` (None entries of ``others`` are skipped), else None."""
+    if type(x) is not np.ndarray or x.size < MIN_SIZE or x.dtype not in _FLOATS:
+        return None
+    for b in others:
+        if b is not None and (type(b) is not np.ndarray or b.dtype != x.dtype):
+            return None
+    return kernels()
+
+
+def _rows(a, n):
+    return np.ascontiguousarray(a).reshape(-1, n)
+
+
+def layer_norm(k, x, nd, w, b, eps):
+    """(y, mean, rstd) of layer norm over the ``nd`` trailing dims; mean and rstd shaped as
+    the NumPy path's (keepdims over the normalized dims)."""
+    t = x.dtype.type
+    lead = x.shape[:x.ndim - nd]
+    n = 1
+    for s in x.shape[x.ndim - nd:]:
+        n *= s
+    m = x.size // n
+    x2 = _rows(x, n)
+    y = np.empty((m, n), x.dtype)
+    stats = np.empty((2, m), x.dtype)      # (mean, rstd): one allocation
+    dummy = x2[0]
+    k.layer_norm(x2, dummy if w is None else _rows(w, n)[0], dummy if b is None else _rows(b, n)[0],
+                 w is not None, b is not None, t(eps), t(0.0), t(1.0), t(n), y, stats[0], stats[1])
+    kshape = lead + (1,) * nd
+    return y.reshape(x.shape), stats[0].reshape(kshape), stats[1].reshape(kshape)
+
+
+def layer_norm_backward(k, x, g, w, mean, rstd, n, want_x, want_wb):
+    """(gx, gw, gb) of layer norm (gw, gb flat, summed over rows in x's dtype in row order,
+    as NumPy's and PyTorch's sums over the leading dims)."""
+    t = x.dtype.type
+    x2, g2 = _rows(x, n), _rows(g, n)
+    m = x2.shape[0]
+    gx = np.empty(x.shape, x.dtype) if want_x else np.empty((1, n), x.dtype)
+    gw = np.zeros(n, x.dtype)
+    gb = np.zeros(n, x.dtype)
+    k.layer_norm_backward(x2, g2, x2[0] if w is None else _rows(w, n)[0], w is not None,
+                          np.ascontiguousarray(mean).reshape(m), np.ascontiguousarray(rstd).reshape(m),
+                          t(0.0), t(1.0 / n), gx.reshape(-1, n), gw, gb, want_x, want_wb)
+    return (gx if want_x else None), gw, gb
+
+
+from ._accel import _SQRT1_2, _INV_SQRT_2PI, _CHUNK  # (the constants of _accel's GELU)
+
+
+def gelu_keep_cdf(k, x):
+    """(exact GELU of x, its cdf) as two arrays of x's shape and dtype."""
+    t = x.dtype.type
+    xf = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(x.shape, x.dtype)
+    cdf = np.empty(x.shape, x.dtype)
+    k.gelu_keep_cdf(xf, out.reshape(-1), cdf.reshape(-1), t(0.5), t(1.0), t(_SQRT1_2))
+    return out, cdf
+
+
+def gelu_backward_from_cdf(k, g, x, cdf):
+    """``g * (cdf + x * pdf(x))`` with the forward's cdf."""
+    t = x.dtype.type
+    shape = x.shape
+    # an expanded single value (the gradient of a sum) is passed as that value, not copied out
+    scalar = g.size > 0 and not any(g.strides)
+    g = g.reshape(-1)[0] if scalar else np.ascontiguousarray(g).reshape(-1)
+    x, cdf = (np.ascontiguousarray(a).reshape(-1) for a in (x, cdf))
+    out = np.empty(x.size, x.dtype)
+    kern = k.gelu_backward_from_cdf_scalar_g if scalar else k.gelu_backward_from_cdf
+    # exp(x * x * -0.5) from NumPy (its SIMD exp and its bits), a cache-sized chunk at a time,
+    # as _accel.gelu_backward
+    buf = np.empty(min(x.size, _CHUNK), x.dtype)
+    c = t(_INV_SQRT_2PI)
+    for i in range(0, x.size, _CHUNK):
+        xs = x[i:i + _CHUNK]
+        e = buf[:xs.size]
+        np.multiply(xs, xs, out=e)
+        e *= t(-0.5)
+        np.exp(e, out=e)
+        kern(g if scalar else g[i:i + _CHUNK], xs, e, cdf[i:i + _CHUNK], out[i:i + _CHUNK], c)
+    return out.reshape(shape)
+
+
+def softmax_rows(k, s):
+    """Softmax over the last axis of the C-contiguous array ``s``, in place (as
+    attention._softmax_rows: rows of only -inf give zeros, a NaN or +inf makes its row NaN)."""
+    s2 = s.reshape(-1, s.shape[-1])
+    dead = np.empty(s2.shape[0], np.bool_)
+    k.softmax_rows_shift(s2, s2, dead, True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.exp(s2, out=s2)
+    k.softmax_rows_normalize(s2, dead, np.empty(1, s.dtype))
+    return s
+
+
+def _row_chunks(m, n):
+    step = max(1, _CHUNK // max(n, 1))
+    return [(i, min(i + step, m)) for i in range(0, m, step)]
+
+
+def softmax_last(k, x, log):
+    """softmax (or log_softmax) of the C-contiguous array ``x`` over its last axis, as the
+    NumPy path (rows of only -inf give NaN), a cache-sized group of rows at a time."""
+    n = x.shape[-1]
+    x2 = x.reshape(-1, n)
+    out = np.empty(x.shape, x.dtype)
+    o2 = out.reshape(-1, n)
+    dead = np.empty(x2.shape[0], np.bool_)
+    sc = np.empty(1, x.dtype)
+    e = np.empty((max(1, _CHUNK // max(n, 1)), n), x.dtype) if log else None
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for a, b in _row_chunks(x2.shape[0], n):
+            ob = o2[a:b]
+            k.softmax_rows_shift(x2[a:b], ob, dead[a:b], False)
+            if log:
+                eb = e[:b - a]
+                np.exp(ob, out=eb)
+                k.log_softmax_rows_finish(ob, eb, sc)
+            else:
+                np.exp(ob, out=ob)
+                k.softmax_rows_normalize(ob, dead[a:b], sc)
+    return out
+
+
+def softmax_last_backward(k, g, y, log):
+    """The input gradient of softmax (log_softmax) over the last axis from its output ``y``:
+    ``y * (g - sum(g * y))`` (``g - exp(y) * sum(g)``), rows as :func:`softmax_last`."""
+    n = y.shape[-1]
+    g2 = np.ascontiguousarray(g).reshape(-1, n)
+    y2 = np.ascontiguousarray(y).reshape(-1, n)
+    out = np.empty(y.shape, y.dtype)
+    o2 = out.reshape(-1, n)
+    sc = np.empty(1, y.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if log:
+            for a, b in _row_chunks(y2.shape[0], n):
+                np.exp(y2[a:b], out=o2[a:b])
+                k.log_softmax_rows_backward(g2[a:b], o2[a:b], sc)
+        else:
+            k.softmax_rows_backward(g2, y2, o2, sc)
+    return out

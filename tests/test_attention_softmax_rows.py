@@ -1,0 +1,111 @@
+"""Attention's row softmax: the compiled row kernels (numba, optional) against the NumPy path
+(the reference, as with RETROGRAD_NO_NUMBA=1) with non-finite rows, and scaled dot-product
+attention at sizes that take them against PyTorch and finite differences."""
+import numpy as np
+import pytest
+
+import retrograd
+from retrograd.autograd.gradcheck import gradcheck
+from retrograd.ops import _accel_nn, attention
+from helpers import needs_torch, torch
+
+F = retrograd.nn.functional
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def path(request, monkeypatch):
+    if request.param == "numpy":
+        monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
+    elif _accel_nn.kernels() is None:
+        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
+    return request.param
+
+
+def _scores(shape, dtype, seed=0):
+    s = (np.random.default_rng(seed).standard_normal(shape) * 3).astype(dtype)
+    s[0, 0, :] = -np.inf                 # a dead row: zeros
+    s[0, 1, 3] = np.nan                  # NaN rows
+    s[0, 4, 0] = np.nan
+    s[0, 2, 5] = np.inf                  # +inf: NaN row
+    s[0, 3, 1:] = -np.inf                # one finite entry: exactly one
+    s[0, 5, :4] = -np.inf
+    s[0, 6, 2] = -np.inf
+    s[0, 6, 3] = np.nan                  # -inf and NaN: NaN (NumPy's max is NaN)
+    s[1, :, 7:] = -np.inf
+    return s
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 32, 32), (16, 9, 64), (4, 40, 300)])
+def test_compiled_rows_match_the_numpy_path(monkeypatch, shape, dtype):
+    if _accel_nn.kernels() is None:
+        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
+    s = _scores(shape, dtype)
+    got = attention._softmax_rows(s.copy())
+    monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
+    want = attention._softmax_rows(s.copy())
+    assert got.dtype == want.dtype == dtype
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[0, 0], 0)
+    np.testing.assert_array_equal(got[0, 3], want[0, 3])
+    assert np.isnan(got[0, 6]).all() and np.isnan(got[0, 2]).all()
+    tol = dict(rtol=4e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-14, atol=1e-16)
+    np.testing.assert_allclose(got, want, **tol)
+    fin = np.isfinite(got).all(-1)
+    np.testing.assert_allclose(got[fin].sum(-1)[np.any(got[fin] != 0, -1)], 1, rtol=1e-5 if dtype == np.float32 else 1e-13)
+
+
+def _sdpa(lib, q, k, v, g, **kw):
+    qt, kt, vt = (lib.tensor(a, requires_grad=True) for a in (q, k, v))
+    y = lib.nn.functional.scaled_dot_product_attention(qt, kt, vt, **kw)
+    y.backward(lib.tensor(g))
+    return [y.detach().numpy()] + [t.grad.numpy() for t in (qt, kt, vt)]
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kw", [dict(is_causal=True), dict(), dict(mask=True)])
+def test_sdpa_matches_torch(path, dtype, kw):
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((4, 4, 48, 16)).astype(dtype) for _ in range(3))
+    g = rng.standard_normal(q.shape).astype(dtype)
+    res = []
+    for lib in (retrograd, torch):
+        kk = dict(kw)
+        if kk.pop("mask", False):
+            m = np.tril(np.ones((48, 48), bool))
+            m[5] = False                 # a fully masked row: zeros (PyTorch's safe softmax)
+            kk["attn_mask"] = lib.tensor(m)
+        res.append(_sdpa(lib, q, k, v, g, **kk))
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-12)
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, **tol)
+
+
+@needs_torch
+def test_multihead_attention_matches_torch(path):
+    res = []
+    x = np.random.default_rng(2).standard_normal((32, 8, 32)).astype(np.float32)
+    sd = None
+    for lib in (torch, retrograd):
+        lib.manual_seed(0)
+        m = lib.nn.MultiheadAttention(32, 4)
+        if sd is None:     # torch's parameters, given to retrograd's layer
+            sd = {k: v.detach().numpy() for k, v in m.state_dict().items()}
+        else:
+            m.load_state_dict({k: retrograd.tensor(v) for k, v in sd.items()})
+        xt = lib.tensor(x, requires_grad=True)
+        out, w = m(xt, xt, xt)
+        (out.sum() + (w * w).sum()).backward()
+        res.append((out.detach().numpy(), w.detach().numpy(), xt.grad.numpy()))
+    for a, b in zip(res[1], res[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_sdpa_gradcheck_float64_at_kernel_size(path):
+    rng = np.random.default_rng(3)
+    L = 48
+    assert 2 * L * L >= _accel_nn.MIN_SIZE
+    q, k, v = (retrograd.tensor(rng.standard_normal((2, L, 3)), requires_grad=True) for _ in range(3))
+    f = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert gradcheck(f, (q, k, v))
