@@ -1,5 +1,7 @@
 """Sequence-layer kernels: graph_grads (differentiable gradients of a composite, for fused
 nodes under create_graph) and the fused LSTM/GRU cell pointwise steps."""
+import os
+
 import numpy as np
 
 from ._base import xp_for
@@ -25,6 +27,29 @@ def graph_grads(fn, inputs, grads):
     for i, r in zip(diff, got):
         res[i] = r
     return res
+
+
+# *** the compiled time loops (numba, optional; the NumPy loops stay the reference) ***
+
+_RNN_KERNELS = []
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+# below this many gate values in a layer the NumPy loop is as fast, and a program of small
+# layers never pays numba's import and first call (seconds, once per process)
+_MIN_ACCEL = 4096
+
+
+def rnn_kernels():
+    """The recurrent layers' kernel module (``_accel_rnn``), compiled or loaded from numba's
+    cache on first use; None without numba or with ``RETROGRAD_NO_NUMBA=1``."""
+    if not _RNN_KERNELS:
+        k = None
+        if not os.environ.get("RETROGRAD_NO_NUMBA"):
+            try:
+                from . import _accel_rnn as k
+            except ImportError:
+                k = None
+        _RNN_KERNELS.append(k)
+    return _RNN_KERNELS[0]
 
 
 # *** fused recurrent cell pointwise steps (the layers' per-step work after the GEMMs) ***
@@ -183,11 +208,25 @@ class _LstmLayerNode(_LayerNode):
         rev = self.reverse
         dt = acts.dtype
         dout = xp.ascontiguousarray(grads[0]._data.transpose(0, 2, 1), dt)
-        dh = xp.ascontiguousarray(grads[1]._data.T, dt)
-        dc = xp.ascontiguousarray(grads[2]._data.T, dt)
+        nf = self.next_functions
+        k = rnn_kernels() if msk is None and acts.size >= _MIN_ACCEL and type(acts) is np.ndarray \
+            and acts.dtype in _FLOATS else None
+        if k is not None:       # per step one compiled pass over the gates and the GEMM
+            da2 = xp.empty((L, H4, N), dt)
+            # (the kernel overwrites the states' gradients: its own copies, never the incoming ones)
+            dh = xp.array(grads[1]._data.T, dt, order="C", copy=True)
+            dc = xp.array(grads[2]._data.T, dt, order="C", copy=True)
+            wt = xp.ascontiguousarray(w[perm].T, dt)
+            one = dt.type(1)
+            for t in (range(L) if rev else range(L - 1, -1, -1)):
+                k.lstm_bptt_step(acts, gc, tcs, dout, dh, dc, da2, t, t + 1 if rev else t, one)
+                xp.matmul(wt, da2[t], out=dh)
+            return self._finish_bptt(da2, dh, dc, hprev, nf, L, N, H)
         # the factors that do not depend on the incoming gradient, for all steps at once:
         # K = d(pre-activation)/d(c') of the gates i, f, g and d(pre-activation)/d(h') of o;
         # kc = dh'/dc'
+        dh = xp.ascontiguousarray(grads[1]._data.T, dt)
+        dc = xp.ascontiguousarray(grads[2]._data.T, dt)
         a4 = acts.reshape(L, 4, H, N)
         g = gc[1:, :H] if rev else gc[:L, :H]
         cp = gc[1:, H:] if rev else gc[:L, H:]
@@ -207,7 +246,6 @@ class _LstmLayerNode(_LayerNode):
         da = xp.empty((L, 4, H, N), dt)
         da2 = da.reshape(L, H4, N)
         wt = xp.ascontiguousarray(w[perm].T, dt)        # (H, 4H)
-        nf = self.next_functions
         for t in (range(L) if rev else range(L - 1, -1, -1)):
             dh2 = dout[t] + dh
             if msk is not None:
@@ -227,6 +265,12 @@ class _LstmLayerNode(_LayerNode):
             else:
                 dh = wt @ da2[t]
                 dc = xp.multiply(dct, f[t], out=dct)
+        return self._finish_bptt(da2, dh, dc, hprev, nf, L, N, H)
+
+    @staticmethod
+    def _finish_bptt(da2, dh, dc, hprev, nf, L, N, H):
+        xp = xp_for(da2)
+        H4 = 4 * H
         # back to (L, N, 4H) in PyTorch's gate order, then the weight gradient as one GEMM
         da = da2.transpose(0, 2, 1)[..., _lstm_perm(H, inverse=True)]
         dw = db = None

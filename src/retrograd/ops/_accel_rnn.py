@@ -1,0 +1,59 @@
+"""The numba kernels of the recurrent layers' time loops (imported only where numba is
+installed; :func:`retrograd.ops._seqkit.rnn_kernels` loads them).
+
+The NumPy path of ``_seqkit``'s backward through time precomputes the gates' derivative
+factors for all steps (a dozen passes over arrays of the whole sequence), then runs each
+step as half a dozen whole-array calls around its GEMM; at a recurrent layer's sizes (a few
+thousand elements a step) the calls' overhead and the passes' memory traffic are most of
+the work. Here each step is one compiled pass over its gates (the GEMM stays NumPy's, on
+NumPy's BLAS: ``np.dot`` inside numba would run on SciPy's BLAS, with its own threads).
+The pass does the NumPy path's IEEE operations in the same order in the arrays' precision
+(constants come in cast to it), so the gradients have the same bits.
+
+Module-level functions, so that numba's on-disk cache finds them in the next process.
+"""
+import numba
+import numpy as np
+
+__all__ = ["lstm_bptt_step"]
+
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+
+
+@_jit
+def lstm_bptt_step(acts, gc, tcs, dout, dh, dc, da, t, j, one):
+    """One step of the backward through time of ``_seqkit.lstm_layer`` (unmasked), in its
+    transposed layout: from the gradient ``dh`` reaching the step's output h_t (besides
+    ``dout[t]``) and ``dc`` reaching its cell state (overwritten with the gradient of the
+    state before), writes ``da[t]``, the gates' pre-activation gradients (the caller then
+    multiplies them into the gradient of h_{t-1}).
+
+    acts (L, 4H, N): per step the gates (o, i, f) after their sigmoid; gc (L + 1, 2H, N):
+    (g, c) of a step side by side, c of the step before, at ``j``; tcs (L, H, N): tanh of the
+    new cell state; dout (L, H, N); dh, dc (H, N); da (L, 4H, N)."""
+    H = tcs.shape[1]
+    N = tcs.shape[2]
+    HN = H * N
+    a = acts[t].reshape(4 * HN)
+    gcj = gc[j].reshape(2 * HN)
+    tc_ = tcs[t].reshape(HN)
+    do_ = dout[t].reshape(HN)
+    dh_ = dh.reshape(HN)
+    dc_ = dc.reshape(HN)
+    d = da[t].reshape(4 * HN)
+    for m in range(HN):
+        o = a[m]
+        i = a[HN + m]
+        f = a[2 * HN + m]
+        g = gcj[m]
+        cp = gcj[HN + m]
+        tc = tc_[m]
+        dh2 = do_[m] + dh_[m]
+        kc = (one - tc * tc) * o
+        dct = dh2 * kc
+        dct += dc_[m]
+        d[m] = ((one - o) * o * tc) * dh2
+        d[HN + m] = ((one - i) * i * g) * dct
+        d[2 * HN + m] = ((one - f) * f * cp) * dct
+        d[3 * HN + m] = ((one - g * g) * i) * dct
+        dc_[m] = dct * f

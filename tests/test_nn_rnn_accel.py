@@ -1,0 +1,157 @@
+"""The LSTM layer's compiled backward through time (numba, optional) against the NumPy loop
+that stays the reference (the same bits), PyTorch and finite differences."""
+import numpy as np
+import pytest
+
+import retrograd
+from retrograd.ops import _seqkit
+from helpers import needs_torch, torch
+from nn_seq_helpers import copy_params, double_backward_parity
+
+numba_only = pytest.mark.skipif(_seqkit.rnn_kernels() is None, reason="numba is not installed")
+
+# (input size, hidden size, layers, bidirectional, batch_first, (L, N)); all above the kernel's
+# size bound (L * 4H * N >= 4096 gate values)
+CONFIGS = [(5, 16, 1, False, False, (4, 16)), (3, 8, 2, True, False, (9, 16)), (4, 16, 1, True, True, (5, 13))]
+
+
+def _run(dtype, I, H, layers, bidir, batch_first, LN, with_hx=True, seed=0):
+    retrograd.manual_seed(seed)
+    m = retrograd.nn.LSTM(I, H, layers, bidirectional=bidir, batch_first=batch_first).to(getattr(retrograd, dtype))
+    rng = np.random.default_rng(seed)
+    L, N = LN
+    x = retrograd.tensor(rng.standard_normal((N, L, I) if batch_first else (L, N, I)).astype(dtype),
+                         requires_grad=True)
+    D = layers * (2 if bidir else 1)
+    hx = [retrograd.tensor(rng.standard_normal((D, N, H)).astype(dtype), requires_grad=True) for _ in range(2)]
+    out, (h, c) = m(x, tuple(hx)) if with_hx else m(x)
+    # every output's gradient reaches the backward (non-uniform, so that a mixed-up index shows)
+    (out.sin().sum() + (h * h).sum() + c.cos().sum()).backward()
+    return [out, h, c, x.grad] + ([t.grad for t in hx] if with_hx else []) + [p.grad for p in m.parameters()]
+
+
+@numba_only
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("cfg", CONFIGS)
+@pytest.mark.parametrize("with_hx", [False, True])
+def test_lstm_kernel_matches_numpy_path_bit_for_bit(cfg, dtype, with_hx, monkeypatch):
+    fast = _run(dtype, *cfg, with_hx=with_hx)
+    monkeypatch.setattr(_seqkit, "_RNN_KERNELS", [None])
+    ref = _run(dtype, *cfg, with_hx=with_hx)
+    assert len(fast) == len(ref)
+    for a, r in zip(fast, ref):
+        a, r = a.detach().numpy(), r.detach().numpy()
+        assert a.dtype == r.dtype == np.dtype(dtype) and a.shape == r.shape
+        np.testing.assert_array_equal(a, r)
+
+
+@numba_only
+def test_lstm_kernel_runs(monkeypatch):
+    """The kernel is what the layer's backward calls at these sizes, once per time step, and
+    neither below the size bound nor for packed sequences (their masks stay on the NumPy loop)."""
+    k = _seqkit.rnn_kernels()
+    calls = []
+
+    class Spy:
+        def lstm_bptt_step(self, *a):
+            calls.append(a[7])
+            return k.lstm_bptt_step(*a)
+    monkeypatch.setattr(_seqkit, "_RNN_KERNELS", [Spy()])
+    _run("float32", *CONFIGS[0])
+    assert calls == [3, 2, 1, 0]
+    calls.clear()
+    _run("float32", 2, 3, 1, False, False, (3, 2))
+    assert calls == []
+    m = retrograd.nn.LSTM(5, 16)
+    x = retrograd.randn(6, 16, 5, requires_grad=True)
+    p = retrograd.nn.utils.rnn.pack_padded_sequence(x, retrograd.tensor([6] * 8 + [3] * 8))
+    m(p)[0].data.sum().backward()
+    assert calls == [] and x.grad is not None
+
+
+@numba_only
+def test_lstm_kernel_leaves_incoming_gradients_alone(monkeypatch):
+    """The kernel writes the states' gradients in place: into its own copies, never into the
+    gradients handed to the node (here a C-contiguous transposed view whose .T is contiguous)."""
+    m = retrograd.nn.LSTM(5, 16)
+    x = retrograd.randn(4, 16, 5)
+    out, (h, c) = m(x)
+    gh = retrograd.from_numpy(np.asfortranarray(np.random.default_rng(0).standard_normal((1, 16, 16)))
+                              .astype(np.float32))
+    gc = gh.clone()
+    keep = gh.numpy().copy(), gc.numpy().copy()
+    retrograd.autograd.backward([out.sum(), h, c], [None, gh, gc])
+    np.testing.assert_array_equal(gh.numpy(), keep[0])
+    np.testing.assert_array_equal(gc.numpy(), keep[1])
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("cfg", CONFIGS)
+def test_lstm_kernel_sizes_against_torch(cfg, dtype):
+    I, H, layers, bidir, batch_first, (L, N) = cfg
+    rng = np.random.default_rng(3)
+    mods = []
+    for lib in (retrograd, torch):
+        lib.manual_seed(0)
+        mods.append(lib.nn.LSTM(I, H, layers, bidirectional=bidir, batch_first=batch_first).to(getattr(lib, dtype)))
+    copy_params(*mods)
+    D = layers * (2 if bidir else 1)
+    arrays = [rng.standard_normal((N, L, I) if batch_first else (L, N, I)), rng.standard_normal((D, N, H)),
+              rng.standard_normal((D, N, H))]
+    res = []
+    for lib, m in zip((retrograd, torch), mods):
+        x, h0, c0 = (lib.tensor(a.astype(dtype), requires_grad=True) for a in arrays)
+        out, (h, c) = m(x, (h0, c0))
+        (out.sin().sum() + (h * h).sum() + c.cos().sum()).backward()
+        res.append([t.detach().numpy() for t in (out, h, c, x.grad, h0.grad, c0.grad)] +
+                   [p.grad.numpy() for p in m.parameters()])
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    for a, t in zip(*res):
+        np.testing.assert_allclose(a, t, **tol)
+
+
+def test_lstm_kernel_gradcheck(monkeypatch):
+    """The backward at kernel sizes (the bound lowered so that finite differences stay cheap)
+    against finite differences in float64, both directions; with or without numba."""
+    from retrograd.autograd import gradcheck
+    monkeypatch.setattr(_seqkit, "_MIN_ACCEL", 0)
+    retrograd.manual_seed(0)
+    m = retrograd.nn.LSTM(2, 3, bidirectional=True).double()
+    rng = np.random.default_rng(1)
+    x, h, c = (retrograd.from_numpy(rng.standard_normal(s)).requires_grad_(True)
+               for s in ((4, 3, 2), (2, 3, 3), (2, 3, 3)))
+
+    def fn(x, h, c):
+        out, (hn, cn) = m(x, (h, c))
+        return out, hn, cn
+    assert gradcheck(fn, (x, h, c))
+    # the recurrent weight's and bias's gradients (GEMM and sum over all steps), a layer run
+    # backwards in time
+    wx = retrograd.from_numpy(rng.standard_normal(tuple(m.weight_hh_l0.shape))).requires_grad_(True)
+    b = retrograd.from_numpy(rng.standard_normal(tuple(m.bias_hh_l0.shape))).requires_grad_(True)
+    assert gradcheck(lambda w, b: _layer_out(m, w, b, x.detach()), (wx, b))
+
+
+def _layer_out(m, w, b, x):
+    from retrograd.nn._functional_seq import _linear
+    gx = _linear(x, m.weight_ih_l0, m.bias_ih_l0)
+    z = retrograd.zeros(x.shape[1], m.hidden_size, dtype=x.dtype)
+    return _seqkit.lstm_layer(gx, z, z, w, b, reverse=True)
+
+
+@needs_torch
+def test_lstm_kernel_double_backward(monkeypatch):
+    """Under create_graph the layer differentiates its composite (the kernel's first-order
+    gradients are not differentiable); double backward at kernel sizes matches PyTorch."""
+    monkeypatch.setattr(_seqkit, "_MIN_ACCEL", 0)
+    mt = torch.nn.LSTM(3, 4, bidirectional=True).double()
+    mr = retrograd.nn.LSTM(3, 4, bidirectional=True).double()
+    copy_params(mr, mt)
+    double_backward_parity(lambda x: (mr if isinstance(x, retrograd.Tensor) else mt)(x)[0], (4, 2, 3))
+
+
+def test_no_numba_env_turns_the_kernels_off(monkeypatch):
+    monkeypatch.setattr(_seqkit, "_RNN_KERNELS", [])
+    monkeypatch.setenv("RETROGRAD_NO_NUMBA", "1")
+    assert _seqkit.rnn_kernels() is None
