@@ -1,5 +1,6 @@
-"""The LSTM layer's compiled backward through time (numba, optional) against the NumPy loop
-that stays the reference (the same bits), PyTorch and finite differences."""
+"""The LSTM layer's compiled passes (numba, optional: the forward's gate step, the backward
+through time) against the NumPy loop that stays the reference (the same bits), PyTorch and
+finite differences."""
 import numpy as np
 import pytest
 
@@ -15,7 +16,7 @@ numba_only = pytest.mark.skipif(_seqkit.rnn_kernels() is None, reason="numba is 
 CONFIGS = [(5, 16, 1, False, False, (4, 16)), (3, 8, 2, True, False, (9, 16)), (4, 16, 1, True, True, (5, 13))]
 
 
-def _run(dtype, I, H, layers, bidir, batch_first, LN, with_hx=True, seed=0):
+def _run(dtype, I, H, layers, bidir, batch_first, LN, with_hx=True, seed=0, packed=False):
     retrograd.manual_seed(seed)
     m = retrograd.nn.LSTM(I, H, layers, bidirectional=bidir, batch_first=batch_first).to(getattr(retrograd, dtype))
     rng = np.random.default_rng(seed)
@@ -24,7 +25,13 @@ def _run(dtype, I, H, layers, bidir, batch_first, LN, with_hx=True, seed=0):
                          requires_grad=True)
     D = layers * (2 if bidir else 1)
     hx = [retrograd.tensor(rng.standard_normal((D, N, H)).astype(dtype), requires_grad=True) for _ in range(2)]
-    out, (h, c) = m(x, tuple(hx)) if with_hx else m(x)
+    inp = x
+    if packed:      # lengths L, L - 1, ..., cycling: finished sequences keep their state
+        lens = retrograd.tensor([L - k % L for k in range(N)])
+        inp = retrograd.nn.utils.rnn.pack_padded_sequence(x, lens, batch_first=batch_first, enforce_sorted=False)
+    out, (h, c) = m(inp, tuple(hx)) if with_hx else m(inp)
+    if packed:
+        out = retrograd.nn.utils.rnn.pad_packed_sequence(out, batch_first=batch_first)[0]
     # every output's gradient reaches the backward (non-uniform, so that a mixed-up index shows)
     (out.sin().sum() + (h * h).sum() + c.cos().sum()).backward()
     return [out, h, c, x.grad] + ([t.grad for t in hx] if with_hx else []) + [p.grad for p in m.parameters()]
@@ -33,11 +40,11 @@ def _run(dtype, I, H, layers, bidir, batch_first, LN, with_hx=True, seed=0):
 @numba_only
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("cfg", CONFIGS)
-@pytest.mark.parametrize("with_hx", [False, True])
-def test_lstm_kernel_matches_numpy_path_bit_for_bit(cfg, dtype, with_hx, monkeypatch):
-    fast = _run(dtype, *cfg, with_hx=with_hx)
+@pytest.mark.parametrize("with_hx,packed", [(False, False), (True, False), (True, True)])
+def test_lstm_kernels_match_numpy_path_bit_for_bit(cfg, dtype, with_hx, packed, monkeypatch):
+    fast = _run(dtype, *cfg, with_hx=with_hx, packed=packed)
     monkeypatch.setattr(_seqkit, "_RNN_KERNELS", [None])
-    ref = _run(dtype, *cfg, with_hx=with_hx)
+    ref = _run(dtype, *cfg, with_hx=with_hx, packed=packed)
     assert len(fast) == len(ref)
     for a, r in zip(fast, ref):
         a, r = a.detach().numpy(), r.detach().numpy()
@@ -46,27 +53,29 @@ def test_lstm_kernel_matches_numpy_path_bit_for_bit(cfg, dtype, with_hx, monkeyp
 
 
 @numba_only
-def test_lstm_kernel_runs(monkeypatch):
-    """The kernel is what the layer's backward calls at these sizes, once per time step, and
-    neither below the size bound nor for packed sequences (their masks stay on the NumPy loop)."""
+def test_lstm_kernels_run(monkeypatch):
+    """The kernels are what the layer calls at these sizes, once per time step (forward, then
+    backward in reverse), and not below the size bound; packed sequences' masks keep the
+    backward on the NumPy loop."""
     k = _seqkit.rnn_kernels()
     calls = []
 
     class Spy:
         def lstm_bptt_step(self, *a):
-            calls.append(a[7])
+            calls.append(("b", a[7]))
             return k.lstm_bptt_step(*a)
+
+        def lstm_gates_step(self, *a):
+            calls.append(("f", a[2]))
+            return k.lstm_gates_step(*a)
     monkeypatch.setattr(_seqkit, "_RNN_KERNELS", [Spy()])
     _run("float32", *CONFIGS[0])
-    assert calls == [3, 2, 1, 0]
+    assert calls == [("f", 0), ("f", 1), ("f", 2), ("f", 3), ("b", 3), ("b", 2), ("b", 1), ("b", 0)]
     calls.clear()
     _run("float32", 2, 3, 1, False, False, (3, 2))
     assert calls == []
-    m = retrograd.nn.LSTM(5, 16)
-    x = retrograd.randn(6, 16, 5, requires_grad=True)
-    p = retrograd.nn.utils.rnn.pack_padded_sequence(x, retrograd.tensor([6] * 8 + [3] * 8))
-    m(p)[0].data.sum().backward()
-    assert calls == [] and x.grad is not None
+    _run("float32", *CONFIGS[0], packed=True)
+    assert calls == [("f", 0), ("f", 1), ("f", 2), ("f", 3)]
 
 
 @numba_only

@@ -1,21 +1,23 @@
 """The numba kernels of the recurrent layers' time loops (imported only where numba is
 installed; :func:`retrograd.ops._seqkit.rnn_kernels` loads them).
 
-The NumPy path of ``_seqkit``'s backward through time precomputes the gates' derivative
-factors for all steps (a dozen passes over arrays of the whole sequence), then runs each
-step as half a dozen whole-array calls around its GEMM; at a recurrent layer's sizes (a few
-thousand elements a step) the calls' overhead and the passes' memory traffic are most of
-the work. Here each step is one compiled pass over its gates (the GEMM stays NumPy's, on
-NumPy's BLAS: ``np.dot`` inside numba would run on SciPy's BLAS, with its own threads).
-The pass does the NumPy path's IEEE operations in the same order in the arrays' precision
-(constants come in cast to it), so the gradients have the same bits.
+The NumPy path of ``_seqkit``'s LSTM layer runs each time step as about ten whole-array
+calls around its GEMM, and its backward through time precomputes the gates' derivative
+factors for all steps (a dozen passes over arrays of the whole sequence); at a recurrent
+layer's sizes (a few thousand elements a step) the calls' overhead and the passes' memory
+traffic are most of the work. Here the calls between NumPy's exp/tanh calls (whose SIMD
+loops a compiled scalar loop would not match) are one compiled pass, and the backward's
+step is one compiled pass over its gates. The GEMMs stay NumPy's, on NumPy's BLAS
+(``np.dot`` inside numba would run on SciPy's BLAS, with its own threads). The passes do
+the NumPy path's IEEE operations in the same order in the arrays' precision (constants
+come in cast to it), so the results have the same bits.
 
 Module-level functions, so that numba's on-disk cache finds them in the next process.
 """
 import numba
 import numpy as np
 
-__all__ = ["lstm_bptt_step"]
+__all__ = ["lstm_bptt_step", "lstm_gates_step"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 
@@ -57,3 +59,19 @@ def lstm_bptt_step(acts, gc, tcs, dout, dh, dc, da, t, j, one):
         d[2 * HN + m] = ((one - f) * f * cp) * dct
         d[3 * HN + m] = ((one - g * g) * i) * dct
         dc_[m] = dct * f
+
+
+@_jit
+def lstm_gates_step(acts, gc, t, j, jn, one):
+    """The part of a step of ``_seqkit.lstm_layer``'s forward between NumPy's exp and tanh
+    calls, in its transposed layout: acts[t] holds (o, i, f) as exp of their negated
+    pre-activations, turned into their sigmoid 1 / (e + 1); gc[j] holds (g, c) (g already
+    its tanh), and gc[jn]'s c is written with the new cell state i g + f c."""
+    HN = gc.shape[1] // 2 * gc.shape[2]
+    a = acts[t].reshape(4 * HN)
+    cur = gc[j].reshape(2 * HN)
+    nxt = gc[jn].reshape(2 * HN)
+    for m in range(3 * HN):
+        a[m] = one / (a[m] + one)
+    for m in range(HN):
+        nxt[HN + m] = a[HN + m] * cur[m] + a[2 * HN + m] * cur[HN + m]

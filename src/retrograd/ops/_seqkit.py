@@ -343,6 +343,8 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
     if masks is not None:
         msk = [(m._data.T, nm._data.T) for m, nm in masks]
         hprev = xp.empty((L, H, N), dt)
+    k = rnn_kernels() if acts.size >= _MIN_ACCEL and type(acts) is np.ndarray and dt in _FLOATS else None
+    one = dt.type(1)
     with np.errstate(over="ignore"):
         for t in (range(L - 1, -1, -1) if reverse else range(L)):
             a = acts[t]
@@ -350,13 +352,17 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
             a += gp[t]
             s = a[:H3]
             xp.exp(s, out=s)
-            s += 1
-            xp.reciprocal(s, out=s)
             j, jn = (t + 1, t) if reverse else (t, t + 1)
             cur, nxt = gc[j], gc[jn]
             xp.tanh(a[H3:], out=cur[:H])
-            p = a[H:H3] * cur                           # (i g, f c)
-            c2 = xp.add(p[:H], p[H:], out=nxt[H:])
+            if k is not None:   # the sigmoids and the new cell state in one compiled pass
+                k.lstm_gates_step(acts, gc, t, j, jn, one)
+                c2 = nxt[H:]
+            else:
+                s += 1
+                xp.reciprocal(s, out=s)
+                p = a[H:H3] * cur                       # (i g, f c)
+                c2 = xp.add(p[:H], p[H:], out=nxt[H:])
             tc = xp.tanh(c2, out=tcs[t])
             if msk is not None:
                 hprev[t] = h
