@@ -9,7 +9,7 @@ from retrograd.ops import _seqkit
 from helpers import needs_torch, torch
 from nn_seq_helpers import copy_params, double_backward_parity
 
-numba_only = pytest.mark.skipif(_seqkit.rnn_kernels() is None, reason="numba is not installed")
+numba_only = pytest.mark.skipif(_seqkit.rnn_kernels() is None, reason="numba is not installed or RETROGRAD_NO_NUMBA is set")
 
 # (input size, hidden size, layers, bidirectional, batch_first, (L, N)); all above the kernel's
 # size bound (L * 4H * N >= 4096 gate values)

@@ -33,8 +33,8 @@ def graph_grads(fn, inputs, grads):
 
 _RNN_KERNELS = []
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-# below this many gate values in a layer the NumPy loop is as fast, and a program of small
-# layers never pays numba's import and first call (seconds, once per process)
+# the kernels run on layers of at least this many gate values (all steps): a program of
+# small layers never pays numba's import and first call (seconds, once per process)
 _MIN_ACCEL = 4096
 
 
