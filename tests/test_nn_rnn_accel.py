@@ -16,9 +16,10 @@ numba_only = pytest.mark.skipif(_seqkit.rnn_kernels() is None, reason="numba is 
 CONFIGS = [(5, 16, 1, False, False, (4, 16)), (3, 8, 2, True, False, (9, 16)), (4, 16, 1, True, True, (5, 13))]
 
 
-def _run(dtype, I, H, layers, bidir, batch_first, LN, with_hx=True, seed=0, packed=False):
+def _run(dtype, I, H, layers, bidir, batch_first, LN, with_hx=True, seed=0, packed=False, bias=True):
     retrograd.manual_seed(seed)
-    m = retrograd.nn.LSTM(I, H, layers, bidirectional=bidir, batch_first=batch_first).to(getattr(retrograd, dtype))
+    m = retrograd.nn.LSTM(I, H, layers, bias=bias, bidirectional=bidir, batch_first=batch_first)
+    m = m.to(getattr(retrograd, dtype))
     rng = np.random.default_rng(seed)
     L, N = LN
     x = retrograd.tensor(rng.standard_normal((N, L, I) if batch_first else (L, N, I)).astype(dtype),
@@ -40,11 +41,12 @@ def _run(dtype, I, H, layers, bidir, batch_first, LN, with_hx=True, seed=0, pack
 @numba_only
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("cfg", CONFIGS)
-@pytest.mark.parametrize("with_hx,packed", [(False, False), (True, False), (True, True)])
-def test_lstm_kernels_match_numpy_path_bit_for_bit(cfg, dtype, with_hx, packed, monkeypatch):
-    fast = _run(dtype, *cfg, with_hx=with_hx, packed=packed)
+@pytest.mark.parametrize("with_hx,packed,bias", [(False, False, True), (True, False, True), (True, True, True),
+                                                 (True, False, False)])
+def test_lstm_kernels_match_numpy_path_bit_for_bit(cfg, dtype, with_hx, packed, bias, monkeypatch):
+    fast = _run(dtype, *cfg, with_hx=with_hx, packed=packed, bias=bias)
     monkeypatch.setattr(_seqkit, "_RNN_KERNELS", [None])
-    ref = _run(dtype, *cfg, with_hx=with_hx, packed=packed)
+    ref = _run(dtype, *cfg, with_hx=with_hx, packed=packed, bias=bias)
     assert len(fast) == len(ref)
     for a, r in zip(fast, ref):
         a, r = a.detach().numpy(), r.detach().numpy()
@@ -68,14 +70,19 @@ def test_lstm_kernels_run(monkeypatch):
         def lstm_gates_step(self, *a):
             calls.append(("f", a[2]))
             return k.lstm_gates_step(*a)
+
+        def lstm_inputs(self, *a):
+            calls.append(("in",))
+            return k.lstm_inputs(*a)
     monkeypatch.setattr(_seqkit, "_RNN_KERNELS", [Spy()])
     _run("float32", *CONFIGS[0])
-    assert calls == [("f", 0), ("f", 1), ("f", 2), ("f", 3), ("b", 3), ("b", 2), ("b", 1), ("b", 0)]
+    forward = [("in",), ("f", 0), ("f", 1), ("f", 2), ("f", 3)]
+    assert calls == forward + [("b", 3), ("b", 2), ("b", 1), ("b", 0)]
     calls.clear()
     _run("float32", 2, 3, 1, False, False, (3, 2))
     assert calls == []
     _run("float32", *CONFIGS[0], packed=True)
-    assert calls == [("f", 0), ("f", 1), ("f", 2), ("f", 3)]
+    assert calls == forward
 
 
 @numba_only

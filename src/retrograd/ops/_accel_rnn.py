@@ -17,7 +17,7 @@ Module-level functions, so that numba's on-disk cache finds them in the next pro
 import numba
 import numpy as np
 
-__all__ = ["lstm_bptt_step", "lstm_gates_step"]
+__all__ = ["lstm_bptt_step", "lstm_gates_step", "lstm_inputs"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 
@@ -75,3 +75,24 @@ def lstm_gates_step(acts, gc, t, j, jn, one):
         a[m] = one / (a[m] + one)
     for m in range(HN):
         nxt[HN + m] = a[HN + m] * cur[m] + a[2 * HN + m] * cur[HN + m]
+
+
+@_jit
+def lstm_inputs(ga, b, nb, gp):
+    """The input projections of ``_seqkit.lstm_layer`` in its layout, all steps: ga (L, N, 4H)
+    in PyTorch's gate order (i, f, g, o); writes gp (L, 4H, N), transposed, in the order
+    (o, i, f, g), with b_hh added (``b``) and the sigmoid gates negated (``nb`` - ga, ``nb``
+    = -b: the NumPy path's operations). One pass writing gp in order, where NumPy's three
+    calls each walk a strided transpose."""
+    L, N, H4 = ga.shape
+    H = H4 // 4
+    for t in range(L):
+        for k in range(H):
+            for n in range(N):
+                gp[t, k, n] = nb[3 * H + k] - ga[t, n, 3 * H + k]
+        for k in range(2 * H):
+            for n in range(N):
+                gp[t, H + k, n] = nb[k] - ga[t, n, k]
+        for k in range(H):
+            for n in range(N):
+                gp[t, 3 * H + k, n] = ga[t, n, 2 * H + k] + b[2 * H + k]

@@ -322,14 +322,20 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
     dt = np.result_type(ga.dtype, h0._data.dtype, c0._data.dtype, w.dtype)
     perm = _lstm_perm(H)
     # transposed, permuted inputs with b_hh added and the sigmoid gates negated, all steps
-    # at once (block by block: a strided gather would cost more than the loop)
+    # at once (one compiled pass, or NumPy block by block: a strided gather would cost more)
     gp = xp.empty((L, 4 * H, N), dt)
-    gt = ga.transpose(0, 2, 1)
-    b = b_hh._data.astype(dt, copy=False)[:, None] if b_hh is not None else dt.type(0)
-    nb = -b
-    for src, dst in ((slice(3 * H, None), slice(0, H)), (slice(0, 2 * H), slice(H, H3))):
-        xp.subtract(nb if b_hh is None else nb[src], gt[:, src], out=gp[:, dst])
-    xp.add(gt[:, 2 * H:H3], b if b_hh is None else b[2 * H:H3], out=gp[:, H3:])
+    k = rnn_kernels() if gp.size >= _MIN_ACCEL and type(ga) is np.ndarray and ga.dtype == dt and dt in _FLOATS \
+        else None
+    if k is not None:
+        b = b_hh._data.astype(dt) if b_hh is not None else np.zeros(4 * H, dt)
+        k.lstm_inputs(ga, b, -b, gp)
+    else:
+        gt = ga.transpose(0, 2, 1)
+        b = b_hh._data.astype(dt, copy=False)[:, None] if b_hh is not None else dt.type(0)
+        nb = -b
+        for src, dst in ((slice(3 * H, None), slice(0, H)), (slice(0, 2 * H), slice(H, H3))):
+            xp.subtract(nb if b_hh is None else nb[src], gt[:, src], out=gp[:, dst])
+        xp.add(gt[:, 2 * H:H3], b if b_hh is None else b[2 * H:H3], out=gp[:, H3:])
     wp = w[perm].astype(dt)
     xp.negative(wp[:H3], out=wp[:H3])
     h = xp.ascontiguousarray(h0._data.T, dt)
@@ -343,7 +349,8 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
     if masks is not None:
         msk = [(m._data.T, nm._data.T) for m, nm in masks]
         hprev = xp.empty((L, H, N), dt)
-    k = rnn_kernels() if acts.size >= _MIN_ACCEL and type(acts) is np.ndarray and dt in _FLOATS else None
+    if k is None and gp.size >= _MIN_ACCEL and type(gp) is np.ndarray and dt in _FLOATS:
+        k = rnn_kernels()
     one = dt.type(1)
     with np.errstate(over="ignore"):
         for t in (range(L - 1, -1, -1) if reverse else range(L)):
