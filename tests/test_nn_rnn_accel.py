@@ -64,7 +64,7 @@ def test_lstm_kernels_run(monkeypatch):
 
     class Spy:
         def lstm_bptt_step(self, *a):
-            calls.append(("b", a[7]))
+            calls.append(("b", a[8]))
             return k.lstm_bptt_step(*a)
 
         def lstm_gates_step(self, *a):
@@ -171,3 +171,20 @@ def test_no_numba_env_turns_the_kernels_off(monkeypatch):
     monkeypatch.setattr(_seqkit, "_RNN_KERNELS", [])
     monkeypatch.setenv("RETROGRAD_NO_NUMBA", "1")
     assert _seqkit.rnn_kernels() is None
+
+
+@numba_only
+def test_lstm_kernel_reads_a_broadcast_output_gradient(monkeypatch):
+    """``out.sum().backward()`` hands the layer an expanded (0-stride) gradient, which the
+    kernel reads as it is."""
+    res = []
+    for kernels in ([], [None]):
+        monkeypatch.setattr(_seqkit, "_RNN_KERNELS", kernels)
+        retrograd.manual_seed(0)
+        m = retrograd.nn.LSTM(5, 16)
+        x = retrograd.from_numpy(np.random.default_rng(0).standard_normal((4, 16, 5)).astype(np.float32))
+        x.requires_grad_(True)
+        m(x)[0].sum().backward()
+        res.append([x.grad.numpy()] + [p.grad.numpy() for p in m.parameters()])
+    for a, r in zip(*res):
+        np.testing.assert_array_equal(a, r)
