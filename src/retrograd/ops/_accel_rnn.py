@@ -23,50 +23,42 @@ _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False
 
 
 @_jit
-def lstm_bptt_step(acts, gc, tcs, dout, dh, dc, da, dat, t, j, one):
+def lstm_bptt_step(acts, gc, tcs, dout, dh, dc, da, t, j, one):
     """One step of the backward through time of ``_seqkit.lstm_layer`` (unmasked), in its
     transposed layout: from the gradient ``dh`` reaching the step's output h_t (besides
     ``dout[t]``) and ``dc`` reaching its cell state (overwritten with the gradient of the
-    state before), writes the gates' pre-activation gradients into ``da[t]`` (for the GEMM
-    that the caller then runs into the gradient of h_{t-1}) and ``dat[:, t]`` (the same
-    values in PyTorch's gate order: the gradient of the input projections).
+    state before), writes ``da[t]``, the gates' pre-activation gradients (the caller then
+    multiplies them into the gradient of h_{t-1}).
 
     acts (L, 4H, N): per step the gates (o, i, f) after their sigmoid; gc (L + 1, 2H, N):
     (g, c) of a step side by side, c of the step before, at ``j``; tcs (L, H, N): tanh of the
-    new cell state; dout (L, N, H), any strides; dh, dc (H, N); da (L, 4H, N) in the gate
-    order (o, i, f, g); dat (4H, L, N) in the order (i, f, g, o)."""
+    new cell state; dout (L, H, N); dh, dc (H, N); da (L, 4H, N)."""
     H = tcs.shape[1]
     N = tcs.shape[2]
-    H2 = 2 * H
-    H3 = 3 * H
-    a = acts[t]
-    gcj = gc[j]
-    d = da[t]
-    for k in range(H):
-        for n in range(N):
-            o = a[k, n]
-            i = a[H + k, n]
-            f = a[H2 + k, n]
-            g = gcj[k, n]
-            cp = gcj[H + k, n]
-            tc = tcs[t, k, n]
-            dh2 = dout[t, n, k] + dh[k, n]
-            kc = (one - tc * tc) * o
-            dct = dh2 * kc
-            dct += dc[k, n]
-            do = ((one - o) * o * tc) * dh2
-            di = ((one - i) * i * g) * dct
-            df = ((one - f) * f * cp) * dct
-            dg = ((one - g * g) * i) * dct
-            d[k, n] = do
-            d[H + k, n] = di
-            d[H2 + k, n] = df
-            d[H3 + k, n] = dg
-            dat[k, t, n] = di
-            dat[H + k, t, n] = df
-            dat[H2 + k, t, n] = dg
-            dat[H3 + k, t, n] = do
-            dc[k, n] = dct * f
+    HN = H * N
+    a = acts[t].reshape(4 * HN)
+    gcj = gc[j].reshape(2 * HN)
+    tc_ = tcs[t].reshape(HN)
+    do_ = dout[t].reshape(HN)
+    dh_ = dh.reshape(HN)
+    dc_ = dc.reshape(HN)
+    d = da[t].reshape(4 * HN)
+    for m in range(HN):
+        o = a[m]
+        i = a[HN + m]
+        f = a[2 * HN + m]
+        g = gcj[m]
+        cp = gcj[HN + m]
+        tc = tc_[m]
+        dh2 = do_[m] + dh_[m]
+        kc = (one - tc * tc) * o
+        dct = dh2 * kc
+        dct += dc_[m]
+        d[m] = ((one - o) * o * tc) * dh2
+        d[HN + m] = ((one - i) * i * g) * dct
+        d[2 * HN + m] = ((one - f) * f * cp) * dct
+        d[3 * HN + m] = ((one - g * g) * i) * dct
+        dc_[m] = dct * f
 
 
 @_jit

@@ -207,25 +207,21 @@ class _LstmLayerNode(_LayerNode):
         perm = _lstm_perm(H)
         rev = self.reverse
         dt = acts.dtype
+        dout = xp.ascontiguousarray(grads[0]._data.transpose(0, 2, 1), dt)
         nf = self.next_functions
         k = rnn_kernels() if msk is None and acts.size >= _MIN_ACCEL and type(acts) is np.ndarray \
             and acts.dtype in _FLOATS else None
         if k is not None:       # per step one compiled pass over the gates and the GEMM
             da2 = xp.empty((L, H4, N), dt)
-            dat = xp.empty((H4, L, N), dt)
-            dout = grads[0]._data.astype(dt, copy=False)
             # (the kernel overwrites the states' gradients: its own copies, never the incoming ones)
             dh = xp.array(grads[1]._data.T, dt, order="C", copy=True)
             dc = xp.array(grads[2]._data.T, dt, order="C", copy=True)
             wt = xp.ascontiguousarray(w[perm].T, dt)
             one = dt.type(1)
             for t in (range(L) if rev else range(L - 1, -1, -1)):
-                k.lstm_bptt_step(acts, gc, tcs, dout, dh, dc, da2, dat, t, t + 1 if rev else t, one)
+                k.lstm_bptt_step(acts, gc, tcs, dout, dh, dc, da2, t, t + 1 if rev else t, one)
                 xp.matmul(wt, da2[t], out=dh)
-            # (L, N, 4H) in the memory layout of the NumPy path's gather below, so that the
-            # sums over it take the same order)
-            return self._finish_bptt(dat.transpose(1, 2, 0), dh, dc, hprev, nf, L, N, H)
-        dout = xp.ascontiguousarray(grads[0]._data.transpose(0, 2, 1), dt)
+            return self._finish_bptt(da2, dh, dc, hprev, nf, L, N, H)
         # the factors that do not depend on the incoming gradient, for all steps at once:
         # K = d(pre-activation)/d(c') of the gates i, f, g and d(pre-activation)/d(h') of o;
         # kc = dh'/dc'
@@ -269,15 +265,14 @@ class _LstmLayerNode(_LayerNode):
             else:
                 dh = wt @ da2[t]
                 dc = xp.multiply(dct, f[t], out=dct)
-        # back to (L, N, 4H) in PyTorch's gate order
-        return self._finish_bptt(da2.transpose(0, 2, 1)[..., _lstm_perm(H, inverse=True)], dh, dc, hprev, nf, L, N, H)
+        return self._finish_bptt(da2, dh, dc, hprev, nf, L, N, H)
 
     @staticmethod
-    def _finish_bptt(da, dh, dc, hprev, nf, L, N, H):
-        """The gradients from ``da`` (L, N, 4H) in PyTorch's layout: the weight's as one GEMM
-        over all steps."""
-        xp = xp_for(da)
+    def _finish_bptt(da2, dh, dc, hprev, nf, L, N, H):
+        xp = xp_for(da2)
         H4 = 4 * H
+        # back to (L, N, 4H) in PyTorch's gate order, then the weight gradient as one GEMM
+        da = da2.transpose(0, 2, 1)[..., _lstm_perm(H, inverse=True)]
         dw = db = None
         if nf[3][0] is not None:
             dw = da.reshape(L * N, H4).T @ hprev.reshape(L * N, H)
