@@ -9,7 +9,8 @@ from retrograd.ops import _seqkit
 from helpers import needs_torch, torch
 from nn_seq_helpers import copy_params, double_backward_parity
 
-numba_only = pytest.mark.skipif(_seqkit.rnn_kernels() is None, reason="numba is not installed or RETROGRAD_NO_NUMBA is set")
+numba_only = pytest.mark.skipif(_seqkit.rnn_kernels() is None,
+                                reason="numba is not installed or RETROGRAD_NO_NUMBA is set")
 
 # (input size, hidden size, layers, bidirectional, batch_first, (L, N)); all above the kernel's
 # size bound (L * 4H * N >= 4096 gate values)
@@ -165,6 +166,19 @@ def test_lstm_kernel_double_backward(monkeypatch):
     mr = retrograd.nn.LSTM(3, 4, bidirectional=True).double()
     copy_params(mr, mt)
     double_backward_parity(lambda x: (mr if isinstance(x, retrograd.Tensor) else mt)(x)[0], (4, 2, 3))
+
+
+def test_lstm_kernel_gradgradcheck(monkeypatch):
+    """Second derivatives through a layer whose forward ran the kernels, in float64 against
+    finite differences (no torch needed)."""
+    from retrograd.autograd import gradgradcheck
+    monkeypatch.setattr(_seqkit, "_MIN_ACCEL", 0)
+    retrograd.manual_seed(0)
+    m = retrograd.nn.LSTM(2, 2).double()
+    rng = np.random.default_rng(2)
+    x, h, c = (retrograd.from_numpy(rng.standard_normal(s)).requires_grad_(True) for s in ((3, 2, 2), (1, 2, 2),
+                                                                                            (1, 2, 2)))
+    assert gradgradcheck(lambda x, h, c: m(x, (h, c))[0], (x, h, c))
 
 
 def test_no_numba_env_turns_the_kernels_off(monkeypatch):

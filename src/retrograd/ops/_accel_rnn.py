@@ -15,7 +15,6 @@ come in cast to it), so the results have the same bits.
 Module-level functions, so that numba's on-disk cache finds them in the next process.
 """
 import numba
-import numpy as np
 
 __all__ = ["lstm_bptt_step", "lstm_gates_step", "lstm_inputs"]
 
