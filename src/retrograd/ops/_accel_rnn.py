@@ -6,8 +6,9 @@ calls around its GEMM, and its backward through time precomputes the gates' deri
 factors for all steps (a dozen passes over arrays of the whole sequence); at a recurrent
 layer's sizes (a few thousand elements a step) the calls' overhead and the passes' memory
 traffic are most of the work. Here the calls between NumPy's exp/tanh calls (whose SIMD
-loops a compiled scalar loop would not match) are one compiled pass, and the backward's
-step is one compiled pass over its gates. The GEMMs stay NumPy's, on NumPy's BLAS
+loops a compiled scalar loop would not match) are one compiled pass, the input projections'
+transposed, permuted copy is one pass that writes in order, and the backward's step is one
+compiled pass over its gates. The GEMMs stay NumPy's, on NumPy's BLAS
 (``np.dot`` inside numba would run on SciPy's BLAS, with its own threads). The passes do
 the NumPy path's IEEE operations in the same order in the arrays' precision (constants
 come in cast to it), so the results have the same bits.
