@@ -9,7 +9,8 @@ from helpers import needs_torch, torch
 
 # (rows, in, out): the flipped layout (few rows, large weights) and the plain one around it
 SHAPES = [(4, 784, 512), (8, 128, 256), (16, 784, 512), (32, 256, 1024), (33, 128, 256), (3, 128, 512),
-          (8, 64, 256), (8, 128, 128)]
+          (8, 64, 256), (8, 128, 128), (64, 784, 512), (96, 512, 512), (97, 512, 512), (64, 256, 256),
+          (64, 128, 1000)]
 
 
 @pytest.mark.parametrize("n,i,o", SHAPES)
@@ -37,7 +38,7 @@ def test_weight_transposed_view_and_float64_take_the_plain_product():
 
 @needs_torch
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("n,i,o", SHAPES[:4])
+@pytest.mark.parametrize("n,i,o", SHAPES[:4] + [(64, 784, 512), (96, 512, 512)])
 def test_linear_few_rows_matches_torch(n, i, o, bias):
     rng = np.random.default_rng(2)
     x = rng.standard_normal((n, i)).astype(np.float32)

@@ -204,15 +204,18 @@ def _x_wt(x, w):
     """``x @ w.T`` for a (rows, in) input and an (out, in) weight. OpenBLAS runs this product
     (its second operand transposed) up to 2-3x slower than the same product with both operands
     in their stored order when there are few rows and many outputs (measured single-threaded,
-    OpenBLAS 0.3.31, AVX-512: 16 x 784 -> 512 float32 0.29 ms against 0.17); there it computes
+    OpenBLAS 0.3.31, AVX-512: 16 x 784 -> 512 float32 0.29 ms against 0.17; with large weights
+    up to ~96 rows: 64 x 784 -> 512 0.55 ms against 0.47, 96 x 512 -> 512 0.48 against 0.45,
+    even at 128 rows, a loss from 256; 64 x 256 -> 256 or 128 -> 1000 lose); there it computes
     ``(w @ x.T).T`` instead: the small input is transposed (copied), the product runs in stored
     order, and its small result is copied back to row-major. Elsewhere (many rows, small
     weights, float64, whose kernels show no such gap) the plain product is as fast or faster.
     The sums may round differently (another kernel), never by more than a product's rounding."""
     n = x.shape[0]
     o, i = w.shape
-    if x.dtype == _F32 and w.dtype == _F32 and (8 <= n or (4 <= n and o >= 512)) and n <= 32 and o >= 256 \
-            and i >= 128 and type(x) is np.ndarray and type(w) is np.ndarray and w.flags.c_contiguous:
+    if x.dtype == _F32 and w.dtype == _F32 and ((8 <= n or (4 <= n and o >= 512)) and n <= 32 and o >= 256 and
+                                                i >= 128 or 32 < n <= 96 and o >= 512 and i >= 512) \
+            and type(x) is np.ndarray and type(w) is np.ndarray and w.flags.c_contiguous:
         return np.ascontiguousarray((w @ np.ascontiguousarray(x.T)).T)
     return x @ w.T
 

@@ -1,5 +1,7 @@
 """Sequence-layer kernels: graph_grads (differentiable gradients of a composite, for fused
 nodes under create_graph) and the fused LSTM/GRU cell pointwise steps."""
+import os
+
 import numpy as np
 
 from ._base import xp_for
@@ -25,6 +27,29 @@ def graph_grads(fn, inputs, grads):
     for i, r in zip(diff, got):
         res[i] = r
     return res
+
+
+# *** the compiled time loops (numba, optional; the NumPy loops stay the reference) ***
+
+_RNN_KERNELS = []
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+# the kernels run on layers of at least this many gate values (all steps): a program of
+# small layers never pays numba's import and first call (seconds, once per process)
+_MIN_ACCEL = 4096
+
+
+def rnn_kernels():
+    """The recurrent layers' kernel module (``_accel_rnn``), compiled or loaded from numba's
+    cache on first use; None without numba or with ``RETROGRAD_NO_NUMBA=1``."""
+    if not _RNN_KERNELS:
+        k = None
+        if not os.environ.get("RETROGRAD_NO_NUMBA"):
+            try:
+                from . import _accel_rnn as k
+            except ImportError:
+                k = None
+        _RNN_KERNELS.append(k)
+    return _RNN_KERNELS[0]
 
 
 # *** fused recurrent cell pointwise steps (the layers' per-step work after the GEMMs) ***
@@ -183,11 +208,25 @@ class _LstmLayerNode(_LayerNode):
         rev = self.reverse
         dt = acts.dtype
         dout = xp.ascontiguousarray(grads[0]._data.transpose(0, 2, 1), dt)
-        dh = xp.ascontiguousarray(grads[1]._data.T, dt)
-        dc = xp.ascontiguousarray(grads[2]._data.T, dt)
+        nf = self.next_functions
+        k = rnn_kernels() if msk is None and acts.size >= _MIN_ACCEL and type(acts) is np.ndarray \
+            and acts.dtype in _FLOATS else None
+        if k is not None:       # per step one compiled pass over the gates and the GEMM
+            da2 = xp.empty((L, H4, N), dt)
+            # (the kernel overwrites the states' gradients: its own copies, never the incoming ones)
+            dh = xp.array(grads[1]._data.T, dt, order="C", copy=True)
+            dc = xp.array(grads[2]._data.T, dt, order="C", copy=True)
+            wt = xp.ascontiguousarray(w[perm].T, dt)
+            one = dt.type(1)
+            for t in (range(L) if rev else range(L - 1, -1, -1)):
+                k.lstm_bptt_step(acts, gc, tcs, dout, dh, dc, da2, t, t + 1 if rev else t, one)
+                xp.matmul(wt, da2[t], out=dh)
+            return self._finish_bptt(da2, dh, dc, hprev, nf, L, N, H)
         # the factors that do not depend on the incoming gradient, for all steps at once:
         # K = d(pre-activation)/d(c') of the gates i, f, g and d(pre-activation)/d(h') of o;
         # kc = dh'/dc'
+        dh = xp.ascontiguousarray(grads[1]._data.T, dt)
+        dc = xp.ascontiguousarray(grads[2]._data.T, dt)
         a4 = acts.reshape(L, 4, H, N)
         g = gc[1:, :H] if rev else gc[:L, :H]
         cp = gc[1:, H:] if rev else gc[:L, H:]
@@ -207,7 +246,6 @@ class _LstmLayerNode(_LayerNode):
         da = xp.empty((L, 4, H, N), dt)
         da2 = da.reshape(L, H4, N)
         wt = xp.ascontiguousarray(w[perm].T, dt)        # (H, 4H)
-        nf = self.next_functions
         for t in (range(L) if rev else range(L - 1, -1, -1)):
             dh2 = dout[t] + dh
             if msk is not None:
@@ -227,6 +265,12 @@ class _LstmLayerNode(_LayerNode):
             else:
                 dh = wt @ da2[t]
                 dc = xp.multiply(dct, f[t], out=dct)
+        return self._finish_bptt(da2, dh, dc, hprev, nf, L, N, H)
+
+    @staticmethod
+    def _finish_bptt(da2, dh, dc, hprev, nf, L, N, H):
+        xp = xp_for(da2)
+        H4 = 4 * H
         # back to (L, N, 4H) in PyTorch's gate order, then the weight gradient as one GEMM
         da = da2.transpose(0, 2, 1)[..., _lstm_perm(H, inverse=True)]
         dw = db = None
@@ -278,14 +322,20 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
     dt = np.result_type(ga.dtype, h0._data.dtype, c0._data.dtype, w.dtype)
     perm = _lstm_perm(H)
     # transposed, permuted inputs with b_hh added and the sigmoid gates negated, all steps
-    # at once (block by block: a strided gather would cost more than the loop)
+    # at once (one compiled pass, or NumPy block by block: a strided gather would cost more)
     gp = xp.empty((L, 4 * H, N), dt)
-    gt = ga.transpose(0, 2, 1)
-    b = b_hh._data.astype(dt, copy=False)[:, None] if b_hh is not None else dt.type(0)
-    nb = -b
-    for src, dst in ((slice(3 * H, None), slice(0, H)), (slice(0, 2 * H), slice(H, H3))):
-        xp.subtract(nb if b_hh is None else nb[src], gt[:, src], out=gp[:, dst])
-    xp.add(gt[:, 2 * H:H3], b if b_hh is None else b[2 * H:H3], out=gp[:, H3:])
+    k = rnn_kernels() if gp.size >= _MIN_ACCEL and type(ga) is np.ndarray and ga.dtype == dt and dt in _FLOATS \
+        else None
+    if k is not None:
+        b = b_hh._data.astype(dt) if b_hh is not None else np.zeros(4 * H, dt)
+        k.lstm_inputs(ga, b, -b, gp)
+    else:
+        gt = ga.transpose(0, 2, 1)
+        b = b_hh._data.astype(dt, copy=False)[:, None] if b_hh is not None else dt.type(0)
+        nb = -b
+        for src, dst in ((slice(3 * H, None), slice(0, H)), (slice(0, 2 * H), slice(H, H3))):
+            xp.subtract(nb if b_hh is None else nb[src], gt[:, src], out=gp[:, dst])
+        xp.add(gt[:, 2 * H:H3], b if b_hh is None else b[2 * H:H3], out=gp[:, H3:])
     wp = w[perm].astype(dt)
     xp.negative(wp[:H3], out=wp[:H3])
     h = xp.ascontiguousarray(h0._data.T, dt)
@@ -299,6 +349,9 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
     if masks is not None:
         msk = [(m._data.T, nm._data.T) for m, nm in masks]
         hprev = xp.empty((L, H, N), dt)
+    if k is None and gp.size >= _MIN_ACCEL and type(gp) is np.ndarray and dt in _FLOATS:
+        k = rnn_kernels()
+    one = dt.type(1)
     with np.errstate(over="ignore"):
         for t in (range(L - 1, -1, -1) if reverse else range(L)):
             a = acts[t]
@@ -306,13 +359,17 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
             a += gp[t]
             s = a[:H3]
             xp.exp(s, out=s)
-            s += 1
-            xp.reciprocal(s, out=s)
             j, jn = (t + 1, t) if reverse else (t, t + 1)
             cur, nxt = gc[j], gc[jn]
             xp.tanh(a[H3:], out=cur[:H])
-            p = a[H:H3] * cur                           # (i g, f c)
-            c2 = xp.add(p[:H], p[H:], out=nxt[H:])
+            if k is not None:   # the sigmoids and the new cell state in one compiled pass
+                k.lstm_gates_step(acts, gc, t, j, jn, one)
+                c2 = nxt[H:]
+            else:
+                s += 1
+                xp.reciprocal(s, out=s)
+                p = a[H:H3] * cur                       # (i g, f c)
+                c2 = xp.add(p[:H], p[H:], out=nxt[H:])
             tc = xp.tanh(c2, out=tcs[t])
             if msk is not None:
                 hprev[t] = h
