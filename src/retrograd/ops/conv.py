@@ -117,11 +117,165 @@ def _im2col(x, k, out, p, shape):
     return cols
 
 
+# Host 2-D convolutions of float32/float64 run sample-blocked: a block of samples at a
+# time, its columns (B, G, Cg*KH*KW, OH*OW) sized to stay in the core's cache, are built
+# by im2col and consumed at once by one batched GEMM per direction, whose results go
+# straight into NCHW. Against whole-batch columns this saves the memory traffic of a
+# column matrix many times the cache (its writing and the GEMM's reading), and a backward
+# rebuilds a block's columns in cache rather than keeping the forward's. im2col/col2im
+# are numba kernels where numba is present (ops._accel_conv), strided NumPy copies and
+# slice-adds otherwise: the same values into the same GEMMs, so the same bits.
+
+_BLOCK_BYTES = 1 << 20
+_CONV_KERNELS = []
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _blocked(a, b):
+    return type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 4 and b.ndim == 4 \
+        and a.dtype in _FLOATS and b.dtype == a.dtype
+
+
+def _conv_kernels(*arrays):
+    """ops._accel_conv when its kernels should run on these arrays (see _accel.for_arrays;
+    numba present, RETROGRAD_NO_NUMBA unset), else None."""
+    if _accel.for_arrays(*arrays) is None:
+        return None
+    if not _CONV_KERNELS:
+        try:
+            from . import _accel_conv as k
+        except ImportError:
+            k = None
+        _CONV_KERNELS.append(k)
+    return _CONV_KERNELS[0]
+
+
+def _block(n, ckk, L, itemsize):
+    return max(1, min(n, _BLOCK_BYTES // max(1, ckk * L * itemsize)))
+
+
+def _geom2(xshape, k, p):
+    (plh, phh), (plw, phw) = p.pad
+    hp, wp = xshape[2] + plh + phh, xshape[3] + plw + phw
+    return hp, wp, _out_size((hp, wp), k, p)
+
+
+class _Cols:
+    """im2col / col2im of sample blocks of one geometry, with their work buffers."""
+
+    def __init__(self, xshape, k, p, dtype, kern):
+        self.k, self.p, self.kern = tuple(k), p, kern
+        self.hp, self.wp, self.out = _geom2(xshape, k, p)
+        self.c = xshape[1]
+        self.plane = np.zeros(self.hp * self.wp, dtype) if kern is not None else None
+
+    def im2col(self, x, cols):
+        """x (B, C, H, W) -> cols (B, G, Cg*KH*KW, OH*OW)."""
+        k, p, out = self.k, self.p, self.out
+        if self.kern is not None:
+            self.kern.im2col(x, cols.reshape((x.shape[0], self.c) + k + out), self.plane, p.stride[0], p.stride[1],
+                             p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], self.wp)
+            return
+        v = _cols(_pad_zeros(x, p.pad), k, out, p)
+        np.copyto(cols.reshape(v.shape), v)
+
+    def col2im(self, d, gx):
+        """The adjoint: columns d (B, G, Cg*KH*KW, OH*OW) summed into gx (B, C, H, W)."""
+        k, p, out = self.k, self.p, self.out
+        d = d.reshape((d.shape[0], self.c) + k + out)
+        if self.kern is not None:
+            self.kern.col2im(d, gx, self.plane, p.stride[0], p.stride[1], p.dilation[0], p.dilation[1],
+                             p.pad[0][0], p.pad[1][0], self.wp)
+            return
+        # offsets in order from a zero plane, as the kernel adds them (the same sums)
+        full = np.zeros(gx.shape[:2] + (self.hp, self.wp), d.dtype)
+        for a in range(k[0]):
+            for b in range(k[1]):
+                r0, c0 = a * p.dilation[0], b * p.dilation[1]
+                full[:, :, r0:r0 + p.stride[0] * (out[0] - 1) + 1:p.stride[0],
+                     c0:c0 + p.stride[1] * (out[1] - 1) + 1:p.stride[1]] += d[:, :, a, b]
+        (plh, _), (plw, _) = p.pad
+        gx[...] = full[:, :, plh:plh + gx.shape[2], plw:plw + gx.shape[3]]
+
+
+def _fwd_blocked(x, w, p):
+    x = np.ascontiguousarray(x)
+    n = x.shape[0]
+    o, G = w.shape[0], p.groups
+    k = w.shape[2:]
+    cc = _Cols(x.shape, k, p, x.dtype, _conv_kernels(x, w))
+    L = cc.out[0] * cc.out[1]
+    cgkk = w.shape[1] * k[0] * k[1]
+    wm = w.reshape(G, o // G, cgkk)
+    y = np.empty((n, o) + cc.out, x.dtype)
+    y4 = y.reshape(n, G, o // G, L)
+    b = _block(n, G * cgkk, L, x.itemsize)
+    cols = np.empty((b, G, cgkk, L), x.dtype)
+    for i in range(0, n, b):
+        j = min(n, i + b)
+        cb = cols[:j - i]
+        cc.im2col(x[i:j], cb)
+        np.matmul(wm, cb, out=y4[i:j])
+    return y
+
+
+def _bwd_w_blocked(x, g, wshape, p):
+    x = np.ascontiguousarray(x)
+    n = x.shape[0]
+    o, G = wshape[0], p.groups
+    k = wshape[2:]
+    cc = _Cols(x.shape, k, p, x.dtype, _conv_kernels(x, g))
+    L = cc.out[0] * cc.out[1]
+    cgkk = wshape[1] * k[0] * k[1]
+    g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
+    b = _block(n, G * cgkk, L, x.itemsize)
+    cols = np.empty((b, G, cgkk, L), x.dtype)
+    # per-sample products summed over the batch at the end, float32 with the columns on
+    # the left (see _bwd_w)
+    flip = x.dtype == np.float32
+    parts = np.empty((n, G, cgkk, o // G) if flip else (n, G, o // G, cgkk), x.dtype)
+    for i in range(0, n, b):
+        j = min(n, i + b)
+        cb = cols[:j - i]
+        cc.im2col(x[i:j], cb)
+        if flip:
+            np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
+        else:
+            np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+    gw = parts.sum(0)
+    if flip:
+        gw = gw.transpose(0, 2, 1)
+    return np.ascontiguousarray(gw).reshape(wshape)
+
+
+def _bwd_in_blocked(g, w, xshape, p):
+    n = xshape[0]
+    o, G = w.shape[0], p.groups
+    k = w.shape[2:]
+    cc = _Cols(xshape, k, p, g.dtype, _conv_kernels(g, w))
+    L = cc.out[0] * cc.out[1]
+    cgkk = w.shape[1] * k[0] * k[1]
+    g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
+    wT = w.reshape(G, o // G, cgkk).transpose(0, 2, 1)
+    b = _block(n, G * cgkk, L, g.itemsize)
+    d = np.empty((b, G, cgkk, L), g.dtype)
+    gx = np.empty(tuple(xshape), g.dtype)
+    for i in range(0, n, b):
+        j = min(n, i + b)
+        db = d[:j - i]
+        np.matmul(wT, g4[i:j], out=db)
+        cc.col2im(db, gx[i:j])
+    return gx
+
+
 def _fwd(x, w, p, want_cols=False):
     """y = conv(x, w): (N, O, *out)."""
     host = type(x) is np.ndarray     # (a device runs im2col + one batched GEMM: cuBLAS)
     if host and _depthwise(w, p):
         y = _fwd_dw(x, w, p)
+        return (y, None) if want_cols else y
+    if host and _blocked(x, w):
+        y = _fwd_blocked(x, w, p)
         return (y, None) if want_cols else y
     if host and _wide(p, w.ndim - 2):
         y, cols = _fwd_wide(x, w, p, want_cols)
@@ -157,6 +311,8 @@ def _bwd_w(x, g, wshape, p, cols=None):
     host = type(x) is np.ndarray
     if host and wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
         return _bwd_w_dw(x, g, wshape, p)
+    if host and _blocked(x, g):
+        return _bwd_w_blocked(x, g, wshape, p)
     if host and _wide(p, len(wshape) - 2):
         if _finite(x):
             return _bwd_w_wide(x, g, wshape, p, cols)
@@ -197,6 +353,8 @@ def _bwd_in(g, w, xshape, p):
     host = xp is np      # (a device: no question to the host about w's values)
     if host and _depthwise(w, p):
         return _bwd_in_dw(g, w, xshape, p)
+    if host and _blocked(g, w):
+        return _bwd_in_blocked(g, w, xshape, p)
     if host and _wide(p, w.ndim - 2) and _finite(w):
         return _bwd_in_wide(g, w, xshape, p)
     n = g.shape[0]
