@@ -2,9 +2,10 @@
 an index's backward (imported only where numba is installed; see ops._accel).
 
 im2col/col2im work one (sample, channel) plane at a time, zero-padded in a small work row
-that stays in cache; a stride-1 row is one contiguous run (a loop LLVM vectorises), any
-other stride a strided one. col2im adds the kernel offsets row by row from a zero plane,
-in the order ops.conv's NumPy path adds its slices (the same sums).
+that stays in cache and held as its stride phases (for stride s, the s x s sub-planes of
+rows and columns congruent mod s), so that every row of columns is one contiguous run, a
+loop LLVM vectorises, whatever the stride. col2im adds the kernel offsets row by row from
+a zero plane, in the order ops.conv's NumPy path adds its slices (the same sums).
 """
 import numba
 
@@ -14,73 +15,97 @@ _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False
 
 
 @_jit
-def _pad_plane(x, n, c, plane, plh, plw, wp):
-    # x[n, c] into the interior of the zero-bordered padded plane (row length wp)
+def _to_phases(x, n, c, ph, plh, plw, s0, s1, pr, pc):
+    # x[n, c] into the interior of the zero-bordered padded plane held as s0 * s1 phase
+    # planes (pr x pc each): padded (r, q) lives in phase (r % s0, q % s1) at (r // s0, q // s1)
     H, W = x.shape[2], x.shape[3]
     xc = x[n, c]
     for i in range(H):
-        s0 = (i + plh) * wp + plw
-        dst = plane[s0:s0 + W]
+        r = i + plh
+        rb = (r % s0) * s1
+        ro = (r // s0) * pc
         row = xc[i]
-        for j in range(W):
-            dst[j] = row[j]
+        for q in range(s1):
+            j0 = (q - plw) % s1          # the first column j with (j + plw) % s1 == q
+            if j0 >= W:
+                continue
+            dst = ph[(rb + q) * pr * pc + ro + (j0 + plw) // s1:]
+            if s1 == 1:
+                for j in range(W):
+                    dst[j] = row[j]
+            else:
+                cnt = (W - j0 + s1 - 1) // s1
+                for t in range(cnt):
+                    dst[t] = row[j0 + t * s1]
 
 
 @_jit
-def im2col(x, cols, plane, s0, s1, d0, d1, plh, plw, wp):
+def im2col(x, cols, ph, s0, s1, d0, d1, plh, plw, pr, pc):
     """The columns (N, C, KH, KW, OH, OW) of a 2-D convolution of ``x`` (N, C, H, W) (any
-    stride and dilation); ``plane``: a zeroed work row of padded height * ``wp`` (only its
-    interior is written, so the border stays zero across calls)."""
+    stride and dilation). The zero-padded plane is held as its s0 * s1 stride phases
+    (``ph``: a zeroed work row of s0 * s1 * pr * pc, pr x pc each; only the interior is
+    written, so the border stays zero across calls), in which every column row is one
+    contiguous run."""
     N, C, KH, KW, OH, OW = cols.shape
+    P = pr * pc
     for n in range(N):
         for c in range(C):
-            _pad_plane(x, n, c, plane, plh, plw, wp)
+            _to_phases(x, n, c, ph, plh, plw, s0, s1, pr, pc)
             for a in range(KH):
+                ra = a * d0
                 for b in range(KW):
+                    cb = b * d1
+                    src0 = ((ra % s0) * s1 + cb % s1) * P + (ra // s0) * pc + cb // s1
                     dab = cols[n, c, a, b]
                     for i in range(OH):
-                        base = (i * s0 + a * d0) * wp + b * d1
+                        src = ph[src0 + i * pc:src0 + i * pc + OW]
                         dst = dab[i]
-                        if s1 == 1:
-                            src = plane[base:base + OW]
-                            for j in range(OW):
-                                dst[j] = src[j]
-                        else:
-                            for j in range(OW):
-                                dst[j] = plane[base + j * s1]
+                        for j in range(OW):
+                            dst[j] = src[j]
 
 
 @_jit
-def col2im(d, gx, plane, s0, s1, d0, d1, plh, plw, wp):
+def col2im(d, gx, ph, s0, s1, d0, d1, plh, plw, pr, pc):
     """The adjoint of im2col: columns ``d`` (N, C, KH, KW, OH, OW) summed into their padded
-    planes (``plane``: a work row of padded height * ``wp``), cropped into ``gx`` (N, C, H, W)."""
+    plane (``ph``: a work row of its stride phases, as in im2col), offsets in order from
+    zero, then cropped into ``gx`` (N, C, H, W)."""
     N, C, KH, KW, OH, OW = d.shape
     H, W = gx.shape[2], gx.shape[3]
-    P = plane.shape[0]
+    P = pr * pc
+    T = ph.shape[0]
     for n in range(N):
         for c in range(C):
-            for j in range(P):
-                plane[j] = 0
+            for j in range(T):
+                ph[j] = 0
             for a in range(KH):
+                ra = a * d0
                 for b in range(KW):
+                    cb = b * d1
+                    dst0 = ((ra % s0) * s1 + cb % s1) * P + (ra // s0) * pc + cb // s1
                     dab = d[n, c, a, b]
                     for i in range(OH):
-                        base = (i * s0 + a * d0) * wp + b * d1
+                        dst = ph[dst0 + i * pc:dst0 + i * pc + OW]
                         src = dab[i]
-                        if s1 == 1:
-                            dst = plane[base:base + OW]
-                            for j in range(OW):
-                                dst[j] += src[j]
-                        else:
-                            for j in range(OW):
-                                plane[base + j * s1] += src[j]
+                        for j in range(OW):
+                            dst[j] += src[j]
             o = gx[n, c]
             for i in range(H):
-                s0_ = (i + plh) * wp + plw
-                t = plane[s0_:s0_ + W]
+                r = i + plh
+                rb = (r % s0) * s1
+                ro = (r // s0) * pc
                 row = o[i]
-                for j in range(W):
-                    row[j] = t[j]
+                for q in range(s1):
+                    j0 = (q - plw) % s1
+                    if j0 >= W:
+                        continue
+                    src = ph[(rb + q) * P + ro + (j0 + plw) // s1:]
+                    if s1 == 1:
+                        for j in range(W):
+                            row[j] = src[j]
+                    else:
+                        cnt = (W - j0 + s1 - 1) // s1
+                        for t in range(cnt):
+                            row[j0 + t * s1] = src[t]
 
 
 @_jit

@@ -167,14 +167,16 @@ class _Cols:
         self.k, self.p, self.kern = tuple(k), p, kern
         self.hp, self.wp, self.out = _geom2(xshape, k, p)
         self.c = xshape[1]
-        self.plane = np.zeros(self.hp * self.wp, dtype) if kern is not None else None
+        s0, s1 = p.stride
+        self.pr, self.pc = -(-self.hp // s0), -(-self.wp // s1)      # a stride phase's rows, columns
+        self.plane = np.zeros(s0 * s1 * self.pr * self.pc, dtype) if kern is not None else None
 
     def im2col(self, x, cols):
         """x (B, C, H, W) -> cols (B, G, Cg*KH*KW, OH*OW)."""
         k, p, out = self.k, self.p, self.out
         if self.kern is not None:
             self.kern.im2col(x, cols.reshape((x.shape[0], self.c) + k + out), self.plane, p.stride[0], p.stride[1],
-                             p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], self.wp)
+                             p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], self.pr, self.pc)
             return
         v = _cols(_pad_zeros(x, p.pad), k, out, p)
         np.copyto(cols.reshape(v.shape), v)
@@ -185,7 +187,7 @@ class _Cols:
         d = d.reshape((d.shape[0], self.c) + k + out)
         if self.kern is not None:
             self.kern.col2im(d, gx, self.plane, p.stride[0], p.stride[1], p.dilation[0], p.dilation[1],
-                             p.pad[0][0], p.pad[1][0], self.wp)
+                             p.pad[0][0], p.pad[1][0], self.pr, self.pc)
             return
         # offsets in order from a zero plane, as the kernel adds them (the same sums)
         full = np.zeros(gx.shape[:2] + (self.hp, self.wp), d.dtype)
