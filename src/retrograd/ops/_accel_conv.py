@@ -9,7 +9,7 @@ a zero plane, in the order ops.conv's NumPy path adds its slices (the same sums)
 """
 import numba
 
-__all__ = ["im2col", "col2im", "index_add_rows"]
+__all__ = ["im2col", "col2im", "index_add_rows", "index_add_flat"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 
@@ -117,3 +117,10 @@ def index_add_rows(out, idx, src):
         s = src[i]
         for j in range(D):
             dst[j] += s[j]
+
+
+@_jit
+def index_add_flat(out, idx, src):
+    """out[idx[i]] += src[i] for each i in order (1-D, indices in range)."""
+    for i in range(idx.shape[0]):
+        out[idx[i]] += src[i]

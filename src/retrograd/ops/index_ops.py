@@ -7,7 +7,7 @@ import numpy as np
 from ._base import check_devices
 from ._base import xp_for
 from ._base import OpNode, node_for, save, save_output, finish, arr, wrap_dim, Tensor, _dtype_name, write_out
-from .index import take_np, put_np
+from .index import take_np, put_np, add_flat
 
 __all__ = ["index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_fill", "index_copy",
            "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim", "put"]
@@ -38,6 +38,8 @@ def _accumulate_flat(n, lin, w, npdt):
     # (NumPy's add.at has a fast path for matching dtypes: faster than bincount's float64
     # sums, and it adds in the element order, as PyTorch's CPU scatter-add does)
     z = xp.zeros(n, npdt)
+    if xp is np and npdt in (np.float32, np.float64):
+        return add_flat(z, lin, w.astype(npdt, copy=False))
     xp.add.at(z, lin, w.astype(npdt, copy=False))
     return z
 
