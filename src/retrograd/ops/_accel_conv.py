@@ -9,7 +9,7 @@ a zero plane, in the order ops.conv's NumPy path adds its slices (the same sums)
 """
 import numba
 
-__all__ = ["im2col", "col2im", "index_add_rows", "index_add_flat"]
+__all__ = ["im2col", "col2im", "index_add_rows", "index_add_flat", "bn_affine", "bn_backward"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 
@@ -124,3 +124,36 @@ def index_add_flat(out, idx, src):
     """out[idx[i]] += src[i] for each i in order (1-D, indices in range)."""
     for i in range(idx.shape[0]):
         out[idx[i]] += src[i]
+
+
+# Batch norm's elementwise passes, fused (one read of each operand, one write), with the
+# NumPy path's operations in its order, each rounded as there: the same bits.
+
+@_jit
+def bn_affine(x, scale, shift, out):
+    """out[n, c, :] = x[n, c, :] * scale[c] + shift[c] over (N, C, M) arrays."""
+    N, C, M = x.shape
+    for n in range(N):
+        for c in range(C):
+            a = scale[c]
+            b = shift[c]
+            xr = x[n, c]
+            orow = out[n, c]
+            for j in range(M):
+                orow[j] = xr[j] * a + b
+
+
+@_jit
+def bn_backward(g, xc, sinv, k, scale, out):
+    """out[n, c, :] = ((g - sinv[c]) - xc * k[c]) * scale[c] over (N, C, M) arrays."""
+    N, C, M = g.shape
+    for n in range(N):
+        for c in range(C):
+            si = sinv[c]
+            kc = k[c]
+            sc = scale[c]
+            gr = g[n, c]
+            xr = xc[n, c]
+            orow = out[n, c]
+            for j in range(M):
+                orow[j] = ((gr[j] - si) - xr[j] * kc) * sc
