@@ -5,7 +5,9 @@ Forward is im2col: a strided view of the padded input holds every receptive fiel
 (``as_strided``, no copy), one reshape makes the column matrix and one batched GEMM per
 group gives the output. Backward is the same GEMM transposed for the weight, and for the
 input a GEMM followed by col2im: the columns are added back into the padded input with
-one strided slice-add per kernel offset (no loop over pixels, no ``np.add.at``).
+one strided slice-add per kernel offset (no loop over pixels, no ``np.add.at``). Host 2-D
+float32/float64 convolutions do this a cache-sized block of samples at a time (see
+_fwd_blocked); the whole-batch and "wide" paths below serve the other dtypes and devices.
 
 The three products (output, input gradient, weight gradient) are bilinear and each is
 the derivative of the others, so the backward is itself differentiable.
@@ -97,17 +99,8 @@ def _cols(xp, k, out, p):
 
 
 def _im2col(x, k, out, p, shape):
-    """The column matrix (N, G, Cg*prod(K), L) of the unpadded ``x`` in a pooled buffer: 2-D
-    with the compiled kernel, one padded plane at a time; otherwise copied from the strided
-    view of the padded input."""
-    kern = _accel.for_arrays(x) if len(k) == 2 else None
-    if kern is not None:
-        cols = _take(shape, x.dtype)
-        n, c = x.shape[:2]
-        hp, wp = (s + lo + hi for s, (lo, hi) in zip(x.shape[2:], p.pad))
-        kern.im2col(np.ascontiguousarray(x), cols.reshape((n, c) + tuple(k) + tuple(out)), np.zeros(hp * wp, x.dtype),
-                    p.stride[0], p.stride[1], p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], wp)
-        return cols
+    """The column matrix (N, G, Cg*prod(K), L) of the unpadded ``x`` in a pooled buffer, copied
+    from the strided view of the padded input (host 2-D float32/float64: _Cols, blockwise)."""
     xp = xp_for(x).ascontiguousarray(_pad_zeros(x, p.pad))
     v = _cols(xp, k, out, p)
     if type(xp) is not np.ndarray:   # a device array: the device's own copy (no host pool)
@@ -379,12 +372,6 @@ def _bwd_in(g, w, xshape, p):
     else:
         dcols = xp.matmul(wm.transpose(0, 2, 1), gm)         # (N, G, CKK, L)
     sp = tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], p.pad))
-    kern = _accel.for_arrays(dcols) if nd == 2 else None
-    if kern is not None:    # (the same sums, one plane at a time in cache, straight into NCHW)
-        gx = np.empty((n, G * cg) + tuple(xshape[2:]), dcols.dtype)
-        kern.col2im(dcols.reshape((n, G * cg) + tuple(k) + tuple(out)), gx, np.empty(sp[0] * sp[1], dcols.dtype),
-                    p.stride[0], p.stride[1], p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], sp[1])
-        return gx
     dcols = dcols.reshape((n, G, cg) + tuple(k) + tuple(out))
     gxp = xp.zeros((n, G, cg) + sp, dcols.dtype)
     for off in itertools.product(*[range(s) for s in k]):
@@ -397,7 +384,7 @@ def _bwd_in(g, w, xshape, p):
     return gxp
 
 
-# Stride-1 2-D convolutions use a "wide" layout: the padded input is flattened per
+# Stride-1 2-D convolutions of other dtypes use a "wide" layout: the padded input is flattened per
 # channel, so every kernel offset is one contiguous shift of length OH * Wp (Wp the padded
 # width). Each output row then carries Wp - OW extra columns, which are dropped (forward)
 # or are zero (backward). Copies and slice-adds run over long contiguous runs.
@@ -464,12 +451,6 @@ def _wide_cols(x, k, p):
     hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
     (plh, _), (plw, _) = p.pad
     G = p.groups
-    kern = _accel.for_arrays(x)
-    if kern is not None:     # (one padded plane at a time, in cache)
-        cols = _take((G, (c // G) * k[0] * k[1], n * oh * wp), x.dtype)
-        kern.im2col_wide(np.ascontiguousarray(x), cols, np.zeros(hp * wp + slack, x.dtype), k[0], k[1],
-                         p.dilation[0], p.dilation[1], plh, plw, wp)
-        return cols, (hp, wp, oh, ow, slack)
     flat = _take((n, c, hp * wp + slack), x.dtype)
     flat.fill(0)
     flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + w] = x
@@ -544,13 +525,6 @@ def _bwd_in_wide(g, w, xshape, p):
     dbuf = xp.matmul(wm.transpose(0, 2, 1), gwide, out=_take((G, wm.shape[2], n * L), dt))   # (G, CgKK, N*L)
     _give(gwide)
     d = dbuf.reshape(c, k[0], k[1], n, L)
-    kern = _accel.for_arrays(dbuf)
-    if kern is not None:    # (the same sums, one plane at a time in cache, straight into NCHW)
-        gx = np.empty((n, c, h, wd), dt)
-        (plh, _), (plw, _) = p.pad
-        kern.col2im_wide(d, gx, np.empty(hp * wp + slack, dt), wp, p.dilation[0], p.dilation[1], plh, plw)
-        _give(dbuf)
-        return gx
     flat = xp.zeros((c, n, hp * wp + slack), dt)
     for kh in range(k[0]):
         for kw in range(k[1]):
