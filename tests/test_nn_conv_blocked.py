@@ -268,3 +268,56 @@ def test_scatter_add_gradcheck():
     assert retrograd.autograd.gradgradcheck(lambda W: retrograd.nn.functional.embedding(idx, W) ** 2, (W,))
     gi = retrograd.tensor(rng.integers(0, 6, (12, 3)))
     assert retrograd.autograd.gradgradcheck(lambda W: W.gather(0, gi) ** 2, (W,))
+
+
+# (input shape, dim, index shape): the index of the input's extent off dim takes the
+# compiled gather; a smaller one, the flat-position path
+GATHERS = [((64, 32), 0, (64, 32)), ((64, 32), 0, (20, 32)), ((6, 7, 8), 1, (6, 20, 8)), ((6, 7, 8), 2, (6, 7, 30)),
+           ((6, 7, 8), 1, (3, 20, 8)), ((80,), 0, (200,)), ((4, 5, 6, 7), 3, (4, 5, 6, 9))]
+
+
+def _gather_run(lib, x, d, idx, g):
+    xt = lib.tensor(x, requires_grad=True)
+    y = xt.gather(d, lib.tensor(idx))
+    y.backward(lib.tensor(g))
+    return y.detach().numpy(), xt.grad.numpy()
+
+
+def _gather_arrays(xs, d, ish, dtype, seed):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(xs).astype(dtype), rng.integers(0, xs[d], ish),
+            rng.standard_normal(ish).astype(dtype))
+
+
+@numba_only
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs,d,ish", GATHERS)
+def test_gather_kernels_give_the_numpy_paths_bits(xs, d, ish, dtype, monkeypatch):
+    x, idx, g = _gather_arrays(xs, d, ish, dtype, 12)
+    fast = _gather_run(retrograd, x, d, idx, g)
+    monkeypatch.setattr(_accel, "_KERNELS", [None])
+    for a, r in zip(fast, _gather_run(retrograd, x, d, idx, g)):
+        assert a.dtype == r.dtype == dtype and a.shape == r.shape
+        np.testing.assert_array_equal(a, r)
+
+
+@needs_torch
+@pytest.mark.parametrize("xs,d,ish", GATHERS)
+def test_gather_matches_torch_bits(xs, d, ish):
+    x, idx, g = _gather_arrays(xs, d, ish, np.float32, 13)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ref = _gather_run(torch, x, d, idx, g)
+    finally:
+        torch.set_num_threads(threads)
+    for a, r in zip(_gather_run(retrograd, x, d, idx, g), ref):
+        np.testing.assert_array_equal(a, r)
+
+
+def test_gather_errors_unchanged():
+    x = retrograd.randn(8, 9)
+    with pytest.raises(RuntimeError, match="index 8 is out of bounds for dimension 0 with size 8"):
+        x.gather(0, retrograd.full((8, 9), 8, dtype=retrograd.int64))
+    with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 0 with size 8"):
+        x.gather(0, retrograd.full((8, 9), -1, dtype=retrograd.int64))

@@ -9,7 +9,7 @@ a zero plane, in the order ops.conv's NumPy path adds its slices (the same sums)
 """
 import numba
 
-__all__ = ["im2col", "col2im", "index_add_rows", "index_add_flat", "bn_affine", "bn_backward"]
+__all__ = ["im2col", "col2im", "index_add_rows", "index_add_flat", "bn_affine", "bn_backward", "gather3", "gather3_add"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 
@@ -157,3 +157,33 @@ def bn_backward(g, xc, sinv, k, scale, out):
             orow = out[n, c]
             for j in range(M):
                 orow[j] = ((gr[j] - si) - xr[j] * kc) * sc
+
+
+# gather along a dim and its adjoint, over (A, N, B) views of the input (N the gathered
+# dim) and (A, M, B) views of an index of the input's extent off that dim
+
+@_jit
+def gather3(x, idx, out):
+    """out[a, i, b] = x[a, idx[a, i, b], b] (indices in range)."""
+    A, M, B = idx.shape
+    for a in range(A):
+        xa = x[a]
+        for i in range(M):
+            ir = idx[a, i]
+            orow = out[a, i]
+            for b in range(B):
+                orow[b] = xa[ir[b], b]
+
+
+@_jit
+def gather3_add(z, idx, g):
+    """z[a, idx[a, i, b], b] += g[a, i, b], in the C order of (a, i, b) (as NumPy's add.at
+    over the flat positions adds them)."""
+    A, M, B = idx.shape
+    for a in range(A):
+        za = z[a]
+        for i in range(M):
+            ir = idx[a, i]
+            gr = g[a, i]
+            for b in range(B):
+                za[ir[b], b] += gr[b]
