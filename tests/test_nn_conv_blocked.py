@@ -96,6 +96,24 @@ def test_blocked_path_matches_the_whole_batch_columns(xs, ws, st, pad, dil, grou
         np.testing.assert_array_equal(new[0], old[0])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs,ws,st,pad,dil,groups", GEOMS)
+def test_kept_columns_give_the_rebuilt_columns_bits(xs, ws, st, pad, dil, groups, dtype, monkeypatch):
+    """The weight gradient from the forward's kept column matrix and from columns rebuilt
+    block by block in the backward."""
+    p = _p(xs, ws, st, pad, dil, groups)
+    x, w, g = _arrays(xs, ws, p, dtype, 14)
+    monkeypatch.setattr(conv, "_BLOCK_BYTES", 1)
+    res = []
+    for keep in (1 << 30, 0):
+        monkeypatch.setattr(conv, "_KEEP_BYTES", keep)
+        y, cols = conv._fwd(x, w, p, want_cols=True)
+        assert (cols is not None) == bool(keep)
+        res.append((y, conv._bwd_w(x, g, w.shape, p, cols)))
+    for a, r in zip(*res):
+        np.testing.assert_array_equal(a, r)
+
+
 @needs_torch
 @pytest.mark.parametrize("xs,ws,st,pad,dil,groups", GEOMS)
 def test_blocked_conv2d_matches_torch(xs, ws, st, pad, dil, groups, monkeypatch):

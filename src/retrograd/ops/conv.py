@@ -120,6 +120,11 @@ def _im2col(x, k, out, p, shape):
 # slice-adds otherwise: the same values into the same GEMMs, so the same bits.
 
 _BLOCK_BYTES = 1 << 20
+# The forward keeps its whole column matrix for the weight gradient up to this size:
+# measured (single thread) a reread of a few MiB beats rebuilding it (strided and
+# few-channel convolutions: 0.8-0.9x the step), a larger one, which no cache holds, loses
+# to the rebuild in cache (a stride-1 3x3 convolution's is 9x its input: 1.05-1.2x).
+_KEEP_BYTES = 6 << 20
 _CONV_KERNELS = []
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -193,7 +198,9 @@ class _Cols:
         gx[...] = full[:, :, plh:plh + gx.shape[2], plw:plw + gx.shape[3]]
 
 
-def _fwd_blocked(x, w, p):
+def _fwd_blocked(x, w, p, keep=False):
+    """y, and with ``keep`` the whole column matrix (for the weight gradient) where it is at
+    most _KEEP_BYTES, else None."""
     x = np.ascontiguousarray(x)
     n = x.shape[0]
     o, G = w.shape[0], p.groups
@@ -205,16 +212,22 @@ def _fwd_blocked(x, w, p):
     y = np.empty((n, o) + cc.out, x.dtype)
     y4 = y.reshape(n, G, o // G, L)
     b = _block(n, G * cgkk, L, x.itemsize)
-    cols = np.empty((b, G, cgkk, L), x.dtype)
+    whole = keep and n * G * cgkk * L * x.itemsize <= _KEEP_BYTES
+    cols = _take((n if whole else b, G, cgkk, L), x.dtype)
     for i in range(0, n, b):
         j = min(n, i + b)
-        cb = cols[:j - i]
+        cb = cols[i:j] if whole else cols[:j - i]
         cc.im2col(x[i:j], cb)
         np.matmul(wm, cb, out=y4[i:j])
-    return y
+    if whole:
+        return y, cols
+    _give(cols)
+    return (y, None) if keep else y
 
 
-def _bwd_w_blocked(x, g, wshape, p):
+def _bwd_w_blocked(x, g, wshape, p, cols=None):
+    """The weight gradient; ``cols``: the forward's whole column matrix, or None (rebuilt
+    block by block)."""
     x = np.ascontiguousarray(x)
     n = x.shape[0]
     o, G = wshape[0], p.groups
@@ -224,19 +237,25 @@ def _bwd_w_blocked(x, g, wshape, p):
     cgkk = wshape[1] * k[0] * k[1]
     g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
     b = _block(n, G * cgkk, L, x.itemsize)
-    cols = np.empty((b, G, cgkk, L), x.dtype)
+    own = cols is None
+    buf = _take((b, G, cgkk, L), x.dtype) if own else None
     # per-sample products summed over the batch at the end, float32 with the columns on
     # the left (see _bwd_w)
     flip = x.dtype == np.float32
     parts = np.empty((n, G, cgkk, o // G) if flip else (n, G, o // G, cgkk), x.dtype)
     for i in range(0, n, b):
         j = min(n, i + b)
-        cb = cols[:j - i]
-        cc.im2col(x[i:j], cb)
+        if own:
+            cb = buf[:j - i]
+            cc.im2col(x[i:j], cb)
+        else:
+            cb = cols[i:j]
         if flip:
             np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
         else:
             np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+    if own:
+        _give(buf)
     gw = parts.sum(0)
     if flip:
         gw = gw.transpose(0, 2, 1)
@@ -270,8 +289,7 @@ def _fwd(x, w, p, want_cols=False):
         y = _fwd_dw(x, w, p)
         return (y, None) if want_cols else y
     if host and _blocked(x, w):
-        y = _fwd_blocked(x, w, p)
-        return (y, None) if want_cols else y
+        return _fwd_blocked(x, w, p, want_cols)
     if host and _wide(p, w.ndim - 2):
         y, cols = _fwd_wide(x, w, p, want_cols)
         return (y, cols) if want_cols else y
@@ -307,7 +325,7 @@ def _bwd_w(x, g, wshape, p, cols=None):
     if host and wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
         return _bwd_w_dw(x, g, wshape, p)
     if host and _blocked(x, g):
-        return _bwd_w_blocked(x, g, wshape, p)
+        return _bwd_w_blocked(x, g, wshape, p, cols)
     if host and _wide(p, len(wshape) - 2):
         if _finite(x):
             return _bwd_w_wide(x, g, wshape, p, cols)
