@@ -114,6 +114,18 @@ def test_kept_columns_give_the_rebuilt_columns_bits(xs, ws, st, pad, dil, groups
         np.testing.assert_array_equal(a, r)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs,ws,st,pad,dil,groups", GEOMS)
+def test_shared_columns_give_the_separate_passes_bits(xs, ws, st, pad, dil, groups, dtype, monkeypatch):
+    """The transposed convolution's backward: forward and weight gradient from one im2col."""
+    p = _p(xs, ws, st, pad, dil, groups)
+    x, w, g = _arrays(xs, ws, p, dtype, 15)
+    monkeypatch.setattr(conv, "_BLOCK_BYTES", 1)
+    y, gw = conv._fwd_bwd_w_blocked(x, w, g, p)
+    np.testing.assert_array_equal(y, conv._fwd_blocked(x, w, p))
+    np.testing.assert_array_equal(gw, conv._bwd_w_blocked(x, g, w.shape, p))
+
+
 @needs_torch
 @pytest.mark.parametrize("xs,ws,st,pad,dil,groups", GEOMS)
 def test_blocked_conv2d_matches_torch(xs, ws, st, pad, dil, groups, monkeypatch):

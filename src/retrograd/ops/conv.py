@@ -198,6 +198,41 @@ class _Cols:
         gx[...] = full[:, :, plh:plh + gx.shape[2], plw:plw + gx.shape[3]]
 
 
+def _fwd_bwd_w_blocked(x, w, g, p):
+    """conv(x, w) and the weight gradient of conv(x, .) against ``g`` from one im2col of
+    each block (a transposed convolution's backward: both read the output gradient's
+    columns). The same products, so the same bits, as _fwd_blocked and _bwd_w_blocked."""
+    x = np.ascontiguousarray(x)
+    n = x.shape[0]
+    o, G = w.shape[0], p.groups
+    k = w.shape[2:]
+    cc = _Cols(x.shape, k, p, x.dtype, _conv_kernels(x, w))
+    L = cc.out[0] * cc.out[1]
+    cgkk = w.shape[1] * k[0] * k[1]
+    wm = w.reshape(G, o // G, cgkk)
+    y = np.empty((n, o) + cc.out, x.dtype)
+    y4 = y.reshape(n, G, o // G, L)
+    g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
+    b = _block(n, G * cgkk, L, x.itemsize)
+    cols = _take((b, G, cgkk, L), x.dtype)
+    flip = x.dtype == np.float32
+    parts = np.empty((n, G, cgkk, o // G) if flip else (n, G, o // G, cgkk), x.dtype)
+    for i in range(0, n, b):
+        j = min(n, i + b)
+        cb = cols[:j - i]
+        cc.im2col(x[i:j], cb)
+        np.matmul(wm, cb, out=y4[i:j])
+        if flip:
+            np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
+        else:
+            np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+    _give(cols)
+    gw = parts.sum(0)
+    if flip:
+        gw = gw.transpose(0, 2, 1)
+    return y, np.ascontiguousarray(gw).reshape(w.shape)
+
+
 def _fwd_blocked(x, w, p, keep=False):
     """y, and with ``keep`` the whole column matrix (for the weight gradient) where it is at
     most _KEEP_BYTES, else None."""

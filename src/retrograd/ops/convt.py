@@ -96,9 +96,12 @@ class ConvolutionBackward0(OpNode):
         if cp is not None and _conv._blocked(gd, wd) and xd.dtype == gd.dtype:
             # the adjoint convolution's own kernels: its forward for the input, its weight
             # gradient (with the roles of input and output gradient exchanged) for the weight
-            if nf[0][0] is not None:
+            if nf[0][0] is not None and nf[1][0] is not None:
+                gx, gw = _conv._fwd_bwd_w_blocked(gd, wd, xd, cp)
+                gx, gw = gx.reshape(x._data.shape), gw.reshape(w._data.shape)
+            elif nf[0][0] is not None:
                 gx = _conv._fwd_blocked(gd, wd, cp).reshape(x._data.shape)
-            if nf[1][0] is not None:
+            elif nf[1][0] is not None:
                 gw = _conv._bwd_w_blocked(gd, xd, wd.shape, cp).reshape(w._data.shape)
             if len(nf) > 2 and nf[2][0] is not None:
                 gb = gd.sum(axis=(0, 2, 3))
