@@ -2,7 +2,10 @@
 
 A transposed convolution is one GEMM per group (weight^T x input gives the columns)
 followed by col2im, which sums every column into the output window it came from; its
-backward runs the other way: im2col of the gradient, then a GEMM per direction.
+backward runs the other way: im2col of the gradient, then a GEMM per direction. That is
+the input gradient of the convolution with the same geometry, so host float32/float64
+ones run on ops.conv's sample-blocked kernels (its input gradient forward, its forward
+and weight gradient backward); the whole-batch columns below serve the rest.
 """
 import numpy as np
 
@@ -227,9 +230,15 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     cp = _conv._P(st, ((pad[0], pad[0]), (pad[1], pad[1])), dil, G) if op[0] < st[0] and op[1] < st[1] else None
     if cp is not None and _conv._blocked(xd, wd):
         r = _conv._bwd_in_blocked(xd, wd, (N, Cout, Ho, Wo), cp)
+        if bias is not None and bias._data.dtype == r.dtype:
+            r += bias._data.reshape(1, -1, 1, 1)        # (a fresh array: the same sum in place)
+            bias_done = True
+        else:
+            bias_done = False
     else:
         r = _transposed_cols(xd, wd, G, ks, st, pad, dil, Ho, Wo, Cout)
-    if bias is not None:
+        bias_done = False
+    if bias is not None and not bias_done:
         r = r + _f32(bias._data).reshape(1, -1, 1, 1)
     if nsp == 1:
         r = r[:, :, 0, :]
