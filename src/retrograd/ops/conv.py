@@ -5,7 +5,9 @@ Forward is im2col: a strided view of the padded input holds every receptive fiel
 (``as_strided``, no copy), one reshape makes the column matrix and one batched GEMM per
 group gives the output. Backward is the same GEMM transposed for the weight, and for the
 input a GEMM followed by col2im: the columns are added back into the padded input with
-one strided slice-add per kernel offset (no loop over pixels, no ``np.add.at``).
+one strided slice-add per kernel offset (no loop over pixels, no ``np.add.at``). Host 2-D
+float32/float64 convolutions do this a cache-sized block of samples at a time (see
+_fwd_blocked); the whole-batch and "wide" paths below serve the other dtypes and devices.
 
 The three products (output, input gradient, weight gradient) are bilinear and each is
 the derivative of the others, so the backward is itself differentiable.
@@ -97,17 +99,8 @@ def _cols(xp, k, out, p):
 
 
 def _im2col(x, k, out, p, shape):
-    """The column matrix (N, G, Cg*prod(K), L) of the unpadded ``x`` in a pooled buffer: 2-D
-    with the compiled kernel, one padded plane at a time; otherwise copied from the strided
-    view of the padded input."""
-    kern = _accel.for_arrays(x) if len(k) == 2 else None
-    if kern is not None:
-        cols = _take(shape, x.dtype)
-        n, c = x.shape[:2]
-        hp, wp = (s + lo + hi for s, (lo, hi) in zip(x.shape[2:], p.pad))
-        kern.im2col(np.ascontiguousarray(x), cols.reshape((n, c) + tuple(k) + tuple(out)), np.zeros(hp * wp, x.dtype),
-                    p.stride[0], p.stride[1], p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], wp)
-        return cols
+    """The column matrix (N, G, Cg*prod(K), L) of the unpadded ``x`` in a pooled buffer, copied
+    from the strided view of the padded input (host 2-D float32/float64: _Cols, blockwise)."""
     xp = xp_for(x).ascontiguousarray(_pad_zeros(x, p.pad))
     v = _cols(xp, k, out, p)
     if type(xp) is not np.ndarray:   # a device array: the device's own copy (no host pool)
@@ -117,12 +110,221 @@ def _im2col(x, k, out, p, shape):
     return cols
 
 
+# Host 2-D convolutions of float32/float64 run sample-blocked: a block of samples at a
+# time, its columns (B, G, Cg*KH*KW, OH*OW) sized to stay in the core's cache, are built
+# by im2col and consumed at once by one batched GEMM per direction, whose results go
+# straight into NCHW. Against whole-batch columns this saves the memory traffic of a
+# column matrix many times the cache (its writing and the GEMM's reading), and a backward
+# rebuilds a block's columns in cache rather than keeping the forward's. im2col/col2im
+# are numba kernels where numba is present (ops._accel_conv), strided NumPy copies and
+# slice-adds otherwise: the same values into the same GEMMs, so the same bits.
+
+_BLOCK_BYTES = 1 << 20
+# The forward keeps its whole column matrix for the weight gradient up to this size:
+# measured (single thread) a reread of a few MiB beats rebuilding it (strided and
+# few-channel convolutions: 0.8-0.9x the step), a larger one, which no cache holds, loses
+# to the rebuild in cache (a stride-1 3x3 convolution's is 9x its input: 1.05-1.2x).
+_KEEP_BYTES = 6 << 20
+_CONV_KERNELS = []
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _blocked(a, b):
+    return type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 4 and b.ndim == 4 \
+        and a.dtype in _FLOATS and b.dtype == a.dtype
+
+
+def _conv_kernels(*arrays):
+    """ops._accel_conv when its kernels should run on these arrays (see _accel.for_arrays;
+    numba present, RETROGRAD_NO_NUMBA unset), else None."""
+    if _accel.for_arrays(*arrays) is None:
+        return None
+    if not _CONV_KERNELS:
+        try:
+            from . import _accel_conv as k
+        except ImportError:
+            k = None
+        _CONV_KERNELS.append(k)
+    return _CONV_KERNELS[0]
+
+
+def _block(n, ckk, L, itemsize):
+    return max(1, min(n, _BLOCK_BYTES // max(1, ckk * L * itemsize)))
+
+
+def _geom2(xshape, k, p):
+    (plh, phh), (plw, phw) = p.pad
+    hp, wp = xshape[2] + plh + phh, xshape[3] + plw + phw
+    return hp, wp, _out_size((hp, wp), k, p)
+
+
+class _Cols:
+    """im2col / col2im of sample blocks of one geometry, with their work buffers."""
+
+    def __init__(self, xshape, k, p, dtype, kern):
+        self.k, self.p, self.kern = tuple(k), p, kern
+        self.hp, self.wp, self.out = _geom2(xshape, k, p)
+        self.c = xshape[1]
+        s0, s1 = p.stride
+        self.pr, self.pc = -(-self.hp // s0), -(-self.wp // s1)      # a stride phase's rows, columns
+        self.plane = np.zeros(s0 * s1 * self.pr * self.pc, dtype) if kern is not None else None
+
+    def im2col(self, x, cols):
+        """x (B, C, H, W) -> cols (B, G, Cg*KH*KW, OH*OW)."""
+        k, p, out = self.k, self.p, self.out
+        if self.kern is not None:
+            self.kern.im2col(x, cols.reshape((x.shape[0], self.c) + k + out), self.plane, p.stride[0], p.stride[1],
+                             p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], self.pr, self.pc)
+            return
+        v = _cols(_pad_zeros(x, p.pad), k, out, p)
+        np.copyto(cols.reshape(v.shape), v)
+
+    def col2im(self, d, gx):
+        """The adjoint: columns d (B, G, Cg*KH*KW, OH*OW) summed into gx (B, C, H, W)."""
+        k, p, out = self.k, self.p, self.out
+        d = d.reshape((d.shape[0], self.c) + k + out)
+        if self.kern is not None:
+            self.kern.col2im(d, gx, self.plane, p.stride[0], p.stride[1], p.dilation[0], p.dilation[1],
+                             p.pad[0][0], p.pad[1][0], self.pr, self.pc)
+            return
+        # offsets in order from a zero plane, as the kernel adds them (the same sums)
+        full = np.zeros(gx.shape[:2] + (self.hp, self.wp), d.dtype)
+        for a in range(k[0]):
+            for b in range(k[1]):
+                r0, c0 = a * p.dilation[0], b * p.dilation[1]
+                full[:, :, r0:r0 + p.stride[0] * (out[0] - 1) + 1:p.stride[0],
+                     c0:c0 + p.stride[1] * (out[1] - 1) + 1:p.stride[1]] += d[:, :, a, b]
+        (plh, _), (plw, _) = p.pad
+        gx[...] = full[:, :, plh:plh + gx.shape[2], plw:plw + gx.shape[3]]
+
+
+def _fwd_bwd_w_blocked(x, w, g, p):
+    """conv(x, w) and the weight gradient of conv(x, .) against ``g`` from one im2col of
+    each block (a transposed convolution's backward: both read the output gradient's
+    columns). The same products, so the same bits, as _fwd_blocked and _bwd_w_blocked."""
+    x = np.ascontiguousarray(x)
+    n = x.shape[0]
+    o, G = w.shape[0], p.groups
+    k = w.shape[2:]
+    cc = _Cols(x.shape, k, p, x.dtype, _conv_kernels(x, w))
+    L = cc.out[0] * cc.out[1]
+    cgkk = w.shape[1] * k[0] * k[1]
+    wm = w.reshape(G, o // G, cgkk)
+    y = np.empty((n, o) + cc.out, x.dtype)
+    y4 = y.reshape(n, G, o // G, L)
+    g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
+    b = _block(n, G * cgkk, L, x.itemsize)
+    cols = _take((b, G, cgkk, L), x.dtype)
+    flip = x.dtype == np.float32
+    parts = np.empty((n, G, cgkk, o // G) if flip else (n, G, o // G, cgkk), x.dtype)
+    for i in range(0, n, b):
+        j = min(n, i + b)
+        cb = cols[:j - i]
+        cc.im2col(x[i:j], cb)
+        np.matmul(wm, cb, out=y4[i:j])
+        if flip:
+            np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
+        else:
+            np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+    _give(cols)
+    gw = parts.sum(0)
+    if flip:
+        gw = gw.transpose(0, 2, 1)
+    return y, np.ascontiguousarray(gw).reshape(w.shape)
+
+
+def _fwd_blocked(x, w, p, keep=False):
+    """y, and with ``keep`` the whole column matrix (for the weight gradient) where it is at
+    most _KEEP_BYTES, else None."""
+    x = np.ascontiguousarray(x)
+    n = x.shape[0]
+    o, G = w.shape[0], p.groups
+    k = w.shape[2:]
+    cc = _Cols(x.shape, k, p, x.dtype, _conv_kernels(x, w))
+    L = cc.out[0] * cc.out[1]
+    cgkk = w.shape[1] * k[0] * k[1]
+    wm = w.reshape(G, o // G, cgkk)
+    y = np.empty((n, o) + cc.out, x.dtype)
+    y4 = y.reshape(n, G, o // G, L)
+    b = _block(n, G * cgkk, L, x.itemsize)
+    whole = keep and n * G * cgkk * L * x.itemsize <= _KEEP_BYTES
+    cols = _take((n if whole else b, G, cgkk, L), x.dtype)
+    for i in range(0, n, b):
+        j = min(n, i + b)
+        cb = cols[i:j] if whole else cols[:j - i]
+        cc.im2col(x[i:j], cb)
+        np.matmul(wm, cb, out=y4[i:j])
+    if whole:
+        return y, cols
+    _give(cols)
+    return (y, None) if keep else y
+
+
+def _bwd_w_blocked(x, g, wshape, p, cols=None):
+    """The weight gradient; ``cols``: the forward's whole column matrix, or None (rebuilt
+    block by block)."""
+    x = np.ascontiguousarray(x)
+    n = x.shape[0]
+    o, G = wshape[0], p.groups
+    k = wshape[2:]
+    cc = _Cols(x.shape, k, p, x.dtype, _conv_kernels(x, g))
+    L = cc.out[0] * cc.out[1]
+    cgkk = wshape[1] * k[0] * k[1]
+    g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
+    b = _block(n, G * cgkk, L, x.itemsize)
+    own = cols is None
+    buf = _take((b, G, cgkk, L), x.dtype) if own else None
+    # per-sample products summed over the batch at the end, float32 with the columns on
+    # the left (see _bwd_w)
+    flip = x.dtype == np.float32
+    parts = np.empty((n, G, cgkk, o // G) if flip else (n, G, o // G, cgkk), x.dtype)
+    for i in range(0, n, b):
+        j = min(n, i + b)
+        if own:
+            cb = buf[:j - i]
+            cc.im2col(x[i:j], cb)
+        else:
+            cb = cols[i:j]
+        if flip:
+            np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
+        else:
+            np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+    if own:
+        _give(buf)
+    gw = parts.sum(0)
+    if flip:
+        gw = gw.transpose(0, 2, 1)
+    return np.ascontiguousarray(gw).reshape(wshape)
+
+
+def _bwd_in_blocked(g, w, xshape, p):
+    n = xshape[0]
+    o, G = w.shape[0], p.groups
+    k = w.shape[2:]
+    cc = _Cols(xshape, k, p, g.dtype, _conv_kernels(g, w))
+    L = cc.out[0] * cc.out[1]
+    cgkk = w.shape[1] * k[0] * k[1]
+    g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
+    wT = w.reshape(G, o // G, cgkk).transpose(0, 2, 1)
+    b = _block(n, G * cgkk, L, g.itemsize)
+    d = np.empty((b, G, cgkk, L), g.dtype)
+    gx = np.empty(tuple(xshape), g.dtype)
+    for i in range(0, n, b):
+        j = min(n, i + b)
+        db = d[:j - i]
+        np.matmul(wT, g4[i:j], out=db)
+        cc.col2im(db, gx[i:j])
+    return gx
+
+
 def _fwd(x, w, p, want_cols=False):
     """y = conv(x, w): (N, O, *out)."""
     host = type(x) is np.ndarray     # (a device runs im2col + one batched GEMM: cuBLAS)
     if host and _depthwise(w, p):
         y = _fwd_dw(x, w, p)
         return (y, None) if want_cols else y
+    if host and _blocked(x, w):
+        return _fwd_blocked(x, w, p, want_cols)
     if host and _wide(p, w.ndim - 2):
         y, cols = _fwd_wide(x, w, p, want_cols)
         return (y, cols) if want_cols else y
@@ -157,6 +359,8 @@ def _bwd_w(x, g, wshape, p, cols=None):
     host = type(x) is np.ndarray
     if host and wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
         return _bwd_w_dw(x, g, wshape, p)
+    if host and _blocked(x, g):
+        return _bwd_w_blocked(x, g, wshape, p, cols)
     if host and _wide(p, len(wshape) - 2):
         if _finite(x):
             return _bwd_w_wide(x, g, wshape, p, cols)
@@ -197,6 +401,8 @@ def _bwd_in(g, w, xshape, p):
     host = xp is np      # (a device: no question to the host about w's values)
     if host and _depthwise(w, p):
         return _bwd_in_dw(g, w, xshape, p)
+    if host and _blocked(g, w):
+        return _bwd_in_blocked(g, w, xshape, p)
     if host and _wide(p, w.ndim - 2) and _finite(w):
         return _bwd_in_wide(g, w, xshape, p)
     n = g.shape[0]
@@ -219,12 +425,6 @@ def _bwd_in(g, w, xshape, p):
     else:
         dcols = xp.matmul(wm.transpose(0, 2, 1), gm)         # (N, G, CKK, L)
     sp = tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], p.pad))
-    kern = _accel.for_arrays(dcols) if nd == 2 else None
-    if kern is not None:    # (the same sums, one plane at a time in cache, straight into NCHW)
-        gx = np.empty((n, G * cg) + tuple(xshape[2:]), dcols.dtype)
-        kern.col2im(dcols.reshape((n, G * cg) + tuple(k) + tuple(out)), gx, np.empty(sp[0] * sp[1], dcols.dtype),
-                    p.stride[0], p.stride[1], p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], sp[1])
-        return gx
     dcols = dcols.reshape((n, G, cg) + tuple(k) + tuple(out))
     gxp = xp.zeros((n, G, cg) + sp, dcols.dtype)
     for off in itertools.product(*[range(s) for s in k]):
@@ -237,7 +437,7 @@ def _bwd_in(g, w, xshape, p):
     return gxp
 
 
-# Stride-1 2-D convolutions use a "wide" layout: the padded input is flattened per
+# Stride-1 2-D convolutions of other dtypes use a "wide" layout: the padded input is flattened per
 # channel, so every kernel offset is one contiguous shift of length OH * Wp (Wp the padded
 # width). Each output row then carries Wp - OW extra columns, which are dropped (forward)
 # or are zero (backward). Copies and slice-adds run over long contiguous runs.
@@ -304,12 +504,6 @@ def _wide_cols(x, k, p):
     hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
     (plh, _), (plw, _) = p.pad
     G = p.groups
-    kern = _accel.for_arrays(x)
-    if kern is not None:     # (one padded plane at a time, in cache)
-        cols = _take((G, (c // G) * k[0] * k[1], n * oh * wp), x.dtype)
-        kern.im2col_wide(np.ascontiguousarray(x), cols, np.zeros(hp * wp + slack, x.dtype), k[0], k[1],
-                         p.dilation[0], p.dilation[1], plh, plw, wp)
-        return cols, (hp, wp, oh, ow, slack)
     flat = _take((n, c, hp * wp + slack), x.dtype)
     flat.fill(0)
     flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, plh:plh + h, plw:plw + w] = x
@@ -384,13 +578,6 @@ def _bwd_in_wide(g, w, xshape, p):
     dbuf = xp.matmul(wm.transpose(0, 2, 1), gwide, out=_take((G, wm.shape[2], n * L), dt))   # (G, CgKK, N*L)
     _give(gwide)
     d = dbuf.reshape(c, k[0], k[1], n, L)
-    kern = _accel.for_arrays(dbuf)
-    if kern is not None:    # (the same sums, one plane at a time in cache, straight into NCHW)
-        gx = np.empty((n, c, h, wd), dt)
-        (plh, _), (plw, _) = p.pad
-        kern.col2im_wide(d, gx, np.empty(hp * wp + slack, dt), wp, p.dilation[0], p.dilation[1], plh, plw)
-        _give(dbuf)
-        return gx
     flat = xp.zeros((c, n, hp * wp + slack), dt)
     for kh in range(k[0]):
         for kw in range(k[1]):

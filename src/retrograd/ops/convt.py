@@ -2,7 +2,10 @@
 
 A transposed convolution is one GEMM per group (weight^T x input gives the columns)
 followed by col2im, which sums every column into the output window it came from; its
-backward runs the other way: im2col of the gradient, then a GEMM per direction.
+backward runs the other way: im2col of the gradient, then a GEMM per direction. That is
+the input gradient of the convolution with the same geometry, so host float32/float64
+ones run on ops.conv's sample-blocked kernels (its input gradient forward, its forward
+and weight gradient backward); the whole-batch columns below serve the rest.
 """
 import numpy as np
 
@@ -14,6 +17,7 @@ from .linalg import matmul, einsum
 from .resample import _col2im
 from . import _accel
 from .conv import check_kernel_dtype, check_weight_type, _KERNEL_TYPES
+from . import conv as _conv
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "bilinear"]
 
@@ -70,6 +74,8 @@ def _channels_first(a, G):
 
 
 class ConvolutionBackward0(OpNode):
+    conv_p = None     # the adjoint convolution's geometry, where conv's kernels serve
+
     def backward(self, g):
         xp = xp_for(g)
         if _state.grad:  # create_graph: differentiate the composite, so that double backward works
@@ -88,10 +94,27 @@ class ConvolutionBackward0(OpNode):
         N, Cin, H, W = xd.shape
         Cout = gd.shape[1]
         kk = ks[0] * ks[1]
+        gx = gw = gb = None
+        cp = self.conv_p
+        if cp is not None and _conv._blocked(gd, wd) and xd.dtype == gd.dtype:
+            # the adjoint convolution's own kernels: its forward for the input, its weight
+            # gradient (with the roles of input and output gradient exchanged) for the weight
+            if nf[0][0] is not None and nf[1][0] is not None:
+                gx, gw = _conv._fwd_bwd_w_blocked(gd, wd, xd, cp)
+                gx, gw = gx.reshape(x._data.shape), gw.reshape(w._data.shape)
+            elif nf[0][0] is not None:
+                gx = _conv._fwd_blocked(gd, wd, cp).reshape(x._data.shape)
+            elif nf[1][0] is not None:
+                gw = _conv._bwd_w_blocked(gd, xd, wd.shape, cp).reshape(w._data.shape)
+            if len(nf) > 2 and nf[2][0] is not None:
+                gb = gd.sum(axis=(0, 2, 3))
+            odt = g._data.dtype
+            out = tuple(None if a is None else finish(None, arr(a if a.dtype == odt else a.astype(odt)))
+                        for a in (gx, gw, gb))
+            return out if len(nf) > 2 else out[:2]
         gpT = xp.zeros((Cout, N, gd.shape[2] + 2 * pad[0], gd.shape[3] + 2 * pad[1]), gd.dtype)
         gpT[:, :, pad[0]:pad[0] + gd.shape[2], pad[1]:pad[1] + gd.shape[3]] = gd.transpose(1, 0, 2, 3)
         cols = _blocks(gpT, ks, dil, st, H, W).reshape(G, Cout // G * kk, N * H * W)
-        gx = gw = gb = None
         if nf[0][0] is not None:
             wg = wd.reshape(G, Cin // G, Cout // G * kk)
             gx = xp.matmul(wg, cols).reshape(Cin, N, H, W).transpose(1, 0, 2, 3)
@@ -194,13 +217,47 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         st, pad, op, dil = (1,) + st, (0,) + pad, (0,) + op, (1,) + dil
     N, Cin, H, W = xd.shape
     ks = wd.shape[2:]
-    kk = ks[0] * ks[1]
     G = groups
     Ho = (H - 1) * st[0] - 2 * pad[0] + dil[0] * (ks[0] - 1) + op[0] + 1
     Wo = (W - 1) * st[1] - 2 * pad[1] + dil[1] * (ks[1] - 1) + op[1] + 1
     if Ho <= 0 or Wo <= 0:
         raise RuntimeError(f"Given input size per channel: ({H} x {W}). Calculated output size per channel: "
                            f"({Ho} x {Wo}). Output size is too small")
+    # a transposed convolution is the input gradient of the convolution from Cout to Cin
+    # channels with the same geometry, whose input is the output here: conv's
+    # sample-blocked kernels, where that convolution's output size is H x W again (an
+    # output_padding below the stride)
+    cp = _conv._P(st, ((pad[0], pad[0]), (pad[1], pad[1])), dil, G) if op[0] < st[0] and op[1] < st[1] else None
+    if cp is not None and _conv._blocked(xd, wd):
+        r = _conv._bwd_in_blocked(xd, wd, (N, Cout, Ho, Wo), cp)
+        if bias is not None and bias._data.dtype == r.dtype:
+            r += bias._data.reshape(1, -1, 1, 1)        # (a fresh array: the same sum in place)
+            bias_done = True
+        else:
+            bias_done = False
+    else:
+        r = _transposed_cols(xd, wd, G, ks, st, pad, dil, Ho, Wo, Cout)
+        bias_done = False
+    if bias is not None and not bias_done:
+        r = r + _f32(bias._data).reshape(1, -1, 1, 1)
+    if nsp == 1:
+        r = r[:, :, 0, :]
+    r = xp.ascontiguousarray(r, dtype=input._data.dtype)
+    node = node_for(ConvolutionBackward0, (input, weight, bias) if bias is not None else (input, weight))
+    if node is not None:
+        node.args = (ks, dil, pad, st, G, nsp, unbatched)
+        node.out_hw = (Ho, Wo)
+        node.bias_t = bias
+        node.conv_p = cp
+        save(node, input, weight)
+    return finish(node, r)
+
+
+def _transposed_cols(xd, wd, G, ks, st, pad, dil, Ho, Wo, Cout):
+    """The transposed convolution as one GEMM per group over the whole batch, then col2im."""
+    xp = xp_for(xd)
+    N, Cin, H, W = xd.shape
+    kk = ks[0] * ks[1]
     # offset-major weight rows (G, kh, kw, Cout/G, Cin/G): the columns come out as
     # (kh, kw, Cout, N, H, W) blocks (for G == 1; per group otherwise)
     wT = wd.reshape(G, Cin // G, Cout // G, ks[0], ks[1]).transpose(0, 3, 4, 2, 1)
@@ -219,18 +276,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     else:
         full = _unblocks(cols, (max(Hp, need_h), max(Wp, need_w)), dil, st)
         r = full[:, :, pad[0]:pad[0] + Ho, pad[1]:pad[1] + Wo].transpose(1, 0, 2, 3)
-    if bias is not None:
-        r = r + _f32(bias._data).reshape(1, -1, 1, 1)
-    if nsp == 1:
-        r = r[:, :, 0, :]
-    r = xp.ascontiguousarray(r, dtype=input._data.dtype)
-    node = node_for(ConvolutionBackward0, (input, weight, bias) if bias is not None else (input, weight))
-    if node is not None:
-        node.args = (ks, dil, pad, st, G, nsp, unbatched)
-        node.out_hw = (Ho, Wo)
-        node.bias_t = bias
-        save(node, input, weight)
-    return finish(node, r)
+    return r
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):

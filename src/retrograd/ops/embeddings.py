@@ -1,8 +1,8 @@
 """Embeddings: row lookup (embedding), its renormalisation (embedding_renorm_) and bags of
 rows reduced by sum, mean or max (embedding_bag).
 
-The lookup's gradient is a segment sum of the upstream rows into the weight's rows
-(sorted segment sums, no ``np.add.at``); that sum's own gradient is the lookup again.
+The lookup's gradient is a sum of the upstream rows into the weight's rows (in lookup
+order, as PyTorch's kernel adds them); that sum's own gradient is the lookup again.
 """
 import numpy as np
 
@@ -12,6 +12,7 @@ from ._base import OpNode, node_for, save, finish, arr, Tensor, _state
 from ._seqkit import graph_grads
 from .linalg import matmul
 from .resample import _scatter_axis
+from .index import add_rows
 
 __all__ = ["embedding_renorm_"]  # torch.embedding/embedding_bag take (weight, indices): F has the user forms
 
@@ -83,7 +84,11 @@ def _dense_backward(g, idx, num, padding_idx, freq):
     s = _lookup_scale(idx, num, padding_idx, freq, d.dtype)
     if s is not None:   # as PyTorch's kernel, padding lookups are skipped: inf/nan there never arrive
         rows = xp.where(s[:, None] != 0, rows * s[:, None], 0).astype(rows.dtype, copy=False)
-    r = _scatter_axis(rows, idx, num, 0)
+    if type(rows) is np.ndarray and rows.dtype in (np.float32, np.float64):
+        # summed in lookup order, as PyTorch's kernel: its bits
+        r = add_rows(np.zeros((num, rows.shape[1]), rows.dtype), idx, rows)
+    else:
+        r = _scatter_axis(rows, idx, num, 0)
     node = node_for(EmbeddingDenseBackward0, (g,))
     if node is not None:
         node.idx, node.shape, node.padding_idx, node.freq = idx, d.shape[:-1], padding_idx, freq

@@ -26,6 +26,38 @@ _INT_TYPES = (int, np.integer)
 
 # --- the differentiable scatter/gather pair behind every index backward -----------------
 
+_ADD_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def add_rows(out, idx, rows):
+    """``out[idx[i]] += rows[i]`` for each i in order, in place: a float32/float64 host
+    (M, D) ``out``, int64 ``idx`` in range, ``rows`` (len(idx), D) of ``out``'s dtype.
+    Repeated rows are summed in the order they come, as PyTorch's CPU kernels add them
+    (index_put with accumulate, embedding's backward, scatter_add): its single-thread
+    bits. A numba kernel where present, else NumPy's add.at over flat positions."""
+    from .conv import _conv_kernels
+    rows = np.ascontiguousarray(rows)
+    k = _conv_kernels(rows)
+    if k is not None:
+        k.index_add_rows(out, np.ascontiguousarray(idx, dtype=np.int64), rows)
+        return out
+    d = out.shape[1]
+    np.add.at(out.reshape(-1), (idx[:, None] * d + np.arange(d)).ravel(), rows.reshape(-1))
+    return out
+
+
+def add_flat(out, lin, w):
+    """``out[lin[i]] += w[i]`` in order, in place (1-D; see add_rows)."""
+    from .conv import _conv_kernels
+    w = np.ascontiguousarray(w)
+    k = _conv_kernels(w)
+    if k is not None:
+        k.index_add_flat(out, np.ascontiguousarray(lin, dtype=np.int64), w)
+        return out
+    np.add.at(out, lin, w)
+    return out
+
+
 def _acc_into(shape, npdt, np_index, g, xp=np):
     """zeros(shape) with ``g`` added at ``np_index`` (repeats accumulate), vectorized.
 
@@ -79,15 +111,17 @@ def _acc_into(shape, npdt, np_index, g, xp=np):
         z = xp.zeros((m, r), npdt)
         xp.add.at(z, flat, g2.astype(npdt, copy=False))
         return xp.moveaxis(z.reshape(idims + rest), tuple(range(len(pos))), pos)
-    order = xp.argsort(flat, kind="stable")
-    sf = flat[order]
-    starts = xp.flatnonzero(xp.concatenate((xp.ones(1, bool), sf[1:] != sf[:-1])))
-    sums = xp.add.reduceat(g2[order], starts, axis=0)
     m = 1
     for d in idims:
         m *= d
     z = xp.zeros((m, r), npdt)
-    z[sf[starts]] = sums
+    if npdt in _ADD_FLOATS:
+        add_rows(z, flat, g2.astype(npdt, copy=False))
+    else:
+        order = xp.argsort(flat, kind="stable")
+        sf = flat[order]
+        starts = xp.flatnonzero(xp.concatenate((xp.ones(1, bool), sf[1:] != sf[:-1])))
+        z[sf[starts]] = xp.add.reduceat(g2[order], starts, axis=0)
     z = z.reshape(idims + rest)
     return xp.moveaxis(z, tuple(range(len(pos))), pos)
 

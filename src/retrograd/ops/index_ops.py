@@ -7,7 +7,7 @@ import numpy as np
 from ._base import check_devices
 from ._base import xp_for
 from ._base import OpNode, node_for, save, save_output, finish, arr, wrap_dim, Tensor, _dtype_name, write_out
-from .index import take_np, put_np
+from .index import take_np, put_np, add_flat
 
 __all__ = ["index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_fill", "index_copy",
            "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim", "put"]
@@ -38,6 +38,8 @@ def _accumulate_flat(n, lin, w, npdt):
     # (NumPy's add.at has a fast path for matching dtypes: faster than bincount's float64
     # sums, and it adds in the element order, as PyTorch's CPU scatter-add does)
     z = xp.zeros(n, npdt)
+    if xp is np and npdt in (np.float32, np.float64):
+        return add_flat(z, lin, w.astype(npdt, copy=False))
     xp.add.at(z, lin, w.astype(npdt, copy=False))
     return z
 
@@ -334,6 +336,27 @@ def _gather_checks(x, d, a, op, src=None):
             raise RuntimeError(f"index {hi if hi >= n else lo} is out of bounds for dimension {d} with size {n}")
 
 
+def _gather3(x_shape, d, a):
+    """(A, N, B) and (A, M, B) shapes for a compiled gather along ``d`` of a C-contiguous
+    input by the C-contiguous int64 index ``a`` with the input's extent off ``d``, or None."""
+    if len(x_shape) == 0 or a.ndim != len(x_shape) or not a.flags.c_contiguous \
+            or any(a.shape[k] != x_shape[k] for k in range(len(x_shape)) if k != d):
+        return None
+    A = _size(x_shape[:d])
+    B = _size(x_shape[d + 1:])
+    return (A, x_shape[d], B), (A, a.shape[d], B)
+
+
+def _gather_kernels(x, a):
+    """The compiled kernels for a float32/float64 host ``x`` and an index ``a`` of at least
+    _accel.MIN_SIZE elements, else None."""
+    from .conv import _conv_kernels
+    from . import _accel
+    if a.size < _accel.MIN_SIZE or type(a) is not np.ndarray:
+        return None
+    return _conv_kernels(x)
+
+
 class GatherBackward0(OpNode):
     def backward(self, g):
         _, index = self.saved_tensors  # the input is saved as PyTorch saves it: in-place changes are caught
@@ -356,8 +379,14 @@ def _gather_grad(g, index, shape, d, lin=None):
     elif a.size == 0:
         r = xp.zeros(shape, gd.dtype)
     else:
-        lin = _flat_positions(shape, _coords(d, a), a.shape) if lin is None else lin
-        r = _accumulate_flat(_size(shape), lin, gd, gd.dtype).reshape(shape)
+        s3 = _gather3(shape, d, a) if type(gd) is np.ndarray and gd.dtype in (np.float32, np.float64) else None
+        kern = _gather_kernels(gd, a) if s3 is not None else None
+        if kern is not None:     # (the order of _accumulate_flat's add.at: the same bits)
+            r = np.zeros(shape, gd.dtype)
+            kern.gather3_add(r.reshape(s3[0]), a.reshape(s3[1]), np.ascontiguousarray(gd).reshape(s3[1]))
+        else:
+            lin = _flat_positions(shape, _coords(d, a), a.shape) if lin is None else lin
+            r = _accumulate_flat(_size(shape), lin, gd, gd.dtype).reshape(shape)
     node = node_for(_GatherGradBackward, (g,))
     if node is not None:
         node.dim = d
@@ -374,7 +403,12 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     a = _index_arg(index, "gather")
     _gather_checks(x, d, a, "gather")
     lin = None
-    if x.ndim == 0:
+    s3 = _gather3(x.shape, d, a) if x.flags.c_contiguous and type(x) is np.ndarray else None
+    kern = _gather_kernels(x, a) if s3 is not None else None
+    if kern is not None:     # one pass, no flat positions (the backward has its own kernel)
+        r = np.empty(a.shape, x.dtype)
+        kern.gather3(x.reshape(s3[0]), a.reshape(s3[1]), r.reshape(s3[1]))
+    elif x.ndim == 0:
         r = xp.broadcast_to(x, a.shape).copy()
     elif x.flags.c_contiguous and a.size:
         # one flat take (the flat positions also serve the backward's scatter)

@@ -116,6 +116,15 @@ def _chan_dot(a, b):
     return np.matmul(a[:, :, None, :], b[:, :, :, None]).reshape(a.shape[:2]).sum(0)
 
 
+def _bn_kernels(a, *rest):
+    """The compiled kernels for batch norm's fused elementwise passes over the contiguous
+    (N, C, M) ``a`` and per-channel or same-shape ``rest`` (one dtype), or None."""
+    from .conv import _conv_kernels
+    if not a.flags.c_contiguous or any(r.dtype != a.dtype or not r.flags.c_contiguous for r in rest):
+        return None
+    return _conv_kernels(a)
+
+
 class NativeBatchNormBackward0(OpNode):
     mean = invstd = None      # the forward's batch statistics (c,), kept in training mode
 
@@ -175,10 +184,16 @@ class NativeBatchNormBackward0(OpNode):
                     m = x3.shape[0] * x3.shape[2]
                     inv_n = dt.type(1.0 / m if m else float("nan"))
                     k = dotp * invstd * invstd * inv_n
-                    gx = np.subtract(g3, (s * inv_n).reshape(1, c, 1))
-                    np.multiply(xc, k.reshape(1, c, 1), out=xc)
-                    gx -= xc
-                    gx *= scale.reshape(1, c, 1)
+                    sinv = s * inv_n
+                    kern = _bn_kernels(g3, xc, sinv, k, scale)
+                    if kern is not None:     # the four passes below in one
+                        gx = np.empty(g3.shape, dt)
+                        kern.bn_backward(g3, xc, sinv, k, scale, gx)
+                    else:
+                        gx = np.subtract(g3, sinv.reshape(1, c, 1))
+                        np.multiply(xc, k.reshape(1, c, 1), out=xc)
+                        gx -= xc
+                        gx *= scale.reshape(1, c, 1)
                 else:
                     gx = g3 * scale.reshape(1, c, 1)
                 gx = finish(None, gx.reshape(x.shape))
@@ -281,8 +296,14 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
             shift = -mean * scale
             if bias is not None:
                 shift = shift + bias._data
-            y = x * scale.reshape(bshape)
-            y += shift.reshape(bshape)
+            x3 = x.reshape(x.shape[0], c, -1)
+            kern = _bn_kernels(x3, scale, shift)
+            if kern is not None:     # the two passes below in one
+                y = np.empty(x.shape, x.dtype)
+                kern.bn_affine(x3, scale, shift, y.reshape(x3.shape))
+            else:
+                y = x * scale.reshape(bshape)
+                y += shift.reshape(bshape)
     elif x.flags.c_contiguous:
         y = _scale_shift(x, mean, invstd, weight, bias, bshape)
     else:   # PyTorch's kernel for strided input: ((x - mean) * invstd) * weight + bias
