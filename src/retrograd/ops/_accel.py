@@ -13,9 +13,10 @@ around them. These kernels do each in one pass:
   rounded once, as SciPy does (the same bits).
 - GELU forward and backward associated as the NumPy path is (float32: the same bits).
 
-The convolution kernels (stride-1 depthwise correlation and weight gradient; col2im of the
-wide-layout input gradient) work one (sample, channel) plane at a time in cache where the
-NumPy path makes several passes over whole arrays (see ops.conv).
+The convolution kernels (stride-1 depthwise correlation and weight gradient; the col2im of
+transposed convolution's column path) work one (sample, channel) plane at a time in cache
+where the NumPy path makes several passes over whole arrays (see ops.conv; ordinary 2-D
+convolutions use ops._accel_conv's sample-blocked kernels).
 
 They are used only when numba is installed (``pip install retrograd[accel]``) and the array
 has at least :data:`MIN_SIZE` elements; the NumPy path stays the reference:

@@ -15,7 +15,7 @@ from numba.extending import overload
 
 from .unary import _ERF_P, _ERF_Q
 
-__all__ = ["erf", "erfc", "gelu", "gelu_backward", "dw_corr", "dw_weight_grad", "col2im_wide", "col2im", "im2col", "im2col_wide"]
+__all__ = ["erf", "erfc", "gelu", "gelu_backward", "dw_corr", "dw_weight_grad", "col2im"]
 
 
 P0, P1, P2, P3, P4, P5, P6 = _ERF_P
@@ -186,35 +186,6 @@ def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1):
 
 
 @_jit
-def col2im_wide(d, gx, plane, wp, d0, d1, plh, plw):
-    """The input gradient of a stride-1 2-D convolution from its wide columns ``d`` (C, KH,
-    KW, N, OH * wp): each (channel, sample) plane summed in cache from its kernel offsets'
-    shifted runs, in ops.conv's order (offsets row by row from a zero plane: the same sums),
-    then cropped into ``gx`` (N, C, H, W). ``plane``: a work row of padded height * wp + slack."""
-    C, KH, KW, N, L = d.shape
-    H, W = gx.shape[2], gx.shape[3]
-    P = plane.shape[0]
-    for c in range(C):
-        for n in range(N):
-            for j in range(P):
-                plane[j] = 0
-            for a in range(KH):
-                for b in range(KW):
-                    s0 = a * d0 * wp + b * d1
-                    seg = plane[s0:s0 + L]
-                    src = d[c, a, b, n]
-                    for j in range(L):
-                        seg[j] += src[j]
-            o = gx[n, c]
-            for i in range(H):
-                s0 = (i + plh) * wp + plw
-                t = plane[s0:s0 + W]
-                row = o[i]
-                for j in range(W):
-                    row[j] = t[j]
-
-
-@_jit
 def col2im(d, gx, plane, s0, s1, d0, d1, plh, plw, wp):
     """The input gradient of a 2-D convolution (any stride and dilation) from its columns
     ``d`` (N, C, KH, KW, OH, OW): each (sample, channel) padded plane (``plane``, a work row
@@ -241,58 +212,3 @@ def col2im(d, gx, plane, s0, s1, d0, d1, plh, plw, wp):
                 row = o[i]
                 for j in range(W):
                     row[j] = t[j]
-
-
-@_jit
-def _pad_plane(x, n, c, plane, plh, plw, wp):
-    # x[n, c] into the interior of the zero-bordered padded plane (row length wp)
-    H, W = x.shape[2], x.shape[3]
-    xc = x[n, c]
-    for i in range(H):
-        s0 = (i + plh) * wp + plw
-        dst = plane[s0:s0 + W]
-        row = xc[i]
-        for j in range(W):
-            dst[j] = row[j]
-
-
-@_jit
-def im2col(x, cols, plane, s0, s1, d0, d1, plh, plw, wp):
-    """The columns (N, C, KH, KW, OH, OW) of a 2-D convolution (any stride and dilation) of
-    ``x`` (N, C, H, W), each (sample, channel) plane zero-padded in cache (``plane``: a
-    zeroed work row of padded height * ``wp``; its border stays zero)."""
-    N, C, KH, KW, OH, OW = cols.shape
-    for n in range(N):
-        for c in range(C):
-            _pad_plane(x, n, c, plane, plh, plw, wp)
-            for a in range(KH):
-                for b in range(KW):
-                    dab = cols[n, c, a, b]
-                    for i in range(OH):
-                        base = (i * s0 + a * d0) * wp + b * d1
-                        dst = dab[i]
-                        for j in range(OW):
-                            dst[j] = plane[base + j * s1]
-
-
-@_jit
-def im2col_wide(x, cols, plane, kh, kw, d0, d1, plh, plw, wp):
-    """The wide-layout columns (G, Cg*KH*KW, N*L) (L = OH * wp) of a stride-1 2-D convolution
-    of ``x`` (N, C, H, W): each kernel offset's shifted run of the zero-padded plane, copied
-    from cache (``plane``: a zeroed work row of padded height * wp + slack)."""
-    N, C = x.shape[0], x.shape[1]
-    G = cols.shape[0]
-    L = cols.shape[2] // N
-    Cg = C // G
-    for c in range(C):
-        g = c // Cg
-        r0 = (c - g * Cg) * kh * kw
-        for n in range(N):
-            _pad_plane(x, n, c, plane, plh, plw, wp)
-            for a in range(kh):
-                for b in range(kw):
-                    s0 = a * d0 * wp + b * d1
-                    src = plane[s0:s0 + L]
-                    dst = cols[g, r0 + a * kw + b, n * L:(n + 1) * L]
-                    for j in range(L):
-                        dst[j] = src[j]
