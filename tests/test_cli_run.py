@@ -118,3 +118,28 @@ def test_seed_training_loop_on_mnist():
     r = run("seed_mnist_cnn.py", "1280", "300")
     assert r.returncode == 0, r.stderr
     assert re.search(r"epoch 0: train accuracy [\d.]+%, test accuracy [\d.]+%", r.stdout), r.stdout
+
+
+def test_script_saves_are_pytorch_files_whatever_the_name(tmp_path):
+    # a PyTorch script's torch.save must give files PyTorch (and the script) can load: a state_dict
+    # in "epoch_1.model" and a whole module in a BytesIO are written in PyTorch's zip format
+    import io
+    import zipfile
+    from helpers import torch as real_torch
+    path = str(tmp_path / "epoch_1.model")
+    buf = io.BytesIO()
+    with torch_aliases():
+        import torch
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU())
+        torch.save(net.state_dict(), path)
+        torch.save(net, buf)
+        want = net[0].weight.detach().numpy().copy()
+        assert torch.load(path)["0.weight"].numpy().tolist() == want.tolist()
+    assert zipfile.is_zipfile(path) and zipfile.is_zipfile(io.BytesIO(buf.getvalue()))
+    # outside a PyTorch script retrograd's own format is the default again
+    retrograd.save({"w": retrograd.ones(1)}, str(tmp_path / "own.ckpt"))
+    assert not zipfile.is_zipfile(str(tmp_path / "own.ckpt"))
+    if real_torch is not None:
+        sd = real_torch.load(path)
+        assert sd["0.weight"].numpy().tolist() == want.tolist()

@@ -378,6 +378,9 @@ def _write_atomic(path, data):
 
 
 _TORCH_SUFFIXES = (".pt", ".pth")
+# What save() writes when neither ``format`` nor a .pt/.pth name decides: "torch" while
+# ``retrograd run`` (or ``torch_aliases()``) runs a PyTorch script, whose files are PyTorch's.
+_default_format = "retrograd"
 
 
 def _save_format(f, format):
@@ -390,7 +393,7 @@ def _save_format(f, format):
         name = os.fsdecode(name)
         if name.lower().endswith(_TORCH_SUFFIXES):
             return "torch"
-    return "retrograd"
+    return _default_format
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
@@ -402,7 +405,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     ``format="torch"``: PyTorch's zip format (``torch.load`` reads it; state_dicts load with its
     default ``weights_only=True``); any picklable object, e.g. a whole module. A path or file
     named ``*.pt``/``*.pth`` gets PyTorch's format unless ``format`` says otherwise, since that
-    is what users (and PyTorch) expect to find there.
+    is what users (and PyTorch) expect to find there; so does every file a PyTorch script writes
+    under ``retrograd run`` (whatever its name, as torch.load must read it).
 
     ``f`` is a path (written atomically: temporary file in the same folder, fsync, rename;
     symlinks are written through and an existing file keeps its mode) or a writable binary

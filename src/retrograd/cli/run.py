@@ -274,7 +274,20 @@ def _activate():
                         else "torch" + name[len("retrograd"):])
     retrograd.__version__ = retrograd.version.api
     state[3].append(_patch_multiprocessing())
+    state[3].append(_save_torch_format())
     return state
+
+
+def _save_torch_format():
+    """A PyTorch script's ``torch.save`` writes PyTorch's format whatever the file is called
+    (``model.ckpt``, a BytesIO): PyTorch and the script's own ``torch.load`` read it back."""
+    from .. import serialization
+    before = serialization._default_format
+    serialization._default_format = "torch"
+
+    def undo():
+        serialization._default_format = before
+    return undo
 
 
 def _deactivate(state):

@@ -39,3 +39,33 @@ from .lazy import (LazyModuleMixin, LazyLinear, LazyConv1d, LazyConv2d, LazyConv
                    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d,
                    LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
 from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
+
+# PyTorch's file layout: scripts (and pickled whole models) name layers by the torch.nn.modules
+# submodule they live in there (torch.nn.modules.conv.ConvTranspose2d); where retrograd defines
+# them in another file, that submodule answers to the name too. Modules that retrograd has no file
+# for (pixelshuffle, distance, instancenorm, channelshuffle) are re-export files of their own.
+_TORCH_LAYOUT = {
+    "activation": ("Softmax2d",),
+    "batchnorm": ("LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "SyncBatchNorm"),
+    "container": ("Container",),
+    "conv": ("ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+             "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"),
+    "dropout": ("AlphaDropout", "FeatureAlphaDropout"),
+    "linear": ("Bilinear", "LazyLinear"),
+    "normalization": ("LocalResponseNorm", "CrossMapLRN2d", "RMSNorm"),
+    "pooling": ("AdaptiveMaxPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d", "LPPool1d", "LPPool2d",
+                "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"),
+}
+
+
+def _torch_layout():
+    import sys
+    here = sys.modules[__name__]
+    for sub, names in _TORCH_LAYOUT.items():
+        mod = sys.modules[f"{__name__}.{sub}"]
+        for n in names:
+            mod.__dict__.setdefault(n, getattr(here, n))
+
+
+_torch_layout()
+from . import pixelshuffle, distance, instancenorm, channelshuffle  # noqa: E402,F401
