@@ -273,10 +273,11 @@ def input_kinds(targs, rargs, sample):
     for i in range(len(floats)):
         for j in range(i + 1, len(floats)):
             try:
-                if np.any(floats[i] == floats[j]):
-                    kinds.add("ties")
-            except ValueError:
-                pass
+                tied = np.any(floats[i] == floats[j])
+            except ValueError:   # shapes that do not broadcast (index_reduce's self and source, say):
+                tied = np.isin(floats[i], floats[j]).any()   # any shared value may meet in one output
+            if tied:
+                kinds.add("ties")
     return kinds
 
 
