@@ -118,6 +118,15 @@ _known("F.conv_tbc", "grad gradgrad", "infgrad", "with +-inf and nan in the upst
        "(ops/nn_extra.py) sums an inf and a -inf into nan (not yet traced); values and finite gradients agree")
 _known("F.conv_tbc", "gradgrad", "nonfinite", "second derivative w.r.t. the upstream gradient with nan/inf operands: "
        "+-inf in torch where retrograd's composite gives nan (as F.conv_tbc infgrad)")
+_known("unique", "fuzz:values", "nonfinite",
+       "torch 2.13 undefined: unique(dim=...) sorts the slices with a lexicographic comparator under which NaN "
+       "ties with everything (not a strict weak order), so std::sort leaves an order that depends on the input's "
+       "arrangement (unique(tensor([nan, 1, nan, -inf, .5]), dim=0) comes back unsorted); retrograd sorts NaN last "
+       "as the flattened unique does (counts and inverse agree with its own order)")
+_known("cholesky_inverse", "fuzz:errors", "degenerate",
+       "a factor with an exact zero on its diagonal: torch raises _LinAlgError 'cholesky_inverse: The diagonal "
+       "element k is zero, the inversion could not be completed because the input matrix is singular.' "
+       "(with '(Batch element i): ' for batches); retrograd returns nan (ops/_decomp.py)")
 _known("view_written_in_place", "fuzz:grad", "*",
        "a view whose base history changed in place replays its own view op (ViewBackward0, SelectBackward0...); "
        "torch regenerates AsStridedBackward0 (_tensor.py _refresh_view); the fuzzer skips only this name comparison")
