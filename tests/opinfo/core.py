@@ -109,6 +109,10 @@ _known("sgn", "fuzz:grad fuzz:gradgrad", "nonfinite infgrad",
        "below it short-circuit (0 * nan stays 0) while matrix kernels such as mv materialize it (0 * nan = nan); "
        "retrograd's gradient is a plain zero tensor, so nan/inf saved below sgn give nan as IEEE arithmetic does "
        "(tests/test_edges_elementwise.py)")
+_known("abs absolute __abs__", "fuzz:gradgrad", "nonfinite infgrad",
+       "as sgn: torch's abs backward is grad * self.sgn(), whose derivative w.r.t. self is sgn's efficient "
+       "ZeroTensor; an elementwise double backward below it (polygamma(2, -inf): 0 * polygamma(3, -inf)) keeps it 0 "
+       "where retrograd's plain zeros give 0 * inf = nan")
 _known("F.conv_transpose3d", "gradgrad", "nonfinite",
        "second derivative w.r.t. the upstream gradient with nan/inf planted in input, weight and bias: one element "
        "where torch's double-backward convolution gives -inf, retrograd's slice-add composite (ops/nn_extra.py) "
