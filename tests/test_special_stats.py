@@ -128,6 +128,32 @@ def test_refused_derivatives_without_torch():
         retrograd.histogram(_r([1.0, 2.0]), 2).hist.sum().backward()
 
 
+@needs_torch
+def test_histogram_edges_graph_and_identity_match_torch():
+    # edges computed from the data hang on a node without a derivative when the input or the weight
+    # requires grad; histogramdd hands given edge tensors back as themselves, histogram as a copy
+    def run(L):
+        x = L.tensor([[0.5, 1.0], [2.0, -1.0], [1.5, 0.0]], dtype=L.float64)
+        w = L.tensor([1.0, 2.0, 0.5], dtype=L.float64, requires_grad=True)
+        b = L.tensor([-1.0, 0.0, 3.0], dtype=L.float64, requires_grad=True)
+        res = []
+        for xx, kw in ((x.requires_grad_(False), {"weight": w}), (x.detach().requires_grad_(), {})):
+            h, e = L.histogramdd(xx, [2, 3], **kw)
+            res.append((h.requires_grad, [t.requires_grad for t in e], e[0].tolist()))
+            h2, e2 = L.histogramdd(xx, [b.detach(), b], **kw)
+            res.append((h2.requires_grad, e2[1] is b, e2[0].requires_grad, h2.tolist()))
+            try:
+                L.autograd.grad(e[0].sum(), xx if not kw else w)
+            except RuntimeError as err:
+                res.append(str(err))
+            r = L.histogram(xx[:, 0], 2, **kw)
+            res.append((r.hist.requires_grad, r.bin_edges.requires_grad))
+            r = L.histogram(xx[:, 0], b, **kw)
+            res.append((r.bin_edges is b, r.bin_edges.requires_grad, r.bin_edges.tolist()))
+        return res
+    assert run(retrograd) == run(torch)
+
+
 # --- error wording ---------------------------------------------------------------------------
 
 _ERRORS = {
@@ -159,6 +185,11 @@ _ERRORS = {
     "histc int": lambda L: L.histc(L.tensor([1, 2]), bins=2),
     "histogram range": lambda L: L.histogram(L.tensor([1.0]), 3, range=(2.0, 1.0)),
     "histogram nan": lambda L: L.histogram(L.tensor([1.0, float("nan")]), 3),
+    "histogram bins dtype": lambda L: L.histogram(L.tensor([1.0], dtype=L.float64), L.tensor([0.0, 2.0])),
+    "histogram bins 2-d": lambda L: L.histogram(L.tensor([1.0]), L.tensor([[0.0, 2.0]])),
+    "histogramdd bins dtype": lambda L: L.histogramdd(L.ones(2, 2), [L.tensor([0.0, 2.0]),
+                                                                     L.tensor([0, 2])]),
+    "histogramdd bins 2-d": lambda L: L.histogramdd(L.ones(2, 2), [L.tensor([0.0, 2.0]), L.tensor([[0.0, 2.0]])]),
     "bincount negative": lambda L: L.bincount(L.tensor([0, -1])),
     "bincount minlength": lambda L: L.bincount(L.tensor([0]), minlength=-1),
     "bincount weights": lambda L: L.bincount(L.tensor([0, 1]), L.tensor([1.0])),
