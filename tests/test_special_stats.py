@@ -129,6 +129,23 @@ def test_refused_derivatives_without_torch():
 
 
 @needs_torch
+def test_polygamma_inplace_node_matches_torch():
+    def run(L):
+        x = L.tensor([1.5, 2.5, -0.5], dtype=L.float64, requires_grad=True)
+        y = (x * 1).polygamma_(2)
+        return type(y.grad_fn).__name__, L.autograd.grad(y.sum(), x)[0].tolist()
+    (rn, rg), (tn, tg) = run(retrograd), run(torch)
+    assert rn == tn == "PolygammaBackward1"
+    np.testing.assert_allclose(rg, tg, rtol=1e-13)
+
+
+def test_polygamma_inplace_gradients():
+    x = retrograd.tensor([1.5, 2.5, 0.7], dtype=retrograd.float64, requires_grad=True)
+    assert gradcheck(lambda a: (a * 1).polygamma_(1), (x,))
+    assert gradgradcheck(lambda a: (a * 1).polygamma_(1), (x,))
+
+
+@needs_torch
 def test_histogram_edges_graph_and_identity_match_torch():
     # edges computed from the data hang on a node without a derivative when the input or the weight
     # requires grad; histogramdd hands given edge tensors back as themselves, histogram as a copy

@@ -193,8 +193,16 @@ class PolygammaBackward0(OpNode):
         return g * polygamma(self.n + 1, x)
 
 
+class PolygammaBackward1(PolygammaBackward0):
+    """``polygamma_``'s node (PyTorch names the in-place form's node apart)."""
+
+
 def polygamma(n, input, *, out=None):
     """``polygamma(n, x)``: the n-th derivative of digamma (differentiable in ``x`` only)."""
+    return _polygamma(n, input, out, PolygammaBackward0)
+
+
+def _polygamma(n, input, out, node_cls):
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
     _need_tensor("polygamma", input, 2)
@@ -202,7 +210,7 @@ def polygamma(n, input, *, out=None):
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     x, dt = _float_input(input._data, "polygamma")
     r = arr(_arr(quiet(lambda a: _polygamma_np(int(n), a), x)).astype(dt, copy=False))
-    node = node_for1(PolygammaBackward0, input)
+    node = node_for1(node_cls, input)
     res = finish(node, r)
     if node is not None:
         node.n = int(n)
@@ -216,7 +224,14 @@ def _polygamma_method(self, n):
 
 _register("polygamma", polygamma, top=True)
 TENSOR_METHODS["polygamma"] = _polygamma_method
-INPLACE["polygamma_"] = _polygamma_method
+
+
+def _polygamma_inplace(self, n):
+    """``self.polygamma_(n)``."""
+    return _polygamma(n, self, None, PolygammaBackward1)
+
+
+INPLACE["polygamma_"] = _polygamma_inplace
 
 
 class MvlgammaBackward0(OpNode):
