@@ -232,6 +232,15 @@ def _integral(a):
     return f.size and bool(np.any(f * 2 == np.round(f * 2)))
 
 
+def _repeated_singular_values(a):
+    """Do the matrices of ``a`` (..., m, n) have two (nearly) equal singular values? (the spectral
+    ties under which decompositions' vectors are not unique)"""
+    if a.ndim < 2 or min(a.shape[-2:]) < 2 or a.size > 4096 or not np.all(np.isfinite(a)):
+        return False
+    sv = np.linalg.svd(a, compute_uv=False)   # descending
+    return bool(np.any(sv[..., :-1] - sv[..., 1:] <= 1e-6 * sv[..., :1]))
+
+
 def input_kinds(targs, rargs, sample):
     """The sample kinds the actual inputs of a step belong to (for KNOWN_MISMATCHES)."""
     kinds = {sample.kind}
@@ -267,6 +276,8 @@ def input_kinds(targs, rargs, sample):
             if _integral(a):
                 kinds.add("degenerate")
             if a.size > 1 and np.unique(a).size < a.size:
+                kinds.add("ties")
+            elif _repeated_singular_values(a):   # e.g. an orthogonal factor of an earlier step
                 kinds.add("ties")
     if len({a.shape for a in floats}) > 1:
         kinds.add("broadcast")
@@ -511,7 +522,14 @@ class Fuzzer:
                 return
         if "negstride" in kinds:   # torch's copy of the input is contiguous: views differ by design
             self.layout_differs = True   # (and so do the nodes of everything computed from it)
+        elif any(is_tensor(t) and is_tensor(r) and t.is_contiguous() != r.is_contiguous()
+                 for t, r in zip(targs, rargs)):
+            # an earlier step's result has another layout (torch's LAPACK-backed decompositions return
+            # column-major factors, retrograd's are row-major; values are compared, strides are not)
+            self.layout_differs = True
         self.steps.append(step)
+        # an in-place step overwrites its input: isolate it on the values it is about to read
+        solo = isolate(step, tmp_t) if step.inplace else None
         tout, targs, terr = run_guarded(self.t, step)
         rout, rargs, rerr = run_guarded(self.r, step)
         if self.layout_differs and ((terr is None) != (rerr is None) or type(terr) is not type(rerr)):
@@ -542,7 +560,7 @@ class Fuzzer:
         self.classify_grad(step, kinds, step.differentiable)
         msg, cls = self.compare_step(step, tout, rout, targs, rargs)
         if msg:
-            if cls is ValuesFinding and self.isolated_ok(step):
+            if cls is ValuesFinding and self.isolated_ok(step, solo):
                 self.diverged = True   # accumulated rounding, not this op: stop comparing
                 return
             self.fail(cls, f"step {step.name} ({step.label}) kinds {sorted(kinds)}: {msg}", [name],
@@ -619,10 +637,10 @@ class Fuzzer:
                 return f"{w} grad_fn: retrograd {grad_fn_name(a)}, torch {grad_fn_name(b)}", GradFinding
         return None, None
 
-    def isolated_ok(self, step):
+    def isolated_ok(self, step, solo=None):
         """Does the step alone, on torch's input values, agree? (then the difference came from
         rounding earlier in the program, amplified)."""
-        solo = isolate(step, self.t)
+        solo = solo or isolate(step, self.t)
         if solo is None:
             return False
         t, r = Runner(torch), Runner(retrograd)
@@ -791,7 +809,9 @@ def isolate(step, truntime):
         n[0] += 1
         lf_ = [lf for lf in step.leaves if lf.name == spec[1]]
         layout = lf_[0].layout if lf_ else "contig"
-        leaves.append(Leaf(name, to_numpy(t).copy(), layout, t.requires_grad or (t.grad_fn is not None)))
+        # (an in-place step cannot write into a leaf that requires grad; only values are compared)
+        leaves.append(Leaf(name, to_numpy(t).copy(), layout,
+                           not step.inplace and (t.requires_grad or t.grad_fn is not None)))
         return ("leaf", name)
     try:
         specs = [conv(a) for a in step.args]

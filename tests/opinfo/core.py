@@ -89,6 +89,10 @@ _known("kron", "fuzz:errors", "noncontig",
        "strided one) torch's kron raises 'view size is not compatible with input tensor's size and stride'; "
        "retrograd returns the product of the values (tests/test_edges_linalg.py compares with torch's kron of the "
        "contiguous copies)")
+_known("inner", "fuzz:errors", "noncontig",
+       "torch 2.13 depends on the layout: inner of two 1-d bool tensors raises '\"dot\" not implemented for "
+       "'Bool'' when both are contiguous and returns a bool (a strided path) when one is not; retrograd raises "
+       "for every layout, as dot does")
 _known("take_along_dim", "fuzz:errors", "noncontig",
        "torch 2.13 bug, retrograd is right: without dim, torch's take_along_dim flattens a non-contiguous input "
        "with view(-1) and raises 'view size is not compatible'; retrograd gathers from the flattened values "
@@ -100,6 +104,9 @@ _known("F.nll_loss", "fuzz:grad fuzz:gradgrad", "noncontig",
 _known("F.group_norm", "fuzz:gradgrad", "nonfinite",
        "inf/nan weights: torch's double backward (a composite of the group statistics) places nan where "
        "differentiating its first-derivative kernel formula gives +-inf; first derivatives agree")
+_known("F.instance_norm", "fuzz:gradgrad", "nonfinite",
+       "+-inf weights: the second derivative w.r.t. the input of such a channel is +-inf in torch (its batch-norm "
+       "double-backward composite) and nan in retrograd (ops/normalization.py, not yet traced); first derivatives agree")
 _known("F.layer_norm", "fuzz:grad fuzz:gradgrad", "infgrad",
        "inf upstream gradient at a constant (zero-variance) row: torch's kernel normalizes as fma(rstd, x, "
        "-rstd*mean), whose rounding residual (e.g. -4.4e-16 for a row of 1.5) makes the weight gradient +-inf; "
