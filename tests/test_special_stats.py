@@ -129,6 +129,29 @@ def test_refused_derivatives_without_torch():
 
 
 @needs_torch
+def test_zeta_edge_points_match_torch():
+    # the pole x = 1 answers inf whatever q is (q = +inf included, otherwise nan there)
+    inf, nan = float("inf"), float("nan")
+    x = [1., 1., 1., 2., 2., 2., inf, inf, -inf, nan, 0.5, 1., 2., -1.]
+    q = [inf, -inf, nan, inf, -inf, 0., 1., inf, 1., 1., 1., 0., -1., 1.]
+    for dt in ("float64", "float32"):
+        r = retrograd.special.zeta(retrograd.tensor(x, dtype=getattr(retrograd, dt)),
+                                   retrograd.tensor(q, dtype=getattr(retrograd, dt)))
+        t = torch.special.zeta(torch.tensor(x, dtype=getattr(torch, dt)), torch.tensor(q, dtype=getattr(torch, dt)))
+        np.testing.assert_array_equal(r.numpy(), t.numpy())
+
+
+@needs_torch
+def test_bitwise_not_of_bfloat16_raises_torch_error():
+    msgs = []
+    for lib in (retrograd, torch):
+        with pytest.raises(NotImplementedError) as e:
+            lib.ones(2, dtype=lib.bfloat16).bitwise_not()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+@needs_torch
 def test_polygamma_inplace_node_matches_torch():
     def run(L):
         x = L.tensor([1.5, 2.5, -0.5], dtype=L.float64, requires_grad=True)

@@ -163,9 +163,10 @@ def _trigamma_np(x):
 
 
 def _zeta_np(x, q):
-    """Hurwitz zeta; NaN at q = +inf as in PyTorch (SciPy gives 0)."""
+    """Hurwitz zeta; NaN at q = +inf as in PyTorch (SciPy gives 0), except at the pole x = 1,
+    which PyTorch's kernel answers with inf before it looks at q."""
     r = _sp(x, q).zeta(x, q)
-    return xp_for(x, q).where(q == np.inf, np.nan, r)
+    return xp_for(x, q).where((q == np.inf) & (x != 1), np.nan, r)
 
 
 def _polygamma_np(n, x):
