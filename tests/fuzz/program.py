@@ -189,7 +189,7 @@ class Runner:
         kind = spec[0]
         if kind == "ref":
             v = self.env[spec[1]]
-            return v if spec[2] is None else v[spec[2]]
+            return v if spec[2] is None else flat(v)[spec[2]]   # (positions count nested results, histogramdd's edges)
         if kind == "leaf":
             return self.env[spec[1]]
         if kind == "idx":
