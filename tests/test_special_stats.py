@@ -152,6 +152,35 @@ def test_bitwise_not_of_bfloat16_raises_torch_error():
 
 
 @needs_torch
+def test_ldexp_saves_other_and_result_as_torch():
+    def run(L):
+        x = L.tensor([0.5, 1.5, 0.0], dtype=L.float64, requires_grad=True)
+        e = L.tensor([1.0, 2.0, -1.0], dtype=L.float64, requires_grad=True)
+        out = []
+        for write in ("self", "other", "result", None):
+            a, b = x * 1, e * 1
+            y = a.ldexp(b)
+            if write:
+                {"self": a, "other": b, "result": y}[write].exp_()
+            try:
+                out.append([g.tolist() for g in L.autograd.grad(y.sum(), (x, e))])
+            except RuntimeError as err:
+                out.append(type(err).__name__)
+        z = (x * 1).ldexp_(e)
+        out.append([g.tolist() for g in L.autograd.grad(z.sum(), (x, e))])
+        return out
+    assert run(retrograd) == run(torch)
+
+
+def test_ldexp_gradients():
+    x = retrograd.tensor([0.5, -1.5, 0.3], dtype=retrograd.float64, requires_grad=True)
+    e = retrograd.tensor([1.0, 2.0, -0.5], dtype=retrograd.float64, requires_grad=True)
+    assert gradcheck(retrograd.ldexp, (x, e))
+    assert gradgradcheck(retrograd.ldexp, (x, e))
+    assert gradgradcheck(lambda a, b: (a * 1).ldexp_(b), (x, e))
+
+
+@needs_torch
 def test_polygamma_inplace_node_matches_torch():
     def run(L):
         x = L.tensor([1.5, 2.5, -0.5], dtype=L.float64, requires_grad=True)
