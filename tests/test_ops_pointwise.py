@@ -156,6 +156,26 @@ def test_edge_values(fn):
 
 @needs_torch
 @pytest.mark.parametrize("fn", [
+    lambda lib, x, y: lib.maximum(x, y), lambda lib, x, y: lib.minimum(x, y), lambda lib, x, y: lib.fmax(x, y),
+    lambda lib, x, y: lib.fmin(x, y), lambda lib, x, y: x.clamp(min=y), lambda lib, x, y: x.clamp(max=y),
+    lambda lib, x, y: x.clamp(y, y + 1), lambda lib, x, y: x.clamp(y - 1, y), lambda lib, x, y: lib.maximum(y, x),
+])
+def test_mixed_dtype_ties_are_compared_in_the_result_dtype(fn):
+    # a 0-d float64 operand does not promote a float32 tensor: the float32 result's backward masks
+    # compare in float32, where v rounded equals v (a tie), as the forward's selection did
+    v = -1.9890459993194076
+    grads = []
+    for lib in (retrograd, torch):
+        x = lib.tensor([v, 0.5, -3.0], dtype=lib.float32, requires_grad=True)
+        y = lib.tensor(v, dtype=lib.float64, requires_grad=True)
+        out = fn(lib, x, y)
+        gx, gy = lib.autograd.grad(out, (x, y), lib.tensor([1.0, 2.0, 4.0], dtype=out.dtype))
+        grads.append((str(out.dtype), out.tolist(), gx.tolist(), gy.item(), str(gy.dtype)))
+    assert grads[0] == grads[1]
+
+
+@needs_torch
+@pytest.mark.parametrize("fn", [
     lambda lib, x: x.clamp(0), lambda lib, x: x.long().clamp(2, 5), lambda lib, x: x.long().clamp(2.5),
     lambda lib, x: x.int().clamp(lib.tensor(1.5)), lambda lib, x: lib.maximum(x, x.long()),
     lambda lib, x: lib.maximum(x.int(), lib.tensor(2)), lambda lib, x: lib.addcmul(x.long(), x.long(), x.long(), value=2),

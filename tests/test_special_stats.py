@@ -128,6 +128,101 @@ def test_refused_derivatives_without_torch():
         retrograd.histogram(_r([1.0, 2.0]), 2).hist.sum().backward()
 
 
+@needs_torch
+def test_zeta_edge_points_match_torch():
+    # the pole x = 1 answers inf whatever q is (q = +inf included, otherwise nan there)
+    inf, nan = float("inf"), float("nan")
+    x = [1., 1., 1., 2., 2., 2., inf, inf, -inf, nan, 0.5, 1., 2., -1.]
+    q = [inf, -inf, nan, inf, -inf, 0., 1., inf, 1., 1., 1., 0., -1., 1.]
+    for dt in ("float64", "float32"):
+        r = retrograd.special.zeta(retrograd.tensor(x, dtype=getattr(retrograd, dt)),
+                                   retrograd.tensor(q, dtype=getattr(retrograd, dt)))
+        t = torch.special.zeta(torch.tensor(x, dtype=getattr(torch, dt)), torch.tensor(q, dtype=getattr(torch, dt)))
+        np.testing.assert_array_equal(r.numpy(), t.numpy())
+
+
+@needs_torch
+def test_bitwise_not_of_bfloat16_raises_torch_error():
+    msgs = []
+    for lib in (retrograd, torch):
+        with pytest.raises(NotImplementedError) as e:
+            lib.ones(2, dtype=lib.bfloat16).bitwise_not()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+@needs_torch
+def test_ldexp_saves_other_and_result_as_torch():
+    def run(L):
+        x = L.tensor([0.5, 1.5, 0.0], dtype=L.float64, requires_grad=True)
+        e = L.tensor([1.0, 2.0, -1.0], dtype=L.float64, requires_grad=True)
+        out = []
+        for write in ("self", "other", "result", None):
+            a, b = x * 1, e * 1
+            y = a.ldexp(b)
+            if write:
+                {"self": a, "other": b, "result": y}[write].exp_()
+            try:
+                out.append([g.tolist() for g in L.autograd.grad(y.sum(), (x, e))])
+            except RuntimeError as err:
+                out.append(type(err).__name__)
+        z = (x * 1).ldexp_(e)
+        out.append([g.tolist() for g in L.autograd.grad(z.sum(), (x, e))])
+        return out
+    assert run(retrograd) == run(torch)
+
+
+def test_ldexp_gradients():
+    x = retrograd.tensor([0.5, -1.5, 0.3], dtype=retrograd.float64, requires_grad=True)
+    e = retrograd.tensor([1.0, 2.0, -0.5], dtype=retrograd.float64, requires_grad=True)
+    assert gradcheck(retrograd.ldexp, (x, e))
+    assert gradgradcheck(retrograd.ldexp, (x, e))
+    assert gradgradcheck(lambda a, b: (a * 1).ldexp_(b), (x, e))
+
+
+@needs_torch
+def test_polygamma_inplace_node_matches_torch():
+    def run(L):
+        x = L.tensor([1.5, 2.5, -0.5], dtype=L.float64, requires_grad=True)
+        y = (x * 1).polygamma_(2)
+        return type(y.grad_fn).__name__, L.autograd.grad(y.sum(), x)[0].tolist()
+    (rn, rg), (tn, tg) = run(retrograd), run(torch)
+    assert rn == tn == "PolygammaBackward1"
+    np.testing.assert_allclose(rg, tg, rtol=1e-13)
+
+
+def test_polygamma_inplace_gradients():
+    x = retrograd.tensor([1.5, 2.5, 0.7], dtype=retrograd.float64, requires_grad=True)
+    assert gradcheck(lambda a: (a * 1).polygamma_(1), (x,))
+    assert gradgradcheck(lambda a: (a * 1).polygamma_(1), (x,))
+
+
+@needs_torch
+def test_histogram_edges_graph_and_identity_match_torch():
+    # edges computed from the data hang on a node without a derivative when the input or the weight
+    # requires grad; histogramdd hands given edge tensors back as themselves, histogram as a copy
+    def run(L):
+        x = L.tensor([[0.5, 1.0], [2.0, -1.0], [1.5, 0.0]], dtype=L.float64)
+        w = L.tensor([1.0, 2.0, 0.5], dtype=L.float64, requires_grad=True)
+        b = L.tensor([-1.0, 0.0, 3.0], dtype=L.float64, requires_grad=True)
+        res = []
+        for xx, kw in ((x.requires_grad_(False), {"weight": w}), (x.detach().requires_grad_(), {})):
+            h, e = L.histogramdd(xx, [2, 3], **kw)
+            res.append((h.requires_grad, [t.requires_grad for t in e], e[0].tolist()))
+            h2, e2 = L.histogramdd(xx, [b.detach(), b], **kw)
+            res.append((h2.requires_grad, e2[1] is b, e2[0].requires_grad, h2.tolist()))
+            try:
+                L.autograd.grad(e[0].sum(), xx if not kw else w)
+            except RuntimeError as err:
+                res.append(str(err))
+            r = L.histogram(xx[:, 0], 2, **kw)
+            res.append((r.hist.requires_grad, r.bin_edges.requires_grad))
+            r = L.histogram(xx[:, 0], b, **kw)
+            res.append((r.bin_edges is b, r.bin_edges.requires_grad, r.bin_edges.tolist()))
+        return res
+    assert run(retrograd) == run(torch)
+
+
 # --- error wording ---------------------------------------------------------------------------
 
 _ERRORS = {
@@ -159,6 +254,11 @@ _ERRORS = {
     "histc int": lambda L: L.histc(L.tensor([1, 2]), bins=2),
     "histogram range": lambda L: L.histogram(L.tensor([1.0]), 3, range=(2.0, 1.0)),
     "histogram nan": lambda L: L.histogram(L.tensor([1.0, float("nan")]), 3),
+    "histogram bins dtype": lambda L: L.histogram(L.tensor([1.0], dtype=L.float64), L.tensor([0.0, 2.0])),
+    "histogram bins 2-d": lambda L: L.histogram(L.tensor([1.0]), L.tensor([[0.0, 2.0]])),
+    "histogramdd bins dtype": lambda L: L.histogramdd(L.ones(2, 2), [L.tensor([0.0, 2.0]),
+                                                                     L.tensor([0, 2])]),
+    "histogramdd bins 2-d": lambda L: L.histogramdd(L.ones(2, 2), [L.tensor([0.0, 2.0]), L.tensor([[0.0, 2.0]])]),
     "bincount negative": lambda L: L.bincount(L.tensor([0, -1])),
     "bincount minlength": lambda L: L.bincount(L.tensor([0]), minlength=-1),
     "bincount weights": lambda L: L.bincount(L.tensor([0, 1]), L.tensor([1.0])),

@@ -75,6 +75,10 @@ _known("F.elu F.elu_ F.elu(inplace) F.celu F.celu_ F.celu(inplace) F.selu F.selu
        "torch 2.13's backward at a NaN input depends on SIMD lanes: the vectorized body gives nan (elu family, "
        "hardswish) or 0 (hardtanh, relu6, hard/softshrink), the scalar tail passes the upstream gradient "
        "(elu of 24 NaNs: 16 nan, 8 ones); retrograd follows the scalar rule everywhere")
+_known("F.scaled_dot_product_attention", "fuzz:values fuzz:grad fuzz:gradgrad", "nonfinite",
+       "is_causal=True with NaN in a key that the causal mask hides from earlier queries: torch 2.13's CPU kernel "
+       "still gives those rows NaN (the masked score takes part in its arithmetic), retrograd leaves masked keys out "
+       "(ops/attention.py, not yet decided)")
 _known("F.batch_norm", "fuzz:values", "nonfinite",
        "NaN/inf batch statistics: torch's kernel gives inf for some elements of a channel whose mean is NaN; "
        "retrograd gives NaN throughout, as the formula does")
@@ -89,6 +93,10 @@ _known("kron", "fuzz:errors", "noncontig",
        "strided one) torch's kron raises 'view size is not compatible with input tensor's size and stride'; "
        "retrograd returns the product of the values (tests/test_edges_linalg.py compares with torch's kron of the "
        "contiguous copies)")
+_known("inner", "fuzz:errors", "noncontig",
+       "torch 2.13 depends on the layout: inner of two 1-d bool tensors raises '\"dot\" not implemented for "
+       "'Bool'' when both are contiguous and returns a bool (a strided path) when one is not; retrograd raises "
+       "for every layout, as dot does")
 _known("take_along_dim", "fuzz:errors", "noncontig",
        "torch 2.13 bug, retrograd is right: without dim, torch's take_along_dim flattens a non-contiguous input "
        "with view(-1) and raises 'view size is not compatible'; retrograd gathers from the flattened values "
@@ -100,6 +108,9 @@ _known("F.nll_loss", "fuzz:grad fuzz:gradgrad", "noncontig",
 _known("F.group_norm", "fuzz:gradgrad", "nonfinite",
        "inf/nan weights: torch's double backward (a composite of the group statistics) places nan where "
        "differentiating its first-derivative kernel formula gives +-inf; first derivatives agree")
+_known("F.instance_norm", "fuzz:gradgrad", "nonfinite",
+       "+-inf weights: the second derivative w.r.t. the input of such a channel is +-inf in torch (its batch-norm "
+       "double-backward composite) and nan in retrograd (ops/normalization.py, not yet traced); first derivatives agree")
 _known("F.layer_norm", "fuzz:grad fuzz:gradgrad", "infgrad",
        "inf upstream gradient at a constant (zero-variance) row: torch's kernel normalizes as fma(rstd, x, "
        "-rstd*mean), whose rounding residual (e.g. -4.4e-16 for a row of 1.5) makes the weight gradient +-inf; "
@@ -109,6 +120,10 @@ _known("sgn", "fuzz:grad fuzz:gradgrad", "nonfinite infgrad",
        "below it short-circuit (0 * nan stays 0) while matrix kernels such as mv materialize it (0 * nan = nan); "
        "retrograd's gradient is a plain zero tensor, so nan/inf saved below sgn give nan as IEEE arithmetic does "
        "(tests/test_edges_elementwise.py)")
+_known("abs absolute __abs__", "fuzz:gradgrad", "nonfinite infgrad",
+       "as sgn: torch's abs backward is grad * self.sgn(), whose derivative w.r.t. self is sgn's efficient "
+       "ZeroTensor; an elementwise double backward below it (polygamma(2, -inf): 0 * polygamma(3, -inf)) keeps it 0 "
+       "where retrograd's plain zeros give 0 * inf = nan")
 _known("F.conv_transpose3d", "gradgrad", "nonfinite",
        "second derivative w.r.t. the upstream gradient with nan/inf planted in input, weight and bias: one element "
        "where torch's double-backward convolution gives -inf, retrograd's slice-add composite (ops/nn_extra.py) "
@@ -118,6 +133,19 @@ _known("F.conv_tbc", "grad gradgrad", "infgrad", "with +-inf and nan in the upst
        "(ops/nn_extra.py) sums an inf and a -inf into nan (not yet traced); values and finite gradients agree")
 _known("F.conv_tbc", "gradgrad", "nonfinite", "second derivative w.r.t. the upstream gradient with nan/inf operands: "
        "+-inf in torch where retrograd's composite gives nan (as F.conv_tbc infgrad)")
+_known("unique", "fuzz:values", "nonfinite",
+       "torch 2.13 undefined: unique(dim=...) sorts the slices with a lexicographic comparator under which NaN "
+       "ties with everything (not a strict weak order), so std::sort leaves an order that depends on the input's "
+       "arrangement (unique(tensor([nan, 1, nan, -inf, .5]), dim=0) comes back unsorted); retrograd sorts NaN last "
+       "as the flattened unique does (counts and inverse agree with its own order)")
+_known("cholesky_inverse", "fuzz:errors", "degenerate",
+       "a factor with an exact zero on its diagonal: torch raises _LinAlgError 'cholesky_inverse: The diagonal "
+       "element k is zero, the inversion could not be completed because the input matrix is singular.' "
+       "(with '(Batch element i): ' for batches); retrograd returns nan (ops/_decomp.py)")
+_known("linalg.cholesky(raw) cholesky(raw)", "values", "nonsym",
+       "upper=True factors the lower triangle (its transpose); PyTorch reads the upper triangle, as LAPACK's "
+       "potrf('U') does, so a matrix whose triangles differ gets another factor (ops/_decomp.py: factor A.mH's "
+       "lower triangle and return the conjugate transpose)")
 _known("view_written_in_place", "fuzz:grad", "*",
        "a view whose base history changed in place replays its own view op (ViewBackward0, SelectBackward0...); "
        "torch regenerates AsStridedBackward0 (_tensor.py _refresh_view); the fuzzer skips only this name comparison")

@@ -91,9 +91,18 @@ _add("cholesky", _hermitian(method("cholesky")),
                  Sample(-np.eye(2), kind="error"), Sample(mk.rand(3), kind="error")],
      skip=dict(_SYM_SKIP), gradcheck_kinds=("basic",), covers=("torch.cholesky",), int_dtypes=False)
 # the raw ops (one triangle read): values and error parity, integer inputs included
-_add("linalg.cholesky(raw)", _linalg("cholesky"), lambda mk: [Sample(_spd(mk, 3)), Sample(_spd(mk, 3), upper=True)],
+def _nonsym(mk, n):
+    """SPD plus a small strictly upper part: the upper and lower triangles hold different matrices."""
+    return _spd(mk, n) + 0.3 * np.triu(mk.rand(n, n), 1)
+
+
+_add("linalg.cholesky(raw)", _linalg("cholesky"),
+     lambda mk: [Sample(_spd(mk, 3)), Sample(_spd(mk, 3), upper=True), Sample(_nonsym(mk, 3), upper=True, kind="nonsym"),
+                 Sample(_nonsym(mk, 3), kind="nonsym_lower")],
      grad=False, skip=dict(_SYM_SKIP))
-_add("cholesky(raw)", method("cholesky"), lambda mk: [Sample(_spd(mk, 3)), Sample(_spd(mk, 3), True)],
+_add("cholesky(raw)", method("cholesky"),
+     lambda mk: [Sample(_spd(mk, 3)), Sample(_spd(mk, 3), True), Sample(_nonsym(mk, 3), True, kind="nonsym"),
+                 Sample(_nonsym(mk, 3), kind="nonsym_lower")],
      grad=False, skip=dict(_SYM_SKIP))
 
 

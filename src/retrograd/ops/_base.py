@@ -877,7 +877,8 @@ def _dtype_name(npdt):
     n = _FROM_NP[npdt].name
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
             "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-            "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[n]
+            "complex64": "ComplexFloat", "complex128": "ComplexDouble", "bfloat16": "BFloat16", "uint16": "UInt16",
+            "uint32": "UInt32", "uint64": "UInt64"}[n]
 
 
 def apply_inplace(self, fn, *args, **kwargs):

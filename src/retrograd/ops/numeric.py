@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._base import (OpNode, node_for, node_for1, save, finish, arr, write_out, Tensor, binary_operands,
+from ._base import (OpNode, node_for, node_for1, save, save_output, finish, arr, write_out, Tensor, binary_operands,
                     masked_grad, zeros_grad, apply_inplace, xp_for)
 from .. import _dtype as D
 
@@ -122,11 +122,12 @@ def frexp(input, *, out=None):
 
 class LdexpBackward0(OpNode):
     def backward(self, g):
-        x, e = self.saved_tensors
+        # other and the result are saved (as PyTorch: writing either in place afterwards is an error)
+        e, result = self.saved_tensors
         nf = self.next_functions
         from .unary import exp2
         return (g * exp2(e) if nf[0][0] is not None else None,
-                g * x * exp2(e) * math.log(2.0) if nf[1][0] is not None else None)
+                g * result * math.log(2.0) if nf[1][0] is not None else None)
 
 
 def ldexp(input, other, *, out=None):
@@ -142,9 +143,10 @@ def ldexp(input, other, *, out=None):
     with np.errstate(all="ignore"):
         r = (xp.asarray(x, dt) * xp.exp2(xp.asarray(y, dt))).astype(dt, copy=False)
     node = node_for(LdexpBackward0, (a, b))
-    if node is not None:
-        save(node, a, b)
     res = finish(node, arr(r))
+    if node is not None:
+        save(node, b)
+        save_output(node, res)
     return res if out is None else write_out(out, res, "ldexp")
 
 

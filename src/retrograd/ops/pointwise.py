@@ -74,6 +74,12 @@ def _out(node, r, dt, out, name):
 
 # *** clamp ***
 
+def _in_dtype(dt, *ts):
+    """The saved operands' arrays in the forward's promoted dtype: the backward's masks compare
+    what the forward compared (a float64 bound equal to a float32 input after rounding is a tie)."""
+    return tuple(None if t is None else t._data.astype(dt, copy=False) for t in ts)
+
+
 class ClampBackward1(OpNode):
     """Scalar bounds: the gradient passes where min <= x <= max."""
 
@@ -104,9 +110,7 @@ class ClampBackward0(OpNode):
     def backward(self, g):
         xp = xp_for(g)
         x, mn, mx = self.saved_tensors
-        a = x._data
-        lo = mn._data if mn is not None else None
-        hi = mx._data if mx is not None else None
+        a, lo, hi = _in_dtype(self.dt, x, mn, mx)
         nf = self.next_functions
         with np.errstate(invalid="ignore"):
             inside = xp.ones(a.shape, bool)
@@ -137,7 +141,7 @@ class ClampMinBackward1(ClampBackward0):
 class ClampMaxBackward1(OpNode):
     def backward(self, g):
         x, mx = self.saved_tensors
-        a, hi = x._data, mx._data
+        a, hi = _in_dtype(self.dt, x, mx)
         nf = self.next_functions
         with np.errstate(invalid="ignore"):
             gx = _mask(g, a <= hi) if nf[0][0] is not None else None
@@ -209,6 +213,8 @@ def _clamp(input, min, max, out, name, scalar_cls):
         node = node_for(ClampBackward0, (input, min, max))
         if node is not None:
             save(node, input, min, max)
+    if node is not None:
+        node.dt = dt
     return _out(node, r, dt, out, name)
 
 
@@ -243,7 +249,7 @@ class MaximumBackward0(OpNode):
     def backward(self, g):
         xp = xp_for(g)
         x, y = self.saved_tensors
-        a, b = x._data, y._data
+        a, b = _in_dtype(self.dt, x, y)
         nf = self.next_functions
         dt = g._data.dtype
         big = self.sign > 0
@@ -266,7 +272,7 @@ class FmaxBackward0(OpNode):
     def backward(self, g):
         xp = xp_for(g)
         x, y = self.saved_tensors
-        a, b = x._data, y._data
+        a, b = _in_dtype(self.dt, x, y)
         nf = self.next_functions
         with np.errstate(invalid="ignore"):
             m = ((a >= b) if self.sign > 0 else (a <= b)) | xp.isnan(b)
@@ -292,7 +298,7 @@ def _extremum(name, np_fn, cls, sign, swap=False):
             r = f(_as(other, dt), _as(input, dt)) if swap else f(_as(input, dt), _as(other, dt))
         node = node_for(cls, (input, other))
         if node is not None:
-            node.sign = sign
+            node.sign, node.dt = sign, dt
             save(node, input, other)
         return _out(node, r, dt, out, name)
 

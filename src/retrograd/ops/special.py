@@ -163,9 +163,10 @@ def _trigamma_np(x):
 
 
 def _zeta_np(x, q):
-    """Hurwitz zeta; NaN at q = +inf as in PyTorch (SciPy gives 0)."""
+    """Hurwitz zeta; NaN at q = +inf as in PyTorch (SciPy gives 0), except at the pole x = 1,
+    which PyTorch's kernel answers with inf before it looks at q."""
     r = _sp(x, q).zeta(x, q)
-    return xp_for(x, q).where(q == np.inf, np.nan, r)
+    return xp_for(x, q).where((q == np.inf) & (x != 1), np.nan, r)
 
 
 def _polygamma_np(n, x):
@@ -193,8 +194,16 @@ class PolygammaBackward0(OpNode):
         return g * polygamma(self.n + 1, x)
 
 
+class PolygammaBackward1(PolygammaBackward0):
+    """``polygamma_``'s node (PyTorch names the in-place form's node apart)."""
+
+
 def polygamma(n, input, *, out=None):
     """``polygamma(n, x)``: the n-th derivative of digamma (differentiable in ``x`` only)."""
+    return _polygamma(n, input, out, PolygammaBackward0)
+
+
+def _polygamma(n, input, out, node_cls):
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
     _need_tensor("polygamma", input, 2)
@@ -202,7 +211,7 @@ def polygamma(n, input, *, out=None):
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     x, dt = _float_input(input._data, "polygamma")
     r = arr(_arr(quiet(lambda a: _polygamma_np(int(n), a), x)).astype(dt, copy=False))
-    node = node_for1(PolygammaBackward0, input)
+    node = node_for1(node_cls, input)
     res = finish(node, r)
     if node is not None:
         node.n = int(n)
@@ -216,7 +225,14 @@ def _polygamma_method(self, n):
 
 _register("polygamma", polygamma, top=True)
 TENSOR_METHODS["polygamma"] = _polygamma_method
-INPLACE["polygamma_"] = _polygamma_method
+
+
+def _polygamma_inplace(self, n):
+    """``self.polygamma_(n)``."""
+    return _polygamma(n, self, None, PolygammaBackward1)
+
+
+INPLACE["polygamma_"] = _polygamma_inplace
 
 
 class MvlgammaBackward0(OpNode):

@@ -229,6 +229,7 @@ def _fmt(v):
 
 _HistogramNode = _refusing("NotImplemented", "derivative for aten::histogram is not implemented")
 _HistogramddNode = _refusing("NotImplemented", "derivative for aten::_histogramdd_from_bin_cts is not implemented")
+_HistogramddEdgesNode = _refusing("NotImplemented", "derivative for aten::_histogramdd_bin_edges is not implemented")
 
 
 def _edges_for(col, bins, rng, d, fn):
@@ -237,9 +238,15 @@ def _edges_for(col, bins, rng, d, fn):
     dt = col.dtype
     if isinstance(bins, Tensor):
         e = bins._data
+        if e.dtype != dt:
+            from ._linear import _CN
+            raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the same dtype, but got "
+                               f"input with dtype {_CN.get(dt.name, dt.name)} and bins for dimension {d} with dtype "
+                               f"{_CN.get(e.dtype.name, e.dtype.name)}")
         if e.ndim != 1:
-            raise RuntimeError(f"{fn}: bins tensor should have one dimension, but got {e.ndim} dimensions")
-        return e.astype(dt)
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but got {e.ndim} "
+                               f"dimensions in the bins tensor for dimension {d}")
+        return e
     bins = int(bins)
     _hist_bins_check(bins, d)
     if rng is not None:
@@ -279,13 +286,15 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     flat = x.reshape(-1)
     w = None if weight is None else weight._data.reshape(-1)
     edges = _edges_for(flat, bins, range, 0, "torch.histogram()")
+    if isinstance(bins, Tensor):   # a new tensor holding a copy of the given edges
+        edges = edges.copy()
     h = _counts(flat, edges, w, x.dtype)
     if density:
         tot = h.sum()
         h = (h / (tot * xp_for(edges).diff(edges))).astype(x.dtype)
     inputs = (input,) + ((weight,) if weight is not None else ()) + ((bins,) if isinstance(bins, Tensor) else ())
     hist = _recorded(_HistogramNode, inputs, h)
-    e = _recorded(_HistogramNode, (input,) + ((bins,) if isinstance(bins, Tensor) else ()), edges)
+    e = _recorded(_HistogramNode, inputs, edges)
     if out is not None:
         write_out(out[0], hist, "histogram")
         write_out(out[1], e, "histogram")
@@ -331,8 +340,12 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
             shape[d] = nbs[d]
             vol = vol * xp.diff(e).reshape(shape)
         h = (h / (h.sum() * vol)).astype(x.dtype)
-    hist = _recorded(_HistogramddNode, (input,) + ((weight,) if weight is not None else ()), h)
-    return _Histogramdd(hist, tuple(finish(None, arr(e)) for e in edges))
+    inputs = (input,) + ((weight,) if weight is not None else ())
+    hist = _recorded(_HistogramddNode, inputs, h)
+    # edges given as tensors come back as those tensors; computed ones (from the input's range, with the
+    # weight among their arguments) are outputs of a node without a derivative
+    return _Histogramdd(hist, tuple(b if isinstance(b, Tensor) else _recorded(_HistogramddEdgesNode, inputs, e)
+                                    for b, e in zip(bins, edges)))
 
 
 # *** bincount ***
