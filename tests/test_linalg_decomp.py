@@ -283,3 +283,65 @@ def test_matrix_exp_of_half_is_half():
     r = retrograd.linalg.matrix_exp(retrograd.tensor(a).half())
     assert str(r.dtype) == str(torch.linalg.matrix_exp(torch.tensor(a).half()).dtype) == "torch.float16"
     assert np.allclose(r.float().numpy(), scipy.linalg.expm(a), atol=2e-3)
+
+
+def _indefinite(rng, n, complex_=False):
+    m = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if complex_ else 0)
+    a = m @ m.conj().T
+    a[n - 2, n - 2] = -5.0          # the minor of order n - 1 fails
+    return a
+
+
+@needs_torch
+@pytest.mark.parametrize("n,complex_,upper", [(2, False, False), (5, False, True), (13, True, False),
+                                              (40, False, False), (40, True, True)])
+def test_cholesky_ex_leaves_what_lapack_leaves_on_failure(n, complex_, upper):
+    # the finished columns, the failing pivot's Schur complement (real part) and the later
+    # columns untouched, as PyTorch's LAPACK returns them (and info, the failing order)
+    a = _indefinite(np.random.default_rng(n), n, complex_)
+    T = torch.linalg.cholesky_ex(torch.tensor(a), upper=upper)
+    R = retrograd.linalg.cholesky_ex(retrograd.tensor(a), upper=upper)
+    assert R.info.item() == T.info.item() == n - 1
+    np.testing.assert_allclose(R.L.numpy(), T.L.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["linalg.cholesky", "cholesky"])
+def test_cholesky_upper_reads_the_upper_triangle(name):
+    # a matrix whose triangles differ: upper=True factors the upper one, as LAPACK's potrf('U')
+    a = np.array([[4.0, 1.0, -0.5], [1.5, 5.0, 0.25], [-1.0, 0.5, 6.0]])
+    f = {"linalg.cholesky": lambda lib, x, u: lib.linalg.cholesky(x, upper=u),
+         "cholesky": lambda lib, x, u: lib.cholesky(x, upper=u)}[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for upper in (False, True):
+            np.testing.assert_allclose(f(retrograd, retrograd.tensor(a), upper).numpy(),
+                                       f(torch, torch.tensor(a), upper).numpy(), rtol=1e-12)
+
+
+@needs_torch
+def test_cholesky_upper_gradient_of_a_matrix_with_differing_triangles():
+    # the factor comes from the upper triangle; the gradient is PyTorch's (symmetrised) one
+    a = [[4.0, 1.0], [3.0, 5.0]]
+    grads = []
+    for lib in (torch, retrograd):
+        t = lib.tensor(a, dtype=lib.float64, requires_grad=True)
+        lib.linalg.cholesky(t, upper=True).sum().backward()
+        grads.append(t.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
+    spd = retrograd.tensor([[4.0, 1.0], [1.0, 5.0]], dtype=retrograd.float64, requires_grad=True)
+    # (through a symmetric input: the derivative is defined on hermitian matrices)
+    assert gradcheck(lambda x: retrograd.linalg.cholesky((x + x.mT) / 2, upper=True), (spd,))
+    assert gradgradcheck(lambda x: retrograd.linalg.cholesky((x + x.mT) / 2, upper=True), (spd,))
+
+
+@needs_torch
+def test_cholesky_inverse_of_a_singular_factor_raises_pytorchs_error():
+    for L in ([[2.0, 0, 0], [1, 0, 0], [1, 1, 3]], [[[1.0, 0], [0, 1]], [[1.0, 0], [1, 0]]]):
+        for upper in (False, True):
+            msgs = []
+            for lib in (torch, retrograd):
+                with pytest.raises(Exception) as e:
+                    lib.cholesky_inverse(lib.tensor(L), upper=upper)
+                msgs.append((type(e.value).__name__, str(e.value)))
+            assert msgs[0] == msgs[1]

@@ -138,14 +138,6 @@ _known("unique", "fuzz:values", "nonfinite",
        "ties with everything (not a strict weak order), so std::sort leaves an order that depends on the input's "
        "arrangement (unique(tensor([nan, 1, nan, -inf, .5]), dim=0) comes back unsorted); retrograd sorts NaN last "
        "as the flattened unique does (counts and inverse agree with its own order)")
-_known("cholesky_inverse", "fuzz:errors", "degenerate",
-       "a factor with an exact zero on its diagonal: torch raises _LinAlgError 'cholesky_inverse: The diagonal "
-       "element k is zero, the inversion could not be completed because the input matrix is singular.' "
-       "(with '(Batch element i): ' for batches); retrograd returns nan (ops/_decomp.py)")
-_known("linalg.cholesky(raw) cholesky(raw)", "values", "nonsym",
-       "upper=True factors the lower triangle (its transpose); PyTorch reads the upper triangle, as LAPACK's "
-       "potrf('U') does, so a matrix whose triangles differ gets another factor (ops/_decomp.py: factor A.mH's "
-       "lower triangle and return the conjugate transpose)")
 _known("view_written_in_place", "fuzz:grad", "*",
        "a view whose base history changed in place replays its own view op (ViewBackward0, SelectBackward0...); "
        "torch regenerates AsStridedBackward0 (_tensor.py _refresh_view); the fuzzer skips only this name comparison")

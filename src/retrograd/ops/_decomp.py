@@ -261,6 +261,10 @@ CholeskyBackward0 = _node("CholeskyBackward0", _chol_backward)
 
 
 def _cholesky_np(a, upper):
+    """(factor, info) of ``a`` read from its lower triangle, or its upper one for ``upper``
+    (the upper triangle of A is the lower one of A^H: U = (chol A^H)^H)."""
+    if upper:
+        a = np.swapaxes(a, -1, -2).conj()
     shape = a.shape
     info = np.zeros(shape[:-2], dtype=np.int32)
     if a.size == 0:
@@ -275,8 +279,9 @@ def _cholesky_np(a, upper):
             try:
                 L[i] = np.linalg.cholesky(m)
             except np.linalg.LinAlgError:
-                fi[i] = _failing_minor(m)
-                L[i] = _partial_cholesky(m, fi[i])
+                w = m.copy()
+                fi[i] = _potf2(w)
+                L[i] = np.tril(w)
         L = L.reshape(shape)
     if upper:
         L = np.swapaxes(L, -1, -2).conj()
@@ -300,12 +305,16 @@ def _cholesky(x, upper):
     if xp is np:
         L, info = _cholesky_np(x, upper)
         return L, info, bool(info.any())
+    if upper:
+        x = xp.swapaxes(x, -1, -2).conj()     # (factor A^H from its lower triangle)
     if x.size:
         try:
             with _checked(xp):
                 L = xp.linalg.cholesky(x)
         except np.linalg.LinAlgError:
-            L, info = _host(_cholesky_np, x, upper)
+            L, info = _host(_cholesky_np, x, False)
+            if upper:
+                L = xp.swapaxes(L, -1, -2).conj()
             return L, info, True
     else:
         L = x.copy()
@@ -314,27 +323,24 @@ def _cholesky(x, upper):
     return L, xp.zeros(x.shape[:-2], np.int32), False
 
 
-def _failing_minor(m):
-    n = m.shape[-1]
-    for k in range(1, n + 1):
-        try:
-            np.linalg.cholesky(m[:k, :k])
-        except np.linalg.LinAlgError:
-            return k
-    return n
-
-
-def _partial_cholesky(m, k):
-    """What LAPACK's potrf leaves when the minor of order ``k`` fails: the factor's first k-1
-    columns, zeros elsewhere (PyTorch returns the lower triangle of that)."""
-    out = np.zeros_like(m)
-    if k > 1:
-        out[:k - 1, :k - 1] = np.linalg.cholesky(m[:k - 1, :k - 1])
-        out[k - 1:, :k - 1] = np.linalg.solve(out[:k - 1, :k - 1].conj(), m[k - 1:, :k - 1].T).T
-    # the rows from k on, past the failing pivot, keep A's lower triangle
-    low = np.tril(m)
-    out[k - 1:, k - 1:] = low[k - 1:, k - 1:]
-    return out
+def _potf2(a):
+    """The column-by-column lower Cholesky in place on the square matrix ``a``: 0, or the
+    order of the first minor that is not positive-definite, with ``a`` left as PyTorch's
+    LAPACK (MKL) leaves it: the finished columns, the failing pivot's Schur complement (its
+    real part) unrooted, the later columns as they were. (MKL switches to blocked code for
+    large matrices, which leaves the later columns partly updated: from n ~ 200 the entries
+    past the failing pivot differ; the finished columns and info agree.)"""
+    n = a.shape[0]
+    for j in range(n):
+        r = a[j, :j]
+        d = (a[j, j] - np.vdot(r, r)).real
+        if not d > 0:                    # (NaN fails too)
+            a[j, j] = d
+            return j + 1
+        d = np.sqrt(d)
+        a[j, j] = d
+        a[j + 1:, j] = (a[j + 1:, j] - a[j + 1:, :j] @ r.conj()) / d
+    return 0
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
@@ -2002,6 +2008,12 @@ def cholesky_inverse(L, upper=False, *, out=None):
         raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for '{_dtype_name(l.dtype)}'")
     _lapack_dtype(l, "cholesky_inverse_out_cpu")
     n = l.shape[-1]
+    if type(l) is np.ndarray and n:      # (LAPACK's potri reports a zero pivot; a device skips the check)
+        zero = np.diagonal(l, axis1=-2, axis2=-1) == 0
+        if zero.any():
+            info = np.where(zero.any(-1), zero.argmax(-1) + 1, 0)
+            raise _linalg_error(f"cholesky_inverse: {_batch_where(info)}The diagonal element {_first_info(info)} is "
+                                "zero, the inversion could not be completed because the input matrix is singular.")
 
     def comp(Lt):
         xp = xp_for(l)
