@@ -188,3 +188,22 @@ def test_no_resource_tracker_warnings_and_torch_alias(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "[1.0,", "1.0]"]
     assert r.stderr == ""
+
+
+@needs_torch
+def test_sharing_strategies_match_torch():
+    import torch.multiprocessing as tmp
+    assert rmp.get_all_sharing_strategies() == tmp.get_all_sharing_strategies()
+    assert rmp.get_sharing_strategy() == tmp.get_sharing_strategy()
+    with pytest.raises(AssertionError):
+        rmp.set_sharing_strategy("nope")
+    rmp.set_sharing_strategy("file_system")
+    assert rmp.get_sharing_strategy() == "file_system"
+    rmp.set_sharing_strategy("file_descriptor")
+
+
+def test_reexports_the_multiprocessing_api():
+    import multiprocessing
+    for name in ("Process", "Queue", "Pool", "set_start_method", "get_context", "cpu_count", "Event"):
+        assert getattr(rmp, name) is getattr(multiprocessing, name)
+    assert retrograd.multiprocessing is rmp

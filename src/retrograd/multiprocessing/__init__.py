@@ -23,13 +23,14 @@ __all__ = list(multiprocessing.__all__) + [
 init_reductions = _reductions.init_reductions
 init_reductions()
 
-# Memory is handed over as file descriptors (the memory has no name to leak).
+# Memory is always handed over as a file descriptor (it has no name on the file system that could
+# leak); 'file_system' is accepted for scripts that choose it, and shares the same way.
 _strategy = ["file_descriptor"]
 
 
 def get_all_sharing_strategies():
-    """The ways tensors' memory can be shared ({'file_descriptor'} here)."""
-    return {"file_descriptor"}
+    """The sharing strategies PyTorch names (both hand the memory over as a descriptor here)."""
+    return {"file_descriptor", "file_system"}
 
 
 def get_sharing_strategy():
@@ -38,7 +39,6 @@ def get_sharing_strategy():
 
 
 def set_sharing_strategy(new_strategy):
-    """Choose how memory is shared; only 'file_descriptor' is available (an AssertionError otherwise,
-    as PyTorch for an unknown strategy)."""
+    """Choose how memory is shared (an AssertionError for an unknown strategy, as PyTorch)."""
     assert new_strategy in get_all_sharing_strategies()
     _strategy[0] = new_strategy
