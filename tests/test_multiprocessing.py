@@ -32,6 +32,11 @@ def _train(rank, model, x, y, steps):
         opt.step()
 
 
+def _fill_ones(ts):
+    for t in ts:
+        t.fill_(1)
+
+
 def _write_rank(rank, out, value):
     out[rank] = value + rank
 
@@ -108,6 +113,20 @@ def test_child_writes_are_seen_by_the_parent(method):
     p.join()
     assert p.exitcode == 0
     np.testing.assert_array_equal(t.numpy(), [[0, 0, 0], [1, 1, 1]])
+
+
+def test_dtypes_empty_and_0d_tensors_travel_shared():
+    ts = [retrograd.zeros(0), retrograd.zeros(3, dtype=retrograd.bool), retrograd.zeros(2, dtype=retrograd.complex64),
+          retrograd.zeros(2, dtype=retrograd.bfloat16), retrograd.zeros(3, dtype=retrograd.int64), retrograd.tensor(0.0)]
+    for t in ts:
+        t.share_memory_()
+    p = rmp.get_context("spawn").Process(target=_fill_ones, args=(ts,))
+    p.start()
+    p.join()
+    assert p.exitcode == 0
+    assert [t.tolist() for t in ts] == [[], [True] * 3, [1 + 0j] * 2, [1.0] * 2, [1] * 3, 1.0]
+    assert [t.dtype for t in ts] == [retrograd.float32, retrograd.bool, retrograd.complex64, retrograd.bfloat16,
+                                     retrograd.int64, retrograd.float32]
 
 
 def test_tensor_through_a_queue_is_the_same_memory():

@@ -16,7 +16,7 @@ _done = [False]
 def _rebuild_shared(cls, dupfd, nbytes, dtype, shape, strides, offset, requires_grad, attrs):
     from .._creation import _rebuild
     buf = _storage.shm_attach(dupfd.detach(), nbytes)
-    arr = np.ndarray(shape, np.dtype(dtype), buffer=buf, offset=offset, strides=strides)
+    arr = np.ndarray(shape, dtype.np, buffer=buf, offset=offset, strides=strides)
     t = _rebuild(cls, arr, requires_grad)
     if attrs:
         t.__dict__.update(attrs)
@@ -37,7 +37,7 @@ def reduce_tensor(t):
     offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
     attrs = {k: v for k, v in getattr(t, "__dict__", {}).items() if not k.startswith("_")} \
         if type(t) is not Tensor else None
-    return (_rebuild_shared, (type(t), DupFd(_storage.shm_fd(a)), root.nbytes, a.dtype.str, a.shape, a.strides,
+    return (_rebuild_shared, (type(t), DupFd(_storage.shm_fd(a)), root.nbytes, t.dtype, a.shape, a.strides,
                               offset, bool(t._requires_grad), attrs))
 
 
