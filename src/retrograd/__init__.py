@@ -136,7 +136,7 @@ def is_complex(input):
     return input.is_complex()
 
 
-_LAZY_SUBMODULES = ("distributions", "vision", "playground")
+_LAZY_SUBMODULES = ("distributions", "vision", "playground", "multiprocessing")
 
 
 def __getattr__(name):

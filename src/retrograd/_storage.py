@@ -7,7 +7,10 @@ report the same ``data_ptr()``, and writes through a storage are seen by every t
 Unlike PyTorch, growing a storage in place (``resize_`` past its size) moves it to a new
 allocation that tensors made earlier from it do not follow (NumPy cannot grow memory in place).
 """
+import mmap
+import os
 import warnings
+import weakref
 
 import numpy as np
 
@@ -40,6 +43,64 @@ def _bytes_of(root):
         return root.reshape(-1, order="A").view(np.uint8) if root.ndim != 1 or root.dtype != np.uint8 else root
     # a root that is itself strided (e.g. made by np.lib.stride_tricks): its span of memory
     return np.ndarray((root.nbytes,), np.uint8, buffer=root)
+
+
+class _ShmMap(mmap.mmap):
+    """A mapping of a shared-memory file; ``fd`` stays open so the memory can be handed to other
+    processes (``retrograd.multiprocessing`` passes the descriptor, not the bytes)."""
+
+
+def _close_fd(fd):
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _map_fd(fd, nbytes):
+    m = _ShmMap(fd, max(nbytes, 1))
+    m.fd = fd
+    weakref.finalize(m, _close_fd, fd)
+    return np.frombuffer(m, np.uint8, count=nbytes)
+
+
+def shm_empty(nbytes):
+    """A zeroed uint8 array of ``nbytes`` in shared memory. The memory has no name on the file
+    system (an anonymous memfd, or a /dev/shm file unlinked at once): the kernel frees it when the
+    last process that maps it lets go, so nothing is left behind and no resource tracker is needed."""
+    nbytes = int(nbytes)
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("retrograd-shm", os.MFD_CLOEXEC)
+    else:
+        import tempfile
+        d = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+        fd, path = tempfile.mkstemp(prefix="retrograd-shm-", dir=d)
+        os.unlink(path)
+    try:
+        os.ftruncate(fd, max(nbytes, 1))
+        return _map_fd(fd, nbytes)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def shm_attach(fd, nbytes):
+    """The uint8 array on a shared segment received as the descriptor ``fd`` (owned from now on)."""
+    return _map_fd(fd, int(nbytes))
+
+
+def shm_fd(a):
+    """The descriptor of the shared segment array ``a`` lies on, or None."""
+    r = root_of(a)
+    b = r.base
+    if isinstance(b, memoryview) and isinstance(b.obj, _ShmMap):
+        return b.obj.fd
+    return None
+
+
+def is_shm(a):
+    """Whether array ``a`` lies in shared memory made by ``shm_empty``/``shm_attach``."""
+    return shm_fd(a) is not None
 
 
 def storage_of(t):
@@ -107,10 +168,16 @@ class UntypedStorage:
         return False
 
     def is_shared(self):
-        return bool(getattr(self, "_shared", False))
+        return type(self._buf) is np.ndarray and is_shm(self._buf)
 
     def share_memory_(self):
-        self._shared = True
+        """Move these bytes into shared memory (a no-op when already there or not on the CPU).
+        Tensors made from the storage earlier keep the old memory; ``Tensor.share_memory_()``
+        moves a tensor itself."""
+        if type(self._buf) is np.ndarray and not is_shm(self._buf):
+            new = shm_empty(self._buf.nbytes)
+            new[...] = self._buf
+            self._buf = new
         return self
 
     def _bytes(self):

@@ -25,7 +25,7 @@ __all__ = ["main", "torch_aliases", "NotImplementedInRetrograd"]
 TORCH_SUBMODULES = {
     "fft", "linalg", "special", "distributions", "backends", "jit", "onnx", "sparse", "quantization", "ao",
     "fx", "distributed", "hub", "amp", "testing", "profiler", "nested", "masked", "export", "compiler", "mps",
-    "xpu", "cuda", "func", "overrides", "package", "signal", "library", "multiprocessing", "monitor",
+    "xpu", "cuda", "func", "overrides", "package", "signal", "library", "monitor",
     "futures", "random", "accelerator", "cpu", "types", "storage", "serialization", "autograd", "nn", "optim",
     "utils", "_dynamo", "_inductor", "compile", "mtia", "version",
 }

@@ -275,15 +275,38 @@ def dim_order(self, *, ambiguity_check=False):
 
 
 def share_memory_(self):
-    """Mark the tensor as shared (returns ``self``). NumPy memory is process-local; the flag is
-    what ``is_shared()`` reports, as PyTorch's does after moving to shared memory."""
-    self._shared_flag = True
+    """Move this CPU tensor's storage into shared memory, keeping its values (returns ``self``;
+    a no-op when it is already there). Processes it is then sent to through
+    ``retrograd.multiprocessing`` (or that are forked) see the same memory. Unlike PyTorch, other
+    tensors of this process made earlier as views of the same storage keep the old memory."""
+    a = self._data
+    if type(a) is not np.ndarray:          # another device's memory: nothing to move, as torch
+        self._shared_flag = True
+        return self
+    if not _storage.is_shm(a):
+        root = _storage.root_of(a)
+        if root.flags.c_contiguous or root.flags.f_contiguous:
+            buf = _storage.shm_empty(root.nbytes)
+            buf[...] = root.reshape(-1, order="A").view(np.uint8)
+            offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+            new = np.ndarray(a.shape, a.dtype, buffer=buf, offset=offset, strides=a.strides)
+        else:                              # a strided root: the tensor's own elements, compacted
+            buf = _storage.shm_empty(a.nbytes)
+            new = np.ndarray(a.shape, a.dtype, buffer=buf)
+            new[...] = a
+        self._data = new
+    from ..multiprocessing import _reductions
+    _reductions.init_reductions()
     return self
 
 
 def is_shared(self):
-    """Whether ``share_memory_()`` was called."""
-    return bool(getattr(self, "_shared_flag", False))
+    """Whether the tensor's storage lies in shared memory (after ``share_memory_()``, or when
+    received from another process)."""
+    a = self._data
+    if type(a) is not np.ndarray:
+        return bool(getattr(self, "_shared_flag", False))
+    return _storage.is_shm(a)
 
 
 def record_stream(self, stream):

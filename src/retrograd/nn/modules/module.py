@@ -486,7 +486,8 @@ class Module:
         return self._apply(lambda t: t.cuda(device))
 
     def share_memory(self):
-        return self
+        """Move parameters and buffers (and gradients) into shared memory, in place."""
+        return self._apply(lambda t: t.share_memory_())
 
     # --- state_dict ------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars):
