@@ -37,17 +37,25 @@ _KERNELS = []
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def kernels():
-    """The kernel module, compiled (or loaded from numba's cache) on first use, or None."""
-    if not _KERNELS:
+def load(cache, name):
+    """The kernel module ``retrograd.ops.<name>``, compiled (or loaded from numba's cache) on
+    first use and kept in the list ``cache``, or None without numba or with
+    ``RETROGRAD_NO_NUMBA=1`` (each kernel family keeps its own cache, which tests replace)."""
+    if not cache:
         k = None
         if not os.environ.get("RETROGRAD_NO_NUMBA"):
+            import importlib
             try:
-                from . import _accel_kernels as k
+                k = importlib.import_module("retrograd.ops." + name)
             except ImportError:
                 k = None
-        _KERNELS.append(k)
-    return _KERNELS[0]
+        cache.append(k)
+    return cache[0]
+
+
+def kernels():
+    """The kernel module, compiled (or loaded from numba's cache) on first use, or None."""
+    return load(_KERNELS, "_accel_kernels")
 
 
 def usable(*arrays):

@@ -20,7 +20,6 @@ operations in the same order: the same bits as the kernels of :mod:`._accel`).
 They run only when numba is installed and the input has at least :data:`MIN_SIZE` elements;
 ``RETROGRAD_NO_NUMBA=1`` turns them off (the NumPy path stays the reference).
 """
-import os
 
 import numpy as np
 
@@ -34,15 +33,8 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 def kernels():
     """The kernel module, compiled (or loaded from numba's cache) on first use, or None."""
-    if not _KERNELS:
-        k = None
-        if not os.environ.get("RETROGRAD_NO_NUMBA"):
-            try:
-                from . import _accel_nn_kernels as k
-            except ImportError:
-                k = None
-        _KERNELS.append(k)
-    return _KERNELS[0]
+    from ._accel import load
+    return load(_KERNELS, "_accel_nn_kernels")
 
 
 def usable(x, *others):

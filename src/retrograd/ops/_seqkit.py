@@ -1,6 +1,5 @@
 """Sequence-layer kernels: graph_grads (differentiable gradients of a composite, for fused
 nodes under create_graph) and the fused LSTM/GRU cell pointwise steps."""
-import os
 
 import numpy as np
 
@@ -41,15 +40,8 @@ _MIN_ACCEL = 4096
 def rnn_kernels():
     """The recurrent layers' kernel module (``_accel_rnn``), compiled or loaded from numba's
     cache on first use; None without numba or with ``RETROGRAD_NO_NUMBA=1``."""
-    if not _RNN_KERNELS:
-        k = None
-        if not os.environ.get("RETROGRAD_NO_NUMBA"):
-            try:
-                from . import _accel_rnn as k
-            except ImportError:
-                k = None
-        _RNN_KERNELS.append(k)
-    return _RNN_KERNELS[0]
+    from ._accel import load
+    return load(_RNN_KERNELS, "_accel_rnn")
 
 
 # *** fused recurrent cell pointwise steps (the layers' per-step work after the GEMMs) ***

@@ -139,13 +139,7 @@ def _conv_kernels(*arrays):
     numba present, RETROGRAD_NO_NUMBA unset), else None."""
     if _accel.for_arrays(*arrays) is None:
         return None
-    if not _CONV_KERNELS:
-        try:
-            from . import _accel_conv as k
-        except ImportError:
-            k = None
-        _CONV_KERNELS.append(k)
-    return _CONV_KERNELS[0]
+    return _accel.load(_CONV_KERNELS, "_accel_conv")
 
 
 def _block(n, ckk, L, itemsize):
