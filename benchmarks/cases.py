@@ -480,6 +480,8 @@ def _import(lib, quick):
     code = f"import time; t = time.perf_counter(); import {name}; print(time.perf_counter() - t)"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [os.path.dirname(os.path.dirname(lib.__file__))] + sys.path))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)     # (the case times a cached import: let the first run write it)
+    subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=True)
 
     def run():
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
