@@ -192,20 +192,26 @@ class _Cols:
         gx[...] = full[:, :, plh:plh + gx.shape[2], plw:plw + gx.shape[3]]
 
 
+def _fwd_setup(x, w, p):
+    """The blocked forward's pieces: contiguous x, its columns' builder, the output's plane
+    size L, the weight as (G, O/G, Cg*KH*KW) and the output with its (N, G, O/G, L) view."""
+    x = np.ascontiguousarray(x)
+    n, o, G = x.shape[0], w.shape[0], p.groups
+    k = w.shape[2:]
+    cc = _Cols(x.shape, k, p, x.dtype, _conv_kernels(x, w))
+    L = cc.out[0] * cc.out[1]
+    wm = w.reshape(G, o // G, w.shape[1] * k[0] * k[1])
+    y = np.empty((n, o) + cc.out, x.dtype)
+    return x, cc, L, wm, y, y.reshape(n, G, o // G, L)
+
+
 def _fwd_bwd_w_blocked(x, w, g, p):
     """conv(x, w) and the weight gradient of conv(x, .) against ``g`` from one im2col of
     each block (a transposed convolution's backward: both read the output gradient's
     columns). The same products, so the same bits, as _fwd_blocked and _bwd_w_blocked."""
-    x = np.ascontiguousarray(x)
-    n = x.shape[0]
-    o, G = w.shape[0], p.groups
-    k = w.shape[2:]
-    cc = _Cols(x.shape, k, p, x.dtype, _conv_kernels(x, w))
-    L = cc.out[0] * cc.out[1]
-    cgkk = w.shape[1] * k[0] * k[1]
-    wm = w.reshape(G, o // G, cgkk)
-    y = np.empty((n, o) + cc.out, x.dtype)
-    y4 = y.reshape(n, G, o // G, L)
+    x, cc, L, wm, y, y4 = _fwd_setup(x, w, p)
+    n, o, G = x.shape[0], w.shape[0], p.groups
+    cgkk = wm.shape[2]
     g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
     b = _block(n, G * cgkk, L, x.itemsize)
     cols = _take((b, G, cgkk, L), x.dtype)
@@ -230,16 +236,8 @@ def _fwd_bwd_w_blocked(x, w, g, p):
 def _fwd_blocked(x, w, p, keep=False):
     """y, and with ``keep`` the whole column matrix (for the weight gradient) where it is at
     most _KEEP_BYTES, else None."""
-    x = np.ascontiguousarray(x)
-    n = x.shape[0]
-    o, G = w.shape[0], p.groups
-    k = w.shape[2:]
-    cc = _Cols(x.shape, k, p, x.dtype, _conv_kernels(x, w))
-    L = cc.out[0] * cc.out[1]
-    cgkk = w.shape[1] * k[0] * k[1]
-    wm = w.reshape(G, o // G, cgkk)
-    y = np.empty((n, o) + cc.out, x.dtype)
-    y4 = y.reshape(n, G, o // G, L)
+    x, cc, L, wm, y, y4 = _fwd_setup(x, w, p)
+    n, G, cgkk = x.shape[0], p.groups, wm.shape[2]
     b = _block(n, G * cgkk, L, x.itemsize)
     whole = keep and n * G * cgkk * L * x.itemsize <= _KEEP_BYTES
     cols = _take((n if whole else b, G, cgkk, L), x.dtype)
