@@ -16,6 +16,18 @@ def _seed():
     yield
 
 
+@pytest.fixture(params=["compiled", "numpy"])
+def nn_kernels_path(request, monkeypatch):
+    """Each test twice: with the nn row kernels (ops._accel_nn, numba) and on the NumPy path
+    they must agree with (the compiled run skips without numba)."""
+    from retrograd.ops import _accel_nn
+    if request.param == "numpy":
+        monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
+    elif _accel_nn.kernels() is None:
+        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
+    return request.param
+
+
 def pytest_terminal_summary(terminalreporter):
     """The differential fuzzer's throughput (tests/fuzz), sent as a user property of its test
     reports; defined here so that pytest-xdist's controller, which never loads tests/fuzz's

@@ -12,15 +12,6 @@ from helpers import needs_torch, torch
 F = retrograd.nn.functional
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def path(request, monkeypatch):
-    if request.param == "numpy":
-        monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
-    elif _accel_nn.kernels() is None:
-        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
-    return request.param
-
-
 def _scores(shape, dtype, seed=0):
     s = (np.random.default_rng(seed).standard_normal(shape) * 3).astype(dtype)
     s[0, 0, :] = -np.inf                 # a dead row: zeros
@@ -65,7 +56,7 @@ def _sdpa(lib, q, k, v, g, **kw):
 @needs_torch
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kw", [dict(is_causal=True), dict(), dict(mask=True)])
-def test_sdpa_matches_torch(path, dtype, kw):
+def test_sdpa_matches_torch(nn_kernels_path, dtype, kw):
     rng = np.random.default_rng(1)
     q, k, v = (rng.standard_normal((4, 4, 48, 16)).astype(dtype) for _ in range(3))
     g = rng.standard_normal(q.shape).astype(dtype)
@@ -83,7 +74,7 @@ def test_sdpa_matches_torch(path, dtype, kw):
 
 
 @needs_torch
-def test_multihead_attention_matches_torch(path):
+def test_multihead_attention_matches_torch(nn_kernels_path):
     res = []
     x = np.random.default_rng(2).standard_normal((32, 8, 32)).astype(np.float32)
     sd = None
@@ -102,7 +93,7 @@ def test_multihead_attention_matches_torch(path):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
-def test_sdpa_gradcheck_float64_at_kernel_size(path):
+def test_sdpa_gradcheck_float64_at_kernel_size(nn_kernels_path):
     rng = np.random.default_rng(3)
     L = 48
     assert 2 * L * L >= _accel_nn.MIN_SIZE

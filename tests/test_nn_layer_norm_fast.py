@@ -15,15 +15,6 @@ CASES = [((16, 64, 128), (128,), True, True), ((64, 96), (96,), True, False), ((
          ((8, 12, 6, 9), (6, 9), True, True), ((4096, 3), (3,), False, False), ((2, 5000), (5000,), True, True)]
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def path(request, monkeypatch):
-    if request.param == "numpy":
-        monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
-    elif _accel_nn.kernels() is None:
-        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
-    return request.param
-
-
 def _arrays(shape, ns, affine_w, affine_b, dtype, seed=0):
     rng = np.random.default_rng(seed)
     x = (rng.standard_normal(shape) * 3 + 1.5).astype(dtype)
@@ -56,7 +47,7 @@ def _tol(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape,ns,w,b", CASES)
-def test_fast_paths_match_the_tensor_backward(path, shape, ns, w, b, dtype):
+def test_fast_paths_match_the_tensor_backward(nn_kernels_path, shape, ns, w, b, dtype):
     x, wa, ba, g = _arrays(shape, ns, w, b, dtype)
     fast = _run(retrograd, x, wa, ba, g, ns)
     ref = _run(retrograd, x, wa, ba, g, ns, create_graph=True)
@@ -94,7 +85,7 @@ def test_numpy_path_forward_is_the_general_formula(monkeypatch):
 @needs_torch
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape,ns,w,b", CASES)
-def test_fast_paths_match_torch(path, shape, ns, w, b, dtype):
+def test_fast_paths_match_torch(nn_kernels_path, shape, ns, w, b, dtype):
     x, wa, ba, g = _arrays(shape, ns, w, b, dtype, seed=2)
     ours = _run(retrograd, x, wa, ba, g, ns)
     theirs = _run(torch, x, wa, ba, g, ns)
@@ -108,7 +99,7 @@ def test_fast_paths_match_torch(path, shape, ns, w, b, dtype):
 
 
 @needs_torch
-def test_sum_backward_gradient_matches_torch(path):
+def test_sum_backward_gradient_matches_torch(nn_kernels_path):
     # a broadcast (stride-0) incoming gradient, as from y.sum().backward()
     x, w, b, _ = _arrays((64, 128), (128,), True, True, np.float32, seed=3)
     got, want = [], []
@@ -122,7 +113,7 @@ def test_sum_backward_gradient_matches_torch(path):
 
 @needs_torch
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_double_backward_after_a_fast_forward_matches_torch(path, dtype):
+def test_double_backward_after_a_fast_forward_matches_torch(nn_kernels_path, dtype):
     # the forward's kernel, then create_graph: the tensor-op backward, differentiable again
     x, w, b, g = _arrays((32, 160), (160,), True, True, dtype, seed=4)
     v = np.random.default_rng(5).standard_normal(x.shape).astype(dtype)
@@ -140,7 +131,7 @@ def test_double_backward_after_a_fast_forward_matches_torch(path, dtype):
         np.testing.assert_allclose(a, r, **tol)
 
 
-def test_nonfinite_rows_stay_in_their_rows(path):
+def test_nonfinite_rows_stay_in_their_rows(nn_kernels_path):
     x, w, b, g = _arrays((64, 128), (128,), True, True, np.float32, seed=6)
     x[3, 5] = np.inf
     x[7, 0] = np.nan
@@ -154,7 +145,7 @@ def test_nonfinite_rows_stay_in_their_rows(path):
     assert not np.isfinite(gw).any() and not np.isfinite(gb[2])
 
 
-def test_gradcheck_float64_above_the_kernel_size(path):
+def test_gradcheck_float64_above_the_kernel_size(nn_kernels_path):
     # small enough for finite differences, large enough (MIN_SIZE) for the compiled kernels
     rng = np.random.default_rng(7)
     n = _accel_nn.MIN_SIZE // 64

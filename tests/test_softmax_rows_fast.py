@@ -14,15 +14,6 @@ F = retrograd.nn.functional
 SHAPES = [(700, 100), (16, 4, 64, 64), (6, 5000), (4096, 2)]
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def path(request, monkeypatch):
-    if request.param == "numpy":
-        monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
-    elif _accel_nn.kernels() is None:
-        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
-    return request.param
-
-
 def _x(shape, dtype, seed=0, specials=True):
     x = (np.random.default_rng(seed).standard_normal(shape) * 4).astype(dtype)
     if specials:
@@ -67,7 +58,7 @@ def test_compiled_rows_match_the_numpy_path(monkeypatch, name, shape, dtype):
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", SHAPES)
-def test_matches_torch(path, name, shape, dtype):
+def test_matches_torch(nn_kernels_path, name, shape, dtype):
     x = _x(shape, dtype, seed=2, specials=False)
     g = np.random.default_rng(3).standard_normal(shape).astype(dtype)
     tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
@@ -78,7 +69,7 @@ def test_matches_torch(path, name, shape, dtype):
 @needs_torch
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_double_backward_matches_torch(path, name, dtype):
+def test_double_backward_matches_torch(nn_kernels_path, name, dtype):
     x = _x((64, 96), dtype, seed=4, specials=False)
     g = np.random.default_rng(5).standard_normal(x.shape).astype(dtype)
     v = np.random.default_rng(6).standard_normal(x.shape).astype(dtype)
@@ -96,7 +87,7 @@ def test_double_backward_matches_torch(path, name, dtype):
 @needs_torch
 @pytest.mark.parametrize("kw", [dict(), dict(ignore_index=3), dict(weight=True), dict(label_smoothing=0.1),
                                 dict(reduction="sum"), dict(reduction="none")])
-def test_cross_entropy_and_nll_match_torch(path, kw):
+def test_cross_entropy_and_nll_match_torch(nn_kernels_path, kw):
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((700, 100)) * 3).astype(np.float32)
     t = rng.integers(0, 100, 700)
@@ -118,7 +109,7 @@ def test_cross_entropy_and_nll_match_torch(path, kw):
 
 
 @needs_torch
-def test_cross_entropy_graph_names_match_torch(path):
+def test_cross_entropy_graph_names_match_torch(nn_kernels_path):
     x = np.random.default_rng(8).standard_normal((64, 100)).astype(np.float32)
     t = np.random.default_rng(9).integers(0, 100, 64)
     names = []
@@ -134,7 +125,7 @@ def test_cross_entropy_graph_names_match_torch(path):
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
-def test_gradcheck_float64_at_kernel_size(path, name):
+def test_gradcheck_float64_at_kernel_size(nn_kernels_path, name):
     x = retrograd.tensor(np.random.default_rng(10).standard_normal((64, 64)), requires_grad=True)
     assert x.numel() >= _accel_nn.MIN_SIZE
     f = lambda x: getattr(F, name)(x, -1)
