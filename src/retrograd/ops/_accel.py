@@ -100,22 +100,29 @@ def gelu(k, x):
 _CHUNK = 1 << 15
 
 
-def gelu_backward(k, g, x):
+def pdf_chunks(x):
+    """``(start, chunk, exp(chunk * chunk * -0.5))`` over cache-sized chunks of the flat ``x``:
+    the Gaussian pdf's exp from NumPy (its SIMD exp and its bits; libm's scalar exp would cost
+    more than the rest of a GELU backward), into one reused buffer, which is never a kernel's
+    output (the kernels would not vectorise over aliased arrays)."""
     t = x.dtype.type
-    shape = x.shape
-    x, g = _flat(x), _flat(g)
-    out = np.empty(x.size, x.dtype)
-    # pdf's exp(x * x * -0.5) from NumPy (its SIMD exp and its bits; libm's scalar exp would cost
-    # more than the rest), a cache-sized chunk at a time into one reused buffer, which must not
-    # be the output (the kernel would not vectorise over aliased arrays)
     buf = np.empty(min(x.size, _CHUNK), x.dtype)
-    half, one, rsqrt2, c = t(0.5), t(1.0), t(_SQRT1_2), t(_INV_SQRT_2PI)
     for i in range(0, x.size, _CHUNK):
         xs = x[i:i + _CHUNK]
         e = buf[:xs.size]
         np.multiply(xs, xs, out=e)
         e *= t(-0.5)
         np.exp(e, out=e)
+        yield i, xs, e
+
+
+def gelu_backward(k, g, x):
+    t = x.dtype.type
+    shape = x.shape
+    x, g = _flat(x), _flat(g)
+    out = np.empty(x.size, x.dtype)
+    half, one, rsqrt2, c = t(0.5), t(1.0), t(_SQRT1_2), t(_INV_SQRT_2PI)
+    for i, xs, e in pdf_chunks(x):
         k.gelu_backward(g[i:i + _CHUNK], xs, e, out[i:i + _CHUNK], half, one, rsqrt2, c)
     return out.reshape(shape)
 

@@ -86,7 +86,7 @@ def layer_norm_backward(k, x, g, w, mean, rstd, n, want_x, want_wb):
     return (gx if want_x else None), gw, gb
 
 
-from ._accel import _SQRT1_2, _INV_SQRT_2PI, _CHUNK  # (the constants of _accel's GELU)
+from ._accel import _SQRT1_2, _INV_SQRT_2PI, _CHUNK, pdf_chunks  # (_accel's GELU constants and pdf)
 
 
 def gelu_keep_cdf(k, x):
@@ -109,16 +109,8 @@ def gelu_backward_from_cdf(k, g, x, cdf):
     x, cdf = (np.ascontiguousarray(a).reshape(-1) for a in (x, cdf))
     out = np.empty(x.size, x.dtype)
     kern = k.gelu_backward_from_cdf_scalar_g if scalar else k.gelu_backward_from_cdf
-    # exp(x * x * -0.5) from NumPy (its SIMD exp and its bits), a cache-sized chunk at a time,
-    # as _accel.gelu_backward
-    buf = np.empty(min(x.size, _CHUNK), x.dtype)
     c = t(_INV_SQRT_2PI)
-    for i in range(0, x.size, _CHUNK):
-        xs = x[i:i + _CHUNK]
-        e = buf[:xs.size]
-        np.multiply(xs, xs, out=e)
-        e *= t(-0.5)
-        np.exp(e, out=e)
+    for i, xs, e in pdf_chunks(x):
         kern(g if scalar else g[i:i + _CHUNK], xs, e, cdf[i:i + _CHUNK], out[i:i + _CHUNK], c)
     return out.reshape(shape)
 

@@ -73,6 +73,16 @@ def _channels_first(a, G):
     return xp.ascontiguousarray(a.transpose(1, 0, 2, 3)).reshape(G, C // G, N * H * W)
 
 
+def _grads(g, nf, gd, gx, gw):
+    """The node's gradients for (input, weight[, bias]) in the incoming gradient's dtype; the
+    bias's is the output gradient summed over all but the channels."""
+    gb = gd.sum(axis=(0, 2, 3)) if len(nf) > 2 and nf[2][0] is not None else None
+    odt = g._data.dtype
+    out = tuple(None if a is None else finish(None, arr(a if a.dtype == odt else a.astype(odt)))
+                for a in (gx, gw, gb))
+    return out if len(nf) > 2 else out[:2]
+
+
 class ConvolutionBackward0(OpNode):
     conv_p = None     # the adjoint convolution's geometry, where conv's kernels serve
 
@@ -94,7 +104,7 @@ class ConvolutionBackward0(OpNode):
         N, Cin, H, W = xd.shape
         Cout = gd.shape[1]
         kk = ks[0] * ks[1]
-        gx = gw = gb = None
+        gx = gw = None
         cp = self.conv_p
         if cp is not None and _conv._blocked(gd, wd) and xd.dtype == gd.dtype:
             # the adjoint convolution's own kernels: its forward for the input, its weight
@@ -106,12 +116,7 @@ class ConvolutionBackward0(OpNode):
                 gx = _conv._fwd_blocked(gd, wd, cp).reshape(x._data.shape)
             elif nf[1][0] is not None:
                 gw = _conv._bwd_w_blocked(gd, xd, wd.shape, cp).reshape(w._data.shape)
-            if len(nf) > 2 and nf[2][0] is not None:
-                gb = gd.sum(axis=(0, 2, 3))
-            odt = g._data.dtype
-            out = tuple(None if a is None else finish(None, arr(a if a.dtype == odt else a.astype(odt)))
-                        for a in (gx, gw, gb))
-            return out if len(nf) > 2 else out[:2]
+            return _grads(g, nf, gd, gx, gw)
         gpT = xp.zeros((Cout, N, gd.shape[2] + 2 * pad[0], gd.shape[3] + 2 * pad[1]), gd.dtype)
         gpT[:, :, pad[0]:pad[0] + gd.shape[2], pad[1]:pad[1] + gd.shape[3]] = gd.transpose(1, 0, 2, 3)
         cols = _blocks(gpT, ks, dil, st, H, W).reshape(G, Cout // G * kk, N * H * W)
@@ -121,12 +126,7 @@ class ConvolutionBackward0(OpNode):
             gx = xp.ascontiguousarray(gx).reshape(x._data.shape)
         if nf[1][0] is not None:
             gw = xp.matmul(_channels_first(xd, G), cols.transpose(0, 2, 1)).reshape(w._data.shape)
-        if len(nf) > 2 and nf[2][0] is not None:
-            gb = gd.sum(axis=(0, 2, 3))
-        odt = g._data.dtype
-        out = tuple(None if a is None else finish(None, arr(a if a.dtype == odt else a.astype(odt)))
-                    for a in (gx, gw, gb))
-        return out if len(nf) > 2 else out[:2]
+        return _grads(g, nf, gd, gx, gw)
 
 
     def _composite(self, x, w, b=None):
