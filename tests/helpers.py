@@ -147,3 +147,23 @@ def gradcheck_op(fn, specs, *, low=-2.0, high=2.0, positive=False, seed=0, secon
     assert gradcheck(fn, tuple(ins), atol=atol, rtol=rtol)
     if second_order:
         assert gradgradcheck(fn, tuple(ins), atol=atol, rtol=rtol)
+
+
+def mutate_bytes(rng, b, cut=0.6):
+    """``b`` with 1-3 random edits from ``rng`` (a ``random.Random``): a bit flip, a cut of the
+    tail (with probability ``cut`` - 0.4), an insertion of random bytes, or a repeated run -
+    the byte-level mutations of the checkpoint fuzzers."""
+    b = bytearray(b)
+    for _ in range(rng.randrange(1, 4)):
+        op = rng.random()
+        if op < 0.4 and b:
+            b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+        elif op < cut and b:
+            del b[rng.randrange(len(b)):]
+        elif op < 0.8:
+            at = rng.randrange(len(b) + 1)
+            b[at:at] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 16)))
+        elif b:
+            at = rng.randrange(len(b))
+            b[at:at] = b[at:at + rng.randrange(1, 64)] * rng.randrange(1, 20)
+    return bytes(b)

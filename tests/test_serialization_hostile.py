@@ -25,7 +25,7 @@ import pytest
 import retrograd
 from retrograd.serialization import CheckpointError
 
-from helpers import torch, needs_torch
+from helpers import torch, needs_torch, mutate_bytes
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
 MiB = 1 << 20
@@ -736,29 +736,12 @@ def _split(raw):
     return header, meta["structure"], raw[8 + n:]
 
 
-def _mutate_bytes(rng, b):
-    b = bytearray(b)
-    for _ in range(rng.randrange(1, 4)):
-        op = rng.random()
-        if op < 0.4 and b:
-            b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
-        elif op < 0.6 and b:
-            del b[rng.randrange(len(b)):]
-        elif op < 0.8:
-            at = rng.randrange(len(b) + 1)
-            b[at:at] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 16)))
-        elif b:
-            at = rng.randrange(len(b))
-            b[at:at] = b[at:at + rng.randrange(1, 64)] * rng.randrange(1, 20)
-    return bytes(b)
-
-
 def mutant(rng, raw):
     """One mutated checkpoint, digest recomputed (so only the content checks can refuse it)."""
     entries, structure, body = _split(raw)
     kind = rng.randrange(5)
     if kind == 0:                        # bytes of the structure text
-        structure = _mutate_bytes(rng, structure.encode()).decode("utf-8", "surrogateescape")
+        structure = mutate_bytes(rng, structure.encode()).decode("utf-8", "surrogateescape")
         try:
             structure.encode("utf-8")
         except UnicodeEncodeError:
@@ -768,15 +751,15 @@ def mutant(rng, raw):
     elif kind == 2:                      # the tensor table
         entries = _mutate_json(rng, entries)
     elif kind == 3:                      # the data bytes
-        body = _mutate_bytes(rng, body)
+        body = mutate_bytes(rng, body)
     else:                                # the whole file, with no digest fix-up
-        return _mutate_bytes(rng, raw)
+        return mutate_bytes(rng, raw)
     if not isinstance(entries, dict):
         entries = {"0": entries}
     try:
         return forge(structure=structure, entries=entries, body=body)
     except (TypeError, ValueError):
-        return _mutate_bytes(rng, raw)
+        return mutate_bytes(rng, raw)
 
 
 def run_fuzz(seconds, seed, report=None):

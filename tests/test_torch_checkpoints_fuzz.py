@@ -32,7 +32,7 @@ import retrograd  # noqa: E402
 from retrograd.serialization import CheckpointError  # noqa: E402
 from retrograd._torch_format import WeightsOnlyUnpicklingError  # noqa: E402
 
-from helpers import torch  # noqa: E402
+from helpers import torch, mutate_bytes  # noqa: E402
 
 MiB = 1 << 20
 
@@ -129,23 +129,6 @@ _SPLICES = [b"(", b")", b"]", b"}", b"t", b"l", b"d", b"u", b"s", b"a", b"e", b"
             b"." , b"(" * 64, b"]2a" * 16]
 
 
-def _mutate_bytes(rng, b):
-    b = bytearray(b)
-    for _ in range(rng.randrange(1, 4)):
-        op = rng.random()
-        if op < 0.4 and b:
-            b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
-        elif op < 0.55 and b:
-            del b[rng.randrange(len(b)):]
-        elif op < 0.8:
-            at = rng.randrange(len(b) + 1)
-            b[at:at] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 16)))
-        elif b:
-            at = rng.randrange(len(b))
-            b[at:at] = b[at:at + rng.randrange(1, 64)] * rng.randrange(1, 20)
-    return bytes(b)
-
-
 def _int_arg(op, value):
     """The bytes of an int-pushing opcode for ``value`` (the narrowest that holds it)."""
     if 0 <= value < 256:
@@ -163,7 +146,7 @@ def _mutate_pickle(rng, pkl):
     try:
         ops = [(op.name, arg, pos) for op, arg, pos in pickletools.genops(pkl)]
     except Exception:  # noqa: BLE001 - an already broken pickle gets byte mutations
-        return _mutate_bytes(rng, pkl)
+        return mutate_bytes(rng, pkl, cut=0.55)
     ends = [pos for _, _, pos in ops[1:]] + [len(pkl)]
     out = pkl
     for _ in range(rng.randrange(1, 4)):
@@ -218,7 +201,7 @@ def _mutate_legacy_counts(rng, raw):
     at = b.rfind(b"]q") if b"]q" in b else -1
     stop = b.find(b".", at) if at >= 0 else -1
     if stop < 0 or stop + 9 > len(b):
-        return _mutate_bytes(rng, raw)
+        return mutate_bytes(rng, raw, cut=0.55)
     v = rng.choice(_EXTREME[:-1] + [-5, 2 ** 40])
     b[stop + 1:stop + 9] = struct.pack("<q", max(min(v, 2 ** 63 - 1), -2 ** 63))
     return bytes(b)
@@ -228,7 +211,7 @@ def mutant(rng, raw):
     zipped = raw[:4] == b"PK\x03\x04"
     kind = rng.randrange(4)
     if kind == 0:
-        return _mutate_bytes(rng, raw)
+        return mutate_bytes(rng, raw, cut=0.55)
     if kind == 1 and zipped:
         return _rezip(raw, lambda pkl: _mutate_pickle(rng, pkl))
     if kind == 1:
