@@ -13,7 +13,7 @@ import pickle
 import numpy as np
 
 from .._tensor import Tensor
-from ..utils.data.dataset import Dataset
+from .vision import VisionDataset
 from .mnist import DatasetFileError, _md5
 
 __all__ = ["CIFAR10", "CIFAR100", "safe_unpickle"]
@@ -84,7 +84,7 @@ def _key(d, name):
     raise KeyError(name)
 
 
-class CIFAR10(Dataset):
+class CIFAR10(VisionDataset):
     """CIFAR-10: 50,000 training and 10,000 test 32x32 colour images in 10 classes.
 
     ``data`` is a uint8 NumPy array (N, 32, 32, 3), ``targets`` a list of ints, ``classes``
@@ -106,10 +106,8 @@ class CIFAR10(Dataset):
     label_key = "labels"
 
     def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
-        self.root = os.path.expanduser(os.fspath(root))
+        super().__init__(root, transform, target_transform)
         self.train = train
-        self.transform = transform
-        self.target_transform = target_transform
         if download:
             self.download()
         if not self._check_exists():
@@ -167,24 +165,13 @@ class CIFAR10(Dataset):
     def __getitem__(self, index):
         from PIL import Image
         img, target = self.data[index], self.targets[index]
-        img = Image.fromarray(img)
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
+        return self._transformed(Image.fromarray(img), target)
 
     def __len__(self):
         return len(self.data)
 
     def extra_repr(self):
         return f"Split: {'Train' if self.train else 'Test'}"
-
-    def __repr__(self):
-        lines = [f"Number of datapoints: {len(self)}", f"Root location: {self.root}", self.extra_repr()]
-        if self.transform is not None:
-            lines.append(f"Transform: {self.transform!r}")
-        return f"Dataset {self.__class__.__name__}\n" + "\n".join("    " + ln for ln in lines)
 
     def download(self):
         """Fetch the archive into ``root`` (MD5-checked) and unpack it; nothing when the

