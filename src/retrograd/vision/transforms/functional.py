@@ -198,8 +198,8 @@ def get_image_num_channels(img):
     return get_dimensions(img)[0]
 
 
-def normalize(tensor, mean, std, inplace=False):
-    """``(tensor - mean[c]) / std[c]`` channel by channel, for a float tensor (..., C, H, W)."""
+def _check_normalizable(tensor):
+    """torchvision's errors for what ``normalize`` cannot take: a float tensor (..., C, H, W)."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"img should be Tensor Image. Got {type(tensor)}")
     if not tensor.is_floating_point():
@@ -207,6 +207,11 @@ def normalize(tensor, mean, std, inplace=False):
     if tensor.ndim < 3:
         raise ValueError("Expected tensor to be a tensor image of size (..., C, H, W). Got tensor.size() = "
                          f"{tensor.size()}")
+
+
+def normalize(tensor, mean, std, inplace=False):
+    """``(tensor - mean[c]) / std[c]`` channel by channel, for a float tensor (..., C, H, W)."""
+    _check_normalizable(tensor)
     m, s = _stats(mean, std, tensor._data.dtype)
     return _normalize_with(tensor, m, s, inplace)
 

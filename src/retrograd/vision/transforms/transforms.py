@@ -106,13 +106,7 @@ class Normalize(nn.Module):
         self._prepared = {}
 
     def forward(self, tensor):
-        if not isinstance(tensor, Tensor):
-            raise TypeError(f"img should be Tensor Image. Got {type(tensor)}")
-        if not tensor.is_floating_point():
-            raise TypeError(f"Input tensor should be a float tensor. Got {tensor.dtype}.")
-        if tensor.ndim < 3:
-            raise ValueError("Expected tensor to be a tensor image of size (..., C, H, W). Got tensor.size() = "
-                             f"{tensor.size()}")
+        F._check_normalizable(tensor)
         dt = tensor._data.dtype
         stats = self._prepared.get(dt)
         if stats is None:
