@@ -27,15 +27,20 @@ def _run(lib, x, w, b, g, training, create_graph, channels_last=False):
     return [y.detach().numpy()] + [a.detach().numpy() for a in gs]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape,affine,training", CASES)
-def test_batch_norm_array_backward_matches_tensor_backward(shape, affine, training, dtype):
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal(shape).astype(dtype) * 2 + 0.5
+def _inputs(seed, shape, affine, dtype, scale=1, shift=0):
+    """x (scaled and shifted), weight and bias (None unless ``affine``) and an output gradient."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(dtype) * scale + shift
     c = shape[1]
     w = rng.standard_normal(c).astype(dtype) if affine else None
     b = rng.standard_normal(c).astype(dtype) if affine else None
-    g = rng.standard_normal(shape).astype(dtype)
+    return x, w, b, rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,affine,training", CASES)
+def test_batch_norm_array_backward_matches_tensor_backward(shape, affine, training, dtype):
+    x, w, b, g = _inputs(1, shape, affine, dtype, scale=2, shift=0.5)
     fast = _run(retrograd, x, w, b, g, training, False)
     ref = _run(retrograd, x, w, b, g, training, True)
     tol = 2e-5 if dtype == np.float32 else 1e-12
@@ -48,12 +53,7 @@ def test_batch_norm_array_backward_matches_tensor_backward(shape, affine, traini
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape,affine,training", CASES)
 def test_batch_norm_array_backward_matches_torch(shape, affine, training, dtype):
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal(shape).astype(dtype)
-    c = shape[1]
-    w = rng.standard_normal(c).astype(dtype) if affine else None
-    b = rng.standard_normal(c).astype(dtype) if affine else None
-    g = rng.standard_normal(shape).astype(dtype)
+    x, w, b, g = _inputs(2, shape, affine, dtype)
     ours = _run(retrograd, x, w, b, g, training, False)
     theirs = _run(torch, x, w, b, g, training, False)
     tol = 1e-4 if dtype == np.float32 else 1e-10
