@@ -46,6 +46,59 @@ def test_compiled_rows_match_the_numpy_path(monkeypatch, shape, dtype):
     np.testing.assert_allclose(got[fin].sum(-1)[np.any(got[fin] != 0, -1)], 1, rtol=1e-5 if dtype == np.float32 else 1e-13)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(64, 32, 32), (16, 9, 64), (4, 40, 300), (2, 48, 20), (8, 12, 7)])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("scale", [None, 0.37])
+def test_compiled_scale_and_causal_mask_match_the_numpy_path(monkeypatch, shape, dtype, causal, scale):
+    """The compiled pass that scales the scores and hides the positions after each query's
+    (attention's steps before its softmax) against the NumPy path's multiply, copyto and
+    softmax, non-finite scores included (row lengths around the kernel's 8-lane split)."""
+    k = _accel_nn.kernels()
+    if k is None:
+        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
+    s = _scores(shape, dtype)
+    L, S = shape[-2:]
+    got = _accel_nn.softmax_rows(k, s.copy(), None if scale is None else dtype(scale), L if causal else 0)
+    ref = s.copy()
+    if scale is not None:
+        ref *= dtype(scale)
+    if causal:
+        np.copyto(ref, dtype(-np.inf), where=attention._above_diagonal(L, S))
+    monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
+    want = attention._softmax_rows(ref)
+    assert got.dtype == want.dtype == dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got == 0, want == 0)
+    tol = dict(rtol=4e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-14, atol=1e-16)
+    np.testing.assert_allclose(got, want, **tol)
+    if causal:      # hidden positions: zeros (NaN only in a row made NaN by its visible part)
+        hidden = got[..., attention._above_diagonal(L, S)]
+        assert ((hidden == 0) | np.isnan(hidden)).all() and (hidden == 0).any()
+
+
+def test_row_maximum_ignores_no_entry(monkeypatch):
+    """The 8-lane row maximum: the largest entry wherever it sits (each lane, the tail), for
+    row lengths on both sides of the lane split; a -inf maximum over a NaN makes a NaN row."""
+    k = _accel_nn.kernels()
+    if k is None:
+        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
+    for n in (1, 7, 15, 16, 17, 23, 64, 71):
+        s = np.zeros((n, n), np.float32) - 5
+        s[np.arange(n), np.arange(n)] = 3       # the maximum at every position in turn
+        out = np.empty_like(s)
+        dead = np.empty(n, np.bool_)
+        k.softmax_rows_shift(s, out, dead, True)
+        np.testing.assert_array_equal(out, s - 3)
+        assert not dead.any()
+    s = np.full((2, 40), -np.inf, np.float32)
+    s[1, 33] = np.nan
+    out = np.empty_like(s)
+    dead = np.empty(2, np.bool_)
+    k.softmax_rows_shift(s, out, dead, True)
+    assert dead.tolist() == [True, False] and np.isnan(out[1]).all()
+
+
 def _sdpa(lib, q, k, v, g, **kw):
     qt, kt, vt = (lib.tensor(a, requires_grad=True) for a in (q, k, v))
     y = lib.nn.functional.scaled_dot_product_attention(qt, kt, vt, **kw)

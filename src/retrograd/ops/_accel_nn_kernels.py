@@ -16,7 +16,7 @@ import numpy as np
 from ._accel_kernels import _erf
 
 __all__ = ["layer_norm", "layer_norm_backward", "gelu_keep_cdf", "gelu_backward_from_cdf",
-           "gelu_backward_from_cdf_scalar_g", "softmax_rows_shift",
+           "gelu_backward_from_cdf_scalar_g", "softmax_rows_shift", "softmax_rows_prepare",
            "softmax_rows_normalize", "log_softmax_rows_finish", "log_softmax_rows_backward",
            "softmax_rows_backward"]
 
@@ -126,27 +126,102 @@ def gelu_backward_from_cdf_scalar_g(g, x, e, cdf, out, inv_sqrt_2pi):
 
 
 @_jit
+def _row_max(r, n):
+    # the maximum of r[:n] (n >= 1) over its non-NaN entries (a NaN is kept only as a first
+    # entry): the callers' sums carry a NaN into its whole row, and they look for one only
+    # where the maximum is -inf. Long rows keep eight independent maxima: one chain of
+    # dependent compare-and-selects is not vectorised and costs its latency per entry.
+    if n < 16:
+        mx = r[0]
+        for j in range(1, n):
+            v = r[j]
+            mx = v if v > mx else mx
+        return mx
+    n8 = n - n % 8
+    m0, m1, m2, m3, m4, m5, m6, m7 = r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]
+    for j in range(8, n8, 8):
+        v = r[j]
+        m0 = v if v > m0 else m0
+        v = r[j + 1]
+        m1 = v if v > m1 else m1
+        v = r[j + 2]
+        m2 = v if v > m2 else m2
+        v = r[j + 3]
+        m3 = v if v > m3 else m3
+        v = r[j + 4]
+        m4 = v if v > m4 else m4
+        v = r[j + 5]
+        m5 = v if v > m5 else m5
+        v = r[j + 6]
+        m6 = v if v > m6 else m6
+        v = r[j + 7]
+        m7 = v if v > m7 else m7
+    for j in range(n8, n):
+        v = r[j]
+        m0 = v if v > m0 else m0
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    m4 = m5 if m5 > m4 else m4
+    m6 = m7 if m7 > m6 else m6
+    m0 = m2 if m2 > m0 else m0
+    m4 = m6 if m6 > m4 else m4
+    return m4 if m4 > m0 else m0
+
+
+@_jit
+def _shift_of(r, n):
+    # the row's shift: its maximum, or NaN where a -inf maximum hides a NaN (such a row is NaN,
+    # not dead: NumPy's max is NaN)
+    mx = _row_max(r, n)
+    if mx == -np.inf:
+        for j in range(n):
+            if r[j] != r[j]:
+                return np.nan
+    return mx
+
+
+@_jit
 def softmax_rows_shift(s, out, dead, safe):
-    # each row minus its maximum, into ``out`` (which may be ``s``). With ``safe``, a row whose
-    # maximum is -inf is marked dead and not shifted (attention's safe softmax gives it zeros);
-    # else it is shifted, giving NaN as the NumPy path. A NaN makes the maximum NaN (as NumPy's
-    # max), so the whole row NaN.
+    # each row minus its maximum, into ``out`` (a different array: see softmax_rows_prepare
+    # for in place). With ``safe``, a row whose maximum is -inf is marked dead and not shifted
+    # (attention's safe softmax gives it zeros); else it is shifted, giving NaN as the NumPy
+    # path. A NaN or +inf makes the whole row NaN (through the row sums that follow).
     m, n = s.shape
     for i in range(m):
         r = s[i]
         o = out[i]
-        mx = r[0]
-        nan = mx != mx
-        for j in range(1, n):
-            v = r[j]
-            nan |= v != v
-            mx = v if v > mx else mx
-        if nan:
-            mx = np.nan
+        mx = _shift_of(r, n)
         dead[i] = safe and mx == -np.inf
         if not dead[i]:
             for j in range(n):
                 o[j] = r[j] - mx
+
+
+@_jit
+def softmax_rows_prepare(s, dead, scaled, scale, causal):
+    # attention's scores before NumPy's exp, in place (one array: a second, aliased one would
+    # keep LLVM from vectorising): each row times ``scale`` (if ``scaled``: the NumPy path's
+    # ``s *= scale``), with ``causal`` > 0 the entries past the row's query position
+    # (row index mod ``causal``) set to -inf (its copyto of the causal mask), then minus its
+    # maximum; rows whose maximum is -inf are dead (zeros), as softmax_rows_shift with ``safe``
+    m, n = s.shape
+    for i in range(m):
+        r = s[i]
+        if scaled:
+            for j in range(n):
+                r[j] = r[j] * scale
+        k = n
+        if causal > 0:
+            k = i % causal + 1
+            if k > n:
+                k = n
+            for j in range(k, n):
+                r[j] = -np.inf
+        mx = _shift_of(r, k)
+        dead[i] = mx == -np.inf
+        if not dead[i]:
+            for j in range(k):
+                r[j] = r[j] - mx
 
 
 @_jit

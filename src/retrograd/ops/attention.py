@@ -67,17 +67,23 @@ def _attend(q, k, v, mask, scale, drop, causal=False):
     # (NumPy's batched matmul runs several times slower with a transposed right operand
     # than with a contiguous copy of it)
     s = xp.matmul(q, xp.ascontiguousarray(xp.swapaxes(k, -1, -2)))
-    if q.shape[-1]:   # (no embedding: zero scores, whatever the scale)
-        s *= q.dtype.type(scale)
-    if causal:
-        L, S = s.shape[-2:]
-        xp.copyto(s, s.dtype.type(-np.inf), where=_above_diagonal(L, S, xp))
-    elif mask is not None:
-        if np.broadcast_shapes(s.shape, mask.shape) == s.shape:
-            s += mask
-        else:
-            s = s + mask
-    p = _softmax_rows(s)
+    # (no embedding: zero scores, whatever the scale)
+    kern = _accel_nn.usable(s) if (causal or mask is None) and s.shape[-1] and s.flags.c_contiguous else None
+    if kern is not None:    # scale, causal mask and softmax in two compiled passes around exp
+        p = _accel_nn.softmax_rows(kern, s, q.dtype.type(scale) if q.shape[-1] else None,
+                                   s.shape[-2] if causal else 0)
+    else:
+        if q.shape[-1]:
+            s *= q.dtype.type(scale)
+        if causal:
+            L, S = s.shape[-2:]
+            xp.copyto(s, s.dtype.type(-np.inf), where=_above_diagonal(L, S, xp))
+        elif mask is not None:
+            if np.broadcast_shapes(s.shape, mask.shape) == s.shape:
+                s += mask
+            else:
+                s = s + mask
+        p = _softmax_rows(s)
     pd = p if drop is None else p * drop
     return xp.matmul(pd, v), p, pd
 
