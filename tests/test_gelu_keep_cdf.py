@@ -1,6 +1,7 @@
-"""Exact GELU's compiled forward that keeps the cdf for the backward: the same bits as the
-kernels that compute erf again and as the NumPy path (RETROGRAD_NO_NUMBA=1), the kept array
-released with the graph, double backward through the recorded path."""
+"""Exact GELU's compiled forward that keeps its derivative (cdf + x * pdf) for the backward:
+the same bits as the kernels that compute erf again and as the NumPy path
+(RETROGRAD_NO_NUMBA=1), the kept array released with the graph, double backward through the
+recorded path."""
 import numpy as np
 import pytest
 
@@ -32,11 +33,11 @@ def _fwd_bwd(x, g, retain=False):
 
 @numba_only
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_kept_cdf_gives_the_bits_of_the_kernels_and_the_numpy_path(monkeypatch, dtype):
+def test_kept_derivative_gives_the_bits_of_the_kernels_and_the_numpy_path(monkeypatch, dtype):
     x = _x(dtype)
     g = np.random.default_rng(1).standard_normal(x.shape).astype(dtype)
     y, gx = _fwd_bwd(x, g)
-    assert y.grad_fn.cdf is None          # released with the graph
+    assert y.grad_fn.dydx is None          # released with the graph
     # the kernels that compute erf again (no recorded forward, then the backward's own erf)
     y0 = F.gelu(retrograd.tensor(x)).numpy()
     gx0 = activation._gelu_grad(retrograd.tensor(g), retrograd.tensor(x), "none").numpy()
@@ -51,11 +52,11 @@ def test_kept_cdf_gives_the_bits_of_the_kernels_and_the_numpy_path(monkeypatch, 
 
 
 @numba_only
-def test_cdf_is_kept_only_when_a_backward_can_follow():
+def test_derivative_is_kept_only_when_a_backward_can_follow():
     x = _x(np.float32)
     assert F.gelu(retrograd.tensor(x)).grad_fn is None
     y = F.gelu(retrograd.tensor(x, requires_grad=True))
-    assert y.grad_fn.cdf is not None and y.grad_fn.cdf.shape == x.shape
+    assert y.grad_fn.dydx is not None and y.grad_fn.dydx.shape == x.shape
     with retrograd.no_grad():
         assert F.gelu(retrograd.tensor(x, requires_grad=True)).grad_fn is None
     # retain_graph keeps it for the next backward, which gives the same gradient
@@ -64,7 +65,7 @@ def test_cdf_is_kept_only_when_a_backward_can_follow():
     y = F.gelu(xt)
     y.backward(retrograd.tensor(g), retain_graph=True)
     first = xt.grad.numpy().copy()
-    assert y.grad_fn.cdf is not None
+    assert y.grad_fn.dydx is not None
     xt.grad = None
     y.backward(retrograd.tensor(g))
     np.testing.assert_array_equal(xt.grad.numpy(), first)

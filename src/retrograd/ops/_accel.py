@@ -4,10 +4,11 @@ The NumPy path's float32 erf is a rational function over a dozen NumPy passes, S
 float64 erf a per-element routine, and exact GELU forward and backward add a dozen passes
 around them. These kernels do each in one pass:
 
-- float32 erf: the NumPy path's rational function, the same IEEE operations in the same
-  order, so the same bits (within 2 ulp of the exact value, like torch's kernel); branch-free,
-  so LLVM vectorises it. (libm's double erf rounded once is within 1 ulp but is a scalar call
-  per element: ~5x slower, slower than torch's kernel.)
+- float32 erf: the NumPy path's rational function, its float64 multiply-adds fused (the
+  same float32 bits on every input checked: see _accel_kernels._erf_f32; within 2 ulp of
+  the exact value, like torch's kernel); branch-free, so LLVM vectorises it. (libm's double
+  erf rounded once is within 1 ulp but is a scalar call per element: ~5x slower, slower
+  than torch's kernel.)
 - float64 erf/erfc: libm's ``erf``/``erfc``, as torch's scalar kernels use (erf within 1 ulp,
   SciPy's up to 2; erfc within 2, SciPy's ~500 in its tail); float32 erfc: libm's double erfc
   rounded once, as SciPy does (the same bits).

@@ -12,10 +12,12 @@ reduction along a row (max, then sum) pays a loop per row: the kernels take a ro
 and subtract it, and its sum and divide by it, around NumPy's exp of the whole array (its
 SIMD exp, which numba cannot vectorise); the sums accumulate in float64.
 
-Exact GELU's backward needs ``cdf = 0.5 * (1 + erf(x / sqrt 2))``, the forward's costliest
-part (erf's rational function): the forward's kernel writes it beside the value when a
-backward will follow, and the backward's reads it instead of computing erf again (the same
-operations in the same order: the same bits as the kernels of :mod:`._accel`).
+Exact GELU's backward is ``g * (cdf + x * pdf)``, cdf = 0.5 * (1 + erf(x / sqrt 2)) the
+forward's costliest part (erf's rational function): when a backward will follow, the
+forward's kernel computes the factor ``cdf + x * pdf`` beside the value (one more NumPy exp
+over cache-sized chunks) and the backward is one product ``g * factor`` (the same operations
+in the same order: the same bits as the kernels of :mod:`._accel` and the NumPy path), where
+it read x and the kept cdf and computed the exp again.
 
 They run only when numba is installed and the input has at least :data:`MIN_SIZE` elements;
 ``RETROGRAD_NO_NUMBA=1`` turns them off (the NumPy path stays the reference).
@@ -89,30 +91,17 @@ def layer_norm_backward(k, x, g, w, mean, rstd, n, want_x, want_wb):
 from ._accel import _SQRT1_2, _INV_SQRT_2PI, _CHUNK, pdf_chunks  # (_accel's GELU constants and pdf)
 
 
-def gelu_keep_cdf(k, x):
-    """(exact GELU of x, its cdf) as two arrays of x's shape and dtype."""
+def gelu_keep_grad(k, x):
+    """(exact GELU of x, its derivative cdf + x * pdf) as two arrays of x's shape and dtype."""
     t = x.dtype.type
     xf = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(x.shape, x.dtype)
-    cdf = np.empty(x.shape, x.dtype)
-    k.gelu_keep_cdf(xf, out.reshape(-1), cdf.reshape(-1), t(0.5), t(1.0), t(_SQRT1_2))
-    return out, cdf
-
-
-def gelu_backward_from_cdf(k, g, x, cdf):
-    """``g * (cdf + x * pdf(x))`` with the forward's cdf."""
-    t = x.dtype.type
-    shape = x.shape
-    # an expanded single value (the gradient of a sum) is passed as that value, not copied out
-    scalar = g.size > 0 and not any(g.strides)
-    g = g.reshape(-1)[0] if scalar else np.ascontiguousarray(g).reshape(-1)
-    x, cdf = (np.ascontiguousarray(a).reshape(-1) for a in (x, cdf))
-    out = np.empty(x.size, x.dtype)
-    kern = k.gelu_backward_from_cdf_scalar_g if scalar else k.gelu_backward_from_cdf
-    c = t(_INV_SQRT_2PI)
-    for i, xs, e in pdf_chunks(x):
-        kern(g if scalar else g[i:i + _CHUNK], xs, e, cdf[i:i + _CHUNK], out[i:i + _CHUNK], c)
-    return out.reshape(shape)
+    d = np.empty(x.shape, x.dtype)
+    of, df = out.reshape(-1), d.reshape(-1)
+    for i, xs, e in pdf_chunks(xf):
+        n = xs.size
+        k.gelu_keep_grad(xs, e, of[i:i + n], df[i:i + n], t(0.5), t(1.0), t(_SQRT1_2), t(_INV_SQRT_2PI))
+    return out, d
 
 
 def softmax_rows(k, s, scale=None, causal=0):

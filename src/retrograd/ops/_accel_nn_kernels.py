@@ -1,6 +1,6 @@
 """The numba kernels of :mod:`retrograd.ops._accel_nn` (imported only where numba is
 installed): layer norm's rows, attention's row softmax around NumPy's exp, and exact GELU
-with its cumulative distribution kept for the backward.
+with its derivative kept for the backward.
 
 Module-level functions, so that numba's on-disk cache (``cache=True``) finds them again in
 the next process. They take C-contiguous arrays of one dtype (float32 or float64): the
@@ -15,8 +15,7 @@ import numpy as np
 
 from ._accel_kernels import _erf
 
-__all__ = ["layer_norm", "layer_norm_backward", "gelu_keep_cdf", "gelu_backward_from_cdf",
-           "gelu_backward_from_cdf_scalar_g", "softmax_rows_shift", "softmax_rows_prepare",
+__all__ = ["layer_norm", "layer_norm_backward", "gelu_keep_grad", "softmax_rows_shift", "softmax_rows_prepare",
            "softmax_rows_normalize", "log_softmax_rows_finish", "log_softmax_rows_backward",
            "softmax_rows_backward"]
 
@@ -101,28 +100,15 @@ _exact = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=Fal
 
 
 @_exact
-def gelu_keep_cdf(x, out, cdf, half, one, rsqrt2):
-    # _accel_kernels.gelu's value, x * 0.5 * (1 + erf(x / sqrt 2)), and the backward's
-    # cdf = 0.5 * (1 + erf(x / sqrt 2)), each associated as its NumPy path
+def gelu_keep_grad(x, e, out, d, half, one, rsqrt2, inv_sqrt_2pi):
+    # _accel_kernels.gelu's value, x * 0.5 * (1 + erf(x / sqrt 2)), and the backward's factor
+    # d = cdf + x * pdf (cdf = 0.5 * (1 + erf(x / sqrt 2)), pdf = e / sqrt(2 pi), e =
+    # exp(-x*x/2) from NumPy), each associated as its NumPy path: the backward is then g * d
     for i in range(x.shape[0]):
         xi = x[i]
         s = one + _erf(xi * rsqrt2)
         out[i] = xi * half * s
-        cdf[i] = half * s
-
-
-@_exact
-def gelu_backward_from_cdf(g, x, e, cdf, out, inv_sqrt_2pi):
-    # _accel_kernels.gelu_backward with the forward's cdf: g * (cdf + x * (e / sqrt(2 pi)))
-    for i in range(x.shape[0]):
-        out[i] = g[i] * (cdf[i] + x[i] * (inv_sqrt_2pi * e[i]))
-
-
-@_exact
-def gelu_backward_from_cdf_scalar_g(g, x, e, cdf, out, inv_sqrt_2pi):
-    # the same with one gradient value for every element (the expanded gradient of a sum)
-    for i in range(x.shape[0]):
-        out[i] = g * (cdf[i] + x[i] * (inv_sqrt_2pi * e[i]))
+        d[i] = half * s + xi * (inv_sqrt_2pi * e[i])
 
 
 @_jit

@@ -552,12 +552,12 @@ def _gelu_grad_exact(g, x):
     return g * (cdf + x * pdf)
 
 
-def _gelu_grad(g, x, approximate, cdf=None):
+def _gelu_grad(g, x, approximate, dydx=None):
     xp = xp_for(g, x)
     gd, xd = _opmath(g._data), _opmath(x._data)
     with np.errstate(over="ignore", invalid="ignore"):
-        if cdf is not None and cdf.shape == xd.shape and cdf.dtype == xd.dtype and _accel.usable(xd, gd) is not None:
-            r = _accel_nn.gelu_backward_from_cdf(_accel_nn.kernels(), gd, xd, cdf)
+        if dydx is not None and dydx.shape == xd.shape == gd.shape and dydx.dtype == xd.dtype == gd.dtype:
+            r = gd * dydx       # the forward's cdf + x * pdf (an expanded g broadcasts as it is)
         elif approximate == "tanh":
             x_sq = xd * xd
             t = xp.tanh(_K * (xd + _KAPPA * x_sq * xd))
@@ -594,14 +594,14 @@ class GeluBackwardBackward0(OpNode):
 
 
 class GeluBackward0(OpNode):
-    cdf = None      # exact GELU's 0.5 * (1 + erf(x / sqrt 2)), kept by the compiled forward
+    dydx = None     # exact GELU's derivative cdf + x * pdf, kept by the compiled forward
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        return _gelu_grad(g, x, self.approximate, self.cdf)
+        return _gelu_grad(g, x, self.approximate, self.dydx)
 
     def _release(self):
-        self.cdf = None
+        self.dydx = None
         super()._release()
 
 
@@ -612,7 +612,7 @@ def gelu(input, approximate="none"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _float_input(input, "GeluKernelImpl")
     x = _opmath(input._data)
-    cdf = None
+    dydx = None
     with np.errstate(over="ignore", invalid="ignore"):
         if approximate == "tanh":
             r = 0.5 * x * (1 + xp.tanh(_K * (x + _KAPPA * x * x * x)))
@@ -621,13 +621,13 @@ def gelu(input, approximate="none"):
             if k is None:
                 r = _blockwise(_gelu_exact, x)
             elif input._requires_grad and _state.grad and x is input._data and _accel_nn.kernels() is not None:
-                # a backward may follow: keep the cdf it needs (erf, the costly part, once)
-                r, cdf = _accel_nn.gelu_keep_cdf(_accel_nn.kernels(), x)
+                # a backward may follow: keep the derivative it needs (erf, the costly part, once)
+                r, dydx = _accel_nn.gelu_keep_grad(_accel_nn.kernels(), x)
             else:
                 r = _accel.gelu(k, x)
     out = _op(GeluBackward0, input, r.astype(input._data.dtype, copy=False), approximate=approximate)
-    if cdf is not None and out.grad_fn is not None:
-        out.grad_fn.cdf = cdf
+    if dydx is not None and out.grad_fn is not None:
+        out.grad_fn.dydx = dydx
     return out
 
 
