@@ -255,6 +255,17 @@ def test_compiled_float32_erf_is_within_2_ulp_of_the_exact_value():
     assert (np.abs(got.astype(np.float64) - exact) / ulp).max() <= 2
 
 
+def test_compiled_float32_erf_gives_the_numpy_paths_bits_densely(monkeypatch):
+    """The compiled float32 erf fuses its float64 multiply-adds: rounded to float32 it gives
+    the NumPy path's bits (every 64th float32 in [0, 4.5], and their negatives)."""
+    _numba()
+    lo, hi = np.float32(0).view(np.int32), np.float32(4.5).view(np.int32)
+    x = np.arange(lo, hi, 64, dtype=np.int32).view(np.float32)
+    x = np.concatenate([x, -x])
+    c, r = _paths(monkeypatch, unary._erf_np, x)
+    np.testing.assert_array_equal(c, r)
+
+
 def test_compiled_kernels_take_strided_and_multi_dimensional_arrays(monkeypatch):
     a = np.random.default_rng(6).standard_normal((64, 96)).astype(np.float32)[:, ::3].T
     for name in ("erf", "erfc", "gelu"):

@@ -35,8 +35,7 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 def kernels():
     """The kernel module, compiled (or loaded from numba's cache) on first use, or None."""
-    from ._accel import load
-    return load(_KERNELS, "_accel_nn_kernels")
+    return _KERNELS[0] if _KERNELS else load(_KERNELS, "_accel_nn_kernels")
 
 
 def usable(x, *others):
@@ -88,7 +87,7 @@ def layer_norm_backward(k, x, g, w, mean, rstd, n, want_x, want_wb):
     return (gx if want_x else None), gw, gb
 
 
-from ._accel import _SQRT1_2, _INV_SQRT_2PI, _CHUNK, pdf_chunks  # (_accel's GELU constants and pdf)
+from ._accel import _SQRT1_2, _INV_SQRT_2PI, _CHUNK, pdf_chunks, load  # (GELU constants, pdf; the loader)
 
 
 def gelu_keep_grad(k, x):
