@@ -77,6 +77,44 @@ def test_compiled_scale_and_causal_mask_match_the_numpy_path(monkeypatch, shape,
         assert ((hidden == 0) | np.isnan(hidden)).all() and (hidden == 0).any()
 
 
+@pytest.mark.parametrize("kw,fused", [(dict(is_causal=True), True), (dict(), True), (dict(mask=True), False)])
+def test_attention_takes_the_fused_pass_where_it_can(monkeypatch, kw, fused):
+    """Scaled dot-product attention at kernel sizes scales, masks (causal) and normalises its
+    scores in the compiled pass; with an explicit mask it scales and adds the mask first
+    (NumPy), then the pass only normalises. Either way: the NumPy path's result within rounding."""
+    k = _accel_nn.kernels()
+    if k is None:
+        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
+    calls = []
+
+    class Spy:
+        def __getattr__(self, name):
+            fn = getattr(k, name)
+
+            def wrapped(*a):
+                calls.append((name, a[2:] if name == "softmax_rows_prepare" else None))
+                return fn(*a)
+            return wrapped
+    rng = np.random.default_rng(7)
+    q, kk, v = (rng.standard_normal((2, 3, 40, 16)).astype(np.float32) for _ in range(3))
+    extra = {}
+    if kw.get("mask"):
+        extra["attn_mask"] = retrograd.tensor(np.tril(np.ones((40, 40), bool)))
+    else:
+        extra.update(kw)
+    args = [retrograd.tensor(a) for a in (q, kk, v)]
+    monkeypatch.setattr(_accel_nn, "_KERNELS", [Spy()])
+    got = F.scaled_dot_product_attention(*args, **extra).numpy()
+    (_, (scaled, scale, causal)), = [c for c in calls if c[0] == "softmax_rows_prepare"]
+    if fused:
+        assert scaled and scale == np.float32(1 / 4) and causal == (40 if kw.get("is_causal") else 0)
+    else:           # (scaled and masked by NumPy first)
+        assert not scaled and causal == 0
+    monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
+    want = F.scaled_dot_product_attention(*args, **extra).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_row_maximum_ignores_no_entry(monkeypatch):
     """The 8-lane row maximum: the largest entry wherever it sits (each lane, the tail), for
     row lengths on both sides of the lane split; a -inf maximum over a NaN makes a NaN row."""
