@@ -163,6 +163,16 @@ class _Cols:
         self.pr, self.pc = -(-self.hp // s0), -(-self.wp // s1)      # a stride phase's rows, columns
         self.plane = np.zeros(s0 * s1 * self.pr * self.pc, dtype) if kern is not None else None
 
+    def fork(self, r):
+        """This builder for the r-th thread's run: from the second on, a copy with its own work plane."""
+        if r == 0:
+            return self
+        c = object.__new__(_Cols)
+        c.__dict__.update(self.__dict__)
+        if self.plane is not None:
+            c.plane = np.zeros_like(self.plane)
+        return c
+
     def im2col(self, x, cols):
         """x (B, C, H, W) -> cols (B, G, Cg*KH*KW, OH*OW)."""
         k, p, out = self.k, self.p, self.out
@@ -205,6 +215,57 @@ def _fwd_setup(x, w, p):
     return x, cc, L, wm, y, y.reshape(n, G, o // G, L)
 
 
+# With two or more intra-op threads (retrograd.set_num_threads, else the count chosen for
+# the machine's load: _threads.kernel_threads) a large blocked convolution splits its
+# blocks into one contiguous run of samples per thread, each with its own work buffers and
+# a single-threaded BLAS (im2col/col2im kernels and GEMMs release the GIL). Each sample's
+# products are the same calls on the same operands as on one thread (GEMMs one sample at
+# a time; weight gradients kept per sample and summed in sample order at the end), so the
+# results do not depend on the thread count.
+_PAR_BYTES = 1 << 20      # least column bytes (the whole batch's) worth a second thread
+_POOL_EXEC = []
+
+
+def _executor():
+    if not _POOL_EXEC:
+        import concurrent.futures
+        import os
+        _POOL_EXEC.append(concurrent.futures.ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1),
+                                                                thread_name_prefix="retrograd-conv"))
+        # a forked child has none of the parent's threads: it makes its own pool
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_POOL_EXEC.clear)
+    return _POOL_EXEC[0]
+
+
+def _runs(n, b, nbytes):
+    """Contiguous runs of whole b-sample blocks covering range(n), one per thread to use."""
+    blocks = -(-n // b)
+    t = 1
+    if blocks > 1 and nbytes >= _PAR_BYTES:
+        from .. import _threads
+        t = min(blocks, _threads.kernel_threads())
+    if t <= 1:
+        return [(0, n)]
+    return [(r * blocks // t * b, min(n, (r + 1) * blocks // t * b)) for r in range(t)]
+
+
+def _each_run(runs, fn):
+    """fn(r, i, j) for each run r = (i, j): the first in this thread, the others in the pool,
+    the BLAS single-threaded meanwhile."""
+    if len(runs) == 1:
+        fn(0, *runs[0])
+        return
+    from .. import _threads
+    with _threads.single_blas():
+        futs = [_executor().submit(fn, r, i, j) for r, (i, j) in enumerate(runs) if r]
+        try:
+            fn(0, *runs[0])
+        finally:
+            for f in futs:
+                f.result()
+
+
 def _fwd_bwd_w_blocked(x, w, g, p):
     """conv(x, w) and the weight gradient of conv(x, .) against ``g`` from one im2col of
     each block (a transposed convolution's backward: both read the output gradient's
@@ -214,19 +275,25 @@ def _fwd_bwd_w_blocked(x, w, g, p):
     cgkk = wm.shape[2]
     g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
     b = _block(n, G * cgkk, L, x.itemsize)
-    cols = _take((b, G, cgkk, L), x.dtype)
     flip = x.dtype == np.float32
     parts = np.empty((n, G, cgkk, o // G) if flip else (n, G, o // G, cgkk), x.dtype)
-    for i in range(0, n, b):
-        j = min(n, i + b)
-        cb = cols[:j - i]
-        cc.im2col(x[i:j], cb)
-        np.matmul(wm, cb, out=y4[i:j])
-        if flip:
-            np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
-        else:
-            np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
-    _give(cols)
+    runs = _runs(n, b, n * G * cgkk * L * x.itemsize)
+    bufs = [(_take((b, G, cgkk, L), x.dtype), cc.fork(r)) for r in range(len(runs))]
+
+    def run(r, i0, i1):
+        cols, cr = bufs[r]
+        for i in range(i0, i1, b):
+            j = min(i1, i + b)
+            cb = cols[:j - i]
+            cr.im2col(x[i:j], cb)
+            np.matmul(wm, cb, out=y4[i:j])
+            if flip:
+                np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
+            else:
+                np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+    _each_run(runs, run)
+    for cols, _ in bufs:
+        _give(cols)
     gw = parts.sum(0)
     if flip:
         gw = gw.transpose(0, 2, 1)
@@ -239,16 +306,27 @@ def _fwd_blocked(x, w, p, keep=False):
     x, cc, L, wm, y, y4 = _fwd_setup(x, w, p)
     n, G, cgkk = x.shape[0], p.groups, wm.shape[2]
     b = _block(n, G * cgkk, L, x.itemsize)
-    whole = keep and n * G * cgkk * L * x.itemsize <= _KEEP_BYTES
-    cols = _take((n if whole else b, G, cgkk, L), x.dtype)
-    for i in range(0, n, b):
-        j = min(n, i + b)
-        cb = cols[i:j] if whole else cols[:j - i]
-        cc.im2col(x[i:j], cb)
-        np.matmul(wm, cb, out=y4[i:j])
+    nbytes = n * G * cgkk * L * x.itemsize
+    whole = keep and nbytes <= _KEEP_BYTES
+    runs = _runs(n, b, nbytes)
+    if whole:
+        cols = _take((n, G, cgkk, L), x.dtype)
+        bufs = [(cols, cc.fork(r)) for r in range(len(runs))]
+    else:
+        bufs = [(_take((b, G, cgkk, L), x.dtype), cc.fork(r)) for r in range(len(runs))]
+
+    def run(r, i0, i1):
+        buf, cr = bufs[r]
+        for i in range(i0, i1, b):
+            j = min(i1, i + b)
+            cb = buf[i:j] if whole else buf[:j - i]
+            cr.im2col(x[i:j], cb)
+            np.matmul(wm, cb, out=y4[i:j])
+    _each_run(runs, run)
     if whole:
         return y, cols
-    _give(cols)
+    for buf, _ in bufs:
+        _give(buf)
     return (y, None) if keep else y
 
 
@@ -265,24 +343,30 @@ def _bwd_w_blocked(x, g, wshape, p, cols=None):
     g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
     b = _block(n, G * cgkk, L, x.itemsize)
     own = cols is None
-    buf = _take((b, G, cgkk, L), x.dtype) if own else None
     # per-sample products summed over the batch at the end, float32 with the columns on
     # the left (see _bwd_w)
     flip = x.dtype == np.float32
     parts = np.empty((n, G, cgkk, o // G) if flip else (n, G, o // G, cgkk), x.dtype)
-    for i in range(0, n, b):
-        j = min(n, i + b)
-        if own:
-            cb = buf[:j - i]
-            cc.im2col(x[i:j], cb)
-        else:
-            cb = cols[i:j]
-        if flip:
-            np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
-        else:
-            np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+    runs = _runs(n, b, n * G * cgkk * L * x.itemsize)
+    bufs = [(_take((b, G, cgkk, L), x.dtype) if own else None, cc.fork(r)) for r in range(len(runs))]
+
+    def run(r, i0, i1):
+        buf, cr = bufs[r]
+        for i in range(i0, i1, b):
+            j = min(i1, i + b)
+            if own:
+                cb = buf[:j - i]
+                cr.im2col(x[i:j], cb)
+            else:
+                cb = cols[i:j]
+            if flip:
+                np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
+            else:
+                np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+    _each_run(runs, run)
     if own:
-        _give(buf)
+        for buf, _ in bufs:
+            _give(buf)
     gw = parts.sum(0)
     if flip:
         gw = gw.transpose(0, 2, 1)
@@ -299,13 +383,18 @@ def _bwd_in_blocked(g, w, xshape, p):
     g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
     wT = w.reshape(G, o // G, cgkk).transpose(0, 2, 1)
     b = _block(n, G * cgkk, L, g.itemsize)
-    d = np.empty((b, G, cgkk, L), g.dtype)
     gx = np.empty(tuple(xshape), g.dtype)
-    for i in range(0, n, b):
-        j = min(n, i + b)
-        db = d[:j - i]
-        np.matmul(wT, g4[i:j], out=db)
-        cc.col2im(db, gx[i:j])
+    runs = _runs(n, b, n * G * cgkk * L * g.itemsize)
+    bufs = [(np.empty((b, G, cgkk, L), g.dtype), cc.fork(r)) for r in range(len(runs))]
+
+    def run(r, i0, i1):
+        d, cr = bufs[r]
+        for i in range(i0, i1, b):
+            j = min(i1, i + b)
+            db = d[:j - i]
+            np.matmul(wT, g4[i:j], out=db)
+            cr.col2im(db, gx[i:j])
+    _each_run(runs, run)
     return gx
 
 
