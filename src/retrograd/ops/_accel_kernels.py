@@ -124,13 +124,15 @@ def _dw_plane(x, n, c, buf, plh, plw, wp):
 
 
 @_jit
-def dw_corr(x, wk, out, buf, acc, plh, plw, wp, d0, d1):
+def dw_corr(x, wk, out, buf, acc, plh, plw, wp, d0, d1, bias):
     """out[n, c, i, j] = sum over (a, b) of wk[c, a, b] * xp[n, c, i + a*d0, j + b*d1], xp the
-    input zero-padded by (plh, plw) at the top and left to row length ``wp``. ``buf``: a
-    zeroed work plane (padded height * wp + slack); ``acc``: a work row of OH * wp."""
+    input zero-padded by (plh, plw) at the top and left to row length ``wp``, plus bias[c]
+    when ``bias`` is not empty (added to the rounded sum, as a separate add would). ``buf``:
+    a zeroed work plane (padded height * wp + slack); ``acc``: a work row of OH * wp."""
     N, C, OH, OW = out.shape
     KH, KW = wk.shape[1], wk.shape[2]
     L = OH * wp
+    with_bias = bias.shape[0] > 0
     for n in range(N):
         for c in range(C):
             _dw_plane(x, n, c, buf, plh, plw, wp)
@@ -144,11 +146,19 @@ def dw_corr(x, wk, out, buf, acc, plh, plw, wp, d0, d1):
                     for j in range(L):
                         acc[j] += wv * seg[j]
             o = out[n, c]
-            for i in range(OH):
-                row = o[i]
-                t = acc[i * wp:i * wp + OW]
-                for j in range(OW):
-                    row[j] = t[j]
+            if with_bias:
+                bc = bias[c]
+                for i in range(OH):
+                    row = o[i]
+                    t = acc[i * wp:i * wp + OW]
+                    for j in range(OW):
+                        row[j] = t[j] + bc
+            else:
+                for i in range(OH):
+                    row = o[i]
+                    t = acc[i * wp:i * wp + OW]
+                    for j in range(OW):
+                        row[j] = t[j]
 
 
 @_jit

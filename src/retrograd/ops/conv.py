@@ -300,11 +300,12 @@ def _fwd_bwd_w_blocked(x, w, g, p):
     return y, np.ascontiguousarray(gw).reshape(w.shape)
 
 
-def _fwd_blocked(x, w, p, keep=False):
-    """y, and with ``keep`` the whole column matrix (for the weight gradient) where it is at
-    most _KEEP_BYTES, else None."""
+def _fwd_blocked(x, w, p, keep=False, bias=None):
+    """y (+ bias, added block by block while in cache), and with ``keep`` the whole column
+    matrix (for the weight gradient) where it is at most _KEEP_BYTES, else None."""
     x, cc, L, wm, y, y4 = _fwd_setup(x, w, p)
     n, G, cgkk = x.shape[0], p.groups, wm.shape[2]
+    b4 = None if bias is None else bias.reshape(1, G, -1, 1)
     b = _block(n, G * cgkk, L, x.itemsize)
     nbytes = n * G * cgkk * L * x.itemsize
     whole = keep and nbytes <= _KEEP_BYTES
@@ -322,6 +323,8 @@ def _fwd_blocked(x, w, p, keep=False):
             cb = buf[i:j] if whole else buf[:j - i]
             cr.im2col(x[i:j], cb)
             np.matmul(wm, cb, out=y4[i:j])
+            if b4 is not None:
+                y4[i:j] += b4
     _each_run(runs, run)
     if whole:
         return y, cols
@@ -398,14 +401,19 @@ def _bwd_in_blocked(g, w, xshape, p):
     return gx
 
 
-def _fwd(x, w, p, want_cols=False):
-    """y = conv(x, w): (N, O, *out)."""
+def _fwd(x, w, p, want_cols=False, bias=None):
+    """y = conv(x, w) (+ bias per channel): (N, O, *out)."""
     host = type(x) is np.ndarray     # (a device runs im2col + one batched GEMM: cuBLAS)
     if host and _depthwise(w, p):
-        y = _fwd_dw(x, w, p)
+        y = _fwd_dw(x, w, p, bias)
         return (y, None) if want_cols else y
-    if host and _blocked(x, w):
-        return _fwd_blocked(x, w, p, want_cols)
+    if host and _blocked(x, w) and (bias is None or bias.dtype == x.dtype):
+        return _fwd_blocked(x, w, p, want_cols, bias)
+    if bias is not None:
+        r = _fwd(x, w, p, want_cols)
+        y = r[0] if want_cols else r
+        y += bias.reshape((1, -1) + (1,) * (y.ndim - 2))
+        return r
     if host and _wide(p, w.ndim - 2):
         y, cols = _fwd_wide(x, w, p, want_cols)
         return (y, cols) if want_cols else y
@@ -694,9 +702,9 @@ def _dw_sample_cols(flat, i, k, dil, wp, L, cols):
     return cols
 
 
-def _dw_corr(x, wk, pad, dil):
+def _dw_corr(x, wk, pad, dil, bias=None):
     """Stride-1 2-D depthwise correlation of ``x`` (N, C, H, W) with ``wk`` (C, KH, KW),
-    zero padding ``pad`` ((lo, hi), (lo, hi)); returns (N, C, OH, OW)."""
+    zero padding ``pad`` ((lo, hi), (lo, hi)), plus ``bias`` (C,) if given; returns (N, C, OH, OW)."""
     xp = xp_for(x, wk, pad, dil)
     n, c, h, wd = x.shape
     k = wk.shape[1:]
@@ -706,10 +714,17 @@ def _dw_corr(x, wk, pad, dil):
     L = oh * wp
     dt = np.result_type(x.dtype, wk.dtype)
     kern = _accel.for_arrays(x, wk)
-    if kern is not None:     # (one padded plane at a time, in cache)
+    if kern is not None and (bias is None or bias.dtype == dt):     # (one padded plane at a time, in cache)
         y = np.empty((n, c, oh, ow), dt)
-        kern.dw_corr(np.ascontiguousarray(x), np.ascontiguousarray(wk), y, np.zeros(hp * wp + dil[1] * (k[1] - 1), dt),
-                     np.empty(L, dt), plh, plw, wp, dil[0], dil[1])
+        x, wk = np.ascontiguousarray(x), np.ascontiguousarray(wk)
+        b = np.empty(0, dt) if bias is None else np.ascontiguousarray(bias)
+        # samples split across the intra-op threads (see _runs), each with its own work rows
+        runs = _runs(n, 1, x.nbytes)
+        bufs = [(np.zeros(hp * wp + dil[1] * (k[1] - 1), dt), np.empty(L, dt)) for _ in runs]
+
+        def run(r, i, j):
+            kern.dw_corr(x[i:j], wk, y[i:j], bufs[r][0], bufs[r][1], plh, plw, wp, dil[0], dil[1], b)
+        _each_run(runs, run)
         return y
     flat = _take((n, c, hp * wp + dil[1] * (k[1] - 1)), x.dtype)
     flat.fill(0)
@@ -722,7 +737,10 @@ def _dw_corr(x, wk, pad, dil):
             xp.matmul(w9, _dw_sample_cols(flat, i, k, dil, wp, L, cols), out=y[i])
     _give(cols)
     _give(flat)
-    return xp.ascontiguousarray(y.reshape(n, c, oh, wp)[:, :, :, :ow])
+    y = xp.ascontiguousarray(y.reshape(n, c, oh, wp)[:, :, :, :ow])
+    if bias is not None:
+        y += bias.reshape(1, c, 1, 1)
+    return y
 
 
 def _dw_flip_pad(k, p):
@@ -750,10 +768,10 @@ def _dw_flat(x, k, p):
     return flat, (hp, wp, oh, ow)
 
 
-def _fwd_dw(x, w, p):
+def _fwd_dw(x, w, p, bias=None):
     k = w.shape[2:]
     if _wide(p, len(k)):
-        return _dw_corr(x, w[:, 0], p.pad, p.dilation)
+        return _dw_corr(x, w[:, 0], p.pad, p.dilation, bias)
     xp = _pad_zeros(x, p.pad)
     k = w.shape[2:]
     out = _out_size(xp.shape[2:], k, p)
@@ -765,6 +783,8 @@ def _fwd_dw(x, w, p):
             y = term
         else:
             y += term
+    if bias is not None:
+        y += bias.reshape(bshape)
     return y
 
 
@@ -834,15 +854,20 @@ class ConvolutionBackward0(OpNode):
         x, w = self.saved_tensors
         nf = self.next_functions
         p = self.p
+        gb = None
+        if len(nf) > 2 and nf[2][0] is not None:
+            gb = g.sum([0] + list(range(2, g.ndim)))
+        gd = g._data
+        if nf[0][0] is not None and nf[1][0] is not None and type(gd) is np.ndarray \
+                and not gd.flags.c_contiguous and not g._requires_grad:
+            # (a sum's broadcast gradient, say) one copy for both products, not one each
+            g = finish(None, np.ascontiguousarray(gd))
         gx = _conv_input_grad(g, w, x.shape, p) if nf[0][0] is not None else None
         gw = None
         if nf[1][0] is not None:
             cols = self.__dict__.pop("cols", None)
             gw = _conv_weight_grad(x, g, w.shape, p, cols)
             _give(cols)
-        gb = None
-        if len(nf) > 2 and nf[2][0] is not None:
-            gb = g.sum([0] + list(range(2, g.ndim)))
         return (gx, gw, gb) if len(nf) > 2 else (gx, gw)
 
     def __del__(self):
@@ -886,13 +911,12 @@ def _conv(x, w, p, bias=None):
     xd, wd = _f32(x._data), _f32(w._data)
     inputs = (x, w) if bias is None else (x, w, bias)
     node = node_for(ConvolutionBackward0, inputs)
+    bd = None if bias is None else _f32(bias._data)
     if node is not None and w._requires_grad:
-        y, cols = _fwd(xd, wd, p, want_cols=True)
+        y, cols = _fwd(xd, wd, p, want_cols=True, bias=bd)
         node.cols = cols
     else:
-        y = _fwd(xd, wd, p)
-    if bias is not None:
-        y += _f32(bias._data).reshape((1, -1) + (1,) * (y.ndim - 2))
+        y = _fwd(xd, wd, p, bias=bd)
     y = _round_like(y, x._data)
     if node is not None:
         node.p = p
