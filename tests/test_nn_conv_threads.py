@@ -205,3 +205,95 @@ def test_threaded_conv_matches_torch(threads):
         outs.append([y.detach().numpy(), x.grad.numpy(), w.grad.numpy()])
     for a, b in zip(*outs):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+# (x shape, padding, dilation, kernel) of stride-1 depthwise convolutions (the compiled path)
+DW = [((6, 5, 9, 8), 1, 1, 3), ((4, 3, 7, 10), (2, 0), (1, 2), (3, 2)), ((5, 4, 6, 6), 0, 1, 5)]
+
+
+@pytest.mark.parametrize("numba", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs,pad,dil,k", DW)
+def test_depthwise_thread_count_does_not_change_the_bits(xs, pad, dil, k, dtype, numba, threads, monkeypatch):
+    if not numba:
+        monkeypatch.setattr(_accel, "_KERNELS", [None])
+    elif _accel.kernels() is None:
+        pytest.skip("numba is not installed")
+    c = xs[1]
+    k = k if isinstance(k, tuple) else (k, k)
+    p = _p(xs, (c, 1) + k, 1, pad, dil, c)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(xs).astype(dtype)
+    w = rng.standard_normal((c, 1) + k).astype(dtype)
+    b = rng.standard_normal(c).astype(dtype)
+    x.reshape(-1)[:2] = [np.nan, -np.inf]
+    out = conv._out_size(tuple(s + lo + hi for s, (lo, hi) in zip(xs[2:], p.pad)), k, p)
+    g = rng.standard_normal((xs[0], c) + out).astype(dtype)
+
+    def all_():
+        return [conv._fwd(x, w, p), conv._fwd(x, w, p, bias=b), conv._bwd_in(g, w, x.shape, p),
+                conv._bwd_w(x, g, w.shape, p)]
+    threads(1)
+    one = all_()
+    threads(2)
+    two = all_()
+    for a, r in zip(two, one):
+        np.testing.assert_array_equal(a, r)
+    if numba:
+        assert threads.submitted
+
+
+@pytest.mark.parametrize("numba", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["blocked", "depthwise", "strided depthwise", "wide"])
+def test_bias_inside_the_forward_gives_a_separate_adds_bits(case, dtype, numba, monkeypatch):
+    """The bias added in the forward (per block, or by the depthwise kernel) rounds each
+    output once, as adding it to the finished output does."""
+    if not numba:
+        monkeypatch.setattr(_accel, "_KERNELS", [None])
+        monkeypatch.setattr(conv, "_CONV_KERNELS", [None])
+    elif _accel.kernels() is None:
+        pytest.skip("numba is not installed")
+    monkeypatch.setattr(conv, "_BLOCK_BYTES", 1)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((5, 4, 9, 8)).astype(dtype)
+    x.reshape(-1)[3] = np.inf
+    if case == "blocked":
+        w, p = rng.standard_normal((6, 4, 3, 3)).astype(dtype), _p((5, 4, 9, 8), (6, 4, 3, 3), 2, 1, 1, 1)
+    elif case == "wide":      # the wide layout serves float16
+        x, w = x.astype(np.float16), rng.standard_normal((6, 4, 3, 3)).astype(np.float16)
+        p = _p((5, 4, 9, 8), (6, 4, 3, 3), 1, 1, 1, 1)
+    else:
+        w = rng.standard_normal((4, 1, 3, 3)).astype(dtype)
+        p = _p((5, 4, 9, 8), (4, 1, 3, 3), 2 if case.startswith("strided") else 1, 1, 1, 4)
+    b = rng.standard_normal(w.shape[0]).astype(x.dtype)
+    b[1] = -np.inf
+    with np.errstate(invalid="ignore"):
+        y = conv._fwd(x, w, p, bias=b)
+        ref = conv._fwd(x, w, p)
+        ref += b.reshape(1, -1, 1, 1)
+    np.testing.assert_array_equal(y, ref)
+    yk, cols = conv._fwd(x, w, p, want_cols=True, bias=b)
+    np.testing.assert_array_equal(yk, ref)
+    conv._give(cols)
+
+
+@needs_torch
+def test_conv_with_bias_matches_torch_on_every_path():
+    rng = np.random.default_rng(9)
+    for xs, ws, kw in [((4, 3, 10, 9), (5, 3, 3, 3), dict(stride=2, padding=1)),
+                       ((4, 6, 10, 9), (6, 1, 3, 3), dict(padding=1, groups=6)),
+                       ((4, 6, 10, 9), (6, 1, 3, 3), dict(stride=2, groups=6)),
+                       ((2, 3, 7), (4, 3, 3), dict(padding=1))]:
+        xa = rng.standard_normal(xs).astype(np.float32)
+        wa = rng.standard_normal(ws).astype(np.float32)
+        ba = rng.standard_normal(ws[0]).astype(np.float32)
+        f = {3: "conv1d", 4: "conv2d"}[len(xs)]
+        outs = []
+        for lib in (retrograd, torch):
+            x, w, b = (lib.from_numpy(a.copy()).requires_grad_(True) for a in (xa, wa, ba))
+            y = getattr(lib.nn.functional, f)(x, w, b, **kw)
+            y.square().sum().backward()
+            outs.append([y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()])
+        for a, r in zip(*outs):
+            np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-3)
