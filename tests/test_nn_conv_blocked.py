@@ -17,7 +17,11 @@ GEOMS = [((5, 3, 9, 8), (6, 3, 3, 3), 1, 1, 1, 1),
          ((3, 6, 11, 11), (4, 6, 3, 3), 2, 2, 2, 1),
          ((6, 4, 8, 8), (4, 4, 4, 4), 1, "same", 1, 1),          # uneven padding (lo != hi)
          ((4, 8, 7, 7), (8, 2, 1, 1), 2, 0, 1, 4),
-         ((3, 2, 12, 10), (3, 2, 5, 3), 3, 2, (1, 2), 1)]
+         ((3, 2, 12, 10), (3, 2, 5, 3), 3, 2, (1, 2), 1),
+         # column stride 2 over rows of even length, left padding odd, zero and even
+         ((3, 4, 10, 12), (5, 4, 3, 3), 2, 1, 1, 1),
+         ((2, 3, 9, 8), (4, 3, 4, 3), (1, 2), (2, 0), (2, 1), 1),
+         ((2, 4, 8, 10), (6, 2, 3, 5), (3, 2), 2, 1, 2)]
 
 
 def _p(x_shape, w_shape, st, pad, dil, groups):
@@ -351,3 +355,4 @@ def test_gather_errors_unchanged():
         x.gather(0, retrograd.full((8, 9), 8, dtype=retrograd.int64))
     with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 0 with size 8"):
         x.gather(0, retrograd.full((8, 9), -1, dtype=retrograd.int64))
+
