@@ -162,13 +162,14 @@ def dw_corr(x, wk, out, buf, acc, plh, plw, wp, d0, d1, bias):
 
 
 @_jit
-def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1):
+def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1, c0, c1):
     """out[c, a, b] = sum over (n, i, j) of g[n, c, i, j] * xp[n, c, i + a*d0, j + b*d1] (xp,
     ``buf`` as in dw_corr) over the real output positions only, summed per output column in
-    ``acc`` (KH, KW, OW) while the sample's plane is in cache, then across it."""
+    ``acc`` (KH, KW, OW) while the sample's plane is in cache, then across it; for the
+    channels c0 <= c < c1."""
     N, C, OH, OW = g.shape
     KH, KW = out.shape[1], out.shape[2]
-    for c in range(C):
+    for c in range(c0, c1):
         for a in range(KH):
             for b in range(KW):
                 ac = acc[a, b]

@@ -815,8 +815,14 @@ def _bwd_w_dw(x, g, wshape, p):
         hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
         (plh, _), (plw, _) = p.pad
         gw = np.empty((c, k[0], k[1]), x.dtype)
-        kern.dw_weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), gw, np.zeros(hp * wp + slack, x.dtype),
-                            np.empty((k[0], k[1], ow), x.dtype), plh, plw, wp, p.dilation[0], p.dilation[1])
+        x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+        # channels split across the intra-op threads (see _runs), each with its own work rows
+        runs = _runs(c, 1, x.nbytes)
+        bufs = [(np.zeros(hp * wp + slack, x.dtype), np.empty((k[0], k[1], ow), x.dtype)) for _ in runs]
+
+        def run(r, i, j):
+            kern.dw_weight_grad(x, g, gw, bufs[r][0], bufs[r][1], plh, plw, wp, p.dilation[0], p.dilation[1], i, j)
+        _each_run(runs, run)
         return gw.reshape(wshape)
     if _wide(p, len(k)) and _finite(x):
         n, c, h, wd = x.shape
