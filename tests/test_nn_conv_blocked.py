@@ -356,3 +356,33 @@ def test_gather_errors_unchanged():
     with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 0 with size 8"):
         x.gather(0, retrograd.full((8, 9), -1, dtype=retrograd.int64))
 
+
+
+@numba_only
+@pytest.mark.parametrize("xs,ws,st,pad,dil", [((2, 3, 7, 12), (4, 3, 3, 3), (2, 2), (1, 1), (1, 1)),
+                                             ((2, 3, 8, 10), (4, 3, 3, 4), (1, 2), (0, 2), (2, 1)),
+                                             ((3, 2, 9, 8), (2, 2, 2, 3), (3, 2), (2, 3), (1, 2)),
+                                             ((1, 4, 6, 6), (2, 4, 1, 1), (2, 2), (0, 0), (1, 1))])
+def test_pair_copies_give_the_element_copies_bits(xs, ws, st, pad, dil):
+    """Column stride 2 over float32 rows of even length: im2col and col2im through uint64
+    pairs (odd and even left padding, any row stride) copy the same bits as element by element."""
+    kern = conv._conv_kernels(np.zeros(1 << 16, np.float32))
+    p = conv._P(st, tuple((a, a) for a in pad), dil, 1)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(xs).astype(np.float32)
+    x.reshape(-1)[:3] = [np.nan, np.inf, -0.0]
+    res = []
+    for pairs in (True, False):
+        cc = conv._Cols(xs, ws[2:], p, np.float32, kern)
+        assert cc.pairs
+        cc.pairs = pairs
+        L = cc.out[0] * cc.out[1]
+        cols = np.empty((xs[0], 1, xs[1] * ws[2] * ws[3], L), np.float32)
+        cc.im2col(x, cols)
+        gx = np.empty(xs, np.float32)
+        cc.col2im(cols, gx)
+        res.append((cols, gx))
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    assert not conv._Cols((2, 3, 7, 11), (3, 3), p, np.float32, kern).pairs      # odd rows
+    assert not conv._Cols(xs, (3, 3), p, np.float64, kern).pairs

@@ -152,6 +152,9 @@ def _geom2(xshape, k, p):
     return hp, wp, _out_size((hp, wp), k, p)
 
 
+_NO_PAIRS = (np.empty((0, 0, 0, 0), np.uint64), np.empty(0, np.uint32))
+
+
 class _Cols:
     """im2col / col2im of sample blocks of one geometry, with their work buffers."""
 
@@ -162,6 +165,8 @@ class _Cols:
         s0, s1 = p.stride
         self.pr, self.pc = -(-self.hp // s0), -(-self.wp // s1)      # a stride phase's rows, columns
         self.plane = np.zeros(s0 * s1 * self.pr * self.pc, dtype) if kern is not None else None
+        # column stride 2 over float32 rows of even length: the kernels' uint64-pair copies
+        self.pairs = kern is not None and s1 == 2 and dtype == np.float32 and xshape[3] % 2 == 0
 
     def fork(self, r):
         """This builder for the r-th thread's run: from the second on, a copy with its own work plane."""
@@ -177,8 +182,9 @@ class _Cols:
         """x (B, C, H, W) -> cols (B, G, Cg*KH*KW, OH*OW)."""
         k, p, out = self.k, self.p, self.out
         if self.kern is not None:
+            x64, ph32 = (x.view(np.uint64), self.plane.view(np.uint32)) if self.pairs else _NO_PAIRS
             self.kern.im2col(x, cols.reshape((x.shape[0], self.c) + k + out), self.plane, p.stride[0], p.stride[1],
-                             p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], self.pr, self.pc)
+                             p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], self.pr, self.pc, x64, ph32)
             return
         v = _cols(_pad_zeros(x, p.pad), k, out, p)
         np.copyto(cols.reshape(v.shape), v)
@@ -188,8 +194,9 @@ class _Cols:
         k, p, out = self.k, self.p, self.out
         d = d.reshape((d.shape[0], self.c) + k + out)
         if self.kern is not None:
+            gx64, ph32 = (gx.view(np.uint64), self.plane.view(np.uint32)) if self.pairs else _NO_PAIRS
             self.kern.col2im(d, gx, self.plane, p.stride[0], p.stride[1], p.dilation[0], p.dilation[1],
-                             p.pad[0][0], p.pad[1][0], self.pr, self.pc)
+                             p.pad[0][0], p.pad[1][0], self.pr, self.pc, gx64, ph32)
             return
         # offsets in order from a zero plane, as the kernel adds them (the same sums)
         full = np.zeros(gx.shape[:2] + (self.hp, self.wp), d.dtype)
