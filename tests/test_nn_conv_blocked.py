@@ -108,6 +108,7 @@ def test_kept_columns_give_the_rebuilt_columns_bits(xs, ws, st, pad, dil, groups
     p = _p(xs, ws, st, pad, dil, groups)
     x, w, g = _arrays(xs, ws, p, dtype, 14)
     monkeypatch.setattr(conv, "_BLOCK_BYTES", 1)
+    monkeypatch.setattr(conv, "_KEEP_EXPANSION", 1 << 30)
     res = []
     for keep in (1 << 30, 0):
         monkeypatch.setattr(conv, "_KEEP_BYTES", keep)
@@ -116,6 +117,18 @@ def test_kept_columns_give_the_rebuilt_columns_bits(xs, ws, st, pad, dil, groups
         res.append((y, conv._bwd_w(x, g, w.shape, p, cols)))
     for a, r in zip(*res):
         np.testing.assert_array_equal(a, r)
+
+
+def test_columns_kept_only_where_not_much_larger_than_the_input():
+    """A strided 3x3 convolution's columns (2.25x its input) are kept for the weight
+    gradient; a 5x5 one's over one channel (25x) are rebuilt in the backward."""
+    for xs, ws, st, pad, kept in [((16, 8, 16, 16), (16, 8, 3, 3), 2, 1, True),
+                                  ((16, 1, 28, 28), (4, 1, 5, 5), 1, 2, False)]:
+        p = _p(xs, ws, st, pad, 1, 1)
+        x, w, _ = _arrays(xs, ws, p, np.float32, 0)
+        y, cols = conv._fwd(x, w, p, want_cols=True)
+        assert (cols is not None) == kept
+        conv._give(cols)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -121,10 +121,16 @@ def _im2col(x, k, out, p, shape):
 
 _BLOCK_BYTES = 1 << 20
 # The forward keeps its whole column matrix for the weight gradient up to this size:
-# measured (single thread) a reread of a few MiB beats rebuilding it (strided and
-# few-channel convolutions: 0.8-0.9x the step), a larger one, which no cache holds, loses
-# to the rebuild in cache (a stride-1 3x3 convolution's is 9x its input: 1.05-1.2x).
+# measured (single thread) a reread of a few MiB beats rebuilding it (strided
+# convolutions: 0.8-0.9x the step), a larger one, which no cache holds, loses to the
+# rebuild in cache (a stride-1 3x3 convolution's is 9x its input: 1.05-1.2x).
 _KEEP_BYTES = 6 << 20
+# ... and only where the columns are at most this many times the input: a rebuild reads
+# the input and writes the columns in cache, so where the input is small beside them (a
+# 5x5 kernel over few channels: 25x) rebuilding beats a reread from memory (the seeds'
+# CNN, single thread, same process: 0.89-1.0x the step with it kept), where it is not (a
+# strided 3x3: 2.25x) the reread wins (1.03-1.06x).
+_KEEP_EXPANSION = 4
 _CONV_KERNELS = []
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -315,7 +321,7 @@ def _fwd_blocked(x, w, p, keep=False, bias=None):
     b4 = None if bias is None else bias.reshape(1, G, -1, 1)
     b = _block(n, G * cgkk, L, x.itemsize)
     nbytes = n * G * cgkk * L * x.itemsize
-    whole = keep and nbytes <= _KEEP_BYTES
+    whole = keep and nbytes <= _KEEP_BYTES and nbytes <= _KEEP_EXPANSION * x.nbytes
     runs = _runs(n, b, nbytes)
     if whole:
         cols = _take((n, G, cgkk, L), x.dtype)
