@@ -13,6 +13,7 @@ The three products (output, input gradient, weight gradient) are bilinear and ea
 the derivative of the others, so the backward is itself differentiable.
 """
 import itertools
+import sys
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -172,7 +173,8 @@ class _Cols:
         self.pr, self.pc = -(-self.hp // s0), -(-self.wp // s1)      # a stride phase's rows, columns
         self.plane = np.zeros(s0 * s1 * self.pr * self.pc, dtype) if kern is not None else None
         # column stride 2 over float32 rows of even length: the kernels' uint64-pair copies
-        self.pairs = kern is not None and s1 == 2 and dtype == np.float32 and xshape[3] % 2 == 0
+        self.pairs = kern is not None and s1 == 2 and dtype == np.float32 and xshape[3] % 2 == 0 \
+            and sys.byteorder == "little"
 
     def fork(self, r):
         """This builder for the r-th thread's run: from the second on, a copy with its own work plane."""
