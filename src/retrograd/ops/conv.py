@@ -7,7 +7,9 @@ group gives the output. Backward is the same GEMM transposed for the weight, and
 input a GEMM followed by col2im: the columns are added back into the padded input with
 one strided slice-add per kernel offset (no loop over pixels, no ``np.add.at``). Host 2-D
 float32/float64 convolutions do this a cache-sized block of samples at a time (see
-_fwd_blocked); the whole-batch and "wide" paths below serve the other dtypes and devices.
+_fwd_blocked), split into one run of samples per intra-op thread where there are two or
+more (see _runs; the same bits for every count); the whole-batch and "wide" paths below
+serve the other dtypes and devices.
 
 The three products (output, input gradient, weight gradient) are bilinear and each is
 the derivative of the others, so the backward is itself differentiable.
