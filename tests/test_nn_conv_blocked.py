@@ -17,7 +17,11 @@ GEOMS = [((5, 3, 9, 8), (6, 3, 3, 3), 1, 1, 1, 1),
          ((3, 6, 11, 11), (4, 6, 3, 3), 2, 2, 2, 1),
          ((6, 4, 8, 8), (4, 4, 4, 4), 1, "same", 1, 1),          # uneven padding (lo != hi)
          ((4, 8, 7, 7), (8, 2, 1, 1), 2, 0, 1, 4),
-         ((3, 2, 12, 10), (3, 2, 5, 3), 3, 2, (1, 2), 1)]
+         ((3, 2, 12, 10), (3, 2, 5, 3), 3, 2, (1, 2), 1),
+         # column stride 2 over rows of even length, left padding odd, zero and even
+         ((3, 4, 10, 12), (5, 4, 3, 3), 2, 1, 1, 1),
+         ((2, 3, 9, 8), (4, 3, 4, 3), (1, 2), (2, 0), (2, 1), 1),
+         ((2, 4, 8, 10), (6, 2, 3, 5), (3, 2), 2, 1, 2)]
 
 
 def _p(x_shape, w_shape, st, pad, dil, groups):
@@ -104,6 +108,7 @@ def test_kept_columns_give_the_rebuilt_columns_bits(xs, ws, st, pad, dil, groups
     p = _p(xs, ws, st, pad, dil, groups)
     x, w, g = _arrays(xs, ws, p, dtype, 14)
     monkeypatch.setattr(conv, "_BLOCK_BYTES", 1)
+    monkeypatch.setattr(conv, "_KEEP_EXPANSION", 1 << 30)
     res = []
     for keep in (1 << 30, 0):
         monkeypatch.setattr(conv, "_KEEP_BYTES", keep)
@@ -112,6 +117,18 @@ def test_kept_columns_give_the_rebuilt_columns_bits(xs, ws, st, pad, dil, groups
         res.append((y, conv._bwd_w(x, g, w.shape, p, cols)))
     for a, r in zip(*res):
         np.testing.assert_array_equal(a, r)
+
+
+def test_columns_kept_only_where_not_much_larger_than_the_input():
+    """A strided 3x3 convolution's columns (2.25x its input) are kept for the weight
+    gradient; a 5x5 one's over one channel (25x) are rebuilt in the backward."""
+    for xs, ws, st, pad, kept in [((16, 8, 16, 16), (16, 8, 3, 3), 2, 1, True),
+                                  ((16, 1, 28, 28), (4, 1, 5, 5), 1, 2, False)]:
+        p = _p(xs, ws, st, pad, 1, 1)
+        x, w, _ = _arrays(xs, ws, p, np.float32, 0)
+        y, cols = conv._fwd(x, w, p, want_cols=True)
+        assert (cols is not None) == kept
+        conv._give(cols)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -351,3 +368,34 @@ def test_gather_errors_unchanged():
         x.gather(0, retrograd.full((8, 9), 8, dtype=retrograd.int64))
     with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 0 with size 8"):
         x.gather(0, retrograd.full((8, 9), -1, dtype=retrograd.int64))
+
+
+
+@numba_only
+@pytest.mark.parametrize("xs,ws,st,pad,dil", [((2, 3, 7, 12), (4, 3, 3, 3), (2, 2), (1, 1), (1, 1)),
+                                             ((2, 3, 8, 10), (4, 3, 3, 4), (1, 2), (0, 2), (2, 1)),
+                                             ((3, 2, 9, 8), (2, 2, 2, 3), (3, 2), (2, 3), (1, 2)),
+                                             ((1, 4, 6, 6), (2, 4, 1, 1), (2, 2), (0, 0), (1, 1))])
+def test_pair_copies_give_the_element_copies_bits(xs, ws, st, pad, dil):
+    """Column stride 2 over float32 rows of even length: im2col and col2im through uint64
+    pairs (odd and even left padding, any row stride) copy the same bits as element by element."""
+    kern = conv._conv_kernels(np.zeros(1 << 16, np.float32))
+    p = conv._P(st, tuple((a, a) for a in pad), dil, 1)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(xs).astype(np.float32)
+    x.reshape(-1)[:3] = [np.nan, np.inf, -0.0]
+    res = []
+    for pairs in (True, False):
+        cc = conv._Cols(xs, ws[2:], p, np.float32, kern)
+        assert cc.pairs
+        cc.pairs = pairs
+        L = cc.out[0] * cc.out[1]
+        cols = np.empty((xs[0], 1, xs[1] * ws[2] * ws[3], L), np.float32)
+        cc.im2col(x, cols)
+        gx = np.empty(xs, np.float32)
+        cc.col2im(cols, gx)
+        res.append((cols, gx))
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    assert not conv._Cols((2, 3, 7, 11), (3, 3), p, np.float32, kern).pairs      # odd rows
+    assert not conv._Cols(xs, (3, 3), p, np.float64, kern).pairs

@@ -203,6 +203,78 @@ def get_num_threads():
     return _threads[0] if _threads[0] is not None else _default()
 
 
+def kernel_threads():
+    """Threads retrograd's own kernels may split a large operation across (convolution sample
+    blocks): the count set, else the one chosen for the load (1 until the load is known), so
+    that they never add to a busy machine what the BLAS is kept from adding."""
+    if _threads[0] is not None:
+        return _threads[0]
+    n = _env_threads()
+    if n is not None:
+        return n
+    tick()
+    if _load and _load[0].current is not None:
+        return _load[0].current
+    return 1
+
+
+_blas_fns = []
+
+
+def _blas_thread_fns():
+    """OpenBLAS's (get, set) thread-count functions through ctypes, found once (None: none)."""
+    if not _blas_fns:
+        import ctypes
+        found = None
+        try:
+            with open("/proc/self/maps") as f:
+                libs = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line})
+        except OSError:
+            libs = []
+        for path in libs:
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for pre in ("scipy_openblas_", "openblas_"):
+                for suf in ("64_", ""):
+                    get = getattr(lib, pre + "get_num_threads" + suf, None)
+                    put = getattr(lib, pre + "set_num_threads" + suf, None)
+                    if get is not None and put is not None:
+                        get.restype = ctypes.c_int
+                        found = (get, put)
+                        break
+                if found:
+                    break
+            if found:
+                break
+        _blas_fns.append(found)
+    return _blas_fns[0]
+
+
+class single_blas:
+    """Context: the BLAS runs its calls single-threaded (restored on exit), for callers that
+    run GEMMs from several threads at once (each then takes one core)."""
+    __slots__ = ("prev",)
+
+    def __enter__(self):
+        fns = _blas_thread_fns()
+        self.prev = None
+        if fns is not None:
+            n = fns[0]()
+            if n != 1:
+                import ctypes
+                fns[1](ctypes.c_int(1))
+                self.prev = n
+        return self
+
+    def __exit__(self, *exc):
+        if self.prev is not None:
+            import ctypes
+            _blas_thread_fns()[1](ctypes.c_int(self.prev))
+        return False
+
+
 def _adaptive():
     """Back to the load-adaptive choice after a :func:`set_num_threads` (for benchmarks and tests)."""
     _threads[0] = None

@@ -39,18 +39,81 @@ def _to_phases(x, n, c, ph, plh, plw, s0, s1, pr, pc):
                     dst[t] = row[j0 + t * s1]
 
 
+# Column stride 2 on float32 rows of even length: a row's two column phases are the low and
+# high halves of its elements read as uint64 pairs (little-endian), which LLVM splits and
+# joins a vector at a time where the element-by-element stride-2 copy runs scalar. The
+# callers pass these views (x64/gx64 (N, C, H, W/2), ph32 the work row as uint32), or empty
+# ones for the general path. A pure copy: the same bits.
+
 @_jit
-def im2col(x, cols, ph, s0, s1, d0, d1, plh, plw, pr, pc):
+def _pairs_to_phases(x64, n, c, ph32, plh, plw, s0, pr, pc):
+    # padded column q = j + plw goes to phase q % 2 at q // 2: a pair's even column to the
+    # even phase at (plw + 1) // 2 + t, its odd one to the odd phase at plw // 2 + t (the
+    # two swap places for an odd plw)
+    H, W2 = x64.shape[2], x64.shape[3]
+    P = pr * pc
+    xc = x64[n, c]
+    e0 = (plw + 1) // 2
+    o0 = plw // 2
+    for i in range(H):
+        r = i + plh
+        rb = (r % s0) * 2
+        ro = (r // s0) * pc
+        row = xc[i]
+        ev = ph32[rb * P + ro + e0:rb * P + ro + e0 + W2]
+        od = ph32[(rb + 1) * P + ro + o0:(rb + 1) * P + ro + o0 + W2]
+        if plw % 2 == 0:
+            for t in range(W2):
+                v = row[t]
+                ev[t] = numba.uint32(v & 0xFFFFFFFF)
+                od[t] = numba.uint32(v >> 32)
+        else:
+            for t in range(W2):
+                v = row[t]
+                od[t] = numba.uint32(v & 0xFFFFFFFF)
+                ev[t] = numba.uint32(v >> 32)
+
+
+@_jit
+def _phases_to_pairs(gx64, n, c, ph32, plh, plw, s0, pr, pc):
+    # the inverse of _pairs_to_phases
+    H, W2 = gx64.shape[2], gx64.shape[3]
+    P = pr * pc
+    o = gx64[n, c]
+    e0 = (plw + 1) // 2
+    o0 = plw // 2
+    sh = numba.uint64(32)
+    for i in range(H):
+        r = i + plh
+        rb = (r % s0) * 2
+        ro = (r // s0) * pc
+        row = o[i]
+        ev = ph32[rb * P + ro + e0:rb * P + ro + e0 + W2]
+        od = ph32[(rb + 1) * P + ro + o0:(rb + 1) * P + ro + o0 + W2]
+        if plw % 2 == 0:
+            for t in range(W2):
+                row[t] = numba.uint64(ev[t]) | (numba.uint64(od[t]) << sh)
+        else:
+            for t in range(W2):
+                row[t] = numba.uint64(od[t]) | (numba.uint64(ev[t]) << sh)
+
+
+@_jit
+def im2col(x, cols, ph, s0, s1, d0, d1, plh, plw, pr, pc, x64, ph32):
     """The columns (N, C, KH, KW, OH, OW) of a 2-D convolution of ``x`` (N, C, H, W) (any
     stride and dilation). The zero-padded plane is held as its s0 * s1 stride phases
     (``ph``: a zeroed work row of s0 * s1 * pr * pc, pr x pc each; only the interior is
     written, so the border stays zero across calls), in which every column row is one
-    contiguous run."""
+    contiguous run. ``x64``, ``ph32``: uint64/uint32 views for column stride 2, or empty."""
     N, C, KH, KW, OH, OW = cols.shape
     P = pr * pc
+    pairs = x64.shape[3] > 0
     for n in range(N):
         for c in range(C):
-            _to_phases(x, n, c, ph, plh, plw, s0, s1, pr, pc)
+            if pairs:
+                _pairs_to_phases(x64, n, c, ph32, plh, plw, s0, pr, pc)
+            else:
+                _to_phases(x, n, c, ph, plh, plw, s0, s1, pr, pc)
             for a in range(KH):
                 ra = a * d0
                 for b in range(KW):
@@ -65,14 +128,16 @@ def im2col(x, cols, ph, s0, s1, d0, d1, plh, plw, pr, pc):
 
 
 @_jit
-def col2im(d, gx, ph, s0, s1, d0, d1, plh, plw, pr, pc):
+def col2im(d, gx, ph, s0, s1, d0, d1, plh, plw, pr, pc, gx64, ph32):
     """The adjoint of im2col: columns ``d`` (N, C, KH, KW, OH, OW) summed into their padded
     plane (``ph``: a work row of its stride phases, as in im2col), offsets in order from
-    zero, then cropped into ``gx`` (N, C, H, W)."""
+    zero, then cropped into ``gx`` (N, C, H, W) (through ``gx64``, ``ph32`` when not empty,
+    as in im2col)."""
     N, C, KH, KW, OH, OW = d.shape
     H, W = gx.shape[2], gx.shape[3]
     P = pr * pc
     T = ph.shape[0]
+    pairs = gx64.shape[3] > 0
     for n in range(N):
         for c in range(C):
             for j in range(T):
@@ -88,6 +153,9 @@ def col2im(d, gx, ph, s0, s1, d0, d1, plh, plw, pr, pc):
                         src = dab[i]
                         for j in range(OW):
                             dst[j] += src[j]
+            if pairs:
+                _phases_to_pairs(gx64, n, c, ph32, plh, plw, s0, pr, pc)
+                continue
             o = gx[n, c]
             for i in range(H):
                 r = i + plh

@@ -132,13 +132,15 @@ def _dw_plane(x, n, c, buf, plh, plw, wp):
 
 
 @_jit
-def dw_corr(x, wk, out, buf, acc, plh, plw, wp, d0, d1):
+def dw_corr(x, wk, out, buf, acc, plh, plw, wp, d0, d1, bias):
     """out[n, c, i, j] = sum over (a, b) of wk[c, a, b] * xp[n, c, i + a*d0, j + b*d1], xp the
-    input zero-padded by (plh, plw) at the top and left to row length ``wp``. ``buf``: a
-    zeroed work plane (padded height * wp + slack); ``acc``: a work row of OH * wp."""
+    input zero-padded by (plh, plw) at the top and left to row length ``wp``, plus bias[c]
+    when ``bias`` is not empty (added to the rounded sum, as a separate add would). ``buf``:
+    a zeroed work plane (padded height * wp + slack); ``acc``: a work row of OH * wp."""
     N, C, OH, OW = out.shape
     KH, KW = wk.shape[1], wk.shape[2]
     L = OH * wp
+    with_bias = bias.shape[0] > 0
     for n in range(N):
         for c in range(C):
             _dw_plane(x, n, c, buf, plh, plw, wp)
@@ -152,21 +154,30 @@ def dw_corr(x, wk, out, buf, acc, plh, plw, wp, d0, d1):
                     for j in range(L):
                         acc[j] += wv * seg[j]
             o = out[n, c]
-            for i in range(OH):
-                row = o[i]
-                t = acc[i * wp:i * wp + OW]
-                for j in range(OW):
-                    row[j] = t[j]
+            if with_bias:
+                bc = bias[c]
+                for i in range(OH):
+                    row = o[i]
+                    t = acc[i * wp:i * wp + OW]
+                    for j in range(OW):
+                        row[j] = t[j] + bc
+            else:
+                for i in range(OH):
+                    row = o[i]
+                    t = acc[i * wp:i * wp + OW]
+                    for j in range(OW):
+                        row[j] = t[j]
 
 
 @_jit
-def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1):
+def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1, c0, c1):
     """out[c, a, b] = sum over (n, i, j) of g[n, c, i, j] * xp[n, c, i + a*d0, j + b*d1] (xp,
     ``buf`` as in dw_corr) over the real output positions only, summed per output column in
-    ``acc`` (KH, KW, OW) while the sample's plane is in cache, then across it."""
+    ``acc`` (KH, KW, OW) while the sample's plane is in cache, then across it; for the
+    channels c0 <= c < c1."""
     N, C, OH, OW = g.shape
     KH, KW = out.shape[1], out.shape[2]
-    for c in range(C):
+    for c in range(c0, c1):
         for a in range(KH):
             for b in range(KW):
                 ac = acc[a, b]

@@ -7,12 +7,15 @@ group gives the output. Backward is the same GEMM transposed for the weight, and
 input a GEMM followed by col2im: the columns are added back into the padded input with
 one strided slice-add per kernel offset (no loop over pixels, no ``np.add.at``). Host 2-D
 float32/float64 convolutions do this a cache-sized block of samples at a time (see
-_fwd_blocked); the whole-batch and "wide" paths below serve the other dtypes and devices.
+_fwd_blocked), split into one run of samples per intra-op thread where there are two or
+more (see _runs; the same bits for every count); the whole-batch and "wide" paths below
+serve the other dtypes and devices.
 
 The three products (output, input gradient, weight gradient) are bilinear and each is
 the derivative of the others, so the backward is itself differentiable.
 """
 import itertools
+import sys
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -121,10 +124,16 @@ def _im2col(x, k, out, p, shape):
 
 _BLOCK_BYTES = 1 << 20
 # The forward keeps its whole column matrix for the weight gradient up to this size:
-# measured (single thread) a reread of a few MiB beats rebuilding it (strided and
-# few-channel convolutions: 0.8-0.9x the step), a larger one, which no cache holds, loses
-# to the rebuild in cache (a stride-1 3x3 convolution's is 9x its input: 1.05-1.2x).
+# measured (single thread) a reread of a few MiB beats rebuilding it (strided
+# convolutions: 0.8-0.9x the step), a larger one, which no cache holds, loses to the
+# rebuild in cache (a stride-1 3x3 convolution's is 9x its input: 1.05-1.2x).
 _KEEP_BYTES = 6 << 20
+# ... and only where the columns are at most this many times the input: a rebuild reads
+# the input and writes the columns in cache, so where the input is small beside them (a
+# 5x5 kernel over few channels: 25x) rebuilding beats a reread from memory (the seeds'
+# CNN, single thread, same process: 0.89-1.0x the step with it kept), where it is not (a
+# strided 3x3: 2.25x) the reread wins (1.03-1.06x).
+_KEEP_EXPANSION = 4
 _CONV_KERNELS = []
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -152,6 +161,9 @@ def _geom2(xshape, k, p):
     return hp, wp, _out_size((hp, wp), k, p)
 
 
+_NO_PAIRS = (np.empty((0, 0, 0, 0), np.uint64), np.empty(0, np.uint32))
+
+
 class _Cols:
     """im2col / col2im of sample blocks of one geometry, with their work buffers."""
 
@@ -162,13 +174,27 @@ class _Cols:
         s0, s1 = p.stride
         self.pr, self.pc = -(-self.hp // s0), -(-self.wp // s1)      # a stride phase's rows, columns
         self.plane = np.zeros(s0 * s1 * self.pr * self.pc, dtype) if kern is not None else None
+        # column stride 2 over float32 rows of even length: the kernels' uint64-pair copies
+        self.pairs = kern is not None and s1 == 2 and dtype == np.float32 and xshape[3] % 2 == 0 \
+            and sys.byteorder == "little"
+
+    def fork(self, r):
+        """This builder for the r-th thread's run: from the second on, a copy with its own work plane."""
+        if r == 0:
+            return self
+        c = object.__new__(_Cols)
+        c.__dict__.update(self.__dict__)
+        if self.plane is not None:
+            c.plane = np.zeros_like(self.plane)
+        return c
 
     def im2col(self, x, cols):
         """x (B, C, H, W) -> cols (B, G, Cg*KH*KW, OH*OW)."""
         k, p, out = self.k, self.p, self.out
         if self.kern is not None:
+            x64, ph32 = (x.view(np.uint64), self.plane.view(np.uint32)) if self.pairs else _NO_PAIRS
             self.kern.im2col(x, cols.reshape((x.shape[0], self.c) + k + out), self.plane, p.stride[0], p.stride[1],
-                             p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], self.pr, self.pc)
+                             p.dilation[0], p.dilation[1], p.pad[0][0], p.pad[1][0], self.pr, self.pc, x64, ph32)
             return
         v = _cols(_pad_zeros(x, p.pad), k, out, p)
         np.copyto(cols.reshape(v.shape), v)
@@ -178,8 +204,9 @@ class _Cols:
         k, p, out = self.k, self.p, self.out
         d = d.reshape((d.shape[0], self.c) + k + out)
         if self.kern is not None:
+            gx64, ph32 = (gx.view(np.uint64), self.plane.view(np.uint32)) if self.pairs else _NO_PAIRS
             self.kern.col2im(d, gx, self.plane, p.stride[0], p.stride[1], p.dilation[0], p.dilation[1],
-                             p.pad[0][0], p.pad[1][0], self.pr, self.pc)
+                             p.pad[0][0], p.pad[1][0], self.pr, self.pc, gx64, ph32)
             return
         # offsets in order from a zero plane, as the kernel adds them (the same sums)
         full = np.zeros(gx.shape[:2] + (self.hp, self.wp), d.dtype)
@@ -205,6 +232,57 @@ def _fwd_setup(x, w, p):
     return x, cc, L, wm, y, y.reshape(n, G, o // G, L)
 
 
+# With two or more intra-op threads (retrograd.set_num_threads, else the count chosen for
+# the machine's load: _threads.kernel_threads) a large blocked convolution splits its
+# blocks into one contiguous run of samples per thread, each with its own work buffers and
+# a single-threaded BLAS (im2col/col2im kernels and GEMMs release the GIL). Each sample's
+# products are the same calls on the same operands as on one thread (GEMMs one sample at
+# a time; weight gradients kept per sample and summed in sample order at the end), so the
+# results do not depend on the thread count.
+_PAR_BYTES = 1 << 20      # least column bytes (the whole batch's) worth a second thread
+_POOL_EXEC = []
+
+
+def _executor():
+    if not _POOL_EXEC:
+        import concurrent.futures
+        import os
+        _POOL_EXEC.append(concurrent.futures.ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1),
+                                                                thread_name_prefix="retrograd-conv"))
+        # a forked child has none of the parent's threads: it makes its own pool
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_POOL_EXEC.clear)
+    return _POOL_EXEC[0]
+
+
+def _runs(n, b, nbytes):
+    """Contiguous runs of whole b-sample blocks covering range(n), one per thread to use."""
+    blocks = -(-n // b)
+    t = 1
+    if blocks > 1 and nbytes >= _PAR_BYTES:
+        from .. import _threads
+        t = min(blocks, _threads.kernel_threads())
+    if t <= 1:
+        return [(0, n)]
+    return [(r * blocks // t * b, min(n, (r + 1) * blocks // t * b)) for r in range(t)]
+
+
+def _each_run(runs, fn):
+    """fn(r, i, j) for each run r = (i, j): the first in this thread, the others in the pool,
+    the BLAS single-threaded meanwhile."""
+    if len(runs) == 1:
+        fn(0, *runs[0])
+        return
+    from .. import _threads
+    with _threads.single_blas():
+        futs = [_executor().submit(fn, r, i, j) for r, (i, j) in enumerate(runs) if r]
+        try:
+            fn(0, *runs[0])
+        finally:
+            for f in futs:
+                f.result()
+
+
 def _fwd_bwd_w_blocked(x, w, g, p):
     """conv(x, w) and the weight gradient of conv(x, .) against ``g`` from one im2col of
     each block (a transposed convolution's backward: both read the output gradient's
@@ -214,41 +292,61 @@ def _fwd_bwd_w_blocked(x, w, g, p):
     cgkk = wm.shape[2]
     g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
     b = _block(n, G * cgkk, L, x.itemsize)
-    cols = _take((b, G, cgkk, L), x.dtype)
     flip = x.dtype == np.float32
     parts = np.empty((n, G, cgkk, o // G) if flip else (n, G, o // G, cgkk), x.dtype)
-    for i in range(0, n, b):
-        j = min(n, i + b)
-        cb = cols[:j - i]
-        cc.im2col(x[i:j], cb)
-        np.matmul(wm, cb, out=y4[i:j])
-        if flip:
-            np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
-        else:
-            np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
-    _give(cols)
+    runs = _runs(n, b, n * G * cgkk * L * x.itemsize)
+    bufs = [(_take((b, G, cgkk, L), x.dtype), cc.fork(r)) for r in range(len(runs))]
+
+    def run(r, i0, i1):
+        cols, cr = bufs[r]
+        for i in range(i0, i1, b):
+            j = min(i1, i + b)
+            cb = cols[:j - i]
+            cr.im2col(x[i:j], cb)
+            np.matmul(wm, cb, out=y4[i:j])
+            if flip:
+                np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
+            else:
+                np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+    _each_run(runs, run)
+    for cols, _ in bufs:
+        _give(cols)
     gw = parts.sum(0)
     if flip:
         gw = gw.transpose(0, 2, 1)
     return y, np.ascontiguousarray(gw).reshape(w.shape)
 
 
-def _fwd_blocked(x, w, p, keep=False):
-    """y, and with ``keep`` the whole column matrix (for the weight gradient) where it is at
-    most _KEEP_BYTES, else None."""
+def _fwd_blocked(x, w, p, keep=False, bias=None):
+    """y (+ bias, added block by block while in cache), and with ``keep`` the whole column
+    matrix (for the weight gradient) where it is at most _KEEP_BYTES, else None."""
     x, cc, L, wm, y, y4 = _fwd_setup(x, w, p)
     n, G, cgkk = x.shape[0], p.groups, wm.shape[2]
+    b4 = None if bias is None else bias.reshape(1, G, -1, 1)
     b = _block(n, G * cgkk, L, x.itemsize)
-    whole = keep and n * G * cgkk * L * x.itemsize <= _KEEP_BYTES
-    cols = _take((n if whole else b, G, cgkk, L), x.dtype)
-    for i in range(0, n, b):
-        j = min(n, i + b)
-        cb = cols[i:j] if whole else cols[:j - i]
-        cc.im2col(x[i:j], cb)
-        np.matmul(wm, cb, out=y4[i:j])
+    nbytes = n * G * cgkk * L * x.itemsize
+    whole = keep and nbytes <= _KEEP_BYTES and nbytes <= _KEEP_EXPANSION * x.nbytes
+    runs = _runs(n, b, nbytes)
+    if whole:
+        cols = _take((n, G, cgkk, L), x.dtype)
+        bufs = [(cols, cc.fork(r)) for r in range(len(runs))]
+    else:
+        bufs = [(_take((b, G, cgkk, L), x.dtype), cc.fork(r)) for r in range(len(runs))]
+
+    def run(r, i0, i1):
+        buf, cr = bufs[r]
+        for i in range(i0, i1, b):
+            j = min(i1, i + b)
+            cb = buf[i:j] if whole else buf[:j - i]
+            cr.im2col(x[i:j], cb)
+            np.matmul(wm, cb, out=y4[i:j])
+            if b4 is not None:
+                y4[i:j] += b4
+    _each_run(runs, run)
     if whole:
         return y, cols
-    _give(cols)
+    for buf, _ in bufs:
+        _give(buf)
     return (y, None) if keep else y
 
 
@@ -265,24 +363,30 @@ def _bwd_w_blocked(x, g, wshape, p, cols=None):
     g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
     b = _block(n, G * cgkk, L, x.itemsize)
     own = cols is None
-    buf = _take((b, G, cgkk, L), x.dtype) if own else None
     # per-sample products summed over the batch at the end, float32 with the columns on
     # the left (see _bwd_w)
     flip = x.dtype == np.float32
     parts = np.empty((n, G, cgkk, o // G) if flip else (n, G, o // G, cgkk), x.dtype)
-    for i in range(0, n, b):
-        j = min(n, i + b)
-        if own:
-            cb = buf[:j - i]
-            cc.im2col(x[i:j], cb)
-        else:
-            cb = cols[i:j]
-        if flip:
-            np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
-        else:
-            np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+    runs = _runs(n, b, n * G * cgkk * L * x.itemsize)
+    bufs = [(_take((b, G, cgkk, L), x.dtype) if own else None, cc.fork(r)) for r in range(len(runs))]
+
+    def run(r, i0, i1):
+        buf, cr = bufs[r]
+        for i in range(i0, i1, b):
+            j = min(i1, i + b)
+            if own:
+                cb = buf[:j - i]
+                cr.im2col(x[i:j], cb)
+            else:
+                cb = cols[i:j]
+            if flip:
+                np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
+            else:
+                np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+    _each_run(runs, run)
     if own:
-        _give(buf)
+        for buf, _ in bufs:
+            _give(buf)
     gw = parts.sum(0)
     if flip:
         gw = gw.transpose(0, 2, 1)
@@ -299,24 +403,34 @@ def _bwd_in_blocked(g, w, xshape, p):
     g4 = np.ascontiguousarray(g).reshape(n, G, o // G, L)
     wT = w.reshape(G, o // G, cgkk).transpose(0, 2, 1)
     b = _block(n, G * cgkk, L, g.itemsize)
-    d = np.empty((b, G, cgkk, L), g.dtype)
     gx = np.empty(tuple(xshape), g.dtype)
-    for i in range(0, n, b):
-        j = min(n, i + b)
-        db = d[:j - i]
-        np.matmul(wT, g4[i:j], out=db)
-        cc.col2im(db, gx[i:j])
+    runs = _runs(n, b, n * G * cgkk * L * g.itemsize)
+    bufs = [(np.empty((b, G, cgkk, L), g.dtype), cc.fork(r)) for r in range(len(runs))]
+
+    def run(r, i0, i1):
+        d, cr = bufs[r]
+        for i in range(i0, i1, b):
+            j = min(i1, i + b)
+            db = d[:j - i]
+            np.matmul(wT, g4[i:j], out=db)
+            cr.col2im(db, gx[i:j])
+    _each_run(runs, run)
     return gx
 
 
-def _fwd(x, w, p, want_cols=False):
-    """y = conv(x, w): (N, O, *out)."""
+def _fwd(x, w, p, want_cols=False, bias=None):
+    """y = conv(x, w) (+ bias per channel): (N, O, *out)."""
     host = type(x) is np.ndarray     # (a device runs im2col + one batched GEMM: cuBLAS)
     if host and _depthwise(w, p):
-        y = _fwd_dw(x, w, p)
+        y = _fwd_dw(x, w, p, bias)
         return (y, None) if want_cols else y
-    if host and _blocked(x, w):
-        return _fwd_blocked(x, w, p, want_cols)
+    if host and _blocked(x, w) and (bias is None or bias.dtype == x.dtype):
+        return _fwd_blocked(x, w, p, want_cols, bias)
+    if bias is not None:
+        r = _fwd(x, w, p, want_cols)
+        y = r[0] if want_cols else r
+        y += bias.reshape((1, -1) + (1,) * (y.ndim - 2))
+        return r
     if host and _wide(p, w.ndim - 2):
         y, cols = _fwd_wide(x, w, p, want_cols)
         return (y, cols) if want_cols else y
@@ -605,9 +719,9 @@ def _dw_sample_cols(flat, i, k, dil, wp, L, cols):
     return cols
 
 
-def _dw_corr(x, wk, pad, dil):
+def _dw_corr(x, wk, pad, dil, bias=None):
     """Stride-1 2-D depthwise correlation of ``x`` (N, C, H, W) with ``wk`` (C, KH, KW),
-    zero padding ``pad`` ((lo, hi), (lo, hi)); returns (N, C, OH, OW)."""
+    zero padding ``pad`` ((lo, hi), (lo, hi)), plus ``bias`` (C,) if given; returns (N, C, OH, OW)."""
     xp = xp_for(x, wk, pad, dil)
     n, c, h, wd = x.shape
     k = wk.shape[1:]
@@ -617,10 +731,17 @@ def _dw_corr(x, wk, pad, dil):
     L = oh * wp
     dt = np.result_type(x.dtype, wk.dtype)
     kern = _accel.for_arrays(x, wk)
-    if kern is not None:     # (one padded plane at a time, in cache)
+    if kern is not None and (bias is None or bias.dtype == dt):     # (one padded plane at a time, in cache)
         y = np.empty((n, c, oh, ow), dt)
-        kern.dw_corr(np.ascontiguousarray(x), np.ascontiguousarray(wk), y, np.zeros(hp * wp + dil[1] * (k[1] - 1), dt),
-                     np.empty(L, dt), plh, plw, wp, dil[0], dil[1])
+        x, wk = np.ascontiguousarray(x), np.ascontiguousarray(wk)
+        b = np.empty(0, dt) if bias is None else np.ascontiguousarray(bias)
+        # samples split across the intra-op threads (see _runs), each with its own work rows
+        runs = _runs(n, 1, x.nbytes)
+        bufs = [(np.zeros(hp * wp + dil[1] * (k[1] - 1), dt), np.empty(L, dt)) for _ in runs]
+
+        def run(r, i, j):
+            kern.dw_corr(x[i:j], wk, y[i:j], bufs[r][0], bufs[r][1], plh, plw, wp, dil[0], dil[1], b)
+        _each_run(runs, run)
         return y
     flat = _take((n, c, hp * wp + dil[1] * (k[1] - 1)), x.dtype)
     flat.fill(0)
@@ -633,7 +754,10 @@ def _dw_corr(x, wk, pad, dil):
             xp.matmul(w9, _dw_sample_cols(flat, i, k, dil, wp, L, cols), out=y[i])
     _give(cols)
     _give(flat)
-    return xp.ascontiguousarray(y.reshape(n, c, oh, wp)[:, :, :, :ow])
+    y = xp.ascontiguousarray(y.reshape(n, c, oh, wp)[:, :, :, :ow])
+    if bias is not None:
+        y += bias.reshape(1, c, 1, 1)
+    return y
 
 
 def _dw_flip_pad(k, p):
@@ -661,10 +785,10 @@ def _dw_flat(x, k, p):
     return flat, (hp, wp, oh, ow)
 
 
-def _fwd_dw(x, w, p):
+def _fwd_dw(x, w, p, bias=None):
     k = w.shape[2:]
     if _wide(p, len(k)):
-        return _dw_corr(x, w[:, 0], p.pad, p.dilation)
+        return _dw_corr(x, w[:, 0], p.pad, p.dilation, bias)
     xp = _pad_zeros(x, p.pad)
     k = w.shape[2:]
     out = _out_size(xp.shape[2:], k, p)
@@ -676,6 +800,8 @@ def _fwd_dw(x, w, p):
             y = term
         else:
             y += term
+    if bias is not None:
+        y += bias.reshape(bshape)
     return y
 
 
@@ -706,8 +832,14 @@ def _bwd_w_dw(x, g, wshape, p):
         hp, wp, oh, ow, slack = _wide_geom(x.shape, k, p)
         (plh, _), (plw, _) = p.pad
         gw = np.empty((c, k[0], k[1]), x.dtype)
-        kern.dw_weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), gw, np.zeros(hp * wp + slack, x.dtype),
-                            np.empty((k[0], k[1], ow), x.dtype), plh, plw, wp, p.dilation[0], p.dilation[1])
+        x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+        # channels split across the intra-op threads (see _runs), each with its own work rows
+        runs = _runs(c, 1, x.nbytes)
+        bufs = [(np.zeros(hp * wp + slack, x.dtype), np.empty((k[0], k[1], ow), x.dtype)) for _ in runs]
+
+        def run(r, i, j):
+            kern.dw_weight_grad(x, g, gw, bufs[r][0], bufs[r][1], plh, plw, wp, p.dilation[0], p.dilation[1], i, j)
+        _each_run(runs, run)
         return gw.reshape(wshape)
     if _wide(p, len(k)) and _finite(x):
         n, c, h, wd = x.shape
@@ -745,15 +877,20 @@ class ConvolutionBackward0(OpNode):
         x, w = self.saved_tensors
         nf = self.next_functions
         p = self.p
+        gb = None
+        if len(nf) > 2 and nf[2][0] is not None:
+            gb = g.sum([0] + list(range(2, g.ndim)))
+        gd = g._data
+        if nf[0][0] is not None and nf[1][0] is not None and type(gd) is np.ndarray \
+                and not gd.flags.c_contiguous and not g._requires_grad:
+            # (a sum's broadcast gradient, say) one copy for both products, not one each
+            g = finish(None, np.ascontiguousarray(gd))
         gx = _conv_input_grad(g, w, x.shape, p) if nf[0][0] is not None else None
         gw = None
         if nf[1][0] is not None:
             cols = self.__dict__.pop("cols", None)
             gw = _conv_weight_grad(x, g, w.shape, p, cols)
             _give(cols)
-        gb = None
-        if len(nf) > 2 and nf[2][0] is not None:
-            gb = g.sum([0] + list(range(2, g.ndim)))
         return (gx, gw, gb) if len(nf) > 2 else (gx, gw)
 
     def __del__(self):
@@ -797,13 +934,12 @@ def _conv(x, w, p, bias=None):
     xd, wd = _f32(x._data), _f32(w._data)
     inputs = (x, w) if bias is None else (x, w, bias)
     node = node_for(ConvolutionBackward0, inputs)
+    bd = None if bias is None else _f32(bias._data)
     if node is not None and w._requires_grad:
-        y, cols = _fwd(xd, wd, p, want_cols=True)
+        y, cols = _fwd(xd, wd, p, want_cols=True, bias=bd)
         node.cols = cols
     else:
-        y = _fwd(xd, wd, p)
-    if bias is not None:
-        y += _f32(bias._data).reshape((1, -1) + (1,) * (y.ndim - 2))
+        y = _fwd(xd, wd, p, bias=bd)
     y = _round_like(y, x._data)
     if node is not None:
         node.p = p
