@@ -64,6 +64,24 @@ def set_threads(threads, with_retrograd=True):
     return how
 
 
+def steady_malloc():
+    """Fix glibc's mmap and trim thresholds (32 and 64 MiB) for the whole run.
+
+    glibc raises its mmap threshold the first time a large block is freed, so a library that
+    allocates each tensor from the system (PyTorch) page-faults on every large buffer until an
+    earlier case has freed a big one, and a case's figure would depend on which cases ran before
+    it (2,000 faults and twice the time per depthwise step when run alone). Fixed thresholds at
+    the level glibc itself reaches give every case the warm state."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+        ok = libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) and libc.mallopt(M_TRIM_THRESHOLD, 64 << 20)
+        return bool(ok)
+    except (OSError, AttributeError):
+        return False
+
+
 def load_libs(no_torch, threads):
     _use_local_src()
     import retrograd
@@ -341,6 +359,7 @@ def main(argv=None):
         for c in CASES:
             print(f"{c.name:<18} {c.label}" + ("  (opt-in)" if c.opt_in else ""))
         return 0
+    steady_malloc()
     how = set_threads(a.threads)
     clock = a.clock or ("cpu" if a.threads == 1 else "wall")
     from . import cases as _cases
