@@ -11,6 +11,7 @@ node post-hooks. A node without hooks costs one attribute test for all of them.
 to the requested tensors (PyTorch's exec_info) and capture the gradients reaching them.
 """
 import heapq
+import sys
 
 import numpy as np
 
@@ -166,10 +167,10 @@ class CopyBackwards(Node):
         return g
 
 
-def _copy_differentiable(g):
+def _copy_differentiable(g, like):
     if not g._requires_grad:
-        return Tensor._make(g._data.copy())
-    t = Tensor._make(g._data.copy())
+        return Tensor._make(_clone_like(g._data, like))
+    t = Tensor._make(_clone_like(g._data, like))
     node = CopyBackwards((g._edge(),), ((g._data.shape, g._data.dtype),))
     t._grad_fn = node
     t._requires_grad = True
@@ -195,7 +196,13 @@ def _run_accumulate(fn, grads_in, create_graph):
     if g is not None:
         if g._data.__class__ is not var._data.__class__:
             g = _on_device_of(g, var)
-        _accumulate(var, g, create_graph)
+            _accumulate(var, g, create_graph)
+        elif var._grad is None and not create_graph and g is grads_in[0] and g.__class__ is Tensor \
+                and not g._sparse and not tracers:   # (a trace keeps the gradients it is shown)
+            g = None   # (this frame's reference must not count against adopting it)
+            var._grad = _first_grad(grads_in, var._data)
+        else:
+            _accumulate(var, g, create_graph)
         if create_graph and var._grad._grad_fn is not None:
             fn._strong = None
         post = var._post_acc_hooks
@@ -221,11 +228,11 @@ def _accumulate(var, g, create_graph):
         return accumulate(var, g, create_graph)
     if old is None:
         if create_graph:
-            var._grad = _copy_differentiable(g)
+            var._grad = _copy_differentiable(g, var._data)
         else:
             # A fresh buffer: the incoming gradient may be shared with other leaves
             # (an add passes one gradient to both inputs), and .grad is mutated in place.
-            var._grad = Tensor._make(g._data.copy())
+            var._grad = Tensor._make(_clone_like(g._data, var._data))
     elif create_graph:
         var._grad = old + g
     else:
@@ -235,6 +242,116 @@ def _accumulate(var, g, create_graph):
             old._bump_version()
         else:
             var._grad = Tensor._make(d + g._data)
+
+
+# --- a leaf's first gradient: adopted when nothing else can see it, else copied ------------
+#
+# Like PyTorch's AccumulateGrad, a first gradient that no one else holds becomes ``.grad``
+# itself instead of being copied (for an embedding's or a gather's weight, the copy was
+# most of the backward). "No one else" is decided by reference counts, against what an
+# object held in exactly one place counts (measured here, so the rule follows the
+# interpreter's counting): the Tensor must be held only by the engine's buffer, and its
+# array only by that Tensor, owning its memory (not a view: a view's base, or any other
+# view of the same base, would share it). Any other holder (another leaf's buffer, as when
+# an add passes one gradient to both inputs; the user's ``gradient=``; a hook that kept
+# it; a saved tensor; a view of it) counts once more and forces the copy.
+
+_getrefcount = sys.getrefcount
+
+
+def _item_refs(lst):
+    return _getrefcount(lst[0])
+
+
+def _data_refs(t):
+    return _getrefcount(t._data)
+
+
+def _base_refs(a):
+    return _getrefcount(a.base)
+
+
+def _view_base_refs(t):
+    return _getrefcount(t._base)
+
+
+def _probe_view():
+    t = Tensor._make(np.empty(1))
+    t._base = Tensor._make(np.empty(1))
+    return t
+
+
+_SOLE_ITEM = _item_refs([object()])
+_SOLE_DATA = _data_refs(Tensor._make(np.empty(1)))
+_SOLE_BASE = _base_refs(np.empty(2).reshape(1, 2))
+_SOLE_VIEW_BASE = _view_base_refs(_probe_view())
+
+
+def _first_grad(grads_in, vd):
+    """The leaf's first ``.grad`` from ``grads_in[0]`` (held by nothing else in the engine):
+    its own array where that is unshared and laid out as PyTorch's contract asks, else a copy."""
+    # (the counts are taken before this frame binds the tensor or its array to a name)
+    if _item_refs(grads_in) <= _SOLE_ITEM and _data_refs(grads_in[0]) <= _SOLE_DATA:
+        gd = grads_in[0]._data
+        if (gd.__class__ is np.ndarray and gd.flags.writeable and gd.shape == vd.shape
+                and gd.dtype == vd.dtype and _owned(grads_in[0], gd) and _obeys_layout(gd, vd)):
+            return Tensor._make(gd)
+    return Tensor._make(_clone_like(grads_in[0]._data, vd))
+
+
+def _owned(g, gd):
+    """Whether no array but ``gd`` (``g``'s) can reach its memory: ``gd`` owns it, or is a
+    whole-buffer view of an array that nothing else holds. NumPy points every view at the
+    array that owns the memory, so any other view of that memory counts on the owner; the
+    one other holder allowed is the tensor ``g`` is a view of (a transposed weight gradient
+    is ``t()`` of a product), when only ``g`` holds that tensor and its array is the owner."""
+    if gd.base is None:
+        return g._base is None
+    sole = _SOLE_BASE
+    if g._base is not None:
+        if _view_base_refs(g) > _SOLE_VIEW_BASE or g._base._base is not None or g._base._data is not gd.base:
+            return False
+        sole += 1
+    if _base_refs(gd) > sole:
+        return False
+    base = gd.base
+    return base.__class__ is np.ndarray and base.base is None and base.nbytes == gd.nbytes
+
+
+def _dense(a):
+    """Whether ``a``'s elements fill its memory exactly once (PyTorch's non-overlapping and dense)."""
+    if a.flags.c_contiguous or a.flags.f_contiguous:
+        return True
+    expected = a.itemsize
+    for st, n in sorted((st, n) for n, st in zip(a.shape, a.strides) if n != 1):
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _obeys_layout(gd, vd):
+    """Whether ``gd`` may be the ``.grad`` of a leaf laid out as ``vd`` without a copy: the
+    leaf's strides where the leaf is dense (size-1 dims aside), else C order."""
+    if gd.strides == vd.strides:
+        return vd.flags.c_contiguous or _dense(vd)
+    if not _dense(vd):
+        return gd.flags.c_contiguous
+    for n, a, b in zip(gd.shape, gd.strides, vd.strides):
+        if (a != b) if n != 1 else a == 0:
+            return False
+    return True
+
+
+def _clone_like(gd, vd):
+    """A copy of the gradient ``gd`` laid out as PyTorch lays out a leaf's ``.grad``: with the
+    strides of the leaf ``vd`` where the leaf is dense, else in C order."""
+    if gd.__class__ is not np.ndarray or vd.__class__ is not np.ndarray or vd.flags.c_contiguous \
+            or gd.shape != vd.shape or not _dense(vd):
+        return gd.copy()
+    r = np.empty_like(vd, dtype=gd.dtype, order="K")
+    np.copyto(r, gd)
+    return r
 
 
 def _retain(tref, g):
@@ -384,6 +501,8 @@ def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=
                 if not needed:
                     continue
             if fn.__class__ is AccumulateGrad:
+                # (the last node's outputs still held here would make its gradients look shared)
+                out = g = gd = old = got = None
                 _run_accumulate(fn, grads_in, create_graph)
                 if tracers:
                     for tr in tracers:

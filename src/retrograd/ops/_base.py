@@ -1031,22 +1031,32 @@ _MASKED_NODES = {}
 _UINT_OF = {2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 
 
+_MASK_KERNELS = []
+
+
 def _select(mask, a):
     """``a`` where ``mask`` holds, +0 elsewhere (``where(mask, a, 0)``, broadcast).
 
     ``np.where`` branches per element and costs ~20x a multiply on a random mask (a ReLU's);
-    masking the bits (all-ones or all-zeros per element) selects exactly, NaN payloads and
-    signed zeros included, without branches."""
+    working on the bits selects exactly, NaN payloads and signed zeros included, without
+    branches: one pass of the numba kernel where it is present (same shapes, contiguous),
+    else one NumPy call, the integer view times the 0/1 mask (bits kept, or 0)."""
     u = _UINT_OF.get(a.dtype.itemsize)
     if u is None or type(a) is not _ndarray or type(mask) is not _ndarray or a.size < 256 \
             or a.dtype.kind not in "fc":
         xp = np if type(a) is _ndarray else xp_of(a)
         return xp.where(mask, a, xp.zeros((), dtype=a.dtype))
-    m = mask.astype(u)
-    np.negative(m, out=m)   # True -> all ones
-    shape = a.shape if mask.shape == a.shape else np.broadcast_shapes(a.shape, mask.shape)
-    r = np.empty(shape, a.dtype)
-    np.bitwise_and(a.view(u), m, out=r.view(u))
+    if mask.shape == a.shape:
+        r = np.empty(a.shape, a.dtype)
+        if a.flags.c_contiguous and mask.flags.c_contiguous:
+            from . import _accel
+            k = _accel.load(_MASK_KERNELS, "_accel_mask")
+            if k is not None:
+                k.select(a.view(u).reshape(-1), mask.reshape(-1), r.view(u).reshape(-1), u.type(0))
+                return r
+    else:
+        r = np.empty(np.broadcast_shapes(a.shape, mask.shape), a.dtype)
+    np.multiply(a.view(u), mask, out=r.view(u))
     return r
 
 

@@ -40,7 +40,7 @@ class Batch:
     """
 
     __slots__ = ("params", "data", "state", "steps", "shapes", "offsets", "numel", "dtype", "_grad", "_param",
-                 "_scratch", "_checks", "_real", "single", "_ptrs", "_static", "xp")
+                 "_scratch", "_checks", "_real", "single", "_ptrs", "_static", "xp", "_views")
 
     def __init__(self, params, states, keys, step, real=False):
         self.params = params
@@ -54,6 +54,7 @@ class Batch:
         self._param = None
         self._scratch = {}
         self._checks = []
+        self._views = {}
         if self.single:
             # a batch of one: the parameter's own state arrays, nothing copied
             st = states[0]
@@ -74,7 +75,8 @@ class Batch:
             flat = xp.empty(self.numel, self.dtype)
             xp.concatenate([st[k]._data.reshape(-1) for st in states], out=flat)
             self.state[k] = flat
-            for st, view in zip(states, self.split(flat)):
+            views = self._views[k] = self.split(flat)
+            for st, view in zip(states, views):
                 t = st[k]
                 t._data = view
                 self._checks.append((st, k, t, view))
@@ -97,13 +99,22 @@ class Batch:
         o = self.offsets
         return [flat[o[i]:o[i + 1]].reshape(s) for i, s in enumerate(self.shapes)]
 
-    def grad(self, maximize=False):
-        """The gradients as one writable array (a copy: the kernel may change it in place)."""
+    def views(self, key):
+        """The per-parameter views of the state array ``key`` (the state tensors' own arrays)."""
+        if self.single:
+            return [self.state[key]]
+        return self._views[key]
+
+    def grad(self, maximize=False, read_only=False):
+        """The gradients as one writable array (a copy: the kernel may change it in place);
+        ``read_only``: a kernel that only reads it may get a single parameter's own gradient."""
         if self.single:
             g = self.params[0]._grad._data
             if self._real:
                 g = _real(g)
-            return self.xp.negative(g, out=self.xp.empty_like(g)) if maximize else g.copy()
+            if maximize:
+                return self.xp.negative(g, out=self.xp.empty_like(g))
+            return g if read_only else g.copy()
         buf = self._grad
         if buf is None:
             buf = self._grad = self.xp.empty(self.numel, self.dtype)

@@ -1,4 +1,6 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize."""
+import numpy as np
+
 from .._tensor import Tensor
 from ._accel import kernels
 from ._flat import batches, flat_ok
@@ -67,11 +69,23 @@ class SGD(Optimizer):
         return loss
 
 
+# Above this many elements per parameter (on average) a bundle's momentum update reads each
+# gradient where it lies instead of first gathering them into one flat array: a call per
+# parameter costs less than the gathering pass over memory.
+DIRECT_MIN_AVG = 2048
+
+
 def _sgd(b, lr, wd, momentum, dampening, nesterov, maximize, state=None):
     """One SGD step of a batch; ``state``: a parameter's state whose momentum buffer is to be made."""
     if state is None and _compiled(b, lr, wd, momentum, dampening, nesterov, maximize):
         return
-    g = b.grad(maximize)
+    if state is None and momentum != 0 and not nesterov and not b.single and b.xp is np \
+            and b.numel >= DIRECT_MIN_AVG * len(b.params):
+        _momentum_direct(b, wd, momentum, dampening, maximize)
+        b.axpy(b.state["momentum_buffer"], -lr)
+        return
+    # (the gradient is changed in place only by weight decay and Nesterov's step)
+    g = b.grad(maximize, read_only=wd == 0 and not nesterov)
     if wd != 0:
         g = fma_scalar(b.param(), wd, g, out=g)
     if momentum != 0:
@@ -84,6 +98,28 @@ def _sgd(b, lr, wd, momentum, dampening, nesterov, maximize, state=None):
             fma_scalar(g, 1 - dampening, buf, out=buf)
         g = fma_scalar(buf, momentum, g, out=g) if nesterov else buf
     b.axpy(g, -lr)
+
+
+def _momentum_direct(b, wd, momentum, dampening, maximize):
+    """``buf = momentum * buf + (1 - dampening) * g`` of a bundle, each gradient read where it lies
+    (the same roundings as the gathered path: the multiply on the flat buffer, then per parameter
+    the add, or its one-rounding multiply-add where ``1 - dampening`` is not 1)."""
+    scale_(b.state["momentum_buffer"], momentum)
+    s = 1 - dampening
+    for p, d, v in zip(b.params, b.data, b.views("momentum_buffer")):
+        g = p._grad._data
+        a = s
+        if wd != 0:
+            # PyTorch's order: negated first (maximize), then grad + wd * param
+            g = fma_scalar(d, wd, np.negative(g) if maximize else g)
+        elif maximize:
+            a = -s        # buf + s * (-g), the same single rounding
+        if a == 1:
+            np.add(v, g, out=v)
+        elif a == -1:
+            np.subtract(v, g, out=v)
+        else:
+            fma_scalar(g, a, v, out=v)
 
 
 def _compiled(b, lr, wd, momentum, dampening, nesterov, maximize):
