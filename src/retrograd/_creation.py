@@ -767,16 +767,30 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if (w < 0).any() or not np.isfinite(w).all():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    g = _gen(generator)
     rows = w.reshape(-1, w.shape[-1])
-    out_rows = []
     for r in rows:
         if r.sum() <= 0:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
         if not replacement and num_samples > (r > 0).sum():
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-        out_rows.append(g.choice(r.size, size=num_samples, replace=replacement, p=r / r.sum()))
-    a = np.stack(out_rows).astype(np.int64)
+    e = _engine(generator)
+    if not replacement or num_samples == 1:
+        # (as PyTorch: the largest weight / Exp(1) draws, one draw per category, in the input's dtype)
+        dt = input._data.dtype
+        q = (-1.0 * e.unit53_map(rows.size, lambda u: math.log1p(-u))).astype(dt).reshape(rows.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = np.asarray(input._data, dtype=dt).reshape(rows.shape) / q
+        a = np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
+    else:
+        # (as PyTorch: per row, a 53-bit uniform per sample located in the normalised cumulative sums)
+        out_rows = []
+        for r in rows:
+            cum = np.cumsum(r)
+            cum /= cum[-1]
+            idx = np.searchsorted(cum, e.unit53(num_samples), side="left")
+            out_rows.append(np.minimum(idx, r.size - 1))
+        a = np.stack(out_rows)
+    a = a.astype(np.int64)
     return _make(a if w.ndim == 2 else a[0])
 
 
