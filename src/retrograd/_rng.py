@@ -13,7 +13,10 @@ words (vectorised). How those words become samples was established by probing Py
 * normal samples of a contiguous tensor of 16 or more elements: the tensor is filled with
   uniforms, then each block of 16 becomes 16 normals by Box-Muller (``u1 = 1 - x[j]``,
   ``u2 = x[j + 8]``); when 16 does not divide the size, the last 16 are filled again and
-  transformed again. Smaller tensors draw each element as Box-Muller on two 53-bit uniforms
+  transformed again (half types: the first fill covers the whole blocks only). The float32
+  transform is PyTorch's vectorised kernel with its own approximations of log, sin and cos:
+  the single-precision NumPy evaluation here agrees to a few ulp, not bit for bit (float64 and
+  the half types, after rounding, agree exactly). Smaller tensors draw each element as Box-Muller on two 53-bit uniforms
   (``r = sqrt(-2 log(1 - u2))``, angle ``2 pi u1``), returning ``r cos`` and keeping ``r sin``
   for the next sample (that cache is part of the generator's state).
 """
@@ -85,12 +88,15 @@ class Engine:
             return u if lo == 0.0 and hi == 1.0 else fma(u, hi - lo, lo)
         u = self.unit24(n)
         if lo == 0.0 and hi == 1.0:
-            return u.astype(dtype)
-        if dtype == np.float32:   # (float arithmetic on the bounds rounded to float)
-            lo, hi = np.float32(lo), np.float32(hi)
-            return fma32(u, hi - lo, lo)
-        # (half types: double arithmetic on the bounds as given)
-        return fma(u, float(hi) - float(lo), float(lo)).astype(dtype)
+            out = u.astype(dtype)
+        else:   # (float arithmetic on the bounds rounded to float; half types round that result)
+            f_lo, f_hi = np.float32(lo), np.float32(hi)
+            out = fma32(u, f_hi - f_lo, f_lo).astype(dtype, copy=False)
+        # a sample that rounded up to ``hi`` becomes ``lo`` (PyTorch keeps [lo, hi) below double)
+        top = out == np.asarray(hi).astype(dtype)
+        if top.any():
+            out[top] = np.asarray(lo).astype(dtype)
+        return out
 
     # --- integers ---
     def below(self, n, rng, wide=None):
@@ -148,15 +154,11 @@ class Engine:
             x = self.unit53(n)
             tail = self.unit53(16) if n % 16 else None
             f = _box_muller64
-        elif dtype == np.float32:
-            x = self.unit24(n).astype(np.float32)
+        else:
+            # (half types: the first fill covers the whole blocks only)
+            x = self.unit24(n if dtype == np.float32 else n - n % 16).astype(np.float32)
             tail = self.unit24(16).astype(np.float32) if n % 16 else None
             f = _box_muller32
-        else:
-            # half types: PyTorch draws whole blocks (16 * ceil(n / 16) uniforms); how it lays out
-            # the last, partial block is not reproduced (nor is its float arithmetic)
-            m = -(-n // 16) * 16
-            return _box_muller32(self.unit24(m).astype(np.float32), mean, std)[:n].astype(dtype)
         whole = n - n % 16
         out = np.empty(n, dtype=np.float64 if dtype == np.float64 else np.float32)
         out[:whole] = f(x[:whole], mean, std)

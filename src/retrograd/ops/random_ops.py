@@ -192,6 +192,7 @@ def _bernoulli_values(self, generator, p):
             order = sorted(range(pa.ndim), key=lambda d: -abs(self._data.strides[d]))
             pm = pa.transpose(order)
             return _draw(self, generator, lambda e, n: _bernoulli_draws(e, pm.shape, pm).reshape(-1), np.bool_)
+        pa = pa.reshape(-1)
     return _draw(self, generator, lambda e, n: _bernoulli_draws(e, (n,), pa), np.bool_)
 
 
