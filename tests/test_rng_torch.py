@@ -60,9 +60,11 @@ def test_fma_rounds_once():
         want = [float(Fraction(x) * Fraction(b) + Fraction(c)) for x in a.tolist()]
         assert _rng.fma(a, b, c).tolist() == want
     u = rng.integers(0, 2 ** 24, 20000) * 2.0 ** -24
-    b, c = np.float32(2.6), np.float32(-1.5)
-    want = [np.float32(Fraction(x) * Fraction(float(b)) + Fraction(float(c))) for x in u.tolist()]
-    assert np.array_equal(_rng.fma32(u, b, c), np.array(want, dtype=np.float32))
+    # (near exponents: the double sum is exact; far apart: rounded to odd first)
+    for b, c in [(2.6, -1.5), (1.0, 1e6), (3e-7, 5.0), (1e6, -0.001)]:
+        b, c = np.float32(b), np.float32(c)
+        want = [np.float32(Fraction(x) * Fraction(float(b)) + Fraction(float(c))) for x in u.tolist()]
+        assert np.array_equal(_rng.fma32(u, b, c), np.array(want, dtype=np.float32))
 
 
 def test_same_seed_same_numbers_and_state_round_trip():

@@ -72,9 +72,9 @@ class Engine:
         return (r[0::2] << _S32) | r[1::2]
 
     # --- uniforms ---
-    def unit24(self, n):
-        """Uniforms on [0, 1) from 24 bits of one word each, in float64 (exact)."""
-        return (self.u32(n) & _M24).astype(np.float64) * 2.0 ** -24
+    def unit24(self, n, dtype=np.float64):
+        """Uniforms on [0, 1) from 24 bits of one word each (exact in float32 and float64)."""
+        return (self.u32(n) & _M24).astype(dtype) * dtype(2.0 ** -24)
 
     def unit53(self, n):
         return (self.u64(n) & _M53).astype(np.float64) * 2.0 ** -53
@@ -86,13 +86,14 @@ class Engine:
             u = self.unit53(n)
             lo, hi = float(lo), float(hi)
             return u if lo == 0.0 and hi == 1.0 else fma(u, hi - lo, lo)
-        u = self.unit24(n)
         if lo == 0.0 and hi == 1.0:
-            out = u.astype(dtype)
-        else:   # (float arithmetic on the bounds rounded to float; half types round that result)
+            out = self.unit24(n, np.float32).astype(dtype, copy=False)
+        else:   # (float arithmetic on the bounds rounded to float; half types round its result)
             f_lo, f_hi = np.float32(lo), np.float32(hi)
-            out = fma32(u, f_hi - f_lo, f_lo).astype(dtype, copy=False)
+            out = fma32(self.unit24(n), f_hi - f_lo, f_lo).astype(dtype, copy=False)
         # a sample that rounded up to ``hi`` becomes ``lo`` (PyTorch keeps [lo, hi) below double)
+        if dtype == np.float32 and lo == 0.0 and hi == 1.0:
+            return out    # (24 bits: never rounds up)
         top = out == np.asarray(hi).astype(dtype)
         if top.any():
             out[top] = np.asarray(lo).astype(dtype)
@@ -119,14 +120,12 @@ class Engine:
         return np.fromiter(map(f, self.unit53(n).tolist()), np.float64, n)
 
     def permutation(self, n):
-        """PyTorch's ``randperm``: a forward Fisher-Yates shuffle with one 32-bit word per step."""
-        r = list(range(n))
-        if n > 1:
-            steps = (self.u32(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
-            for i, z in enumerate(steps):
-                j = z + i
-                r[i], r[j] = r[j], r[i]
-        return np.array(r, dtype=np.int64)
+        """PyTorch's ``randperm``: a forward Fisher-Yates shuffle (step ``i`` swaps places ``i``
+        and ``i + word % (n - i)``), one 32-bit word per step."""
+        if n < 2:
+            return np.arange(n, dtype=np.int64)
+        z = (self.u32(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).astype(np.int64)
+        return shuffle_result(z + np.arange(n - 1))
 
     # --- normals ---
     def normal_scalar(self, n, mean=0.0, std=1.0):
@@ -156,8 +155,8 @@ class Engine:
             f = _box_muller64
         else:
             # (half types: the first fill covers the whole blocks only)
-            x = self.unit24(n if dtype == np.float32 else n - n % 16).astype(np.float32)
-            tail = self.unit24(16).astype(np.float32) if n % 16 else None
+            x = self.unit24(n if dtype == np.float32 else n - n % 16, np.float32)
+            tail = self.unit24(16, np.float32) if n % 16 else None
             f = _box_muller32
         whole = n - n % 16
         out = np.empty(n, dtype=np.float64 if dtype == np.float64 else np.float32)
@@ -165,6 +164,42 @@ class Engine:
         if tail is not None:
             out[n - 16:] = f(tail, mean, std)
         return out.astype(dtype, copy=False)
+
+
+def shuffle_result(j):
+    """The array ``arange(n)`` after the swaps ``(i, j[i])`` for i = 0, 1, ... (``j[i] >= i``,
+    ``n = len(j) + 1``), without a Python loop over the swaps.
+
+    Place i is final after step i, holding what place ``j[i]`` held then: the value that the
+    last earlier step aimed at ``j[i]`` moved there, or ``j[i]`` itself if none did. The value
+    a step k moves is what place k held at step k: by the same rule, the value moved there by
+    the last earlier step aimed at k, and so on down a chain that ends at a place no earlier
+    step aimed at, whose own index is the value. Chains are followed by pointer doubling."""
+    m = len(j)
+    n = m + 1
+    steps = np.arange(m)
+    order = np.argsort(j, kind="stable")     # by target, then by step
+    js = j[order]
+    new_group = np.empty(m, dtype=bool)
+    new_group[0] = True
+    np.not_equal(js[1:], js[:-1], out=new_group[1:])
+    pred = np.empty(m, dtype=np.int64)      # the previous step aimed at the same place
+    pred[order] = np.where(new_group, -1, np.concatenate(([-1], order[:-1])))
+    last_at = np.full(n, -1, dtype=np.int64)   # the last step aimed at each place
+    group_end = np.append(new_group[1:], True)
+    last_at[js[group_end]] = order[group_end]
+    own = last_at[:m]                        # steps aimed at place k come at or before step k
+    prev = np.where(own == steps, pred, own)  # the last step before k aimed at place k
+    root = np.where(prev >= 0, prev, steps)
+    while True:
+        nxt = root[root]
+        if np.array_equal(nxt, root):
+            break
+        root = nxt
+    out = np.empty(n, dtype=np.int64)
+    out[:m] = np.where(pred >= 0, root[np.maximum(pred, 0)], j)
+    out[m] = root[last_at[m]] if last_at[m] >= 0 else m
+    return out
 
 
 def _glibc_log(x):
@@ -234,10 +269,22 @@ def fma32(a, b, c):
     float32 numbers ``b``, ``c``: the product is exact in double; the sum is rounded to odd in
     double, which then rounds to float32 as the exact sum would."""
     p = a * np.float64(b)
+    if _exact_in_double(b, c):
+        return (p + np.float64(c)).astype(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         s, err = _two_sum(p, np.float64(c) + np.zeros_like(p))
         s = _to_odd(s, err)
     return s.astype(np.float32)
+
+
+def _exact_in_double(b, c):
+    """Whether every ``u * b + c`` (``u`` a multiple of 2**-24 in [0, 1), ``b`` and ``c`` float32
+    numbers) is exact in double: true unless the exponents of ``b`` and ``c`` lie far apart."""
+    b, c = abs(float(b)), abs(float(c))
+    if b == 0.0 or c == 0.0 or not math.isfinite(b + c):
+        return b == 0.0 or c == 0.0
+    lsb = min(float(np.spacing(np.float32(b))) * 2.0 ** -24, float(np.spacing(np.float32(c))))
+    return (b + c) / lsb <= 2.0 ** 52
 
 
 def _to_odd(v, err):
