@@ -104,6 +104,17 @@ def test_generators_are_independent_streams():
     assert retrograd.initial_seed() == s
 
 
+def test_fork_rng_restores_the_stream():
+    retrograd.manual_seed(3)
+    with retrograd.random.fork_rng():
+        inside = retrograd.randn(5)
+        retrograd.rand(100)
+    assert retrograd.equal(retrograd.randn(5), inside)
+    assert retrograd.random.initial_seed() == 3
+    retrograd.random.manual_seed(4)
+    assert retrograd.initial_seed() == 4
+
+
 def test_meta_fills_draw_nothing():
     retrograd.manual_seed(0)
     before = retrograd.get_rng_state()
