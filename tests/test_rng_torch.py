@@ -158,6 +158,10 @@ def test_default_generator_matches_torch_state(seed):
     retrograd.randn(3, dtype=retrograd.float64)
     torch.randn(3, dtype=torch.float64)        # (leaves a normal sample cached)
     assert np.array_equal(retrograd.get_rng_state().numpy(), torch.get_rng_state().numpy())
+    for k in (621, 1, 624):   # (624 words used up is recorded apart from a fresh seed)
+        retrograd.randint(0, 10, (k,))
+        torch.randint(0, 10, (k,))
+        assert np.array_equal(retrograd.get_rng_state().numpy(), torch.get_rng_state().numpy())
     # states cross between the libraries
     torch.rand(123)
     retrograd.set_rng_state(retrograd.tensor(torch.get_rng_state().numpy()))

@@ -87,7 +87,7 @@ class Generator:
         head[0] = self._seed
         # (PyTorch keeps "words left" and "next index"; its freshly seeded state is left=1, next=0)
         head[1] = (625 - pos) | (1 << 32)     # left, seeded
-        head[2] = 0 if pos == _rng.N else pos
+        head[2] = 0 if e.is_fresh(key, pos) else pos
         raw[0:24] = head.tobytes()
         raw[24:24 + 8 * _rng.N] = key.astype("<u8").tobytes()
         if e.cached is not None:
@@ -109,7 +109,7 @@ class Generator:
             raise RuntimeError("Invalid mt19937 state")
         key = np.frombuffer(raw[24:24 + 8 * _rng.N], "<u8").astype(np.uint32)
         e = self._eng if self._eng is not None else _rng.Engine(0)
-        e.set_key(key, _rng.N if left == 1 else nxt)
+        e.set_key(key, _rng.N if left == 1 else nxt, fresh=left == 1 and nxt == 0)
         e.cached = np.frombuffer(raw[5024:5032], "<f8")[0].item() if raw[5040] else None
         self._seed, self._eng = seed, e
         return self

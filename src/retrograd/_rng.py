@@ -45,18 +45,24 @@ def seeded_key(seed):
 
 class Engine:
     """A Mersenne Twister plus the cached second normal sample of the last Box-Muller pair."""
-    __slots__ = ("bg", "cached")
+    __slots__ = ("bg", "cached", "fresh_key")
 
     def __init__(self, seed):
         self.bg = np.random.MT19937(0)
         self.reseed(seed)
 
     def reseed(self, seed):
-        self.set_key(seeded_key(seed), N)
+        self.set_key(seeded_key(seed), N, fresh=True)
         self.cached = None
 
-    def set_key(self, key, pos):
+    def set_key(self, key, pos, fresh=False):
+        """``fresh``: a state nothing was drawn from yet (PyTorch records it apart from one
+        whose 624 words were all used, though both twist before the next draw)."""
         self.bg.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+        self.fresh_key = np.array(key, dtype=np.uint32) if fresh else None
+
+    def is_fresh(self, key, pos):
+        return pos == N and self.fresh_key is not None and np.array_equal(key, self.fresh_key)
 
     def key_pos(self):
         st = self.bg.state["state"]
