@@ -122,17 +122,9 @@ default_generator._seed = None    # (PyTorch seeds its default generator from th
 
 
 def _gen(generator):
-    """NumPy's sampling API over ``generator``'s (or the default) stream."""
+    """NumPy's sampling API over ``generator``'s (or the default) stream (for the samplers
+    whose PyTorch algorithm is not reproduced: gamma, Poisson, binomial)."""
     return (generator or default_generator)._np
-
-
-def _gen_for(t, generator):
-    """The generator a random fill of ``t`` draws from: none for a meta tensor (PyTorch's meta
-    kernels draw nothing and leave the generator's state as it was)."""
-    if type(t._data) is not np.ndarray and t.is_meta:
-        from ._meta import NoDraws
-        return NoDraws()
-    return _gen(generator)
 
 
 def _engine(generator):
@@ -141,7 +133,8 @@ def _engine(generator):
 
 
 def _engine_for(t, generator):
-    """``_engine``, or nothing to draw from for a meta tensor (see ``_gen_for``)."""
+    """``_engine``, or nothing to draw from for a meta tensor (PyTorch's meta kernels draw
+    nothing and leave the generator's state as it was)."""
     if type(t._data) is not np.ndarray and t.is_meta:
         return None
     return _engine(generator)
