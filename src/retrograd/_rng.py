@@ -45,10 +45,11 @@ def seeded_key(seed):
 
 class Engine:
     """A Mersenne Twister plus the cached second normal sample of the last Box-Muller pair."""
-    __slots__ = ("bg", "cached", "fresh_key")
+    __slots__ = ("bg", "gen", "cached", "fresh_key")
 
     def __init__(self, seed):
         self.bg = np.random.MT19937(0)
+        self.gen = np.random.Generator(self.bg)
         self.reseed(seed)
 
     def reseed(self, seed):
@@ -70,17 +71,17 @@ class Engine:
 
     # --- raw draws ---
     def u32(self, n):
-        """``n`` 32-bit words (as uint64)."""
-        return self.bg.random_raw(n)
+        """``n`` 32-bit words, uint32 (NumPy's full-range integers are the raw words, one each)."""
+        return self.gen.integers(0, 1 << 32, size=n, dtype=np.uint32)
 
     def u64(self, n):
-        r = self.bg.random_raw(2 * n)
+        r = self.u32(2 * n).astype(np.uint64)
         return (r[0::2] << _S32) | r[1::2]
 
     # --- uniforms ---
     def unit24(self, n, dtype=np.float64):
         """Uniforms on [0, 1) from 24 bits of one word each (exact in float32 and float64)."""
-        return (self.u32(n) & _M24).astype(dtype) * dtype(2.0 ** -24)
+        return (self.u32(n) & np.uint32(0xFFFFFF)).astype(dtype) * dtype(2.0 ** -24)
 
     def unit53(self, n):
         return (self.u64(n) & _M53).astype(np.float64) * 2.0 ** -53
