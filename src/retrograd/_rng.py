@@ -26,8 +26,6 @@ import numpy as np
 
 N = 624
 DEFAULT_SEED = 67280421310721
-_M24 = np.uint64(0xFFFFFF)
-_M53 = np.uint64((1 << 53) - 1)
 _S32 = np.uint64(32)
 _TWO_PI = 2.0 * math.pi
 _LONG_DRAW = 1 << 28      # integer ranges from here on use 64-bit draws
@@ -84,7 +82,13 @@ class Engine:
         return (self.u32(n) & np.uint32(0xFFFFFF)).astype(dtype) * dtype(2.0 ** -24)
 
     def unit53(self, n):
-        return (self.u64(n) & _M53).astype(np.float64) * 2.0 ** -53
+        """Uniforms on [0, 1) from the low 53 bits of 64-bit draws (exact in float64)."""
+        r = self.u32(2 * n).reshape(n, 2)
+        out = (r[:, 0] & np.uint32(0x1FFFFF)).astype(np.float64)
+        out *= 4294967296.0
+        out += r[:, 1]
+        out *= 2.0 ** -53
+        return out
 
     def uniform(self, n, dtype, lo=0.0, hi=1.0):
         """``n`` uniforms on [lo, hi) as PyTorch's ``uniform_`` makes them for ``dtype``."""
