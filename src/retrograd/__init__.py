@@ -136,7 +136,7 @@ def is_complex(input):
     return input.is_complex()
 
 
-_LAZY_SUBMODULES = ("distributions", "vision", "playground", "multiprocessing")
+_LAZY_SUBMODULES = ("distributions", "vision", "playground", "multiprocessing", "random")
 
 
 def __getattr__(name):

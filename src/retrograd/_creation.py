@@ -1,12 +1,14 @@
 """Creating tensors: from data, filled, ranges, random; the random generators."""
 import builtins
 import math
+import os
 import sys
 import warnings
 
 import numpy as np
 
 from . import _dtype as D
+from . import _rng
 from ._device import CPU, to_device, array_module, DEFAULT as _DEFAULT_DEVICE
 from ._device import device as _device_cls
 from ._tensor import Tensor, Size
@@ -26,79 +28,121 @@ _bint, _bfloat, _bbool, _brange = builtins.int, builtins.float, builtins.bool, b
 # --- generators ----------------------------------------------------------------------------
 
 class Generator:
-    """A random number generator (PCG64 underneath; seeds give reproducible streams)."""
+    """A random number generator: PyTorch's CPU generator (a 32-bit Mersenne Twister), so a
+    seed gives PyTorch's numbers."""
 
     def __init__(self, device="cpu"):
         self.device = to_device(device)
-        self._seed = 67280421310721
-        self._npg = None            # numpy.random (and its hashlib/secrets) loads on first draw
+        self._seed = _rng.DEFAULT_SEED
+        self._eng = None            # made on first draw (numpy.random loads then)
+
+    @property
+    def _engine(self):
+        e = self._eng
+        if e is None:
+            if self._seed is None:   # (the default generator: a seed from the OS, as PyTorch's)
+                self._seed = _bint.from_bytes(os.urandom(8), "little")
+            e = self._eng = _rng.Engine(self._seed)
+        return e
 
     @property
     def _np(self):
-        if self._npg is None:
-            self._npg = np.random.Generator(np.random.PCG64(self._seed))
-        return self._npg
-
-    @_np.setter
-    def _np(self, g):
-        self._npg = g
+        """NumPy's sampling API over this generator's stream (for the draws whose PyTorch
+        algorithm is not reproduced: they still advance, and are restored with, this state)."""
+        return np.random.Generator(self._engine.bg)
 
     def manual_seed(self, seed):
         """Reseed; returns the generator."""
+        if not isinstance(seed, (_bint, np.integer)) or isinstance(seed, (_bbool, np.bool_)):
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
         seed = _bint(seed)
-        if seed < 0:
-            seed = seed & 0xFFFFFFFFFFFFFFFF
-        self._seed = seed
-        self._np = np.random.Generator(np.random.PCG64(seed))
+        if not -2 ** 63 <= seed < 2 ** 64:
+            raise ValueError("Overflow when unpacking long long")
+        self._seed = seed & 0xFFFFFFFFFFFFFFFF
+        if self._eng is None:
+            self._eng = _rng.Engine(self._seed)
+        else:
+            self._eng.reseed(self._seed)
         return self
 
     def seed(self):
         """Reseed from the OS's entropy; returns the new seed."""
-        s = _bint(np.random.SeedSequence().entropy) & 0xFFFFFFFFFFFFFFFF
+        s = _bint.from_bytes(os.urandom(8), "little")
         self.manual_seed(s)
         return s
 
     def initial_seed(self):
+        if self._seed is None:
+            self._engine
         return self._seed
 
     def get_state(self):
-        """The generator's state as a uint8 tensor (restorable with ``set_state``)."""
-        st = self._np.bit_generator.state
-        words = [st["state"]["state"], st["state"]["inc"], st["has_uint32"], st["uinteger"], self._seed]
-        raw = b"".join(_bint(w).to_bytes(16, "little") for w in words)
-        return _make(np.frombuffer(raw, dtype=np.uint8).copy())
+        """The generator's state as a uint8 tensor of PyTorch's layout (5056 bytes: seed,
+        Mersenne Twister words and position, the cached normal sample), so states move between
+        retrograd and PyTorch."""
+        e = self._engine
+        key, pos = e.key_pos()
+        raw = bytearray(_STATE_BYTES)
+        head = np.zeros(3, np.uint64)
+        head[0] = self._seed
+        # (PyTorch keeps "words left" and "next index"; its freshly seeded state is left=1, next=0)
+        head[1] = (625 - pos) | (1 << 32)     # left, seeded
+        head[2] = 0 if e.is_fresh(key, pos) else pos
+        raw[0:24] = head.tobytes()
+        raw[24:24 + 8 * _rng.N] = key.astype("<u8").tobytes()
+        if e.cached is not None:
+            raw[5024:5032] = np.float64(e.cached).tobytes()
+            raw[5040] = 1
+        return _make(np.frombuffer(bytes(raw), dtype=np.uint8).copy())
 
     def set_state(self, new_state):
-        raw = np.asarray(new_state._data if isinstance(new_state, Tensor) else new_state, dtype=np.uint8).tobytes()
-        if len(raw) != 80:
-            raise RuntimeError(f"Expected a state of 80 bytes for the generator, got {len(raw)}")
-        w = [_bint.from_bytes(raw[i:i + 16], "little") for i in _brange(0, 80, 16)]
-        bg = np.random.PCG64()
-        bg.state = {"bit_generator": "PCG64", "state": {"state": w[0], "inc": w[1]},
-                    "has_uint32": w[2], "uinteger": w[3]}
-        self._np = np.random.Generator(bg)
-        self._seed = w[4]
+        """Restore a state from ``get_state`` (or from PyTorch's ``get_rng_state``)."""
+        if not isinstance(new_state, Tensor) or new_state._data.dtype != np.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        raw = np.ascontiguousarray(new_state._data).tobytes()
+        if len(raw) != _STATE_BYTES:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_BYTES} but found the input RNG "
+                               f"state size to be {len(raw)}")
+        seed, left_seeded, nxt = np.frombuffer(raw[:24], "<u8").tolist()
+        left, seeded = left_seeded & 0xFFFFFFFF, left_seeded >> 32
+        if seeded != 1 or not 1 <= left <= _rng.N or nxt > _rng.N:
+            raise RuntimeError("Invalid mt19937 state")
+        key = np.frombuffer(raw[24:24 + 8 * _rng.N], "<u8").astype(np.uint32)
+        e = self._eng if self._eng is not None else _rng.Engine(0)
+        e.set_key(key, _rng.N if left == 1 else nxt, fresh=left == 1 and nxt == 0)
+        e.cached = np.frombuffer(raw[5024:5032], "<f8")[0].item() if raw[5040] else None
+        self._seed, self._eng = seed, e
         return self
 
 
+_STATE_BYTES = 5056
+
 default_generator = Generator()
+default_generator._seed = None    # (PyTorch seeds its default generator from the OS at start)
 
 
 def _gen(generator):
+    """NumPy's sampling API over ``generator``'s (or the default) stream (for the samplers
+    whose PyTorch algorithm is not reproduced: gamma, Poisson, binomial)."""
     return (generator or default_generator)._np
 
 
-def _gen_for(t, generator):
-    """The generator a random fill of ``t`` draws from: none for a meta tensor (PyTorch's meta
-    kernels draw nothing and leave the generator's state as it was)."""
+def _engine(generator):
+    """The PyTorch-exact draws of ``generator`` (or of the default generator)."""
+    return (generator or default_generator)._engine
+
+
+def _engine_for(t, generator):
+    """``_engine``, or nothing to draw from for a meta tensor (PyTorch's meta kernels draw
+    nothing and leave the generator's state as it was)."""
     if type(t._data) is not np.ndarray and t.is_meta:
-        from ._meta import NoDraws
-        return NoDraws()
-    return _gen(generator)
+        return None
+    return _engine(generator)
 
 
 def manual_seed(seed):
     """Seed the default generator (and CuPy's, when in use)."""
+    seed = _bint(seed)
     default_generator.manual_seed(seed)
     from . import _device
     if _device._CUDA_XP[0] is not None or "cupy" in sys.modules:   # (never imports CuPy itself)
@@ -581,19 +625,17 @@ def _rand_dt(dtype, kernel="check_uniform_bounds"):
     return dt
 
 
-def _sample(fn, dt, shape, g, device=None, scale=None):
+def _sample(fn, dt, shape, generator, device=None):
+    """``fn(engine, n, numpy dtype)`` reshaped to ``shape`` (complex: the real view, twice as
+    long, as PyTorch fills it)."""
     if (device is not None or _DEFAULT_DEVICE[0] is not None) and _is_meta(device):   # no values: no draws
         from ._meta import MetaArray
         return MetaArray(shape, dt.np)
+    n = math.prod(shape)
     if dt.is_complex:
-        # real and imaginary parts drawn as a trailing pair (randn: each of variance 1/2, as PyTorch)
-        r = _sample(fn, dt.to_real(), tuple(shape) + (2,), g)
-        if scale is not None:
-            r *= r.dtype.type(scale)
-        return np.ascontiguousarray(r).view(dt.np)[..., 0]
-    if dt.np in (np.float32, np.float64):
-        return fn(g, shape, dt.np)
-    return fn(g, shape, np.float32).astype(dt.np)
+        r = fn(_engine(generator), 2 * n, dt.to_real().np, 0.7071067811865475)
+        return np.ascontiguousarray(r).view(dt.np).reshape(shape)
+    return fn(_engine(generator), n, dt.np, 1.0).reshape(shape)
 
 
 def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -602,7 +644,7 @@ def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, d
     size = _size_kw("rand", sizes, size)
     _check_args("rand", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype)
-    return _finish(_sample(lambda g, s, d: g.random(s, dtype=d), dt, _size(size), _gen(generator), device),
+    return _finish(_sample(lambda e, n, d, _: e.uniform(n, d), dt, _size(size), generator, device),
                    requires_grad, device)
 
 
@@ -612,8 +654,8 @@ def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, 
     size = _size_kw("randn", sizes, size)
     _check_args("randn", dtype, device, requires_grad, size)
     dt = _rand_dt(dtype, "normal_kernel_cpu")
-    return _finish(_sample(lambda g, s, d: g.standard_normal(s, dtype=d), dt, _size(size), _gen(generator), device,
-                           0.7071067811865476), requires_grad, device)
+    return _finish(_sample(lambda e, n, d, std: e.normal(n, d, 0.0, std), dt, _size(size), generator, device),
+                   requires_grad, device)
 
 
 _RANDINT_C_NAMES = {"int8": "signed char", "uint8": "unsigned char", "int16": "short", "int32": "int"}
@@ -646,14 +688,14 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     shape = _size((tuple(size),))
     if _is_meta(device):
         return _finish(_alloc(None, shape, dt.np, device=device), requires_grad, device)
-    a = _gen(generator).integers(low, high, size=shape, dtype=np.int64).astype(dt.np)
+    a = _engine(generator).integers(math.prod(shape), low, high - low).reshape(shape).astype(dt.np)
     return _finish(a, requires_grad, device)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """A random permutation of 0..n-1."""
     dt = D.int64 if dtype is None else D.to_dtype(dtype)
-    return _finish(_gen(generator).permutation(n).astype(dt.np), requires_grad, device)
+    return _finish(_engine(generator).permutation(n).astype(dt.np), requires_grad, device)
 
 
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
@@ -673,23 +715,41 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
            requires_grad=False):
     """Normal samples; ``mean``/``std`` may be tensors (broadcast) or numbers with ``size``."""
-    g = _gen(generator)
+    e = _engine(generator)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         m = mean._data if isinstance(mean, Tensor) else mean
         s = std._data if isinstance(std, Tensor) else std
+        ref = (mean if isinstance(mean, Tensor) else std)._data.dtype
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
-        ref = mean if isinstance(mean, Tensor) else std
-        a = (m + s * g.standard_normal(shape)).astype(ref._data.dtype)
-        return _finish(a, False, None)
+        n = math.prod(shape)
+        # (as PyTorch: a number std scales the draws themselves; a tensor std multiplies
+        # standard draws; the mean is added last, in the tensors' dtype)
+        if isinstance(std, Tensor):
+            a = e.normal(n, ref).reshape(shape) * s + (m if isinstance(mean, Tensor) else ref.type(m))
+        else:
+            a = e.normal(n, ref, 0.0, s).reshape(shape) + m
+        return _finish(np.asarray(a, dtype=ref), False, None)
     dt = _rand_dt(dtype)
-    a = (mean + std * g.standard_normal(_size((tuple(size),)))).astype(dt.np)
+    shape = _size((tuple(size),))
+    a = e.normal(math.prod(shape), dt.np, mean, std).reshape(shape)
     return _finish(a, requires_grad, device)
+
+
+def _bernoulli_draws(e, shape, p):
+    """0/1 (bool) draws: ``u < p`` per element, ``u`` a 53-bit uniform for a number ``p`` and a
+    uniform of ``p``'s own dtype for an array ``p`` (broadcast to ``shape``), as PyTorch."""
+    n = math.prod(shape)
+    if isinstance(p, np.ndarray):
+        pd = p.dtype if p.dtype == np.float64 else np.float32
+        u = e.uniform(n, pd).reshape(shape)
+        return u < np.broadcast_to(p, shape).astype(pd, copy=False)
+    return (e.unit53(n) < p).reshape(shape)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Draw 0/1 with probabilities ``input`` (or ``p``)."""
-    probs = input._data if p is None else np.broadcast_to(np.asarray(p), input._data.shape)
-    a = (_gen(generator).random(input._data.shape) < probs).astype(input._data.dtype)
+    probs = input._data if p is None else p
+    a = _bernoulli_draws(_engine(generator), input._data.shape, probs).astype(input._data.dtype)
     return _make(a)
 
 
@@ -700,16 +760,30 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if (w < 0).any() or not np.isfinite(w).all():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    g = _gen(generator)
     rows = w.reshape(-1, w.shape[-1])
-    out_rows = []
     for r in rows:
         if r.sum() <= 0:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
         if not replacement and num_samples > (r > 0).sum():
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-        out_rows.append(g.choice(r.size, size=num_samples, replace=replacement, p=r / r.sum()))
-    a = np.stack(out_rows).astype(np.int64)
+    e = _engine(generator)
+    if not replacement or num_samples == 1:
+        # (as PyTorch: the largest weight / Exp(1) draws, one draw per category, in the input's dtype)
+        dt = input._data.dtype
+        q = (-1.0 * e.unit53_map(rows.size, lambda u: math.log1p(-u))).astype(dt).reshape(rows.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = np.asarray(input._data, dtype=dt).reshape(rows.shape) / q
+        a = np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
+    else:
+        # (as PyTorch: per row, a 53-bit uniform per sample located in the normalised cumulative sums)
+        out_rows = []
+        for r in rows:
+            cum = np.cumsum(r)
+            cum /= cum[-1]
+            idx = np.searchsorted(cum, e.unit53(num_samples), side="left")
+            out_rows.append(np.minimum(idx, r.size - 1))
+        a = np.stack(out_rows)
+    a = a.astype(np.int64)
     return _make(a if w.ndim == 2 else a[0])
 
 

@@ -7,7 +7,6 @@ import warnings
 
 import numpy as np
 
-from .._creation import _gen, _gen_for
 from ..autograd import grad_mode
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -53,17 +52,23 @@ def calculate_gain(nonlinearity, param=None):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with U(a, b)."""
-    return _fill(tensor, _gen_for(tensor, generator).uniform(a, b, tensor._data.shape))
+    with grad_mode.no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with N(mean, std**2)."""
-    return _fill(tensor, mean + std * _gen_for(tensor, generator).standard_normal(tensor._data.shape))
+    with grad_mode.no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Fill with N(mean, std**2) truncated to [a, b] (inverse-CDF method, as PyTorch)."""
-    from ..ops.unary import _erfinv_np
+    """Fill with N(mean, std**2) truncated to [a, b], by rejection as PyTorch: when the
+    interval holds more than 30% of the mass, normal draws of the whole tensor redrawn where
+    out of bounds; otherwise uniform proposals on [a, b] accepted with probability
+    pdf / pdf(mode), whole-tensor rounds until every element is accepted."""
+    if tensor.is_meta:          # no values to draw
+        return tensor
 
     def norm_cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -71,13 +76,41 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
                       "The distribution of values may be incorrect.", stacklevel=2)
-    if tensor.is_meta:          # no values to draw
-        return tensor
-    lo = norm_cdf((a - mean) / std)
-    up = norm_cdf((b - mean) / std)
-    u = _gen(generator).uniform(2 * lo - 1, 2 * up - 1, tensor._data.shape)
-    v = _erfinv_np(np.asarray(u, dtype=np.float64)) * (std * math.sqrt(2.0)) + mean
-    return _fill(tensor, np.clip(v, a, b))
+    with grad_mode.no_grad():
+        d = tensor._data
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            lo, hi = (d.dtype.type(v) for v in (a, b))     # (bounds in the tensor's dtype)
+            tensor.normal_(mean, std, generator=generator)
+            r = d.copy()
+            while True:
+                out = (r < lo) | (r > hi)
+                if not out.any():
+                    break
+                fresh = tensor.new_empty(tensor.shape).normal_(mean, std, generator=generator)._data
+                r = np.where(out, fresh, r)
+            _fill(tensor, r)
+            return tensor
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
+        buf = tensor.new_empty(tensor.shape)
+
+        def log_ratio(x):   # log(pdf(x) / pdf(mode)), in the tensor's dtype
+            z = (x - d.dtype.type(mean)) / d.dtype.type(std)
+            return z * z * d.dtype.type(-0.5) - d.dtype.type(log_peak)
+
+        def rejected(cand):
+            with np.errstate(divide="ignore"):
+                return np.log(buf.uniform_(generator=generator)._data) > log_ratio(cand)
+
+        tensor.uniform_(a, b, generator=generator)
+        r = d.copy()
+        pending = rejected(r)
+        while pending.any():
+            cand = buf.uniform_(a, b, generator=generator)._data.copy()
+            r = np.where(pending, cand, r)
+            pending = np.where(pending, rejected(cand), pending)
+        _fill(tensor, r)
+    return tensor
 
 
 def constant_(tensor, val):
@@ -187,29 +220,38 @@ def orthogonal_(tensor, gain=1, generator=None):
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flattened = _gen(generator).standard_normal((rows, cols))
-    if rows < cols:
-        flattened = flattened.T
-    q, r = np.linalg.qr(flattened)
-    d = np.sign(np.diag(r))
-    q = q * d
-    if rows < cols:
-        q = q.T
-    return _fill(tensor, (q * gain).reshape(tensor._data.shape))
+    with grad_mode.no_grad():
+        # (as PyTorch: normal draws of the tensor's dtype, QR of the taller orientation, signs
+        # of R's diagonal)
+        flattened = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)._data
+        if rows < cols:
+            flattened = flattened.T
+        q, r = np.linalg.qr(flattened)
+        q = q * np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        _fill(tensor, q.reshape(tensor._data.shape))
+        tensor.mul_(gain)
+    return tensor
 
 
 def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Normal N(0, std**2) entries with a fraction ``sparsity`` of each column set to zero."""
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
-    if tensor.is_meta:
-        return tensor
-    g = _gen(generator)
-    v = g.standard_normal((rows, cols)) * std
-    for col_idx in range(cols):
-        v[g.permutation(rows)[:num_zeros], col_idx] = 0
-    return _fill(tensor, v)
+    with grad_mode.no_grad():
+        tensor.normal_(0, std, generator=generator)
+        if tensor.is_meta:
+            return tensor
+        from .._creation import randperm
+        for col_idx in range(cols):
+            # (as PyTorch: the rows to zero come from the default generator)
+            zero = randperm(rows)._data[:num_zeros]
+            tensor._data[zero, col_idx] = 0
+        tensor._bump_version()
+    return tensor
 
 
 def _deprecated(fn):

@@ -417,9 +417,16 @@ def _rrelu(input, lower, upper, training, cls):
         return _op(cls, input, xp.where(x > 0, x, x * slope).astype(x.dtype, copy=False), saves=saves, slope=slope,
                    noise=None)
     _float_input(input, "rrelu_with_noise_out_cpu")
-    from .._creation import _gen
     # random slopes where x <= 0 (PyTorch's convention), 1 elsewhere
-    noise = xp.where(x <= 0, lower + (upper - lower) * _uniform(x.shape, xp), 1).astype(x.dtype)
+    if xp is np:   # (PyTorch draws a 53-bit uniform for each such element only, in order)
+        from .._creation import _engine
+        from .._rng import fma
+        neg = x <= 0
+        lo, hi = float(x.dtype.type(lower)), float(x.dtype.type(upper))
+        noise = np.ones(x.shape, x.dtype)
+        noise[neg] = fma(_engine(None).unit53(int(np.count_nonzero(neg))), hi - lo, lo)
+    else:
+        noise = xp.where(x <= 0, lower + (upper - lower) * _uniform(x.shape, xp), 1).astype(x.dtype)
     with np.errstate(invalid="ignore"):
         return _op(cls, input, x * noise, saves=saves, slope=None, noise=noise)
 
@@ -963,16 +970,24 @@ def _uniform(shape, xp):
     """Uniform [0, 1) draws: the default generator's on the host, the device's own generator
     (torch.cuda.manual_seed's) for a device (a host draw would be a copy per call)."""
     if xp is np:
-        from .._creation import _gen
-        return _gen(None).random(shape)
+        from .._creation import _engine
+        return _engine(None).unit53(math.prod(shape)).reshape(shape)
     return xp.random.random(shape)
+
+
+def _keep(shape, p, xp):
+    """Which units dropout keeps: PyTorch's ``bernoulli_(1 - p)`` on the host (a 53-bit
+    uniform below 1 - p), the device generator's draws for a device."""
+    if xp is np:
+        return _uniform(shape, xp) < 1.0 - p
+    return xp.random.random(shape) >= p
 
 
 def _dropout_mask(shape, p, dtype, xp=np):
     if p == 1.0:
         return xp.zeros(shape, dtype)
-    keep = _uniform(shape, xp) >= p
-    return (keep / (1.0 - p)).astype(dtype)
+    keep = _keep(shape, p, xp).astype(dtype)
+    return keep / dtype.type(1.0 - p)    # (PyTorch divides the noise in the input's dtype)
 
 
 def _masked(input, mask, inplace):
@@ -1020,7 +1035,7 @@ def _alpha_dropout(input, p, train, inplace, feature):
     if feature and x.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = x.shape[:2] + (1,) * (x.ndim - 2) if feature else x.shape
-    keep = (_uniform(shape, xp) >= p).astype(x.dtype)
+    keep = _keep(shape, p, xp).astype(x.dtype)
     a = 1.0 / math.sqrt((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
     bias = finish(None, ((keep - 1) * (_SELU_ALPHA_PRIME * a) + _SELU_ALPHA_PRIME * a * p).astype(x.dtype))
     m = finish(None, (keep * a).astype(x.dtype))

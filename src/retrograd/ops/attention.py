@@ -56,7 +56,10 @@ def _safe_softmax(s):
 def _dropout_mask(shape, p, dtype, xp=np):
     if p >= 1:
         return xp.zeros(shape, dtype)
-    keep = (_creation.default_generator._np.random(shape) if xp is np else xp.random.random(shape)) >= p
+    if xp is np:   # (PyTorch's dropout: bernoulli_(1 - p), a 53-bit uniform each)
+        keep = _creation._engine(None).unit53(math.prod(shape)).reshape(shape) < 1 - p
+    else:
+        keep = xp.random.random(shape) >= p
     return keep.astype(dtype) / dtype.type(1 - p)
 
 

@@ -13,8 +13,7 @@ from ._base import (Tensor, OpNode, node_for, finish, apply_inplace, check_inpla
                     _dtype_name, zeros_grad, binary_operands, xp_for, strided, check_devices)
 from .. import _dtype as D
 from .. import _storage
-from .._creation import _gen_for
-from .random_ops import _fill, _fill_node, _g
+from .random_ops import _fill, _fill_node, _g, _draw
 from .index_ops import scatter_reduce, ScatterReduceBackward0
 from .shape import as_strided, _copy_variant, _alias
 
@@ -742,15 +741,20 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
                            f"point but you specified {_ctype(self._data.dtype)}")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_g(sigma)}")
-    u = _gen_for(self, generator).random(self._data.shape)
-    return _fill(self, median + sigma * np.tan(np.pi * (u - 0.5)), CauchyBackward0)
+    import math
+    # (one 53-bit uniform each, through the C library's tan: PyTorch's serial kernel)
+    f = lambda u: median + sigma * math.tan(math.pi * (u - 0.5))
+    return _fill(self, _draw(self, generator, lambda e, n: e.unit53_map(n, f), np.float64), CauchyBackward0)
 
 
 def geometric_(self, p, *, generator=None):
     """Fill with the number of Bernoulli(``p``) trials up to the first success (>= 1)."""
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_g(p)}")
-    return _fill(self, _gen_for(self, generator).geometric(p, self._data.shape), GeometricBackward0)
+    import math
+    scale = math.log1p(-p)
+    f = lambda u: math.ceil(math.log(u) / scale) if u > 0 else math.inf
+    return _fill(self, _draw(self, generator, lambda e, n: e.unit53_map(n, f), np.float64), GeometricBackward0)
 
 
 def bernoulli(self, p=None, *, generator=None):

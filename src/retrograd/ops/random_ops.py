@@ -6,12 +6,14 @@ a fill of a tensor that requires grad is recorded (NormalBackward0, FillBackward
 that zero gradient is a constant: it is exact even when the incoming gradient is inf or nan,
 and it does not depend on the graph (create_graph gives a gradient that needs no grad).
 """
+import math
+
 import numpy as np
 
 from ._base import xp_for
 from ._base import (check_inplace, Tensor, OpNode, node_for, finish, apply_inplace, _state, xp_of,
                     _dtype_name, zeros_grad)
-from .._creation import _gen_for
+from .._creation import _engine_for
 from .. import _dtype as D
 
 __all__ = []
@@ -126,12 +128,44 @@ def _float_only(self, kernel):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(self._data.dtype)}'")
 
 
+def _draw(self, generator, fn, dtype=None):
+    """``fn(engine, n)`` (n values, flat) laid out over ``self`` in the order PyTorch's kernels
+    visit its elements: memory order (a meta tensor: no draws)."""
+    a = self._data
+    dtype = a.dtype if dtype is None else dtype
+    e = _engine_for(self, generator)
+    if e is None:
+        from .._meta import MetaArray
+        return MetaArray(a.shape, dtype)
+    if a.flags.c_contiguous or a.ndim < 2:
+        return fn(e, a.size).reshape(a.shape)
+    order = sorted(range(a.ndim), key=lambda d: -abs(a.strides[d]))
+    v = fn(e, a.size).reshape([a.shape[d] for d in order])
+    return v.transpose(np.argsort(order))
+
+
+def _contiguous(self):
+    a = self._data
+    return a.flags.c_contiguous or (a.ndim < 2 and (a.ndim == 0 or abs(a.strides[0]) == a.itemsize))
+
+
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with normal samples."""
     _float_only(self, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
-    return _fill(self, mean + std * _gen_for(self, generator).standard_normal(self._data.shape), NormalBackward0)
+    dt = self._data.dtype
+    if dt.kind == "c":   # (the real view, std / sqrt(2) each)
+        rt, s = dt.type(0).real.dtype, std * 0.7071067811865475
+        if _contiguous(self):
+            fn = lambda e, n: e.normal(2 * n, rt, mean, s).view(dt)
+        else:
+            fn = lambda e, n: e.normal_scalar(2 * n, mean, s).astype(rt).view(dt)
+    elif _contiguous(self):
+        fn = lambda e, n: e.normal(n, dt, mean, std)
+    else:   # (PyTorch's block kernel is for contiguous tensors; others draw one by one)
+        fn = lambda e, n: e.normal_scalar(n, mean, std).astype(dt)
+    return _fill(self, _draw(self, generator, fn), NormalBackward0)
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
@@ -139,19 +173,39 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
     _float_only(self, "check_uniform_bounds")
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_g(a)} > to={_g(b)}")
-    return _fill(self, _gen_for(self, generator).uniform(a, b, self._data.shape), UniformBackward0)
+    dt = self._data.dtype
+    if dt.kind == "c":   # (the real view)
+        rt = dt.type(0).real.dtype
+        fn = lambda e, n: e.uniform(2 * n, rt, a, b).view(dt)
+    else:
+        fn = lambda e, n: e.uniform(n, dt, a, b)
+    return _fill(self, _draw(self, generator, fn), UniformBackward0)
+
+
+def _bernoulli_values(self, generator, p):
+    from .._creation import _bernoulli_draws
+    pa = p._data if isinstance(p, Tensor) else p
+    if isinstance(pa, np.ndarray):
+        pa = np.broadcast_to(pa, self._data.shape)
+        if not (self._data.flags.c_contiguous or self._data.ndim < 2):
+            # (visit in self's memory order: reorder p alongside)
+            order = sorted(range(pa.ndim), key=lambda d: -abs(self._data.strides[d]))
+            pm = pa.transpose(order)
+            return _draw(self, generator, lambda e, n: _bernoulli_draws(e, pm.shape, pm).reshape(-1), np.bool_)
+        pa = pa.reshape(-1)
+    return _draw(self, generator, lambda e, n: _bernoulli_draws(e, (n,), pa), np.bool_)
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples that are 1 with probability ``p`` (a number or a tensor)."""
     if isinstance(p, Tensor):
-        values = _gen_for(self, generator).random(self._data.shape) < p._data
+        values = _bernoulli_values(self, generator, p)
         if _state.grad and (self._requires_grad or p._requires_grad):
             return apply_inplace(self, _bernoulli_filled, values, p)
         return _fill_inplace(self, values)
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
-    return _fill(self, _gen_for(self, generator).random(self._data.shape) < p, BernoulliBackward2)
+    return _fill(self, _bernoulli_values(self, generator, p), BernoulliBackward2)
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
@@ -161,11 +215,13 @@ def exponential_(self, lambd=1.0, *, generator=None):
                            f"floating point but you specified {_dtype_name(self._data.dtype)}")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_g(lambd)}")
-    return _fill(self, _gen_for(self, generator).exponential(1.0 / lambd, self._data.shape), ExponentialBackward0)
+    scale = -1.0 / lambd
+    return _fill(self, _draw(self, generator, lambda e, n: scale * e.unit53_map(n, lambda u: math.log1p(-u))),
+                 ExponentialBackward0)
 
 
 # random_() without bounds: every integer the dtype holds exactly, from 0 (both ends included)
-_RANDOM_TOP = {"float64": 2 ** 53, "float32": 2 ** 24, "float16": 2 ** 11, "bool": 1}
+_RANDOM_TOP = {"float64": 2 ** 53, "float32": 2 ** 24, "float16": 2 ** 11, "bfloat16": 2 ** 8, "bool": 1}
 
 
 def random_(self, from_=0, to=None, *, generator=None):
@@ -174,7 +230,8 @@ def random_(self, from_=0, to=None, *, generator=None):
     dt = self._data.dtype
     if to is None and from_ == 0:
         top = _RANDOM_TOP.get(dt.name) or int(np.iinfo(dt).max)
-        vals, cls = _gen_for(self, generator).integers(0, top, self._data.shape, endpoint=True), RandomBackward2
+        wide = dt.itemsize == 8    # (64-bit draws for int64 and float64)
+        fn, cls = (lambda e, n: e.below(n, top + 1, wide).astype(dt)), RandomBackward2
     else:
         if to is None:
             from_, to, cls = 0, from_, RandomBackward1
@@ -182,17 +239,19 @@ def random_(self, from_=0, to=None, *, generator=None):
             cls = RandomBackward0
         if from_ >= to:
             raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
-        vals = _gen_for(self, generator).integers(from_, to, self._data.shape)
-    return _fill(self, vals, cls)
+        fn = lambda e, n: e.integers(n, from_, to - from_).astype(dt)
+    return _fill(self, _draw(self, generator, fn), cls)
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with samples whose logarithm is normal(mean, std)."""
-    xp = xp_for(mean, std)
+    xp_for(mean, std)
     _float_only(self, "log_normal_cpu")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_g(std)}")
-    return _fill(self, xp.exp(mean + std * _gen_for(self, generator).standard_normal(self._data.shape)), LogNormalBackward0)
+    # (PyTorch draws these one by one, whatever the size, and exponentiates with the C library)
+    fn = lambda e, n: np.fromiter(map(math.exp, e.normal_scalar(n, mean, std).tolist()), np.float64, n)
+    return _fill(self, _draw(self, generator, fn, np.float64), LogNormalBackward0)
 
 
 TENSOR_METHODS = {"normal_": normal_, "uniform_": uniform_, "fill_": fill_, "zero_": zero_,

@@ -33,7 +33,7 @@ def _dropout(x, p, training):
         return fn(x, p, training)
     if not training or p == 0:
         return x
-    keep = _creation.default_generator._np.random(tuple(x.shape)) >= p
+    keep = _creation._engine(None).unit53(x.numel()).reshape(tuple(x.shape)) < 1 - p
     return x * finish(None, (keep / (1 - p)).astype(x._data.dtype))
 
 

@@ -5,9 +5,7 @@ import sys
 import time
 import warnings
 
-import numpy as np
 
-from ..._creation import default_generator
 from . import worker as _worker
 from .worker import _tag
 from ._collate import default_collate, default_convert
@@ -295,7 +293,8 @@ def _pin(data):
 
 
 def _draw_seed(generator):
-    return int((generator or default_generator)._np.integers(0, 2 ** 62, dtype=np.int64))
+    from .sampler import _random_int64
+    return _random_int64(generator)
 
 
 class _BaseDataLoaderIter:

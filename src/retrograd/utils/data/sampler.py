@@ -1,7 +1,7 @@
 """Samplers: which indices a DataLoader fetches, in which order, in which batches."""
 import numpy as np
 
-from ..._creation import Generator, default_generator
+from ..._creation import Generator
 from ..._tensor import Tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
@@ -19,10 +19,15 @@ class Sampler:
 
 
 def _fresh_generator():
-    # Like PyTorch: without a generator, each pass draws its seed from the default one,
-    # so ``manual_seed`` makes shuffles reproducible.
-    seed = int(default_generator._np.integers(0, 2 ** 63 - 1, dtype=np.int64))
-    return Generator().manual_seed(seed)
+    # Like PyTorch: without a generator, each pass seeds a new one with an int64 ``random_()``
+    # of the default generator, so ``manual_seed`` makes shuffles reproducible.
+    return Generator().manual_seed(_random_int64(None))
+
+
+def _random_int64(generator):
+    """PyTorch's ``torch.empty((), dtype=torch.int64).random_(generator=generator)``."""
+    from ..._creation import _engine
+    return int(_engine(generator).below(1, 2 ** 63, True)[0])
 
 
 class SequentialSampler(Sampler):
@@ -58,15 +63,15 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n = len(self.data_source)
-        rng = (self.generator or _fresh_generator())._np
-        if self.replacement:
+        e = (self.generator or _fresh_generator())._engine
+        if self.replacement:   # (as PyTorch: randint in chunks of 32)
             for _ in range(self.num_samples // 32):
-                yield from rng.integers(0, n, 32).tolist()
-            yield from rng.integers(0, n, self.num_samples % 32).tolist()
+                yield from e.integers(32, 0, n).tolist()
+            yield from e.integers(self.num_samples % 32, 0, n).tolist()
         else:
             for _ in range(self.num_samples // n):
-                yield from rng.permutation(n).tolist()
-            yield from rng.permutation(n).tolist()[:self.num_samples % n]
+                yield from e.permutation(n).tolist()
+            yield from e.permutation(n).tolist()[:self.num_samples % n]
 
     def __len__(self):
         return self.num_samples
@@ -80,8 +85,8 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        rng = (self.generator or _fresh_generator())._np
-        for i in rng.permutation(len(self.indices)).tolist():
+        from ..._creation import _engine
+        for i in _engine(self.generator).permutation(len(self.indices)).tolist():
             yield self.indices[i]
 
     def __len__(self):
@@ -107,8 +112,7 @@ class WeightedRandomSampler(Sampler):
 
     def __iter__(self):
         from ..._creation import multinomial
-        g = self.generator or _fresh_generator()
-        yield from multinomial(self.weights, self.num_samples, self.replacement, generator=g).tolist()
+        yield from multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator).tolist()
 
     def __len__(self):
         return self.num_samples
