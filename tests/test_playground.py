@@ -31,11 +31,31 @@ from retrograd.playground.runner import run
 ARTIFACTS = os.path.join(os.path.dirname(__file__), "artifacts", "playground")
 # the examples that draw no graph: nothing in them requires grad at the end
 NO_GRAPH = {"requires-grad", "tensor-attributes", "no-grad"}
+# Examples that print many training steps. Pyodide's NumPy has no BLAS, so its float32 matrix
+# products round differently from OpenBLAS's, and each step carries the difference forward:
+# their later digits are not comparable. The first line (one forward from the same seeded
+# weights) and the structure of the output still are; the final accuracy must stay close.
+DRIFTS = {"mnist-training"}
 
 
 def _normalise(text):
     """Output with object addresses blanked (they differ from one process to another)."""
     return re.sub(r"0x[0-9a-f]+", "0x?", text)
+
+
+_DECIMAL = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
+
+
+def _same_output(got, want, drifts=False):
+    """Equal output (addresses blanked); for a training example that ``drifts``, the same
+    lines with the decimals blanked, the first line exactly, and the last decimal (the final
+    accuracy) within 3 points."""
+    g, w = _normalise(got).rstrip("\n"), _normalise(want).rstrip("\n")
+    if not drifts:
+        return g == w
+    if _DECIMAL.sub("#", g) != _DECIMAL.sub("#", w) or g.split("\n")[0] != w.split("\n")[0]:
+        return False
+    return abs(float(_DECIMAL.findall(g)[-1]) - float(_DECIMAL.findall(w)[-1])) <= 3
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +232,18 @@ def site(tmp_path_factory, data_dir):
     srv.server_close()
 
 
+def test_same_output_is_exact_except_for_the_later_digits_of_training_runs():
+    assert _same_output("at 0x7f00aa\n", "at 0x55bb")
+    assert not _same_output("loss 0.7439", "loss 0.7437")
+    run_a = "step 0 loss: 2.3003\nstep 1 loss: 0.7439\ntest accuracy: 87.00%"
+    run_b = "step 0 loss: 2.3003\nstep 1 loss: 0.7437\ntest accuracy: 85.50%"
+    assert _same_output(run_a, run_b, drifts=True)
+    assert not _same_output(run_a.replace("2.3003", "2.3004"), run_b, drifts=True)
+    assert not _same_output(run_a.replace("87.00", "90.50"), run_b, drifts=True)
+    assert not _same_output(run_a.replace("step 1", "step 2"), run_b, drifts=True)
+    assert not _same_output(run_a + "\nextra", run_b, drifts=True)
+
+
 def test_every_example_runs_in_the_browser_as_in_cpython(site, cpython_runs):
     sync_api, chromium, url, info = site
     os.makedirs(ARTIFACTS, exist_ok=True)
@@ -243,7 +275,7 @@ def test_every_example_runs_in_the_browser_as_in_cpython(site, cpython_runs):
             got = page.evaluate("window.playground.runs[window.playground.runs.length - 1]")
             res, want = cpython_runs[ex["id"]]
             assert got["ok"], (ex["id"], got["output"])
-            assert _normalise(got["output"]).rstrip("\n") == _normalise(want).rstrip("\n"), ex["id"]
+            assert _same_output(got["output"], want, ex["id"] in DRIFTS), (ex["id"], got["output"], want)
             assert got["graph"] == (res["graph"] is not None), ex["id"]
             if got["graph"]:
                 frame = page.frame_locator("#graph")
