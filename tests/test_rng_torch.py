@@ -441,3 +441,35 @@ def test_seeded_cnn_initialises_and_steps_as_torch():
     for la, lb in losses:
         assert abs(la - lb) <= 1e-6 * max(1.0, abs(lb))
     _aligned()   # (the dropout masks drew the same words)
+
+
+# --- distributions: the same draws through their samplers ------------------------------------
+
+def _dists(lib):
+    f64 = lib.float64
+    t = lambda v: lib.tensor(v, dtype=f64)
+    D = lib.distributions
+    return {
+        "Normal": D.Normal(t([0.5, -1.0, 2.0]), t([1.0, 0.1, 3.0])),
+        "Uniform": D.Uniform(t([0.0, -2.0]), t([1.0, 5.0])),
+        "Bernoulli": D.Bernoulli(probs=t([0.1, 0.5, 0.9])),
+        "Categorical": D.Categorical(probs=t([0.2, 0.3, 0.5])),
+        "Exponential": D.Exponential(t([0.5, 2.0])),
+        "Geometric": D.Geometric(probs=t([0.3, 0.7])),
+        "Cauchy": D.Cauchy(t([0.5, 1.0]), t([2.0, 0.5])),
+        "MultivariateNormal": D.MultivariateNormal(t([0.0, 1.0]), covariance_matrix=t([[2.0, 0.3], [0.3, 1.0]])),
+    }
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["Normal", "Uniform", "Bernoulli", "Categorical", "Exponential", "Geometric",
+                                  "Cauchy", "MultivariateNormal"])
+@pytest.mark.parametrize("seed", [0, 11])
+def test_distribution_samples_match_torch(name, seed):
+    got = []
+    for lib in (retrograd, torch):
+        lib.manual_seed(seed)
+        d = _dists(lib)[name]
+        s = d.rsample((5,)) if d.has_rsample else d.sample((5,))
+        got.append((s.tolist(), lib.rand(3, dtype=lib.float64).tolist()))
+    assert got[0] == got[1]

@@ -199,8 +199,9 @@ class Cauchy(Distribution):
     variance = property(lambda self: _t.full(self._extended_shape(), math.inf, dtype=self.loc.dtype))
 
     def rsample(self, sample_shape=Size()):
-        u = _uniform(self._extended_shape(sample_shape), self.loc.dtype)
-        return self.loc + _t.tan(math.pi * (u - 0.5)) * self.scale
+        # standard Cauchy draws scaled, as PyTorch samples (same draws for the same seed)
+        eps = _t.empty(tuple(self._extended_shape(sample_shape)), dtype=self.loc.dtype).cauchy_()
+        return self.loc + eps * self.scale
 
     def log_prob(self, value):
         self._check(value)
