@@ -473,3 +473,38 @@ def test_distribution_samples_match_torch(name, seed):
         s = d.rsample((5,)) if d.has_rsample else d.sample((5,))
         got.append((s.tolist(), lib.rand(3, dtype=lib.float64).tolist()))
     assert got[0] == got[1]
+
+
+# --- the compiled serial samplers give the C library's bits ----------------------------------
+
+def test_compiled_serial_samplers_equal_the_python_ones():
+    pytest.importorskip("numba")
+    from retrograd.ops import _accel, _accel_rng as k
+    if _accel.load([], "_accel_rng") is None:
+        pytest.skip("RETROGRAD_NO_NUMBA is set")
+    u = _rng.Engine(7).unit53(200_000)
+    u[:6] = [0.0, 2.0 ** -53, 0.5, 1.0 - 2.0 ** -53, 0.25, 0.75]
+    cases = [("log1p_neg", (), lambda v: math.log1p(-v)),
+             ("cauchy", (0.5, 2.0), lambda v: 0.5 + 2.0 * math.tan(math.pi * (v - 0.5))),
+             ("geometric", (math.log1p(-0.3),),
+              lambda v: math.ceil(math.log(v) / math.log1p(-0.3)) if v > 0 else math.inf)]
+    for name, args, f in cases:
+        out = np.empty_like(u)
+        getattr(k, name)(u, out, *args)
+        want = np.fromiter(map(f, u.tolist()), np.float64, u.size)
+        assert np.array_equal(out.view(np.uint64), want.view(np.uint64)), name
+
+
+@needs_torch
+@pytest.mark.parametrize("fill", ["exponential_", "cauchy_", "geometric_"])
+def test_serial_fills_of_many_elements_match_torch(fill):
+    args = {"exponential_": (1.5,), "cauchy_": (0.5, 2.0), "geometric_": (0.3,)}[fill]
+    got = []
+    for lib in (retrograd, torch):
+        lib.manual_seed(5)
+        got.append(getattr(lib.empty(5000, dtype=lib.float64), fill)(*args).tolist())
+    assert got[0] == got[1]
+    p = np.random.default_rng(0).random(3000)
+    picks = [lib.multinomial(lib.tensor(p), 1).item() for lib in (retrograd, torch)
+             if lib.manual_seed(9) is not None]
+    assert picks[0] == picks[1]

@@ -770,10 +770,14 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if not replacement or num_samples == 1:
         # (as PyTorch: the largest weight / Exp(1) draws, one draw per category, in the input's dtype)
         dt = input._data.dtype
-        q = (-1.0 * e.unit53_map(rows.size, lambda u: math.log1p(-u))).astype(dt).reshape(rows.shape)
+        q = (-1.0 * e.unit53_map(rows.size, lambda u: math.log1p(-u), ("log1p_neg",))).astype(dt).reshape(rows.shape)
         with np.errstate(divide="ignore", invalid="ignore"):
             keys = np.asarray(input._data, dtype=dt).reshape(rows.shape) / q
-        a = np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
+        if num_samples == 1:
+            # the first largest key (a NaN key, from 0/0, is never the largest), without a sort
+            a = np.argmax(np.where(np.isnan(keys), -np.inf, keys), axis=-1)[:, None]
+        else:
+            a = np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
     else:
         # (as PyTorch: per row, a 53-bit uniform per sample located in the normalised cumulative sums)
         out_rows = []

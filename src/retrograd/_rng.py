@@ -28,6 +28,7 @@ N = 624
 DEFAULT_SEED = 67280421310721
 _S32 = np.uint64(32)
 _TWO_PI = 2.0 * math.pi
+_RNG_KERNELS = []       # ops._accel_rng, loaded on first use (tests replace it)
 _LONG_DRAW = 1 << 28      # integer ranges from here on use 64-bit draws
 
 
@@ -124,11 +125,21 @@ class Engine:
         v = self.below(n, rng)
         return (v + np.uint64(low % (1 << 64))).view(np.int64)
 
-    def unit53_map(self, n, f):
+    def unit53_map(self, n, f, fast=None):
         """``f`` (a C-library function of one double, from ``math``) of ``n`` 53-bit uniforms:
         NumPy's own transcendental functions differ from the C library's in the last bit now
-        and then, and PyTorch's serial kernels call the C library."""
-        return np.fromiter(map(f, self.unit53(n).tolist()), np.float64, n)
+        and then, and PyTorch's serial kernels call the C library. ``fast`` names the same
+        function among ``ops._accel_rng``'s compiled loops, with its extra arguments: used
+        where numba is installed (the same bits, ~50x faster)."""
+        u = self.unit53(n)
+        if fast is not None and n >= 64:
+            from .ops import _accel
+            k = _accel.load(_RNG_KERNELS, "_accel_rng")
+            if k is not None:
+                out = np.empty(n, np.float64)
+                getattr(k, fast[0])(u, out, *fast[1:])
+                return out
+        return np.fromiter(map(f, u.tolist()), np.float64, n)
 
     def permutation(self, n):
         """PyTorch's ``randperm``: a forward Fisher-Yates shuffle (step ``i`` swaps places ``i``

@@ -744,7 +744,8 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     import math
     # (one 53-bit uniform each, through the C library's tan: PyTorch's serial kernel)
     f = lambda u: median + sigma * math.tan(math.pi * (u - 0.5))
-    return _fill(self, _draw(self, generator, lambda e, n: e.unit53_map(n, f), np.float64), CauchyBackward0)
+    return _fill(self, _draw(self, generator, lambda e, n: e.unit53_map(n, f, ("cauchy", float(median), float(sigma))),
+                       np.float64), CauchyBackward0)
 
 
 def geometric_(self, p, *, generator=None):
@@ -754,7 +755,8 @@ def geometric_(self, p, *, generator=None):
     import math
     scale = math.log1p(-p)
     f = lambda u: math.ceil(math.log(u) / scale) if u > 0 else math.inf
-    return _fill(self, _draw(self, generator, lambda e, n: e.unit53_map(n, f), np.float64), GeometricBackward0)
+    return _fill(self, _draw(self, generator, lambda e, n: e.unit53_map(n, f, ("geometric", scale)),
+                       np.float64), GeometricBackward0)
 
 
 def bernoulli(self, p=None, *, generator=None):

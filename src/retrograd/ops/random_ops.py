@@ -216,7 +216,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_g(lambd)}")
     scale = -1.0 / lambd
-    return _fill(self, _draw(self, generator, lambda e, n: scale * e.unit53_map(n, lambda u: math.log1p(-u))),
+    return _fill(self, _draw(self, generator, lambda e, n: scale * e.unit53_map(n, lambda u: math.log1p(-u), ("log1p_neg",))),
                  ExponentialBackward0)
 
 
