@@ -158,6 +158,26 @@ def _set_openblas(n):
     return done
 
 
+def blas_threads():
+    """The thread count for retrograd's own BLAS calls (ops._blas splits a large product
+    into this many blocks): the count set, else the environment's, else the one chosen for
+    the load, else one per core. Cheap: read on every large product."""
+    n = _threads[0]
+    if n is not None:
+        return n
+    if _env_n[0] is None:
+        _env_n[0] = _env_threads() or 0
+    if _env_n[0]:
+        return _env_n[0]
+    if _load:
+        load = _load[0]
+        return load.current if load.current is not None else len(load.cpus)
+    return len(_cpus())
+
+
+_env_n = [None]     # the environment's count, read once (0: none)
+
+
 def _default():
     n = _env_threads()
     if n is not None:

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ._base import xp_for
+from . import _blas
 from ._base import OpNode, node_for, save, save_output, finish, finish_multi, arr, _state
 from ._seqkit import graph_grads
 from . import _accel_nn
@@ -66,7 +67,7 @@ def _attend(q, k, v, mask, scale, drop, causal=False):
     xp = xp_for(q, k, v, mask, scale, drop)
     # (NumPy's batched matmul runs several times slower with a transposed right operand
     # than with a contiguous copy of it)
-    s = xp.matmul(q, xp.ascontiguousarray(xp.swapaxes(k, -1, -2)))
+    s = _blas.matmul(q, xp.ascontiguousarray(xp.swapaxes(k, -1, -2)))
     if q.shape[-1]:   # (no embedding: zero scores, whatever the scale)
         s *= q.dtype.type(scale)
     if causal:
@@ -79,7 +80,7 @@ def _attend(q, k, v, mask, scale, drop, causal=False):
             s = s + mask
     p = _softmax_rows(s)
     pd = p if drop is None else p * drop
-    return xp.matmul(pd, v), p, pd
+    return _blas.matmul(pd, v), p, pd
 
 
 _TRIU = {}
@@ -104,8 +105,8 @@ def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None):
     ``out``: the forward's output, where kept; the softmax's row sums sum(dp * p) are then
     the shorter sum(g * out) (flash attention's identity, dropout included)."""
     xp = xp_for(g, q, k, v, p, pd, drop, scale)
-    dv = xp.matmul(xp.swapaxes(pd, -1, -2), g)
-    dp = xp.matmul(g, xp.ascontiguousarray(xp.swapaxes(v, -1, -2)))
+    dv = _blas.matmul(xp.swapaxes(pd, -1, -2), g)
+    dp = _blas.matmul(g, xp.ascontiguousarray(xp.swapaxes(v, -1, -2)))
     if drop is not None:
         dp *= drop
     if out is not None and out.shape == g.shape:
@@ -116,9 +117,9 @@ def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None):
     dp *= p
     ds = dp
     sc = q.dtype.type(scale)
-    dq = xp.matmul(ds, k)
+    dq = _blas.matmul(ds, k)
     dq *= sc
-    dk = xp.matmul(xp.swapaxes(ds, -1, -2), q)
+    dk = _blas.matmul(xp.swapaxes(ds, -1, -2), q)
     dk *= sc
     return dq, dk, dv, ds
 
@@ -348,8 +349,8 @@ class MultiheadAttentionBackward0(OpNode):
             dsw = p * (gpd - (gpd * p).sum(axis=-1, keepdims=True))
             sc = qh.dtype.type(self.scale)
             ds = ds + dsw
-            dq = dq + xp.matmul(dsw, kh) * sc
-            dk = dk + xp.matmul(xp.swapaxes(dsw, -1, -2), qh) * sc
+            dq = dq + _blas.matmul(dsw, kh) * sc
+            dk = dk + _blas.matmul(xp.swapaxes(dsw, -1, -2), qh) * sc
         nf = self.next_functions
         if self.packed:
             res = [None if nf[0][0] is None else _merge_packed((dq, dk, dv), bf)]
