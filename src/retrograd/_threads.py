@@ -161,7 +161,8 @@ def _set_openblas(n):
 def blas_threads():
     """The thread count for retrograd's own BLAS calls (ops._blas splits a large product
     into this many blocks): the count set, else the environment's, else the one chosen for
-    the load, else one per core. Cheap: read on every large product."""
+    the load; one until the load has been read (a split product whose threads find no free
+    core runs slower than on one thread). Cheap: read on every large product."""
     n = _threads[0]
     if n is not None:
         return n
@@ -171,8 +172,8 @@ def blas_threads():
         return _env_n[0]
     if _load:
         load = _load[0]
-        return load.current if load.current is not None else len(load.cpus)
-    return len(_cpus())
+        return load.current if load.current is not None else 1
+    return 1
 
 
 _env_n = [None]     # the environment's count, read once (0: none)

@@ -2,12 +2,13 @@
 
 ``matmul(a, b, out=None)`` computes what ``np.matmul(a, b, out=out)`` computes. When the
 ``mkl`` package (PyPI's Intel MKL runtime: ``pip install mkl``, or the ``blas`` extra) is
-installed, float32/float64 products large enough to pay for a foreign call run through
-``cblas_sgemm``/``cblas_dgemm`` (``*_batch_strided`` for batched products) by ctypes; every
-other product (other dtypes, 1-D operands, views BLAS cannot describe, small products,
-dimensions beyond MKL's 32-bit integers) stays on NumPy, which remains the reference and
-the default without MKL. MKL's GEMM kernels run these shapes 10-45% faster than the
-OpenBLAS NumPy bundles (few-row products such as 16 x 784 @ 784 x 512 up to ~2x).
+installed, float32/float64 products of the shapes where MKL measured faster here (see
+``_pays``: large ones, and few-row ones with a long inner dimension, such as a linear layer
+on a small batch: 16 x 784 @ 784 x 512 in 0.67x OpenBLAS's time) run through
+``cblas_sgemm``/``cblas_dgemm`` (``*_batch_strided`` for batched products) by ctypes, with
+transposed operands passed as trans flags (no copies). Every other product (other dtypes,
+1-D operands, views BLAS cannot describe, smaller products, dimensions beyond MKL's 32-bit
+integers) stays on NumPy, which remains the reference and the default without MKL.
 
 Nothing happens at ``import retrograd``: the library is looked up on the first large
 product. ``RETROGRAD_BLAS=numpy`` keeps every product on NumPy (``mkl``/unset: MKL where it
@@ -20,11 +21,10 @@ worker) that runs a product after the parent ran one on two threads, and the INT
 (a second OpenMP runtime beside PyTorch's) returned wrong products on two threads. Instead
 a product large enough is split into row (or column, or batch) blocks run by this module's
 own worker threads, each block one sequential MKL call (ctypes releases the GIL during the
-call), as many blocks as ``retrograd.get_num_threads()`` says: the count set by
+call), as many blocks as ``_threads.blas_threads()`` says: the count set by
 ``set_num_threads`` or the environment, else the load-adaptive count of
-``retrograd._threads``. Such threads wait on a lock, never spin, so on a machine whose other
-core is busy a split product costs about its single-threaded time rather than collapsing
-as spinning BLAS threads do. The pool is rebuilt after a fork.
+``retrograd._threads`` (one until the load has been read). Such threads wait on a lock,
+never spin. The pool is rebuilt after a fork.
 """
 import os
 import sys
@@ -32,18 +32,28 @@ import threading
 
 import numpy as np
 
-__all__ = ["matmul", "try_matmul", "backend"]
+__all__ = ["matmul", "try_matmul", "backend", "describe"]
 
 _ROW, _NT, _T = 101, 111, 112        # CblasRowMajor, CblasNoTrans, CblasTrans
 _INT_MAX = 2 ** 31 - 1               # LP64: MKL's dimensions, strides and counts are C ints
-# Below this many multiply-adds (m * n * k, summed over a batch) NumPy's call is cheaper:
-# the ctypes call costs ~8 us more (pointers and argument conversion). Measured
-# single-threaded here (float32 and float64): MKL loses up to 128^3 = 2.1M when square,
-# wins from ~1M on for few-row or wide products (16 x 256 @ 256 x 256: 0.6-0.75x).
-_MIN_MACS = 1 << 20
-# Above this many multiply-adds a product is split over the worker threads (a hand-off
-# costs ~20-60 us of wake-up; a 2**21-MAC product takes ~40 us on one core).
-_SPLIT_MACS = 1 << 21
+# The products MKL takes (see _pays): measured single-threaded here, each product timed
+# right after an elementwise pass over 4 MiB (as in a training step, where the caches are
+# never warm for it), MKL 2026.2 against the OpenBLAS 0.3.31 NumPy bundles:
+#   wins:  16 x 784 @ 784 x 512 0.67x, 64 x 784 @ 784 x 512 0.80x, 1024 x 128 @ 128 x 384 0.92x,
+#          700 x 128 @ 128 x 1000 0.92x, 128 x 144 @ 144 x 1024 0.70x, 256 x 288 @ 288 x 256 0.80x
+#   loses: 512 x 64 @ 64 x 192 1.15x, 192 x 512 @ 512 x 64 1.13x, 128^3 1.27x, 128 x 27 @ 27 x 1024
+#          1.38x; batched small matrices (64 x (32x16 @ 16x32)) 2.5x
+# In a hot loop MKL wins from ~1M multiply-adds on, but each call from cold costs it ~10-20
+# us more than OpenBLAS, and a few-million-MAC product does not earn that back: products
+# of 8M multiply-adds and more go to MKL, and few-row products with a long inner dimension
+# (F.linear on a small batch, where OpenBLAS is weakest) from 4M on.
+_MIN_MACS = 4 << 20
+_BIG_MACS = 8 << 20
+# Above this many multiply-adds (~300 us on one core) a product is split over the worker
+# threads when the thread count is above one: a hand-off costs ~20-60 us of wake-up. (On
+# this shared 2-core machine, loaded at 6-8, two threads set by hand ran a 16M-50M product
+# 1.2-2.9x slower than one: no core was free; the load-adaptive count gives one there.)
+_SPLIT_MACS = 16 << 20
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -56,6 +66,21 @@ def backend():
     if lib is None:
         lib = _load()
     return "mkl" if lib else "numpy"
+
+
+def describe():
+    """Which BLAS the hot paths' products use, in words (for benchmark headers)."""
+    lib = _state[0]
+    if lib is None:
+        lib = _load()
+    if lib:
+        return f"Intel MKL {lib.version} (ops._blas)"
+    why = " (RETROGRAD_BLAS=numpy)" if _forced_numpy() else ""
+    return f"NumPy's BLAS{why}"
+
+
+def _forced_numpy():
+    return os.environ.get("RETROGRAD_BLAS", "").strip().lower() in ("numpy", "np", "0", "off", "none")
 
 
 def _candidates():
@@ -88,6 +113,14 @@ class _Mkl:
     def __init__(self, lib):
         import ctypes
         c_int, P = ctypes.c_int, ctypes.c_void_p
+        self.version = "?"
+        try:
+            buf = ctypes.create_string_buffer(256)
+            lib.MKL_Get_Version_String(buf, ctypes.c_int(len(buf)))
+            words = buf.value.decode("ascii", "replace").split()
+            self.version = words[words.index("Version") + 1].split("-")[0]
+        except Exception:
+            pass
         self.gemm = {}
         self.batch = {}
         for dt, ct, pre in ((_F32, ctypes.c_float, "s"), (_F64, ctypes.c_double, "d")):
@@ -108,7 +141,7 @@ def _load():
     if _state[0] is not None:
         return _state[0]
     res = False
-    if os.environ.get("RETROGRAD_BLAS", "").strip().lower() not in ("numpy", "np", "0", "off", "none"):
+    if not _forced_numpy():
         try:
             res = _open()
         except Exception:
@@ -130,6 +163,8 @@ def _open():
             # loaded it first) is left alone.
             if lib.MKL_Set_Interface_Layer(0) != 0 or lib.MKL_Set_Threading_Layer(1) != 1:
                 return False
+            global _ptr
+            _ptr = _fast_ptr()
             return _Mkl(lib)
         except (AttributeError, OSError):
             continue
@@ -245,8 +280,30 @@ def _layout(shape, strides, it):
     return None
 
 
-def _ptr(x):
+def _ptr_slow(x):
     return x.ctypes.data
+
+
+_ptr = _ptr_slow
+
+
+def _fast_ptr():
+    """A reader of an array's data pointer straight from the array object (the field that
+    follows the object header in NumPy's array struct, stable since NumPy 1.7), ~10x
+    cheaper than ``x.ctypes.data``; checked here against ``ctypes.data`` on a few arrays
+    and views, else the slow reader stays."""
+    import ctypes
+    off = object.__basicsize__
+    at = ctypes.c_void_p.from_address
+
+    def ptr(x):
+        return at(id(x) + off).value or 0
+
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for x in (base, base[1:, 2:], base.T, base[::2], np.empty((3, 5)), np.empty(0)):
+        if ptr(x) != _ptr_slow(x):
+            return _ptr_slow
+    return ptr
 
 
 def matmul(a, b, out=None):
@@ -285,13 +342,19 @@ def try_matmul(a, b, out=None):
     return _gemm_batched(lib, a, b, out, m, n, k, dt)
 
 
+def _pays(m, n, k):
+    """Whether MKL's product of (m, k) @ (k, n) beats NumPy's here (measured: see _MIN_MACS)."""
+    macs = m * n * k
+    return macs >= _BIG_MACS or (min(m, n) <= 32 and k >= 512 and macs >= _MIN_MACS)
+
+
 def _out_ok(out, shape, dt):
     return (type(out) is np.ndarray and out.shape == shape and out.dtype == dt and out.flags.writeable)
 
 
 def _gemm2(lib, a, b, out, m, n, k, dt):
     macs = m * n * k
-    if macs < _MIN_MACS or m > _INT_MAX or n > _INT_MAX or k > _INT_MAX:
+    if macs < _MIN_MACS or m > _INT_MAX or n > _INT_MAX or k > _INT_MAX or not _pays(m, n, k):
         return None
     it = dt.itemsize
     la = _layout(a.shape, a.strides, it)
@@ -365,6 +428,21 @@ def _batch_strides(x, bshape):
 
 
 def _gemm_batched(lib, a, b, out, m, n, k, dt):
+    if k == 0:
+        return None
+    if b.ndim == 2 and a.flags.c_contiguous and (out is None or out.flags.c_contiguous):
+        # x @ W over a batch of row-major x: one 2-D product with all the rows
+        rows = a.size // k
+        if out is not None and out.shape != a.shape[:-1] + (n,):
+            return None
+        r = _gemm2(lib, a.reshape(rows, k), b, None if out is None else out.reshape(rows, n), rows, n, k, dt)
+        if r is None:
+            return None
+        return out if out is not None else r.reshape(a.shape[:-1] + (n,))
+    # per matrix as for one product (MKL's batched calls lose on small matrices: 64 x (32x16 @
+    # 16x32) 2.5x slower, 64 x 64^3 1.3x, 16 x (128x64 @ 64x128) 0.87x)
+    if m * n * k < _MIN_MACS or not _pays(m, n, k):
+        return None
     try:
         bshape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
@@ -401,16 +479,6 @@ def _gemm_batched(lib, a, b, out, m, n, k, dt):
     ta, lda = la
     tb, ldb = lb
     ldc = lc[1]
-    # a batch of row-major A blocks that follow each other, B shared (x @ W over a batch):
-    # one product with count * m rows
-    if len(mshape) == 1 and sb[0] == 0 and ta == _NT and sa[0] == m * lda * it and sc[0] == m * ldc * it and \
-            count * m <= _INT_MAX:
-        view = np.lib.stride_tricks.as_strided
-        a2 = view(a, (count * m, k), (lda * it, it))
-        b2 = view(b, (k, n), b.strides[-2:])
-        c2 = view(c, (count * m, n), (ldc * it, it))
-        if _gemm2(lib, a2, b2, c2, count * m, n, k, dt) is not None:
-            return c
     sa = [s // it for s in sa]
     sb = [s // it for s in sb]
     sc = [s // it for s in sc]
@@ -426,7 +494,7 @@ def _gemm_batched(lib, a, b, out, m, n, k, dt):
         ob = sum(i * s for i, s in zip(idx, sb))
         oc = sum(i * s for i, s in zip(idx, sc))
         pa, pb, pc = pa0 + oa * it, pb0 + ob * it, pc0 + oc * it
-        if fb is not None:
+        if fb is not None and inner > 1:
             calls.append((fb, (_ROW, ta, tb, m, n, k, 1.0, pa, lda, sa[-1], pb, ldb, sb[-1], 0.0, pc, ldc, sc[-1],
                                inner)))
         else:
