@@ -319,3 +319,13 @@ def test_training_step_with_and_without_mkl_matches_torch(one_thread):
         np.testing.assert_allclose(losses, ref_l, rtol=1e-5)
         for p, q in zip(params, ref_p):
             np.testing.assert_allclose(p, q, rtol=1e-4, atol=1e-5)
+
+
+def test_an_incomplete_install_is_passed_over(tmp_path):
+    """MKL's runtime ends the process when a library it loads at the first product is missing:
+    such an install is not used."""
+    (tmp_path / "libmkl_rt.so.3").write_bytes(b"")
+    assert not _blas._complete(str(tmp_path / "libmkl_rt.so.3"))
+    for name in ("libmkl_core.so.3", "libmkl_sequential.so.3", "libmkl_def.so.3"):
+        (tmp_path / name).write_bytes(b"")
+    assert _blas._complete(str(tmp_path / "libmkl_rt.so.3"))

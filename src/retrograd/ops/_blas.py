@@ -150,6 +150,26 @@ def _load():
     return res
 
 
+def _complete(path):
+    """Whether the libraries MKL's runtime loads on its first product lie beside it (MKL
+    ends the process when one is missing)."""
+    d = os.path.dirname(path)
+    if not d:
+        try:
+            with open("/proc/self/maps") as f:
+                found = [line.split()[-1] for line in f if os.path.basename(path) in line]
+        except OSError:
+            return True
+        if not found:
+            return True
+        d = os.path.dirname(found[0])
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return False
+    return all(any(n.startswith(p) for n in names) for p in ("libmkl_core.", "libmkl_sequential.", "libmkl_def."))
+
+
 def _open():
     import ctypes
     for path in _candidates():
@@ -158,14 +178,23 @@ def _open():
         except OSError:
             continue
         try:
+            if sys.platform.startswith("linux") and not _complete(path):
+                continue
             # LP64 (32-bit ints) and the sequential layer; both must be set before MKL's first
             # call. A process where MKL already runs with another layer (another library
             # loaded it first) is left alone.
             if lib.MKL_Set_Interface_Layer(0) != 0 or lib.MKL_Set_Threading_Layer(1) != 1:
                 return False
+            mkl = _Mkl(lib)
+            # one small product checked against NumPy's before any real one
+            a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+            c = np.zeros((2, 2), np.float32)
+            mkl.gemm[_F32](_ROW, _NT, _T, 2, 2, 2, 1.0, a.ctypes.data, 2, a.ctypes.data, 2, 0.0, c.ctypes.data, 2)
+            if not np.array_equal(c, a @ a.T):
+                return False
             global _ptr
             _ptr = _fast_ptr()
-            return _Mkl(lib)
+            return mkl
         except (AttributeError, OSError):
             continue
     return False
