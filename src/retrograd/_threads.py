@@ -158,6 +158,30 @@ def _set_openblas(n):
     return done
 
 
+def blas_threads():
+    """The thread count for retrograd's own BLAS calls (ops._blas splits a large product
+    into this many blocks): the count set, else the environment's, else the one chosen for
+    the load; one until the load has been read (a split product whose threads find no free
+    core runs slower than on one thread). Cheap: read on every large product."""
+    if _single[0]:
+        return 1        # (inside single_blas: the caller already runs one product per core)
+    n = _threads[0]
+    if n is not None:
+        return n
+    if _env_n[0] is None:
+        _env_n[0] = _env_threads() or 0
+    if _env_n[0]:
+        return _env_n[0]
+    if _load:
+        load = _load[0]
+        return load.current if load.current is not None else 1
+    return 1
+
+
+_env_n = [None]     # the environment's count, read once (0: none)
+_single = [0]       # how many single_blas contexts are open (any: ops._blas does not split)
+
+
 def _default():
     n = _env_threads()
     if n is not None:
@@ -258,6 +282,7 @@ class single_blas:
     __slots__ = ("prev",)
 
     def __enter__(self):
+        _single[0] += 1
         fns = _blas_thread_fns()
         self.prev = None
         if fns is not None:
@@ -269,6 +294,7 @@ class single_blas:
         return self
 
     def __exit__(self, *exc):
+        _single[0] -= 1
         if self.prev is not None:
             import ctypes
             _blas_thread_fns()[1](ctypes.c_int(self.prev))

@@ -6,6 +6,7 @@ from math import prod as _prod
 import numpy as np
 
 from ._base import check_devices
+from . import _blas
 from ._base import OpNode, node_for, save, finish, _state, Tensor
 from .conv import check_kernel_dtype
 
@@ -45,7 +46,7 @@ def _mm(a, b, ta=False, tb=False):
     if node is not None:
         node.ta, node.tb = ta, tb
         save(node, a if b._requires_grad else None, b if a._requires_grad else None)
-    return finish(node, x @ y)
+    return finish(node, _blas.matmul(x, y))
 
 
 class AddmmBackward0(OpNode):
@@ -211,6 +212,9 @@ def _x_wt(x, w):
     order, and its small result is copied back to row-major. Elsewhere (many rows, small
     weights, float64, whose kernels show no such gap) the plain product is as fast or faster.
     The sums may round differently (another kernel), never by more than a product's rounding."""
+    r = _blas.try_matmul(x, w.T)      # (MKL's kernels have no such gap)
+    if r is not None:
+        return r
     n = x.shape[0]
     o, i = w.shape
     if x.dtype == _F32 and w.dtype == _F32 and ((8 <= n or (4 <= n and o >= 512)) and n <= 32 and o >= 256 and

@@ -4,6 +4,7 @@ nodes under create_graph) and the fused LSTM/GRU cell pointwise steps."""
 import numpy as np
 
 from ._base import xp_for
+from . import _blas
 from ._base import OpNode, node_for, save, finish, finish_multi, _state
 
 
@@ -212,7 +213,7 @@ class _LstmLayerNode(_LayerNode):
             one = dt.type(1)
             for t in (range(L) if rev else range(L - 1, -1, -1)):
                 k.lstm_bptt_step(acts, gc, tcs, dout, dh, dc, da2, t, t + 1 if rev else t, one)
-                xp.matmul(wt, da2[t], out=dh)
+                _blas.matmul(wt, da2[t], out=dh)
             return self._finish_bptt(da2, dh, dc, hprev, nf, L, N, H)
         # the factors that do not depend on the incoming gradient, for all steps at once:
         # K = d(pre-activation)/d(c') of the gates i, f, g and d(pre-activation)/d(h') of o;
@@ -252,10 +253,10 @@ class _LstmLayerNode(_LayerNode):
             xp.multiply(K[t, 0], dh2, out=d[0])
             xp.multiply(K[t, 1:], dct, out=d[1:])
             if msk is not None:
-                dh = wt @ da2[t] + dh * nm
+                dh = _blas.matmul(wt, da2[t]) + dh * nm
                 dc = dct * f[t] + dc * nm
             else:
-                dh = wt @ da2[t]
+                dh = _blas.matmul(wt, da2[t])
                 dc = xp.multiply(dct, f[t], out=dct)
         return self._finish_bptt(da2, dh, dc, hprev, nf, L, N, H)
 
@@ -267,7 +268,7 @@ class _LstmLayerNode(_LayerNode):
         da = da2.transpose(0, 2, 1)[..., _lstm_perm(H, inverse=True)]
         dw = db = None
         if nf[3][0] is not None:
-            dw = da.reshape(L * N, H4).T @ hprev.reshape(L * N, H)
+            dw = _blas.matmul(da.reshape(L * N, H4).T, hprev.reshape(L * N, H))
         if nf[4][0] is not None:
             db = da.reshape(L * N, H4).sum(0)
         out = [da, xp.ascontiguousarray(dh.T), xp.ascontiguousarray(dc.T), dw, db]
@@ -347,7 +348,7 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh, reverse=False, masks=None):
     with np.errstate(over="ignore"):
         for t in (range(L - 1, -1, -1) if reverse else range(L)):
             a = acts[t]
-            xp.matmul(wp, h, out=a)
+            _blas.matmul(wp, h, out=a)
             a += gp[t]
             s = a[:H3]
             xp.exp(s, out=s)
@@ -441,12 +442,12 @@ class _GruLayerNode(_LayerNode):
             y[:, :H2] = x[:, :H2]
             xp.multiply(dan, r, out=y[:, H2:])
             dz = dh2 * z
-            yw = y @ w
+            yw = _blas.matmul(y, w)
             if ms is not None:
                 dh = dz + yw + dh * nm
         if ms is None:
             dh = dz + yw
-        dw = dgh.reshape(L * N, 3 * H).T @ xp.stack(hps).reshape(L * N, H) if nf[2][0] is not None else None
+        dw = _blas.matmul(dgh.reshape(L * N, 3 * H).T, xp.stack(hps).reshape(L * N, H)) if nf[2][0] is not None else None
         db = dgh.reshape(L * N, 3 * H).sum(0) if nf[3][0] is not None else None
         out = [dgx, dh, dw, db]
         return tuple(finish(None, a) if a is not None and nf[k][0] is not None else None
@@ -496,7 +497,7 @@ def gru_layer(gx, h0, w_hh, b_hh, reverse=False, masks=None):
     wt = xp.ascontiguousarray(w.T)      # (BLAS runs h @ w.T slower than h @ contiguous)
     for t in (range(L - 1, -1, -1) if reverse else range(L)):
         hps[t] = h
-        gh = h @ wt
+        gh = _blas.matmul(h, wt)
         if b is not None:
             gh += b
         a = ga[t]
@@ -570,12 +571,12 @@ class _RnnLayerNode(_LayerNode):
             else:
                 xp.multiply(dh2, k[t], out=d)
             if ms is not None:
-                dh = d @ w + dh * ms[t][1]._data
+                dh = _blas.matmul(d, w) + dh * ms[t][1]._data
             else:
-                dh = d @ w
+                dh = _blas.matmul(d, w)
         dw = db = None
         if nf[2][0] is not None:
-            dw = da.reshape(L * N, H).T @ hprev.reshape(L * N, H)
+            dw = _blas.matmul(da.reshape(L * N, H).T, hprev.reshape(L * N, H))
         if nf[3][0] is not None:
             db = da.reshape(L * N, H).sum(0)
         out = [da, dh, dw, db]
@@ -629,7 +630,7 @@ def rnn_layer(gx, h0, w_hh, b_hh, relu=False, reverse=False, masks=None):
     for t in (range(L - 1, -1, -1) if reverse else range(L)):
         if masks is not None:
             hprev[t] = h
-        a = xp.matmul(h, wt, out=acts[t])
+        a = _blas.matmul(h, wt, out=acts[t])
         a += gb[t]
         if relu:
             xp.maximum(a, 0, out=a)

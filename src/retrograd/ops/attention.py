@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ._base import xp_for
+from . import _blas
 from ._base import OpNode, node_for, save, save_output, finish, finish_multi, arr, _state
 from ._seqkit import graph_grads
 from . import _accel_nn
@@ -69,7 +70,7 @@ def _attend(q, k, v, mask, scale, drop, causal=False):
     xp = xp_for(q, k, v, mask, scale, drop)
     # (NumPy's batched matmul runs several times slower with a transposed right operand
     # than with a contiguous copy of it)
-    s = xp.matmul(q, xp.ascontiguousarray(xp.swapaxes(k, -1, -2)))
+    s = _blas.matmul(q, xp.ascontiguousarray(xp.swapaxes(k, -1, -2)))
     # (no embedding: zero scores, whatever the scale)
     kern = _accel_nn.usable(s) if (causal or mask is None) and s.shape[-1] and s.flags.c_contiguous else None
     if kern is not None:    # scale, causal mask and softmax in two compiled passes around exp
@@ -88,7 +89,7 @@ def _attend(q, k, v, mask, scale, drop, causal=False):
                 s = s + mask
         p = _softmax_rows(s)
     pd = p if drop is None else p * drop
-    return xp.matmul(pd, v), p, pd
+    return _blas.matmul(pd, v), p, pd
 
 
 _TRIU = {}
@@ -113,8 +114,8 @@ def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None):
     ``out``: the forward's output, where kept; the softmax's row sums sum(dp * p) are then
     the shorter sum(g * out) (flash attention's identity, dropout included)."""
     xp = xp_for(g, q, k, v, p, pd, drop, scale)
-    dv = xp.matmul(xp.swapaxes(pd, -1, -2), g)
-    dp = xp.matmul(g, xp.ascontiguousarray(xp.swapaxes(v, -1, -2)))
+    dv = _blas.matmul(xp.swapaxes(pd, -1, -2), g)
+    dp = _blas.matmul(g, xp.ascontiguousarray(xp.swapaxes(v, -1, -2)))
     if drop is not None:
         dp *= drop
     if out is not None and out.shape == g.shape:
@@ -125,9 +126,9 @@ def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None):
     dp *= p
     ds = dp
     sc = q.dtype.type(scale)
-    dq = xp.matmul(ds, k)
+    dq = _blas.matmul(ds, k)
     dq *= sc
-    dk = xp.matmul(xp.swapaxes(ds, -1, -2), q)
+    dk = _blas.matmul(xp.swapaxes(ds, -1, -2), q)
     dk *= sc
     return dq, dk, dv, ds
 
@@ -357,8 +358,8 @@ class MultiheadAttentionBackward0(OpNode):
             dsw = p * (gpd - (gpd * p).sum(axis=-1, keepdims=True))
             sc = qh.dtype.type(self.scale)
             ds = ds + dsw
-            dq = dq + xp.matmul(dsw, kh) * sc
-            dk = dk + xp.matmul(xp.swapaxes(dsw, -1, -2), qh) * sc
+            dq = dq + _blas.matmul(dsw, kh) * sc
+            dk = dk + _blas.matmul(xp.swapaxes(dsw, -1, -2), qh) * sc
         nf = self.next_functions
         if self.packed:
             res = [None if nf[0][0] is None else _merge_packed((dq, dk, dv), bf)]

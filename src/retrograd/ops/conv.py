@@ -21,6 +21,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ._base import xp_for, strided
+from . import _blas
 from ._base import OpNode, node_for, save, finish
 from . import _accel
 
@@ -303,11 +304,11 @@ def _fwd_bwd_w_blocked(x, w, g, p):
             j = min(i1, i + b)
             cb = cols[:j - i]
             cr.im2col(x[i:j], cb)
-            np.matmul(wm, cb, out=y4[i:j])
+            _blas.matmul(wm, cb, out=y4[i:j])
             if flip:
-                np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
+                _blas.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
             else:
-                np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+                _blas.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
     _each_run(runs, run)
     for cols, _ in bufs:
         _give(cols)
@@ -339,7 +340,7 @@ def _fwd_blocked(x, w, p, keep=False, bias=None):
             j = min(i1, i + b)
             cb = buf[i:j] if whole else buf[:j - i]
             cr.im2col(x[i:j], cb)
-            np.matmul(wm, cb, out=y4[i:j])
+            _blas.matmul(wm, cb, out=y4[i:j])
             if b4 is not None:
                 y4[i:j] += b4
     _each_run(runs, run)
@@ -380,9 +381,9 @@ def _bwd_w_blocked(x, g, wshape, p, cols=None):
             else:
                 cb = cols[i:j]
             if flip:
-                np.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
+                _blas.matmul(cb, g4[i:j].transpose(0, 1, 3, 2), out=parts[i:j])
             else:
-                np.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
+                _blas.matmul(g4[i:j], cb.transpose(0, 1, 3, 2), out=parts[i:j])
     _each_run(runs, run)
     if own:
         for buf, _ in bufs:
@@ -412,7 +413,7 @@ def _bwd_in_blocked(g, w, xshape, p):
         for i in range(i0, i1, b):
             j = min(i1, i + b)
             db = d[:j - i]
-            np.matmul(wT, g4[i:j], out=db)
+            _blas.matmul(wT, g4[i:j], out=db)
             cr.col2im(db, gx[i:j])
     _each_run(runs, run)
     return gx
@@ -527,9 +528,9 @@ def _bwd_in(g, w, xshape, p):
     gm = g.reshape(n, G, o // G, L)
     wm = w.reshape(G, o // G, ckk)
     if G == 1:
-        dcols = xp.matmul(wm[0].T, gm[:, 0])                # (N, CKK, L)
+        dcols = _blas.matmul(wm[0].T, gm[:, 0])                # (N, CKK, L)
     else:
-        dcols = xp.matmul(wm.transpose(0, 2, 1), gm)         # (N, G, CKK, L)
+        dcols = _blas.matmul(wm.transpose(0, 2, 1), gm)         # (N, G, CKK, L)
     sp = tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], p.pad))
     dcols = dcols.reshape((n, G, cg) + tuple(k) + tuple(out))
     gxp = xp.zeros((n, G, cg) + sp, dcols.dtype)
@@ -633,7 +634,7 @@ def _fwd_wide(x, w, p, keep_cols=False):
     cols, (hp, wp, oh, ow, _) = _wide_cols(x, w.shape[2:], p)
     wm = w.reshape(G, o // G, w.shape[1] * w.shape[2] * w.shape[3])
     dt = np.result_type(w.dtype, cols.dtype)
-    yw = xp.matmul(wm, cols, out=_take((G, o // G, n * oh * wp), dt))      # one GEMM per group
+    yw = _blas.matmul(wm, cols, out=_take((G, o // G, n * oh * wp), dt))      # one GEMM per group
     y = xp.ascontiguousarray(yw.reshape(o, n, oh, wp)[:, :, :, :ow].transpose(1, 0, 2, 3))
     _give(yw)
     if not keep_cols:
@@ -661,9 +662,9 @@ def _bwd_w_wide(x, g, wshape, p, cols=None):
     gwide = _g_wide(g, _wide_geom(x.shape, wshape[2:], p)[1], G)
     # (see _bwd_w: float32 with the columns on the left, the long gradient rows transposed)
     if cols.dtype == np.float32:
-        gw = xp.matmul(cols, gwide.transpose(0, 2, 1)).transpose(0, 2, 1)     # (G, O/G, CgKK)
+        gw = _blas.matmul(cols, gwide.transpose(0, 2, 1)).transpose(0, 2, 1)     # (G, O/G, CgKK)
     else:
-        gw = xp.matmul(gwide, cols.transpose(0, 2, 1))
+        gw = _blas.matmul(gwide, cols.transpose(0, 2, 1))
     _give(gwide)
     if own:
         _give(cols)
@@ -681,7 +682,7 @@ def _bwd_in_wide(g, w, xshape, p):
     wm = w.reshape(G, o // G, w.shape[1] * w.shape[2] * w.shape[3])
     L = oh * wp
     dt = np.result_type(w.dtype, gwide.dtype)
-    dbuf = xp.matmul(wm.transpose(0, 2, 1), gwide, out=_take((G, wm.shape[2], n * L), dt))   # (G, CgKK, N*L)
+    dbuf = _blas.matmul(wm.transpose(0, 2, 1), gwide, out=_take((G, wm.shape[2], n * L), dt))   # (G, CgKK, N*L)
     _give(gwide)
     d = dbuf.reshape(c, k[0], k[1], n, L)
     flat = xp.zeros((c, n, hp * wp + slack), dt)
@@ -751,7 +752,7 @@ def _dw_corr(x, wk, pad, dil, bias=None):
     y = xp.empty((n, c, 1, L), dt)
     with np.errstate(invalid="ignore"):      # (inf * 0 in the padding gives NaN, as in PyTorch)
         for i in range(n):
-            xp.matmul(w9, _dw_sample_cols(flat, i, k, dil, wp, L, cols), out=y[i])
+            _blas.matmul(w9, _dw_sample_cols(flat, i, k, dil, wp, L, cols), out=y[i])
     _give(cols)
     _give(flat)
     y = xp.ascontiguousarray(y.reshape(n, c, oh, wp)[:, :, :, :ow])
@@ -857,7 +858,7 @@ def _bwd_w_dw(x, g, wshape, p):
         acc = np.zeros((c, k[0] * k[1], 1), dt)
         part = np.empty_like(acc)
         for i in range(n):
-            acc += np.matmul(_dw_sample_cols(flat, i, k, p.dilation, wp, L, cols), gwide[i], out=part)
+            acc += _blas.matmul(_dw_sample_cols(flat, i, k, p.dilation, wp, L, cols), gwide[i], out=part)
         _give(cols)
         _give(flat)
         return acc.reshape(wshape)

@@ -10,6 +10,7 @@ and weight gradient backward); the whole-batch columns below serve the rest.
 import numpy as np
 
 from ._base import xp_for
+from . import _blas
 from ._base import OpNode, node_for, save, finish, arr, _state
 from ._seqkit import graph_grads
 from .arithmetic import add
@@ -122,10 +123,10 @@ class ConvolutionBackward0(OpNode):
         cols = _blocks(gpT, ks, dil, st, H, W).reshape(G, Cout // G * kk, N * H * W)
         if nf[0][0] is not None:
             wg = wd.reshape(G, Cin // G, Cout // G * kk)
-            gx = xp.matmul(wg, cols).reshape(Cin, N, H, W).transpose(1, 0, 2, 3)
+            gx = _blas.matmul(wg, cols).reshape(Cin, N, H, W).transpose(1, 0, 2, 3)
             gx = xp.ascontiguousarray(gx).reshape(x._data.shape)
         if nf[1][0] is not None:
-            gw = xp.matmul(_channels_first(xd, G), cols.transpose(0, 2, 1)).reshape(w._data.shape)
+            gw = _blas.matmul(_channels_first(xd, G), cols.transpose(0, 2, 1)).reshape(w._data.shape)
         return _grads(g, nf, gd, gx, gw)
 
 
@@ -262,7 +263,7 @@ def _transposed_cols(xd, wd, G, ks, st, pad, dil, Ho, Wo, Cout):
     # (kh, kw, Cout, N, H, W) blocks (for G == 1; per group otherwise)
     wT = wd.reshape(G, Cin // G, Cout // G, ks[0], ks[1]).transpose(0, 3, 4, 2, 1)
     wT = xp.ascontiguousarray(wT).reshape(G, kk * (Cout // G), Cin // G)
-    cols = xp.matmul(wT, _channels_first(xd, G))                 # (G, kk*Cout/G, N*H*W)
+    cols = _blas.matmul(wT, _channels_first(xd, G))                 # (G, kk*Cout/G, N*H*W)
     cols = cols.reshape(G, ks[0], ks[1], Cout // G, N, H, W).transpose(1, 2, 0, 3, 4, 5, 6)
     cols = cols.reshape(ks[0], ks[1], Cout, N, H, W)
     Hp, Wp = Ho + 2 * pad[0], Wo + 2 * pad[1]

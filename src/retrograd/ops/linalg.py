@@ -10,6 +10,7 @@ import numpy as np
 
 from ._base import check_devices
 from ._base import xp_for
+from . import _blas
 from ._base import OpNode, node_for, save, finish, arr, Tensor, write_out, _dtype_name, _state
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "einsum", "tensordot",
@@ -148,9 +149,9 @@ def _check_bmm(x, y):
 def _mm_np(x, y, opmath=False):
     xp = xp_for(x, y)
     if x.dtype.kind == "V":  # bfloat16: float32 products and sums, rounded once (PyTorch's CPU kernels)
-        r = xp.matmul(x.astype(np.float32), y.astype(np.float32))
+        r = _blas.matmul(x.astype(np.float32), y.astype(np.float32))
         return r if opmath else r.astype(x.dtype)
-    return xp.matmul(x, y)
+    return _blas.matmul(x, y)
 
 
 def _no_bool(x, kernel):

@@ -1,0 +1,555 @@
+"""Matrix products of the CPU hot paths through Intel MKL's cblas, where MKL is installed.
+
+``matmul(a, b, out=None)`` computes what ``np.matmul(a, b, out=out)`` computes. When the
+``mkl`` package (PyPI's Intel MKL runtime: ``pip install mkl``, or the ``blas`` extra) is
+installed, float32/float64 products of the shapes where MKL measured faster here (see
+``_pays``: large ones, and few-row ones with a long inner dimension, such as a linear layer
+on a small batch: 16 x 784 @ 784 x 512 in 0.67x OpenBLAS's time) run through
+``cblas_sgemm``/``cblas_dgemm`` (``*_batch_strided`` for batched products) by ctypes, with
+transposed operands passed as trans flags (no copies). Every other product (other dtypes,
+1-D operands, views BLAS cannot describe, smaller products, dimensions beyond MKL's 32-bit
+integers) stays on NumPy, which remains the reference and the default without MKL.
+
+Nothing happens at ``import retrograd``: the library is looked up on the first large
+product. ``RETROGRAD_BLAS=numpy`` keeps every product on NumPy (``mkl``/unset: MKL where it
+is installed). A library that cannot be loaded or set up as below is silently passed over.
+
+Threads: MKL is loaded with its SEQUENTIAL threading layer, so it starts no OpenMP runtime
+of its own. Its OpenMP layers were measured here against a process that also imports
+PyTorch (which brings GNU OpenMP): the GNU layer deadlocks a forked child (a DataLoader
+worker) that runs a product after the parent ran one on two threads, and the INTEL layer
+(a second OpenMP runtime beside PyTorch's) returned wrong products on two threads. Instead
+a product large enough is split into row (or column, or batch) blocks run by this module's
+own worker threads, each block one sequential MKL call (ctypes releases the GIL during the
+call), as many blocks as ``_threads.blas_threads()`` says: the count set by
+``set_num_threads`` or the environment, else the load-adaptive count of
+``retrograd._threads`` (one until the load has been read). Such threads wait on a lock,
+never spin. The pool is rebuilt after a fork.
+"""
+import os
+import sys
+import threading
+
+import numpy as np
+
+__all__ = ["matmul", "try_matmul", "backend", "describe"]
+
+_ROW, _NT, _T = 101, 111, 112        # CblasRowMajor, CblasNoTrans, CblasTrans
+_INT_MAX = 2 ** 31 - 1               # LP64: MKL's dimensions, strides and counts are C ints
+# The products MKL takes (see _pays): measured single-threaded here, each product timed
+# right after an elementwise pass over 4 MiB (as in a training step, where the caches are
+# never warm for it), MKL 2026.2 against the OpenBLAS 0.3.31 NumPy bundles:
+#   wins:  16 x 784 @ 784 x 512 0.67x, 64 x 784 @ 784 x 512 0.80x, 1024 x 128 @ 128 x 384 0.92x,
+#          700 x 128 @ 128 x 1000 0.92x, 128 x 144 @ 144 x 1024 0.70x, 256 x 288 @ 288 x 256 0.80x
+#   loses: 512 x 64 @ 64 x 192 1.15x, 192 x 512 @ 512 x 64 1.13x, 128^3 1.27x, 128 x 27 @ 27 x 1024
+#          1.38x; batched small matrices (64 x (32x16 @ 16x32)) 2.5x
+# In a hot loop MKL wins from ~1M multiply-adds on, but each call from cold costs it ~10-20
+# us more than OpenBLAS, and a few-million-MAC product does not earn that back: products
+# of 8M multiply-adds and more go to MKL, and few-row products with a long inner dimension
+# (F.linear on a small batch, where OpenBLAS is weakest) from 4M on.
+_MIN_MACS = 4 << 20
+_BIG_MACS = 8 << 20
+# Above this many multiply-adds (~300 us on one core) a product is split over the worker
+# threads when the thread count is above one: a hand-off costs ~20-60 us of wake-up. (On
+# this shared 2-core machine, loaded at 6-8, two threads set by hand ran a 16M-50M product
+# 1.2-2.9x slower than one: no core was free; the load-adaptive count gives one there.)
+_SPLIT_MACS = 16 << 20
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_state = [None]   # None: not looked up yet; False: NumPy only; else a _Mkl
+
+
+def backend():
+    """'mkl' when products run through MKL (looked up now if not yet), else 'numpy'."""
+    lib = _state[0]
+    if lib is None:
+        lib = _load()
+    return "mkl" if lib else "numpy"
+
+
+def describe():
+    """Which BLAS the hot paths' products use, in words (for benchmark headers)."""
+    lib = _state[0]
+    if lib is None:
+        lib = _load()
+    if lib:
+        return f"Intel MKL {lib.version} (ops._blas)"
+    why = " (RETROGRAD_BLAS=numpy)" if _forced_numpy() else ""
+    return f"NumPy's BLAS{why}"
+
+
+def _forced_numpy():
+    return os.environ.get("RETROGRAD_BLAS", "").strip().lower() in ("numpy", "np", "0", "off", "none")
+
+
+def _candidates():
+    names = ("libmkl_rt.so.3", "libmkl_rt.so.2", "libmkl_rt.so")
+    if sys.platform == "darwin":
+        names = ("libmkl_rt.3.dylib", "libmkl_rt.2.dylib", "libmkl_rt.dylib")
+    elif sys.platform == "win32":
+        names = ("mkl_rt.3.dll", "mkl_rt.2.dll", "mkl_rt.dll")
+    dirs = []
+    for p in (sys.prefix, sys.base_prefix):
+        d = os.path.join(p, "Library", "bin") if sys.platform == "win32" else os.path.join(p, "lib")
+        if d not in dirs:
+            dirs.append(d)
+    try:
+        import site
+        u = os.path.join(site.getuserbase(), "lib")
+        if u not in dirs:
+            dirs.append(u)
+    except Exception:
+        pass
+    for d in dirs:
+        for n in names:
+            p = os.path.join(d, n)
+            if os.path.exists(p):
+                yield p
+    yield from names   # the loader's own search (LD_LIBRARY_PATH, ldconfig)
+
+
+class _Mkl:
+    def __init__(self, lib):
+        import ctypes
+        c_int, P = ctypes.c_int, ctypes.c_void_p
+        self.version = "?"
+        try:
+            buf = ctypes.create_string_buffer(256)
+            lib.MKL_Get_Version_String(buf, ctypes.c_int(len(buf)))
+            words = buf.value.decode("ascii", "replace").split()
+            self.version = words[words.index("Version") + 1].split("-")[0]
+        except Exception:
+            pass
+        self.gemm = {}
+        self.batch = {}
+        for dt, ct, pre in ((_F32, ctypes.c_float, "s"), (_F64, ctypes.c_double, "d")):
+            f = getattr(lib, f"cblas_{pre}gemm")
+            f.restype = None
+            f.argtypes = [c_int, c_int, c_int, c_int, c_int, c_int, ct, P, c_int, P, c_int, ct, P, c_int]
+            self.gemm[dt] = f
+            f = getattr(lib, f"cblas_{pre}gemm_batch_strided", None)   # MKL 2020.2+
+            if f is not None:
+                f.restype = None
+                f.argtypes = [c_int, c_int, c_int, c_int, c_int, c_int, ct, P, c_int, c_int, P, c_int, c_int, ct, P,
+                              c_int, c_int, c_int]
+            self.batch[dt] = f
+
+
+def _load():
+    """Look MKL up once: a _Mkl, or False (NumPy only)."""
+    if _state[0] is not None:
+        return _state[0]
+    res = False
+    if not _forced_numpy():
+        try:
+            res = _open()
+        except Exception:
+            res = False
+    _state[0] = res
+    return res
+
+
+def _complete(path):
+    """Whether the libraries MKL's runtime loads on its first product lie beside it (MKL
+    ends the process when one is missing)."""
+    d = os.path.dirname(path)
+    if not d:
+        try:
+            with open("/proc/self/maps") as f:
+                found = [line.split()[-1] for line in f if os.path.basename(path) in line]
+        except OSError:
+            return True
+        if not found:
+            return True
+        d = os.path.dirname(found[0])
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return False
+    return all(any(n.startswith(p) for n in names) for p in ("libmkl_core.", "libmkl_sequential.", "libmkl_def."))
+
+
+def _open():
+    import ctypes
+    for path in _candidates():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        try:
+            if sys.platform.startswith("linux") and not _complete(path):
+                continue
+            # LP64 (32-bit ints) and the sequential layer; both must be set before MKL's first
+            # call. A process where MKL already runs with another layer (another library
+            # loaded it first) is left alone.
+            if lib.MKL_Set_Interface_Layer(0) != 0 or lib.MKL_Set_Threading_Layer(1) != 1:
+                return False
+            mkl = _Mkl(lib)
+            # one small product checked against NumPy's before any real one
+            a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+            c = np.zeros((2, 2), np.float32)
+            mkl.gemm[_F32](_ROW, _NT, _T, 2, 2, 2, 1.0, a.ctypes.data, 2, a.ctypes.data, 2, 0.0, c.ctypes.data, 2)
+            if not np.array_equal(c, a @ a.T):
+                return False
+            global _ptr
+            _ptr = _fast_ptr()
+            return mkl
+        except (AttributeError, OSError):
+            continue
+    return False
+
+
+# --- the worker threads -----------------------------------------------------------------
+
+class _Pool:
+    """Worker threads that each run one foreign call handed to them, waiting on a lock."""
+
+    def __init__(self):
+        self.workers = []
+
+    def _grow(self, n):
+        while len(self.workers) < n:
+            w = _Worker()
+            self.workers.append(w)
+
+    def run(self, calls):
+        """Run ``calls`` (a list of (fn, args)): all but the first on workers, the first here."""
+        self._grow(len(calls) - 1)
+        ws = self.workers
+        for w, c in zip(ws, calls[1:]):
+            w.give(c)
+        fn, args = calls[0]
+        fn(*args)
+        for w, _ in zip(ws, calls[1:]):
+            w.wait()
+
+
+class _Worker:
+    def __init__(self):
+        self.job = None
+        self.go = threading.Lock()
+        self.go.acquire()
+        self.done = threading.Lock()
+        self.done.acquire()
+        t = threading.Thread(target=self._loop, name="retrograd-blas", daemon=True)
+        t.start()
+
+    def give(self, call):
+        self.job = call
+        self.go.release()
+
+    def wait(self):
+        self.done.acquire()
+
+    def _loop(self):
+        while True:
+            self.go.acquire()
+            fn, args = self.job
+            self.job = None
+            try:
+                fn(*args)
+            finally:
+                self.done.release()
+
+
+_pool = []
+
+
+def _reset_after_fork():
+    _pool.clear()          # the child has none of the parent's threads
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+_split_lock = threading.Lock()
+
+
+def _threads():
+    from .. import _threads as th
+    return th.blas_threads()
+
+
+def _run(calls):
+    if len(calls) == 1:
+        fn, args = calls[0]
+        fn(*args)
+        return
+    # one split product at a time: the workers are shared (a second thread's product runs
+    # on its own thread, unsplit, instead of waiting)
+    if not _split_lock.acquire(blocking=False):
+        for fn, args in calls:
+            fn(*args)
+        return
+    try:
+        if not _pool:
+            _pool.append(_Pool())
+        _pool[0].run(calls)
+    finally:
+        _split_lock.release()
+
+
+# --- operand layouts --------------------------------------------------------------------
+
+def _layout(shape, strides, it):
+    """(trans flag, leading dimension) describing a (r, c) matrix with these strides in
+    row-major BLAS terms, or None when BLAS cannot (non-unit inner stride both ways,
+    negative or overlapping strides)."""
+    r, c = shape
+    s0, s1 = strides
+    if (s1 == it or c <= 1) and s0 >= 0 and s0 % it == 0:
+        ld = s0 // it if r > 1 else max(c, 1)
+        if ld >= max(c, 1) and ld <= _INT_MAX:
+            return _NT, ld
+    if (s0 == it or r <= 1) and s1 >= 0 and s1 % it == 0:
+        ld = s1 // it if c > 1 else max(r, 1)
+        if ld >= max(r, 1) and ld <= _INT_MAX:
+            return _T, ld
+    return None
+
+
+def _ptr_slow(x):
+    return x.ctypes.data
+
+
+_ptr = _ptr_slow
+
+
+def _fast_ptr():
+    """A reader of an array's data pointer straight from the array object (the field that
+    follows the object header in NumPy's array struct, stable since NumPy 1.7), ~10x
+    cheaper than ``x.ctypes.data``; checked here against ``ctypes.data`` on a few arrays
+    and views, else the slow reader stays."""
+    import ctypes
+    off = object.__basicsize__
+    at = ctypes.c_void_p.from_address
+
+    def ptr(x):
+        return at(id(x) + off).value or 0
+
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for x in (base, base[1:, 2:], base.T, base[::2], np.empty((3, 5)), np.empty(0)):
+        if ptr(x) != _ptr_slow(x):
+            return _ptr_slow
+    return ptr
+
+
+def matmul(a, b, out=None):
+    """``np.matmul(a, b, out=out)`` (the device module's matmul for device arrays), through
+    MKL where it is installed and the product is large float32/float64 with strides BLAS can
+    describe (see the module's doc)."""
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        if _state[0] is not False and a.ndim >= 2 and b.ndim >= 2 and a.size * b.shape[-1] >= _MIN_MACS:
+            r = try_matmul(a, b, out)
+            if r is not None:
+                return r
+        xp = np
+    else:
+        from ._base import xp_for
+        xp = xp_for(a, b)
+    return xp.matmul(a, b) if out is None else xp.matmul(a, b, out=out)
+
+
+def try_matmul(a, b, out=None):
+    """``np.matmul(a, b, out=out)`` through MKL for host arrays, or None where that product
+    stays with NumPy (no MKL, or a product it does not take)."""
+    lib = _state[0]
+    if lib is None:
+        if type(a) is np.ndarray and a.ndim >= 2 and b.ndim >= 2 and a.size * b.shape[-1] >= _MIN_MACS:
+            lib = _load()
+    dt = a.dtype
+    if not lib or type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim < 2 or b.ndim < 2 or \
+            b.dtype != dt or (dt != _F32 and dt != _F64):
+        return None
+    m, k = a.shape[-2:]
+    k2, n = b.shape[-2:]
+    if k != k2:
+        return None
+    if a.ndim == 2 and b.ndim == 2:
+        return _gemm2(lib, a, b, out, m, n, k, dt)
+    return _gemm_batched(lib, a, b, out, m, n, k, dt)
+
+
+def _pays(m, n, k):
+    """Whether MKL's product of (m, k) @ (k, n) beats NumPy's here (measured: see _MIN_MACS)."""
+    macs = m * n * k
+    return macs >= _BIG_MACS or (min(m, n) <= 32 and k >= 512 and macs >= _MIN_MACS)
+
+
+def _out_ok(out, shape, dt):
+    return (type(out) is np.ndarray and out.shape == shape and out.dtype == dt and out.flags.writeable)
+
+
+def _gemm2(lib, a, b, out, m, n, k, dt):
+    macs = m * n * k
+    if macs < _MIN_MACS or m > _INT_MAX or n > _INT_MAX or k > _INT_MAX or not _pays(m, n, k):
+        return None
+    it = dt.itemsize
+    la = _layout(a.shape, a.strides, it)
+    lb = _layout(b.shape, b.strides, it)
+    if la is None or lb is None:
+        return None
+    if out is None:
+        c = np.empty((m, n), dt)
+        ldc = max(n, 1)
+    else:
+        if not _out_ok(out, (m, n), dt):
+            return None
+        lc = _layout(out.shape, out.strides, it)
+        if lc is None or lc[0] != _NT or np.may_share_memory(out, a) or np.may_share_memory(out, b):
+            return None
+        c = out
+        ldc = lc[1]
+    ta, lda = la
+    tb, ldb = lb
+    pa, pb, pc = _ptr(a), _ptr(b), _ptr(c)
+    f = lib.gemm[dt]
+    nt = _threads() if macs >= _SPLIT_MACS else 1
+    if nt <= 1:
+        f(_ROW, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, ldc)
+        return c
+    calls = []
+    if m >= n:      # row blocks of C (and of op(A))
+        step = -(-m // nt)
+        for i in range(0, m, step):
+            mi = min(step, m - i)
+            ai = pa + (i * lda if ta == _NT else i) * it
+            calls.append((f, (_ROW, ta, tb, mi, n, k, 1.0, ai, lda, pb, ldb, 0.0, pc + i * ldc * it, ldc)))
+    else:           # column blocks of C (and of op(B))
+        step = -(-n // nt)
+        for j in range(0, n, step):
+            nj = min(step, n - j)
+            bj = pb + (j if tb == _NT else j * ldb) * it
+            calls.append((f, (_ROW, ta, tb, m, nj, k, 1.0, pa, lda, bj, ldb, 0.0, pc + j * it, ldc)))
+    _run(calls)
+    return c
+
+
+def _merge(shape, strides_list):
+    """Merge adjacent batch dimensions whose strides chain in every operand: (shape,
+    [strides per operand]) with as few dimensions as possible."""
+    if not shape:
+        return (), [() for _ in strides_list]
+    shp = [shape[0]]
+    sts = [[s[0]] for s in strides_list]
+    for i in range(1, len(shape)):
+        d = shape[i]
+        if all(st[-1] == s[i] * d for st, s in zip(sts, strides_list)):
+            shp[-1] *= d
+            for st, s in zip(sts, strides_list):
+                st[-1] = s[i]
+        else:
+            shp.append(d)
+            for st, s in zip(sts, strides_list):
+                st.append(s[i])
+    return tuple(shp), [tuple(st) for st in sts]
+
+
+def _batch_strides(x, bshape):
+    """x's strides over the broadcast batch shape (0 where x is broadcast)."""
+    nb = x.ndim - 2
+    pad = len(bshape) - nb
+    st = [0] * pad
+    for d, s, full in zip(x.shape[:-2], x.strides[:-2], bshape[pad:]):
+        st.append(s if d == full and d != 1 else 0)
+    return st
+
+
+def _gemm_batched(lib, a, b, out, m, n, k, dt):
+    if k == 0:
+        return None
+    if b.ndim == 2 and a.flags.c_contiguous and (out is None or out.flags.c_contiguous):
+        # x @ W over a batch of row-major x: one 2-D product with all the rows
+        rows = a.size // k
+        if out is not None and out.shape != a.shape[:-1] + (n,):
+            return None
+        r = _gemm2(lib, a.reshape(rows, k), b, None if out is None else out.reshape(rows, n), rows, n, k, dt)
+        if r is None:
+            return None
+        return out if out is not None else r.reshape(a.shape[:-1] + (n,))
+    # per matrix as for one product (MKL's batched calls lose on small matrices: 64 x (32x16 @
+    # 16x32) 2.5x slower, 64 x 64^3 1.3x, 16 x (128x64 @ 64x128) 0.87x)
+    if m * n * k < _MIN_MACS or not _pays(m, n, k):
+        return None
+    try:
+        bshape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return None
+    count = 1
+    for d in bshape:
+        count *= d
+    macs = m * n * k * count
+    if macs < _MIN_MACS or m > _INT_MAX or n > _INT_MAX or k > _INT_MAX or 0 in (m, n, k) or count == 0:
+        return None
+    it = dt.itemsize
+    la = _layout(a.shape[-2:], a.strides[-2:], it)
+    lb = _layout(b.shape[-2:], b.strides[-2:], it)
+    if la is None or lb is None:
+        return None
+    oshape = bshape + (m, n)
+    if out is None:
+        c = np.empty(oshape, dt)
+    else:
+        if not _out_ok(out, oshape, dt):
+            return None
+        if np.may_share_memory(out, a) or np.may_share_memory(out, b):
+            return None
+        c = out
+    lc = _layout((m, n), c.strides[-2:], it)
+    if lc is None or lc[0] != _NT:
+        return None
+    sa, sb, sc = _batch_strides(a, bshape), _batch_strides(b, bshape), list(c.strides[:-2])
+    if any(s == 0 and d > 1 for s, d in zip(sc, bshape)):      # an output written twice
+        return None
+    if any(s < 0 or s % it for s in sa + sb + sc):
+        return None
+    mshape, (sa, sb, sc) = _merge(bshape, [sa, sb, sc])
+    ta, lda = la
+    tb, ldb = lb
+    ldc = lc[1]
+    sa = [s // it for s in sa]
+    sb = [s // it for s in sb]
+    sc = [s // it for s in sc]
+    if max(sa + sb + sc + [1]) > _INT_MAX or mshape[-1] > _INT_MAX:
+        return None
+    fb = lib.batch[dt]
+    fg = lib.gemm[dt]
+    pa0, pb0, pc0 = _ptr(a), _ptr(b), _ptr(c)
+    inner = mshape[-1]
+    calls = []
+    for idx in np.ndindex(*mshape[:-1]):
+        oa = sum(i * s for i, s in zip(idx, sa))
+        ob = sum(i * s for i, s in zip(idx, sb))
+        oc = sum(i * s for i, s in zip(idx, sc))
+        pa, pb, pc = pa0 + oa * it, pb0 + ob * it, pc0 + oc * it
+        if fb is not None and inner > 1:
+            calls.append((fb, (_ROW, ta, tb, m, n, k, 1.0, pa, lda, sa[-1], pb, ldb, sb[-1], 0.0, pc, ldc, sc[-1],
+                               inner)))
+        else:
+            for j in range(inner):
+                calls.append((fg, (_ROW, ta, tb, m, n, k, 1.0, pa + j * sa[-1] * it, lda, pb + j * sb[-1] * it, ldb,
+                                   0.0, pc + j * sc[-1] * it, ldc)))
+    nt = _threads() if macs >= _SPLIT_MACS else 1
+    if nt > 1 and fb is not None and len(calls) == 1 and inner >= 2:
+        fn, args = calls[0]
+        step = -(-inner // nt)
+        calls = []
+        for j in range(0, inner, step):
+            cnt = min(step, inner - j)
+            calls.append((fn, args[:7] + (args[7] + j * sa[-1] * it,) + args[8:10] + (args[10] + j * sb[-1] * it,)
+                          + args[11:14] + (args[14] + j * sc[-1] * it,) + args[15:17] + (cnt,)))
+        _run(calls)
+    elif nt > 1 and len(calls) > 1:
+        step = -(-len(calls) // nt)
+        groups = [calls[i:i + step] for i in range(0, len(calls), step)]
+        _run([(_seq, (g,)) for g in groups])
+    else:
+        for fn, args in calls:
+            fn(*args)
+    return c
+
+
+def _seq(calls):
+    for fn, args in calls:
+        fn(*args)
