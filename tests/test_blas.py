@@ -330,3 +330,19 @@ def test_an_incomplete_install_is_passed_over(tmp_path):
     for name in ("libmkl_core.so.3", "libmkl_sequential.so.3", "libmkl_def.so.3"):
         (tmp_path / name).write_bytes(b"")
     assert _blas._complete(str(tmp_path / "libmkl_rt.so.3"))
+
+
+def test_no_split_inside_single_blas():
+    # convolution's parallel sample runs hold single_blas: their products must not split again
+    from retrograd import _threads
+    retrograd.set_num_threads(2)
+    try:
+        assert _threads.blas_threads() == 2
+        with _threads.single_blas():
+            assert _threads.blas_threads() == 1
+            with _threads.single_blas():
+                assert _threads.blas_threads() == 1
+            assert _threads.blas_threads() == 1
+        assert _threads.blas_threads() == 2
+    finally:
+        _threads._adaptive()
