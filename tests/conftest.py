@@ -21,10 +21,8 @@ def nn_kernels_path(request, monkeypatch):
     """Each test twice: with the nn row kernels (ops._accel_nn, numba) and on the NumPy path
     they must agree with (the compiled run skips without numba)."""
     from retrograd.ops import _accel_nn
-    if request.param == "numpy":
-        monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
-    elif _accel_nn.kernels() is None:
-        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
+    from helpers import kernel_path
+    kernel_path(request.param, monkeypatch, _accel_nn, "_KERNELS", _accel_nn.kernels)
     return request.param
 
 

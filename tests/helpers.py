@@ -167,3 +167,19 @@ def mutate_bytes(rng, b, cut=0.6):
             at = rng.randrange(len(b))
             b[at:at] = b[at:at + rng.randrange(1, 64)] * rng.randrange(1, 20)
     return bytes(b)
+
+
+def kernel_path(path, monkeypatch, holder, attr, load):
+    """Run a test on one path of an optional numba kernel family: ``"numpy"`` empties the
+    family's cache list ``holder.<attr>`` to ``[None]`` (the NumPy reference); ``"compiled"``
+    gives it a fresh list and loads the kernels with ``load()``: skipped without numba (or
+    under RETROGRAD_NO_NUMBA), a failure if numba is there and the kernels do not load."""
+    if path == "numpy":
+        monkeypatch.setattr(holder, attr, [None])
+        return
+    import importlib.util
+    import os
+    if importlib.util.find_spec("numba") is None or os.environ.get("RETROGRAD_NO_NUMBA"):
+        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
+    monkeypatch.setattr(holder, attr, [])
+    assert load() is not None

@@ -5,26 +5,14 @@ import numpy as np
 import pytest
 
 import retrograd
-from retrograd.ops import _base
-from helpers import needs_torch, torch
-
-
-def _numba():
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
+from retrograd.ops import _accel, _base
+from helpers import kernel_path, needs_torch, torch
 
 
 @pytest.fixture(params=["numpy", "compiled"])
 def kernels(request, monkeypatch):
-    if request.param == "numpy":
-        monkeypatch.setattr(_base, "_MASK_KERNELS", [None])
-    elif not _numba():
-        pytest.skip("needs numba")
-    else:
-        monkeypatch.setattr(_base, "_MASK_KERNELS", [])
+    kernel_path(request.param, monkeypatch, _base, "_MASK_KERNELS",
+                lambda: _accel.load(_base._MASK_KERNELS, "_accel_mask"))
     return request.param
 
 

@@ -12,7 +12,7 @@ import pytest
 import retrograd
 import retrograd.optim as optim
 from retrograd import _threads
-from helpers import needs_torch, torch
+from helpers import kernel_path, needs_torch, torch
 
 SHAPES = [(3, 4), (50,), (2, 3, 5), (), (7, 1)]
 
@@ -76,25 +76,11 @@ def _shares_one_buffer(opt, params, key):
     return all(a.base is not None and a.base is arrays[0].base for a in arrays)
 
 
-def _numba():
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 @pytest.fixture(params=["numpy", "compiled"])
 def kernels(request, monkeypatch):
     """The flat steps' NumPy kernels, and (where numba is installed) the compiled ones."""
     from retrograd.optim import _accel
-    if request.param == "numpy":
-        monkeypatch.setattr(_accel, "_KERNELS", [None])
-    elif not _numba():
-        pytest.skip("needs numba")
-    else:
-        monkeypatch.setattr(_accel, "_KERNELS", [])
-        assert _accel.kernels() is not None
+    kernel_path(request.param, monkeypatch, _accel, "_KERNELS", _accel.kernels)
     return request.param
 
 
