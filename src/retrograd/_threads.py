@@ -135,50 +135,62 @@ def _set_blas(n, user_api="blas"):
     return True
 
 
-def _set_openblas(n):
+def _openblas_fns():
+    """(get, set) thread-count functions of each OpenBLAS loaded in this process (NumPy's and
+    SciPy's bundle one each), through ctypes."""
     import ctypes
     try:
         with open("/proc/self/maps") as f:
-            libs = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
+            libs = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line})
     except OSError:
-        return False
-    done = False
-    for path in sorted(libs):
+        return []
+    found = []
+    for path in libs:
         try:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn(ctypes.c_int(n))
-                done = True
+        for name in ("scipy_openblas_{}_num_threads64_", "scipy_openblas_{}_num_threads",
+                     "openblas_{}_num_threads64_", "openblas_{}_num_threads"):
+            get, put = getattr(lib, name.format("get"), None), getattr(lib, name.format("set"), None)
+            if get is not None and put is not None:
+                get.restype = ctypes.c_int
+                found.append((get, put))
                 break
-    return done
+    return found
 
 
-def blas_threads():
-    """The thread count for retrograd's own BLAS calls (ops._blas splits a large product
-    into this many blocks): the count set, else the environment's, else the one chosen for
-    the load; one until the load has been read (a split product whose threads find no free
-    core runs slower than on one thread). Cheap: read on every large product."""
-    if _single[0]:
-        return 1        # (inside single_blas: the caller already runs one product per core)
+def _set_openblas(n):
+    import ctypes
+    fns = _openblas_fns()
+    for _, put in fns:
+        put(ctypes.c_int(n))
+    return bool(fns)
+
+
+def _chosen():
+    """The count set, else the environment's, else the one chosen for the load; one until the
+    load has been read (work split over threads that find no free core runs slower than on one)."""
     n = _threads[0]
     if n is not None:
         return n
-    if _env_n[0] is None:
-        _env_n[0] = _env_threads() or 0
-    if _env_n[0]:
-        return _env_n[0]
-    if _load:
-        load = _load[0]
-        return load.current if load.current is not None else 1
+    n = _env_threads()
+    if n is not None:
+        return n
+    if _load and _load[0].current is not None:
+        return _load[0].current
     return 1
 
 
-_env_n = [None]     # the environment's count, read once (0: none)
+def blas_threads():
+    """The thread count for retrograd's own BLAS calls (ops._blas splits a large product into
+    this many blocks): :func:`_chosen`'s, or one inside :class:`single_blas`. Cheap: read on
+    every large product."""
+    if _single[0]:
+        return 1        # (inside single_blas: the caller already runs one product per core)
+    return _chosen()
+
+
 _single = [0]       # how many single_blas contexts are open (any: ops._blas does not split)
 
 
@@ -229,50 +241,21 @@ def get_num_threads():
 
 def kernel_threads():
     """Threads retrograd's own kernels may split a large operation across (convolution sample
-    blocks): the count set, else the one chosen for the load (1 until the load is known), so
-    that they never add to a busy machine what the BLAS is kept from adding."""
-    if _threads[0] is not None:
-        return _threads[0]
-    n = _env_threads()
-    if n is not None:
-        return n
-    tick()
-    if _load and _load[0].current is not None:
-        return _load[0].current
-    return 1
+    blocks): :func:`_chosen`'s count, the load read first when it decides, so that they never
+    add to a busy machine what the BLAS is kept from adding."""
+    if _threads[0] is None and _env_threads() is None:
+        tick()
+    return _chosen()
 
 
 _blas_fns = []
 
 
 def _blas_thread_fns():
-    """OpenBLAS's (get, set) thread-count functions through ctypes, found once (None: none)."""
+    """The first loaded OpenBLAS's (get, set) thread-count functions (NumPy's), found once (None: none)."""
     if not _blas_fns:
-        import ctypes
-        found = None
-        try:
-            with open("/proc/self/maps") as f:
-                libs = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line})
-        except OSError:
-            libs = []
-        for path in libs:
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError:
-                continue
-            for pre in ("scipy_openblas_", "openblas_"):
-                for suf in ("64_", ""):
-                    get = getattr(lib, pre + "get_num_threads" + suf, None)
-                    put = getattr(lib, pre + "set_num_threads" + suf, None)
-                    if get is not None and put is not None:
-                        get.restype = ctypes.c_int
-                        found = (get, put)
-                        break
-                if found:
-                    break
-            if found:
-                break
-        _blas_fns.append(found)
+        fns = _openblas_fns()
+        _blas_fns.append(fns[0] if fns else None)
     return _blas_fns[0]
 
 
