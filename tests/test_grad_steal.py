@@ -140,9 +140,11 @@ def test_function_returns_a_view_of_a_users_array():
     _independent(x.grad, user)
 
 
-def test_function_returns_a_saved_tensor():
-    x = _leaf(3)
-    w = retrograd.tensor([1.0, 2.0, 3.0], dtype=retrograd.float64)
+@pytest.mark.parametrize("shape, returned", [((3,), lambda s: s), ((2, 2), lambda s: s.view(2, 2))],
+                         ids=["saved-tensor", "view-of-saved-tensor"])
+def test_function_returns_a_saved_tensor(shape, returned):
+    x = _leaf(*shape)
+    w = retrograd.tensor([1.0, 2.0, 3.0, 4.0][:x.numel()], dtype=retrograd.float64)
 
     class F(retrograd.autograd.Function):
         @staticmethod
@@ -153,26 +155,7 @@ def test_function_returns_a_saved_tensor():
         @staticmethod
         def backward(ctx, g):
             (s,) = ctx.saved_tensors
-            return s
-
-    F.apply(x).sum().backward()
-    _independent(x.grad, w)
-
-
-def test_function_returns_a_view_of_a_saved_tensor():
-    x = _leaf(2, 2)
-    w = retrograd.tensor([1.0, 2.0, 3.0, 4.0], dtype=retrograd.float64)
-
-    class F(retrograd.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(w)
-            return x * 1.0
-
-        @staticmethod
-        def backward(ctx, g):
-            (s,) = ctx.saved_tensors
-            return s.view(2, 2)
+            return returned(s)
 
     F.apply(x).sum().backward()
     _independent(x.grad, w)

@@ -168,9 +168,9 @@ class CopyBackwards(Node):
 
 
 def _copy_differentiable(g, like):
-    if not g._requires_grad:
-        return Tensor._make(_clone_like(g._data, like))
     t = Tensor._make(_clone_like(g._data, like))
+    if not g._requires_grad:
+        return t
     node = CopyBackwards((g._edge(),), ((g._data.shape, g._data.dtype),))
     t._grad_fn = node
     t._requires_grad = True
