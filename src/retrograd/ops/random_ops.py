@@ -128,6 +128,11 @@ def _float_only(self, kernel):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(self._data.dtype)}'")
 
 
+def _memory_order(a):
+    """``a``'s dimensions from the largest stride to the smallest (the order its memory runs)."""
+    return sorted(range(a.ndim), key=lambda d: -abs(a.strides[d]))
+
+
 def _draw(self, generator, fn, dtype=None):
     """``fn(engine, n)`` (n values, flat) laid out over ``self`` in the order PyTorch's kernels
     visit its elements: memory order (a meta tensor: no draws)."""
@@ -139,7 +144,7 @@ def _draw(self, generator, fn, dtype=None):
         return MetaArray(a.shape, dtype)
     if a.flags.c_contiguous or a.ndim < 2:
         return fn(e, a.size).reshape(a.shape)
-    order = sorted(range(a.ndim), key=lambda d: -abs(a.strides[d]))
+    order = _memory_order(a)
     v = fn(e, a.size).reshape([a.shape[d] for d in order])
     return v.transpose(np.argsort(order))
 
@@ -189,7 +194,7 @@ def _bernoulli_values(self, generator, p):
         pa = np.broadcast_to(pa, self._data.shape)
         if not (self._data.flags.c_contiguous or self._data.ndim < 2):
             # (visit in self's memory order: reorder p alongside)
-            order = sorted(range(pa.ndim), key=lambda d: -abs(self._data.strides[d]))
+            order = _memory_order(self._data)
             pm = pa.transpose(order)
             return _draw(self, generator, lambda e, n: _bernoulli_draws(e, pm.shape, pm).reshape(-1), np.bool_)
         pa = pa.reshape(-1)
