@@ -284,6 +284,23 @@ class single_blas:
         return False
 
 
+_POOL = []
+
+
+def executor():
+    """The worker threads retrograd's own kernels hand shares of a split operation to (blocked
+    convolution runs, split MKL products): one fewer than the CPUs, since the calling thread
+    runs a share itself; made on first use, blocking (never spinning) while idle. A forked
+    child has none of the parent's threads: it makes its own."""
+    if not _POOL:
+        import concurrent.futures
+        _POOL.append(concurrent.futures.ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1),
+                                                           thread_name_prefix="retrograd-worker"))
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_POOL.clear)
+    return _POOL[0]
+
+
 def _adaptive():
     """Back to the load-adaptive choice after a :func:`set_num_threads` (for benchmarks and tests)."""
     _threads[0] = None

@@ -19,12 +19,12 @@ of its own. Its OpenMP layers were measured here against a process that also imp
 PyTorch (which brings GNU OpenMP): the GNU layer deadlocks a forked child (a DataLoader
 worker) that runs a product after the parent ran one on two threads, and the INTEL layer
 (a second OpenMP runtime beside PyTorch's) returned wrong products on two threads. Instead
-a product large enough is split into row (or column, or batch) blocks run by this module's
-own worker threads, each block one sequential MKL call (ctypes releases the GIL during the
+a product large enough is split into row (or column, or batch) blocks run on retrograd's
+worker threads (``_threads.executor``), each block one sequential MKL call (ctypes releases the GIL during the
 call), as many blocks as ``_threads.blas_threads()`` says: the count set by
 ``set_num_threads`` or the environment, else the load-adaptive count of
-``retrograd._threads`` (one until the load has been read). Such threads wait on a lock,
-never spin. The pool is rebuilt after a fork.
+``retrograd._threads`` (one until the load has been read). Those threads block while idle,
+never spin; a forked child makes its own.
 """
 import os
 import sys
@@ -202,67 +202,6 @@ def _open():
 
 # --- the worker threads -----------------------------------------------------------------
 
-class _Pool:
-    """Worker threads that each run one foreign call handed to them, waiting on a lock."""
-
-    def __init__(self):
-        self.workers = []
-
-    def _grow(self, n):
-        while len(self.workers) < n:
-            w = _Worker()
-            self.workers.append(w)
-
-    def run(self, calls):
-        """Run ``calls`` (a list of (fn, args)): all but the first on workers, the first here."""
-        self._grow(len(calls) - 1)
-        ws = self.workers
-        for w, c in zip(ws, calls[1:]):
-            w.give(c)
-        fn, args = calls[0]
-        fn(*args)
-        for w, _ in zip(ws, calls[1:]):
-            w.wait()
-
-
-class _Worker:
-    def __init__(self):
-        self.job = None
-        self.go = threading.Lock()
-        self.go.acquire()
-        self.done = threading.Lock()
-        self.done.acquire()
-        t = threading.Thread(target=self._loop, name="retrograd-blas", daemon=True)
-        t.start()
-
-    def give(self, call):
-        self.job = call
-        self.go.release()
-
-    def wait(self):
-        self.done.acquire()
-
-    def _loop(self):
-        while True:
-            self.go.acquire()
-            fn, args = self.job
-            self.job = None
-            try:
-                fn(*args)
-            finally:
-                self.done.release()
-
-
-_pool = []
-
-
-def _reset_after_fork():
-    _pool.clear()          # the child has none of the parent's threads
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
-
 _split_lock = threading.Lock()
 
 
@@ -283,9 +222,15 @@ def _run(calls):
             fn(*args)
         return
     try:
-        if not _pool:
-            _pool.append(_Pool())
-        _pool[0].run(calls)
+        from .._threads import executor
+        ex = executor()
+        futs = [ex.submit(fn, *args) for fn, args in calls[1:]]
+        try:
+            fn, args = calls[0]
+            fn(*args)
+        finally:
+            for f in futs:
+                f.result()
     finally:
         _split_lock.release()
 

@@ -22,6 +22,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ._base import xp_for, strided
 from . import _blas
+from .._threads import executor as _executor
 from ._base import OpNode, node_for, save, finish
 from . import _accel
 
@@ -241,19 +242,6 @@ def _fwd_setup(x, w, p):
 # a time; weight gradients kept per sample and summed in sample order at the end), so the
 # results do not depend on the thread count.
 _PAR_BYTES = 1 << 20      # least column bytes (the whole batch's) worth a second thread
-_POOL_EXEC = []
-
-
-def _executor():
-    if not _POOL_EXEC:
-        import concurrent.futures
-        import os
-        _POOL_EXEC.append(concurrent.futures.ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1),
-                                                                thread_name_prefix="retrograd-conv"))
-        # a forked child has none of the parent's threads: it makes its own pool
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=_POOL_EXEC.clear)
-    return _POOL_EXEC[0]
 
 
 def _runs(n, b, nbytes):

@@ -5,7 +5,6 @@ import sys
 import time
 import warnings
 
-
 from . import worker as _worker
 from .worker import _tag
 from ._collate import default_collate, default_convert
