@@ -915,3 +915,19 @@ def test_functional_conv_tbc():
         res.append([out.detach().numpy()] + [t.grad.numpy() for t in ts])
     for a, b_ in zip(res[1], res[0]):
         np.testing.assert_allclose(a, b_, rtol=1e-10)
+
+
+@needs_torch
+@pytest.mark.parametrize("nd", [2, 3])
+def test_fractional_pool_random_samples_that_require_grad_are_refused_as_torch(nd):
+    errors = []
+    for lib in (retrograd, torch):
+        x = lib.ones((1, 2) + (6,) * nd, requires_grad=True)
+        rs = lib.full((1, 2, nd), 0.5, requires_grad=True)
+        f = getattr(lib.nn.functional, f"fractional_max_pool{nd}d")
+        with pytest.raises(RuntimeError) as e:
+            f(x, 2, output_size=3, _random_samples=rs)
+        errors.append(str(e.value))
+        with lib.no_grad():      # (no graph: nothing to refuse)
+            assert tuple(f(x, 2, output_size=3, _random_samples=rs).shape) == (1, 2) + (3,) * nd
+    assert errors[0] == errors[1]

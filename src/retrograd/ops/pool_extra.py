@@ -80,6 +80,9 @@ def _fractional(input, kernel_size, output_size, output_ratio, random_samples, n
     c = x.shape[-nd - 1]
     if random_samples is None:
         random_samples = _creation.rand(n, c, nd, dtype=input.dtype, device=input.device)
+    else:
+        from .loss import _no_grad_weight
+        _no_grad_weight(name, random_samples=random_samples)
     check_devices(input, random_samples)
     rs = random_samples._data
     if rs.dtype != x.dtype:
