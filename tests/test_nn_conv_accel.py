@@ -62,7 +62,43 @@ def test_depthwise_kernels_run(monkeypatch):
             return getattr(k, name)
     monkeypatch.setattr(_accel, "_KERNELS", [Spy()])
     _run(*_arrays(np.float32, 1, 1, 3), 1, 1)
-    assert {"dw_corr", "dw_weight_grad"} <= set(calls)
+    assert {"dw_corr3", "dw_weight_grad"} <= set(calls) and "dw_corr" not in calls
+    calls.clear()
+    _run(*_arrays(np.float32, 2, 1, 5), 2, 1)
+    assert {"dw_corr", "dw_weight_grad"} <= set(calls) and "dw_corr3" not in calls
+
+
+@numba_only
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("pad,dil,bias", [(1, 1, False), (1, 1, True), (0, 1, True), (2, 2, False),
+                                          ((1, 0), (2, 1), True), (3, 1, False)])
+def test_3x3_depthwise_kernel_gives_the_general_kernels_bits(pad, dil, bias, dtype):
+    """dw_corr3 adds the nine taps in dw_corr's order from zero (then the bias): the same
+    bits, NaN, inf, -0.0 and all, on rows long and short (vector loop and remainder)."""
+    k = _accel.kernels()
+    rng = np.random.default_rng(5)
+    (plh, phh), (plw, phw) = (_pair(pad)[0],) * 2, (_pair(pad)[1],) * 2
+    d0, d1 = _pair(dil)
+    for h, wd in ((9, 8), (4, 37)):
+        x = rng.standard_normal((2, 3, h, wd)).astype(dtype)
+        x[0, 0, 1, :3] = [np.nan, np.inf, -np.inf]
+        x[1, 2] = -0.0
+        wk = rng.standard_normal((3, 3, 3)).astype(dtype)
+        wk[1, 0, 0] = np.inf
+        b = rng.standard_normal(3).astype(dtype) if bias else np.empty(0, dtype)
+        hp, wp = h + plh + phh, wd + plw + phw
+        oh, ow = hp - 2 * d0, wp - 2 * d1
+        outs = []
+        for three in (False, True):
+            y = np.empty((2, 3, oh, ow), dtype)
+            buf = np.zeros(hp * wp + 2 * d1, dtype)
+            with np.errstate(invalid="ignore"):
+                if three:
+                    k.dw_corr3(x, wk, y, buf, plh, plw, wp, d0, d1, b, dtype(0))
+                else:
+                    k.dw_corr(x, wk, y, buf, np.empty(oh * wp, dtype), plh, plw, wp, d0, d1, b)
+            outs.append(y)
+        np.testing.assert_array_equal(outs[1].view(f"u{x.itemsize}"), outs[0].view(f"u{x.itemsize}"))
 
 
 @needs_torch

@@ -15,7 +15,7 @@ from numba.extending import overload
 
 from .unary import _ERF_P, _ERF_Q
 
-__all__ = ["erf", "erfc", "gelu", "gelu_backward", "dw_corr", "dw_weight_grad", "col2im"]
+__all__ = ["erf", "erfc", "gelu", "gelu_backward", "dw_corr", "dw_corr3", "dw_weight_grad", "col2im"]
 
 
 P0, P1, P2, P3, P4, P5, P6 = _ERF_P
@@ -167,6 +167,48 @@ def dw_corr(x, wk, out, buf, acc, plh, plw, wp, d0, d1, bias):
                     t = acc[i * wp:i * wp + OW]
                     for j in range(OW):
                         row[j] = t[j]
+
+
+# A 3x3 kernel (the common case) one output row at a time: the nine taps of each output in
+# one expression, in dw_corr's offset order from zero (the same bits), so that each output is
+# written once instead of read and written nine times in a work row. The taps are read from
+# the one work plane at unsigned offsets (numba wraps a signed index that may be negative,
+# which keeps LLVM from vectorising; one source array also needs a single aliasing check).
+_u = numba.uint64
+
+
+@_jit
+def dw_corr3(x, wk, out, buf, plh, plw, wp, d0, d1, bias, zero):
+    """dw_corr for a 3x3 ``wk`` (C, 3, 3): the same sums (``zero``: 0 of the dtype), with no
+    accumulator row."""
+    N, C, OH, OW = out.shape
+    with_bias = bias.shape[0] > 0
+    e1, e2 = _u(d1), _u(2 * d1)
+    owu = _u(OW)
+    for n in range(N):
+        for c in range(C):
+            _dw_plane(x, n, c, buf, plh, plw, wp)
+            w00, w01, w02 = wk[c, 0, 0], wk[c, 0, 1], wk[c, 0, 2]
+            w10, w11, w12 = wk[c, 1, 0], wk[c, 1, 1], wk[c, 1, 2]
+            w20, w21, w22 = wk[c, 2, 0], wk[c, 2, 1], wk[c, 2, 2]
+            bc = bias[c] if with_bias else zero
+            oc = out[n, c]
+            for i in range(OH):
+                p0 = _u(i * wp)
+                p1 = _u((i + d0) * wp)
+                p2 = _u((i + 2 * d0) * wp)
+                row = oc[i]
+                for j in range(owu):
+                    s = zero + w00 * buf[p0 + j]
+                    s += w01 * buf[p0 + e1 + j]
+                    s += w02 * buf[p0 + e2 + j]
+                    s += w10 * buf[p1 + j]
+                    s += w11 * buf[p1 + e1 + j]
+                    s += w12 * buf[p1 + e2 + j]
+                    s += w20 * buf[p2 + j]
+                    s += w21 * buf[p2 + e1 + j]
+                    s += w22 * buf[p2 + e2 + j]
+                    row[j] = s + bc if with_bias else s
 
 
 @_jit

@@ -728,8 +728,14 @@ def _dw_corr(x, wk, pad, dil, bias=None):
         runs = _runs(n, 1, x.nbytes)
         bufs = [(np.zeros(hp * wp + dil[1] * (k[1] - 1), dt), np.empty(L, dt)) for _ in runs]
 
-        def run(r, i, j):
-            kern.dw_corr(x[i:j], wk, y[i:j], bufs[r][0], bufs[r][1], plh, plw, wp, dil[0], dil[1], b)
+        if k == (3, 3):      # (no accumulator row: see _accel_kernels.dw_corr3)
+            zero = dt.type(0)
+
+            def run(r, i, j):
+                kern.dw_corr3(x[i:j], wk, y[i:j], bufs[r][0], plh, plw, wp, dil[0], dil[1], b, zero)
+        else:
+            def run(r, i, j):
+                kern.dw_corr(x[i:j], wk, y[i:j], bufs[r][0], bufs[r][1], plh, plw, wp, dil[0], dil[1], b)
         _each_run(runs, run)
         return y
     flat = _take((n, c, hp * wp + dil[1] * (k[1] - 1)), x.dtype)
