@@ -9,7 +9,7 @@ a zero plane, in the order ops.conv's NumPy path adds its slices (the same sums)
 """
 import numba
 
-__all__ = ["im2col", "col2im", "index_add_rows", "index_add_flat", "bn_affine", "bn_backward", "gather3", "gather3_add"]
+__all__ = ["im2col", "col2im", "wino_in", "wino_out", "wino_gin", "index_add_rows", "index_add_flat", "bn_affine", "bn_backward", "gather3", "gather3_add"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 # Row copies and adds index flat arrays at unsigned offsets: numba wraps a signed index that
@@ -183,6 +183,215 @@ def col2im(d, gx, ph, s0, s1, d0, d1, plh, plw, pr, pc, gx64, ph32):
                         cnt = (W - j0 + s1 - 1) // s1
                         for t in range(cnt):
                             row[j0 + t * s1] = src[t]
+
+
+# Winograd F(2x2, 3x3) transforms (see ops.conv._wino): a sample's (channel) plane goes in
+# zero-padded and held as its four (row, column) parity phases, each (th + 1) x pc, so that
+# every 4x4 input tile (rows 2ti..2ti+3, columns 2tj..2tj+3) is read at the same flat offset
+# k = ti * pc + tj of each phase, and each of the 16 transformed values of all the tiles is
+# one loop over k with a single output stream (which LLVM vectorises). Tiles run "wide":
+# pc = tw + 1 tile columns a row, the last one a garbage tile no output takes.
+
+@_jit
+def _wino_planes(x, b, c, ph, plh, plw, hr, pc):
+    # x[b, c] into the interior of the zero-bordered parity phases ph (4 * hr * pc); returns
+    # the sum of its values times zero: NaN where one is inf or NaN (checked on the way)
+    H, W = x.shape[2], x.shape[3]
+    xc = x[b, c]
+    P = hr * pc
+    z = ph[0] * 0
+    for i in range(H):
+        r = i + plh
+        base = (r & 1) * 2 * P + (r >> 1) * pc
+        row = xc[i]
+        for j in range(W):
+            q = j + plw
+            v = row[j]
+            z += v * 0
+            ph[base + (q & 1) * P + (q >> 1)] = v
+    return z
+
+
+@_jit
+def _wino_combine(V, ph, dst, o1, o2, o3, o4, L, rplus, cplus):
+    # V[dst + k] = (p1 +- p2) +- (p3 +- p4): a row combination of B^T over two phase
+    # offsets, at two column offsets, combined (one loop per sign pattern: no multiplies)
+    if rplus and cplus:
+        for k in range(L):
+            V[dst + k] = (ph[o1 + k] + ph[o2 + k]) + (ph[o3 + k] + ph[o4 + k])
+    elif rplus:
+        for k in range(L):
+            V[dst + k] = (ph[o1 + k] + ph[o2 + k]) - (ph[o3 + k] + ph[o4 + k])
+    elif cplus:
+        for k in range(L):
+            V[dst + k] = (ph[o1 + k] - ph[o2 + k]) + (ph[o3 + k] - ph[o4 + k])
+    else:
+        for k in range(L):
+            V[dst + k] = (ph[o1 + k] - ph[o2 + k]) - (ph[o3 + k] - ph[o4 + k])
+
+
+@_jit
+def wino_in(x, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn):
+    """V[xi * xs + c * T + b * th * pc + k] = (B^T d B)[xi] of the tile k = ti * pc + tj of
+    x[b, c] zero-padded by (plh, plw) at the top and left: ``tab`` (16, 4) the four phase
+    offsets and ``sgn`` (16, 2) the signs (+-1) of the row and column combinations, as
+    (p1 + sr * p2) + sc * (p3 + sr * p4). Returns whether every value of x was finite (where
+    not, V is not the transform the convolution needs and the caller takes another path)."""
+    B, C = x.shape[0], x.shape[1]
+    L = _u(th * pc)
+    z = ph[0] * 0
+    for b in range(B):
+        for c in range(C):
+            z += _wino_planes(x, b, c, ph, plh, plw, hr, pc)
+            for xi in range(16):
+                _wino_combine(V, ph, _u(xi * xs + c * T + b * th * pc), _u(tab[xi, 0]), _u(tab[xi, 1]),
+                              _u(tab[xi, 2]), _u(tab[xi, 3]), L, sgn[xi, 0] > 0, sgn[xi, 1] > 0)
+    return z == 0
+
+
+@_jit
+def _wino_phase(M, tq, dst, m0, m1, m2, m3, n0, n1, n2, n3, L, p, q):
+    # one parity phase of A^T m A over L tiles: A^T's row p over the tile's rows (offsets
+    # m0..m3 of its rows xi // 4 = 0..3: p = 0 takes m0 + m1 + m2, p = 1 m1 - m2 - m3), then
+    # row q the same over its columns (offsets n0..n3)
+    if p == 0:
+        a0, a1, a2 = m0, m1, m2
+    else:
+        a0, a1, a2 = m1, m2, m3
+    if q == 0:
+        b0, b1, b2 = n0, n1, n2
+    else:
+        b0, b1, b2 = n1, n2, n3
+    i00, i01, i02 = a0 + b0, a1 + b0, a2 + b0
+    i10, i11, i12 = a0 + b1, a1 + b1, a2 + b1
+    i20, i21, i22 = a0 + b2, a1 + b2, a2 + b2
+    if p == 0 and q == 0:
+        for k in range(L):
+            r0 = (M[i00 + k] + M[i01 + k]) + M[i02 + k]
+            r1 = (M[i10 + k] + M[i11 + k]) + M[i12 + k]
+            r2 = (M[i20 + k] + M[i21 + k]) + M[i22 + k]
+            tq[dst + k] = (r0 + r1) + r2
+    elif p == 0:
+        for k in range(L):
+            r0 = (M[i00 + k] + M[i01 + k]) + M[i02 + k]
+            r1 = (M[i10 + k] + M[i11 + k]) + M[i12 + k]
+            r2 = (M[i20 + k] + M[i21 + k]) + M[i22 + k]
+            tq[dst + k] = (r0 - r1) - r2
+    elif q == 0:
+        for k in range(L):
+            r0 = (M[i00 + k] - M[i01 + k]) - M[i02 + k]
+            r1 = (M[i10 + k] - M[i11 + k]) - M[i12 + k]
+            r2 = (M[i20 + k] - M[i21 + k]) - M[i22 + k]
+            tq[dst + k] = (r0 + r1) + r2
+    else:
+        for k in range(L):
+            r0 = (M[i00 + k] - M[i01 + k]) - M[i02 + k]
+            r1 = (M[i10 + k] - M[i11 + k]) - M[i12 + k]
+            r2 = (M[i20 + k] - M[i21 + k]) - M[i22 + k]
+            tq[dst + k] = (r0 - r1) - r2
+
+
+@_jit
+def wino_out(M, y, tq, th, tw, pc, xs, T, bias):
+    """y[b, o] from M[xi * xs + o * T + b * th * pc + k]: A^T m A of each tile, its four
+    parity phases first into the work row ``tq`` (4 * th * pc), then interleaved into the
+    output rows; plus bias[o] (after) when ``bias`` is not empty."""
+    B, O = y.shape[0], y.shape[1]
+    L = _u(th * pc)
+    Lp = th * pc
+    with_bias = bias.shape[0] > 0
+    x0, x1, x2, x3 = _u(0), _u(xs), _u(2 * xs), _u(3 * xs)
+    x4, x8, x12 = _u(4 * xs), _u(8 * xs), _u(12 * xs)
+    for b in range(B):
+        for o in range(O):
+            m = _u(o * T + b * th * pc)
+            for pq in range(4):
+                _wino_phase(M, tq, _u(pq * Lp), m, m + x4, m + x8, m + x12, x0, x1, x2, x3, L, pq >> 1, pq & 1)
+            yo = y[b, o]
+            for ti in range(th):
+                for p in range(2):
+                    row = yo[2 * ti + p]
+                    e = tq[(2 * p) * Lp + ti * pc:(2 * p) * Lp + ti * pc + tw]
+                    d = tq[(2 * p + 1) * Lp + ti * pc:(2 * p + 1) * Lp + ti * pc + tw]
+                    if with_bias:
+                        bo = bias[o]
+                        for j in range(tw):
+                            row[2 * j] = e[j] + bo
+                            row[2 * j + 1] = d[j] + bo
+                    else:
+                        for j in range(tw):
+                            row[2 * j] = e[j]
+                            row[2 * j + 1] = d[j]
+
+
+@_jit
+def _wino_gphases(g, b, o, gp, th, tw, pc):
+    # g[b, o] (2th x 2tw) as its four parity phases (th x pc each; column tw stays zero)
+    go = g[b, o]
+    P = th * pc
+    z = gp[0] * 0
+    for i in range(2 * th):
+        base = (i & 1) * 2 * P + (i >> 1) * pc
+        row = go[i]
+        for j in range(2 * tw):
+            v = row[j]
+            z += v * 0
+            gp[base + (j & 1) * P + (j >> 1)] = v
+    return z
+
+
+@_jit
+def _wino_gcombine(Z, gp, dst, o1, o2, o3, o4, L, r, s):
+    # Z[dst + k] = (A dy A^T)[4r + s] of tile k from the phases at o1 = (0, 0), o2 = (1, 0),
+    # o3 = (0, 1), o4 = (1, 1) (row, column parity): A's rows are y0, y0 + y1, y0 - y1, -y1
+    if r == 0:
+        a, b, c, d, sr = o1, o1, o3, o3, 0
+    elif r == 1:
+        a, b, c, d, sr = o1, o2, o3, o4, 1
+    elif r == 2:
+        a, b, c, d, sr = o1, o2, o3, o4, -1
+    else:
+        a, b, c, d, sr = o2, o2, o4, o4, 2
+    # sr: 0 the row y0 alone, 1 y0 + y1, -1 y0 - y1, 2 -y1; then the same over columns
+    for k in range(L):
+        if sr == 0:
+            u = gp[a + k]
+            v = gp[c + k]
+        elif sr == 1:
+            u = gp[a + k] + gp[b + k]
+            v = gp[c + k] + gp[d + k]
+        elif sr == -1:
+            u = gp[a + k] - gp[b + k]
+            v = gp[c + k] - gp[d + k]
+        else:
+            u = -gp[a + k]
+            v = -gp[c + k]
+        if s == 0:
+            Z[dst + k] = u
+        elif s == 1:
+            Z[dst + k] = u + v
+        elif s == 2:
+            Z[dst + k] = u - v
+        else:
+            Z[dst + k] = -v
+
+
+@_jit
+def wino_gin(g, Z, gp, th, tw, pc, xs, T):
+    """Z[xi * xs + o * T + b * th * pc + k] = (A dy A^T)[xi] of the 2x2 output-gradient tile k
+    of g[b, o] (the garbage tile column zero): the weight gradient's tiles (``gp``: a work
+    row of 4 * th * pc, zeroed once by the caller). Returns whether every value of g was
+    finite (as wino_in)."""
+    B, O = g.shape[0], g.shape[1]
+    L = _u(th * pc)
+    P, P2, P3 = _u(th * pc), _u(2 * th * pc), _u(3 * th * pc)
+    z = gp[0] * 0
+    for b in range(B):
+        for o in range(O):
+            z += _wino_gphases(g, b, o, gp, th, tw, pc)
+            for xi in range(16):
+                _wino_gcombine(Z, gp, _u(xi * xs + o * T + b * th * pc), _u(0), P2, P, P3, L, xi >> 2, xi & 3)
+    return z == 0
 
 
 @_jit

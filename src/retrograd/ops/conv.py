@@ -407,6 +407,176 @@ def _bwd_in_blocked(g, w, xshape, p):
     return gx
 
 
+# Stride-1 3x3 convolutions (groups 1, dilation 1) of float32 run as Winograd F(2x2, 3x3)
+# where numba is present: each 4x4 input tile (stride 2) is transformed (B^T d B), multiplied
+# by the transformed weights (G w G^T, 16 (O, C) matrices: 16 GEMMs over all the tiles of a
+# block of samples) and transformed back (A^T m A) into its 2x2 outputs: 2.25x fewer
+# multiplications than the columns' GEMM and no 9x column matrix, where small channel
+# counts (16, 32) leave the GEMMs short and the im2col copy costs as much as they do.
+# Accuracy, measured on normal data (ResNet-like 16 and 32 channels): the largest error
+# against the float64 result, relative to the same sum of |x| * |w|, 1.4-1.6e-7 against
+# im2col's 2.4-3.5e-7 (the transforms' sums are shorter than a 9C-term dot product). The
+# transforms mix a tile's inputs, so an inf or NaN would spread to outputs it does not
+# reach: inputs with one take the column path (one sum over each operand decides). The
+# input gradient is the same correlation of the output gradient with the flipped,
+# transposed kernel. float64 and the NumPy path keep the column path.
+# Measured here (single thread, ResNet-like shapes, against the column path): 16 -> 16
+# channels over 32x32 forward 0.8x, input gradient 0.8x, weight gradient 0.9x; 32 -> 32 over
+# 16x16 forward and input gradient 0.8-0.95x, weight gradient 1.1-1.2x; 64 -> 64 1.0-1.7x
+# and 3 -> 16 2x (its short GEMMs lose more than the columns cost): hence the channel bounds.
+_WINO_DTYPES = (np.dtype(np.float32),)
+_WINO_CH = (8, 32)      # least and most channels (in and out) of the forward and input gradient
+_WINO_W_CH = 16         # most channels (in and out) of the weight gradient
+_WINO_BLOCK = 512       # least tiles (of a block of samples) a block's GEMMs take
+_WINO_TAB = {}
+_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+
+
+def _wino_flip_pad(xshape, gshape, p):
+    """The padding that makes the input gradient a stride-1 correlation of the output
+    gradient for Winograd (3x3, stride 1, dilation 1, groups 1), or None."""
+    if p.stride != (1, 1) or p.dilation != (1, 1) or p.groups != 1 or len(p.pad) != 2:
+        return None
+    pad = tuple((2 - lo, 2 - hi) for lo, hi in p.pad)
+    if any(a < 0 or b < 0 for a, b in pad):
+        return None
+    return pad
+
+
+def _wino_tables(hr, pc, dt):
+    key = (hr, pc, dt)
+    t = _WINO_TAB.get(key)
+    if t is None:
+        P = hr * pc
+        rows = ((0, 0, 0, pc, -1), (1, 0, 0, pc, 1), (0, pc, 1, 0, -1), (1, 0, 1, pc, -1))
+        cols = ((0, 0, 0, 1, -1), (1, 0, 0, 1, 1), (0, 1, 1, 0, -1), (1, 0, 1, 1, -1))
+        tab = np.empty((16, 4), np.int64)
+        sgn = np.empty((16, 2), dt)
+        for r, (ra, ro, rb, rbo, sr) in enumerate(rows):
+            for c, (ca, co, cb, cbo, sc) in enumerate(cols):
+                tab[4 * r + c] = ((ra * 2 + ca) * P + ro + co, (rb * 2 + ca) * P + rbo + co,
+                                  (ra * 2 + cb) * P + ro + cbo, (rb * 2 + cb) * P + rbo + cbo)
+                sgn[4 * r + c] = (sr, sc)
+        t = _WINO_TAB[key] = (tab, sgn, np.array([1, -1], dt))
+    return t
+
+
+def _wino_geom(x, w, pad, p, wdt, most=_WINO_CH[1]):
+    """(n, c, o, oh, ow, th, tw, hr, pc, L, kern) of a Winograd convolution of x by a
+    (o, c, 3, 3) kernel of dtype ``wdt``, or None where it does not apply (see above)."""
+    if x.dtype not in _WINO_DTYPES or tuple(w[2:]) != (3, 3) or p.stride != (1, 1) or p.dilation != (1, 1) \
+            or p.groups != 1 or wdt != x.dtype or x.ndim != 4 \
+            or not (_WINO_CH[0] <= w[0] <= most and _WINO_CH[0] <= w[1] <= most):
+        return None
+    n, c, h, wd = x.shape
+    (plh, phh), (plw, phw) = pad
+    oh, ow = h + plh + phh - 2, wd + plw + phw - 2
+    if oh <= 0 or ow <= 0 or oh % 2 or ow % 2 or n == 0 or c == 0 or w[0] == 0:
+        return None
+    kern = _conv_kernels(x)
+    if kern is None:
+        return None
+    th, tw = oh // 2, ow // 2
+    return n, c, w[0], oh, ow, th, tw, th + 1, tw + 1, th * (tw + 1), kern
+
+
+def _wino_block(n, L):
+    return max(1, min(n, -(-_WINO_BLOCK // L)))
+
+
+def _wino_w(x, g, wshape, p):
+    """The weight gradient of a Winograd-able convolution (see _wino): G^T [sum over the
+    tiles of (A dy A^T) * (B^T d B)] G, the exact derivative of the Winograd forward (the
+    convolution's in exact arithmetic): 16 GEMMs over a block's tiles, whose sums over the
+    blocks are added in block order (the same bits for every thread count). None where it
+    does not apply."""
+    geo = _wino_geom(x, wshape, p.pad, p, g.dtype, _WINO_W_CH)
+    if geo is None or g.shape[2:] != geo[3:5]:
+        return None
+    n, c, o, oh, ow, th, tw, hr, pc, L, kern = geo
+    (plh, _), (plw, _) = p.pad
+    dt = x.dtype
+    it = dt.itemsize
+    tab, sgn, _ = _wino_tables(hr, pc, dt)
+    x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+    b = _wino_block(n, L)
+    T = b * L
+    xs, xm = c * T + 16, o * T + 16
+    nblk = -(-n // b)
+    parts = np.empty((nblk, 16, o, c), dt)
+    runs = _runs(n, b, n * 16 * max(c, o) * L * it)
+    bufs = [(np.empty(16 * xs, dt), np.empty(16 * xm, dt), np.zeros(4 * hr * pc + pc + 2, dt),
+             np.zeros(4 * L, dt)) for _ in runs]
+
+    finite = [True] * len(runs)
+
+    def run(r, i0, i1):
+        V, Z, ph, gp = bufs[r]
+        Vv = as_strided(V, (16, c, T), (xs * it, T * it, it))
+        Zv = as_strided(Z, (16, o, T), (xm * it, T * it, it))
+        for i in range(i0, i1, b):
+            j = min(i1, i + b)
+            t = (j - i) * L
+            # (an inf or NaN met on the way: the column path instead)
+            if not (kern.wino_in(x[i:j], V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn)
+                    & kern.wino_gin(g[i:j], Z, gp, th, tw, pc, xm, T)):
+                finite[r] = False
+                return
+            _blas.matmul(Zv[:, :, :t], Vv[:, :, :t].transpose(0, 2, 1), out=parts[i // b])
+    _each_run(runs, run)
+    if not all(finite):
+        return None
+    du = parts[0].copy()
+    for k in range(1, nblk):
+        du += parts[k]
+    gm = _G.astype(np.float64)
+    gw = np.einsum("ra,rsoc,sb->ocab", gm, du.reshape(4, 4, o, c).astype(np.float64), gm)
+    return np.ascontiguousarray(gw, dt).reshape(wshape)
+
+
+def _wino(x, w, pad, p, bias=None):
+    """conv(x, w) (+ bias) by Winograd F(2x2, 3x3) with zero padding ``pad``, or None where
+    it does not apply (see above): not 3x3 / stride 1 / dilation 1 / groups 1, not float32,
+    an odd output size, no numba, or an inf or NaN among the operands."""
+    geo = _wino_geom(x, w.shape, pad, p, w.dtype)
+    if geo is None or (bias is not None and bias.dtype != x.dtype) or not _finite(w) \
+            or (bias is not None and not _finite(bias)):
+        return None
+    n, c, o, oh, ow, th, tw, hr, pc, L, kern = geo
+    (plh, _), (plw, _) = pad
+    dt = x.dtype
+    it = dt.itemsize
+    tab, sgn, pm = _wino_tables(hr, pc, dt)
+    gm = _G.astype(np.float64)
+    U = np.ascontiguousarray(np.einsum("ra,ocab,sb->rsoc", gm, w.astype(np.float64), gm).reshape(16, o, c), dt)
+    x = np.ascontiguousarray(x)
+    b = _wino_block(n, L)
+    T = b * L
+    xs, xm = c * T + 16, o * T + 16       # (16 streams 64 bytes apart: not the same cache sets)
+    y = np.empty((n, o, oh, ow), dt)
+    bz = np.empty(0, dt) if bias is None else np.ascontiguousarray(bias)
+    runs = _runs(n, b, n * 16 * max(c, o) * L * it)
+    bufs = [(np.empty(16 * xs, dt), np.empty(16 * xm, dt), np.zeros(4 * hr * pc + pc + 2, dt), np.empty(4 * L, dt))
+            for _ in runs]
+
+    finite = [True] * len(runs)
+
+    def run(r, i0, i1):
+        V, M, ph, tq = bufs[r]
+        Vv = as_strided(V, (16, c, T), (xs * it, T * it, it))
+        Mv = as_strided(M, (16, o, T), (xm * it, T * it, it))
+        for i in range(i0, i1, b):
+            j = min(i1, i + b)
+            t = (j - i) * L
+            if not kern.wino_in(x[i:j], V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn):
+                finite[r] = False       # (an inf or NaN in x: the column path instead)
+                return
+            _blas.matmul(U, Vv[:, :, :t], out=Mv[:, :, :t])
+            kern.wino_out(M, y[i:j], tq, th, tw, pc, xm, T, bz)
+    _each_run(runs, run)
+    return y if all(finite) else None
+
+
 def _fwd(x, w, p, want_cols=False, bias=None):
     """y = conv(x, w) (+ bias per channel): (N, O, *out)."""
     host = type(x) is np.ndarray     # (a device runs im2col + one batched GEMM: cuBLAS)
@@ -414,6 +584,9 @@ def _fwd(x, w, p, want_cols=False, bias=None):
         y = _fwd_dw(x, w, p, bias)
         return (y, None) if want_cols else y
     if host and _blocked(x, w) and (bias is None or bias.dtype == x.dtype):
+        y = _wino(x, w, p.pad, p, bias)
+        if y is not None:
+            return (y, None) if want_cols else y
         return _fwd_blocked(x, w, p, want_cols, bias)
     if bias is not None:
         r = _fwd(x, w, p, want_cols)
@@ -455,6 +628,9 @@ def _bwd_w(x, g, wshape, p, cols=None):
     if host and wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
         return _bwd_w_dw(x, g, wshape, p)
     if host and _blocked(x, g):
+        gw = _wino_w(x, g, wshape, p) if cols is None else None
+        if gw is not None:
+            return gw
         return _bwd_w_blocked(x, g, wshape, p, cols)
     if host and _wide(p, len(wshape) - 2):
         if _finite(x):
@@ -497,6 +673,11 @@ def _bwd_in(g, w, xshape, p):
     if host and _depthwise(w, p):
         return _bwd_in_dw(g, w, xshape, p)
     if host and _blocked(g, w):
+        pad = _wino_flip_pad(xshape, g.shape, p)
+        if pad is not None:
+            gx = _wino(g, w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3), pad, p)
+            if gx is not None:
+                return gx
         return _bwd_in_blocked(g, w, xshape, p)
     if host and _wide(p, w.ndim - 2) and _finite(w):
         return _bwd_in_wide(g, w, xshape, p)
