@@ -1,0 +1,235 @@
+"""The Winograd F(2x2, 3x3) path of stride-1 3x3 2-D convolutions (ops.conv._wino, with the
+numba transforms of ops._accel_conv): that it runs where it should and nowhere else, its
+values and gradients against PyTorch and against the column path (errors measured against
+float64), its fall-back on inf/NaN operands, the same bits for every thread count, and
+finite differences (float64, first and second order, with the path forced on float64)."""
+import numpy as np
+import pytest
+
+import retrograd
+from retrograd import _threads
+from retrograd.ops import _accel, conv
+from retrograd.autograd import gradcheck, gradgradcheck
+from helpers import needs_torch, torch
+
+numba_only = pytest.mark.skipif(_accel.kernels() is None, reason="numba is not installed")
+
+# (x shape, weight shape, padding (lo, hi) per dim): even output sizes, 8-32 channels
+SHAPES = [((3, 8, 8, 8), (12, 8, 3, 3), ((1, 1), (1, 1))),
+          ((5, 16, 10, 6), (16, 16, 3, 3), ((1, 1), (1, 1))),          # blocks of several samples, a partial last one
+          ((2, 9, 9, 7), (8, 9, 3, 3), ((0, 1), (2, 1))),              # uneven padding
+          ((2, 32, 6, 12), (10, 32, 3, 3), ((0, 0), (2, 2))),
+          ((1, 8, 4, 4), (8, 8, 3, 3), ((2, 2), (0, 0)))]
+
+
+def _p(pad):
+    return conv._P((1, 1), pad, (1, 1), 1)
+
+
+def _arrays(xs, ws, pad, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(xs).astype(dtype)
+    w = (rng.standard_normal(ws) / np.sqrt(9 * ws[1])).astype(dtype)
+    oh = xs[2] + pad[0][0] + pad[0][1] - 2
+    ow = xs[3] + pad[1][0] + pad[1][1] - 2
+    g = rng.standard_normal((xs[0], ws[0], oh, ow)).astype(dtype)
+    return x, w, g
+
+
+class _Spy:
+    """The conv kernel module with the Winograd kernels' calls counted."""
+
+    def __init__(self, k):
+        self.k, self.calls = k, []
+
+    def __getattr__(self, name):
+        if name.startswith("wino"):
+            self.calls.append(name)
+        return getattr(self.k, name)
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    k = conv._conv_kernels(np.ones(conv._accel.MIN_SIZE, np.float32))
+    if k is None:
+        pytest.skip("numba is not installed")
+    s = _Spy(k)
+    monkeypatch.setattr(conv, "_CONV_KERNELS", [s])
+    return s
+
+
+def _three(x, w, g, p):
+    return conv._fwd(x, w, p), conv._bwd_in(g, w, x.shape, p), conv._bwd_w(x, g, w.shape, p)
+
+
+@numba_only
+@pytest.mark.parametrize("xs,ws,pad", SHAPES)
+def test_winograd_runs_and_is_as_accurate_as_the_columns(xs, ws, pad, spy, monkeypatch):
+    """Each product's largest error against float64, relative to the same sum over |x|*|w|
+    (|g|*|w|, |x|*|g|): within 1e-6 (a few float32 ulps of the sum's scale), and no more
+    than twice the column path's."""
+    monkeypatch.setattr(conv, "_WINO_W_CH", 32)       # the weight gradient's too, on every shape here
+    p = _p(pad)
+    x, w, g = _arrays(xs, ws, pad)
+    fast = _three(x, w, g, p)
+    # (the input gradient's is a Winograd correlation where the input's sizes are even)
+    assert spy.calls.count("wino_out") == 1 + (xs[2] % 2 == 0 and xs[3] % 2 == 0) and "wino_gin" in spy.calls
+    monkeypatch.setattr(conv, "_WINO_DTYPES", ())
+    cols = _three(x, w, g, p)
+    exact = _three(*(a.astype(np.float64) for a in (x, w, g)), p)
+    scale = _three(*(np.abs(a).astype(np.float64) for a in (x, w, g)), p)
+    for f, c, e, s in zip(fast, cols, exact, scale):
+        assert f.dtype == np.float32 and f.shape == e.shape
+        err, err_cols = (np.abs(f - e) / s).max(), (np.abs(c - e) / s).max()
+        assert err < 1e-6 and err <= 2 * err_cols + 1e-7, (err, err_cols)
+
+
+@numba_only
+def test_winograd_only_where_it_pays(spy):
+    """Not for float64, odd output sizes, strides, dilations, groups, other kernels, or
+    channel counts outside the measured range; the weight gradient up to 16 channels."""
+    rng = np.random.default_rng(1)
+    cases = [((2, 8, 6, 6), (8, 8, 3, 3), (1, 1), (1, 1), 1, np.float64),
+             ((2, 8, 7, 6), (8, 8, 3, 3), (1, 1), (1, 1), 1, np.float32),
+             ((2, 8, 6, 6), (8, 8, 3, 3), (2, 2), (1, 1), 1, np.float32),
+             ((2, 8, 8, 8), (8, 8, 3, 3), (1, 1), (2, 2), 1, np.float32),
+             ((2, 16, 6, 6), (16, 8, 3, 3), (1, 1), (1, 1), 2, np.float32),
+             ((2, 8, 6, 6), (8, 8, 5, 5), (1, 1), (1, 1), 1, np.float32),
+             ((2, 3, 6, 6), (16, 3, 3, 3), (1, 1), (1, 1), 1, np.float32),
+             ((2, 64, 6, 6), (64, 64, 3, 3), (1, 1), (1, 1), 1, np.float32)]
+    for xs, ws, st, dil, groups, dt in cases:
+        pd = tuple((d * (k - 1) // 2,) * 2 for d, k in zip(dil, ws[2:]))
+        p = conv._P(st, pd, dil, groups)
+        x = rng.standard_normal(xs).astype(dt)
+        w = rng.standard_normal(ws).astype(dt)
+        y = conv._fwd(x, w, p)
+        g = rng.standard_normal(y.shape).astype(dt)
+        conv._bwd_in(g, w, x.shape, p)
+        conv._bwd_w(x, g, w.shape, p)
+        assert not spy.calls, (xs, ws, st, dil, groups, dt)
+    x, w, g = _arrays((2, 32, 6, 6), (32, 32, 3, 3), ((1, 1), (1, 1)))
+    _three(x, w, g, _p(((1, 1), (1, 1))))
+    assert spy.calls.count("wino_out") == 2 and "wino_gin" not in spy.calls
+
+
+@numba_only
+@pytest.mark.parametrize("where", ["input", "weight", "grad", "bias"])
+def test_winograd_leaves_inf_and_nan_to_the_columns(where, spy, monkeypatch):
+    """The transforms mix a tile's values: operands with an inf or NaN take the column path,
+    whose results (NaN/inf where PyTorch's are) these are, bit for bit."""
+    monkeypatch.setattr(conv, "_WINO_W_CH", 32)
+    p = _p(((1, 1), (1, 1)))
+    x, w, g = _arrays((3, 8, 8, 8), (8, 8, 3, 3), p.pad)
+    b = np.linspace(-1, 1, 8).astype(np.float32)
+    a = {"input": x, "weight": w, "grad": g, "bias": b}[where]
+    a.reshape(-1)[[1, 5, -3]] = [np.nan, np.inf, -np.inf]
+    with np.errstate(invalid="ignore", over="ignore"):
+        fast = [conv._fwd(x, w, p, bias=b), conv._bwd_in(g, w, x.shape, p), conv._bwd_w(x, g, w.shape, p)]
+        monkeypatch.setattr(conv, "_WINO_DTYPES", ())
+        ref = [conv._fwd(x, w, p, bias=b), conv._bwd_in(g, w, x.shape, p), conv._bwd_w(x, g, w.shape, p)]
+    # the products that read the planted operand: (forward, input gradient, weight gradient)
+    reads = {"input": (1, 0, 1), "weight": (1, 1, 0), "grad": (0, 1, 1), "bias": (1, 0, 0)}[where]
+    for f, r, planted in zip(fast, ref, reads):
+        if planted:
+            np.testing.assert_array_equal(f, r)
+            assert not np.isfinite(r).all()
+        else:
+            np.testing.assert_allclose(f, r, rtol=1e-5, atol=1e-5)
+
+
+@numba_only
+def test_winograd_with_bias_adds_it_once(spy):
+    p = _p(((1, 1), (1, 1)))
+    x, w, _ = _arrays((3, 8, 8, 8), (8, 8, 3, 3), p.pad)
+    b = np.linspace(-3, 3, 8).astype(np.float32)
+    y = conv._fwd(x, w, p, bias=b)
+    ref = conv._fwd(x, w, p)
+    ref += b.reshape(1, -1, 1, 1)
+    np.testing.assert_array_equal(y, ref)
+    assert spy.calls.count("wino_out") == 2
+
+
+@numba_only
+@pytest.mark.parametrize("xs,ws,pad", SHAPES[:3])
+def test_winograd_bits_do_not_depend_on_the_thread_count(xs, ws, pad, monkeypatch):
+    monkeypatch.setattr(conv, "_WINO_W_CH", 32)
+    monkeypatch.setattr(conv, "_WINO_BLOCK", 1)       # one sample a block: every batch splits
+    monkeypatch.setattr(conv, "_PAR_BYTES", 0)
+    before = _threads._threads[0]
+    p = _p(pad)
+    x, w, g = _arrays(xs, ws, pad, seed=3)
+    try:
+        monkeypatch.setattr(_threads, "_threads", [1])
+        one = _three(x, w, g, p)
+        for n in (2, 3):
+            monkeypatch.setattr(_threads, "_threads", [n])
+            for a, r in zip(_three(x, w, g, p), one):
+                np.testing.assert_array_equal(a, r)
+    finally:
+        _threads._threads[0] = before
+
+
+@needs_torch
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])
+@pytest.mark.parametrize("xs,ws,pad", SHAPES[:4])
+def test_winograd_conv2d_matches_torch(xs, ws, pad, layout):
+    """Values, the three gradients (bias too), strided / channels-last inputs, against
+    PyTorch (float32; the path runs where numba is installed)."""
+    x, w, g = _arrays(xs, ws, pad, seed=4)
+    b = np.linspace(-1, 1, ws[0]).astype(np.float32)
+    if pad[0][0] != pad[0][1] or pad[1][0] != pad[1][1]:
+        padding, xpad = 0, np.pad(x, ((0, 0), (0, 0)) + pad)
+    else:
+        padding, xpad = (pad[0][0], pad[1][0]), x
+    outs = []
+    for lib in (retrograd, torch):
+        xt = lib.from_numpy(xpad.copy())
+        if layout == "channels_last":     # (NHWC memory, as memory_format=channels_last lays it out)
+            xt = xt.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+        elif layout == "transposed":
+            xt = xt.transpose(2, 3).contiguous().transpose(2, 3)
+        xt.requires_grad_(True)
+        wt, bt = (lib.from_numpy(a.copy()).requires_grad_(True) for a in (w, b))
+        y = lib.nn.functional.conv2d(xt, wt, bt, padding=padding)
+        y.backward(lib.from_numpy(g.copy()))
+        outs.append([y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()])
+    for a, r in zip(*outs):
+        np.testing.assert_allclose(a, r, rtol=1e-4, atol=2e-4)
+
+
+@needs_torch
+def test_resnet_block_matches_torch():
+    """A BasicBlock's step (conv-bn-relu-conv-bn + identity, 16 channels) against PyTorch."""
+    rng = np.random.default_rng(6)
+    xa = rng.standard_normal((4, 16, 8, 8)).astype(np.float32)
+    w1 = (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32)
+    w2 = (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32)
+    outs = []
+    for lib in (retrograd, torch):
+        F = lib.nn.functional
+        x = lib.from_numpy(xa.copy()).requires_grad_(True)
+        a, b = (lib.from_numpy(v.copy()).requires_grad_(True) for v in (w1, w2))
+        h = F.relu(F.batch_norm(F.conv2d(x, a, padding=1), None, None, training=True))
+        y = F.relu(F.batch_norm(F.conv2d(h, b, padding=1), None, None, training=True) + x)
+        y.square().sum().backward()
+        outs.append([y.detach().numpy(), x.grad.numpy(), a.grad.numpy(), b.grad.numpy()])
+    for u, r in zip(*outs):
+        np.testing.assert_allclose(u, r, rtol=1e-3, atol=1e-3)
+
+
+@numba_only
+def test_winograd_gradcheck_float64(spy, monkeypatch):
+    """Finite differences (first and second order) through the Winograd path, forced on
+    float64 for them."""
+    monkeypatch.setattr(conv, "_WINO_DTYPES", (np.dtype(np.float32), np.dtype(np.float64)))
+    monkeypatch.setattr(conv, "_WINO_W_CH", 32)
+    rng = np.random.default_rng(7)
+    x = retrograd.tensor(rng.standard_normal((2, 8, 4, 4)), requires_grad=True)
+    w = retrograd.tensor(rng.standard_normal((8, 8, 3, 3)) * 0.3, requires_grad=True)
+    b = retrograd.tensor(rng.standard_normal(8), requires_grad=True)
+
+    def f(x, w, b):
+        return retrograd.nn.functional.conv2d(x, w, b, padding=1)
+    assert gradcheck(f, (x, w, b))
+    assert {"wino_in", "wino_out", "wino_gin"} <= set(spy.calls)
+    assert gradgradcheck(f, (x, w, b))
