@@ -194,22 +194,33 @@ def col2im(d, gx, ph, s0, s1, d0, d1, plh, plw, pr, pc, gx64, ph32):
 
 @_jit
 def _wino_planes(x, b, c, ph, plh, plw, hr, pc):
-    # x[b, c] into the interior of the zero-bordered parity phases ph (4 * hr * pc); returns
-    # the sum of its values times zero: NaN where one is inf or NaN (checked on the way)
+    # x[b, c] into the interior of the zero-bordered parity phases ph (4 * hr * pc), a row's
+    # even and odd padded columns by one stride-2 read each; returns whether a value was inf
+    # or NaN (v * 0 is not 0: an integer or-reduction, which vectorises where a float sum
+    # would not)
     H, W = x.shape[2], x.shape[3]
     xc = x[b, c]
     P = hr * pc
-    z = ph[0] * 0
+    j0 = plw & 1                        # the first column that lands in the even phase
+    ne, no = (W - j0 + 1) // 2, (W - (1 - j0) + 1) // 2
+    de, do = (j0 + plw) >> 1, (1 - j0 + plw) >> 1
+    je, jo = _u(j0), _u(1 - j0)
+    bad = False
     for i in range(H):
         r = i + plh
         base = (r & 1) * 2 * P + (r >> 1) * pc
         row = xc[i]
-        for j in range(W):
-            q = j + plw
-            v = row[j]
-            z += v * 0
-            ph[base + (q & 1) * P + (q >> 1)] = v
-    return z
+        ev = ph[base + de:base + de + ne]
+        od = ph[base + P + do:base + P + do + no]
+        for t in range(_u(ne)):
+            v = row[je + t + t]
+            bad |= (v * 0) != 0
+            ev[t] = v
+        for t in range(_u(no)):
+            v = row[jo + t + t]
+            bad |= (v * 0) != 0
+            od[t] = v
+    return bad
 
 
 @_jit
@@ -239,14 +250,14 @@ def wino_in(x, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn):
     not, V is not the transform the convolution needs and the caller takes another path)."""
     B, C = x.shape[0], x.shape[1]
     L = _u(th * pc)
-    z = ph[0] * 0
+    bad = False
     for b in range(B):
         for c in range(C):
-            z += _wino_planes(x, b, c, ph, plh, plw, hr, pc)
+            bad |= _wino_planes(x, b, c, ph, plh, plw, hr, pc)
             for xi in range(16):
                 _wino_combine(V, ph, _u(xi * xs + c * T + b * th * pc), _u(tab[xi, 0]), _u(tab[xi, 1]),
                               _u(tab[xi, 2]), _u(tab[xi, 3]), L, sgn[xi, 0] > 0, sgn[xi, 1] > 0)
-    return z == 0
+    return not bad
 
 
 @_jit
@@ -326,18 +337,25 @@ def wino_out(M, y, tq, th, tw, pc, xs, T, bias):
 
 @_jit
 def _wino_gphases(g, b, o, gp, th, tw, pc):
-    # g[b, o] (2th x 2tw) as its four parity phases (th x pc each; column tw stays zero)
+    # g[b, o] (2th x 2tw) as its four parity phases (th x pc each; column tw stays zero);
+    # returns whether a value was inf or NaN (as _wino_planes)
     go = g[b, o]
     P = th * pc
-    z = gp[0] * 0
+    bad = False
+    one = _u(1)
     for i in range(2 * th):
         base = (i & 1) * 2 * P + (i >> 1) * pc
         row = go[i]
-        for j in range(2 * tw):
-            v = row[j]
-            z += v * 0
-            gp[base + (j & 1) * P + (j >> 1)] = v
-    return z
+        ev = gp[base:base + tw]
+        od = gp[base + P:base + P + tw]
+        for t in range(_u(tw)):
+            v = row[t + t]
+            bad |= (v * 0) != 0
+            ev[t] = v
+            v = row[t + t + one]
+            bad |= (v * 0) != 0
+            od[t] = v
+    return bad
 
 
 @_jit
@@ -385,13 +403,13 @@ def wino_gin(g, Z, gp, th, tw, pc, xs, T):
     B, O = g.shape[0], g.shape[1]
     L = _u(th * pc)
     P, P2, P3 = _u(th * pc), _u(2 * th * pc), _u(3 * th * pc)
-    z = gp[0] * 0
+    bad = False
     for b in range(B):
         for o in range(O):
-            z += _wino_gphases(g, b, o, gp, th, tw, pc)
+            bad |= _wino_gphases(g, b, o, gp, th, tw, pc)
             for xi in range(16):
                 _wino_gcombine(Z, gp, _u(xi * xs + o * T + b * th * pc), _u(0), P2, P, P3, L, xi >> 2, xi & 3)
-    return z == 0
+    return not bad
 
 
 @_jit
