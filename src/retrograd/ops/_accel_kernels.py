@@ -216,27 +216,26 @@ def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1, c0, c1):
     """out[c, a, b] = sum over (n, i, j) of g[n, c, i, j] * xp[n, c, i + a*d0, j + b*d1] (xp,
     ``buf`` as in dw_corr) over the real output positions only, summed per output column in
     ``acc`` (KH, KW, OW) while the sample's plane is in cache, then across it; for the
-    channels c0 <= c < c1."""
+    channels c0 <= c < c1. (Rows at unsigned flat offsets, as dw_corr3.)"""
     N, C, OH, OW = g.shape
     KH, KW = out.shape[1], out.shape[2]
+    owu = _u(OW)
+    gf = g.reshape(-1)
+    af = acc.reshape(-1)
     for c in range(c0, c1):
-        for a in range(KH):
-            for b in range(KW):
-                ac = acc[a, b]
-                for j in range(OW):
-                    ac[j] = 0
+        for j in range(af.shape[0]):
+            af[j] = 0
         for n in range(N):
             _dw_plane(x, n, c, buf, plh, plw, wp)
-            gc = g[n, c]
+            g0 = _u((n * C + c) * OH * OW)
             for a in range(KH):
                 for b in range(KW):
-                    ac = acc[a, b]
+                    ao = _u((a * KW + b) * OW)
                     for i in range(OH):
-                        s0 = (i + a * d0) * wp + b * d1
-                        seg = buf[s0:s0 + OW]
-                        gr = gc[i]
-                        for j in range(OW):
-                            ac[j] += gr[j] * seg[j]
+                        s0 = _u((i + a * d0) * wp + b * d1)
+                        gi = g0 + _u(i * OW)
+                        for j in range(owu):
+                            af[ao + j] += gf[gi + j] * buf[s0 + j]
         for a in range(KH):
             for b in range(KW):
                 ac = acc[a, b]
