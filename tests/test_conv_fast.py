@@ -138,6 +138,27 @@ def test_winograd_leaves_inf_and_nan_to_the_columns(where, spy, monkeypatch):
 
 
 @numba_only
+def test_winograd_overflow_takes_the_column_path(spy, monkeypatch):
+    """Finite operands near the largest float: a transform's sum of four inputs overflows
+    where the convolution's own sums (small weights) do not; the column path's finite
+    results, not the transform's inf/NaN."""
+    monkeypatch.setattr(conv, "_WINO_W_CH", 32)
+    p = _p(((1, 1), (1, 1)))
+    x, w, g = _arrays((2, 8, 6, 6), (8, 8, 3, 3), p.pad)
+    x *= np.float32(3e38) / np.abs(x).max()
+    g *= np.float32(3e38) / np.abs(g).max()
+    w *= np.float32(1e-4)
+    with np.errstate(over="ignore", invalid="ignore"):
+        fast = [conv._fwd(x, w, p), conv._bwd_in(g, w, x.shape, p)]
+        monkeypatch.setattr(conv, "_WINO_DTYPES", ())
+        ref = [conv._fwd(x, w, p), conv._bwd_in(g, w, x.shape, p)]
+    assert spy.calls.count("wino_out") == 2          # (tried, then left to the columns)
+    for f, r in zip(fast, ref):
+        assert np.isfinite(r).all()
+        np.testing.assert_array_equal(f, r)
+
+
+@numba_only
 def test_winograd_with_bias_adds_it_once(spy):
     p = _p(((1, 1), (1, 1)))
     x, w, _ = _arrays((3, 8, 8, 8), (8, 8, 3, 3), p.pad)

@@ -306,11 +306,14 @@ def _wino_phase(M, tq, dst, m0, m1, m2, m3, n0, n1, n2, n3, L, p, q):
 def wino_out(M, y, tq, th, tw, pc, xs, T, bias):
     """y[b, o] from M[xi * xs + o * T + b * th * pc + k]: A^T m A of each tile, its four
     parity phases first into the work row ``tq`` (4 * th * pc), then interleaved into the
-    output rows; plus bias[o] (after) when ``bias`` is not empty."""
+    output rows; plus bias[o] (after) when ``bias`` is not empty. Returns whether every
+    output is finite (from finite operands a transform's sum can still overflow where the
+    convolution's does not: the caller then takes the column path)."""
     B, O = y.shape[0], y.shape[1]
     L = _u(th * pc)
     Lp = th * pc
     with_bias = bias.shape[0] > 0
+    bad = False
     x0, x1, x2, x3 = _u(0), _u(xs), _u(2 * xs), _u(3 * xs)
     x4, x8, x12 = _u(4 * xs), _u(8 * xs), _u(12 * xs)
     for b in range(B):
@@ -327,12 +330,21 @@ def wino_out(M, y, tq, th, tw, pc, xs, T, bias):
                     if with_bias:
                         bo = bias[o]
                         for j in range(tw):
-                            row[2 * j] = e[j] + bo
-                            row[2 * j + 1] = d[j] + bo
+                            u = e[j] + bo
+                            v = d[j] + bo
+                            bad |= (u * 0) != 0
+                            bad |= (v * 0) != 0
+                            row[2 * j] = u
+                            row[2 * j + 1] = v
                     else:
                         for j in range(tw):
-                            row[2 * j] = e[j]
-                            row[2 * j + 1] = d[j]
+                            u = e[j]
+                            v = d[j]
+                            bad |= (u * 0) != 0
+                            bad |= (v * 0) != 0
+                            row[2 * j] = u
+                            row[2 * j + 1] = v
+    return not bad
 
 
 @_jit

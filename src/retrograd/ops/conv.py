@@ -418,7 +418,8 @@ def _bwd_in_blocked(g, w, xshape, p):
 # im2col's 2.4-3.5e-7 (the transforms' sums are shorter than a 9C-term dot product). The
 # transforms mix a tile's inputs, so an inf or NaN would spread to outputs it does not
 # reach: operands with one take the column path (the transforms check the planes they
-# copy; a sum checks the weight and bias). The input gradient is the same correlation of
+# copy; a sum checks the weight and bias), and so do results with one (a transform's sums
+# of values near the largest float can overflow where the convolution's do not). The input gradient is the same correlation of
 # the output gradient with the flipped, transposed kernel. float64 and the NumPy path keep
 # the column path (the accelerator's transforms are numba kernels).
 # Measured here (single thread, ResNet-like shapes, against the column path): 16 -> 16
@@ -535,7 +536,10 @@ def _wino_w(x, g, wshape, p):
         du += parts[k]
     gm = _G.astype(np.float64)
     gw = np.einsum("ra,rsoc,sb->ocab", gm, du.reshape(4, 4, o, c).astype(np.float64), gm)
-    return np.ascontiguousarray(gw, dt).reshape(wshape)
+    with np.errstate(over="ignore"):
+        gw = np.ascontiguousarray(gw, dt).reshape(wshape)
+    # (a transform's overflow, or an inf gradient: the column path decides)
+    return gw if np.isfinite(gw).all() else None
 
 
 def _wino(x, w, pad, p, bias=None):
@@ -576,7 +580,9 @@ def _wino(x, w, pad, p, bias=None):
                 finite[r] = False       # (an inf or NaN in x: the column path instead)
                 return
             _blas.matmul(U, Vv[:, :, :t], out=Mv[:, :, :t])
-            kern.wino_out(M, y[i:j], tq, th, tw, pc, xm, T, bz)
+            if not kern.wino_out(M, y[i:j], tq, th, tw, pc, xm, T, bz):
+                finite[r] = False       # (an output overflowed, or is inf: the column path decides)
+                return
     _each_run(runs, run)
     return y if all(finite) else None
 
