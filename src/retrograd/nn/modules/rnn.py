@@ -2,7 +2,8 @@
 
 The input projection of all steps is one GEMM up front. LSTM (without projection), GRU and
 RNN layers then run each direction as one node whose time loop works on arrays (backward
-through time included; under create_graph it differentiates the tensor-op composite);
+through time included; the LSTM's node takes its input projection in too; under
+create_graph it differentiates the tensor-op composite);
 projected LSTM runs one tensor-op cell per time step. Packed sequences run on
 their padded form with a per-step mask: finished sequences keep their last state.
 """
@@ -151,9 +152,9 @@ class RNNBase(Module):
     def _direction(self, x, h, c, params, reverse, masks):
         """Run one direction over time-major ``x`` (L, N, F); returns (outputs (L, N, H), h, c)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = params
+        if self.mode == "LSTM" and w_hr is None and x.shape[0] > 0:
+            return lstm_layer(x, h, c, w_ih, w_hh, b_ih, b_hh, reverse, masks)
         gx = _linear(x, w_ih, b_ih)
-        if self.mode == "LSTM" and w_hr is None and gx.shape[0] > 0:
-            return lstm_layer(gx, h, c, w_hh, b_hh, reverse, masks)
         if self.mode == "GRU" and gx.shape[0] > 0:
             return (*gru_layer(gx, h, w_hh, b_hh, reverse, masks), None)
         if self.mode in ("RNN_TANH", "RNN_RELU") and gx.shape[0] > 0:
