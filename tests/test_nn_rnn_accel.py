@@ -68,7 +68,7 @@ def test_lstm_kernels_run(monkeypatch):
             return getattr(k, name)
 
         def lstm_forward(self, *a):
-            calls.append(("f", a[-6]))          # (reverse)
+            calls.append(("f", a[-4]))          # (reverse)
             return k.lstm_forward(*a)
 
         def lstm_backward(self, *a):

@@ -91,18 +91,53 @@ def call_loop(fn, data, x, out, n, size, buf):
     _call4(fn, p, p + 16, p + 24, data)
 
 
+# Small loops over 1-D runs, each with few arrays, in place where in place: LLVM vectorises
+# these (a loop that writes one array while reading another that may overlap it runs scalar
+# after its run-time overlap check).
+
 @_jit
-def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, h0, acts, gc, tcs, out, hn, m, nm, hprev, masked,
-                 reverse, one, zero, S, G, hb):
+def _iadd(x, b):
+    for k in range(x.size):
+        x[k] = x[k] + b[k]
+
+
+@_jit
+def _isigmoid(x, one):
+    """x = 1 / (x + 1): the sigmoid from exp of the negated pre-activation."""
+    for k in range(x.size):
+        x[k] = one / (x[k] + one)
+
+
+@_jit
+def _mul(out, a, b):
+    for k in range(out.size):
+        out[k] = a[k] * b[k]
+
+
+@_jit
+def _addmul(out, a, b):
+    for k in range(out.size):
+        out[k] = out[k] + a[k] * b[k]
+
+
+@_jit
+def _copy(out, a):
+    for k in range(out.size):
+        out[k] = a[k]
+
+
+@_jit
+def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, h0, acts, gc, tcs, out, hn, m, nm, hprev,
+                 masked, reverse, one, zero, hb):
     """``_seqkit.lstm_layer``'s time loop: h0 (N, H) the first state, gc's c at the first step
     the first cell state; writes acts (L, N, 4H), gc (L + 1, N, 2H), tcs (L, N, H), the outputs
     out (L, N, H) and the last state hn (N, H). wtn (H, 4H): the hidden weights, transposed,
-    permuted and negated; gpn (L, N, 4H): the input projections with b_hh, permuted and
+    permuted and negated; gpn (L, N, 4H): the input projections with the biases, permuted and
     negated. With ``masked``, m and nm (L, N) keep the state of finished sequences and hprev
-    (L, N, H) receives the state before each step. S (N * 3H), G (N * H) and hb (2, N, H) are
-    scratch."""
+    (L, N, H) receives the state before each step. hb (2, N, H) is scratch."""
     L, N, H4 = acts.shape
     H = H4 // 4
+    H2 = 2 * H
     H3 = 3 * H
     buf = np.empty(5, np.int64)
     esz = acts.itemsize
@@ -112,49 +147,48 @@ def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, h0, acts,
         j = t + 1 if reverse else t
         jn = t if reverse else t + 1
         a = acts[t]
-        _call_gemm(gemm, iw, _ROW, _NT, _NT, N, H4, H, one, h.ctypes.data, H, wtn.ctypes.data, H4, zero, a.ctypes.data, H4)
-        gp = gpn[t]
+        _call_gemm(gemm, iw, _ROW, _NT, _NT, N, H4, H, one, h.ctypes.data, H, wtn.ctypes.data, H4, zero,
+                   a.ctypes.data, H4)
+        af = a.reshape(N * H4)
+        _iadd(af, gpn[t].reshape(N * H4))
+        cur = gc[j].reshape(N * H2)
+        nxt = gc[jn].reshape(N * H2)
+        tcf = tcs[t].reshape(N * H)
+        # NumPy's loops on each row's runs, as NumPy's calls on the (N, 3H) and (N, H) blocks run them
         for n in range(N):
-            for k in range(H3):
-                S[n * H3 + k] = a[n, k] + gp[n, k]
-            for k in range(H3, H4):
-                v = a[n, k] + gp[n, k]
-                a[n, k] = v
-                G[n * H + k - H3] = v
-        call_loop(fexp, exp_data, S.ctypes.data, S.ctypes.data, N * H3, esz, buf)
-        call_loop(ftanh, tanh_data, G.ctypes.data, G.ctypes.data, N * H, esz, buf)
-        cur = gc[j]
-        nxt = gc[jn]
-        tc = tcs[t]
+            r = af[n * H4:].ctypes.data
+            call_loop(fexp, exp_data, r, r, H3, esz, buf)
+            call_loop(ftanh, tanh_data, r + H3 * esz, cur[n * H2:].ctypes.data, H, esz, buf)
         for n in range(N):
-            for k in range(H3):
-                a[n, k] = one / (S[n * H3 + k] + one)
-            for k in range(H):
-                g = G[n * H + k]
-                cur[n, k] = g
-                c2 = a[n, H + k] * g + a[n, 2 * H + k] * cur[n, H + k]
-                nxt[n, H + k] = c2
-                tc[n, k] = c2
-        call_loop(ftanh, tanh_data, tc.ctypes.data, tc.ctypes.data, N * H, esz, buf)
-        o = out[t]
+            r = n * H4
+            q = n * H2
+            _isigmoid(af[r:r + H3], one)
+            y = tcf[n * H:(n + 1) * H]
+            _mul(y, af[r + H:r + H2], cur[q:q + H])                # i g
+            _addmul(y, af[r + H2:r + H3], cur[q + H:q + H2])       # + f c
+            _copy(nxt[q + H:q + H2], y)
+        call_loop(ftanh, tanh_data, tcf.ctypes.data, tcf.ctypes.data, N * H, esz, buf)
+        of = out[t].reshape(N * H)
         if masked:
-            hp = hprev[t]
+            hpf = hprev[t].reshape(N * H)
+            hf = h.reshape(N * H)
             hnew = hb[s % 2]
+            hnf = hnew.reshape(N * H)
             for n in range(N):
                 mv = m[t, n]
                 nmv = nm[t, n]
-                for k in range(H):
-                    hp[n, k] = h[n, k]
-                    hm = a[n, k] * tc[n, k] * mv
-                    o[n, k] = hm
-                    hnew[n, k] = hm + h[n, k] * nmv
-                    nxt[n, H + k] = nxt[n, H + k] * mv + cur[n, H + k] * nmv
+                for k in range(n * H, (n + 1) * H):
+                    hpf[k] = hf[k]
+                    hm = af[n * H4 + k - n * H] * tcf[k] * mv
+                    of[k] = hm
+                    hnf[k] = hm + hf[k] * nmv
+                    q = n * H2 + H + k - n * H
+                    nxt[q] = nxt[q] * mv + cur[q] * nmv
             h = hnew
         else:
             for n in range(N):
-                for k in range(H):
-                    o[n, k] = a[n, k] * tc[n, k]
-            h = o
+                _mul(of[n * H:(n + 1) * H], af[n * H4:n * H4 + H], tcf[n * H:(n + 1) * H])
+            h = out[t]
     hn[:, :] = h
 
 

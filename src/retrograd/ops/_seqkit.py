@@ -528,7 +528,7 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
         m, nm = msk if msk is not None else (_NOMASK[dt], _NOMASK[dt])
         k.lstm_forward(gaddr, iw, fe, de, ft, tdat, wtn, gp, h, acts, gc, tcs, out, hn, m, nm,
                        hprev if hprev is not None else out, msk is not None, reverse, dt.type(1), dt.type(0),
-                       np.empty(N * H3, dt), np.empty(N * H, dt), np.empty((2, N, H), dt))
+                       np.empty((2, N, H), dt))
         h = hn
     else:
         with np.errstate(over="ignore"):
