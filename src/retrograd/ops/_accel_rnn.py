@@ -96,9 +96,9 @@ def call_loop(fn, data, x, out, n, size, buf):
 # after its run-time overlap check).
 
 @_jit
-def _iadd(x, b):
+def _iadd2(x, b, c):
     for k in range(x.size):
-        x[k] = x[k] + b[k]
+        x[k] = x[k] + b[k] + c[k]
 
 
 @_jit
@@ -127,13 +127,13 @@ def _copy(out, a):
 
 
 @_jit
-def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, h0, acts, gc, tcs, out, hn, m, nm, hprev,
-                 masked, reverse, one, zero, hb):
+def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, bp, h0, acts, gc, tcs, out, hn, m, nm,
+                 hprev, masked, reverse, one, zero, hb):
     """``_seqkit.lstm_layer``'s time loop: h0 (N, H) the first state, gc's c at the first step
     the first cell state; writes acts (L, N, 4H), gc (L + 1, N, 2H), tcs (L, N, H), the outputs
     out (L, N, H) and the last state hn (N, H). wtn (H, 4H): the hidden weights, transposed,
-    permuted and negated; gpn (L, N, 4H): the input projections with the biases, permuted and
-    negated. With ``masked``, m and nm (L, N) keep the state of finished sequences and hprev
+    permuted and negated; gpn (L, N, 4H): the input projections, permuted and negated; bp
+    (4H,) the biases' sum, likewise. With ``masked``, m and nm (L, N) keep the state of finished sequences and hprev
     (L, N, H) receives the state before each step. hb (2, N, H) is scratch."""
     L, N, H4 = acts.shape
     H = H4 // 4
@@ -150,7 +150,9 @@ def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, h0, acts,
         _call_gemm(gemm, iw, _ROW, _NT, _NT, N, H4, H, one, h.ctypes.data, H, wtn.ctypes.data, H4, zero,
                    a.ctypes.data, H4)
         af = a.reshape(N * H4)
-        _iadd(af, gpn[t].reshape(N * H4))
+        g_ = gpn[t].reshape(N * H4)
+        for n in range(N):
+            _iadd2(af[n * H4:(n + 1) * H4], g_[n * H4:(n + 1) * H4], bp)
         cur = gc[j].reshape(N * H2)
         nxt = gc[jn].reshape(N * H2)
         tcf = tcs[t].reshape(N * H)

@@ -496,16 +496,19 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
     perm = _lstm_perm(H)
     big = L * H4 * N >= _MIN_ACCEL and _host_float(xd, dt)
     gemm = _rec_gemm(dt) if big else None
-    # the input projections of all steps in the loop's gate order, the sigmoid gates negated,
-    # both biases added: one GEMM with the permuted, negated input weights, one sum
+    # the input projections of all steps in the loop's gate order, the sigmoid gates negated:
+    # one GEMM with the permuted, negated input weights (BLAS reads them transposed); the
+    # biases' sum, likewise, is added at each step: a step's pre-activations are
+    # (h W_hh' + x W_ih') + (b_ih + b_hh)
     wi = w_ih._data[perm].astype(dt)
     xp.negative(wi[:H3], out=wi[:H3])
-    gp = _blas.matmul(xd.reshape(L * N, F).astype(dt, copy=False), xp.ascontiguousarray(wi.T)).reshape(L, N, H4)
+    gp = _blas.matmul(xd.reshape(L * N, F).astype(dt, copy=False), wi.T).reshape(L, N, H4)
     if b_ih is not None or b_hh is not None:
         bs = [b._data.astype(dt, copy=False) for b in (b_ih, b_hh) if b is not None]
         bp = (bs[0] + bs[1] if len(bs) == 2 else bs[0])[perm]
         xp.negative(bp[:H3], out=bp[:H3])
-        gp += bp
+    else:
+        bp = xp.zeros(H4, dt)
     wp = w[perm].astype(dt)
     xp.negative(wp[:H3], out=wp[:H3])
     wtn = xp.ascontiguousarray(wp.T)                    # (H, 4H)
@@ -526,7 +529,7 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
         k, gemm, (gaddr, iw), (fe, de), (ft, tdat) = c
         hn = np.empty((N, H), dt)
         m, nm = msk if msk is not None else (_NOMASK[dt], _NOMASK[dt])
-        k.lstm_forward(gaddr, iw, fe, de, ft, tdat, wtn, gp, h, acts, gc, tcs, out, hn, m, nm,
+        k.lstm_forward(gaddr, iw, fe, de, ft, tdat, wtn, gp, bp, h, acts, gc, tcs, out, hn, m, nm,
                        hprev if hprev is not None else out, msk is not None, reverse, dt.type(1), dt.type(0),
                        np.empty((2, N, H), dt))
         h = hn
@@ -539,6 +542,7 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
                 else:
                     _blas.matmul(h, wtn, out=a)
                 a += gp[t]
+                a += bp
                 s = a[:, :H3]
                 xp.exp(s, out=s)
                 s += 1
