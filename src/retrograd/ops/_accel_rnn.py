@@ -29,6 +29,8 @@ from numba.extending import intrinsic
 __all__ = ["lstm_forward", "lstm_backward", "call_loop"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+# (the step loops' small helpers are inlined into them: a call per row and helper costs)
+_inl = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
 
 _ROW, _NT = 101, 111     # CblasRowMajor, CblasNoTrans
 
@@ -95,32 +97,32 @@ def call_loop(fn, data, x, out, n, size, buf):
 # these (a loop that writes one array while reading another that may overlap it runs scalar
 # after its run-time overlap check).
 
-@_jit
+@_inl
 def _iadd2(x, b, c):
     for k in range(x.size):
         x[k] = x[k] + b[k] + c[k]
 
 
-@_jit
+@_inl
 def _isigmoid(x, one):
     """x = 1 / (x + 1): the sigmoid from exp of the negated pre-activation."""
     for k in range(x.size):
         x[k] = one / (x[k] + one)
 
 
-@_jit
+@_inl
 def _mul(out, a, b):
     for k in range(out.size):
         out[k] = a[k] * b[k]
 
 
-@_jit
+@_inl
 def _addmul(out, a, b):
     for k in range(out.size):
         out[k] = out[k] + a[k] * b[k]
 
 
-@_jit
+@_inl
 def _copy(out, a):
     for k in range(out.size):
         out[k] = a[k]
