@@ -236,7 +236,8 @@ def lstm_backward(gemm, iw, w, acts, gc, tcs, dout, dh, dc, da, m, nm, masked, r
                 d[n, H + k] = ((one - f) * f * cp) * dct
                 d[n, 2 * H + k] = ((one - g * g) * i) * dct
                 d[n, 3 * H + k] = ((one - o) * o * tc) * dh2
-        _call_gemm(gemm, iw, _ROW, _NT, _NT, N, H, H4, one, d.ctypes.data, H4, w.ctypes.data, H, zero, dh.ctypes.data, H)
+        _call_gemm(gemm, iw, _ROW, _NT, _NT, N, H, H4, one, d.ctypes.data, H4, w.ctypes.data, H, zero,
+                   dh.ctypes.data, H)
         if masked:
             for n in range(N):
                 for k in range(H):

@@ -178,7 +178,9 @@ def _lstm_perm(H, inverse=False):
 # cblas gemm called with the same arguments (_rec_gemm: MKL's where ops._blas uses MKL, else
 # the OpenBLAS NumPy itself calls), so that the compiled loop, which calls it through its
 # function pointer, gives the NumPy loop's bits; the compiled loop's exp and tanh are NumPy's
-# own ufunc loops, called through theirs (_ufunc_loop).
+# own ufunc loops, called through theirs (_ufunc_loop). Neither adds threads: MKL runs with its
+# sequential layer (ops._blas), and OpenBLAS's gemm decides its threads for a product as it
+# does under np.matmul (products this small run on the calling thread).
 
 _ROW, _NT = 101, 111
 _CFN = {}
