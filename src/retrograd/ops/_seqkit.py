@@ -511,9 +511,11 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
         xp.negative(bp[:H3], out=bp[:H3])
     else:
         bp = xp.zeros(H4, dt)
-    wp = w[perm].astype(dt)
-    xp.negative(wp[:H3], out=wp[:H3])
-    wtn = xp.ascontiguousarray(wp.T)                    # (H, 4H)
+    # the hidden weights transposed (H, 4H), permuted and negated in one pass per gate block
+    wtn = xp.empty((H, H4), dt)
+    xp.negative(w[3 * H:].T, out=wtn[:, :H])
+    xp.negative(w[:2 * H].T, out=wtn[:, H:H3])
+    wtn[:, H3:] = w[2 * H:H3].T
     h = xp.ascontiguousarray(h0._data, dt)
     acts = xp.empty((L, N, H4), dt)
     tcs = xp.empty((L, N, H), dt)
