@@ -569,7 +569,9 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
                     h = xp.multiply(a[:, :H], tc, out=out[t])
     node = node_for(MkldnnRnnLayerBackward0 if dt == np.float32 else _LstmLayerStack,
                     (x, h0, c0, w_ih, w_hh, b_ih, b_hh))
-    res = finish_multi(node, [out, xp.array(h, copy=True), xp.array(gc[L - j0, :, H:], copy=True)])
+    # (the last states as arrays of their own: h may be a view of the outputs)
+    res = finish_multi(node, [out, h if c is not None else xp.array(h, copy=True),
+                              xp.array(gc[L - j0, :, H:], copy=True)])
     if node is not None:
         if masks is None:
             h0d = h0._data.astype(dt, copy=False)[None]

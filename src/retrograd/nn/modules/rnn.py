@@ -221,8 +221,13 @@ class RNNBase(Module):
         hshape = (self.num_layers * D, N, real_hidden)
         cshape = (self.num_layers * D, N, self.hidden_size)
         if hx is None:
-            z = _creation.zeros(hshape, dtype=x.dtype, device=x.device)
-            h0, c0 = z, (_creation.zeros(cshape, dtype=x.dtype, device=x.device) if is_lstm else None)
+            # one zero state per shape, shared by every layer and direction (the layers only
+            # read their first states)
+            z = _creation.zeros(hshape[1:], dtype=x.dtype, device=x.device)
+            zc = (z if cshape == hshape else _creation.zeros(cshape[1:], dtype=x.dtype, device=x.device)) \
+                if is_lstm else None
+            h_init = [z] * hshape[0]
+            c_init = [zc] * cshape[0] if is_lstm else None
         else:
             if is_lstm:
                 h0, c0 = hx
@@ -244,8 +249,8 @@ class RNNBase(Module):
                 raise RuntimeError(f"Expected {what} size {hshape}, got [{', '.join(map(str, h0.shape))}]")
             if c0 is not None and tuple(c0.shape) != cshape:
                 raise RuntimeError(f"Expected hidden[1] size {cshape}, got [{', '.join(map(str, c0.shape))}]")
-        h_init = unbind(h0, 0)
-        c_init = unbind(c0, 0) if c0 is not None else None
+            h_init = unbind(h0, 0)
+            c_init = unbind(c0, 0) if c0 is not None else None
         layer_in = x
         h_n, c_n = [], []
         for layer in range(self.num_layers):
