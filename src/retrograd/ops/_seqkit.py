@@ -151,9 +151,10 @@ def gru_pointwise(gx, gh, h):
 # permuted weights and inputs, which is exact) so that sigmoid is 1 / (1 + exp(-a)) in three
 # in-place calls. ``gc[j]`` holds (g, c) of a step side by side, so that f * c + i * g is one
 # product of the (i, f) block with it and one sum. The step's product is h (N, H) @ W' (H, 4H)
-# (faster than the transposed W' h on MKL and OpenBLAS at these sizes), and the backward
-# writes the gates' gradients in PyTorch's order: they are the input projections' gradients
-# as they are, and one GEMM with them gives the weights'.
+# (measured here: 0.7x the time of the transposed W' h on MKL at 20 x 128 @ 128 x 512, about
+# even on OpenBLAS), and the backward writes the gates' gradients in PyTorch's order: they
+# are the input projections' gradients as they are, and one GEMM with them gives each
+# weight's gradient (the input projection is part of the node).
 
 _PERMS = {}
 
