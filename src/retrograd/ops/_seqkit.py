@@ -159,17 +159,15 @@ def gru_pointwise(gx, gh, h):
 _PERMS = {}
 
 
-def _lstm_perm(H, inverse=False):
-    """The gate order (o, i, f, g) as indices into PyTorch's (i, f, g, o), or the inverse."""
-    xp = xp_for(H, inverse)
-    p = _PERMS.get((H, inverse))
+def _lstm_perm(H):
+    """The gate order (o, i, f, g) as indices into PyTorch's (i, f, g, o)."""
+    p = _PERMS.get(H)
     if p is None:
-        p = (xp.concatenate([xp.arange(H, 4 * H), xp.arange(0, H)]) if inverse else
-             xp.concatenate([xp.arange(3 * H, 4 * H), xp.arange(0, 3 * H)]))
+        p = np.concatenate([np.arange(3 * H, 4 * H), np.arange(0, 3 * H)])
         p.flags.writeable = False
         if len(_PERMS) > 16:
             _PERMS.clear()
-        _PERMS[(H, inverse)] = p
+        _PERMS[H] = p
     return p
 
 
