@@ -57,33 +57,35 @@ def test_lstm_kernels_match_numpy_path_bit_for_bit(cfg, dtype, with_hx, packed, 
 
 @numba_only
 def test_lstm_kernels_run(monkeypatch):
-    """The kernels are what the layer calls at these sizes, once per time step (forward, then
-    backward in reverse), and not below the size bound; packed sequences' masks keep the
-    backward on the NumPy loop."""
+    """The compiled loops are what the layer calls at these sizes, once per layer and
+    direction (forward, then the backward through time), packed sequences included, and not
+    below the size bound."""
     k = _seqkit.rnn_kernels()
     calls = []
 
     class Spy:
-        def lstm_bptt_step(self, *a):
-            calls.append(("b", a[7]))
-            return k.lstm_bptt_step(*a)
+        def __getattr__(self, name):
+            return getattr(k, name)
 
-        def lstm_gates_step(self, *a):
-            calls.append(("f", a[2]))
-            return k.lstm_gates_step(*a)
+        def lstm_forward(self, *a):
+            calls.append(("f", a[-4]))          # (reverse)
+            return k.lstm_forward(*a)
 
-        def lstm_inputs(self, *a):
-            calls.append(("in",))
-            return k.lstm_inputs(*a)
+        def lstm_backward(self, *a):
+            calls.append(("b", a[-4]))
+            return k.lstm_backward(*a)
     monkeypatch.setattr(_seqkit, "_RNN_KERNELS", [Spy()])
     _run("float32", *CONFIGS[0])
-    forward = [("in",), ("f", 0), ("f", 1), ("f", 2), ("f", 3)]
-    assert calls == forward + [("b", 3), ("b", 2), ("b", 1), ("b", 0)]
+    assert calls == [("f", False), ("b", False)]
+    calls.clear()
+    _run("float64", *CONFIGS[1])     # 2 layers, bidirectional
+    assert calls[:4] == [("f", False), ("f", True)] * 2      # layer by layer, both directions
+    assert sorted(calls[4:]) == [("b", False)] * 2 + [("b", True)] * 2
     calls.clear()
     _run("float32", 2, 3, 1, False, False, (3, 2))
     assert calls == []
     _run("float32", *CONFIGS[0], packed=True)
-    assert calls == forward
+    assert calls == [("f", False), ("b", False)]
 
 
 @numba_only
@@ -151,10 +153,8 @@ def test_lstm_kernel_gradcheck(monkeypatch):
 
 
 def _layer_out(m, w, b, x):
-    from retrograd.nn._functional_seq import _linear
-    gx = _linear(x, m.weight_ih_l0, m.bias_ih_l0)
     z = retrograd.zeros(x.shape[1], m.hidden_size, dtype=x.dtype)
-    return _seqkit.lstm_layer(gx, z, z, w, b, reverse=True)
+    return _seqkit.lstm_layer(x, z, z, m.weight_ih_l0, w, m.bias_ih_l0, b, reverse=True)
 
 
 @needs_torch

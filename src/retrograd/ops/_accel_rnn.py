@@ -1,98 +1,244 @@
-"""The numba kernels of the recurrent layers' time loops (imported only where numba is
-installed; :func:`retrograd.ops._seqkit.rnn_kernels` loads them).
+"""The numba kernels of the LSTM layer's time loops (imported only where numba is installed;
+:func:`retrograd.ops._seqkit.rnn_kernels` loads them).
 
-The NumPy path of ``_seqkit``'s LSTM layer runs each time step as about ten whole-array
-calls around its GEMM, and its backward through time precomputes the gates' derivative
-factors for all steps (a dozen passes over arrays of the whole sequence); at a recurrent
-layer's sizes (a few thousand elements a step) the calls' overhead and the passes' memory
-traffic are most of the work. Here the calls between NumPy's exp/tanh calls (whose SIMD
-loops a compiled scalar loop would not match) are one compiled pass, the input projections'
-transposed, permuted copy is one pass that writes in order, and the backward's step is one
-compiled pass over its gates. The GEMMs stay NumPy's, on NumPy's BLAS
-(``np.dot`` inside numba would run on SciPy's BLAS, with its own threads). The passes do
-the NumPy path's IEEE operations in the same order in the arrays' precision (constants
-come in cast to it), so the results have the same bits.
+At a recurrent layer's sizes (a few thousand gate values a step) a step's work is one small
+GEMM (a few microseconds) and a few passes over its gates, and a loop of NumPy calls spends
+more time in the calls than in the work. Here the whole time loop, forward or backward
+through time, is one compiled call: the GEMM of each step is a call of the BLAS's cblas
+gemm through its C function pointer (the same library, function and arguments as the NumPy
+path's product: ``_seqkit._rec_gemm``), and the exp/tanh of the gates are calls of NumPy's
+own ufunc inner loops through their C function pointers (``_seqkit._ufunc_loop``: NumPy's
+SIMD loops, which a compiled scalar loop would not match bit for bit), on contiguous runs as
+the NumPy path's calls run them. The arithmetic between them does the NumPy path's IEEE
+operations in the same order in the arrays' precision (constants come in cast to it; numba
+does not contract a * b + c into a fused multiply-add), so the results have the same bits.
+
+The layout is ``_seqkit.lstm_layer``'s: per step the gates (N, 4H) in the order (o, i, f, g)
+with the sigmoid gates' pre-activations negated (folded into the weights and the input
+projections), ``gc`` the (g, c) pairs, c that of the step before; the backward writes the
+gates' gradients in PyTorch's order (i, f, g, o).
 
 Module-level functions, so that numba's on-disk cache finds them in the next process.
 """
 import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
-__all__ = ["lstm_bptt_step", "lstm_gates_step", "lstm_inputs"]
+__all__ = ["lstm_forward", "lstm_backward", "call_loop"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+# (the step loops' small helpers are inlined into them: a call per row and helper costs)
+_inl = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
+
+_ROW, _NT = 101, 111     # CblasRowMajor, CblasNoTrans
+
+
+# The C functions come in as addresses (integers): a ctypes function object as an argument
+# costs ~10 us in numba's dispatch per call, and one frozen into the code as a global
+# would keep numba from caching it.
+
+@intrinsic
+def _call4(typingctx, fn, a, b, c, d):
+    """Call the C function at address ``fn`` with four pointers (addresses), returning nothing."""
+    sig = types.void(fn, a, b, c, d)
+
+    def codegen(context, builder, signature, args):
+        p8 = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [p8] * 4)
+        f = builder.inttoptr(args[0], fnty.as_pointer())
+        builder.call(f, [builder.inttoptr(x, p8) for x in args[1:]])
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def _call_gemm(typingctx, fn, iw, lay, ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc):
+    """Call the cblas gemm at address ``fn``: its integers of ``iw``'s type (int32: LP64,
+    int64: ILP64), its scalars of ``alpha``'s, the matrices given as addresses."""
+    sig = types.void(fn, iw, lay, ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
+
+    def codegen(context, builder, signature, args):
+        p8 = ir.IntType(8).as_pointer()
+        ity, fty = signature.args[1], signature.args[8]
+        li, lf = context.get_value_type(ity), context.get_value_type(fty)
+        fnty = ir.FunctionType(ir.VoidType(), [li] * 6 + [lf, p8, li, p8, li, lf, p8, li])
+        f = builder.inttoptr(args[0], fnty.as_pointer())
+        vals = []
+        for i in range(2, 16):
+            v, t = args[i], signature.args[i]
+            if i in (9, 11, 14):
+                vals.append(builder.inttoptr(v, p8))
+            elif i in (8, 13):
+                vals.append(context.cast(builder, v, t, fty))
+            else:
+                vals.append(context.cast(builder, v, t, ity))
+        builder.call(f, vals)
+        return context.get_dummy_value()
+    return sig, codegen
 
 
 @_jit
-def lstm_bptt_step(acts, gc, tcs, dout, dh, dc, da, t, j, one):
-    """One step of the backward through time of ``_seqkit.lstm_layer`` (unmasked), in its
-    transposed layout: from the gradient ``dh`` reaching the step's output h_t (besides
-    ``dout[t]``) and ``dc`` reaching its cell state (overwritten with the gradient of the
-    state before), writes ``da[t]``, the gates' pre-activation gradients (the caller then
-    multiplies them into the gradient of h_{t-1}).
-
-    acts (L, 4H, N): per step the gates (o, i, f) after their sigmoid; gc (L + 1, 2H, N):
-    (g, c) of a step side by side, c of the step before, at ``j``; tcs (L, H, N): tanh of the
-    new cell state; dout (L, H, N); dh, dc (H, N); da (L, 4H, N)."""
-    H = tcs.shape[1]
-    N = tcs.shape[2]
-    HN = H * N
-    a = acts[t].reshape(4 * HN)
-    gcj = gc[j].reshape(2 * HN)
-    tc_ = tcs[t].reshape(HN)
-    do_ = dout[t].reshape(HN)
-    dh_ = dh.reshape(HN)
-    dc_ = dc.reshape(HN)
-    d = da[t].reshape(4 * HN)
-    for m in range(HN):
-        o = a[m]
-        i = a[HN + m]
-        f = a[2 * HN + m]
-        g = gcj[m]
-        cp = gcj[HN + m]
-        tc = tc_[m]
-        dh2 = do_[m] + dh_[m]
-        kc = (one - tc * tc) * o
-        dct = dh2 * kc
-        dct += dc_[m]
-        d[m] = ((one - o) * o * tc) * dh2
-        d[HN + m] = ((one - i) * i * g) * dct
-        d[2 * HN + m] = ((one - f) * f * cp) * dct
-        d[3 * HN + m] = ((one - g * g) * i) * dct
-        dc_[m] = dct * f
+def call_loop(fn, data, x, out, n, size, buf):
+    """NumPy's 1-D ufunc loop at address ``fn`` (one input, one output, both contiguous,
+    elements of ``size`` bytes) over ``n`` elements from the address ``x`` to ``out``;
+    ``buf`` int64[5] holds its arguments (pointers, count, strides)."""
+    buf[0] = x
+    buf[1] = out
+    buf[2] = n
+    buf[3] = size
+    buf[4] = size
+    p = buf.ctypes.data
+    _call4(fn, p, p + 16, p + 24, data)
 
 
-@_jit
-def lstm_gates_step(acts, gc, t, j, jn, one):
-    """The part of a step of ``_seqkit.lstm_layer``'s forward between NumPy's exp and tanh
-    calls, in its transposed layout: acts[t] holds (o, i, f) as exp of their negated
-    pre-activations, turned into their sigmoid 1 / (e + 1); gc[j] holds (g, c) (g already
-    its tanh), and gc[jn]'s c is written with the new cell state i g + f c."""
-    HN = gc.shape[1] // 2 * gc.shape[2]
-    a = acts[t].reshape(4 * HN)
-    cur = gc[j].reshape(2 * HN)
-    nxt = gc[jn].reshape(2 * HN)
-    for m in range(3 * HN):
-        a[m] = one / (a[m] + one)
-    for m in range(HN):
-        nxt[HN + m] = a[HN + m] * cur[m] + a[2 * HN + m] * cur[HN + m]
+# Small loops over 1-D runs, each with few arrays, in place where in place: LLVM vectorises
+# these (a loop that writes one array while reading another that may overlap it runs scalar
+# after its run-time overlap check).
+
+@_inl
+def _iadd2(x, b, c):
+    for k in range(x.size):
+        x[k] = x[k] + b[k] + c[k]
+
+
+@_inl
+def _isigmoid(x, one):
+    """x = 1 / (x + 1): the sigmoid from exp of the negated pre-activation."""
+    for k in range(x.size):
+        x[k] = one / (x[k] + one)
+
+
+@_inl
+def _mul(out, a, b):
+    for k in range(out.size):
+        out[k] = a[k] * b[k]
+
+
+@_inl
+def _addmul(out, a, b):
+    for k in range(out.size):
+        out[k] = out[k] + a[k] * b[k]
+
+
+@_inl
+def _copy(out, a):
+    for k in range(out.size):
+        out[k] = a[k]
 
 
 @_jit
-def lstm_inputs(ga, b, nb, gp):
-    """The input projections of ``_seqkit.lstm_layer`` in its layout, all steps: ga (L, N, 4H)
-    in PyTorch's gate order (i, f, g, o); writes gp (L, 4H, N), transposed, in the order
-    (o, i, f, g), with b_hh added (``b``) and the sigmoid gates negated (``nb`` - ga, ``nb``
-    = -b: the NumPy path's operations). One pass writing gp in order, where NumPy's three
-    calls each walk a strided transpose."""
-    L, N, H4 = ga.shape
+def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, bp, h0, acts, gc, tcs, out, hn, m, nm,
+                 hprev, masked, reverse, one, zero, hb):
+    """``_seqkit.lstm_layer``'s time loop: h0 (N, H) the first state, gc's c at the first step
+    the first cell state; writes acts (L, N, 4H), gc (L + 1, N, 2H), tcs (L, N, H), the outputs
+    out (L, N, H) and the last state hn (N, H). wtn (H, 4H): the hidden weights, transposed,
+    permuted and negated; gpn (L, N, 4H): the input projections, permuted and negated; bp
+    (4H,) the biases' sum, likewise. With ``masked``, m and nm (L, N) keep the state of finished sequences and hprev
+    (L, N, H) receives the state before each step. hb (2, N, H) is scratch."""
+    L, N, H4 = acts.shape
     H = H4 // 4
-    for t in range(L):
-        for k in range(H):
+    H2 = 2 * H
+    H3 = 3 * H
+    buf = np.empty(5, np.int64)
+    esz = acts.itemsize
+    h = h0
+    for s in range(L):
+        t = L - 1 - s if reverse else s
+        j = t + 1 if reverse else t
+        jn = t if reverse else t + 1
+        a = acts[t]
+        _call_gemm(gemm, iw, _ROW, _NT, _NT, N, H4, H, one, h.ctypes.data, H, wtn.ctypes.data, H4, zero,
+                   a.ctypes.data, H4)
+        af = a.reshape(N * H4)
+        g_ = gpn[t].reshape(N * H4)
+        for n in range(N):
+            _iadd2(af[n * H4:(n + 1) * H4], g_[n * H4:(n + 1) * H4], bp)
+        cur = gc[j].reshape(N * H2)
+        nxt = gc[jn].reshape(N * H2)
+        tcf = tcs[t].reshape(N * H)
+        # NumPy's loops on each row's runs, as NumPy's calls on the (N, 3H) and (N, H) blocks run them
+        for n in range(N):
+            r = af[n * H4:].ctypes.data
+            call_loop(fexp, exp_data, r, r, H3, esz, buf)
+            call_loop(ftanh, tanh_data, r + H3 * esz, cur[n * H2:].ctypes.data, H, esz, buf)
+        for n in range(N):
+            r = n * H4
+            q = n * H2
+            _isigmoid(af[r:r + H3], one)
+            y = tcf[n * H:(n + 1) * H]
+            _mul(y, af[r + H:r + H2], cur[q:q + H])                # i g
+            _addmul(y, af[r + H2:r + H3], cur[q + H:q + H2])       # + f c
+            _copy(nxt[q + H:q + H2], y)
+        call_loop(ftanh, tanh_data, tcf.ctypes.data, tcf.ctypes.data, N * H, esz, buf)
+        of = out[t].reshape(N * H)
+        if masked:
+            hpf = hprev[t].reshape(N * H)
+            hf = h.reshape(N * H)
+            hnew = hb[s % 2]
+            hnf = hnew.reshape(N * H)
             for n in range(N):
-                gp[t, k, n] = nb[3 * H + k] - ga[t, n, 3 * H + k]
-        for k in range(2 * H):
+                mv = m[t, n]
+                nmv = nm[t, n]
+                for k in range(n * H, (n + 1) * H):
+                    hpf[k] = hf[k]
+                    hm = af[n * H4 + k - n * H] * tcf[k] * mv
+                    of[k] = hm
+                    hnf[k] = hm + hf[k] * nmv
+                    q = n * H2 + H + k - n * H
+                    nxt[q] = nxt[q] * mv + cur[q] * nmv
+            h = hnew
+        else:
             for n in range(N):
-                gp[t, H + k, n] = nb[k] - ga[t, n, k]
-        for k in range(H):
+                _mul(of[n * H:(n + 1) * H], af[n * H4:n * H4 + H], tcf[n * H:(n + 1) * H])
+            h = out[t]
+    hn[:, :] = h
+
+
+@_jit
+def lstm_backward(gemm, iw, w, acts, gc, tcs, dout, dh, dc, da, m, nm, masked, reverse, one, zero, keep):
+    """The backward through time of ``lstm_forward``: from the gradients dout (L, N, H) of the
+    outputs and dh, dc (N, H) of the last states (both overwritten with the gradients of the
+    first ones), writes da (L, N, 4H), the gates' pre-activation gradients in PyTorch's order
+    (i, f, g, o). w (4H, H): the hidden weights as they are; keep (N, H) scratch."""
+    L, N, H4 = acts.shape
+    H = H4 // 4
+    for s in range(L):
+        t = s if reverse else L - 1 - s
+        j = t + 1 if reverse else t
+        a = acts[t]
+        gcj = gc[j]
+        tc_ = tcs[t]
+        do_ = dout[t]
+        d = da[t]
+        for n in range(N):
+            mv = m[t, n] if masked else one
+            nmv = nm[t, n] if masked else zero
+            for k in range(H):
+                o = a[n, k]
+                i = a[n, H + k]
+                f = a[n, 2 * H + k]
+                g = gcj[n, k]
+                cp = gcj[n, H + k]
+                tc = tc_[n, k]
+                dh2 = do_[n, k] + dh[n, k]
+                kc = (one - tc * tc) * o
+                if masked:
+                    dh2 = dh2 * mv
+                    dct = dc[n, k] * mv + dh2 * kc
+                    keep[n, k] = dh[n, k] * nmv
+                    dc[n, k] = dct * f + dc[n, k] * nmv
+                else:
+                    dct = dh2 * kc + dc[n, k]
+                    dc[n, k] = dct * f
+                d[n, k] = ((one - i) * i * g) * dct
+                d[n, H + k] = ((one - f) * f * cp) * dct
+                d[n, 2 * H + k] = ((one - g * g) * i) * dct
+                d[n, 3 * H + k] = ((one - o) * o * tc) * dh2
+        _call_gemm(gemm, iw, _ROW, _NT, _NT, N, H, H4, one, d.ctypes.data, H4, w.ctypes.data, H, zero,
+                   dh.ctypes.data, H)
+        if masked:
             for n in range(N):
-                gp[t, 3 * H + k, n] = ga[t, n, 2 * H + k] + b[2 * H + k]
+                for k in range(H):
+                    dh[n, k] = dh[n, k] + keep[n, k]

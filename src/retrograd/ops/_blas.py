@@ -32,7 +32,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["matmul", "try_matmul", "backend", "describe"]
+__all__ = ["matmul", "try_matmul", "backend", "describe", "mkl_gemm"]
 
 _ROW, _NT, _T = 101, 111, 112        # CblasRowMajor, CblasNoTrans, CblasTrans
 _INT_MAX = 2 ** 31 - 1               # LP64: MKL's dimensions, strides and counts are C ints
@@ -77,6 +77,17 @@ def describe():
         return f"Intel MKL {lib.version} (ops._blas)"
     why = " (RETROGRAD_BLAS=numpy)" if _forced_numpy() else ""
     return f"NumPy's BLAS{why}"
+
+
+def mkl_gemm(dtype):
+    """MKL's ``cblas_sgemm``/``cblas_dgemm`` for ``dtype`` as a ctypes function (row-major
+    flags, LP64 ``int`` dimensions; the sequential layer), or None where products stay on
+    NumPy (no MKL, ``RETROGRAD_BLAS=numpy``, another dtype). For kernels that call the
+    GEMM of many tiny products themselves (the recurrent layers' time loops)."""
+    lib = _state[0]
+    if lib is None:
+        lib = _load()
+    return lib.gemm.get(np.dtype(dtype)) if lib else None
 
 
 def _forced_numpy():

@@ -2,7 +2,8 @@
 
 The input projection of all steps is one GEMM up front. LSTM (without projection), GRU and
 RNN layers then run each direction as one node whose time loop works on arrays (backward
-through time included; under create_graph it differentiates the tensor-op composite);
+through time included; the LSTM's node takes its input projection in too; under
+create_graph it differentiates the tensor-op composite);
 projected LSTM runs one tensor-op cell per time step. Packed sequences run on
 their padded form with a per-step mask: finished sequences keep their last state.
 """
@@ -151,9 +152,9 @@ class RNNBase(Module):
     def _direction(self, x, h, c, params, reverse, masks):
         """Run one direction over time-major ``x`` (L, N, F); returns (outputs (L, N, H), h, c)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = params
+        if self.mode == "LSTM" and w_hr is None and x.shape[0] > 0:
+            return lstm_layer(x, h, c, w_ih, w_hh, b_ih, b_hh, reverse, masks)
         gx = _linear(x, w_ih, b_ih)
-        if self.mode == "LSTM" and w_hr is None and gx.shape[0] > 0:
-            return lstm_layer(gx, h, c, w_hh, b_hh, reverse, masks)
         if self.mode == "GRU" and gx.shape[0] > 0:
             return (*gru_layer(gx, h, w_hh, b_hh, reverse, masks), None)
         if self.mode in ("RNN_TANH", "RNN_RELU") and gx.shape[0] > 0:
@@ -220,8 +221,13 @@ class RNNBase(Module):
         hshape = (self.num_layers * D, N, real_hidden)
         cshape = (self.num_layers * D, N, self.hidden_size)
         if hx is None:
-            z = _creation.zeros(hshape, dtype=x.dtype, device=x.device)
-            h0, c0 = z, (_creation.zeros(cshape, dtype=x.dtype, device=x.device) if is_lstm else None)
+            # one zero state per shape, shared by every layer and direction (the layers only
+            # read their first states)
+            z = _creation.zeros(hshape[1:], dtype=x.dtype, device=x.device)
+            zc = (z if cshape == hshape else _creation.zeros(cshape[1:], dtype=x.dtype, device=x.device)) \
+                if is_lstm else None
+            h_init = [z] * hshape[0]
+            c_init = [zc] * cshape[0] if is_lstm else None
         else:
             if is_lstm:
                 h0, c0 = hx
@@ -243,8 +249,8 @@ class RNNBase(Module):
                 raise RuntimeError(f"Expected {what} size {hshape}, got [{', '.join(map(str, h0.shape))}]")
             if c0 is not None and tuple(c0.shape) != cshape:
                 raise RuntimeError(f"Expected hidden[1] size {cshape}, got [{', '.join(map(str, c0.shape))}]")
-        h_init = unbind(h0, 0)
-        c_init = unbind(c0, 0) if c0 is not None else None
+            h_init = unbind(h0, 0)
+            c_init = unbind(c0, 0) if c0 is not None else None
         layer_in = x
         h_n, c_n = [], []
         for layer in range(self.num_layers):

@@ -1,0 +1,273 @@
+"""The LSTM layer's compiled time loops call C functions through their pointers: the BLAS's
+cblas gemm for each step's product and NumPy's own exp/tanh ufunc loops. These tests check
+the pieces (the functions found, against NumPy), that the compiled loops give the NumPy
+loop's bits on NumPy's own BLAS as on MKL, and the layer's cases the loops cover (packed
+sequences, both directions, stacked layers, batch_first, one sequence, non-contiguous
+inputs, a missing bias) against the NumPy loop, PyTorch and finite differences."""
+import numpy as np
+import pytest
+
+import retrograd
+from retrograd.ops import _blas, _seqkit
+from helpers import kernel_path, needs_torch, torch
+from nn_seq_helpers import copy_params
+
+FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
+
+
+def _numpy_blas_is_openblas():
+    try:
+        return "openblas" in str(np.__config__.CONFIG["Build Dependencies"]["blas"]).lower()
+    except Exception:
+        return False
+
+
+openblas_only = pytest.mark.skipif(not _numpy_blas_is_openblas(), reason="NumPy is not linked with OpenBLAS")
+
+
+def _kernels(path, monkeypatch):
+    kernel_path(path, monkeypatch, _seqkit, "_RNN_KERNELS", _seqkit.rnn_kernels)
+
+
+# *** the C functions ***
+
+@openblas_only
+@pytest.mark.parametrize("dt", FLOATS)
+def test_numpy_blas_gemm_is_numpys_product(dt):
+    """The OpenBLAS gemm found through the loaded libraries gives np.matmul's bits on the
+    layer's products (h (N, H) @ W (H, 4H), gates (N, 4H) @ W (4H, H))."""
+    fn = _seqkit._numpy_blas_gemm(dt)
+    assert fn is not None
+    rng = np.random.default_rng(0)
+    for m, k, n in [(16, 64, 256), (16, 256, 64), (20, 128, 512), (3, 5, 7), (2, 1, 4)]:
+        a, b = rng.standard_normal((m, k)).astype(dt), rng.standard_normal((k, n)).astype(dt)
+        out = np.full((m, n), np.nan, dt)
+        _seqkit._gemm(fn, a, b, out)
+        np.testing.assert_array_equal(out, np.matmul(a, b))
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_rec_gemm_follows_the_blas_choice(dt, monkeypatch):
+    """MKL's gemm where ops._blas runs products on MKL; NumPy's OpenBLAS with
+    RETROGRAD_BLAS=numpy (or without MKL)."""
+    monkeypatch.setattr(_blas, "_state", [False])
+    assert _blas.mkl_gemm(dt) is None
+    assert _seqkit._rec_gemm(dt) is _seqkit._numpy_blas_gemm(dt)
+    monkeypatch.undo()
+    if _blas.backend() == "mkl":
+        assert _seqkit._rec_gemm(dt) is _blas.mkl_gemm(dt) is not None
+
+
+def test_mkl_gemm_accessor(monkeypatch):
+    monkeypatch.setattr(_blas, "_state", [False])
+    assert _blas.mkl_gemm(np.float32) is None
+    monkeypatch.undo()
+    if _blas.backend() != "mkl":
+        pytest.skip("MKL is not installed")
+    f = _blas.mkl_gemm(np.float32)
+    assert f is not None and _blas.mkl_gemm(np.float64) is not None and _blas.mkl_gemm(np.int32) is None
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((4, 6)).astype(np.float32), rng.standard_normal((6, 5)).astype(np.float32)
+    out = np.empty((4, 5), np.float32)
+    _seqkit._gemm(f, a, b, out)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("name", ["exp", "tanh"])
+def test_ufunc_loops_are_numpys(name, dt, monkeypatch):
+    """The loop read from the ufunc object gives the ufunc's bits on values across the range
+    (overflow, underflow, infinities, nan), in place or not, whole or in runs."""
+    _kernels("compiled", monkeypatch)
+    uf = getattr(np, name)
+    found = _seqkit._ufunc_loop(uf, dt)
+    assert found is not None
+    fn, data = found
+    k = _seqkit.rnn_kernels()
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.standard_normal(3001) * 40, [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -1e-310]])
+    x = x.astype(dt)
+    with np.errstate(all="ignore"):
+        ref = uf(x)
+    buf = np.empty(5, np.int64)
+    y = np.empty_like(x)
+    for i in range(0, x.size, 97):          # runs, as the layer calls it per row
+        n = min(97, x.size - i)
+        k.call_loop(fn, data, x[i:].ctypes.data, y[i:].ctypes.data, n, dt.itemsize, buf)
+    np.testing.assert_array_equal(y, ref)
+    z = x.copy()
+    k.call_loop(fn, data, z.ctypes.data, z.ctypes.data, z.size, dt.itemsize, buf)
+    np.testing.assert_array_equal(z, ref)
+
+
+def test_ufunc_loop_refuses_what_it_cannot_call(monkeypatch):
+    _kernels("compiled", monkeypatch)
+    assert _seqkit._ufunc_loop(np.add, np.dtype(np.float32)) is None           # binary
+    assert _seqkit._ufunc_loop(np.exp, np.dtype(np.int64)) is None             # no int64 -> int64 loop
+    assert _seqkit._ufunc_loop(np.isnan, np.dtype(np.float32)) is None         # float32 -> bool
+
+
+# *** the layer: compiled loops against the NumPy loop ***
+
+def _run(dtype, I, H, layers, bidir, batch_first, LN, *, seed=0, packed=False, bias=True, noncontig=False):
+    retrograd.manual_seed(seed)
+    m = retrograd.nn.LSTM(I, H, layers, bias=bias, bidirectional=bidir, batch_first=batch_first)
+    m = m.to(getattr(retrograd, dtype))
+    rng = np.random.default_rng(seed)
+    L, N = LN
+    shape = (N, L, I) if batch_first else (L, N, I)
+    D = layers * (2 if bidir else 1)
+    if noncontig:   # every input a strided view: a transposed input, states of a wider array
+        x = retrograd.tensor(rng.standard_normal(shape[::-1]).astype(dtype), requires_grad=True)
+        xin = x.permute(2, 1, 0)
+        hx = [retrograd.tensor(rng.standard_normal((D, N, 2 * H)).astype(dtype), requires_grad=True)
+              for _ in range(2)]
+        hin = tuple(t[:, :, ::2] for t in hx)
+    else:
+        x = retrograd.tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True)
+        xin = x
+        hx = [retrograd.tensor(rng.standard_normal((D, N, H)).astype(dtype), requires_grad=True) for _ in range(2)]
+        hin = tuple(hx)
+    inp = xin
+    if packed:
+        lens = retrograd.tensor([L - k % L for k in range(N)])
+        inp = retrograd.nn.utils.rnn.pack_padded_sequence(xin, lens, batch_first=batch_first, enforce_sorted=False)
+    out, (h, c) = m(inp, hin)
+    if packed:
+        out = retrograd.nn.utils.rnn.pad_packed_sequence(out, batch_first=batch_first)[0]
+    (out.sin().sum() + (h * h).sum() + c.cos().sum()).backward()
+    return [out, h, c, x.grad] + [t.grad for t in hx] + [p.grad for p in m.parameters()]
+
+
+# (input size, hidden size, layers, bidirectional, batch_first, (L, N)), all at or above the
+# kernels' size bound; N = 1 is an unbatched-size product
+LAYERS = [(5, 16, 1, False, False, (4, 16)), (3, 8, 2, True, True, (9, 16)), (6, 64, 1, False, False, (16, 1)),
+          (7, 32, 1, True, False, (3, 11))]
+
+
+def _same(fast, ref, dtype):
+    assert len(fast) == len(ref)
+    for a, r in zip(fast, ref):
+        a, r = a.detach().numpy(), r.detach().numpy()
+        assert a.dtype == r.dtype == np.dtype(dtype) and a.shape == r.shape
+        np.testing.assert_array_equal(a, r)
+
+
+@pytest.mark.parametrize("blas", ["numpy", "default"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("cfg", LAYERS)
+@pytest.mark.parametrize("packed,bias,noncontig", [(False, True, False), (True, True, False), (False, False, True),
+                                                   (True, True, True)])
+def test_compiled_loops_give_the_numpy_loops_bits(cfg, dtype, packed, bias, noncontig, blas, monkeypatch):
+    """The same BLAS gemm, NumPy's exp/tanh loops and the same IEEE operations in the same
+    order: the same bits, on NumPy's OpenBLAS (RETROGRAD_BLAS=numpy) as on MKL."""
+    if blas == "numpy":
+        monkeypatch.setattr(_blas, "_state", [False])
+    _kernels("compiled", monkeypatch)
+    assert _seqkit._compiled(np.dtype(dtype)) is not None
+    fast = _run(dtype, *cfg, packed=packed, bias=bias, noncontig=noncontig)
+    _kernels("numpy", monkeypatch)
+    ref = _run(dtype, *cfg, packed=packed, bias=bias, noncontig=noncontig)
+    _same(fast, ref, dtype)
+
+
+def test_layer_without_c_functions_runs_the_numpy_loop(monkeypatch):
+    """Where a C function cannot be found (another BLAS, a NumPy whose ufunc struct differs),
+    the layer runs the NumPy loop: the same values."""
+    _kernels("compiled", monkeypatch)
+    ref = _run("float32", *LAYERS[0])
+    monkeypatch.setattr(_seqkit, "_CFN", {("tanh", np.dtype(np.float32)): None})
+    calls = []
+    k = _seqkit.rnn_kernels()
+
+    class Spy:
+        def __getattr__(self, name):
+            calls.append(name)
+            return getattr(k, name)
+    monkeypatch.setattr(_seqkit, "_RNN_KERNELS", [Spy()])
+    got = _run("float32", *LAYERS[0])
+    assert "lstm_forward" not in calls and "lstm_backward" not in calls
+    _same(got, ref, "float32")
+
+
+# *** the layer against PyTorch and finite differences ***
+
+@needs_torch
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("cfg,packed", [(LAYERS[1], True), (LAYERS[2], False), (LAYERS[3], True)])
+def test_layer_against_torch(cfg, packed, dtype, path, monkeypatch):
+    _kernels(path, monkeypatch)
+    I, H, layers, bidir, batch_first, (L, N) = cfg
+    rng = np.random.default_rng(3)
+    mods = []
+    for lib in (retrograd, torch):
+        lib.manual_seed(0)
+        mods.append(lib.nn.LSTM(I, H, layers, bidirectional=bidir, batch_first=batch_first).to(getattr(lib, dtype)))
+    copy_params(*mods)
+    D = layers * (2 if bidir else 1)
+    arrays = [rng.standard_normal((N, L, I) if batch_first else (L, N, I)), rng.standard_normal((D, N, H)),
+              rng.standard_normal((D, N, H))]
+    lens = [L - k % L for k in range(N)]
+    res = []
+    for lib, m in zip((retrograd, torch), mods):
+        x, h0, c0 = (lib.tensor(a.astype(dtype), requires_grad=True) for a in arrays)
+        inp = lib.nn.utils.rnn.pack_padded_sequence(x, lib.tensor(lens), batch_first=batch_first,
+                                                    enforce_sorted=False) if packed else x
+        out, (h, c) = m(inp, (h0, c0))
+        if packed:
+            out = lib.nn.utils.rnn.pad_packed_sequence(out, batch_first=batch_first)[0]
+        (out.sin().sum() + (h * h).sum() + c.cos().sum()).backward()
+        res.append([t.detach().numpy() for t in (out, h, c, x.grad, h0.grad, c0.grad)] +
+                   [p.grad.numpy() for p in m.parameters()])
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    for a, t in zip(*res):
+        np.testing.assert_allclose(a, t, **tol)
+
+
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
+@pytest.mark.parametrize("reverse,masked", [(False, False), (True, False), (False, True), (True, True)])
+def test_layer_gradcheck_every_input(reverse, masked, path, monkeypatch):
+    """Finite differences in float64 for all seven inputs of the layer's node (the input,
+    the states, both weights, both biases), either direction, with and without masks; the
+    bound lowered so that the compiled loops run at a size finite differences afford."""
+    from retrograd.autograd import gradcheck
+    _kernels(path, monkeypatch)
+    monkeypatch.setattr(_seqkit, "_MIN_ACCEL", 0)
+    rng = np.random.default_rng(7)
+    L, N, F, H = 4, 3, 2, 3
+    ins = [retrograd.from_numpy(rng.standard_normal(s) * 0.7).requires_grad_(True)
+           for s in ((L, N, F), (N, H), (N, H), (4 * H, F), (4 * H, H), (4 * H,), (4 * H,))]
+    masks = None
+    if masked:
+        lens = np.array([4, 2, 3])
+        masks = []
+        for t in range(L):
+            mk = (t < lens).astype(np.float64).reshape(N, 1)
+            masks.append((retrograd.from_numpy(mk), retrograd.from_numpy(1 - mk)))
+
+    def fn(*a):
+        return _seqkit.lstm_layer(*a, reverse=reverse, masks=masks)
+    assert gradcheck(fn, tuple(ins))
+
+
+def test_layer_with_one_bias_and_separate_bias_gradients(monkeypatch):
+    """A layer with only b_hh (the node takes either bias alone) matches its tensor-op
+    composite; the two biases' gradients are equal but never one shared array."""
+    monkeypatch.setattr(_seqkit, "_MIN_ACCEL", 0)
+    rng = np.random.default_rng(8)
+    L, N, F, H = 5, 4, 3, 4
+    arrays = [rng.standard_normal(s) for s in ((L, N, F), (N, H), (N, H), (4 * H, F), (4 * H, H), (4 * H,))]
+    res = []
+    for fn in (_seqkit.lstm_layer, _seqkit.lstm_layer_composite):
+        x, h0, c0, wi, wh, bh = (retrograd.from_numpy(a.copy()).requires_grad_(True) for a in arrays)
+        out, h, c = fn(x, h0, c0, wi, wh, None, bh)
+        (out.sum() + h.sum() + c.sum()).backward()
+        res.append([out, h, c] + [t.grad for t in (x, h0, c0, wi, wh, bh)])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12, atol=1e-13)
+    retrograd.manual_seed(0)
+    m = retrograd.nn.LSTM(3, 8)
+    m(retrograd.randn(4, 2, 3))[0].sum().backward()
+    assert np.array_equal(m.bias_ih_l0.grad.numpy(), m.bias_hh_l0.grad.numpy())
+    assert not np.shares_memory(m.bias_ih_l0.grad.numpy(), m.bias_hh_l0.grad.numpy())
