@@ -94,7 +94,10 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 def gelu(k, x):
     t = x.dtype.type
     out = np.empty(x.shape, x.dtype)
-    k.gelu(_flat(x), out.reshape(-1), t(0.5), t(1.0), t(_SQRT1_2))
+    if t is np.float32:
+        k.gelu_f32(_flat(x), out.reshape(-1), t(0.5), t(1.0), t(_SQRT1_2), t(-0.5))
+    else:
+        k.gelu(_flat(x), out.reshape(-1), t(0.5), t(1.0), t(_SQRT1_2))
     return out
 
 
@@ -123,6 +126,9 @@ def gelu_backward(k, g, x):
     x, g = _flat(x), _flat(g)
     out = np.empty(x.size, x.dtype)
     half, one, rsqrt2, c = t(0.5), t(1.0), t(_SQRT1_2), t(_INV_SQRT_2PI)
+    if t is np.float32:     # (its exp in the kernel: one pass)
+        k.gelu_backward_f32(g, x, out, half, one, rsqrt2, c, t(-0.5))
+        return out.reshape(shape)
     for i, xs, e in pdf_chunks(x):
         k.gelu_backward(g[i:i + _CHUNK], xs, e, out[i:i + _CHUNK], half, one, rsqrt2, c)
     return out.reshape(shape)

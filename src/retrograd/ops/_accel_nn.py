@@ -97,6 +97,9 @@ def gelu_keep_grad(k, x):
     out = np.empty(x.shape, x.dtype)
     d = np.empty(x.shape, x.dtype)
     of, df = out.reshape(-1), d.reshape(-1)
+    if t is np.float32:     # (its exp in the kernel: one pass)
+        k.gelu_keep_grad_f32(xf, of, df, t(0.5), t(1.0), t(_SQRT1_2), t(_INV_SQRT_2PI), t(-0.5))
+        return out, d
     for i, xs, e in pdf_chunks(xf):
         n = xs.size
         k.gelu_keep_grad(xs, e, of[i:i + n], df[i:i + n], t(0.5), t(1.0), t(_SQRT1_2), t(_INV_SQRT_2PI))
