@@ -16,7 +16,8 @@ from numba.extending import intrinsic, overload
 
 from . import unary as _u
 
-__all__ = ["erf", "erfc", "gelu", "gelu_backward", "gelu_f32", "gelu_backward_f32", "dw_corr", "dw_weight_grad", "col2im"]
+__all__ = ["erf", "erfc", "gelu", "gelu_backward", "gelu_f32", "gelu_backward_f32", "dw_corr", "dw_weight_grad",
+           "col2im"]
 
 
 @intrinsic
