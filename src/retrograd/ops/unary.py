@@ -28,8 +28,9 @@ _HALF = np.dtype(np.float16)
 # with z clamped at 4 (where erf rounds to 1); S and B are weighted least-squares fits (S: the
 # relative error of erf(z)/z - 1, 1.2e-9; B: the absolute error of erfc(z) = exp(-z*z) *
 # B(z - 2.5), 2.9e-9). Checked on every float32 input (tests/test_gelu_fast.py has the
-# slow exhaustive check): within 1.32 ulp of the correctly rounded erf (torch's own float32
-# kernel: within 2). -0., +-1 at +-inf, NaN and subnormal inputs as erf.
+# slow exhaustive check): within 1.3144 ulp of the correctly rounded erf (3,108 of the 1.08e9
+# inputs in [0, 4.5) beyond 1 ulp; torch's own float32 kernel: within 2). -0., +-1 at +-inf,
+# NaN and subnormal inputs as erf.
 _ERF_SMALL = (7.847262168070301e-05, -0.0008008193108253181, 0.0051880995742976665, -0.026853691786527634,
               0.1128358244895935, -0.3761262595653534, 0.12837916612625122)
 _ERF_BIG = (0.0001027931211865507, 0.00020201699226163328, 0.0004935512552037835, -0.0007082499796524644,
