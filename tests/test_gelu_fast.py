@@ -30,10 +30,10 @@ def _ulps_from_exact(got, exact):
 
 
 def test_float32_erf_is_within_1_32_ulp():
-    # every 101st float32 in [0, 4.5); past 4 the argument is clamped (erf rounds to 1 there),
+    # every 1009th float32 in [0, 4.5); past 4 the argument is clamped (erf rounds to 1 there),
     # and erf(-x) = -erf(x) exactly. The bound was measured on every float32 (see the slow test).
     from scipy import special
-    x = _every_kth_float(0, 0x40900000, 101)
+    x = _every_kth_float(0, 0x40900000, 1009)
     x = np.concatenate([x, -x[::7]])
     err = _ulps_from_exact(unary._erf_f32(x), special.erf(x.astype(np.float64)))
     assert err.max() <= 1.32
@@ -52,7 +52,7 @@ def test_float32_erf_specials():
 
 
 def test_float32_exp_of_negative_values_is_within_1_2_ulp():
-    t = -_every_kth_float(0, 0x42D00000, 97)        # 0 down to -104
+    t = -_every_kth_float(0, 0x42D00000, 997)       # 0 down to -104
     e = unary._exp_neg_f32(t)
     exact = np.exp(t.astype(np.float64))
     assert _ulps_from_exact(e, exact).max() <= 1.2
@@ -64,7 +64,7 @@ def test_float32_exp_of_negative_values_is_within_1_2_ulp():
 def test_gelu_erf_with_the_shared_exp_is_within_2_ulp():
     # GELU's erf(x / sqrt 2) takes the pdf's exp(-x*x/2) for its exp(-z*z)
     from scipy import special
-    x = _every_kth_float(0, 0x40D00000, 131)       # [0, 6.5)
+    x = _every_kth_float(0, 0x40D00000, 1031)      # [0, 6.5)
     x = np.concatenate([x, -x[::5]])
     erf, e = activation._gelu_erf_exp(x)
     exact = special.erf((x * np.float32(1 / math.sqrt(2))).astype(np.float64))
@@ -183,26 +183,39 @@ def test_float32_gelu_and_its_derivative_match_torch():
     assert np.max(np.abs(d - td) / sd) <= 4
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("RETROGRAD_EXHAUSTIVE"), reason="set RETROGRAD_EXHAUSTIVE=1 (minutes)")
-@numba_only
-def test_exhaustive_float32_erf_bound():
-    # every float32 in [0, 4.5) (past 4 erf is 1 from the clamp; odd symmetry is exact)
+def _worst_erf_ulp(lo, hi, n_chunks=256, parallel=True):
+    """The largest error, in ulps of the correctly rounded value, of the compiled float32 erf
+    over the float32 values whose bit patterns run from lo to hi (libm's double erf rounded
+    as the reference)."""
     import numba
     from retrograd.ops._accel_kernels import _erf_f32
 
-    @numba.njit(parallel=True)
-    def worst(n_chunks):
-        hi = 0x40900000
-        size = (hi + n_chunks - 1) // n_chunks
+    @numba.njit(parallel=parallel)
+    def worst(lo, hi, n_chunks):
+        size = (hi - lo + n_chunks - 1) // n_chunks
         w = np.zeros(n_chunks)
         for c in numba.prange(n_chunks):
             bits = np.empty(1, np.uint32)
             fv = bits.view(np.float32)
-            for b in range(c * size, min(hi, (c + 1) * size)):
+            for b in range(lo + c * size, min(hi, lo + (c + 1) * size)):
                 bits[0] = b
                 e = math.erf(np.float64(fv[0]))
                 err = abs(np.float64(_erf_f32(fv[0])) - e) / np.float64(np.spacing(np.abs(np.float32(e))))
                 w[c] = max(w[c], err)
         return w
-    assert worst(256).max() <= 1.32
+    return worst(lo, hi, n_chunks).max()
+
+
+@numba_only
+def test_erf_bound_near_the_split():
+    # the float32 values around 1, where the two pieces meet and the largest error lies
+    assert _worst_erf_ulp(0x3F7E0000, 0x3F810000, 1, parallel=False) <= 1.32
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("RETROGRAD_EXHAUSTIVE"), reason="set RETROGRAD_EXHAUSTIVE=1 (minutes)")
+@numba_only
+def test_exhaustive_float32_erf_bound():
+    # every float32 in [0, 4.5) (past 4 erf is 1 from the clamp; odd symmetry is exact):
+    # 1.3144 ulp measured
+    assert _worst_erf_ulp(0, 0x40900000) <= 1.32
