@@ -90,8 +90,8 @@ def _erf_f32(x, e=None):
     small = _horner_f32(_ERF_SMALL, w)
     small *= z
     small += z
-    big = _exp_neg_f32(-w) if e is None else e.copy()
-    big *= _horner_f32(_ERF_BIG, z - f(2.5))
+    big = _horner_f32(_ERF_BIG, z - f(2.5))
+    big *= _exp_neg_f32(-w) if e is None else e
     big = f(1.0) - big
     return xp.copysign(xp.where(z < f(1.0), small, big), x)
 
