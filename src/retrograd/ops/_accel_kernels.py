@@ -61,7 +61,10 @@ EXP_FLOOR, UNSCALE, FOUR, ONE, CENTRE = _f(-104.0), _f(_u._EXP_UNSCALE), _f(4.0)
 
 # float32 exp (t <= 0) and erf: unary._exp_neg_f32 and unary._erf_f32 operation for operation,
 # in float32 with no contraction into fused multiply-adds (the same bits); branch-free, so
-# LLVM vectorises them inside the kernels' loops, into which it inlines them.
+# LLVM vectorises them inside the kernels' loops, into which it inlines them. (numba's cache
+# entries are keyed on the source file of the kernel and its bytecode, not on the constants
+# it reads from unary.py nor on the functions it inlines from here into _accel_nn_kernels:
+# after changing those, delete the __pycache__/*.nbi and *.nbc files.)
 _inline = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 
 
