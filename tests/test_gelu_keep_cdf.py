@@ -43,7 +43,7 @@ def test_kept_derivative_gives_the_bits_of_the_kernels_and_the_numpy_path(monkey
     gx0 = activation._gelu_grad(retrograd.tensor(g), retrograd.tensor(x), "none").numpy()
     np.testing.assert_array_equal(y.detach().numpy(), y0)
     np.testing.assert_array_equal(gx, gx0)
-    if dtype == np.float32:     # the NumPy path (float32: the same rational function, the same bits)
+    if dtype == np.float32:     # the NumPy path (float32: the same float32 formulas, the same bits)
         monkeypatch.setattr(_accel, "_KERNELS", [None])
         monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
         y1, gx1 = _fwd_bwd(x, g)

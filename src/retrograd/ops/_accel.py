@@ -1,18 +1,17 @@
 """Optional compiled kernels (numba) for the special functions NumPy has no ufunc for.
 
-The NumPy path's float32 erf is a rational function over a dozen NumPy passes, SciPy's
-float64 erf a per-element routine, and exact GELU forward and backward add a dozen passes
-around them. These kernels do each in one pass:
+The NumPy path's float32 erf and exact GELU are a dozen or two NumPy passes each (SciPy's
+float64 erf a per-element routine); these kernels do each in one pass:
 
-- float32 erf: the NumPy path's rational function, its float64 multiply-adds fused (the
-  same float32 bits on every input checked: see _accel_kernels._erf_f32; within 2 ulp of
-  the exact value, like torch's kernel); branch-free, so LLVM vectorises it. (libm's double
-  erf rounded once is within 1 ulp but is a scalar call per element: ~5x slower, slower
-  than torch's kernel.)
+- float32 erf, the Gaussian's exp and exact GELU forward and backward: unary._erf_f32 and
+  unary._exp_neg_f32 (erf within 1.32 ulp of the correctly rounded value on every float32,
+  torch's kernel within 2; exp within 1.2) in float32 arithmetic, operation for operation
+  the NumPy path's (no fused multiply-adds: the same bits), branch-free so that LLVM
+  vectorises them, over 512-bit vectors (see _accel_kernels.wide_vectors). GELU's pdf
+  exp(-x*x/2) also serves as its erf's exp(-z*z): one exp per element.
 - float64 erf/erfc: libm's ``erf``/``erfc``, as torch's scalar kernels use (erf within 1 ulp,
   SciPy's up to 2; erfc within 2, SciPy's ~500 in its tail); float32 erfc: libm's double erfc
-  rounded once, as SciPy does (the same bits).
-- GELU forward and backward associated as the NumPy path is (float32: the same bits).
+  rounded once, as SciPy does (the same bits). float64 GELU takes its exp from NumPy.
 
 The convolution kernels (stride-1 depthwise correlation and weight gradient; the col2im of
 transposed convolution's column path) work one (sample, channel) plane at a time in cache
@@ -94,7 +93,10 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 def gelu(k, x):
     t = x.dtype.type
     out = np.empty(x.shape, x.dtype)
-    k.gelu(_flat(x), out.reshape(-1), t(0.5), t(1.0), t(_SQRT1_2))
+    if t is np.float32:
+        k.gelu_f32(_flat(x), out.reshape(-1), t(0.5), t(1.0), t(_SQRT1_2), t(-0.5))
+    else:
+        k.gelu(_flat(x), out.reshape(-1), t(0.5), t(1.0), t(_SQRT1_2))
     return out
 
 
@@ -123,6 +125,9 @@ def gelu_backward(k, g, x):
     x, g = _flat(x), _flat(g)
     out = np.empty(x.size, x.dtype)
     half, one, rsqrt2, c = t(0.5), t(1.0), t(_SQRT1_2), t(_INV_SQRT_2PI)
+    if t is np.float32:     # (its exp in the kernel: one pass)
+        k.gelu_backward_f32(g, x, out, half, one, rsqrt2, c, t(-0.5))
+        return out.reshape(shape)
     for i, xs, e in pdf_chunks(x):
         k.gelu_backward(g[i:i + _CHUNK], xs, e, out[i:i + _CHUNK], half, one, rsqrt2, c)
     return out.reshape(shape)

@@ -10,52 +10,111 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
 from numba import types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
-from .unary import _ERF_P, _ERF_Q
+from . import unary as _u
 
-__all__ = ["erf", "erfc", "gelu", "gelu_backward", "dw_corr", "dw_corr3", "dw_weight_grad", "col2im"]
+__all__ = ["erf", "erfc", "gelu", "gelu_backward", "gelu_f32", "gelu_backward_f32", "dw_corr", "dw_corr3",
+           "dw_weight_grad", "col2im"]
 
 
-P0, P1, P2, P3, P4, P5, P6 = _ERF_P
-Q0, Q1, Q2, Q3, Q4 = _ERF_Q
+@intrinsic
+def wide_vectors(typingctx):
+    """Called first in a kernel: LLVM may vectorise that function's loops over 512-bit
+    registers where the CPU has them. (LLVM's tuning for Intel's AVX-512 server cores
+    prefers 256-bit vectors, which halves the lanes of a compute-bound float32 loop; the
+    attribute is this function's own: numba's other compiled code, the user's included,
+    keeps the default.)"""
+    def codegen(context, builder, sig, args):
+        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        return context.get_dummy_value()
+    return types.none(), codegen
+
+
+@intrinsic
+def _pow2(typingctx, m):
+    """2**(n + 64) (float32) for the integer n held in the low bits of m = (anything) + 1.5 *
+    2**23, from m's bits in 32-bit integer arithmetic (the NumPy path: unary._exp_neg_f32)."""
+    def codegen(context, builder, sig, args):
+        i32 = ir.IntType(32)
+        bits = builder.add(builder.bitcast(args[0], i32), ir.Constant(i32, _u._EXP_BIAS))
+        return builder.bitcast(builder.shl(bits, ir.Constant(i32, 23)), args[0].type)
+    return types.float32(types.float32), codegen
 
 
 def _erf(t):
-    """erf in t's precision (float32: the NumPy path's rational function; see _erf_f32)."""
+    """erf in t's precision (float32: the NumPy path's float32 formula; see _erf_f32)."""
 
 
 def _erfc(t):
     """erfc in t's precision: libm's double erfc, rounded once for float32."""
 
 
-# float32 erf: unary._erf_f32's float64 polynomials, operation for operation, with each
-# multiply-add contracted into one fused operation (``fastmath={"contract"}``, for this
-# function's operations only: the GELU arithmetic around it stays uncontracted, as in the
-# NumPy path). Fused float64 steps change the float64 value by a few units of 1e-16; rounded
-# to float32 it gave the NumPy path's bits on every one of 542M float32 inputs in [0, 4.5]
-# checked (in principle it could differ by one float32 ulp where the float64 value lies
-# within ~1e-16 of a float32 rounding boundary), and it takes ~0.65x the time per element.
-# Branch-free, so that LLVM vectorises it, where libm's scalar erf cannot be; a function of
-# its own that LLVM inlines into the kernels' loops (its flags stay on its instructions).
-@numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, fastmath={"contract"})
-def _erf_f32(t):
-    a = np.float64(t)
-    a = 4.0 if a > 4.0 else a       # NaN passes both, as np.clip lets it through
-    a = -4.0 if a < -4.0 else a
-    x2 = a * a
-    p = x2 * P0 + P1
-    p = p * x2 + P2
-    p = p * x2 + P3
-    p = p * x2 + P4
-    p = p * x2 + P5
-    p = p * x2 + P6
-    q = x2 * Q0 + Q1
-    q = q * x2 + Q2
-    q = q * x2 + Q3
-    q = q * x2 + Q4
-    return np.float32(p / q * a)
+_f = np.float32
+E0, E1, E2, E3, E4, E5, E6 = (_f(c) for c in _u._EXP_POLY)
+LOG2E, SHIFTER, LN2_HI, LN2_LO = _f(_u._EXP_LOG2E), _f(_u._EXP_SHIFTER), _f(_u._EXP_LN2_HI), _f(_u._EXP_LN2_LO)
+S0, S1, S2, S3, S4, S5, S6 = (_f(c) for c in _u._ERF_SMALL)
+B0, B1, B2, B3, B4, B5, B6, B7, B8 = (_f(c) for c in _u._ERF_BIG)
+EXP_FLOOR, UNSCALE, FOUR, ONE, CENTRE = _f(-104.0), _f(_u._EXP_UNSCALE), _f(4.0), _f(1.0), _f(2.5)
+
+# float32 exp (t <= 0) and erf: unary._exp_neg_f32 and unary._erf_f32 operation for operation,
+# in float32 with no contraction into fused multiply-adds (the same bits); branch-free, so
+# LLVM vectorises them inside the kernels' loops, into which it inlines them. (numba's cache
+# entries are keyed on the source file of the kernel and its bytecode, not on the constants
+# it reads from unary.py nor on the functions it inlines from here into _accel_nn_kernels:
+# after changing those, delete the __pycache__/*.nbi and *.nbc files.)
+_inline = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+
+
+@_inline
+def _exp_neg_f32(t):
+    t = EXP_FLOOR if t < EXP_FLOOR else t        # NaN passes, as np.maximum lets it through
+    m = t * LOG2E + SHIFTER
+    n = m - SHIFTER
+    r = t - n * LN2_HI
+    r = r - n * LN2_LO
+    p = r * E0 + E1
+    p = p * r + E2
+    p = p * r + E3
+    p = p * r + E4
+    p = p * r + E5
+    p = p * r + E6
+    return p * _pow2(m) * UNSCALE
+
+
+@_inline
+def _erf_f32(x):
+    z = abs(x)
+    z = FOUR if z > FOUR else z
+    return _erf_f32_e(x, _exp_neg_f32(-(z * z)))
+
+
+@_inline
+def _erf_f32_e(x, e):
+    # e: exp(-x*x) (unary._erf_f32's argument e)
+    z = abs(x)
+    z = FOUR if z > FOUR else z
+    w = z * z
+    s = w * S0 + S1
+    s = s * w + S2
+    s = s * w + S3
+    s = s * w + S4
+    s = s * w + S5
+    s = s * w + S6
+    small = s * z + z
+    u = z - CENTRE
+    b = u * B0 + B1
+    b = b * u + B2
+    b = b * u + B3
+    b = b * u + B4
+    b = b * u + B5
+    b = b * u + B6
+    b = b * u + B7
+    b = b * u + B8
+    big = ONE - e * b
+    return math.copysign(small if z < ONE else big, x)
 
 
 @overload(_erf, inline="always")
@@ -82,6 +141,7 @@ _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False
 
 @_jit
 def erf(x, out):
+    wide_vectors()
     for i in range(x.shape[0]):
         out[i] = _erf(x[i])
 
@@ -103,11 +163,34 @@ def gelu(x, out, half, one, rsqrt2):
 @_jit
 def gelu_backward(g, x, e, out, half, one, rsqrt2, inv_sqrt_2pi):
     # g * (cdf + x * pdf), cdf = 0.5 * (1 + erf(x / sqrt 2)), pdf = e / sqrt(2 pi) with
-    # e = exp(-x*x/2) from NumPy (its SIMD exp; libm's scalar one would cost more than the rest)
+    # e = exp(-x*x/2) from NumPy (float64: its SIMD exp, where libm's scalar one would cost
+    # more than the rest)
     for i in range(x.shape[0]):
         xi = x[i]
         cdf = half * (one + _erf(xi * rsqrt2))
         out[i] = g[i] * (cdf + xi * (inv_sqrt_2pi * e[i]))
+
+
+# float32 GELU: e = exp(-x*x/2), the pdf's, also serves as erf's exp(-z*z) (z = x / sqrt 2),
+# one exp per element where erf and the pdf would take one each (activation._gelu_erf_exp,
+# the NumPy path, does the same).
+
+@_jit
+def gelu_f32(x, out, half, one, rsqrt2, m_half):
+    wide_vectors()
+    for i in range(x.shape[0]):
+        xi = x[i]
+        out[i] = xi * half * (one + _erf_f32_e(xi * rsqrt2, _exp_neg_f32(xi * xi * m_half)))
+
+
+@_jit
+def gelu_backward_f32(g, x, out, half, one, rsqrt2, inv_sqrt_2pi, m_half):
+    wide_vectors()
+    for i in range(x.shape[0]):
+        xi = x[i]
+        e = _exp_neg_f32(xi * xi * m_half)
+        cdf = half * (one + _erf_f32_e(xi * rsqrt2, e))
+        out[i] = g[i] * (cdf + xi * (inv_sqrt_2pi * e))
 
 
 # Depthwise 2-D convolution, stride 1, one (sample, channel) plane at a time (it stays in

@@ -13,11 +13,11 @@ and subtract it, and its sum and divide by it, around NumPy's exp of the whole a
 SIMD exp, which numba cannot vectorise); the sums accumulate in float64.
 
 Exact GELU's backward is ``g * (cdf + x * pdf)``, cdf = 0.5 * (1 + erf(x / sqrt 2)) the
-forward's costliest part (erf's rational function): when a backward will follow, the
-forward's kernel computes the factor ``cdf + x * pdf`` beside the value (one more NumPy exp
-over cache-sized chunks) and the backward is one product ``g * factor`` (the same operations
-in the same order: the same bits as the kernels of :mod:`._accel` and the NumPy path), where
-it read x and the kept cdf and computed the exp again.
+forward's costliest part: when a backward will follow, the forward's kernel computes the
+factor ``cdf + x * pdf`` beside the value (float32: in the same pass, the pdf's exp shared
+with erf; float64: NumPy's exp over cache-sized chunks) and the backward is one product ``g *
+factor`` (the same operations in the same order: the same bits as the kernels of
+:mod:`._accel` and the NumPy path), where it would compute erf and exp again.
 
 They run only when numba is installed and the input has at least :data:`MIN_SIZE` elements;
 ``RETROGRAD_NO_NUMBA=1`` turns them off (the NumPy path stays the reference).
@@ -97,6 +97,9 @@ def gelu_keep_grad(k, x):
     out = np.empty(x.shape, x.dtype)
     d = np.empty(x.shape, x.dtype)
     of, df = out.reshape(-1), d.reshape(-1)
+    if t is np.float32:     # (its exp in the kernel: one pass)
+        k.gelu_keep_grad_f32(xf, of, df, t(0.5), t(1.0), t(_SQRT1_2), t(_INV_SQRT_2PI), t(-0.5))
+        return out, d
     for i, xs, e in pdf_chunks(xf):
         n = xs.size
         k.gelu_keep_grad(xs, e, of[i:i + n], df[i:i + n], t(0.5), t(1.0), t(_SQRT1_2), t(_INV_SQRT_2PI))

@@ -13,10 +13,10 @@ the NumPy path within rounding; the GELU kernels, compiled without it, give its 
 import numba
 import numpy as np
 
-from ._accel_kernels import _erf
+from ._accel_kernels import _erf, _erf_f32_e, _exp_neg_f32, wide_vectors
 
-__all__ = ["layer_norm", "layer_norm_backward", "gelu_keep_grad", "softmax_rows_shift", "softmax_rows_prepare",
-           "softmax_rows_normalize", "log_softmax_rows_finish", "log_softmax_rows_backward",
+__all__ = ["layer_norm", "layer_norm_backward", "gelu_keep_grad", "gelu_keep_grad_f32", "softmax_rows_shift",
+           "softmax_rows_prepare", "softmax_rows_normalize", "log_softmax_rows_finish", "log_softmax_rows_backward",
            "softmax_rows_backward"]
 
 # nogil as NumPy's loops; no parallel=True (the BLAS thread policy owns the cores); no
@@ -109,6 +109,19 @@ def gelu_keep_grad(x, e, out, d, half, one, rsqrt2, inv_sqrt_2pi):
         s = one + _erf(xi * rsqrt2)
         out[i] = xi * half * s
         d[i] = half * s + xi * (inv_sqrt_2pi * e[i])
+
+
+@_exact
+def gelu_keep_grad_f32(x, out, d, half, one, rsqrt2, inv_sqrt_2pi, m_half):
+    # gelu_keep_grad in float32, its exp computed here and shared by erf and the pdf (as
+    # _accel_kernels.gelu_f32 and the NumPy path)
+    wide_vectors()
+    for i in range(x.shape[0]):
+        xi = x[i]
+        e = _exp_neg_f32(xi * xi * m_half)
+        s = one + _erf_f32_e(xi * rsqrt2, e)
+        out[i] = xi * half * s
+        d[i] = half * s + xi * (inv_sqrt_2pi * e)
 
 
 @_jit

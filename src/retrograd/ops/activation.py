@@ -19,7 +19,7 @@ from ._base import xp_for
 from ._base import (OpNode, node_for, save, save_output, finish, finish_multi, wrap_dim, apply_inplace, arr,
                     masked_grad, _dtype_name, zeros_grad, _state, Tensor)
 from . import _accel, _accel_nn
-from .unary import _erf_raw, _blockwise, _sigmoid_np, exp, log1p, tanh, sigmoid
+from .unary import _erf_raw, _erf_f32, _exp_neg_f32, _blockwise, _sigmoid_np, exp, log1p, tanh, sigmoid
 from .index import where
 from .. import _dtype as D
 
@@ -548,15 +548,26 @@ _K = math.sqrt(2.0 / math.pi)
 _KAPPA = 0.044715
 
 
+def _gelu_erf_exp(x):
+    """(erf(x / sqrt 2), exp(-x*x/2)); float32: in float32 arithmetic, erf's exp(-z*z) being
+    that same exp, as the compiled kernels compute them (the same bits)."""
+    t = x * x * -0.5
+    if x.dtype == np.float32:
+        e = _exp_neg_f32(t)
+        return _erf_f32(x * _SQRT1_2, e), e
+    return _erf_raw(x * _SQRT1_2), xp_for(x).exp(t)
+
+
 def _gelu_exact(x):
+    if x.dtype == np.float32:
+        return x * 0.5 * (1 + _gelu_erf_exp(x)[0])
     return x * 0.5 * (1 + _erf_raw(x * _SQRT1_2))
 
 
 def _gelu_grad_exact(g, x):
-    xp = xp_for(g, x)
-    cdf = 0.5 * (1 + _erf_raw(x * _SQRT1_2))
-    pdf = _INV_SQRT_2PI * xp.exp(x * x * -0.5)
-    return g * (cdf + x * pdf)
+    erf, e = _gelu_erf_exp(x)
+    cdf = 0.5 * (1 + erf)
+    return g * (cdf + x * (_INV_SQRT_2PI * e))
 
 
 def _gelu_grad(g, x, approximate, dydx=None):
