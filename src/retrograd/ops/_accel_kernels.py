@@ -14,7 +14,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-from . import unary as _u
+from . import unary as _unary
 
 __all__ = ["erf", "erfc", "gelu", "gelu_backward", "gelu_f32", "gelu_backward_f32", "dw_corr", "dw_corr3",
            "dw_weight_grad", "col2im"]
@@ -39,7 +39,7 @@ def _pow2(typingctx, m):
     2**23, from m's bits in 32-bit integer arithmetic (the NumPy path: unary._exp_neg_f32)."""
     def codegen(context, builder, sig, args):
         i32 = ir.IntType(32)
-        bits = builder.add(builder.bitcast(args[0], i32), ir.Constant(i32, _u._EXP_BIAS))
+        bits = builder.add(builder.bitcast(args[0], i32), ir.Constant(i32, _unary._EXP_BIAS))
         return builder.bitcast(builder.shl(bits, ir.Constant(i32, 23)), args[0].type)
     return types.float32(types.float32), codegen
 
@@ -53,11 +53,11 @@ def _erfc(t):
 
 
 _f = np.float32
-E0, E1, E2, E3, E4, E5, E6 = (_f(c) for c in _u._EXP_POLY)
-LOG2E, SHIFTER, LN2_HI, LN2_LO = _f(_u._EXP_LOG2E), _f(_u._EXP_SHIFTER), _f(_u._EXP_LN2_HI), _f(_u._EXP_LN2_LO)
-S0, S1, S2, S3, S4, S5, S6 = (_f(c) for c in _u._ERF_SMALL)
-B0, B1, B2, B3, B4, B5, B6, B7, B8 = (_f(c) for c in _u._ERF_BIG)
-EXP_FLOOR, UNSCALE, FOUR, ONE, CENTRE = _f(-104.0), _f(_u._EXP_UNSCALE), _f(4.0), _f(1.0), _f(2.5)
+E0, E1, E2, E3, E4, E5, E6 = (_f(c) for c in _unary._EXP_POLY)
+LOG2E, SHIFTER, LN2_HI, LN2_LO = _f(_unary._EXP_LOG2E), _f(_unary._EXP_SHIFTER), _f(_unary._EXP_LN2_HI), _f(_unary._EXP_LN2_LO)
+S0, S1, S2, S3, S4, S5, S6 = (_f(c) for c in _unary._ERF_SMALL)
+B0, B1, B2, B3, B4, B5, B6, B7, B8 = (_f(c) for c in _unary._ERF_BIG)
+EXP_FLOOR, UNSCALE, FOUR, ONE, CENTRE = _f(-104.0), _f(_unary._EXP_UNSCALE), _f(4.0), _f(1.0), _f(2.5)
 
 # float32 exp (t <= 0) and erf: unary._exp_neg_f32 and unary._erf_f32 operation for operation,
 # in float32 with no contraction into fused multiply-adds (the same bits); branch-free, so
