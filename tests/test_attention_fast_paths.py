@@ -1,0 +1,149 @@
+"""Self-attention's and mm's array-level fast paths against PyTorch: the merged output and
+packed gradient written in place by the products, the heads' mean of the weights, expanded
+(zero-stride) gradients in products, and mm's backward on arrays."""
+import numpy as np
+import pytest
+
+import retrograd
+from helpers import needs_torch, torch
+from nn_seq_helpers import copy_params
+
+
+def _pair(lib, kw, dtype):
+    lib.manual_seed(0)
+    m = lib.nn.MultiheadAttention(**kw)
+    return m.double() if dtype == np.float64 else m
+
+
+def _run_mha(lib, m, x, fkw, masks, use_w, gseed=3):
+    t = (torch.from_numpy if lib is torch else retrograd.from_numpy)(x.copy()).requires_grad_(True)
+    kw = {k: (torch.from_numpy if lib is torch else retrograd.from_numpy)(v) for k, v in masks.items()}
+    o, w = m(t, t, t, **kw, **fkw)
+    rng = np.random.default_rng(gseed)
+    go = (torch.from_numpy if lib is torch else retrograd.from_numpy)(rng.standard_normal(o.shape).astype(x.dtype))
+    loss = (o * go).sum()
+    if use_w and w is not None:
+        gw = (torch.from_numpy if lib is torch else retrograd.from_numpy)(rng.standard_normal(w.shape).astype(x.dtype))
+        loss = loss + (w * gw).sum()
+    loss.backward()
+    grads = [t.grad] + [p.grad for p in m.parameters()]
+    return o, w, grads
+
+
+def _np(t):
+    return t.detach().numpy() if t is not None else None
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("heads,fkw,use_w", [
+    (4, {}, False),                                   # weights returned, not used: packed gradient in place
+    (4, {}, True),                                    # weights used: their share added
+    (3, {}, True),                                    # mean over 3 heads
+    (2, dict(need_weights=False), False),
+    (3, dict(average_attn_weights=False), True),
+])
+@pytest.mark.parametrize("kpm", [False, True])
+def test_self_attention_fast_paths(dtype, batch_first, heads, fkw, use_w, kpm):
+    E = 2 * heads * 2
+    N, L = 3, 5
+    kw = dict(embed_dim=E, num_heads=heads, batch_first=batch_first)
+    m, mt = _pair(retrograd, kw, dtype), _pair(torch, kw, dtype)
+    copy_params(m, mt)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((N, L, E) if batch_first else (L, N, E)).astype(dtype)
+    masks = {}
+    if kpm:
+        masks["key_padding_mask"] = np.array([[0, 0, 0, 1, 1], [0, 0, 0, 0, 0], [0, 1, 0, 0, 1]], bool)
+    o, w, g = _run_mha(retrograd, m, x, fkw, masks, use_w)
+    ot, wt, gt = _run_mha(torch, mt, x, fkw, masks, use_w)
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
+    assert str(o.dtype) == str(ot.dtype) and tuple(o.shape) == tuple(ot.shape)
+    np.testing.assert_allclose(_np(o), _np(ot), **tol)
+    assert (w is None) == (wt is None)
+    if w is not None:
+        assert tuple(w.shape) == tuple(wt.shape)
+        np.testing.assert_allclose(_np(w), _np(wt), **tol)
+    assert len(g) == len(gt)
+    for a, b in zip(g, gt):
+        np.testing.assert_allclose(_np(a), _np(b), **tol)
+    if not batch_first:     # (PyTorch's batch_first output is a transposed view: TransposeBackward0)
+        assert o.grad_fn.name() == ot.grad_fn.name()
+
+
+def test_head_mean_matches_numpy_mean():
+    from retrograd.ops.attention import _head_mean
+    rng = np.random.default_rng(0)
+    for H in (2, 3, 4, 5):
+        for dt in (np.float32, np.float64):
+            pd = rng.random((2, H, 3, 4)).astype(dt)
+            r = _head_mean(pd)
+            assert r.dtype == dt and r.flags.c_contiguous
+            np.testing.assert_array_equal(r, pd.mean(axis=1))
+
+
+def test_self_attention_gradcheck_packed_in_place():
+    # float64 gradients of the packed path (weights returned but unused), without torch
+    retrograd.manual_seed(0)
+    m = retrograd.nn.MultiheadAttention(6, 3).double()
+    x = retrograd.randn(4, 2, 6, dtype=retrograd.float64, requires_grad=True)
+    assert retrograd.autograd.gradcheck(lambda t: m(t, t, t)[0], (x,))
+    assert retrograd.autograd.gradcheck(lambda t: m(t, t, t, need_weights=False)[0], (x,))
+
+
+@needs_torch
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_self_attention_dropout_seeded(batch_first):
+    # dropout on the weights draws as PyTorch's does: same numbers under one seed
+    kw = dict(embed_dim=8, num_heads=2, dropout=0.3, batch_first=batch_first)
+    m, mt = _pair(retrograd, kw, np.float64), _pair(torch, kw, np.float64)
+    copy_params(m, mt)
+    x = np.random.default_rng(2).standard_normal((3, 4, 8))
+    res = []
+    for lib, mod in ((retrograd, m), (torch, mt)):
+        lib.manual_seed(7)
+        res.append(_run_mha(lib, mod, x, {}, {}, False))
+    (o, w, g), (ot, wt, gt) = res
+    np.testing.assert_allclose(_np(o), _np(ot), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(_np(w), _np(wt), rtol=1e-9, atol=1e-11)
+    for a, b in zip(g, gt):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-9, atol=1e-11)
+
+
+@needs_torch
+@pytest.mark.parametrize("n", [3, 64, 256])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mm_expanded_gradient(n, dtype):
+    # sum()'s gradient reaches mm expanded (zero strides); the products copy it out
+    a = np.random.default_rng(0).standard_normal((n, n + 1)).astype(dtype)
+    b = np.random.default_rng(1).standard_normal((n + 1, n)).astype(dtype)
+    res = []
+    for lib in (retrograd, torch):
+        x, y = lib.from_numpy(a.copy()).requires_grad_(True), lib.from_numpy(b.copy()).requires_grad_(True)
+        r = x @ y
+        r.sum().backward()
+        res.append((r, x.grad, y.grad))
+    tol = dict(rtol=2e-5, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    for u, v in zip(*res):
+        np.testing.assert_allclose(_np(u), _np(v), **tol)
+    assert res[0][0].grad_fn.name() == res[1][0].grad_fn.name() == "MmBackward0"
+
+
+def test_mm_backward_double_backward():
+    # create_graph keeps the tensor-op formulas: gradgradcheck of mm in float64
+    rng = np.random.default_rng(0)
+    a = retrograd.from_numpy(rng.standard_normal((3, 4))).requires_grad_(True)
+    b = retrograd.from_numpy(rng.standard_normal((4, 2))).requires_grad_(True)
+    assert retrograd.autograd.gradcheck(retrograd.mm, (a, b))
+    assert retrograd.autograd.gradgradcheck(retrograd.mm, (a, b))
+
+
+def test_blas_dense_copy_keeps_values():
+    from retrograd.ops import _blas
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((64, 16)).astype(np.float32)
+    for g in (np.broadcast_to(np.float32(1.5), (32, 64)), np.broadcast_to(rng.random(64, np.float32), (32, 64)),
+              np.broadcast_to(rng.random((32, 1), np.float32), (32, 64))):
+        np.testing.assert_allclose(_blas.matmul(g, w), np.ascontiguousarray(g) @ w, rtol=1e-6, atol=1e-5)
+        np.testing.assert_allclose(_blas.matmul(w.T, g.T), w.T @ np.ascontiguousarray(g.T), rtol=1e-6, atol=1e-5)
