@@ -147,3 +147,70 @@ def test_blas_dense_copy_keeps_values():
               np.broadcast_to(rng.random((32, 1), np.float32), (32, 64))):
         np.testing.assert_allclose(_blas.matmul(g, w), np.ascontiguousarray(g) @ w, rtol=1e-6, atol=1e-5)
         np.testing.assert_allclose(_blas.matmul(w.T, g.T), w.T @ np.ascontiguousarray(g.T), rtol=1e-6, atol=1e-5)
+
+
+def _sdpa_run(lib, arrays, **kw):
+    ts = [lib.from_numpy(a.copy()).requires_grad_(True) for a in arrays]
+    o = lib.nn.functional.scaled_dot_product_attention(*ts, **kw)
+    g = np.random.default_rng(5).standard_normal(tuple(o.shape)).astype(arrays[0].dtype)
+    (o * lib.from_numpy(g)).sum().backward()
+    return [o.detach().numpy()] + [t.grad.numpy() for t in ts]
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("L,S", [(3, 5), (5, 3), (4, 4), (1, 3)])
+@pytest.mark.parametrize("nd", [2, 3])
+@pytest.mark.parametrize("where,value", [("q", np.inf), ("q", -np.inf), ("k", np.inf), ("k", -np.inf)])
+def test_sdpa_causal_composite_adds_the_mask(dtype, L, S, nd, where, value):
+    # PyTorch's composite path adds a -inf bias above the diagonal: an infinite score there
+    # (from an infinite q or k) gives NaN in its row (+inf - inf), not a hidden zero
+    rng = np.random.default_rng(0)
+    bs = (2,)[: nd - 2]
+    q, k = rng.standard_normal(bs + (L, 4)).astype(dtype), rng.standard_normal(bs + (S, 4)).astype(dtype)
+    v = rng.standard_normal(bs + (S, 3)).astype(dtype)
+    (q if where == "q" else k).reshape(-1)[0] = value
+    got, want = _sdpa_run(retrograd, (q, k, v), is_causal=True), _sdpa_run(torch, (q, k, v), is_causal=True)
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
+    assert np.isnan(want[0]).any() or where == "k" or L == 1    # the case at hand is exercised
+    for a, b in zip(got, want):
+        assert a.shape == b.shape
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_allclose(a, b, equal_nan=True, **tol)
+
+
+@needs_torch
+@pytest.mark.parametrize("scale", [0.0, -1.0, -0.0, 0.5])
+@pytest.mark.parametrize("L,S", [(4, 4), (3, 5), (5, 3)])
+def test_sdpa_fused_causal_hides_before_scaling(scale, L, S):
+    # PyTorch's fused CPU kernel sets the hidden scores to -inf before the scale multiplies
+    # them: a scale <= 0 turns them into NaN or +inf (its output, reproduced here)
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((2, 2, n, 4)).astype(np.float32) for n in (L, S, S))
+    outs = []
+    for lib in (retrograd, torch):
+        o = lib.nn.functional.scaled_dot_product_attention(*(lib.from_numpy(a) for a in (q, k, v)), is_causal=True,
+                                                           scale=scale)
+        outs.append(o.numpy())
+    np.testing.assert_array_equal(np.isnan(outs[0]), np.isnan(outs[1]))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_attend_causal_modes_numpy_and_compiled_agree(monkeypatch):
+    # the compiled pass and the NumPy steps give the same rows for both causal modes
+    from retrograd.ops import attention, _accel_nn
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 3, n, 4)).astype(np.float32) for n in (6, 6, 6))
+    q[0, 0, 1, 2] = np.inf
+    k[1, 2, 4, 0] = -np.inf
+    res = {}
+    for name, kern in (("compiled", _accel_nn.kernels()), ("numpy", None)):
+        monkeypatch.setattr(_accel_nn, "_KERNELS", [kern])
+        for mode in (True, "add"):
+            for sc in (0.5, 0.0, -2.0):
+                res[name, mode, sc] = attention._attend(q, k, v, None, sc, None, causal=mode)[0]
+    for key, r in res.items():
+        if key[0] == "compiled":
+            w = res[("numpy",) + key[1:]]
+            np.testing.assert_array_equal(np.isnan(r), np.isnan(w))
+            np.testing.assert_allclose(r, w, rtol=1e-5, atol=1e-6, equal_nan=True)

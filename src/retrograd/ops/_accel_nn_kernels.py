@@ -184,12 +184,13 @@ def softmax_rows_shift(s, out, dead, safe):
 
 
 @_jit
-def softmax_rows_prepare(s, dead, scaled, scale, causal):
+def softmax_rows_prepare(s, dead, scaled, scale, causal, hidden, add):
     # attention's scores before NumPy's exp, in place (one array: a second, aliased one would
     # keep LLVM from vectorising): each row times ``scale`` (if ``scaled``: the NumPy path's
     # ``s *= scale``), with ``causal`` > 0 the entries past the row's query position
-    # (row index mod ``causal``) set to -inf (its copyto of the causal mask), then minus its
-    # maximum; rows whose maximum is -inf are dead (zeros), as softmax_rows_shift with ``safe``
+    # (row index mod ``causal``) set to ``hidden`` (``add``: plus ``hidden``, as a float mask
+    # is added: +inf or NaN there then makes the row NaN), then minus its maximum; rows whose
+    # maximum is -inf are dead (zeros), as softmax_rows_shift with ``safe``
     m, n = s.shape
     for i in range(m):
         r = s[i]
@@ -198,11 +199,17 @@ def softmax_rows_prepare(s, dead, scaled, scale, causal):
                 r[j] = r[j] * scale
         k = n
         if causal > 0:
-            k = i % causal + 1
-            if k > n:
-                k = n
-            for j in range(k, n):
-                r[j] = -np.inf
+            v = i % causal + 1
+            if v > n:
+                v = n
+            if add:
+                for j in range(v, n):
+                    r[j] = r[j] + hidden
+            else:
+                for j in range(v, n):
+                    r[j] = hidden
+                if hidden == -np.inf:
+                    k = v       # (the hidden entries stay -inf: only the visible part is shifted)
         mx = _shift_of(r, k)
         dead[i] = mx == -np.inf
         if not dead[i]:

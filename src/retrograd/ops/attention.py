@@ -65,24 +65,36 @@ def _dropout_mask(shape, p, dtype, xp=np):
 
 
 def _attend(q, k, v, mask, scale, drop, causal=False, out=None):
-    """Forward on arrays: returns (out, p, p_dropped). ``causal``: mask out the positions
-    above the diagonal (selected, no float mask). ``out``: where the weighted sum goes (a
-    strided view of the caller's merged layout, so that no copy merges the heads)."""
+    """Forward on arrays: returns (out, p, p_dropped). ``causal``: hide the positions above
+    the diagonal (top-left aligned), without a float mask: ``True`` as PyTorch's fused CPU
+    kernel, which sets them to -inf before the scale multiplies (so a scale <= 0 makes them
+    NaN or +inf); ``"add"`` as its composite path, which adds a -inf bias to the scaled
+    scores (a +inf or NaN score there makes its row NaN). ``out``: where the weighted sum
+    goes (a strided view of the caller's merged layout, so that no copy merges the heads)."""
     xp = xp_for(q, k, v, mask, scale, drop)
     # (NumPy's batched matmul runs several times slower with a transposed right operand
     # than with a contiguous copy of it)
     s = _blas.matmul(q, xp.ascontiguousarray(xp.swapaxes(k, -1, -2)))
+    dt = q.dtype.type
+    add = causal == "add"
+    hidden = dt(-np.inf)
+    if causal and not add and q.shape[-1]:
+        with np.errstate(invalid="ignore"):
+            hidden = hidden * dt(scale)
     # (no embedding: zero scores, whatever the scale)
     kern = _accel_nn.usable(s) if (causal or mask is None) and s.shape[-1] and s.flags.c_contiguous else None
     if kern is not None:    # scale, causal mask and softmax in two compiled passes around exp
-        p = _accel_nn.softmax_rows(kern, s, q.dtype.type(scale) if q.shape[-1] else None,
-                                   s.shape[-2] if causal else 0)
+        p = _accel_nn.softmax_rows(kern, s, dt(scale) if q.shape[-1] else None,
+                                   s.shape[-2] if causal else 0, hidden, add)
     else:
         if q.shape[-1]:
-            s *= q.dtype.type(scale)
+            s *= dt(scale)
         if causal:
             L, S = s.shape[-2:]
-            xp.copyto(s, s.dtype.type(-np.inf), where=_above_diagonal(L, S, xp))
+            if add:
+                xp.add(s, hidden, out=s, where=_above_diagonal(L, S, xp))
+            else:
+                xp.copyto(s, hidden, where=_above_diagonal(L, S, xp))
         elif mask is not None:
             if np.broadcast_shapes(s.shape, mask.shape) == s.shape:
                 s += mask
@@ -281,13 +293,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         return _empty_attention(query, key, value, out_shape)
     sc = (1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else math.inf) if scale is None else scale
     drop = _dropout_mask(batch + (L, S), dropout_p, q.dtype, xp_for(q)) if dropout_p > 0 else None
-    out, p, pd = _attend(q, k, v, mask, sc, drop, causal=is_causal)
     grad_mask = attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._requires_grad
     inputs = (query, key, value) + ((attn_mask,) if grad_mask else ())
     # PyTorch's fused CPU kernel: 4-D q, k, v of one head size and one batch and head count
     # (GQA aside), no dropout, no mask gradient; its composite path otherwise
     flash = (q.ndim == k.ndim == v.ndim == 4 and q.shape[-1] == v.shape[-1] and drop is None and not grad_mask
              and q.shape[0] == key.shape[0] == value.shape[0] and k.shape[1] == v.shape[1] == q.shape[1])
+    out, p, pd = _attend(q, k, v, mask, sc, drop, causal=(True if flash else "add") if is_causal else False)
     node = node_for(ScaledDotProductFlashAttentionForCpuBackward0 if flash else
                     _MATH_SDPA_2D if len(out_shape) == 2 and v.ndim == 2 else _MATH_SDPA, inputs)
     if node is not None:
