@@ -190,13 +190,15 @@ def softmax_rows_prepare(s, dead, scaled, scale, causal, hidden, add):
     # ``s *= scale``), with ``causal`` > 0 the entries past the row's query position
     # (row index mod ``causal``) set to ``hidden`` (``add``: plus ``hidden``, as a float mask
     # is added: +inf or NaN there then makes the row NaN), then minus its maximum; rows whose
-    # maximum is -inf are dead (zeros), as softmax_rows_shift with ``safe``
+    # maximum is -inf are dead (zeros), as softmax_rows_shift with ``safe``. Indexed as
+    # s[i, j], with the maximum of a short row found inline: attention's rows are short (32,
+    # 64), and a row view plus calls cost ~50 ns a row, twice the row's own work at 32.
     m, n = s.shape
+    ninf = -np.inf
     for i in range(m):
-        r = s[i]
         if scaled:
             for j in range(n):
-                r[j] = r[j] * scale
+                s[i, j] = s[i, j] * scale
         k = n
         if causal > 0:
             v = i % causal + 1
@@ -204,17 +206,29 @@ def softmax_rows_prepare(s, dead, scaled, scale, causal, hidden, add):
                 v = n
             if add:
                 for j in range(v, n):
-                    r[j] = r[j] + hidden
+                    s[i, j] = s[i, j] + hidden
             else:
                 for j in range(v, n):
-                    r[j] = hidden
-                if hidden == -np.inf:
+                    s[i, j] = hidden
+                if hidden == ninf:
                     k = v       # (the hidden entries stay -inf: only the visible part is shifted)
-        mx = _shift_of(r, k)
-        dead[i] = mx == -np.inf
-        if not dead[i]:
+        if k < 64:      # (the maximum over the non-NaN entries, as _row_max)
+            mx = s[i, 0]
+            for j in range(1, k):
+                x = s[i, j]
+                mx = x if x > mx else mx
+            if mx == ninf:
+                for j in range(k):
+                    if s[i, j] != s[i, j]:
+                        mx = np.nan
+                        break
+        else:
+            mx = _shift_of(s[i], k)
+        d = mx == ninf
+        dead[i] = d
+        if not d:
             for j in range(k):
-                r[j] = r[j] - mx
+                s[i, j] = s[i, j] - mx
 
 
 @_jit
