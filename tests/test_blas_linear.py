@@ -22,7 +22,7 @@ def one_thread():
 
 @needs_mkl
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
-@pytest.mark.parametrize("m,k,n", [(512, 64, 64), (1024, 128, 65), (33, 700, 300), (4096, 1, 600)])
+@pytest.mark.parametrize("m,k,n", [(1024, 128, 65), (32, 700, 300), (2048, 8, 600), (256, 256, 256)])
 @pytest.mark.parametrize("layout", ["c", "xT", "wT", "rows"])
 def test_try_linear_equals_numpy(one_thread, dt, m, k, n, layout):
     rng = np.random.default_rng(0)
@@ -44,11 +44,13 @@ def test_try_linear_equals_numpy(one_thread, dt, m, k, n, layout):
 @pytest.mark.parametrize("case", ["small", "int", "mixed", "bias2d", "batched"])
 def test_try_linear_declines(case):
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((512, 64)).astype(np.float32)
-    w = rng.standard_normal((64, 64)).astype(np.float32)
-    b = np.zeros(64, np.float32)
+    x = rng.standard_normal((1024, 128)).astype(np.float32)
+    w = rng.standard_normal((128, 128)).astype(np.float32)
+    b = np.zeros(128, np.float32)
+    if HAVE_MKL:    # (the product as it is would go to MKL)
+        assert _blas.try_linear(x, w, b) is not None
     if case == "small":
-        x = x[:8]
+        x = x[:64]
     elif case == "int":
         x, w, b = x.astype(np.int64), w.astype(np.int64), b.astype(np.int64)
     elif case == "mixed":
@@ -56,7 +58,7 @@ def test_try_linear_declines(case):
     elif case == "bias2d":
         b = b[None]
     elif case == "batched":
-        x = x.reshape(8, 64, 64)
+        x = x.reshape(8, 128, 128)
     assert _blas.try_linear(x, w, b) is None
 
 
@@ -78,13 +80,13 @@ def test_try_linear_zero_stride_and_nonfinite_bias():
 
 @needs_torch
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
-@pytest.mark.parametrize("xshape", [(512, 64), (32, 16, 64), (2, 8, 32, 64)])
+@pytest.mark.parametrize("xshape", [(512, 64), (32, 16, 64), (4, 8, 32, 64), (16, 700)])
 def test_linear_with_bias_matches_torch(one_thread, dt, xshape):
     rng = np.random.default_rng(2)
     a = rng.standard_normal(xshape).astype(dt)
-    W = rng.standard_normal((128, 64)).astype(dt)
-    B = rng.standard_normal(128).astype(dt)
-    G = rng.standard_normal(xshape[:-1] + (128,)).astype(dt)
+    W = rng.standard_normal((600, xshape[-1])).astype(dt)     # (products MKL takes, and one it does not)
+    B = rng.standard_normal(600).astype(dt)
+    G = rng.standard_normal(xshape[:-1] + (600,)).astype(dt)
     res = []
     for lib in (retrograd, torch):
         x, w, b = (lib.from_numpy(v.copy()).requires_grad_(True) for v in (a, W, B))

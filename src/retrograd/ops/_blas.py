@@ -54,9 +54,11 @@ _BIG_MACS = 8 << 20
 # this shared 2-core machine, loaded at 6-8, two threads set by hand ran a 16M-50M product
 # 1.2-2.9x slower than one: no core was free; the load-adaptive count gives one there.)
 _SPLIT_MACS = 16 << 20
-# A linear layer's product with its bias (try_linear) goes to MKL from here: the bias add
-# then costs no pass of its own
-_LINEAR_MACS = 2 << 20
+# A linear layer's product with its bias (try_linear) goes to MKL where the product alone
+# would (_pays): measured alone, from ~2M multiply-adds on it was as fast as NumPy's product
+# plus the add, but inside a TransformerEncoderLayer(64, 4, 128) step (products of 2-6M)
+# the step took ~7% longer than with NumPy's
+_LINEAR_MACS = _MIN_MACS
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -349,12 +351,11 @@ def try_matmul(a, b, out=None):
 def try_linear(x, w, bias):
     """``bias + x @ w.T`` (a linear layer's forward: x (rows, in), w (out, in), bias (out,))
     through MKL as one product that adds to the bias broadcast over the rows (beta 1, as
-    PyTorch's addmm), or None where NumPy keeps it. Measured single-threaded here, each call
-    after a 4 MiB pass (cold caches), against NumPy's product plus an in-place bias add:
-    512 x 64 -> 192 161 us against 158 (PyTorch's addmm 149), 512 x 64 -> 128 138 / 146 (137),
-    512 x 128 -> 64 126 / 129 (129), 1024 x 128 -> 384 773 / 862 (775), 64 x 784 -> 512 453 /
-    593 (467): from ~2M multiply-adds on, as fast or faster, and never slower than MKL's
-    product followed by the add (the bias is written once, the product adds to it)."""
+    PyTorch's addmm), or None where NumPy keeps it (the products _pays leaves to NumPy).
+    Measured single-threaded here, each call after a 4 MiB pass (cold caches), against
+    MKL's product then the bias added in place: 1024 x 128 -> 384 773 us against 810
+    (PyTorch's addmm 775), 64 x 784 -> 512 453 / 463 (467): the bias is written once and the
+    product adds to it, instead of a second pass over the result."""
     lib = _state[0]
     if lib is None:
         if type(x) is not np.ndarray or x.ndim != 2 or x.size * w.shape[0] < _LINEAR_MACS:
@@ -368,7 +369,7 @@ def try_linear(x, w, bias):
         return None
     m, k = x.shape
     n = w.shape[0]
-    if m * n * k < _LINEAR_MACS or w.shape[1] != k or bias.shape[0] != n:
+    if m * n * k < _LINEAR_MACS or w.shape[1] != k or bias.shape[0] != n or not _pays(m, n, k):
         return None
     if _lay(x, dt.itemsize) is None or _lay(w, dt.itemsize) is None:
         return None
