@@ -68,8 +68,8 @@ def test_self_attention_fast_paths(dtype, batch_first, heads, fkw, use_w, kpm):
     assert len(g) == len(gt)
     for a, b in zip(g, gt):
         np.testing.assert_allclose(_np(a), _np(b), **tol)
-    if not batch_first:     # (PyTorch's batch_first output is a transposed view: TransposeBackward0)
-        assert o.grad_fn.name() == ot.grad_fn.name()
+    assert o.grad_fn.name() == ot.grad_fn.name()   # (batch_first: a transposed view, TransposeBackward0)
+    assert o.is_contiguous() == ot.is_contiguous() and tuple(o.stride()) == tuple(ot.stride())
 
 
 def test_head_mean_matches_numpy_mean():
@@ -214,3 +214,35 @@ def test_attend_causal_modes_numpy_and_compiled_agree(monkeypatch):
             w = res[("numpy",) + key[1:]]
             np.testing.assert_array_equal(np.isnan(r), np.isnan(w))
             np.testing.assert_allclose(r, w, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+@needs_torch
+@pytest.mark.parametrize("same", ["qkv", "kv", "none"])
+def test_batch_first_attention_output_is_a_transposed_view(same):
+    # nn.MultiheadAttention(batch_first=True) works on (L, N, E) views of its inputs and hands
+    # back a transposed view of its output, as PyTorch's
+    kw = dict(embed_dim=8, num_heads=2, batch_first=True)
+    m, mt = _pair(retrograd, kw, np.float64), _pair(torch, kw, np.float64)
+    copy_params(m, mt)
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal((3, n, 8)) for n in (4, 5, 5)]
+    res = []
+    for lib, mod in ((retrograd, m), (torch, mt)):
+        ts = [lib.from_numpy(a.copy()).requires_grad_(True) for a in arrays]
+        q, k, v = ts
+        if same == "qkv":
+            k = v = q
+        elif same == "kv":
+            v = k
+        o, w = mod(q, k, v)
+        (o * lib.from_numpy(np.linspace(-1, 1, o.numel()).reshape(tuple(o.shape)))).sum().backward()
+        res.append((o, w, [t.grad for t in ts]))
+    (o, w, g), (ot, wt, gt) = res
+    assert o.grad_fn.name() == ot.grad_fn.name() == "TransposeBackward0"
+    assert tuple(o.stride()) == tuple(ot.stride()) and tuple(o.shape) == tuple(ot.shape)
+    np.testing.assert_allclose(_np(o), _np(ot), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(_np(w), _np(wt), rtol=1e-9, atol=1e-11)
+    for a, b in zip(g, gt):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(_np(a), _np(b), rtol=1e-9, atol=1e-11)
