@@ -210,9 +210,14 @@ def _open():
 _split_lock = threading.Lock()
 
 
+_th = []    # retrograd._threads, once imported (a from-import per product costs its lookup)
+
+
 def _threads():
-    from .. import _threads as th
-    return th.blas_threads()
+    if not _th:
+        from .. import _threads as th
+        _th.append(th)
+    return _th[0].blas_threads()
 
 
 def _run(calls):
