@@ -32,7 +32,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["matmul", "try_matmul", "try_linear", "backend", "describe"]
+__all__ = ["matmul", "try_matmul", "backend", "describe"]
 
 _ROW, _NT, _T = 101, 111, 112        # CblasRowMajor, CblasNoTrans, CblasTrans
 _INT_MAX = 2 ** 31 - 1               # LP64: MKL's dimensions, strides and counts are C ints
@@ -54,11 +54,6 @@ _BIG_MACS = 8 << 20
 # this shared 2-core machine, loaded at 6-8, two threads set by hand ran a 16M-50M product
 # 1.2-2.9x slower than one: no core was free; the load-adaptive count gives one there.)
 _SPLIT_MACS = 16 << 20
-# A linear layer's product with its bias (try_linear) goes to MKL where the product alone
-# would (_pays): measured alone, from ~2M multiply-adds on it was as fast as NumPy's product
-# plus the add, but inside a TransformerEncoderLayer(64, 4, 128) step (products of 2-6M)
-# the step took ~7% longer than with NumPy's
-_LINEAR_MACS = _MIN_MACS
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -353,36 +348,6 @@ def try_matmul(a, b, out=None):
     return _gemm_batched(lib, a, b, out, m, n, k, dt)
 
 
-def try_linear(x, w, bias):
-    """``bias + x @ w.T`` (a linear layer's forward: x (rows, in), w (out, in), bias (out,))
-    through MKL as one product that adds to the bias broadcast over the rows (beta 1, as
-    PyTorch's addmm), or None where NumPy keeps it (the products _pays leaves to NumPy).
-    Measured single-threaded here, each call after a 4 MiB pass (cold caches), against
-    MKL's product then the bias added in place: 1024 x 128 -> 384 773 us against 810
-    (PyTorch's addmm 775), 64 x 784 -> 512 453 / 463 (467): the bias is written once and the
-    product adds to it, instead of a second pass over the result."""
-    lib = _state[0]
-    if lib is None:
-        if type(x) is not np.ndarray or x.ndim != 2 or x.size * w.shape[0] < _LINEAR_MACS:
-            return None
-        lib = _load()
-    if not lib or type(x) is not np.ndarray or type(w) is not np.ndarray or type(bias) is not np.ndarray:
-        return None
-    dt = x.dtype
-    if (dt != _F32 and dt != _F64) or w.dtype != dt or bias.dtype != dt or x.ndim != 2 or w.ndim != 2 or \
-            bias.ndim != 1:
-        return None
-    m, k = x.shape
-    n = w.shape[0]
-    if m * n * k < _LINEAR_MACS or w.shape[1] != k or bias.shape[0] != n or not _pays(m, n, k):
-        return None
-    if _lay(x, dt.itemsize) is None or _lay(w, dt.itemsize) is None:
-        return None
-    c = np.empty((m, n), dt)
-    c[...] = bias
-    return _gemm2(lib, x, w.T, c, m, n, k, dt, beta=1.0)
-
-
 def _pays(m, n, k):
     """Whether MKL's product of (m, k) @ (k, n) beats NumPy's here (measured: see _MIN_MACS)."""
     macs = m * n * k
@@ -393,11 +358,9 @@ def _out_ok(out, shape, dt):
     return (type(out) is np.ndarray and out.shape == shape and out.dtype == dt and out.flags.writeable)
 
 
-def _gemm2(lib, a, b, out, m, n, k, dt, beta=0.0):
-    """``a @ b`` into a new array or ``out`` (``beta`` 1: added to what ``out`` holds, a
-    product the caller chose for MKL), or None where NumPy keeps the product."""
+def _gemm2(lib, a, b, out, m, n, k, dt):
     macs = m * n * k
-    if m > _INT_MAX or n > _INT_MAX or k > _INT_MAX or (not beta and (macs < _MIN_MACS or not _pays(m, n, k))):
+    if macs < _MIN_MACS or m > _INT_MAX or n > _INT_MAX or k > _INT_MAX or not _pays(m, n, k):
         return None
     it = dt.itemsize
     la = _lay(a, it)
@@ -421,7 +384,7 @@ def _gemm2(lib, a, b, out, m, n, k, dt, beta=0.0):
     f = lib.gemm[dt]
     nt = _threads() if macs >= _SPLIT_MACS else 1
     if nt <= 1:
-        f(_ROW, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, beta, pc, ldc)
+        f(_ROW, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, ldc)
         return c
     calls = []
     if m >= n:      # row blocks of C (and of op(A))
@@ -429,13 +392,13 @@ def _gemm2(lib, a, b, out, m, n, k, dt, beta=0.0):
         for i in range(0, m, step):
             mi = min(step, m - i)
             ai = pa + (i * lda if ta == _NT else i) * it
-            calls.append((f, (_ROW, ta, tb, mi, n, k, 1.0, ai, lda, pb, ldb, beta, pc + i * ldc * it, ldc)))
+            calls.append((f, (_ROW, ta, tb, mi, n, k, 1.0, ai, lda, pb, ldb, 0.0, pc + i * ldc * it, ldc)))
     else:           # column blocks of C (and of op(B))
         step = -(-n // nt)
         for j in range(0, n, step):
             nj = min(step, n - j)
             bj = pb + (j if tb == _NT else j * ldb) * it
-            calls.append((f, (_ROW, ta, tb, m, nj, k, 1.0, pa, lda, bj, ldb, beta, pc + j * it, ldc)))
+            calls.append((f, (_ROW, ta, tb, m, nj, k, 1.0, pa, lda, bj, ldb, 0.0, pc + j * it, ldc)))
     _run(calls)
     return c
 
