@@ -246,3 +246,23 @@ def test_batch_first_attention_output_is_a_transposed_view(same):
         assert (a is None) == (b is None)
         if a is not None:
             np.testing.assert_allclose(_np(a), _np(b), rtol=1e-9, atol=1e-11)
+
+
+@needs_torch
+@pytest.mark.parametrize("L,S,N", [(0, 0, 2), (3, 0, 2), (0, 4, 2), (3, 3, 0)])
+def test_attention_with_empty_sequences(L, S, N):
+    # no queries or no keys: empty weights, zero outputs and gradients, as PyTorch's
+    kw = dict(embed_dim=8, num_heads=2)
+    m, mt = _pair(retrograd, kw, np.float64), _pair(torch, kw, np.float64)
+    copy_params(m, mt)
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((L, N, 8)), rng.standard_normal((S, N, 8))
+    res = []
+    for lib, mod in ((retrograd, m), (torch, mt)):
+        tq, tk = (lib.from_numpy(a.copy()).requires_grad_(True) for a in (q, k))
+        o, w = mod(tq, tk, tk)
+        (o.sum() + w.sum()).backward()
+        res.append((o, w, tq.grad, tk.grad, mod.in_proj_weight.grad))
+    for a, b in zip(*res):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-9, atol=1e-11)

@@ -23,7 +23,9 @@ def _softmax_rows(s):
     """Softmax over the last axis, in place; rows that are entirely -inf give zeros
     (PyTorch's safe softmax); a NaN or +inf in a row makes the row NaN, as in PyTorch."""
     xp = xp_for(s)
-    if s.ndim and s.shape[-1] and s.flags.c_contiguous:
+    if s.ndim and not s.shape[-1]:
+        return s        # (rows of no entries: nothing to normalise)
+    if s.ndim and s.flags.c_contiguous:
         k = _accel_nn.usable(s)
         if k is not None:
             return _accel_nn.softmax_rows(k, s)
@@ -507,7 +509,7 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
     else:
         out = None
     out, p, pd = _attend(qh, kh, vh, m, sc, drop, out=out)
-    outs = [_merge(out, batch_first) if merged is None else merged.reshape(merged.shape[:2] + (-1,))]
+    outs = [_merge(out, batch_first) if merged is None else merged.reshape(merged.shape[:2] + (H * vh.shape[-1],))]
     if need_weights:
         outs.append(_head_mean(pd) if average_attn_weights else xp.ascontiguousarray(pd))
     grad_mask = mask is not None and mask._requires_grad
@@ -519,7 +521,8 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
         node.packed = packed
         node.heads, node.batch_first, node.p, node.pd, node.drop, node.scale = H, batch_first, p, pd, drop, sc
         node.need_weights, node.average = need_weights, average_attn_weights
-        node.out = out      # (private: the merged output is a copy)
+        node.out = out      # (a view of the merged output: its one consumer, the out-projection,
+        #                    never writes to it)
         node.const_mask = None if grad_mask else m
         if grad_mask:
             node.mask_shape = m.shape
