@@ -105,7 +105,7 @@ def test_attention_takes_the_fused_pass_where_it_can(monkeypatch, kw, fused):
     args = [retrograd.tensor(a) for a in (q, kk, v)]
     monkeypatch.setattr(_accel_nn, "_KERNELS", [Spy()])
     got = F.scaled_dot_product_attention(*args, **extra).numpy()
-    (_, (scaled, scale, causal)), = [c for c in calls if c[0] == "softmax_rows_prepare"]
+    (_, (scaled, scale, causal, _, _)), = [c for c in calls if c[0] == "softmax_rows_prepare"]
     if fused:
         assert scaled and scale == np.float32(1 / 4) and causal == (40 if kw.get("is_causal") else 0)
     else:           # (scaled and masked by NumPy first)

@@ -106,15 +106,17 @@ def gelu_keep_grad(k, x):
     return out, d
 
 
-def softmax_rows(k, s, scale=None, causal=0):
+def softmax_rows(k, s, scale=None, causal=0, hidden=-np.inf, add=False):
     """Softmax over the last axis of the C-contiguous array ``s``, in place (as
     attention._softmax_rows: rows of only -inf give zeros, a NaN or +inf makes its row NaN).
     ``scale`` (of s's dtype): the scores are first multiplied by it; ``causal`` > 0: s is
-    (..., causal, S) and each query row's entries past its position are masked out first
-    (attention._attend's steps before its softmax, in the same pass)."""
+    (..., causal, S) and each query row's entries past its position are set to ``hidden``
+    first (``add``: ``hidden`` is added to them; attention._attend's steps before its
+    softmax, in the same pass)."""
     s2 = s.reshape(-1, s.shape[-1])
     dead = np.empty(s2.shape[0], np.bool_)
-    k.softmax_rows_prepare(s2, dead, scale is not None, s.dtype.type(0 if scale is None else scale), causal)
+    t = s.dtype.type
+    k.softmax_rows_prepare(s2, dead, scale is not None, t(0 if scale is None else scale), causal, t(hidden), add)
     with np.errstate(over="ignore", invalid="ignore"):
         np.exp(s2, out=s2)
     k.softmax_rows_normalize(s2, dead, np.empty(1, s.dtype))

@@ -197,30 +197,51 @@ def softmax_rows_shift(s, out, dead, safe):
 
 
 @_jit
-def softmax_rows_prepare(s, dead, scaled, scale, causal):
+def softmax_rows_prepare(s, dead, scaled, scale, causal, hidden, add):
     # attention's scores before NumPy's exp, in place (one array: a second, aliased one would
     # keep LLVM from vectorising): each row times ``scale`` (if ``scaled``: the NumPy path's
     # ``s *= scale``), with ``causal`` > 0 the entries past the row's query position
-    # (row index mod ``causal``) set to -inf (its copyto of the causal mask), then minus its
-    # maximum; rows whose maximum is -inf are dead (zeros), as softmax_rows_shift with ``safe``
+    # (row index mod ``causal``) set to ``hidden`` (``add``: plus ``hidden``, as a float mask
+    # is added: +inf or NaN there then makes the row NaN), then minus its maximum; rows whose
+    # maximum is -inf are dead (zeros), as softmax_rows_shift with ``safe``. Indexed as
+    # s[i, j], with the maximum of a short row found inline: attention's rows are short (32,
+    # 64), and a row view plus calls cost ~50 ns a row, twice the row's own work at 32.
     m, n = s.shape
+    ninf = -np.inf
     for i in range(m):
-        r = s[i]
         if scaled:
             for j in range(n):
-                r[j] = r[j] * scale
+                s[i, j] = s[i, j] * scale
         k = n
         if causal > 0:
-            k = i % causal + 1
-            if k > n:
-                k = n
-            for j in range(k, n):
-                r[j] = -np.inf
-        mx = _shift_of(r, k)
-        dead[i] = mx == -np.inf
-        if not dead[i]:
+            v = i % causal + 1
+            if v > n:
+                v = n
+            if add:
+                for j in range(v, n):
+                    s[i, j] = s[i, j] + hidden
+            else:
+                for j in range(v, n):
+                    s[i, j] = hidden
+                if hidden == ninf:
+                    k = v       # (the hidden entries stay -inf: only the visible part is shifted)
+        if k < 64:      # (the maximum over the non-NaN entries, as _row_max)
+            mx = s[i, 0]
+            for j in range(1, k):
+                x = s[i, j]
+                mx = x if x > mx else mx
+            if mx == ninf:
+                for j in range(k):
+                    if s[i, j] != s[i, j]:
+                        mx = np.nan
+                        break
+        else:
+            mx = _shift_of(s[i], k)
+        d = mx == ninf
+        dead[i] = d
+        if not d:
             for j in range(k):
-                r[j] = r[j] - mx
+                s[i, j] = s[i, j] - mx
 
 
 @_jit

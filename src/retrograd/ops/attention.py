@@ -23,7 +23,9 @@ def _softmax_rows(s):
     """Softmax over the last axis, in place; rows that are entirely -inf give zeros
     (PyTorch's safe softmax); a NaN or +inf in a row makes the row NaN, as in PyTorch."""
     xp = xp_for(s)
-    if s.ndim and s.shape[-1] and s.flags.c_contiguous:
+    if s.ndim and not s.shape[-1]:
+        return s        # (rows of no entries: nothing to normalise)
+    if s.ndim and s.flags.c_contiguous:
         k = _accel_nn.usable(s)
         if k is not None:
             return _accel_nn.softmax_rows(k, s)
@@ -64,24 +66,37 @@ def _dropout_mask(shape, p, dtype, xp=np):
     return keep.astype(dtype) / dtype.type(1 - p)
 
 
-def _attend(q, k, v, mask, scale, drop, causal=False):
-    """Forward on arrays: returns (out, p, p_dropped). ``causal``: mask out the positions
-    above the diagonal (selected, no float mask)."""
+def _attend(q, k, v, mask, scale, drop, causal=False, out=None):
+    """Forward on arrays: returns (out, p, p_dropped). ``causal``: hide the positions above
+    the diagonal (top-left aligned), without a float mask: ``True`` as PyTorch's fused CPU
+    kernel, which sets them to -inf before the scale multiplies (so a scale <= 0 makes them
+    NaN or +inf); ``"add"`` as its composite path, which adds a -inf bias to the scaled
+    scores (a +inf or NaN score there makes its row NaN). ``out``: where the weighted sum
+    goes (a strided view of the caller's merged layout, so that no copy merges the heads)."""
     xp = xp_for(q, k, v, mask, scale, drop)
     # (NumPy's batched matmul runs several times slower with a transposed right operand
     # than with a contiguous copy of it)
     s = _blas.matmul(q, xp.ascontiguousarray(xp.swapaxes(k, -1, -2)))
+    dt = q.dtype.type
+    add = causal == "add"
+    hidden = dt(-np.inf)
+    if causal and not add and q.shape[-1]:
+        with np.errstate(invalid="ignore"):
+            hidden = hidden * dt(scale)
     # (no embedding: zero scores, whatever the scale)
     kern = _accel_nn.usable(s) if (causal or mask is None) and s.shape[-1] and s.flags.c_contiguous else None
     if kern is not None:    # scale, causal mask and softmax in two compiled passes around exp
-        p = _accel_nn.softmax_rows(kern, s, q.dtype.type(scale) if q.shape[-1] else None,
-                                   s.shape[-2] if causal else 0)
+        p = _accel_nn.softmax_rows(kern, s, dt(scale) if q.shape[-1] else None,
+                                   s.shape[-2] if causal else 0, hidden, add)
     else:
         if q.shape[-1]:
-            s *= q.dtype.type(scale)
+            s *= dt(scale)
         if causal:
             L, S = s.shape[-2:]
-            xp.copyto(s, s.dtype.type(-np.inf), where=_above_diagonal(L, S, xp))
+            if add:
+                xp.add(s, hidden, out=s, where=_above_diagonal(L, S, xp))
+            else:
+                xp.copyto(s, hidden, where=_above_diagonal(L, S, xp))
         elif mask is not None:
             if np.broadcast_shapes(s.shape, mask.shape) == s.shape:
                 s += mask
@@ -89,7 +104,7 @@ def _attend(q, k, v, mask, scale, drop, causal=False):
                 s = s + mask
         p = _softmax_rows(s)
     pd = p if drop is None else p * drop
-    return _blas.matmul(pd, v), p, pd
+    return _blas.matmul(pd, v, out), p, pd
 
 
 _TRIU = {}
@@ -109,12 +124,13 @@ def _above_diagonal(L, S, xp=np):
     return m
 
 
-def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None):
+def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None, outs=(None, None, None)):
     """Gradients (dq, dk, dv, dscores) of ``_attend`` for the upstream gradient ``g``.
     ``out``: the forward's output, where kept; the softmax's row sums sum(dp * p) are then
-    the shorter sum(g * out) (flash attention's identity, dropout included)."""
+    the shorter sum(g * out) (flash attention's identity, dropout included). ``outs``:
+    arrays (views of the caller's layout) that dq, dk and dv are written into, or Nones."""
     xp = xp_for(g, q, k, v, p, pd, drop, scale)
-    dv = _blas.matmul(xp.swapaxes(pd, -1, -2), g)
+    dv = _blas.matmul(xp.swapaxes(pd, -1, -2), g, outs[2])
     dp = _blas.matmul(g, xp.ascontiguousarray(xp.swapaxes(v, -1, -2)))
     if drop is not None:
         dp *= drop
@@ -126,9 +142,9 @@ def _attend_backward(g, q, k, v, p, pd, drop, scale, out=None):
     dp *= p
     ds = dp
     sc = q.dtype.type(scale)
-    dq = _blas.matmul(ds, k)
+    dq = _blas.matmul(ds, k, outs[0])
     dq *= sc
-    dk = _blas.matmul(xp.swapaxes(ds, -1, -2), q)
+    dk = _blas.matmul(xp.swapaxes(ds, -1, -2), q, outs[1])
     dk *= sc
     return dq, dk, dv, ds
 
@@ -279,13 +295,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         return _empty_attention(query, key, value, out_shape)
     sc = (1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else math.inf) if scale is None else scale
     drop = _dropout_mask(batch + (L, S), dropout_p, q.dtype, xp_for(q)) if dropout_p > 0 else None
-    out, p, pd = _attend(q, k, v, mask, sc, drop, causal=is_causal)
     grad_mask = attn_mask is not None and attn_mask._data.dtype != np.bool_ and attn_mask._requires_grad
     inputs = (query, key, value) + ((attn_mask,) if grad_mask else ())
     # PyTorch's fused CPU kernel: 4-D q, k, v of one head size and one batch and head count
     # (GQA aside), no dropout, no mask gradient; its composite path otherwise
     flash = (q.ndim == k.ndim == v.ndim == 4 and q.shape[-1] == v.shape[-1] and drop is None and not grad_mask
              and q.shape[0] == key.shape[0] == value.shape[0] and k.shape[1] == v.shape[1] == q.shape[1])
+    out, p, pd = _attend(q, k, v, mask, sc, drop, causal=(True if flash else "add") if is_causal else False)
     node = node_for(ScaledDotProductFlashAttentionForCpuBackward0 if flash else
                     _MATH_SDPA_2D if len(out_shape) == 2 and v.ndim == 2 else _MATH_SDPA, inputs)
     if node is not None:
@@ -348,8 +364,17 @@ class MultiheadAttentionBackward0(OpNode):
         else:
             qh, kh, vh = (_split(t._data, H, bf) for t in self.saved_tensors)
         go = _split(g_out._data, H, bf)
-        dq, dk, dv, ds = _attend_backward(go, qh, kh, vh, self.p, self.pd, self.drop, self.scale, self.out)
-        if g_w is not None and self.need_weights:
+        with_w = g_w is not None and self.need_weights
+        nf = self.next_functions
+        packed_g = outs = None
+        if self.packed and not with_w and nf[0][0] is not None and _direct(qh):
+            # dq, dk, dv written straight into the packed (L, N, 3E) gradient: no merge copies
+            E = qh.shape[1] * qh.shape[3]
+            packed_g = np.empty(self.saved_tensors[0]._data.shape, qh.dtype)
+            outs = tuple(_split(packed_g[..., i * E:(i + 1) * E], H, bf) for i in range(3))
+        dq, dk, dv, ds = _attend_backward(go, qh, kh, vh, self.p, self.pd, self.drop, self.scale, self.out,
+                                          outs or (None, None, None))
+        if with_w:
             gw = g_w._data
             N, L, S = qh.shape[0], qh.shape[2], kh.shape[2]
             gw = (xp.broadcast_to(gw[:, None] / H, (N, H, L, S)) if self.average else gw.reshape(N, H, L, S))
@@ -360,8 +385,9 @@ class MultiheadAttentionBackward0(OpNode):
             ds = ds + dsw
             dq = dq + _blas.matmul(dsw, kh) * sc
             dk = dk + _blas.matmul(xp.swapaxes(dsw, -1, -2), qh) * sc
-        nf = self.next_functions
-        if self.packed:
+        if packed_g is not None:
+            res = [packed_g]
+        elif self.packed:
             res = [None if nf[0][0] is None else _merge_packed((dq, dk, dv), bf)]
         else:
             res = [None if nf[i][0] is None else _merge(a, bf) for i, a in enumerate((dq, dk, dv))]
@@ -404,6 +430,26 @@ class MultiheadAttentionBackward0(OpNode):
         return o, (pd.mean(1) if self.average else pd)
 
 
+def _direct(x):
+    """Whether products may write straight into strided views of host arrays of x's dtype."""
+    return type(x) is np.ndarray and (x.dtype == np.float32 or x.dtype == np.float64)
+
+
+def _head_mean(pd):
+    """The mean of (N, H, L, S) weights over the heads: the heads added one by one (the
+    order of NumPy's mean over that axis), then divided by H, in one new array (NumPy's
+    mean over a middle axis runs ~2x slower)."""
+    xp = xp_for(pd)
+    H = pd.shape[1]
+    if H < 2 or not _direct(pd):
+        return xp.ascontiguousarray(pd.mean(axis=1))
+    r = np.add(pd[:, 0], pd[:, 1])
+    for h in range(2, H):
+        r += pd[:, h]
+    r /= pd.dtype.type(H)
+    return r
+
+
 def _split(x, H, batch_first):
     """(L, N, E) or (N, L, E) -> (N, H, L, E/H)."""
     xp = xp_for(x, H, batch_first)
@@ -417,8 +463,9 @@ def _merge(x, batch_first):
     """(N, H, L, d) -> (L, N, H*d) or (N, L, H*d)."""
     xp = xp_for(x, batch_first)
     N, H, L, d = x.shape
-    r = x.transpose(0, 2, 1, 3).reshape(N, L, H * d)
-    return xp.ascontiguousarray(r if batch_first else xp.swapaxes(r, 0, 1))
+    # (one copy straight into the target order)
+    r = xp.ascontiguousarray(x.transpose(0, 2, 1, 3) if batch_first else x.transpose(2, 0, 1, 3))
+    return r.reshape(r.shape[:2] + (H * d,))
 
 
 def _merge_packed(xs, batch_first):
@@ -454,10 +501,17 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
     m = None if mask is None else mask._data
     sc = 1.0 / math.sqrt(qh.shape[-1])
     drop = _dropout_mask(qh.shape[:-1] + (kh.shape[2],), dropout_p, qh.dtype, xp_for(qh)) if dropout_p > 0 else None
-    out, p, pd = _attend(qh, kh, vh, m, sc, drop)
-    outs = [_merge(out, batch_first)]
+    merged = None
+    if _direct(qh):     # the weighted sum written in the merged (L, N, E) layout: no merge copy
+        N, _, L, d = qh.shape
+        merged = np.empty((N, L, H, vh.shape[-1]) if batch_first else (L, N, H, vh.shape[-1]), qh.dtype)
+        out = merged.transpose(0, 2, 1, 3) if batch_first else merged.transpose(1, 2, 0, 3)
+    else:
+        out = None
+    out, p, pd = _attend(qh, kh, vh, m, sc, drop, out=out)
+    outs = [_merge(out, batch_first) if merged is None else merged.reshape(merged.shape[:2] + (H * vh.shape[-1],))]
     if need_weights:
-        outs.append(xp.ascontiguousarray(pd.mean(axis=1) if average_attn_weights else pd))
+        outs.append(_head_mean(pd) if average_attn_weights else xp.ascontiguousarray(pd))
     grad_mask = mask is not None and mask._requires_grad
     ins = (q,) if packed else (q, k, v)
     node = node_for(MultiheadAttentionBackward0, ins + ((mask,) if grad_mask else ()))
@@ -467,7 +521,8 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
         node.packed = packed
         node.heads, node.batch_first, node.p, node.pd, node.drop, node.scale = H, batch_first, p, pd, drop, sc
         node.need_weights, node.average = need_weights, average_attn_weights
-        node.out = out      # (private: the merged output is a copy)
+        node.out = out      # (a view of the merged output: its one consumer, the out-projection,
+        #                    never writes to it)
         node.const_mask = None if grad_mask else m
         if grad_mask:
             node.mask_shape = m.shape

@@ -54,6 +54,14 @@ class _MatmulNode(OpNode):
 
 def _matmul_backward(g, a, b, need_a, need_b):
     an, bn = a._data.ndim, b._data.ndim
+    if an == 2 and bn == 2 and not _state.grad:
+        # mm without create_graph: the two products straight on the arrays (the transposes
+        # are views BLAS takes as flags), not through matmul's checks and nodes
+        gd, ad, bd = g._data, a._data, b._data
+        if need_a and need_b and type(gd) is np.ndarray and 0 in gd.strides and gd.size > 1:
+            gd = np.ascontiguousarray(gd)   # (an expanded gradient: copied once for both products)
+        return (finish(None, arr(_mm_np(gd, bd.T))) if need_a else None,
+                finish(None, arr(_mm_np(ad.T, gd))) if need_b else None)
     if an == 1 and bn == 1:
         return (g * b if need_a else None, g * a if need_b else None)
     A = a if an > 1 else a.reshape(1, a._data.shape[0])

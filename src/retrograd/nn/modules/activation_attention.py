@@ -71,11 +71,23 @@ class MultiheadAttention(Module):
         if query.dim() not in (2, 3):
             raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "
                                  "query tensor")
-        return multi_head_attention_forward(
+        batch_first = self.batch_first and query.dim() == 3
+        if batch_first:
+            # as PyTorch: (N, L, E) inputs are transposed to (L, N, E) views (keeping which of
+            # them are the same tensor), and the output is a transposed view of the result
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = query.transpose(1, 0), key.transpose(1, 0)
+                    value = key
+            else:
+                query, key, value = query.transpose(1, 0), key.transpose(1, 0), value.transpose(1, 0)
+        out, w = multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
             self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
             training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
             attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
             q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
-            average_attn_weights=average_attn_weights, is_causal=is_causal,
-            batch_first=self.batch_first and query.dim() == 3)
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        return (out.transpose(1, 0), w) if batch_first else (out, w)
