@@ -82,8 +82,6 @@ _known("F.scaled_dot_product_attention", "fuzz:values fuzz:grad fuzz:gradgrad", 
 _known("F.batch_norm", "fuzz:values", "nonfinite",
        "NaN/inf batch statistics: torch's kernel gives inf for some elements of a channel whose mean is NaN; "
        "retrograd gives NaN throughout, as the formula does")
-_known("det torch.det linalg.det inverse linalg.inv linalg.solve", "fuzz:values", "nonfinite",
-       "inf/nan entries: a finite or +-inf result where torch's LU propagates nan (ops/linalg.py)")
 _known("torch.det det linalg.det", "fuzz:grad fuzz:gradgrad", "degenerate ties",
        "torch 2.13 bug, retrograd is right: its gradient at an exactly singular matrix is 0, not the adjugate "
        "(as the det/linalg.det entries' 'singular' samples; in random programs such matrices come from repeated "

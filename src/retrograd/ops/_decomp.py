@@ -570,27 +570,78 @@ def _slogdet_backward(self, grads):
         g = glog.to(A.dtype) if glog is not None else 0
         if gsign is not None:
             g = g - 1j * (sign.conj() * gsign).imag.to(A.dtype)
-    # gA = A^-H g: one solve with g on the diagonal, as PyTorch does (a singular A gives its inf/nan)
+    # gA = A^-H g: one solve with g on the diagonal, as PyTorch does (a singular A, or an infinite
+    # g, gives LAPACK's inf/nan, so the factorization solved with must be PyTorch's too)
     D = _diag_embed(g.unsqueeze(-1).expand(*g._data.shape, n))
-    return solve_ex(_h(A), D)[0]
+    if _state.grad:   # create_graph: linalg.solve with A^H (differentiable; a singular A raises)
+        from .linalg import solve
+        return solve(_h(A), D)
+    # first order: the forward's LU, of A^T for a real C-contiguous A (A^T X = D solved directly),
+    # else of A (solved with its adjoint)
+    x = A._data
+    if self.use_A_T:
+        r = _lu_solve_raw(xp_for(x).swapaxes(x, -1, -2), D._data)
+    else:
+        r = _lu_solve_raw(x, D._data, trans=2)
+    return finish(None, xp_for(x).ascontiguousarray(r.astype(x.dtype, copy=False)))
 
 
 LinalgSlogdetBackward0 = _node("LinalgSlogdetBackward0", _slogdet_backward)
 
 
-def _slogdet_np(x):
+def _det_factors_transpose(x):
+    """Whether PyTorch's det / slogdet factor A^T instead of A: for a real C-contiguous A (the
+    column-major A^T LAPACK wants, without a copy). Where A is singular or holds inf / nan, the
+    result (an exact 0 or not, inf or nan) depends on which of the two is factored."""
+    return x.dtype.kind != "c" and bool(x.flags.c_contiguous)
+
+
+def _lu_diag_sign(x):
+    """(diag U, permutation sign) of each matrix of a real host batch, from _getf2_reference."""
+    n = x.shape[-1]
+    flat = x.reshape((-1, n, n))
+    d = np.empty(flat.shape[:2], x.dtype)
+    sg = np.empty(flat.shape[0], x.dtype)
+    for i, m in enumerate(flat):
+        lu, piv, _ = _getf2_reference(m)
+        d[i] = np.diagonal(lu)
+        sg[i] = -1.0 if int((piv != np.arange(n)).sum()) % 2 else 1.0
+    return d.reshape(x.shape[:-1]), sg.reshape(x.shape[:-2])
+
+
+def _slogdet_reference(x):
+    d, sg = _lu_diag_sign(x)
+    with np.errstate(all="ignore"):
+        return sg * np.prod(np.where(np.isnan(d), 0, np.sign(d)), -1), np.sum(np.log(np.abs(d)), -1)
+
+
+def _det_reference(x):
+    """det of a real host batch holding inf / nan, with PyTorch's LAPACK's propagation."""
+    d, sg = _lu_diag_sign(x)
+    with np.errstate(all="ignore"):
+        return sg * np.prod(d, -1)
+
+
+def _slogdet_np(x, use_A_T=False):
     xp = xp_for(x)
     if x.shape[-1] == 0:
         return xp.ones(x.shape[:-2], x.dtype), xp.zeros(x.shape[:-2], _real_dt(x.dtype))
-    s, l = xp.linalg.slogdet(x)
+    m = xp.swapaxes(x, -1, -2) if use_A_T else x
+    if _nonfinite(m):
+        s, l = _slogdet_reference(m)
+    else:
+        s, l = xp.linalg.slogdet(m)
+    if x.dtype.kind != "c":   # sign = prod sgn(diag U) with sgn(nan) = 0, as PyTorch: 0 where log|det| is nan
+        s = xp.where(xp.isnan(l), 0 * s, s)
     return s.astype(x.dtype), l.astype(_real_dt(x.dtype))
 
 
 def slogdet(A, *, out=None):
     """``(sign, logabsdet)`` of (a batch of) square matrices."""
     x = _lapack_dtype(_square(A, "linalg.slogdet"), runtime=_low_precision("linalg.slogdet"))
-    s, l = _slogdet_np(x)
-    S, Lg = _record(LinalgSlogdetBackward0, (A,), [s, l], saved=(A,), out_saved=(0,))
+    use_A_T = _det_factors_transpose(A._data)
+    s, l = _slogdet_np(x, use_A_T)
+    S, Lg = _record(LinalgSlogdetBackward0, (A,), [s, l], saved=(A,), out_saved=(0,), use_A_T=use_A_T)
     return RT["linalg_slogdet"](S, Lg)
 
 
@@ -1004,7 +1055,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     with np.errstate(all="ignore"):
         if xp is not np:   # getrf + getrs on the device, whatever the pivots: the host is not asked
             r = _lu_inverse_np(x) if x.size else x.copy()
-        elif info.any():
+        elif info.any() or _nonfinite(x):
             r = _lu_inverse_np(x)
         else:
             r = np.linalg.inv(x) if x.size else x.copy()
@@ -1021,25 +1072,72 @@ def _lu_inverse_np(x):
     return _lu_solve_raw(x, xp.broadcast_to(xp.eye(n, dtype=x.dtype), x.shape))
 
 
-def _lu_solve_raw(x, b):
+def _nonfinite(x):
+    """Whether a real host array holds an inf or nan (where LU results depend on the LAPACK)."""
+    return x.dtype.kind == "f" and xp_for(x) is np and not bool(np.isfinite(x).all())
+
+
+def _getf2_reference(a):
+    """LU with partial pivoting of one real square matrix in the order of the reference
+    LAPACK getf2, for matrices holding inf / nan: PyTorch's CPU LAPACK (MKL) propagates them
+    that way, while OpenBLAS picks a nan as pivot and zeroes a column scaled by 1/inf. The pivot
+    is the first entry of largest magnitude (a nan is passed over unless it comes first), the
+    column is scaled by the pivot's reciprocal, and every rank-1 update is applied in full.
+    Returns (lu, 0-based pivots, info)."""
+    a = np.array(a, dtype=a.dtype, order="F")
+    n = a.shape[0]
+    piv = np.arange(n, dtype=np.int32)
+    info = 0
+    with np.errstate(all="ignore"):
+        for k in range(n):
+            col = np.abs(a[k:, k])
+            p, best = 0, col[0]
+            for i in range(1, col.shape[0]):   # (nan comparisons are false)
+                if col[i] > best:
+                    p, best = i, col[i]
+            p += k
+            piv[k] = p
+            if a[p, k] != 0:
+                if p != k:
+                    a[[k, p]] = a[[p, k]]
+                a[k + 1:, k] *= 1 / a[k, k]
+            elif info == 0:
+                info = k + 1
+            a[k + 1:, k + 1:] -= np.outer(a[k + 1:, k], a[k, k + 1:])
+    return a, piv, info
+
+
+def _lu_factor_np(m):
+    """(lu, 0-based pivots) of one host matrix, as PyTorch's LAPACK gives them."""
+    if _nonfinite(m) and m.shape[-1] == m.shape[-2]:
+        return _getf2_reference(m)[:2]
+    from scipy.linalg import lu_factor
+    return lu_factor(m, check_finite=False)
+
+
+def _lu_solve_raw(x, b, trans=0):
     """LAPACK getrf + getrs matrix by matrix (no singularity check: a zero pivot gives the
-    inf / nan LAPACK gives). On a device, cuSOLVER's (cupyx.scipy.linalg)."""
+    inf / nan LAPACK gives); ``trans`` 1 / 2 solves with x^T / x^H. On a device, cuSOLVER's
+    (cupyx.scipy.linalg)."""
     import warnings
     xp = xp_for(x, b)
     if xp is np:
-        from scipy.linalg import lu_factor, lu_solve
+        from scipy.linalg import lu_solve
+        lu_factor = _lu_factor_np
     else:
         sl = _scipy_linalg(xp)
         lu_factor, lu_solve = sl.lu_factor, sl.lu_solve
     batch = np.broadcast_shapes(x.shape[:-2], b.shape[:-2])
+    if x.size == 0 or b.size == 0:
+        return xp.zeros(batch + b.shape[-2:], xp.result_type(x, b))
     xb = xp.broadcast_to(x, batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])
     bb = xp.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
     out = xp.empty(bb.shape, xp.result_type(x, b))
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         for i in range(xb.shape[0]):
-            lu, piv = lu_factor(xb[i], check_finite=False)
-            out[i] = lu_solve((lu, piv), bb[i], check_finite=False)
+            lu, piv = lu_factor(xb[i]) if xp is np else lu_factor(xb[i], check_finite=False)
+            out[i] = lu_solve((lu, piv), bb[i], trans=trans, check_finite=False)
     return out.reshape(batch + b.shape[-2:])
 
 
@@ -1052,7 +1150,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     if check_errors and bool(info.any()):
         raise _linalg_error(f"torch.linalg.solve_ex: {_batch_where(info)}The solver failed because the input "
                             "matrix is singular.")
-    if xp is np and not info.any():
+    if xp is np and not info.any() and not _nonfinite(x):
         X = solve(A, B, left=left)
     else:   # (on a device getrf + getrs whatever the pivots: the host is not asked)
         b = B._data
@@ -1091,6 +1189,8 @@ def _getrf(x):
     if xp is not np:
         return _getrf_device(xp, x, lu, piv)
     fn = _lapack("getrf", (x,))
+    if m == n and _nonfinite(x):
+        fn = _getf2_reference
     fl, fp, fi = lu.reshape((-1, m, n)), piv.reshape((-1, k)), info.reshape(-1)
     for i, mat in enumerate(x.reshape((-1, m, n))):
         a, p, inf = fn(mat)

@@ -957,7 +957,14 @@ def det(A, *, out=None):
     x = A._data
     _check_square(x, "det")
     node = node_for(LinalgDetBackward0, (A,))
-    res = finish(node, arr(xp.asarray(xp.linalg.det(x), dtype=x.dtype)))
+    from ._decomp import _det_factors_transpose, _nonfinite, _det_reference
+    m = xp.swapaxes(x, -1, -2) if _det_factors_transpose(x) else x
+    if _nonfinite(m) and m.shape[-1]:
+        d = _det_reference(m)
+    else:
+        with np.errstate(all="ignore"):
+            d = xp.linalg.det(m)
+    res = finish(node, arr(xp.asarray(d, dtype=x.dtype)))
     if node is not None:
         save(node, A)
         save_output(node, res)
@@ -979,7 +986,8 @@ def inv(A, *, out=None):
     _check_square(x, "inv")
     try:
         if xp is np:
-            r = np.linalg.inv(x)
+            from ._decomp import _nonfinite, _lu_inverse_np
+            r = _lu_inverse_np(x) if _nonfinite(x) and x.size else np.linalg.inv(x)
         else:
             from ._decomp import _checked
             with _checked(xp):   # (CuPy reads LAPACK's info only when asked: a singular A raises, as on the CPU)
@@ -1072,6 +1080,9 @@ def solve(A, B, *, left=True, out=None):
 
 
 def _solve_arrays(xp, a, b, vec):
+    from ._decomp import _nonfinite, _lu_solve_raw
+    if _nonfinite(a) and a.size:   # (inf / nan propagated as PyTorch's LAPACK does)
+        return _lu_solve_raw(a, b[..., None])[..., 0] if vec else _lu_solve_raw(a, b)
     return xp.linalg.solve(a, b[..., None])[..., 0] if vec else xp.linalg.solve(a, b)
 
 
