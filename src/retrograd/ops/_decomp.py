@@ -1552,11 +1552,95 @@ def torch_lu(A, pivot=True, get_infos=False, out=None):
 
 # --- matrix functions ----------------------------------------------------------------------
 
+# Taylor-type approximants of exp of Bader, Blanes and Casas ("Computing the matrix exponential
+# with an optimized Taylor polynomial approximation", Mathematics 7, 2019), which PyTorch uses:
+# the degree is the lowest whose 1-norm bound holds, past the last one the matrix is scaled by
+# 2^-s into it and the result squared s times. The same choices give PyTorch's values, also
+# where scaling and squaring loses accuracy (huge norms) and where SciPy's expm overflows.
+_EXPM_THETAS = {  # 1-norm bounds of the degrees 1, 2, 4, 8, 12, 18
+    np.dtype(np.float64): (2.220446049250313e-16, 2.580956802971767e-08, 3.397168839976962e-04,
+                           4.991228871115323e-02, 2.996158913811580e-01, 1.090863719290036e+00),
+    np.dtype(np.float32): (1.192092800768788e-07, 5.978858893805233e-04, 5.116619363445086e-02,
+                           5.800524627688768e-01, 1.461661507209034e+00, 3.010066362817634e+00),
+}
+# degree 12: B_i = sum_j b_ij A^j (A^0..A^3); A6 = B_2 + B_3^2; T = B_0 + (B_1 + A6) A6
+_EXPM_B12 = ((9.0198e-16, 0.46932117595418237389, -0.20099424927047284052, -0.04623946134063071740),
+             (5.31597895759871264183, 1.19926790417132231573, 0.01179296240992997031, 0.01108844528519167989),
+             (0.18188869982170434744, 0.05502798439925399070, 0.09351590770535414968, 0.00610700528898058230),
+             (-2.0861320e-13, -0.13181061013830184015, -0.02027855540589259079, -0.00675951846863086359))
+# degree 18: B_i = sum_j b_ij P_j (P = I, A, A^2, A^3, A^6); A9 = B_0 B_4 + B_3; T = B_1 + (B_2 + A9) A9
+_EXPM_B18 = ((0., -1.00365581030144618291e-01, -8.02924648241156932449e-03, -8.92138498045729985177e-04, 0.),
+             (0., 3.97849749499645077844e-01, 1.36783778460411720168e+00, 4.98289622525382669416e-01,
+              -6.37898194594723280150e-04),
+             (-1.09676396052962061844e+01, 1.68015813878906206114e+00, 5.71779846478865511061e-02,
+              -6.98210122488052056106e-03, 3.34975017086070470649e-05),
+             (-9.04316832390810593223e-02, -6.76404519071381882256e-02, 6.75961301770459654925e-02,
+              2.95552570429315521194e-02, -1.39180257516060693404e-05),
+             (0., 0., -9.23364619367118555360e-02, -1.69364939002081722752e-02, -1.40086798182036094347e-05))
+
+
+def _expm_taylor(a, degree):
+    """The degree-``degree`` approximant of exp for a batch ``a`` (n x n, n >= 2)."""
+    dt = a.dtype
+    eye = np.broadcast_to(np.eye(a.shape[-1], dtype=dt), a.shape)
+    if degree == 1:
+        return eye + a
+    a2 = a @ a
+    if degree == 2:
+        return eye + a + a2 / dt.type(2)
+    if degree == 4:
+        return eye + a + a2 @ (eye * dt.type(1 / 2) + a * dt.type(1 / 6) + a2 * dt.type(1 / 24))
+    if degree == 8:
+        r = 0.1330413469565007072504e+2   # sqrt(177)
+        x3 = 2 / 3
+        x1, x2 = x3 * ((1 + r) / 88), x3 * ((1 + r) / 352)
+        x4, x5 = (-271 + 29 * r) / (315 * x3), (-11 + 11 * r) / (1260 * x3)
+        x6, x7 = (-99 + 11 * r) / (5040 * x3), (89 - r) / (5040 * x3)
+        y2 = (857 - 58 * r) / 630
+        c = [dt.type(v) for v in (x1, x2, x3, x4, x5, x6, x7, y2)]
+        a4 = a2 @ (c[0] * a + c[1] * a2)
+        a8 = (c[2] * a2 + a4) @ (c[3] * eye + c[4] * a + c[5] * a2 + c[6] * a4)
+        return eye + a + c[7] * a2 + a8
+    powers = [eye, a, a2, a2 @ a]
+    if degree == 12:
+        b = [sum(dt.type(bij) * p for bij, p in zip(row, powers)) for row in _EXPM_B12]
+        a6 = b[2] + b[3] @ b[3]
+        return b[0] + (b[1] + a6) @ a6
+    powers.append(powers[3] @ powers[3])
+    b = [sum(dt.type(bij) * p for bij, p in zip(row, powers)) for row in _EXPM_B18]
+    a9 = b[0] @ b[4] + b[3]
+    return b[1] + (b[2] + a9) @ a9
+
+
 def _expm_np(x):
     if x.size == 0:
         return x.copy()
-    from scipy.linalg import expm
-    return np.asarray(expm(x)).astype(x.dtype, copy=False)
+    if x.shape[-1] == 1:
+        with np.errstate(all="ignore"):
+            return np.exp(x)
+    thetas = _EXPM_THETAS[np.dtype(np.float32 if x.dtype in (np.float32, np.complex64) else np.float64)]
+    flat = x.reshape((-1,) + x.shape[-2:])
+    norm = np.abs(flat).sum(-2).max(-1)
+    out = np.full(flat.shape, np.nan, x.dtype)   # (a non-finite norm: nan throughout, as PyTorch)
+    with np.errstate(all="ignore"):
+        lower = -1.0
+        for degree, theta in zip((1, 2, 4, 8, 12), thetas):
+            if flat.shape[0] > 1:   # (a batch: PyTorch takes the highest degree for every matrix)
+                break
+            sel = (norm > lower) & (norm <= theta)
+            if sel.any():
+                out[sel] = _expm_taylor(flat[sel], degree)
+            lower = theta
+        big = np.nonzero((norm > thetas[4]) | (flat.shape[0] > 1) & np.isfinite(norm))[0]
+        if big.size:
+            s = np.maximum(0, np.ceil(np.log2(norm[big] / thetas[5]))).astype(np.int64)
+            scaled = flat[big] / np.ldexp(1.0, s).astype(x.real.dtype)[:, None, None]
+            t = _expm_taylor(scaled, 18)
+            for p in range(int(s.max())):
+                sq = s > p
+                t[sq] = t[sq] @ t[sq]
+            out[big] = t
+    return out.reshape(x.shape)
 
 
 def _matrix_exp_backward(self, grads):
