@@ -66,9 +66,6 @@ def _known(ops, tests, kinds, why):
 # Seen only by the differential fuzzer (tests/fuzz, FUZZ_FINDINGS.md): test kinds "fuzz:<kind>"
 # are ignored by the generated tests and not strict; remove an entry when its cause is fixed.
 _known("pow __pow__", "fuzz:values", "nonfinite", "torch's float16 (-inf)**0.5 is inf (its float32/64: nan)")
-_known("einsum", "fuzz:views", "*",
-       "a two-operand einsum that is one permuted mm returns a copy where torch returns a view of the mm result "
-       "(ops/linalg.py)")
 _known("F.elu F.elu_ F.elu(inplace) F.celu F.celu_ F.celu(inplace) F.selu F.selu_ F.selu(inplace) "
        "F.hardtanh F.hardtanh_ F.hardtanh(inplace) F.relu6 F.relu6(inplace) F.hardshrink hardshrink F.softshrink "
        "F.hardswish F.hardswish(inplace)", "fuzz:grad fuzz:gradgrad", "nonfinite",

@@ -729,7 +729,11 @@ def einsum(equation, *operands):
         raise RuntimeError(f"expected scalar type {names[0]} but found {[n for n in names if n != names[0]][0]}")
     if len(operands) == 1:
         return _einsum_single(operands[0], terms[0], rhs)
-    return _einsum_raw(",".join(terms) + "->" + rhs, list(operands))
+    res = _einsum_raw(",".join(terms) + "->" + rhs, list(operands))
+    if set("".join(terms)) - set(rhs):
+        # PyTorch folds a contraction into a bmm and returns a view of its output
+        res = res.view(res._data.shape)
+    return res
 
 
 def _einsum_single(x, term, rhs):
