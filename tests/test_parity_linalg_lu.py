@@ -143,3 +143,30 @@ def test_nonfinite_lu_is_reference_order():
     assert np.signbit(lu[1, 0]) and np.isnan(lu[2]).all()
     x = retrograd.tensor(np.array([[NAN, 1.0], [2.0, 3.0]]))
     assert np.isnan(retrograd.linalg.inv(x).numpy()).all()
+
+
+def _outcome(fn):
+    try:
+        r = fn()
+    except RuntimeError as e:
+        return str(e)
+    return int(r.info.item()) if hasattr(r, "info") else None
+
+
+@needs_torch
+def test_nonfinite_singular_info_and_errors():
+    # a zero pivot of the reference-order factorization: info, and inv / solve raising
+    rng = np.random.default_rng(5)
+    for k in range(80):
+        n = int(rng.integers(2, 6))
+        a = rng.standard_normal((n, n))
+        for _ in range(rng.integers(1, 3)):
+            a[rng.integers(n), rng.integers(n)] = rng.choice([INF, -INF, NAN, 0.0])
+        if k % 3 == 0:
+            a[:, rng.integers(n)] = 0
+        b = np.ones((n, 1))
+        for name in ("inv_ex", "solve_ex", "lu_factor_ex", "inv", "solve"):
+            got = [_outcome(lambda: getattr(lib.linalg, name)(*((lib.tensor(a),) if "solve" not in name else
+                                                                (lib.tensor(a), lib.tensor(b)))))
+                   for lib in (torch, retrograd)]
+            assert got[1] == got[0], (name, a)

@@ -133,9 +133,6 @@ _known("unique", "fuzz:values", "nonfinite",
        "ties with everything (not a strict weak order), so std::sort leaves an order that depends on the input's "
        "arrangement (unique(tensor([nan, 1, nan, -inf, .5]), dim=0) comes back unsorted); retrograd sorts NaN last "
        "as the flattened unique does (counts and inverse agree with its own order)")
-_known("view_written_in_place", "fuzz:grad", "*",
-       "a view whose base history changed in place replays its own view op (ViewBackward0, SelectBackward0...); "
-       "torch regenerates AsStridedBackward0 (_tensor.py _refresh_view); the fuzzer skips only this name comparison")
 
 
 # ----------------------------------------------------------------------------------- samples

@@ -990,8 +990,13 @@ def inv(A, *, out=None):
     _check_square(x, "inv")
     try:
         if xp is np:
-            from ._decomp import _nonfinite, _lu_inverse_np
-            r = _lu_inverse_np(x) if _nonfinite(x) and x.size else np.linalg.inv(x)
+            from ._decomp import _nonfinite, _lu_inverse_np, _lu_info
+            if _nonfinite(x) and x.size:
+                if _lu_info(x).any():
+                    raise np.linalg.LinAlgError
+                r = _lu_inverse_np(x)
+            else:
+                r = np.linalg.inv(x)
         else:
             from ._decomp import _checked
             with _checked(xp):   # (CuPy reads LAPACK's info only when asked: a singular A raises, as on the CPU)
@@ -1028,6 +1033,9 @@ _LinAlgErrorType.__name__ = "_LinAlgError"
 
 
 def _zero_pivot(x):
+    from ._decomp import _nonfinite, _getf2_reference
+    if _nonfinite(x):   # (inf / nan: the pivots of PyTorch's LAPACK, see _getf2_reference)
+        return _getf2_reference(x)[2] or None
     xp = xp_for(x)
     a = xp.array(x, dtype=np.complex128 if x.dtype.kind == "c" else np.float64)
     n = a.shape[0]
@@ -1084,8 +1092,10 @@ def solve(A, B, *, left=True, out=None):
 
 
 def _solve_arrays(xp, a, b, vec):
-    from ._decomp import _nonfinite, _lu_solve_raw
+    from ._decomp import _nonfinite, _lu_solve_raw, _lu_info
     if _nonfinite(a) and a.size:   # (inf / nan propagated as PyTorch's LAPACK does)
+        if _lu_info(a).any():
+            raise np.linalg.LinAlgError
         return _lu_solve_raw(a, b[..., None])[..., 0] if vec else _lu_solve_raw(a, b)
     return xp.linalg.solve(a, b[..., None])[..., 0] if vec else xp.linalg.solve(a, b)
 
