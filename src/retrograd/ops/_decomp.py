@@ -773,7 +773,12 @@ def _eig_np(x):
     cdt = _complex_dt(x.dtype)
     if x.shape[-1] == 0:
         return np.zeros(x.shape[:-1], cdt), np.zeros(x.shape, cdt)
-    w, v = np.linalg.eig(x)
+    try:
+        w, v = np.linalg.eig(x)
+    except np.linalg.LinAlgError:
+        if np.isfinite(x).all():
+            raise
+        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.") from None
     return w.astype(cdt), v.astype(cdt)
 
 
@@ -869,6 +874,18 @@ def _svd_backward(self, grads):
 LinalgSvdBackward0 = _node("LinalgSvdBackward0", _svd_backward)
 
 
+def _svd_checked(xp, x, **kw):
+    """``xp.linalg.svd``, with PyTorch's error when LAPACK gives up on inf / nan entries."""
+    try:
+        return xp.linalg.svd(x, **kw)
+    except np.linalg.LinAlgError:
+        bad = ~xp.isfinite(x).all((-2, -1))
+        if not bool(bad.any()):
+            raise
+        raise _linalg_error(f"linalg.svd: {_batch_where(bad)}The algorithm failed to converge because the input "
+                            "matrix contained non-finite values.") from None
+
+
 def _svd_np(x, full, uv=True):
     xp = xp_for(x)
     m, n = x.shape[-2:]
@@ -883,8 +900,8 @@ def _svd_np(x, full, uv=True):
         ev = xp.broadcast_to(xp.eye(n if full else k, n, dtype=x.dtype), b + (n if full else k, n)).copy()
         return eu, s, ev
     if not uv:
-        return None, xp.linalg.svd(x, compute_uv=False).astype(rdt), None
-    u, s, vh = xp.linalg.svd(x, full_matrices=full)
+        return None, _svd_checked(xp, x, compute_uv=False).astype(rdt), None
+    u, s, vh = _svd_checked(xp, x, full_matrices=full)
     return u.astype(x.dtype), s.astype(rdt), vh.astype(x.dtype)
 
 
@@ -1756,7 +1773,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
                 winv = xp.where(keep, 1 / xp.where(keep, w, 1), 0).astype(x.dtype)
                 r = (v * winv[..., None, :]) @ xp.swapaxes(v, -1, -2).conj()
             else:
-                u, s, vh = xp.linalg.svd(x, full_matrices=False)
+                u, s, vh = _svd_checked(xp, x, full_matrices=False)
                 tol = _tol_arrays(atol, rtol, rcond, s[..., :1][..., 0] if s.shape[-1] else 0, rdt, m, n)
                 keep = s > xp.asarray(tol)[..., None]
                 sinv = xp.where(keep, 1 / xp.where(keep, s, 1), 0).astype(x.dtype)
@@ -1787,7 +1804,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     elif hermitian:
         s = xp.abs(xp.linalg.eigvalsh(x))
     else:
-        s = xp.linalg.svd(x, compute_uv=False)
+        s = _svd_checked(xp, x, compute_uv=False)
     smax = s.max(-1) if s.shape[-1] else xp.zeros(s.shape[:-1], s.dtype)
     t = _tol_arrays(atol, rtol, None, smax, _real_dt(x.dtype), m, n)
     r = (s > xp.asarray(t)[..., None]).sum(-1).astype(np.int64)
