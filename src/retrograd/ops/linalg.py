@@ -1053,8 +1053,14 @@ class LinalgSolveExBackward0(OpNode):
         a, x = self.saved_tensors
         nf = self.next_functions
         vec = self.vec
-        from ._decomp import solve_ex  # a singular A gives LAPACK's inf/nan, as PyTorch's backward does
-        gb = solve_ex(a.mH, g)[0]
+        from ._decomp import solve_ex, _lu_solve_raw
+        if _state.grad:   # create_graph: a differentiable solve with A^H
+            gb = solve_ex(a.mH, g)[0]
+        else:   # first order: A's LU (the forward's), solved with its adjoint: a singular A gives
+            # LAPACK's inf/nan where PyTorch's lu_solve(adjoint=True) puts them
+            gd, ad = g._data, a._data
+            r = _lu_solve_raw(ad, gd[..., None], trans=2)[..., 0] if vec else _lu_solve_raw(ad, gd, trans=2)
+            gb = finish(None, xp_for(r).ascontiguousarray(r.astype(gd.dtype, copy=False)))
         ga = None
         if nf[0][0] is not None:
             xc = x.conj() if x._data.dtype.kind == "c" else x
