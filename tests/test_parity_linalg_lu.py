@@ -170,3 +170,37 @@ def test_nonfinite_singular_info_and_errors():
                                                                 (lib.tensor(a), lib.tensor(b)))))
                    for lib in (torch, retrograd)]
             assert got[1] == got[0], (name, a)
+
+
+@needs_torch
+def test_solve_left_false_matches_torch():
+    rng = np.random.default_rng(6)
+    for ash, bsh in [((3, 3), (2, 3)), ((2, 3, 3), (2, 4, 3)), ((3, 3), (2, 2, 3))]:
+        a = rng.standard_normal(ash) + 3 * np.eye(3)
+        b = rng.standard_normal(bsh)
+        got = []
+        for lib in (torch, retrograd):
+            A, B = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+            x = lib.linalg.solve(A, B, left=False)
+            g = lib.autograd.grad(x, [A, B], lib.tensor(np.cos(np.arange(x.numel())).reshape(tuple(x.shape))))
+            got.append([type(x.grad_fn).__name__, x.detach().numpy(), *[t.numpy() for t in g]])
+        assert got[0][0] == got[1][0]
+        for t, r in zip(got[0][1:], got[1][1:]):
+            np.testing.assert_allclose(r, t, rtol=1e-10, atol=1e-12)
+    for bs in [(3,), (3, 2), (2,)]:
+        msgs = []
+        for lib in (torch, retrograd):
+            with pytest.raises(RuntimeError) as e:
+                lib.linalg.solve(lib.eye(3), lib.ones(bs), left=False)
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1]
+
+
+def test_solve_left_false_gradcheck():
+    rng = np.random.default_rng(7)
+    A = retrograd.tensor(rng.standard_normal((2, 3, 3)) + 3 * np.eye(3), requires_grad=True)
+    B = retrograd.tensor(rng.standard_normal((2, 4, 3)), requires_grad=True)
+    f = lambda A, B: retrograd.linalg.solve(A, B, left=False)   # noqa: E731
+    assert gradcheck(f, (A, B))
+    assert gradgradcheck(f, (A, B))
+    np.testing.assert_allclose((f(A, B) @ A).detach().numpy(), B.detach().numpy(), atol=1e-12)

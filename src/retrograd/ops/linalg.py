@@ -1053,18 +1053,26 @@ class LinalgSolveExBackward0(OpNode):
         a, x = self.saved_tensors
         nf = self.next_functions
         vec = self.vec
+        left = getattr(self, "left", True)
         from ._decomp import solve_ex, _lu_solve_raw
         if _state.grad:   # create_graph: a differentiable solve with A^H
-            gb = solve_ex(a.mH, g)[0]
+            gb = solve_ex(a.mH, g)[0] if left else solve(a.mH, g, left=False)
         else:   # first order: A's LU (the forward's), solved with its adjoint: a singular A gives
             # LAPACK's inf/nan where PyTorch's lu_solve(adjoint=True) puts them
             gd, ad = g._data, a._data
-            r = _lu_solve_raw(ad, gd[..., None], trans=2)[..., 0] if vec else _lu_solve_raw(ad, gd, trans=2)
+            if not left:   # gB A^H = gX  <=>  A gB^H = gX^H
+                r = _lu_solve_raw(ad, xp_for(gd).swapaxes(gd, -1, -2).conj()).swapaxes(-1, -2).conj()
+            elif vec:
+                r = _lu_solve_raw(ad, gd[..., None], trans=2)[..., 0]
+            else:
+                r = _lu_solve_raw(ad, gd, trans=2)
             gb = finish(None, xp_for(r).ascontiguousarray(r.astype(gd.dtype, copy=False)))
         ga = None
         if nf[0][0] is not None:
             xc = x.conj() if x._data.dtype.kind == "c" else x
-            if vec:
+            if not left:   # X A = B: gA = -X^H gB
+                ga = -matmul(_mT(xc), gb)
+            elif vec:
                 ga = -(gb.reshape(gb._data.shape + (1,)) * xc.reshape(x._data.shape[:-1] + (1, x._data.shape[-1])))
             else:
                 ga = -matmul(gb, _mT(xc))
@@ -1077,28 +1085,40 @@ def solve(A, B, *, left=True, out=None):
     from ._base import save_output
     a, b = A._data, B._data
     _check_square(a, "solve")
-    vec = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
-    _solve_checks(a, b, vec)
+    left = bool(left)
+    if left:
+        vec = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
+        _solve_checks(a, b, vec)
+    else:   # X A = B: B is always a batch of matrices (rows of length n)
+        vec = False
+        n = a.shape[-1]
+        if b.ndim < 2 or b.shape[-1] != n:
+            raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({n}x{n} and "
+                               f"{b.shape[-2] if b.ndim >= 2 else b.shape[-1]}x{b.shape[-1] if b.ndim >= 2 else 1})")
+        _broadcast_batch(b.shape[:-2], a.shape[:-2])
     try:
         if xp is np:
-            r = _solve_arrays(xp, a, b, vec)
+            r = _solve_arrays(xp, a, b, vec, left)
         else:
             from ._decomp import _checked
             with _checked(xp):   # (a singular A raises on a device too, as PyTorch's CUDA solve does)
-                r = _solve_arrays(xp, a, b, vec)
+                r = _solve_arrays(xp, a, b, vec, left)
     except np.linalg.LinAlgError:
         raise _singular("solve", a) from None
     node = node_for(LinalgSolveExBackward0, (A, B))
-    res = finish(node, arr(r.astype(np.result_type(a.dtype, b.dtype), copy=False)))
+    res = finish(node, arr(xp.ascontiguousarray(r.astype(np.result_type(a.dtype, b.dtype), copy=False))))
     if node is not None:
         node.vec = vec
+        node.left = left
         save(node, A)
         save_output(node, res)
     return res if out is None else write_out(out, res, "linalg_solve")
 
 
-def _solve_arrays(xp, a, b, vec):
+def _solve_arrays(xp, a, b, vec, left=True):
     from ._decomp import _nonfinite, _lu_solve_raw, _lu_info
+    if not left:   # X A = B  <=>  A^T X^T = B^T
+        return xp.swapaxes(_solve_arrays(xp, xp.swapaxes(a, -1, -2), xp.swapaxes(b, -1, -2), False), -1, -2)
     if _nonfinite(a) and a.size:   # (inf / nan propagated as PyTorch's LAPACK does)
         if _lu_info(a).any():
             raise np.linalg.LinAlgError
