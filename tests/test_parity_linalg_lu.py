@@ -204,3 +204,18 @@ def test_solve_left_false_gradcheck():
     assert gradcheck(f, (A, B))
     assert gradgradcheck(f, (A, B))
     np.testing.assert_allclose((f(A, B) @ A).detach().numpy(), B.detach().numpy(), atol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("layout", ["contig", "noncontig"])
+def test_nonfinite_first_order_gradients(layout):
+    # det's regular-path gradient solves with the forward's factorization as slogdet's does
+    for a in _nonfinite_matrices(8, 40):
+        got = []
+        for lib in (torch, retrograd):
+            x, leaf = _leaf(lib, a, layout, True)
+            outs = [lib.linalg.det(x), lib.linalg.inv_ex(x).inverse, lib.linalg.solve_ex(x, lib.ones(a.shape[0], 1,
+                                                                                            dtype=lib.float64)).result]
+            got.append([lib.autograd.grad(o, leaf, lib.ones(tuple(o.shape), dtype=o.dtype))[0].numpy() for o in outs])
+        for t, r in zip(*got):
+            _same(r, t)

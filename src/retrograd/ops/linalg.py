@@ -932,7 +932,13 @@ class LinalgDetBackward0(OpNode):
         dd = d._data
         singular = xp.abs(dd) < 100 * np.finfo(dd.dtype).eps
         if not singular.any():
-            return solve(_mT(a), diag_embed((g * d).unsqueeze(-1).expand(*g._data.shape, n)))
+            rhs = diag_embed((g * d).unsqueeze(-1).expand(*g._data.shape, n))
+            if _state.grad or getattr(self, "use_A_T", True) or a._data.dtype.kind == "c":
+                return solve(_mT(a), rhs)
+            # first order, A not C-contiguous: PyTorch solves with the forward's LU of A (adjoint)
+            from ._decomp import _lu_solve_raw
+            r = _lu_solve_raw(a._data, rhs._data, trans=1)
+            return finish(None, xp.ascontiguousarray(r.astype(rhs._data.dtype, copy=False)))
         grad_s = gm * _cofactors(a)
         if singular.all():
             return grad_s
@@ -962,7 +968,8 @@ def det(A, *, out=None):
     _check_square(x, "det")
     node = node_for(LinalgDetBackward0, (A,))
     from ._decomp import _det_factors_transpose, _nonfinite, _det_reference
-    m = xp.swapaxes(x, -1, -2) if _det_factors_transpose(x) else x
+    use_A_T = _det_factors_transpose(x)
+    m = xp.swapaxes(x, -1, -2) if use_A_T else x
     if _nonfinite(m) and m.shape[-1]:
         d = _det_reference(m)
     else:
@@ -970,6 +977,7 @@ def det(A, *, out=None):
             d = xp.linalg.det(m)
     res = finish(node, arr(xp.asarray(d, dtype=x.dtype)))
     if node is not None:
+        node.use_A_T = use_A_T
         save(node, A)
         save_output(node, res)
     return res if out is None else write_out(out, res, "linalg_det")
