@@ -1648,7 +1648,7 @@ def _expm_np(x):
             if sel.any():
                 out[sel] = _expm_taylor(flat[sel], degree)
             lower = theta
-        big = np.nonzero((norm > thetas[4]) | (flat.shape[0] > 1) & np.isfinite(norm))[0]
+        big = np.nonzero((norm >= thetas[4]) | (flat.shape[0] > 1) & np.isfinite(norm))[0]   # (at the bound: T18, as PyTorch)
         if big.size:
             s = np.maximum(0, np.ceil(np.log2(norm[big] / thetas[5]))).astype(np.int64)
             scaled = flat[big] / np.ldexp(1.0, s).astype(x.real.dtype)[:, None, None]
