@@ -219,3 +219,40 @@ def test_nonfinite_first_order_gradients(layout):
             got.append([lib.autograd.grad(o, leaf, lib.ones(tuple(o.shape), dtype=o.dtype))[0].numpy() for o in outs])
         for t, r in zip(*got):
             _same(r, t)
+
+
+@needs_torch
+def test_negative_stride_counts_as_contiguous():
+    # torch has no negative strides: such a leaf stands for its contiguous copy (A^T factored)
+    a = np.array([[4.25308095680109, INF, 4.25308095680109], [4.25308095680109, 4.25308095680109, 1.6510223091108869],
+                  [0.42654310306871945, 0.9179862439359936, 3.1744999658616915]])
+    neg = retrograd.from_numpy(np.ascontiguousarray(a[::-1])[::-1])
+    assert neg._data.strides[0] < 0
+    want = [t.item() for t in torch.linalg.slogdet(torch.tensor(a))] + [torch.linalg.det(torch.tensor(a)).item()]
+    got = [t.item() for t in retrograd.linalg.slogdet(neg)] + [retrograd.linalg.det(neg).item()]
+    _same(got, want)
+
+
+@needs_torch
+def test_lu_backward_infinite_gradient_outside_the_triangles():
+    # log(L) is -inf above L's diagonal: torch takes tril(L^H gL), so the inf reaches every entry
+    a = np.array([[0.548, -0.921, -1.836], [-1.934, 1.253, 1.651], [0.427, 0.918, 0.174]])
+    got = []
+    for lib in (torch, retrograd):
+        x = lib.tensor(a, requires_grad=True)
+        P, L, U = lib.linalg.lu(x)
+        got.append(lib.autograd.grad(L.log().sum() + U.sum(), x)[0].numpy())
+    _same(got[1], got[0])
+    x = retrograd.tensor(a, requires_grad=True)
+    assert gradcheck(lambda x: retrograd.linalg.lu(x)[1] * 2 + retrograd.linalg.lu(x)[2], (x,))
+
+
+@needs_torch
+def test_cdist_result_is_writable():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 2)), rng.standard_normal((4, 2))
+    got = []
+    for lib in (torch, retrograd):
+        d = lib.cdist(lib.tensor(a), lib.tensor(b))
+        got.append(d.exp_().numpy())
+    np.testing.assert_allclose(got[1], got[0], rtol=1e-12)

@@ -592,8 +592,10 @@ LinalgSlogdetBackward0 = _node("LinalgSlogdetBackward0", _slogdet_backward)
 def _det_factors_transpose(x):
     """Whether PyTorch's det / slogdet factor A^T instead of A: for a real C-contiguous A (the
     column-major A^T LAPACK wants, without a copy). Where A is singular or holds inf / nan, the
-    result (an exact 0 or not, inf or nan) depends on which of the two is factored."""
-    return x.dtype.kind != "c" and bool(x.flags.c_contiguous)
+    result (an exact 0 or not, inf or nan) depends on which of the two is factored. A negative-
+    stride array has no PyTorch counterpart but its contiguous copy (torch.tensor of it), so it
+    counts as contiguous."""
+    return x.dtype.kind != "c" and (bool(x.flags.c_contiguous) or any(st < 0 for st in x.strides))
 
 
 def _lu_diag_sign(x):
@@ -1396,6 +1398,8 @@ def _lu_backward(self, grads):
     A, L, U = self.saved_tensors
     _, gL, gU = ([None] + list(grads))[-3:] if len(grads) == 2 else grads
     P = _const(self.P)
+    if L._data.shape[-2] == U._data.shape[-1]:   # square: the triangles are taken of L^H gL and gU U^H
+        return _lu_core_grad(L, U, P, gL, gU)    # (as PyTorch: an inf outside them reaches the result)
     return _lu_core_grad(L, U, P, gL.tril(-1) if gL is not None else None, gU.triu() if gU is not None else None)
 
 
