@@ -256,3 +256,17 @@ def test_cdist_result_is_writable():
         d = lib.cdist(lib.tensor(a), lib.tensor(b))
         got.append(d.exp_().numpy())
     np.testing.assert_allclose(got[1], got[0], rtol=1e-12)
+
+
+@needs_torch
+def test_cov_nan_weight_refused():
+    x = np.random.default_rng(1).standard_normal((2, 4))
+    for w in ([1.0, 2.0, np.nan, 1.0], [1.0, -2.0, 1.0, 1.0]):
+        msgs = []
+        for lib in (torch, retrograd):
+            with pytest.raises(RuntimeError) as e:
+                lib.tensor(x).cov(aweights=lib.tensor(w))
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1] == "cov(): aweights cannot be negative"
+    np.testing.assert_allclose(retrograd.tensor(x).cov(aweights=retrograd.tensor([1.0, 2.0, 0.5, 1.0])).numpy(),
+                               torch.tensor(x).cov(aweights=torch.tensor([1.0, 2.0, 0.5, 1.0])).numpy(), rtol=1e-12)
