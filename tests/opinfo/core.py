@@ -66,9 +66,6 @@ def _known(ops, tests, kinds, why):
 # Seen only by the differential fuzzer (tests/fuzz, FUZZ_FINDINGS.md): test kinds "fuzz:<kind>"
 # are ignored by the generated tests and not strict; remove an entry when its cause is fixed.
 _known("pow __pow__", "fuzz:values", "nonfinite", "torch's float16 (-inf)**0.5 is inf (its float32/64: nan)")
-_known("einsum", "fuzz:views", "*",
-       "a two-operand einsum that is one permuted mm returns a copy where torch returns a view of the mm result "
-       "(ops/linalg.py)")
 _known("F.elu F.elu_ F.elu(inplace) F.celu F.celu_ F.celu(inplace) F.selu F.selu_ F.selu(inplace) "
        "F.hardtanh F.hardtanh_ F.hardtanh(inplace) F.relu6 F.relu6(inplace) F.hardshrink hardshrink F.softshrink "
        "F.hardswish F.hardswish(inplace)", "fuzz:grad fuzz:gradgrad", "nonfinite",
@@ -82,8 +79,6 @@ _known("F.scaled_dot_product_attention", "fuzz:values fuzz:grad fuzz:gradgrad", 
 _known("F.batch_norm", "fuzz:values", "nonfinite",
        "NaN/inf batch statistics: torch's kernel gives inf for some elements of a channel whose mean is NaN; "
        "retrograd gives NaN throughout, as the formula does")
-_known("det torch.det linalg.det inverse linalg.inv linalg.solve", "fuzz:values", "nonfinite",
-       "inf/nan entries: a finite or +-inf result where torch's LU propagates nan (ops/linalg.py)")
 _known("torch.det det linalg.det", "fuzz:grad fuzz:gradgrad", "degenerate ties",
        "torch 2.13 bug, retrograd is right: its gradient at an exactly singular matrix is 0, not the adjugate "
        "(as the det/linalg.det entries' 'singular' samples; in random programs such matrices come from repeated "
@@ -138,9 +133,6 @@ _known("unique", "fuzz:values", "nonfinite",
        "ties with everything (not a strict weak order), so std::sort leaves an order that depends on the input's "
        "arrangement (unique(tensor([nan, 1, nan, -inf, .5]), dim=0) comes back unsorted); retrograd sorts NaN last "
        "as the flattened unique does (counts and inverse agree with its own order)")
-_known("view_written_in_place", "fuzz:grad", "*",
-       "a view whose base history changed in place replays its own view op (ViewBackward0, SelectBackward0...); "
-       "torch regenerates AsStridedBackward0 (_tensor.py _refresh_view); the fuzzer skips only this name comparison")
 
 
 # ----------------------------------------------------------------------------------- samples

@@ -182,12 +182,12 @@ def _slogdet_samples(mk):
     yield Sample(mk.rand(3), kind="error")
 
 
-_add("linalg.slogdet", _linalg("slogdet"), _slogdet_samples, skip={"nonfinite": _NONSMOOTH})
-_add("slogdet", method("slogdet"), _slogdet_samples, skip={"nonfinite": _NONSMOOTH}, covers=("torch.slogdet",))
+_add("linalg.slogdet", _linalg("slogdet"), _slogdet_samples)
+_add("slogdet", method("slogdet"), _slogdet_samples, covers=("torch.slogdet",))
 _add("logdet", method("logdet"),
      lambda mk: [Sample(_sq(mk, 3)), Sample(-_sq(mk, 3)), Sample(_sq(mk, 2, 2)), Sample(mk.rand(0, 0), kind="empty"),
                  Sample(np.zeros((2, 2)), kind="singular"), Sample(mk.rand(2, 3), kind="error")],
-     skip={"nonfinite": _NONSMOOTH}, gradcheck_kinds=("basic",))
+     gradcheck_kinds=("basic",))
 
 
 # ----------------------------------------------------------------------------------- eigh
@@ -309,13 +309,13 @@ _add("qr", method("qr"), lambda mk: [Sample(mk.rand(4, 3)), Sample(mk.rand(3, 4)
 _add("linalg.inv_ex", _linalg("inv_ex"),
      lambda mk: [Sample(_sq(mk, 3)), Sample(_sq(mk, 2, 2)), Sample(mk.rand(0, 0), kind="empty"),
                  Sample(np.zeros((3, 3)), kind="singular"), Sample(mk.rand(2, 3), kind="error")],
-     skip={"nonfinite": _NONSMOOTH}, gradcheck_kinds=("basic",))
+     gradcheck_kinds=("basic",))
 _add("linalg.solve_ex", _linalg("solve_ex"),
      lambda mk: [Sample(_sq(mk, 3), mk.rand(3, 2)), Sample(_sq(mk, 3), mk.rand(3)),
                  Sample(_sq(mk, 3, 2), mk.rand(3, 1), kind="broadcast"),
                  Sample(np.zeros((3, 3)), mk.rand(3, 1), kind="singular"), Sample(mk.rand(2, 3), mk.rand(2),
                                                                                kind="error")],
-     skip={"nonfinite": _NONSMOOTH}, gradcheck_kinds=("basic",))
+     gradcheck_kinds=("basic",))
 
 
 # ------------------------------------------------------------------------------------- lu
@@ -399,9 +399,9 @@ def _mexp_samples(mk):
     yield Sample(mk.rand(2, 3), kind="error")
 
 
-_add("linalg.matrix_exp", _linalg("matrix_exp"), _mexp_samples, skip={"nonfinite": _NONSMOOTH})
+_add("linalg.matrix_exp", _linalg("matrix_exp"), _mexp_samples)
 _add("matrix_exp", method("matrix_exp"), lambda mk: [Sample(mk.rand(3, 3)), Sample(mk.rand(3), kind="error")],
-     skip={"nonfinite": _NONSMOOTH}, covers=("torch.matrix_exp",))
+     covers=("torch.matrix_exp",))
 
 
 def _mpow_samples(mk):
@@ -654,9 +654,6 @@ _add("solve", method("solve"), lambda mk: [Sample(mk.rand(3, 3), mk.rand(3, 3), 
 _add("torch.matrix_rank", function("matrix_rank"), lambda mk: [Sample(mk.rand(3, 3), kind="error")], grad=False)
 
 
-_known("linalg.solve_ex", "grad", "singular",
-       "an exactly singular A: both give LAPACK's inf/nan garbage, but at different positions (PyTorch solves "
-       "the transposed system in place with getrs; retrograd through SciPy's lu_solve)")
 _known("linalg.solve_ex logdet", "gradgrad", "singular",
        "an exactly singular A: the second derivative is inf/nan garbage in PyTorch; retrograd's double backward "
        "raises LinAlgError from its regular solve")

@@ -410,8 +410,13 @@ def _next_nodes(fn):
 
 def _key(fn):
     """Heap order: newest node first; leaves' AccumulateGrad before anything else (among
-    themselves in creation order, as PyTorch's ties come out)."""
-    return -fn._seq if fn.__class__ is not AccumulateGrad else fn._seq - 2 * _ACC_SEQ
+    themselves in creation order, as PyTorch's ties come out), then the NotImplemented nodes
+    of ops without a derivative (PyTorch gives both the largest sequence number, so such a
+    node raises as soon as it is ready, before the formula nodes ready with it)."""
+    c = fn.__class__
+    if c is AccumulateGrad:
+        return fn._seq - 2 * _ACC_SEQ
+    return -fn._seq if c.__name__ != "NotImplemented" else -fn._seq - _ACC_SEQ
 
 
 def run_backward(roots, grads, keep_graph, create_graph, targets=None, captures=None):

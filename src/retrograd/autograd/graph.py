@@ -157,7 +157,7 @@ class Node:
         return d
 
     def _sequence_nr(self):
-        return self._seq
+        return self._seq if self.__class__.__name__ != "NotImplemented" else 2 ** 64 - 1   # (engine._key)
 
     def _set_sequence_nr(self, nr):
         self._seq = nr

@@ -570,27 +570,80 @@ def _slogdet_backward(self, grads):
         g = glog.to(A.dtype) if glog is not None else 0
         if gsign is not None:
             g = g - 1j * (sign.conj() * gsign).imag.to(A.dtype)
-    # gA = A^-H g: one solve with g on the diagonal, as PyTorch does (a singular A gives its inf/nan)
+    # gA = A^-H g: one solve with g on the diagonal, as PyTorch does (a singular A, or an infinite
+    # g, gives LAPACK's inf/nan, so the factorization solved with must be PyTorch's too)
     D = _diag_embed(g.unsqueeze(-1).expand(*g._data.shape, n))
-    return solve_ex(_h(A), D)[0]
+    if _state.grad:   # create_graph: linalg.solve with A^H (differentiable; a singular A raises)
+        from .linalg import solve
+        return solve(_h(A), D)
+    # first order: the forward's LU, of A^T for a real C-contiguous A (A^T X = D solved directly),
+    # else of A (solved with its adjoint)
+    x = A._data
+    if self.use_A_T:
+        r = _lu_solve_raw(xp_for(x).swapaxes(x, -1, -2), D._data)
+    else:
+        r = _lu_solve_raw(x, D._data, trans=2)
+    return finish(None, xp_for(x).ascontiguousarray(r.astype(x.dtype, copy=False)))
 
 
 LinalgSlogdetBackward0 = _node("LinalgSlogdetBackward0", _slogdet_backward)
 
 
-def _slogdet_np(x):
+def _det_factors_transpose(x):
+    """Whether PyTorch's det / slogdet factor A^T instead of A: for a real C-contiguous A (the
+    column-major A^T LAPACK wants, without a copy). Where A is singular or holds inf / nan, the
+    result (an exact 0 or not, inf or nan) depends on which of the two is factored. A negative-
+    stride array has no PyTorch counterpart but its contiguous copy (torch.tensor of it), so it
+    counts as contiguous."""
+    return x.dtype.kind != "c" and (bool(x.flags.c_contiguous) or any(st < 0 for st in x.strides))
+
+
+def _lu_diag_sign(x):
+    """(diag U, permutation sign) of each matrix of a real host batch, from _getf2_reference."""
+    n = x.shape[-1]
+    flat = x.reshape((-1, n, n))
+    d = np.empty(flat.shape[:2], x.dtype)
+    sg = np.empty(flat.shape[0], x.dtype)
+    for i, m in enumerate(flat):
+        lu, piv, _ = _getf2_reference(m)
+        d[i] = np.diagonal(lu)
+        sg[i] = -1.0 if int((piv != np.arange(n)).sum()) % 2 else 1.0
+    return d.reshape(x.shape[:-1]), sg.reshape(x.shape[:-2])
+
+
+def _slogdet_reference(x):
+    d, sg = _lu_diag_sign(x)
+    with np.errstate(all="ignore"):
+        return sg * np.prod(np.where(np.isnan(d), 0, np.sign(d)), -1), np.sum(np.log(np.abs(d)), -1)
+
+
+def _det_reference(x):
+    """det of a real host batch holding inf / nan, with PyTorch's LAPACK's propagation."""
+    d, sg = _lu_diag_sign(x)
+    with np.errstate(all="ignore"):
+        return sg * np.prod(d, -1)
+
+
+def _slogdet_np(x, use_A_T=False):
     xp = xp_for(x)
     if x.shape[-1] == 0:
         return xp.ones(x.shape[:-2], x.dtype), xp.zeros(x.shape[:-2], _real_dt(x.dtype))
-    s, l = xp.linalg.slogdet(x)
+    m = xp.swapaxes(x, -1, -2) if use_A_T else x
+    if _nonfinite(m):
+        s, l = _slogdet_reference(m)
+    else:
+        s, l = xp.linalg.slogdet(m)
+    if x.dtype.kind != "c":   # sign = prod sgn(diag U) with sgn(nan) = 0, as PyTorch: 0 where log|det| is nan
+        s = xp.where(xp.isnan(l), 0 * s, s)
     return s.astype(x.dtype), l.astype(_real_dt(x.dtype))
 
 
 def slogdet(A, *, out=None):
     """``(sign, logabsdet)`` of (a batch of) square matrices."""
     x = _lapack_dtype(_square(A, "linalg.slogdet"), runtime=_low_precision("linalg.slogdet"))
-    s, l = _slogdet_np(x)
-    S, Lg = _record(LinalgSlogdetBackward0, (A,), [s, l], saved=(A,), out_saved=(0,))
+    use_A_T = _det_factors_transpose(A._data)
+    s, l = _slogdet_np(x, use_A_T)
+    S, Lg = _record(LinalgSlogdetBackward0, (A,), [s, l], saved=(A,), out_saved=(0,), use_A_T=use_A_T)
     return RT["linalg_slogdet"](S, Lg)
 
 
@@ -722,7 +775,12 @@ def _eig_np(x):
     cdt = _complex_dt(x.dtype)
     if x.shape[-1] == 0:
         return np.zeros(x.shape[:-1], cdt), np.zeros(x.shape, cdt)
-    w, v = np.linalg.eig(x)
+    try:
+        w, v = np.linalg.eig(x)
+    except np.linalg.LinAlgError:
+        if np.isfinite(x).all():
+            raise
+        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.") from None
     return w.astype(cdt), v.astype(cdt)
 
 
@@ -818,6 +876,18 @@ def _svd_backward(self, grads):
 LinalgSvdBackward0 = _node("LinalgSvdBackward0", _svd_backward)
 
 
+def _svd_checked(xp, x, **kw):
+    """``xp.linalg.svd``, with PyTorch's error when LAPACK gives up on inf / nan entries."""
+    try:
+        return xp.linalg.svd(x, **kw)
+    except np.linalg.LinAlgError:
+        bad = ~xp.isfinite(x).all((-2, -1))
+        if not bool(bad.any()):
+            raise
+        raise _linalg_error(f"linalg.svd: {_batch_where(bad)}The algorithm failed to converge because the input "
+                            "matrix contained non-finite values.") from None
+
+
 def _svd_np(x, full, uv=True):
     xp = xp_for(x)
     m, n = x.shape[-2:]
@@ -832,8 +902,8 @@ def _svd_np(x, full, uv=True):
         ev = xp.broadcast_to(xp.eye(n if full else k, n, dtype=x.dtype), b + (n if full else k, n)).copy()
         return eu, s, ev
     if not uv:
-        return None, xp.linalg.svd(x, compute_uv=False).astype(rdt), None
-    u, s, vh = xp.linalg.svd(x, full_matrices=full)
+        return None, _svd_checked(xp, x, compute_uv=False).astype(rdt), None
+    u, s, vh = _svd_checked(xp, x, full_matrices=full)
     return u.astype(x.dtype), s.astype(rdt), vh.astype(x.dtype)
 
 
@@ -1004,7 +1074,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     with np.errstate(all="ignore"):
         if xp is not np:   # getrf + getrs on the device, whatever the pivots: the host is not asked
             r = _lu_inverse_np(x) if x.size else x.copy()
-        elif info.any():
+        elif info.any() or _nonfinite(x):
             r = _lu_inverse_np(x)
         else:
             r = np.linalg.inv(x) if x.size else x.copy()
@@ -1021,25 +1091,72 @@ def _lu_inverse_np(x):
     return _lu_solve_raw(x, xp.broadcast_to(xp.eye(n, dtype=x.dtype), x.shape))
 
 
-def _lu_solve_raw(x, b):
+def _nonfinite(x):
+    """Whether a real host array holds an inf or nan (where LU results depend on the LAPACK)."""
+    return x.dtype.kind == "f" and xp_for(x) is np and not bool(np.isfinite(x).all())
+
+
+def _getf2_reference(a):
+    """LU with partial pivoting of one real square matrix in the order of the reference
+    LAPACK getf2, for matrices holding inf / nan: PyTorch's CPU LAPACK (MKL) propagates them
+    that way, while OpenBLAS picks a nan as pivot and zeroes a column scaled by 1/inf. The pivot
+    is the first entry of largest magnitude (a nan is passed over unless it comes first), the
+    column is scaled by the pivot's reciprocal, and every rank-1 update is applied in full.
+    Returns (lu, 0-based pivots, info)."""
+    a = np.array(a, dtype=a.dtype, order="F")
+    n = a.shape[0]
+    piv = np.arange(n, dtype=np.int32)
+    info = 0
+    with np.errstate(all="ignore"):
+        for k in range(n):
+            col = np.abs(a[k:, k])
+            p, best = 0, col[0]
+            for i in range(1, col.shape[0]):   # (nan comparisons are false)
+                if col[i] > best:
+                    p, best = i, col[i]
+            p += k
+            piv[k] = p
+            if a[p, k] != 0:
+                if p != k:
+                    a[[k, p]] = a[[p, k]]
+                a[k + 1:, k] *= 1 / a[k, k]
+            elif info == 0:
+                info = k + 1
+            a[k + 1:, k + 1:] -= np.outer(a[k + 1:, k], a[k, k + 1:])
+    return a, piv, info
+
+
+def _lu_factor_np(m):
+    """(lu, 0-based pivots) of one host matrix, as PyTorch's LAPACK gives them."""
+    if _nonfinite(m) and m.shape[-1] == m.shape[-2]:
+        return _getf2_reference(m)[:2]
+    from scipy.linalg import lu_factor
+    return lu_factor(m, check_finite=False)
+
+
+def _lu_solve_raw(x, b, trans=0):
     """LAPACK getrf + getrs matrix by matrix (no singularity check: a zero pivot gives the
-    inf / nan LAPACK gives). On a device, cuSOLVER's (cupyx.scipy.linalg)."""
+    inf / nan LAPACK gives); ``trans`` 1 / 2 solves with x^T / x^H. On a device, cuSOLVER's
+    (cupyx.scipy.linalg)."""
     import warnings
     xp = xp_for(x, b)
     if xp is np:
-        from scipy.linalg import lu_factor, lu_solve
+        from scipy.linalg import lu_solve
+        lu_factor = _lu_factor_np
     else:
         sl = _scipy_linalg(xp)
         lu_factor, lu_solve = sl.lu_factor, sl.lu_solve
     batch = np.broadcast_shapes(x.shape[:-2], b.shape[:-2])
+    if x.size == 0 or b.size == 0:
+        return xp.zeros(batch + b.shape[-2:], xp.result_type(x, b))
     xb = xp.broadcast_to(x, batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])
     bb = xp.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
     out = xp.empty(bb.shape, xp.result_type(x, b))
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         for i in range(xb.shape[0]):
-            lu, piv = lu_factor(xb[i], check_finite=False)
-            out[i] = lu_solve((lu, piv), bb[i], check_finite=False)
+            lu, piv = lu_factor(xb[i]) if xp is np else lu_factor(xb[i], check_finite=False)
+            out[i] = lu_solve((lu, piv), bb[i], trans=trans, check_finite=False)
     return out.reshape(batch + b.shape[-2:])
 
 
@@ -1052,7 +1169,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     if check_errors and bool(info.any()):
         raise _linalg_error(f"torch.linalg.solve_ex: {_batch_where(info)}The solver failed because the input "
                             "matrix is singular.")
-    if xp is np and not info.any():
+    if xp is np and not info.any() and not _nonfinite(x):
         X = solve(A, B, left=left)
     else:   # (on a device getrf + getrs whatever the pivots: the host is not asked)
         b = B._data
@@ -1091,6 +1208,8 @@ def _getrf(x):
     if xp is not np:
         return _getrf_device(xp, x, lu, piv)
     fn = _lapack("getrf", (x,))
+    if m == n and _nonfinite(x):
+        fn = _getf2_reference
     fl, fp, fi = lu.reshape((-1, m, n)), piv.reshape((-1, k)), info.reshape(-1)
     for i, mat in enumerate(x.reshape((-1, m, n))):
         a, p, inf = fn(mat)
@@ -1279,6 +1398,8 @@ def _lu_backward(self, grads):
     A, L, U = self.saved_tensors
     _, gL, gU = ([None] + list(grads))[-3:] if len(grads) == 2 else grads
     P = _const(self.P)
+    if L._data.shape[-2] == U._data.shape[-1]:   # square: the triangles are taken of L^H gL and gU U^H
+        return _lu_core_grad(L, U, P, gL, gU)    # (as PyTorch: an inf outside them reaches the result)
     return _lu_core_grad(L, U, P, gL.tril(-1) if gL is not None else None, gU.triu() if gU is not None else None)
 
 
@@ -1452,11 +1573,95 @@ def torch_lu(A, pivot=True, get_infos=False, out=None):
 
 # --- matrix functions ----------------------------------------------------------------------
 
+# Taylor-type approximants of exp of Bader, Blanes and Casas ("Computing the matrix exponential
+# with an optimized Taylor polynomial approximation", Mathematics 7, 2019), which PyTorch uses:
+# the degree is the lowest whose 1-norm bound holds, past the last one the matrix is scaled by
+# 2^-s into it and the result squared s times. The same choices give PyTorch's values, also
+# where scaling and squaring loses accuracy (huge norms) and where SciPy's expm overflows.
+_EXPM_THETAS = {  # 1-norm bounds of the degrees 1, 2, 4, 8, 12, 18
+    np.dtype(np.float64): (2.220446049250313e-16, 2.580956802971767e-08, 3.397168839976962e-04,
+                           4.991228871115323e-02, 2.996158913811580e-01, 1.090863719290036e+00),
+    np.dtype(np.float32): (1.192092800768788e-07, 5.978858893805233e-04, 5.116619363445086e-02,
+                           5.800524627688768e-01, 1.461661507209034e+00, 3.010066362817634e+00),
+}
+# degree 12: B_i = sum_j b_ij A^j (A^0..A^3); A6 = B_2 + B_3^2; T = B_0 + (B_1 + A6) A6
+_EXPM_B12 = ((9.0198e-16, 0.46932117595418237389, -0.20099424927047284052, -0.04623946134063071740),
+             (5.31597895759871264183, 1.19926790417132231573, 0.01179296240992997031, 0.01108844528519167989),
+             (0.18188869982170434744, 0.05502798439925399070, 0.09351590770535414968, 0.00610700528898058230),
+             (-2.0861320e-13, -0.13181061013830184015, -0.02027855540589259079, -0.00675951846863086359))
+# degree 18: B_i = sum_j b_ij P_j (P = I, A, A^2, A^3, A^6); A9 = B_0 B_4 + B_3; T = B_1 + (B_2 + A9) A9
+_EXPM_B18 = ((0., -1.00365581030144618291e-01, -8.02924648241156932449e-03, -8.92138498045729985177e-04, 0.),
+             (0., 3.97849749499645077844e-01, 1.36783778460411720168e+00, 4.98289622525382669416e-01,
+              -6.37898194594723280150e-04),
+             (-1.09676396052962061844e+01, 1.68015813878906206114e+00, 5.71779846478865511061e-02,
+              -6.98210122488052056106e-03, 3.34975017086070470649e-05),
+             (-9.04316832390810593223e-02, -6.76404519071381882256e-02, 6.75961301770459654925e-02,
+              2.95552570429315521194e-02, -1.39180257516060693404e-05),
+             (0., 0., -9.23364619367118555360e-02, -1.69364939002081722752e-02, -1.40086798182036094347e-05))
+
+
+def _expm_taylor(a, degree):
+    """The degree-``degree`` approximant of exp for a batch ``a`` (n x n, n >= 2)."""
+    dt = a.dtype
+    eye = np.broadcast_to(np.eye(a.shape[-1], dtype=dt), a.shape)
+    if degree == 1:
+        return eye + a
+    a2 = a @ a
+    if degree == 2:
+        return eye + a + a2 / dt.type(2)
+    if degree == 4:
+        return eye + a + a2 @ (eye * dt.type(1 / 2) + a * dt.type(1 / 6) + a2 * dt.type(1 / 24))
+    if degree == 8:
+        r = 0.1330413469565007072504e+2   # sqrt(177)
+        x3 = 2 / 3
+        x1, x2 = x3 * ((1 + r) / 88), x3 * ((1 + r) / 352)
+        x4, x5 = (-271 + 29 * r) / (315 * x3), (-11 + 11 * r) / (1260 * x3)
+        x6, x7 = (-99 + 11 * r) / (5040 * x3), (89 - r) / (5040 * x3)
+        y2 = (857 - 58 * r) / 630
+        c = [dt.type(v) for v in (x1, x2, x3, x4, x5, x6, x7, y2)]
+        a4 = a2 @ (c[0] * a + c[1] * a2)
+        a8 = (c[2] * a2 + a4) @ (c[3] * eye + c[4] * a + c[5] * a2 + c[6] * a4)
+        return eye + a + c[7] * a2 + a8
+    powers = [eye, a, a2, a2 @ a]
+    if degree == 12:
+        b = [sum(dt.type(bij) * p for bij, p in zip(row, powers)) for row in _EXPM_B12]
+        a6 = b[2] + b[3] @ b[3]
+        return b[0] + (b[1] + a6) @ a6
+    powers.append(powers[3] @ powers[3])
+    b = [sum(dt.type(bij) * p for bij, p in zip(row, powers)) for row in _EXPM_B18]
+    a9 = b[0] @ b[4] + b[3]
+    return b[1] + (b[2] + a9) @ a9
+
+
 def _expm_np(x):
     if x.size == 0:
         return x.copy()
-    from scipy.linalg import expm
-    return np.asarray(expm(x)).astype(x.dtype, copy=False)
+    if x.shape[-1] == 1:
+        with np.errstate(all="ignore"):
+            return np.exp(x)
+    thetas = _EXPM_THETAS[np.dtype(np.float32 if x.dtype in (np.float32, np.complex64) else np.float64)]
+    flat = x.reshape((-1,) + x.shape[-2:])
+    norm = np.abs(flat).sum(-2).max(-1)
+    out = np.full(flat.shape, np.nan, x.dtype)   # (a non-finite norm: nan throughout, as PyTorch)
+    with np.errstate(all="ignore"):
+        lower = -1.0
+        for degree, theta in zip((1, 2, 4, 8, 12), thetas):
+            if flat.shape[0] > 1:   # (a batch: PyTorch takes the highest degree for every matrix)
+                break
+            sel = (norm > lower) & (norm <= theta)
+            if sel.any():
+                out[sel] = _expm_taylor(flat[sel], degree)
+            lower = theta
+        big = np.nonzero((norm >= thetas[4]) | (flat.shape[0] > 1) & np.isfinite(norm))[0]   # (at the bound: T18, as PyTorch)
+        if big.size:
+            s = np.maximum(0, np.ceil(np.log2(norm[big] / thetas[5]))).astype(np.int64)
+            scaled = flat[big] / np.ldexp(1.0, s).astype(x.real.dtype)[:, None, None]
+            t = _expm_taylor(scaled, 18)
+            for p in range(int(s.max())):
+                sq = s > p
+                t[sq] = t[sq] @ t[sq]
+            out[big] = t
+    return out.reshape(x.shape)
 
 
 def _matrix_exp_backward(self, grads):
@@ -1572,7 +1777,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, rcond=None, out=None):
                 winv = xp.where(keep, 1 / xp.where(keep, w, 1), 0).astype(x.dtype)
                 r = (v * winv[..., None, :]) @ xp.swapaxes(v, -1, -2).conj()
             else:
-                u, s, vh = xp.linalg.svd(x, full_matrices=False)
+                u, s, vh = _svd_checked(xp, x, full_matrices=False)
                 tol = _tol_arrays(atol, rtol, rcond, s[..., :1][..., 0] if s.shape[-1] else 0, rdt, m, n)
                 keep = s > xp.asarray(tol)[..., None]
                 sinv = xp.where(keep, 1 / xp.where(keep, s, 1), 0).astype(x.dtype)
@@ -1603,7 +1808,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     elif hermitian:
         s = xp.abs(xp.linalg.eigvalsh(x))
     else:
-        s = xp.linalg.svd(x, compute_uv=False)
+        s = _svd_checked(xp, x, compute_uv=False)
     smax = s.max(-1) if s.shape[-1] else xp.zeros(s.shape[:-1], s.dtype)
     t = _tol_arrays(atol, rtol, None, smax, _real_dt(x.dtype), m, n)
     r = (s > xp.asarray(t)[..., None]).sum(-1).astype(np.int64)

@@ -286,7 +286,7 @@ def _check_cov_weights(name, t, kinds, kind_word, n_obs):
     if a.size != n_obs:
         raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
                            f"input but got {a.size} != {n_obs}")
-    if (a < 0).any():
+    if a.size and not bool(a.min() >= 0):   # (a nan weight fails the check too, as PyTorch's min() >= 0)
         raise RuntimeError(f"cov(): {name} cannot be negative")
 
 
@@ -450,7 +450,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     diff = a[..., :, None, :] - b[..., None, :, :]
     xp = xp_for(a, b)
     res = _minkowski_np(diff, p).astype(np.result_type(a.dtype, b.dtype), copy=False)
-    res = xp.ascontiguousarray(xp.broadcast_to(res, batch + (r1, r2)))
+    if res.shape != batch + (r1, r2):   # (broadcast_to of the full shape is a read-only view: kept as is)
+        res = xp.ascontiguousarray(xp.broadcast_to(res, batch + (r1, r2)))
     node = node_for(CdistBackward0, (x1, x2))
     out = finish(node, res)
     if node is not None:

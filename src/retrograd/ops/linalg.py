@@ -737,7 +737,11 @@ def einsum(equation, *operands):
         raise RuntimeError(f"expected scalar type {names[0]} but found {[n for n in names if n != names[0]][0]}")
     if len(operands) == 1:
         return _einsum_single(operands[0], terms[0], rhs)
-    return _einsum_raw(",".join(terms) + "->" + rhs, list(operands))
+    res = _einsum_raw(",".join(terms) + "->" + rhs, list(operands))
+    if set("".join(terms)) - set(rhs):
+        # PyTorch folds a contraction into a bmm and returns a view of its output
+        res = res.view(res._data.shape)
+    return res
 
 
 def _einsum_single(x, term, rhs):
@@ -936,7 +940,13 @@ class LinalgDetBackward0(OpNode):
         dd = d._data
         singular = xp.abs(dd) < 100 * np.finfo(dd.dtype).eps
         if not singular.any():
-            return solve(_mT(a), diag_embed((g * d).unsqueeze(-1).expand(*g._data.shape, n)))
+            rhs = diag_embed((g * d).unsqueeze(-1).expand(*g._data.shape, n))
+            if _state.grad or getattr(self, "use_A_T", True) or a._data.dtype.kind == "c":
+                return solve(_mT(a), rhs)
+            # first order, A not C-contiguous: PyTorch solves with the forward's LU of A (adjoint)
+            from ._decomp import _lu_solve_raw
+            r = _lu_solve_raw(a._data, rhs._data, trans=1)
+            return finish(None, xp.ascontiguousarray(r.astype(rhs._data.dtype, copy=False)))
         grad_s = gm * _cofactors(a)
         if singular.all():
             return grad_s
@@ -965,8 +975,17 @@ def det(A, *, out=None):
     x = A._data
     _check_square(x, "det")
     node = node_for(LinalgDetBackward0, (A,))
-    res = finish(node, arr(xp.asarray(xp.linalg.det(x), dtype=x.dtype)))
+    from ._decomp import _det_factors_transpose, _nonfinite, _det_reference
+    use_A_T = _det_factors_transpose(x)
+    m = xp.swapaxes(x, -1, -2) if use_A_T else x
+    if _nonfinite(m) and m.shape[-1]:
+        d = _det_reference(m)
+    else:
+        with np.errstate(all="ignore"):
+            d = xp.linalg.det(m)
+    res = finish(node, arr(xp.asarray(d, dtype=x.dtype)))
     if node is not None:
+        node.use_A_T = use_A_T
         save(node, A)
         save_output(node, res)
     return res if out is None else write_out(out, res, "linalg_det")
@@ -987,7 +1006,13 @@ def inv(A, *, out=None):
     _check_square(x, "inv")
     try:
         if xp is np:
-            r = np.linalg.inv(x)
+            from ._decomp import _nonfinite, _lu_inverse_np, _lu_info
+            if _nonfinite(x) and x.size:
+                if _lu_info(x).any():
+                    raise np.linalg.LinAlgError
+                r = _lu_inverse_np(x)
+            else:
+                r = np.linalg.inv(x)
         else:
             from ._decomp import _checked
             with _checked(xp):   # (CuPy reads LAPACK's info only when asked: a singular A raises, as on the CPU)
@@ -1024,6 +1049,9 @@ _LinAlgErrorType.__name__ = "_LinAlgError"
 
 
 def _zero_pivot(x):
+    from ._decomp import _nonfinite, _getf2_reference
+    if _nonfinite(x):   # (inf / nan: the pivots of PyTorch's LAPACK, see _getf2_reference)
+        return _getf2_reference(x)[2] or None
     xp = xp_for(x)
     a = xp.array(x, dtype=np.complex128 if x.dtype.kind == "c" else np.float64)
     n = a.shape[0]
@@ -1041,12 +1069,26 @@ class LinalgSolveExBackward0(OpNode):
         a, x = self.saved_tensors
         nf = self.next_functions
         vec = self.vec
-        from ._decomp import solve_ex  # a singular A gives LAPACK's inf/nan, as PyTorch's backward does
-        gb = solve_ex(a.mH, g)[0]
+        left = getattr(self, "left", True)
+        from ._decomp import solve_ex, _lu_solve_raw
+        if _state.grad:   # create_graph: a differentiable solve with A^H
+            gb = solve_ex(a.mH, g)[0] if left else solve(a.mH, g, left=False)
+        else:   # first order: A's LU (the forward's), solved with its adjoint: a singular A gives
+            # LAPACK's inf/nan where PyTorch's lu_solve(adjoint=True) puts them
+            gd, ad = g._data, a._data
+            if not left:   # gB A^H = gX  <=>  A gB^H = gX^H
+                r = _lu_solve_raw(ad, xp_for(gd).swapaxes(gd, -1, -2).conj()).swapaxes(-1, -2).conj()
+            elif vec:
+                r = _lu_solve_raw(ad, gd[..., None], trans=2)[..., 0]
+            else:
+                r = _lu_solve_raw(ad, gd, trans=2)
+            gb = finish(None, xp_for(r).ascontiguousarray(r.astype(gd.dtype, copy=False)))
         ga = None
         if nf[0][0] is not None:
             xc = x.conj() if x._data.dtype.kind == "c" else x
-            if vec:
+            if not left:   # X A = B: gA = -X^H gB
+                ga = -matmul(_mT(xc), gb)
+            elif vec:
                 ga = -(gb.reshape(gb._data.shape + (1,)) * xc.reshape(x._data.shape[:-1] + (1, x._data.shape[-1])))
             else:
                 ga = -matmul(gb, _mT(xc))
@@ -1059,27 +1101,44 @@ def solve(A, B, *, left=True, out=None):
     from ._base import save_output
     a, b = A._data, B._data
     _check_square(a, "solve")
-    vec = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
-    _solve_checks(a, b, vec)
+    left = bool(left)
+    if left:
+        vec = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
+        _solve_checks(a, b, vec)
+    else:   # X A = B: B is always a batch of matrices (rows of length n)
+        vec = False
+        n = a.shape[-1]
+        if b.ndim < 2 or b.shape[-1] != n:
+            raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({n}x{n} and "
+                               f"{b.shape[-2] if b.ndim >= 2 else b.shape[-1]}x{b.shape[-1] if b.ndim >= 2 else 1})")
+        _broadcast_batch(b.shape[:-2], a.shape[:-2])
     try:
         if xp is np:
-            r = _solve_arrays(xp, a, b, vec)
+            r = _solve_arrays(xp, a, b, vec, left)
         else:
             from ._decomp import _checked
             with _checked(xp):   # (a singular A raises on a device too, as PyTorch's CUDA solve does)
-                r = _solve_arrays(xp, a, b, vec)
+                r = _solve_arrays(xp, a, b, vec, left)
     except np.linalg.LinAlgError:
         raise _singular("solve", a) from None
     node = node_for(LinalgSolveExBackward0, (A, B))
-    res = finish(node, arr(r.astype(np.result_type(a.dtype, b.dtype), copy=False)))
+    res = finish(node, arr(xp.ascontiguousarray(r.astype(np.result_type(a.dtype, b.dtype), copy=False))))
     if node is not None:
         node.vec = vec
+        node.left = left
         save(node, A)
         save_output(node, res)
     return res if out is None else write_out(out, res, "linalg_solve")
 
 
-def _solve_arrays(xp, a, b, vec):
+def _solve_arrays(xp, a, b, vec, left=True):
+    from ._decomp import _nonfinite, _lu_solve_raw, _lu_info
+    if not left:   # X A = B  <=>  A^T X^T = B^T
+        return xp.swapaxes(_solve_arrays(xp, xp.swapaxes(a, -1, -2), xp.swapaxes(b, -1, -2), False), -1, -2)
+    if _nonfinite(a) and a.size:   # (inf / nan propagated as PyTorch's LAPACK does)
+        if _lu_info(a).any():
+            raise np.linalg.LinAlgError
+        return _lu_solve_raw(a, b[..., None])[..., 0] if vec else _lu_solve_raw(a, b)
     return xp.linalg.solve(a, b[..., None])[..., 0] if vec else xp.linalg.solve(a, b)
 
 

@@ -1,0 +1,39 @@
+"""PyTorch 2.13's errors for inf / nan entries in the SVD- and eig-based linalg functions
+(skipped without torch): 'linalg.svd: [(Batch element k): ]The algorithm failed to converge
+because the input matrix contained non-finite values.' (_LinAlgError) from svd, svdvals, pinv,
+matrix_rank, the 2-norm / nuclear norm and cond, and eig's RuntimeError."""
+import numpy as np
+import pytest
+
+import retrograd
+from helpers import torch, needs_torch
+
+NAN = np.nan
+FNS = {
+    "svd": lambda L, x: L.linalg.svd(x), "svdvals": lambda L, x: L.linalg.svdvals(x),
+    "torch.svd": lambda L, x: L.svd(x), "pinv": lambda L, x: L.linalg.pinv(x),
+    "matrix_rank": lambda L, x: L.linalg.matrix_rank(x), "norm2": lambda L, x: L.linalg.matrix_norm(x, 2),
+    "nuc": lambda L, x: L.linalg.matrix_norm(x, "nuc"), "cond": lambda L, x: L.linalg.cond(x),
+    "eig": lambda L, x: L.linalg.eig(x),
+}
+
+
+def _raised(fn):
+    try:
+        fn()
+    except Exception as e:
+        return type(e).__name__, str(e)
+    return None
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(FNS))
+def test_nonfinite_errors(name):
+    a = np.array([[1.0, NAN], [2.0, 3.0]])
+    cases = [a, np.array([[NAN, 1.0], [0.0, 1.0]])]
+    if name != "eig":   # (a batched eig of a nan matrix: torch returns LAPACK's garbage for it)
+        cases.append(np.stack([np.eye(2), a]))
+    for arr in cases:
+        want = _raised(lambda: FNS[name](torch, torch.tensor(arr)))
+        got = _raised(lambda: FNS[name](retrograd, retrograd.tensor(arr)))
+        assert want is not None and got == want
