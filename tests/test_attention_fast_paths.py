@@ -1,5 +1,5 @@
 """Self-attention's and mm's array-level fast paths against PyTorch: the merged output and
-packed gradient written in place by the products, the heads' mean of the weights, expanded
+packed gradient written in place by the products, expanded
 (zero-stride) gradients in products, and mm's backward on arrays."""
 import numpy as np
 import pytest
@@ -72,15 +72,34 @@ def test_self_attention_fast_paths(dtype, batch_first, heads, fkw, use_w, kpm):
     assert o.is_contiguous() == ot.is_contiguous() and tuple(o.stride()) == tuple(ot.stride())
 
 
-def test_head_mean_matches_numpy_mean():
-    from retrograd.ops.attention import _head_mean
-    rng = np.random.default_rng(0)
-    for H in (2, 3, 4, 5):
-        for dt in (np.float32, np.float64):
-            pd = rng.random((2, H, 3, 4)).astype(dt)
-            r = _head_mean(pd)
-            assert r.dtype == dt and r.flags.c_contiguous
-            np.testing.assert_array_equal(r, pd.mean(axis=1))
+@needs_torch
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("average", [True, False])
+def test_weights_are_a_view_and_head_mean_as_torch(batch_first, average):
+    # the weights: the per-head weights viewed (N, H, L, S) (ViewBackward0), averaged over the
+    # heads by mean (MeanBackward1), with torch's values, strides and gradients
+    kw = dict(embed_dim=8, num_heads=2, batch_first=batch_first)
+    x = np.random.default_rng(1).standard_normal((3, 4, 8)).astype(np.float32)
+    ours, theirs = _pair(retrograd, kw, np.float32), _pair(torch, kw, np.float32)
+    copy_params(ours, theirs)
+    fkw = dict(need_weights=True, average_attn_weights=average)
+    o, w, grads = _run_mha(retrograd, ours, x, fkw, {}, True)
+    ot, wt, grads_t = _run_mha(torch, theirs, x, fkw, {}, True)
+    assert w.grad_fn.name() == wt.grad_fn.name() == ("MeanBackward1" if average else "ViewBackward0")
+    assert tuple(w.shape) == tuple(wt.shape) and tuple(w.stride()) == tuple(wt.stride())
+    np.testing.assert_allclose(_np(w), _np(wt), rtol=1e-5, atol=1e-6)
+    for a, b in zip(grads, grads_t):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-4, atol=1e-5)
+
+
+def test_weights_gradcheck():
+    # float64 gradients through the weights output (per head and averaged), without torch
+    retrograd.manual_seed(0)
+    m = retrograd.nn.MultiheadAttention(6, 3).double()
+    x = retrograd.randn(4, 2, 6, dtype=retrograd.float64, requires_grad=True)
+    for avg in (True, False):
+        assert retrograd.autograd.gradcheck(lambda t: m(t, t, t, average_attn_weights=avg)[1], (x,))
+        assert retrograd.autograd.gradgradcheck(lambda t: m(t, t, t, average_attn_weights=avg)[1], (x,))
 
 
 def test_self_attention_gradcheck_packed_in_place():

@@ -377,7 +377,7 @@ class MultiheadAttentionBackward0(OpNode):
         if with_w:
             gw = g_w._data
             N, L, S = qh.shape[0], qh.shape[2], kh.shape[2]
-            gw = (xp.broadcast_to(gw[:, None] / H, (N, H, L, S)) if self.average else gw.reshape(N, H, L, S))
+            gw = gw.reshape(N, H, L, S)
             gpd = gw if self.drop is None else gw * self.drop
             p = self.p
             dsw = p * (gpd - (gpd * p).sum(axis=-1, keepdims=True))
@@ -427,27 +427,12 @@ class MultiheadAttentionBackward0(OpNode):
             o = o.transpose(0, 1)
         if not self.need_weights:
             return (o,)
-        return o, (pd.mean(1) if self.average else pd)
+        return o, pd.reshape(N * H, L, pd.shape[-1])
 
 
 def _direct(x):
     """Whether products may write straight into strided views of host arrays of x's dtype."""
     return type(x) is np.ndarray and (x.dtype == np.float32 or x.dtype == np.float64)
-
-
-def _head_mean(pd):
-    """The mean of (N, H, L, S) weights over the heads: the heads added one by one (the
-    order of NumPy's mean over that axis), then divided by H, in one new array (NumPy's
-    mean over a middle axis runs ~2x slower)."""
-    xp = xp_for(pd)
-    H = pd.shape[1]
-    if H < 2 or not _direct(pd):
-        return xp.ascontiguousarray(pd.mean(axis=1))
-    r = np.add(pd[:, 0], pd[:, 1])
-    for h in range(2, H):
-        r += pd[:, h]
-    r /= pd.dtype.type(H)
-    return r
 
 
 def _split(x, H, batch_first):
@@ -510,8 +495,8 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
         out = None
     out, p, pd = _attend(qh, kh, vh, m, sc, drop, out=out)
     outs = [_merge(out, batch_first) if merged is None else merged.reshape(merged.shape[:2] + (H * vh.shape[-1],))]
-    if need_weights:
-        outs.append(_head_mean(pd) if average_attn_weights else xp.ascontiguousarray(pd))
+    if need_weights:    # per head, (N*H, L, S): viewed and averaged below by tensor ops, as PyTorch's are
+        outs.append(xp.ascontiguousarray(pd).reshape((pd.shape[0] * pd.shape[1],) + pd.shape[2:]))
     grad_mask = mask is not None and mask._requires_grad
     ins = (q,) if packed else (q, k, v)
     node = node_for(MultiheadAttentionBackward0, ins + ((mask,) if grad_mask else ()))
@@ -520,14 +505,17 @@ def multi_head_attention_core(q, k, v, num_heads, mask=None, dropout_p=0.0, need
         save(node, *ins)
         node.packed = packed
         node.heads, node.batch_first, node.p, node.pd, node.drop, node.scale = H, batch_first, p, pd, drop, sc
-        node.need_weights, node.average = need_weights, average_attn_weights
+        node.need_weights = need_weights
         node.out = out      # (a view of the merged output: its one consumer, the out-projection,
         #                    never writes to it)
         node.const_mask = None if grad_mask else m
         if grad_mask:
             node.mask_shape = m.shape
             node.mask_t = mask
-    return res[0], (res[1] if need_weights else None)
+    if not need_weights:
+        return res[0], None
+    w = res[1].view(pd.shape)
+    return res[0], (w.mean(1) if average_attn_weights else w)
 
 
 TENSOR_METHODS = {}
