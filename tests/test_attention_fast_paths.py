@@ -285,3 +285,27 @@ def test_attention_with_empty_sequences(L, S, N):
     for a, b in zip(*res):
         assert tuple(a.shape) == tuple(b.shape)
         np.testing.assert_allclose(_np(a), _np(b), rtol=1e-9, atol=1e-11)
+
+
+@needs_torch
+def test_output_nodes_as_torch_unbatched_and_any_bias_layout():
+    # the out projection runs on (rows, E) and is viewed back (ViewBackward0) whatever the
+    # bias's layout; unbatched inputs give squeezed results (SqueezeBackward1), as torch's
+    names = {}
+    for lib in (retrograd, torch):
+        lib.manual_seed(0)
+        m = lib.nn.MultiheadAttention(8, 2)
+        x = lib.randn(3, 8)
+        o, w = m(x, x, x)
+        names[lib] = [o.grad_fn.name(), w.grad_fn.name(), tuple(o.stride()), tuple(w.stride())]
+        b = lib.randn(16)[::2]       # a non-contiguous out-projection bias
+        xb = lib.randn(3, 4, 8)
+        ob, _ = lib.nn.functional.multi_head_attention_forward(
+            xb, xb, xb, 8, 2, m.in_proj_weight, m.in_proj_bias, None, None, False, 0.0,
+            m.out_proj.weight, b, need_weights=False)
+        names[lib] += [ob.grad_fn.name(), tuple(ob.stride())]
+        names[lib].append(ob.detach().numpy())
+    ours, theirs = names[retrograd], names[torch]
+    assert ours[:6] == theirs[:6]
+    assert ours[1] == "SqueezeBackward1" and ours[4] == "ViewBackward0"
+    np.testing.assert_allclose(ours[6], theirs[6], rtol=1e-5, atol=1e-6)

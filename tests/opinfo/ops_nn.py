@@ -264,9 +264,6 @@ _add("multi_head_attention_forward", lambda mk: [
 
 # ------------------------------------------------------------------- known differences
 
-_known("F.multi_head_attention_forward", "grad", "noncontig",
-       "non-contiguous inputs: the output's node is the out projection's bias add (AddBackward0) where torch's "
-       "ends in ViewBackward0")
 _known("F.bilinear", "gradgrad", "nonfinite", "second derivative with inf/nan operands: nan and inf in other places "
        "(a different contraction order in the double backward)")
 # torch's own defects, documented here and kept as they are in retrograd:

@@ -152,9 +152,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         mask = None if m is None else finish(None, np.ascontiguousarray(m))
     out, w = multi_head_attention_core(qkv if packed else q, k, v, num_heads, mask, dropout_p if training else 0.0,
                                        need_weights, average_attn_weights, batch_first)
-    out = _linear(out, out_proj_weight, out_proj_bias)
+    # on (rows, E) and viewed back, as PyTorch's: one addmm whatever the bias's layout
+    shape = tuple(out.shape)
+    out = _linear(out.reshape((-1, shape[-1])), out_proj_weight, out_proj_bias)
+    out = out.view(shape[:-1] + (out.shape[-1],))
     if unbatched:
-        out = out.reshape((L, E))
+        out = out.squeeze(1)
         if w is not None:
-            w = w.reshape(tuple(w.shape[1:]))
+            w = w.squeeze(0)
     return out, w
