@@ -599,3 +599,18 @@ def test_integral_index_add_alpha_and_bool_inplace_scans():
     parity(lambda L, a: a.index_add(0, L.tensor([0, 0]), L.tensor([3, 4]), alpha=2.5), A([1, 2]))
     raises_like(lambda L: L.tensor([True, False]).cumsum_(0))
     raises_like(lambda L: L.tensor([True, False]).cumprod_(0))
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_dim_values_are_the_indexed_elements(name):
+    # +0 and -0 tie: the value returned is the element at the returned index, sign included
+    rng = np.random.default_rng(4)
+    for _ in range(60):
+        a = rng.choice(np.array([0.0, -0.0, -1.0, 1.0, np.nan]), size=(3, int(rng.integers(1, 40)))).astype(np.float32)
+        for d in (0, 1):
+            rv, ri = getattr(retrograd.tensor(a), name)(d)
+            tv, ti = getattr(torch.tensor(a), name)(d)
+            np.testing.assert_array_equal(ri.numpy(), ti.numpy())
+            np.testing.assert_array_equal(np.signbit(rv.numpy()), np.signbit(tv.numpy()))
+            np.testing.assert_array_equal(rv.numpy(), tv.numpy())

@@ -478,7 +478,7 @@ MinBackward0 = type("MinBackward0", (MaxBackward0,), {})
 MedianBackward1 = type("MedianBackward1", (MaxBackward0,), {})
 
 
-def _extreme(name, np_fn, arg_fn, all_cls, dim_cls, red_fn):
+def _extreme(name, np_fn, arg_fn, all_cls, dim_cls):
     def op(input, dim=None, keepdim=False, *, out=None):
         xp = xp_for(input)
         if isinstance(dim, Tensor):
@@ -507,7 +507,8 @@ def _extreme(name, np_fn, arg_fn, all_cls, dim_cls, red_fn):
         xd = x if x.ndim else x.reshape(1)
         if x.size:
             idx = on_device(arg_fn, xd)(xd, axis=d, keepdims=True)
-            vals = on_device(red_fn, xd).reduce(xd, axis=d, keepdims=True)
+            # the values at the indices, as PyTorch's: +0 and -0 tie, the value keeps its element's sign
+            vals = xp.take_along_axis(xd, idx, axis=d)
         else:
             shape = _keep_shape(xd.shape, (d,))
             idx, vals = xp.zeros(shape, np.int64), xp.zeros(shape, x.dtype)
@@ -542,8 +543,8 @@ def _extreme(name, np_fn, arg_fn, all_cls, dim_cls, red_fn):
 _argmax_np = np.argmax
 _argmin_np = np.argmin
 
-max = _extreme("max", np.max, _argmax_np, MaxBackward1, MaxBackward0, np.maximum)
-min = _extreme("min", np.min, _argmin_np, MinBackward1, MinBackward0, np.minimum)
+max = _extreme("max", np.max, _argmax_np, MaxBackward1, MaxBackward0)
+min = _extreme("min", np.min, _argmin_np, MinBackward1, MinBackward0)
 
 
 class AmaxBackward0(OpNode):
