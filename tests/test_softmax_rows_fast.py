@@ -136,3 +136,58 @@ def test_gradcheck_float64_at_kernel_size(nn_kernels_path, name):
 def test_gradgradcheck_float64(name):
     x = retrograd.tensor(np.random.default_rng(11).standard_normal((3, 6)), requires_grad=True)
     assert gradgradcheck(lambda x: getattr(F, name)(x, -1), (x,))
+
+
+def _edge_rows(n, dtype):
+    """Rows whose maximum is decided by the float32 kernels' integer ordering of the bits:
+    signed zeros, a NaN with its sign bit set, NaN under -inf, subnormals, +-inf."""
+    x = (np.random.default_rng(12).standard_normal((12, n)) * 4).astype(dtype)
+    x[0] = -3.0
+    x[0, 5] = -0.0                           # maximum -0.0
+    x[1] = -3.0
+    x[1, 5], x[1, 9] = -0.0, 0.0             # both zeros
+    x[2, 7] = -np.nan                        # a NaN with its sign bit set
+    x[3] = -np.inf
+    x[3, n // 2] = np.nan                    # NaN hidden under -inf
+    x[4] = -np.inf
+    x[4, 1] = -np.nan
+    x[5] = -1e-42                            # subnormals (float32)
+    x[5, 3] = 1e-42
+    x[6, n - 1] = np.inf                     # +inf last (past the vector lanes)
+    x[7] = -np.inf
+    x[7, n - 1] = 2.0                        # one finite entry, last
+    x[8] = np.float32(-3e38)
+    x[9, ::2] = -np.inf
+    return x
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("n", [65, 1000, 17])
+def test_float32_rows_edge_values_match_the_numpy_path(monkeypatch, name, n):
+    if _accel_nn.kernels() is None:
+        pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
+    x = np.concatenate([_edge_rows(n, np.float32), _x((4096 // n + 1, n), np.float32, seed=13, specials=False)])
+    g = np.random.default_rng(14).standard_normal(x.shape).astype(np.float32)
+    got = _run(retrograd, name, x, g)
+    monkeypatch.setattr(_accel_nn, "_KERNELS", [None])
+    want = _run(retrograd, name, x, g)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_array_equal(np.isinf(a), np.isinf(b))
+        fin = np.isfinite(b)
+        np.testing.assert_allclose(a[fin], b[fin], rtol=1e-5, atol=1e-5)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape", [(2, 200000), (1024, 65), (700, 1000)])
+def test_float32_long_and_vocabulary_rows_match_torch(nn_kernels_path, name, shape):
+    # the float32 kernels sum a row in float32 vector lanes: as close to float64 as PyTorch is
+    x = _x(shape, np.float32, seed=15, specials=False)
+    g = np.random.default_rng(16).standard_normal(shape).astype(np.float32)
+    ref = _run(torch, name, x.astype(np.float64), g.astype(np.float64))
+    ours, theirs = _run(retrograd, name, x, g), _run(torch, name, x, g)
+    for a, t, r in zip(ours, theirs, ref):
+        assert np.abs(a - r).max() <= max(2 * np.abs(t - r).max(), 1e-6)
+        # (PyTorch's own float32 gradient is ~1e-4 off float64 on the 200,000-long rows)
+        np.testing.assert_allclose(a, t, rtol=2e-5, atol=2e-5 if shape[1] < 10 ** 5 else 2e-4)

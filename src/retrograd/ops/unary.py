@@ -328,8 +328,24 @@ def _relu_check(dt):
         raise RuntimeError("Boolean inputs not supported for relu")
 
 
-# np.maximum returns its second operand on ties, PyTorch its first: relu(-0.) is -0.
-_make_unary("relu", lambda a: xp_for(a).maximum(0, a).astype(a.dtype, copy=False), "ReluBackward0", "output",
+_RELU_KERNELS = []
+_RELU_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _relu_np(a):
+    # np.maximum returns its second operand on ties, PyTorch its first: relu(-0.) is -0. Large
+    # contiguous float arrays take the compiled pass of _accel_mask when numba is present.
+    if type(a) is np.ndarray and a.size >= 8192 and a.dtype in _RELU_FLOATS and a.flags.c_contiguous:
+        from . import _accel
+        k = _accel.load(_RELU_KERNELS, "_accel_mask")
+        if k is not None:
+            r = np.empty(a.shape, a.dtype)
+            k.relu(a.reshape(-1), r.reshape(-1), a.dtype.type(0))
+            return r
+    return xp_for(a).maximum(0, a).astype(a.dtype, copy=False)
+
+
+_make_unary("relu", _relu_np, "ReluBackward0", "output",
             lambda g, x, y: masked_grad(g, ~(y._data <= 0), y), float_only=False, check=_relu_check)
 _make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sgn(x), float_only=False,
             check=_not_implemented("abs_cpu"), holomorphic=False)
