@@ -188,7 +188,7 @@ def _window_without_input(S, k, s, d, p, out):
 @needs_torch
 def test_max_pool_ties_nan_inf():
     rng = np.random.RandomState(2)
-    values = np.array([0., 1., -np.inf, np.inf, np.nan, 1.])
+    values = np.array([0., 1., -np.inf, np.inf, np.nan, 1., -0.])
     checked = 0
     for _ in range(400):
         nd = rng.randint(1, 4)
@@ -218,6 +218,8 @@ def test_max_pool_ties_nan_inf():
         (ty, ti, tg), (ry, ri, rg) = res
         np.testing.assert_array_equal(ti, ri)
         assert np.allclose(ty, ry, equal_nan=True) and np.allclose(tg, rg, equal_nan=True)
+        # a maximum of 0 is the value at the argmax: +0 and -0 tie, its sign is that element's
+        np.testing.assert_array_equal(np.signbit(ty[ty == 0]), np.signbit(ry[ty == 0]))
         checked += 1
     assert checked > 200
 

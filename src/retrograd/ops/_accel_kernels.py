@@ -16,7 +16,7 @@ from numba.extending import intrinsic, overload
 
 from . import unary as _unary
 
-__all__ = ["erf", "erfc", "gelu", "gelu_backward", "gelu_f32", "gelu_backward_f32", "dw_corr", "dw_corr3",
+__all__ = ["erf", "erfc", "gelu", "gelu_backward", "gelu_f32", "gelu_backward_f32", "dw_corr", "dw_corr3", "max_pool_2x2",
            "dw_weight_grad", "col2im"]
 
 
@@ -355,3 +355,33 @@ def col2im(d, gx, plane, s0, s1, d0, d1, plh, plw, wp):
                 row = o[i]
                 for j in range(W):
                     row[j] = t[j]
+
+
+@_jit
+def max_pool_2x2(x, best, arg):
+    """2x2, stride-2 max pooling of the planes ``x`` (B, H, W) in one pass: ``best`` (B, OH,
+    OW) gets each window's maximum as PyTorch's kernel picks it (row by row, the first
+    maximum; a NaN replaces whatever came before), the element itself (a +0/-0 tie keeps the
+    first's sign), and ``arg`` (int8) its offset 0-3 in the window."""
+    B, OH, OW = best.shape
+    for b in range(B):
+        for i in range(OH):
+            r0 = x[b, 2 * i]
+            r1 = x[b, 2 * i + 1]
+            for j in range(OW):
+                m = r0[2 * j]
+                k = 0
+                v = r0[2 * j + 1]
+                if v > m or v != v:
+                    m = v
+                    k = 1
+                v = r1[2 * j]
+                if v > m or v != v:
+                    m = v
+                    k = 2
+                v = r1[2 * j + 1]
+                if v > m or v != v:
+                    m = v
+                    k = 3
+                best[b, i, j] = m
+                arg[b, i, j] = k

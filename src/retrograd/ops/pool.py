@@ -195,7 +195,22 @@ def _max_pool_2x2(x3, out):
     past_b = past_a & (b != best)
     arg = past_a.view(np.int8) + past_b.view(np.int8)
     arg += (past_b & (c != best)).view(np.int8)
+    _zeros_from_argmax(best, arg, (a, b, c, e))
     return best, arg
+
+
+def _zeros_from_argmax(best, arg, wins):
+    """A window's maximum is the value at its argmax (PyTorch's kernel keeps the first
+    maximum): a maximum of 0 takes its sign from there, whichever of +0 and -0 ``maximum``
+    returned for the tie."""
+    xp = xp_for(best)
+    if best.dtype.kind not in "fV":
+        return
+    z = best == 0
+    if xp is np and not z.any():
+        return
+    for j, w in enumerate(wins):
+        xp.copyto(best, w, where=z & (arg == j))
 
 
 def _max_pick(x, arg, geo):
@@ -240,6 +255,14 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     x3 = x.reshape((B,) + S)
     xp = xp_for(x)
     host = xp is np   # (on a device: no question to the host about NaNs or padding)
+    if (host and k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and B
+            and 2 * out[0] <= S[0] and 2 * out[1] <= S[1]):
+        from . import _accel
+        kern = _accel.usable(x3)
+        if kern is not None:       # one compiled pass: PyTorch's pick, NaN and signed zeros included
+            best, arg = np.empty((B,) + tuple(out), x3.dtype), np.empty((B,) + tuple(out), np.int8)
+            kern.max_pool_2x2(x3, best, arg)
+            return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
     if (host and k == (2, 2) and s == (2, 2) and p == (0, 0) and d == (1, 1) and x.dtype.kind in "fV" and B
             and 2 * out[0] <= S[0] and 2 * out[1] <= S[1] and not np.isnan(x3.max())):
         best, arg = _max_pool_2x2(x3, out)
@@ -264,6 +287,7 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
         if not host or low.any():   # nothing above the padding value: PyTorch's argmax is the first in-range element
             first = _first_inside(S, k, s, p, d, out).astype(kidx)
             xp.copyto(arg, first if host else xp.asarray(first), where=low)
+    _zeros_from_argmax(best, arg, wins)
     return _max_pool_result(input, best, arg, (tuple(lead), tuple(S), k, s, p, d, out), return_indices)
 
 
