@@ -183,3 +183,13 @@ def kernel_path(path, monkeypatch, holder, attr, load):
         pytest.skip("numba is not installed (or RETROGRAD_NO_NUMBA is set)")
     monkeypatch.setattr(holder, attr, [])
     assert load() is not None
+
+
+def raised(fn):
+    """(exception type name, message) that ``fn()`` raises, or None when it returns: the
+    outcome compared between retrograd and torch in error-parity tests."""
+    try:
+        fn()
+    except Exception as e:      # the exception is the outcome compared
+        return type(e).__name__, str(e)
+    return None

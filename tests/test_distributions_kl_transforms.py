@@ -7,7 +7,7 @@ import pytest
 
 import retrograd
 import retrograd.distributions as RD
-from helpers import torch, needs_torch
+from helpers import needs_torch, raised, torch
 from dist_cases import CASES
 
 LIBS = [("torch", lambda: (torch, torch.distributions)), ("retrograd", lambda: (retrograd, RD))]
@@ -270,14 +270,6 @@ def test_constraint_checks_match_torch():
 
 # --- validation --------------------------------------------------------------------------
 
-def _message(fn):
-    try:
-        fn()
-    except Exception as e:
-        return type(e).__name__, str(e)
-    return None
-
-
 @needs_torch
 @pytest.mark.parametrize("case", [
     lambda lib, D: D.Normal(_t(lib, [0.0, float("nan")]), _t(lib, [1.0, 1.0])),
@@ -302,8 +294,8 @@ def _message(fn):
     lambda lib, D: D.Normal(_t(lib, [0.0]), _t(lib, [1.0])).enumerate_support(),
 ])
 def test_validation_errors_match_torch(case):
-    t = _message(lambda: case(torch, torch.distributions))
-    r = _message(lambda: case(retrograd, RD))
+    t = raised(lambda: case(torch, torch.distributions))
+    r = raised(lambda: case(retrograd, RD))
     assert t is not None
     assert r == t
 

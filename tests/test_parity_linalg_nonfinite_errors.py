@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import retrograd
-from helpers import torch, needs_torch
+from helpers import needs_torch, raised, torch
 
 NAN = np.nan
 FNS = {
@@ -18,14 +18,6 @@ FNS = {
 }
 
 
-def _raised(fn):
-    try:
-        fn()
-    except Exception as e:
-        return type(e).__name__, str(e)
-    return None
-
-
 @needs_torch
 @pytest.mark.parametrize("name", list(FNS))
 def test_nonfinite_errors(name):
@@ -34,6 +26,6 @@ def test_nonfinite_errors(name):
     if name != "eig":   # (a batched eig of a nan matrix: torch returns LAPACK's garbage for it)
         cases.append(np.stack([np.eye(2), a]))
     for arr in cases:
-        want = _raised(lambda: FNS[name](torch, torch.tensor(arr)))
-        got = _raised(lambda: FNS[name](retrograd, retrograd.tensor(arr)))
+        want = raised(lambda: FNS[name](torch, torch.tensor(arr)))
+        got = raised(lambda: FNS[name](retrograd, retrograd.tensor(arr)))
         assert want is not None and got == want

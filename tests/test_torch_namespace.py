@@ -12,20 +12,12 @@ import pytest
 import retrograd
 from retrograd.cli.run import torch_aliases
 
-from helpers import torch, needs_torch
+from helpers import needs_torch, raised, torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", "src"))
 LEGACY = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
           "CharTensor", "ByteTensor", "BoolTensor"]
-
-
-def _err(fn):
-    try:
-        fn()
-    except Exception as e:
-        return type(e).__name__, str(e)
-    return None
 
 
 # --- legacy constructors -------------------------------------------------------------------
@@ -56,7 +48,7 @@ def test_legacy_constructor_matches_torch(name):
     lambda L: L.FloatTensor(L.ones(2, dtype=L.float64)), lambda L: L.ones(2).type("bogus"),
     lambda L: L.cuda.FloatTensor(2)])
 def test_legacy_constructor_errors_match_torch(call):
-    assert _err(lambda: call(retrograd)) == _err(lambda: call(torch))
+    assert raised(lambda: call(retrograd)) == raised(lambda: call(torch))
 
 
 @needs_torch
@@ -100,7 +92,7 @@ def test_size_keyword_matches_torch(fn, case):
         if case == "both":
             return f(2, size=(3,))
         return f(size=(2,), dtype=L.float64)
-    r, t = _err(lambda: call(retrograd)), _err(lambda: call(torch))
+    r, t = raised(lambda: call(retrograd)), raised(lambda: call(torch))
     assert r == t
     if r is None:
         a, b = call(retrograd), call(torch)
