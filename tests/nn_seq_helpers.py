@@ -102,3 +102,35 @@ def double_backward_parity(fn, shape, seed=0, atol=1e-10):
             assert not np.any(r if t is None else t)
         else:
             np.testing.assert_allclose(r, t, atol=atol)
+
+
+def lstm_against_torch(cfg, dtype, packed=False):
+    """An nn.LSTM ``cfg = (I, H, layers, bidirectional, batch_first, (L, N))`` built alike in
+    retrograd and torch, run forward and backward on the same inputs (through a packed
+    sequence of decreasing lengths with ``packed``); asserts the outputs, final states and
+    every gradient agree within the dtype's tolerance."""
+    I, H, layers, bidir, batch_first, (L, N) = cfg
+    rng = np.random.default_rng(3)
+    mods = []
+    for lib in (retrograd, torch):
+        lib.manual_seed(0)
+        mods.append(lib.nn.LSTM(I, H, layers, bidirectional=bidir, batch_first=batch_first).to(getattr(lib, dtype)))
+    copy_params(*mods)
+    D = layers * (2 if bidir else 1)
+    arrays = [rng.standard_normal((N, L, I) if batch_first else (L, N, I)), rng.standard_normal((D, N, H)),
+              rng.standard_normal((D, N, H))]
+    lens = [L - k % L for k in range(N)]
+    res = []
+    for lib, m in zip((retrograd, torch), mods):
+        x, h0, c0 = (lib.tensor(a.astype(dtype), requires_grad=True) for a in arrays)
+        inp = lib.nn.utils.rnn.pack_padded_sequence(x, lib.tensor(lens), batch_first=batch_first,
+                                                    enforce_sorted=False) if packed else x
+        out, (h, c) = m(inp, (h0, c0))
+        if packed:
+            out = lib.nn.utils.rnn.pad_packed_sequence(out, batch_first=batch_first)[0]
+        (out.sin().sum() + (h * h).sum() + c.cos().sum()).backward()
+        res.append([t.detach().numpy() for t in (out, h, c, x.grad, h0.grad, c0.grad)] +
+                   [p.grad.numpy() for p in m.parameters()])
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    for a, t in zip(*res):
+        np.testing.assert_allclose(a, t, **tol)

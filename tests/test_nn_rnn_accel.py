@@ -7,7 +7,7 @@ import pytest
 import retrograd
 from retrograd.ops import _seqkit
 from helpers import needs_torch, torch
-from nn_seq_helpers import copy_params, double_backward_parity
+from nn_seq_helpers import copy_params, double_backward_parity, lstm_against_torch
 
 numba_only = pytest.mark.skipif(_seqkit.rnn_kernels() is None,
                                 reason="numba is not installed or RETROGRAD_NO_NUMBA is set")
@@ -108,26 +108,7 @@ def test_lstm_kernel_leaves_incoming_gradients_alone(monkeypatch):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("cfg", CONFIGS)
 def test_lstm_kernel_sizes_against_torch(cfg, dtype):
-    I, H, layers, bidir, batch_first, (L, N) = cfg
-    rng = np.random.default_rng(3)
-    mods = []
-    for lib in (retrograd, torch):
-        lib.manual_seed(0)
-        mods.append(lib.nn.LSTM(I, H, layers, bidirectional=bidir, batch_first=batch_first).to(getattr(lib, dtype)))
-    copy_params(*mods)
-    D = layers * (2 if bidir else 1)
-    arrays = [rng.standard_normal((N, L, I) if batch_first else (L, N, I)), rng.standard_normal((D, N, H)),
-              rng.standard_normal((D, N, H))]
-    res = []
-    for lib, m in zip((retrograd, torch), mods):
-        x, h0, c0 = (lib.tensor(a.astype(dtype), requires_grad=True) for a in arrays)
-        out, (h, c) = m(x, (h0, c0))
-        (out.sin().sum() + (h * h).sum() + c.cos().sum()).backward()
-        res.append([t.detach().numpy() for t in (out, h, c, x.grad, h0.grad, c0.grad)] +
-                   [p.grad.numpy() for p in m.parameters()])
-    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
-    for a, t in zip(*res):
-        np.testing.assert_allclose(a, t, **tol)
+    lstm_against_torch(cfg, dtype)
 
 
 def test_lstm_kernel_gradcheck(monkeypatch):

@@ -9,8 +9,8 @@ import pytest
 
 import retrograd
 from retrograd.ops import _blas, _seqkit
-from helpers import kernel_path, needs_torch, torch
-from nn_seq_helpers import copy_params
+from helpers import kernel_path, needs_torch
+from nn_seq_helpers import lstm_against_torch
 
 FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
 
@@ -198,31 +198,7 @@ def test_layer_without_c_functions_runs_the_numpy_loop(monkeypatch):
 @pytest.mark.parametrize("cfg,packed", [(LAYERS[1], True), (LAYERS[2], False), (LAYERS[3], True)])
 def test_layer_against_torch(cfg, packed, dtype, path, monkeypatch):
     _kernels(path, monkeypatch)
-    I, H, layers, bidir, batch_first, (L, N) = cfg
-    rng = np.random.default_rng(3)
-    mods = []
-    for lib in (retrograd, torch):
-        lib.manual_seed(0)
-        mods.append(lib.nn.LSTM(I, H, layers, bidirectional=bidir, batch_first=batch_first).to(getattr(lib, dtype)))
-    copy_params(*mods)
-    D = layers * (2 if bidir else 1)
-    arrays = [rng.standard_normal((N, L, I) if batch_first else (L, N, I)), rng.standard_normal((D, N, H)),
-              rng.standard_normal((D, N, H))]
-    lens = [L - k % L for k in range(N)]
-    res = []
-    for lib, m in zip((retrograd, torch), mods):
-        x, h0, c0 = (lib.tensor(a.astype(dtype), requires_grad=True) for a in arrays)
-        inp = lib.nn.utils.rnn.pack_padded_sequence(x, lib.tensor(lens), batch_first=batch_first,
-                                                    enforce_sorted=False) if packed else x
-        out, (h, c) = m(inp, (h0, c0))
-        if packed:
-            out = lib.nn.utils.rnn.pad_packed_sequence(out, batch_first=batch_first)[0]
-        (out.sin().sum() + (h * h).sum() + c.cos().sum()).backward()
-        res.append([t.detach().numpy() for t in (out, h, c, x.grad, h0.grad, c0.grad)] +
-                   [p.grad.numpy() for p in m.parameters()])
-    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
-    for a, t in zip(*res):
-        np.testing.assert_allclose(a, t, **tol)
+    lstm_against_torch(cfg, dtype, packed)
 
 
 @pytest.mark.parametrize("path", ["numpy", "compiled"])
