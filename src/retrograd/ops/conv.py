@@ -489,6 +489,24 @@ def _wino_block(n, L):
     return max(1, min(n, -(-_WINO_BLOCK // L)))
 
 
+def _wino_plan(n, c, o, L, hr, pc, dt):
+    """The block and buffers both Winograd passes share: (b samples a block, T = b * L tiles,
+    the 16 input and 16 product streams' strides xs, xm, the runs over the samples, and per run
+    the buffers (V, M, work plane, scratch row) with V, M viewed as (16, c, T), (16, o, T))."""
+    it = dt.itemsize
+    b = _wino_block(n, L)
+    T = b * L
+    xs, xm = c * T + 16, o * T + 16       # (16 streams 64 bytes apart: not the same cache sets)
+    runs = _runs(n, b, n * 16 * max(c, o) * L * it)
+    bufs = []
+    for _ in runs:
+        V, M = np.empty(16 * xs, dt), np.empty(16 * xm, dt)
+        bufs.append((V, M, np.zeros(4 * hr * pc + pc + 2, dt), np.zeros(4 * L, dt),
+                     as_strided(V, (16, c, T), (xs * it, T * it, it)),
+                     as_strided(M, (16, o, T), (xm * it, T * it, it))))
+    return b, T, xs, xm, runs, bufs
+
+
 def _wino_w(x, g, wshape, p):
     """The weight gradient of a Winograd-able convolution (see _wino): G^T [sum over the
     tiles of (A dy A^T) * (B^T d B)] G, the exact derivative of the Winograd forward (the
@@ -501,24 +519,16 @@ def _wino_w(x, g, wshape, p):
     n, c, o, oh, ow, th, tw, hr, pc, L, kern = geo
     (plh, _), (plw, _) = p.pad
     dt = x.dtype
-    it = dt.itemsize
     tab, sgn = _wino_tables(hr, pc, dt)
     x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
-    b = _wino_block(n, L)
-    T = b * L
-    xs, xm = c * T + 16, o * T + 16
+    b, T, xs, xm, runs, bufs = _wino_plan(n, c, o, L, hr, pc, dt)
     nblk = -(-n // b)
     parts = np.empty((nblk, 16, o, c), dt)
-    runs = _runs(n, b, n * 16 * max(c, o) * L * it)
-    bufs = [(np.empty(16 * xs, dt), np.empty(16 * xm, dt), np.zeros(4 * hr * pc + pc + 2, dt),
-             np.zeros(4 * L, dt)) for _ in runs]
 
     finite = [True] * len(runs)
 
     def run(r, i0, i1):
-        V, Z, ph, gp = bufs[r]
-        Vv = as_strided(V, (16, c, T), (xs * it, T * it, it))
-        Zv = as_strided(Z, (16, o, T), (xm * it, T * it, it))
+        V, Z, ph, gp, Vv, Zv = bufs[r]
         for i in range(i0, i1, b):
             j = min(i1, i + b)
             t = (j - i) * L
@@ -553,26 +563,18 @@ def _wino(x, w, pad, p, bias=None):
     n, c, o, oh, ow, th, tw, hr, pc, L, kern = geo
     (plh, _), (plw, _) = pad
     dt = x.dtype
-    it = dt.itemsize
     tab, sgn = _wino_tables(hr, pc, dt)
     gm = _G.astype(np.float64)
     U = np.ascontiguousarray(np.einsum("ra,ocab,sb->rsoc", gm, w.astype(np.float64), gm).reshape(16, o, c), dt)
     x = np.ascontiguousarray(x)
-    b = _wino_block(n, L)
-    T = b * L
-    xs, xm = c * T + 16, o * T + 16       # (16 streams 64 bytes apart: not the same cache sets)
+    b, T, xs, xm, runs, bufs = _wino_plan(n, c, o, L, hr, pc, dt)
     y = np.empty((n, o, oh, ow), dt)
     bz = np.empty(0, dt) if bias is None else np.ascontiguousarray(bias)
-    runs = _runs(n, b, n * 16 * max(c, o) * L * it)
-    bufs = [(np.empty(16 * xs, dt), np.empty(16 * xm, dt), np.zeros(4 * hr * pc + pc + 2, dt), np.empty(4 * L, dt))
-            for _ in runs]
 
     finite = [True] * len(runs)
 
     def run(r, i0, i1):
-        V, M, ph, tq = bufs[r]
-        Vv = as_strided(V, (16, c, T), (xs * it, T * it, it))
-        Mv = as_strided(M, (16, o, T), (xm * it, T * it, it))
+        V, M, ph, tq, Vv, Mv = bufs[r]
         for i in range(i0, i1, b):
             j = min(i1, i + b)
             t = (j - i) * L
