@@ -135,21 +135,29 @@ def _set_blas(n, user_api="blas"):
     return True
 
 
-def _openblas_fns():
-    """(get, set) thread-count functions of each OpenBLAS loaded in this process (NumPy's and
-    SciPy's bundle one each), through ctypes."""
+def openblas_libs():
+    """(path, ctypes library) of each OpenBLAS loaded in this process (NumPy's and SciPy's
+    bundle one each), read from /proc/self/maps: [] where that cannot be read."""
     import ctypes
     try:
         with open("/proc/self/maps") as f:
-            libs = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line})
+            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line})
     except OSError:
         return []
-    found = []
-    for path in libs:
+    libs = []
+    for path in paths:
         try:
-            lib = ctypes.CDLL(path)
+            libs.append((path, ctypes.CDLL(path)))
         except OSError:
             continue
+    return libs
+
+
+def _openblas_fns():
+    """(get, set) thread-count functions of each OpenBLAS loaded in this process, through ctypes."""
+    import ctypes
+    found = []
+    for _, lib in openblas_libs():
         for name in ("scipy_openblas_{}_num_threads64_", "scipy_openblas_{}_num_threads",
                      "openblas_{}_num_threads64_", "openblas_{}_num_threads"):
             get, put = getattr(lib, name.format("get"), None), getattr(lib, name.format("set"), None)

@@ -204,13 +204,9 @@ def _numpy_blas_gemm(dt):
 def _find_numpy_gemm(dt):
     import ctypes
     import os
-    try:
-        with open("/proc/self/maps") as f:
-            libs = sorted({ln.split()[-1] for ln in f if "openblas" in ln.lower() and "/" in ln})
-    except OSError:
-        return None
+    from .. import _threads
     npdir = os.path.dirname(os.path.dirname(np.__file__))
-    libs.sort(key=lambda p: not p.startswith(npdir))        # NumPy's own first
+    libs = sorted(_threads.openblas_libs(), key=lambda pl: not pl[0].startswith(npdir))   # NumPy's own first
     try:
         ilp64 = "USE64BITINT" in str(np.__config__.CONFIG["Build Dependencies"]["blas"])
     except Exception:
@@ -218,11 +214,7 @@ def _find_numpy_gemm(dt):
     pre = "s" if dt == np.float32 else "d"
     ct = ctypes.c_float if dt == np.float32 else ctypes.c_double
     P = ctypes.c_void_p
-    for path in libs:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
+    for _, lib in libs:
         for name, it in ((f"scipy_cblas_{pre}gemm64_", ctypes.c_int64), (f"cblas_{pre}gemm64_", ctypes.c_int64),
                          (f"scipy_cblas_{pre}gemm", ctypes.c_int32), (f"cblas_{pre}gemm", ctypes.c_int32)):
             fn = getattr(lib, name, None)
