@@ -227,6 +227,35 @@ def test_ctc_loss_second_derivative_raises():
         g.sum().backward()
 
 
+@needs_torch
+@pytest.mark.parametrize("reduction,zero_infinity,unbatched", [
+    ("none", False, False), ("none", False, True), ("none", True, False), ("sum", False, False),
+    ("mean", False, False)])
+def test_ctc_loss_saves_its_losses(reduction, zero_infinity, unbatched):
+    """PyTorch's CtcLossBackward0 keeps the per-sample losses (what reduction='none' returns):
+    modifying them in place makes the backward raise, a reduced or zero_infinity copy does not."""
+    rng = np.random.default_rng(5)
+    acts = rng.standard_normal((8, 5) if unbatched else (8, 3, 5))
+    targets = np.array([1, 2, 2]) if unbatched else np.array([[1, 2, 2], [3, 4, 0], [1, 1, 1]])
+    il, tl = ([8], [3]) if unbatched else ([8, 6, 7], [3, 2, 3])
+    outcomes = []
+    for lib in (torch, retrograd):
+        lp = lib.tensor(acts).log_softmax(-1).detach().requires_grad_()
+        loss = lib.nn.functional.ctc_loss(lp, lib.tensor(targets), il, tl, reduction=reduction,
+                                          zero_infinity=zero_infinity)
+        loss.add_(1)
+        try:
+            loss.sum().backward()
+            outcomes.append(("ok", lp.grad.numpy()))
+        except RuntimeError as e:
+            outcomes.append(("raises", str(e)))
+    assert outcomes[1][0] == outcomes[0][0]
+    if outcomes[0][0] == "raises":
+        assert outcomes[1][1] == outcomes[0][1]
+    else:
+        np.testing.assert_allclose(outcomes[1][1], outcomes[0][1], rtol=1e-9, atol=1e-12)
+
+
 def test_multi_margin_gradcheck():
     rng = np.random.default_rng(4)
     x = retrograd.tensor(rng.standard_normal((3, 5)), requires_grad=True)

@@ -281,6 +281,8 @@ def input_kinds(targs, rargs, sample):
                 kinds.add("ties")
     if len({a.shape for a in floats}) > 1:
         kinds.add("broadcast")
+    if len({t.dtype for t in targs if is_tensor(t) and t.is_floating_point()}) > 1:
+        kinds.add("mixed_dtype")
     for i in range(len(floats)):
         for j in range(i + 1, len(floats)):
             try:

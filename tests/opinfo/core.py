@@ -83,6 +83,10 @@ _known("torch.det det linalg.det", "fuzz:grad fuzz:gradgrad", "degenerate ties",
        "torch 2.13 bug, retrograd is right: its gradient at an exactly singular matrix is 0, not the adjugate "
        "(as the det/linalg.det entries' 'singular' samples; in random programs such matrices come from repeated "
        "rows or columns, i.e. ties)")
+_known("addr torch.addr", "fuzz:grad fuzz:gradgrad", "mixed_dtype",
+       "torch 2.13's addr backward raises 'addmv input tensors must have the same dtype' whenever a vector's dtype "
+       "differs from the gradient's (the forward promotes, the backward's mv does not); retrograd's backward "
+       "promotes as the forward does (tests/test_edges_linalg.py, README's known differences)")
 _known("kron", "fuzz:errors", "noncontig",
        "torch 2.13 bug, retrograd is right: for operands of mixed layouts (a transposed one with a contiguous or "
        "strided one) torch's kron raises 'view size is not compatible with input tensor's size and stride'; "

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ._base import OpNode, node_for, save, finish, arr, xp_for
+from ._base import OpNode, node_for, save, save_output, finish, arr, xp_for
 from .loss import (_reduction, _reduce_np, _reduce_t, _check_out_shape, _no_grad_weight, _const,
                    pairwise_distance, _TN)
 
@@ -432,7 +432,7 @@ class CtcLossBackward0(OpNode):
     by ``exp(lp)``, which log_softmax's backward cancels)."""
 
     def backward(self, g):
-        (lp_t,) = self.saved_tensors
+        lp_t, _ = self.saved_tensors     # (and the loss itself, saved as PyTorch's node saves it)
         lp = lp_t._data
         lp = lp[:, None, :] if lp.ndim == 2 else lp
         xp = xp_for(lp)
@@ -518,6 +518,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         node.parts, node.zero_infinity = parts, zero_infinity
         save(node, log_probs)
     res = finish(node, arr(nll.astype(lp.dtype)))
+    if node is not None:
+        # PyTorch's node saves its result (the per-sample losses, what reduction='none'
+        # returns): modifying that in place makes the backward raise, as there
+        save_output(node, res)
     if zero_infinity:
         from .index import where
         res = where(res == np.inf, _const(xp.zeros(()), res._data.dtype), res)
