@@ -360,3 +360,51 @@ def test_inplace(info):
         return compare_outputs(r[2], t[2], *tol(info, s), "in-place result")
 
     run_samples(info, "inplace", samples_for(info, "inplace"), check)
+
+
+# ------------------------------------------------------------------------- saved outputs
+
+def _saved_samples(info):
+    return [s for s in samples_of(info) if s.dtype == "float64" and s.layout == "contig" and s.upstream is None
+            and s.kind != "error"]
+
+
+def _modified_then_backward(lib, info, s):
+    """What happens when the op's first differentiable output is modified in place, then the
+    backward runs through the op: ('ok',), or where it raises and what (None: no such output)."""
+    try:
+        out, leaves, _ = call(info, lib, s, True)
+    except Exception:
+        return None     # (test_errors compares forward errors)
+    outs = _diff_outputs(out)
+    if not outs:
+        return None
+    try:
+        outs[0].mul_(1)
+    except Exception as e:
+        return ("in-place", type(e).__name__, str(e).splitlines()[0])
+    try:
+        tot = sum(o.real.sum() if o.is_complex() else o.sum() for o in outs)
+        lib.autograd.grad(tot, leaves, allow_unused=True)
+    except Exception as e:
+        return ("backward", type(e).__name__, str(e).splitlines()[0])
+    return ("ok",)
+
+
+@params(lambda i: i.grad)
+def test_saved_outputs(info):
+    """An output modified in place, then the backward: it raises exactly where torch's does (its
+    node saved that output: 'one of the variables needed for gradient computation has been
+    modified by an inplace operation'), with torch's message, and runs where torch's runs."""
+    _needs_torch()
+
+    def check(s):
+        t = _modified_then_backward(torch, info, s)
+        if t is None:
+            return None
+        r = _modified_then_backward(retrograd, info, s)
+        if r != t:
+            return f"retrograd {r}; torch {t}"
+        return None
+
+    run_samples(info, "saved", _saved_samples(info), check)

@@ -168,10 +168,15 @@ def _short_name(fn):
     return n
 
 
+_NO_LEGACY = {"bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble", "bfloat16": "BFloat16"}
+
+
 def _error_type_name(t):
-    """The type name PyTorch's errors show: bool tensors have no legacy name there."""
-    if t._data.dtype == np.bool_:
-        return "CUDABoolType" if t.device.type == "cuda" else "CPUBoolType"
+    """The type name PyTorch's errors show: the legacy ``torch.DoubleTensor`` names, except for
+    the dtypes that have none there (bool, complex, bfloat16): ``CPUComplexDoubleType``."""
+    s = _NO_LEGACY.get(t._data.dtype.name)
+    if s is not None:
+        return ("CUDA" if t.device.type == "cuda" else "CPU") + s + "Type"
     return type_name(t)
 
 

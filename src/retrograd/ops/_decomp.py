@@ -77,8 +77,10 @@ def _record(cls, inputs, outs, saved=(), out_saved=(), **attrs):
     """Tensors for the arrays ``outs`` (all outputs of one node ``cls`` over ``inputs``)."""
     node = node_for(cls, inputs)
     xp = xp_for(*inputs)
+    # (outputs are the caller's to modify: a broadcast or otherwise read-only array is copied)
     if xp is np:
-        outs = [o if o.flags.c_contiguous else np.ascontiguousarray(o) for o in map(np.asarray, outs)]
+        outs = [o if o.flags.c_contiguous and o.flags.writeable else np.array(o, order="C")
+                for o in map(np.asarray, outs)]
     else:
         outs = [o if o.flags.c_contiguous else xp.ascontiguousarray(o) for o in map(xp.asarray, outs)]
     res = finish_multi(node, outs)
@@ -1818,7 +1820,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
 # --- least squares -------------------------------------------------------------------------
 
 def _lstsq_backward(self, grads):
-    A, B = self.saved_tensors
+    A, B, _ = self.saved_tensors     # (and the solution, saved as PyTorch's node saves it)
     gX, gR = (list(grads) + [None])[:2]
     from ._seqkit import graph_grads
     from ..autograd.grad_mode import enable_grad
@@ -1895,7 +1897,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
         res = xp.zeros((0,), rdt)
     # the residuals are an output of the node even when empty (PyTorch's requires grad too)
     outs = [x[..., 0] if vec else x, res]
-    X, R = _record(LinalgLstsqBackward0, (A, B), outs, saved=(A, B), vec=vec, with_res=with_res)
+    X, R = _record(LinalgLstsqBackward0, (A, B), outs, saved=(A, B), out_saved=(0,), vec=vec, with_res=with_res)
     rk = _const(xp.zeros((0,), np.int64)) if driver == "gels" else _const(xp.broadcast_to(rank, batch).copy()
                                                                           if a.shape[:-2] == batch else rank)
     sv = _const(s) if driver in ("gelsd", "gelss") else _const(xp.zeros((0,), rdt))
@@ -2045,6 +2047,8 @@ def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
     res = finish(node, xp_for(r).ascontiguousarray(r))
     if node is not None:
         save(node, input, input2, input3)
+        save_output(node, res)      # (unused by the composite; kept as PyTorch's node keeps its result)
+        node.n_inputs = 3
         node.composite = comp
     return _out(res, out, "ormqr")
 

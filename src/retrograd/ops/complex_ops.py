@@ -117,7 +117,11 @@ def is_neg(input):
 
 class ViewAsRealBackward0(OpNode):
     def backward(self, g):
-        return view_as_complex(g.contiguous() if g._data.strides[-1] != g._data.itemsize else g)
+        d = g._data
+        if d.size == 0:   # (an empty gradient may carry any strides, contiguous() keeps them)
+            return finish(None, xp_for(d).zeros(d.shape[:-1], np.complex64 if d.dtype == np.float32
+                                                else np.complex128))
+        return view_as_complex(g.contiguous() if d.strides[-1] != d.itemsize else g)
 
 
 class ViewAsComplexBackward0(OpNode):
