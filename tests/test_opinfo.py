@@ -408,3 +408,59 @@ def test_saved_outputs(info):
         return None
 
     run_samples(info, "saved", _saved_samples(info), check)
+
+
+def _input_changed(lib, info, s, which):
+    """The op's ``which``-th differentiable input (made a non-leaf) modified in place after the
+    forward, then the backward again: 'raises', 'unaffected' (the gradients of the first
+    backward) or 'changed' (None: no such input or output)."""
+    args, kwargs, leaves = build(lib, s, True)
+    pos = [i for i, a in enumerate(args) if is_tensor(a) and a.requires_grad]
+    if which >= len(pos):
+        return None
+    args = list(args)
+    args[pos[which]] = x = args[pos[which]] * 1
+    try:
+        outs = _diff_outputs(info.op(lib, *args, **kwargs))
+    except Exception:
+        return None
+    if not outs:
+        return None
+    tot = sum(o.real.sum() if o.is_complex() else o.sum() for o in outs)
+    try:
+        before = lib.autograd.grad(tot, leaves, retain_graph=True, allow_unused=True)
+    except Exception:
+        return None       # (test_grad compares the backward itself)
+    x.mul_(2)
+    try:
+        after = lib.autograd.grad(tot, leaves, allow_unused=True)
+    except RuntimeError as e:
+        if "modified by an inplace operation" in str(e):
+            return "raises"
+        raise
+    same = all((a is None) == (b is None) and (a is None or np.array_equal(to_numpy(a), to_numpy(b), equal_nan=True))
+               for a, b in zip(before, after))
+    return "unaffected" if same else "changed"
+
+
+@params(lambda i: i.grad)
+def test_saved_inputs(info):
+    """An input modified in place after the forward: the backward either refuses (as torch's
+    does where its node saved that input) or does not depend on it; never a gradient silently
+    computed from the new values, and never a refusal where torch's backward runs."""
+    _needs_torch()
+
+    def check(s):
+        for which in range(3):
+            t = _input_changed(torch, info, s, which)
+            if t is None:
+                continue
+            r = _input_changed(retrograd, info, s, which)
+            if r == "changed":
+                return f"input {which} changed in place: retrograd's gradient silently follows the new values " \
+                       f"(torch: {t})"
+            if r == "raises" and t != "raises":
+                return f"input {which} changed in place: retrograd's backward refuses, torch's runs"
+        return None
+
+    run_samples(info, "saved_inputs", _saved_samples(info), check)

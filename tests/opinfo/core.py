@@ -82,6 +82,23 @@ _known("torch.vander", "saved", "basic nonfinite ties",
        "torch's vander builds its powers with an in-place cumprod over an as_strided view (its saved "
        "AsStrided output is at another version); retrograd's vander is one node")
 
+# test_saved_inputs: an input modified in place after the forward. Where torch's composite
+# saves a copy of the input (a fold, a permute + reshape), its backward runs and retrograd's,
+# whose node saved the input itself, refuses: stricter than torch, never a wrong gradient.
+_STRICTER = ("retrograd's node saves the input itself and refuses the backward after it changed in place; "
+             "torch's composite saved a copy ({})")
+_known("matmul __matmul__ linalg.matmul", "saved_inputs", "basic nonfinite",
+       _STRICTER.format("matmul folds a batched operand: a transposed reshape, copied"))
+_known("__rmatmul__", "saved_inputs", "basic nonfinite", _STRICTER.format("as matmul"))
+_known("tensordot", "saved_inputs", "basic nonfinite", _STRICTER.format("a permuted reshape"))
+_known("kron", "saved_inputs", "basic nonfinite ties ranks 0d empty degenerate",
+       _STRICTER.format("its reshaped operands"))
+_known("F.scaled_dot_product_attention", "saved_inputs", "basic nonfinite ties masked_row",
+       _STRICTER.format("float64 takes its math composite, which saves the scaled query; its float32 kernel "
+                        "saves the inputs and refuses as retrograd does"))
+_known("polar", "saved_inputs", "basic nonfinite ties 1d",
+       _STRICTER.format("its backward reads the result, not abs and angle"))
+
 # Seen only by the differential fuzzer (tests/fuzz, FUZZ_FINDINGS.md): test kinds "fuzz:<kind>"
 # are ignored by the generated tests and not strict; remove an entry when its cause is fixed.
 _known("pow __pow__", "fuzz:values", "nonfinite", "torch's float16 (-inf)**0.5 is inf (its float32/64: nan)")

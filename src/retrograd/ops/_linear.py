@@ -7,7 +7,7 @@ import numpy as np
 
 from ._base import check_devices
 from . import _blas
-from ._base import OpNode, node_for, save, finish, _state, Tensor
+from ._base import OpNode, node_for, save, finish, _state, Tensor, view_of
 from .conv import check_kernel_dtype
 
 
@@ -88,11 +88,18 @@ class _Reshape(OpNode):
 _NAMED = {n: type(n, (_Reshape,), {}) for n in ("ViewBackward0", "UnsafeViewBackward0", "SqueezeBackward4")}
 
 
-def _reshape_named(t, shape, name):
+def _reshape_named(t, shape, name, view=False):
+    """``t`` reshaped, with the grad_fn ``name``; with ``view``, a view of ``t`` (sharing its
+    version counter, as PyTorch's input.view(-1, in) does) where the data is shared: a saved
+    reshaped input then notices an in-place change of ``t``."""
     node = node_for(_NAMED[name], (t,))
     if node is not None:
         node.shape = t._data.shape
-    return finish(node, t._data.reshape(shape))
+    r = t._data.reshape(shape)
+    out = finish(node, r)
+    if view and (np.may_share_memory(r, t._data) if type(r) is np.ndarray else getattr(r, "base", None) is not None):
+        view_of(t, out, lambda b: b.reshape(shape))
+    return out
 
 
 _CN = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
@@ -169,7 +176,8 @@ def linear(input, weight, bias=None):
         _expand_err(bias, (x2.shape[0], w.shape[0]))
     inp = input
     if nd != 2:   # the 2-D view is what the weight's gradient needs, whether or not input requires grad
-        inp = _reshape_named(input, x2.shape, "ViewBackward0") if input._requires_grad else input.reshape(x2.shape)
+        inp = _reshape_named(input, x2.shape, "ViewBackward0", True) if input._requires_grad \
+            else input.reshape(x2.shape)
     if x.dtype.kind == "V":  # bfloat16: product and bias add in float32, rounded once
         r = x2.astype(np.float32) @ w.T.astype(np.float32)
         if bias is not None:

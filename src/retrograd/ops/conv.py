@@ -23,7 +23,7 @@ from numpy.lib.stride_tricks import as_strided
 from ._base import xp_for, strided
 from . import _blas
 from .._threads import executor as _executor
-from ._base import OpNode, node_for, save, finish
+from ._base import OpNode, node_for, save, finish, view_of
 from . import _accel
 
 __all__ = ["conv1d", "conv2d", "conv3d"]
@@ -1351,10 +1351,12 @@ class UnsqueezeBackward0(OpNode):
 
 
 def _unsqueeze0(t):
+    """``t.unsqueeze(0)``: a view (its version counter shared: a saved unbatched input notices
+    an in-place change)."""
     node = node_for(UnsqueezeBackward0, (t,))
     if node is not None:
         node.shape = t._data.shape
-    return finish(node, t._data[None])
+    return view_of(t, finish(node, t._data[None]), lambda b: b.unsqueeze(0))
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

@@ -350,7 +350,10 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     node = node_for(ConvTranspose3dBackward, inputs)
     if node is not None:
         node.args = args
-        save(node, *inputs)
+        # (the bias only adds: PyTorch's node does not keep it, so changing it in place after
+        # the forward is no error; held here, unversioned, for the composite's replay)
+        node.bias = bias
+        save(node, input, weight)
     return finish(node, r._data)
 
 
@@ -385,12 +388,13 @@ def _ct3d_composite(args, x, w, b=None):
 
 class ConvTranspose3dBackward(OpNode):
     """Gradients of the slice-add composite (recorded, so they differentiate again)."""
+    bias = None
 
     def backward(self, g):
         from ._seqkit import graph_grads
         from ._base import _state
         from ..autograd import grad_mode
-        saved = self.saved_tensors
+        saved = list(self.saved_tensors) + ([] if self.bias is None else [self.bias])
         recording = _state.grad
         with grad_mode.enable_grad():
             res = graph_grads(lambda *t: _ct3d_composite(self.args, *t), list(saved), [g])
