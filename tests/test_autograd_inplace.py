@@ -434,3 +434,26 @@ def test_multi_output_views_refuse_in_place():
     assert r[0].startswith("Output 1 of Unbind is a view and is being modified inplace.")
     if torch is not None:
         assert r == run(torch)
+
+
+@needs_torch
+@pytest.mark.parametrize("layer", ["linear3d", "mha", "conv1d_unbatched"])
+def test_input_changed_after_layer_forward_refuses(layer):
+    """A layer's input changed in place after the forward (``x += attn(x)`` style): the backward
+    refuses with PyTorch's message instead of a weight gradient silently made from the new values
+    (the layer's flattened / unsqueezed input is a view sharing the input's version counter)."""
+    msgs = []
+    for lib in (torch, retrograd):
+        lib.manual_seed(0)
+        if layer == "conv1d_unbatched":
+            x = lib.tensor(np.random.default_rng(0).standard_normal((2, 5)), requires_grad=True) * 1
+            y = lib.nn.Conv1d(2, 3, 2).double()(x)
+        else:
+            x = lib.tensor(np.random.default_rng(0).standard_normal((3, 2, 4)), requires_grad=True) * 1
+            y = (lib.nn.Linear(4, 5).double()(x) if layer == "linear3d"
+                 else lib.nn.MultiheadAttention(4, 2).double()(x, x, x)[0])
+        x.mul_(3)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation") as e:
+            y.sum().backward()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
