@@ -432,6 +432,11 @@ _WINO_W_CH = 16         # most channels (in and out) of the weight gradient
 _WINO_BLOCK = 512       # least tiles (of a block of samples) a block's GEMMs take
 _WINO_TAB = {}
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+# G (.) G^T of a 3x3 kernel as one (16, 9) matrix, _GG[4r + s, 3a + b] = G[r, a] G[s, b]: the
+# kernels' transforms (and the weight gradient's way back) as one float64 product each (its
+# entries are powers of two, so float32 terms add exactly as einsum's three-operand sums
+# did: the same values, ~8x faster at 32 channels)
+_GG = np.kron(_G, _G)
 
 
 def _wino_flip_pad(xshape, gshape, p):
@@ -544,10 +549,9 @@ def _wino_w(x, g, wshape, p):
     du = parts[0].copy()
     for k in range(1, nblk):
         du += parts[k]
-    gm = _G.astype(np.float64)
-    gw = np.einsum("ra,rsoc,sb->ocab", gm, du.reshape(4, 4, o, c).astype(np.float64), gm)
+    gw = du.reshape(16, o * c).T.astype(np.float64) @ _GG
     with np.errstate(over="ignore"):
-        gw = np.ascontiguousarray(gw, dt).reshape(wshape)
+        gw = gw.astype(dt).reshape(wshape)
     # (a transform's overflow, or an inf gradient: the column path decides)
     return gw if np.isfinite(gw).all() else None
 
@@ -564,8 +568,7 @@ def _wino(x, w, pad, p, bias=None):
     (plh, _), (plw, _) = pad
     dt = x.dtype
     tab, sgn = _wino_tables(hr, pc, dt)
-    gm = _G.astype(np.float64)
-    U = np.ascontiguousarray(np.einsum("ra,ocab,sb->rsoc", gm, w.astype(np.float64), gm).reshape(16, o, c), dt)
+    U = (_GG @ w.astype(np.float64).reshape(o * c, 9).T).astype(dt).reshape(16, o, c)
     x = np.ascontiguousarray(x)
     b, T, xs, xm, runs, bufs = _wino_plan(n, c, o, L, hr, pc, dt)
     y = np.empty((n, o, oh, ow), dt)
