@@ -136,6 +136,40 @@ def test_winograd_leaves_inf_and_nan_to_the_columns(where, spy, monkeypatch):
 
 
 @numba_only
+@pytest.mark.parametrize("col", [0, 3, 6, 7])
+@pytest.mark.parametrize("pad", [((1, 1), (1, 1)), ((0, 2), (2, 0))])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_winograd_finds_one_inf_or_nan_in_either_half_of_a_pair(col, pad, bad, spy, monkeypatch):
+    """Rows of even width are copied as uint64 pairs (each pair's halves go to the two column
+    phases, which swap for an odd left padding): one inf/NaN at an even or an odd column, with
+    either padding parity, sends both passes that read it to the column path."""
+    p = _p(pad)
+    x, w, g = _arrays((2, 8, 6, 8), (8, 8, 3, 3), pad)
+    x[1, 5, 4, col] = bad
+    g[0, 3, 2, col] = bad
+    with np.errstate(invalid="ignore", over="ignore"):
+        fast = [conv._fwd(x, w, p), conv._bwd_in(g, w, x.shape, p), conv._bwd_w(x, g, w.shape, p)]
+        assert spy.calls.count("wino_in") == 3 and "wino_out" not in spy.calls   # (each found it, none went on)
+        monkeypatch.setattr(conv, "_WINO_DTYPES", ())
+        ref = [conv._fwd(x, w, p), conv._bwd_in(g, w, x.shape, p), conv._bwd_w(x, g, w.shape, p)]
+    for f, r in zip(fast, ref):
+        np.testing.assert_array_equal(f, r)
+
+
+@numba_only
+@pytest.mark.parametrize("xs,ws,pad", [SHAPES[0], SHAPES[1], SHAPES[3], SHAPES[4]])
+def test_winograd_pair_copies_give_the_same_bits(xs, ws, pad, monkeypatch):
+    """The uint64-pair copy of even-width rows into the transforms' phases against the
+    element-by-element float copy: a copy either way, so the same bits in all three products."""
+    p = _p(pad)
+    x, w, g = _arrays(xs, ws, pad, seed=8)
+    pairs = _three(x, w, g, p)
+    monkeypatch.setattr(conv, "_wino_pairs", lambda a, ph: conv._NO_PAIRS)
+    for a, r in zip(_three(x, w, g, p), pairs):
+        np.testing.assert_array_equal(a, r)
+
+
+@numba_only
 def test_winograd_overflow_takes_the_column_path(spy, monkeypatch):
     """Finite operands near the largest float: a transform's sum of four inputs overflows
     where the convolution's own sums (small weights) do not; the column path's finite

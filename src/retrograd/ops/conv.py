@@ -489,6 +489,14 @@ def _wino_geom(x, w, pad, p, wdt):
     return n, c, w[0], oh, ow, th, tw, th + 1, tw + 1, th * (tw + 1), kern
 
 
+def _wino_pairs(a, ph):
+    """(a, the work row ``ph``) as uint64 pairs and uint32 for the transforms' pair copies
+    (float32 of even width, little-endian; see _accel_conv._wino_pair_planes), else empty."""
+    if a.dtype == np.float32 and a.shape[3] % 2 == 0 and sys.byteorder == "little":
+        return a.view(np.uint64), ph.view(np.uint32)
+    return _NO_PAIRS
+
+
 def _wino_block(n, c, o, L, it):
     """Samples a block: as many as keep its transformed input and products (16 (c + o) values
     a tile) within _WINO_BLOCK_BYTES, so that both stay in the core's L2 cache between the
@@ -542,7 +550,8 @@ def _wino_w(x, g, wshape, p):
             j = min(i1, i + b)
             t = (j - i) * L
             # (an inf or NaN met on the way: the column path instead)
-            if not (kern.wino_in(x[i:j], V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn)
+            xb = x[i:j]
+            if not (kern.wino_in(xb, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, *_wino_pairs(xb, ph))
                     & kern.wino_gin(g[i:j], Z, gp, th, tw, pc, xm, T)):
                 finite[r] = False
                 return
@@ -585,7 +594,8 @@ def _wino(x, w, pad, p, bias=None):
         for i in range(i0, i1, b):
             j = min(i1, i + b)
             t = (j - i) * L
-            if not kern.wino_in(x[i:j], V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn):
+            xb = x[i:j]
+            if not kern.wino_in(xb, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, *_wino_pairs(xb, ph)):
                 finite[r] = False       # (an inf or NaN in x: the column path instead)
                 return
             _blas.matmul(U, Vv[:, :, :t], out=Mv[:, :, :t])
