@@ -22,6 +22,17 @@ SHAPES = [((3, 8, 8, 8), (12, 8, 3, 3), ((1, 1), (1, 1))),
           ((1, 8, 4, 4), (8, 8, 3, 3), ((2, 2), (0, 0)))]
 
 
+# the bounds where the path pays (checked in test_winograd_only_where_it_pays); the other
+# tests run it on small shapes, their bounds relaxed (to 8 input channels and any plane)
+BOUNDS = {"_WINO_MIN_IN": conv._WINO_MIN_IN, "_WINO_MIN_PLANE": conv._WINO_MIN_PLANE}
+
+
+@pytest.fixture(autouse=True)
+def small_shapes(monkeypatch):
+    monkeypatch.setattr(conv, "_WINO_MIN_IN", 8)
+    monkeypatch.setattr(conv, "_WINO_MIN_PLANE", 0)
+
+
 def _p(pad):
     return conv._P((1, 1), pad, (1, 1), 1)
 
@@ -63,7 +74,7 @@ def _three(x, w, g, p):
 
 
 @numba_only
-@pytest.mark.parametrize("xs,ws,pad", SHAPES)
+@pytest.mark.parametrize("xs,ws,pad", SHAPES + [((2, 64, 12, 12), (96, 64, 3, 3), ((1, 1), (1, 1)))])
 def test_winograd_runs_and_is_as_accurate_as_the_columns(xs, ws, pad, spy, monkeypatch):
     """Each product's largest error against float64, relative to the same sum over |x|*|w|
     (|g|*|w|, |x|*|g|): within 1e-6 (a few float32 ulps of the sum's scale), and no more
@@ -72,7 +83,9 @@ def test_winograd_runs_and_is_as_accurate_as_the_columns(xs, ws, pad, spy, monke
     x, w, g = _arrays(xs, ws, pad)
     fast = _three(x, w, g, p)
     # (the input gradient's is a Winograd correlation where the input's sizes are even)
-    assert spy.calls.count("wino_out") == 1 + (xs[2] % 2 == 0 and xs[3] % 2 == 0) and "wino_gin" in spy.calls
+    # (and the weight gradient's up to _WINO_W_CH channels)
+    assert spy.calls.count("wino_out") == 1 + (xs[2] % 2 == 0 and xs[3] % 2 == 0)
+    assert ("wino_gin" in spy.calls) == (max(ws[:2]) <= conv._WINO_W_CH)
     monkeypatch.setattr(conv, "_WINO_DTYPES", ())
     cols = _three(x, w, g, p)
     exact = _three(*(a.astype(np.float64) for a in (x, w, g)), p)
@@ -84,18 +97,23 @@ def test_winograd_runs_and_is_as_accurate_as_the_columns(xs, ws, pad, spy, monke
 
 
 @numba_only
-def test_winograd_only_where_it_pays(spy):
-    """Not for float64, odd output sizes, strides, dilations, groups, other kernels, or
-    channel counts outside the measured range (8-32, the weight gradient's too)."""
+def test_winograd_only_where_it_pays(spy, monkeypatch):
+    """Not for float64, odd output sizes, strides, dilations, groups, other kernels, fewer
+    than 12 input channels, outputs under 12x12, channel counts outside 8-256 (the weight
+    gradient's outside 8-32)."""
+    for k, v in BOUNDS.items():
+        monkeypatch.setattr(conv, k, v)
     rng = np.random.default_rng(1)
-    cases = [((2, 8, 6, 6), (8, 8, 3, 3), (1, 1), (1, 1), 1, np.float64),
-             ((2, 8, 7, 6), (8, 8, 3, 3), (1, 1), (1, 1), 1, np.float32),
-             ((2, 8, 6, 6), (8, 8, 3, 3), (2, 2), (1, 1), 1, np.float32),
-             ((2, 8, 8, 8), (8, 8, 3, 3), (1, 1), (2, 2), 1, np.float32),
-             ((2, 16, 6, 6), (16, 8, 3, 3), (1, 1), (1, 1), 2, np.float32),
-             ((2, 8, 6, 6), (8, 8, 5, 5), (1, 1), (1, 1), 1, np.float32),
-             ((2, 3, 6, 6), (16, 3, 3, 3), (1, 1), (1, 1), 1, np.float32),
-             ((2, 64, 6, 6), (64, 64, 3, 3), (1, 1), (1, 1), 1, np.float32)]
+    cases = [((2, 16, 12, 12), (16, 16, 3, 3), (1, 1), (1, 1), 1, np.float64),
+             ((2, 16, 13, 12), (16, 16, 3, 3), (1, 1), (1, 1), 1, np.float32),
+             ((2, 16, 12, 12), (16, 16, 3, 3), (2, 2), (1, 1), 1, np.float32),
+             ((2, 16, 12, 12), (16, 16, 3, 3), (1, 1), (2, 2), 1, np.float32),
+             ((2, 32, 12, 12), (32, 16, 3, 3), (1, 1), (1, 1), 2, np.float32),
+             ((2, 16, 12, 12), (16, 16, 5, 5), (1, 1), (1, 1), 1, np.float32),
+             ((2, 3, 12, 12), (16, 3, 3, 3), (1, 1), (1, 1), 1, np.float32),
+             ((2, 8, 12, 12), (16, 8, 3, 3), (1, 1), (1, 1), 1, np.float32),
+             ((2, 16, 10, 10), (16, 16, 3, 3), (1, 1), (1, 1), 1, np.float32),
+             ((1, 264, 12, 12), (16, 264, 3, 3), (1, 1), (1, 1), 1, np.float32)]
     for xs, ws, st, dil, groups, dt in cases:
         pd = tuple((d * (k - 1) // 2,) * 2 for d, k in zip(dil, ws[2:]))
         p = conv._P(st, pd, dil, groups)
@@ -106,9 +124,13 @@ def test_winograd_only_where_it_pays(spy):
         conv._bwd_in(g, w, x.shape, p)
         conv._bwd_w(x, g, w.shape, p)
         assert not spy.calls, (xs, ws, st, dil, groups, dt)
-    x, w, g = _arrays((2, 32, 6, 6), (32, 32, 3, 3), ((1, 1), (1, 1)))
-    _three(x, w, g, _p(((1, 1), (1, 1))))
-    assert spy.calls.count("wino_out") == 2 and spy.calls.count("wino_gin") == 1
+    pad = ((1, 1), (1, 1))
+    # 12 -> 8 channels over 12x12: all three; 64 channels: forward and input gradient only
+    for xs, ws, grad_w in (((2, 12, 12, 12), (8, 12, 3, 3), 1), ((1, 64, 12, 12), (64, 64, 3, 3), 0)):
+        spy.calls.clear()
+        x, w, g = _arrays(xs, ws, pad)
+        _three(x, w, g, _p(pad))
+        assert spy.calls.count("wino_out") == 2 and spy.calls.count("wino_gin") == grad_w, (xs, ws)
 
 
 @numba_only

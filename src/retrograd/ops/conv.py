@@ -422,12 +422,20 @@ def _bwd_in_blocked(g, w, xshape, p):
 # of values near the largest float can overflow where the convolution's do not). The input gradient is the same correlation of
 # the output gradient with the flipped, transposed kernel. float64 and the NumPy path keep
 # the column path (the accelerator's transforms are numba kernels).
-# Measured here (single thread, ResNet-like shapes, against the column path): 16 -> 16
-# channels over 32x32 forward 0.8x, input gradient 0.8x, weight gradient 0.9x; 32 -> 32 over
-# 16x16 forward and input gradient 0.8-0.95x, weight gradient 1.1-1.2x; 64 -> 64 1.0-1.7x
-# and 3 -> 16 2x (its short GEMMs lose more than the columns cost): hence the channel bounds.
+# Measured here (single thread, batch 32 unless said, against the column path, each pass
+# alone): 16 -> 16 channels over 32x32 forward 0.7x, input gradient 0.6x, weight gradient
+# 0.7x; 32 -> 32 over 16x16 0.65x, 0.7x, 0.8x; 64 -> 64 over 16x16 0.65x, 0.6x, 0.95x, over
+# 32x32 (batch 16) 0.7x, 0.75x, 0.9x; 128 and 256 over 16x16 (batch 16, 8) 0.8x, 0.8-0.9x,
+# 1.05x; but 8 input channels 1.1x forward and weight gradient (8 -> 8 over 32x32; the
+# columns of few channels are cheap), outputs of 8x8 1.4-1.5x at 16 and 32 channels (tiles
+# of 4x4 positions: short rows, a fifth of them garbage), 3 -> 16 2x (its short GEMMs lose
+# more than the columns cost): hence the bounds below. (F(4x4, 3x3), 2.25x fewer
+# multiplications still, measured 3e-6 on the same data: 20x F(2x2)'s error, not taken.)
 _WINO_DTYPES = (np.dtype(np.float32),)
-_WINO_CH = (8, 32)      # least and most channels (in and out)
+_WINO_CH = (8, 256)     # least and most channels (in and out) of a pass
+_WINO_W_CH = 32         # most channels (in and out) of the weight gradient (64: 0.9-1.05x)
+_WINO_MIN_IN = 12       # least input channels of the convolution (for all three passes)
+_WINO_MIN_PLANE = 144   # least output positions (a pass's: 12x12) a plane
 _WINO_BLOCK_BYTES = 5 << 18    # most bytes of a block's two transformed streams (see _wino_block)
 _WINO_TAB = {}
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -470,17 +478,19 @@ def _wino_tables(hr, pc, dt):
     return t
 
 
-def _wino_geom(x, w, pad, p, wdt):
+def _wino_geom(x, w, pad, p, wdt, cin, most=None):
     """(n, c, o, oh, ow, th, tw, hr, pc, L, kern) of a Winograd convolution of x by a
-    (o, c, 3, 3) kernel of dtype ``wdt``, or None where it does not apply (see above)."""
+    (o, c, 3, 3) kernel of dtype ``wdt`` (a pass of a convolution of ``cin`` input channels),
+    or None where it does not apply (see above)."""
+    lo, hi = _WINO_CH[0], _WINO_CH[1] if most is None else most
     if x.dtype not in _WINO_DTYPES or tuple(w[2:]) != (3, 3) or p.stride != (1, 1) or p.dilation != (1, 1) \
-            or p.groups != 1 or wdt != x.dtype or x.ndim != 4 \
-            or not (_WINO_CH[0] <= w[0] <= _WINO_CH[1] and _WINO_CH[0] <= w[1] <= _WINO_CH[1]):
+            or p.groups != 1 or wdt != x.dtype or x.ndim != 4 or cin < _WINO_MIN_IN \
+            or not (lo <= w[0] <= hi and lo <= w[1] <= hi):
         return None
     n, c, h, wd = x.shape
     (plh, phh), (plw, phw) = pad
     oh, ow = h + plh + phh - 2, wd + plw + phw - 2
-    if oh <= 0 or ow <= 0 or oh % 2 or ow % 2 or n == 0 or c == 0 or w[0] == 0:
+    if oh <= 0 or ow <= 0 or oh % 2 or ow % 2 or oh * ow < _WINO_MIN_PLANE or n == 0 or c == 0 or w[0] == 0:
         return None
     kern = _conv_kernels(x)
     if kern is None:
@@ -530,7 +540,7 @@ def _wino_w(x, g, wshape, p):
     convolution's in exact arithmetic): 16 GEMMs over a block's tiles, whose sums over the
     blocks are added in block order (the same bits for every thread count). None where it
     does not apply."""
-    geo = _wino_geom(x, wshape, p.pad, p, g.dtype)
+    geo = _wino_geom(x, wshape, p.pad, p, g.dtype, wshape[1], _WINO_W_CH)
     if geo is None or g.shape[2:] != geo[3:5]:
         return None
     n, c, o, oh, ow, th, tw, hr, pc, L, kern = geo
@@ -569,11 +579,12 @@ def _wino_w(x, g, wshape, p):
     return gw if np.isfinite(gw).all() else None
 
 
-def _wino(x, w, pad, p, bias=None):
+def _wino(x, w, pad, p, bias=None, cin=None):
     """conv(x, w) (+ bias) by Winograd F(2x2, 3x3) with zero padding ``pad``, or None where
     it does not apply (see above): not 3x3 / stride 1 / dilation 1 / groups 1, not float32,
-    an odd output size, no numba, or an inf or NaN among the operands."""
-    geo = _wino_geom(x, w.shape, pad, p, w.dtype)
+    an odd or small output size, channels out of bounds (``cin``: the convolution's input
+    channels, w's by default), no numba, or an inf or NaN among the operands."""
+    geo = _wino_geom(x, w.shape, pad, p, w.dtype, w.shape[1] if cin is None else cin)
     if geo is None or (bias is not None and bias.dtype != x.dtype) or not _finite(w) \
             or (bias is not None and not _finite(bias)):
         return None
@@ -704,7 +715,7 @@ def _bwd_in(g, w, xshape, p):
     if host and _blocked(g, w):
         pad = _wino_flip_pad(xshape, g.shape, p)
         if pad is not None:
-            gx = _wino(g, w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3), pad, p)
+            gx = _wino(g, w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3), pad, p, cin=w.shape[1])
             if gx is not None:
                 return gx
         return _bwd_in_blocked(g, w, xshape, p)
