@@ -308,89 +308,73 @@ def wino_in(x, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64, ph32):
 
 
 @_jit
-def _wino_phase(M, tq, dst, m0, m1, m2, m3, n0, n1, n2, n3, L, p, q):
-    # one parity phase of A^T m A over L tiles: A^T's row p over the tile's rows (offsets
-    # m0..m3 of its rows xi // 4 = 0..3: p = 0 takes m0 + m1 + m2, p = 1 m1 - m2 - m3), then
-    # row q the same over its columns (offsets n0..n3)
+def _wino_rows(M, tq, m0, m1, m2, m3, n0, n1, n2, n3, L, p):
+    # output row 2ti + p of each tile k = ti * pc + tj over L tiles: A^T's row p over the
+    # tile's rows (offsets m0..m3 of its rows xi // 4 = 0..3: p = 0 takes m0 + m1 + m2, p = 1
+    # m1 - m2 - m3) at each of its columns (offsets n0..n3), then both rows of A^T over those
+    # four sums: the even column's value to tq[2k], the odd one's to tq[2k + 1] (so that the
+    # tiles' row lies in tq as the output row, one stride-2 store pair LLVM vectorises)
     if p == 0:
         a0, a1, a2 = m0, m1, m2
     else:
         a0, a1, a2 = m1, m2, m3
-    if q == 0:
-        b0, b1, b2 = n0, n1, n2
-    else:
-        b0, b1, b2 = n1, n2, n3
-    i00, i01, i02 = a0 + b0, a1 + b0, a2 + b0
-    i10, i11, i12 = a0 + b1, a1 + b1, a2 + b1
-    i20, i21, i22 = a0 + b2, a1 + b2, a2 + b2
-    if p == 0 and q == 0:
+    one = _u(1)
+    if p == 0:
         for k in range(L):
-            r0 = (M[i00 + k] + M[i01 + k]) + M[i02 + k]
-            r1 = (M[i10 + k] + M[i11 + k]) + M[i12 + k]
-            r2 = (M[i20 + k] + M[i21 + k]) + M[i22 + k]
-            tq[dst + k] = (r0 + r1) + r2
-    elif p == 0:
-        for k in range(L):
-            r0 = (M[i00 + k] + M[i01 + k]) + M[i02 + k]
-            r1 = (M[i10 + k] + M[i11 + k]) + M[i12 + k]
-            r2 = (M[i20 + k] + M[i21 + k]) + M[i22 + k]
-            tq[dst + k] = (r0 - r1) - r2
-    elif q == 0:
-        for k in range(L):
-            r0 = (M[i00 + k] - M[i01 + k]) - M[i02 + k]
-            r1 = (M[i10 + k] - M[i11 + k]) - M[i12 + k]
-            r2 = (M[i20 + k] - M[i21 + k]) - M[i22 + k]
-            tq[dst + k] = (r0 + r1) + r2
+            s0 = (M[a0 + n0 + k] + M[a1 + n0 + k]) + M[a2 + n0 + k]
+            s1 = (M[a0 + n1 + k] + M[a1 + n1 + k]) + M[a2 + n1 + k]
+            s2 = (M[a0 + n2 + k] + M[a1 + n2 + k]) + M[a2 + n2 + k]
+            s3 = (M[a0 + n3 + k] + M[a1 + n3 + k]) + M[a2 + n3 + k]
+            tq[k + k] = (s0 + s1) + s2
+            tq[k + k + one] = (s1 - s2) - s3
     else:
         for k in range(L):
-            r0 = (M[i00 + k] - M[i01 + k]) - M[i02 + k]
-            r1 = (M[i10 + k] - M[i11 + k]) - M[i12 + k]
-            r2 = (M[i20 + k] - M[i21 + k]) - M[i22 + k]
-            tq[dst + k] = (r0 - r1) - r2
+            s0 = (M[a0 + n0 + k] - M[a1 + n0 + k]) - M[a2 + n0 + k]
+            s1 = (M[a0 + n1 + k] - M[a1 + n1 + k]) - M[a2 + n1 + k]
+            s2 = (M[a0 + n2 + k] - M[a1 + n2 + k]) - M[a2 + n2 + k]
+            s3 = (M[a0 + n3 + k] - M[a1 + n3 + k]) - M[a2 + n3 + k]
+            tq[k + k] = (s0 + s1) + s2
+            tq[k + k + one] = (s1 - s2) - s3
 
 
 @_jit
 def wino_out(M, y, tq, th, tw, pc, xs, T, bias):
-    """y[b, o] from M[xi * xs + o * T + b * th * pc + k]: A^T m A of each tile, its four
-    parity phases first into the work row ``tq`` (4 * th * pc), then interleaved into the
-    output rows; plus bias[o] (after) when ``bias`` is not empty. Returns whether every
-    output is finite (from finite operands a transform's sum can still overflow where the
-    convolution's does not: the caller then takes the column path)."""
+    """y[b, o] from M[xi * xs + o * T + b * th * pc + k]: A^T m A of each tile, one output
+    row parity at a time into the work row ``tq`` (2 * th * pc, the tiles' rows laid out as
+    output rows of 2 * pc), then copied row by row into y; plus bias[o] (after) when ``bias``
+    is not empty. Returns whether every output is finite (from finite operands a transform's
+    sum can still overflow where the convolution's does not: the caller then takes the
+    column path)."""
     B, O = y.shape[0], y.shape[1]
+    oh, ow = y.shape[2], y.shape[3]
     L = _u(th * pc)
-    Lp = th * pc
     with_bias = bias.shape[0] > 0
     bad = False
+    yf = y.reshape(-1)
     x0, x1, x2, x3 = _u(0), _u(xs), _u(2 * xs), _u(3 * xs)
     x4, x8, x12 = _u(4 * xs), _u(8 * xs), _u(12 * xs)
+    owu = _u(ow)
+    pc2 = _u(2 * pc)
     for b in range(B):
         for o in range(O):
             m = _u(o * T + b * th * pc)
-            for pq in range(4):
-                _wino_phase(M, tq, _u(pq * Lp), m, m + x4, m + x8, m + x12, x0, x1, x2, x3, L, pq >> 1, pq & 1)
-            yo = y[b, o]
-            for ti in range(th):
-                for p in range(2):
-                    row = yo[2 * ti + p]
-                    e = tq[(2 * p) * Lp + ti * pc:(2 * p) * Lp + ti * pc + tw]
-                    d = tq[(2 * p + 1) * Lp + ti * pc:(2 * p + 1) * Lp + ti * pc + tw]
+            yb = _u((b * O + o) * oh * ow)
+            for p in range(2):
+                _wino_rows(M, tq, m, m + x4, m + x8, m + x12, x0, x1, x2, x3, L, p)
+                for ti in range(th):
+                    src = _u(ti) * pc2
+                    dst = yb + _u((2 * ti + p) * ow)
                     if with_bias:
                         bo = bias[o]
-                        for j in range(tw):
-                            u = e[j] + bo
-                            v = d[j] + bo
+                        for j in range(owu):
+                            u = tq[src + j] + bo
                             bad |= (u * 0) != 0
-                            bad |= (v * 0) != 0
-                            row[2 * j] = u
-                            row[2 * j + 1] = v
+                            yf[dst + j] = u
                     else:
-                        for j in range(tw):
-                            u = e[j]
-                            v = d[j]
+                        for j in range(owu):
+                            u = tq[src + j]
                             bad |= (u * 0) != 0
-                            bad |= (v * 0) != 0
-                            row[2 * j] = u
-                            row[2 * j + 1] = v
+                            yf[dst + j] = u
     return not bad
 
 
