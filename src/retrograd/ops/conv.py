@@ -554,8 +554,11 @@ def _wino_w(x, g, wshape, p):
 
     finite = [True] * len(runs)
 
+    gps = [np.zeros(4 * T, dt) for _ in runs]      # (wino_gin's phases of a channel, in Z's layout)
+
     def run(r, i0, i1):
-        V, Z, ph, gp, Vv, Zv = bufs[r]
+        V, Z, ph, _, Vv, Zv = bufs[r]
+        gp = gps[r]
         for i in range(i0, i1, b):
             j = min(i1, i + b)
             t = (j - i) * L
