@@ -413,24 +413,27 @@ def _bwd_in_blocked(g, w, xshape, p):
 # block of samples) and transformed back (A^T m A) into its 2x2 outputs: 2.25x fewer
 # multiplications than the columns' GEMM and no 9x column matrix, where small channel
 # counts (16, 32) leave the GEMMs short and the im2col copy costs as much as they do.
-# Accuracy, measured on normal data (ResNet-like 16 and 32 channels): the largest error
-# against the float64 result, relative to the same sum of |x| * |w|, 1.4-1.6e-7 against
-# im2col's 2.4-3.5e-7 (the transforms' sums are shorter than a 9C-term dot product). The
-# transforms mix a tile's inputs, so an inf or NaN would spread to outputs it does not
-# reach: operands with one take the column path (the transforms check the planes they
-# copy; a sum checks the weight and bias), and so do results with one (a transform's sums
-# of values near the largest float can overflow where the convolution's do not). The input gradient is the same correlation of
-# the output gradient with the flipped, transposed kernel. float64 and the NumPy path keep
-# the column path (the accelerator's transforms are numba kernels).
+# Accuracy, measured on normal data: the largest error against the float64 result,
+# relative to the same sum of |x| * |w|, 1.4-1.6e-7 at 16 and 32 channels against im2col's
+# 2.4-3.5e-7 (the transforms' sums are shorter than a 9C-term dot product), 1.1-1.6e-7 at
+# 64-256 channels (the columns' 0.6-2e-7). The transforms mix a tile's inputs, so an inf or
+# NaN would spread to outputs it does not reach: operands with one take the column path
+# (the transforms check the planes they copy; a sum checks the weight and bias), and so do
+# results with one (a transform's sums of values near the largest float can overflow where
+# the convolution's do not). The input gradient is the same correlation of the output
+# gradient with the flipped, transposed kernel. float64 and the NumPy path keep the column
+# path (the accelerator's transforms are numba kernels). Each block's products are the same
+# calls whatever the thread count (the weight gradient's summed in block order): the same bits.
 # Measured here (single thread, batch 32 unless said, against the column path, each pass
-# alone): 16 -> 16 channels over 32x32 forward 0.7x, input gradient 0.6x, weight gradient
-# 0.7x; 32 -> 32 over 16x16 0.65x, 0.7x, 0.8x; 64 -> 64 over 16x16 0.65x, 0.6x, 0.95x, over
-# 32x32 (batch 16) 0.7x, 0.75x, 0.9x; 128 and 256 over 16x16 (batch 16, 8) 0.8x, 0.8-0.9x,
-# 1.05x; but 8 input channels 1.1x forward and weight gradient (8 -> 8 over 32x32; the
-# columns of few channels are cheap), outputs of 8x8 1.4-1.5x at 16 and 32 channels (tiles
-# of 4x4 positions: short rows, a fifth of them garbage), 3 -> 16 2x (its short GEMMs lose
-# more than the columns cost): hence the bounds below. (F(4x4, 3x3), 2.25x fewer
-# multiplications still, measured 3e-6 on the same data: 20x F(2x2)'s error, not taken.)
+# alone; forward, input gradient, weight gradient): 16 -> 16 channels over 32x32 0.65-0.7x,
+# 0.5-0.65x, 0.7-0.75x; 32 -> 32 over 16x16 0.65-0.7x, 0.6-0.75x, 0.6-0.85x; 64 -> 64 over
+# 16x16 (batch 16) 0.65x, 0.6x, 0.95-1.05x, over 32x32 0.7x, 0.75x, 0.9x; 128 and 256 over
+# 16x16 (batch 16, 8) 0.8x, 0.8-0.9x, 1.05x; but 8 input channels 1.1x forward and weight
+# gradient (8 -> 8 over 32x32; the columns of few channels are cheap), outputs of 8x8 1.4-1.5x
+# at 16 and 32 channels (tiles of 4x4 positions: short rows, a fifth of them garbage),
+# 3 -> 16 2x (its short GEMMs lose more than the columns cost): hence the bounds below.
+# (F(4x4, 3x3) with the points 0, +-1, +-2, 2.25x fewer multiplications still, measured
+# 3e-6 on the same data, 20x F(2x2)'s error: not taken.)
 _WINO_DTYPES = (np.dtype(np.float32),)
 _WINO_CH = (8, 256)     # least and most channels (in and out) of a pass
 _WINO_W_CH = 32         # most channels (in and out) of the weight gradient (64: 0.9-1.05x)
