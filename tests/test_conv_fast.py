@@ -224,7 +224,7 @@ def test_winograd_with_bias_adds_it_once(spy):
 
 
 @numba_only
-@pytest.mark.parametrize("xs,ws,pad", SHAPES[:3])
+@pytest.mark.parametrize("xs,ws,pad", SHAPES[:3] + [((3, 64, 12, 12), (48, 64, 3, 3), ((1, 1), (1, 1)))])
 def test_winograd_bits_do_not_depend_on_the_thread_count(xs, ws, pad, monkeypatch):
     monkeypatch.setattr(conv, "_WINO_BLOCK_BYTES", 1)       # one sample a block: every batch splits
     monkeypatch.setattr(conv, "_PAR_BYTES", 0)
@@ -244,7 +244,7 @@ def test_winograd_bits_do_not_depend_on_the_thread_count(xs, ws, pad, monkeypatc
 
 @needs_torch
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])
-@pytest.mark.parametrize("xs,ws,pad", SHAPES[:4])
+@pytest.mark.parametrize("xs,ws,pad", SHAPES[:4] + [((2, 64, 12, 12), (80, 64, 3, 3), ((1, 1), (1, 1)))])
 def test_winograd_conv2d_matches_torch(xs, ws, pad, layout):
     """Values, the three gradients (bias too), strided / channels-last inputs, against
     PyTorch (float32; the path runs where numba is installed)."""
