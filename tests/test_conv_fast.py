@@ -22,6 +22,17 @@ SHAPES = [((3, 8, 8, 8), (12, 8, 3, 3), ((1, 1), (1, 1))),
           ((1, 8, 4, 4), (8, 8, 3, 3), ((2, 2), (0, 0)))]
 
 
+# the bounds where the path pays (checked in test_winograd_only_where_it_pays); the other
+# tests run it on small shapes, their bounds relaxed (to 8 input channels and any plane)
+BOUNDS = {"_WINO_MIN_IN": conv._WINO_MIN_IN, "_WINO_MIN_PLANE": conv._WINO_MIN_PLANE}
+
+
+@pytest.fixture(autouse=True)
+def small_shapes(monkeypatch):
+    monkeypatch.setattr(conv, "_WINO_MIN_IN", 8)
+    monkeypatch.setattr(conv, "_WINO_MIN_PLANE", 0)
+
+
 def _p(pad):
     return conv._P((1, 1), pad, (1, 1), 1)
 
@@ -63,17 +74,18 @@ def _three(x, w, g, p):
 
 
 @numba_only
-@pytest.mark.parametrize("xs,ws,pad", SHAPES)
+@pytest.mark.parametrize("xs,ws,pad", SHAPES + [((2, 64, 12, 12), (96, 64, 3, 3), ((1, 1), (1, 1)))])
 def test_winograd_runs_and_is_as_accurate_as_the_columns(xs, ws, pad, spy, monkeypatch):
     """Each product's largest error against float64, relative to the same sum over |x|*|w|
     (|g|*|w|, |x|*|g|): within 1e-6 (a few float32 ulps of the sum's scale), and no more
     than twice the column path's."""
-    monkeypatch.setattr(conv, "_WINO_W_CH", 32)       # the weight gradient's too, on every shape here
     p = _p(pad)
     x, w, g = _arrays(xs, ws, pad)
     fast = _three(x, w, g, p)
     # (the input gradient's is a Winograd correlation where the input's sizes are even)
-    assert spy.calls.count("wino_out") == 1 + (xs[2] % 2 == 0 and xs[3] % 2 == 0) and "wino_gin" in spy.calls
+    # (and the weight gradient's up to _WINO_W_CH channels)
+    assert spy.calls.count("wino_out") == 1 + (xs[2] % 2 == 0 and xs[3] % 2 == 0)
+    assert ("wino_gin" in spy.calls) == (max(ws[:2]) <= conv._WINO_W_CH)
     monkeypatch.setattr(conv, "_WINO_DTYPES", ())
     cols = _three(x, w, g, p)
     exact = _three(*(a.astype(np.float64) for a in (x, w, g)), p)
@@ -85,18 +97,23 @@ def test_winograd_runs_and_is_as_accurate_as_the_columns(xs, ws, pad, spy, monke
 
 
 @numba_only
-def test_winograd_only_where_it_pays(spy):
-    """Not for float64, odd output sizes, strides, dilations, groups, other kernels, or
-    channel counts outside the measured range; the weight gradient up to 16 channels."""
+def test_winograd_only_where_it_pays(spy, monkeypatch):
+    """Not for float64, odd output sizes, strides, dilations, groups, other kernels, fewer
+    than 12 input channels, outputs under 12x12, channel counts outside 8-256 (the weight
+    gradient's outside 8-32)."""
+    for k, v in BOUNDS.items():
+        monkeypatch.setattr(conv, k, v)
     rng = np.random.default_rng(1)
-    cases = [((2, 8, 6, 6), (8, 8, 3, 3), (1, 1), (1, 1), 1, np.float64),
-             ((2, 8, 7, 6), (8, 8, 3, 3), (1, 1), (1, 1), 1, np.float32),
-             ((2, 8, 6, 6), (8, 8, 3, 3), (2, 2), (1, 1), 1, np.float32),
-             ((2, 8, 8, 8), (8, 8, 3, 3), (1, 1), (2, 2), 1, np.float32),
-             ((2, 16, 6, 6), (16, 8, 3, 3), (1, 1), (1, 1), 2, np.float32),
-             ((2, 8, 6, 6), (8, 8, 5, 5), (1, 1), (1, 1), 1, np.float32),
-             ((2, 3, 6, 6), (16, 3, 3, 3), (1, 1), (1, 1), 1, np.float32),
-             ((2, 64, 6, 6), (64, 64, 3, 3), (1, 1), (1, 1), 1, np.float32)]
+    cases = [((2, 16, 12, 12), (16, 16, 3, 3), (1, 1), (1, 1), 1, np.float64),
+             ((2, 16, 13, 12), (16, 16, 3, 3), (1, 1), (1, 1), 1, np.float32),
+             ((2, 16, 12, 12), (16, 16, 3, 3), (2, 2), (1, 1), 1, np.float32),
+             ((2, 16, 12, 12), (16, 16, 3, 3), (1, 1), (2, 2), 1, np.float32),
+             ((2, 32, 12, 12), (32, 16, 3, 3), (1, 1), (1, 1), 2, np.float32),
+             ((2, 16, 12, 12), (16, 16, 5, 5), (1, 1), (1, 1), 1, np.float32),
+             ((2, 3, 12, 12), (16, 3, 3, 3), (1, 1), (1, 1), 1, np.float32),
+             ((2, 8, 12, 12), (16, 8, 3, 3), (1, 1), (1, 1), 1, np.float32),
+             ((2, 16, 10, 10), (16, 16, 3, 3), (1, 1), (1, 1), 1, np.float32),
+             ((1, 264, 12, 12), (16, 264, 3, 3), (1, 1), (1, 1), 1, np.float32)]
     for xs, ws, st, dil, groups, dt in cases:
         pd = tuple((d * (k - 1) // 2,) * 2 for d, k in zip(dil, ws[2:]))
         p = conv._P(st, pd, dil, groups)
@@ -107,9 +124,13 @@ def test_winograd_only_where_it_pays(spy):
         conv._bwd_in(g, w, x.shape, p)
         conv._bwd_w(x, g, w.shape, p)
         assert not spy.calls, (xs, ws, st, dil, groups, dt)
-    x, w, g = _arrays((2, 32, 6, 6), (32, 32, 3, 3), ((1, 1), (1, 1)))
-    _three(x, w, g, _p(((1, 1), (1, 1))))
-    assert spy.calls.count("wino_out") == 2 and "wino_gin" not in spy.calls
+    pad = ((1, 1), (1, 1))
+    # 12 -> 8 channels over 12x12: all three; 64 channels: forward and input gradient only
+    for xs, ws, grad_w in (((2, 12, 12, 12), (8, 12, 3, 3), 1), ((1, 64, 12, 12), (64, 64, 3, 3), 0)):
+        spy.calls.clear()
+        x, w, g = _arrays(xs, ws, pad)
+        _three(x, w, g, _p(pad))
+        assert spy.calls.count("wino_out") == 2 and spy.calls.count("wino_gin") == grad_w, (xs, ws)
 
 
 @numba_only
@@ -117,7 +138,6 @@ def test_winograd_only_where_it_pays(spy):
 def test_winograd_leaves_inf_and_nan_to_the_columns(where, spy, monkeypatch):
     """The transforms mix a tile's values: operands with an inf or NaN take the column path,
     whose results (NaN/inf where PyTorch's are) these are, bit for bit."""
-    monkeypatch.setattr(conv, "_WINO_W_CH", 32)
     p = _p(((1, 1), (1, 1)))
     x, w, g = _arrays((3, 8, 8, 8), (8, 8, 3, 3), p.pad)
     b = np.linspace(-1, 1, 8).astype(np.float32)
@@ -138,11 +158,44 @@ def test_winograd_leaves_inf_and_nan_to_the_columns(where, spy, monkeypatch):
 
 
 @numba_only
+@pytest.mark.parametrize("col", [0, 3, 6, 7])
+@pytest.mark.parametrize("pad", [((1, 1), (1, 1)), ((0, 2), (2, 0))])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_winograd_finds_one_inf_or_nan_in_either_half_of_a_pair(col, pad, bad, spy, monkeypatch):
+    """Rows of even width are copied as uint64 pairs (each pair's halves go to the two column
+    phases, which swap for an odd left padding): one inf/NaN at an even or an odd column, with
+    either padding parity, sends both passes that read it to the column path."""
+    p = _p(pad)
+    x, w, g = _arrays((2, 8, 6, 8), (8, 8, 3, 3), pad)
+    x[1, 5, 4, col] = bad
+    g[0, 3, 2, col] = bad
+    with np.errstate(invalid="ignore", over="ignore"):
+        fast = [conv._fwd(x, w, p), conv._bwd_in(g, w, x.shape, p), conv._bwd_w(x, g, w.shape, p)]
+        assert spy.calls.count("wino_in") == 3 and "wino_out" not in spy.calls   # (each found it, none went on)
+        monkeypatch.setattr(conv, "_WINO_DTYPES", ())
+        ref = [conv._fwd(x, w, p), conv._bwd_in(g, w, x.shape, p), conv._bwd_w(x, g, w.shape, p)]
+    for f, r in zip(fast, ref):
+        np.testing.assert_array_equal(f, r)
+
+
+@numba_only
+@pytest.mark.parametrize("xs,ws,pad", [SHAPES[0], SHAPES[1], SHAPES[3], SHAPES[4]])
+def test_winograd_pair_copies_give_the_same_bits(xs, ws, pad, monkeypatch):
+    """The uint64-pair copy of even-width rows into the transforms' phases against the
+    element-by-element float copy: a copy either way, so the same bits in all three products."""
+    p = _p(pad)
+    x, w, g = _arrays(xs, ws, pad, seed=8)
+    pairs = _three(x, w, g, p)
+    monkeypatch.setattr(conv, "_wino_pairs", lambda a, ph: conv._NO_PAIRS)
+    for a, r in zip(_three(x, w, g, p), pairs):
+        np.testing.assert_array_equal(a, r)
+
+
+@numba_only
 def test_winograd_overflow_takes_the_column_path(spy, monkeypatch):
     """Finite operands near the largest float: a transform's sum of four inputs overflows
     where the convolution's own sums (small weights) do not; the column path's finite
     results, not the transform's inf/NaN."""
-    monkeypatch.setattr(conv, "_WINO_W_CH", 32)
     p = _p(((1, 1), (1, 1)))
     x, w, g = _arrays((2, 8, 6, 6), (8, 8, 3, 3), p.pad)
     x *= np.float32(3e38) / np.abs(x).max()
@@ -171,10 +224,9 @@ def test_winograd_with_bias_adds_it_once(spy):
 
 
 @numba_only
-@pytest.mark.parametrize("xs,ws,pad", SHAPES[:3])
+@pytest.mark.parametrize("xs,ws,pad", SHAPES[:3] + [((3, 64, 12, 12), (48, 64, 3, 3), ((1, 1), (1, 1)))])
 def test_winograd_bits_do_not_depend_on_the_thread_count(xs, ws, pad, monkeypatch):
-    monkeypatch.setattr(conv, "_WINO_W_CH", 32)
-    monkeypatch.setattr(conv, "_WINO_BLOCK", 1)       # one sample a block: every batch splits
+    monkeypatch.setattr(conv, "_WINO_BLOCK_BYTES", 1)       # one sample a block: every batch splits
     monkeypatch.setattr(conv, "_PAR_BYTES", 0)
     before = _threads._threads[0]
     p = _p(pad)
@@ -192,7 +244,7 @@ def test_winograd_bits_do_not_depend_on_the_thread_count(xs, ws, pad, monkeypatc
 
 @needs_torch
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last", "transposed"])
-@pytest.mark.parametrize("xs,ws,pad", SHAPES[:4])
+@pytest.mark.parametrize("xs,ws,pad", SHAPES[:4] + [((2, 64, 12, 12), (80, 64, 3, 3), ((1, 1), (1, 1)))])
 def test_winograd_conv2d_matches_torch(xs, ws, pad, layout):
     """Values, the three gradients (bias too), strided / channels-last inputs, against
     PyTorch (float32; the path runs where numba is installed)."""
@@ -243,7 +295,6 @@ def test_winograd_gradcheck_float64(spy, monkeypatch):
     """Finite differences (first and second order) through the Winograd path, forced on
     float64 for them."""
     monkeypatch.setattr(conv, "_WINO_DTYPES", (np.dtype(np.float32), np.dtype(np.float64)))
-    monkeypatch.setattr(conv, "_WINO_W_CH", 32)
     rng = np.random.default_rng(7)
     x = retrograd.tensor(rng.standard_normal((2, 8, 4, 4)), requires_grad=True)
     w = retrograd.tensor(rng.standard_normal((8, 8, 3, 3)) * 0.3, requires_grad=True)

@@ -223,6 +223,47 @@ def _wino_planes(x, b, c, ph, plh, plw, hr, pc):
     return bad
 
 
+# Even widths: a float32 row read as uint64 pairs (the im2col kernels' trick above), each
+# pair's low half one parity phase's value and its high half the other's, which LLVM
+# vectorises where the stride-2 float copy of _wino_planes runs scalar (0.55-0.6x its time).
+# inf/NaN are told by their exponent bits (all ones) in integer arithmetic.
+_EXP32 = _u(0x7F800000)
+_LO32 = _u(0xFFFFFFFF)
+
+
+@_jit
+def _wino_pair_planes(x64, b, c, ph32, plh, plw, hr, pc):
+    # _wino_planes through x64 (N, C, H, W/2) and the work row as uint32: padded column
+    # 2t + plw takes a pair's low half, 2t + 1 + plw its high half
+    H, W2 = x64.shape[2], x64.shape[3]
+    xc = x64[b, c]
+    P = hr * pc
+    e0, o0 = (plw + 1) >> 1, plw >> 1        # where a row's first even / odd padded column lands
+    bad = False
+    sh = _u(32)
+    for i in range(H):
+        r = i + plh
+        base = (r & 1) * 2 * P + (r >> 1) * pc
+        row = xc[i]
+        ev = ph32[base + e0:base + e0 + W2]
+        od = ph32[base + P + o0:base + P + o0 + W2]
+        if plw & 1 == 0:
+            for t in range(_u(W2)):
+                v = row[t]
+                lo, hi = v & _LO32, v >> sh
+                bad |= ((lo & _EXP32) == _EXP32) | ((hi & _EXP32) == _EXP32)
+                ev[t] = numba.uint32(lo)
+                od[t] = numba.uint32(hi)
+        else:
+            for t in range(_u(W2)):
+                v = row[t]
+                lo, hi = v & _LO32, v >> sh
+                bad |= ((lo & _EXP32) == _EXP32) | ((hi & _EXP32) == _EXP32)
+                od[t] = numba.uint32(lo)
+                ev[t] = numba.uint32(hi)
+    return bad
+
+
 @_jit
 def _wino_combine(V, ph, dst, o1, o2, o3, o4, L, rplus, cplus):
     # V[dst + k] = (p1 +- p2) +- (p3 +- p4): a row combination of B^T over two phase
@@ -242,18 +283,24 @@ def _wino_combine(V, ph, dst, o1, o2, o3, o4, L, rplus, cplus):
 
 
 @_jit
-def wino_in(x, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn):
+def wino_in(x, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64, ph32):
     """V[xi * xs + c * T + b * th * pc + k] = (B^T d B)[xi] of the tile k = ti * pc + tj of
     x[b, c] zero-padded by (plh, plw) at the top and left: ``tab`` (16, 4) the four phase
     offsets and ``sgn`` (16, 2) the signs (+-1) of the row and column combinations, as
-    (p1 + sr * p2) + sc * (p3 + sr * p4). Returns whether every value of x was finite (where
-    not, V is not the transform the convolution needs and the caller takes another path)."""
+    (p1 + sr * p2) + sc * (p3 + sr * p4). ``x64``, ``ph32``: x as uint64 pairs and the work
+    row as uint32 (float32 of even width, little-endian), or empty. Returns whether every
+    value of x was finite (where not, V is not the transform the convolution needs and the
+    caller takes another path)."""
     B, C = x.shape[0], x.shape[1]
     L = _u(th * pc)
+    pairs = x64.shape[3] > 0
     bad = False
     for b in range(B):
         for c in range(C):
-            bad |= _wino_planes(x, b, c, ph, plh, plw, hr, pc)
+            if pairs:
+                bad |= _wino_pair_planes(x64, b, c, ph32, plh, plw, hr, pc)
+            else:
+                bad |= _wino_planes(x, b, c, ph, plh, plw, hr, pc)
             for xi in range(16):
                 _wino_combine(V, ph, _u(xi * xs + c * T + b * th * pc), _u(tab[xi, 0]), _u(tab[xi, 1]),
                               _u(tab[xi, 2]), _u(tab[xi, 3]), L, sgn[xi, 0] > 0, sgn[xi, 1] > 0)
@@ -261,119 +308,82 @@ def wino_in(x, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn):
 
 
 @_jit
-def _wino_phase(M, tq, dst, m0, m1, m2, m3, n0, n1, n2, n3, L, p, q):
-    # one parity phase of A^T m A over L tiles: A^T's row p over the tile's rows (offsets
-    # m0..m3 of its rows xi // 4 = 0..3: p = 0 takes m0 + m1 + m2, p = 1 m1 - m2 - m3), then
-    # row q the same over its columns (offsets n0..n3)
+def _wino_rows(M, tq, m0, m1, m2, m3, n0, n1, n2, n3, L, p):
+    # output row 2ti + p of each tile k = ti * pc + tj over L tiles: A^T's row p over the
+    # tile's rows (offsets m0..m3 of its rows xi // 4 = 0..3: p = 0 takes m0 + m1 + m2, p = 1
+    # m1 - m2 - m3) at each of its columns (offsets n0..n3), then both rows of A^T over those
+    # four sums: the even column's value to tq[2k], the odd one's to tq[2k + 1] (so that the
+    # tiles' row lies in tq as the output row, one stride-2 store pair LLVM vectorises)
     if p == 0:
         a0, a1, a2 = m0, m1, m2
     else:
         a0, a1, a2 = m1, m2, m3
-    if q == 0:
-        b0, b1, b2 = n0, n1, n2
-    else:
-        b0, b1, b2 = n1, n2, n3
-    i00, i01, i02 = a0 + b0, a1 + b0, a2 + b0
-    i10, i11, i12 = a0 + b1, a1 + b1, a2 + b1
-    i20, i21, i22 = a0 + b2, a1 + b2, a2 + b2
-    if p == 0 and q == 0:
+    one = _u(1)
+    if p == 0:
         for k in range(L):
-            r0 = (M[i00 + k] + M[i01 + k]) + M[i02 + k]
-            r1 = (M[i10 + k] + M[i11 + k]) + M[i12 + k]
-            r2 = (M[i20 + k] + M[i21 + k]) + M[i22 + k]
-            tq[dst + k] = (r0 + r1) + r2
-    elif p == 0:
-        for k in range(L):
-            r0 = (M[i00 + k] + M[i01 + k]) + M[i02 + k]
-            r1 = (M[i10 + k] + M[i11 + k]) + M[i12 + k]
-            r2 = (M[i20 + k] + M[i21 + k]) + M[i22 + k]
-            tq[dst + k] = (r0 - r1) - r2
-    elif q == 0:
-        for k in range(L):
-            r0 = (M[i00 + k] - M[i01 + k]) - M[i02 + k]
-            r1 = (M[i10 + k] - M[i11 + k]) - M[i12 + k]
-            r2 = (M[i20 + k] - M[i21 + k]) - M[i22 + k]
-            tq[dst + k] = (r0 + r1) + r2
+            s0 = (M[a0 + n0 + k] + M[a1 + n0 + k]) + M[a2 + n0 + k]
+            s1 = (M[a0 + n1 + k] + M[a1 + n1 + k]) + M[a2 + n1 + k]
+            s2 = (M[a0 + n2 + k] + M[a1 + n2 + k]) + M[a2 + n2 + k]
+            s3 = (M[a0 + n3 + k] + M[a1 + n3 + k]) + M[a2 + n3 + k]
+            tq[k + k] = (s0 + s1) + s2
+            tq[k + k + one] = (s1 - s2) - s3
     else:
         for k in range(L):
-            r0 = (M[i00 + k] - M[i01 + k]) - M[i02 + k]
-            r1 = (M[i10 + k] - M[i11 + k]) - M[i12 + k]
-            r2 = (M[i20 + k] - M[i21 + k]) - M[i22 + k]
-            tq[dst + k] = (r0 - r1) - r2
+            s0 = (M[a0 + n0 + k] - M[a1 + n0 + k]) - M[a2 + n0 + k]
+            s1 = (M[a0 + n1 + k] - M[a1 + n1 + k]) - M[a2 + n1 + k]
+            s2 = (M[a0 + n2 + k] - M[a1 + n2 + k]) - M[a2 + n2 + k]
+            s3 = (M[a0 + n3 + k] - M[a1 + n3 + k]) - M[a2 + n3 + k]
+            tq[k + k] = (s0 + s1) + s2
+            tq[k + k + one] = (s1 - s2) - s3
 
 
 @_jit
 def wino_out(M, y, tq, th, tw, pc, xs, T, bias):
-    """y[b, o] from M[xi * xs + o * T + b * th * pc + k]: A^T m A of each tile, its four
-    parity phases first into the work row ``tq`` (4 * th * pc), then interleaved into the
-    output rows; plus bias[o] (after) when ``bias`` is not empty. Returns whether every
-    output is finite (from finite operands a transform's sum can still overflow where the
-    convolution's does not: the caller then takes the column path)."""
+    """y[b, o] from M[xi * xs + o * T + b * th * pc + k]: A^T m A of each tile, one output
+    row parity at a time into the work row ``tq`` (2 * th * pc, the tiles' rows laid out as
+    output rows of 2 * pc), then copied row by row into y; plus bias[o] (after) when ``bias``
+    is not empty. Returns whether every output is finite (from finite operands a transform's
+    sum can still overflow where the convolution's does not: the caller then takes the
+    column path)."""
     B, O = y.shape[0], y.shape[1]
+    oh, ow = y.shape[2], y.shape[3]
     L = _u(th * pc)
-    Lp = th * pc
     with_bias = bias.shape[0] > 0
     bad = False
+    yf = y.reshape(-1)
     x0, x1, x2, x3 = _u(0), _u(xs), _u(2 * xs), _u(3 * xs)
     x4, x8, x12 = _u(4 * xs), _u(8 * xs), _u(12 * xs)
+    owu = _u(ow)
+    pc2 = _u(2 * pc)
     for b in range(B):
         for o in range(O):
             m = _u(o * T + b * th * pc)
-            for pq in range(4):
-                _wino_phase(M, tq, _u(pq * Lp), m, m + x4, m + x8, m + x12, x0, x1, x2, x3, L, pq >> 1, pq & 1)
-            yo = y[b, o]
-            for ti in range(th):
-                for p in range(2):
-                    row = yo[2 * ti + p]
-                    e = tq[(2 * p) * Lp + ti * pc:(2 * p) * Lp + ti * pc + tw]
-                    d = tq[(2 * p + 1) * Lp + ti * pc:(2 * p + 1) * Lp + ti * pc + tw]
+            yb = _u((b * O + o) * oh * ow)
+            for p in range(2):
+                _wino_rows(M, tq, m, m + x4, m + x8, m + x12, x0, x1, x2, x3, L, p)
+                for ti in range(th):
+                    src = _u(ti) * pc2
+                    dst = yb + _u((2 * ti + p) * ow)
                     if with_bias:
                         bo = bias[o]
-                        for j in range(tw):
-                            u = e[j] + bo
-                            v = d[j] + bo
+                        for j in range(owu):
+                            u = tq[src + j] + bo
                             bad |= (u * 0) != 0
-                            bad |= (v * 0) != 0
-                            row[2 * j] = u
-                            row[2 * j + 1] = v
+                            yf[dst + j] = u
                     else:
-                        for j in range(tw):
-                            u = e[j]
-                            v = d[j]
+                        for j in range(owu):
+                            u = tq[src + j]
                             bad |= (u * 0) != 0
-                            bad |= (v * 0) != 0
-                            row[2 * j] = u
-                            row[2 * j + 1] = v
+                            yf[dst + j] = u
     return not bad
 
 
 @_jit
-def _wino_gphases(g, b, o, gp, th, tw, pc):
-    # g[b, o] (2th x 2tw) as its four parity phases (th x pc each; column tw stays zero);
-    # returns whether a value was inf or NaN (as _wino_planes)
-    go = g[b, o]
-    P = th * pc
-    bad = False
-    one = _u(1)
-    for i in range(2 * th):
-        base = (i & 1) * 2 * P + (i >> 1) * pc
-        row = go[i]
-        ev = gp[base:base + tw]
-        od = gp[base + P:base + P + tw]
-        for t in range(_u(tw)):
-            v = row[t + t]
-            bad |= (v * 0) != 0
-            ev[t] = v
-            v = row[t + t + one]
-            bad |= (v * 0) != 0
-            od[t] = v
-    return bad
-
-
-@_jit
-def _wino_gcombine(Z, gp, dst, o1, o2, o3, o4, L, r, s):
-    # Z[dst + k] = (A dy A^T)[4r + s] of tile k from the phases at o1 = (0, 0), o2 = (1, 0),
-    # o3 = (0, 1), o4 = (1, 1) (row, column parity): A's rows are y0, y0 + y1, y0 - y1, -y1
+def _wino_gcombine(Z, gp, dst, o1, o2, o3, o4, n, r, s):
+    # Z[dst + k] = (A dy A^T)[4r + s] of the tiles k < n from their four parity phases at
+    # o1 = (0, 0), o2 = (1, 0), o3 = (0, 1), o4 = (1, 1) (row, column parity): A's rows are
+    # y0, y0 + y1, y0 - y1, -y1 (sr: 0 the row y0 alone, 1 y0 + y1, -1 y0 - y1, 2 -y1), then
+    # the same over the columns
     if r == 0:
         a, b, c, d, sr = o1, o1, o3, o3, 0
     elif r == 1:
@@ -382,8 +392,7 @@ def _wino_gcombine(Z, gp, dst, o1, o2, o3, o4, L, r, s):
         a, b, c, d, sr = o1, o2, o3, o4, -1
     else:
         a, b, c, d, sr = o2, o2, o4, o4, 2
-    # sr: 0 the row y0 alone, 1 y0 + y1, -1 y0 - y1, 2 -y1; then the same over columns
-    for k in range(L):
+    for k in range(n):
         if sr == 0:
             u = gp[a + k]
             v = gp[c + k]
@@ -409,18 +418,35 @@ def _wino_gcombine(Z, gp, dst, o1, o2, o3, o4, L, r, s):
 @_jit
 def wino_gin(g, Z, gp, th, tw, pc, xs, T):
     """Z[xi * xs + o * T + b * th * pc + k] = (A dy A^T)[xi] of the 2x2 output-gradient tile k
-    of g[b, o] (the garbage tile column zero): the weight gradient's tiles (``gp``: a work
-    row of 4 * th * pc, zeroed once by the caller). Returns whether every value of g was
-    finite (as wino_in)."""
+    of g[b, o]: the weight gradient's tiles. ``gp``: a work row of 4 * T, zeroed once by the
+    caller, where a channel's four parity phases go for all the block's samples in Z's own
+    layout (phase q at q * T + b * th * pc + ti * pc + tj; the garbage tile column tj = tw is
+    never written, so zero): each transformed value is one loop over the channel's tiles of
+    every sample (short planes: 0.8x the time of a loop per plane), in cache. Returns whether
+    every value of g was finite (as wino_in)."""
     B, O = g.shape[0], g.shape[1]
-    L = _u(th * pc)
-    P, P2, P3 = _u(th * pc), _u(2 * th * pc), _u(3 * th * pc)
+    gf = g.reshape(-1)
+    Tu = _u(T)
+    n = _u(B * th * pc)
+    twu, pcu, one = _u(tw), _u(pc), _u(1)
+    plane = _u(4 * th * tw)
     bad = False
-    for b in range(B):
-        for o in range(O):
-            bad |= _wino_gphases(g, b, o, gp, th, tw, pc)
-            for xi in range(16):
-                _wino_gcombine(Z, gp, _u(xi * xs + o * T + b * th * pc), _u(0), P2, P, P3, L, xi >> 2, xi & 3)
+    for o in range(O):
+        for b in range(B):
+            src = _u(b * O + o) * plane
+            dst = _u(b * th * pc)
+            for i in range(2 * th):
+                ev = dst + _u(i & 1) * (Tu + Tu) + _u(i >> 1) * pcu
+                od = ev + Tu
+                for t in range(twu):
+                    u = gf[src + t + t]
+                    v = gf[src + t + t + one]
+                    bad |= ((u * 0) != 0) | ((v * 0) != 0)
+                    gp[ev + t] = u
+                    gp[od + t] = v
+                src += twu + twu
+        for xi in range(16):
+            _wino_gcombine(Z, gp, _u(xi * xs + o * T), _u(0), Tu + Tu, Tu, Tu + Tu + Tu, n, xi >> 2, xi & 3)
     return not bad
 
 

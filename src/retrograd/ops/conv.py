@@ -413,25 +413,40 @@ def _bwd_in_blocked(g, w, xshape, p):
 # block of samples) and transformed back (A^T m A) into its 2x2 outputs: 2.25x fewer
 # multiplications than the columns' GEMM and no 9x column matrix, where small channel
 # counts (16, 32) leave the GEMMs short and the im2col copy costs as much as they do.
-# Accuracy, measured on normal data (ResNet-like 16 and 32 channels): the largest error
-# against the float64 result, relative to the same sum of |x| * |w|, 1.4-1.6e-7 against
-# im2col's 2.4-3.5e-7 (the transforms' sums are shorter than a 9C-term dot product). The
-# transforms mix a tile's inputs, so an inf or NaN would spread to outputs it does not
-# reach: operands with one take the column path (the transforms check the planes they
-# copy; a sum checks the weight and bias), and so do results with one (a transform's sums
-# of values near the largest float can overflow where the convolution's do not). The input gradient is the same correlation of
-# the output gradient with the flipped, transposed kernel. float64 and the NumPy path keep
-# the column path (the accelerator's transforms are numba kernels).
-# Measured here (single thread, ResNet-like shapes, against the column path): 16 -> 16
-# channels over 32x32 forward 0.8x, input gradient 0.8x, weight gradient 0.9x; 32 -> 32 over
-# 16x16 forward and input gradient 0.8-0.95x, weight gradient 1.1-1.2x; 64 -> 64 1.0-1.7x
-# and 3 -> 16 2x (its short GEMMs lose more than the columns cost): hence the channel bounds.
+# Accuracy, measured on normal data: the largest error against the float64 result,
+# relative to the same sum of |x| * |w|, 1.4-1.6e-7 at 16 and 32 channels against im2col's
+# 2.4-3.5e-7 (the transforms' sums are shorter than a 9C-term dot product), 1.1-1.6e-7 at
+# 64-256 channels (the columns' 0.6-2e-7). The transforms mix a tile's inputs, so an inf or
+# NaN would spread to outputs it does not reach: operands with one take the column path
+# (the transforms check the planes they copy; a sum checks the weight and bias), and so do
+# results with one (a transform's sums of values near the largest float can overflow where
+# the convolution's do not). The input gradient is the same correlation of the output
+# gradient with the flipped, transposed kernel. float64 and the NumPy path keep the column
+# path (the accelerator's transforms are numba kernels). Each block's products are the same
+# calls whatever the thread count (the weight gradient's summed in block order): the same bits.
+# Measured here (single thread, batch 32 unless said, against the column path, each pass
+# alone; forward, input gradient, weight gradient): 16 -> 16 channels over 32x32 0.65-0.7x,
+# 0.5-0.65x, 0.7-0.75x; 32 -> 32 over 16x16 0.65-0.7x, 0.6-0.75x, 0.6-0.85x; 64 -> 64 over
+# 16x16 (batch 16) 0.65x, 0.6x, 0.95-1.05x, over 32x32 0.7x, 0.75x, 0.9x; 128 and 256 over
+# 16x16 (batch 16, 8) 0.8x, 0.8-0.9x, 1.05x; but 8 input channels 1.1x forward and weight
+# gradient (8 -> 8 over 32x32; the columns of few channels are cheap), outputs of 8x8 1.4-1.5x
+# at 16 and 32 channels (tiles of 4x4 positions: short rows, a fifth of them garbage),
+# 3 -> 16 2x (its short GEMMs lose more than the columns cost): hence the bounds below.
+# (F(4x4, 3x3) with the points 0, +-1, +-2, 2.25x fewer multiplications still, measured
+# 3e-6 on the same data, 20x F(2x2)'s error: not taken.)
 _WINO_DTYPES = (np.dtype(np.float32),)
-_WINO_CH = (8, 32)      # least and most channels (in and out) of the forward and input gradient
-_WINO_W_CH = 16         # most channels (in and out) of the weight gradient
-_WINO_BLOCK = 512       # least tiles (of a block of samples) a block's GEMMs take
+_WINO_CH = (8, 256)     # least and most channels (in and out) of a pass
+_WINO_W_CH = 32         # most channels (in and out) of the weight gradient (64: 0.9-1.05x)
+_WINO_MIN_IN = 12       # least input channels of the convolution (for all three passes)
+_WINO_MIN_PLANE = 144   # least output positions (a pass's: 12x12) a plane
+_WINO_BLOCK_BYTES = 5 << 18    # most bytes of a block's two transformed streams (see _wino_block)
 _WINO_TAB = {}
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+# G (.) G^T of a 3x3 kernel as one (16, 9) matrix, _GG[4r + s, 3a + b] = G[r, a] G[s, b]: the
+# kernels' transforms (and the weight gradient's way back) as one float64 product each (its
+# entries are powers of two, so float32 terms add exactly as einsum's three-operand sums
+# did: the same values, ~8x faster at 32 channels)
+_GG = np.kron(_G, _G)
 
 
 def _wino_flip_pad(xshape, gshape, p):
@@ -466,17 +481,19 @@ def _wino_tables(hr, pc, dt):
     return t
 
 
-def _wino_geom(x, w, pad, p, wdt, most=_WINO_CH[1]):
+def _wino_geom(x, w, pad, p, wdt, cin, most=None):
     """(n, c, o, oh, ow, th, tw, hr, pc, L, kern) of a Winograd convolution of x by a
-    (o, c, 3, 3) kernel of dtype ``wdt``, or None where it does not apply (see above)."""
+    (o, c, 3, 3) kernel of dtype ``wdt`` (a pass of a convolution of ``cin`` input channels),
+    or None where it does not apply (see above)."""
+    lo, hi = _WINO_CH[0], _WINO_CH[1] if most is None else most
     if x.dtype not in _WINO_DTYPES or tuple(w[2:]) != (3, 3) or p.stride != (1, 1) or p.dilation != (1, 1) \
-            or p.groups != 1 or wdt != x.dtype or x.ndim != 4 \
-            or not (_WINO_CH[0] <= w[0] <= most and _WINO_CH[0] <= w[1] <= most):
+            or p.groups != 1 or wdt != x.dtype or x.ndim != 4 or cin < _WINO_MIN_IN \
+            or not (lo <= w[0] <= hi and lo <= w[1] <= hi):
         return None
     n, c, h, wd = x.shape
     (plh, phh), (plw, phw) = pad
     oh, ow = h + plh + phh - 2, wd + plw + phw - 2
-    if oh <= 0 or ow <= 0 or oh % 2 or ow % 2 or n == 0 or c == 0 or w[0] == 0:
+    if oh <= 0 or ow <= 0 or oh % 2 or ow % 2 or oh * ow < _WINO_MIN_PLANE or n == 0 or c == 0 or w[0] == 0:
         return None
     kern = _conv_kernels(x)
     if kern is None:
@@ -485,8 +502,21 @@ def _wino_geom(x, w, pad, p, wdt, most=_WINO_CH[1]):
     return n, c, w[0], oh, ow, th, tw, th + 1, tw + 1, th * (tw + 1), kern
 
 
-def _wino_block(n, L):
-    return max(1, min(n, -(-_WINO_BLOCK // L)))
+def _wino_pairs(a, ph):
+    """(a, the work row ``ph``) as uint64 pairs and uint32 for the transforms' pair copies
+    (float32 of even width, little-endian; see _accel_conv._wino_pair_planes), else empty."""
+    if a.dtype == np.float32 and a.shape[3] % 2 == 0 and sys.byteorder == "little":
+        return a.view(np.uint64), ph.view(np.uint32)
+    return _NO_PAIRS
+
+
+def _wino_block(n, c, o, L, it):
+    """Samples a block: as many as keep its transformed input and products (16 (c + o) values
+    a tile) within _WINO_BLOCK_BYTES, so that both stay in the core's L2 cache between the
+    transforms and the GEMMs. Measured (single thread, batch 32): 32 -> 32 channels over 16x16
+    in blocks of 4 samples (1.2 MB) 0.8x the time of blocks of 8 for the forward, 0.75-0.8x
+    for the weight gradient; 16 -> 16 over 32x32 best at 2 (1.1 MB), as before."""
+    return max(1, min(n, _WINO_BLOCK_BYTES // (16 * (c + o) * L * it)))
 
 
 def _wino_plan(n, c, o, L, hr, pc, dt):
@@ -494,7 +524,7 @@ def _wino_plan(n, c, o, L, hr, pc, dt):
     the 16 input and 16 product streams' strides xs, xm, the runs over the samples, and per run
     the buffers (V, M, work plane, scratch row) with V, M viewed as (16, c, T), (16, o, T))."""
     it = dt.itemsize
-    b = _wino_block(n, L)
+    b = _wino_block(n, c, o, L, it)
     T = b * L
     xs, xm = c * T + 16, o * T + 16       # (16 streams 64 bytes apart: not the same cache sets)
     runs = _runs(n, b, n * 16 * max(c, o) * L * it)
@@ -513,7 +543,7 @@ def _wino_w(x, g, wshape, p):
     convolution's in exact arithmetic): 16 GEMMs over a block's tiles, whose sums over the
     blocks are added in block order (the same bits for every thread count). None where it
     does not apply."""
-    geo = _wino_geom(x, wshape, p.pad, p, g.dtype, _WINO_W_CH)
+    geo = _wino_geom(x, wshape, p.pad, p, g.dtype, wshape[1], _WINO_W_CH)
     if geo is None or g.shape[2:] != geo[3:5]:
         return None
     n, c, o, oh, ow, th, tw, hr, pc, L, kern = geo
@@ -527,13 +557,17 @@ def _wino_w(x, g, wshape, p):
 
     finite = [True] * len(runs)
 
+    gps = [np.zeros(4 * T, dt) for _ in runs]      # (wino_gin's phases of a channel, in Z's layout)
+
     def run(r, i0, i1):
-        V, Z, ph, gp, Vv, Zv = bufs[r]
+        V, Z, ph, _, Vv, Zv = bufs[r]
+        gp = gps[r]
         for i in range(i0, i1, b):
             j = min(i1, i + b)
             t = (j - i) * L
             # (an inf or NaN met on the way: the column path instead)
-            if not (kern.wino_in(x[i:j], V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn)
+            xb = x[i:j]
+            if not (kern.wino_in(xb, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, *_wino_pairs(xb, ph))
                     & kern.wino_gin(g[i:j], Z, gp, th, tw, pc, xm, T)):
                 finite[r] = False
                 return
@@ -544,19 +578,19 @@ def _wino_w(x, g, wshape, p):
     du = parts[0].copy()
     for k in range(1, nblk):
         du += parts[k]
-    gm = _G.astype(np.float64)
-    gw = np.einsum("ra,rsoc,sb->ocab", gm, du.reshape(4, 4, o, c).astype(np.float64), gm)
+    gw = du.reshape(16, o * c).T.astype(np.float64) @ _GG
     with np.errstate(over="ignore"):
-        gw = np.ascontiguousarray(gw, dt).reshape(wshape)
+        gw = gw.astype(dt).reshape(wshape)
     # (a transform's overflow, or an inf gradient: the column path decides)
     return gw if np.isfinite(gw).all() else None
 
 
-def _wino(x, w, pad, p, bias=None):
+def _wino(x, w, pad, p, bias=None, cin=None):
     """conv(x, w) (+ bias) by Winograd F(2x2, 3x3) with zero padding ``pad``, or None where
     it does not apply (see above): not 3x3 / stride 1 / dilation 1 / groups 1, not float32,
-    an odd output size, no numba, or an inf or NaN among the operands."""
-    geo = _wino_geom(x, w.shape, pad, p, w.dtype)
+    an odd or small output size, channels out of bounds (``cin``: the convolution's input
+    channels, w's by default), no numba, or an inf or NaN among the operands."""
+    geo = _wino_geom(x, w.shape, pad, p, w.dtype, w.shape[1] if cin is None else cin)
     if geo is None or (bias is not None and bias.dtype != x.dtype) or not _finite(w) \
             or (bias is not None and not _finite(bias)):
         return None
@@ -564,8 +598,7 @@ def _wino(x, w, pad, p, bias=None):
     (plh, _), (plw, _) = pad
     dt = x.dtype
     tab, sgn = _wino_tables(hr, pc, dt)
-    gm = _G.astype(np.float64)
-    U = np.ascontiguousarray(np.einsum("ra,ocab,sb->rsoc", gm, w.astype(np.float64), gm).reshape(16, o, c), dt)
+    U = (_GG @ w.astype(np.float64).reshape(o * c, 9).T).astype(dt).reshape(16, o, c)
     x = np.ascontiguousarray(x)
     b, T, xs, xm, runs, bufs = _wino_plan(n, c, o, L, hr, pc, dt)
     y = np.empty((n, o, oh, ow), dt)
@@ -578,7 +611,8 @@ def _wino(x, w, pad, p, bias=None):
         for i in range(i0, i1, b):
             j = min(i1, i + b)
             t = (j - i) * L
-            if not kern.wino_in(x[i:j], V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn):
+            xb = x[i:j]
+            if not kern.wino_in(xb, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, *_wino_pairs(xb, ph)):
                 finite[r] = False       # (an inf or NaN in x: the column path instead)
                 return
             _blas.matmul(U, Vv[:, :, :t], out=Mv[:, :, :t])
@@ -687,7 +721,7 @@ def _bwd_in(g, w, xshape, p):
     if host and _blocked(g, w):
         pad = _wino_flip_pad(xshape, g.shape, p)
         if pad is not None:
-            gx = _wino(g, w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3), pad, p)
+            gx = _wino(g, w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3), pad, p, cin=w.shape[1])
             if gx is not None:
                 return gx
         return _bwd_in_blocked(g, w, xshape, p)
