@@ -6,7 +6,8 @@ GEMM (a few microseconds) and a few passes over its gates, and a loop of NumPy c
 more time in the calls than in the work. Here the whole time loop, forward or backward
 through time, is one compiled call: the GEMM of each step is a call of the BLAS's cblas
 gemm through its C function pointer (the same library, function and arguments as the NumPy
-path's product: ``_seqkit._rec_gemm``), and the exp/tanh of the gates are calls of NumPy's
+path's product: ``_seqkit._rec_gemm``; on MKL its compute on the weights packed once per
+loop, ``_seqkit._rhs``), and the exp/tanh of the gates are calls of NumPy's
 own ufunc inner loops through their C function pointers (``_seqkit._ufunc_loop``: NumPy's
 SIMD loops, which a compiled scalar loop would not match bit for bit), on contiguous runs as
 the NumPy path's calls run them. The arithmetic between them does the NumPy path's IEEE
@@ -32,7 +33,7 @@ _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False
 # (the step loops' small helpers are inlined into them: a call per row and helper costs)
 _inl = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
 
-_ROW, _NT = 101, 111     # CblasRowMajor, CblasNoTrans
+_ROW, _NT, _PACKED = 101, 111, 151     # CblasRowMajor, CblasNoTrans, CblasPacked
 
 
 # The C functions come in as addresses (integers): a ctypes function object as an argument
@@ -77,6 +78,42 @@ def _call_gemm(typingctx, fn, iw, lay, ta, tb, m, n, k, alpha, pa, lda, pb, ldb,
         builder.call(f, vals)
         return context.get_dummy_value()
     return sig, codegen
+
+
+@intrinsic
+def _call_compute(typingctx, fn, iw, lay, ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc):
+    """Call MKL's cblas ?gemm_compute at address ``fn`` (a gemm on a packed operand: no
+    alpha, which the packing applied): integers of ``iw``'s type, the scalar of ``beta``'s."""
+    sig = types.void(fn, iw, lay, ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc)
+
+    def codegen(context, builder, signature, args):
+        p8 = ir.IntType(8).as_pointer()
+        ity, fty = signature.args[1], signature.args[12]
+        li, lf = context.get_value_type(ity), context.get_value_type(fty)
+        fnty = ir.FunctionType(ir.VoidType(), [li] * 6 + [p8, li, p8, li, lf, p8, li])
+        f = builder.inttoptr(args[0], fnty.as_pointer())
+        vals = []
+        for i in range(2, 15):
+            v, t = args[i], signature.args[i]
+            if i in (8, 10, 13):
+                vals.append(builder.inttoptr(v, p8))
+            elif i == 12:
+                vals.append(context.cast(builder, v, t, fty))
+            else:
+                vals.append(context.cast(builder, v, t, ity))
+        builder.call(f, vals)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@_inl
+def _product(fn, iw, packed, a, m, k, b, ldb, n, c, one, zero):
+    """c (m, n) = a (m, k) @ op(b) through ``_seqkit._Rhs``'s function at ``fn``: the gemm on
+    b (k, n) with leading dimension ``ldb``, or with ``packed`` MKL's compute on the packed b."""
+    if packed:
+        _call_compute(fn, iw, _ROW, _NT, _PACKED, m, n, k, a, k, b, ldb, zero, c, n)
+    else:
+        _call_gemm(fn, iw, _ROW, _NT, _NT, m, n, k, one, a, k, b, ldb, zero, c, n)
 
 
 @_jit
@@ -129,12 +166,13 @@ def _copy(out, a):
 
 
 @_jit
-def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, bp, h0, acts, gc, tcs, out, hn, m, nm,
-                 hprev, masked, reverse, one, zero, hb):
+def lstm_forward(fn, iw, packed, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gpn, bp, h0, acts, gc, tcs, out, hn,
+                 m, nm, hprev, masked, reverse, one, zero, hb):
     """``_seqkit.lstm_layer``'s time loop: h0 (N, H) the first state, gc's c at the first step
     the first cell state; writes acts (L, N, 4H), gc (L + 1, N, 2H), tcs (L, N, H), the outputs
-    out (L, N, H) and the last state hn (N, H). wtn (H, 4H): the hidden weights, transposed,
-    permuted and negated; gpn (L, N, 4H): the input projections, permuted and negated; bp
+    out (L, N, H) and the last state hn (N, H). wtn: the hidden weights, transposed (H, 4H),
+    permuted and negated, as ``_seqkit._Rhs`` holds them (fn, packed, ldw: its function, whether
+    packed, its leading dimension); gpn (L, N, 4H): the input projections, permuted and negated; bp
     (4H,) the biases' sum, likewise. With ``masked``, m and nm (L, N) keep the state of finished sequences and hprev
     (L, N, H) receives the state before each step. hb (2, N, H) is scratch."""
     L, N, H4 = acts.shape
@@ -149,8 +187,7 @@ def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, bp, h0, a
         j = t + 1 if reverse else t
         jn = t if reverse else t + 1
         a = acts[t]
-        _call_gemm(gemm, iw, _ROW, _NT, _NT, N, H4, H, one, h.ctypes.data, H, wtn.ctypes.data, H4, zero,
-                   a.ctypes.data, H4)
+        _product(fn, iw, packed, h.ctypes.data, N, H, wtn.ctypes.data, ldw, H4, a.ctypes.data, one, zero)
         af = a.reshape(N * H4)
         g_ = gpn[t].reshape(N * H4)
         for n in range(N):
@@ -197,11 +234,13 @@ def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, bp, h0, a
 
 
 @_jit
-def lstm_backward(gemm, iw, w, acts, gc, tcs, dout, dh, dc, da, m, nm, masked, reverse, one, zero, keep):
+def lstm_backward(fn, iw, packed, w, ldw, acts, gc, tcs, dout, dh, dc, da, m, nm, masked, reverse, one, zero,
+                  keep):
     """The backward through time of ``lstm_forward``: from the gradients dout (L, N, H) of the
     outputs and dh, dc (N, H) of the last states (both overwritten with the gradients of the
     first ones), writes da (L, N, 4H), the gates' pre-activation gradients in PyTorch's order
-    (i, f, g, o). w (4H, H): the hidden weights as they are; keep (N, H) scratch."""
+    (i, f, g, o). w: the hidden weights as they are (4H, H), as ``_seqkit._Rhs`` holds them
+    (fn, packed, ldw as in ``lstm_forward``); keep (N, H) scratch."""
     L, N, H4 = acts.shape
     H = H4 // 4
     for s in range(L):
@@ -236,8 +275,7 @@ def lstm_backward(gemm, iw, w, acts, gc, tcs, dout, dh, dc, da, m, nm, masked, r
                 d[n, H + k] = ((one - f) * f * cp) * dct
                 d[n, 2 * H + k] = ((one - g * g) * i) * dct
                 d[n, 3 * H + k] = ((one - o) * o * tc) * dh2
-        _call_gemm(gemm, iw, _ROW, _NT, _NT, N, H, H4, one, d.ctypes.data, H4, w.ctypes.data, H, zero,
-                   dh.ctypes.data, H)
+        _product(fn, iw, packed, d.ctypes.data, N, H4, w.ctypes.data, ldw, H, dh.ctypes.data, one, zero)
         if masked:
             for n in range(N):
                 for k in range(H):
