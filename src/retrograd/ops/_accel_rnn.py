@@ -167,14 +167,15 @@ def _copy(out, a):
 
 @_jit
 def lstm_forward(fn, iw, packed, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gpn, bp, h0, acts, gc, tcs, out, hn,
-                 m, nm, hprev, masked, reverse, one, zero, hb):
+                 m, nm, hprev, masked, keep_prev, reverse, one, zero, hb):
     """``_seqkit.lstm_layer``'s time loop: h0 (N, H) the first state, gc's c at the first step
     the first cell state; writes acts (L, N, 4H), gc (L + 1, N, 2H), tcs (L, N, H), the outputs
     out (L, N, H) and the last state hn (N, H). wtn: the hidden weights, transposed (H, 4H),
     permuted and negated, as ``_seqkit._Rhs`` holds them (fn, packed, ldw: its function, whether
     packed, its leading dimension); gpn (L, N, 4H): the input projections, permuted and negated; bp
-    (4H,) the biases' sum, likewise. With ``masked``, m and nm (L, N) keep the state of finished sequences and hprev
-    (L, N, H) receives the state before each step. hb (2, N, H) is scratch."""
+    (4H,) the biases' sum, likewise. With ``masked``, m and nm (L, N) keep the state of finished sequences. With
+    ``masked`` or ``keep_prev``, hprev (L, N, H) receives the state before each step (the backward's operand of the
+    hidden weights' gradient). hb (2, N, H) is scratch."""
     L, N, H4 = acts.shape
     H = H4 // 4
     H2 = 2 * H
@@ -227,6 +228,8 @@ def lstm_forward(fn, iw, packed, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gpn
                     nxt[q] = nxt[q] * mv + cur[q] * nmv
             h = hnew
         else:
+            if keep_prev:
+                _copy(hprev[t].reshape(N * H), h.reshape(N * H))
             for n in range(N):
                 _mul(of[n * H:(n + 1) * H], af[n * H4:n * H4 + H], tcf[n * H:(n + 1) * H])
             h = out[t]
@@ -235,12 +238,15 @@ def lstm_forward(fn, iw, packed, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gpn
 
 @_jit
 def lstm_backward(fn, iw, packed, w, ldw, acts, gc, tcs, dout, dh, dc, da, m, nm, masked, reverse, one, zero,
-                  keep):
+                  keep, db, sum_db, srow):
     """The backward through time of ``lstm_forward``: from the gradients dout (L, N, H) of the
     outputs and dh, dc (N, H) of the last states (both overwritten with the gradients of the
     first ones), writes da (L, N, 4H), the gates' pre-activation gradients in PyTorch's order
     (i, f, g, o). w: the hidden weights as they are (4H, H), as ``_seqkit._Rhs`` holds them
-    (fn, packed, ldw as in ``lstm_forward``); keep (N, H) scratch."""
+    (fn, packed, ldw as in ``lstm_forward``); keep (N, H) scratch. With ``sum_db``, db (4H,)
+    (zeros) receives the sum of da over steps and rows, the biases' gradient, summed as the
+    NumPy loop sums it (each step's rows in order, into srow (4H,), then added to db), while
+    the step's rows are in cache."""
     L, N, H4 = acts.shape
     H = H4 // 4
     for s in range(L):
@@ -275,6 +281,14 @@ def lstm_backward(fn, iw, packed, w, ldw, acts, gc, tcs, dout, dh, dc, da, m, nm
                 d[n, H + k] = ((one - f) * f * cp) * dct
                 d[n, 2 * H + k] = ((one - g * g) * i) * dct
                 d[n, 3 * H + k] = ((one - o) * o * tc) * dh2
+        if sum_db:
+            for k in range(H4):
+                srow[k] = d[0, k]
+            for n in range(1, N):
+                for k in range(H4):
+                    srow[k] = srow[k] + d[n, k]
+            for k in range(H4):
+                db[k] = db[k] + srow[k]
         _product(fn, iw, packed, d.ctypes.data, N, H4, w.ctypes.data, ldw, H, dh.ctypes.data, one, zero)
         if masked:
             for n in range(N):

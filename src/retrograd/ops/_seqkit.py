@@ -431,6 +431,8 @@ class _LstmLayerNode(_LayerNode):
         dh = xp.array(grads[1]._data, dt, order="C", copy=True)
         dc = xp.array(grads[2]._data, dt, order="C", copy=True)
         da = xp.empty((L, N, H4), dt)
+        # the biases' gradient, summed by the loops step by step while a step's gates are in cache
+        db = xp.zeros(H4, dt) if nf[5][0] is not None or nf[6][0] is not None else None
         c = _compiled(dt) if gemm is not None and _host_float(acts, dt) and acts.size >= _MIN_ACCEL else None
         rhs = _rhs(gemm, w, False, N) if gemm is not None else None       # da[t] (N, 4H) @ w (4H, H)
         if c is not None and c[1] is gemm:      # the whole loop in one compiled call
@@ -439,8 +441,9 @@ class _LstmLayerNode(_LayerNode):
             dout = np.ascontiguousarray(grads[0]._data, dt)
             m, nm = msk if msk is not None else (_NOMASK[dt], _NOMASK[dt])
             k.lstm_backward(faddr, iw, rhs.packed, rhs.mat, rhs.ld, acts, gc, tcs, dout, dh, dc, da, m, nm,
-                            msk is not None, rev, dt.type(1), dt.type(0), np.empty((N, H), dt))
-            return self._finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H)
+                            msk is not None, rev, dt.type(1), dt.type(0), np.empty((N, H), dt),
+                            db if db is not None else _NOMASK[dt].reshape(0), db is not None, np.empty(H4, dt))
+            return self._finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H, db)
         dout = grads[0]._data
         # the factors that do not depend on the incoming gradient, for all steps at once:
         # K = d(pre-activation)/d(c') of the gates i, f, g and d(pre-activation)/d(h') of o;
@@ -474,6 +477,8 @@ class _LstmLayerNode(_LayerNode):
                 dct += dc
             xp.multiply(K[t, :, 0], dh2, out=d4[t, :, 3])
             xp.multiply(K[t, :, 1:], dct[:, None], out=d4[t, :, :3])
+            if db is not None:
+                db += da[t].sum(0)
             y = rhs.mul(da[t], xp.empty((N, H), dt)) if rhs is not None else _blas.matmul(da[t], w)
             if msk is not None:
                 dh = y + dh * nm
@@ -481,12 +486,12 @@ class _LstmLayerNode(_LayerNode):
             else:
                 dh = y
                 dc = xp.multiply(dct, f[t], out=dct)
-        return self._finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H)
+        return self._finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H, db)
 
     @staticmethod
-    def _finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H):
+    def _finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H, db):
         # da (L, N, 4H) in PyTorch's gate order: the input projections' gradient; the weights'
-        # gradients are one GEMM each over all steps
+        # gradients are one GEMM each over all steps; db: the biases' (or None)
         xp = xp_for(da)
         H4 = 4 * H
         dt = da.dtype
@@ -500,8 +505,7 @@ class _LstmLayerNode(_LayerNode):
             dwi = _blas.matmul(d2.T, x.reshape(L * N, x.shape[-1]).astype(dt, copy=False))
         if nf[4][0] is not None:
             dwh = _blas.matmul(d2.T, hprev.reshape(L * N, H))
-        if nf[5][0] is not None or nf[6][0] is not None:
-            db = d2.sum(0)
+        if db is not None:
             dbi = db if nf[5][0] is not None else None
             # (a copy: two gradients never share an array, which accumulation may write to)
             dbh = (db.copy() if dbi is not None else db) if nf[6][0] is not None else None
@@ -594,11 +598,14 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
     gc = xp.empty((L + 1, N, 2 * H), dt)                # (g, c) per step; c of the step before
     j0 = L if reverse else 0
     gc[j0, :, H:] = c0._data
-    msk = hprev = None
+    node = node_for(MkldnnRnnLayerBackward0 if dt == np.float32 else _LstmLayerStack,
+                    (x, h0, c0, w_ih, w_hh, b_ih, b_hh))
+    msk = None
+    # the state before each step (the hidden weights' gradient's operand), kept by the loops
+    hprev = xp.empty((L, N, H), dt) if masks is not None or node is not None else None
     if masks is not None:
         msk = (xp.ascontiguousarray(xp.stack([m._data.reshape(N) for m, _ in masks]), dt),
                xp.ascontiguousarray(xp.stack([nm._data.reshape(N) for _, nm in masks]), dt))
-        hprev = xp.empty((L, N, H), dt)
     c = _compiled(dt) if gemm is not None else None
     if c is not None:           # the whole loop in one compiled call
         k, (fe, de), (ft, tdat) = c[0], c[3], c[4]
@@ -606,8 +613,8 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
         hn = np.empty((N, H), dt)
         m, nm = msk if msk is not None else (_NOMASK[dt], _NOMASK[dt])
         k.lstm_forward(faddr, iw, rhs.packed, rhs.mat, rhs.ld, fe, de, ft, tdat, gp, bp, h, acts, gc, tcs, out, hn,
-                       m, nm, hprev if hprev is not None else out, msk is not None, reverse, dt.type(1), dt.type(0),
-                       np.empty((2, N, H), dt))
+                       m, nm, hprev if hprev is not None else out, msk is not None, hprev is not None, reverse,
+                       dt.type(1), dt.type(0), np.empty((2, N, H), dt))
         h = hn
     else:
         with np.errstate(over="ignore"):
@@ -638,16 +645,13 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
                     c2 *= m
                     c2 += cur[:, H:] * nm
                 else:
+                    if hprev is not None:
+                        hprev[t] = h
                     h = xp.multiply(a[:, :H], tc, out=out[t])
-    node = node_for(MkldnnRnnLayerBackward0 if dt == np.float32 else _LstmLayerStack,
-                    (x, h0, c0, w_ih, w_hh, b_ih, b_hh))
     # (the last states as arrays of their own: h may be a view of the outputs)
     res = finish_multi(node, [out, h if c is not None else xp.array(h, copy=True),
                               xp.array(gc[L - j0, :, H:], copy=True)])
     if node is not None:
-        if masks is None:
-            h0d = h0._data.astype(dt, copy=False)[None]
-            hprev = xp.concatenate([out[1:], h0d] if reverse else [h0d, out[:-1]])
         node.vals = (acts, gc, tcs, hprev, msk, gemm)
         node.reverse = reverse
         node.masks = masks
