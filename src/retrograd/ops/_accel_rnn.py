@@ -15,8 +15,8 @@ operations in the same order in the arrays' precision (constants come in cast to
 does not contract a * b + c into a fused multiply-add), so the results have the same bits.
 
 The layout is ``_seqkit.lstm_layer``'s: per step the gates (N, 4H) in the order (o, i, f, g)
-with the sigmoid gates' pre-activations negated (folded into the weights and the input
-projections), ``gc`` the (g, c) pairs, c that of the step before; the backward writes the
+with the sigmoid gates' pre-activations negated (as the step's product and the projections,
+in PyTorch's order, are summed into them), ``gc`` the (g, c) pairs, c that of the step before; the backward writes the
 gates' gradients in PyTorch's order (i, f, g, o).
 
 Module-level functions, so that numba's on-disk cache finds them in the next process.
@@ -135,9 +135,14 @@ def call_loop(fn, data, x, out, n, size, buf):
 # after its run-time overlap check).
 
 @_inl
-def _iadd2(x, b, c):
-    for k in range(x.size):
-        x[k] = x[k] + b[k] + c[k]
+def _sum3(out, a, b, c, neg):
+    """out = (a + b) + c, negated with ``neg`` (exactly the sum of the negated terms)."""
+    if neg:
+        for k in range(out.size):
+            out[k] = -(a[k] + b[k] + c[k])
+    else:
+        for k in range(out.size):
+            out[k] = a[k] + b[k] + c[k]
 
 
 @_inl
@@ -166,14 +171,14 @@ def _copy(out, a):
 
 
 @_jit
-def lstm_forward(fn, iw, packed, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gpn, bp, h0, acts, gc, tcs, out, hn,
-                 m, nm, hprev, masked, keep_prev, reverse, one, zero, hb):
+def lstm_forward(fn, iw, packed, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gp, bp, sc, h0, acts, gc, tcs, out,
+                 hn, m, nm, hprev, masked, keep_prev, reverse, one, zero, hb):
     """``_seqkit.lstm_layer``'s time loop: h0 (N, H) the first state, gc's c at the first step
     the first cell state; writes acts (L, N, 4H), gc (L + 1, N, 2H), tcs (L, N, H), the outputs
-    out (L, N, H) and the last state hn (N, H). wtn: the hidden weights, transposed (H, 4H),
-    permuted and negated, as ``_seqkit._Rhs`` holds them (fn, packed, ldw: its function, whether
-    packed, its leading dimension); gpn (L, N, 4H): the input projections, permuted and negated; bp
-    (4H,) the biases' sum, likewise. With ``masked``, m and nm (L, N) keep the state of finished sequences. With
+    out (L, N, H) and the last state hn (N, H). wtn: the hidden weights transposed (H, 4H) as
+    ``_seqkit._Rhs`` holds them (fn, packed, ldw: its function, whether packed, its leading
+    dimension); gp (L, N, 4H): the input projections; bp (4H,) the biases' sum; all three in
+    PyTorch's gate order; sc (N, 4H) receives a step's product. With ``masked``, m and nm (L, N) keep the state of finished sequences. With
     ``masked`` or ``keep_prev``, hprev (L, N, H) receives the state before each step (the backward's operand of the
     hidden weights' gradient). hb (2, N, H) is scratch."""
     L, N, H4 = acts.shape
@@ -188,11 +193,15 @@ def lstm_forward(fn, iw, packed, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gpn
         j = t + 1 if reverse else t
         jn = t if reverse else t + 1
         a = acts[t]
-        _product(fn, iw, packed, h.ctypes.data, N, H, wtn.ctypes.data, ldw, H4, a.ctypes.data, one, zero)
+        _product(fn, iw, packed, h.ctypes.data, N, H, wtn.ctypes.data, ldw, H4, sc.ctypes.data, one, zero)
         af = a.reshape(N * H4)
-        g_ = gpn[t].reshape(N * H4)
-        for n in range(N):
-            _iadd2(af[n * H4:(n + 1) * H4], g_[n * H4:(n + 1) * H4], bp)
+        sf = sc.reshape(N * H4)
+        g_ = gp[t].reshape(N * H4)
+        for n in range(N):      # (i, f, g, o) into (o, i, f, g), the sigmoid gates negated
+            r = n * H4
+            _sum3(af[r:r + H], sf[r + H3:r + H4], g_[r + H3:r + H4], bp[H3:], True)
+            _sum3(af[r + H:r + H3], sf[r:r + H2], g_[r:r + H2], bp[:H2], True)
+            _sum3(af[r + H3:r + H4], sf[r + H2:r + H3], g_[r + H2:r + H3], bp[H2:H3], False)
         cur = gc[j].reshape(N * H2)
         nxt = gc[jn].reshape(N * H2)
         tcf = tcs[t].reshape(N * H)

@@ -147,41 +147,15 @@ def gru_pointwise(gx, gh, h):
 # The time loop works on the gates (N, 4H) of a step in the gate order (o, i, f, g) rather
 # than PyTorch's (i, f, g, o): the three sigmoid gates are then one block and the three gates
 # driven by the cell state (i, f, g) another, so that a step is a handful of whole-array
-# calls. The sigmoid gates' pre-activations are kept negated (the sign folded into the
-# permuted weights and inputs, which is exact) so that sigmoid is 1 / (1 + exp(-a)) in three
-# in-place calls. ``gc[j]`` holds (g, c) of a step side by side, so that f * c + i * g is one
-# product of the (i, f) block with it and one sum. The step's product is h (N, H) @ W' (H, 4H)
-# (measured here: 0.7x the time of the transposed W' h on MKL at 20 x 128 @ 128 x 512, about
-# even on OpenBLAS), and the backward writes the gates' gradients in PyTorch's order: they
-# are the input projections' gradients as they are, and one GEMM with them gives each
-# weight's gradient (the input projection is part of the node).
-
-_PERMS = {}
-
-
-def _lstm_perm(H):
-    """The gate order (o, i, f, g) as indices into PyTorch's (i, f, g, o)."""
-    p = _PERMS.get(H)
-    if p is None:
-        p = np.concatenate([np.arange(3 * H, 4 * H), np.arange(0, 3 * H)])
-        p.flags.writeable = False
-        if len(_PERMS) > 16:
-            _PERMS.clear()
-        _PERMS[H] = p
-    return p
-
-
-def _gate_major(w, H, dt, xp):
-    """A new (4H, ...) array of ``dt``: the rows of ``w`` (PyTorch's gate order) in the loop's
-    order (o, i, f, g), those of the sigmoid gates negated; three passes over contiguous
-    blocks (half the time of a gather by ``_lstm_perm`` and a negation)."""
-    H3 = 3 * H
-    out = xp.empty(w.shape, dt)
-    xp.negative(w[H3:], out=out[:H])
-    xp.negative(w[:2 * H], out=out[H:H3])
-    out[H3:] = w[2 * H:H3]
-    return out
-
+# calls. The sigmoid gates' pre-activations are kept negated (the sign taken as a step's
+# product and projections, both in PyTorch's order, are summed into the loop's order: exact)
+# so that sigmoid is 1 / (1 + exp(-a)) in three in-place calls. ``gc[j]`` holds (g, c) of a
+# step side by side, so that f * c + i * g is one product of the (i, f) block with it and one
+# sum. The step's product is h (N, H) @ W' (H, 4H) (measured here: 0.7x the time of the
+# transposed W' h on MKL at 20 x 128 @ 128 x 512, about even on OpenBLAS), and the backward
+# writes the gates' gradients in PyTorch's order: they are the input projections' gradients
+# as they are, and one GEMM with them gives each weight's gradient (the input projection is
+# part of the node). The weights themselves are never permuted or negated (no copies).
 
 # --- the step's GEMM and NumPy's exp/tanh loops as C functions ---------------------------
 #
@@ -265,9 +239,9 @@ def _gemm(fn, a, b, out):
 # out in MKL's packed format once per loop (cblas_?gemm_pack) and each step's product reads
 # them as they are (cblas_?gemm_compute), which gives the plain gemm's bits here and saves
 # the repacking each call of the plain gemm does: 20 x 128 @ 128 x 512 (a step of
-# LSTM(., 128) on a batch of 20) ~20 us instead of ~21-30, and the forward's transposed,
-# permuted weights come from the packing itself (no strided transposing copy, ~100 us at
-# 128 x 512). With another BLAS the plain gemm stays.
+# LSTM(., 128) on a batch of 20) ~20 us instead of ~21-30, and the forward's transposed
+# weights come from the packing itself (no strided transposing copy, ~100 us at 128 x 512).
+# With another BLAS the plain gemm stays.
 
 _PACKED, _BMAT, _TR = 151, 162, 112
 
@@ -564,33 +538,25 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
     H3 = 3 * H
     H4 = 4 * H
     dt = np.result_type(xd.dtype, h0._data.dtype, c0._data.dtype, w_ih._data.dtype, w.dtype)
-    perm = _lstm_perm(H)
     big = L * H4 * N >= _MIN_ACCEL and _host_float(xd, dt)
     gemm = _rec_gemm(dt) if big else None
-    # the input projections of all steps in the loop's gate order, the sigmoid gates negated:
-    # one GEMM with the permuted, negated input weights (BLAS reads them transposed); the
-    # biases' sum, likewise, is added at each step: a step's pre-activations are
-    # (h W_hh' + x W_ih') + (b_ih + b_hh)
-    wi = _gate_major(w_ih._data, H, dt, xp)
-    gp = _blas.matmul(xd.reshape(L * N, F).astype(dt, copy=False), wi.T).reshape(L, N, H4)
+    # the input projections of all steps, one GEMM (BLAS reads the weights transposed), and the
+    # biases' sum, both in PyTorch's gate order: each step adds them to its product with the
+    # hidden weights, (h W_hh' + x W_ih') + (b_ih + b_hh), into the loop's order, the sigmoid
+    # gates negated
+    gp = _blas.matmul(xd.reshape(L * N, F).astype(dt, copy=False), w_ih._data.astype(dt, copy=False).T)
+    gp = gp.reshape(L, N, H4)
     if b_ih is not None or b_hh is not None:
         bs = [b._data.astype(dt, copy=False) for b in (b_ih, b_hh) if b is not None]
-        bp = (bs[0] + bs[1] if len(bs) == 2 else bs[0])[perm]
-        xp.negative(bp[:H3], out=bp[:H3])
+        bp = bs[0] + bs[1] if len(bs) == 2 else xp.array(bs[0], copy=True)
     else:
         bp = xp.zeros(H4, dt)
-    # the hidden weights transposed (H, 4H), permuted and negated: for the C loops, the
-    # operand of their products (packed from the permuted weights where MKL packs); else in
-    # one pass per gate block
-    rhs = wtn = None
-    if gemm is not None:
-        wp = _gate_major(w, H, dt, xp)
-        rhs = _rhs(gemm, wp, True, N, lambda: np.ascontiguousarray(wp.T))
-    else:
-        wtn = xp.empty((H, H4), dt)
-        xp.negative(w[3 * H:].T, out=wtn[:, :H])
-        xp.negative(w[:2 * H].T, out=wtn[:, H:H3])
-        wtn[:, H3:] = w[2 * H:H3].T
+    # the operand of the steps' products h (N, H) @ W_hh' (H, 4H): for the C loops packed from
+    # the weights as they are where MKL packs, else their transposed copy
+    wd = w.astype(dt, copy=False)
+    rhs = _rhs(gemm, xp.ascontiguousarray(wd), True, N, lambda: np.ascontiguousarray(wd.T)) \
+        if gemm is not None else None
+    sc = xp.empty((N, H4), dt)                          # a step's product
     h = xp.ascontiguousarray(h0._data, dt)
     acts = xp.empty((L, N, H4), dt)
     tcs = xp.empty((L, N, H), dt)
@@ -612,8 +578,8 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
         faddr, iw = _addr(rhs.fn)
         hn = np.empty((N, H), dt)
         m, nm = msk if msk is not None else (_NOMASK[dt], _NOMASK[dt])
-        k.lstm_forward(faddr, iw, rhs.packed, rhs.mat, rhs.ld, fe, de, ft, tdat, gp, bp, h, acts, gc, tcs, out, hn,
-                       m, nm, hprev if hprev is not None else out, msk is not None, hprev is not None, reverse,
+        k.lstm_forward(faddr, iw, rhs.packed, rhs.mat, rhs.ld, fe, de, ft, tdat, gp, bp, sc, h, acts, gc, tcs, out,
+                       hn, m, nm, hprev if hprev is not None else out, msk is not None, hprev is not None, reverse,
                        dt.type(1), dt.type(0), np.empty((2, N, H), dt))
         h = hn
     else:
@@ -621,11 +587,14 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
             for t in (range(L - 1, -1, -1) if reverse else range(L)):
                 a = acts[t]
                 if rhs is not None:
-                    rhs.mul(h, a)
+                    rhs.mul(h, sc)
                 else:
-                    _blas.matmul(h, wtn, out=a)
-                a += gp[t]
-                a += bp
+                    _blas.matmul(h, wd.T, out=sc)
+                sc += gp[t]
+                sc += bp
+                xp.negative(sc[:, H3:], out=a[:, :H])           # o, i, f negated; g
+                xp.negative(sc[:, :2 * H], out=a[:, H:H3])
+                a[:, H3:] = sc[:, 2 * H:H3]
                 s = a[:, :H3]
                 xp.exp(s, out=s)
                 s += 1
