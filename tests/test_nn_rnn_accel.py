@@ -72,7 +72,7 @@ def test_lstm_kernels_run(monkeypatch):
             return k.lstm_forward(*a)
 
         def lstm_backward(self, *a):
-            calls.append(("b", a[-4]))
+            calls.append(("b", a[-7]))          # (reverse)
             return k.lstm_backward(*a)
     monkeypatch.setattr(_seqkit, "_RNN_KERNELS", [Spy()])
     _run("float32", *CONFIGS[0])

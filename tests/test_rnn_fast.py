@@ -9,8 +9,8 @@ import pytest
 
 import retrograd
 from retrograd.ops import _blas, _seqkit
-from helpers import kernel_path, needs_torch
-from nn_seq_helpers import lstm_against_torch
+from helpers import kernel_path, needs_torch, torch
+from nn_seq_helpers import copy_params, lstm_against_torch
 
 FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
 
@@ -71,6 +71,57 @@ def test_mkl_gemm_accessor(monkeypatch):
     out = np.empty((4, 5), np.float32)
     _seqkit._gemm(f, a, b, out)
     np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-6)
+
+
+mkl_only = pytest.mark.skipif(_blas.backend() != "mkl", reason="MKL is not installed")
+
+
+@mkl_only
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("trans", [False, True])
+def test_packed_operand_products(dt, trans):
+    """The loops' fixed operand packed by MKL (cblas_?gemm_pack, the forward's transposed
+    weights packed from the untransposed ones): each product a @ op(b) is np.matmul's
+    within rounding, and the plain gemm's bits."""
+    gemm = _seqkit._rec_gemm(dt)
+    assert _blas.mkl_gemm_packed(dt) is not None and _blas.mkl_gemm_packed(np.int32) is None
+    rng = np.random.default_rng(2)
+    for m, k, n in [(20, 128, 512), (20, 512, 128), (16, 64, 256), (1, 7, 5), (3, 5, 12)]:
+        b = rng.standard_normal((n, k) if trans else (k, n)).astype(dt)
+        rhs = _seqkit._rhs(gemm, b, trans, m)
+        assert rhs.packed
+        opb = b.T if trans else b
+        for _ in range(2):          # (the packed operand serves any number of products)
+            a = rng.standard_normal((m, k)).astype(dt)
+            out = np.full((m, n), np.nan, dt)
+            rhs.mul(a, out)
+            tol = dict(rtol=1e-5, atol=1e-5) if dt == np.float32 else dict(rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(out, a @ opb, **tol)
+            np.testing.assert_array_equal(out, _seqkit._gemm(gemm, a, np.ascontiguousarray(opb), np.empty_like(out)))
+
+
+@pytest.mark.parametrize("blas", ["numpy", "default"])
+def test_layer_packs_its_weights_only_on_mkl(blas, monkeypatch):
+    """Forward and backward each take their loop's weights as one _Rhs: packed on MKL, the
+    dense (H, 4H) / (4H, H) arrays on NumPy's BLAS."""
+    if blas == "numpy":
+        monkeypatch.setattr(_blas, "_state", [False])
+    _kernels("compiled", monkeypatch)
+    made = []
+    orig = _seqkit._rhs
+
+    def spy(*a, **k):
+        r = orig(*a, **k)
+        made.append(r)
+        return r
+    monkeypatch.setattr(_seqkit, "_rhs", spy)
+    _run("float32", *LAYERS[0])
+    assert len(made) == 2
+    want = blas == "default" and _blas.backend() == "mkl"
+    assert all(r.packed is want for r in made)
+    if not want:
+        H = LAYERS[0][1]
+        assert [r.mat.shape for r in made] == [(H, 4 * H), (4 * H, H)]
 
 
 @pytest.mark.parametrize("dt", FLOATS)
@@ -247,3 +298,47 @@ def test_layer_with_one_bias_and_separate_bias_gradients(monkeypatch):
     m(retrograd.randn(4, 2, 3))[0].sum().backward()
     assert np.array_equal(m.bias_ih_l0.grad.numpy(), m.bias_hh_l0.grad.numpy())
     assert not np.shares_memory(m.bias_ih_l0.grad.numpy(), m.bias_hh_l0.grad.numpy())
+
+
+def _lm_model(lib, V, E, H):
+    """A word language model's modules: Embedding, a 2-layer LSTM, a Linear decoder."""
+    nn = lib.nn
+    lib.manual_seed(0)
+    return nn.ModuleList([nn.Embedding(V, E), nn.LSTM(E, H, 2), nn.Linear(H, V)])
+
+
+@needs_torch
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
+def test_language_model_steps_against_torch(path, monkeypatch):
+    """The language-model training step the benchmarks time (cross-entropy over a decoder of
+    the LSTM's outputs, the state detached and carried over, gradient clipping, SGD), at a
+    size the compiled loops take: the losses, gradient norms, gradients, updated parameters
+    and final states of three steps."""
+    _kernels(path, monkeypatch)
+    V, E, H, L, N = 50, 8, 32, 8, 4
+    assert L * N * 4 * H >= _seqkit._MIN_ACCEL
+    mods = [_lm_model(lib, V, E, H) for lib in (retrograd, torch)]
+    copy_params(*mods)
+    rng = np.random.default_rng(4)
+    batches = [(rng.integers(0, V, (L, N)), rng.integers(0, V, (L * N,))) for _ in range(3)]
+    res = []
+    for lib, m in zip((retrograd, torch), mods):
+        emb, rnn, dec = m
+        opt = lib.optim.SGD(m.parameters(), lr=2.0)
+        crit = lib.nn.CrossEntropyLoss()
+        hid = (lib.zeros(2, N, H), lib.zeros(2, N, H))
+        got = []
+        for x, y in batches:
+            opt.zero_grad()
+            hid = tuple(t.detach() for t in hid)
+            out, hid = rnn(emb(lib.from_numpy(x)), hid)
+            loss = crit(dec(out).view(-1, V), lib.from_numpy(y))
+            loss.backward()
+            got.append(float(lib.nn.utils.clip_grad_norm_(m.parameters(), 0.25)))
+            got.append(loss.item())
+            opt.step()
+        got += [p.grad.numpy().copy() for p in m.parameters()] + [p.detach().numpy().copy() for p in m.parameters()]
+        got += [t.detach().numpy() for t in hid]
+        res.append(got)
+    for a, t in zip(*res):
+        np.testing.assert_allclose(a, t, rtol=2e-4, atol=2e-5)

@@ -6,7 +6,8 @@ GEMM (a few microseconds) and a few passes over its gates, and a loop of NumPy c
 more time in the calls than in the work. Here the whole time loop, forward or backward
 through time, is one compiled call: the GEMM of each step is a call of the BLAS's cblas
 gemm through its C function pointer (the same library, function and arguments as the NumPy
-path's product: ``_seqkit._rec_gemm``), and the exp/tanh of the gates are calls of NumPy's
+path's product: ``_seqkit._rec_gemm``; on MKL its compute on the weights packed once per
+loop, ``_seqkit._rhs``), and the exp/tanh of the gates are calls of NumPy's
 own ufunc inner loops through their C function pointers (``_seqkit._ufunc_loop``: NumPy's
 SIMD loops, which a compiled scalar loop would not match bit for bit), on contiguous runs as
 the NumPy path's calls run them. The arithmetic between them does the NumPy path's IEEE
@@ -14,8 +15,8 @@ operations in the same order in the arrays' precision (constants come in cast to
 does not contract a * b + c into a fused multiply-add), so the results have the same bits.
 
 The layout is ``_seqkit.lstm_layer``'s: per step the gates (N, 4H) in the order (o, i, f, g)
-with the sigmoid gates' pre-activations negated (folded into the weights and the input
-projections), ``gc`` the (g, c) pairs, c that of the step before; the backward writes the
+with the sigmoid gates' pre-activations negated (as the step's product and the projections,
+in PyTorch's order, are summed into them), ``gc`` the (g, c) pairs, c that of the step before; the backward writes the
 gates' gradients in PyTorch's order (i, f, g, o).
 
 Module-level functions, so that numba's on-disk cache finds them in the next process.
@@ -32,7 +33,7 @@ _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False
 # (the step loops' small helpers are inlined into them: a call per row and helper costs)
 _inl = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
 
-_ROW, _NT = 101, 111     # CblasRowMajor, CblasNoTrans
+_ROW, _NT, _PACKED = 101, 111, 151     # CblasRowMajor, CblasNoTrans, CblasPacked
 
 
 # The C functions come in as addresses (integers): a ctypes function object as an argument
@@ -79,6 +80,42 @@ def _call_gemm(typingctx, fn, iw, lay, ta, tb, m, n, k, alpha, pa, lda, pb, ldb,
     return sig, codegen
 
 
+@intrinsic
+def _call_compute(typingctx, fn, iw, lay, ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc):
+    """Call MKL's cblas ?gemm_compute at address ``fn`` (a gemm on a packed operand: no
+    alpha, which the packing applied): integers of ``iw``'s type, the scalar of ``beta``'s."""
+    sig = types.void(fn, iw, lay, ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc)
+
+    def codegen(context, builder, signature, args):
+        p8 = ir.IntType(8).as_pointer()
+        ity, fty = signature.args[1], signature.args[12]
+        li, lf = context.get_value_type(ity), context.get_value_type(fty)
+        fnty = ir.FunctionType(ir.VoidType(), [li] * 6 + [p8, li, p8, li, lf, p8, li])
+        f = builder.inttoptr(args[0], fnty.as_pointer())
+        vals = []
+        for i in range(2, 15):
+            v, t = args[i], signature.args[i]
+            if i in (8, 10, 13):
+                vals.append(builder.inttoptr(v, p8))
+            elif i == 12:
+                vals.append(context.cast(builder, v, t, fty))
+            else:
+                vals.append(context.cast(builder, v, t, ity))
+        builder.call(f, vals)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@_inl
+def _product(fn, iw, packed, a, m, k, b, ldb, n, c, one, zero):
+    """c (m, n) = a (m, k) @ op(b) through ``_seqkit._Rhs``'s function at ``fn``: the gemm on
+    b (k, n) with leading dimension ``ldb``, or with ``packed`` MKL's compute on the packed b."""
+    if packed:
+        _call_compute(fn, iw, _ROW, _NT, _PACKED, m, n, k, a, k, b, ldb, zero, c, n)
+    else:
+        _call_gemm(fn, iw, _ROW, _NT, _NT, m, n, k, one, a, k, b, ldb, zero, c, n)
+
+
 @_jit
 def call_loop(fn, data, x, out, n, size, buf):
     """NumPy's 1-D ufunc loop at address ``fn`` (one input, one output, both contiguous,
@@ -98,9 +135,14 @@ def call_loop(fn, data, x, out, n, size, buf):
 # after its run-time overlap check).
 
 @_inl
-def _iadd2(x, b, c):
-    for k in range(x.size):
-        x[k] = x[k] + b[k] + c[k]
+def _sum3(out, a, b, c, neg):
+    """out = (a + b) + c, negated with ``neg`` (exactly the sum of the negated terms)."""
+    if neg:
+        for k in range(out.size):
+            out[k] = -(a[k] + b[k] + c[k])
+    else:
+        for k in range(out.size):
+            out[k] = a[k] + b[k] + c[k]
 
 
 @_inl
@@ -129,14 +171,16 @@ def _copy(out, a):
 
 
 @_jit
-def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, bp, h0, acts, gc, tcs, out, hn, m, nm,
-                 hprev, masked, reverse, one, zero, hb):
+def lstm_forward(fn, iw, packed, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gp, bp, sc, h0, acts, gc, tcs, out,
+                 hn, m, nm, hprev, masked, keep_prev, reverse, one, zero, hb):
     """``_seqkit.lstm_layer``'s time loop: h0 (N, H) the first state, gc's c at the first step
     the first cell state; writes acts (L, N, 4H), gc (L + 1, N, 2H), tcs (L, N, H), the outputs
-    out (L, N, H) and the last state hn (N, H). wtn (H, 4H): the hidden weights, transposed,
-    permuted and negated; gpn (L, N, 4H): the input projections, permuted and negated; bp
-    (4H,) the biases' sum, likewise. With ``masked``, m and nm (L, N) keep the state of finished sequences and hprev
-    (L, N, H) receives the state before each step. hb (2, N, H) is scratch."""
+    out (L, N, H) and the last state hn (N, H). wtn: the hidden weights transposed (H, 4H) as
+    ``_seqkit._Rhs`` holds them (fn, packed, ldw: its function, whether packed, its leading
+    dimension); gp (L, N, 4H): the input projections; bp (4H,) the biases' sum; all three in
+    PyTorch's gate order; sc (N, 4H) receives a step's product. With ``masked``, m and nm (L, N) keep the state of finished sequences. With
+    ``masked`` or ``keep_prev``, hprev (L, N, H) receives the state before each step (the backward's operand of the
+    hidden weights' gradient). hb (2, N, H) is scratch."""
     L, N, H4 = acts.shape
     H = H4 // 4
     H2 = 2 * H
@@ -149,12 +193,15 @@ def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, bp, h0, a
         j = t + 1 if reverse else t
         jn = t if reverse else t + 1
         a = acts[t]
-        _call_gemm(gemm, iw, _ROW, _NT, _NT, N, H4, H, one, h.ctypes.data, H, wtn.ctypes.data, H4, zero,
-                   a.ctypes.data, H4)
+        _product(fn, iw, packed, h.ctypes.data, N, H, wtn.ctypes.data, ldw, H4, sc.ctypes.data, one, zero)
         af = a.reshape(N * H4)
-        g_ = gpn[t].reshape(N * H4)
-        for n in range(N):
-            _iadd2(af[n * H4:(n + 1) * H4], g_[n * H4:(n + 1) * H4], bp)
+        sf = sc.reshape(N * H4)
+        g_ = gp[t].reshape(N * H4)
+        for n in range(N):      # (i, f, g, o) into (o, i, f, g), the sigmoid gates negated
+            r = n * H4
+            _sum3(af[r:r + H], sf[r + H3:r + H4], g_[r + H3:r + H4], bp[H3:], True)
+            _sum3(af[r + H:r + H3], sf[r:r + H2], g_[r:r + H2], bp[:H2], True)
+            _sum3(af[r + H3:r + H4], sf[r + H2:r + H3], g_[r + H2:r + H3], bp[H2:H3], False)
         cur = gc[j].reshape(N * H2)
         nxt = gc[jn].reshape(N * H2)
         tcf = tcs[t].reshape(N * H)
@@ -190,6 +237,8 @@ def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, bp, h0, a
                     nxt[q] = nxt[q] * mv + cur[q] * nmv
             h = hnew
         else:
+            if keep_prev:
+                _copy(hprev[t].reshape(N * H), h.reshape(N * H))
             for n in range(N):
                 _mul(of[n * H:(n + 1) * H], af[n * H4:n * H4 + H], tcf[n * H:(n + 1) * H])
             h = out[t]
@@ -197,11 +246,16 @@ def lstm_forward(gemm, iw, fexp, exp_data, ftanh, tanh_data, wtn, gpn, bp, h0, a
 
 
 @_jit
-def lstm_backward(gemm, iw, w, acts, gc, tcs, dout, dh, dc, da, m, nm, masked, reverse, one, zero, keep):
+def lstm_backward(fn, iw, packed, w, ldw, acts, gc, tcs, dout, dh, dc, da, m, nm, masked, reverse, one, zero,
+                  keep, db, sum_db, srow):
     """The backward through time of ``lstm_forward``: from the gradients dout (L, N, H) of the
     outputs and dh, dc (N, H) of the last states (both overwritten with the gradients of the
     first ones), writes da (L, N, 4H), the gates' pre-activation gradients in PyTorch's order
-    (i, f, g, o). w (4H, H): the hidden weights as they are; keep (N, H) scratch."""
+    (i, f, g, o). w: the hidden weights as they are (4H, H), as ``_seqkit._Rhs`` holds them
+    (fn, packed, ldw as in ``lstm_forward``); keep (N, H) scratch. With ``sum_db``, db (4H,)
+    (zeros) receives the sum of da over steps and rows, the biases' gradient, summed as the
+    NumPy loop sums it (each step's rows in order, into srow (4H,), then added to db), while
+    the step's rows are in cache."""
     L, N, H4 = acts.shape
     H = H4 // 4
     for s in range(L):
@@ -236,8 +290,15 @@ def lstm_backward(gemm, iw, w, acts, gc, tcs, dout, dh, dc, da, m, nm, masked, r
                 d[n, H + k] = ((one - f) * f * cp) * dct
                 d[n, 2 * H + k] = ((one - g * g) * i) * dct
                 d[n, 3 * H + k] = ((one - o) * o * tc) * dh2
-        _call_gemm(gemm, iw, _ROW, _NT, _NT, N, H, H4, one, d.ctypes.data, H4, w.ctypes.data, H, zero,
-                   dh.ctypes.data, H)
+        if sum_db:
+            for k in range(H4):
+                srow[k] = d[0, k]
+            for n in range(1, N):
+                for k in range(H4):
+                    srow[k] = srow[k] + d[n, k]
+            for k in range(H4):
+                db[k] = db[k] + srow[k]
+        _product(fn, iw, packed, d.ctypes.data, N, H4, w.ctypes.data, ldw, H, dh.ctypes.data, one, zero)
         if masked:
             for n in range(N):
                 for k in range(H):

@@ -32,7 +32,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["matmul", "try_matmul", "backend", "describe", "mkl_gemm"]
+__all__ = ["matmul", "try_matmul", "backend", "describe", "mkl_gemm", "mkl_gemm_packed"]
 
 _ROW, _NT, _T = 101, 111, 112        # CblasRowMajor, CblasNoTrans, CblasTrans
 _INT_MAX = 2 ** 31 - 1               # LP64: MKL's dimensions, strides and counts are C ints
@@ -90,6 +90,17 @@ def mkl_gemm(dtype):
     return lib.gemm.get(np.dtype(dtype)) if lib else None
 
 
+def mkl_gemm_packed(dtype):
+    """MKL's packed-operand GEMM for ``dtype`` as ctypes functions (``cblas_?gemm_pack_get_size``,
+    ``cblas_?gemm_pack``, ``cblas_?gemm_compute``; LP64), or None where ``mkl_gemm`` gives
+    None or this MKL lacks them. For a loop of small products with one fixed operand (the
+    recurrent layers' weights): the operand is laid out for the kernel once, not per call."""
+    lib = _state[0]
+    if lib is None:
+        lib = _load()
+    return lib.packed.get(np.dtype(dtype)) if lib else None
+
+
 def _forced_numpy():
     return os.environ.get("RETROGRAD_BLAS", "").strip().lower() in ("numpy", "np", "0", "off", "none")
 
@@ -134,6 +145,7 @@ class _Mkl:
             pass
         self.gemm = {}
         self.batch = {}
+        self.packed = {}
         for dt, ct, pre in ((_F32, ctypes.c_float, "s"), (_F64, ctypes.c_double, "d")):
             f = getattr(lib, f"cblas_{pre}gemm")
             f.restype = None
@@ -145,6 +157,19 @@ class _Mkl:
                 f.argtypes = [c_int, c_int, c_int, c_int, c_int, c_int, ct, P, c_int, c_int, P, c_int, c_int, ct, P,
                               c_int, c_int, c_int]
             self.batch[dt] = f
+            try:            # MKL 11.3+
+                size = getattr(lib, f"cblas_{pre}gemm_pack_get_size")
+                pack = getattr(lib, f"cblas_{pre}gemm_pack")
+                comp = getattr(lib, f"cblas_{pre}gemm_compute")
+            except AttributeError:
+                continue
+            size.restype = ctypes.c_size_t
+            size.argtypes = [c_int] * 4
+            pack.restype = None
+            pack.argtypes = [c_int] * 6 + [ct, P, c_int, P]
+            comp.restype = None
+            comp.argtypes = [c_int] * 6 + [P, c_int, P, c_int, ct, P, c_int]
+            self.packed[dt] = (size, pack, comp)
 
 
 def _load():

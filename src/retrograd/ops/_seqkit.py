@@ -147,29 +147,15 @@ def gru_pointwise(gx, gh, h):
 # The time loop works on the gates (N, 4H) of a step in the gate order (o, i, f, g) rather
 # than PyTorch's (i, f, g, o): the three sigmoid gates are then one block and the three gates
 # driven by the cell state (i, f, g) another, so that a step is a handful of whole-array
-# calls. The sigmoid gates' pre-activations are kept negated (the sign folded into the
-# permuted weights and inputs, which is exact) so that sigmoid is 1 / (1 + exp(-a)) in three
-# in-place calls. ``gc[j]`` holds (g, c) of a step side by side, so that f * c + i * g is one
-# product of the (i, f) block with it and one sum. The step's product is h (N, H) @ W' (H, 4H)
-# (measured here: 0.7x the time of the transposed W' h on MKL at 20 x 128 @ 128 x 512, about
-# even on OpenBLAS), and the backward writes the gates' gradients in PyTorch's order: they
-# are the input projections' gradients as they are, and one GEMM with them gives each
-# weight's gradient (the input projection is part of the node).
-
-_PERMS = {}
-
-
-def _lstm_perm(H):
-    """The gate order (o, i, f, g) as indices into PyTorch's (i, f, g, o)."""
-    p = _PERMS.get(H)
-    if p is None:
-        p = np.concatenate([np.arange(3 * H, 4 * H), np.arange(0, 3 * H)])
-        p.flags.writeable = False
-        if len(_PERMS) > 16:
-            _PERMS.clear()
-        _PERMS[H] = p
-    return p
-
+# calls. The sigmoid gates' pre-activations are kept negated (the sign taken as a step's
+# product and projections, both in PyTorch's order, are summed into the loop's order: exact)
+# so that sigmoid is 1 / (1 + exp(-a)) in three in-place calls. ``gc[j]`` holds (g, c) of a
+# step side by side, so that f * c + i * g is one product of the (i, f) block with it and one
+# sum. The step's product is h (N, H) @ W' (H, 4H) (measured here: 0.7x the time of the
+# transposed W' h on MKL at 20 x 128 @ 128 x 512, about even on OpenBLAS), and the backward
+# writes the gates' gradients in PyTorch's order: they are the input projections' gradients
+# as they are, and one GEMM with them gives each weight's gradient (the input projection is
+# part of the node). The weights themselves are never permuted or negated (no copies).
 
 # --- the step's GEMM and NumPy's exp/tanh loops as C functions ---------------------------
 #
@@ -247,6 +233,71 @@ def _gemm(fn, a, b, out):
     return out
 
 
+# --- the fixed operand of a time loop's products, packed once -----------------------------
+#
+# Every step of a loop multiplies by the same weights; with MKL's gemm the weights are laid
+# out in MKL's packed format once per loop (cblas_?gemm_pack) and each step's product reads
+# them as they are (cblas_?gemm_compute), which gives the plain gemm's bits here and saves
+# the repacking each call of the plain gemm does: 20 x 128 @ 128 x 512 (a step of
+# LSTM(., 128) on a batch of 20) ~20 us instead of ~21-30, and the forward's transposed
+# weights come from the packing itself (no strided transposing copy, ~100 us at 128 x 512).
+# With another BLAS the plain gemm stays.
+
+_PACKED, _BMAT, _TR = 151, 162, 112
+
+
+class _Rhs:
+    """The right operand of a loop's products ``a (m, k) @ op(b) (k, n)``: ``fn`` the C
+    function, ``mat`` the array it reads, ``ld`` its leading dimension, ``packed`` whether
+    ``fn`` is MKL's compute on a packed ``mat``."""
+    __slots__ = ("fn", "mat", "ld", "packed", "n")
+
+    def __init__(self, fn, mat, ld, packed, n):
+        self.fn, self.mat, self.ld, self.packed, self.n = fn, mat, ld, packed, n
+
+    def mul(self, a, out):
+        """out (m, n) = a (m, k) @ op(b), a and out C-contiguous."""
+        m, k = a.shape
+        p = _blas._ptr
+        if self.packed:
+            self.fn(_ROW, _NT, _PACKED, m, self.n, k, p(a), k, p(self.mat), self.ld, 0.0, p(out), self.n)
+        else:
+            self.fn(_ROW, _NT, _NT, m, self.n, k, 1.0, p(a), k, p(self.mat), self.ld, 0.0, p(out), self.n)
+        return out
+
+
+def _rhs(gemm, b, trans, m, dense=None):
+    """The fixed right operand ``op(b)`` (``b.T`` with ``trans``) of products with m-row left
+    operands through ``gemm`` (``_rec_gemm``'s): packed by MKL where ``gemm`` is MKL's and
+    MKL packs, else ``dense()`` (or ``b``) as a C-contiguous (k, n) array for the plain gemm.
+    ``b`` C-contiguous."""
+    dt = b.dtype
+    k, n = b.shape[::-1] if trans else b.shape
+    pk = _blas.mkl_gemm_packed(dt) if gemm is _blas.mkl_gemm(dt) else None
+    if pk is None:
+        mat = dense() if dense is not None else b
+        return _Rhs(gemm, mat, n, False, n)
+    size, pack, comp = pk
+    it = dt.itemsize
+    cnt = -(-size(_BMAT, m, n, k) // it)
+    raw = np.empty(cnt + 64 // it, dt)
+    off = (-_blas._ptr(raw)) % 64 // it      # (64-byte aligned, as MKL prefers)
+    buf = raw[off:off + cnt]
+    pack(_ROW, _BMAT, _TR if trans else _NT, m, n, k, 1.0, _blas._ptr(b), b.shape[1], _blas._ptr(buf))
+    return _Rhs(comp, buf, n, True, n)
+
+
+def _addr(fn):
+    """(the C address of the ctypes function ``fn``, an integer of its int type)."""
+    key = ("addr", id(fn))
+    addr = _CFN.get(key)
+    if addr is None or addr[0] is not fn:
+        import ctypes
+        iw = np.int64(0) if fn.argtypes[0] is ctypes.c_int64 else np.int32(0)
+        addr = _CFN[key] = (fn, ctypes.cast(fn, ctypes.c_void_p).value, iw)
+    return addr[1:]
+
+
 def _ufunc_loop(uf, dt):
     """(address, data pointer) of NumPy's inner loop of the unary ufunc ``uf`` for
     ``dt`` -> ``dt``, read from the ufunc object (``PyUFuncObject``'s ``functions`` and
@@ -303,7 +354,8 @@ def _find_ufunc_loop(uf, dt):
 
 def _compiled(dt):
     """(kernels, gemm, (its address, an integer of its int type), exp loop, tanh loop) for
-    the compiled LSTM loops in ``dt``, or None."""
+    the compiled LSTM loops in ``dt``, or None. (The loops take the address of a ``_Rhs``'s
+    function: the gemm or, on a packed operand, MKL's compute.)"""
     k = rnn_kernels()
     if k is None:
         return None
@@ -312,13 +364,7 @@ def _compiled(dt):
     ft = _ufunc_loop(np.tanh, dt)
     if gemm is None or fe is None or ft is None:
         return None
-    key = ("addr", id(gemm))
-    addr = _CFN.get(key)
-    if addr is None or addr[0] is not gemm:
-        import ctypes
-        iw = np.int64(0) if gemm.argtypes[0] is ctypes.c_int64 else np.int32(0)
-        addr = _CFN[key] = (gemm, ctypes.cast(gemm, ctypes.c_void_p).value, iw)
-    return k, gemm, addr[1:], fe, ft
+    return k, gemm, _addr(gemm), fe, ft
 
 
 class _LayerNode(OpNode):
@@ -359,14 +405,19 @@ class _LstmLayerNode(_LayerNode):
         dh = xp.array(grads[1]._data, dt, order="C", copy=True)
         dc = xp.array(grads[2]._data, dt, order="C", copy=True)
         da = xp.empty((L, N, H4), dt)
+        # the biases' gradient, summed by the loops step by step while a step's gates are in cache
+        db = xp.zeros(H4, dt) if nf[5][0] is not None or nf[6][0] is not None else None
         c = _compiled(dt) if gemm is not None and _host_float(acts, dt) and acts.size >= _MIN_ACCEL else None
+        rhs = _rhs(gemm, w, False, N) if gemm is not None else None       # da[t] (N, 4H) @ w (4H, H)
         if c is not None and c[1] is gemm:      # the whole loop in one compiled call
-            k, (gaddr, iw) = c[0], c[2]
+            k = c[0]
+            faddr, iw = _addr(rhs.fn)
             dout = np.ascontiguousarray(grads[0]._data, dt)
             m, nm = msk if msk is not None else (_NOMASK[dt], _NOMASK[dt])
-            k.lstm_backward(gaddr, iw, w, acts, gc, tcs, dout, dh, dc, da, m, nm, msk is not None, rev, dt.type(1),
-                            dt.type(0), np.empty((N, H), dt))
-            return self._finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H)
+            k.lstm_backward(faddr, iw, rhs.packed, rhs.mat, rhs.ld, acts, gc, tcs, dout, dh, dc, da, m, nm,
+                            msk is not None, rev, dt.type(1), dt.type(0), np.empty((N, H), dt),
+                            db if db is not None else _NOMASK[dt].reshape(0), db is not None, np.empty(H4, dt))
+            return self._finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H, db)
         dout = grads[0]._data
         # the factors that do not depend on the incoming gradient, for all steps at once:
         # K = d(pre-activation)/d(c') of the gates i, f, g and d(pre-activation)/d(h') of o;
@@ -400,19 +451,21 @@ class _LstmLayerNode(_LayerNode):
                 dct += dc
             xp.multiply(K[t, :, 0], dh2, out=d4[t, :, 3])
             xp.multiply(K[t, :, 1:], dct[:, None], out=d4[t, :, :3])
-            y = _gemm(gemm, da[t], w, xp.empty((N, H), dt)) if gemm is not None else _blas.matmul(da[t], w)
+            if db is not None:
+                db += da[t].sum(0)
+            y = rhs.mul(da[t], xp.empty((N, H), dt)) if rhs is not None else _blas.matmul(da[t], w)
             if msk is not None:
                 dh = y + dh * nm
                 dc = dct * f[t] + dc * nm
             else:
                 dh = y
                 dc = xp.multiply(dct, f[t], out=dct)
-        return self._finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H)
+        return self._finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H, db)
 
     @staticmethod
-    def _finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H):
+    def _finish_bptt(saved, da, dh, dc, hprev, nf, L, N, H, db):
         # da (L, N, 4H) in PyTorch's gate order: the input projections' gradient; the weights'
-        # gradients are one GEMM each over all steps
+        # gradients are one GEMM each over all steps; db: the biases' (or None)
         xp = xp_for(da)
         H4 = 4 * H
         dt = da.dtype
@@ -426,8 +479,7 @@ class _LstmLayerNode(_LayerNode):
             dwi = _blas.matmul(d2.T, x.reshape(L * N, x.shape[-1]).astype(dt, copy=False))
         if nf[4][0] is not None:
             dwh = _blas.matmul(d2.T, hprev.reshape(L * N, H))
-        if nf[5][0] is not None or nf[6][0] is not None:
-            db = d2.sum(0)
+        if db is not None:
             dbi = db if nf[5][0] is not None else None
             # (a copy: two gradients never share an array, which accumulation may write to)
             dbh = (db.copy() if dbi is not None else db) if nf[6][0] is not None else None
@@ -486,27 +538,25 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
     H3 = 3 * H
     H4 = 4 * H
     dt = np.result_type(xd.dtype, h0._data.dtype, c0._data.dtype, w_ih._data.dtype, w.dtype)
-    perm = _lstm_perm(H)
     big = L * H4 * N >= _MIN_ACCEL and _host_float(xd, dt)
     gemm = _rec_gemm(dt) if big else None
-    # the input projections of all steps in the loop's gate order, the sigmoid gates negated:
-    # one GEMM with the permuted, negated input weights (BLAS reads them transposed); the
-    # biases' sum, likewise, is added at each step: a step's pre-activations are
-    # (h W_hh' + x W_ih') + (b_ih + b_hh)
-    wi = w_ih._data[perm].astype(dt)
-    xp.negative(wi[:H3], out=wi[:H3])
-    gp = _blas.matmul(xd.reshape(L * N, F).astype(dt, copy=False), wi.T).reshape(L, N, H4)
+    # the input projections of all steps, one GEMM (BLAS reads the weights transposed), and the
+    # biases' sum, both in PyTorch's gate order: each step adds them to its product with the
+    # hidden weights, (h W_hh' + x W_ih') + (b_ih + b_hh), into the loop's order, the sigmoid
+    # gates negated
+    gp = _blas.matmul(xd.reshape(L * N, F).astype(dt, copy=False), w_ih._data.astype(dt, copy=False).T)
+    gp = gp.reshape(L, N, H4)
     if b_ih is not None or b_hh is not None:
         bs = [b._data.astype(dt, copy=False) for b in (b_ih, b_hh) if b is not None]
-        bp = (bs[0] + bs[1] if len(bs) == 2 else bs[0])[perm]
-        xp.negative(bp[:H3], out=bp[:H3])
+        bp = bs[0] + bs[1] if len(bs) == 2 else xp.array(bs[0], copy=True)
     else:
         bp = xp.zeros(H4, dt)
-    # the hidden weights transposed (H, 4H), permuted and negated in one pass per gate block
-    wtn = xp.empty((H, H4), dt)
-    xp.negative(w[3 * H:].T, out=wtn[:, :H])
-    xp.negative(w[:2 * H].T, out=wtn[:, H:H3])
-    wtn[:, H3:] = w[2 * H:H3].T
+    # the operand of the steps' products h (N, H) @ W_hh' (H, 4H): for the C loops packed from
+    # the weights as they are where MKL packs, else their transposed copy
+    wd = w.astype(dt, copy=False)
+    rhs = _rhs(gemm, xp.ascontiguousarray(wd), True, N, lambda: np.ascontiguousarray(wd.T)) \
+        if gemm is not None else None
+    sc = xp.empty((N, H4), dt)                          # a step's product
     h = xp.ascontiguousarray(h0._data, dt)
     acts = xp.empty((L, N, H4), dt)
     tcs = xp.empty((L, N, H), dt)
@@ -514,30 +564,37 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
     gc = xp.empty((L + 1, N, 2 * H), dt)                # (g, c) per step; c of the step before
     j0 = L if reverse else 0
     gc[j0, :, H:] = c0._data
-    msk = hprev = None
+    node = node_for(MkldnnRnnLayerBackward0 if dt == np.float32 else _LstmLayerStack,
+                    (x, h0, c0, w_ih, w_hh, b_ih, b_hh))
+    msk = None
+    # the state before each step (the hidden weights' gradient's operand), kept by the loops
+    hprev = xp.empty((L, N, H), dt) if masks is not None or node is not None else None
     if masks is not None:
         msk = (xp.ascontiguousarray(xp.stack([m._data.reshape(N) for m, _ in masks]), dt),
                xp.ascontiguousarray(xp.stack([nm._data.reshape(N) for _, nm in masks]), dt))
-        hprev = xp.empty((L, N, H), dt)
     c = _compiled(dt) if gemm is not None else None
     if c is not None:           # the whole loop in one compiled call
-        k, gemm, (gaddr, iw), (fe, de), (ft, tdat) = c
+        k, (fe, de), (ft, tdat) = c[0], c[3], c[4]
+        faddr, iw = _addr(rhs.fn)
         hn = np.empty((N, H), dt)
         m, nm = msk if msk is not None else (_NOMASK[dt], _NOMASK[dt])
-        k.lstm_forward(gaddr, iw, fe, de, ft, tdat, wtn, gp, bp, h, acts, gc, tcs, out, hn, m, nm,
-                       hprev if hprev is not None else out, msk is not None, reverse, dt.type(1), dt.type(0),
-                       np.empty((2, N, H), dt))
+        k.lstm_forward(faddr, iw, rhs.packed, rhs.mat, rhs.ld, fe, de, ft, tdat, gp, bp, sc, h, acts, gc, tcs, out,
+                       hn, m, nm, hprev if hprev is not None else out, msk is not None, hprev is not None, reverse,
+                       dt.type(1), dt.type(0), np.empty((2, N, H), dt))
         h = hn
     else:
         with np.errstate(over="ignore"):
             for t in (range(L - 1, -1, -1) if reverse else range(L)):
                 a = acts[t]
-                if gemm is not None:
-                    _gemm(gemm, h, wtn, a)
+                if rhs is not None:
+                    rhs.mul(h, sc)
                 else:
-                    _blas.matmul(h, wtn, out=a)
-                a += gp[t]
-                a += bp
+                    _blas.matmul(h, wd.T, out=sc)
+                sc += gp[t]
+                sc += bp
+                xp.negative(sc[:, H3:], out=a[:, :H])           # o, i, f negated; g
+                xp.negative(sc[:, :2 * H], out=a[:, H:H3])
+                a[:, H3:] = sc[:, 2 * H:H3]
                 s = a[:, :H3]
                 xp.exp(s, out=s)
                 s += 1
@@ -557,16 +614,13 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
                     c2 *= m
                     c2 += cur[:, H:] * nm
                 else:
+                    if hprev is not None:
+                        hprev[t] = h
                     h = xp.multiply(a[:, :H], tc, out=out[t])
-    node = node_for(MkldnnRnnLayerBackward0 if dt == np.float32 else _LstmLayerStack,
-                    (x, h0, c0, w_ih, w_hh, b_ih, b_hh))
     # (the last states as arrays of their own: h may be a view of the outputs)
     res = finish_multi(node, [out, h if c is not None else xp.array(h, copy=True),
                               xp.array(gc[L - j0, :, H:], copy=True)])
     if node is not None:
-        if masks is None:
-            h0d = h0._data.astype(dt, copy=False)[None]
-            hprev = xp.concatenate([out[1:], h0d] if reverse else [h0d, out[:-1]])
         node.vals = (acts, gc, tcs, hprev, msk, gemm)
         node.reverse = reverse
         node.masks = masks
