@@ -60,3 +60,42 @@ def test_matches_torch_with_grad(relu_path, dtype):
     np.testing.assert_array_equal(res[0][0][fin].view(u), res[1][0][fin].view(u))
     np.testing.assert_array_equal(res[0][1], res[1][1])
     assert res[0][2] == res[1][2]
+
+
+@needs_torch
+@pytest.mark.parametrize("case", ["functional", "method", "view", "strided_view", "no_grad", "double_backward"])
+def test_relu_in_place_matches_torch(case):
+    """relu_ writes over the tensor's own values (the compiled in-place pass on large contiguous
+    float arrays; an out-of-place result copied back otherwise): values (NaN, -0.0 kept), gradients,
+    versions and double backward as PyTorch's, through views too."""
+    a0 = np.random.default_rng(0).standard_normal((4, 64, 64)).astype(np.float32)
+    a0[0, 0, :3] = [np.nan, -0.0, 0.0]
+
+    def run(lib):
+        x = lib.tensor(a0, requires_grad=True)
+        y = x * 2
+        if case == "functional":
+            out = lib.nn.functional.relu(y, inplace=True)
+        elif case == "method":
+            out = y.relu_()
+        elif case == "view":
+            y[1].relu_()
+            out = y
+        elif case == "strided_view":
+            y[:, ::2].relu_()
+            out = y
+        elif case == "no_grad":
+            with lib.no_grad():
+                y.relu_()
+            out = y
+        else:
+            z = y.relu_()
+            out, = lib.autograd.grad((z * z).sum(), x, create_graph=True)
+        out.sum().backward()
+        return out.detach().numpy(), x.grad.numpy(), y._version
+
+    (to, tg, tv), (ro, rgr, rv) = run(torch), run(retrograd)
+    for a, b in ((ro, to), (rgr, tg)):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
+    assert rv == tv

@@ -96,7 +96,7 @@ def prelu(input, weight):
 
 
 def relu(input, inplace=False):
-    return _maybe_inplace(_relu, input, inplace)
+    return input.relu_() if inplace else _relu(input)
 
 
 def relu_(input):

@@ -9,7 +9,7 @@ import numba
 
 from ._accel_kernels import wide_vectors
 
-__all__ = ["select", "relu"]
+__all__ = ["select", "relu", "relu_inplace"]
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -18,6 +18,15 @@ def select(a, mask, out, zero):
     # a's type (a literal 0 would unify uint64 with int64 as float64 and round the bits)
     for i in range(a.shape[0]):
         out[i] = a[i] if mask[i] else zero
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def relu_inplace(a, zero):
+    # relu over a itself (one array: two aliased ones would keep LLVM from vectorising)
+    wide_vectors()
+    for i in range(a.shape[0]):
+        v = a[i]
+        a[i] = zero if v < zero else v
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)

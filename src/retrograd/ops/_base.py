@@ -896,7 +896,11 @@ def apply_inplace(self, fn, *args, **kwargs):
     check_inplace(self, *args, *kwargs.values(), overlap=not getattr(fn, "_overlap_ok", False))
     recording = _state.grad and (self._requires_grad or any(
         isinstance(a, Tensor) and a._requires_grad for a in args))
-    if recording:
+    if recording and not getattr(fn, "_saves_input", True) and not args and not kwargs:
+        # an op whose node keeps only its output (relu_, exp_, sigmoid_, ...): nothing saved
+        # reads the old value, so the op runs on self itself, without a snapshot copy
+        r = fn(self)
+    elif recording:
         src = _new(Tensor)
         src._data = self._data.copy()
         if self._requires_grad:
@@ -923,6 +927,8 @@ def apply_inplace(self, fn, *args, **kwargs):
         raise RuntimeError(f"output with shape {list(sd.shape)} doesn't match the broadcast shape {list(rd.shape)}")
     if sd.ndim == 0 and type(sd) is _ndarray:
         sd[()] = rd
+    elif rd is sd:
+        pass        # (the op wrote its result over self's values itself)
     elif 0 in sd.strides:
         # Elements sharing memory (an expanded tensor, for the ops PyTorch lets write one):
         # only the elements the op changed are written, as PyTorch's kernels do.

@@ -205,11 +205,13 @@ def _tanh_backward(g, y):
     return _elementwise_backward(TanhBackwardBackward0, g, y, gd * (1 - yd * yd))
 
 
-def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None, holomorphic=True):
+def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None, holomorphic=True, fwd_into=None):
     """Define op ``name``: forward ``fwd(array)``, node ``node_name`` whose backward is
     ``bwd(g, x, y)`` (x the saved input, y the saved output; unused ones are None).
     ``saves`` is what PyTorch saves ("input", "output", "both" or "none"), so that in-place
-    writes are caught exactly when PyTorch catches them; ``check(dtype)`` refuses dtypes."""
+    writes are caught exactly when PyTorch catches them; ``check(dtype)`` refuses dtypes.
+    ``fwd_into(array)``: the forward written over its argument where it can (True), for the
+    in-place variant of an op that saves only its output."""
 
     def backward(self, g):
         if holomorphic and g._data.dtype.kind == "c" and not getattr(self, "_conj_pass", False):
@@ -228,7 +230,7 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None, h
 
     node_cls = type(node_name, (OpNode,), {"backward": backward, "__module__": __name__})
 
-    def op(input, *, out=None):
+    def op(input, *, out=None, _into=False):
         x = input._data
         k = x.dtype.kind
         if check is not None:
@@ -238,7 +240,7 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None, h
         half = x.dtype == _HALF or k == "V"
         if half:  # PyTorch computes half ops (float16, bfloat16) in float32 and rounds once
             x = x.astype(np.float32)
-        r = quiet(fwd, x)
+        r = x if _into and x is input._data and fwd_into(x) else quiet(fwd, x)
         if half or (k == "f" and r.dtype != x.dtype):
             r = r.astype(input._data.dtype)
         r = arr(r)
@@ -253,11 +255,18 @@ def _make_unary(name, fwd, node_name, saves, bwd, float_only=True, check=None, h
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"Elementwise ``{name}``."
+    op._saves_input = saves in ("input", "both")     # (apply_inplace: no snapshot of the old value needed)
     globals()[name] = op
     globals()[node_name] = node_cls
     __all__.append(name)
     TENSOR_METHODS[name] = op
     INPLACE[name + "_"] = op
+    if fwd_into is not None and not op._saves_input:
+        def op_(input):
+            return op(input, _into=True)     # (apply_inplace then has nothing to copy back)
+        op_.__name__ = op_.__qualname__ = name + "_"
+        op_._saves_input = False
+        INPLACE[name + "_"] = op_
     return op
 
 
@@ -345,8 +354,21 @@ def _relu_np(a):
     return xp_for(a).maximum(0, a).astype(a.dtype, copy=False)
 
 
+def _relu_into(a):
+    """relu over ``a`` itself where the compiled pass takes it (see _relu_np): True if done."""
+    if type(a) is np.ndarray and a.size >= 8192 and a.dtype in _RELU_FLOATS and a.flags.c_contiguous \
+            and a.flags.writeable:
+        from . import _accel
+        k = _accel.load(_RELU_KERNELS, "_accel_mask")
+        if k is not None:
+            k.relu_inplace(a.reshape(-1), a.dtype.type(0))
+            return True
+    return False
+
+
 _make_unary("relu", _relu_np, "ReluBackward0", "output",
-            lambda g, x, y: masked_grad(g, ~(y._data <= 0), y), float_only=False, check=_relu_check)
+            lambda g, x, y: masked_grad(g, ~(y._data <= 0), y), float_only=False, check=_relu_check,
+            fwd_into=_relu_into)
 _make_unary("abs", np.abs, "AbsBackward0", "input", lambda g, x, y: g * sgn(x), float_only=False,
             check=_not_implemented("abs_cpu"), holomorphic=False)
 def _sign_np(a):
