@@ -596,6 +596,9 @@ def _fwd(x, w, p, want_cols=False, bias=None):
         y = _fwd_dw(x, w, p, bias)
         return (y, None) if want_cols else y
     if host and _blocked(x, w) and (bias is None or bias.dtype == x.dtype):
+        y = _direct_fwd(x, w, p, bias)
+        if y is not None:
+            return (y, None) if want_cols else y
         y = _wino(x, w, p.pad, p, bias)
         if y is not None:
             return (y, None) if want_cols else y
@@ -640,6 +643,9 @@ def _bwd_w(x, g, wshape, p, cols=None):
     if host and wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
         return _bwd_w_dw(x, g, wshape, p)
     if host and _blocked(x, g):
+        gw = _direct_bwd_w(x, g, wshape, p) if cols is None else None
+        if gw is not None:
+            return gw
         gw = _wino_w(x, g, wshape, p) if cols is None else None
         if gw is not None:
             return gw
@@ -685,6 +691,9 @@ def _bwd_in(g, w, xshape, p):
     if host and _depthwise(w, p):
         return _bwd_in_dw(g, w, xshape, p)
     if host and _blocked(g, w):
+        gx = _direct_bwd_in(g, w, xshape, p)
+        if gx is not None:
+            return gx
         pad = _wino_flip_pad(xshape, g.shape, p)
         if pad is not None:
             gx = _wino(g, w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3), pad, p)
@@ -1056,6 +1065,124 @@ def _bwd_w_dw(x, g, wshape, p):
     for off in itertools.product(*[range(v) for v in k]):
         gw[(slice(None), 0) + off] = (_dw_window(xp, off, p, out) * g).sum(axis=axes)
     return gw
+
+
+# Few-channel stride-1 2-D convolutions (groups 1, dilation 1) of float32/float64 run as direct
+# sums where numba is present (ops._accel_direct): no column matrix. With 4 or 8 output rows
+# the column path's GEMMs are short and its columns, KH*KW times the input (25x for a 5x5
+# kernel), cost more to write and read than the products; the direct kernels read each
+# sample's padded planes from cache instead. Padding meets the other operand's values
+# (0 * w, g * 0 in the wide rows' extra columns): with an inf or NaN there it would give NaN
+# where the columns' sums do not reach, so such operands take the column path.
+_DIRECT_KERNELS = []
+_DIRECT_K = (2, 7)       # least and most kernel rows and columns
+_DIRECT_CH = 8           # most input channels (forward, weight gradient) ... placeholder
+_DIRECT_W_BYTES = 128 << 10     # a weight gradient's block of samples: its planes and gradient rows
+
+
+def _direct_kernels(*arrays):
+    """ops._accel_direct when its kernels should run on these arrays, else None."""
+    if _accel.for_arrays(*arrays) is None:
+        return None
+    return _accel.load(_DIRECT_KERNELS, "_accel_direct")
+
+
+def _direct_geom(xshape, wshape, p):
+    """(padded height, padded width, output size) where the direct kernels serve this
+    convolution of input channels ``xshape[1]`` into ``wshape[0]``, else None."""
+    k = wshape[2:]
+    if p.stride != (1, 1) or p.dilation != (1, 1) or p.groups != 1 or len(k) != 2 \
+            or not (_DIRECT_K[0] <= k[0] <= _DIRECT_K[1] and _DIRECT_K[0] <= k[1] <= _DIRECT_K[1]) \
+            or not _direct_channels(wshape[1], wshape[0]):
+        return None
+    hp, wp, out = _geom2(xshape, k, p)
+    if out[0] < 1 or out[1] < 1:
+        return None
+    return hp, wp, out
+
+
+def _direct_channels(c, o):
+    return c <= _DIRECT_CH and o <= 16
+
+
+def _all_finite(a):
+    return bool(np.isfinite(a).all()) if a.size <= 4096 else _finite(a)
+
+
+def _direct_corr(kern, x, w, out, pad, bias):
+    """The kernels' correlation of x (N, C, H, W) with w (O, C, KH, KW), zero padding
+    ``pad`` at the top/left and the padded width that gives ``out`` (OH, OW) columns."""
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    (plh, plw) = pad
+    wp = out[1] + kw - 1
+    L = out[0] * wp
+    v = 64 // x.itemsize
+    Lr = -(-L // v) * v          # (whole 512-bit vectors: no remainder loop)
+    P = (out[0] + kh - 1) * wp
+    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
+    y = np.empty((n, o) + tuple(out), x.dtype)
+    b = np.empty(0, x.dtype) if bias is None else np.ascontiguousarray(bias)
+    runs = _runs(n, 1, n * c * kh * kw * L * x.itemsize)
+    bufs = [(np.zeros(c * P + Lr - L + kw - 1, x.dtype), np.empty((2, Lr), x.dtype)) for _ in runs]
+
+    def run(r, i, j):
+        kern.corr(x[i:j], w, y[i:j], bufs[r][0], bufs[r][1], plh, plw, wp, b)
+    _each_run(runs, run)
+    return y
+
+
+def _direct_fwd(x, w, p, bias=None):
+    """conv(x, w) (+ bias) by the direct kernels, or None where they do not serve it."""
+    if _direct_geom(x.shape, w.shape, p) is None:
+        return None
+    kern = _direct_kernels(x, w)
+    if kern is None or not _all_finite(w):
+        return None
+    out = _geom2(x.shape, w.shape[2:], p)[2]
+    return _direct_corr(kern, x, w, out, (p.pad[0][0], p.pad[1][0]), bias)
+
+
+def _direct_bwd_in(g, w, xshape, p):
+    """The input gradient as the correlation of g, re-padded, with the flipped, transposed
+    kernel, or None."""
+    if _direct_geom(xshape, w.shape, p) is None:
+        return None
+    k = w.shape[2:]
+    pad = tuple(k[i] - 1 - lo for i, (lo, _) in enumerate(p.pad))
+    if any(v < 0 for v in pad) or any(k[i] - 1 - hi < 0 for i, (_, hi) in enumerate(p.pad)):
+        return None
+    kern = _direct_kernels(g, w)
+    if kern is None or not _all_finite(w):
+        return None
+    wt = w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3)
+    return _direct_corr(kern, g, wt, tuple(xshape[2:]), pad, None)
+
+
+def _direct_bwd_w(x, g, wshape, p):
+    """The weight gradient by the direct kernels (sums over fixed blocks of samples, added in
+    block order: the same bits for every thread count), or None."""
+    geom = _direct_geom(x.shape, wshape, p)
+    if geom is None:
+        return None
+    kern = _direct_kernels(x, g)
+    if kern is None or not (_finite(x) and _finite(g)):
+        return None
+    hp, wp, out = geom
+    n, c = x.shape[:2]
+    o, _, kh, kw = wshape
+    P = hp * wp
+    B = max(1, min(n, _DIRECT_W_BYTES // ((c + o) * P * x.itemsize)))
+    x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+    parts = np.empty((-(-n // B), o, c, kh, kw), x.dtype)
+    runs = _runs(n, B, n * c * kh * kw * out[0] * out[1] * x.itemsize)
+    bufs = [(np.zeros(c * (B + 1) * P, x.dtype), np.zeros((o, B * P), x.dtype)) for _ in runs]
+
+    def run(r, i, j):
+        kern.corr_w(x[i:j], g[i:j], parts[i // B:-(-j // B)], bufs[r][0], bufs[r][1], p.pad[0][0], p.pad[1][0],
+                    wp, B)
+    _each_run(runs, run)
+    return parts.sum(0)
 
 
 # *** differentiable ops ***
