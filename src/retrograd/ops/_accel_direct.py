@@ -16,7 +16,7 @@ import numba
 
 from ._accel_kernels import wide_vectors
 
-__all__ = ["corr", "corr_w"]
+__all__ = ["corr", "corr_w", "corr_exact", "corr_w_exact"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 # The correlation's multiply-adds fused (one rounding, not two: within the NumPy path's
@@ -200,22 +200,79 @@ def _taps3(a0, a1, src, off, L, wp, v, q):
 
 
 @_jit_fma
-def _taps(a0, a1, src, off, L, wp, v, q):
-    # any kernel size: one tap at a time
+def _tap5(a0, src, off, L, wp, v):
+    # _taps5 for one output channel
     wide_vectors()
-    for a in range(v.shape[0]):
-        for b in range(v.shape[1]):
-            vb, qb = v[a, b], q[a, b]
-            o = off + _u(a * wp + b)
-            for t in range(_u(L)):
-                s = src[o + t]
-                a0[t] += vb * s
-                a1[t] += qb * s
+    v00, v01, v02, v03, v04 = v[0, 0], v[0, 1], v[0, 2], v[0, 3], v[0, 4]
+    v10, v11, v12, v13, v14 = v[1, 0], v[1, 1], v[1, 2], v[1, 3], v[1, 4]
+    v20, v21, v22, v23, v24 = v[2, 0], v[2, 1], v[2, 2], v[2, 3], v[2, 4]
+    v30, v31, v32, v33, v34 = v[3, 0], v[3, 1], v[3, 2], v[3, 3], v[3, 4]
+    v40, v41, v42, v43, v44 = v[4, 0], v[4, 1], v[4, 2], v[4, 3], v[4, 4]
+    r0, r1, r2, r3, r4 = off, off + _u(1 * wp), off + _u(2 * wp), off + _u(3 * wp), off + _u(4 * wp)
+    e1, e2, e3, e4 = _u(1), _u(2), _u(3), _u(4)
+    for t in range(_u(L)):
+        j = r0 + t
+        x0 = v00 * src[j]
+        x0 += v01 * src[j + e1]
+        x0 += v02 * src[j + e2]
+        x0 += v03 * src[j + e3]
+        x0 += v04 * src[j + e4]
+        j = r1 + t
+        x1 = v10 * src[j]
+        x1 += v11 * src[j + e1]
+        x1 += v12 * src[j + e2]
+        x1 += v13 * src[j + e3]
+        x1 += v14 * src[j + e4]
+        j = r2 + t
+        x2 = v20 * src[j]
+        x2 += v21 * src[j + e1]
+        x2 += v22 * src[j + e2]
+        x2 += v23 * src[j + e3]
+        x2 += v24 * src[j + e4]
+        j = r3 + t
+        x3 = v30 * src[j]
+        x3 += v31 * src[j + e1]
+        x3 += v32 * src[j + e2]
+        x3 += v33 * src[j + e3]
+        x3 += v34 * src[j + e4]
+        j = r4 + t
+        x4 = v40 * src[j]
+        x4 += v41 * src[j + e1]
+        x4 += v42 * src[j + e2]
+        x4 += v43 * src[j + e3]
+        x4 += v44 * src[j + e4]
+        a0[t] += x0 + x1 + x2 + x3 + x4
+
+
+@_jit_fma
+def _tap3(a0, src, off, L, wp, v):
+    # _taps3 for one output channel
+    wide_vectors()
+    v00, v01, v02 = v[0, 0], v[0, 1], v[0, 2]
+    v10, v11, v12 = v[1, 0], v[1, 1], v[1, 2]
+    v20, v21, v22 = v[2, 0], v[2, 1], v[2, 2]
+    r0, r1, r2 = off, off + _u(1 * wp), off + _u(2 * wp)
+    e1, e2 = _u(1), _u(2)
+    for t in range(_u(L)):
+        j = r0 + t
+        x0 = v00 * src[j]
+        x0 += v01 * src[j + e1]
+        x0 += v02 * src[j + e2]
+        j = r1 + t
+        x1 = v10 * src[j]
+        x1 += v11 * src[j + e1]
+        x1 += v12 * src[j + e2]
+        j = r2 + t
+        x2 = v20 * src[j]
+        x2 += v21 * src[j + e1]
+        x2 += v22 * src[j + e2]
+        a0[t] += x0 + x1 + x2
+
 
 
 @_jit
 def corr(x, w, y, buf, acc, plh, plw, wp, bias):
-    """y[n, o, i, j] = sum over (c, a, b) of w[o, c, a, b] * xp[n, c, i + a, j + b] (+ bias[o]
+    """For a 3x3 or 5x5 ``w``: y[n, o, i, j] = sum over (c, a, b) of w[o, c, a, b] * xp[n, c, i + a, j + b] (+ bias[o]
     when ``bias`` is not empty, added to the rounded sum), xp the input zero-padded by (plh,
     plw) at the top and left to row length ``wp`` (and below to OH + KH - 1 rows). ``acc``:
     (2, Lr), Lr = OH * wp rounded up to whole vectors (the kernels run over it all);
@@ -231,19 +288,23 @@ def corr(x, w, y, buf, acc, plh, plw, wp, bias):
     for n in range(N):
         _planes(x, n, buf, P, plh, plw, wp)
         for o in range(0, O, 2):
-            o1 = o + 1 if o + 1 < O else o     # (an odd last channel computed twice, kept once)
+            two = o + 1 < O
+            o1 = o + 1 if two else o
             for t in range(Lr):
                 a0[t] = 0
                 a1[t] = 0
             for c in range(C):
                 off = _u(c * P)
-                if KH == 5 and KW == 5:
-                    _taps5(a0, a1, buf, off, Lr, wp, w[o, c], w[o1, c])
-                elif KH == 3 and KW == 3:
+                if KH == 5:
+                    if two:
+                        _taps5(a0, a1, buf, off, Lr, wp, w[o, c], w[o1, c])
+                    else:
+                        _tap5(a0, buf, off, Lr, wp, w[o, c])
+                elif two:
                     _taps3(a0, a1, buf, off, Lr, wp, w[o, c], w[o1, c])
                 else:
-                    _taps(a0, a1, buf, off, Lr, wp, w[o, c], w[o1, c])
-            for k in range(2 if o1 > o else 1):
+                    _tap3(a0, buf, off, Lr, wp, w[o, c])
+            for k in range(2 if two else 1):
                 ak = acc[k]
                 yo = y[n, o + k]
                 for i in range(OH):
@@ -284,43 +345,9 @@ def _dots5(g0, g1, src, off, L, out0, out1):
     out1[0], out1[1], out1[2], out1[3], out1[4] = p0, p1, p2, p3, p4
 
 
-@_jit_sum
-def _dots3(g0, g1, src, off, L, out0, out1):
-    wide_vectors()
-    s0 = s1 = s2 = src.dtype.type(0)
-    p0 = p1 = p2 = src.dtype.type(0)
-    e1, e2 = _u(1), _u(2)
-    for t in range(_u(L)):
-        j = off + t
-        u, v = g0[t], g1[t]
-        x0, x1, x2 = src[j], src[j + e1], src[j + e2]
-        s0 += u * x0
-        s1 += u * x1
-        s2 += u * x2
-        p0 += v * x0
-        p1 += v * x1
-        p2 += v * x2
-    out0[0], out0[1], out0[2] = s0, s1, s2
-    out1[0], out1[1], out1[2] = p0, p1, p2
-
-
-@_jit_sum
-def _dots(g0, g1, src, off, L, out0, out1):
-    wide_vectors()
-    for b in range(out0.shape[0]):
-        s = p = src.dtype.type(0)
-        o = off + _u(b)
-        for t in range(_u(L)):
-            x = src[o + t]
-            s += g0[t] * x
-            p += g1[t] * x
-        out0[b] = s
-        out1[b] = p
-
-
 @_jit
 def corr_w(x, g, parts, buf, gw, plh, plw, wp, B):
-    """parts[k, o, c, a, b] = sum over the samples n of the k-th block of B and (i, j) of
+    """For a 5x5 kernel: parts[k, o, c, a, b] = sum over the samples n of the k-th block of B and (i, j) of
     g[n, o, i, j] * xp[n, c, i + a, j + b] (xp as in corr), for finite x and g. A block's
     padded planes lie one after another per channel (``buf``: C rows of (B + 1) * P, P the
     padded plane, zeroed), its output gradient's wide rows likewise per output channel
@@ -351,10 +378,54 @@ def corr_w(x, g, parts, buf, gw, plh, plw, wp, B):
             for c in range(C):
                 for a in range(KH):
                     off = _u(c * S + a * wp)
-                    d0, d1 = parts[k, o, c, a], parts[k, o1, c, a]
-                    if KW == 5:
-                        _dots5(gw[o], gw[o1], buf, off, L, d0, d1)
-                    elif KW == 3:
-                        _dots3(gw[o], gw[o1], buf, off, L, d0, d1)
-                    else:
-                        _dots(gw[o], gw[o1], buf, off, L, d0, d1)
+                    _dots5(gw[o], gw[o1], buf, off, L, parts[k, o, c, a], parts[k, o1, c, a])
+
+
+# Operands with an inf or NaN where PyTorch's oneDNN kernels run (see ops.conv._skips_padding):
+# those add the products of real positions only; the padding meets nothing.
+
+@_jit
+def corr_exact(x, w, y, acc, plh, plw, bias):
+    """corr's sums over the taps that fall inside the input only (``acc``: a work row of OW)."""
+    N, C, H, W = x.shape
+    O, KH, KW = w.shape[0], w.shape[2], w.shape[3]
+    OH, OW = y.shape[2], y.shape[3]
+    with_bias = bias.shape[0] > 0
+    for n in range(N):
+        for o in range(O):
+            for i in range(OH):
+                for j in range(OW):
+                    acc[j] = 0
+                for c in range(C):
+                    for a in range(KH):
+                        r = i + a - plh
+                        if r < 0 or r >= H:
+                            continue
+                        xr = x[n, c, r]
+                        for b in range(KW):
+                            wv = w[o, c, a, b]
+                            for j in range(max(0, plw - b), min(OW, W + plw - b)):
+                                acc[j] += wv * xr[j + b - plw]
+                row = y[n, o, i]
+                for j in range(OW):
+                    row[j] = acc[j] + bias[o] if with_bias else acc[j]
+
+
+@_jit
+def corr_w_exact(x, g, out, plh, plw):
+    """out[o, c, a, b] = sum over n and the output positions (i, j) whose tap (a, b) falls
+    inside the input of g[n, o, i, j] * x[n, c, i + a - plh, j + b - plw]."""
+    N, C, H, W = x.shape
+    O, OH, OW = g.shape[1], g.shape[2], g.shape[3]
+    KH, KW = out.shape[2], out.shape[3]
+    for o in range(O):
+        for c in range(C):
+            for a in range(KH):
+                for b in range(KW):
+                    s = out.dtype.type(0)
+                    for n in range(N):
+                        for i in range(max(0, plh - a), min(OH, H + plh - a)):
+                            gi, xr = g[n, o, i], x[n, c, i + a - plh]
+                            for j in range(max(0, plw - b), min(OW, W + plw - b)):
+                                s += gi[j] * xr[j + b - plw]
+                    out[o, c, a, b] = s

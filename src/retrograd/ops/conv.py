@@ -1067,17 +1067,31 @@ def _bwd_w_dw(x, g, wshape, p):
     return gw
 
 
-# Few-channel stride-1 2-D convolutions (groups 1, dilation 1) of float32/float64 run as direct
-# sums where numba is present (ops._accel_direct): no column matrix. With 4 or 8 output rows
-# the column path's GEMMs are short and its columns, KH*KW times the input (25x for a 5x5
-# kernel), cost more to write and read than the products; the direct kernels read each
-# sample's padded planes from cache instead. Padding meets the other operand's values
-# (0 * w, g * 0 in the wide rows' extra columns): with an inf or NaN there it would give NaN
-# where the columns' sums do not reach, so such operands take the column path.
+# Few-channel stride-1 2-D convolutions (3x3 and 5x5 kernels, groups 1, dilation 1) of
+# float32/float64 run as direct sums where numba is present (ops._accel_direct): no column
+# matrix. With few output channels the column path's GEMMs are short, and its columns, KH*KW
+# times the input (25x for 5x5), cost more to write and read than the products; the direct
+# kernels read each sample's padded planes from cache instead.
+# Measured here (single thread, float32, CPU-time medians, direct time / column path's, with
+# Winograd where it serves; batch 64 over 14x14 and 28x28, 32 over 32x32 for 3x3):
+#   5x5, 1 -> 4 (the seeds' conv1): forward 0.62-0.69, input gradient 0.48-0.62, weight 0.63-0.69;
+#   5x5, 4 -> 8 (conv2): 0.61-0.78, 0.51-0.62, 0.65-0.88; 8 -> 8: 0.53-0.62, 0.49-0.55, 0.53-0.63;
+#   5x5, 16 -> 4..8: 0.38-0.52, 0.33-0.46, 0.29-0.52; 32 -> 4..8: 0.33-0.46, 0.35-0.47, 0.40-0.69;
+#   5x5, 4..16 -> 16: 0.70-0.99, 0.68-0.92, 0.82-1.12; but 1..2 -> 16: 1.0-1.2, 1.0-1.45, 1.0-1.5;
+#   5x5, 1..4 -> 32: 1.4-2.0 (hence at most 16 outputs, and 16 only from 4 inputs);
+#   3x3, 1..16 -> 4..8: forward 0.63-0.80, input gradient 0.48-0.78, weight 0.92-1.19 (its
+#   dot products' reductions run at half the forward's rate: the weight gradient keeps the
+#   column path for 3x3); 3x3, 1..16 -> 16: 0.81-1.18.
+# Against PyTorch's oneDNN in the same runs (forward + both gradients): 1 -> 4 5x5 0.21-0.35x,
+# 4 -> 8 5x5 0.55-0.84x, 8 -> 8 5x5 0.79-1.4x (torch's kernels outrun these from ~8 channels).
+# Padding meets the other operand in the wide rows (0 * w; g * 0 and 0 * x in the weight
+# gradient's extra columns): with an inf or NaN there it gives NaN where a sum over the real
+# positions does not. Such operands take the column path (whose NaN are PyTorch's own im2col
+# kernels': float64, and float32 that PyTorch keeps off oneDNN), or, where PyTorch's oneDNN
+# kernels run (_skips_padding), the exact kernels, which skip the padding as those do.
 _DIRECT_KERNELS = []
-_DIRECT_K = (2, 7)       # least and most kernel rows and columns
-_DIRECT_CH = 8           # most input channels (forward, weight gradient) ... placeholder
-_DIRECT_W_BYTES = 128 << 10     # a weight gradient's block of samples: its planes and gradient rows
+_DIRECT_MOST_CH = 32               # most input channels (measured)
+_DIRECT_W_BYTES = 128 << 10        # a weight gradient's block of samples: its planes and gradient rows
 
 
 def _direct_kernels(*arrays):
@@ -1087,22 +1101,29 @@ def _direct_kernels(*arrays):
     return _accel.load(_DIRECT_KERNELS, "_accel_direct")
 
 
-def _direct_geom(xshape, wshape, p):
-    """(padded height, padded width, output size) where the direct kernels serve this
-    convolution of input channels ``xshape[1]`` into ``wshape[0]``, else None."""
-    k = wshape[2:]
-    if p.stride != (1, 1) or p.dilation != (1, 1) or p.groups != 1 or len(k) != 2 \
-            or not (_DIRECT_K[0] <= k[0] <= _DIRECT_K[1] and _DIRECT_K[0] <= k[1] <= _DIRECT_K[1]) \
-            or not _direct_channels(wshape[1], wshape[0]):
-        return None
-    hp, wp, out = _geom2(xshape, k, p)
-    if out[0] < 1 or out[1] < 1:
-        return None
-    return hp, wp, out
+def _direct_use(kind, c, o, k):
+    """Whether the direct kernels serve product ``kind`` ("fwd", "in" or "w") of a
+    convolution of c input into o output channels, kernel k (see the figures above)."""
+    if k not in ((3, 3), (5, 5)) or c > _DIRECT_MOST_CH or (kind == "w" and k != (5, 5)):
+        return False
+    return o <= 8 or (k == (5, 5) and o <= 16 and c >= 4 and (kind != "w" or c <= 8))
 
 
-def _direct_channels(c, o):
-    return c <= _DIRECT_CH and o <= 16
+def _direct_geom(kind, xshape, wshape, p):
+    """The output size where the direct kernels serve this product, else None."""
+    if p.stride != (1, 1) or p.dilation != (1, 1) or p.groups != 1 or len(wshape) != 4 \
+            or not _direct_use(kind, wshape[1], wshape[0], tuple(wshape[2:])):
+        return None
+    out = _geom2(xshape, wshape[2:], p)[2]
+    return out if out[0] >= 1 and out[1] >= 1 else None
+
+
+def _skips_padding(x, k):
+    """Whether PyTorch's CPU convolution of this float32 input takes its oneDNN kernels,
+    which add the products of real positions only (its own im2col kernels, which it takes
+    otherwise and for float64, multiply the padding's zeros: 0 * inf is NaN)."""
+    n, c, h, w = x.shape
+    return x.dtype == np.float32 and (n > 1 or (k[0] > 3 and k[1] > 3) or n * c * h * w > 20480)
 
 
 def _all_finite(a):
@@ -1134,46 +1155,57 @@ def _direct_corr(kern, x, w, out, pad, bias):
 
 def _direct_fwd(x, w, p, bias=None):
     """conv(x, w) (+ bias) by the direct kernels, or None where they do not serve it."""
-    if _direct_geom(x.shape, w.shape, p) is None:
+    out = _direct_geom("fwd", x.shape, w.shape, p)
+    kern = None if out is None else _direct_kernels(x, w)
+    if kern is None:
         return None
-    kern = _direct_kernels(x, w)
-    if kern is None or not _all_finite(w):
-        return None
-    out = _geom2(x.shape, w.shape[2:], p)[2]
-    return _direct_corr(kern, x, w, out, (p.pad[0][0], p.pad[1][0]), bias)
+    pad = (p.pad[0][0], p.pad[1][0])
+    if not _all_finite(w):
+        if not _skips_padding(x, w.shape[2:]):
+            return None
+        y = np.empty((x.shape[0], w.shape[0]) + out, x.dtype)
+        b = np.empty(0, x.dtype) if bias is None else np.ascontiguousarray(bias)
+        kern.corr_exact(np.ascontiguousarray(x), np.ascontiguousarray(w), y, np.empty(out[1], x.dtype), *pad, b)
+        return y
+    return _direct_corr(kern, x, w, out, pad, bias)
 
 
 def _direct_bwd_in(g, w, xshape, p):
     """The input gradient as the correlation of g, re-padded, with the flipped, transposed
-    kernel, or None."""
-    if _direct_geom(xshape, w.shape, p) is None:
+    kernel, or None (an inf or NaN in w: the column path, whose col2im drops the padding's
+    terms as PyTorch's kernels do)."""
+    if _direct_geom("in", xshape, w.shape, p) is None:
         return None
     k = w.shape[2:]
-    pad = tuple(k[i] - 1 - lo for i, (lo, _) in enumerate(p.pad))
-    if any(v < 0 for v in pad) or any(k[i] - 1 - hi < 0 for i, (_, hi) in enumerate(p.pad)):
+    pad = tuple((k[i] - 1 - lo, k[i] - 1 - hi) for i, (lo, hi) in enumerate(p.pad))
+    if any(v < 0 for lohi in pad for v in lohi):
         return None
     kern = _direct_kernels(g, w)
     if kern is None or not _all_finite(w):
         return None
     wt = w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3)
-    return _direct_corr(kern, g, wt, tuple(xshape[2:]), pad, None)
+    return _direct_corr(kern, g, wt, tuple(xshape[2:]), (pad[0][0], pad[1][0]), None)
 
 
 def _direct_bwd_w(x, g, wshape, p):
     """The weight gradient by the direct kernels (sums over fixed blocks of samples, added in
     block order: the same bits for every thread count), or None."""
-    geom = _direct_geom(x.shape, wshape, p)
-    if geom is None:
+    out = _direct_geom("w", x.shape, wshape, p)
+    kern = None if out is None else _direct_kernels(x, g)
+    if kern is None:
         return None
-    kern = _direct_kernels(x, g)
-    if kern is None or not (_finite(x) and _finite(g)):
-        return None
-    hp, wp, out = geom
     n, c = x.shape[:2]
     o, _, kh, kw = wshape
-    P = hp * wp
-    B = max(1, min(n, _DIRECT_W_BYTES // ((c + o) * P * x.itemsize)))
     x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+    if not (_finite(x) and _finite(g)):
+        if not (_finite(x) and _skips_padding(x, wshape[2:])):
+            return None       # (an inf or NaN in x: the column path's sums are exact)
+        gw = np.empty(wshape, x.dtype)
+        kern.corr_w_exact(x, g, gw, p.pad[0][0], p.pad[1][0])
+        return gw
+    wp = out[1] + kw - 1
+    P = (out[0] + kh - 1) * wp
+    B = max(1, min(n, _DIRECT_W_BYTES // ((c + o) * P * x.itemsize)))
     parts = np.empty((-(-n // B), o, c, kh, kw), x.dtype)
     runs = _runs(n, B, n * c * kh * kw * out[0] * out[1] * x.itemsize)
     bufs = [(np.zeros(c * (B + 1) * P, x.dtype), np.zeros((o, B * P), x.dtype)) for _ in runs]
