@@ -1084,11 +1084,14 @@ def _bwd_w_dw(x, g, wshape, p):
 #   column path for 3x3); 3x3, 1..16 -> 16: 0.81-1.18.
 # Against PyTorch's oneDNN in the same runs (forward + both gradients): 1 -> 4 5x5 0.21-0.35x,
 # 4 -> 8 5x5 0.55-0.84x, 8 -> 8 5x5 0.79-1.4x (torch's kernels outrun these from ~8 channels).
-# Padding meets the other operand in the wide rows (0 * w; g * 0 and 0 * x in the weight
-# gradient's extra columns): with an inf or NaN there it gives NaN where a sum over the real
-# positions does not. Such operands take the column path (whose NaN are PyTorch's own im2col
-# kernels': float64, and float32 that PyTorch keeps off oneDNN), or, where PyTorch's oneDNN
-# kernels run (_skips_padding), the exact kernels, which skip the padding as those do.
+# Padding meets the other operand in the wide rows (0 * w; 0 * g, and g's zero extra columns
+# * x in the weight gradient): with an inf or NaN there it gives NaN where a sum over the
+# real positions does not. Such operands take the column path, whose NaN are those of
+# PyTorch's own im2col kernels (float64, and the float32 convolutions PyTorch keeps off
+# oneDNN); where PyTorch's oneDNN kernels run (_skips_padding), an inf or NaN weight
+# (forward) or output gradient (weight gradient) takes the exact kernels instead (their NumPy
+# path without numba), which skip the padding as those do. (Its input gradient, a col2im,
+# drops the padding's terms on every path.)
 _DIRECT_KERNELS = []
 _DIRECT_MOST_CH = 32               # most input channels (measured)
 _DIRECT_W_BYTES = 128 << 10        # a weight gradient's block of samples: its planes and gradient rows
@@ -1153,20 +1156,62 @@ def _direct_corr(kern, x, w, out, pad, bias):
     return y
 
 
+def _tap_ranges(a, lo, size, out):
+    """The output positions i whose tap a falls inside the input (0 <= i + a - lo < size)."""
+    return max(0, lo - a), min(out, size + lo - a)
+
+
+def _exact_fwd(x, w, pad, out, bias):
+    """The NumPy path of the exact forward kernel: each tap's product over the output
+    positions where it falls inside the input only."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    y = np.zeros((n, o) + tuple(out), x.dtype)
+    for a in range(kh):
+        i0, i1 = _tap_ranges(a, pad[0], h, out[0])
+        for b in range(kw):
+            j0, j1 = _tap_ranges(b, pad[1], wd, out[1])
+            if i0 < i1 and j0 < j1:
+                xs = x[:, :, i0 + a - pad[0]:i1 + a - pad[0], j0 + b - pad[1]:j1 + b - pad[1]]
+                y[:, :, i0:i1, j0:j1] += np.einsum("oc,nchw->nohw", w[:, :, a, b], xs)
+    if bias is not None:
+        y += bias.reshape(1, o, 1, 1)
+    return y
+
+
+def _exact_w(x, g, wshape, pad):
+    """The NumPy path of the exact weight-gradient kernel."""
+    n, c, h, wd = x.shape
+    out = g.shape[2:]
+    gw = np.zeros(wshape, x.dtype)
+    for a in range(wshape[2]):
+        i0, i1 = _tap_ranges(a, pad[0], h, out[0])
+        for b in range(wshape[3]):
+            j0, j1 = _tap_ranges(b, pad[1], wd, out[1])
+            if i0 < i1 and j0 < j1:
+                xs = x[:, :, i0 + a - pad[0]:i1 + a - pad[0], j0 + b - pad[1]:j1 + b - pad[1]]
+                gw[:, :, a, b] = np.einsum("nohw,nchw->oc", g[:, :, i0:i1, j0:j1], xs)
+    return gw
+
+
 def _direct_fwd(x, w, p, bias=None):
     """conv(x, w) (+ bias) by the direct kernels, or None where they do not serve it."""
     out = _direct_geom("fwd", x.shape, w.shape, p)
-    kern = None if out is None else _direct_kernels(x, w)
-    if kern is None:
+    if out is None:
         return None
+    kern = _direct_kernels(x, w)
     pad = (p.pad[0][0], p.pad[1][0])
     if not _all_finite(w):
         if not _skips_padding(x, w.shape[2:]):
             return None
+        if kern is None:
+            return _exact_fwd(x, w, pad, out, bias)
         y = np.empty((x.shape[0], w.shape[0]) + out, x.dtype)
         b = np.empty(0, x.dtype) if bias is None else np.ascontiguousarray(bias)
         kern.corr_exact(np.ascontiguousarray(x), np.ascontiguousarray(w), y, np.empty(out[1], x.dtype), *pad, b)
         return y
+    if kern is None:
+        return None
     return _direct_corr(kern, x, w, out, pad, bias)
 
 
@@ -1190,19 +1235,23 @@ def _direct_bwd_in(g, w, xshape, p):
 def _direct_bwd_w(x, g, wshape, p):
     """The weight gradient by the direct kernels (sums over fixed blocks of samples, added in
     block order: the same bits for every thread count), or None."""
-    out = _direct_geom("w", x.shape, wshape, p)
-    kern = None if out is None else _direct_kernels(x, g)
-    if kern is None:
+    out = _direct_geom("fwd", x.shape, wshape, p)     # (the exact kernel: whatever the forward takes)
+    if out is None:
         return None
+    kern = _direct_kernels(x, g)
     n, c = x.shape[:2]
     o, _, kh, kw = wshape
-    x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
-    if not (_finite(x) and _finite(g)):
-        if not (_finite(x) and _skips_padding(x, wshape[2:])):
-            return None       # (an inf or NaN in x: the column path's sums are exact)
+    if not _finite(g):      # (the padding's zeros would meet its inf or NaN)
+        if not (_skips_padding(x, wshape[2:]) and _finite(x)):
+            return None
+        if kern is None:
+            return _exact_w(x, g, wshape, (p.pad[0][0], p.pad[1][0]))
         gw = np.empty(wshape, x.dtype)
-        kern.corr_w_exact(x, g, gw, p.pad[0][0], p.pad[1][0])
+        kern.corr_w_exact(np.ascontiguousarray(x), np.ascontiguousarray(g), gw, p.pad[0][0], p.pad[1][0])
         return gw
+    if kern is None or not _direct_use("w", c, o, (kh, kw)) or not _finite(x):
+        return None       # (an inf or NaN in x would meet the zeros of g's extra columns: the column path's sums are exact)
+    x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
     wp = out[1] + kw - 1
     P = (out[0] + kh - 1) * wp
     B = max(1, min(n, _DIRECT_W_BYTES // ((c + o) * P * x.itemsize)))
