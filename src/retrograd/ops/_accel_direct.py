@@ -25,7 +25,7 @@ _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False
 # them (and not over fused multiply-adds). No other fast-math flag: inf and NaN keep their
 # IEEE meaning.
 _jit_fma = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, fastmath={"contract"})
-_jit_sum = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, fastmath={"reassoc"})
+_jit_sum = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, fastmath={"reassoc", "contract"})
 # (flat offsets unsigned, as in ops._accel_conv: a signed index that may be negative keeps
 # LLVM from vectorising)
 _u = numba.uint64

@@ -1079,9 +1079,10 @@ def _bwd_w_dw(x, g, wshape, p):
 #   5x5, 16 -> 4..8: 0.38-0.52, 0.33-0.46, 0.29-0.52; 32 -> 4..8: 0.33-0.46, 0.35-0.47, 0.40-0.69;
 #   5x5, 4..16 -> 16: 0.70-0.99, 0.68-0.92, 0.82-1.12; but 1..2 -> 16: 1.0-1.2, 1.0-1.45, 1.0-1.5;
 #   5x5, 1..4 -> 32: 1.4-2.0 (hence at most 16 outputs, and 16 only from 4 inputs);
-#   3x3, 1..16 -> 4..8: forward 0.63-0.80, input gradient 0.48-0.78, weight 0.92-1.19 (its
-#   dot products' reductions run at half the forward's rate: the weight gradient keeps the
-#   column path for 3x3); 3x3, 1..16 -> 16: 0.81-1.18.
+#   3x3, 1..16 -> 4..8: forward 0.63-0.80, input gradient 0.48-0.78, weight 0.92-1.19 (the
+#   weight gradient keeps the column path for 3x3); 3x3, 1..16 -> 16: 0.81-1.18. 3x3 with 8
+#   or more channels each way stays with Winograd (against which 8..16 -> 8 measured
+#   0.63-0.77 forward and input gradient: a bound to revisit together).
 # Against PyTorch's oneDNN in the same runs (forward + both gradients): 1 -> 4 5x5 0.21-0.35x,
 # 4 -> 8 5x5 0.55-0.84x, 8 -> 8 5x5 0.79-1.4x (torch's kernels outrun these from ~8 channels).
 # Padding meets the other operand in the wide rows (0 * w; 0 * g, and g's zero extra columns
@@ -1109,6 +1110,8 @@ def _direct_use(kind, c, o, k):
     convolution of c input into o output channels, kernel k (see the figures above)."""
     if k not in ((3, 3), (5, 5)) or c > _DIRECT_MOST_CH or (kind == "w" and k != (5, 5)):
         return False
+    if k == (3, 3) and min(c, o) >= _WINO_CH[0]:
+        return False      # (Winograd's; see the figures above)
     return o <= 8 or (k == (5, 5) and o <= 16 and c >= 4 and (kind != "w" or c <= 8))
 
 
