@@ -1079,6 +1079,9 @@ def _bwd_w_dw(x, g, wshape, p):
 #   5x5, 16 -> 4..8: 0.38-0.52, 0.33-0.46, 0.29-0.52; 32 -> 4..8: 0.33-0.46, 0.35-0.47, 0.40-0.69;
 #   5x5, 4..16 -> 16: 0.70-0.99, 0.68-0.92, 0.82-1.12; but 1..2 -> 16: 1.0-1.2, 1.0-1.45, 1.0-1.5;
 #   5x5, 1..4 -> 32: 1.4-2.0 (hence at most 16 outputs, and 16 only from 4 inputs);
+#   5x5 without padding (10x10 to 32x32): 1..16 -> 6..8 0.57-0.60, 0.71-0.87, 0.50-0.79, but
+#   the input gradient of 4..6 -> 16 1.16 (its correlation over the input plane, 2x the
+#   output plane here: at most 8 outputs where the input plane is much the larger);
 #   3x3, 1..16 -> 4..8: forward 0.63-0.80, input gradient 0.48-0.78, weight 0.92-1.19 (the
 #   weight gradient keeps the column path for 3x3); 3x3, 1..16 -> 16: 0.81-1.18. 3x3 with 8
 #   or more channels each way stays with Winograd (against which 8..16 -> 8 measured
@@ -1105,23 +1108,29 @@ def _direct_kernels(*arrays):
     return _accel.load(_DIRECT_KERNELS, "_accel_direct")
 
 
-def _direct_use(kind, c, o, k):
+def _direct_use(kind, c, o, k, spread=1.0):
     """Whether the direct kernels serve product ``kind`` ("fwd", "in" or "w") of a
-    convolution of c input into o output channels, kernel k (see the figures above)."""
+    convolution of c input into o output channels, kernel k (see the figures above);
+    ``spread``: the input plane's size over the output plane's (an input gradient's
+    correlation runs over the input plane, its taps on the output gradient's re-padding)."""
     if k not in ((3, 3), (5, 5)) or c > _DIRECT_MOST_CH or (kind == "w" and k != (5, 5)):
         return False
     if k == (3, 3) and min(c, o) >= _WINO_CH[0]:
         return False      # (Winograd's; see the figures above)
-    return o <= 8 or (k == (5, 5) and o <= 16 and c >= 4 and (kind != "w" or c <= 8))
+    if o <= 8:
+        return True
+    return k == (5, 5) and o <= 16 and c >= 4 and (kind != "w" or c <= 8) and (kind != "in" or spread <= 1.25)
 
 
 def _direct_geom(kind, xshape, wshape, p):
     """The output size where the direct kernels serve this product, else None."""
-    if p.stride != (1, 1) or p.dilation != (1, 1) or p.groups != 1 or len(wshape) != 4 \
-            or not _direct_use(kind, wshape[1], wshape[0], tuple(wshape[2:])):
+    if p.stride != (1, 1) or p.dilation != (1, 1) or p.groups != 1 or len(wshape) != 4:
         return None
     out = _geom2(xshape, wshape[2:], p)[2]
-    return out if out[0] >= 1 and out[1] >= 1 else None
+    if out[0] < 1 or out[1] < 1:
+        return None
+    spread = xshape[2] * xshape[3] / (out[0] * out[1])
+    return out if _direct_use(kind, wshape[1], wshape[0], tuple(wshape[2:]), spread) else None
 
 
 def _skips_padding(x, k):
