@@ -1179,15 +1179,16 @@ def _exact_fwd(x, w, pad, out, bias):
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     y = np.zeros((n, o) + tuple(out), x.dtype)
-    for a in range(kh):
-        i0, i1 = _tap_ranges(a, pad[0], h, out[0])
-        for b in range(kw):
-            j0, j1 = _tap_ranges(b, pad[1], wd, out[1])
-            if i0 < i1 and j0 < j1:
-                xs = x[:, :, i0 + a - pad[0]:i1 + a - pad[0], j0 + b - pad[1]:j1 + b - pad[1]]
-                y[:, :, i0:i1, j0:j1] += np.einsum("oc,nchw->nohw", w[:, :, a, b], xs)
-    if bias is not None:
-        y += bias.reshape(1, o, 1, 1)
+    with np.errstate(invalid="ignore", over="ignore"):       # (inf and NaN as the kernels give them)
+        for a in range(kh):
+            i0, i1 = _tap_ranges(a, pad[0], h, out[0])
+            for b in range(kw):
+                j0, j1 = _tap_ranges(b, pad[1], wd, out[1])
+                if i0 < i1 and j0 < j1:
+                    xs = x[:, :, i0 + a - pad[0]:i1 + a - pad[0], j0 + b - pad[1]:j1 + b - pad[1]]
+                    y[:, :, i0:i1, j0:j1] += np.einsum("oc,nchw->nohw", w[:, :, a, b], xs)
+        if bias is not None:
+            y += bias.reshape(1, o, 1, 1)
     return y
 
 
@@ -1196,13 +1197,14 @@ def _exact_w(x, g, wshape, pad):
     n, c, h, wd = x.shape
     out = g.shape[2:]
     gw = np.zeros(wshape, x.dtype)
-    for a in range(wshape[2]):
-        i0, i1 = _tap_ranges(a, pad[0], h, out[0])
-        for b in range(wshape[3]):
-            j0, j1 = _tap_ranges(b, pad[1], wd, out[1])
-            if i0 < i1 and j0 < j1:
-                xs = x[:, :, i0 + a - pad[0]:i1 + a - pad[0], j0 + b - pad[1]:j1 + b - pad[1]]
-                gw[:, :, a, b] = np.einsum("nohw,nchw->oc", g[:, :, i0:i1, j0:j1], xs)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for a in range(wshape[2]):
+            i0, i1 = _tap_ranges(a, pad[0], h, out[0])
+            for b in range(wshape[3]):
+                j0, j1 = _tap_ranges(b, pad[1], wd, out[1])
+                if i0 < i1 and j0 < j1:
+                    xs = x[:, :, i0 + a - pad[0]:i1 + a - pad[0], j0 + b - pad[1]:j1 + b - pad[1]]
+                    gw[:, :, a, b] = np.einsum("nohw,nchw->oc", g[:, :, i0:i1, j0:j1], xs)
     return gw
 
 
