@@ -21,7 +21,8 @@ SHAPES = [((4, 1, 12, 12), (4, 1, 5, 5), ((2, 2), (2, 2))),        # the seeds' 
           ((1, 3, 11, 6), (5, 3, 5, 5), ((0, 0), (0, 0))),         # batch 1, no padding, odd channel count
           ((2, 6, 8, 10), (3, 6, 3, 3), ((1, 1), (1, 1))),         # 3x3 (forward and input gradient)
           ((3, 2, 9, 9), (1, 2, 3, 3), ((0, 1), (2, 1))),          # one output channel, uneven padding
-          ((2, 3, 6, 8), (4, 3, 5, 5), ((1, 3), (4, 0)))]          # uneven 5x5 padding
+          ((2, 3, 6, 8), (4, 3, 5, 5), ((1, 3), (4, 0))),          # uneven 5x5 padding
+          ((2, 2, 6, 5), (6, 2, 5, 5), ((2, 2), (1, 3)))]          # 6 outputs: a block of 4 and a pair
 
 
 def _p(pad):
