@@ -1,5 +1,5 @@
 """numba kernels for ops.conv's direct 2-D convolution of few channels (imported only where
-numba is installed; see ops._accel and ops.conv._direct).
+numba is installed; see ops._accel and the direct section of ops.conv).
 
 No column matrix: each sample's input channels are copied, zero-padded, into one work row
 of "wide" planes (padded height x padded width ``wp``, flattened), in which a kernel offset
@@ -7,10 +7,15 @@ of "wide" planes (padded height x padded width ``wp``, flattened), in which a ke
 width (OH * wp values; the wp - OW extra columns of each row are dropped), so every loop
 over it is one long contiguous run that LLVM vectorises, reading its taps straight from
 the cached planes. A forward (or an input gradient: the same correlation of the output
-gradient, re-padded, with the flipped, transposed kernel) accumulates a kernel row's taps
-in one expression per output channel pair; a weight gradient takes, per sample, the dot
-products of the wide output-gradient rows (zero in the extra columns) with the shifted
-planes.
+gradient, re-padded, with the flipped, transposed kernel) sums a whole 3x3 or 5x5 kernel's
+taps in one expression per output channel, two output channels per read of a tap. A 5x5
+weight gradient lays a block of samples' planes one after another, so that each kernel
+offset's sum over the block is one long dot product of the output gradient's wide rows
+(zero in the extra columns and rows) with the shifted planes, four output channels per
+read of a tap.
+
+corr_exact and corr_w_exact serve operands with an inf or NaN: sums over the taps that fall
+inside the input only (the padding meets nothing).
 """
 import numba
 
@@ -19,11 +24,10 @@ from ._accel_kernels import wide_vectors
 __all__ = ["corr", "corr_w", "corr_exact", "corr_w_exact"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-# The correlation's multiply-adds fused (one rounding, not two: within the NumPy path's
-# rounding, and twice the arithmetic per cycle); the weight gradient's dot products are
-# reductions, which LLVM vectorises (several partial sums) only when allowed to reassociate
-# them (and not over fused multiply-adds). No other fast-math flag: inf and NaN keep their
-# IEEE meaning.
+# Multiply-adds fused (one rounding, not two: within the NumPy path's rounding, and twice
+# the arithmetic per cycle); the weight gradient's dot products are reductions, which LLVM
+# vectorises (several partial sums) only when allowed to reassociate them. No other
+# fast-math flag: inf and NaN keep their IEEE meaning.
 _jit_fma = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, fastmath={"contract"})
 _jit_sum = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, fastmath={"reassoc", "contract"})
 # (flat offsets unsigned, as in ops._accel_conv: a signed index that may be negative keeps
@@ -272,11 +276,12 @@ def _tap3(a0, src, off, L, wp, v):
 
 @_jit
 def corr(x, w, y, buf, acc, plh, plw, wp, bias):
-    """For a 3x3 or 5x5 ``w``: y[n, o, i, j] = sum over (c, a, b) of w[o, c, a, b] * xp[n, c, i + a, j + b] (+ bias[o]
-    when ``bias`` is not empty, added to the rounded sum), xp the input zero-padded by (plh,
-    plw) at the top and left to row length ``wp`` (and below to OH + KH - 1 rows). ``acc``:
-    (2, Lr), Lr = OH * wp rounded up to whole vectors (the kernels run over it all);
-    ``buf``: a zeroed work row of C * (OH + KH - 1) * wp + Lr - OH * wp + KW - 1."""
+    """For a 3x3 or 5x5 ``w``: y[n, o, i, j] = sum over (c, a, b) of w[o, c, a, b] *
+    xp[n, c, i + a, j + b] (+ bias[o] when ``bias`` is not empty, added to the rounded sum),
+    xp the input zero-padded by (plh, plw) at the top and left to row length ``wp`` (and
+    below to OH + KH - 1 rows). ``acc``: (2, Lr), Lr = OH * wp rounded up to whole vectors
+    (the kernels run over it all); ``buf``: a zeroed work row of C * (OH + KH - 1) * wp +
+    Lr - OH * wp + KW - 1."""
     N, C = x.shape[0], x.shape[1]
     O, KH, KW = w.shape[0], w.shape[2], w.shape[3]
     OH, OW = y.shape[2], y.shape[3]

@@ -1264,7 +1264,7 @@ def _direct_bwd_w(x, g, wshape, p):
         kern.corr_w_exact(np.ascontiguousarray(x), np.ascontiguousarray(g), gw, p.pad[0][0], p.pad[1][0])
         return gw
     if kern is None or not _direct_use("w", c, o, (kh, kw)) or not _finite(x):
-        return None       # (an inf or NaN in x would meet the zeros of g's extra columns: the column path's sums are exact)
+        return None       # (an inf or NaN in x would meet g's zero extra columns: the column path's sums are exact)
     x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
     wp = out[1] + kw - 1
     P = (out[0] + kh - 1) * wp
