@@ -57,6 +57,7 @@ def spy(monkeypatch):
         pytest.skip("numba is not installed")
     s = _Spy(k)
     monkeypatch.setattr(conv, "_DIRECT_KERNELS", [s])
+    monkeypatch.setattr(_threads, "_threads", [1])      # (one run of samples: one call per product)
     return s
 
 
