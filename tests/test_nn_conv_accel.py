@@ -245,6 +245,7 @@ def test_transposed_col2im_kernel_gives_the_numpy_paths_bits(xs, ws, st, pad, op
 @pytest.mark.parametrize("xs,ws,st,pad,dil,groups", STRIDED + [(xs, ws, (1, 1), pad, dil, g) for xs, ws, pad, dil, g in WIDE])
 def test_im2col_kernels_give_the_numpy_paths_bits(xs, ws, st, pad, dil, groups, dtype, monkeypatch):
     """Forward and weight gradient (both from the columns) of the column and wide paths."""
+    monkeypatch.setattr(conv, "_direct_use", lambda *a: False)    # (the direct kernels: test_conv_direct.py)
     rng = np.random.default_rng(9)
     x = rng.standard_normal(xs).astype(dtype)
     x.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]

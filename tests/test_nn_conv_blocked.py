@@ -11,6 +11,13 @@ from helpers import needs_torch, torch
 
 numba_only = pytest.mark.skipif(_accel.kernels() is None, reason="numba is not installed")
 
+
+@pytest.fixture(autouse=True)
+def _column_path(monkeypatch):
+    """These are the column path's tests: the few-channel direct kernels, which would take
+    some of these geometries, are tested in test_conv_direct.py."""
+    monkeypatch.setattr(conv, "_direct_use", lambda *a: False)
+
 # (x shape, weight shape, stride, padding, dilation, groups); padding may be "same"
 GEOMS = [((5, 3, 9, 8), (6, 3, 3, 3), 1, 1, 1, 1),
          ((4, 4, 10, 9), (6, 2, 3, 2), (2, 3), (1, 0), (1, 2), 2),

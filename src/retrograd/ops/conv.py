@@ -630,6 +630,9 @@ def _fwd(x, w, p, want_cols=False, bias=None):
         y = _fwd_dw(x, w, p, bias)
         return (y, None) if want_cols else y
     if host and _blocked(x, w) and (bias is None or bias.dtype == x.dtype):
+        y = _direct_fwd(x, w, p, bias)
+        if y is not None:
+            return (y, None) if want_cols else y
         y = _wino(x, w, p.pad, p, bias)
         if y is not None:
             return (y, None) if want_cols else y
@@ -674,6 +677,9 @@ def _bwd_w(x, g, wshape, p, cols=None):
     if host and wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
         return _bwd_w_dw(x, g, wshape, p)
     if host and _blocked(x, g):
+        gw = _direct_bwd_w(x, g, wshape, p) if cols is None else None
+        if gw is not None:
+            return gw
         gw = _wino_w(x, g, wshape, p) if cols is None else None
         if gw is not None:
             return gw
@@ -719,6 +725,9 @@ def _bwd_in(g, w, xshape, p):
     if host and _depthwise(w, p):
         return _bwd_in_dw(g, w, xshape, p)
     if host and _blocked(g, w):
+        gx = _direct_bwd_in(g, w, xshape, p)
+        if gx is not None:
+            return gx
         pad = _wino_flip_pad(xshape, g.shape, p)
         if pad is not None:
             gx = _wino(g, w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3), pad, p, cin=w.shape[1])
@@ -1090,6 +1099,219 @@ def _bwd_w_dw(x, g, wshape, p):
     for off in itertools.product(*[range(v) for v in k]):
         gw[(slice(None), 0) + off] = (_dw_window(xp, off, p, out) * g).sum(axis=axes)
     return gw
+
+
+# Few-channel stride-1 2-D convolutions (3x3 and 5x5 kernels, groups 1, dilation 1) of
+# float32/float64 run as direct sums where numba is present (ops._accel_direct): no column
+# matrix. With few output channels the column path's GEMMs are short, and its columns, KH*KW
+# times the input (25x for 5x5), cost more to write and read than the products; the direct
+# kernels read each sample's padded planes from cache instead.
+# Measured here (single thread, float32, CPU-time medians, direct time / column path's, with
+# Winograd where it serves; batch 64 over 14x14 and 28x28, 32 over 32x32 for 3x3):
+#   5x5, 1 -> 4 (the seeds' conv1): forward 0.62-0.69, input gradient 0.48-0.62, weight 0.63-0.69;
+#   5x5, 4 -> 8 (conv2): 0.61-0.78, 0.51-0.62, 0.65-0.88; 8 -> 8: 0.53-0.62, 0.49-0.55, 0.53-0.63;
+#   5x5, 16 -> 4..8: 0.38-0.52, 0.33-0.46, 0.29-0.52; 32 -> 4..8: 0.33-0.46, 0.35-0.47, 0.40-0.69;
+#   5x5, 4..16 -> 16: 0.70-0.99, 0.68-0.92, 0.82-1.12; but 1..2 -> 16: 1.0-1.2, 1.0-1.45, 1.0-1.5;
+#   5x5, 1..4 -> 32: 1.4-2.0 (hence at most 16 outputs, and 16 only from 4 inputs);
+#   5x5 without padding (10x10 to 32x32): 1..16 -> 6..8 0.57-0.60, 0.71-0.87, 0.50-0.79, but
+#   the input gradient of 4..6 -> 16 1.16 (its correlation over the input plane, 2x the
+#   output plane here: at most 8 outputs where the input plane is much the larger);
+#   3x3, 1..16 -> 4..8: forward 0.63-0.80, input gradient 0.48-0.78, weight 0.92-1.19 (the
+#   weight gradient keeps the column path for 3x3); 3x3, 1..16 -> 16: 0.81-1.18. 3x3 with 8
+#   or more channels each way stays with Winograd (against which 8..16 -> 8 measured
+#   0.63-0.77 forward and input gradient: a bound to revisit together).
+# Against PyTorch's oneDNN in the same runs (forward + both gradients): 1 -> 4 5x5 0.21-0.35x,
+# 4 -> 8 5x5 0.55-0.84x, 8 -> 8 5x5 0.79-1.4x (torch's kernels outrun these from ~8 channels).
+# Padding meets the other operand in the wide rows (0 * w; 0 * g, and g's zero extra columns
+# * x in the weight gradient): with an inf or NaN there it gives NaN where a sum over the
+# real positions does not. Such operands take the column path, whose NaN are those of
+# PyTorch's own im2col kernels (float64, and the float32 convolutions PyTorch keeps off
+# oneDNN); where PyTorch's oneDNN kernels run (_skips_padding), an inf or NaN weight
+# (forward) or output gradient (weight gradient) takes the exact kernels instead (their NumPy
+# path without numba), which skip the padding as those do. (Its input gradient, a col2im,
+# drops the padding's terms on every path.)
+_DIRECT_KERNELS = []
+_DIRECT_MOST_CH = 32               # most input channels (measured)
+_DIRECT_W_BYTES = 128 << 10        # a weight gradient's block of samples: its planes and gradient rows
+
+
+def _direct_kernels(*arrays):
+    """ops._accel_direct when its kernels should run on these arrays, else None."""
+    if _accel.for_arrays(*arrays) is None:
+        return None
+    return _accel.load(_DIRECT_KERNELS, "_accel_direct")
+
+
+def _direct_use(kind, c, o, k, spread=1.0):
+    """Whether the direct kernels serve product ``kind`` ("fwd", "in" or "w") of a
+    convolution of c input into o output channels, kernel k (see the figures above);
+    ``spread``: the input plane's size over the output plane's (an input gradient's
+    correlation runs over the input plane, its taps on the output gradient's re-padding)."""
+    if k not in ((3, 3), (5, 5)) or c > _DIRECT_MOST_CH or (kind == "w" and k != (5, 5)):
+        return False
+    if k == (3, 3) and min(c, o) >= _WINO_CH[0]:
+        return False      # (Winograd's; see the figures above)
+    if o <= 8:
+        return True
+    return k == (5, 5) and o <= 16 and c >= 4 and (kind != "w" or c <= 8) and (kind != "in" or spread <= 1.25)
+
+
+def _direct_geom(kind, xshape, wshape, p):
+    """The output size where the direct kernels serve this product, else None."""
+    if p.stride != (1, 1) or p.dilation != (1, 1) or p.groups != 1 or len(wshape) != 4:
+        return None
+    out = _geom2(xshape, wshape[2:], p)[2]
+    if out[0] < 1 or out[1] < 1:
+        return None
+    spread = xshape[2] * xshape[3] / (out[0] * out[1])
+    return out if _direct_use(kind, wshape[1], wshape[0], tuple(wshape[2:]), spread) else None
+
+
+def _skips_padding(x, k):
+    """Whether PyTorch's CPU convolution of this float32 input takes its oneDNN kernels,
+    which add the products of real positions only (its own im2col kernels, which it takes
+    otherwise and for float64, multiply the padding's zeros: 0 * inf is NaN)."""
+    n, c, h, w = x.shape
+    return x.dtype == np.float32 and (n > 1 or (k[0] > 3 and k[1] > 3) or n * c * h * w > 20480)
+
+
+def _all_finite(a):
+    return bool(np.isfinite(a).all()) if a.size <= 4096 else _finite(a)
+
+
+def _direct_corr(kern, x, w, out, pad, bias):
+    """The kernels' correlation of x (N, C, H, W) with w (O, C, KH, KW), zero padding
+    ``pad`` at the top/left and the padded width that gives ``out`` (OH, OW) columns."""
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    (plh, plw) = pad
+    wp = out[1] + kw - 1
+    L = out[0] * wp
+    v = 64 // x.itemsize
+    Lr = -(-L // v) * v          # (whole 512-bit vectors: no remainder loop)
+    P = (out[0] + kh - 1) * wp
+    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
+    y = np.empty((n, o) + tuple(out), x.dtype)
+    b = np.empty(0, x.dtype) if bias is None else np.ascontiguousarray(bias)
+    runs = _runs(n, 1, n * c * kh * kw * L * x.itemsize)
+    bufs = [(np.zeros(c * P + Lr - L + kw - 1, x.dtype), np.empty((2, Lr), x.dtype)) for _ in runs]
+
+    def run(r, i, j):
+        kern.corr(x[i:j], w, y[i:j], bufs[r][0], bufs[r][1], plh, plw, wp, b)
+    _each_run(runs, run)
+    return y
+
+
+def _tap_ranges(a, lo, size, out):
+    """The output positions i whose tap a falls inside the input (0 <= i + a - lo < size)."""
+    return max(0, lo - a), min(out, size + lo - a)
+
+
+def _exact_fwd(x, w, pad, out, bias):
+    """The NumPy path of the exact forward kernel: each tap's product over the output
+    positions where it falls inside the input only."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    y = np.zeros((n, o) + tuple(out), x.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):       # (inf and NaN as the kernels give them)
+        for a in range(kh):
+            i0, i1 = _tap_ranges(a, pad[0], h, out[0])
+            for b in range(kw):
+                j0, j1 = _tap_ranges(b, pad[1], wd, out[1])
+                if i0 < i1 and j0 < j1:
+                    xs = x[:, :, i0 + a - pad[0]:i1 + a - pad[0], j0 + b - pad[1]:j1 + b - pad[1]]
+                    y[:, :, i0:i1, j0:j1] += np.einsum("oc,nchw->nohw", w[:, :, a, b], xs)
+        if bias is not None:
+            y += bias.reshape(1, o, 1, 1)
+    return y
+
+
+def _exact_w(x, g, wshape, pad):
+    """The NumPy path of the exact weight-gradient kernel."""
+    n, c, h, wd = x.shape
+    out = g.shape[2:]
+    gw = np.zeros(wshape, x.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for a in range(wshape[2]):
+            i0, i1 = _tap_ranges(a, pad[0], h, out[0])
+            for b in range(wshape[3]):
+                j0, j1 = _tap_ranges(b, pad[1], wd, out[1])
+                if i0 < i1 and j0 < j1:
+                    xs = x[:, :, i0 + a - pad[0]:i1 + a - pad[0], j0 + b - pad[1]:j1 + b - pad[1]]
+                    gw[:, :, a, b] = np.einsum("nohw,nchw->oc", g[:, :, i0:i1, j0:j1], xs)
+    return gw
+
+
+def _direct_fwd(x, w, p, bias=None):
+    """conv(x, w) (+ bias) by the direct kernels, or None where they do not serve it."""
+    out = _direct_geom("fwd", x.shape, w.shape, p)
+    if out is None:
+        return None
+    kern = _direct_kernels(x, w)
+    pad = (p.pad[0][0], p.pad[1][0])
+    if not _all_finite(w):
+        if not _skips_padding(x, w.shape[2:]):
+            return None
+        if kern is None:
+            return _exact_fwd(x, w, pad, out, bias)
+        y = np.empty((x.shape[0], w.shape[0]) + out, x.dtype)
+        b = np.empty(0, x.dtype) if bias is None else np.ascontiguousarray(bias)
+        kern.corr_exact(np.ascontiguousarray(x), np.ascontiguousarray(w), y, np.empty(out[1], x.dtype), *pad, b)
+        return y
+    if kern is None:
+        return None
+    return _direct_corr(kern, x, w, out, pad, bias)
+
+
+def _direct_bwd_in(g, w, xshape, p):
+    """The input gradient as the correlation of g, re-padded, with the flipped, transposed
+    kernel, or None (an inf or NaN in w: the column path, whose col2im drops the padding's
+    terms as PyTorch's kernels do)."""
+    if _direct_geom("in", xshape, w.shape, p) is None:
+        return None
+    k = w.shape[2:]
+    pad = tuple((k[i] - 1 - lo, k[i] - 1 - hi) for i, (lo, hi) in enumerate(p.pad))
+    if any(v < 0 for lohi in pad for v in lohi):
+        return None
+    kern = _direct_kernels(g, w)
+    if kern is None or not _all_finite(w):
+        return None
+    wt = w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3)
+    return _direct_corr(kern, g, wt, tuple(xshape[2:]), (pad[0][0], pad[1][0]), None)
+
+
+def _direct_bwd_w(x, g, wshape, p):
+    """The weight gradient by the direct kernels (sums over fixed blocks of samples, added in
+    block order: the same bits for every thread count), or None."""
+    out = _direct_geom("fwd", x.shape, wshape, p)     # (the exact kernel: whatever the forward takes)
+    if out is None:
+        return None
+    kern = _direct_kernels(x, g)
+    n, c = x.shape[:2]
+    o, _, kh, kw = wshape
+    if not _finite(g):      # (the padding's zeros would meet its inf or NaN)
+        if not (_skips_padding(x, wshape[2:]) and _finite(x)):
+            return None
+        if kern is None:
+            return _exact_w(x, g, wshape, (p.pad[0][0], p.pad[1][0]))
+        gw = np.empty(wshape, x.dtype)
+        kern.corr_w_exact(np.ascontiguousarray(x), np.ascontiguousarray(g), gw, p.pad[0][0], p.pad[1][0])
+        return gw
+    if kern is None or not _direct_use("w", c, o, (kh, kw)) or not _finite(x):
+        return None       # (an inf or NaN in x would meet g's zero extra columns: the column path's sums are exact)
+    x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+    wp = out[1] + kw - 1
+    P = (out[0] + kh - 1) * wp
+    B = max(1, min(n, _DIRECT_W_BYTES // ((c + o) * P * x.itemsize)))
+    parts = np.empty((-(-n // B), o, c, kh, kw), x.dtype)
+    runs = _runs(n, B, n * c * kh * kw * out[0] * out[1] * x.itemsize)
+    bufs = [(np.zeros(c * (B + 1) * P, x.dtype), np.zeros((o, B * P), x.dtype)) for _ in runs]
+
+    def run(r, i, j):
+        kern.corr_w(x[i:j], g[i:j], parts[i // B:-(-j // B)], bufs[r][0], bufs[r][1], p.pad[0][0], p.pad[1][0],
+                    wp, B)
+    _each_run(runs, run)
+    return parts.sum(0)
 
 
 # *** differentiable ops ***
