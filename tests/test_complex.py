@@ -255,3 +255,29 @@ def test_complex_variance_gradcheck():
     assert gradcheck(lambda t: t.var(1), (x,))
     assert gradcheck(lambda t: t.std(), (x,))
     assert gradcheck(lambda t: t.norm(dim=0), (x,))
+
+
+@needs_torch
+@pytest.mark.parametrize("view", ["real", "imag", "view_as_real"])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_in_place_on_real_view_of_complex_non_leaf(view, create_graph):
+    """An in-place op on the real / imaginary view of a complex non-leaf writes through it and
+    the base's gradient (CopySlices over the base's (re, im) pairs) is PyTorch's, also for a
+    view made again afterwards and under create_graph."""
+    a = np.array([[1 + 2j, 3 - 1j, 0.25j], [0.5 - 0.2j, -2 + 1j, 1.5]])
+    res = []
+    for lib in (torch, retrograd):
+        x = lib.tensor(a, requires_grad=True)
+        y = x * x
+        v = y.real if view == "real" else y.imag if view == "imag" else lib.view_as_real(y)
+        v.mul_(3)
+        loss = (y * y.conj()).real.sum() + y.imag.sum() + lib.view_as_real(y)[..., 0].sum()
+        if create_graph:
+            g, = lib.autograd.grad(loss, x, create_graph=True)
+            (g.abs() ** 2).sum().backward()
+        else:
+            loss.backward()
+        res.append((y.detach().numpy(), x.grad.numpy(), type(y.grad_fn).__name__))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-10)
+    assert res[1][2] == res[0][2]

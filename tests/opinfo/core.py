@@ -64,11 +64,6 @@ def _known(ops, tests, kinds, why):
 
 
 # test_saved_outputs: an output modified in place, then the backward
-_known("real imag view_as_real", "saved", "basic ties 1d",
-       "an in-place op on the real/imaginary view of a complex non-leaf tensor raises 'view_as_real is only "
-       "supported for complex tensors' (ops/view_inplace.py's positions of a real view in a complex base); "
-       "torch writes through the view")
-_known("imag", "saved", "nonfinite", "as imag's other kinds (ops/view_inplace.py)")
 _known("cdist", "saved", "basic large",
        "torch's p=2 cdist saves the output of its mm-based EuclideanDist node, whose name its error shows; "
        "retrograd's single CdistBackward0 node is named instead")

@@ -61,18 +61,21 @@ class CopySlices(Node):
             # refuses to write the base's gradient into it)
             raise RuntimeError(INTERNAL_OVERLAP_MSG)
         vshape = self.view_shape
+        cplx = self.place.cplx     # (the base's gradient is then worked on as its (re, im) pairs)
         if not _state.grad and self.place.geo is not None and type(g._data) is np.ndarray:
             # Plain arrays: copy the gradient, run fn on the view's slice (a strided view
             # of the copy), write its gradient for the view's old value back into it.
             result = xp.array(g._data, order="C")
-            sl = self.place.view_into(result.reshape(-1))
+            sl = self.place.view_into((result.view(_real_of(result.dtype)) if cplx else result).reshape(-1))
             res = self._call_fn(Tensor._make(sl.copy()))
             r0 = res[0] if res else None
             sl[...] = 0 if r0 is None else r0._data
             return (Tensor._make(result),) + tuple(res[1:])
         pos = self.place.pos()
         if not _state.grad:
-            flat = g._data.reshape(-1).copy()
+            gd = g._data
+            flat = xp.array(gd, order="C")
+            flat = (flat.view(_real_of(gd.dtype)) if cplx else flat).reshape(-1)
             sl = flat if pos is None else flat[pos]
             res = self._call_fn(Tensor._make(sl.reshape(vshape).copy()))
             r0 = res[0] if res else None
@@ -80,18 +83,21 @@ class CopySlices(Node):
                 flat[...] = 0 if r0 is None else r0._data.reshape(-1)
             else:
                 flat[pos] = 0 if r0 is None else r0._data.reshape(-1)
-            return (Tensor._make(flat.reshape(g._data.shape)),) + tuple(res[1:])
+            return (Tensor._make((flat.view(gd.dtype) if cplx else flat).reshape(gd.shape)),) + tuple(res[1:])
         # create_graph: the same, written with differentiable ops:
         # grad_base = g + S(r0 - g[view]), S scattering the view's part back into the base.
         from .index import take_np, put_np
-        gf = g.reshape(-1)
+        from .complex_ops import view_as_real, view_as_complex
+        gr = view_as_real(g) if cplx else g
+        gf = gr.reshape(-1)
         gv = (gf if pos is None else take_np(gf, (pos,))).reshape(vshape)
         res = self._call_fn(gv)
         r0 = res[0] if res else None
         delta = (-gv if r0 is None else r0 - gv).reshape(-1)
         if pos is not None:
             delta = put_np(delta, (gf._data.size,), (pos,))
-        return (g + delta.reshape(g._data.shape),) + tuple(res[1:])
+        total = gr + delta.reshape(gr._data.shape)
+        return (view_as_complex(total) if cplx else total,) + tuple(res[1:])
 
 
 def copy_slices(view, node, output_nr):
@@ -116,22 +122,35 @@ class AsStridedBackward0(OpNode):
     def backward(self, g):
         xp = xp_for(g)
         place = self.place
+        cplx = place is not None and place.cplx      # (a real view of a complex base: see Placement)
         if (place is not None and place.geo is not None and not _state.grad and type(g._data) is np.ndarray
                 and not place.overlapping()):
-            z = xp.zeros(self.numel, g._data.dtype)
-            place.view_into(z)[...] = g._data
+            z = xp.zeros(self.numel, _complex_of(g._data.dtype) if cplx else g._data.dtype)
+            place.view_into(z.view(g._data.dtype) if cplx else z)[...] = g._data
             return Tensor._make(z.reshape(self.base_shape))
         pos = place.pos() if place is not None else self.pos
-        if pos is None:   # the view covers its base once, in order
+        if pos is None and not cplx:   # the view covers its base once, in order
             return g.reshape(self.base_shape)
         from .index import put_np, take_np
         gf = g.reshape(-1)
         if self.keep is not None:
             gf = take_np(gf, (self.keep,))
+        if cplx:
+            from .complex_ops import view_as_complex
+            r = gf if pos is None else put_np(gf, (2 * self.numel,), (pos,))
+            return view_as_complex(r.reshape(tuple(self.base_shape) + (2,)))
         return put_np(gf, (self.numel,), (pos,)).reshape(self.base_shape)
 
 
 _UNSET = object()
+
+
+def _real_of(dt):
+    return np.dtype(np.float32) if dt == np.complex64 else np.dtype(np.float64)
+
+
+def _complex_of(dt):
+    return np.dtype(np.complex64) if dt == np.float32 else np.dtype(np.complex128)
 
 
 class Placement:
@@ -139,15 +158,21 @@ class Placement:
     sizes, strides and offset in the base's storage (the flat positions are worked out
     only when a backward needs them), or the positions themselves when the base's own
     layout is not plain row-major."""
-    __slots__ = ("geo", "_pos", "n")
+    __slots__ = ("geo", "_pos", "n", "cplx")
 
     def __init__(self, view, base):
         vd, bd = view._data, base._data
         self.n = bd.size
         self._pos = _UNSET
         self.geo = None
-        if type(vd) is np.ndarray and type(bd) is np.ndarray and bd.flags.c_contiguous and vd.itemsize == bd.itemsize:
-            k = bd.itemsize
+        # a real view of a complex base (real, imag, view_as_real): placed in the base's storage
+        # read as (re, im) pairs, 2 * numel real elements
+        self.cplx = vd.dtype.kind == "f" and bd.dtype.kind == "c" and 2 * vd.itemsize == bd.itemsize
+        if type(vd) is np.ndarray and type(bd) is np.ndarray and bd.flags.c_contiguous \
+                and (vd.itemsize == bd.itemsize or self.cplx):
+            k = vd.itemsize
+            if self.cplx:
+                self.n = 2 * bd.size
             off = (vd.__array_interface__["data"][0] - bd.__array_interface__["data"][0]) // k
             self.geo = (vd.shape, tuple(st // k for st in vd.strides), off)
         else:
