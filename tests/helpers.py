@@ -193,3 +193,16 @@ def raised(fn):
     except Exception as e:      # the exception is the outcome compared
         return type(e).__name__, str(e)
     return None
+
+
+def conv_arrays(xs, ws, pad, dtype=np.float32, seed=0):
+    """(x, w, g) for a stride-1 2-d convolution of an ``xs`` input by a ``ws`` weight with
+    ``pad`` ((top, bottom), (left, right)): normal data, the weight scaled by its fan-in, and an
+    output gradient of the output's shape."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(xs).astype(dtype)
+    w = (rng.standard_normal(ws) / np.sqrt(ws[1] * ws[2] * ws[3])).astype(dtype)
+    oh = xs[2] + pad[0][0] + pad[0][1] - ws[2] + 1
+    ow = xs[3] + pad[1][0] + pad[1][1] - ws[3] + 1
+    g = rng.standard_normal((xs[0], ws[0], oh, ow)).astype(dtype)
+    return x, w, g

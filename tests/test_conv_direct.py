@@ -12,7 +12,7 @@ import retrograd
 from retrograd import _threads
 from retrograd.ops import _accel, conv
 from retrograd.autograd import gradcheck, gradgradcheck
-from helpers import needs_torch, torch
+from helpers import conv_arrays, needs_torch, torch
 
 # (x shape, weight shape, padding (lo, hi) per dim): shapes the direct kernels serve
 SHAPES = [((4, 1, 12, 12), (4, 1, 5, 5), ((2, 2), (2, 2))),        # the seeds' conv1, smaller
@@ -29,14 +29,7 @@ def _p(pad):
     return conv._P((1, 1), pad, (1, 1), 1)
 
 
-def _arrays(xs, ws, pad, dtype=np.float32, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(xs).astype(dtype)
-    w = (rng.standard_normal(ws) / np.sqrt(ws[1] * ws[2] * ws[3])).astype(dtype)
-    oh = xs[2] + pad[0][0] + pad[0][1] - ws[2] + 1
-    ow = xs[3] + pad[1][0] + pad[1][1] - ws[3] + 1
-    g = rng.standard_normal((xs[0], ws[0], oh, ow)).astype(dtype)
-    return x, w, g
+_arrays = conv_arrays
 
 
 class _Spy:
