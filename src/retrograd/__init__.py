@@ -14,6 +14,9 @@ import numpy as _np
 # start from NumPy's default).
 _np.seterr(all="ignore")
 
+from . import _alloc  # noqa: E402
+_alloc.tune()      # glibc's mmap / trim thresholds for steps that make and free large arrays
+
 from . import _dtype  # noqa: E402
 from ._dtype import (dtype, float16, half, float32, float64, double, bfloat16, int8, int16, short,  # noqa: F401
                      int32, int64, long, uint8, complex64, complex128, cfloat, cdouble,
