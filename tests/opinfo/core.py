@@ -91,8 +91,6 @@ _known("kron", "saved_inputs", "basic nonfinite ties ranks 0d empty degenerate",
 _known("F.scaled_dot_product_attention", "saved_inputs", "basic nonfinite ties masked_row",
        _STRICTER.format("float64 takes its math composite, which saves the scaled query; its float32 kernel "
                         "saves the inputs and refuses as retrograd does"))
-_known("polar", "saved_inputs", "basic nonfinite ties 1d",
-       _STRICTER.format("its backward reads the result, not abs and angle"))
 
 # Seen only by the differential fuzzer (tests/fuzz, FUZZ_FINDINGS.md): test kinds "fuzz:<kind>"
 # are ignored by the generated tests and not strict; remove an entry when its cause is fixed.

@@ -251,7 +251,7 @@ class ComplexBackward0(OpNode):
 
 class PolarBackward0(OpNode):
     def backward(self, g):
-        abs_t, ang, result = self.saved_tensors
+        (result,) = self.saved_tensors
         nf = self.next_functions
         ga = gt = None
         if nf[0][0] is not None:  # PyTorch's Re(conj(g) * sgn(result)) (sign-flipped where abs < 0)
@@ -290,15 +290,14 @@ def complex(real, imag, *, out=None):
 def polar(abs, angle, *, out=None):
     """The complex tensor ``abs * (cos(angle) + i sin(angle))``."""
     xp = xp_for(abs, angle)
-    from ._base import save, save_output, write_out
+    from ._base import save_output, write_out
     a, t, cdt = _complex_args(abs, angle, "polar")
     r = xp.empty(np.broadcast_shapes(a.shape, t.shape), cdt)
     r.real, r.imag = a * xp.cos(t), a * xp.sin(t)
     node = node_for(PolarBackward0, (abs, angle))
     res = finish(node, r)
     if node is not None:
-        save(node, abs, angle)
-        save_output(node, res)
+        save_output(node, res)      # (the backward reads the result only, as PyTorch's)
     return res if out is None else write_out(out, res, "polar")
 
 
