@@ -71,7 +71,9 @@ def steady_malloc():
     allocates each tensor from the system (PyTorch) page-faults on every large buffer until an
     earlier case has freed a big one, and a case's figure would depend on which cases ran before
     it (2,000 faults and twice the time per depthwise step when run alone). Fixed thresholds at
-    the level glibc itself reaches give every case the warm state."""
+    the level glibc itself reaches give every case the warm state. (``import retrograd`` sets the
+    same values itself, see retrograd/_alloc.py; here they hold with ``--no-torch`` and
+    ``RETROGRAD_MALLOC=system`` too, and for PyTorch in the same process either way.)"""
     try:
         import ctypes
         libc = ctypes.CDLL("libc.so.6")
