@@ -54,30 +54,34 @@ def _call4(typingctx, fn, a, b, c, d):
     return sig, codegen
 
 
+def _cblas_codegen(ptrs, scalars):
+    """The codegen of a call to the cblas function at address args[0] whose other arguments
+    (from args[2] on) are integers of args[1]'s type, except the addresses at the indices
+    ``ptrs`` and the floating-point scalars at ``scalars`` (of the first scalar's type)."""
+    def codegen(context, builder, signature, args):
+        p8 = ir.IntType(8).as_pointer()
+        ity, fty = signature.args[1], signature.args[scalars[0]]
+        li, lf = context.get_value_type(ity), context.get_value_type(fty)
+        kinds = [p8 if i in ptrs else lf if i in scalars else li for i in range(2, len(args))]
+        f = builder.inttoptr(args[0], ir.FunctionType(ir.VoidType(), kinds).as_pointer())
+        vals = []
+        for i in range(2, len(args)):
+            v, t = args[i], signature.args[i]
+            if i in ptrs:
+                vals.append(builder.inttoptr(v, p8))
+            else:
+                vals.append(context.cast(builder, v, t, fty if i in scalars else ity))
+        builder.call(f, vals)
+        return context.get_dummy_value()
+    return codegen
+
+
 @intrinsic
 def _call_gemm(typingctx, fn, iw, lay, ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc):
     """Call the cblas gemm at address ``fn``: its integers of ``iw``'s type (int32: LP64,
     int64: ILP64), its scalars of ``alpha``'s, the matrices given as addresses."""
     sig = types.void(fn, iw, lay, ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
-
-    def codegen(context, builder, signature, args):
-        p8 = ir.IntType(8).as_pointer()
-        ity, fty = signature.args[1], signature.args[8]
-        li, lf = context.get_value_type(ity), context.get_value_type(fty)
-        fnty = ir.FunctionType(ir.VoidType(), [li] * 6 + [lf, p8, li, p8, li, lf, p8, li])
-        f = builder.inttoptr(args[0], fnty.as_pointer())
-        vals = []
-        for i in range(2, 16):
-            v, t = args[i], signature.args[i]
-            if i in (9, 11, 14):
-                vals.append(builder.inttoptr(v, p8))
-            elif i in (8, 13):
-                vals.append(context.cast(builder, v, t, fty))
-            else:
-                vals.append(context.cast(builder, v, t, ity))
-        builder.call(f, vals)
-        return context.get_dummy_value()
-    return sig, codegen
+    return sig, _cblas_codegen((9, 11, 14), (8, 13))
 
 
 @intrinsic
@@ -85,25 +89,7 @@ def _call_compute(typingctx, fn, iw, lay, ta, tb, m, n, k, pa, lda, pb, ldb, bet
     """Call MKL's cblas ?gemm_compute at address ``fn`` (a gemm on a packed operand: no
     alpha, which the packing applied): integers of ``iw``'s type, the scalar of ``beta``'s."""
     sig = types.void(fn, iw, lay, ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc)
-
-    def codegen(context, builder, signature, args):
-        p8 = ir.IntType(8).as_pointer()
-        ity, fty = signature.args[1], signature.args[12]
-        li, lf = context.get_value_type(ity), context.get_value_type(fty)
-        fnty = ir.FunctionType(ir.VoidType(), [li] * 6 + [p8, li, p8, li, lf, p8, li])
-        f = builder.inttoptr(args[0], fnty.as_pointer())
-        vals = []
-        for i in range(2, 15):
-            v, t = args[i], signature.args[i]
-            if i in (8, 10, 13):
-                vals.append(builder.inttoptr(v, p8))
-            elif i == 12:
-                vals.append(context.cast(builder, v, t, fty))
-            else:
-                vals.append(context.cast(builder, v, t, ity))
-        builder.call(f, vals)
-        return context.get_dummy_value()
-    return sig, codegen
+    return sig, _cblas_codegen((8, 10, 13), (12,))
 
 
 @_inl
