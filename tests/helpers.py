@@ -206,3 +206,16 @@ def conv_arrays(xs, ws, pad, dtype=np.float32, seed=0):
     ow = xs[3] + pad[1][0] + pad[1][1] - ws[3] + 1
     g = rng.standard_normal((xs[0], ws[0], oh, ow)).astype(dtype)
     return x, w, g
+
+
+class KernelSpy:
+    """A kernel module standing in for itself, with the names of its kernels looked up (the
+    calls made) recorded in ``calls``: all of them, or those starting with ``prefix``."""
+
+    def __init__(self, k, prefix=""):
+        self.k, self.prefix, self.calls = k, prefix, []
+
+    def __getattr__(self, name):
+        if name.startswith(self.prefix):
+            self.calls.append(name)
+        return getattr(self.k, name)

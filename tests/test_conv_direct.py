@@ -12,7 +12,7 @@ import retrograd
 from retrograd import _threads
 from retrograd.ops import _accel, conv
 from retrograd.autograd import gradcheck, gradgradcheck
-from helpers import conv_arrays, needs_torch, torch
+from helpers import KernelSpy, conv_arrays, needs_torch, torch
 
 # (x shape, weight shape, padding (lo, hi) per dim): shapes the direct kernels serve
 SHAPES = [((4, 1, 12, 12), (4, 1, 5, 5), ((2, 2), (2, 2))),        # the seeds' conv1, smaller
@@ -29,26 +29,12 @@ def _p(pad):
     return conv._P((1, 1), pad, (1, 1), 1)
 
 
-_arrays = conv_arrays
-
-
-class _Spy:
-    """The direct kernel module with its kernels' calls counted."""
-
-    def __init__(self, k):
-        self.k, self.calls = k, []
-
-    def __getattr__(self, name):
-        self.calls.append(name)
-        return getattr(self.k, name)
-
-
 @pytest.fixture
 def spy(monkeypatch):
     k = conv._direct_kernels(np.ones(conv._accel.MIN_SIZE, np.float32))
     if k is None:
         pytest.skip("numba is not installed")
-    s = _Spy(k)
+    s = KernelSpy(k)
     monkeypatch.setattr(conv, "_DIRECT_KERNELS", [s])
     monkeypatch.setattr(_threads, "_threads", [1])      # (one run of samples: one call per product)
     return s
@@ -64,7 +50,7 @@ def _numpy_only(monkeypatch):
 
 @pytest.mark.parametrize("xs,ws,pad", SHAPES)
 def test_direct_kernels_run_where_they_should(xs, ws, pad, spy):
-    x, w, g = _arrays(xs, ws, pad)
+    x, w, g = conv_arrays(xs, ws, pad)
     _three(x, w, g, _p(pad))
     gin = all(ws[2 + i] - 1 - v >= 0 for i, lohi in enumerate(pad) for v in lohi)
     assert spy.calls.count("corr") == 1 + gin
@@ -97,7 +83,7 @@ def test_direct_kernels_stay_out_elsewhere(xs, ws, p, spy):
 
 def test_3x3_weight_gradient_keeps_the_column_path(spy):
     pad = ((1, 1), (1, 1))
-    x, w, g = _arrays((2, 4, 8, 8), (8, 4, 3, 3), pad)
+    x, w, g = conv_arrays((2, 4, 8, 8), (8, 4, 3, 3), pad)
     conv._bwd_w(x, g, w.shape, _p(pad))
     assert "corr_w" not in spy.calls
 
@@ -106,7 +92,7 @@ def test_3x3_weight_gradient_keeps_the_column_path(spy):
 @pytest.mark.parametrize("xs,ws,pad", SHAPES)
 def test_direct_equals_the_numpy_path(xs, ws, pad, dtype, spy, monkeypatch):
     """The kernels' products against the NumPy path's (no numba): within rounding."""
-    x, w, g = _arrays(xs, ws, pad, dtype, seed=2)
+    x, w, g = conv_arrays(xs, ws, pad, dtype, seed=2)
     b = np.linspace(-1, 1, ws[0]).astype(dtype)
     p = _p(pad)
     fast = _three(x, w, g, p, b)
@@ -124,7 +110,7 @@ def test_bits_do_not_depend_on_the_thread_count(xs, ws, pad, monkeypatch):
     monkeypatch.setattr(conv, "_PAR_BYTES", 0)
     monkeypatch.setattr(conv, "_DIRECT_W_BYTES", 1)     # one sample a weight-gradient block
     p = _p(pad)
-    x, w, g = _arrays(xs, ws, pad, seed=3)
+    x, w, g = conv_arrays(xs, ws, pad, seed=3)
     monkeypatch.setattr(_threads, "_threads", [1])
     one = _three(x, w, g, p)
     for n in (2, 3):
@@ -168,7 +154,7 @@ def _run_pair(x, w, g, pad, bias, layout="contiguous"):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("xs,ws,pad", SHAPES)
 def test_conv2d_matches_torch(xs, ws, pad, dtype, layout):
-    x, w, g = _arrays(xs, ws, pad, dtype, seed=4)
+    x, w, g = conv_arrays(xs, ws, pad, dtype, seed=4)
     b = np.linspace(-1, 1, ws[0]).astype(dtype) if layout != "transposed" else None
     tol = 1e-4 if dtype == np.float32 else 1e-10
     for a, r in zip(*_run_pair(x, w, g, pad, b, layout)):
@@ -183,7 +169,7 @@ def test_seed_cnn_convolutions_match_torch(spy):
     own float32 error, or 1e-6."""
     for xs, ws in (((64, 1, 28, 28), (4, 1, 5, 5)), ((64, 4, 14, 14), (8, 4, 5, 5))):
         pad = ((2, 2), (2, 2))
-        x, w, g = _arrays(xs, ws, pad, seed=5)
+        x, w, g = conv_arrays(xs, ws, pad, seed=5)
         b = np.linspace(-0.5, 0.5, ws[0]).astype(np.float32)
         ours, theirs = _run_pair(x, w, g, pad, b)
         assert spy.calls[-3:] == ["corr", "corr", "corr_w"]        # (forward, input and weight gradients)
@@ -208,7 +194,7 @@ SPECIAL = [((3, 4, 7, 7), (8, 4, 5, 5), ((2, 2), (2, 2)), np.float32),
 @pytest.mark.parametrize("where", ["input", "weight", "grad"])
 @pytest.mark.parametrize("xs,ws,pad,dtype", SPECIAL)
 def test_inf_and_nan_where_torch_puts_them(xs, ws, pad, dtype, where):
-    x, w, g = _arrays(xs, ws, pad, dtype, seed=6)
+    x, w, g = conv_arrays(xs, ws, pad, dtype, seed=6)
     a = {"input": x, "weight": w, "grad": g}[where]
     a.reshape(-1)[[1, 7, -3]] = [np.inf, np.nan, -np.inf]
     with np.errstate(invalid="ignore", over="ignore"):
@@ -241,7 +227,7 @@ def test_inf_weight_meets_no_padding_in_float32(path, monkeypatch):
 @pytest.mark.parametrize("where", ["input", "weight", "grad"])
 @pytest.mark.parametrize("xs,ws,pad,dtype", SPECIAL)
 def test_inf_and_nan_the_same_from_the_numpy_path(xs, ws, pad, dtype, where, monkeypatch):
-    x, w, g = _arrays(xs, ws, pad, dtype, seed=9)
+    x, w, g = conv_arrays(xs, ws, pad, dtype, seed=9)
     a = {"input": x, "weight": w, "grad": g}[where]
     a.reshape(-1)[[2, 8, -4]] = [-np.inf, np.nan, np.inf]
     p = _p(pad)
@@ -258,7 +244,7 @@ def test_inf_and_nan_the_same_from_the_numpy_path(xs, ws, pad, dtype, where, mon
 def test_exact_kernels_agree_with_the_fast_ones(xs, ws, pad, spy):
     """The padding-skipping kernels (run for inf/NaN operands) on finite data: the fast
     kernels' results within rounding."""
-    x, w, g = _arrays(xs, ws, pad, np.float64, seed=7)
+    x, w, g = conv_arrays(xs, ws, pad, np.float64, seed=7)
     p = _p(pad)
     b = np.linspace(-1, 1, ws[0])
     y = np.empty(g.shape)

@@ -10,7 +10,7 @@ import retrograd
 from retrograd import _threads
 from retrograd.ops import _accel, conv
 from retrograd.autograd import gradcheck, gradgradcheck
-from helpers import conv_arrays, needs_torch, torch
+from helpers import KernelSpy, conv_arrays, needs_torch, torch
 
 numba_only = pytest.mark.skipif(_accel.kernels() is None, reason="numba is not installed")
 
@@ -37,27 +37,12 @@ def _p(pad):
     return conv._P((1, 1), pad, (1, 1), 1)
 
 
-_arrays = conv_arrays
-
-
-class _Spy:
-    """The conv kernel module with the Winograd kernels' calls counted."""
-
-    def __init__(self, k):
-        self.k, self.calls = k, []
-
-    def __getattr__(self, name):
-        if name.startswith("wino"):
-            self.calls.append(name)
-        return getattr(self.k, name)
-
-
 @pytest.fixture
 def spy(monkeypatch):
     k = conv._conv_kernels(np.ones(conv._accel.MIN_SIZE, np.float32))
     if k is None:
         pytest.skip("numba is not installed")
-    s = _Spy(k)
+    s = KernelSpy(k, "wino")
     monkeypatch.setattr(conv, "_CONV_KERNELS", [s])
     return s
 
@@ -73,7 +58,7 @@ def test_winograd_runs_and_is_as_accurate_as_the_columns(xs, ws, pad, spy, monke
     (|g|*|w|, |x|*|g|): within 1e-6 (a few float32 ulps of the sum's scale), and no more
     than twice the column path's."""
     p = _p(pad)
-    x, w, g = _arrays(xs, ws, pad)
+    x, w, g = conv_arrays(xs, ws, pad)
     fast = _three(x, w, g, p)
     # (the input gradient's is a Winograd correlation where the input's sizes are even)
     # (and the weight gradient's up to _WINO_W_CH channels)
@@ -121,7 +106,7 @@ def test_winograd_only_where_it_pays(spy, monkeypatch):
     # 12 -> 8 channels over 12x12: all three; 64 channels: forward and input gradient only
     for xs, ws, grad_w in (((2, 12, 12, 12), (8, 12, 3, 3), 1), ((1, 64, 12, 12), (64, 64, 3, 3), 0)):
         spy.calls.clear()
-        x, w, g = _arrays(xs, ws, pad)
+        x, w, g = conv_arrays(xs, ws, pad)
         _three(x, w, g, _p(pad))
         assert spy.calls.count("wino_out") == 2 and spy.calls.count("wino_gin") == grad_w, (xs, ws)
 
@@ -132,7 +117,7 @@ def test_winograd_leaves_inf_and_nan_to_the_columns(where, spy, monkeypatch):
     """The transforms mix a tile's values: operands with an inf or NaN take the column path,
     whose results (NaN/inf where PyTorch's are) these are, bit for bit."""
     p = _p(((1, 1), (1, 1)))
-    x, w, g = _arrays((3, 8, 8, 8), (8, 8, 3, 3), p.pad)
+    x, w, g = conv_arrays((3, 8, 8, 8), (8, 8, 3, 3), p.pad)
     b = np.linspace(-1, 1, 8).astype(np.float32)
     a = {"input": x, "weight": w, "grad": g, "bias": b}[where]
     a.reshape(-1)[[1, 5, -3]] = [np.nan, np.inf, -np.inf]
@@ -159,7 +144,7 @@ def test_winograd_finds_one_inf_or_nan_in_either_half_of_a_pair(col, pad, bad, s
     phases, which swap for an odd left padding): one inf/NaN at an even or an odd column, with
     either padding parity, sends both passes that read it to the column path."""
     p = _p(pad)
-    x, w, g = _arrays((2, 8, 6, 8), (8, 8, 3, 3), pad)
+    x, w, g = conv_arrays((2, 8, 6, 8), (8, 8, 3, 3), pad)
     x[1, 5, 4, col] = bad
     g[0, 3, 2, col] = bad
     with np.errstate(invalid="ignore", over="ignore"):
@@ -177,7 +162,7 @@ def test_winograd_pair_copies_give_the_same_bits(xs, ws, pad, monkeypatch):
     """The uint64-pair copy of even-width rows into the transforms' phases against the
     element-by-element float copy: a copy either way, so the same bits in all three products."""
     p = _p(pad)
-    x, w, g = _arrays(xs, ws, pad, seed=8)
+    x, w, g = conv_arrays(xs, ws, pad, seed=8)
     pairs = _three(x, w, g, p)
     monkeypatch.setattr(conv, "_wino_pairs", lambda a, ph: conv._NO_PAIRS)
     for a, r in zip(_three(x, w, g, p), pairs):
@@ -190,7 +175,7 @@ def test_winograd_overflow_takes_the_column_path(spy, monkeypatch):
     where the convolution's own sums (small weights) do not; the column path's finite
     results, not the transform's inf/NaN."""
     p = _p(((1, 1), (1, 1)))
-    x, w, g = _arrays((2, 8, 6, 6), (8, 8, 3, 3), p.pad)
+    x, w, g = conv_arrays((2, 8, 6, 6), (8, 8, 3, 3), p.pad)
     x *= np.float32(3e38) / np.abs(x).max()
     g *= np.float32(3e38) / np.abs(g).max()
     w *= np.float32(1e-4)
@@ -207,7 +192,7 @@ def test_winograd_overflow_takes_the_column_path(spy, monkeypatch):
 @numba_only
 def test_winograd_with_bias_adds_it_once(spy):
     p = _p(((1, 1), (1, 1)))
-    x, w, _ = _arrays((3, 8, 8, 8), (8, 8, 3, 3), p.pad)
+    x, w, _ = conv_arrays((3, 8, 8, 8), (8, 8, 3, 3), p.pad)
     b = np.linspace(-3, 3, 8).astype(np.float32)
     y = conv._fwd(x, w, p, bias=b)
     ref = conv._fwd(x, w, p)
@@ -223,7 +208,7 @@ def test_winograd_bits_do_not_depend_on_the_thread_count(xs, ws, pad, monkeypatc
     monkeypatch.setattr(conv, "_PAR_BYTES", 0)
     before = _threads._threads[0]
     p = _p(pad)
-    x, w, g = _arrays(xs, ws, pad, seed=3)
+    x, w, g = conv_arrays(xs, ws, pad, seed=3)
     try:
         monkeypatch.setattr(_threads, "_threads", [1])
         one = _three(x, w, g, p)
@@ -241,7 +226,7 @@ def test_winograd_bits_do_not_depend_on_the_thread_count(xs, ws, pad, monkeypatc
 def test_winograd_conv2d_matches_torch(xs, ws, pad, layout):
     """Values, the three gradients (bias too), strided / channels-last inputs, against
     PyTorch (float32; the path runs where numba is installed)."""
-    x, w, g = _arrays(xs, ws, pad, seed=4)
+    x, w, g = conv_arrays(xs, ws, pad, seed=4)
     b = np.linspace(-1, 1, ws[0]).astype(np.float32)
     if pad[0][0] != pad[0][1] or pad[1][0] != pad[1][1]:
         padding, xpad = 0, np.pad(x, ((0, 0), (0, 0)) + pad)
