@@ -119,8 +119,8 @@ class ViewAsRealBackward0(OpNode):
     def backward(self, g):
         d = g._data
         if d.size == 0:   # (an empty gradient may carry any strides, contiguous() keeps them)
-            return finish(None, xp_for(d).zeros(d.shape[:-1], np.complex64 if d.dtype == np.float32
-                                                else np.complex128))
+            from ._decomp import _complex_dt
+            return finish(None, xp_for(d).zeros(d.shape[:-1], _complex_dt(d.dtype)))
         return view_as_complex(g.contiguous() if d.strides[-1] != d.itemsize else g)
 
 

@@ -62,11 +62,13 @@ class CopySlices(Node):
             raise RuntimeError(INTERNAL_OVERLAP_MSG)
         vshape = self.view_shape
         cplx = self.place.cplx     # (the base's gradient is then worked on as its (re, im) pairs)
+        if cplx:
+            from ._decomp import _real_dt
         if not _state.grad and self.place.geo is not None and type(g._data) is np.ndarray:
             # Plain arrays: copy the gradient, run fn on the view's slice (a strided view
             # of the copy), write its gradient for the view's old value back into it.
             result = xp.array(g._data, order="C")
-            sl = self.place.view_into((result.view(_real_of(result.dtype)) if cplx else result).reshape(-1))
+            sl = self.place.view_into((result.view(_real_dt(result.dtype)) if cplx else result).reshape(-1))
             res = self._call_fn(Tensor._make(sl.copy()))
             r0 = res[0] if res else None
             sl[...] = 0 if r0 is None else r0._data
@@ -75,7 +77,7 @@ class CopySlices(Node):
         if not _state.grad:
             gd = g._data
             flat = xp.array(gd, order="C")
-            flat = (flat.view(_real_of(gd.dtype)) if cplx else flat).reshape(-1)
+            flat = (flat.view(_real_dt(gd.dtype)) if cplx else flat).reshape(-1)
             sl = flat if pos is None else flat[pos]
             res = self._call_fn(Tensor._make(sl.reshape(vshape).copy()))
             r0 = res[0] if res else None
@@ -123,9 +125,11 @@ class AsStridedBackward0(OpNode):
         xp = xp_for(g)
         place = self.place
         cplx = place is not None and place.cplx      # (a real view of a complex base: see Placement)
+        if cplx:
+            from ._decomp import _complex_dt
         if (place is not None and place.geo is not None and not _state.grad and type(g._data) is np.ndarray
                 and not place.overlapping()):
-            z = xp.zeros(self.numel, _complex_of(g._data.dtype) if cplx else g._data.dtype)
+            z = xp.zeros(self.numel, _complex_dt(g._data.dtype) if cplx else g._data.dtype)
             place.view_into(z.view(g._data.dtype) if cplx else z)[...] = g._data
             return Tensor._make(z.reshape(self.base_shape))
         pos = place.pos() if place is not None else self.pos
@@ -143,14 +147,6 @@ class AsStridedBackward0(OpNode):
 
 
 _UNSET = object()
-
-
-def _real_of(dt):
-    return np.dtype(np.float32) if dt == np.complex64 else np.dtype(np.float64)
-
-
-def _complex_of(dt):
-    return np.dtype(np.complex64) if dt == np.float32 else np.dtype(np.complex128)
 
 
 class Placement:
