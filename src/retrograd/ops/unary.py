@@ -341,29 +341,33 @@ _RELU_KERNELS = []
 _RELU_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _relu_kernels(a):
+    """_accel_mask where its compiled pass takes ``a`` (a large contiguous float array and
+    numba present), else None."""
+    if type(a) is np.ndarray and a.size >= 8192 and a.dtype in _RELU_FLOATS and a.flags.c_contiguous:
+        from . import _accel
+        return _accel.load(_RELU_KERNELS, "_accel_mask")
+    return None
+
+
 def _relu_np(a):
     # np.maximum returns its second operand on ties, PyTorch its first: relu(-0.) is -0. Large
     # contiguous float arrays take the compiled pass of _accel_mask when numba is present.
-    if type(a) is np.ndarray and a.size >= 8192 and a.dtype in _RELU_FLOATS and a.flags.c_contiguous:
-        from . import _accel
-        k = _accel.load(_RELU_KERNELS, "_accel_mask")
-        if k is not None:
-            r = np.empty(a.shape, a.dtype)
-            k.relu(a.reshape(-1), r.reshape(-1), a.dtype.type(0))
-            return r
+    k = _relu_kernels(a)
+    if k is not None:
+        r = np.empty(a.shape, a.dtype)
+        k.relu(a.reshape(-1), r.reshape(-1), a.dtype.type(0))
+        return r
     return xp_for(a).maximum(0, a).astype(a.dtype, copy=False)
 
 
 def _relu_into(a):
     """relu over ``a`` itself where the compiled pass takes it (see _relu_np): True if done."""
-    if type(a) is np.ndarray and a.size >= 8192 and a.dtype in _RELU_FLOATS and a.flags.c_contiguous \
-            and a.flags.writeable:
-        from . import _accel
-        k = _accel.load(_RELU_KERNELS, "_accel_mask")
-        if k is not None:
-            k.relu_inplace(a.reshape(-1), a.dtype.type(0))
-            return True
-    return False
+    k = _relu_kernels(a)
+    if k is None or not a.flags.writeable:
+        return False
+    k.relu_inplace(a.reshape(-1), a.dtype.type(0))
+    return True
 
 
 _make_unary("relu", _relu_np, "ReluBackward0", "output",
