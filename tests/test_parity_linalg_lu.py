@@ -270,3 +270,16 @@ def test_cov_nan_weight_refused():
         assert msgs[0] == msgs[1] == "cov(): aweights cannot be negative"
     np.testing.assert_allclose(retrograd.tensor(x).cov(aweights=retrograd.tensor([1.0, 2.0, 0.5, 1.0])).numpy(),
                                torch.tensor(x).cov(aweights=torch.tensor([1.0, 2.0, 0.5, 1.0])).numpy(), rtol=1e-12)
+
+
+def test_inv_ex_never_raises_where_numpys_lapack_meets_a_zero_pivot():
+    """A matrix singular to rounding whose reference-order LU has no zero pivot (PyTorch's info
+    is 0 too) but NumPy's LAPACK meets one: inv_ex reports info 0 and solves with the LU instead
+    of raising NumPy's LinAlgError (the values are singular garbage either way)."""
+    a = np.array([[1.399592714776946, 0.5257041475833385, -1.269166683312418],
+                  [0.5536903276655881, -0.17175262841200212, -0.9072006292804866],
+                  [0.4966626310111988, -1.449940529530146, -2.1962623884092674]])
+    inv, info = retrograd.linalg.inv_ex(retrograd.tensor(a))
+    assert int(info) == 0 and inv.shape == (3, 3) and inv.dtype == retrograd.float64
+    if torch is not None:
+        assert int(torch.linalg.inv_ex(torch.tensor(a))[1]) == 0

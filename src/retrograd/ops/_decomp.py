@@ -1079,7 +1079,12 @@ def inv_ex(A, *, check_errors=False, out=None):
         elif info.any() or _nonfinite(x):
             r = _lu_inverse_np(x)
         else:
-            r = np.linalg.inv(x) if x.size else x.copy()
+            try:
+                r = np.linalg.inv(x) if x.size else x.copy()
+            except np.linalg.LinAlgError:
+                # (NumPy's LAPACK met an exact zero pivot that the reference-order LU of
+                # _lu_info did not: inv_ex never raises, it solves with that LU instead)
+                r = _lu_inverse_np(x)
     node = node_for(LinalgInvExBackward0, (A,))
     res = finish(node, xp.ascontiguousarray(r.astype(x.dtype, copy=False)))
     if node is not None:
