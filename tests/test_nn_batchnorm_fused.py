@@ -33,21 +33,43 @@ def _arrays(shape, dtype, affine, seed=0):
 SHAPES = [(8, 5, 6, 7), (16, 4, 9), (4, 3, 2, 3, 4)]
 
 
+def _err(a, exact):
+    """Largest error of ``a`` against ``exact`` (float64) at the finite positions, relative
+    to the largest such |exact|; and whether the non-finite positions and values agree."""
+    fin = np.isfinite(exact)
+    same_nonfinite = np.array_equal(np.where(fin, 0, a.astype(np.float64)), np.where(fin, 0, exact),
+                                    equal_nan=True)
+    if not fin.any():
+        return 0.0, same_nonfinite
+    scale = max(np.abs(exact[fin]).max(), np.finfo(a.dtype).tiny)
+    return float(np.abs(a[fin].astype(np.float64) - exact[fin]).max() / scale), same_nonfinite
+
+
 @numba_only
 @pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("affine", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", SHAPES)
-def test_fused_kernels_give_the_numpy_paths_bits(shape, dtype, affine, training, monkeypatch):
+def test_fused_kernels_agree_with_the_numpy_path(shape, dtype, affine, training, monkeypatch):
+    # The compiled statistics sum in float64 in a vectorised order, NumPy's path pairwise in
+    # the data's dtype: not the same bits, so both are held to the float64 computation of the
+    # same inputs. The compiled path may not be less accurate than NumPy's (a few units of
+    # rounding of slack), and puts infs and NaNs where NumPy's path puts them.
     x, w, b, g = _arrays(shape, dtype, affine)
     x.reshape(-1)[5] = np.inf                # non-finite values meet the same operations
     g.reshape(-1)[-1] = np.nan
     fast = _run(retrograd, x, w, b, g, training)
+    up = [None if a is None else a.astype(np.float64) for a in (x, w, b, g)]
     monkeypatch.setattr(_accel, "_KERNELS", [None])
     ref = _run(retrograd, x, w, b, g, training)
-    for a, r in zip(fast, ref):
+    exact = _run(retrograd, *up, training)
+    eps = np.finfo(dtype).eps
+    for a, r, e in zip(fast, ref, exact):
         assert a.dtype == r.dtype
-        np.testing.assert_array_equal(a, r)
+        err_fast, ok_fast = _err(a, e)
+        err_ref, ok_ref = _err(r, e)
+        assert ok_fast and ok_ref
+        assert err_fast <= max(err_ref, 8 * eps), (err_fast, err_ref)
 
 
 @needs_torch

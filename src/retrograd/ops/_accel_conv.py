@@ -8,8 +8,9 @@ loop LLVM vectorises, whatever the stride. col2im adds the kernel offsets row by
 a zero plane, in the order ops.conv's NumPy path adds its slices (the same sums).
 """
 import numba
+import numpy as np
 
-__all__ = ["im2col", "col2im", "wino_in", "wino_out", "wino_gin", "index_add_rows", "index_add_flat", "bn_affine", "bn_backward", "gather3", "gather3_add"]
+__all__ = ["im2col", "col2im", "wino_in", "wino_out", "wino_gin", "index_add_rows", "index_add_flat", "bn_affine", "bn_backward", "bn_stats", "bn_grad_sums", "bn_backward_x", "gather3", "gather3_add"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 # Row copies and adds index flat arrays at unsigned offsets: numba wraps a signed index that
@@ -499,6 +500,72 @@ def bn_backward(g, xc, sinv, k, scale, out):
             orow = out[n, c]
             for j in range(M):
                 orow[j] = ((gr[j] - si) - xr[j] * kc) * sc
+
+
+# Batch norm's per-channel reductions, in float64 whatever the data's dtype (PyTorch's CPU
+# kernels accumulate float in double too) and with reassociation allowed so that LLVM
+# vectorises the sums (no other fast-math flag: infs and NaNs propagate as written). A
+# channel's rows are read once per pass while they are still in cache.
+
+_jit_sum = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, fastmath={"reassoc"})
+
+
+@_jit_sum
+def bn_stats(x, mean, var):
+    """mean[c] and biased var[c] of x[:, c, :] over (N, C, M) x, in two passes."""
+    N, C, M = x.shape
+    inv = 1.0 / (N * M) if N * M else np.nan
+    for c in range(C):
+        s = 0.0
+        for n in range(N):
+            xr = x[n, c]
+            for j in range(M):
+                s += xr[j]
+        m = s * inv
+        q = 0.0
+        for n in range(N):
+            xr = x[n, c]
+            for j in range(M):
+                d = xr[j] - m
+                q += d * d
+        mean[c] = m
+        var[c] = q * inv
+
+
+@_jit_sum
+def bn_grad_sums(g, x, mean, s, dotp):
+    """s[c] = sum of g[:, c, :] and dotp[c] = sum of (x - mean[c]) * g over (N, C, M) arrays."""
+    N, C, M = g.shape
+    for c in range(C):
+        a = 0.0
+        b = 0.0
+        mc = np.float64(mean[c])
+        for n in range(N):
+            gr = g[n, c]
+            xr = x[n, c]
+            for j in range(M):
+                gj = np.float64(gr[j])
+                a += gj
+                b += (xr[j] - mc) * gj
+        s[c] = a
+        dotp[c] = b
+
+
+@_jit
+def bn_backward_x(g, x, mean, sinv, k, scale, out):
+    """out[n, c, :] = ((g - sinv[c]) - (x - mean[c]) * k[c]) * scale[c] over (N, C, M) arrays."""
+    N, C, M = g.shape
+    for n in range(N):
+        for c in range(C):
+            mc = mean[c]
+            si = sinv[c]
+            kc = k[c]
+            sc = scale[c]
+            gr = g[n, c]
+            xr = x[n, c]
+            orow = out[n, c]
+            for j in range(M):
+                orow[j] = ((gr[j] - si) - (xr[j] - mc) * kc) * sc
 
 
 # gather along a dim and its adjoint, over (A, N, B) views of the input (N the gathered

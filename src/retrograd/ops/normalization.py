@@ -97,10 +97,16 @@ def _stats(x, dims, eps):
 _BN_FAST = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _bn_moments(x):
-    """Per-channel mean and biased variance of a contiguous (N, C, ...) float array: the
-    variance as a dot product per row (no squared copy)."""
+    """Per-channel mean and biased variance of a contiguous (N, C, ...) float array: two
+    compiled passes per channel summing in float64 (as PyTorch's kernels do) where numba is
+    present, else NumPy's mean and the variance as a dot product per row (no squared copy)."""
     n, c = x.shape[0], x.shape[1]
     x3 = x.reshape(n, c, -1)
+    kern = _bn_kernels(x3)
+    if kern is not None:
+        mean, var = np.empty(c), np.empty(c)
+        kern.bn_stats(x3, mean, var)
+        return mean, var
     m = n * x3.shape[2]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         mean = x3.mean(axis=(0, 2))
@@ -174,19 +180,28 @@ class NativeBatchNormBackward0(OpNode):
             mean = self.rm
             invstd = _rstd(self.rv, self.eps).astype(dt)
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            xc = np.subtract(x3, mean.reshape(1, c, 1), dtype=dt)
-            s = g3.sum((0, 2))
-            dotp = _chan_dot(xc, g3)
+            kern = _bn_kernels(g3, x3, mean)
+            if kern is not None:     # both sums in one pass, in float64, no centred copy
+                s, dotp = np.empty(c), np.empty(c)
+                kern.bn_grad_sums(g3, x3, mean, s, dotp)
+                xc = None
+            else:
+                xc = np.subtract(x3, mean.reshape(1, c, 1), dtype=dt)
+                s = g3.sum((0, 2))
+                dotp = _chan_dot(xc, g3)
             gx = None
             if nf[0][0] is not None:
                 scale = invstd * w if w is not None else invstd
                 if self.training:
                     m = x3.shape[0] * x3.shape[2]
                     inv_n = dt.type(1.0 / m if m else float("nan"))
-                    k = dotp * invstd * invstd * inv_n
-                    sinv = s * inv_n
-                    kern = _bn_kernels(g3, xc, sinv, k, scale)
-                    if kern is not None:     # the four passes below in one
+                    k = (dotp * invstd * invstd * inv_n).astype(dt, copy=False)
+                    sinv = (s * inv_n).astype(dt, copy=False)
+                    scale = scale.astype(dt, copy=False)
+                    if xc is None:     # the four passes below in one, x centred on the fly
+                        gx = np.empty(g3.shape, dt)
+                        kern.bn_backward_x(g3, x3, mean, sinv, k, scale, gx)
+                    elif (kern := _bn_kernels(g3, xc, sinv, k, scale)) is not None:
                         gx = np.empty(g3.shape, dt)
                         kern.bn_backward(g3, xc, sinv, k, scale, gx)
                     else:
@@ -200,7 +215,7 @@ class NativeBatchNormBackward0(OpNode):
             want_w = len(nf) > 1 and nf[1][0] is not None
             want_b = len(nf) > 2 and nf[2][0] is not None
             gw = finish(None, (dotp * invstd).astype(dt, copy=False)) if want_w else None
-            gb = finish(None, s) if want_b else None
+            gb = finish(None, s.astype(dt, copy=False)) if want_b else None
         return gx, gw, gb
 
 
@@ -280,6 +295,8 @@ def _batch_norm(input, running_mean, running_var, weight=None, bias=None, traini
                     rv *= (1 - momentum)
                     rv += momentum * (var * n / (n - 1)).astype(rv.dtype)
         invstd = _rstd(var, eps)
+        if mean.dtype != x.dtype:      # (the compiled statistics are float64)
+            mean, invstd = mean.astype(x.dtype), invstd.astype(x.dtype)
         if _half(out_dt) and (first is None or first._data.dtype == out_dt):
             # not mixed: PyTorch keeps the batch statistics in the input's dtype
             mean, invstd = (a.astype(out_dt).astype(np.float32) for a in (mean, invstd))
