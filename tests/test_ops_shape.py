@@ -328,6 +328,10 @@ BAD = [
     (lambda x: x.unbind(2), IndexError, "Dimension out of range"),
     (lambda x: x.sum().unbind(), IndexError, "Dimension specified as 0 but tensor has no dimensions"),
     (lambda x: x.view(5), RuntimeError, r"shape '\[5\]' is invalid for input of size 12"),
+    # the first offending size (in order) names the error
+    (lambda x: x.view(-2, -1, -1), RuntimeError, r"^invalid shape dimension -2 at index 0 of shape \[-2, -1, -1\]$"),
+    (lambda x: x.reshape(-1, -1, -2), RuntimeError, "^only one dimension can be inferred$"),
+    (lambda x: x.reshape(3, -4), RuntimeError, r"^invalid shape dimension -4 at index 1 of shape \[3, -4\]$"),
     (lambda x: x.expand(3, 5), RuntimeError, r"The expanded size of the tensor \(5\) must match the existing size "
                                              r"\(4\) at non-singleton dimension 1.  Target sizes: \[3, 5\].  "
                                              r"Tensor sizes: \[3, 4\]"),

@@ -26,20 +26,30 @@ _int = builtins.int
 def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = shape[0]
-    return tuple(_int(s) for s in shape)
+    return tuple(map(_int, shape))
 
 
 def _infer(shape, numel, input_shape):
+    if -1 not in shape:      # the common case: every size given and valid
+        known = 1
+        for s in shape:
+            if s < 0:
+                break
+            known *= s
+        else:
+            if known == numel:
+                return tuple(shape)
     shape = list(shape)
-    neg = [i for i, s in enumerate(shape) if s == -1]
-    if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    for s in shape:
-        if s < -1:
-            raise RuntimeError(f"invalid shape dimension {s}")
+    neg = []
     known = 1
-    for s in shape:
-        if s != -1:
+    for i, s in enumerate(shape):     # in order: the first offending size names the error
+        if s == -1:
+            if neg:
+                raise RuntimeError("only one dimension can be inferred")
+            neg.append(i)
+        elif s < 0:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {_shp(shape)}")
+        else:
             known *= s
     if neg:
         if known == 0 and numel == 0:
