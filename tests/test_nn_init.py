@@ -81,6 +81,20 @@ def test_clip_grad_norm():
         np.testing.assert_allclose(res[retrograd][0], res[torch][0], rtol=1e-12)
         for a, b in zip(res[retrograd][1], res[torch][1]):
             np.testing.assert_allclose(a, b, rtol=1e-12)
+    # float32, a transposed gradient, and a norm below max_norm (factor 1: values kept, the
+    # version still bumped as by PyTorch's mul_)
+    g32 = rng.standard_normal((4, 3)).astype(np.float32)
+    for max_norm in (0.5, 100.0):
+        res = {}
+        for lib in (retrograd, torch):
+            p = lib.zeros((3, 4), requires_grad=True)
+            p.grad = lib.from_numpy(g32.copy()).t()
+            v0 = p.grad._version
+            total = lib.nn.utils.clip_grad_norm_([p], max_norm)
+            res[lib] = (total.item(), p.grad.numpy().copy(), p.grad._version - v0)
+        assert res[retrograd][0] == pytest.approx(res[torch][0], rel=1e-6)
+        np.testing.assert_allclose(res[retrograd][1], res[torch][1], rtol=1e-6)
+        assert res[retrograd][2] == res[torch][2]
     p = retrograd.zeros(2, requires_grad=True)
     p.grad = retrograd.tensor([float("inf"), 1.0])
     with pytest.raises(RuntimeError, match="The total norm of order 2.0 for gradients from `parameters` is "

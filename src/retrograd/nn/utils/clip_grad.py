@@ -15,6 +15,9 @@ def _as_list(tensors):
 
 
 def _vector_norm(a, p):
+    if p == 2 and a.dtype.kind == "f":      # (a real vector's dot with itself: no |a| copy)
+        r = a.ravel()
+        return np.sqrt(np.vdot(r, r))
     a = np.abs(a.astype(np.float64) if a.dtype.kind not in "fV" else a)
     if p == math.inf:
         return a.max() if a.size else 0.0
@@ -53,8 +56,10 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         return
     tn = total_norm._data if isinstance(total_norm, Tensor) else np.asarray(total_norm)
     coef = np.minimum(max_norm / (tn + 1e-6), 1.0).astype(tn.dtype)
+    scale = bool(coef != 1)      # (a factor of exactly 1 leaves every value's bits as they are)
     for g in grads:
-        g._data *= coef.astype(g._data.dtype)
+        if scale:
+            g._data *= coef.astype(g._data.dtype)
         g._bump_version()
 
 
