@@ -92,7 +92,7 @@ def test_attention_takes_the_fused_pass_where_it_can(monkeypatch, kw, fused):
             fn = getattr(k, name)
 
             def wrapped(*a):
-                calls.append((name, a[2:] if name == "softmax_rows_prepare" else None))
+                calls.append((name, a[3:] if name == "softmax_rows_prepare" else None))
                 return fn(*a)
             return wrapped
     rng = np.random.default_rng(7)

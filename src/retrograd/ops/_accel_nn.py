@@ -106,6 +106,9 @@ def gelu_keep_grad(k, x):
     return out, d
 
 
+_NO_BITS = np.empty((0, 0), np.int32)
+
+
 def softmax_rows(k, s, scale=None, causal=0, hidden=-np.inf, add=False):
     """Softmax over the last axis of the C-contiguous array ``s``, in place (as
     attention._softmax_rows: rows of only -inf give zeros, a NaN or +inf makes its row NaN).
@@ -116,7 +119,8 @@ def softmax_rows(k, s, scale=None, causal=0, hidden=-np.inf, add=False):
     s2 = s.reshape(-1, s.shape[-1])
     dead = np.empty(s2.shape[0], np.bool_)
     t = s.dtype.type
-    k.softmax_rows_prepare(s2, dead, scale is not None, t(0 if scale is None else scale), causal, t(hidden), add)
+    u = s2.view(np.int32) if s2.dtype == np.float32 else _NO_BITS
+    k.softmax_rows_prepare(s2, u, dead, scale is not None, t(0 if scale is None else scale), causal, t(hidden), add)
     with np.errstate(over="ignore", invalid="ignore"):
         np.exp(s2, out=s2)
     k.softmax_rows_normalize(s2, dead, np.empty(1, s.dtype))
