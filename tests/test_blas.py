@@ -346,3 +346,43 @@ def test_no_split_inside_single_blas():
         assert _threads.blas_threads() == 2
     finally:
         _threads._adaptive()
+
+
+@needs_mkl
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_addmm_adds_the_product_onto_the_bias(every_size, monkeypatch, dt, threads):
+    """bias + a @ b in one MKL call (beta = 1), split or not, with a transposed right operand
+    as a linear layer's weight; None where MKL does not take the product."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((70, 40)).astype(dt)
+    w = rng.standard_normal((30, 40)).astype(dt)
+    bias = rng.standard_normal(30).astype(dt)
+    monkeypatch.setattr(_blas, "_SPLIT_MACS", 0)
+    retrograd.set_num_threads(threads)
+    try:
+        got = _blas.addmm(bias, a, w.T)
+        _close(got, (a.astype(np.float64) @ w.T.astype(np.float64) + bias).astype(dt), dt, 40)
+        assert got.dtype == dt and got.flags.c_contiguous
+        assert _blas.addmm(bias.astype(np.float64 if dt == np.float32 else np.float32), a, w.T) is None
+        assert _blas.addmm(bias[:-1], a, w.T) is None
+        monkeypatch.setattr(_blas, "_MIN_MACS", 10 ** 9)
+        assert _blas.addmm(bias, a, w.T) is None
+    finally:
+        _threads._adaptive()
+
+
+@needs_mkl
+@needs_torch
+def test_linear_forward_takes_addmm_and_matches_torch(monkeypatch):
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((256, 128)).astype(np.float32)
+    w = rng.standard_normal((512, 128)).astype(np.float32)
+    b = rng.standard_normal(512).astype(np.float32)
+    seen = []
+    real = _blas.addmm
+    monkeypatch.setattr(_blas, "addmm", lambda *a: (seen.append(a[1].shape), real(*a))[1])
+    got = retrograd.nn.functional.linear(*(retrograd.from_numpy(v) for v in (x, w, b))).numpy()
+    assert seen == [(256, 128)]
+    want = torch.nn.functional.linear(*(torch.from_numpy(v) for v in (x, w, b))).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5)
