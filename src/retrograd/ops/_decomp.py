@@ -1294,54 +1294,43 @@ def _lu_factor_checks(A, name):
 
 def _lu_core_grad(L, U, P, gL, gU):
     """The gradient w.r.t. A of A = P L U (L unit lower m x k, U upper k x n), for the gradients
-    gL, gU of the factors (None: zero)."""
+    gL, gU of the factors (None: zero), taken whole: the triangles are cut from the products,
+    in PyTorch's order of products, cuts and triangular solves (where an inf/nan gradient
+    reaches, through 0 * inf, depends on it)."""
     m, k = L._data.shape[-2:]
     n = U._data.shape[-1]
-    if m == n:
-        return P @ _lu_square_grad(L, U, gL, gU)
-    if m < n:   # wide: U = [U1 | U2], U2 = L^-1 P^T A2
-        U1, U2 = U[..., :, :m], U[..., :, m:]
-        gU1 = gU[..., :, :m] if gU is not None else None
-        gU2 = gU[..., :, m:] if gU is not None else None
-        gL_eff = gL
-        gA2 = None
-        if gU2 is not None:
-            gA2 = solve_triangular(_h(L), gU2, upper=True, unitriangular=True)
-            t = -(gA2 @ _h(U2))
-            gL_eff = t if gL_eff is None else gL_eff + t
-        gA1 = _lu_square_grad(L, U1, gL_eff, gU1)
-        if gA2 is None:
-            gA2 = _zeros(U2._data.shape, U2._data.dtype, U2)
-        from .shape import cat
-        return P @ cat([gA1, gA2], -1)
-    # tall: L = [L1; L2], L2 = B2 U^-1 with B = P^T A
-    L1, L2 = L[..., :n, :], L[..., n:, :]
-    gL1 = gL[..., :n, :] if gL is not None else None
-    gL2 = gL[..., n:, :] if gL is not None else None
-    gU_eff = gU
-    gB2 = None
-    if gL2 is not None:
-        gB2 = solve_triangular(_h(U), gL2, upper=False, left=False)
-        t = -(_h(L2) @ gB2)
-        gU_eff = t if gU_eff is None else gU_eff + t
-    gB1 = _lu_square_grad(L1, U, gL1, gU_eff)
-    if gB2 is None:
-        gB2 = _zeros(L2._data.shape, L2._data.dtype, L2)
     from .shape import cat
-    return P @ cat([gB1, gB2], -2)
-
-
-def _lu_square_grad(L, U, gL, gU):
-    """A = L U (square): gA = L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H."""
-    M = 0
+    if m == n:   # L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H
+        M = None if gL is None else (_h(L) @ gL).tril(-1)
+        if gU is not None:
+            t = (gU @ _h(U)).triu()
+            M = t if M is None else M + t
+        M = solve_triangular(_h(U), M, upper=False, left=False)
+        return P @ solve_triangular(_h(L), M, upper=True, unitriangular=True)
+    if m < n:   # wide, U = [U1 | U2]: L^-H [tril(L^H gL - triu(gU) U^H, -1) U1^-H + triu(gU1) | gU2]
+        M = None if gL is None else _h(L) @ gL
+        if gU is not None:
+            t = gU.triu() @ _h(U)
+            M = -t if M is None else M - t
+        M = solve_triangular(_h(U[..., :, :m]), M.tril(-1), upper=False, left=False)
+        if gU is not None:
+            M = cat([M + gU[..., :, :m].triu(), gU[..., :, m:]], -1)
+        M = solve_triangular(_h(L), M, upper=True, unitriangular=True)
+        if gU is None:
+            M = cat([M, _zeros(U._data.shape[:-2] + (m, n - m), U._data.dtype, U)], -1)
+        return P @ M
+    # tall, L = [L1; L2]: [triu(L1^-H triu(gU U^H - L^H tril(gL, -1))) + tril(gL1, -1); gL2] U^-H
+    M = None if gU is None else gU @ _h(U)
     if gL is not None:
-        M = (_h(L) @ gL).tril(-1)
-    if gU is not None:
-        M = M + (gU @ _h(U)).triu()
-    if isinstance(M, int):
-        return _zeros(L._data.shape[:-1] + U._data.shape[-1:], L._data.dtype, L)
-    M = solve_triangular(_h(L), M, upper=True, unitriangular=True)
-    return solve_triangular(_h(U), M, upper=False, left=False)
+        t = _h(L) @ gL.tril(-1)
+        M = -t if M is None else M - t
+    M = solve_triangular(_h(L[..., :n, :]), M.triu(), upper=True, unitriangular=True)
+    if gL is not None:
+        M = cat([M + gL[..., :n, :].tril(-1), gL[..., n:, :]], -2)
+    M = solve_triangular(_h(U), M, upper=False, left=False)
+    if gL is None:
+        M = cat([M, _zeros(L._data.shape[:-2] + (m - n, n), L._data.dtype, L)], -2)
+    return P @ M
 
 
 def _lu_factor_backward(self, grads):
@@ -1352,7 +1341,7 @@ def _lu_factor_backward(self, grads):
     if _state.grad:   # create_graph: the factors as functions of the saved LU
         Lt, Ut = _unpack_t(LU)
     k = L.shape[-1]
-    return _lu_core_grad(Lt, Ut, _const(P), g[..., :, :k].tril(-1), g[..., :k, :].triu())
+    return _lu_core_grad(Lt, Ut, _const(P), g[..., :, :k], g[..., :k, :])
 
 
 def _unpack_t(LU):
@@ -1404,10 +1393,7 @@ def lu_factor(A, *, pivot=True, out=None):
 def _lu_backward(self, grads):
     A, L, U = self.saved_tensors
     _, gL, gU = ([None] + list(grads))[-3:] if len(grads) == 2 else grads
-    P = _const(self.P)
-    if L._data.shape[-2] == U._data.shape[-1]:   # square: the triangles are taken of L^H gL and gU U^H
-        return _lu_core_grad(L, U, P, gL, gU)    # (as PyTorch: an inf outside them reaches the result)
-    return _lu_core_grad(L, U, P, gL.tril(-1) if gL is not None else None, gU.triu() if gU is not None else None)
+    return _lu_core_grad(L, U, _const(self.P), gL, gU)
 
 
 LinalgLuBackward0 = _node("LinalgLuBackward0", _lu_backward)
