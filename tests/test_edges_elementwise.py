@@ -732,3 +732,27 @@ def test_sgn_zero_gradient_through_nan_saved_below_it():
     r = _sgn_program(retrograd, vals, lambda L, x: x.exp().sgn() * x)
     t = _sgn_program(torch, vals, lambda L, x: x.exp().sgn() * x)
     np.testing.assert_array_equal(r[0], t[0])
+
+
+def _logit_eps_grad(lib, x, eps):
+    X = lib.tensor(x, requires_grad=True)
+    return lib.autograd.grad(X.logit(eps).sum(), X)[0].numpy()
+
+
+@needs_torch
+def test_logit_eps_gradient_at_nan_follows_torch_scalar_path():
+    """logit(x, eps)'s gradient at a NaN input: torch 2.13's scalar loop gives nan (as the formula
+    does; inputs shorter than a SIMD block), its vectorized body 0 (the fuzzer's KNOWN_MISMATCHES
+    entry); retrograd gives nan everywhere. Outside [eps, 1 - eps] and at +-inf it is 0 in both."""
+    x = [math.nan, math.inf, -math.inf, 0.5, 0.0, 1.0, 0.05]
+    for eps in (0.1, 0.0):
+        np.testing.assert_array_equal(_logit_eps_grad(retrograd, x, eps), _logit_eps_grad(torch, x, eps))
+    long_x = np.full(40, math.nan)
+    assert np.isnan(_logit_eps_grad(retrograd, long_x, 0.1)).all()
+    assert (_logit_eps_grad(torch, long_x, 0.1)[:32] == 0).all()   # torch disagrees with itself
+
+
+def test_logit_eps_gradgradcheck():
+    x = retrograd.tensor([0.3, 0.62, 0.05, 0.97], dtype=retrograd.float64, requires_grad=True)
+    fn = lambda x: x.logit(0.1)   # noqa: E731  (0.05 and 0.97 lie outside [eps, 1 - eps]: gradient 0)
+    assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))

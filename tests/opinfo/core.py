@@ -101,6 +101,15 @@ _known("F.elu F.elu_ F.elu(inplace) F.celu F.celu_ F.celu(inplace) F.selu F.selu
        "torch 2.13's backward at a NaN input depends on SIMD lanes: the vectorized body gives nan (elu family, "
        "hardswish) or 0 (hardtanh, relu6, hard/softshrink), the scalar tail passes the upstream gradient "
        "(elu of 24 NaNs: 16 nan, 8 ones); retrograd follows the scalar rule everywhere")
+_known("logit(eps)", "fuzz:grad fuzz:gradgrad", "nonfinite",
+       "as the elu family: torch 2.13's logit backward with eps at a NaN input gives 0 in its vectorized body and "
+       "nan in the scalar tail (blocks of 16 float64 / 32 float32 elements: 24 float64 NaNs give 16 zeros and 8 "
+       "nan, 24 float32 NaNs all nan); retrograd gives nan everywhere, the scalar rule")
+_known("linalg.solve_ex linalg.inv_ex", "fuzz:values", "ties",
+       "matrices singular up to rounding (repeated rows or columns): whether a pivot comes out exactly 0 (info) "
+       "and which of the many solutions is returned depend on the rounding of each LAPACK's elimination order; "
+       "torch 2.13 (MKL sgetrf) and elimination in float32 or float64, in LAPACK's or the reference order, agree "
+       "on info for 54-62% of random singular float32 2x2-4x4 matrices with repeated entries")
 _known("F.scaled_dot_product_attention", "fuzz:values fuzz:grad fuzz:gradgrad", "nonfinite",
        "is_causal=True with NaN in a key that the causal mask hides from earlier queries: torch 2.13's CPU kernel "
        "still gives those rows NaN (the masked score takes part in its arithmetic), retrograd leaves masked keys out "
