@@ -161,15 +161,6 @@ _known("abs absolute __abs__", "fuzz:gradgrad", "nonfinite infgrad",
        "as sgn: torch's abs backward is grad * self.sgn(), whose derivative w.r.t. self is sgn's efficient "
        "ZeroTensor; an elementwise double backward below it (polygamma(2, -inf): 0 * polygamma(3, -inf)) keeps it 0 "
        "where retrograd's plain zeros give 0 * inf = nan")
-_known("F.conv_transpose3d", "gradgrad", "nonfinite",
-       "second derivative w.r.t. the upstream gradient with nan/inf planted in input, weight and bias: one element "
-       "where torch's double-backward convolution gives -inf, retrograd's slice-add composite (ops/nn_extra.py) "
-       "gives nan; first derivatives and values agree, also with non-finite inputs (not yet traced)")
-_known("F.conv_tbc", "grad gradgrad", "infgrad", "with +-inf and nan in the upstream gradient: some weight-gradient "
-       "elements where torch's conv_tbc backward kernel gives +-inf, retrograd's per-offset GEMM composite "
-       "(ops/nn_extra.py) sums an inf and a -inf into nan (not yet traced); values and finite gradients agree")
-_known("F.conv_tbc", "gradgrad", "nonfinite", "second derivative w.r.t. the upstream gradient with nan/inf operands: "
-       "+-inf in torch where retrograd's composite gives nan (as F.conv_tbc infgrad)")
 _known("unique", "fuzz:values", "nonfinite",
        "torch 2.13 undefined: unique(dim=...) sorts the slices with a lexicographic comparator under which NaN "
        "ties with everything (not a strict weak order), so std::sort leaves an order that depends on the input's "
