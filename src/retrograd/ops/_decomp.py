@@ -2443,7 +2443,28 @@ def _renorm_composite(p, dim, maxnorm):
     return fn
 
 
-RenormBackward0 = _composite_backward("RenormBackward0")
+def _renorm_backward(self, grads):
+    """PyTorch's renorm_backward, op for op (where an inf/nan upstream gradient reaches, first
+    and second order, depends on it): with n the slice norms and nb the norm's gradient for the
+    upstream sum(conj(x) * g) of each slice, ``where(n > maxnorm, maxnorm/(n+1e-7) * (g -
+    nb/(n+1e-7)), g)``."""
+    from .reduce import vector_norm, _vector_norm_grad
+    from .index import where
+    (x,) = self.saved_tensors
+    g = grads[0]
+    p, dims, maxnorm = self.p, self.dims, self.maxnorm
+    nrm = vector_norm(x, p, dims, True)
+    go = x.conj() * g if x._data.dtype.kind == "c" else x * g
+    if x._data.dtype.kind == "c":
+        go = go.real
+    go = go.sum(dims, keepdim=True)
+    nb = _vector_norm_grad(x, nrm, go, p, dims, True)
+    inv = (nrm + 1e-7).reciprocal()
+    gn = maxnorm * inv * (g - inv * nb)
+    return (where(_const(nrm._data > maxnorm), gn.to(g.dtype), g),)
+
+
+RenormBackward0 = _node("RenormBackward0", _renorm_backward)
 
 
 def renorm(input, p, dim, maxnorm, *, out=None):
@@ -2467,7 +2488,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     res = finish(node, xp_for(r).ascontiguousarray(r.astype(x.dtype, copy=False)))
     if node is not None:
         save(node, input)
-        node.composite = comp
+        node.p, node.dims, node.maxnorm = float(p), [i for i in range(x.ndim) if i != d], maxnorm
     return _out(res, out, "renorm")
 
 
