@@ -155,6 +155,14 @@ def _lapack_dtype(x, kernel=None, runtime=None):
     return x
 
 
+def _plus_zero(x):
+    """``x`` with -0.0 read as +0.0, for the Householder-based LAPACK routines (QR, SVD, eigh,
+    eig): PyTorch's LAPACK (MKL) gives a reflector whose leading entry is -0.0 the sign of +0.0,
+    the reference LAPACK that NumPy / SciPy call gives it the sign of -0.0, which flips whole
+    columns of Q, U, Vh or eigenvectors; adding +0.0 changes -0.0 only."""
+    return x + 0.0 if x.dtype.kind in "fc" else x
+
+
 def _lapack(name, arrays):
     """SciPy's LAPACK routine ``name`` for ``arrays``: host memory only, so a device array is
     refused here (SciPy's wrappers must never see one: ``_host`` copies device arrays first)."""
@@ -722,6 +730,7 @@ LinalgEighBackward0 = _node("LinalgEighBackward0", _eigh_backward)
 
 def _eigh_np(x, uplo, vectors):
     xp = xp_for(x)
+    x = _plus_zero(x)
     if x.shape[-1] == 0:
         return xp.zeros(x.shape[:-1], _real_dt(x.dtype)), x.copy()
     if vectors:
@@ -778,7 +787,7 @@ def _eig_np(x):
     if x.shape[-1] == 0:
         return np.zeros(x.shape[:-1], cdt), np.zeros(x.shape, cdt)
     try:
-        w, v = np.linalg.eig(x)
+        w, v = np.linalg.eig(_plus_zero(x))
     except np.linalg.LinAlgError:
         if np.isfinite(x).all():
             raise
@@ -892,6 +901,7 @@ def _svd_checked(xp, x, **kw):
 
 def _svd_np(x, full, uv=True):
     xp = xp_for(x)
+    x = _plus_zero(x)
     m, n = x.shape[-2:]
     k = min(m, n)
     rdt = _real_dt(x.dtype)
@@ -1014,6 +1024,7 @@ LinalgQrBackward0 = _node("LinalgQrBackward0", _qr_backward)
 
 def _qr_np(x, mode):
     xp = xp_for(x)
+    x = _plus_zero(x)
     m, n = x.shape[-2:]
     k = min(m, n)
     b = x.shape[:-2]
@@ -1989,7 +2000,7 @@ def _geqrf_np(x):
     if x.size:
         fn = _lapack("geqrf", (x,))
         fa, ft = a.reshape((-1, m, n)), tau.reshape((-1, k))
-        for i, mat in enumerate(x.reshape((-1, m, n))):
+        for i, mat in enumerate(_plus_zero(x).reshape((-1, m, n))):
             qr_, tau_, _, _ = fn(mat)
             fa[i], ft[i] = qr_, tau_
     return [a, tau]
