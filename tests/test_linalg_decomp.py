@@ -373,3 +373,37 @@ def test_householder_factorizations_read_negative_zero_as_zero(name):
         got, want = fn(retrograd, retrograd.tensor(a)), fn(torch, torch.tensor(a))
         for r, t in zip(got, want):
             np.testing.assert_allclose(r.numpy(), t.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def _hh_case(lib, a, t, c, up):
+    A, T = lib.tensor(a, requires_grad=True), lib.tensor(t, requires_grad=True)
+    Q = lib.linalg.householder_product(A, T)
+    R = lib.ormqr(A, T, lib.tensor(c), left=True, transpose=True)
+    gq = lib.autograd.grad(Q, (A, T), lib.tensor(up), retain_graph=True)
+    gr = lib.autograd.grad(R.sum(), (A, T))
+    return [Q.detach().numpy(), R.detach().numpy()] + [g.numpy() for g in gq + gr]
+
+
+@needs_torch
+def test_householder_product_ignores_entries_on_and_above_the_diagonal():
+    """householder_product / ormqr read each reflector below the diagonal only: inf / nan on or
+    above it (geqrf's R) leave the values alone and get an exactly zero gradient (they were
+    multiplied by a zero mask: every value and gradient nan)."""
+    rng = np.random.default_rng(5)
+    for m, n, k in [(3, 2, 2), (4, 4, 4), (4, 3, 3), (2, 2, 2)]:   # (ormqr: k = n)
+        a, t = rng.standard_normal((m, n)), rng.standard_normal(k)
+        rows, cols = np.triu_indices(m, 0, n)
+        a[rows, cols] = rng.choice([np.inf, -np.inf, np.nan], rows.size)
+        c, up = rng.standard_normal((m, 2)), rng.standard_normal((m, n))
+        got, want = _hh_case(retrograd, a, t, c, up), _hh_case(torch, a, t, c, up)
+        for r, w in zip(got, want):
+            np.testing.assert_allclose(r, w, rtol=1e-10, atol=1e-12)
+        assert np.isfinite(got[0]).all()
+
+
+def test_householder_product_gradgradcheck():
+    rng = np.random.default_rng(6)
+    A = retrograd.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    tau = retrograd.tensor(rng.standard_normal(2), requires_grad=True)
+    assert gradcheck(retrograd.linalg.householder_product, (A, tau))
+    assert gradgradcheck(retrograd.linalg.householder_product, (A, tau))

@@ -1913,8 +1913,8 @@ def _householder_composite(V, tau):
     m, n = V._data.shape[-2:]
     k = tau._data.shape[-1]
     xp = xp_for(V)
-    mask = xp.tril(xp.ones((m, n), V._data.dtype), -1)
-    vs = V * _const(mask, V) + _const(xp.eye(m, n, dtype=V._data.dtype), V)
+    # (tril selects: entries on and above the diagonal take no part, even inf / nan ones)
+    vs = V.tril(-1) + _const(xp.eye(m, n, dtype=V._data.dtype), V)
     Q = None
     for i in range(k):
         v = vs[..., :, i:i + 1]
