@@ -1330,7 +1330,7 @@ def _lu_core_grad(L, U, P, gL, gU):
         if gU is None:
             M = cat([M, _zeros(U._data.shape[:-2] + (m, n - m), U._data.dtype, U)], -1)
         return P @ M
-    # tall, L = [L1; L2]: [triu(L1^-H triu(gU U^H - L^H tril(gL, -1))) + tril(gL1, -1); gL2] U^-H
+    # tall, L = [L1; L2]: [L1^-H triu(gU U^H - L^H tril(gL, -1)) + tril(gL1, -1); gL2] U^-H
     M = None if gU is None else gU @ _h(U)
     if gL is not None:
         t = _h(L) @ gL.tril(-1)
