@@ -756,3 +756,32 @@ def test_logit_eps_gradgradcheck():
     x = retrograd.tensor([0.3, 0.62, 0.05, 0.97], dtype=retrograd.float64, requires_grad=True)
     fn = lambda x: x.logit(0.1)   # noqa: E731  (0.05 and 0.97 lie outside [eps, 1 - eps]: gradient 0)
     assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_pow_tensor_exponent_one_half_is_pow_not_sqrt(dtype):
+    """A tensor exponent of 0.5 (0-d, size 1, expanded or broadcast) goes through pow as in
+    PyTorch: (-inf) ** 0.5 = inf and (-0.) ** 0.5 = 0. (NumPy's loop takes a stride-0 exponent
+    of 0.5 as sqrt: nan and -0.); a Python-number exponent keeps sqrt's values in both."""
+    x = [-math.inf, -0.0, -4.0, math.inf, 2.0, math.nan]
+    res = []
+    for lib in (torch, retrograd):
+        dt = getattr(lib, dtype)
+        t = lib.tensor(x, dtype=dt)
+        e = lib.tensor(0.5, dtype=dt)
+        outs = [t.pow(e), t.float_power(e), t ** e, t.pow(e.expand(6)), t.pow(lib.tensor([0.5], dtype=dt)),
+                t.reshape(1, 6).pow(lib.tensor([[0.5], [1.5]], dtype=dt)), lib.tensor(-math.inf, dtype=dt).pow(e),
+                t ** 0.5, t.pow(0.5)]
+        res.append([o.numpy() for o in outs])
+    for want, got in zip(*res):   # (torch's own 2 ** 0.5 with a number exponent is 1 ulp off sqrt's)
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == "float32" else 1e-15, atol=0)
+        assert np.array_equal(np.signbit(want[want == 0]), np.signbit(got[want == 0]))
+    got = retrograd.tensor(x).pow(retrograd.tensor(0.5)).numpy()
+    assert got[0] == math.inf and got[1] == 0 and not np.signbit(got[1])
+
+
+def test_pow_tensor_exponent_gradcheck():
+    x = retrograd.tensor([0.7, 1.9, 3.2], dtype=retrograd.float64, requires_grad=True)
+    e = retrograd.tensor(0.5, dtype=retrograd.float64, requires_grad=True)
+    assert gradcheck(lambda a, b: a.pow(b), (x, e)) and gradgradcheck(lambda a, b: a.pow(b), (x, e))
