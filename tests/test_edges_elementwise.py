@@ -732,3 +732,56 @@ def test_sgn_zero_gradient_through_nan_saved_below_it():
     r = _sgn_program(retrograd, vals, lambda L, x: x.exp().sgn() * x)
     t = _sgn_program(torch, vals, lambda L, x: x.exp().sgn() * x)
     np.testing.assert_array_equal(r[0], t[0])
+
+
+def _logit_eps_grad(lib, x, eps):
+    X = lib.tensor(x, requires_grad=True)
+    return lib.autograd.grad(X.logit(eps).sum(), X)[0].numpy()
+
+
+@needs_torch
+def test_logit_eps_gradient_at_nan_follows_torch_scalar_path():
+    """logit(x, eps)'s gradient at a NaN input: torch 2.13's scalar loop gives nan (as the formula
+    does; inputs shorter than a SIMD block), its vectorized body 0 (the fuzzer's KNOWN_MISMATCHES
+    entry); retrograd gives nan everywhere. Outside [eps, 1 - eps] and at +-inf it is 0 in both."""
+    x = [math.nan, math.inf, -math.inf, 0.5, 0.0, 1.0, 0.05]
+    for eps in (0.1, 0.0):
+        np.testing.assert_array_equal(_logit_eps_grad(retrograd, x, eps), _logit_eps_grad(torch, x, eps))
+    long_x = np.full(40, math.nan)
+    assert np.isnan(_logit_eps_grad(retrograd, long_x, 0.1)).all()
+    assert (_logit_eps_grad(torch, long_x, 0.1)[:32] == 0).all()   # torch disagrees with itself
+
+
+def test_logit_eps_gradgradcheck():
+    x = retrograd.tensor([0.3, 0.62, 0.05, 0.97], dtype=retrograd.float64, requires_grad=True)
+    fn = lambda x: x.logit(0.1)   # noqa: E731  (0.05 and 0.97 lie outside [eps, 1 - eps]: gradient 0)
+    assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_pow_tensor_exponent_one_half_is_pow_not_sqrt(dtype):
+    """A tensor exponent of 0.5 (0-d, size 1, expanded or broadcast) goes through pow as in
+    PyTorch: (-inf) ** 0.5 = inf and (-0.) ** 0.5 = 0. (NumPy's loop takes a stride-0 exponent
+    of 0.5 as sqrt: nan and -0.); a Python-number exponent keeps sqrt's values in both."""
+    x = [-math.inf, -0.0, -4.0, math.inf, 2.0, math.nan]
+    res = []
+    for lib in (torch, retrograd):
+        dt = getattr(lib, dtype)
+        t = lib.tensor(x, dtype=dt)
+        e = lib.tensor(0.5, dtype=dt)
+        outs = [t.pow(e), t.float_power(e), t ** e, t.pow(e.expand(6)), t.pow(lib.tensor([0.5], dtype=dt)),
+                t.reshape(1, 6).pow(lib.tensor([[0.5], [1.5]], dtype=dt)), lib.tensor(-math.inf, dtype=dt).pow(e),
+                t ** 0.5, t.pow(0.5)]
+        res.append([o.numpy() for o in outs])
+    for want, got in zip(*res):   # (torch's own 2 ** 0.5 with a number exponent is 1 ulp off sqrt's)
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == "float32" else 1e-15, atol=0)
+        assert np.array_equal(np.signbit(want[want == 0]), np.signbit(got[want == 0]))
+    got = retrograd.tensor(x).pow(retrograd.tensor(0.5)).numpy()
+    assert got[0] == math.inf and got[1] == 0 and not np.signbit(got[1])
+
+
+def test_pow_tensor_exponent_gradcheck():
+    x = retrograd.tensor([0.7, 1.9, 3.2], dtype=retrograd.float64, requires_grad=True)
+    e = retrograd.tensor(0.5, dtype=retrograd.float64, requires_grad=True)
+    assert gradcheck(lambda a, b: a.pow(b), (x, e)) and gradgradcheck(lambda a, b: a.pow(b), (x, e))

@@ -535,3 +535,41 @@ def test_bernoulli_with_a_probability_tensor_that_requires_grad():
         res[lib] = (type(y.grad_fn).__name__, np_(gx).tolist(), np_(gp).tolist(), z.requires_grad,
                     type(z.grad_fn).__name__, set(np_(z).tolist()) <= {0.0, 1.0})
     assert res[retrograd] == res[torch]
+
+
+def _renorm_derivs(lib, a, up, direction, p, dim, maxnorm):
+    x = lib.tensor(a, requires_grad=True)
+    u = lib.tensor(up, requires_grad=True)
+    y = x.renorm(p, dim, maxnorm)
+    (g,) = lib.autograd.grad(y, x, u, create_graph=True)
+    gx, gu = lib.autograd.grad((g * lib.tensor(direction)).sum(), (x, u), allow_unused=True)
+    return [t.detach().numpy() for t in (y, g, gx, gu)]
+
+
+@needs_torch
+@pytest.mark.parametrize("p", [1, 2, 3, 0.5, math.inf])
+def test_renorm_derivatives_with_nonfinite_values_match_torch(p):
+    """renorm's backward is PyTorch's formula op for op (the norm's gradient of sum(x * g) per
+    slice, scaled, selected where the norm exceeds maxnorm), so inf/nan upstream gradients and
+    inputs reach the same entries of the first and second derivatives (it was the gradient of
+    the forward composite: -inf where PyTorch has nan)."""
+    rng = np.random.default_rng(int(p * 10) if math.isfinite(p) else 99)
+    for _ in range(20):
+        a = rng.standard_normal((3, 4))
+        up = rng.standard_normal((3, 4))
+        up.reshape(-1)[:3] = [np.inf, -np.inf, np.nan]
+        if rng.random() < 0.5:
+            a[rng.integers(3), rng.integers(4)] = rng.choice([np.inf, np.nan, 0.0])
+        d = rng.standard_normal((3, 4))
+        dim, maxnorm = int(rng.integers(2)), float(rng.choice([0.5, 2.0, 10.0]))
+        got = _renorm_derivs(retrograd, a, up, d, p, dim, maxnorm)
+        want = _renorm_derivs(torch, a, up, d, p, dim, maxnorm)
+        for r, t in zip(got, want):
+            np.testing.assert_allclose(r, t, rtol=1e-10, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, math.inf])
+def test_renorm_gradgradcheck(p):
+    x = retrograd.tensor(np.random.default_rng(2).standard_normal((3, 4)) * 2, requires_grad=True)
+    fn = lambda t: t.renorm(p, 1, 3.0)   # noqa: E731  (slices 0 and 3 above maxnorm, 1 and 2 below for p > 1)
+    assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))

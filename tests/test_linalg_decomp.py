@@ -345,3 +345,65 @@ def test_cholesky_inverse_of_a_singular_factor_raises_pytorchs_error():
                     lib.cholesky_inverse(lib.tensor(L), upper=upper)
                 msgs.append((type(e.value).__name__, str(e.value)))
             assert msgs[0] == msgs[1]
+
+
+_HOUSEHOLDER_OPS = {
+    "qr": lambda L, x: L.linalg.qr(x), "qr(complete)": lambda L, x: L.linalg.qr(x, mode="complete"),
+    "qr(r)": lambda L, x: (L.linalg.qr(x, mode="r")[1],), "geqrf": lambda L, x: L.geqrf(x),
+    "svd": lambda L, x: L.linalg.svd(x, full_matrices=False), "svd(full)": lambda L, x: L.linalg.svd(x),
+    "torch.svd": lambda L, x: L.svd(x), "eigh": lambda L, x: L.linalg.eigh(x[..., :2, :2] + x[..., :2, :2].mT)}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(_HOUSEHOLDER_OPS))
+def test_householder_factorizations_read_negative_zero_as_zero(name):
+    """A -0.0 where a Householder reflector starts: PyTorch's LAPACK gives it the sign of +0.0,
+    the reference LAPACK behind NumPy / SciPy that of -0.0, which flipped whole columns of Q,
+    U, Vh (and rows of R); the fuzzer's linalg.svd(raw) of [[-0.0, -0.82], [-0.81, 0.32],
+    [0.5, 0.70], [1.0, 1.61]] found it."""
+    fn = _HOUSEHOLDER_OPS[name]
+    rng = np.random.default_rng(11)
+    for i in range(40):
+        shape = [(4, 2), (3, 3), (2, 2), (2, 3, 3), (5, 2)][i % 5]
+        a = rng.standard_normal(shape)
+        a[rng.random(shape) < 0.35] = 0.0
+        if i % 3 == 0:
+            a = np.round(a)
+        a[a == 0] = -0.0
+        got, want = fn(retrograd, retrograd.tensor(a)), fn(torch, torch.tensor(a))
+        for r, t in zip(got, want):
+            np.testing.assert_allclose(r.numpy(), t.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def _hh_case(lib, a, t, c, up):
+    A, T = lib.tensor(a, requires_grad=True), lib.tensor(t, requires_grad=True)
+    Q = lib.linalg.householder_product(A, T)
+    R = lib.ormqr(A, T, lib.tensor(c), left=True, transpose=True)
+    gq = lib.autograd.grad(Q, (A, T), lib.tensor(up), retain_graph=True)
+    gr = lib.autograd.grad(R.sum(), (A, T))
+    return [Q.detach().numpy(), R.detach().numpy()] + [g.numpy() for g in gq + gr]
+
+
+@needs_torch
+def test_householder_product_ignores_entries_on_and_above_the_diagonal():
+    """householder_product / ormqr read each reflector below the diagonal only: inf / nan on or
+    above it (geqrf's R) leave the values alone and get an exactly zero gradient (they were
+    multiplied by a zero mask: every value and gradient nan)."""
+    rng = np.random.default_rng(5)
+    for m, n, k in [(3, 2, 2), (4, 4, 4), (4, 3, 3), (2, 2, 2)]:   # (ormqr: k = n)
+        a, t = rng.standard_normal((m, n)), rng.standard_normal(k)
+        rows, cols = np.triu_indices(m, 0, n)
+        a[rows, cols] = rng.choice([np.inf, -np.inf, np.nan], rows.size)
+        c, up = rng.standard_normal((m, 2)), rng.standard_normal((m, n))
+        got, want = _hh_case(retrograd, a, t, c, up), _hh_case(torch, a, t, c, up)
+        for r, w in zip(got, want):
+            np.testing.assert_allclose(r, w, rtol=1e-10, atol=1e-12)
+        assert np.isfinite(got[0]).all()
+
+
+def test_householder_product_gradgradcheck():
+    rng = np.random.default_rng(6)
+    A = retrograd.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    tau = retrograd.tensor(rng.standard_normal(2), requires_grad=True)
+    assert gradcheck(retrograd.linalg.householder_product, (A, tau))
+    assert gradgradcheck(retrograd.linalg.householder_product, (A, tau))

@@ -283,3 +283,46 @@ def test_inv_ex_never_raises_where_numpys_lapack_meets_a_zero_pivot():
     assert int(info) == 0 and inv.shape == (3, 3) and inv.dtype == retrograd.float64
     if torch is not None:
         assert int(torch.linalg.inv_ex(torch.tensor(a))[1]) == 0
+
+
+def _lu_grads(lib, a, gl, gu, packed):
+    x = lib.tensor(a, requires_grad=True)
+    if packed:   # lu_factor: one gradient for the packed factors, taken whole by both triangles
+        return lib.autograd.grad(lib.linalg.lu_factor(x)[0], x, lib.tensor(gl))[0].numpy()
+    P, L, U = lib.linalg.lu(x)
+    outs, grads = zip(*[(t, lib.tensor(g)) for t, g in ((L, gl), (U, gu)) if g is not None])
+    return lib.autograd.grad(outs, x, grads)[0].numpy()
+
+
+@needs_torch
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4), (4, 2), (2, 3, 5), (1, 3), (3, 1)])
+@pytest.mark.parametrize("which", ["L U", "L", "U", "packed"])
+def test_lu_backward_nonfinite_upstream_matches_torch(shape, which):
+    """inf / nan in the factors' gradients reach A's gradient where PyTorch's do: the products,
+    triangle cuts and triangular solves are taken in its order for square, wide (U = [U1 | U2])
+    and tall (L = [L1; L2]) inputs, and lu_factor's gradient is passed on whole (not cut to the
+    triangles first)."""
+    rng = np.random.default_rng(sum(shape) * 7 + len(which))
+    m, n = shape[-2:]
+    k = min(m, n)
+    for _ in range(25):
+        a = rng.standard_normal(shape)
+        gs = []
+        for sh in (shape[:-1] + (k if which != "packed" else n,), shape[:-2] + (k, n)):
+            g = rng.standard_normal(sh)
+            pick = rng.random(sh)
+            g[pick < 0.12] = NAN
+            g[(pick >= 0.12) & (pick < 0.2)] = rng.choice([INF, -INF])
+            gs.append(g)
+        gl = gs[0] if "L" in which or which == "packed" else None
+        gu = gs[1] if "U" in which else None
+        _same(_lu_grads(retrograd, a, gl, gu, which == "packed"), _lu_grads(torch, a, gl, gu, which == "packed"))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4), (4, 2), (2, 2, 3)])
+def test_lu_gradcheck_wide_tall(shape):
+    a = retrograd.tensor(np.random.default_rng(3).standard_normal(shape) + np.eye(*shape[-2:]), requires_grad=True)
+    for f in (lambda x: retrograd.linalg.lu(x)[1:], lambda x: retrograd.linalg.lu(x)[1],
+              lambda x: retrograd.linalg.lu(x)[2], lambda x: retrograd.linalg.lu_factor(x)[0]):
+        assert gradcheck(f, (a,))
+        assert gradgradcheck(f, (a,))

@@ -101,6 +101,20 @@ _known("F.elu F.elu_ F.elu(inplace) F.celu F.celu_ F.celu(inplace) F.selu F.selu
        "torch 2.13's backward at a NaN input depends on SIMD lanes: the vectorized body gives nan (elu family, "
        "hardswish) or 0 (hardtanh, relu6, hard/softshrink), the scalar tail passes the upstream gradient "
        "(elu of 24 NaNs: 16 nan, 8 ones); retrograd follows the scalar rule everywhere")
+_known("logit(eps)", "fuzz:grad fuzz:gradgrad", "nonfinite",
+       "as the elu family: torch 2.13's logit backward with eps at a NaN input gives 0 in its vectorized body and "
+       "nan in the scalar tail (blocks of 16 float64 / 32 float32 elements: 24 float64 NaNs give 16 zeros and 8 "
+       "nan, 24 float32 NaNs all nan); retrograd gives nan everywhere, the scalar rule")
+_known("linalg.solve_ex linalg.inv_ex", "fuzz:values", "ties",
+       "matrices singular up to rounding (repeated rows or columns): whether a pivot comes out exactly 0 (info) "
+       "and which of the many solutions is returned depend on the rounding of each LAPACK's elimination order; "
+       "torch 2.13 (MKL sgetrf) and elimination in float32 or float64, in LAPACK's or the reference order, agree "
+       "on info for 54-62% of random singular float32 2x2-4x4 matrices with repeated entries")
+_known("linalg.eigh(raw)", "fuzz:values", "*",
+       "the sign of each eigenvector is the LAPACK implementation's choice: torch 2.13's MKL syevd and the reference "
+       "LAPACK's syev/syevd/syevx/syevr (NumPy, SciPy) disagree for 28-32% of random symmetric 3x3 matrices (59-69% at "
+       "4x4-5x5, none at 2x2); the fixed samples of the table's eigh(raw) agree, the gauge-invariant linalg.eigh "
+       "entry compares what is defined")
 _known("F.scaled_dot_product_attention", "fuzz:values fuzz:grad fuzz:gradgrad", "nonfinite",
        "is_causal=True with NaN in a key that the causal mask hides from earlier queries: torch 2.13's CPU kernel "
        "still gives those rows NaN (the masked score takes part in its arithmetic), retrograd leaves masked keys out "
@@ -152,15 +166,6 @@ _known("abs absolute __abs__", "fuzz:gradgrad", "nonfinite infgrad",
        "as sgn: torch's abs backward is grad * self.sgn(), whose derivative w.r.t. self is sgn's efficient "
        "ZeroTensor; an elementwise double backward below it (polygamma(2, -inf): 0 * polygamma(3, -inf)) keeps it 0 "
        "where retrograd's plain zeros give 0 * inf = nan")
-_known("F.conv_transpose3d", "gradgrad", "nonfinite",
-       "second derivative w.r.t. the upstream gradient with nan/inf planted in input, weight and bias: one element "
-       "where torch's double-backward convolution gives -inf, retrograd's slice-add composite (ops/nn_extra.py) "
-       "gives nan; first derivatives and values agree, also with non-finite inputs (not yet traced)")
-_known("F.conv_tbc", "grad gradgrad", "infgrad", "with +-inf and nan in the upstream gradient: some weight-gradient "
-       "elements where torch's conv_tbc backward kernel gives +-inf, retrograd's per-offset GEMM composite "
-       "(ops/nn_extra.py) sums an inf and a -inf into nan (not yet traced); values and finite gradients agree")
-_known("F.conv_tbc", "gradgrad", "nonfinite", "second derivative w.r.t. the upstream gradient with nan/inf operands: "
-       "+-inf in torch where retrograd's composite gives nan (as F.conv_tbc infgrad)")
 _known("unique", "fuzz:values", "nonfinite",
        "torch 2.13 undefined: unique(dim=...) sorts the slices with a lexicographic comparator under which NaN "
        "ties with everything (not a strict weak order), so std::sort leaves an order that depends on the input's "

@@ -155,6 +155,14 @@ def _lapack_dtype(x, kernel=None, runtime=None):
     return x
 
 
+def _plus_zero(x):
+    """``x`` with -0.0 read as +0.0, for the Householder-based LAPACK routines (QR, SVD, eigh,
+    eig): PyTorch's LAPACK (MKL) gives a reflector whose leading entry is -0.0 the sign of +0.0,
+    the reference LAPACK that NumPy / SciPy call gives it the sign of -0.0, which flips whole
+    columns of Q, U, Vh or eigenvectors; adding +0.0 changes -0.0 only."""
+    return x + 0.0 if x.dtype.kind in "fc" else x
+
+
 def _lapack(name, arrays):
     """SciPy's LAPACK routine ``name`` for ``arrays``: host memory only, so a device array is
     refused here (SciPy's wrappers must never see one: ``_host`` copies device arrays first)."""
@@ -722,6 +730,7 @@ LinalgEighBackward0 = _node("LinalgEighBackward0", _eigh_backward)
 
 def _eigh_np(x, uplo, vectors):
     xp = xp_for(x)
+    x = _plus_zero(x)
     if x.shape[-1] == 0:
         return xp.zeros(x.shape[:-1], _real_dt(x.dtype)), x.copy()
     if vectors:
@@ -778,7 +787,7 @@ def _eig_np(x):
     if x.shape[-1] == 0:
         return np.zeros(x.shape[:-1], cdt), np.zeros(x.shape, cdt)
     try:
-        w, v = np.linalg.eig(x)
+        w, v = np.linalg.eig(_plus_zero(x))
     except np.linalg.LinAlgError:
         if np.isfinite(x).all():
             raise
@@ -892,6 +901,7 @@ def _svd_checked(xp, x, **kw):
 
 def _svd_np(x, full, uv=True):
     xp = xp_for(x)
+    x = _plus_zero(x)
     m, n = x.shape[-2:]
     k = min(m, n)
     rdt = _real_dt(x.dtype)
@@ -1014,6 +1024,7 @@ LinalgQrBackward0 = _node("LinalgQrBackward0", _qr_backward)
 
 def _qr_np(x, mode):
     xp = xp_for(x)
+    x = _plus_zero(x)
     m, n = x.shape[-2:]
     k = min(m, n)
     b = x.shape[:-2]
@@ -1294,54 +1305,43 @@ def _lu_factor_checks(A, name):
 
 def _lu_core_grad(L, U, P, gL, gU):
     """The gradient w.r.t. A of A = P L U (L unit lower m x k, U upper k x n), for the gradients
-    gL, gU of the factors (None: zero)."""
+    gL, gU of the factors (None: zero), taken whole: the triangles are cut from the products,
+    in PyTorch's order of products, cuts and triangular solves (where an inf/nan gradient
+    reaches, through 0 * inf, depends on it)."""
     m, k = L._data.shape[-2:]
     n = U._data.shape[-1]
-    if m == n:
-        return P @ _lu_square_grad(L, U, gL, gU)
-    if m < n:   # wide: U = [U1 | U2], U2 = L^-1 P^T A2
-        U1, U2 = U[..., :, :m], U[..., :, m:]
-        gU1 = gU[..., :, :m] if gU is not None else None
-        gU2 = gU[..., :, m:] if gU is not None else None
-        gL_eff = gL
-        gA2 = None
-        if gU2 is not None:
-            gA2 = solve_triangular(_h(L), gU2, upper=True, unitriangular=True)
-            t = -(gA2 @ _h(U2))
-            gL_eff = t if gL_eff is None else gL_eff + t
-        gA1 = _lu_square_grad(L, U1, gL_eff, gU1)
-        if gA2 is None:
-            gA2 = _zeros(U2._data.shape, U2._data.dtype, U2)
-        from .shape import cat
-        return P @ cat([gA1, gA2], -1)
-    # tall: L = [L1; L2], L2 = B2 U^-1 with B = P^T A
-    L1, L2 = L[..., :n, :], L[..., n:, :]
-    gL1 = gL[..., :n, :] if gL is not None else None
-    gL2 = gL[..., n:, :] if gL is not None else None
-    gU_eff = gU
-    gB2 = None
-    if gL2 is not None:
-        gB2 = solve_triangular(_h(U), gL2, upper=False, left=False)
-        t = -(_h(L2) @ gB2)
-        gU_eff = t if gU_eff is None else gU_eff + t
-    gB1 = _lu_square_grad(L1, U, gL1, gU_eff)
-    if gB2 is None:
-        gB2 = _zeros(L2._data.shape, L2._data.dtype, L2)
     from .shape import cat
-    return P @ cat([gB1, gB2], -2)
-
-
-def _lu_square_grad(L, U, gL, gU):
-    """A = L U (square): gA = L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H."""
-    M = 0
+    if m == n:   # L^-H [tril(L^H gL, -1) + triu(gU U^H)] U^-H
+        M = None if gL is None else (_h(L) @ gL).tril(-1)
+        if gU is not None:
+            t = (gU @ _h(U)).triu()
+            M = t if M is None else M + t
+        M = solve_triangular(_h(U), M, upper=False, left=False)
+        return P @ solve_triangular(_h(L), M, upper=True, unitriangular=True)
+    if m < n:   # wide, U = [U1 | U2]: L^-H [tril(L^H gL - triu(gU) U^H, -1) U1^-H + triu(gU1) | gU2]
+        M = None if gL is None else _h(L) @ gL
+        if gU is not None:
+            t = gU.triu() @ _h(U)
+            M = -t if M is None else M - t
+        M = solve_triangular(_h(U[..., :, :m]), M.tril(-1), upper=False, left=False)
+        if gU is not None:
+            M = cat([M + gU[..., :, :m].triu(), gU[..., :, m:]], -1)
+        M = solve_triangular(_h(L), M, upper=True, unitriangular=True)
+        if gU is None:
+            M = cat([M, _zeros(U._data.shape[:-2] + (m, n - m), U._data.dtype, U)], -1)
+        return P @ M
+    # tall, L = [L1; L2]: [L1^-H triu(gU U^H - L^H tril(gL, -1)) + tril(gL1, -1); gL2] U^-H
+    M = None if gU is None else gU @ _h(U)
     if gL is not None:
-        M = (_h(L) @ gL).tril(-1)
-    if gU is not None:
-        M = M + (gU @ _h(U)).triu()
-    if isinstance(M, int):
-        return _zeros(L._data.shape[:-1] + U._data.shape[-1:], L._data.dtype, L)
-    M = solve_triangular(_h(L), M, upper=True, unitriangular=True)
-    return solve_triangular(_h(U), M, upper=False, left=False)
+        t = _h(L) @ gL.tril(-1)
+        M = -t if M is None else M - t
+    M = solve_triangular(_h(L[..., :n, :]), M.triu(), upper=True, unitriangular=True)
+    if gL is not None:
+        M = cat([M + gL[..., :n, :].tril(-1), gL[..., n:, :]], -2)
+    M = solve_triangular(_h(U), M, upper=False, left=False)
+    if gL is None:
+        M = cat([M, _zeros(L._data.shape[:-2] + (m - n, n), L._data.dtype, L)], -2)
+    return P @ M
 
 
 def _lu_factor_backward(self, grads):
@@ -1352,7 +1352,7 @@ def _lu_factor_backward(self, grads):
     if _state.grad:   # create_graph: the factors as functions of the saved LU
         Lt, Ut = _unpack_t(LU)
     k = L.shape[-1]
-    return _lu_core_grad(Lt, Ut, _const(P), g[..., :, :k].tril(-1), g[..., :k, :].triu())
+    return _lu_core_grad(Lt, Ut, _const(P), g[..., :, :k], g[..., :k, :])
 
 
 def _unpack_t(LU):
@@ -1404,10 +1404,7 @@ def lu_factor(A, *, pivot=True, out=None):
 def _lu_backward(self, grads):
     A, L, U = self.saved_tensors
     _, gL, gU = ([None] + list(grads))[-3:] if len(grads) == 2 else grads
-    P = _const(self.P)
-    if L._data.shape[-2] == U._data.shape[-1]:   # square: the triangles are taken of L^H gL and gU U^H
-        return _lu_core_grad(L, U, P, gL, gU)    # (as PyTorch: an inf outside them reaches the result)
-    return _lu_core_grad(L, U, P, gL.tril(-1) if gL is not None else None, gU.triu() if gU is not None else None)
+    return _lu_core_grad(L, U, _const(self.P), gL, gU)
 
 
 LinalgLuBackward0 = _node("LinalgLuBackward0", _lu_backward)
@@ -1916,8 +1913,8 @@ def _householder_composite(V, tau):
     m, n = V._data.shape[-2:]
     k = tau._data.shape[-1]
     xp = xp_for(V)
-    mask = xp.tril(xp.ones((m, n), V._data.dtype), -1)
-    vs = V * _const(mask, V) + _const(xp.eye(m, n, dtype=V._data.dtype), V)
+    # (tril selects: entries on and above the diagonal take no part, even inf / nan ones)
+    vs = V.tril(-1) + _const(xp.eye(m, n, dtype=V._data.dtype), V)
     Q = None
     for i in range(k):
         v = vs[..., :, i:i + 1]
@@ -2003,7 +2000,7 @@ def _geqrf_np(x):
     if x.size:
         fn = _lapack("geqrf", (x,))
         fa, ft = a.reshape((-1, m, n)), tau.reshape((-1, k))
-        for i, mat in enumerate(x.reshape((-1, m, n))):
+        for i, mat in enumerate(_plus_zero(x).reshape((-1, m, n))):
             qr_, tau_, _, _ = fn(mat)
             fa[i], ft[i] = qr_, tau_
     return [a, tau]
@@ -2457,7 +2454,28 @@ def _renorm_composite(p, dim, maxnorm):
     return fn
 
 
-RenormBackward0 = _composite_backward("RenormBackward0")
+def _renorm_backward(self, grads):
+    """PyTorch's renorm_backward, op for op (where an inf/nan upstream gradient reaches, first
+    and second order, depends on it): with n the slice norms and nb the norm's gradient for the
+    upstream sum(conj(x) * g) of each slice, ``where(n > maxnorm, maxnorm/(n+1e-7) * (g -
+    nb/(n+1e-7)), g)``."""
+    from .reduce import vector_norm, _vector_norm_grad
+    from .index import where
+    (x,) = self.saved_tensors
+    g = grads[0]
+    p, dims, maxnorm = self.p, self.dims, self.maxnorm
+    nrm = vector_norm(x, p, dims, True)
+    go = x.conj() * g if x._data.dtype.kind == "c" else x * g
+    if x._data.dtype.kind == "c":
+        go = go.real
+    go = go.sum(dims, keepdim=True)
+    nb = _vector_norm_grad(x, nrm, go, p, dims, True)
+    inv = (nrm + 1e-7).reciprocal()
+    gn = maxnorm * inv * (g - inv * nb)
+    return (where(_const(nrm._data > maxnorm), gn.to(g.dtype), g),)
+
+
+RenormBackward0 = _node("RenormBackward0", _renorm_backward)
 
 
 def renorm(input, p, dim, maxnorm, *, out=None):
@@ -2481,7 +2499,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     res = finish(node, xp_for(r).ascontiguousarray(r.astype(x.dtype, copy=False)))
     if node is not None:
         save(node, input)
-        node.composite = comp
+        node.p, node.dims, node.maxnorm = float(p), [i for i in range(x.ndim) if i != d], maxnorm
     return _out(res, out, "renorm")
 
 

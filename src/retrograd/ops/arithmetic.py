@@ -702,6 +702,14 @@ def _power(x, y):
         y1 = y.reshape(1) if y.__class__ is _ndarray else y
         if x1 is not x or y1 is not y:
             return xp.power(x1, y1).reshape(())
+    if x.__class__ is _ndarray and x.ndim and getattr(y, "dtype", None) is not None and y.dtype.kind == "f":
+        y = np.asarray(y)
+        shape = np.broadcast_shapes(x.shape, y.shape)
+        if (y.shape != shape or 0 in y.strides) and (y == 0.5).any():
+            # NumPy's loop takes an exponent of 0.5 repeated along a stride-0 axis as sqrt:
+            # (-inf) ** 0.5 = nan and (-0.) ** 0.5 = -0., where C's pow and PyTorch's tensor
+            # exponents give inf and 0.; spread out, the exponent goes through pow
+            y = np.ascontiguousarray(np.broadcast_to(y, shape))
     return xp.power(x, y)
 
 

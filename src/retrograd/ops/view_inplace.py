@@ -86,19 +86,22 @@ class CopySlices(Node):
             else:
                 flat[pos] = 0 if r0 is None else r0._data.reshape(-1)
             return (Tensor._make((flat.view(gd.dtype) if cplx else flat).reshape(gd.shape)),) + tuple(res[1:])
-        # create_graph: the same, written with differentiable ops:
-        # grad_base = g + S(r0 - g[view]), S scattering the view's part back into the base.
-        from .index import take_np, put_np
+        # create_graph: the same, written with differentiable ops that select (as PyTorch's
+        # clone + copy_ into the view): g outside the view, r0 scattered into it; no arithmetic
+        # between the two, so an inf in g does not meet itself there (inf - inf).
+        from .index import take_np, put_np, where
         from .complex_ops import view_as_real, view_as_complex
         gr = view_as_real(g) if cplx else g
         gf = gr.reshape(-1)
         gv = (gf if pos is None else take_np(gf, (pos,))).reshape(vshape)
         res = self._call_fn(gv)
         r0 = res[0] if res else None
-        delta = (-gv if r0 is None else r0 - gv).reshape(-1)
+        n = gf._data.size
+        inside = np.ones(n, bool) if pos is None else np.zeros(n, bool)
         if pos is not None:
-            delta = put_np(delta, (gf._data.size,), (pos,))
-        total = gr + delta.reshape(gr._data.shape)
+            inside[pos] = True
+        placed = 0.0 if r0 is None else r0.reshape(-1) if pos is None else put_np(r0.reshape(-1), (n,), (pos,))
+        total = where(Tensor._make(inside if xp is np else xp.asarray(inside)), placed, gf).reshape(gr._data.shape)
         return (view_as_complex(total) if cplx else total,) + tuple(res[1:])
 
 
