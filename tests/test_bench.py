@@ -115,3 +115,13 @@ def test_the_suite_times_this_checkouts_retrograd(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     meta = json.loads((tmp_path / "r.json").read_text())["meta"]
     assert os.path.realpath(meta["retrograd_path"]) == os.path.realpath(os.path.join(SRC, "retrograd"))
+
+
+def test_ratio_pairs_each_round():
+    """The table's ratio is the median of the rounds' ratios (each round's two medians taken
+    seconds apart), not the ratio of the two overall medians; none without both libraries."""
+    per_round = {"retrograd": [1.0, 3.0, 2.0], "torch": [1.0, 1.0, 4.0]}     # rounds' ratios 1, 3, 0.5
+    assert suite.paired_ratio(per_round) == pytest.approx(1.0)             # (overall medians: 2 / 1)
+    assert suite.paired_ratio({"retrograd": [1.0, 2.0]}) is None
+    r = {"times": {"retrograd": 2.0, "torch": 1.0}, "ratio": 1.5}
+    assert suite._ratio(r) == 1.5 and suite._ratio(dict(r, ratio=None)) == 2.0
