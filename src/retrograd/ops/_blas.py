@@ -32,7 +32,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["matmul", "try_matmul", "addmm", "backend", "describe", "mkl_gemm", "mkl_gemm_packed"]
+__all__ = ["matmul", "try_matmul", "backend", "describe", "mkl_gemm", "mkl_gemm_packed"]
 
 _ROW, _NT, _T = 101, 111, 112        # CblasRowMajor, CblasNoTrans, CblasTrans
 _INT_MAX = 2 ** 31 - 1               # LP64: MKL's dimensions, strides and counts are C ints
@@ -404,30 +404,7 @@ def _out_ok(out, shape, dt):
     return (type(out) is np.ndarray and out.shape == shape and out.dtype == dt and out.flags.writeable)
 
 
-def addmm(bias, a, b):
-    """``bias + a @ b`` for a 1-D ``bias`` of b's columns (a linear layer's forward) as one
-    MKL call that adds the product onto the bias copied into its rows (beta = 1: one pass
-    over the result fewer than the product then a sum), where MKL takes this product (see
-    ``matmul``); else None (the caller adds the bias itself)."""
-    lib = _state[0]
-    if not lib or type(a) is not np.ndarray or type(b) is not np.ndarray or type(bias) is not np.ndarray \
-            or a.ndim != 2 or b.ndim != 2:
-        return None
-    dt = a.dtype
-    if (dt != _F32 and dt != _F64) or b.dtype != dt or bias.dtype != dt:
-        return None
-    m, k = a.shape
-    n = b.shape[1]
-    if b.shape[0] != k or bias.shape != (n,) or m * n * k < _MIN_MACS:
-        return None
-    c = np.empty((m, n), dt)
-    c[...] = bias
-    return _gemm2(lib, a, b, c, m, n, k, dt, beta=1.0)
-
-
-def _gemm2(lib, a, b, out, m, n, k, dt, beta=0.0):
-    """The 2-D product into a new array, or into ``out`` (``beta`` = 1: added to what it
-    holds); None where MKL does not take it."""
+def _gemm2(lib, a, b, out, m, n, k, dt):
     macs = m * n * k
     if macs < _MIN_MACS or m > _INT_MAX or n > _INT_MAX or k > _INT_MAX or not _pays(m, n, k):
         return None
@@ -460,7 +437,7 @@ def _gemm2(lib, a, b, out, m, n, k, dt, beta=0.0):
     f = lib.gemm[dt]
     nt = _threads() if macs >= _SPLIT_MACS else 1
     if nt <= 1:
-        f(_ROW, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, beta, pc, ldc)
+        f(_ROW, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, ldc)
         return c
     calls = []
     if m >= n:      # row blocks of C (and of op(A))
@@ -468,13 +445,13 @@ def _gemm2(lib, a, b, out, m, n, k, dt, beta=0.0):
         for i in range(0, m, step):
             mi = min(step, m - i)
             ai = pa + (i * lda if ta == _NT else i) * it
-            calls.append((f, (_ROW, ta, tb, mi, n, k, 1.0, ai, lda, pb, ldb, beta, pc + i * ldc * it, ldc)))
+            calls.append((f, (_ROW, ta, tb, mi, n, k, 1.0, ai, lda, pb, ldb, 0.0, pc + i * ldc * it, ldc)))
     else:           # column blocks of C (and of op(B))
         step = -(-n // nt)
         for j in range(0, n, step):
             nj = min(step, n - j)
             bj = pb + (j if tb == _NT else j * ldb) * it
-            calls.append((f, (_ROW, ta, tb, m, nj, k, 1.0, pa, lda, bj, ldb, beta, pc + j * it, ldc)))
+            calls.append((f, (_ROW, ta, tb, m, nj, k, 1.0, pa, lda, bj, ldb, 0.0, pc + j * it, ldc)))
     _run(calls)
     return c
 

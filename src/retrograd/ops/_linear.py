@@ -184,11 +184,9 @@ def linear(input, weight, bias=None):
             r += bias._data.astype(np.float32)
         r = r.astype(x.dtype)
     else:
-        r = None if bias is None else _blas.addmm(bias._data, x2, w.T)
-        if r is None:
-            r = _x_wt(x2, w)
-            if bias is not None:
-                r += bias._data
+        r = _x_wt(x2, w)
+        if bias is not None:
+            r += bias._data
     node = None
     if _state.grad and (inp._requires_grad or weight._requires_grad or (bias is not None and bias._requires_grad)):
         wt = weight.t()                  # a view; TBackward0 when the weight requires grad
