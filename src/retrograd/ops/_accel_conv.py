@@ -10,7 +10,7 @@ a zero plane, in the order ops.conv's NumPy path adds its slices (the same sums)
 import numba
 import numpy as np
 
-__all__ = ["im2col", "col2im", "wino_in", "wino_out", "wino_gin", "index_add_rows", "index_add_flat", "bn_affine", "bn_backward", "bn_stats", "bn_grad_sums", "bn_backward_x", "gather3", "gather3_add"]
+__all__ = ["im2col", "col2im", "wino_in", "wino_out", "wino_gin", "index_add_rows", "index_add_flat", "bn_affine", "bn_stats", "bn_grad_sums", "bn_backward_x", "gather3", "gather3_add"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 # Row copies and adds index flat arrays at unsigned offsets: numba wraps a signed index that
@@ -484,22 +484,6 @@ def bn_affine(x, scale, shift, out):
             orow = out[n, c]
             for j in range(M):
                 orow[j] = xr[j] * a + b
-
-
-@_jit
-def bn_backward(g, xc, sinv, k, scale, out):
-    """out[n, c, :] = ((g - sinv[c]) - xc * k[c]) * scale[c] over (N, C, M) arrays."""
-    N, C, M = g.shape
-    for n in range(N):
-        for c in range(C):
-            si = sinv[c]
-            kc = k[c]
-            sc = scale[c]
-            gr = g[n, c]
-            xr = xc[n, c]
-            orow = out[n, c]
-            for j in range(M):
-                orow[j] = ((gr[j] - si) - xr[j] * kc) * sc
 
 
 # Batch norm's per-channel reductions, in float64 whatever the data's dtype (PyTorch's CPU

@@ -201,9 +201,6 @@ class NativeBatchNormBackward0(OpNode):
                     if xc is None:     # the four passes below in one, x centred on the fly
                         gx = np.empty(g3.shape, dt)
                         kern.bn_backward_x(g3, x3, mean, sinv, k, scale, gx)
-                    elif (kern := _bn_kernels(g3, xc, sinv, k, scale)) is not None:
-                        gx = np.empty(g3.shape, dt)
-                        kern.bn_backward(g3, xc, sinv, k, scale, gx)
                     else:
                         gx = np.subtract(g3, sinv.reshape(1, c, 1))
                         np.multiply(xc, k.reshape(1, c, 1), out=xc)
