@@ -248,20 +248,13 @@ def _wino_pair_planes(x64, b, c, ph32, plh, plw, hr, pc):
         row = xc[i]
         ev = ph32[base + e0:base + e0 + W2]
         od = ph32[base + P + o0:base + P + o0 + W2]
-        if plw & 1 == 0:
-            for t in range(_u(W2)):
-                v = row[t]
-                lo, hi = v & _LO32, v >> sh
-                bad |= ((lo & _EXP32) == _EXP32) | ((hi & _EXP32) == _EXP32)
-                ev[t] = numba.uint32(lo)
-                od[t] = numba.uint32(hi)
-        else:
-            for t in range(_u(W2)):
-                v = row[t]
-                lo, hi = v & _LO32, v >> sh
-                bad |= ((lo & _EXP32) == _EXP32) | ((hi & _EXP32) == _EXP32)
-                od[t] = numba.uint32(lo)
-                ev[t] = numba.uint32(hi)
+        lo_to, hi_to = (ev, od) if plw & 1 == 0 else (od, ev)
+        for t in range(_u(W2)):
+            v = row[t]
+            lo, hi = v & _LO32, v >> sh
+            bad |= ((lo & _EXP32) == _EXP32) | ((hi & _EXP32) == _EXP32)
+            lo_to[t] = numba.uint32(lo)
+            hi_to[t] = numba.uint32(hi)
     return bad
 
 

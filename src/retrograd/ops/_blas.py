@@ -157,7 +157,7 @@ class _Mkl:
             # then passes Python ints as C ints (every dimension here is checked to fit) and
             # the prepared scalar and pointer objects as they are, ~2 us less per call than
             # converting fourteen arguments by their declared types.
-            raw = ctypes.CDLL(lib._name)[f"cblas_{pre}gemm"]
+            raw = lib[f"cblas_{pre}gemm"]      # (indexing makes a new function object)
             raw.restype = None
             self.raw[dt] = (raw, ct(1.0), ct(0.0))
             f = getattr(lib, f"cblas_{pre}gemm_batch_strided", None)   # MKL 2020.2+

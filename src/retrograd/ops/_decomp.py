@@ -2465,10 +2465,7 @@ def _renorm_backward(self, grads):
     g = grads[0]
     p, dims, maxnorm = self.p, self.dims, self.maxnorm
     nrm = vector_norm(x, p, dims, True)
-    go = x.conj() * g if x._data.dtype.kind == "c" else x * g
-    if x._data.dtype.kind == "c":
-        go = go.real
-    go = go.sum(dims, keepdim=True)
+    go = ((x.conj() * g).real if x._data.dtype.kind == "c" else x * g).sum(dims, keepdim=True)
     nb = _vector_norm_grad(x, nrm, go, p, dims, True)
     inv = (nrm + 1e-7).reciprocal()
     gn = maxnorm * inv * (g - inv * nb)

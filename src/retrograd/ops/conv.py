@@ -522,7 +522,9 @@ def _wino_block(n, c, o, L, it):
 def _wino_plan(n, c, o, L, hr, pc, dt):
     """The block and buffers both Winograd passes share: (b samples a block, T = b * L tiles,
     the 16 input and 16 product streams' strides xs, xm, the runs over the samples, and per run
-    the buffers (V, M, work plane, scratch row) with V, M viewed as (16, c, T), (16, o, T))."""
+    the buffers (V, M, work plane, scratch row) with V, M viewed as (16, c, T), (16, o, T)).
+    The scratch row (4T, zeroed) is the forward's output rows (wino_out) or the weight
+    gradient's phases of the output gradient (wino_gin, which needs it zeroed once)."""
     it = dt.itemsize
     b = _wino_block(n, c, o, L, it)
     T = b * L
@@ -531,7 +533,7 @@ def _wino_plan(n, c, o, L, hr, pc, dt):
     bufs = []
     for _ in runs:
         V, M = np.empty(16 * xs, dt), np.empty(16 * xm, dt)
-        bufs.append((V, M, np.zeros(4 * hr * pc + pc + 2, dt), np.zeros(4 * L, dt),
+        bufs.append((V, M, np.zeros(4 * hr * pc + pc + 2, dt), np.zeros(4 * T, dt),
                      as_strided(V, (16, c, T), (xs * it, T * it, it)),
                      as_strided(M, (16, o, T), (xm * it, T * it, it))))
     return b, T, xs, xm, runs, bufs
@@ -557,11 +559,8 @@ def _wino_w(x, g, wshape, p):
 
     finite = [True] * len(runs)
 
-    gps = [np.zeros(4 * T, dt) for _ in runs]      # (wino_gin's phases of a channel, in Z's layout)
-
     def run(r, i0, i1):
-        V, Z, ph, _, Vv, Zv = bufs[r]
-        gp = gps[r]
+        V, Z, ph, gp, Vv, Zv = bufs[r]
         for i in range(i0, i1, b):
             j = min(i1, i + b)
             t = (j - i) * L
