@@ -197,7 +197,7 @@ def test_split_products_follow_the_thread_count(every_size, monkeypatch):
     rng = np.random.default_rng(5)
     a = rng.standard_normal((300, 200)).astype(np.float32)
     b = rng.standard_normal((200, 260)).astype(np.float32)
-    monkeypatch.setattr(_blas, "_SPLIT_MACS", 0)
+    monkeypatch.setattr(_blas, "_split_at", [0])
     seen = []
     real = _blas._run
     monkeypatch.setattr(_blas, "_run", lambda calls: (seen.append(len(calls)), real(calls)))
@@ -236,7 +236,7 @@ def _child_product(q):
 @needs_mkl
 def test_fork_after_split_products(monkeypatch):
     """A forked child (a DataLoader worker) runs split products after the parent ran some."""
-    monkeypatch.setattr(_blas, "_SPLIT_MACS", 0)
+    monkeypatch.setattr(_blas, "_split_at", [0])
     retrograd.set_num_threads(2)
     try:
         rng = np.random.default_rng(7)

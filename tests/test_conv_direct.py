@@ -107,7 +107,7 @@ def test_direct_equals_the_numpy_path(xs, ws, pad, dtype, spy, monkeypatch):
 
 @pytest.mark.parametrize("xs,ws,pad", SHAPES[:4])
 def test_bits_do_not_depend_on_the_thread_count(xs, ws, pad, monkeypatch):
-    monkeypatch.setattr(conv, "_PAR_BYTES", 0)
+    monkeypatch.setattr(conv, "_PAR_MACS", 0)
     monkeypatch.setattr(conv, "_DIRECT_W_BYTES", 1)     # one sample a weight-gradient block
     p = _p(pad)
     x, w, g = conv_arrays(xs, ws, pad, seed=3)

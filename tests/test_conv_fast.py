@@ -205,7 +205,7 @@ def test_winograd_with_bias_adds_it_once(spy):
 @pytest.mark.parametrize("xs,ws,pad", SHAPES[:3] + [((3, 64, 12, 12), (48, 64, 3, 3), ((1, 1), (1, 1)))])
 def test_winograd_bits_do_not_depend_on_the_thread_count(xs, ws, pad, monkeypatch):
     monkeypatch.setattr(conv, "_WINO_BLOCK_BYTES", 1)       # one sample a block: every batch splits
-    monkeypatch.setattr(conv, "_PAR_BYTES", 0)
+    monkeypatch.setattr(conv, "_PAR_MACS", 0)
     before = _threads._threads[0]
     p = _p(pad)
     x, w, g = conv_arrays(xs, ws, pad, seed=3)

@@ -22,7 +22,7 @@ def threads(monkeypatch):
     fns = _threads._blas_thread_fns()
     blas = fns[0]() if fns is not None else None
     monkeypatch.setattr(conv, "_BLOCK_BYTES", 1)
-    monkeypatch.setattr(conv, "_PAR_BYTES", 0)
+    monkeypatch.setattr(conv, "_PAR_MACS", 0)
     submitted = []
     real = conv._executor
 
@@ -88,9 +88,9 @@ def test_runs_cover_the_batch_in_whole_blocks(threads):
 
 def test_small_convolutions_stay_on_one_thread(threads, monkeypatch):
     threads(2)
-    monkeypatch.setattr(conv, "_PAR_BYTES", 1 << 20)
-    assert conv._runs(8, 1, (1 << 20) - 1) == [(0, 8)]
-    assert len(conv._runs(8, 1, 1 << 20)) == 2
+    monkeypatch.setattr(conv, "_PAR_MACS", 16 << 20)
+    assert conv._runs(8, 1, (16 << 20) - 1) == [(0, 8)]
+    assert len(conv._runs(8, 1, 16 << 20)) == 2
 
 
 def test_adaptive_count_follows_the_load(monkeypatch):

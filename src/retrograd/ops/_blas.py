@@ -19,12 +19,16 @@ of its own. Its OpenMP layers were measured here against a process that also imp
 PyTorch (which brings GNU OpenMP): the GNU layer deadlocks a forked child (a DataLoader
 worker) that runs a product after the parent ran one on two threads, and the INTEL layer
 (a second OpenMP runtime beside PyTorch's) returned wrong products on two threads. Instead
-a product large enough is split into row (or column, or batch) blocks run on retrograd's
-worker threads (``_threads.executor``), each block one sequential MKL call (ctypes releases the GIL during the
-call), as many blocks as ``_threads.blas_threads()`` says: the count set by
-``set_num_threads`` or the environment, else the load-adaptive count of
-``retrograd._threads`` (one until the load has been read). Those threads block while idle,
-never spin; a forked child makes its own.
+a product large enough is split into row (or column, or batch) blocks, one per thread, as
+many as ``_threads.blas_threads()`` says (the count set by ``set_num_threads`` or the
+environment, else the load-adaptive count of ``retrograd._threads``: one until the load has
+been read), each block one sequential MKL call. The caller runs the first; the others go to
+the spinning workers of ``ops._team`` where numba is present (a share starts within a
+microsecond; a worker idle for 2 ms sleeps, and a sleeping worker's share runs on the
+caller), else to ``_threads.executor``'s threads, which block while idle (ctypes releases
+the GIL during each call). A forked child makes its own workers. The blocks give the bits
+of the whole product (MKL computes each element of C the same way whatever the block;
+checked over the layouts the splits make).
 """
 import os
 import sys
@@ -46,14 +50,22 @@ _INT_MAX = 2 ** 31 - 1               # LP64: MKL's dimensions, strides and count
 # In a hot loop MKL wins from ~1M multiply-adds on, but each call from cold costs it ~10-20
 # us more than OpenBLAS, and a few-million-MAC product does not earn that back: products
 # of 8M multiply-adds and more go to MKL, and few-row products with a long inner dimension
-# (F.linear on a small batch, where OpenBLAS is weakest) from 4M on.
-_MIN_MACS = 4 << 20
+# (F.linear on a small batch, where OpenBLAS is weakest) from 4M on; on two or more threads
+# with the spinning workers of ops._team, every product from 2M on (split, it runs in ~0.55x
+# the time of the whole on two cores: 512 x 64 @ 64 x 192 87 -> 48 us).
+_MIN_MACS = 2 << 20
+_FEW_ROW_MACS = 4 << 20
 _BIG_MACS = 8 << 20
-# Above this many multiply-adds (~300 us on one core) a product is split over the worker
-# threads when the thread count is above one: a hand-off costs ~20-60 us of wake-up. (On
-# this shared 2-core machine, loaded at 6-8, two threads set by hand ran a 16M-50M product
+# Above this many multiply-adds a product is split over the threads when the thread count
+# is above one: ops._team's spinning workers take a share within a microsecond (_TEAM_SPLIT);
+# without numba the shares go to _threads.executor's sleeping threads, whose wake-up costs
+# 15-70 us (70 on a 2-vCPU virtual machine, where a 16M-25M product then split ran 0.9-1.1x
+# the time of the whole and a 784-512-512-10 MLP step 1.2x: _SPLIT, ~300 us of work). (On
+# a shared 2-core machine loaded at 6-8, two threads set by hand ran a 16M-50M product
 # 1.2-2.9x slower than one: no core was free; the load-adaptive count gives one there.)
-_SPLIT_MACS = 16 << 20
+_SPLIT_MACS = 32 << 20
+_TEAM_SPLIT_MACS = 2 << 20
+_split_at = [None]        # the threshold in force: _TEAM_SPLIT_MACS where numba is present
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -137,6 +149,7 @@ class _Mkl:
         import ctypes
         c_int, P = ctypes.c_int, ctypes.c_void_p
         self.version = "?"
+        self.cdll = lib
         try:
             buf = ctypes.create_string_buffer(256)
             lib.MKL_Get_Version_String(buf, ctypes.c_int(len(buf)))
@@ -273,6 +286,9 @@ def _run(calls):
             fn(*args)
         return
     try:
+        t = _team_of()
+        if t is not None and t.run(calls):
+            return
         from .._threads import executor
         ex = executor()
         futs = [ex.submit(fn, *args) for fn, args in calls[1:]]
@@ -284,6 +300,17 @@ def _run(calls):
                 f.result()
     finally:
         _split_lock.release()
+
+
+_teams = []
+
+
+def _team_of():
+    """ops._team's spinning workers for this process's MKL, or None (no numba)."""
+    if not _teams:
+        from . import _team
+        _teams.append(_team)
+    return _teams[0].team(_state[0], _seq)
 
 
 # --- operand layouts --------------------------------------------------------------------
@@ -397,7 +424,18 @@ def try_matmul(a, b, out=None):
 def _pays(m, n, k):
     """Whether MKL's product of (m, k) @ (k, n) beats NumPy's here (measured: see _MIN_MACS)."""
     macs = m * n * k
-    return macs >= _BIG_MACS or (min(m, n) <= 32 and k >= 512 and macs >= _MIN_MACS)
+    return macs >= _BIG_MACS or (min(m, n) <= 32 and k >= 512 and macs >= _FEW_ROW_MACS) or \
+        (macs >= _split() and _threads() > 1)
+
+
+def _split():
+    """Multiply-adds from which a product is split (see _SPLIT_MACS)."""
+    s = _split_at[0]
+    if s is None:
+        import importlib.util
+        team = not os.environ.get("RETROGRAD_NO_NUMBA") and importlib.util.find_spec("numba") is not None
+        s = _split_at[0] = _TEAM_SPLIT_MACS if team else _SPLIT_MACS
+    return s
 
 
 def _out_ok(out, shape, dt):
@@ -413,7 +451,8 @@ def _gemm2(lib, a, b, out, m, n, k, dt):
     lb = _lay(b, it)
     if la is None or lb is None:
         return None
-    if out is None and macs < _SPLIT_MACS:
+    nt = _threads() if macs >= _split() else 1
+    if out is None and nt <= 1:
         # the common case, unsplit into a new array, with the fewest Python steps
         c = np.empty((m, n), dt)
         raw, one, zero = lib.raw[dt]
@@ -435,7 +474,6 @@ def _gemm2(lib, a, b, out, m, n, k, dt):
     tb, ldb = lb
     pa, pb, pc = _ptr(a), _ptr(b), _ptr(c)
     f = lib.gemm[dt]
-    nt = _threads() if macs >= _SPLIT_MACS else 1
     if nt <= 1:
         f(_ROW, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, ldc)
         return c
@@ -560,7 +598,7 @@ def _gemm_batched(lib, a, b, out, m, n, k, dt):
             for j in range(inner):
                 calls.append((fg, (_ROW, ta, tb, m, n, k, 1.0, pa + j * sa[-1] * it, lda, pb + j * sb[-1] * it, ldb,
                                    0.0, pc + j * sc[-1] * it, ldc)))
-    nt = _threads() if macs >= _SPLIT_MACS else 1
+    nt = _threads() if macs >= _split() else 1
     if nt > 1 and fb is not None and len(calls) == 1 and inner >= 2:
         fn, args = calls[0]
         step = -(-inner // nt)

@@ -241,14 +241,20 @@ def _fwd_setup(x, w, p):
 # products are the same calls on the same operands as on one thread (GEMMs one sample at
 # a time; weight gradients kept per sample and summed in sample order at the end), so the
 # results do not depend on the thread count.
-_PAR_BYTES = 1 << 20      # least column bytes (the whole batch's) worth a second thread
+# A run handed to a pool thread costs its wake-up (15-70 us, see ops._blas) and takes work
+# that leaves the caches of this core, so only convolutions with enough work split: measured
+# on two cores at default threads, the seeds' CNN (5M and 10M multiply-adds a pass) and a
+# depthwise 3x3 over 16x32x32x32 (4.7M) ran 0.9-0.95x the time unsplit, while the ResNet
+# block's (35M-38M), a strided 32 -> 64 (75M) and a ConvTranspose2d 64 -> 32 (134M) ran
+# 1.1-1.3x the time unsplit.
+_PAR_MACS = 16 << 20      # least multiply-adds (the whole batch's, one pass) worth a second thread
 
 
-def _runs(n, b, nbytes):
+def _runs(n, b, macs):
     """Contiguous runs of whole b-sample blocks covering range(n), one per thread to use."""
     blocks = -(-n // b)
     t = 1
-    if blocks > 1 and nbytes >= _PAR_BYTES:
+    if blocks > 1 and macs >= _PAR_MACS:
         from .. import _threads
         t = min(blocks, _threads.kernel_threads())
     if t <= 1:
@@ -283,7 +289,7 @@ def _fwd_bwd_w_blocked(x, w, g, p):
     b = _block(n, G * cgkk, L, x.itemsize)
     flip = x.dtype == np.float32
     parts = np.empty((n, G, cgkk, o // G) if flip else (n, G, o // G, cgkk), x.dtype)
-    runs = _runs(n, b, n * G * cgkk * L * x.itemsize)
+    runs = _runs(n, b, n * G * cgkk * L * (o // G))
     bufs = [(_take((b, G, cgkk, L), x.dtype), cc.fork(r)) for r in range(len(runs))]
 
     def run(r, i0, i1):
@@ -315,7 +321,7 @@ def _fwd_blocked(x, w, p, keep=False, bias=None):
     b = _block(n, G * cgkk, L, x.itemsize)
     nbytes = n * G * cgkk * L * x.itemsize
     whole = keep and nbytes <= _KEEP_BYTES and nbytes <= _KEEP_EXPANSION * x.nbytes
-    runs = _runs(n, b, nbytes)
+    runs = _runs(n, b, n * cgkk * L * w.shape[0])
     if whole:
         cols = _take((n, G, cgkk, L), x.dtype)
         bufs = [(cols, cc.fork(r)) for r in range(len(runs))]
@@ -356,7 +362,7 @@ def _bwd_w_blocked(x, g, wshape, p, cols=None):
     # the left (see _bwd_w)
     flip = x.dtype == np.float32
     parts = np.empty((n, G, cgkk, o // G) if flip else (n, G, o // G, cgkk), x.dtype)
-    runs = _runs(n, b, n * G * cgkk * L * x.itemsize)
+    runs = _runs(n, b, n * G * cgkk * L * (o // G))
     bufs = [(_take((b, G, cgkk, L), x.dtype) if own else None, cc.fork(r)) for r in range(len(runs))]
 
     def run(r, i0, i1):
@@ -393,7 +399,7 @@ def _bwd_in_blocked(g, w, xshape, p):
     wT = w.reshape(G, o // G, cgkk).transpose(0, 2, 1)
     b = _block(n, G * cgkk, L, g.itemsize)
     gx = np.empty(tuple(xshape), g.dtype)
-    runs = _runs(n, b, n * G * cgkk * L * g.itemsize)
+    runs = _runs(n, b, n * G * cgkk * L * (o // G))
     bufs = [(np.empty((b, G, cgkk, L), g.dtype), cc.fork(r)) for r in range(len(runs))]
 
     def run(r, i0, i1):
@@ -529,7 +535,7 @@ def _wino_plan(n, c, o, L, hr, pc, dt):
     b = _wino_block(n, c, o, L, it)
     T = b * L
     xs, xm = c * T + 16, o * T + 16       # (16 streams 64 bytes apart: not the same cache sets)
-    runs = _runs(n, b, n * 16 * max(c, o) * L * it)
+    runs = _runs(n, b, n * 16 * c * o * L)
     bufs = []
     for _ in runs:
         V, M = np.empty(16 * xs, dt), np.empty(16 * xm, dt)
@@ -960,7 +966,7 @@ def _dw_corr(x, wk, pad, dil, bias=None):
         x, wk = np.ascontiguousarray(x), np.ascontiguousarray(wk)
         b = np.empty(0, dt) if bias is None else np.ascontiguousarray(bias)
         # samples split across the intra-op threads (see _runs), each with its own work rows
-        runs = _runs(n, 1, x.nbytes)
+        runs = _runs(n, 1, x.size * k[0] * k[1])
         bufs = [(np.zeros(hp * wp + dil[1] * (k[1] - 1), dt), np.empty(L, dt)) for _ in runs]
 
         if k == (3, 3):      # (no accumulator row: see _accel_kernels.dw_corr3)
@@ -1064,7 +1070,7 @@ def _bwd_w_dw(x, g, wshape, p):
         gw = np.empty((c, k[0], k[1]), x.dtype)
         x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
         # channels split across the intra-op threads (see _runs), each with its own work rows
-        runs = _runs(c, 1, x.nbytes)
+        runs = _runs(c, 1, x.size * k[0] * k[1])
         bufs = [(np.zeros(hp * wp + slack, x.dtype), np.empty((k[0], k[1], ow), x.dtype)) for _ in runs]
 
         def run(r, i, j):
@@ -1192,7 +1198,7 @@ def _direct_corr(kern, x, w, out, pad, bias):
     x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
     y = np.empty((n, o) + tuple(out), x.dtype)
     b = np.empty(0, x.dtype) if bias is None else np.ascontiguousarray(bias)
-    runs = _runs(n, 1, n * c * kh * kw * L * x.itemsize)
+    runs = _runs(n, 1, n * c * kh * kw * L * o)
     bufs = [(np.zeros(c * P + Lr - L + kw - 1, x.dtype), np.empty((2, Lr), x.dtype)) for _ in runs]
 
     def run(r, i, j):
@@ -1303,7 +1309,7 @@ def _direct_bwd_w(x, g, wshape, p):
     P = (out[0] + kh - 1) * wp
     B = max(1, min(n, _DIRECT_W_BYTES // ((c + o) * P * x.itemsize)))
     parts = np.empty((-(-n // B), o, c, kh, kw), x.dtype)
-    runs = _runs(n, B, n * c * kh * kw * out[0] * out[1] * x.itemsize)
+    runs = _runs(n, B, n * c * kh * kw * out[0] * out[1] * o)
     bufs = [(np.zeros(c * (B + 1) * P, x.dtype), np.zeros((o, B * P), x.dtype)) for _ in runs]
 
     def run(r, i, j):
