@@ -141,3 +141,15 @@ def for_arrays(*arrays):
             or any(b.dtype != a.dtype for b in arrays[1:]):
         return None      # (not for meta tensors' arrays, nor mixed dtypes)
     return kernels()
+
+
+def add_row(k, r, b):
+    """r += b for a C-contiguous 2-D ``r`` and 1-D ``b`` of its dtype and row length (in place)."""
+    k.add_row(r, np.ascontiguousarray(b))
+
+
+def sum_rows(k, g):
+    """g.sum(0) of a C-contiguous 2-D float ``g`` with at least one row (NumPy's bits)."""
+    out = np.empty(g.shape[1], g.dtype)
+    k.sum_rows(g, out, g.dtype.type(0))
+    return out

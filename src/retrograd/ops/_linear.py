@@ -6,10 +6,14 @@ from math import prod as _prod
 import numpy as np
 
 from ._base import check_devices
-from . import _blas
-from ._base import OpNode, node_for, save, finish, _state, Tensor, view_of
+from . import _blas, _accel
+from ._base import OpNode, node_for, save, finish, arr, _state, Tensor, view_of
 from .conv import check_kernel_dtype
 
+
+# Least elements of a linear layer's output for the compiled bias add and bias-gradient sum
+# (_accel.add_row / sum_rows; below, NumPy's call costs no more than the kernel's).
+_ROW_KERNEL_MIN = 4096
 
 _TN = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
        "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
@@ -59,7 +63,12 @@ class AddmmBackward0(OpNode):
         gb = None
         if nf[0][0] is not None:
             bs = self._out_meta_bias
-            gb = g.sum(0) if bs is None else g.sum_to_size(bs)
+            gd = g._data
+            if bs is None and not _state.grad and gd.ndim == 2 and gd.shape[0] and gd.size >= _ROW_KERNEL_MIN \
+                    and type(gd) is np.ndarray and gd.flags.c_contiguous and _accel.usable(gd) is not None:
+                gb = finish(None, arr(_accel.sum_rows(_accel.kernels(), gd)))
+            else:
+                gb = g.sum(0) if bs is None else g.sum_to_size(bs)
         gx = _mm(g, wt, False, True) if nf[1][0] is not None else None
         # g^T x in the weight's own orientation, handed on transposed (TBackward0 turns it back)
         gwt = _mm(g, x, True, False).t() if nf[2][0] is not None else None
@@ -186,7 +195,12 @@ def linear(input, weight, bias=None):
     else:
         r = _x_wt(x2, w)
         if bias is not None:
-            r += bias._data
+            bd = bias._data
+            k = _accel.usable(r) if r.ndim == 2 and r.flags.c_contiguous and type(bd) is np.ndarray else None
+            if k is not None and bd.dtype == r.dtype and r.size >= _ROW_KERNEL_MIN:
+                _accel.add_row(k, r, bd)
+            else:
+                r += bd
     node = None
     if _state.grad and (inp._requires_grad or weight._requires_grad or (bias is not None and bias._requires_grad)):
         wt = weight.t()                  # a view; TBackward0 when the weight requires grad
