@@ -87,12 +87,18 @@ def test_batched_and_grouped_shares(two_threads, dt):
     _check(_blas.matmul(c, d), c, d)
 
 
-def test_a_sleeping_worker_s_share_runs_on_the_caller(two_threads, monkeypatch):
-    t = two_threads
-    rng = np.random.default_rng(4)
+def _posting(team, seed):
+    """Operands of a product whose shares a worker has begun to take."""
+    rng = np.random.default_rng(seed)
     a = rng.standard_normal((64, 50)).astype(np.float32)
     b = rng.standard_normal((50, 80)).astype(np.float32)
-    _until_posted(t, lambda: _blas.matmul(a, b))
+    _until_posted(team, lambda: _blas.matmul(a, b))
+    return a, b
+
+
+def test_a_sleeping_worker_s_share_runs_on_the_caller(two_threads, monkeypatch):
+    t = two_threads
+    a, b = _posting(t, 4)
     # a worker seen asleep: nothing is posted to it, its share runs here, and it is woken
     ctls = np.zeros_like(t.ctls)           # (the worker keeps its own row: it spins on as it was)
     monkeypatch.setattr(t, "ctls", ctls)
@@ -104,10 +110,7 @@ def test_a_sleeping_worker_s_share_runs_on_the_caller(two_threads, monkeypatch):
 
 def test_a_worker_gone_does_not_hang_the_caller(two_threads, monkeypatch):
     t = two_threads
-    rng = np.random.default_rng(5)
-    a = rng.standard_normal((64, 50)).astype(np.float32)
-    b = rng.standard_normal((50, 80)).astype(np.float32)
-    _until_posted(t, lambda: _blas.matmul(a, b))
+    a, b = _posting(t, 5)
 
     class Gone:
         def is_alive(self):
