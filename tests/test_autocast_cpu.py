@@ -84,10 +84,7 @@ _OPS["mse_of_linear"] = lambda m, F, a: F.mse_loss(F.linear(a["x"], a["w"]), a["
 
 @needs_torch
 @pytest.mark.parametrize("op", ["linear", "matmul", "mm", "bmm", "addmm", "conv1d", "conv2d", "conv_transpose2d",
-                                "sdpa", "mse_of_linear", "cross_entropy", "add_mixed", "baddbmm", pytest.param(
-                                    "addbmm", marks=pytest.mark.xfail(strict=True, reason=(
-                                        "torch's bfloat16 addbmm rounds after each batch's addmm; retrograd "
-                                        "sums the batches in float32 and rounds once")))])
+                                "sdpa", "mse_of_linear", "cross_entropy", "add_mixed", "baddbmm", "addbmm"])
 def test_bfloat16_values_as_torch(op):
     want, got = _run(torch, op, "bfloat16", None), _run(retrograd, op, "bfloat16", None)
     assert str(got.dtype) == str(want.dtype)

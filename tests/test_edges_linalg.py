@@ -573,3 +573,19 @@ def test_renorm_gradgradcheck(p):
     x = retrograd.tensor(np.random.default_rng(2).standard_normal((3, 4)) * 2, requires_grad=True)
     fn = lambda t: t.renorm(p, 1, 3.0)   # noqa: E731  (slices 0 and 3 above maxnorm, 1 and 2 below for p > 1)
     assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
+
+
+def test_addbmm_adds_one_batch_at_a_time():
+    """addbmm is beta * input + alpha * P0, then + alpha * P1, ... (PyTorch's addmm_ per batch):
+    where a partial sum overflows float32 the result is inf even if the whole sum is not."""
+    big = np.float32(3e38)
+    b1 = np.array([[[big]], [[-big]]], np.float32)          # P0 = 3e38, P1 = -3e38
+    b2 = np.ones((2, 1, 1), np.float32)
+    c = np.full((1, 1), 1e38, np.float32)
+    r = retrograd.addbmm(retrograd.from_numpy(c), retrograd.from_numpy(b1), retrograd.from_numpy(b2))
+    with np.errstate(over="ignore"):
+        want = (c[0, 0] + big) - big            # inf: 4e38 overflows before the second batch comes
+    assert want == np.inf and r.numpy()[0, 0] == want
+    if torch is not None:
+        t = torch.addbmm(torch.from_numpy(c), torch.from_numpy(b1), torch.from_numpy(b2))
+        assert t.numpy()[0, 0] == r.numpy()[0, 0]

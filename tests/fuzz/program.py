@@ -275,6 +275,8 @@ def input_kinds(targs, rargs, sample):
                 kinds.update(("nonfinite", "degenerate"))   # the table's degenerate points hold inf/nan too
             if _integral(a):
                 kinds.add("degenerate")
+            if np.any((a == 0) & np.signbit(a)):
+                kinds.add("negzero")        # (-0.0: where SIMD bodies and scalar tails may differ)
             if a.size > 1 and np.unique(a).size < a.size:
                 kinds.add("ties")
             elif _repeated_singular_values(a):   # e.g. an orthogonal factor of an earlier step

@@ -105,6 +105,11 @@ _known("logit(eps)", "fuzz:grad fuzz:gradgrad", "nonfinite",
        "as the elu family: torch 2.13's logit backward with eps at a NaN input gives 0 in its vectorized body and "
        "nan in the scalar tail (blocks of 16 float64 / 32 float32 elements: 24 float64 NaNs give 16 zeros and 8 "
        "nan, 24 float32 NaNs all nan); retrograd gives nan everywhere, the scalar rule")
+_known("logit special.logit", "fuzz:grad fuzz:gradgrad", "negzero",
+       "as the elu family: torch 2.13's logit backward (no eps) at x = -0.0 divides by x * (1 - x) = -0.0 in its "
+       "vectorized body (-inf for a positive upstream gradient) and gives upstream * inf in the scalar tail (+inf): "
+       "16 float64 -0.0 under upstream 2 give -inf, one gives +inf; retrograd gives upstream * inf at both zeros, "
+       "the scalar rule")
 _known("linalg.solve_ex linalg.inv_ex", "fuzz:values", "ties",
        "matrices singular up to rounding (repeated rows or columns): whether a pivot comes out exactly 0 (info) "
        "and which of the many solutions is returned depend on the rounding of each LAPACK's elimination order; "

@@ -428,8 +428,10 @@ def _scalars(dt, beta, alpha, name):
     return int(beta), int(alpha)
 
 
-def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
-    """``beta * input + alpha * prod``. As in BLAS (and PyTorch), ``input`` is not read when
+def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False, rest=()):
+    """``beta * input + alpha * prod``, then ``+ alpha * p`` for each ``p`` of ``rest`` in
+    order (addbmm: PyTorch adds one batch's product at a time, so its roundings, and where a
+    partial sum overflows, are these). As in BLAS (and PyTorch), ``input`` is not read when
     beta is 0, and for the gemm/gemv based ops (``gemm``) ``prod`` is not read when alpha is 0,
     so nan/inf there do not reach the result."""
     xp = xp_for(input, m1, m2, prod)
@@ -450,6 +452,11 @@ def _add_product(cls, input, m1, m2, prod, beta, alpha, name, out, gemm=False):
         r = beta * c if beta != 1 else c
     else:
         r = (beta * c if beta != 1 else c) + (alpha * prod if alpha != 1 else prod)
+    if len(rest) and not (gemm and alpha == 0) and dt.kind != "b":
+        for p in rest:
+            if half:    # (each batch's addmm rounds to bfloat16, as PyTorch's)
+                r, p = r.astype(input._data.dtype).astype(np.float32), p.astype(np.float32)
+            r = r + (alpha * p if alpha != 1 else p)
     if r is c or r.shape != prod.shape:
         r = xp.array(xp.broadcast_to(r, prod.shape), dtype=dt)
     elif r.dtype != dt:
@@ -529,9 +536,15 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
                                f"{y.shape[1]}x{y.shape[2]})")
     _check_bmm(x, y)
     _no_bool(x, "addmm_impl_cpu_")
-    prod = _mm_np(x, y).sum(0) if x.shape[0] else xp.zeros((x.shape[1], y.shape[2]), x.dtype)
-    return _add_product(AddbmmBackward0, input, batch1, batch2, prod.astype(x.dtype, copy=False), beta, alpha,
-                        "addbmm", out, True)
+    rest = ()
+    if x.shape[0]:
+        # (bfloat16: the float32 products, each added before it rounds, as PyTorch's addmm)
+        prods = _mm_np(x, y, opmath=True)
+        prods = prods if x.dtype.kind == "V" else prods.astype(x.dtype, copy=False)
+        prod, rest = prods[0], prods[1:]
+    else:
+        prod = xp.zeros((x.shape[1], y.shape[2]), x.dtype)
+    return _add_product(AddbmmBackward0, input, batch1, batch2, prod, beta, alpha, "addbmm", out, True, rest)
 
 
 class AddrBackward0(_AddProductNode):
