@@ -10,7 +10,7 @@ a zero plane, in the order ops.conv's NumPy path adds its slices (the same sums)
 import numba
 import numpy as np
 
-__all__ = ["im2col", "col2im", "wino_in", "wino_out", "wino_gin", "index_add_rows", "index_add_flat", "bn_affine", "bn_stats", "bn_grad_sums", "bn_backward_x", "gather3", "gather3_add"]
+__all__ = ["im2col", "col2im", "wino_in", "wino_out", "wino_gin", "wino_fwd_blocks", "wino_w_blocks", "index_add_rows", "index_add_flat", "bn_affine", "bn_stats", "bn_grad_sums", "bn_backward_x", "gather3", "gather3_add"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 # Row copies and adds index flat arrays at unsigned offsets: numba wraps a signed index that
@@ -442,6 +442,57 @@ def wino_gin(g, Z, gp, th, tw, pc, xs, T):
         for xi in range(16):
             _wino_gcombine(Z, gp, _u(xi * xs + o * T), _u(0), Tu + Tu, Tu, Tu + Tu + Tu, n, xi >> 2, xi & 3)
     return not bad
+
+
+# A run of sample blocks of a Winograd pass in one call: the transforms and, between them,
+# the 16 products of a block as one MKL cblas_sgemm_batch_strided call through ``gemm`` (a
+# ctypes function taking addresses as int64, see ops._team), so a run holds the GIL only to
+# start: two runs on two threads then overlap fully (with a call per step, each handing the
+# GIL over between the threads, two runs took 0.8x the time of one). The same values as
+# ops.conv's per-step path, which takes over where MKL is absent.
+
+@_jit
+def wino_fwd_blocks(x, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64, ph32, U, M, y, tq, tw, xm, bias,
+                    i0, i1, b, gemm):
+    """ops.conv._wino's run over samples [i0, i1) in blocks of b: wino_in, U (16, O, C) @ the
+    block's transformed tiles, wino_out. False where a transform met inf or NaN (the caller
+    then takes the column path), as wino_in and wino_out."""
+    o, c = U.shape[1], U.shape[2]
+    L = th * pc
+    pairs = x64.shape[3] > 0
+    for i in range(i0, i1, b):
+        j = min(i1, i + b)
+        t = (j - i) * L
+        xb = x[i:j]
+        if not wino_in(xb, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64[i:j] if pairs else x64, ph32):
+            return False
+        gemm(101, 111, 111, o, t, c, np.float32(1.0), U.ctypes.data, c, o * c, V.ctypes.data, T, xs,
+             np.float32(0.0), M.ctypes.data, T, xm, 16)
+        if not wino_out(M, y[i:j], tq, th, tw, pc, xm, T, bias):
+            return False
+    return True
+
+
+@_jit
+def wino_w_blocks(x, g, V, Z, ph, gp, plh, plw, hr, pc, th, tw, xs, xm, T, tab, sgn, x64, ph32, parts, i0, i1, b,
+                  gemm):
+    """ops.conv._wino_w's run over samples [i0, i1): per block of b, wino_in of x and wino_gin
+    of g, then parts[block] (16, O, C) = Z (16, O, t) @ V (16, C, t)^T. False where a
+    transform met inf or NaN."""
+    o, c = parts.shape[2], parts.shape[3]
+    L = th * pc
+    pairs = x64.shape[3] > 0
+    for i in range(i0, i1, b):
+        j = min(i1, i + b)
+        t = (j - i) * L
+        xb = x[i:j]
+        if not wino_in(xb, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64[i:j] if pairs else x64, ph32):
+            return False
+        if not wino_gin(g[i:j], Z, gp, th, tw, pc, xm, T):
+            return False
+        gemm(101, 111, 112, o, c, t, np.float32(1.0), Z.ctypes.data, T, xm, V.ctypes.data, T, xs,
+             np.float32(0.0), parts[i // b].ctypes.data, c, o * c, 16)
+    return True
 
 
 @_jit

@@ -508,6 +508,26 @@ def _wino_geom(x, w, pad, p, wdt, cin, most=None):
     return n, c, w[0], oh, ow, th, tw, th + 1, tw + 1, th * (tw + 1), kern
 
 
+_NATIVE = []
+
+
+def _native_batch():
+    """MKL's cblas_sgemm_batch_strided as a ctypes function taking addresses as int64, for the
+    compiled Winograd runs (_accel_conv.wino_fwd_blocks / wino_w_blocks), or None (no MKL, or
+    products kept on NumPy)."""
+    if not _NATIVE:
+        f = None
+        lib = _blas._load()
+        if lib and lib.batch.get(np.dtype(np.float32)) is not None:
+            from ._team import _protos
+            try:
+                f = _protos(lib.cdll)[2]
+            except (AttributeError, OSError, TypeError):
+                f = None
+        _NATIVE.append(f)
+    return _NATIVE[0] if _blas._state[0] else None
+
+
 def _wino_pairs(a, ph):
     """(a, the work row ``ph``) as uint64 pairs and uint32 for the transforms' pair copies
     (float32 of even width, little-endian; see _accel_conv._wino_pair_planes), else empty."""
@@ -564,9 +584,15 @@ def _wino_w(x, g, wshape, p):
     parts = np.empty((nblk, 16, o, c), dt)
 
     finite = [True] * len(runs)
+    gemm = _native_batch() if dt == np.float32 else None
 
     def run(r, i0, i1):
         V, Z, ph, gp, Vv, Zv = bufs[r]
+        if gemm is not None:
+            if not kern.wino_w_blocks(x, g, V, Z, ph, gp, plh, plw, hr, pc, th, tw, xs, xm, T, tab, sgn,
+                                      *_wino_pairs(x, ph), parts, i0, i1, b, gemm):
+                finite[r] = False
+            return
         for i in range(i0, i1, b):
             j = min(i1, i + b)
             t = (j - i) * L
@@ -610,9 +636,15 @@ def _wino(x, w, pad, p, bias=None, cin=None):
     bz = np.empty(0, dt) if bias is None else np.ascontiguousarray(bias)
 
     finite = [True] * len(runs)
+    gemm = _native_batch() if dt == np.float32 else None
 
     def run(r, i0, i1):
         V, M, ph, tq, Vv, Mv = bufs[r]
+        if gemm is not None:
+            if not kern.wino_fwd_blocks(x, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, *_wino_pairs(x, ph), U, M, y,
+                                        tq, tw, xm, bz, i0, i1, b, gemm):
+                finite[r] = False
+            return
         for i in range(i0, i1, b):
             j = min(i1, i + b)
             t = (j - i) * L
