@@ -241,6 +241,32 @@ def _repeated_singular_values(a):
     return bool(np.any(sv[..., :-1] - sv[..., 1:] <= 1e-6 * sv[..., :1]))
 
 
+def _singular_up_to_rounding(a):
+    """Are the matrices of ``a`` (..., n, n) singular to working precision (the smallest singular
+    value below 1e-10 of the largest)? Whether an elimination then meets an exact zero pivot,
+    and what it returns past it, is the rounding of its own order of operations."""
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2] or a.shape[-1] < 2 or a.size > 4096 or not np.all(np.isfinite(a)):
+        return False
+    sv = np.linalg.svd(a, compute_uv=False)
+    return bool(np.any(sv[..., -1] <= 1e-10 * sv[..., 0]))
+
+
+def _signs_differ(targs, rargs):
+    """Does a floating input hold an element whose sign (-1, 0, +1) differs between torch's and
+    retrograd's values (each computed by earlier steps, equal to rounding)?"""
+    for t, r in zip(targs, rargs):
+        if is_tensor(t) and is_tensor(r) and t.is_floating_point() and tuple(t.shape) == tuple(r.shape) \
+                and not t.is_complex():
+            try:
+                a, b = to_numpy(t).astype(np.float64), to_numpy(r).astype(np.float64)
+            except (TypeError, RuntimeError, ValueError):     # (sparse, meta: no dense values to read)
+                continue
+            with np.errstate(invalid="ignore"):
+                if np.any((np.sign(a) != np.sign(b)) & ~np.isnan(a) & ~np.isnan(b)):
+                    return True
+    return False
+
+
 def input_kinds(targs, rargs, sample):
     """The sample kinds the actual inputs of a step belong to (for KNOWN_MISMATCHES)."""
     kinds = {sample.kind}
@@ -277,6 +303,8 @@ def input_kinds(targs, rargs, sample):
                 kinds.add("degenerate")
             if np.any((a == 0) & np.signbit(a)):
                 kinds.add("negzero")        # (-0.0: where SIMD bodies and scalar tails may differ)
+            if _singular_up_to_rounding(a):
+                kinds.add("singular")
             if a.size > 1 and np.unique(a).size < a.size:
                 kinds.add("ties")
             elif _repeated_singular_values(a):   # e.g. an orthogonal factor of an earlier step
@@ -318,6 +346,7 @@ class Fuzzer:
         self.grad_known = None
         self.gradgrad_known = None
         self.nonfinite_seen = False
+        self.sign_drift = False  # an input's sign differs between the libraries (rounding near 0)
         self.layout_differs = False
         self.half_seen = False
 
@@ -560,6 +589,8 @@ class Fuzzer:
         for lf in step.leaves:
             a = self.t.env[lf.name]
             self.pool.append((("leaf", lf.name), a))
+        if not self.sign_drift:
+            self.sign_drift = _signs_differ(targs, rargs)
         step.differentiable = any(is_tensor(o) and o.requires_grad for o in flat(tout))
         self.classify_grad(step, kinds, step.differentiable)
         msg, cls = self.compare_step(step, tout, rout, targs, rargs)
@@ -690,6 +721,11 @@ class Fuzzer:
                 self.classify_grad(s, s.kinds | {"infgrad"}, s.differentiable)
         if self.grad_known:
             self.stats["grad_skipped_known"] += 1
+            return
+        if self.sign_drift:
+            # values that agree to rounding but not in sign (an inverse's exact zeros as +-3e-18)
+            # put a later kink (elu, relu, abs at 0) on different branches: derivatives differ there
+            self.stats["diverged"] += 1
             return
         touts, routs = self.grad_outputs()
         if not all(is_tensor(o) and o.requires_grad for o in routs):

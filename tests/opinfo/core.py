@@ -114,11 +114,21 @@ _known("special.airy_ai", "fuzz:values", "basic noncontig negstride broadcast",
        "torch 2.13 bug, retrograd is right: torch's airy_ai loses accuracy for x in [-4.11, -2.09] (relative error "
        "up to 1.8e-5 at -2.24 against mpmath at 30 digits; SciPy's, which retrograd uses, within 1e-14: "
        "tests/test_special_accuracy.py)")
-_known("linalg.solve_ex linalg.inv_ex", "fuzz:values", "ties",
+_known("linalg.solve_ex linalg.inv_ex inverse linalg.inv linalg.tensorinv linalg.tensorsolve", "fuzz:values", "ties",
        "matrices singular up to rounding (repeated rows or columns): whether a pivot comes out exactly 0 (info) "
        "and which of the many solutions is returned depend on the rounding of each LAPACK's elimination order; "
        "torch 2.13 (MKL sgetrf) and elimination in float32 or float64, in LAPACK's or the reference order, agree "
        "on info for 54-62% of random singular float32 2x2-4x4 matrices with repeated entries")
+_known("special.bessel_j0 special.bessel_j1 special.bessel_y0 special.bessel_y1", "fuzz:values",
+       "basic noncontig negstride broadcast ties",
+       "torch 2.13 bug, retrograd is right: torch's Bessel kernels lose accuracy for |x| in about [4.2, 9.1] (absolute "
+       "error up to 3.8e-7 (j0), 4.7e-7 (j1), 2.1e-7 (y0), 8.7e-7 (y1), worst near x = 5, against mpmath at 30 digits); "
+       "SciPy's, which retrograd uses, within 1e-15 there (tests/test_special_accuracy.py)")
+_known("inverse linalg.inv linalg.inv_ex linalg.solve linalg.solve_ex linalg.slogdet slogdet logdet linalg.tensorinv "
+       "linalg.tensorsolve", "fuzz:values fuzz:errors", "singular",
+       "matrices singular to working precision (a rank-truncating pinverse, repeated columns): whether the LU meets an "
+       "exact zero pivot (slogdet's sign 0, inv_ex's info, inv's error) or returns values of order 1/eps is the rounding of each "
+       "LAPACK's elimination order (torch 2.13's MKL getrf, NumPy's and SciPy's OpenBLAS); see the ties entry above")
 _known("linalg.eigh(raw)", "fuzz:values", "*",
        "the sign of each eigenvector is the LAPACK implementation's choice: torch 2.13's MKL syevd and the reference "
        "LAPACK's syev/syevd/syevx/syevr (NumPy, SciPy) disagree for 28-32% of random symmetric 3x3 matrices (59-69% at "
