@@ -129,6 +129,13 @@ _known("inverse linalg.inv linalg.inv_ex linalg.solve linalg.solve_ex linalg.slo
        "matrices singular to working precision (a rank-truncating pinverse, repeated columns): whether the LU meets an "
        "exact zero pivot (slogdet's sign 0, inv_ex's info, inv's error) or returns values of order 1/eps is the rounding of each "
        "LAPACK's elimination order (torch 2.13's MKL getrf, NumPy's and SciPy's OpenBLAS); see the ties entry above")
+_known("linalg.eigh", "fuzz:values", "singular",
+       "a symmetric matrix singular to working precision (a rank-truncating pinverse): the null space's eigenvectors "
+       "come out of rounding noise, their signs (and for a repeated zero eigenvalue their basis) each LAPACK's choice")
+_known("F.binary_cross_entropy", "fuzz:gradgrad", "negzero",
+       "an input probability of -0.0: the mixed second derivative (input, target) is -1/x - 1/(1 - x), infinite at "
+       "0 with the sign of the zero in torch 2.13's formula and of +0 in retrograd's, so +-inf swap where a program's "
+       "probabilities hold -0.0 (first derivatives agree)")
 _known("linalg.eigh(raw)", "fuzz:values", "*",
        "the sign of each eigenvector is the LAPACK implementation's choice: torch 2.13's MKL syevd and the reference "
        "LAPACK's syev/syevd/syevx/syevr (NumPy, SciPy) disagree for 28-32% of random symmetric 3x3 matrices (59-69% at "
