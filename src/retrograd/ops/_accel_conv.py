@@ -452,19 +452,25 @@ def wino_gin(g, Z, gp, th, tw, pc, xs, T):
 # ops.conv's per-step path, which takes over where MKL is absent.
 
 @_jit
+def _wino_in_block(x, i, j, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64, ph32):
+    # wino_in of samples [i, j) (through their uint64 pairs where x64 holds them): their tile
+    # count, or -1 where an input was inf or NaN
+    if wino_in(x[i:j], V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64[i:j] if x64.shape[3] > 0 else x64, ph32):
+        return (j - i) * th * pc
+    return -1
+
+
+@_jit
 def wino_fwd_blocks(x, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64, ph32, U, M, y, tq, tw, xm, bias,
                     i0, i1, b, gemm):
     """ops.conv._wino's run over samples [i0, i1) in blocks of b: wino_in, U (16, O, C) @ the
     block's transformed tiles, wino_out. False where a transform met inf or NaN (the caller
     then takes the column path), as wino_in and wino_out."""
     o, c = U.shape[1], U.shape[2]
-    L = th * pc
-    pairs = x64.shape[3] > 0
     for i in range(i0, i1, b):
         j = min(i1, i + b)
-        t = (j - i) * L
-        xb = x[i:j]
-        if not wino_in(xb, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64[i:j] if pairs else x64, ph32):
+        t = _wino_in_block(x, i, j, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64, ph32)
+        if t < 0:
             return False
         gemm(101, 111, 111, o, t, c, np.float32(1.0), U.ctypes.data, c, o * c, V.ctypes.data, T, xs,
              np.float32(0.0), M.ctypes.data, T, xm, 16)
@@ -479,17 +485,12 @@ def wino_w_blocks(x, g, V, Z, ph, gp, plh, plw, hr, pc, th, tw, xs, xm, T, tab, 
     """ops.conv._wino_w's run over samples [i0, i1): per block of b, wino_in of x and wino_gin
     of g, then parts[block] (16, O, C) = Z (16, O, t) @ V (16, C, t)^T. False where a
     transform met inf or NaN."""
-    o, c = parts.shape[2], parts.shape[3]
-    L = th * pc
-    pairs = x64.shape[3] > 0
     for i in range(i0, i1, b):
         j = min(i1, i + b)
-        t = (j - i) * L
-        xb = x[i:j]
-        if not wino_in(xb, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64[i:j] if pairs else x64, ph32):
+        t = _wino_in_block(x, i, j, V, ph, plh, plw, hr, pc, th, xs, T, tab, sgn, x64, ph32)
+        if t < 0 or not wino_gin(g[i:j], Z, gp, th, tw, pc, xm, T):
             return False
-        if not wino_gin(g[i:j], Z, gp, th, tw, pc, xm, T):
-            return False
+        o, c = parts.shape[2], parts.shape[3]
         gemm(101, 111, 112, o, c, t, np.float32(1.0), Z.ctypes.data, T, xm, V.ctypes.data, T, xs,
              np.float32(0.0), parts[i // b].ctypes.data, c, o * c, 16)
     return True
