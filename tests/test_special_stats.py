@@ -2,6 +2,7 @@
 ops_numeric.py, ops_stats.py) does not express: the namespace against torch.special, derivatives
 PyTorch refuses (the node it records and its exact error), error wording, the top-level in-place
 functions, SciPy loading lazily, and float64 gradchecks that run without torch."""
+import re
 import subprocess
 import sys
 
@@ -564,3 +565,30 @@ def test_triangle_indices_match_torch(name):
         assert str(re_.value) == str(te.value)
     with pytest.raises(NotImplementedError):
         getattr(retrograd, name)(3, 3, dtype=retrograd.float32)
+
+
+@pytest.mark.parametrize("q", [float("nan"), "tensor"])
+def test_quantile_refuses_a_nan_q(q):
+    """A NaN q is outside [0, 1] (PyTorch's test is q >= 0 and q <= 1), as a scalar or in a tensor."""
+    x = retrograd.tensor([1.0, 2.0, 3.0])
+    qq = retrograd.tensor([0.5, float("nan")]) if q == "tensor" else q
+    want = "q values must be in the range [0, 1]" if q == "tensor" else "q must be in the range [0, 1] but got nan"
+    for fn in (retrograd.quantile, retrograd.nanquantile):
+        with pytest.raises(RuntimeError, match=re.escape(want)):
+            fn(x, qq)
+
+
+@pytest.mark.parametrize("dt,name", [("float16", "Half"), ("bfloat16", "BFloat16")])
+@pytest.mark.parametrize("op", ["i1", "i1e"])
+def test_i1_backward_has_no_half_kernel(dt, name, op):
+    """PyTorch's i1/i1e backward kernels have no float16/bfloat16 version: the same error, also
+    where it comes from i0's second derivative."""
+    x = retrograd.tensor([0.5, 1.0], dtype=getattr(retrograd, dt), requires_grad=True)
+    y = getattr(retrograd.special, op)(x)
+    with pytest.raises(NotImplementedError, match=re.escape(f"\"{op}_backward\" not implemented for '{name}'")):
+        y.sum().backward()
+    assert x.grad is None
+    if op == "i1":
+        (g,) = retrograd.autograd.grad(retrograd.i0(x).sum(), x, create_graph=True)
+        with pytest.raises(NotImplementedError, match=re.escape(f"\"i1_backward\" not implemented for '{name}'")):
+            retrograd.autograd.grad(g.sum(), x)

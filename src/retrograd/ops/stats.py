@@ -525,13 +525,13 @@ def _quantile(opname, input, q, dim, keepdim, interpolation, ignore_nan, out):
                            f"but got {interpolation}")
     xp = xp_for(x)
     if qt is None:
-        if not 0 <= q <= 1:
+        if not 0 <= q <= 1:     # (NaN too)
             raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
         qarr = xp.full(1, q, x.dtype)
     else:
         qarr = qt._data.reshape(-1)
         # (checked for host q only, as PyTorch: on a device it would be a synchronisation)
-        if type(qarr) is np.ndarray and ((qarr < 0) | (qarr > 1)).any():
+        if type(qarr) is np.ndarray and not ((qarr >= 0) & (qarr <= 1)).all():      # (NaN too, as PyTorch's)
             raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     scalar_q = qt is None or qt._data.ndim == 0
     if dim is None:
