@@ -29,3 +29,25 @@ def test_nonfinite_errors(name):
         want = raised(lambda: FNS[name](torch, torch.tensor(arr)))
         got = raised(lambda: FNS[name](retrograd, retrograd.tensor(arr)))
         assert want is not None and got == want
+
+
+@needs_torch
+@pytest.mark.parametrize("n", [1, 3])
+def test_eigh_double_backward_under_an_inf_upstream(n):
+    """An inf in the eigenvectors' upstream makes the projected diagonal inf - inf = NaN; the
+    diagonal of the eigenvalue gaps is 1 by selection (as PyTorch's fill_), so that NaN reaches
+    no second derivative through it: PyTorch's values, NaN where PyTorch has NaN."""
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, n))
+    a = a + a.T + n * np.eye(n)
+    up = rng.standard_normal((n, n))
+    up[0, 0] = np.inf
+    out = []
+    for lib in (torch, retrograd):
+        x = lib.tensor(a, requires_grad=True)
+        w, v = lib.linalg.eigh(x)
+        g, = lib.autograd.grad((w.sum() + (v * lib.tensor(up)).sum()), x, create_graph=True)
+        gg, = lib.autograd.grad(g.sum(), x)
+        out.append(gg.detach().numpy().copy())
+    np.testing.assert_array_equal(np.isnan(out[1]), np.isnan(out[0]))
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-9, atol=1e-12)

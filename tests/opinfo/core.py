@@ -132,11 +132,6 @@ _known("inverse linalg.inv linalg.inv_ex linalg.solve linalg.solve_ex linalg.slo
 _known("linalg.eigh", "fuzz:values", "singular",
        "a symmetric matrix singular to working precision (a rank-truncating pinverse): the null space's eigenvectors "
        "come out of rounding noise, their signs (and for a repeated zero eigenvalue their basis) each LAPACK's choice")
-_known("linalg.eigh", "fuzz:gradgrad", "infgrad",
-       "an inf in the eigenvectors' upstream gradient: the projected V^H gV has inf - inf = NaN on its diagonal, which "
-       "the first derivative replaces by the eigenvalues' gradient (both libraries agree there); retrograd's double "
-       "backward of that replacement still multiplies the masked NaN by 0 on its way to the eigenvalue gaps (NaN), "
-       "torch 2.13's gives 0 (seen on a 1x1 matrix; not yet traced)")
 _known("F.binary_cross_entropy", "fuzz:gradgrad", "negzero",
        "an input probability of -0.0: the mixed second derivative (input, target) is -1/x - 1/(1 - x), infinite at "
        "0 with the sign of the zero in torch 2.13's formula and of +0 in retrograd's, so +-inf swap where a program's "

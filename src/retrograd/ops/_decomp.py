@@ -690,11 +690,13 @@ def _eig_grad_core(L, V, gL, gV, hermitian):
     Lc = L.conj() if L.is_complex() else L
     E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)
     n = E._data.shape[-1]
-    E = E + _eye(n, E)   # a zero diagonal becomes 1 (the diagonal is replaced)
+    from .index import where
+    # the diagonal is 1, selected (as PyTorch's fill_): no dependence on L there, so that a NaN
+    # on VhgV's diagonal (inf - inf from an inf upstream) does not reach L in a double backward
+    E = where(_eye(n, E, bool), _const(np.ones((), E._data.dtype), E), E)
     ret = VhgV / E.to(VhgV.dtype) if E.dtype != VhgV.dtype else VhgV / E
     gd = gL.to(ret.dtype) if gL is not None and gL.dtype != ret.dtype else gL
     # the diagonal is replaced by gL (selected, so that inf/nan off it do not reach it)
-    from .index import where
     diag = _diag_embed(gd) if gd is not None else _const(np.zeros((), ret._data.dtype))
     ret = where(_eye(n, ret, bool), diag, ret)
     return V @ ret @ _h(V) if hermitian else _eig_conj(V, ret)
