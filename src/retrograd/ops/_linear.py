@@ -15,6 +15,14 @@ from .conv import check_kernel_dtype
 # (_accel.add_row / sum_rows; below, NumPy's call costs no more than the kernel's).
 _ROW_KERNEL_MIN = 4096
 
+def _row_kernels(a):
+    """_accel's kernels for a row-wise pass over ``a``: a 2-D C-contiguous host float array of
+    at least _ROW_KERNEL_MIN elements (so at least one row), else None."""
+    if a.ndim == 2 and a.size >= _ROW_KERNEL_MIN and a.flags.c_contiguous:
+        return _accel.usable(a)
+    return None
+
+
 _TN = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
        "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
@@ -63,10 +71,9 @@ class AddmmBackward0(OpNode):
         gb = None
         if nf[0][0] is not None:
             bs = self._out_meta_bias
-            gd = g._data
-            if bs is None and not _state.grad and gd.ndim == 2 and gd.shape[0] and gd.size >= _ROW_KERNEL_MIN \
-                    and type(gd) is np.ndarray and gd.flags.c_contiguous and _accel.usable(gd) is not None:
-                gb = finish(None, arr(_accel.sum_rows(_accel.kernels(), gd)))
+            k = _row_kernels(g._data) if bs is None and not _state.grad else None
+            if k is not None:
+                gb = finish(None, arr(_accel.sum_rows(k, g._data)))
             else:
                 gb = g.sum(0) if bs is None else g.sum_to_size(bs)
         gx = _mm(g, wt, False, True) if nf[1][0] is not None else None
@@ -196,8 +203,8 @@ def linear(input, weight, bias=None):
         r = _x_wt(x2, w)
         if bias is not None:
             bd = bias._data
-            k = _accel.usable(r) if r.ndim == 2 and r.flags.c_contiguous and type(bd) is np.ndarray else None
-            if k is not None and bd.dtype == r.dtype and r.size >= _ROW_KERNEL_MIN:
+            k = _row_kernels(r) if type(bd) is np.ndarray and bd.dtype == r.dtype else None
+            if k is not None:
                 _accel.add_row(k, r, bd)
             else:
                 r += bd

@@ -11,9 +11,10 @@ compiled loop too.
 
 A worker spins for at most ``_IDLE`` seconds after its last share (yielding its core at
 every turn), then sleeps on an event; the caller runs a sleeping worker's share itself
-and wakes it for the next product, so a product never waits for a wake-up. Only what ops._blas posts runs here: MKL
-calls of known functions, alpha 1 and beta 0, on arrays the caller keeps alive until
-``run`` returns. A forked child starts without workers and makes its own.
+and wakes it for the next product, so a product never waits for a wake-up. Only what
+ops._blas posts runs here: MKL calls of known functions, alpha 1 and beta 0, on arrays the
+caller keeps alive until ``run`` returns. A forked child starts without workers and makes
+its own.
 """
 import ctypes
 import os
