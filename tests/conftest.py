@@ -40,3 +40,17 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_sep("-", "differential fuzzer")
         for line in sorted(set(lines)):
             terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def on_mkl():
+    """Products through MKL for the test, whichever library this CPU would pick."""
+    from helpers import on_blas
+    yield from on_blas("mkl")
+
+
+@pytest.fixture
+def on_openblas():
+    """Products through NumPy's OpenBLAS by ctypes for the test."""
+    from helpers import on_blas
+    yield from on_blas("openblas")

@@ -219,3 +219,36 @@ class KernelSpy:
         if name.startswith(self.prefix):
             self.calls.append(name)
         return getattr(self.k, name)
+
+
+_BLAS_LIBS = {}
+
+
+def blas_lib(kind):
+    """ops._blas's library of ``kind`` ('mkl', 'openblas') loaded whatever this machine's
+    own choice, or None (not installed here, or RETROGRAD_BLAS=numpy keeps products on NumPy)."""
+    from retrograd.ops import _blas
+    if _blas._choice() == "numpy":
+        return None
+    if kind not in _BLAS_LIBS:
+        try:
+            lib = _blas._open() if kind == "mkl" else _blas._open_openblas()
+        except Exception:
+            lib = False
+        _BLAS_LIBS[kind] = lib or None
+    return _BLAS_LIBS[kind]
+
+
+def on_blas(kind):
+    """A fixture's body: ops._blas runs products on ``kind``'s library while it is suspended
+    (skipped where that library is missing)."""
+    from retrograd.ops import _blas
+    lib = blas_lib(kind)
+    if lib is None:
+        pytest.skip(f"{kind} is not installed here (or RETROGRAD_BLAS=numpy)")
+    prev = _blas._state[0]
+    _blas._state[0] = lib
+    try:
+        yield lib
+    finally:
+        _blas._state[0] = prev

@@ -16,12 +16,23 @@ import pytest
 import retrograd
 from retrograd import _threads
 from retrograd.ops import _blas
-from helpers import needs_torch, torch
+from helpers import blas_lib, needs_torch, on_blas, torch
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
-HAVE_MKL = _blas.backend() == "mkl"
-needs_mkl = pytest.mark.skipif(not HAVE_MKL, reason="MKL (pip install mkl) is not installed, or RETROGRAD_BLAS=numpy")
+HAVE_MKL = blas_lib("mkl") is not None
+
+
+def needs_mkl(f):
+    """Run on MKL (whatever this CPU picks), skipped where it is not installed."""
+    return pytest.mark.skipif(not HAVE_MKL, reason="MKL (pip install mkl) is not installed, or RETROGRAD_BLAS=numpy")(
+        pytest.mark.usefixtures("on_mkl")(f))
 TOL = {np.float32: 2e-5, np.float64: 1e-13}
+
+
+@pytest.fixture(params=["mkl", "openblas"])
+def any_blas(request):
+    """Each library ops._blas can call (where installed), whatever this CPU would pick."""
+    yield from on_blas(request.param)
 
 
 @pytest.fixture
@@ -49,25 +60,23 @@ def _close(r, e, dt, k):
     np.testing.assert_allclose(r, e, rtol=TOL[dt], atol=TOL[dt] * max(k, 1) ** 0.5 * 4)
 
 
-@needs_mkl
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
 @pytest.mark.parametrize("m,k,n", [(33, 47, 29), (1, 64, 80), (64, 1, 80), (80, 64, 1), (16, 784, 512)])
-def test_2d_products_equal_numpy(every_size, one_thread, dt, ta, tb, m, k, n):
+def test_2d_products_equal_numpy(any_blas, every_size, one_thread, dt, ta, tb, m, k, n):
     rng = np.random.default_rng(0)
     a = _rand(rng, (m, k), dt, ta)
     b = _rand(rng, (k, n), dt, tb)
     r = _blas.try_matmul(a, b)
-    assert r is not None              # MKL took it (no copy of a transposed operand needed)
+    assert r is not None              # the BLAS took it (no copy of a transposed operand needed)
     _close(r, np.matmul(a, b), dt, k)
     out = np.full((m, n), np.nan, dt)
     assert _blas.matmul(a, b, out=out) is out
     _close(out, np.matmul(a, b), dt, k)
 
 
-@needs_mkl
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
-def test_row_strided_views_and_output_slices(every_size, dt):
+def test_row_strided_views_and_output_slices(any_blas, every_size, dt):
     rng = np.random.default_rng(1)
     big = rng.standard_normal((40, 70)).astype(dt)
     a = big[3:30, 5:50]                       # leading dimension 70, not 45
@@ -81,13 +90,12 @@ def test_row_strided_views_and_output_slices(every_size, dt):
     _close(_blas.try_matmul(a, bt), np.matmul(a, bt), dt, 45)
 
 
-@needs_mkl
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 @pytest.mark.parametrize("ashape,bshape", [((4, 24, 40), (40, 36)), ((4, 24, 40), (4, 40, 36)),
                                            ((24, 40), (3, 40, 36)), ((2, 3, 24, 40), (3, 40, 36)),
                                            ((2, 1, 24, 40), (1, 5, 40, 36)), ((5, 1, 24, 40), (1, 40, 36))])
 @pytest.mark.parametrize("trans", [False, True])
-def test_batched_products_equal_numpy(every_size, one_thread, dt, ashape, bshape, trans):
+def test_batched_products_equal_numpy(any_blas, every_size, one_thread, dt, ashape, bshape, trans):
     rng = np.random.default_rng(2)
     a = _rand(rng, ashape, dt, trans)
     b = _rand(rng, bshape, dt, not trans)
@@ -99,8 +107,7 @@ def test_batched_products_equal_numpy(every_size, one_thread, dt, ashape, bshape
     _close(out, np.matmul(a, b), dt, 40)
 
 
-@needs_mkl
-def test_attention_head_views(every_size, one_thread):
+def test_attention_head_views(any_blas, every_size, one_thread):
     """(B, T, H, D) projections viewed as (B, H, T, D): batch dimensions that do not merge."""
     rng = np.random.default_rng(3)
     q = rng.standard_normal((4, 32, 3, 16)).astype(np.float32).transpose(0, 2, 1, 3)
@@ -110,6 +117,29 @@ def test_attention_head_views(every_size, one_thread):
     _close(r, np.matmul(q, k), np.float32, 16)
     p = np.ascontiguousarray(np.matmul(q, k))
     _close(_blas.try_matmul(p, q), np.matmul(p, q), np.float32, 32)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_openblas_gives_numpys_bits_and_threads_itself(on_openblas, one_thread, monkeypatch, dt):
+    """NumPy's own OpenBLAS by ctypes: NumPy's products to the bit (the same library and
+    call), every size taken (no shape is MKL's to win), nothing split over retrograd's
+    workers (OpenBLAS's own pool threads the product)."""
+    assert _blas.backend() == "openblas" and "OpenBLAS" in _blas.describe()
+    assert _blas.mkl_gemm(dt) is None and _blas.mkl_gemm_packed(dt) is None
+    rng = np.random.default_rng(11)
+    for m, k, n in ((200, 300, 150), (16, 784, 512), (300, 40, 300)):
+        a, b = _rand(rng, (m, k), dt), _rand(rng, (k, n), dt, True)
+        assert _blas._pays(m, n, k)
+        r = _blas.try_matmul(a, b)
+        assert r is not None and np.array_equal(r, np.matmul(a, b))
+    monkeypatch.setattr(_blas, "_split_at", [0])
+    retrograd.set_num_threads(2)
+    calls = []
+    monkeypatch.setattr(_blas, "_run", lambda c: calls.append(c))
+    a = _rand(rng, (400, 300), dt)
+    assert _blas._split() > 1 << 40 and _blas._team_of() is None
+    np.testing.assert_allclose(_blas.try_matmul(a, a.T), np.matmul(a, a.T), rtol=TOL[dt] * 10, atol=TOL[dt] * 100)
+    assert calls == []
 
 
 @pytest.mark.parametrize("case", ["odd_inner_stride", "negative_stride", "int", "complex", "one_d", "mixed_dtypes",
@@ -178,7 +208,10 @@ def test_environment_switch_and_lazy_load():
             "r = retrograd.from_numpy(a) @ retrograd.from_numpy(a)\n"
             "print('backend', _blas.backend(), float(r[0, 0]))\n")
     env = dict(os.environ, PYTHONPATH=SRC)
-    for setting in ("numpy", None):
+    installed = HAVE_MKL or any(os.sep in c and os.path.exists(c) for c in _blas._candidates())
+    have = {"mkl": installed, "openblas": blas_lib("openblas") is not None, "numpy": True}
+    auto = "mkl" if _blas._intel_cpu() else "openblas"     # MKL's fast paths run on Intel's CPUs only
+    for setting in ("numpy", "mkl", "openblas", None):
         if setting is None:
             env.pop("RETROGRAD_BLAS", None)
         else:
@@ -187,8 +220,8 @@ def test_environment_switch_and_lazy_load():
         assert r.returncode == 0, r.stderr
         lines = r.stdout.splitlines()
         assert lines[0] == "loaded_at_import False True"
-        installed = HAVE_MKL or any(os.sep in c and os.path.exists(c) for c in _blas._candidates())
-        want = "numpy" if setting == "numpy" or not installed else "mkl"
+        kind = setting or auto
+        want = kind if have[kind] else "numpy"
         assert lines[1] == f"backend {want} 256.0"
 
 
@@ -267,8 +300,7 @@ def test_beside_torch_openmp_two_threads():
             "a = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)\n"
             "print(_blas.backend(), float(np.abs(_blas.matmul(a, a) - a.astype(np.float64) @ a).max()))\n"
             "print('iomp' in open('/proc/self/maps').read())\n")
-    env = dict(os.environ, PYTHONPATH=SRC)
-    env.pop("RETROGRAD_BLAS", None)
+    env = dict(os.environ, PYTHONPATH=SRC, RETROGRAD_BLAS="mkl")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=180)
     if r.returncode != 0 and "No module named 'torch'" in r.stderr:
         pytest.skip("PyTorch is not installed")

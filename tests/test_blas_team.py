@@ -16,15 +16,17 @@ import pytest
 import retrograd
 from retrograd import _threads
 from retrograd.ops import _blas, _team
+from helpers import blas_lib
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
-HAVE_MKL = _blas.backend() == "mkl"
+HAVE_MKL = blas_lib("mkl") is not None
 try:
     import numba  # noqa: F401
     HAVE_NUMBA = not os.environ.get("RETROGRAD_NO_NUMBA")
 except ImportError:
     HAVE_NUMBA = False
-pytestmark = pytest.mark.skipif(not (HAVE_MKL and HAVE_NUMBA), reason="needs MKL and numba")
+pytestmark = [pytest.mark.skipif(not (HAVE_MKL and HAVE_NUMBA), reason="needs MKL and numba"),
+              pytest.mark.usefixtures("on_mkl")]
 
 
 @pytest.fixture
@@ -163,7 +165,7 @@ print(os.waitstatus_to_exitcode(status), float(np.abs(_blas.matmul(a, b) - e).ma
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_forked_child_and_exit():
     """A child forked while the workers spin makes its own; both processes exit promptly."""
-    env = dict(os.environ, PYTHONPATH=SRC)
+    env = dict(os.environ, PYTHONPATH=SRC, RETROGRAD_BLAS="mkl")
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -176,7 +178,7 @@ def test_without_numba_the_pool_splits_large_products_only():
     code = ("import os; os.environ['RETROGRAD_NO_NUMBA'] = '1'\n"
             "from retrograd.ops import _blas\n"
             "print(_blas._split() == _blas._SPLIT_MACS, _blas._SPLIT_MACS > _blas._TEAM_SPLIT_MACS)\n")
-    env = dict(os.environ, PYTHONPATH=SRC)
+    env = dict(os.environ, PYTHONPATH=SRC, RETROGRAD_BLAS="mkl")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True"]

@@ -1,4 +1,5 @@
-"""Matrix products of the CPU hot paths through Intel MKL's cblas, where MKL is installed.
+"""Matrix products of the CPU hot paths through a BLAS called by ctypes: Intel MKL's cblas
+on Intel's CPUs where MKL is installed, NumPy's own OpenBLAS on other CPUs.
 
 ``matmul(a, b, out=None)`` computes what ``np.matmul(a, b, out=out)`` computes. When the
 ``mkl`` package (PyPI's Intel MKL runtime: ``pip install mkl``, or the ``blas`` extra) is
@@ -10,11 +11,19 @@ transposed operands passed as trans flags (no copies). Every other product (othe
 1-D operands, views BLAS cannot describe, smaller products, dimensions beyond MKL's 32-bit
 integers) stays on NumPy, which remains the reference and the default without MKL.
 
-Nothing happens at ``import retrograd``: the library is looked up on the first large
-product. ``RETROGRAD_BLAS=numpy`` keeps every product on NumPy (``mkl``/unset: MKL where it
-is installed). A library that cannot be loaded or set up as below is silently passed over.
+MKL dispatches its fast kernels by CPU vendor: on an AMD EPYC (Zen, AVX-512) its sgemm ran
+at 84-90 GFLOP/s and its batched sgemm at 63, where the OpenBLAS NumPy bundles reached
+100-108 (and ~190 with its AVX-512 kernels where the environment does not pin older ones).
+So on CPUs other than Intel's the products go to NumPy's OpenBLAS instead, by ctypes (its
+ILP64 ``scipy_cblas_?gemm64_``), for the copies that saves (transposed, row-strided and
+broadcast batched operands as they are); OpenBLAS threads each product itself.
 
-Threads: MKL is loaded with its SEQUENTIAL threading layer, so it starts no OpenMP runtime
+Nothing happens at ``import retrograd``: the library is looked up on the first large
+product. ``RETROGRAD_BLAS=numpy`` keeps every product on NumPy; ``mkl`` or ``openblas`` names
+the library whatever the CPU (unset: chosen by the CPU's vendor as above). A library that
+cannot be loaded or set up as below is silently passed over.
+
+Threads (MKL): MKL is loaded with its SEQUENTIAL threading layer, so it starts no OpenMP runtime
 of its own. Its OpenMP layers were measured here against a process that also imports
 PyTorch (which brings GNU OpenMP): the GNU layer deadlocks a forked child (a DataLoader
 worker) that runs a product after the parent ran one on two threads, and the INTEL layer
@@ -65,6 +74,7 @@ _BIG_MACS = 8 << 20
 # 1.2-2.9x slower than one: no core was free; the load-adaptive count gives one there.)
 _SPLIT_MACS = 32 << 20
 _TEAM_SPLIT_MACS = 2 << 20
+_NEVER = 1 << 62
 _split_at = [None]        # the threshold in force: _TEAM_SPLIT_MACS where numba is present
 
 _F32 = np.dtype(np.float32)
@@ -74,11 +84,12 @@ _state = [None]   # None: not looked up yet; False: NumPy only; else a _Mkl
 
 
 def backend():
-    """'mkl' when products run through MKL (looked up now if not yet), else 'numpy'."""
+    """'mkl' or 'openblas' when products run through that library by ctypes (looked up now
+    if not yet), else 'numpy'."""
     lib = _state[0]
     if lib is None:
         lib = _load()
-    return "mkl" if lib else "numpy"
+    return lib.kind if lib else "numpy"
 
 
 def describe():
@@ -87,8 +98,8 @@ def describe():
     if lib is None:
         lib = _load()
     if lib:
-        return f"Intel MKL {lib.version} (ops._blas)"
-    why = " (RETROGRAD_BLAS=numpy)" if _forced_numpy() else ""
+        return f"{lib.title} (ops._blas)"
+    why = " (RETROGRAD_BLAS=numpy)" if _choice() == "numpy" else ""
     return f"NumPy's BLAS{why}"
 
 
@@ -100,7 +111,7 @@ def mkl_gemm(dtype):
     lib = _state[0]
     if lib is None:
         lib = _load()
-    return lib.gemm.get(np.dtype(dtype)) if lib else None
+    return lib.gemm.get(np.dtype(dtype)) if lib and lib.kind == "mkl" else None
 
 
 def mkl_gemm_packed(dtype):
@@ -111,11 +122,28 @@ def mkl_gemm_packed(dtype):
     lib = _state[0]
     if lib is None:
         lib = _load()
-    return lib.packed.get(np.dtype(dtype)) if lib else None
+    return lib.packed.get(np.dtype(dtype)) if lib and lib.kind == "mkl" else None
 
 
-def _forced_numpy():
-    return os.environ.get("RETROGRAD_BLAS", "").strip().lower() in ("numpy", "np", "0", "off", "none")
+def _choice():
+    """RETROGRAD_BLAS as one of 'numpy', 'mkl', 'openblas', or '' (chosen by the CPU)."""
+    v = os.environ.get("RETROGRAD_BLAS", "").strip().lower()
+    if v in ("numpy", "np", "0", "off", "none"):
+        return "numpy"
+    return v if v in ("mkl", "openblas") else ""
+
+
+def _intel_cpu():
+    """Whether the CPU is Intel's (True where the vendor cannot be read): MKL runs its fast
+    code paths only there."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return "GenuineIntel" in line
+    except OSError:
+        pass
+    return True
 
 
 def _candidates():
@@ -145,6 +173,10 @@ def _candidates():
 
 
 class _Mkl:
+    kind = "mkl"
+    splits = True       # sequential: large products are split over ops._team's workers here
+    picky = True        # wins over NumPy's OpenBLAS only on some shapes (_pays)
+
     def __init__(self, lib):
         import ctypes
         c_int, P = ctypes.c_int, ctypes.c_void_p
@@ -193,19 +225,146 @@ class _Mkl:
             comp.argtypes = [c_int] * 6 + [P, c_int, P, c_int, ct, P, c_int]
             self.packed[dt] = (size, pack, comp)
 
+    @property
+    def title(self):
+        return f"Intel MKL {self.version}"
+
+    def native_batch(self):
+        """cblas_sgemm_batch_strided as a ctypes prototype taking addresses as int64 (for
+        compiled loops), or None."""
+        from ._team import _protos
+        return _protos(self.cdll)[2]
+
+
+class _OpenBlas:
+    """An OpenBLAS already loaded in this process (NumPy's), called by ctypes. It threads its
+    products itself (its pool follows retrograd._threads' count), so nothing is split here;
+    with NumPy's own BLAS there is nothing to choose per shape either (NumPy's matmul calls
+    the same library), only copies to save: strided, transposed and broadcast batched
+    operands go to BLAS as they are."""
+    kind = "openblas"
+    splits = False
+    picky = False
+
+    def __init__(self, lib, path):
+        import ctypes
+        self.cdll = lib
+        self.path = path
+        P = ctypes.c_void_p
+        self.gemm, self.raw, self.batch, self.packed = {}, {}, {}, {}
+        self.int = None
+        for pre, ct, dt in (("s", ctypes.c_float, _F32), ("d", ctypes.c_double, _F64)):
+            # ILP64 builds (NumPy's scipy-openblas64) take 64-bit integers under suffixed names
+            for name, it in ((f"scipy_cblas_{pre}gemm64_", ctypes.c_int64), (f"cblas_{pre}gemm64_", ctypes.c_int64),
+                             (f"scipy_cblas_{pre}gemm", ctypes.c_int), (f"cblas_{pre}gemm", ctypes.c_int)):
+                f = getattr(lib, name, None)
+                if f is not None and (it is ctypes.c_int64 or not self._ilp64()):
+                    break
+            else:
+                raise AttributeError(f"no cblas_{pre}gemm of known integer width")
+            self.int = it
+            f.restype = None
+            f.argtypes = [it] * 6 + [ct, P, it, P, it, ct, P, it]
+            self.gemm[dt] = f
+            self.raw[dt] = (f, 1.0, 0.0)
+            # (OpenBLAS 0.3.30's cblas_?gemm_batch_strided is left alone: scipy-openblas64
+            # exports it unrenamed and a call to it crashed here; products loop over gemm)
+            self.batch[dt] = None
+        self.version, self.core = "?", ""
+        for pre, suf in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
+            cfg = getattr(lib, f"{pre}openblas_get_config{suf}", None)
+            core = getattr(lib, f"{pre}openblas_get_corename{suf}", None)
+            if cfg is not None and core is not None:
+                cfg.restype = core.restype = ctypes.c_char_p
+                words = (cfg() or b"").decode("ascii", "replace").split()
+                self.version = words[1] if len(words) > 1 and words[0] == "OpenBLAS" else "?"
+                self.core = (core() or b"").decode("ascii", "replace")
+                break
+
+    _ilp = []
+
+    @classmethod
+    def _ilp64(cls):
+        """Whether NumPy's BLAS is an ILP64 build (True when unknown: 32-bit names are then
+        not trusted)."""
+        if not cls._ilp:
+            try:
+                cls._ilp.append("USE64BITINT" in str(np.__config__.CONFIG["Build Dependencies"]["blas"]))
+            except Exception:
+                cls._ilp.append(True)
+        return cls._ilp[0]
+
+    @property
+    def title(self):
+        core = f", {self.core} kernels" if self.core else ""
+        return f"OpenBLAS {self.version} (NumPy's{core})"
+
+    def native_batch(self):
+        return None
+
 
 def _load():
-    """Look MKL up once: a _Mkl, or False (NumPy only)."""
+    """Look the BLAS up once: a _Mkl or _OpenBlas, or False (NumPy only). RETROGRAD_BLAS
+    names one (mkl, openblas, numpy); unset, MKL on Intel's CPUs and NumPy's OpenBLAS on
+    others, where MKL runs a generic code path (measured on an AMD EPYC with AVX-512:
+    MKL's sgemm 84-90 GFLOP/s, its batched sgemm 63, OpenBLAS 100-108 with the same
+    AVX2 kernels)."""
     if _state[0] is not None:
         return _state[0]
+    want = _choice()
+    if want == "numpy":
+        order = ()
+    elif want:
+        order = (want,)
+    else:
+        order = ("mkl",) if _intel_cpu() else ("openblas",)
     res = False
-    if not _forced_numpy():
+    for kind in order:
         try:
-            res = _open()
+            res = _open() if kind == "mkl" else _open_openblas()
         except Exception:
             res = False
+        if res:
+            break
     _state[0] = res
     return res
+
+
+def _probe(gemm):
+    """Whether the row-major product of a small pair through ``gemm`` equals NumPy's."""
+    a = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+    c = np.zeros((3, 3), np.float32)
+    gemm(_ROW, _NT, _T, 3, 3, 2, 1.0, a.ctypes.data, 2, a.ctypes.data, 2, 0.0, c.ctypes.data, 3)
+    return np.array_equal(c, a @ a.T)
+
+
+def _use(lib):
+    import ctypes
+    global _ptr, _VP
+    _ptr = _fast_ptr()
+    _VP = ctypes.c_void_p
+    return lib
+
+
+def _numpy_openblas():
+    """NumPy's own OpenBLAS (else another loaded one) as an _OpenBlas, or None."""
+    from .. import _threads
+    npdir = os.path.dirname(os.path.dirname(np.__file__))
+    for path, lib in sorted(_threads.openblas_libs(), key=lambda pl: not pl[0].startswith(npdir)):
+        try:
+            ob = _OpenBlas(lib, path)
+        except (AttributeError, OSError):
+            continue
+        if _probe(ob.gemm[_F32]):
+            return ob
+    return None
+
+
+def _open_openblas():
+    ob = _numpy_openblas()
+    if ob is None:
+        return False
+    return _use(ob)
 
 
 def _complete(path):
@@ -245,15 +404,9 @@ def _open():
                 return False
             mkl = _Mkl(lib)
             # one small product checked against NumPy's before any real one
-            a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
-            c = np.zeros((2, 2), np.float32)
-            mkl.gemm[_F32](_ROW, _NT, _T, 2, 2, 2, 1.0, a.ctypes.data, 2, a.ctypes.data, 2, 0.0, c.ctypes.data, 2)
-            if not np.array_equal(c, a @ a.T):
+            if not _probe(mkl.gemm[_F32]):
                 return False
-            global _ptr, _VP
-            _ptr = _fast_ptr()
-            _VP = ctypes.c_void_p
-            return mkl
+            return _use(mkl)
         except (AttributeError, OSError):
             continue
     return False
@@ -306,11 +459,14 @@ _teams = []
 
 
 def _team_of():
-    """ops._team's spinning workers for this process's MKL, or None (no numba)."""
+    """ops._team's spinning workers for this process's MKL, or None (no numba, or no MKL)."""
+    lib = _state[0]
+    if not lib or lib.kind != "mkl":
+        return None
     if not _teams:
         from . import _team
         _teams.append(_team)
-    return _teams[0].team(_state[0], _seq)
+    return _teams[0].team(lib, _seq)
 
 
 # --- operand layouts --------------------------------------------------------------------
@@ -422,14 +578,22 @@ def try_matmul(a, b, out=None):
 
 
 def _pays(m, n, k):
-    """Whether MKL's product of (m, k) @ (k, n) beats NumPy's here (measured: see _MIN_MACS)."""
+    """Whether MKL's product of (m, k) @ (k, n) beats NumPy's here (measured: see _MIN_MACS);
+    always with NumPy's own OpenBLAS (the same library either way)."""
+    lib = _state[0]
+    if lib and not lib.picky:
+        return True
     macs = m * n * k
     return macs >= _BIG_MACS or (min(m, n) <= 32 and k >= 512 and macs >= _FEW_ROW_MACS) or \
         (macs >= _split() and _threads() > 1)
 
 
 def _split():
-    """Multiply-adds from which a product is split (see _SPLIT_MACS)."""
+    """Multiply-adds from which a product is split (see _SPLIT_MACS); never with a BLAS that
+    threads its products itself."""
+    lib = _state[0]
+    if lib and not lib.splits:
+        return _NEVER
     s = _split_at[0]
     if s is None:
         import importlib.util

@@ -188,34 +188,8 @@ def _numpy_blas_gemm(dt):
 
 
 def _find_numpy_gemm(dt):
-    import ctypes
-    import os
-    from .. import _threads
-    npdir = os.path.dirname(os.path.dirname(np.__file__))
-    libs = sorted(_threads.openblas_libs(), key=lambda pl: not pl[0].startswith(npdir))   # NumPy's own first
-    try:
-        ilp64 = "USE64BITINT" in str(np.__config__.CONFIG["Build Dependencies"]["blas"])
-    except Exception:
-        ilp64 = None
-    pre = "s" if dt == np.float32 else "d"
-    ct = ctypes.c_float if dt == np.float32 else ctypes.c_double
-    P = ctypes.c_void_p
-    for _, lib in libs:
-        for name, it in ((f"scipy_cblas_{pre}gemm64_", ctypes.c_int64), (f"cblas_{pre}gemm64_", ctypes.c_int64),
-                         (f"scipy_cblas_{pre}gemm", ctypes.c_int32), (f"cblas_{pre}gemm", ctypes.c_int32)):
-            fn = getattr(lib, name, None)
-            # (an unsuffixed name is taken only where NumPy's BLAS is known to use 32-bit ints)
-            if fn is None or (it is ctypes.c_int32 and ilp64 is not False):
-                continue
-            fn.restype = None
-            fn.argtypes = [it] * 6 + [ct, P, it, P, it, ct, P, it]
-            rng = np.random.default_rng(0)
-            a, b = rng.standard_normal((5, 7)).astype(dt), rng.standard_normal((7, 3)).astype(dt)
-            c = np.empty((5, 3), dt)
-            fn(_ROW, _NT, _NT, 5, 3, 7, 1.0, a.ctypes.data, 7, b.ctypes.data, 3, 0.0, c.ctypes.data, 3)
-            if np.array_equal(c, a @ b):
-                return fn
-    return None
+    ob = _blas._numpy_openblas()
+    return ob.gemm.get(np.dtype(dt)) if ob else None
 
 
 def _rec_gemm(dt):

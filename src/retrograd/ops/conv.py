@@ -512,20 +512,22 @@ _NATIVE = []
 
 
 def _native_batch():
-    """MKL's cblas_sgemm_batch_strided as a ctypes function taking addresses as int64, for the
-    compiled Winograd runs (_accel_conv.wino_fwd_blocks / wino_w_blocks), or None (no MKL, or
-    products kept on NumPy)."""
-    if not _NATIVE:
-        f = None
+    """The BLAS's cblas_sgemm_batch_strided (MKL's or OpenBLAS's, as ops._blas runs products)
+    as a ctypes function taking addresses as int64, for the compiled Winograd runs
+    (_accel_conv.wino_fwd_blocks / wino_w_blocks), or None (products kept on NumPy, or no
+    batched product)."""
+    lib = _blas._state[0]
+    if lib is None:
         lib = _blas._load()
-        if lib and lib.batch.get(np.dtype(np.float32)) is not None:
-            from ._team import _protos
-            try:
-                f = _protos(lib.cdll)[2]
-            except (AttributeError, OSError, TypeError):
-                f = None
-        _NATIVE.append(f)
-    return _NATIVE[0] if _blas._state[0] else None
+    if not lib:
+        return None
+    if not _NATIVE or _NATIVE[0][0] is not lib:
+        try:
+            f = lib.native_batch()
+        except (AttributeError, OSError, TypeError):
+            f = None
+        _NATIVE[:] = [(lib, f)]
+    return _NATIVE[0][1]
 
 
 def _wino_pairs(a, ph):
