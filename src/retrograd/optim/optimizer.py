@@ -217,12 +217,55 @@ def fma_scalar(x, s, y, out=None):
         return out
     if half(dt):
         r = _half_add_alpha(x, s, y, dt)
+    elif dt == _F64 and isinstance(x, (np.ndarray, np.generic)) and isinstance(y, (np.ndarray, np.generic)):
+        r = fma64(x, s, y)
     else:
         r = y + _as_dtype(s, dt) * x
     if out is None:
         return _arr(r)
     out[...] = r
     return out
+
+
+_SPLIT = 134217729.0        # 2^27 + 1: Veltkamp's splitter for 53-bit significands
+
+
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def fma64(x, s, y):
+    """``y + s * x`` for float64 arrays rounded once, from NumPy's correctly rounded + and *
+    alone, for where no fused BLAS axpy is found (OpenBLAS's kernel for the CPU rounds twice,
+    as its Haswell kernels do on AMD's CPUs): Boldo and Melquiond's emulation (IEEE Trans.
+    Computers 57(4), 2008), RN(uh + RO(ul + pl)) with (ph, pl) Dekker's exact product, (uh, ul)
+    the exact sum y + ph and RO rounding to odd (a round-to-nearest sum moved one ulp toward
+    its error where inexact and even). Exact where no step overflows or underflows; elsewhere
+    (and for non-finite operands) the plain two roundings stand."""
+    x = np.asarray(x, np.float64)
+    y = np.asarray(y, np.float64)
+    s = float(s)
+    with np.errstate(all="ignore"):
+        p = s * x
+        plain = y + p
+        t = _SPLIT * s
+        sh = t - (t - s)
+        sl = s - sh
+        t = _SPLIT * x
+        xh = t - (t - x)
+        xl = x - xh
+        pl = ((sh * xh - p) + sh * xl + sl * xh) + sl * xl
+        uh, ul = _two_sum(y, p)
+        v, e = _two_sum(ul, pl)
+        odd = (v.view(np.int64) & 1).astype(bool)
+        v = np.where((e != 0) & ~odd, np.nextafter(v, v + e), v)
+        r = uh + v
+        # (the exact product needs |s|, |x| below 2^996 and |s x| above 2^-969; the sum no overflow)
+        ok = np.isfinite(r) & np.isfinite(plain) & ((np.abs(p) > 2.0 ** -969) | (p == 0)) & \
+            (np.abs(x) < 2.0 ** 996) & (abs(s) < 2.0 ** 996) & ((np.abs(y) > 2.0 ** -969) | (y == 0))
+    return np.where(ok, r, plain) if r.ndim else (r if ok else plain)[()]
 
 
 # --- float16/bfloat16: PyTorch's CPU "opmath" ------------------------------------------
