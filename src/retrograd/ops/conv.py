@@ -48,9 +48,30 @@ def check_kernel_dtype(kernel, x, allowed=()):
 _INTS = ("int64", "int32", "int16", "int8", "uint8")
 
 
+_FP16_CPU = []
+
+
+def _cpu_fp16():
+    """Whether the CPU has AVX512-FP16 or AMX-FP16, which PyTorch's CPU build asks of it before
+    it sends a float16 convolution to oneDNN (else its own kernel, with another error)."""
+    if not _FP16_CPU:
+        flags = set()
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("flags"):
+                        flags = set(line.split(":", 1)[1].split())
+                        break
+        except OSError:
+            pass
+        _FP16_CPU.append(bool(flags & {"avx512_fp16", "amx_fp16"}))
+    return _FP16_CPU[0]
+
+
 def check_weight_type(input, other, what="weight"):
     """PyTorch's error for a convolution whose input and weight (or bias) dtypes differ:
-    worded for its MKLDNN path where the input could take it (float, half)."""
+    worded for its MKLDNN path where the input could take it (float; half on CPUs with
+    float16 arithmetic)."""
     x, w = input._data, other._data
     if type(x) is not type(w) and input.device != other.device:
         from ._base import type_name
@@ -59,7 +80,7 @@ def check_weight_type(input, other, what="weight"):
         raise RuntimeError(f"Input type ({type_name(input)}) and {what} type ({type_name(other)}) should be the "
                            f"same{tail}")
     if x.dtype != w.dtype:
-        if x.dtype.name in ("float32", "float16"):
+        if x.dtype.name == "float32" or (x.dtype.name == "float16" and _cpu_fp16()):
             from ._base import type_name
             raise RuntimeError(f"Input type ({type_name(input)}) and {what} type ({type_name(other)}) should be the "
                                f"same or input should be a MKLDNN tensor and {what} is a dense tensor")
