@@ -470,7 +470,17 @@ def test_pow_scalar_exponent_values_match_torch(dtype, exponent):
     roundings and signed zeros here."""
     x = np.concatenate([np.random.default_rng(4).uniform(-3, 3, 50), [0.0, -0.0, np.inf, -np.inf, np.nan]])
     (_, r), (_, t) = run_both(lambda L, a: a ** exponent, x.astype(dtype), grad=False)
+    if exponent == 0.5 and not _torch_sqrt_rounds_once(dtype):
+        # x ** 0.5 is PyTorch's sqrt, whose float32 kernel (MKL's) is off by an ulp on CPUs other
+        # than Intel's: the correctly rounded square root it gives on Intel's is the reference
+        with np.errstate(invalid="ignore"):
+            t = torch.from_numpy(np.sqrt(x.astype(dtype)))
     assert_same(r, t, exact=exponent != 2.5)
+
+
+def _torch_sqrt_rounds_once(dtype):
+    x = np.random.default_rng(0).uniform(0, 3, 1000).astype(dtype)
+    return np.array_equal(torch.sqrt(torch.from_numpy(x)).numpy(), np.sqrt(x))
 
 
 MORE_ERRORS = {
