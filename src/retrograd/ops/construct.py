@@ -500,7 +500,13 @@ def pdist(input, p=2):
 
 # --- windows -------------------------------------------------------------------------------
 
-def _window(name, window_length, periodic, dtype, requires_grad, fn, device=None):
+def _window(name, window_length, periodic, dtype, requires_grad, fn, device=None, steps=False):
+    """``fn(xp, k, n)`` over the sample points k = 0..n-1 (n one longer where periodic, the last
+    dropped). With ``steps``, ``fn(xp, k, n, R)`` follows PyTorch's sequence of tensor operations
+    in the dtype: k is ``arange(n)`` in the dtype's compute type and ``R`` rounds each step's
+    result to the dtype (PyTorch's windows are such sequences, so a difference of nearly equal
+    terms cancels as it does there: blackman_window(5)[0] is 0.08 - 0.5 + 0.42 in float32,
+    -2.98e-08, not 0); else k is float64 and the values are rounded once, at the end."""
     dt = D._default[0] if dtype is None else D.to_dtype(dtype)
     if dt.np.kind not in "fV":
         raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype={_c10_name(dt.np)}, "
@@ -516,12 +522,34 @@ def _window(name, window_length, periodic, dtype, requires_grad, fn, device=None
             w = xp.ones(1)
         else:
             n = window_length + 1 if periodic else window_length
-            # (float64 sample points whatever the dtype: the values are rounded once, at the end)
-            w = fn(xp, xp.arange(n, dtype=np.float64), n)
+            if steps:
+                # (float16/bfloat16 steps are computed in float32 and rounded, as PyTorch's CPU ops do)
+                ct = np.dtype(np.float64) if dt.np == np.float64 else np.dtype(np.float32)
+
+                def R(a):
+                    return a.astype(dt.np).astype(ct) if dt.np != ct else a
+                w = fn(xp, R(xp.arange(n, dtype=ct)), n, R)
+            else:
+                w = fn(xp, xp.arange(n, dtype=np.float64), n)
             if periodic:
                 w = w[:-1]
         data = w.astype(dt.np)
     return _factory_result(data, device, requires_grad)
+
+
+def _cos(xp, a, R):
+    """cos in a's dtype, from float64's cosine rounded once (an error under an ulp, the same on
+    every CPU, where float32 SIMD cosines differ from each other by an ulp)."""
+    return R(xp.cos(a.astype(np.float64)).astype(a.dtype))
+
+
+def _hamming(alpha, beta):
+    # PyTorch: arange(n).mul_(2 pi / (n - 1)).cos_().mul_(-beta).add_(alpha)
+    def fn(xp, k, n, R):
+        ct = k.dtype.type
+        w = _cos(xp, R(k * ct(np.pi * 2.0 / (n - 1))), R)
+        return R(R(w * ct(-beta)) + ct(alpha))
+    return fn
 
 
 def _c10_name(npdt):
@@ -532,29 +560,39 @@ def _c10_name(npdt):
 
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The Hann window 0.5 - 0.5 cos(2 pi n / (N - 1)) (periodic: one longer, last dropped)."""
-    return _window("hann_window", window_length, periodic, dtype, requires_grad,
-                   lambda xp, k, n: 0.5 - 0.5 * xp.cos(2 * np.pi * k / (n - 1)), device)
+    return _window("hann_window", window_length, periodic, dtype, requires_grad, _hamming(0.5, 0.5), device,
+                   steps=True)
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
                    requires_grad=False):
     """The Hamming window alpha - beta cos(2 pi n / (N - 1))."""
-    return _window("hamming_window", window_length, periodic, dtype, requires_grad,
-                   lambda xp, k, n: alpha - beta * xp.cos(2 * np.pi * k / (n - 1)), device)
+    return _window("hamming_window", window_length, periodic, dtype, requires_grad, _hamming(alpha, beta), device,
+                   steps=True)
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The Blackman window 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
-    def fn(xp, k, n):
-        k = k / (n - 1)
-        return 0.42 - 0.5 * xp.cos(2 * np.pi * k) + 0.08 * xp.cos(4 * np.pi * k)
-    return _window("blackman_window", window_length, periodic, dtype, requires_grad, fn, device)
+    def fn(xp, k, n, R):
+        # PyTorch: w = arange(n).mul_(pi / (n - 1)); w.mul(4).cos_().mul_(0.08) - w.mul(2).cos_().mul_(0.5) + 0.42
+        ct = k.dtype.type
+        w = R(k * ct(np.pi / (n - 1)))
+        a = R(_cos(xp, R(w * ct(4)), R) * ct(0.08))
+        b = R(_cos(xp, R(w * ct(2)), R) * ct(0.5))
+        return R(R(a - b) + ct(0.42))
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad, fn, device, steps=True)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The triangular Bartlett window 1 - |2n / (N - 1) - 1|."""
-    return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
-                   lambda xp, k, n: 1 - abs(2 * k / (n - 1) - 1), device)
+    def fn(xp, k, n, R):
+        # PyTorch: w = arange(n).mul_(2 / (n - 1)); its second half (from (n - 1) // 2 + 1) .mul_(-1).add_(2)
+        ct = k.dtype.type
+        w = R(k * ct(2.0 / (n - 1)))
+        h = (n - 1) // 2 + 1
+        w[h:] = R(R(-w[h:]) + ct(2))
+        return w
+    return _window("bartlett_window", window_length, periodic, dtype, requires_grad, fn, device, steps=True)
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
