@@ -564,3 +564,34 @@ def test_embedding_bag_max_gradcheck():
     idx = retrograd.tensor([0, 2, 5, 1, 1, 4, 3])
     off = retrograd.tensor([0, 3, 3, 5])
     assert gradcheck(lambda w: RF.embedding_bag(idx, w, off, mode="max"), (w,))
+
+
+@needs_torch
+@pytest.mark.parametrize("shape", [(2, 3), (4, 3, 1), (4, 3, 5)])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_grad_with_a_strided_weight(shape, training):
+    """A weight that is a strided view scales each channel by its own element: the input
+    gradient equals torch's with the weight copied contiguous (torch's own, for inputs of one
+    spatial position, reads the strided weight as if it were contiguous)."""
+    rng = np.random.default_rng(5)
+    x, w, b, g = (rng.standard_normal(s) for s in (shape, 3, 3, shape))
+    w = w + 2.0
+    wide = np.zeros(6)
+    wide[::2] = w
+    ref = torch.tensor(x, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True)
+    ty = torch.nn.functional.batch_norm(ref, torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64),
+                                        tw, torch.tensor(b), training=training)
+    tgx, tgw = torch.autograd.grad(ty, (ref, tw), torch.tensor(g))
+    X = retrograd.tensor(x, requires_grad=True)
+    base = retrograd.tensor(wide, requires_grad=True)
+    W = base[::2]
+    y = retrograd.nn.functional.batch_norm(X, retrograd.zeros(3, dtype=retrograd.float64),
+                                           retrograd.ones(3, dtype=retrograd.float64), W, retrograd.tensor(b),
+                                           training=training)
+    gx, gbase = retrograd.autograd.grad(y, (X, base), retrograd.tensor(g))
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gx.numpy(), tgx.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gbase.numpy()[::2], tgw.numpy(), rtol=1e-10, atol=1e-12)
+    assert not gbase.numpy()[1::2].any()
+

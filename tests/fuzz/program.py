@@ -286,6 +286,8 @@ def input_kinds(targs, rargs, sample):
             kinds.add("empty")
         if not t.is_contiguous():
             kinds.add("noncontig")
+            if any(u is t for u in targs[1:]):
+                kinds.add("noncontig_param")    # (a non-contiguous weight, bias or statistic)
         if any(s < 0 for s in r.stride()):
             kinds.add("negstride")
         if t.dtype in (torch.float16, torch.bfloat16):

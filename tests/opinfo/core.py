@@ -195,6 +195,11 @@ _known("F.nll_loss", "fuzz:grad fuzz:gradgrad", "noncontig",
        "torch 2.13 bug, retrograd is right: nll_loss2d's backward raises 'grad_input must be contiguous' for a "
        "permuted (e.g. channels-last) 4-d input; retrograd's gradient equals torch's for the contiguous copy "
        "(tests/test_edges_loss.py)")
+_known("F.batch_norm", "fuzz:grad fuzz:gradgrad", "noncontig_param",
+       "torch 2.13 bug, retrograd is right: for an input of one spatial position ((N, C) or (N, C, 1)), torch's "
+       "CPU batch_norm backward reads a non-contiguous weight as if contiguous (weight = wide[::2]: channel c "
+       "scales by wide[c]) and its input gradient is wrong; retrograd's equals torch's for the contiguous copy "
+       "(tests/test_edges_nn.py)")
 _known("F.group_norm", "fuzz:gradgrad", "nonfinite",
        "inf/nan weights: torch's double backward (a composite of the group statistics) places nan where "
        "differentiating its first-derivative kernel formula gives +-inf; first derivatives agree")
