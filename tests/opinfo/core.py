@@ -328,6 +328,9 @@ class OpInfo:
     covers: Tuple[str, ...] = ()     # further Tensor method / F names this entry exercises
     gradcheck_kinds: Tuple[str, ...] = GRADCHECK_KINDS
     fuzz: Any = None                 # how the fuzzer (tests/fuzz) feeds the op: see FuzzSig
+    # accurate relative to the output's largest entry, not entry by entry (matrix functions:
+    # exp of a large-norm matrix cancels in its small entries, in every library)
+    normwise: bool = False
 
     def covered_names(self):
         names = {self.name, *self.covers}

@@ -399,9 +399,9 @@ def _mexp_samples(mk):
     yield Sample(mk.rand(2, 3), kind="error")
 
 
-_add("linalg.matrix_exp", _linalg("matrix_exp"), _mexp_samples)
+_add("linalg.matrix_exp", _linalg("matrix_exp"), _mexp_samples, normwise=True)
 _add("matrix_exp", method("matrix_exp"), lambda mk: [Sample(mk.rand(3, 3)), Sample(mk.rand(3), kind="error")],
-     covers=("torch.matrix_exp",))
+     covers=("torch.matrix_exp",), normwise=True)
 
 
 def _mpow_samples(mk):
