@@ -262,8 +262,9 @@ def fma64(x, s, y):
         odd = (v.view(np.int64) & 1).astype(bool)
         v = np.where((e != 0) & ~odd, np.nextafter(v, v + e), v)
         r = uh + v
-        # (the exact product needs |s|, |x| below 2^996 and |s x| above 2^-969; the sum no overflow)
-        ok = np.isfinite(r) & np.isfinite(plain) & ((np.abs(p) > 2.0 ** -969) | (p == 0)) & \
+        # (the exact product needs |s|, |x| below 2^996 and |s x| above 2^-969; the sum no
+        # overflow. A zero product is exact: the plain sum then has IEEE's sign of zero, -0 + -0)
+        ok = np.isfinite(r) & np.isfinite(plain) & (np.abs(p) > 2.0 ** -969) & \
             (np.abs(x) < 2.0 ** 996) & (abs(s) < 2.0 ** 996) & ((np.abs(y) > 2.0 ** -969) | (y == 0))
     return np.where(ok, r, plain) if r.ndim else (r if ok else plain)[()]
 
