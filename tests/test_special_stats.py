@@ -598,3 +598,23 @@ def test_i1_backward_has_no_half_kernel(dt, name, op):
         (g,) = retrograd.autograd.grad(retrograd.i0(x).sum(), x, create_graph=True)
         with pytest.raises(NotImplementedError, match=re.escape(f"\"i1_backward\" not implemented for '{name}'")):
             retrograd.autograd.grad(g.sum(), x)
+
+
+@needs_torch
+@pytest.mark.parametrize("edges", [[2.86, -0.98, 1.84, -0.93], [0.0, 2.0, 1.0, 3.0], [-1.0, 0.5, 0.5, 2.0],
+                                   [3.0, 2.0, 1.0], [0.0, 1.0, 1.0]])
+@pytest.mark.parametrize("density", [False, True])
+def test_histogram_with_unsorted_or_repeated_edges_matches_torch(edges, density):
+    """A value counts only between the first and the last edge (nothing at all where the last
+    lies below the first: a density of 0/0), in the bin a binary search for it gives."""
+    x = np.array([-2.0, -0.95, 0.0, 0.5, 1.0, 1.5, 2.0, 2.9, 3.0, np.nan])
+    w = np.linspace(0.1, 1.0, x.size)
+    outs = []
+    for L in (retrograd, torch):
+        h, e = L.histogram(L.tensor(x), L.tensor(edges, dtype=L.float64), weight=L.tensor(w), density=density)
+        outs.append((h.numpy(), e.numpy()))
+        hd, _ = L.histogramdd(L.tensor(x[:, None]), [L.tensor(edges, dtype=L.float64)], density=density)
+        outs.append((hd.numpy(), None))
+    np.testing.assert_allclose(outs[0][0], outs[2][0], rtol=1e-12, equal_nan=True)
+    np.testing.assert_array_equal(outs[0][1], outs[2][1])
+    np.testing.assert_allclose(outs[1][0], outs[3][0], rtol=1e-12, equal_nan=True)

@@ -177,15 +177,24 @@ def _hist_bins_check(bins, d=0):
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension {d}")
 
 
+def _bin_of(xp, edges, x, nb):
+    """(bin index, whether counted) of each value, as PyTorch's kernel finds them: a value
+    counts where first edge <= x <= last edge (so NaN never, and nothing at all for edges whose
+    last is below their first), in the bin the binary search for it gives, the last edge
+    itself in the last bin."""
+    idx = xp.searchsorted(edges, x, side="right") - 1
+    idx = xp.where(idx >= nb, nb - 1, idx)
+    keep = (x >= edges[0]) & (x <= edges[-1]) & (idx >= 0)
+    return idx, keep
+
+
 def _counts(x, edges, w, dt):
     """Counts (or weight sums) of ``x`` in the bins ``edges`` (each bin closed on the left, the
     last also on the right); values outside are ignored."""
     xp = xp_for(x, edges)
     nb = edges.size - 1
     with np.errstate(invalid="ignore"):
-        idx = xp.searchsorted(edges, x, side="right") - 1
-        idx = xp.where(x == edges[-1], nb - 1, idx)
-        keep = (idx >= 0) & (idx < nb) & ~xp.isnan(x)
+        idx, keep = _bin_of(xp, edges, x, nb)
     # (values outside go to one more bin, dropped: no data-sized selection)
     return _bin_sums(xp.where(keep, idx, nb), nb + 1, w)[:nb].astype(dt)
 
@@ -326,9 +335,8 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
     with np.errstate(invalid="ignore"):
         for d, e in enumerate(edges):
             c = pts[:, d]
-            idx = xp.searchsorted(e, c, side="right") - 1
-            idx = xp.where(c == e[-1], nbs[d] - 1, idx)
-            keep &= (idx >= 0) & (idx < nbs[d]) & ~xp.isnan(c)
+            idx, inside = _bin_of(xp, e, c, nbs[d])
+            keep &= inside
             flat_idx = flat_idx * nbs[d] + xp.clip(idx, 0, nbs[d] - 1)
     total = math.prod(nbs)
     h = _bin_sums(xp.where(keep, flat_idx, total), total + 1, w)[:total].astype(x.dtype)
