@@ -318,6 +318,8 @@ def input_kinds(targs, rargs, sample):
                 kinds.update(("nonfinite", "degenerate"))   # the table's degenerate points hold inf/nan too
             if _integral(a):
                 kinds.add("degenerate")
+            if np.any(np.abs(a[np.isfinite(a)]) >= 64):
+                kinds.add("large")          # (where float32's exponentials near overflow: e^88.7)
             if np.any((a == 0) & np.signbit(a)):
                 kinds.add("negzero")        # (-0.0: where SIMD bodies and scalar tails may differ)
             if _singular_up_to_rounding(a):
