@@ -199,9 +199,16 @@ def heaviside(input, values, *, out=None):
 
 class NextafterBackward0(OpNode):
     def backward(self, g):
+        # (both inputs saved, as PyTorch saves them: an in-place change to either is caught)
+        a, b = self.saved_tensors
         nf = self.next_functions
-        return (masked_grad(g, self.moved, None, "WhereBackward0") if nf[0][0] is not None else None,
-                zeros_grad(g, self.other_shape) if nf[1][0] is not None else None)
+        ga = None
+        if nf[0][0] is not None:
+            xp = xp_for(a._data, b._data)
+            with np.errstate(invalid="ignore"):
+                moved = xp.broadcast_to(xp.asarray(a._data, self.dt) != xp.asarray(b._data, self.dt), self.shape)
+            ga = masked_grad(g, moved, None, "WhereBackward0")
+        return ga, (zeros_grad(g, tuple(b.shape)) if nf[1][0] is not None else None)
 
 
 def nextafter(input, other, *, out=None):
@@ -218,9 +225,8 @@ def nextafter(input, other, *, out=None):
     r = xp.nextafter(xa, ya)
     node = node_for(NextafterBackward0, (a, b))
     if node is not None:
-        with np.errstate(invalid="ignore"):
-            node.moved = xp.broadcast_to(xa != ya, r.shape)
-        node.other_shape = ya.shape
+        node.dt, node.shape = dt, r.shape
+        save(node, a, b)
     res = finish(node, arr(r))
     return res if out is None else write_out(out, res, "nextafter")
 
