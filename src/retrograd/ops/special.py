@@ -321,10 +321,15 @@ def _sinc_np(x):
 
 
 def _sinc_grad(g, x, y):
-    d = (math.pi * x * (math.pi * x).cos() - (math.pi * x).sin()) / (math.pi * x * x)
+    # PyTorch's sinc_backward, step by step (each step rounds in the dtype: bfloat16's second
+    # derivative follows it): x pi cos(x pi) - sin(x pi) over (x x) pi, zero where that is 0
+    # (x = 0, or x x underflowing)
+    xpi = x * math.pi
+    sq = x * x * math.pi
+    d = (xpi * xpi.cos() - xpi.sin()) / sq
     if d._data.dtype.kind == "c":  # PyTorch's convention for complex inputs: conj(d/dz) * grad
         d = d.conj()
-    return _where(x._data == 0, 0.0, g * d)
+    return _where(sq._data == 0, 0.0, g * d)
 
 
 sinc = _unary("sinc", _sinc_np, "SincBackward0", "input", _sinc_grad, top=True, method=True, inplace=True, cplx=True,
