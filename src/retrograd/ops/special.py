@@ -321,12 +321,12 @@ def _sinc_np(x):
 
 
 def _sinc_grad(g, x, y):
-    # PyTorch's sinc_backward, step by step (each step rounds in the dtype: bfloat16's second
-    # derivative follows it): x pi cos(x pi) - sin(x pi) over (x x) pi, zero where that is 0
-    # (x = 0, or x x underflowing)
-    xpi = x * math.pi
+    # PyTorch's sinc_backward: x pi cos(x pi) - sin(x pi) over (x x) pi, zero where that is 0
+    # (x = 0, or x x underflowing). (x pi taken once per use: one shared node changes the
+    # order its gradient's three parts are summed in, and the double backward at x = 1e-20
+    # then gave -pi^2 where torch gives 0)
     sq = x * x * math.pi
-    d = (xpi * xpi.cos() - xpi.sin()) / sq
+    d = (x * math.pi * (x * math.pi).cos() - (x * math.pi).sin()) / sq
     if d._data.dtype.kind == "c":  # PyTorch's convention for complex inputs: conj(d/dz) * grad
         d = d.conj()
     return _where(sq._data == 0, 0.0, g * d)
