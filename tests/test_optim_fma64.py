@@ -32,6 +32,10 @@ def test_cancellation_and_ties_where_two_roundings_differ():
     x = np.array([1.0 + 2.0 ** -52, 1.0 - 2.0 ** -53, 3.0, -3.0])
     y = np.array([2.0 ** -53, -2.0 ** -54, 2.0 ** -51, -2.0 ** -51])
     np.testing.assert_array_equal(fma64(x, 1.0 + 2.0 ** -52, y), _exact(x, 1.0 + 2.0 ** -52, y))
+    # just above a halfway point, by less than the low parts' sum can hold: only rounding that
+    # sum to odd carries it (1 + 2^-53 + a little rounds up; to even, it would round down)
+    s, x, y = 1.0 + 2.0 ** -52, np.array([2.0 ** -53 - 2.0 ** -106]), np.array([1.0])
+    assert fma64(x, s, y)[0] == 1.0 + 2.0 ** -52 == _exact(x, s, y)[0]
 
 
 def test_non_finite_extreme_and_zero_dimensional():

@@ -265,6 +265,7 @@ def _box_muller32(x, mean, std):
 
 
 # --- fused multiply-add in double precision ------------------------------------------------
+# (the error-free transformations below also serve optim.optimizer.fma64)
 
 _SPLIT = 134217729.0    # 2**27 + 1 (Veltkamp)
 

@@ -21,6 +21,7 @@ from ..ops._base import xp_for
 
 from .. import _dtype as D
 from .. import _threads
+from .._rng import _to_odd, _two_prod, _two_sum
 from .._tensor import Tensor
 from ..ops._base import typename
 from ..autograd import grad_mode
@@ -227,15 +228,6 @@ def fma_scalar(x, s, y, out=None):
     return out
 
 
-_SPLIT = 134217729.0        # 2^27 + 1: Veltkamp's splitter for 53-bit significands
-
-
-def _two_sum(a, b):
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
 def fma64(x, s, y):
     """``y + s * x`` for float64 arrays rounded once, from NumPy's correctly rounded + and *
     alone, for where no fused BLAS axpy is found (OpenBLAS's kernel for the CPU rounds twice,
@@ -244,29 +236,22 @@ def fma64(x, s, y):
     the exact sum y + ph and RO rounding to odd (a round-to-nearest sum moved one ulp toward
     its error where inexact and even). Exact where no step overflows or underflows; elsewhere
     (and for non-finite operands) the plain two roundings stand."""
-    x = np.asarray(x, np.float64)
-    y = np.asarray(y, np.float64)
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+    # (at least 1-d: 0-d operands would give NumPy scalars, which _to_odd cannot index)
+    x = np.atleast_1d(np.asarray(x, np.float64))
+    y = np.atleast_1d(np.asarray(y, np.float64))
     s = float(s)
     with np.errstate(all="ignore"):
-        p = s * x
+        p, pl = _two_prod(x, np.float64(s))
         plain = y + p
-        t = _SPLIT * s
-        sh = t - (t - s)
-        sl = s - sh
-        t = _SPLIT * x
-        xh = t - (t - x)
-        xl = x - xh
-        pl = ((sh * xh - p) + sh * xl + sl * xh) + sl * xl
         uh, ul = _two_sum(y, p)
         v, e = _two_sum(ul, pl)
-        odd = (v.view(np.int64) & 1).astype(bool)
-        v = np.where((e != 0) & ~odd, np.nextafter(v, v + e), v)
-        r = uh + v
+        r = uh + _to_odd(v, e)
         # (the exact product needs |s|, |x| below 2^996 and |s x| above 2^-969; the sum no
         # overflow. A zero product is exact: the plain sum then has IEEE's sign of zero, -0 + -0)
         ok = np.isfinite(r) & np.isfinite(plain) & (np.abs(p) > 2.0 ** -969) & \
             (np.abs(x) < 2.0 ** 996) & (abs(s) < 2.0 ** 996) & ((np.abs(y) > 2.0 ** -969) | (y == 0))
-    return np.where(ok, r, plain) if r.ndim else (r if ok else plain)[()]
+    return np.where(ok, r, plain).reshape(shape)[()]
 
 
 # --- float16/bfloat16: PyTorch's CPU "opmath" ------------------------------------------
