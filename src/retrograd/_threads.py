@@ -61,6 +61,28 @@ def _cpus():
         return list(range(os.cpu_count() or 1))
 
 
+_CPU_INFO = []
+
+
+def cpu_info():
+    """(vendor, flags) of the first CPU in /proc/cpuinfo, read once: ("GenuineIntel",
+    frozenset({"avx2", ...})), or ("", frozenset()) where it cannot be read."""
+    if not _CPU_INFO:
+        vendor, flags = "", frozenset()
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("vendor_id") and not vendor:
+                        vendor = line.split(":", 1)[1].strip()
+                    elif line.startswith("flags"):
+                        flags = frozenset(line.split(":", 1)[1].split())
+                        break
+        except OSError:
+            pass
+        _CPU_INFO.append((vendor, flags))
+    return _CPU_INFO[0]
+
+
 class _Load:
     """Other processes' CPU use on this process's cores, from /proc/stat and time.process_time."""
 

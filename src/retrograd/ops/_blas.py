@@ -136,14 +136,8 @@ def _choice():
 def _intel_cpu():
     """Whether the CPU is Intel's (True where the vendor cannot be read): MKL runs its fast
     code paths only there."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("vendor_id"):
-                    return "GenuineIntel" in line
-    except OSError:
-        pass
-    return True
+    from .._threads import cpu_info
+    return cpu_info()[0] in ("GenuineIntel", "")
 
 
 def _candidates():
@@ -246,13 +240,11 @@ class _OpenBlas:
     splits = False
     picky = False
 
-    def __init__(self, lib, path):
+    def __init__(self, lib):
         import ctypes
         self.cdll = lib
-        self.path = path
         P = ctypes.c_void_p
         self.gemm, self.raw, self.batch, self.packed = {}, {}, {}, {}
-        self.int = None
         for pre, ct, dt in (("s", ctypes.c_float, _F32), ("d", ctypes.c_double, _F64)):
             # ILP64 builds (NumPy's scipy-openblas64) take 64-bit integers under suffixed names
             for name, it in ((f"scipy_cblas_{pre}gemm64_", ctypes.c_int64), (f"cblas_{pre}gemm64_", ctypes.c_int64),
@@ -262,7 +254,6 @@ class _OpenBlas:
                     break
             else:
                 raise AttributeError(f"no cblas_{pre}gemm of known integer width")
-            self.int = it
             f.restype = None
             f.argtypes = [it] * 6 + [ct, P, it, P, it, ct, P, it]
             self.gemm[dt] = f
@@ -346,18 +337,26 @@ def _use(lib):
     return lib
 
 
+_NUMPY_OB = []
+
+
 def _numpy_openblas():
-    """NumPy's own OpenBLAS (else another loaded one) as an _OpenBlas, or None."""
-    from .. import _threads
-    npdir = os.path.dirname(os.path.dirname(np.__file__))
-    for path, lib in sorted(_threads.openblas_libs(), key=lambda pl: not pl[0].startswith(npdir)):
-        try:
-            ob = _OpenBlas(lib, path)
-        except (AttributeError, OSError):
-            continue
-        if _probe(ob.gemm[_F32]):
-            return ob
-    return None
+    """NumPy's own OpenBLAS (else another loaded one) as an _OpenBlas, or None; looked up once
+    (for the products here and the recurrent layers' loops alike)."""
+    if not _NUMPY_OB:
+        from .. import _threads
+        npdir = os.path.dirname(os.path.dirname(np.__file__))
+        found = None
+        for path, lib in sorted(_threads.openblas_libs(), key=lambda pl: not pl[0].startswith(npdir)):
+            try:
+                ob = _OpenBlas(lib)
+            except (AttributeError, OSError):
+                continue
+            if _probe(ob.gemm[_F32]):
+                found = ob
+                break
+        _NUMPY_OB.append(found)
+    return _NUMPY_OB[0]
 
 
 def _open_openblas():

@@ -48,24 +48,11 @@ def check_kernel_dtype(kernel, x, allowed=()):
 _INTS = ("int64", "int32", "int16", "int8", "uint8")
 
 
-_FP16_CPU = []
-
-
 def _cpu_fp16():
     """Whether the CPU has AVX512-FP16 or AMX-FP16, which PyTorch's CPU build asks of it before
     it sends a float16 convolution to oneDNN (else its own kernel, with another error)."""
-    if not _FP16_CPU:
-        flags = set()
-        try:
-            with open("/proc/cpuinfo") as f:
-                for line in f:
-                    if line.startswith("flags"):
-                        flags = set(line.split(":", 1)[1].split())
-                        break
-        except OSError:
-            pass
-        _FP16_CPU.append(bool(flags & {"avx512_fp16", "amx_fp16"}))
-    return _FP16_CPU[0]
+    from .._threads import cpu_info
+    return bool(cpu_info()[1] & {"avx512_fp16", "amx_fp16"})
 
 
 def check_weight_type(input, other, what="weight"):
