@@ -50,6 +50,13 @@ def on_mkl():
 
 
 @pytest.fixture
+def on_onednn():
+    """Products through oneDNN's sgemm (float64 on NumPy's OpenBLAS) for the test."""
+    from helpers import on_blas
+    yield from on_blas("onednn")
+
+
+@pytest.fixture
 def on_openblas():
     """Products through NumPy's OpenBLAS by ctypes for the test."""
     from helpers import on_blas

@@ -225,14 +225,14 @@ _BLAS_LIBS = {}
 
 
 def blas_lib(kind):
-    """ops._blas's library of ``kind`` ('mkl', 'openblas') loaded whatever this machine's
+    """ops._blas's library of ``kind`` ('mkl', 'openblas', 'onednn') loaded whatever this machine's
     own choice, or None (not installed here, or RETROGRAD_BLAS=numpy keeps products on NumPy)."""
     from retrograd.ops import _blas
     if _blas._choice() == "numpy":
         return None
     if kind not in _BLAS_LIBS:
         try:
-            lib = _blas._open() if kind == "mkl" else _blas._open_openblas()
+            lib = _blas._openers()[kind]()
         except Exception:
             lib = False
         _BLAS_LIBS[kind] = lib or None

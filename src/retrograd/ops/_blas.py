@@ -126,11 +126,13 @@ def mkl_gemm_packed(dtype):
 
 
 def _choice():
-    """RETROGRAD_BLAS as one of 'numpy', 'mkl', 'openblas', or '' (chosen by the CPU)."""
+    """RETROGRAD_BLAS as one of 'numpy', 'mkl', 'openblas', 'onednn', or '' (chosen by the CPU)."""
     v = os.environ.get("RETROGRAD_BLAS", "").strip().lower()
     if v in ("numpy", "np", "0", "off", "none"):
         return "numpy"
-    return v if v in ("mkl", "openblas") else ""
+    if v in ("dnnl", "mkldnn"):
+        v = "onednn"
+    return v if v in ("mkl", "openblas", "onednn") else ""
 
 
 def _intel_cpu():
@@ -294,12 +296,137 @@ class _OpenBlas:
         return None
 
 
+class _OneDnn:
+    """oneDNN's ``dnnl_sgemm`` (row-major) for float32 products, with NumPy's OpenBLAS for
+    float64 (oneDNN has no double-precision GEMM on CPUs). oneDNN chooses its JIT kernels by
+    the instruction sets the CPU reports, whatever its vendor: on an AMD EPYC with AVX-512
+    its sgemm ran at 150-210 GFLOP/s on one core where OpenBLAS (kept to its AVX2 kernels by
+    ``OPENBLAS_CORETYPE``) and MKL (AVX2 code paths off Intel's CPUs) reached 70-105. It
+    threads each product itself on GNU OpenMP, as many threads as retrograd._threads says
+    (set per calling thread before each product: OpenMP's count is per thread); a forked
+    child runs it on one thread (GNU OpenMP's pool does not survive a fork: a child that
+    opens a parallel region after its parent did waits forever)."""
+    kind = "onednn"
+    splits = False
+    picky = False
+
+    _TR = {_NT: b"N", _T: b"T"}
+
+    def __init__(self, lib, ob):
+        import ctypes
+        self.cdll = lib
+        i64, P = ctypes.c_int64, ctypes.c_void_p
+
+        class Version(ctypes.Structure):
+            _fields_ = [("major", ctypes.c_int), ("minor", ctypes.c_int), ("patch", ctypes.c_int),
+                        ("hash", ctypes.c_char_p), ("cpu_runtime", ctypes.c_uint), ("gpu_runtime", ctypes.c_uint)]
+
+        ver = lib.dnnl_version
+        ver.restype = ctypes.POINTER(Version)
+        v = ver().contents
+        # (dnnl_sgemm's dimensions are int64 from v1 on; the threads are set through OpenMP, so
+        # only its sequential and OpenMP builds are taken: a TBB or SYCL build is passed over)
+        if v.major < 1 or v.cpu_runtime not in (1, 2):
+            raise OSError(f"oneDNN {v.major}.{v.minor} with CPU runtime {v.cpu_runtime}")
+        self.version = f"{v.major}.{v.minor}.{v.patch}"
+        f = lib.dnnl_sgemm
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_char, ctypes.c_char, i64, i64, i64, ctypes.c_float, P, i64, P, i64,
+                      ctypes.c_float, P, i64]
+        self._sgemm = f
+        omp = getattr(lib, "omp_set_num_threads", None) if v.cpu_runtime == 2 else None
+        if omp is not None:
+            omp.restype = None
+            omp.argtypes = [ctypes.c_int]
+        self._omp = omp
+        self._local = threading.local()
+        self._forked = False
+        if omp is not None and hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._after_fork)
+        self.ob = ob
+        self.gemm = {_F32: self.sgemm}
+        self.raw = {_F32: (self.sgemm, 1.0, 0.0)}
+        self.batch = {_F32: None}
+        if ob is not None:
+            self.gemm[_F64] = ob.gemm[_F64]
+            self.raw[_F64] = ob.raw[_F64]
+            self.batch[_F64] = None
+        self.packed = {}
+
+    def _after_fork(self):
+        self._forked = True
+        self._local = threading.local()
+
+    def sgemm(self, order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        """cblas_sgemm's arguments (row-major order only) on dnnl_sgemm."""
+        omp = self._omp
+        if omp is not None:
+            nt = 1 if self._forked else _threads()
+            loc = self._local
+            if getattr(loc, "nt", 0) != nt:
+                omp(nt)
+                loc.nt = nt
+        st = self._sgemm(self._TR[ta], self._TR[tb], m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        if st:
+            raise RuntimeError(f"oneDNN's sgemm failed (status {st}) on a {m} x {k} @ {k} x {n} product")
+
+    @property
+    def title(self):
+        f64 = f", float64 on {self.ob.title}" if self.ob is not None else ""
+        return f"oneDNN {self.version} (float32{f64})"
+
+    def native_batch(self):
+        return None
+
+
+def _dnnl_candidates():
+    names = ("libdnnl.so.3", "libdnnl.so.2", "libdnnl.so")
+    dirs = []
+    for p in (sys.prefix, sys.base_prefix):
+        d = os.path.join(p, "lib")
+        if d not in dirs:
+            dirs.append(d)
+    try:
+        import site
+        u = os.path.join(site.getuserbase(), "lib")
+        if u not in dirs:
+            dirs.append(u)
+    except Exception:
+        pass
+    for d in dirs:
+        for n in names:
+            p = os.path.join(d, n)
+            if os.path.exists(p):
+                yield p
+    yield from names
+
+
+def _open_onednn():
+    """oneDNN's sgemm (pip's ``onednn-cpu-gomp``, the ``blas`` extra) as an _OneDnn, or False."""
+    import ctypes
+    if not sys.platform.startswith("linux"):
+        return False
+    for path in _dnnl_candidates():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        try:
+            dn = _OneDnn(lib, _numpy_openblas())
+        except (AttributeError, OSError):
+            continue
+        if _probe(dn.sgemm):
+            return _use(dn)
+    return False
+
+
 def _load():
-    """Look the BLAS up once: a _Mkl or _OpenBlas, or False (NumPy only). RETROGRAD_BLAS
-    names one (mkl, openblas, numpy); unset, MKL on Intel's CPUs and NumPy's OpenBLAS on
-    others, where MKL runs a generic code path (measured on an AMD EPYC with AVX-512:
-    MKL's sgemm 84-90 GFLOP/s, its batched sgemm 63, OpenBLAS 100-108 with the same
-    AVX2 kernels)."""
+    """Look the BLAS up once: a _Mkl, _OneDnn or _OpenBlas, or False (NumPy only).
+    RETROGRAD_BLAS names one (mkl, onednn, openblas, numpy); unset, MKL on Intel's CPUs
+    (oneDNN where MKL is not installed), and on others oneDNN, else NumPy's OpenBLAS: MKL
+    runs a generic code path there (measured on an AMD EPYC with AVX-512: MKL's sgemm 84-90
+    GFLOP/s, its batched sgemm 63, OpenBLAS 100-108 with the AVX2 kernels the environment
+    pins, oneDNN's sgemm 150-210)."""
     if _state[0] is not None:
         return _state[0]
     want = _choice()
@@ -308,11 +435,11 @@ def _load():
     elif want:
         order = (want,)
     else:
-        order = ("mkl",) if _intel_cpu() else ("openblas",)
+        order = ("mkl", "onednn") if _intel_cpu() else ("onednn", "openblas")
     res = False
     for kind in order:
         try:
-            res = _open() if kind == "mkl" else _open_openblas()
+            res = _openers()[kind]()
         except Exception:
             res = False
         if res:
@@ -364,6 +491,10 @@ def _open_openblas():
     if ob is None:
         return False
     return _use(ob)
+
+
+def _openers():
+    return {"mkl": _open, "openblas": _open_openblas, "onednn": _open_onednn}
 
 
 def _complete(path):
@@ -607,7 +738,8 @@ def _out_ok(out, shape, dt):
 
 def _gemm2(lib, a, b, out, m, n, k, dt):
     macs = m * n * k
-    if macs < _MIN_MACS or m > _INT_MAX or n > _INT_MAX or k > _INT_MAX or not _pays(m, n, k):
+    # (k = 0: a zero product, NumPy's to fill; oneDNN's sgemm leaves C unwritten then)
+    if macs < _MIN_MACS or k == 0 or m > _INT_MAX or n > _INT_MAX or k > _INT_MAX or not _pays(m, n, k):
         return None
     it = dt.itemsize
     la = _lay(a, it)
