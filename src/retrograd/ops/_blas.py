@@ -1,5 +1,6 @@
 """Matrix products of the CPU hot paths through a BLAS called by ctypes: Intel MKL's cblas
-on Intel's CPUs where MKL is installed, NumPy's own OpenBLAS on other CPUs.
+on Intel's CPUs where MKL is installed, oneDNN's sgemm (float32) on other CPUs, else NumPy's
+own OpenBLAS.
 
 ``matmul(a, b, out=None)`` computes what ``np.matmul(a, b, out=out)`` computes. When the
 ``mkl`` package (PyPI's Intel MKL runtime: ``pip install mkl``, or the ``blas`` extra) is
@@ -9,19 +10,24 @@ on a small batch: 16 x 784 @ 784 x 512 in 0.67x OpenBLAS's time) run through
 ``cblas_sgemm``/``cblas_dgemm`` (``*_batch_strided`` for batched products) by ctypes, with
 transposed operands passed as trans flags (no copies). Every other product (other dtypes,
 1-D operands, views BLAS cannot describe, smaller products, dimensions beyond MKL's 32-bit
-integers) stays on NumPy, which remains the reference and the default without MKL.
+integers) stays on NumPy, which remains the reference and the default without a library.
 
 MKL dispatches its fast kernels by CPU vendor: on an AMD EPYC (Zen, AVX-512) its sgemm ran
 at 84-90 GFLOP/s and its batched sgemm at 63, where the OpenBLAS NumPy bundles reached
-100-108 (and ~190 with its AVX-512 kernels where the environment does not pin older ones).
-So on CPUs other than Intel's the products go to NumPy's OpenBLAS instead, by ctypes (its
-ILP64 ``scipy_cblas_?gemm64_``), for the copies that saves (transposed, row-strided and
-broadcast batched operands as they are); OpenBLAS threads each product itself.
+100-108 (with the AVX2 kernels the environment's ``OPENBLAS_CORETYPE`` pins there). oneDNN
+(``pip install onednn-cpu-gomp``: the ``blas`` and ``all`` extras on Linux x86-64) picks its
+JIT kernels by the instruction sets the CPU reports, whatever the vendor: its row-major
+``dnnl_sgemm`` ran at 150-210 GFLOP/s on one core of the same EPYC. So on CPUs other than
+Intel's, float32 products from 2M multiply-adds go to oneDNN (float64 ones to NumPy's
+OpenBLAS: oneDNN has no double-precision GEMM on CPUs), and without oneDNN to NumPy's
+OpenBLAS by ctypes (its ILP64 ``scipy_cblas_?gemm64_``), for the copies that saves
+(transposed, row-strided and broadcast batched operands as they are). Both thread each
+product themselves; oneDNN's products give the same bits on any thread count.
 
 Nothing happens at ``import retrograd``: the library is looked up on the first large
-product. ``RETROGRAD_BLAS=numpy`` keeps every product on NumPy; ``mkl`` or ``openblas`` names
-the library whatever the CPU (unset: chosen by the CPU's vendor as above). A library that
-cannot be loaded or set up as below is silently passed over.
+product. ``RETROGRAD_BLAS=numpy`` keeps every product on NumPy; ``mkl``, ``onednn`` or
+``openblas`` names the library whatever the CPU (unset: chosen by the CPU's vendor as
+above). A library that cannot be loaded or set up as below is silently passed over.
 
 Threads (MKL): MKL is loaded with its SEQUENTIAL threading layer, so it starts no OpenMP runtime
 of its own. Its OpenMP layers were measured here against a process that also imports
@@ -62,7 +68,12 @@ _INT_MAX = 2 ** 31 - 1               # LP64: MKL's dimensions, strides and count
 # (F.linear on a small batch, where OpenBLAS is weakest) from 4M on; on two or more threads
 # with the spinning workers of ops._team, every product from 2M on (split, it runs in ~0.55x
 # the time of the whole on two cores: 512 x 64 @ 64 x 192 87 -> 48 us).
-_MIN_MACS = 2 << 20
+# oneDNN's sgemm wins from ~1M multiply-adds (measured after the same 4 MiB pass, one thread,
+# against NumPy's OpenBLAS: 128 x 64 @ 64 x 128 0.74x, 20 x 128 @ 128 x 512 0.60x, 2M-MAC
+# shapes 0.48-0.60x; at 0.5M 0.80-0.93x, at 0.13M 1.6-2.1x: its call costs more); each library's
+# least product is its min_macs (_pays), _MIN_MACS the least of them all.
+_MIN_MACS = 1 << 20
+_LIB_MIN_MACS = 2 << 20
 _FEW_ROW_MACS = 4 << 20
 _BIG_MACS = 8 << 20
 # Above this many multiply-adds a product is split over the threads when the thread count
@@ -241,6 +252,7 @@ class _OpenBlas:
     kind = "openblas"
     splits = False
     picky = False
+    min_macs = _LIB_MIN_MACS
 
     def __init__(self, lib):
         import ctypes
@@ -309,6 +321,7 @@ class _OneDnn:
     kind = "onednn"
     splits = False
     picky = False
+    min_macs = 1 << 20
 
     _TR = {_NT: b"N", _T: b"T"}
 
@@ -709,11 +722,12 @@ def try_matmul(a, b, out=None):
 
 def _pays(m, n, k):
     """Whether MKL's product of (m, k) @ (k, n) beats NumPy's here (measured: see _MIN_MACS);
-    always with NumPy's own OpenBLAS (the same library either way)."""
+    always with oneDNN (1.5-2.7x OpenBLAS's speed from 2M multiply-adds) and NumPy's own
+    OpenBLAS (the same library either way)."""
     lib = _state[0]
-    if lib and not lib.picky:
-        return True
     macs = m * n * k
+    if lib and not lib.picky:
+        return macs >= lib.min_macs
     return macs >= _BIG_MACS or (min(m, n) <= 32 and k >= 512 and macs >= _FEW_ROW_MACS) or \
         (macs >= _split() and _threads() > 1)
 
