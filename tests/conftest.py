@@ -50,6 +50,19 @@ def on_mkl():
 
 
 @pytest.fixture
+def own_conv():
+    """retrograd's own convolution kernels (column, Winograd, direct) for the test, not
+    oneDNN's primitives (ops._dnnl_conv), whichever this machine would take."""
+    from retrograd.ops import _dnnl_conv
+    prev = _dnnl_conv._state[0]
+    _dnnl_conv._state[0] = False
+    try:
+        yield
+    finally:
+        _dnnl_conv._state[0] = prev
+
+
+@pytest.fixture
 def on_onednn():
     """Products through oneDNN's sgemm (float64 on NumPy's OpenBLAS) for the test."""
     from helpers import on_blas

@@ -14,6 +14,12 @@ from retrograd.ops import _accel, conv
 from retrograd.autograd import gradcheck, gradgradcheck
 from helpers import KernelSpy, conv_arrays, needs_torch, torch
 
+
+@pytest.fixture(autouse=True)
+def _own_kernels(own_conv):
+    """(retrograd's own convolution kernels are under test here, not oneDNN's)"""
+
+
 # (x shape, weight shape, padding (lo, hi) per dim): shapes the direct kernels serve
 SHAPES = [((4, 1, 12, 12), (4, 1, 5, 5), ((2, 2), (2, 2))),        # the seeds' conv1, smaller
           ((3, 4, 7, 7), (8, 4, 5, 5), ((2, 2), (2, 2))),          # conv2, smaller

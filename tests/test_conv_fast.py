@@ -12,6 +12,12 @@ from retrograd.ops import _accel, conv
 from retrograd.autograd import gradcheck, gradgradcheck
 from helpers import KernelSpy, conv_arrays, needs_torch, torch
 
+
+@pytest.fixture(autouse=True)
+def _own_kernels(own_conv):
+    """(retrograd's own convolution kernels are under test here, not oneDNN's)"""
+
+
 numba_only = pytest.mark.skipif(_accel.kernels() is None, reason="numba is not installed")
 
 # (x shape, weight shape, padding (lo, hi) per dim): even output sizes, 8-32 channels

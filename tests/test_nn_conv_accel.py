@@ -7,6 +7,12 @@ import retrograd
 from retrograd.ops import _accel, conv
 from helpers import needs_torch, torch
 
+
+@pytest.fixture(autouse=True)
+def _own_kernels(own_conv):
+    """(retrograd's own convolution kernels are under test here, not oneDNN's)"""
+
+
 numba_only = pytest.mark.skipif(_accel.kernels() is None, reason="numba is not installed")
 
 # (padding, dilation, kernel): stride 1, the geometries the kernels take

@@ -6,6 +6,12 @@ import pytest
 import retrograd
 from helpers import check, gradcheck_op, needs_torch, torch
 
+
+@pytest.fixture(autouse=True)
+def _own_kernels(own_conv):
+    """(retrograd's own convolution kernels are under test here, not oneDNN's)"""
+
+
 F = lambda x: (retrograd if isinstance(x, retrograd.Tensor) else torch).nn.functional  # noqa: E731
 
 # depthwise geometries: the flipped-kernel input gradient needs 0 <= padding <= dilation * (k - 1)

@@ -14,6 +14,11 @@ from helpers import needs_torch, torch
 from test_nn_conv_blocked import GEOMS, _p, _arrays
 
 
+@pytest.fixture(autouse=True)
+def _own_kernels(own_conv):
+    """(retrograd's own convolution kernels are under test here, not oneDNN's)"""
+
+
 @pytest.fixture
 def threads(monkeypatch):
     """set(n): n intra-op threads; every block a sample and every batch worth splitting. The

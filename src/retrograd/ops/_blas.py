@@ -370,15 +370,24 @@ class _OneDnn:
         self._forked = True
         self._local = threading.local()
 
+    def _sync_threads(self, most=None):
+        """OpenMP's count for this thread set to retrograd's, or to at most ``most`` (before
+        each oneDNN call); the count (1 where oneDNN runs sequentially)."""
+        omp = self._omp
+        if omp is None:
+            return 1
+        nt = 1 if self._forked else _threads()
+        if most is not None and nt > most:
+            nt = most
+        loc = self._local
+        if getattr(loc, "nt", 0) != nt:
+            omp(nt)
+            loc.nt = nt
+        return nt
+
     def sgemm(self, order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
         """cblas_sgemm's arguments (row-major order only) on dnnl_sgemm."""
-        omp = self._omp
-        if omp is not None:
-            nt = 1 if self._forked else _threads()
-            loc = self._local
-            if getattr(loc, "nt", 0) != nt:
-                omp(nt)
-                loc.nt = nt
+        self._sync_threads()
         st = self._sgemm(self._TR[ta], self._TR[tb], m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
         if st:
             raise RuntimeError(f"oneDNN's sgemm failed (status {st}) on a {m} x {k} @ {k} x {n} product")

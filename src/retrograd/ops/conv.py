@@ -22,6 +22,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ._base import xp_for, strided
 from . import _blas
+from . import _dnnl_conv
 from .._threads import executor as _executor
 from ._base import OpNode, node_for, save, finish, view_of
 from . import _accel
@@ -673,6 +674,10 @@ def _wino(x, w, pad, p, bias=None, cin=None):
 def _fwd(x, w, p, want_cols=False, bias=None):
     """y = conv(x, w) (+ bias per channel): (N, O, *out)."""
     host = type(x) is np.ndarray     # (a device runs im2col + one batched GEMM: cuBLAS)
+    if host and x.dtype == np.float32 and x.ndim == 4:
+        y = _dnnl_conv.fwd(x, w, p, bias)
+        if y is not None:
+            return (y, None) if want_cols else y
     if host and _depthwise(w, p):
         y = _fwd_dw(x, w, p, bias)
         return (y, None) if want_cols else y
@@ -721,6 +726,10 @@ def _fwd(x, w, p, want_cols=False, bias=None):
 def _bwd_w(x, g, wshape, p, cols=None):
     """Weight gradient: sum over batch and positions of g (x) columns."""
     host = type(x) is np.ndarray
+    if host and x.dtype == np.float32 and x.ndim == 4:
+        gw = _dnnl_conv.bwd_w(x, g, wshape, p)
+        if gw is not None:
+            return gw
     if host and wshape[1] == 1 and p.groups == wshape[0] and p.groups > 1:
         return _bwd_w_dw(x, g, wshape, p)
     if host and _blocked(x, g):
@@ -769,6 +778,10 @@ def _bwd_in(g, w, xshape, p):
     """Input gradient: columns = w^T g, then col2im by strided slice-adds per kernel offset."""
     xp = xp_for(g, w, xshape, p)
     host = xp is np      # (a device: no question to the host about w's values)
+    if host and g.dtype == np.float32 and g.ndim == 4:
+        gx = _dnnl_conv.bwd_in(g, w, xshape, p)
+        if gx is not None:
+            return gx
     if host and _depthwise(w, p):
         return _bwd_in_dw(g, w, xshape, p)
     if host and _blocked(g, w):

@@ -19,6 +19,7 @@ from .resample import _col2im
 from . import _accel
 from .conv import check_kernel_dtype, check_weight_type, _KERNEL_TYPES
 from . import conv as _conv
+from . import _dnnl_conv
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "bilinear"]
 
@@ -109,7 +110,18 @@ class ConvolutionBackward0(OpNode):
         cp = self.conv_p
         if cp is not None and _conv._blocked(gd, wd) and xd.dtype == gd.dtype:
             # the adjoint convolution's own kernels: its forward for the input, its weight
-            # gradient (with the roles of input and output gradient exchanged) for the weight
+            # gradient (with the roles of input and output gradient exchanged) for the weight;
+            # oneDNN's primitives for float32 where it runs them (ops._dnnl_conv)
+            if gd.dtype == np.float32:
+                if nf[0][0] is not None:
+                    gx = _dnnl_conv.fwd(gd, wd, cp)
+                if nf[1][0] is not None:
+                    gw = _dnnl_conv.bwd_w(gd, xd, wd.shape, cp)
+                if (gx is not None or nf[0][0] is None) and (gw is not None or nf[1][0] is None):
+                    gx = None if gx is None else gx.reshape(x._data.shape)
+                    gw = None if gw is None else gw.reshape(w._data.shape)
+                    return _grads(g, nf, gd, gx, gw)
+                gx = gw = None
             if nf[0][0] is not None and nf[1][0] is not None:
                 gx, gw = _conv._fwd_bwd_w_blocked(gd, wd, xd, cp)
                 gx, gw = gx.reshape(x._data.shape), gw.reshape(w._data.shape)
@@ -230,7 +242,9 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     # output_padding below the stride)
     cp = _conv._P(st, ((pad[0], pad[0]), (pad[1], pad[1])), dil, G) if op[0] < st[0] and op[1] < st[1] else None
     if cp is not None and _conv._blocked(xd, wd):
-        r = _conv._bwd_in_blocked(xd, wd, (N, Cout, Ho, Wo), cp)
+        r = _dnnl_conv.bwd_in(xd, wd, (N, Cout, Ho, Wo), cp) if xd.dtype == np.float32 else None
+        if r is None:
+            r = _conv._bwd_in_blocked(xd, wd, (N, Cout, Ho, Wo), cp)
         if bias is not None and bias._data.dtype == r.dtype:
             r += bias._data.reshape(1, -1, 1, 1)        # (a fresh array: the same sum in place)
             bias_done = True

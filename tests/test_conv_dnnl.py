@@ -1,0 +1,252 @@
+"""ops._dnnl_conv: 2-D float32 convolutions on oneDNN's primitives, against PyTorch (whose CPU
+convolutions are the same library's kernels) and against retrograd's own kernels.
+
+Skipped where oneDNN (onednn-cpu-gomp) is not installed or RETROGRAD_BLAS=numpy."""
+import multiprocessing as mp
+import threading
+
+import numpy as np
+import pytest
+
+import retrograd
+from retrograd import _threads
+from retrograd.ops import _dnnl_conv
+from helpers import blas_lib, needs_torch, on_blas, torch
+
+HAVE = blas_lib("onednn") is not None
+
+
+@pytest.fixture
+def dnnl():
+    """ops._dnnl_conv on, over oneDNN's products, whatever this CPU would pick; a fresh cache."""
+    if not HAVE:
+        pytest.skip("oneDNN (pip install onednn-cpu-gomp) is not installed, or RETROGRAD_BLAS=numpy")
+    gen = on_blas("onednn")
+    lib = next(gen)
+    prev = _dnnl_conv._state[0]
+    _dnnl_conv._state[0] = _dnnl_conv._Api(lib)
+    try:
+        yield _dnnl_conv._state[0]
+    finally:
+        _dnnl_conv._state[0] = prev
+        gen.close()
+
+
+# (x shape, w shape, stride, padding, dilation, groups, bias)
+GEOMS = [
+    ((4, 16, 12, 12), (16, 16, 3, 3), 1, 1, 1, 1, True),          # a ResNet block's
+    ((3, 32, 11, 13), (64, 32, 3, 3), 2, 0, 1, 1, False),         # strided, odd sizes
+    ((2, 32, 9, 9), (32, 16, 3, 3), 1, 2, 2, 2, True),            # dilated, two groups
+    ((1, 16, 7, 5), (24, 16, 1, 1), 1, 0, 1, 1, True),            # 1x1, one sample
+    ((2, 16, 10, 8), (16, 16, 3, 2), (2, 1), (1, 0), 1, 1, False),  # rectangular kernel and stride
+    ((2, 16, 8, 8), (32, 16, 4, 4), 1, 'same', 1, 1, True),       # 'same' with an even kernel: uneven padding
+]
+
+
+def _arrays(xs, ws, bias, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal(ws) * 0.2).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32) if bias else None
+    return x, w, b
+
+
+def _run(lib, x, w, b, stride, pad, dil, groups, gy=None, noncontig=False):
+    xt = lib.from_numpy(x).requires_grad_()
+    wt = lib.from_numpy(w).requires_grad_()
+    bt = lib.from_numpy(b).requires_grad_() if b is not None else None
+    xin = xt
+    if noncontig:      # a channels-last-strided view of the same values
+        xin = xt.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+    y = lib.nn.functional.conv2d(xin, wt, bt, stride=stride, padding=pad, dilation=dil, groups=groups)
+    if gy is None:
+        gy = np.cos(np.arange(y.numel(), dtype=np.float32)).reshape(tuple(y.shape))
+    y.backward(lib.from_numpy(gy))
+    out = [y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()]
+    if bt is not None:
+        out.append(bt.grad.numpy())
+    return out
+
+
+@needs_torch
+@pytest.mark.parametrize("geom", GEOMS, ids=range(len(GEOMS)))
+@pytest.mark.parametrize("noncontig", [False, True])
+def test_matches_torch(dnnl, geom, noncontig):
+    """PyTorch's values and gradients: the same kernels, so the same bits for the output and
+    the two gradients' products (within an ulp-level bound for the bias gradient, a sum)."""
+    xs, ws, stride, pad, dil, groups, bias = geom
+    x, w, b = _arrays(xs, ws, bias)
+    retrograd.set_num_threads(1)
+    torch.set_num_threads(1)
+    try:
+        got = _run(retrograd, x, w, b, stride, pad, dil, groups, noncontig=noncontig)
+        want = _run(torch, x, w, b, stride, pad, dil, groups, noncontig=noncontig)
+    finally:
+        _threads._adaptive()
+    assert any(k[0] == "fwd" and v for k, v in dnnl.cache.items()), "oneDNN's forward was not used"
+    assert {k[0] for k, v in dnnl.cache.items() if v} >= {"fwd", "bwd_in", "bwd_w"}
+    for i, (r, e) in enumerate(zip(got, want)):
+        assert r.shape == e.shape and r.dtype == e.dtype
+        # (the bias gradient is a sum of |cos| <= 1 terms over the positions, in another order)
+        scale = float(np.abs(e).max()) if i < 3 else got[0][:, 0].size
+        assert float(np.abs(r - e).max()) <= 4e-6 * scale
+
+
+@pytest.mark.parametrize("geom", GEOMS, ids=range(len(GEOMS)))
+def test_matches_own_kernels(dnnl, geom):
+    """retrograd's own kernels (the reference without oneDNN) give the same values."""
+    xs, ws, stride, pad, dil, groups, bias = geom
+    x, w, b = _arrays(xs, ws, bias, seed=1)
+    got = _run(retrograd, x, w, b, stride, pad, dil, groups)
+    _dnnl_conv._state[0] = False
+    try:
+        ref = _run(retrograd, x, w, b, stride, pad, dil, groups)
+    finally:
+        _dnnl_conv._state[0] = dnnl
+    for r, e in zip(got, ref):
+        np.testing.assert_allclose(r, e, rtol=1e-4, atol=1e-4 * float(np.abs(e).max()))
+
+
+@needs_torch
+def test_non_finite_values_as_torch(dnnl):
+    """inf and NaN reach the outputs they reach in PyTorch (the same direct sums)."""
+    x, w, b = _arrays((2, 16, 8, 8), (16, 16, 3, 3), True, seed=2)
+    x[0, 3, 2, 5] = np.inf
+    x[1, 0, 7, 7] = np.nan
+    w[4, 2, 1, 1] = -np.inf
+    got = _run(retrograd, x, w, b, 1, 1, 1, 1)
+    want = _run(torch, x, w, b, 1, 1, 1, 1)
+    for r, e in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(r), np.isnan(e))
+        np.testing.assert_array_equal(np.isposinf(r), np.isposinf(e))
+        np.testing.assert_array_equal(np.isneginf(r), np.isneginf(e))
+
+
+def test_what_it_does_not_take(dnnl):
+    """Few channels, depthwise, float64, 1-D and 3-D convolutions stay on retrograd's kernels."""
+    rng = np.random.default_rng(3)
+    f = retrograd.nn.functional
+    cases = [
+        (rng.standard_normal((2, 4, 8, 8)).astype(np.float32), rng.standard_normal((8, 4, 3, 3)).astype(np.float32), 1),
+        (rng.standard_normal((2, 32, 8, 8)).astype(np.float32), rng.standard_normal((32, 1, 3, 3)).astype(np.float32),
+         32),
+        (rng.standard_normal((2, 16, 8, 8)), rng.standard_normal((16, 16, 3, 3)), 1),
+    ]
+    for x, w, g in cases:
+        before = len(dnnl.cache)
+        y = f.conv2d(retrograd.from_numpy(x), retrograd.from_numpy(w), groups=g)
+        assert len(dnnl.cache) == before and y.dtype == retrograd.from_numpy(x).dtype
+    x1 = retrograd.from_numpy(rng.standard_normal((2, 16, 9)).astype(np.float32))
+    f.conv1d(x1, retrograd.from_numpy(rng.standard_normal((16, 16, 3)).astype(np.float32)))
+    x3 = retrograd.from_numpy(rng.standard_normal((1, 16, 4, 4, 4)).astype(np.float32))
+    f.conv3d(x3, retrograd.from_numpy(rng.standard_normal((16, 16, 3, 3, 3)).astype(np.float32)))
+    assert len(dnnl.cache) == 0
+
+
+def test_same_bits_on_any_thread_count_and_cached(dnnl):
+    """A run on another load (another thread count) gives the same bits."""
+    x, w, b = _arrays((4, 32, 14, 14), (32, 32, 3, 3), True, seed=4)
+    try:
+        runs = []
+        for t in (1, 2, 3, 1):
+            retrograd.set_num_threads(t)
+            runs.append(_run(retrograd, x, w, b, 1, 1, 1, 1))
+    finally:
+        _threads._adaptive()
+    for other in runs[1:]:
+        for r, e in zip(other, runs[0]):
+            assert np.array_equal(r, e)
+    # made once per thread count and reused; the weight gradient's on one thread only
+    assert len([k for k in dnnl.cache if k[0] == "fwd"]) == 3
+    assert [k[-1] for k in dnnl.cache if k[0] == "bwd_w"] == [1]
+
+
+def test_cache_is_bounded(dnnl, monkeypatch):
+    monkeypatch.setattr(_dnnl_conv, "_CACHE", 3)
+    f = retrograd.nn.functional
+    w = retrograd.from_numpy(np.ones((16, 16, 3, 3), np.float32))
+    for n in range(1, 7):
+        y = f.conv2d(retrograd.from_numpy(np.ones((n, 16, 6, 6), np.float32)), w, padding=1)
+        assert float(y[0, 0, 2, 2].item()) == 144.0
+    assert len(dnnl.cache) == 3
+
+
+def test_a_busy_primitive_falls_back(dnnl):
+    """A second thread that finds the geometry's primitive running takes retrograd's kernels."""
+    x, w, _ = _arrays((2, 16, 8, 8), (16, 16, 3, 3), False, seed=5)
+    f = retrograd.nn.functional
+    y0 = f.conv2d(retrograd.from_numpy(x), retrograd.from_numpy(w), padding=1).numpy()
+    plan = next(v for k, v in dnnl.cache.items() if k[0] == "fwd")
+    assert plan.lock.acquire()
+    try:
+        res = []
+        t = threading.Thread(target=lambda: res.append(
+            f.conv2d(retrograd.from_numpy(x), retrograd.from_numpy(w), padding=1).numpy()))
+        t.start()
+        t.join(60)
+        assert not t.is_alive()
+    finally:
+        plan.lock.release()
+    np.testing.assert_allclose(res[0], y0, rtol=1e-5, atol=1e-5)
+
+
+def _child(q):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((4, 16, 10, 10)).astype(np.float32)
+    w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
+    y = retrograd.nn.functional.conv2d(retrograd.from_numpy(x), retrograd.from_numpy(w), padding=1)
+    q.put(float(y.sum().item()))
+
+
+def test_in_a_forked_child(dnnl):
+    """A forked child (a DataLoader worker) convolves after its parent did on two threads."""
+    retrograd.set_num_threads(2)
+    try:
+        q0 = mp.get_context("fork").Queue()
+        _child(q0)
+        want = q0.get(timeout=5)
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=_child, args=(q,))
+        p.start()
+        p.join(60)
+        alive = p.is_alive()
+        if alive:
+            p.kill()
+        assert not alive, "the forked child hung"
+        assert p.exitcode == 0 and abs(q.get(timeout=5) - want) <= 1e-3 * abs(want)
+    finally:
+        _threads._adaptive()
+
+
+def test_gradcheck_through_oneDNN(dnnl):
+    """oneDNN's float32 gradients against central differences of the float64 convolution
+    (retrograd's own kernels; exact for a linear map up to rounding): a wrong layout,
+    flip or group order fails it."""
+    x, w, b = _arrays((1, 16, 5, 5), (16, 16, 3, 3), True, seed=7)
+    xt = retrograd.from_numpy(x).requires_grad_()
+    wt = retrograd.from_numpy(w).requires_grad_()
+    f = retrograd.nn.functional
+    y = f.conv2d(xt, wt, retrograd.from_numpy(b), padding=1)
+    gy = np.random.default_rng(8).standard_normal(tuple(y.shape)).astype(np.float32)
+    y.backward(retrograd.from_numpy(gy))
+    xd = x.astype(np.float64)
+    wd = w.astype(np.float64)
+
+    def loss(xa, wa):
+        return float((f.conv2d(retrograd.from_numpy(xa), retrograd.from_numpy(wa), padding=1).numpy() * gy).sum())
+    eps = 1e-3
+    rng = np.random.default_rng(9)
+    for _ in range(6):
+        i = tuple(int(rng.integers(0, s)) for s in x.shape)
+        xp_, xm = xd.copy(), xd.copy()
+        xp_[i] += eps
+        xm[i] -= eps
+        num = (loss(xp_, wd) - loss(xm, wd)) / (2 * eps)
+        assert abs(num - float(xt.grad.numpy()[i])) <= 2e-5 * (1 + abs(num))
+        j = tuple(int(rng.integers(0, s)) for s in w.shape)
+        wp, wm = wd.copy(), wd.copy()
+        wp[j] += eps
+        wm[j] -= eps
+        num = (loss(xd, wp) - loss(xd, wm)) / (2 * eps)
+        assert abs(num - float(wt.grad.numpy()[j])) <= 2e-5 * (1 + abs(num))
