@@ -169,6 +169,12 @@ def test_cache_is_bounded(dnnl, monkeypatch):
         y = f.conv2d(retrograd.from_numpy(np.ones((n, 16, 6, 6), np.float32)), w, padding=1)
         assert float(y[0, 0, 2, 2].item()) == 144.0
     assert len(dnnl.cache) == 3
+    # and by the bytes of blocked buffers the kept primitives hold
+    monkeypatch.setattr(_dnnl_conv, "_CACHE", 48)
+    monkeypatch.setattr(_dnnl_conv, "_CACHE_BYTES", 1)
+    y = f.conv2d(retrograd.from_numpy(np.ones((9, 16, 6, 6), np.float32)), w, padding=1)
+    assert float(y[8, 15, 0, 0].item()) == 64.0
+    assert len(dnnl.cache) == 1 and dnnl.nbytes == next(iter(dnnl.cache.values())).nbytes > 0
 
 
 def test_a_busy_primitive_falls_back(dnnl):

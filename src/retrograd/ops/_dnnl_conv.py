@@ -4,18 +4,22 @@ Where ops._blas runs its float32 products on oneDNN (CPUs other than Intel's, wi
 ``onednn-cpu-gomp`` installed: see ops._blas), a 2-D convolution's three passes (forward,
 input gradient, weight gradient) run as oneDNN primitives too: its JIT kernels on blocked
 layouts (nChw16c and the like), the plain NCHW operands reordered into them and the results
-back. PyTorch's CPU convolutions are the same library's kernels, and the results here equal
-its to the bit on the shapes checked (tests/test_conv_dnnl.py). Measured on one core of an
-AMD EPYC (AVX-512), forward plus both gradients against the column path with oneDNN's
-sgemm: 16 -> 16 channels over 32x32 (batch 32) 3.4 against 8.8 ms, a stride-2 32 -> 64
-4.1 -> 3.1 ms, a depthwise 3x3 over 32 channels 1.9 -> 0.8 ms.
+back. PyTorch's CPU convolutions are the same library's kernels: on an AMD EPYC the outputs
+and both gradients equalled PyTorch 2.13's to the bit on every shape tried (the tests,
+tests/test_conv_dnnl.py, bound them at 4e-6 of the largest, for other CPUs and versions).
+Measured on one core of that EPYC (AVX-512), forward plus both gradients, against the column
+path on oneDNN's sgemm: 16 -> 16 channels over 32x32 (batch 32) 3.4 against 8.8 ms, a
+stride-2 32 -> 64 3.1 against 4.1 ms. With fewer channels the blocked kernels run mostly
+padding and the reorders cost more than they save (see _MIN_CH): retrograd's own kernels
+keep those, and depthwise convolutions.
 
 A primitive and its reorders are made once per geometry (shapes, stride, padding, dilation,
-groups, bias) and kept, least recently used dropped beyond _CACHE, each with its blocked
-buffers; a second thread that finds its geometry's primitive busy takes the column path.
-Everything else (other dtypes and dimensionalities, non-finite-sensitive special cases are
-oneDNN's like PyTorch's) is the caller's: each function returns None where it does not run.
+groups, bias, thread count) and kept, each with its blocked buffers, the least recently used
+dropped beyond _CACHE primitives or _CACHE_BYTES of buffers; a second thread that finds its
+geometry's primitive busy takes retrograd's own kernels. Everything else (other dtypes and
+dimensionalities) is the caller's: each function returns None where it does not run.
 """
+import os
 import sys
 import threading
 
@@ -24,6 +28,7 @@ import numpy as np
 __all__ = ["available", "fwd", "bwd_in", "bwd_w"]
 
 _CACHE = 48
+_CACHE_BYTES = 512 << 20      # most bytes of blocked buffers the kept primitives hold
 _F32 = np.dtype(np.float32)
 _FWD_TRAINING, _BWD_DATA, _BWD_WEIGHTS = 64, 160, 192     # dnnl_prop_kind_t
 _DIRECT = 1                                               # dnnl_convolution_direct
@@ -103,6 +108,13 @@ class _Api:
         self.eng, self.strm = eng, strm
         self.cache = {}
         self.cache_lock = threading.Lock()
+        self.nbytes = 0
+        if hasattr(os, "register_at_fork"):
+            # (a lock another thread held at the fork would stay held in the child forever)
+            os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self):
+        self.cache_lock = threading.Lock()
 
     # --- building ---------------------------------------------------------------------------
 
@@ -138,6 +150,7 @@ class _Plan:
         self.api = api
         self.lock = threading.Lock()
         self.owned = []       # (destroy function name, handle)
+        self.nbytes = 0
         lib, P = api.lib, api.P
         G = groups
         w5 = (G, wshape[0] // G) + tuple(wshape[1:]) if G > 1 else tuple(wshape)
@@ -243,6 +256,7 @@ class _Plan:
 
     def _buffer(self, nbytes):
         raw = np.empty(nbytes + 64, np.uint8)
+        self.nbytes += raw.nbytes
         off = (-raw.ctypes.data) % 64
         self.bufs.append(raw)
         return raw.ctypes.data + off
@@ -307,9 +321,15 @@ def _plan(kind, xshape, wshape, yshape, p, bias):
         except _Refused:
             plan = False
         with api.cache_lock:
+            old = api.cache.pop(key, None)
+            if old:
+                api.nbytes -= old.nbytes
             api.cache[key] = plan
-            while len(api.cache) > _CACHE:
-                api.cache.pop(next(iter(api.cache)))    # (closed when no call holds it)
+            api.nbytes += plan.nbytes if plan else 0
+            while len(api.cache) > 1 and (len(api.cache) > _CACHE or api.nbytes > _CACHE_BYTES):
+                gone = api.cache.pop(next(iter(api.cache)))    # (closed when no call holds it)
+                if gone:
+                    api.nbytes -= gone.nbytes
     return plan or None
 
 
