@@ -252,3 +252,20 @@ def on_blas(kind):
         yield lib
     finally:
         _blas._state[0] = prev
+
+
+def in_forked_child(target, timeout=60):
+    """``target(queue)`` run in a forked child (as a DataLoader worker is): what it put on the
+    queue, after checking that the child neither hung nor failed."""
+    import multiprocessing as mp
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=target, args=(q,))
+    p.start()
+    p.join(timeout)
+    alive = p.is_alive()
+    if alive:
+        p.kill()
+    assert not alive, "the forked child hung"
+    assert p.exitcode == 0, f"the forked child exited with {p.exitcode}"
+    return q.get(timeout=5)

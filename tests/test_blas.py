@@ -5,7 +5,6 @@ flags, row-strided views, out=, batches with broadcasting), and fall back to Num
 everything else. Tests that need MKL skip cleanly where it is not installed or where
 RETROGRAD_BLAS=numpy keeps it off."""
 import itertools
-import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 import retrograd
 from retrograd import _threads
 from retrograd.ops import _blas
-from helpers import blas_lib, needs_torch, on_blas, torch
+from helpers import blas_lib, in_forked_child, needs_torch, on_blas, torch
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src"))
 HAVE_MKL = blas_lib("mkl") is not None
@@ -214,17 +213,8 @@ def test_onednn_in_a_forked_child(on_onednn):
         a = np.random.default_rng(7).standard_normal((256, 256)).astype(np.float32)
         _close(_blas.matmul(a, a), np.matmul(a, a), np.float32, 256)
         assert on_onednn.cdll.omp_get_max_threads() == 2
-        ctx = mp.get_context("fork")
-        q = ctx.Queue()
-        p = ctx.Process(target=_child_onednn, args=(q,))
-        p.start()
-        p.join(60)
-        alive = p.is_alive()
-        if alive:
-            p.kill()
-        assert not alive, "the forked child hung"
-        name, err = q.get(timeout=5)
-        assert p.exitcode == 0 and name == "onednn" and err < 1e-3
+        name, err = in_forked_child(_child_onednn)
+        assert name == "onednn" and err < 1e-3
     finally:
         _threads._adaptive()
 
@@ -388,16 +378,7 @@ def test_fork_after_split_products(monkeypatch):
         rng = np.random.default_rng(7)
         a = rng.standard_normal((256, 256)).astype(np.float32)
         _close(_blas.matmul(a, a), np.matmul(a, a), np.float32, 256)
-        ctx = mp.get_context("fork")
-        q = ctx.Queue()
-        p = ctx.Process(target=_child_product, args=(q,))
-        p.start()
-        p.join(60)
-        alive = p.is_alive()
-        if alive:
-            p.kill()
-        assert not alive, "the forked child hung"
-        assert p.exitcode == 0 and q.get(timeout=5) < 1e-3
+        assert in_forked_child(_child_product) < 1e-3
     finally:
         _threads._adaptive()
 

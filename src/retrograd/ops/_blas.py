@@ -153,12 +153,16 @@ def _intel_cpu():
     return cpu_info()[0] in ("GenuineIntel", "")
 
 
-def _candidates():
-    names = ("libmkl_rt.so.3", "libmkl_rt.so.2", "libmkl_rt.so")
-    if sys.platform == "darwin":
-        names = ("libmkl_rt.3.dylib", "libmkl_rt.2.dylib", "libmkl_rt.dylib")
-    elif sys.platform == "win32":
-        names = ("mkl_rt.3.dll", "mkl_rt.2.dll", "mkl_rt.dll")
+def _candidates(names=None):
+    """Paths to try for a library (MKL's runtime unless ``names`` are given): this Python's
+    prefixes and the user base first (where pip puts a wheel's libraries), then the loader's
+    own search (LD_LIBRARY_PATH, ldconfig)."""
+    if names is None:
+        names = ("libmkl_rt.so.3", "libmkl_rt.so.2", "libmkl_rt.so")
+        if sys.platform == "darwin":
+            names = ("libmkl_rt.3.dylib", "libmkl_rt.2.dylib", "libmkl_rt.dylib")
+        elif sys.platform == "win32":
+            names = ("mkl_rt.3.dll", "mkl_rt.2.dll", "mkl_rt.dll")
     dirs = []
     for p in (sys.prefix, sys.base_prefix):
         d = os.path.join(p, "Library", "bin") if sys.platform == "win32" else os.path.join(p, "lib")
@@ -176,7 +180,7 @@ def _candidates():
             p = os.path.join(d, n)
             if os.path.exists(p):
                 yield p
-    yield from names   # the loader's own search (LD_LIBRARY_PATH, ldconfig)
+    yield from names
 
 
 class _Mkl:
@@ -401,34 +405,12 @@ class _OneDnn:
         return None
 
 
-def _dnnl_candidates():
-    names = ("libdnnl.so.3", "libdnnl.so.2", "libdnnl.so")
-    dirs = []
-    for p in (sys.prefix, sys.base_prefix):
-        d = os.path.join(p, "lib")
-        if d not in dirs:
-            dirs.append(d)
-    try:
-        import site
-        u = os.path.join(site.getuserbase(), "lib")
-        if u not in dirs:
-            dirs.append(u)
-    except Exception:
-        pass
-    for d in dirs:
-        for n in names:
-            p = os.path.join(d, n)
-            if os.path.exists(p):
-                yield p
-    yield from names
-
-
 def _open_onednn():
     """oneDNN's sgemm (pip's ``onednn-cpu-gomp``, the ``blas`` extra) as an _OneDnn, or False."""
     import ctypes
     if not sys.platform.startswith("linux"):
         return False
-    for path in _dnnl_candidates():
+    for path in _candidates(("libdnnl.so.3", "libdnnl.so.2", "libdnnl.so")):
         try:
             lib = ctypes.CDLL(path)
         except OSError:
