@@ -247,3 +247,33 @@ def test_gradcheck_through_oneDNN(dnnl):
         wm[j] -= eps
         num = (loss(xd, wp) - loss(xd, wm)) / (2 * eps)
         assert abs(num - float(wt.grad.numpy()[j])) <= 2e-5 * (1 + abs(num))
+
+
+def _convt(lib, x, w, b, **kw):
+    xt = lib.from_numpy(x).requires_grad_()
+    wt = lib.from_numpy(w).requires_grad_()
+    y = lib.nn.functional.conv_transpose2d(xt, wt, lib.from_numpy(b), **kw)
+    y.backward(lib.from_numpy(np.cos(np.arange(y.numel(), dtype=np.float32)).reshape(tuple(y.shape))))
+    return [y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()]
+
+
+@needs_torch
+@pytest.mark.parametrize("inf", [False, True])
+def test_transposed_as_torch(dnnl, inf):
+    """Transposed convolutions run on the same three primitives with finite values; with an
+    inf they keep the column path, whose NaN positions are PyTorch's (its transposed
+    convolution is a column GEMM: an inf meets the zeros of the stride's gaps there)."""
+    x, w, _ = _arrays((2, 16, 5, 6), (16, 32, 4, 4), False, seed=10)
+    b = np.linspace(-1, 1, 32).astype(np.float32)
+    if inf:
+        x[1, 3, 2, 2] = np.inf
+    kw = dict(stride=2, padding=1, output_padding=1)
+    got = _convt(retrograd, x, w, b, **kw)
+    want = _convt(torch, x, w, b, **kw)
+    kinds = {k[0] for k, v in dnnl.cache.items() if v}
+    assert kinds == (set() if inf else {"fwd", "bwd_in", "bwd_w"})
+    for r, e in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(r), np.isnan(e))
+        np.testing.assert_array_equal(np.isinf(r), np.isinf(e))
+        fin = np.isfinite(e)
+        assert float(np.abs(r[fin] - e[fin]).max()) <= 4e-6 * float(np.abs(e[fin]).max())

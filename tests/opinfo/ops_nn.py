@@ -56,6 +56,8 @@ _add("conv2d", lambda mk: [
     Sample(mk.rand(1, 3, 5, 5), mk.rand(2, 3, 3, 3), padding="same", dilation=2),
     Sample(mk.rand(2, 3, 4, 4), mk.rand(3, 1, 2, 2), groups=3),
     Sample(mk.rand(3, 5, 5), mk.rand(2, 3, 2, 2), mk.rand(2)),
+    # 16 channels: float32 runs on oneDNN's primitives where ops._blas runs oneDNN (ops._dnnl_conv)
+    Sample(mk.rand(1, 16, 3, 4), mk.rand(16, 16, 1, 2), mk.rand(16), stride=(1, 2), padding=(1, 0)),
     Sample(mk.rand(0, 3, 5, 5), mk.rand(2, 3, 2, 2), kind="empty"),
 ])
 _add("conv3d", lambda mk: [
@@ -69,6 +71,7 @@ _add("conv_transpose1d", lambda mk: [
 _add("conv_transpose2d", lambda mk: [
     Sample(mk.rand(2, 4, 3, 4), mk.rand(4, 3, 3, 2), mk.rand(6), stride=(2, 1), padding=1, groups=2),
     Sample(mk.rand(3, 3, 3), mk.rand(3, 2, 2, 2), stride=2, output_padding=1),
+    Sample(mk.rand(1, 16, 2, 3), mk.rand(16, 16, 2, 1), mk.rand(16), stride=2, padding=(1, 0)),   # (oneDNN's)
     Sample(mk.rand(0, 3, 3, 3), mk.rand(3, 2, 2, 2), kind="empty"),
 ])
 _add("conv_transpose3d", lambda mk: [

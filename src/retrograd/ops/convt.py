@@ -29,6 +29,15 @@ def _f32(a):
     return a.astype(np.float32) if a.dtype.kind == "V" else a
 
 
+def _dnnl_ok(*arrays):
+    """Whether a transposed convolution of these float32 arrays may take oneDNN's primitives
+    (ops._dnnl_conv): only with finite values. PyTorch's CPU transposed convolution is a
+    column GEMM, where an inf meets the zeros of the padding and the stride's gaps and makes
+    NaN; oneDNN's direct kernels never multiply those, so their inf and NaN positions differ."""
+    return all(a.dtype == np.float32 for a in arrays) and _dnnl_conv.available() and \
+        all(_conv._all_finite(a) for a in arrays)
+
+
 def _tuple(v, n, name=None):
     if isinstance(v, (tuple, list)):
         if len(v) == 1 and n > 1:
@@ -112,7 +121,7 @@ class ConvolutionBackward0(OpNode):
             # the adjoint convolution's own kernels: its forward for the input, its weight
             # gradient (with the roles of input and output gradient exchanged) for the weight;
             # oneDNN's primitives for float32 where it runs them (ops._dnnl_conv)
-            if gd.dtype == np.float32:
+            if _dnnl_ok(gd, wd, xd):
                 if nf[0][0] is not None:
                     gx = _dnnl_conv.fwd(gd, wd, cp)
                 if nf[1][0] is not None:
@@ -242,7 +251,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     # output_padding below the stride)
     cp = _conv._P(st, ((pad[0], pad[0]), (pad[1], pad[1])), dil, G) if op[0] < st[0] and op[1] < st[1] else None
     if cp is not None and _conv._blocked(xd, wd):
-        r = _dnnl_conv.bwd_in(xd, wd, (N, Cout, Ho, Wo), cp) if xd.dtype == np.float32 else None
+        r = _dnnl_conv.bwd_in(xd, wd, (N, Cout, Ho, Wo), cp) if _dnnl_ok(xd, wd) else None
         if r is None:
             r = _conv._bwd_in_blocked(xd, wd, (N, Cout, Ho, Wo), cp)
         if bias is not None and bias._data.dtype == r.dtype:
