@@ -277,3 +277,42 @@ def test_transposed_as_torch(dnnl, inf):
         np.testing.assert_array_equal(np.isinf(r), np.isinf(e))
         fin = np.isfinite(e)
         assert float(np.abs(r[fin] - e[fin]).max()) <= 4e-6 * float(np.abs(e[fin]).max())
+
+
+@needs_torch
+def test_random_geometries_as_torch(dnnl):
+    """40 random geometries (sizes, kernel, stride, padding incl. 'same', dilation, groups,
+    bias, transposed or not) against PyTorch: the space the fixed cases above do not pick."""
+    rng = np.random.default_rng(20)
+    f, tf = retrograd.nn.functional, torch.nn.functional
+    for _ in range(40):
+        G = int(rng.choice([1, 1, 2]))
+        cin, cout = G * int(rng.choice([16, 24, 32])), G * int(rng.choice([16, 20, 32]))
+        k = (int(rng.integers(1, 5)), int(rng.integers(1, 5)))
+        dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        st = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        H, W = int(rng.integers(k[0] * dil[0], 14)), int(rng.integers(k[1] * dil[1], 14))
+        transposed = bool(rng.integers(0, 2))
+        pad = (int(rng.integers(0, k[0])), int(rng.integers(0, k[1])))
+        if not transposed and rng.integers(0, 4) == 0:
+            st, pad = (1, 1), "same"
+        x = rng.standard_normal((int(rng.integers(1, 4)), cin, H, W)).astype(np.float32)
+        wshape = (cin, cout // G) + k if transposed else (cout, cin // G) + k
+        w = (rng.standard_normal(wshape) * 0.3).astype(np.float32)
+        b = rng.standard_normal(cout).astype(np.float32) if rng.integers(0, 2) else None
+        res = []
+        for lib, F in ((retrograd, f), (torch, tf)):
+            xt, wt = lib.from_numpy(x).requires_grad_(), lib.from_numpy(w).requires_grad_()
+            bt = None if b is None else lib.from_numpy(b)
+            if transposed:
+                op = min(st[0], dil[0]) - 1, min(st[1], dil[1]) - 1
+                y = F.conv_transpose2d(xt, wt, bt, stride=st, padding=pad, output_padding=op, groups=G, dilation=dil)
+            else:
+                y = F.conv2d(xt, wt, bt, stride=st, padding=pad, dilation=dil, groups=G)
+            y.backward(lib.from_numpy(np.sin(np.arange(y.numel(), dtype=np.float32)).reshape(tuple(y.shape))))
+            res.append([y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()])
+        for r, e in zip(*res):
+            assert r.shape == e.shape
+            assert float(np.abs(r - e).max()) <= 4e-6 * (float(np.abs(e).max()) + 1e-30), (transposed, k, st, pad, dil, G)
+    used = sum(1 for v in dnnl.cache.values() if v)
+    assert used >= 40, used       # (most passes ran on oneDNN's primitives; 48 are kept)
