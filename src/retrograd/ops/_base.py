@@ -387,6 +387,43 @@ def finish(node, data):
     return t
 
 
+class _JointGrad(OpNode):
+    """The identity, wired to the inputs of the backward function that computed its value
+    (see joint_grads); they get no gradient through it."""
+
+    def backward(self, g):
+        return (g,) + (None,) * (len(self.next_functions) - 1)
+
+
+_JOINT = {}
+
+
+def joint_grads(name, grads, inputs):
+    """PyTorch's rule for gradients that one backward function computes together (torch's
+    native_layer_norm_backward, native_batch_norm_backward, convolution_backward): recorded
+    (create_graph), that function is one node, so each of its results requires grad when any
+    of its inputs does. A result computed here without them (a bias's gradient: the upstream
+    summed, which needs neither input nor weight) is passed through an identity node named
+    ``name`` (torch's node) and wired to them too, its values untouched; elsewhere ``grads``
+    as they are."""
+    if not _state.grad:
+        return grads
+    need = tuple(t for t in inputs if t is not None and t._requires_grad)
+    if not need or all(g is None or g._requires_grad for g in grads):
+        return grads
+    cls = _JOINT.get(name)
+    if cls is None:
+        cls = _JOINT[name] = type(name, (_JointGrad,), {"__module__": __name__})
+    out = []
+    for g in grads:
+        if g is not None and not g._requires_grad:
+            node = node_for(cls, (g,) + need)
+            if node is not None:
+                g = finish(node, g._data)
+        out.append(g)
+    return type(grads)(out) if isinstance(grads, tuple) else out
+
+
 def finish_multi(node, datas):
     """Wrap several outputs of one node (split, unbind, max with indices, ...)."""
     outs = []

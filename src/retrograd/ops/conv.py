@@ -24,7 +24,7 @@ from ._base import xp_for, strided
 from . import _blas
 from . import _dnnl_conv
 from .._threads import executor as _executor
-from ._base import OpNode, node_for, save, finish, view_of
+from ._base import OpNode, node_for, save, finish, view_of, joint_grads
 from . import _accel
 
 __all__ = ["conv1d", "conv2d", "conv3d"]
@@ -1395,7 +1395,9 @@ class ConvolutionBackward0(OpNode):
             cols = self.__dict__.pop("cols", None)
             gw = _conv_weight_grad(x, g, w.shape, p, cols)
             _give(cols)
-        return (gx, gw, gb) if len(nf) > 2 else (gx, gw)
+        if len(nf) > 2:
+            return joint_grads("ConvolutionBackwardBackward0", (gx, gw, gb), (g, x, w))
+        return gx, gw
 
     def __del__(self):
         # a graph dropped before its backward hands its column buffer back

@@ -9,7 +9,7 @@ first), so it is differentiable again and meets non-finite gradients as they do.
 import numpy as np
 
 from ._base import xp_for, check_same_device
-from ._base import OpNode, node_for, save, finish, arr, _dtype_name, _state
+from ._base import OpNode, node_for, save, finish, arr, _dtype_name, _state, joint_grads
 from .unary import rsqrt
 from . import _accel_nn
 
@@ -165,7 +165,7 @@ class NativeBatchNormBackward0(OpNode):
                 gx = g * scale
         gw = (dotp * invstd).reshape((c,)) if want_w else None
         gb = s.reshape((c,)) if want_b else None
-        return gx, gw, gb
+        return joint_grads("NativeBatchNormBackwardBackward0", (gx, gw, gb), (g, x, w))
 
     def _backward_arrays(self, x, w, g, nf):
         # the same formula on arrays, with the forward's statistics, when the backward is not
@@ -399,7 +399,7 @@ class NativeLayerNormBackward0(OpNode):
         lead = tuple(range(x.ndim - len(dims)))
         gw = ((g * xhat).sum(lead) if lead else g * xhat) if want_w else None
         gb = (g.sum(lead) if lead else g.clone()) if want_b else None
-        return gx, gw, gb
+        return joint_grads("NativeLayerNormBackwardBackward0", (gx, gw, gb), (g, x, w))
 
     def _backward_arrays(self, x, w, g, nf):
         # the same formula on arrays with the forward's statistics (as PyTorch's kernel), when
