@@ -219,6 +219,17 @@ def test_onednn_in_a_forked_child(on_onednn):
         _threads._adaptive()
 
 
+def _beside_torch(code, blas):
+    """stdout of ``code`` run in a fresh process with products on ``blas`` (skipped where
+    PyTorch is not installed)."""
+    env = dict(os.environ, PYTHONPATH=SRC, RETROGRAD_BLAS=blas)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=180)
+    if r.returncode != 0 and "No module named 'torch'" in r.stderr:
+        pytest.skip("PyTorch is not installed")
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
 @needs_onednn
 def test_onednn_beside_torch_openmp_two_threads():
     """PyTorch's GNU OpenMP (its own renamed copy) and oneDNN's (the system's) in one
@@ -232,12 +243,7 @@ def test_onednn_beside_torch_openmp_two_threads():
             "    e = float(np.abs(_blas.matmul(a, a) - a.astype(np.float64) @ a).max())\n"
             "    t = torch.from_numpy(a); d = float((t @ t - torch.from_numpy(a @ a)).abs().max())\n"
             "print(_blas.backend(), e, d)\n")
-    env = dict(os.environ, PYTHONPATH=SRC, RETROGRAD_BLAS="onednn")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=180)
-    if r.returncode != 0 and "No module named 'torch'" in r.stderr:
-        pytest.skip("PyTorch is not installed")
-    assert r.returncode == 0, r.stderr
-    name, err, d = r.stdout.split()
+    name, err, d = _beside_torch(code, "onednn").split()
     assert name == "onednn" and float(err) < 1e-2 and float(d) < 1e-2
 
 
@@ -394,12 +400,7 @@ def test_beside_torch_openmp_two_threads():
             "a = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)\n"
             "print(_blas.backend(), float(np.abs(_blas.matmul(a, a) - a.astype(np.float64) @ a).max()))\n"
             "print('iomp' in open('/proc/self/maps').read())\n")
-    env = dict(os.environ, PYTHONPATH=SRC, RETROGRAD_BLAS="mkl")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=180)
-    if r.returncode != 0 and "No module named 'torch'" in r.stderr:
-        pytest.skip("PyTorch is not installed")
-    assert r.returncode == 0, r.stderr
-    first, second = r.stdout.splitlines()[-2:]
+    first, second = _beside_torch(code, "mkl").splitlines()[-2:]
     name, err = first.split()
     assert name == "mkl" and float(err) < 1e-2
     assert second == "False"

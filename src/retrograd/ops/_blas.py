@@ -18,7 +18,7 @@ at 84-90 GFLOP/s and its batched sgemm at 63, where the OpenBLAS NumPy bundles r
 (``pip install onednn-cpu-gomp``: the ``blas`` and ``all`` extras on Linux x86-64) picks its
 JIT kernels by the instruction sets the CPU reports, whatever the vendor: its row-major
 ``dnnl_sgemm`` ran at 150-210 GFLOP/s on one core of the same EPYC. So on CPUs other than
-Intel's, float32 products from 2M multiply-adds go to oneDNN (float64 ones to NumPy's
+Intel's, float32 products from 1M multiply-adds go to oneDNN (float64 ones to NumPy's
 OpenBLAS: oneDNN has no double-precision GEMM on CPUs), and without oneDNN to NumPy's
 OpenBLAS by ctypes (its ILP64 ``scipy_cblas_?gemm64_``), for the copies that saves
 (transposed, row-strided and broadcast batched operands as they are). Both thread each
@@ -712,9 +712,9 @@ def try_matmul(a, b, out=None):
 
 
 def _pays(m, n, k):
-    """Whether MKL's product of (m, k) @ (k, n) beats NumPy's here (measured: see _MIN_MACS);
-    always with oneDNN (1.5-2.7x OpenBLAS's speed from 2M multiply-adds) and NumPy's own
-    OpenBLAS (the same library either way)."""
+    """Whether the library's product of (m, k) @ (k, n) beats NumPy's here (measured: see
+    _MIN_MACS): MKL's on some shapes only; oneDNN's and NumPy's own OpenBLAS's (the same
+    library either way) from their ``min_macs`` on."""
     lib = _state[0]
     macs = m * n * k
     if lib and not lib.picky:

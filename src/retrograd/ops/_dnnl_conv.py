@@ -25,12 +25,12 @@ import threading
 
 import numpy as np
 
-__all__ = ["available", "fwd", "bwd_in", "bwd_w"]
+__all__ = ["available", "takes", "fwd", "bwd_in", "bwd_w"]
 
 _CACHE = 48
 _CACHE_BYTES = 512 << 20      # most bytes of blocked buffers the kept primitives hold
 _F32 = np.dtype(np.float32)
-_FWD_TRAINING, _BWD_DATA, _BWD_WEIGHTS = 64, 160, 192     # dnnl_prop_kind_t
+_FWD_TRAINING = 64                                        # dnnl_prop_kind_t
 _DIRECT = 1                                               # dnnl_convolution_direct
 _SRC, _DST, _WEI, _BIAS = 1, 17, 33, 41                   # DNNL_ARG_*
 _DIFF_SRC, _DIFF_DST, _DIFF_WEI = 129, 145, 161
@@ -135,14 +135,6 @@ class _Refused(Exception):
     pass
 
 
-def _dense_strides(shape):
-    st, acc = [], 1
-    for d in reversed(shape):
-        st.append(acc)
-        acc *= d
-    return tuple(reversed(st))
-
-
 class _Plan:
     """One pass of one geometry: the primitive, its reorders, blocked buffers, memory objects."""
 
@@ -151,10 +143,10 @@ class _Plan:
         self.lock = threading.Lock()
         self.owned = []       # (destroy function name, handle)
         self.nbytes = 0
+        from .plumbing import _contig_strides
         lib, P = api.lib, api.P
         G = groups
         w5 = (G, wshape[0] // G) + tuple(wshape[1:]) if G > 1 else tuple(wshape)
-        self.w5 = w5
         dims = api.Dims
         S = dims(*stride)
         D = dims(*(d - 1 for d in dil))
@@ -205,7 +197,7 @@ class _Plan:
             self.bufs = []
             for q, arg, shape, is_in in ops:
                 want = lib.dnnl_primitive_desc_query_md(pd, q, 0)
-                pmd = api.md(shape, _dense_strides(shape))
+                pmd = api.md(shape, _contig_strides(shape))
                 mds.append(pmd)
                 pmem = self._mem(pmd, None)
                 self.plain.append(pmem)
@@ -346,6 +338,12 @@ def _geom_ok(x_ndim, p, wshape):
         all(lo >= 0 and hi >= 0 for lo, hi in p.pad) and wshape[1] >= _MIN_CH and wshape[0] // p.groups >= _MIN_CH
 
 
+def takes(ndim, wshape, p):
+    """Whether oneDNN's primitives take a convolution of this geometry (inputs of ``ndim``
+    dimensions, weights of ``wshape``) here, float32 operands given."""
+    return _geom_ok(ndim, p, wshape) and available()
+
+
 def _run(plan, arrays):
     if not plan.lock.acquire(blocking=False):
         return False
@@ -358,11 +356,11 @@ def _run(plan, arrays):
 
 def fwd(x, w, p, bias=None):
     """conv(x, w) (+ bias) as (N, O, OH, OW) float32, or None where oneDNN does not run it."""
-    if not (x.dtype == _F32 and w.dtype == _F32 and _geom_ok(x.ndim, p, w.shape) and available()) or \
+    if not (x.dtype == _F32 and w.dtype == _F32 and takes(x.ndim, w.shape, p)) or \
             (bias is not None and bias.dtype != _F32):
         return None
-    out = tuple((s + lo + hi - d * (k - 1) - 1) // st + 1
-                for s, (lo, hi), k, d, st in zip(x.shape[2:], p.pad, w.shape[2:], p.dilation, p.stride))
+    from .conv import _out_size
+    out = _out_size([s + lo + hi for s, (lo, hi) in zip(x.shape[2:], p.pad)], w.shape[2:], p)
     if min(out) <= 0 or 0 in x.shape or 0 in w.shape:
         return None
     yshape = (x.shape[0], w.shape[0]) + out
@@ -378,7 +376,7 @@ def fwd(x, w, p, bias=None):
 
 def bwd_in(g, w, xshape, p):
     """The input gradient of conv(., w) against g, or None."""
-    if not (g.dtype == _F32 and w.dtype == _F32 and _geom_ok(g.ndim, p, w.shape) and available()):
+    if not (g.dtype == _F32 and w.dtype == _F32 and takes(g.ndim, w.shape, p)):
         return None
     if 0 in g.shape or 0 in w.shape or 0 in xshape:
         return None
@@ -391,7 +389,7 @@ def bwd_in(g, w, xshape, p):
 
 def bwd_w(x, g, wshape, p):
     """The weight gradient of conv(x, .) against g, or None."""
-    if not (x.dtype == _F32 and g.dtype == _F32 and _geom_ok(x.ndim, p, wshape) and available()):
+    if not (x.dtype == _F32 and g.dtype == _F32 and takes(x.ndim, wshape, p)):
         return None
     if 0 in g.shape or 0 in x.shape or 0 in wshape:
         return None

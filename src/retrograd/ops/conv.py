@@ -674,7 +674,7 @@ def _wino(x, w, pad, p, bias=None, cin=None):
 def _fwd(x, w, p, want_cols=False, bias=None):
     """y = conv(x, w) (+ bias per channel): (N, O, *out)."""
     host = type(x) is np.ndarray     # (a device runs im2col + one batched GEMM: cuBLAS)
-    if host and x.dtype == np.float32 and x.ndim == 4:
+    if host:
         y = _dnnl_conv.fwd(x, w, p, bias)
         if y is not None:
             return (y, None) if want_cols else y
@@ -726,7 +726,7 @@ def _fwd(x, w, p, want_cols=False, bias=None):
 def _bwd_w(x, g, wshape, p, cols=None):
     """Weight gradient: sum over batch and positions of g (x) columns."""
     host = type(x) is np.ndarray
-    if host and x.dtype == np.float32 and x.ndim == 4:
+    if host:
         gw = _dnnl_conv.bwd_w(x, g, wshape, p)
         if gw is not None:
             return gw
@@ -778,7 +778,7 @@ def _bwd_in(g, w, xshape, p):
     """Input gradient: columns = w^T g, then col2im by strided slice-adds per kernel offset."""
     xp = xp_for(g, w, xshape, p)
     host = xp is np      # (a device: no question to the host about w's values)
-    if host and g.dtype == np.float32 and g.ndim == 4:
+    if host:
         gx = _dnnl_conv.bwd_in(g, w, xshape, p)
         if gx is not None:
             return gx

@@ -24,18 +24,20 @@ from . import _dnnl_conv
 __all__ = ["conv_transpose1d", "conv_transpose2d", "bilinear"]
 
 
+def _dnnl_ok(cp, wd, *arrays):
+    """Whether a transposed convolution of these arrays (weights ``wd``, adjoint geometry
+    ``cp``) takes oneDNN's primitives (ops._dnnl_conv): float32, a geometry they take, and
+    finite values only. PyTorch's CPU transposed convolution is a column GEMM, where an inf
+    meets the zeros of the padding and the stride's gaps and makes NaN; oneDNN's direct
+    kernels never multiply those, so their inf and NaN positions would differ. (The
+    geometry first: the finiteness scans only where the primitives could run.)"""
+    return all(a.dtype == np.float32 for a in arrays) and _dnnl_conv.takes(arrays[0].ndim, wd.shape, cp) and \
+        all(_conv._all_finite(a) for a in arrays)
+
+
 def _f32(a):
     """bfloat16 as float32: PyTorch's CPU kernels accumulate it in float32 and round once."""
     return a.astype(np.float32) if a.dtype.kind == "V" else a
-
-
-def _dnnl_ok(*arrays):
-    """Whether a transposed convolution of these float32 arrays may take oneDNN's primitives
-    (ops._dnnl_conv): only with finite values. PyTorch's CPU transposed convolution is a
-    column GEMM, where an inf meets the zeros of the padding and the stride's gaps and makes
-    NaN; oneDNN's direct kernels never multiply those, so their inf and NaN positions differ."""
-    return all(a.dtype == np.float32 for a in arrays) and _dnnl_conv.available() and \
-        all(_conv._all_finite(a) for a in arrays)
 
 
 def _tuple(v, n, name=None):
@@ -120,24 +122,21 @@ class ConvolutionBackward0(OpNode):
         if cp is not None and _conv._blocked(gd, wd) and xd.dtype == gd.dtype:
             # the adjoint convolution's own kernels: its forward for the input, its weight
             # gradient (with the roles of input and output gradient exchanged) for the weight;
-            # oneDNN's primitives for float32 where it runs them (ops._dnnl_conv)
-            if _dnnl_ok(gd, wd, xd):
+            # first oneDNN's primitives where they run (see _dnnl_ok)
+            if _dnnl_ok(cp, wd, gd, wd, xd):
                 if nf[0][0] is not None:
                     gx = _dnnl_conv.fwd(gd, wd, cp)
                 if nf[1][0] is not None:
                     gw = _dnnl_conv.bwd_w(gd, xd, wd.shape, cp)
-                if (gx is not None or nf[0][0] is None) and (gw is not None or nf[1][0] is None):
-                    gx = None if gx is None else gx.reshape(x._data.shape)
-                    gw = None if gw is None else gw.reshape(w._data.shape)
-                    return _grads(g, nf, gd, gx, gw)
-                gx = gw = None
-            if nf[0][0] is not None and nf[1][0] is not None:
+            need_x, need_w = nf[0][0] is not None and gx is None, nf[1][0] is not None and gw is None
+            if need_x and need_w:
                 gx, gw = _conv._fwd_bwd_w_blocked(gd, wd, xd, cp)
-                gx, gw = gx.reshape(x._data.shape), gw.reshape(w._data.shape)
-            elif nf[0][0] is not None:
-                gx = _conv._fwd_blocked(gd, wd, cp).reshape(x._data.shape)
-            elif nf[1][0] is not None:
-                gw = _conv._bwd_w_blocked(gd, xd, wd.shape, cp).reshape(w._data.shape)
+            elif need_x:
+                gx = _conv._fwd_blocked(gd, wd, cp)
+            elif need_w:
+                gw = _conv._bwd_w_blocked(gd, xd, wd.shape, cp)
+            gx = None if gx is None else gx.reshape(x._data.shape)
+            gw = None if gw is None else gw.reshape(w._data.shape)
             return _grads(g, nf, gd, gx, gw)
         gpT = xp.zeros((Cout, N, gd.shape[2] + 2 * pad[0], gd.shape[3] + 2 * pad[1]), gd.dtype)
         gpT[:, :, pad[0]:pad[0] + gd.shape[2], pad[1]:pad[1] + gd.shape[3]] = gd.transpose(1, 0, 2, 3)
@@ -251,7 +250,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     # output_padding below the stride)
     cp = _conv._P(st, ((pad[0], pad[0]), (pad[1], pad[1])), dil, G) if op[0] < st[0] and op[1] < st[1] else None
     if cp is not None and _conv._blocked(xd, wd):
-        r = _dnnl_conv.bwd_in(xd, wd, (N, Cout, Ho, Wo), cp) if _dnnl_ok(xd, wd) else None
+        r = _dnnl_conv.bwd_in(xd, wd, (N, Cout, Ho, Wo), cp) if _dnnl_ok(cp, wd, xd, wd) else None
         if r is None:
             r = _conv._bwd_in_blocked(xd, wd, (N, Cout, Ho, Wo), cp)
         if bias is not None and bias._data.dtype == r.dtype:
