@@ -219,6 +219,125 @@ def test_onednn_in_a_forked_child(on_onednn):
         _threads._adaptive()
 
 
+_STORM = """
+import signal, sys
+import numpy as np
+import retrograd
+from retrograd.ops import _blas
+retrograd.set_num_threads(int(sys.argv[1]))
+rng = np.random.default_rng(0)
+x = rng.standard_normal((256, 392)).astype(np.float32)
+w = rng.standard_normal((512, 392)).astype(np.float32)
+ref = _blas.try_matmul(x, w.T)
+hits = [0]
+def count(signum, frame):
+    hits[0] += 1
+signal.signal(signal.SIGALRM, count)
+signal.setitimer(signal.ITIMER_REAL, 5e-5, 5e-5)
+keep, wrong = [], 0
+for i in range(400):
+    r = _blas.try_matmul(x, w.T)
+    keep.append(np.empty(int(rng.integers(100, 20000)), np.float32))    # (the heap in use)
+    if len(keep) > 20:
+        keep.pop(int(rng.integers(0, 20)))
+    wrong += not np.array_equal(r, ref)
+signal.setitimer(signal.ITIMER_REAL, 0, 0)
+print(_blas.backend(), hits[0], wrong)
+"""
+
+
+@needs_onednn
+@pytest.mark.parametrize("threads", [1, 2])
+def test_onednn_products_under_a_storm_of_signals(threads):
+    """Signals handled every 50 us while oneDNN multiplies with a long inner dimension (its
+    kernels then run with the stack pointer in a heap workspace: see _blas._SignalGuard):
+    the heap stays whole (glibc aborted within 200 products before the guard) and every
+    product is right."""
+    env = dict(os.environ, PYTHONPATH=SRC, RETROGRAD_BLAS="onednn")
+    env.pop("PYTHONFAULTHANDLER", None)         # (its alternate stack would hide the fault)
+    r = subprocess.run([sys.executable, "-c", _STORM, str(threads)], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    name, hits, wrong = r.stdout.split()
+    assert name == "onednn" and int(hits) > 100 and int(wrong) == 0
+
+
+def _blocked_now():
+    import signal
+    return signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+@needs_onednn
+def test_onednn_calls_block_asynchronous_signals(on_onednn, every_size, monkeypatch):
+    """Inside each oneDNN call (products and convolutions) the thread's asynchronous signals
+    are blocked, a signal sent meanwhile stays pending and is handled when the call returns;
+    faults stay deliverable; the mask is the caller's again afterwards."""
+    import signal
+    import threading
+    lib = on_onednn
+    seen = []
+    real = lib._sgemm
+
+    def spy(*args):
+        seen.append(_blocked_now())
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
+        seen.append(signal.sigpending())
+        return real(*args)
+
+    got = []
+    prev = signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))
+    before = _blocked_now()
+    try:
+        monkeypatch.setattr(lib, "_sgemm", spy)
+        a = np.random.default_rng(3).standard_normal((64, 96)).astype(np.float32)
+        _close(_blas.try_matmul(a, a.T), np.matmul(a, a.T), np.float32, 96)
+        for _ in range(100):            # (Python runs its handlers between bytecodes)
+            if got:
+                break
+    finally:
+        signal.signal(signal.SIGUSR1, prev)
+    inside, pending = seen
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD, signal.SIGUSR1, signal.SIGPROF):
+        assert s in inside
+    for s in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
+        assert s not in inside
+    assert signal.SIGUSR1 in pending and got == [signal.SIGUSR1]
+    assert _blocked_now() == before and signal.SIGUSR1 not in signal.sigpending()
+
+
+_WORKERS = """
+import os, signal
+import numpy as np
+import retrograd
+from retrograd.ops import _blas
+def tasks():
+    return set(os.listdir("/proc/self/task"))
+first = tasks()
+retrograd.set_num_threads(2)
+a = np.random.default_rng(1).standard_normal((600, 600)).astype(np.float32)
+_blas.try_matmul(a, a)
+new = tasks() - first
+masks = []
+for t in new:
+    with open(f"/proc/self/task/{t}/status") as f:
+        blk = next(int(ln.split()[1], 16) for ln in f if ln.startswith("SigBlk:"))
+    masks.append(int(bool(blk >> (signal.SIGINT - 1) & 1)))
+print(_blas.backend(), len(new), sum(masks))
+"""
+
+
+@needs_onednn
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc")
+def test_onednn_openmp_workers_never_take_signals():
+    """GNU OpenMP's workers, started inside a guarded call, keep its blocked mask: a Ctrl-C
+    never lands on a thread whose stack pointer is in the heap."""
+    env = dict(os.environ, PYTHONPATH=SRC, RETROGRAD_BLAS="onednn")
+    r = subprocess.run([sys.executable, "-c", _WORKERS], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    name, new, blocked = r.stdout.split()
+    assert name == "onednn" and int(new) >= 1 and blocked == new
+
+
 def _beside_torch(code, blas):
     """stdout of ``code`` run in a fresh process with products on ``blas`` (skipped where
     PyTorch is not installed)."""

@@ -196,6 +196,28 @@ def test_a_busy_primitive_falls_back(dnnl):
     np.testing.assert_allclose(res[0], y0, rtol=1e-5, atol=1e-5)
 
 
+def test_primitives_run_with_asynchronous_signals_blocked(dnnl, monkeypatch):
+    """Every pass runs its primitives with the thread's asynchronous signals blocked (some
+    run oneDNN's GEMMs, whose kernels move the stack pointer into the heap: see
+    ops._blas._SignalGuard), and leaves the caller's mask as it was."""
+    import signal
+    masks = []
+    real = dnnl.lib.dnnl_primitive_execute
+
+    def spy(*args):
+        masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+        return real(*args)
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    monkeypatch.setattr(dnnl.lib, "dnnl_primitive_execute", spy)
+    x, w, b = _arrays((2, 16, 8, 8), (16, 16, 3, 3), True, seed=8)
+    _run(retrograd, x, w, b, 1, 1, 1, 1)
+    assert {k[0] for k, v in dnnl.cache.items() if v} >= {"fwd", "bwd_in", "bwd_w"}
+    assert len(masks) >= 3
+    assert all(signal.SIGINT in m and signal.SIGALRM in m and signal.SIGSEGV not in m for m in masks)
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
+
+
 def _child(q):
     rng = np.random.default_rng(6)
     x = rng.standard_normal((4, 16, 10, 10)).astype(np.float32)

@@ -313,6 +313,60 @@ class _OpenBlas:
         return None
 
 
+class _SignalGuard:
+    """Blocks a thread's asynchronous signals for the length of a oneDNN call; they stay
+    pending and are handled the moment it returns (Ctrl-C included).
+
+    oneDNN's f32 GEMM kernels, whose inner dimension outgrows what they keep on the stack,
+    point the stack pointer at a workspace they allocate on the heap while they run (its
+    ``sgemm_nocopy_driver``: ``mov(rsp, ARG_WS)`` in its JIT code, oneDNN 3.2). A signal
+    handled meanwhile has its frame (the registers, AVX-512's among them: 2-3 KiB) pushed
+    below that pointer, over whatever the heap holds there: in the MNIST demo a Ctrl-C that
+    landed inside the evaluation's linear layer overwrote the workspace's malloc header with
+    the layer's weights, and glibc aborted on free ("corrupted size vs. prev_size while
+    consolidating", found in the core dumps). Python's handlers are installed with
+    SA_ONSTACK, so a thread with an alternate signal stack (faulthandler gives the main
+    thread one) was spared, which hid it. Threads GNU OpenMP starts inside a call inherit
+    the blocked mask, so its pool's workers never take a signal at all. The synchronous
+    signals (a fault in the call itself) are left unblocked: blocking them would only turn a
+    crash report into a silent kill. Two pthread_sigmask calls: ~2 us a product."""
+
+    _SIGSET = 128       # bytes: glibc's sigset_t (1024 signals)
+
+    def __init__(self):
+        import ctypes
+        import signal
+        libc = ctypes.CDLL(None)
+        f = libc.pthread_sigmask
+        f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        f.restype = ctypes.c_int
+        self._mask = f
+        self._set = ctypes.create_string_buffer(self._SIGSET)
+        if libc.sigfillset(self._set):
+            raise OSError("sigfillset failed")
+        for name in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP", "SIGSYS"):
+            libc.sigdelset(self._set, int(getattr(signal, name)))
+        self._all = ctypes.addressof(self._set)
+        self._buf = ctypes.create_string_buffer
+        self._addr = ctypes.addressof
+        self._local = threading.local()
+
+    def block(self):
+        """Block this thread's asynchronous signals; the address its old mask was kept at
+        (for ``restore``)."""
+        loc = self._local
+        old = getattr(loc, "old", None)
+        if old is None:
+            loc.buf = self._buf(self._SIGSET)
+            old = loc.old = self._addr(loc.buf)
+        if self._mask(0, self._all, old):           # SIG_BLOCK
+            raise OSError("pthread_sigmask failed")
+        return old
+
+    def restore(self, old):
+        self._mask(2, old, None)                    # SIG_SETMASK
+
+
 class _OneDnn:
     """oneDNN's ``dnnl_sgemm`` (row-major) for float32 products, with NumPy's OpenBLAS for
     float64 (oneDNN has no double-precision GEMM on CPUs). oneDNN chooses its JIT kernels by
@@ -359,6 +413,7 @@ class _OneDnn:
         self._omp = omp
         self._local = threading.local()
         self._forked = False
+        self.guard = _SignalGuard()
         if omp is not None and hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._after_fork)
         self.ob = ob
@@ -393,7 +448,12 @@ class _OneDnn:
     def sgemm(self, order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
         """cblas_sgemm's arguments (row-major order only) on dnnl_sgemm."""
         self._sync_threads()
-        st = self._sgemm(self._TR[ta], self._TR[tb], m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        guard = self.guard
+        old = guard.block()
+        try:
+            st = self._sgemm(self._TR[ta], self._TR[tb], m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        finally:
+            guard.restore(old)
         if st:
             raise RuntimeError(f"oneDNN's sgemm failed (status {st}) on a {m} x {k} @ {k} x {n} product")
 

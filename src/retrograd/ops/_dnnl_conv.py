@@ -273,11 +273,16 @@ class _Plan:
         for m, p in zip(self.plain, ptrs):
             put(m, p)
         ex, strm = lib.dnnl_primitive_execute, api.strm
-        for prim, args in self.steps:
-            st = ex(prim, strm, len(args), args)
-            if st:
-                raise RuntimeError(f"oneDNN's convolution failed (status {st})")
-        lib.dnnl_stream_wait(strm)
+        guard = api.blas.guard          # (see ops._blas._SignalGuard: some passes run its GEMMs)
+        old = guard.block()
+        try:
+            for prim, args in self.steps:
+                st = ex(prim, strm, len(args), args)
+                if st:
+                    raise RuntimeError(f"oneDNN's convolution failed (status {st})")
+            lib.dnnl_stream_wait(strm)
+        finally:
+            guard.restore(old)
 
     def close(self):
         lib = self.api.lib
