@@ -437,8 +437,8 @@ def test_environment_switch_and_lazy_load():
     env = dict(os.environ, PYTHONPATH=SRC)
     installed = HAVE_MKL or any(os.sep in c and os.path.exists(c) for c in _blas._candidates())
     have = {"mkl": installed, "openblas": blas_lib("openblas") is not None, "onednn": HAVE_ONEDNN, "numpy": True}
-    # MKL's fast paths run on Intel's CPUs only; oneDNN only when named (see _blas._load)
-    order = ("mkl",) if _blas._intel_cpu() else ("openblas",)
+    # MKL's fast paths run on Intel's CPUs only; oneDNN's kernels follow the instruction sets
+    order = ("mkl", "onednn") if _blas._intel_cpu() else ("onednn", "openblas")
     auto = next((k for k in order if have[k]), "numpy")
     for setting in ("numpy", "mkl", "openblas", "onednn", None):
         if setting is None:

@@ -17,13 +17,12 @@ at 84-90 GFLOP/s and its batched sgemm at 63, where the OpenBLAS NumPy bundles r
 100-108 (with the AVX2 kernels the environment's ``OPENBLAS_CORETYPE`` pins there). oneDNN
 (``pip install onednn-cpu-gomp``: the ``blas`` and ``all`` extras on Linux x86-64) picks its
 JIT kernels by the instruction sets the CPU reports, whatever the vendor: its row-major
-``dnnl_sgemm`` ran at 150-210 GFLOP/s on one core of the same EPYC. On CPUs other than
-Intel's the products go to NumPy's OpenBLAS by ctypes (its ILP64 ``scipy_cblas_?gemm64_``),
-for the copies that saves (transposed, row-strided and broadcast batched operands as they
-are); with ``RETROGRAD_BLAS=onednn``, float32 products from 1M multiply-adds go to oneDNN
-(float64 ones to NumPy's OpenBLAS: oneDNN has no double-precision GEMM on CPUs). oneDNN is
-not the default yet: see _load. Both thread each product themselves; oneDNN's products give
-the same bits on any thread count.
+``dnnl_sgemm`` ran at 150-210 GFLOP/s on one core of the same EPYC. So on CPUs other than
+Intel's, float32 products from 1M multiply-adds go to oneDNN (float64 ones to NumPy's
+OpenBLAS: oneDNN has no double-precision GEMM on CPUs), and without oneDNN to NumPy's
+OpenBLAS by ctypes (its ILP64 ``scipy_cblas_?gemm64_``), for the copies that saves
+(transposed, row-strided and broadcast batched operands as they are). Both thread each
+product themselves; oneDNN's products give the same bits on any thread count.
 
 Nothing happens at ``import retrograd``: the library is looked up on the first large
 product. ``RETROGRAD_BLAS=numpy`` keeps every product on NumPy; ``mkl``, ``onednn`` or
@@ -487,10 +486,11 @@ def _open_onednn():
 
 def _load():
     """Look the BLAS up once: a _Mkl, _OneDnn or _OpenBlas, or False (NumPy only).
-    RETROGRAD_BLAS names one (mkl, onednn, openblas, numpy); unset, MKL on Intel's CPUs and
-    NumPy's OpenBLAS on others, where MKL runs a generic code path (measured on an AMD EPYC
-    with AVX-512: MKL's sgemm 84-90 GFLOP/s, its batched sgemm 63, OpenBLAS 100-108 with the
-    AVX2 kernels the environment pins, oneDNN's sgemm 150-210, taken when named)."""
+    RETROGRAD_BLAS names one (mkl, onednn, openblas, numpy); unset, MKL on Intel's CPUs
+    (oneDNN where MKL is not installed), and on others oneDNN, else NumPy's OpenBLAS: MKL
+    runs a generic code path there (measured on an AMD EPYC with AVX-512: MKL's sgemm 84-90
+    GFLOP/s, its batched sgemm 63, OpenBLAS 100-108 with the AVX2 kernels the environment
+    pins, oneDNN's sgemm 150-210)."""
     if _state[0] is not None:
         return _state[0]
     want = _choice()
@@ -499,11 +499,7 @@ def _load():
     elif want:
         order = (want,)
     else:
-        # (oneDNN only when asked for: under Ctrl-C tests of the MNIST demo on oneDNN, 6 of
-        # ~40 runs on a loaded 2-core AMD machine ended in glibc's "corrupted size vs.
-        # prev_size while consolidating" abort, none of 10 on OpenBLAS beside them; not yet
-        # understood, so not the default)
-        order = ("mkl",) if _intel_cpu() else ("openblas",)
+        order = ("mkl", "onednn") if _intel_cpu() else ("onednn", "openblas")
     res = False
     for kind in order:
         try:

@@ -1,6 +1,6 @@
 """2-D float32 convolutions of the CPU hot paths on oneDNN's convolution primitives, by ctypes.
 
-Where ops._blas runs its float32 products on oneDNN (``RETROGRAD_BLAS=onednn`` with
+Where ops._blas runs its float32 products on oneDNN (CPUs other than Intel's, with
 ``onednn-cpu-gomp`` installed: see ops._blas), a 2-D convolution's three passes (forward,
 input gradient, weight gradient) run as oneDNN primitives too: its JIT kernels on blocked
 layouts (nChw16c and the like), the plain NCHW operands reordered into them and the results
