@@ -328,7 +328,9 @@ class _SignalGuard:
     thread one) was spared, which hid it. Threads GNU OpenMP starts inside a call inherit
     the blocked mask, so its pool's workers never take a signal at all. The synchronous
     signals (a fault in the call itself) are left unblocked: blocking them would only turn a
-    crash report into a silent kill. Two pthread_sigmask calls: ~2 us a product."""
+    crash report into a silent kill. Two pthread_sigmask calls: ~2 us a product. (oneDNN
+    fixed its kernels in 2026, issue #4845 / pull #4855, backported to 3.11; PyPI's GNU
+    OpenMP build is 3.2, and the guard costs too little to make it depend on the version.)"""
 
     _SIGSET = 128       # bytes: glibc's sigset_t (1024 signals)
 
