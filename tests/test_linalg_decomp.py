@@ -117,6 +117,33 @@ def test_matrix_rank_and_pinv_tolerances(kw):
 
 
 @needs_torch
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3), (3, 3), (2, 4, 3)])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_pinv_gradient_as_torch_with_infinite_upstream(shape, dtype):
+    """pinv's backward is PyTorch's formula, term by term: with an inf in the upstream
+    gradient the NaN and inf positions are torch's (a textbook sum of its three terms gave
+    inf where torch has NaN), the finite values equal within rounding."""
+    r = _rng(11)
+    a = r.standard_normal(shape)
+    up = r.standard_normal(shape[:-2] + shape[-2:][::-1])
+    if dtype.startswith("complex"):
+        a = a + 1j * r.standard_normal(shape)
+        up = up + 1j * r.standard_normal(up.shape)
+    a, up = a.astype(dtype), up.astype(dtype)
+    up.reshape(-1)[1] = np.inf
+    got, want = [], []
+    for lib, out in ((retrograd, got), (torch, want)):
+        x = lib.tensor(a, requires_grad=True)
+        lib.linalg.pinv(x).backward(lib.tensor(up))
+        out.append(np.asarray(x.grad.detach().numpy()))
+    g, w = got[0], want[0]
+    assert np.array_equal(np.isnan(g), np.isnan(w)) and np.array_equal(np.isinf(g), np.isinf(w))
+    assert np.isnan(w).any()
+    fin = np.isfinite(w)
+    np.testing.assert_allclose(g[fin], w[fin], rtol=1e-4 if dtype == "float32" else 1e-10, atol=1e-5)
+
+
+@needs_torch
 def test_cond_of_a_singular_matrix_is_inf():
     z = np.array([[1.0, 2.0], [2.0, 4.0]])
     for p in (1, -1, np.inf, "fro"):

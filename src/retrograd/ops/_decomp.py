@@ -1729,19 +1729,20 @@ def matrix_power(A, n, *, out=None):
 
 
 def _pinv_backward(self, grads):
+    # PyTorch's pinv_backward, term by term and in its order (for A and pinv(A) hermitian
+    # too): the same rounding, and the same NaN where an inf of the upstream gradient meets
+    # the products' zeros (a sum of the three textbook terms put inf where torch has NaN)
     A, X = self.saved_tensors
     g = grads[0]
     m, n = A._data.shape[-2:]
-    if self.hermitian:
-        # pinv(A) of hermitian A: the general formula with A^H = A
-        pass
     Xh, gh = _h(X), _h(g)
-    eye_m = _eye(m, A)
-    eye_n = _eye(n, A)
-    t1 = -(Xh @ g @ Xh)
-    t2 = (eye_m - A @ X) @ gh @ (X @ Xh)
-    t3 = (Xh @ X) @ gh @ (eye_n - X @ A)
-    return t1 + t2 + t3
+    if m <= n:
+        K = gh @ X
+        KXh = K @ Xh
+        return -_h(X @ K) + KXh - (A @ X) @ KXh + (Xh @ X) @ (gh - K @ A)
+    K = X @ gh
+    XhK = Xh @ K
+    return -_h(K @ X) + (gh - A @ K) @ X @ Xh + XhK - XhK @ X @ A
 
 
 LinalgPinvBackward0 = _node("LinalgPinvBackward0", _pinv_backward)
