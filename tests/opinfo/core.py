@@ -170,6 +170,12 @@ if not _torch_bf16_conv_follows_float32():
 _known("F.batch_norm", "fuzz:values", "nonfinite",
        "NaN/inf batch statistics: torch's kernel gives inf for some elements of a channel whose mean is NaN; "
        "retrograd gives NaN throughout, as the formula does")
+_known("F.group_norm", "fuzz:values", "nonfinite",
+       "an infinite weight over a group whose mean is 0 in exact arithmetic: torch's kernel forms each channel's "
+       "shift as -(rstd * weight) * mean + bias with the mean of its lane-wise Welford update, which leaves "
+       "rounding noise (-1.04e-17 for a group [-1, 0.5, 0.5, -0.0] in float64, measured), so the shift is +-inf and "
+       "positive elements give inf; retrograd's mean is 0 there, the shift -inf * 0 + bias is NaN for the "
+       "whole channel (finite weights: both within rounding)")
 _known("torch.det det linalg.det", "fuzz:grad fuzz:gradgrad", "degenerate ties",
        "torch 2.13 bug, retrograd is right: its gradient at an exactly singular matrix is 0, not the adjugate "
        "(as the det/linalg.det entries' 'singular' samples; in random programs such matrices come from repeated "
