@@ -314,7 +314,8 @@ class _OpenBlas:
 
 class _SignalGuard:
     """Blocks a thread's asynchronous signals for the length of a oneDNN call; they stay
-    pending and are handled the moment it returns (Ctrl-C included).
+    pending and are handled the moment it returns (Ctrl-C included; a default action, such as
+    SIGTERM's exit, also waits for the call: one product or convolution pass).
 
     oneDNN's f32 GEMM kernels, whose inner dimension outgrows what they keep on the stack,
     point the stack pointer at a workspace they allocate on the heap while they run (its
