@@ -125,9 +125,10 @@ _known("special.bessel_j0 special.bessel_j1 special.bessel_y0 special.bessel_y1"
        "error up to 3.8e-7 (j0), 4.7e-7 (j1), 2.1e-7 (y0), 8.7e-7 (y1), worst near x = 5, against mpmath at 30 digits); "
        "SciPy's, which retrograd uses, within 1e-15 there (tests/test_special_accuracy.py)")
 _known("inverse linalg.inv linalg.inv_ex linalg.solve linalg.solve_ex linalg.slogdet slogdet logdet linalg.tensorinv "
-       "linalg.tensorsolve", "fuzz:values fuzz:errors", "singular",
+       "linalg.tensorsolve linalg.cond(norm)", "fuzz:values fuzz:errors", "singular",
        "matrices singular to working precision (a rank-truncating pinverse, repeated columns): whether the LU meets an "
-       "exact zero pivot (slogdet's sign 0, inv_ex's info, inv's error) or returns values of order 1/eps is the rounding of each "
+       "exact zero pivot (slogdet's sign 0, inv_ex's info, inv's error, cond's inf for p in 1, inf, 'fro', 'nuc') "
+       "or returns values of order 1/eps is the rounding of each "
        "LAPACK's elimination order (torch 2.13's MKL getrf, NumPy's and SciPy's OpenBLAS); see the ties entry above")
 _known("linalg.eigh", "fuzz:values", "singular",
        "a symmetric matrix singular to working precision (a rank-truncating pinverse): the null space's eigenvectors "
