@@ -144,6 +144,26 @@ def test_pinv_gradient_as_torch_with_infinite_upstream(shape, dtype):
 
 
 @needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_single_precision_eig_is_computed_in_single_precision(dtype):
+    """float32 / complex64 eigenvalues come from LAPACK's single-precision geev, as PyTorch's
+    do: on this ill-conditioned matrix (condition number 52, from the fuzzer) NumPy's
+    double-precision eig rounded to float32 is 1.0e-6 from torch's values."""
+    a = np.array([[-0.4335240125656128, 1.5610973834991455, -1.09136962890625],
+                  [0.49274858832359314, -1.6639386415481567, 1.3305765390396118],
+                  [1.1483932733535767, -1.0425221920013428, 1.5059369802474976]]).astype(dtype)
+    got = np.sort_complex(_np(retrograd.linalg.eigvals(retrograd.tensor(a))))
+    want = np.sort_complex(torch.linalg.eigvals(torch.tensor(a)).numpy())
+    assert got.dtype == want.dtype == np.complex64
+    double = np.sort_complex(np.linalg.eigvals(a.astype(np.complex128))).astype(np.complex64)
+    if dtype == "float32":
+        assert np.abs(double - want).max() > 5e-7          # (what the double path gave)
+    assert np.abs(got - want).max() <= 3e-7
+    w, v = retrograd.linalg.eig(retrograd.tensor(a))
+    np.testing.assert_allclose(_np(retrograd.tensor(a).to(w.dtype) @ v), _np(v * w), atol=2e-6)
+
+
+@needs_torch
 def test_cond_of_a_singular_matrix_is_inf():
     z = np.array([[1.0, 2.0], [2.0, 4.0]])
     for p in (1, -1, np.inf, "fro"):

@@ -788,12 +788,17 @@ def _eig_np(x):
     cdt = _complex_dt(x.dtype)
     if x.shape[-1] == 0:
         return np.zeros(x.shape[:-1], cdt), np.zeros(x.shape, cdt)
-    try:
+    if not np.isfinite(x).all():        # (LAPACK's geev would refuse them, printing to stdout)
+        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
+    if x.dtype.itemsize * (2 if x.dtype.kind == "f" else 1) == 8:
+        # single precision as PyTorch computes it (LAPACK's sgeev / cgeev, through SciPy):
+        # NumPy's eig computes in double, whose eigenvalues of an ill-conditioned float32
+        # matrix differ from torch's by more than float32's rounding (1e-6 at a condition
+        # number of 52)
+        import scipy.linalg
+        w, v = scipy.linalg.eig(_plus_zero(x), check_finite=False)
+    else:
         w, v = np.linalg.eig(_plus_zero(x))
-    except np.linalg.LinAlgError:
-        if np.isfinite(x).all():
-            raise
-        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.") from None
     return w.astype(cdt), v.astype(cdt)
 
 
