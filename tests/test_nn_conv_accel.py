@@ -68,10 +68,13 @@ def test_depthwise_kernels_run(monkeypatch):
             return getattr(k, name)
     monkeypatch.setattr(_accel, "_KERNELS", [Spy()])
     _run(*_arrays(np.float32, 1, 1, 3), 1, 1)
-    assert {"dw_corr3", "dw_weight_grad"} <= set(calls) and "dw_corr" not in calls
+    assert {"dw_corr3", "dw_weight_grad3"} <= set(calls) and not {"dw_corr", "dw_weight_grad"} & set(calls)
+    calls.clear()
+    _run(*_arrays(np.float64, 1, 1, 3), 1, 1)         # (float64: the general weight gradient)
+    assert {"dw_corr3", "dw_weight_grad"} <= set(calls) and "dw_weight_grad3" not in calls
     calls.clear()
     _run(*_arrays(np.float32, 2, 1, 5), 2, 1)
-    assert {"dw_corr", "dw_weight_grad"} <= set(calls) and "dw_corr3" not in calls
+    assert {"dw_corr", "dw_weight_grad"} <= set(calls) and not {"dw_corr3", "dw_weight_grad3"} & set(calls)
 
 
 @numba_only
@@ -104,6 +107,35 @@ def test_3x3_depthwise_kernel_gives_the_general_kernels_bits(pad, dil, bias, dty
                 else:
                     k.dw_corr(x, wk, y, buf, np.empty(oh * wp, dtype), plh, plw, wp, d0, d1, b)
             outs.append(y)
+        np.testing.assert_array_equal(outs[1].view(f"u{x.itemsize}"), outs[0].view(f"u{x.itemsize}"))
+
+
+@numba_only
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("pad,dil", [(1, 1), (0, 1), (2, 2), ((1, 0), (2, 1)), (3, 1)])
+def test_3x3_depthwise_weight_gradient_gives_the_general_kernels_bits(pad, dil, dtype):
+    """dw_weight_grad3 sums each tap's products in dw_weight_grad's order: the same bits,
+    NaN, inf and -0.0 included, on rows long and short, over a channel range."""
+    k = _accel.kernels()
+    rng = np.random.default_rng(6)
+    (plh, phh), (plw, phw) = (_pair(pad)[0],) * 2, (_pair(pad)[1],) * 2
+    d0, d1 = _pair(dil)
+    for h, wd in ((9, 8), (4, 37)):
+        x = rng.standard_normal((2, 4, h, wd)).astype(dtype)
+        x[0, 0, 1, :3] = [np.nan, np.inf, -np.inf]
+        x[1, 2] = -0.0
+        hp, wp = h + plh + phh, wd + plw + phw
+        oh, ow = hp - 2 * d0, wp - 2 * d1
+        g = rng.standard_normal((2, 4, oh, ow)).astype(dtype)
+        g[1, 3, 0, 0] = np.inf
+        outs = []
+        for f in (k.dw_weight_grad, k.dw_weight_grad3):
+            gw = np.full((4, 3, 3), 7, dtype)
+            with np.errstate(invalid="ignore"):
+                f(x, g, gw, np.zeros(hp * wp + 2 * d1, dtype), np.empty((3, 3, ow), dtype), plh, plw, wp, d0, d1,
+                  1, 4)
+            outs.append(gw)
+        assert (outs[0][0] == 7).all()          # (channels outside the range untouched)
         np.testing.assert_array_equal(outs[1].view(f"u{x.itemsize}"), outs[0].view(f"u{x.itemsize}"))
 
 

@@ -17,7 +17,7 @@ from numba.extending import intrinsic, overload
 from . import unary as _unary
 
 __all__ = ["erf", "erfc", "gelu", "gelu_backward", "gelu_f32", "gelu_backward_f32", "dw_corr", "dw_corr3", "max_pool_2x2",
-           "dw_weight_grad", "col2im", "add_row", "sum_rows"]
+           "dw_weight_grad", "dw_weight_grad3", "col2im", "add_row", "sum_rows"]
 
 
 @intrinsic
@@ -323,6 +323,50 @@ def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1, c0, c1):
             for b in range(KW):
                 ac = acc[a, b]
                 t = ac[0]       # (OW >= 1; not ac[0] * 0, which is NaN for an inf)
+                for j in range(1, OW):
+                    t += ac[j]
+                out[c, a, b] = t
+
+
+# A 3x3 kernel in float32: the nine taps of each column updated in one pass over each row of
+# the gradient (one load of it for nine products), each accumulator still summed in the
+# order (sample, row) of dw_weight_grad, so the same bits. Measured on a 16 x 32 x 32 x 32
+# input (one thread): 0.34-0.42 ms against 0.60-0.74. In float64 LLVM does not vectorise the
+# nine streams (1.6-2.2 ms against 1.2-1.4), so float64 keeps dw_weight_grad.
+@_jit
+def dw_weight_grad3(x, g, out, buf, acc, plh, plw, wp, d0, d1, c0, c1):
+    """dw_weight_grad for a 3x3 kernel (``acc`` (3, 3, OW)): the same sums."""
+    N, C, OH, OW = g.shape
+    owu = _u(OW)
+    gf = g.reshape(-1)
+    af = acc.reshape(-1)
+    e1, e2 = _u(d1), _u(2 * d1)
+    for c in range(c0, c1):
+        for j in range(af.shape[0]):
+            af[j] = 0
+        for n in range(N):
+            _dw_plane(x, n, c, buf, plh, plw, wp)
+            g0 = _u((n * C + c) * OH * OW)
+            for i in range(OH):
+                gi = g0 + _u(i * OW)
+                p0 = _u(i * wp)
+                p1 = _u((i + d0) * wp)
+                p2 = _u((i + 2 * d0) * wp)
+                for j in range(owu):
+                    gv = gf[gi + j]
+                    af[j] += gv * buf[p0 + j]
+                    af[owu + j] += gv * buf[p0 + e1 + j]
+                    af[2 * owu + j] += gv * buf[p0 + e2 + j]
+                    af[3 * owu + j] += gv * buf[p1 + j]
+                    af[4 * owu + j] += gv * buf[p1 + e1 + j]
+                    af[5 * owu + j] += gv * buf[p1 + e2 + j]
+                    af[6 * owu + j] += gv * buf[p2 + j]
+                    af[7 * owu + j] += gv * buf[p2 + e1 + j]
+                    af[8 * owu + j] += gv * buf[p2 + e2 + j]
+        for a in range(3):
+            for b in range(3):
+                ac = acc[a, b]
+                t = ac[0]       # (as dw_weight_grad)
                 for j in range(1, OW):
                     t += ac[j]
                 out[c, a, b] = t

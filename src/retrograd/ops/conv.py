@@ -1128,8 +1128,10 @@ def _bwd_w_dw(x, g, wshape, p):
         runs = _runs(c, 1, x.size * k[0] * k[1])
         bufs = [(np.zeros(hp * wp + slack, x.dtype), np.empty((k[0], k[1], ow), x.dtype)) for _ in runs]
 
+        f = kern.dw_weight_grad3 if tuple(k) == (3, 3) and x.dtype == np.float32 else kern.dw_weight_grad
+
         def run(r, i, j):
-            kern.dw_weight_grad(x, g, gw, bufs[r][0], bufs[r][1], plh, plw, wp, p.dilation[0], p.dilation[1], i, j)
+            f(x, g, gw, bufs[r][0], bufs[r][1], plh, plw, wp, p.dilation[0], p.dilation[1], i, j)
         _each_run(runs, run)
         return gw.reshape(wshape)
     if _wide(p, len(k)) and _finite(x):
