@@ -63,7 +63,7 @@ def test_mkl_gemm_accessor(monkeypatch):
     assert _blas.mkl_gemm(np.float32) is None
     monkeypatch.undo()
     if _blas.backend() != "mkl":
-        pytest.skip("MKL is not installed")
+        pytest.skip("products do not run on MKL here")
     f = _blas.mkl_gemm(np.float32)
     assert f is not None and _blas.mkl_gemm(np.float64) is not None and _blas.mkl_gemm(np.int32) is None
     rng = np.random.default_rng(1)
@@ -73,7 +73,7 @@ def test_mkl_gemm_accessor(monkeypatch):
     np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-6)
 
 
-mkl_only = pytest.mark.skipif(_blas.backend() != "mkl", reason="MKL is not installed")
+mkl_only = pytest.mark.skipif(_blas.backend() != "mkl", reason="products do not run on MKL here")
 
 
 @mkl_only
@@ -220,6 +220,67 @@ def test_compiled_loops_give_the_numpy_loops_bits(cfg, dtype, packed, bias, nonc
     _kernels("numpy", monkeypatch)
     ref = _run(dtype, *cfg, packed=packed, bias=bias, noncontig=noncontig)
     _same(fast, ref, dtype)
+
+
+@pytest.fixture
+def on_onednn():
+    from helpers import on_blas
+    yield from on_blas("onednn")
+
+
+def test_rec_gemm_on_onednn(on_onednn):
+    """Where products run on oneDNN, float32's recurrent products do too (its sgemm through
+    _OneDnn.sgemm for the NumPy loop, its dnnl_sgemm's address for the compiled loops) and
+    float64's stay on NumPy's OpenBLAS."""
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    gemm = _seqkit._rec_gemm(f32)
+    assert gemm == on_onednn.sgemm and _seqkit._rec_gemm(f64) is _seqkit._numpy_blas_gemm(f64)
+    rng = np.random.default_rng(3)
+    for m, k, n in [(16, 64, 256), (16, 256, 64), (3, 5, 7)]:
+        b = rng.standard_normal((k, n)).astype(f32)
+        rhs = _seqkit._rhs(gemm, b, False, m)
+        assert rhs.mode == _seqkit._DNNL and not rhs.packed
+        import ctypes
+        assert rhs.addr[0] == ctypes.cast(on_onednn._sgemm, ctypes.c_void_p).value
+        a = rng.standard_normal((m, k)).astype(f32)
+        out = np.full((m, n), np.nan, f32)
+        np.testing.assert_allclose(rhs.mul(a, out), a @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cfg", LAYERS)
+@pytest.mark.parametrize("packed,bias,noncontig", [(False, True, False), (True, True, True)])
+def test_compiled_loops_on_onednn_give_the_numpy_loops_bits(on_onednn, cfg, packed, bias, noncontig, monkeypatch):
+    """float32 on oneDNN: the compiled loops call dnnl_sgemm as the NumPy loop's products
+    do, with the thread's asynchronous signals blocked for the whole loop (ops._blas.
+    _SignalGuard: its kernels move the stack pointer into the heap), the same bits."""
+    import signal
+    _kernels("compiled", monkeypatch)
+    seen = []
+    real = _seqkit._compiled
+
+    class Spy:
+        def __init__(self, k):
+            self.k = k
+
+        def __getattr__(self, name):
+            f = getattr(self.k, name)
+            if not name.startswith("lstm_"):
+                return f
+
+            def run(*args):
+                seen.append((name, args[2], signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+                return f(*args)
+            return run
+
+    monkeypatch.setattr(_seqkit, "_compiled", lambda dt: (Spy(real(dt)[0]),) + real(dt)[1:] if real(dt) else None)
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    fast = _run("float32", *cfg, packed=packed, bias=bias, noncontig=noncontig)
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
+    assert {n for n, _, _ in seen} == {"lstm_forward", "lstm_backward"}
+    assert all(mode == _seqkit._DNNL and blocked for _, mode, blocked in seen)
+    _kernels("numpy", monkeypatch)
+    ref = _run("float32", *cfg, packed=packed, bias=bias, noncontig=noncontig)
+    _same(fast, ref, "float32")
 
 
 def test_layer_without_c_functions_runs_the_numpy_loop(monkeypatch):

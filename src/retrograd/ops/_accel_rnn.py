@@ -7,7 +7,7 @@ more time in the calls than in the work. Here the whole time loop, forward or ba
 through time, is one compiled call: the GEMM of each step is a call of the BLAS's cblas
 gemm through its C function pointer (the same library, function and arguments as the NumPy
 path's product: ``_seqkit._rec_gemm``; on MKL its compute on the weights packed once per
-loop, ``_seqkit._rhs``), and the exp/tanh of the gates are calls of NumPy's
+loop, ``_seqkit._rhs``; on oneDNN its ``dnnl_sgemm``), and the exp/tanh of the gates are calls of NumPy's
 own ufunc inner loops through their C function pointers (``_seqkit._ufunc_loop``: NumPy's
 SIMD loops, which a compiled scalar loop would not match bit for bit), on contiguous runs as
 the NumPy path's calls run them. The arithmetic between them does the NumPy path's IEEE
@@ -92,12 +92,38 @@ def _call_compute(typingctx, fn, iw, lay, ta, tb, m, n, k, pa, lda, pb, ldb, bet
     return sig, _cblas_codegen((8, 10, 13), (12,))
 
 
+@intrinsic
+def _call_dnnl(typingctx, fn, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc):
+    """Call oneDNN's ``dnnl_sgemm`` at address ``fn`` (row-major, neither operand transposed:
+    'N', 'N'), its dimensions as int64, its scalars as float32, the matrices as addresses."""
+    sig = types.void(fn, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
+
+    def codegen(context, builder, signature, args):
+        p8 = ir.IntType(8).as_pointer()
+        i32, i64, f32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
+        # (the 'N' chars as 32-bit values: what a caller's extension of a char leaves in a register)
+        fnty = ir.FunctionType(i32, [i32, i32, i64, i64, i64, f32, p8, i64, p8, i64, f32, p8, i64])
+        f = builder.inttoptr(args[0], fnty.as_pointer())
+        a = signature.args
+        ints = lambda i: context.cast(builder, args[i], a[i], types.int64)      # noqa: E731
+        flt = lambda i: context.cast(builder, args[i], a[i], types.float32)     # noqa: E731
+        ptr = lambda i: builder.inttoptr(args[i], p8)                          # noqa: E731
+        nc = ir.Constant(i32, ord("N"))
+        builder.call(f, [nc, nc, ints(1), ints(2), ints(3), flt(4), ptr(5), ints(6), ptr(7), ints(8), flt(9),
+                         ptr(10), ints(11)])
+        return context.get_dummy_value()
+    return sig, codegen
+
+
 @_inl
-def _product(fn, iw, packed, a, m, k, b, ldb, n, c, one, zero):
-    """c (m, n) = a (m, k) @ op(b) through ``_seqkit._Rhs``'s function at ``fn``: the gemm on
-    b (k, n) with leading dimension ``ldb``, or with ``packed`` MKL's compute on the packed b."""
-    if packed:
+def _product(fn, iw, mode, a, m, k, b, ldb, n, c, one, zero):
+    """c (m, n) = a (m, k) @ op(b) through ``_seqkit._Rhs``'s function at ``fn``, by its
+    ``mode``: 0 the cblas gemm on b (k, n) with leading dimension ``ldb``, 1 MKL's compute on
+    the packed b, 2 oneDNN's sgemm on b as for 0 (float32)."""
+    if mode == 1:
         _call_compute(fn, iw, _ROW, _NT, _PACKED, m, n, k, a, k, b, ldb, zero, c, n)
+    elif mode == 2:
+        _call_dnnl(fn, m, n, k, one, a, k, b, ldb, zero, c, n)
     else:
         _call_gemm(fn, iw, _ROW, _NT, _NT, m, n, k, one, a, k, b, ldb, zero, c, n)
 
@@ -157,13 +183,13 @@ def _copy(out, a):
 
 
 @_jit
-def lstm_forward(fn, iw, packed, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gp, bp, sc, h0, acts, gc, tcs, out,
+def lstm_forward(fn, iw, mode, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gp, bp, sc, h0, acts, gc, tcs, out,
                  hn, m, nm, hprev, masked, keep_prev, reverse, one, zero, hb):
     """``_seqkit.lstm_layer``'s time loop: h0 (N, H) the first state, gc's c at the first step
     the first cell state; writes acts (L, N, 4H), gc (L + 1, N, 2H), tcs (L, N, H), the outputs
     out (L, N, H) and the last state hn (N, H). wtn: the hidden weights transposed (H, 4H) as
-    ``_seqkit._Rhs`` holds them (fn, packed, ldw: its function, whether packed, its leading
-    dimension); gp (L, N, 4H): the input projections; bp (4H,) the biases' sum; all three in
+    ``_seqkit._Rhs`` holds them (fn, mode, ldw: its function, how it is called (``_product``),
+    its leading dimension); gp (L, N, 4H): the input projections; bp (4H,) the biases' sum; all three in
     PyTorch's gate order; sc (N, 4H) receives a step's product. With ``masked``, m and nm (L, N) keep the state of finished sequences. With
     ``masked`` or ``keep_prev``, hprev (L, N, H) receives the state before each step (the backward's operand of the
     hidden weights' gradient). hb (2, N, H) is scratch."""
@@ -179,7 +205,7 @@ def lstm_forward(fn, iw, packed, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gp,
         j = t + 1 if reverse else t
         jn = t if reverse else t + 1
         a = acts[t]
-        _product(fn, iw, packed, h.ctypes.data, N, H, wtn.ctypes.data, ldw, H4, sc.ctypes.data, one, zero)
+        _product(fn, iw, mode, h.ctypes.data, N, H, wtn.ctypes.data, ldw, H4, sc.ctypes.data, one, zero)
         af = a.reshape(N * H4)
         sf = sc.reshape(N * H4)
         g_ = gp[t].reshape(N * H4)
@@ -232,13 +258,13 @@ def lstm_forward(fn, iw, packed, wtn, ldw, fexp, exp_data, ftanh, tanh_data, gp,
 
 
 @_jit
-def lstm_backward(fn, iw, packed, w, ldw, acts, gc, tcs, dout, dh, dc, da, m, nm, masked, reverse, one, zero,
+def lstm_backward(fn, iw, mode, w, ldw, acts, gc, tcs, dout, dh, dc, da, m, nm, masked, reverse, one, zero,
                   keep, db, sum_db, srow):
     """The backward through time of ``lstm_forward``: from the gradients dout (L, N, H) of the
     outputs and dh, dc (N, H) of the last states (both overwritten with the gradients of the
     first ones), writes da (L, N, 4H), the gates' pre-activation gradients in PyTorch's order
     (i, f, g, o). w: the hidden weights as they are (4H, H), as ``_seqkit._Rhs`` holds them
-    (fn, packed, ldw as in ``lstm_forward``); keep (N, H) scratch. With ``sum_db``, db (4H,)
+    (fn, mode, ldw as in ``lstm_forward``); keep (N, H) scratch. With ``sum_db``, db (4H,)
     (zeros) receives the sum of da over steps and rows, the biases' gradient, summed as the
     NumPy loop sums it (each step's rows in order, into srow (4H,), then added to db), while
     the step's rows are in cache."""
@@ -284,7 +310,7 @@ def lstm_backward(fn, iw, packed, w, ldw, acts, gc, tcs, dout, dh, dc, da, m, nm
                     srow[k] = srow[k] + d[n, k]
             for k in range(H4):
                 db[k] = db[k] + srow[k]
-        _product(fn, iw, packed, d.ctypes.data, N, H4, w.ctypes.data, ldw, H, dh.ctypes.data, one, zero)
+        _product(fn, iw, mode, d.ctypes.data, N, H4, w.ctypes.data, ldw, H, dh.ctypes.data, one, zero)
         if masked:
             for n in range(N):
                 for k in range(H):

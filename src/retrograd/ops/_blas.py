@@ -51,7 +51,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["matmul", "try_matmul", "backend", "describe", "mkl_gemm", "mkl_gemm_packed"]
+__all__ = ["matmul", "try_matmul", "backend", "describe", "mkl_gemm", "mkl_gemm_packed", "onednn_gemm"]
 
 _ROW, _NT, _T = 101, 111, 112        # CblasRowMajor, CblasNoTrans, CblasTrans
 _INT_MAX = 2 ** 31 - 1               # LP64: MKL's dimensions, strides and counts are C ints
@@ -134,6 +134,17 @@ def mkl_gemm_packed(dtype):
     if lib is None:
         lib = _load()
     return lib.packed.get(np.dtype(dtype)) if lib and lib.kind == "mkl" else None
+
+
+def onednn_gemm(dtype):
+    """oneDNN's float32 product as a cblas-style Python callable (``_OneDnn.sgemm``: threads
+    set, signals guarded), or None where products do not run on oneDNN or ``dtype`` is not
+    float32. For the recurrent layers' time loops, which call its ``dnnl_sgemm`` directly
+    (with the calling thread's OpenMP count set and its signals blocked: ``_seqkit``)."""
+    lib = _state[0]
+    if lib is None:
+        lib = _load()
+    return lib.sgemm if lib and lib.kind == "onednn" and np.dtype(dtype) == _F32 else None
 
 
 def _choice():
