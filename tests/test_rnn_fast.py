@@ -283,6 +283,21 @@ def test_compiled_loops_on_onednn_give_the_numpy_loops_bits(on_onednn, cfg, pack
     _same(fast, ref, "float32")
 
 
+def test_backward_after_the_blas_changed_keeps_the_forwards_gemm(on_onednn, monkeypatch):
+    """A layer whose forward ran on oneDNN's sgemm keeps it for its backward when products
+    have moved elsewhere since (the BLAS switched in-process): the NumPy loop with the
+    forward's function, the compiled loop's bits."""
+    _kernels("compiled", monkeypatch)
+    ref = _run("float32", *LAYERS[0])
+    orig = _seqkit._LstmLayerNode._bptt
+
+    def bptt(self, saved, grads):
+        monkeypatch.setattr(_blas, "_state", [False])        # products on NumPy from here on
+        return orig(self, saved, grads)
+    monkeypatch.setattr(_seqkit._LstmLayerNode, "_bptt", bptt)
+    _same(_run("float32", *LAYERS[0]), ref, "float32")
+
+
 def test_layer_without_c_functions_runs_the_numpy_loop(monkeypatch):
     """Where a C function cannot be found (another BLAS, a NumPy whose ufunc struct differs),
     the layer runs the NumPy loop: the same values."""

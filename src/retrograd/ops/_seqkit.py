@@ -280,7 +280,7 @@ def _rhs(gemm, b, trans, m, dense=None):
     pk = _blas.mkl_gemm_packed(dt) if gemm is _blas.mkl_gemm(dt) else None
     if pk is None:
         mat = dense() if dense is not None else b
-        return _Rhs(gemm, mat, n, _DNNL if gemm == _blas.onednn_gemm(dt) else _CBLAS, n)
+        return _Rhs(gemm, mat, n, _DNNL if isinstance(getattr(gemm, "__self__", None), _blas._OneDnn) else _CBLAS, n)
     size, pack, comp = pk
     it = dt.itemsize
     cnt = -(-size(_BMAT, m, n, k) // it)
@@ -357,9 +357,8 @@ def _find_ufunc_loop(uf, dt):
 
 
 def _compiled(dt):
-    """(kernels, gemm, (its address, an integer of its int type), exp loop, tanh loop) for
-    the compiled LSTM loops in ``dt``, or None. (The loops take the address of a ``_Rhs``'s
-    function: the gemm or, on a packed operand, MKL's compute.)"""
+    """(kernels, gemm, exp loop, tanh loop) for the compiled LSTM loops in ``dt``, or None.
+    (The loops take the address of a ``_Rhs``'s function: ``_Rhs.addr``.)"""
     k = rnn_kernels()
     if k is None:
         return None
@@ -368,7 +367,7 @@ def _compiled(dt):
     ft = _ufunc_loop(np.tanh, dt)
     if gemm is None or fe is None or ft is None:
         return None
-    return k, gemm, None, fe, ft
+    return k, gemm, fe, ft
 
 
 class _LayerNode(OpNode):
@@ -578,7 +577,7 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse=False, masks=None):
                xp.ascontiguousarray(xp.stack([nm._data.reshape(N) for _, nm in masks]), dt))
     c = _compiled(dt) if gemm is not None else None
     if c is not None:           # the whole loop in one compiled call
-        k, (fe, de), (ft, tdat) = c[0], c[3], c[4]
+        k, (fe, de), (ft, tdat) = c[0], c[2], c[3]
         faddr, iw = rhs.addr
         hn = np.empty((N, H), dt)
         m, nm = msk if msk is not None else (_NOMASK[dt], _NOMASK[dt])
