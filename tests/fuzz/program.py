@@ -251,9 +251,33 @@ def _singular_up_to_rounding(a):
     return bool(np.any(sv[..., -1] <= 1e-10 * sv[..., 0]))
 
 
-def _signs_differ(targs, rargs):
+# Significant bits of the numbers where ops put their kinks and thresholds (0, 0.5, 1, 3, 6,
+# the fuzzer's literal bounds): a value either library rounds across one may take another
+# branch of a later op (hardswish at 3 after singular values that are 3 in exact arithmetic).
+_KINK_BITS = 8
+
+
+def _straddles_kink(a, b):
+    """Elements where a and b (float64, equal to rounding) differ and lie on two sides of 0 or
+    of a number with at most _KINK_BITS significant bits (or one of them on it)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = np.isfinite(a) & np.isfinite(b) & (a != b)
+        if not ok.any():
+            return False
+        lo, hi = np.minimum(a, b)[ok], np.maximum(a, b)[ok]
+        if np.any((lo <= 0) & (hi >= 0)):
+            return True
+        # the grid of short numbers around each pair: spacing 2**(e - bits + 1), e the exponent
+        # of the larger magnitude; a grid point in [lo, hi] is a kink candidate between them
+        e = np.frexp(np.maximum(np.abs(lo), np.abs(hi)))[1]
+        step = np.ldexp(1.0, e - _KINK_BITS)
+        return bool(np.any(np.floor(hi / step) * step >= lo))
+
+
+def _branches_may_differ(targs, rargs):
     """Does a floating input hold an element whose sign (-1, 0, +1) differs between torch's and
-    retrograd's values (each computed by earlier steps, equal to rounding)?"""
+    retrograd's values (each computed by earlier steps, equal to rounding), or that they round
+    across a kink candidate (_straddles_kink)?"""
     for t, r in zip(targs, rargs):
         if is_tensor(t) and is_tensor(r) and t.is_floating_point() and tuple(t.shape) == tuple(r.shape) \
                 and not t.is_complex():
@@ -264,6 +288,8 @@ def _signs_differ(targs, rargs):
             with np.errstate(invalid="ignore"):
                 if np.any((np.sign(a) != np.sign(b)) & ~np.isnan(a) & ~np.isnan(b)):
                     return True
+            if _straddles_kink(a.reshape(-1), b.reshape(-1)):
+                return True
     return False
 
 
@@ -365,7 +391,7 @@ class Fuzzer:
         self.grad_known = None
         self.gradgrad_known = None
         self.nonfinite_seen = False
-        self.sign_drift = False  # an input's sign differs between the libraries (rounding near 0)
+        self.sign_drift = False  # an input is rounded across 0 or a kink candidate (_branches_may_differ)
         self.layout_differs = False
         self.half_seen = False
 
@@ -609,7 +635,7 @@ class Fuzzer:
             a = self.t.env[lf.name]
             self.pool.append((("leaf", lf.name), a))
         if not self.sign_drift:
-            self.sign_drift = _signs_differ(targs, rargs)
+            self.sign_drift = _branches_may_differ(targs, rargs)
         step.differentiable = any(is_tensor(o) and o.requires_grad for o in flat(tout))
         self.classify_grad(step, kinds, step.differentiable)
         msg, cls = self.compare_step(step, tout, rout, targs, rargs)
@@ -745,8 +771,9 @@ class Fuzzer:
             self.stats["grad_skipped_known"] += 1
             return
         if self.sign_drift:
-            # values that agree to rounding but not in sign (an inverse's exact zeros as +-3e-18)
-            # put a later kink (elu, relu, abs at 0) on different branches: derivatives differ there
+            # values that agree to rounding but not in sign (an inverse's exact zeros as +-3e-18),
+            # or that round across a short number (singular values of 3 as 3 +- 4e-16), put a
+            # later kink (relu at 0, hardswish at 3) on different branches: derivatives differ there
             self.stats["diverged"] += 1
             return
         touts, routs = self.grad_outputs()

@@ -109,3 +109,22 @@ def test_fuzz_programs(shard, record_property):
     if findings:
         pytest.fail(f"{len(findings)} findings (written to {COLLECT}):\n" +
                     "\n".join(f"{type(e).__name__}: {str(e).splitlines()[0]}" for e in findings), pytrace=False)
+
+
+def test_rounding_across_a_kink_is_drift_not_a_finding():
+    """Values equal to rounding that lie on two sides of 0 or of a short number (where ops put
+    kinks: hardswish's 3 after singular values that are 3 in exact arithmetic, seed 109) stop
+    the derivative comparison; ordinary 1-ulp differences do not."""
+    import numpy as np
+    from .program import _straddles_kink
+    pairs = [(2.9999999999999996, 3.0000000000000004), (3.0, 3.0000000000000004), (0.49999999999999994, 0.5),
+             (-6.000000000000001, -5.999999999999999), (-1e-18, 2e-18), (0.0, 1e-300)]
+    for a, b in pairs:
+        assert _straddles_kink(np.array([a, 1.0]), np.array([b, 1.0])), (a, b)
+        assert _straddles_kink(np.array([b]), np.array([a])), (a, b)
+    assert not _straddles_kink(np.array([3.0, np.nan]), np.array([3.0, np.nan]))      # equal: no drift
+    assert not _straddles_kink(np.array([1.2345678901, np.inf]), np.array([1.2345678902, -np.inf]))
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(20000)
+    b = np.nextafter(a, np.inf)
+    assert not any(_straddles_kink(a[i:i + 1], b[i:i + 1]) for i in range(a.size))
