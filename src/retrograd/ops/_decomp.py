@@ -784,6 +784,18 @@ def _complex_dt(dt):
     return np.dtype(np.complex64) if dt in (np.float32, np.complex64) else np.dtype(np.complex128)
 
 
+def _eig_single(x, cdt):
+    """SciPy's eig (LAPACK's sgeev/cgeev) matrix by matrix over the batch dimensions (SciPy
+    before 1.15 takes one matrix), as ``cdt`` arrays."""
+    import scipy.linalg
+    flat = x.reshape((-1,) + x.shape[-2:])
+    w = np.empty(flat.shape[:-1], cdt)
+    v = np.empty(flat.shape, cdt)
+    for i in range(flat.shape[0]):
+        w[i], v[i] = scipy.linalg.eig(flat[i], check_finite=False)
+    return w.reshape(x.shape[:-1]), v.reshape(x.shape)
+
+
 def _eig_np(x):
     cdt = _complex_dt(x.dtype)
     if x.shape[-1] == 0:
@@ -795,8 +807,7 @@ def _eig_np(x):
         # NumPy's eig computes in double, whose eigenvalues of an ill-conditioned float32
         # matrix differ from torch's by more than float32's rounding (1e-6 at a condition
         # number of 52)
-        import scipy.linalg
-        w, v = scipy.linalg.eig(_plus_zero(x), check_finite=False)
+        w, v = _eig_single(_plus_zero(x), cdt)
     else:
         w, v = np.linalg.eig(_plus_zero(x))
     return w.astype(cdt), v.astype(cdt)
