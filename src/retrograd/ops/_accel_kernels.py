@@ -295,6 +295,19 @@ def dw_corr3(x, wk, out, buf, plh, plw, wp, d0, d1, bias, zero):
 
 
 @_jit
+def _column_sums(acc, out, c):
+    """out[c, a, b] = the sum of acc[a, b] (KH, KW, OW) over its columns, in order."""
+    KH, KW, OW = acc.shape
+    for a in range(KH):
+        for b in range(KW):
+            ac = acc[a, b]
+            t = ac[0]       # (OW >= 1; not ac[0] * 0, which is NaN for an inf)
+            for j in range(1, OW):
+                t += ac[j]
+            out[c, a, b] = t
+
+
+@_jit
 def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1, c0, c1):
     """out[c, a, b] = sum over (n, i, j) of g[n, c, i, j] * xp[n, c, i + a*d0, j + b*d1] (xp,
     ``buf`` as in dw_corr) over the real output positions only, summed per output column in
@@ -319,13 +332,7 @@ def dw_weight_grad(x, g, out, buf, acc, plh, plw, wp, d0, d1, c0, c1):
                         gi = g0 + _u(i * OW)
                         for j in range(owu):
                             af[ao + j] += gf[gi + j] * buf[s0 + j]
-        for a in range(KH):
-            for b in range(KW):
-                ac = acc[a, b]
-                t = ac[0]       # (OW >= 1; not ac[0] * 0, which is NaN for an inf)
-                for j in range(1, OW):
-                    t += ac[j]
-                out[c, a, b] = t
+        _column_sums(acc, out, c)
 
 
 # A 3x3 kernel in float32: the nine taps of each column updated in one pass over each row of
@@ -363,13 +370,7 @@ def dw_weight_grad3(x, g, out, buf, acc, plh, plw, wp, d0, d1, c0, c1):
                     af[6 * owu + j] += gv * buf[p2 + j]
                     af[7 * owu + j] += gv * buf[p2 + e1 + j]
                     af[8 * owu + j] += gv * buf[p2 + e2 + j]
-        for a in range(3):
-            for b in range(3):
-                ac = acc[a, b]
-                t = ac[0]       # (as dw_weight_grad)
-                for j in range(1, OW):
-                    t += ac[j]
-                out[c, a, b] = t
+        _column_sums(acc, out, c)
 
 
 @_jit
