@@ -242,10 +242,12 @@ def _repeated_singular_values(a):
 
 
 def _singular_up_to_rounding(a):
-    """Are the matrices of ``a`` (..., n, n) singular to working precision (the smallest singular
-    value below 1e-10 of the largest)? Whether an elimination then meets an exact zero pivot,
-    and what it returns past it, is the rounding of its own order of operations."""
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2] or a.shape[-1] < 2 or a.size > 4096 or not np.all(np.isfinite(a)):
+    """Are the matrices of ``a`` (..., m, n) of deficient rank to working precision (the smallest
+    of their min(m, n) singular values below 1e-10 of the largest)? Whether an elimination then
+    meets an exact zero pivot, which rounding-noise entry it pivots on next (a 4 x 3 matrix of
+    rank 2: the rows of a cross product with one vector), and what it returns past it, is the
+    rounding of its own order of operations."""
+    if a.ndim < 2 or min(a.shape[-2:]) < 2 or a.size > 4096 or not np.all(np.isfinite(a)):
         return False
     sv = np.linalg.svd(a, compute_uv=False)
     return bool(np.any(sv[..., -1] <= 1e-10 * sv[..., 0]))

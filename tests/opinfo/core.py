@@ -130,6 +130,12 @@ _known("inverse linalg.inv linalg.inv_ex linalg.solve linalg.solve_ex linalg.slo
        "exact zero pivot (slogdet's sign 0, inv_ex's info, inv's error, cond's inf for p in 1, inf, 'fro', 'nuc') "
        "or returns values of order 1/eps is the rounding of each "
        "LAPACK's elimination order (torch 2.13's MKL getrf, NumPy's and SciPy's OpenBLAS); see the ties entry above")
+_known("linalg.lu_factor linalg.lu_factor_ex linalg.lu linalg.lu(P) lu", "fuzz:values fuzz:grad fuzz:gradgrad",
+       "singular",
+       "a matrix of deficient rank up to rounding (a 4 x 3 of rank 2, the rows of a cross product with one vector): "
+       "past the rank's steps the column left holds rounding noise, and which noise entry each LAPACK's getrf takes "
+       "as the pivot (so the rows of L and U, and their gradients) is its own rounding: torch 2.13's MKL and "
+       "OpenBLAS swapped different rows on the fuzzer's matrix")
 _known("linalg.eigh", "fuzz:values", "singular",
        "a symmetric matrix singular to working precision (a rank-truncating pinverse): the null space's eigenvectors "
        "come out of rounding noise, their signs (and for a repeated zero eigenvalue their basis) each LAPACK's choice")
