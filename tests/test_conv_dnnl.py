@@ -72,8 +72,9 @@ def _run(lib, x, w, b, stride, pad, dil, groups, gy=None, noncontig=False):
 @pytest.mark.parametrize("geom", GEOMS, ids=range(len(GEOMS)))
 @pytest.mark.parametrize("noncontig", [False, True])
 def test_matches_torch(dnnl, geom, noncontig):
-    """PyTorch's values and gradients: the same kernels, so the same bits for the output and
-    the two gradients' products (within an ulp-level bound for the bias gradient, a sum)."""
+    """PyTorch's values and gradients: the same library's kernels, so the same bits for the
+    output and the weight gradient, a few units of rounding for the input gradient of a strided
+    convolution (another kernel: see the next test) and for the bias gradient (a sum)."""
     xs, ws, stride, pad, dil, groups, bias = geom
     x, w, b = _arrays(xs, ws, bias)
     retrograd.set_num_threads(1)
@@ -90,6 +91,31 @@ def test_matches_torch(dnnl, geom, noncontig):
         # (the bias gradient is a sum of |cos| <= 1 terms over the positions, in another order)
         scale = float(np.abs(e).max()) if i < 3 else got[0][:, 0].size
         assert float(np.abs(r - e).max()) <= 4e-6 * scale
+
+
+@pytest.mark.parametrize("stride,k", [(2, 3), (2, 1), (1, 3)])
+def test_gradients_take_the_forwards_layouts(dnnl, stride, k):
+    """Both gradient passes read and write x and y in the layouts the forward chose (blocked),
+    not in the layouts oneDNN would pick for them alone: for a strided input gradient those
+    were NHWC, a slower kernel with slower reorders."""
+    x, w, _ = _arrays((2, 16, 12, 12), (32, 16, k, k), False)
+    xt = retrograd.from_numpy(x).requires_grad_()
+    wt = retrograd.from_numpy(w).requires_grad_()
+    retrograd.nn.functional.conv2d(xt, wt, stride=stride, padding=k // 2).sum().backward()
+    plans = {key[0]: plan for key, plan in dnnl.cache.items() if plan}
+    assert set(plans) == {"fwd", "bwd_in", "bwd_w"}
+    lib, query = dnnl.lib, dnnl.lib.dnnl_primitive_desc_query_md
+    fx, fy = query(plans["fwd"].pd, _dnnl_conv._Q_SRC, 0), query(plans["fwd"].pd, _dnnl_conv._Q_DST, 0)
+    plain = dnnl.md(x.shape, (16 * 144, 144, 12, 1))
+    try:
+        assert not lib.dnnl_memory_desc_equal(fx, plain)       # (the forward's are blocked)
+    finally:
+        lib.dnnl_memory_desc_destroy(plain)
+    for kind, qx, qy in (("bwd_in", _dnnl_conv._Q_DIFF_SRC, _dnnl_conv._Q_DIFF_DST),
+                         ("bwd_w", _dnnl_conv._Q_SRC, _dnnl_conv._Q_DIFF_DST)):
+        pd = plans[kind].pd
+        assert lib.dnnl_memory_desc_equal(query(pd, qx, 0), fx), kind
+        assert lib.dnnl_memory_desc_equal(query(pd, qy, 0), fy), kind
 
 
 @pytest.mark.parametrize("geom", GEOMS, ids=range(len(GEOMS)))

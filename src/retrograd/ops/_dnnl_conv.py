@@ -5,8 +5,10 @@ Where ops._blas runs its float32 products on oneDNN (CPUs other than Intel's, wi
 input gradient, weight gradient) run as oneDNN primitives too: its JIT kernels on blocked
 layouts (nChw16c and the like), the plain NCHW operands reordered into them and the results
 back. PyTorch's CPU convolutions are the same library's kernels: on an AMD EPYC the outputs
-and both gradients equalled PyTorch 2.13's to the bit on every shape tried (the tests,
-tests/test_conv_dnnl.py, bound them at 4e-6 of the largest, for other CPUs and versions).
+and both gradients equalled PyTorch 2.13's to the bit on the shapes tried, but for the input
+gradients of strided convolutions, which retrograd computes with another kernel (see _Plan;
+a few units of rounding apart). The tests, tests/test_conv_dnnl.py, bound them at 4e-6 of the
+largest, for other CPUs and versions.
 Measured on one core of that EPYC (AVX-512), forward plus both gradients, against the column
 path on oneDNN's sgemm: 16 -> 16 channels over 32x32 (batch 32) 3.4 against 8.8 ms, a
 stride-2 32 -> 64 3.1 against 4.1 ms. With fewer channels the blocked kernels run mostly
@@ -169,20 +171,22 @@ class _Plan:
             self.owned.append(("dnnl_primitive_desc_destroy", hint))
             if kind == "fwd":
                 pd = hint
-            elif kind == "bwd_in":
-                pd = P()
-                st = lib.dnnl_convolution_backward_data_primitive_desc_create(
-                    api.byref(pd), api.eng, _DIRECT, anyx, anyw, anyy, S, D, PL, PR, hint, None)
-                if st:
-                    raise _Refused(f"backward data: status {st}")
-                self.owned.append(("dnnl_primitive_desc_destroy", pd))
             else:
-                pd = P()
-                st = lib.dnnl_convolution_backward_weights_primitive_desc_create(
-                    api.byref(pd), api.eng, _DIRECT, anyx, anyw, None, anyy, S, D, PL, PR, hint, None)
-                if st:
-                    raise _Refused(f"backward weights: status {st}")
+                # The gradients on the forward's layouts of x and y where oneDNN has kernels for
+                # them, else on its own choice: left to choose, oneDNN 3.2 takes for a strided
+                # input gradient its NHWC kernel (brgconv_strided), which with its reorders ran
+                # 1.2-1.8x the time of the blocked one here (one core, AVX-512: 32 -> 64
+                # channels 3x3 stride 2 over 16x32x32, 1.68 against 1.40 ms; 16 -> 32 1x1
+                # stride 2, 0.55 against 0.30); equal where it chose the forward's already.
+                fx = lib.dnnl_primitive_desc_query_md(hint, _Q_SRC, 0)
+                fy = lib.dnnl_primitive_desc_query_md(hint, _Q_DST, 0)
+                pd = self._backward_pd(kind, fx, anyw, fy, S, D, PL, PR, hint)
+                if pd is None:
+                    pd = self._backward_pd(kind, anyx, anyw, anyy, S, D, PL, PR, hint)
+                if pd is None:
+                    raise _Refused(f"{kind}: no primitive")
                 self.owned.append(("dnnl_primitive_desc_destroy", pd))
+            self.pd = pd
             self.prim = self._prim(pd)
             # (query, argument, plain shape, input?) of each operand of this pass
             ops = {"fwd": ((_Q_SRC, _SRC, xshape, True), (_Q_WEI, _WEI, w5, True), (_Q_DST, _DST, yshape, False)),
@@ -223,6 +227,18 @@ class _Plan:
         finally:
             for m in mds:
                 lib.dnnl_memory_desc_destroy(m)
+
+    def _backward_pd(self, kind, xmd, wmd, ymd, S, D, PL, PR, hint):
+        api = self.api
+        lib = api.lib
+        pd = api.P()
+        if kind == "bwd_in":
+            st = lib.dnnl_convolution_backward_data_primitive_desc_create(
+                api.byref(pd), api.eng, _DIRECT, xmd, wmd, ymd, S, D, PL, PR, hint, None)
+        else:
+            st = lib.dnnl_convolution_backward_weights_primitive_desc_create(
+                api.byref(pd), api.eng, _DIRECT, xmd, wmd, None, ymd, S, D, PL, PR, hint, None)
+        return None if st else pd
 
     def _own(self, name, h):
         self.owned.append((name, h))
