@@ -459,6 +459,35 @@ def test_input_changed_after_layer_forward_refuses(layer):
     assert msgs[0] == msgs[1]
 
 
+_POOLS_1D = {
+    "max_pool1d": lambda F, t: F.max_pool1d(t, 2),
+    "max_pool1d_indices": lambda F, t: F.max_pool1d(t, 2, return_indices=True)[0],
+    "avg_pool1d": lambda F, t: F.avg_pool1d(t, 2),
+    "adaptive_avg_pool1d": lambda F, t: F.adaptive_avg_pool1d(t, 2),
+    "adaptive_max_pool1d": lambda F, t: F.adaptive_max_pool1d(t, 2),
+}
+
+
+@pytest.mark.parametrize("pool", sorted(_POOLS_1D))
+def test_one_d_pool_input_changed_in_place_refuses(pool):
+    """A 1-D pool runs as the 2-D one on its input unsqueezed: a view, sharing the input's
+    version counter, so an in-place change of the input before the backward is refused, with
+    PyTorch's message naming the view (once a fresh array: the gradient of the new values)."""
+    def run(lib):
+        t = lib.tensor(np.random.default_rng(1).standard_normal((2, 4, 6)), requires_grad=True) * 2
+        y = _POOLS_1D[pool](lib.nn.functional, t)
+        t.sigmoid_()
+        with pytest.raises(RuntimeError) as e:
+            y.sum().backward()
+        return str(e.value)
+    msg = run(retrograd)
+    assert msg == ("one of the variables needed for gradient computation has been modified by an inplace "
+                   "operation: [torch.DoubleTensor [2, 4, 1, 6]], which is output 0 of AsStrided, is at version 1; "
+                   "expected version 0 instead. " + HINT)
+    if torch is not None:
+        assert msg == run(torch)
+
+
 def _overlapping_slice_adds(lib, upstream, create_graph):
     """Two in-place adds into overlapping strided windows of one base (the shape of a
     transposed convolution's slice-add composite)."""

@@ -10,7 +10,6 @@ import functools
 import itertools
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ._base import xp_for, strided
 from ._base import OpNode, node_for, save, finish
@@ -243,7 +242,7 @@ def max_pool(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
         k = _tup(kernel_size, 1, "kernel_size")
         s = _tup(stride if (stride is not None and stride != [] and stride != ()) else k, 1, "stride")
         p, d = _tup(padding, 1, "padding"), _tup(dilation, 1, "dilation")
-        r = max_pool(_unsq(input, -2), (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, return_indices, 2)
+        r = max_pool(input.unsqueeze(-2), (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0]), ceil_mode, return_indices, 2)
         if return_indices:
             return _sq(r[0], -2), r[1].squeeze(-2)
         # PyTorch: with a gradient to record, the indices kernel and a squeeze (a view); its
@@ -324,21 +323,6 @@ def _max_pool_result(input, best, arg, geo, return_indices):
         pos = pos + koff[i] * d[i]
         flat = pos if flat is None else flat * S[i] + pos
     return res, finish(None, flat.reshape(tuple(lead) + out).astype(np.int64))
-
-
-class UnsqueezeBackward0(OpNode):
-    def backward(self, g):
-        return g.reshape(self.shape)
-
-
-def _unsq(t, dim):
-    xp = xp_for(t)
-    x = t._data
-    dim = dim % (x.ndim + 1)
-    node = node_for(UnsqueezeBackward0, (t,))
-    if node is not None:
-        node.shape = x.shape
-    return finish(node, xp.expand_dims(x, dim))
 
 
 def _sq(t, dim):
@@ -448,7 +432,7 @@ def avg_pool(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_
         k = _tup(kernel_size, 1, "kernel_size")
         s = _tup(stride if stride is not None else k, 1, "stride")
         p = _tup(padding, 1, "padding")
-        r = avg_pool(_unsq(input, -2), (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode, count_include_pad, None, 2)
+        r = avg_pool(input.unsqueeze(-2), (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode, count_include_pad, None, 2)
         return _sq(r, -2)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
@@ -610,7 +594,7 @@ def adaptive_avg_pool(input, output_size, nd=2):
             raise RuntimeError(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got {list(x.shape)}")
         osz = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
         _int_size(osz, "adaptive_avg_pool1d")
-        return _sq(adaptive_avg_pool(_unsq(input, -2), (1, osz), 2), -2)
+        return _sq(adaptive_avg_pool(input.unsqueeze(-2), (1, osz), 2), -2)
     out = _adaptive_out(x, output_size, nd, name)
     if all(o == 1 for o in out):
         from .reduce import mean
@@ -696,7 +680,7 @@ def adaptive_max_pool(input, output_size, return_indices=False, nd=2):
         _check_nonempty(x.shape, 1, "adaptive_max_pool1d()", "input")
         osz = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
         _int_size(osz, "adaptive_max_pool1d")
-        y, i = adaptive_max_pool(_unsq(input, -2), (1, osz), True, 2)
+        y, i = adaptive_max_pool(input.unsqueeze(-2), (1, osz), True, 2)
         y, i = _sq(y, -2), i.squeeze(-2)
         return (y, i) if return_indices else y
     out = _adaptive_out(x, output_size, nd, f"adaptive_max_pool{nd}d")
