@@ -85,7 +85,7 @@ def test_matches_torch(dnnl, geom, noncontig):
     finally:
         _threads._adaptive()
     assert any(k[0] == "fwd" and v for k, v in dnnl.cache.items()), "oneDNN's forward was not used"
-    assert {k[0] for k, v in dnnl.cache.items() if v} >= {"fwd", "bwd_in", "bwd_w"}
+    assert {k[0] for k, v in dnnl.cache.items() if v} >= {"fwd", "bwd"}
     for i, (r, e) in enumerate(zip(got, want)):
         assert r.shape == e.shape and r.dtype == e.dtype
         # (the bias gradient is a sum of |cos| <= 1 terms over the positions, in another order)
@@ -103,9 +103,10 @@ def test_gradients_take_the_forwards_layouts(dnnl, stride, k):
     wt = retrograd.from_numpy(w).requires_grad_()
     retrograd.nn.functional.conv2d(xt, wt, stride=stride, padding=k // 2).sum().backward()
     plans = {key[0]: plan for key, plan in dnnl.cache.items() if plan}
-    assert set(plans) == {"fwd", "bwd_in", "bwd_w"}
+    assert set(plans) == {"fwd", "bwd"}
     lib, query = dnnl.lib, dnnl.lib.dnnl_primitive_desc_query_md
-    fx, fy = query(plans["fwd"].pd, _dnnl_conv._Q_SRC, 0), query(plans["fwd"].pd, _dnnl_conv._Q_DST, 0)
+    fpd = plans["fwd"].pds["fwd"]
+    fx, fy = query(fpd, _dnnl_conv._Q_SRC, 0), query(fpd, _dnnl_conv._Q_DST, 0)
     plain = dnnl.md(x.shape, (16 * 144, 144, 12, 1))
     try:
         assert not lib.dnnl_memory_desc_equal(fx, plain)       # (the forward's are blocked)
@@ -113,7 +114,7 @@ def test_gradients_take_the_forwards_layouts(dnnl, stride, k):
         lib.dnnl_memory_desc_destroy(plain)
     for kind, qx, qy in (("bwd_in", _dnnl_conv._Q_DIFF_SRC, _dnnl_conv._Q_DIFF_DST),
                          ("bwd_w", _dnnl_conv._Q_SRC, _dnnl_conv._Q_DIFF_DST)):
-        pd = plans[kind].pd
+        pd = plans["bwd"].pds[kind]
         assert lib.dnnl_memory_desc_equal(query(pd, qx, 0), fx), kind
         assert lib.dnnl_memory_desc_equal(query(pd, qy, 0), fy), kind
 
@@ -169,6 +170,30 @@ def test_what_it_does_not_take(dnnl):
     assert len(dnnl.cache) == 0
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_joint_passes_reorder_the_shared_operand_once(dnnl, stride):
+    """A convolution's two gradients in one plan ("bwd", sharing the output gradient), and a
+    transposed convolution's ("fwd_bwd_w", sharing the adjoint's input): the bits of the
+    passes run one by one, with one reorder fewer."""
+    from retrograd.ops.conv import _P
+    x, w, _ = _arrays((3, 16, 10, 10), (32, 16, 3, 3), False, seed=11)
+    p = _P((stride, stride), ((1, 1), (1, 1)), (1, 1), 1)
+    y = _dnnl_conv.fwd(x, w, p)
+    g = np.cos(np.arange(y.size, dtype=np.float32)).reshape(y.shape)
+    gx, gw = _dnnl_conv.bwd(x, g, w, p)
+    assert np.array_equal(gx, _dnnl_conv.bwd_in(g, w, x.shape, p))
+    assert np.array_equal(gw, _dnnl_conv.bwd_w(x, g, w.shape, p))
+    y2, gw2 = _dnnl_conv.fwd_bwd_w(x, w, g, p)
+    assert np.array_equal(y2, y) and np.array_equal(gw2, gw)
+    plans = {k[0]: v for k, v in dnnl.cache.items() if v}
+
+    def steps(name):
+        return sum(len(st) for _, st in plans[name].stages)
+    assert steps("bwd") == steps("bwd_in") + steps("bwd_w") - 1
+    assert steps("fwd_bwd_w") == steps("fwd") + steps("bwd_w") - 1
+    assert _dnnl_conv.fwd_bwd_w(x, w, g[:, :, :-1], p) is None      # (g not of the output's shape)
+
+
 def test_same_bits_on_any_thread_count_and_cached(dnnl):
     """A run on another load (another thread count) gives the same bits."""
     x, w, b = _arrays((4, 32, 14, 14), (32, 32, 3, 3), True, seed=4)
@@ -182,8 +207,19 @@ def test_same_bits_on_any_thread_count_and_cached(dnnl):
     for other in runs[1:]:
         for r, e in zip(other, runs[0]):
             assert np.array_equal(r, e)
-    # made once per thread count and reused; the weight gradient's on one thread only
+    # made once per thread count and reused; the weight gradient's pass on one thread only
     assert len([k for k in dnnl.cache if k[0] == "fwd"]) == 3
+    bwd = [v for k, v in dnnl.cache.items() if k[0] == "bwd"]
+    assert sorted([n for n, _ in v.stages] for v in bwd) == [[1, 1], [2, 1], [3, 1]]
+    # a weight gradient alone (x needs none): its own plan, on one thread too
+    wt = retrograd.from_numpy(w).requires_grad_()
+    try:
+        retrograd.set_num_threads(2)
+        retrograd.nn.functional.conv2d(retrograd.from_numpy(x), wt, padding=1).sum().backward()
+    finally:
+        _threads._adaptive()
+    assert np.array_equal(wt.grad.numpy(), _run(retrograd, x, w, None, 1, 1, 1, 1, gy=np.ones((4, 32, 14, 14),
+                                                                                           np.float32))[2])
     assert [k[-1] for k in dnnl.cache if k[0] == "bwd_w"] == [1]
 
 
@@ -238,7 +274,7 @@ def test_primitives_run_with_asynchronous_signals_blocked(dnnl, monkeypatch):
     monkeypatch.setattr(dnnl.lib, "dnnl_primitive_execute", spy)
     x, w, b = _arrays((2, 16, 8, 8), (16, 16, 3, 3), True, seed=8)
     _run(retrograd, x, w, b, 1, 1, 1, 1)
-    assert {k[0] for k, v in dnnl.cache.items() if v} >= {"fwd", "bwd_in", "bwd_w"}
+    assert {k[0] for k, v in dnnl.cache.items() if v} >= {"fwd", "bwd"}
     assert len(masks) >= 3
     assert all(signal.SIGINT in m and signal.SIGALRM in m and signal.SIGSEGV not in m for m in masks)
     assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
@@ -317,7 +353,7 @@ def test_transposed_as_torch(dnnl, inf):
     got = _convt(retrograd, x, w, b, **kw)
     want = _convt(torch, x, w, b, **kw)
     kinds = {k[0] for k, v in dnnl.cache.items() if v}
-    assert kinds == (set() if inf else {"fwd", "bwd_in", "bwd_w"})
+    assert kinds == (set() if inf else {"bwd_in", "fwd_bwd_w"})
     for r, e in zip(got, want):
         np.testing.assert_array_equal(np.isnan(r), np.isnan(e))
         np.testing.assert_array_equal(np.isinf(r), np.isinf(e))

@@ -27,7 +27,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["available", "takes", "fwd", "bwd_in", "bwd_w"]
+__all__ = ["available", "takes", "fwd", "bwd_in", "bwd_w", "bwd", "fwd_bwd_w"]
 
 _CACHE = 48
 _CACHE_BYTES = 512 << 20      # most bytes of blocked buffers the kept primitives hold
@@ -137,10 +137,27 @@ class _Refused(Exception):
     pass
 
 
-class _Plan:
-    """One pass of one geometry: the primitive, its reorders, blocked buffers, memory objects."""
+# The passes a plan runs, by the name it is kept under: a gradient's two passes share their
+# common operand's reorder (the output gradient; for a transposed convolution's backward, the
+# adjoint convolution's input)
+_PASSES = {"fwd": ("fwd",), "bwd_in": ("bwd_in",), "bwd_w": ("bwd_w",),
+           "bwd": ("bwd_in", "bwd_w"), "fwd_bwd_w": ("fwd", "bwd_w")}
+# (query, argument, operand, input?) of each pass; an operand names one caller's array
+_OPS = {"fwd": ((_Q_SRC, _SRC, "src", True), (_Q_WEI, _WEI, "wei", True), (_Q_DST, _DST, "dst", False)),
+        "bwd_in": ((_Q_DIFF_DST, _DIFF_DST, "diff_dst", True), (_Q_WEI, _WEI, "wei", True),
+                   (_Q_DIFF_SRC, _DIFF_SRC, "diff_src", False)),
+        "bwd_w": ((_Q_SRC, _SRC, "src", True), (_Q_DIFF_DST, _DIFF_DST, "diff_dst", True),
+                  (_Q_DIFF_WEI, _DIFF_WEI, "diff_wei", False))}
 
-    def __init__(self, api, kind, xshape, wshape, yshape, stride, dil, pad, groups, bias):
+
+class _Plan:
+    """The passes of one geometry: primitives, reorders, blocked buffers, memory objects.
+
+    Each pass runs as a stage on its own OpenMP count (see _plan): its operands' reorders
+    into the blocked layouts, the primitive, its results' reorders back; an input operand two
+    passes read in the same layout is reordered once, by the first."""
+
+    def __init__(self, api, name, xshape, wshape, yshape, stride, dil, pad, groups, bias, nt):
         self.api = api
         self.lock = threading.Lock()
         self.owned = []       # (destroy function name, handle)
@@ -149,12 +166,18 @@ class _Plan:
         lib, P = api.lib, api.P
         G = groups
         w5 = (G, wshape[0] // G) + tuple(wshape[1:]) if G > 1 else tuple(wshape)
+        shapes = {"src": xshape, "diff_src": xshape, "wei": w5, "diff_wei": w5, "dst": yshape, "diff_dst": yshape}
         dims = api.Dims
         S = dims(*stride)
         D = dims(*(d - 1 for d in dil))
         PL = dims(*(lo for lo, _ in pad))
         PR = dims(*(hi for _, hi in pad))
         mds = []
+        self.bufs = []
+        self.plain = {}       # operand -> memory object of the caller's array
+        self.pds = {}
+        self.stages = []      # (OpenMP count, [(primitive, args array)])
+        blocked = []          # (operand, memory descriptor, memory object) of inputs reordered
         try:
             anyx, anyw, anyy = api.md(xshape), api.md(w5), api.md(yshape)
             mds += [anyx, anyw, anyy]
@@ -162,65 +185,67 @@ class _Plan:
             if bias:
                 bmd = api.md((wshape[0],), (1,))
                 mds.append(bmd)
-            hint = P()
-            st = lib.dnnl_convolution_forward_primitive_desc_create(
-                api.byref(hint), api.eng, _FWD_TRAINING, _DIRECT, anyx, anyw, bmd if kind == "fwd" else None, anyy,
-                S, D, PL, PR, None)
-            if st:
-                raise _Refused(f"forward: status {st}")
-            self.owned.append(("dnnl_primitive_desc_destroy", hint))
-            if kind == "fwd":
-                pd = hint
-            else:
-                # The gradients on the forward's layouts of x and y where oneDNN has kernels for
-                # them, else on its own choice: left to choose, oneDNN 3.2 takes for a strided
-                # input gradient its NHWC kernel (brgconv_strided), which with its reorders ran
-                # 1.2-1.8x the time of the blocked one here (one core, AVX-512: 32 -> 64
-                # channels 3x3 stride 2 over 16x32x32, 1.68 against 1.40 ms; 16 -> 32 1x1
-                # stride 2, 0.55 against 0.30); equal where it chose the forward's already.
-                fx = lib.dnnl_primitive_desc_query_md(hint, _Q_SRC, 0)
-                fy = lib.dnnl_primitive_desc_query_md(hint, _Q_DST, 0)
-                pd = self._backward_pd(kind, fx, anyw, fy, S, D, PL, PR, hint)
-                if pd is None:
-                    pd = self._backward_pd(kind, anyx, anyw, anyy, S, D, PL, PR, hint)
-                if pd is None:
-                    raise _Refused(f"{kind}: no primitive")
-                self.owned.append(("dnnl_primitive_desc_destroy", pd))
-            self.pd = pd
-            self.prim = self._prim(pd)
-            # (query, argument, plain shape, input?) of each operand of this pass
-            ops = {"fwd": ((_Q_SRC, _SRC, xshape, True), (_Q_WEI, _WEI, w5, True), (_Q_DST, _DST, yshape, False)),
-                   "bwd_in": ((_Q_DIFF_DST, _DIFF_DST, yshape, True), (_Q_WEI, _WEI, w5, True),
-                              (_Q_DIFF_SRC, _DIFF_SRC, xshape, False)),
-                   "bwd_w": ((_Q_SRC, _SRC, xshape, True), (_Q_DIFF_DST, _DIFF_DST, yshape, True),
-                             (_Q_DIFF_WEI, _DIFF_WEI, w5, False))}[kind]
-            self.plain = []       # memory objects of the caller's arrays, in ops' order
-            self.steps = []       # (primitive, args array) in order
-            conv_args = []
-            after = []
-            self.bufs = []
-            for q, arg, shape, is_in in ops:
-                want = lib.dnnl_primitive_desc_query_md(pd, q, 0)
-                pmd = api.md(shape, _contig_strides(shape))
-                mds.append(pmd)
-                pmem = self._mem(pmd, None)
-                self.plain.append(pmem)
-                if lib.dnnl_memory_desc_equal(pmd, want):
-                    conv_args.append((arg, pmem))
-                    continue
-                bmem = self._mem(want, self._buffer(lib.dnnl_memory_desc_get_size(want)))
-                r = self._reorder(pmd, want) if is_in else self._reorder(want, pmd)
-                if is_in:
-                    self.steps.append((r, self._args([(_SRC, pmem), (_DST, bmem)])))
+            plain_md = {}
+            for kind in _PASSES[name]:
+                # A primitive keeps the OpenMP count in force when it is made (see _plan)
+                most = _pass_threads(kind, nt)
+                api.blas._sync_threads(most)
+                hint = P()
+                st = lib.dnnl_convolution_forward_primitive_desc_create(
+                    api.byref(hint), api.eng, _FWD_TRAINING, _DIRECT, anyx, anyw, bmd if kind == "fwd" else None,
+                    anyy, S, D, PL, PR, None)
+                if st:
+                    raise _Refused(f"forward: status {st}")
+                self.owned.append(("dnnl_primitive_desc_destroy", hint))
+                if kind == "fwd":
+                    pd = hint
                 else:
-                    after.append((r, self._args([(_SRC, bmem), (_DST, pmem)])))
-                conv_args.append((arg, bmem))
-            if bias and kind == "fwd":
-                bm = self._mem(bmd, None)
-                self.plain.append(bm)
-                conv_args.append((_BIAS, bm))
-            self.steps.append((self.prim, self._args(conv_args)))
-            self.steps += after
+                    # The gradients on the forward's layouts of x and y where oneDNN has kernels
+                    # for them, else on its own choice: left to choose, oneDNN 3.2 takes for a
+                    # strided input gradient its NHWC kernel (brgconv_strided), which with its
+                    # reorders ran 1.2-1.8x the time of the blocked one here (one core,
+                    # AVX-512: 32 -> 64 channels 3x3 stride 2 over 16x32x32, 1.68 against
+                    # 1.40 ms; 16 -> 32 1x1 stride 2, 0.55 against 0.30); equal where it chose
+                    # the forward's already.
+                    fx = lib.dnnl_primitive_desc_query_md(hint, _Q_SRC, 0)
+                    fy = lib.dnnl_primitive_desc_query_md(hint, _Q_DST, 0)
+                    pd = self._backward_pd(kind, fx, anyw, fy, S, D, PL, PR, hint)
+                    if pd is None:
+                        pd = self._backward_pd(kind, anyx, anyw, anyy, S, D, PL, PR, hint)
+                    if pd is None:
+                        raise _Refused(f"{kind}: no primitive")
+                    self.owned.append(("dnnl_primitive_desc_destroy", pd))
+                self.pds[kind] = pd
+                prim = self._prim(pd)
+                steps, conv_args, after = [], [], []
+                for q, arg, op, is_in in _OPS[kind]:
+                    want = lib.dnnl_primitive_desc_query_md(pd, q, 0)
+                    if op not in self.plain:
+                        pmd = api.md(shapes[op], _contig_strides(shapes[op]))
+                        mds.append(pmd)
+                        plain_md[op] = pmd
+                        self.plain[op] = self._mem(pmd, None)
+                    pmd, pmem = plain_md[op], self.plain[op]
+                    if lib.dnnl_memory_desc_equal(pmd, want):
+                        conv_args.append((arg, pmem))
+                        continue
+                    if is_in:
+                        done = [m for o, d, m in blocked if o == op and lib.dnnl_memory_desc_equal(d, want)]
+                        if done:
+                            conv_args.append((arg, done[0]))
+                            continue
+                    bmem = self._mem(want, self._buffer(lib.dnnl_memory_desc_get_size(want)))
+                    if is_in:
+                        blocked.append((op, want, bmem))
+                        steps.append((self._reorder(pmd, want), self._args([(_SRC, pmem), (_DST, bmem)])))
+                    else:
+                        after.append((self._reorder(want, pmd), self._args([(_SRC, bmem), (_DST, pmem)])))
+                    conv_args.append((arg, bmem))
+                if bias and kind == "fwd":
+                    self.plain["bias"] = bm = self._mem(bmd, None)
+                    conv_args.append((_BIAS, bm))
+                steps.append((prim, self._args(conv_args)))
+                self.stages.append((most, steps + after))
         except BaseException:
             self.close()
             raise
@@ -282,21 +307,24 @@ class _Plan:
         return (A * len(pairs))(*[A(a, m) for a, m in pairs])
 
     def run(self, ptrs):
-        """Run the pass on the caller's arrays (data pointers in ops' order, then the bias)."""
+        """Run the passes on the caller's arrays: ``ptrs`` maps each operand to a data pointer."""
         api = self.api
         lib = api.lib
         put = lib.dnnl_memory_set_data_handle
-        for m, p in zip(self.plain, ptrs):
-            put(m, p)
+        for op, m in self.plain.items():
+            put(m, ptrs[op])
         ex, strm = lib.dnnl_primitive_execute, api.strm
+        sync = api.blas._sync_threads
         guard = api.blas.guard          # (see ops._blas._SignalGuard: some passes run its GEMMs)
         old = guard.block()
         try:
-            for prim, args in self.steps:
-                st = ex(prim, strm, len(args), args)
-                if st:
-                    raise RuntimeError(f"oneDNN's convolution failed (status {st})")
-            lib.dnnl_stream_wait(strm)
+            for most, steps in self.stages:
+                sync(most)
+                for prim, args in steps:
+                    st = ex(prim, strm, len(args), args)
+                    if st:
+                        raise RuntimeError(f"oneDNN's convolution failed (status {st})")
+                lib.dnnl_stream_wait(strm)
         finally:
             guard.restore(old)
 
@@ -315,13 +343,18 @@ class _Plan:
             pass
 
 
+def _pass_threads(kind, nt):
+    # The weight gradient runs on one thread: oneDNN sums it over the batch in per-thread
+    # parts, so its bits would depend on the count (the forward and the input gradient do not
+    # split a sum)
+    return 1 if kind == "bwd_w" else nt
+
+
 def _plan(kind, xshape, wshape, yshape, p, bias):
     api = _state[0]
     # A primitive keeps the thread count it was made for (its kernels' work split and OpenMP
     # teams follow it): one per count, made after OpenMP's count is set to the count in force
-    # (one in a forked child, whose parent's OpenMP pool is not its own). The weight gradient
-    # runs on one: oneDNN sums it over the batch in per-thread parts, so its bits would
-    # depend on the thread count (the forward and the input gradient do not split a sum).
+    # (one in a forked child, whose parent's OpenMP pool is not its own); see _pass_threads.
     nt = api.blas._sync_threads(1 if kind == "bwd_w" else None)
     key = (kind, xshape, wshape, yshape, p.stride, p.dilation, p.pad, p.groups, bias, nt)
     with api.cache_lock:
@@ -330,7 +363,7 @@ def _plan(kind, xshape, wshape, yshape, p, bias):
             api.cache[key] = plan
     if plan is None:
         try:
-            plan = _Plan(api, kind, xshape, wshape, yshape, p.stride, p.dilation, p.pad, p.groups, bias)
+            plan = _Plan(api, kind, xshape, wshape, yshape, p.stride, p.dilation, p.pad, p.groups, bias, nt)
         except _Refused:
             plan = False
         with api.cache_lock:
@@ -369,7 +402,7 @@ def _run(plan, arrays):
     if not plan.lock.acquire(blocking=False):
         return False
     try:
-        plan.run([a.ctypes.data for a in arrays])
+        plan.run({op: a.ctypes.data for op, a in arrays.items()})
     finally:
         plan.lock.release()
     return True
@@ -380,19 +413,25 @@ def fwd(x, w, p, bias=None):
     if not (x.dtype == _F32 and w.dtype == _F32 and takes(x.ndim, w.shape, p)) or \
             (bias is not None and bias.dtype != _F32):
         return None
-    from .conv import _out_size
-    out = _out_size([s + lo + hi for s, (lo, hi) in zip(x.shape[2:], p.pad)], w.shape[2:], p)
-    if min(out) <= 0 or 0 in x.shape or 0 in w.shape:
+    yshape = _yshape(x.shape, w.shape, p)
+    if yshape is None:
         return None
-    yshape = (x.shape[0], w.shape[0]) + out
     plan = _plan("fwd", x.shape, w.shape, yshape, p, bias is not None)
     if plan is None:
         return None
-    x = np.ascontiguousarray(x)
-    w = np.ascontiguousarray(w)
     y = np.empty(yshape, _F32)
-    arrays = [x, w, y] + ([np.ascontiguousarray(bias)] if bias is not None else [])
+    arrays = {"src": np.ascontiguousarray(x), "wei": np.ascontiguousarray(w), "dst": y}
+    if bias is not None:
+        arrays["bias"] = np.ascontiguousarray(bias)
     return y if _run(plan, arrays) else None
+
+
+def _yshape(xshape, wshape, p):
+    from .conv import _out_size
+    out = _out_size([s + lo + hi for s, (lo, hi) in zip(xshape[2:], p.pad)], wshape[2:], p)
+    if min(out) <= 0 or 0 in xshape or 0 in wshape:
+        return None
+    return (xshape[0], wshape[0]) + out
 
 
 def bwd_in(g, w, xshape, p):
@@ -405,7 +444,8 @@ def bwd_in(g, w, xshape, p):
     if plan is None:
         return None
     gx = np.empty(tuple(xshape), _F32)
-    return gx if _run(plan, [np.ascontiguousarray(g), np.ascontiguousarray(w), gx]) else None
+    return gx if _run(plan, {"diff_dst": np.ascontiguousarray(g), "wei": np.ascontiguousarray(w),
+                             "diff_src": gx}) else None
 
 
 def bwd_w(x, g, wshape, p):
@@ -418,4 +458,38 @@ def bwd_w(x, g, wshape, p):
     if plan is None:
         return None
     gw = np.empty(tuple(wshape), _F32)
-    return gw if _run(plan, [np.ascontiguousarray(x), np.ascontiguousarray(g), gw]) else None
+    return gw if _run(plan, {"src": np.ascontiguousarray(x), "diff_dst": np.ascontiguousarray(g),
+                             "diff_wei": gw}) else None
+
+
+def bwd(x, g, w, p):
+    """Both gradients of conv(x, w) against g, (input's, weight's), in one plan that reorders
+    g once; or None."""
+    if not (x.dtype == _F32 and g.dtype == _F32 and w.dtype == _F32 and takes(x.ndim, w.shape, p)):
+        return None
+    if 0 in g.shape or 0 in x.shape or 0 in w.shape:
+        return None
+    plan = _plan("bwd", x.shape, w.shape, g.shape, p, False)
+    if plan is None:
+        return None
+    gx, gw = np.empty(x.shape, _F32), np.empty(w.shape, _F32)
+    arrays = {"src": np.ascontiguousarray(x), "wei": np.ascontiguousarray(w), "diff_dst": np.ascontiguousarray(g),
+              "diff_src": gx, "diff_wei": gw}
+    return (gx, gw) if _run(plan, arrays) else None
+
+
+def fwd_bwd_w(x, w, g, p):
+    """conv(x, w) and the weight gradient of conv(x, .) against g, in one plan that reorders x
+    once (a transposed convolution's two gradients, x its output's gradient); or None."""
+    if not (x.dtype == _F32 and g.dtype == _F32 and w.dtype == _F32 and takes(x.ndim, w.shape, p)):
+        return None
+    yshape = _yshape(x.shape, w.shape, p)
+    if yshape is None or yshape != g.shape:
+        return None
+    plan = _plan("fwd_bwd_w", x.shape, w.shape, yshape, p, False)
+    if plan is None:
+        return None
+    y, gw = np.empty(yshape, _F32), np.empty(w.shape, _F32)
+    arrays = {"src": np.ascontiguousarray(x), "wei": np.ascontiguousarray(w), "dst": y,
+              "diff_dst": np.ascontiguousarray(g), "diff_wei": gw}
+    return (y, gw) if _run(plan, arrays) else None

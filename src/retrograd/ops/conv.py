@@ -1391,12 +1391,17 @@ class ConvolutionBackward0(OpNode):
                 and not gd.flags.c_contiguous and not g._requires_grad:
             # (a sum's broadcast gradient, say) one copy for both products, not one each
             g = finish(None, np.ascontiguousarray(gd))
-        gx = _conv_input_grad(g, w, x.shape, p) if nf[0][0] is not None else None
-        gw = None
+        cols = self.__dict__.pop("cols", None)
+        both = None
+        if nf[0][0] is not None and nf[1][0] is not None and cols is None and type(g._data) is np.ndarray:
+            # (oneDNN's two passes in one plan: the output gradient reordered once)
+            both = _dnnl_conv.bwd(_f32(x._data), _f32(g._data), _f32(w._data), p)
+        gx = gw = None
+        if nf[0][0] is not None:
+            gx = _conv_input_grad(g, w, x.shape, p, None if both is None else both[0])
         if nf[1][0] is not None:
-            cols = self.__dict__.pop("cols", None)
-            gw = _conv_weight_grad(x, g, w.shape, p, cols)
-            _give(cols)
+            gw = _conv_weight_grad(x, g, w.shape, p, cols, None if both is None else both[1])
+        _give(cols)
         if len(nf) > 2:
             return joint_grads("ConvolutionBackwardBackward0", (gx, gw, gb), (g, x, w))
         return gx, gw
@@ -1455,8 +1460,10 @@ def _conv(x, w, p, bias=None):
     return finish(node, y)
 
 
-def _conv_input_grad(g, w, xshape, p):
-    r = _round_like(_bwd_in(_f32(g._data), _f32(w._data), tuple(xshape), p), g._data)
+def _conv_input_grad(g, w, xshape, p, r=None):
+    if r is None:
+        r = _bwd_in(_f32(g._data), _f32(w._data), tuple(xshape), p)
+    r = _round_like(r, g._data)
     node = node_for(ConvolutionBackwardBackward0, (g, w))
     if node is not None:
         node.p, node.kind = p, "input"
@@ -1464,8 +1471,10 @@ def _conv_input_grad(g, w, xshape, p):
     return finish(node, r)
 
 
-def _conv_weight_grad(x, g, wshape, p, cols=None):
-    r = _round_like(_bwd_w(_f32(x._data), _f32(g._data), tuple(wshape), p, cols), g._data)
+def _conv_weight_grad(x, g, wshape, p, cols=None, r=None):
+    if r is None:
+        r = _bwd_w(_f32(x._data), _f32(g._data), tuple(wshape), p, cols)
+    r = _round_like(r, g._data)
     node = node_for(ConvolutionBackwardBackward0, (x, g))
     if node is not None:
         node.p, node.kind = p, "weight"

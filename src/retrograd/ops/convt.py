@@ -124,10 +124,16 @@ class ConvolutionBackward0(OpNode):
             # gradient (with the roles of input and output gradient exchanged) for the weight;
             # first oneDNN's primitives where they run (see _dnnl_ok)
             if _dnnl_ok(cp, wd, gd, wd, xd):
-                if nf[0][0] is not None:
-                    gx = _dnnl_conv.fwd(gd, wd, cp)
-                if nf[1][0] is not None:
-                    gw = _dnnl_conv.bwd_w(gd, xd, wd.shape, cp)
+                both = None
+                if nf[0][0] is not None and nf[1][0] is not None:
+                    both = _dnnl_conv.fwd_bwd_w(gd, wd, xd, cp)      # (gd reordered once)
+                if both is not None:
+                    gx, gw = both
+                else:
+                    if nf[0][0] is not None:
+                        gx = _dnnl_conv.fwd(gd, wd, cp)
+                    if nf[1][0] is not None:
+                        gw = _dnnl_conv.bwd_w(gd, xd, wd.shape, cp)
             need_x, need_w = nf[0][0] is not None and gx is None, nf[1][0] is not None and gw is None
             if need_x and need_w:
                 gx, gw = _conv._fwd_bwd_w_blocked(gd, wd, xd, cp)
