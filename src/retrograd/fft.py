@@ -11,7 +11,7 @@ import numpy as np
 from ._tensor import Tensor
 from . import _dtype as D
 from .ops._base import xp_for
-from .ops._base import OpNode, node_for, finish, wrap_dim, write_out
+from .ops._base import OpNode, node_for, finish, wrap_dim, write_out, save
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
            "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -73,6 +73,7 @@ class FftC2CBackward0(OpNode):
 
 class FftR2CBackward0(OpNode):
     def backward(self, g):
+        self.saved_tensors     # (the input: for its version check, as PyTorch saves it)
         # the adjoint of keeping the first n//2+1 bins: zero-fill to the full length, then the
         # inverse transform; the engine keeps its real part for the real input
         g = _resize(g, [self.dims[-1]], [self.last])
@@ -122,6 +123,7 @@ def _r2c(x, dims, norm, onesided=True):
     node = node_for(FftR2CBackward0, (x,))
     if node is not None:
         node.dims, node.norm, node.last = list(dims), norm, a.shape[dims[-1]]
+        save(node, x)
     return finish(node, xp.asarray(r))
 
 

@@ -508,7 +508,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 
 
 def _tri_solve_old_backward(self, grads):
-    A, X = self.saved_tensors
+    A, _, X = self.saved_tensors      # (b: for its version check, as PyTorch saves it)
     gX = grads[0]
     gM = grads[1] if len(grads) > 1 else None
     nf = self.next_functions
@@ -561,7 +561,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     x = _tri_solve(aeff, bd, upper != transpose, True, unitriangular)
     x = xp.broadcast_to(x, batch + x.shape[-2:])
     m = xp.broadcast_to(ad, batch + ad.shape[-2:]).copy()
-    X, M = _record(TriangularSolveBackward0, (b, A), [x, m], saved=(A,), out_saved=(0,), upper=upper,
+    X, M = _record(TriangularSolveBackward0, (b, A), [x, m], saved=(A, b), out_saved=(0,), upper=upper,
                    transpose=transpose, unitriangular=unitriangular, bshape=bd.shape, ashape=ad.shape)
     return RT["triangular_solve"](X, M)
 

@@ -8,7 +8,7 @@ incoming gradient is complex: for f holomorphic, g * conj(f'(z)) = conj(conj(g) 
 import numpy as np
 
 from ._base import xp_for, address
-from ._base import OpNode, node_for, finish, arr, view_of, Tensor, zeros_grad
+from ._base import OpNode, node_for, finish, arr, view_of, Tensor, zeros_grad, save
 from .. import _dtype as D
 
 __all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg",
@@ -244,6 +244,7 @@ def angle(input, *, out=None):
 
 class ComplexBackward0(OpNode):
     def backward(self, g):
+        self.saved_tensors     # (unpacked for their version check only, as PyTorch's)
         nf = self.next_functions
         return (real(g) if nf[0][0] is not None else None,
                 imag(g) if nf[1][0] is not None else None)
@@ -283,7 +284,10 @@ def complex(real, imag, *, out=None):
     a, b, cdt = _complex_args(real, imag)
     r = xp.empty(np.broadcast_shapes(a.shape, b.shape), cdt)
     r.real, r.imag = a, b
-    res = finish(node_for(ComplexBackward0, (real, imag)), r)
+    node = node_for(ComplexBackward0, (real, imag))
+    if node is not None:
+        save(node, real, imag)      # (unread, as PyTorch's saved parts: their in-place changes refused alike)
+    res = finish(node, r)
     return res if out is None else write_out(out, res, "complex")
 
 

@@ -153,17 +153,21 @@ def cartesian_prod(*tensors):
 
 def combinations(input, r=2, with_replacement=False):
     """The length-``r`` combinations of a 1-D tensor's elements, as rows (itertools' order)."""
-    import itertools
-    from .shape import stack
+    from .shape import stack, meshgrid
     _check_1d(input)
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
         return _const_on(xp_for(input).zeros((0,), input._data.dtype))
     n = input._data.shape[0]
-    gen = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    idx = np.array(list(gen(range(n), r)), dtype=np.int64).reshape(-1, r)
-    return stack([input[_const(idx[:, k])] for k in range(r)], 1)
+    # PyTorch's composite: the r-fold grid of views, each masked to its increasing (with
+    # replacement, non-decreasing) index tuples, whose row-major order is itertools'
+    grid = np.indices((n,) * r, sparse=True)
+    mask = np.ones((n,) * r, bool)
+    for a, b in zip(grid, grid[1:]):
+        mask &= (a <= b) if with_replacement else (a < b)
+    mask = _const_on(xp_for(input._data).asarray(mask))
+    return stack([g.masked_select(mask) for g in meshgrid(*([input] * r), indexing="ij")], 1)
 
 
 # --- trapezoid rules ---------------------------------------------------------------------

@@ -136,10 +136,10 @@ def index_select(input, dim, index, *, out=None):
 
 class IndexAddBackward0(OpNode):
     def backward(self, g):
+        index, _ = self.saved_tensors     # (source: for its version check, as PyTorch saves it)
         nf = self.next_functions
         gs = None
         if nf[1][0] is not None:
-            (index,) = self.saved_tensors
             gs = index_select(g, self.dim, index) if g._data.ndim else g
             if self.alpha != 1:
                 gs = gs * self.alpha
@@ -181,7 +181,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     node = node_for(IndexAddBackward0, (input, source))
     if node is not None:
         node.dim, node.alpha, node.src_shape = d, alpha, s.shape
-        save(node, index)
+        save(node, index, source)
     res = finish(node, r)
     return res if out is None else write_out(out, res, "index_add")
 
@@ -268,7 +268,7 @@ def index_fill(input, dim, index, value):
 
 class IndexCopyBackward0(OpNode):
     def backward(self, g):
-        (index,) = self.saved_tensors
+        index, _ = self.saved_tensors     # (source: for its version check, as PyTorch saves it)
         nf = self.next_functions
         gi = index_fill(g, self.dim, index, 0) if nf[0][0] is not None else None
         gs = None
@@ -307,7 +307,7 @@ def index_copy(input, dim, index, source):
     node = node_for(IndexCopyBackward0, (input, source))
     if node is not None:
         node.dim, node.src_shape = d, s.shape
-        save(node, index)
+        save(node, index, source)
     return finish(node, r)
 
 
@@ -844,6 +844,7 @@ def take_along_dim(input, indices, dim=None, *, out=None):
 
 class PutBackward0(OpNode):
     def backward(self, g):
+        self.saved_tensors     # (index and source: for their version checks, as PyTorch saves them)
         nf = self.next_functions
         gi = gs = None
         if nf[0][0] is not None:
@@ -878,6 +879,7 @@ def put(input, index, source, accumulate=False):
     node = node_for(PutBackward0, (input, source))
     if node is not None:
         node.lin, node.shape, node.src_shape, node.accumulate = lin, x.shape, s.shape, accumulate
+        save(node, index, source)
     return finish(node, flat.reshape(x.shape))
 
 

@@ -207,7 +207,7 @@ def matmul(input, other, *, out=None):
     # the transposed right operand, then copies the transposed result back (a view if empty)
     if yn >= 3 and input._requires_grad and (xn == 2 or (xn == 3 == yn and x.shape[0] == 1 != y.shape[0])):
         if not r.size and _state.grad:  # the copy of an empty result is skipped: a transposed view
-            res = matmul(_mT(other), _mT(input)).transpose(-1, -2)
+            res = matmul(other.transpose(-1, -2), input.transpose(-1, -2)).transpose(-1, -2)   # (views, as PyTorch's)
             return res if out is None else write_out(out, res, "matmul")
         cls = CloneBackward0
     res = _product(cls, input, other, r)

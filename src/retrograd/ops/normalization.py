@@ -375,7 +375,7 @@ class NativeLayerNormBackward0(OpNode):
     mean = rstd = None      # the forward's row statistics (keepdims), for the array backward
 
     def backward(self, g):
-        x, w = self.saved_tensors
+        x, w, _ = self.saved_tensors      # (the bias: for its version check, as PyTorch saves it)
         nf = self.next_functions
         if not _state.grad and self.mean is not None and type(x._data) is np.ndarray \
                 and type(g._data) is np.ndarray and x._data.dtype in _BN_FAST and g._data.dtype == x._data.dtype \
@@ -530,7 +530,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
         node.dims, node.eps = dims, eps
         if mean is not None:
             node.mean, node.rstd = mean, rstd
-        save(node, input, weight)
+        save(node, input, weight, bias)
     return finish(node, arr(y.astype(x.dtype, copy=False)))
 
 

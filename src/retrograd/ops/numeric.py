@@ -33,6 +33,7 @@ def _const(a):
 
 class NanToNumBackward0(OpNode):
     def backward(self, g):
+        self.saved_tensors     # (the input: for its version check, as PyTorch saves it)
         # a product, as PyTorch's formula: an infinite gradient at an inf/nan input gives nan
         return g * _const(self.finite.astype(g._data.dtype))
 
@@ -66,6 +67,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     node = node_for1(NanToNumBackward0, input) if finite is not None else None
     if node is not None:
         node.finite = finite
+        save(node, input)
     res = finish(node, arr(r))
     return res if out is None else write_out(out, res, "nan_to_num")
 

@@ -38,7 +38,7 @@ def _pick(win):
 
 class _FractionalBackward(OpNode):
     def backward(self, g):
-        (idx,) = self.saved_tensors
+        idx, _ = self.saved_tensors     # (the input: for its version check, as PyTorch saves it)
         return _fractional_grad(g, idx, self.in_shape, self.nd), None
 
 
@@ -124,7 +124,7 @@ def _fractional(input, kernel_size, output_size, output_ratio, random_samples, n
     indices = finish(None, ind)
     if node is not None:
         node.in_shape, node.nd = tuple(x.shape), nd
-        save(node, indices)
+        save(node, indices, input)
     return finish(node, out), indices
 
 
