@@ -241,16 +241,21 @@ def _repeated_singular_values(a):
     return bool(np.any(sv[..., :-1] - sv[..., 1:] <= 1e-6 * sv[..., :1]))
 
 
-def _singular_up_to_rounding(a):
-    """Are the matrices of ``a`` (..., m, n) of deficient rank to working precision (the smallest
-    of their min(m, n) singular values below 1e-10 of the largest)? Whether an elimination then
-    meets an exact zero pivot, which rounding-noise entry it pivots on next (a 4 x 3 matrix of
-    rank 2: the rows of a cross product with one vector), and what it returns past it, is the
-    rounding of its own order of operations."""
+def _singular_up_to_rounding(a, eps=np.finfo(np.float64).eps):
+    """Are the matrices of ``a`` (..., m, n) of deficient rank to working precision? The smallest
+    of their min(m, n) singular values at most 1e-10 of the largest, or, for a dtype of machine
+    epsilon ``eps`` coarser than that bound allows, at most 100 * max(m, n) * eps of it (the
+    numerical rank rule of matrix_rank, with room for the rounding of the steps that made the
+    matrix). Whether an elimination then meets an exact zero pivot, which rounding-noise entry it
+    pivots on next (a 4 x 3 matrix of rank 2: the rows of a cross product with one vector), and
+    what it returns past it, is the rounding of its own order of operations; in float32 even
+    the log-determinant of a 3 x 3 matrix with singular values (3.1, 1.5, 1.9e-8) differs by
+    0.3 between two LAPACKs (seed 121)."""
     if a.ndim < 2 or min(a.shape[-2:]) < 2 or a.size > 4096 or not np.all(np.isfinite(a)):
         return False
     sv = np.linalg.svd(a, compute_uv=False)
-    return bool(np.any(sv[..., -1] <= 1e-10 * sv[..., 0]))
+    tol = max(1e-10, 100 * max(a.shape[-2:]) * float(eps))
+    return bool(np.any(sv[..., -1] <= tol * sv[..., 0]))
 
 
 # Significant bits of the numbers where ops put their kinks and thresholds (0, 0.5, 1, 3, 6,
@@ -350,7 +355,7 @@ def input_kinds(targs, rargs, sample):
                 kinds.add("large")          # (where float32's exponentials near overflow: e^88.7)
             if np.any((a == 0) & np.signbit(a)):
                 kinds.add("negzero")        # (-0.0: where SIMD bodies and scalar tails may differ)
-            if _singular_up_to_rounding(a):
+            if _singular_up_to_rounding(a, torch.finfo(t.dtype).eps):
                 kinds.add("singular")
             if a.size > 1 and np.unique(a).size < a.size:
                 kinds.add("ties")

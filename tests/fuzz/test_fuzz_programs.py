@@ -128,3 +128,23 @@ def test_rounding_across_a_kink_is_drift_not_a_finding():
     a = rng.standard_normal(20000)
     b = np.nextafter(a, np.inf)
     assert not any(_straddles_kink(a[i:i + 1], b[i:i + 1]) for i in range(a.size))
+
+
+def test_singular_to_working_precision_follows_the_dtype():
+    """A matrix is singular up to rounding at 1e-10 of its largest singular value in float64,
+    and at the numerical-rank bound of its own dtype in float32 (seed 121: singular values 3.1,
+    1.5 and 1.9e-8 in float32, whose log-determinants differ by 0.3 between two LAPACKs);
+    well-conditioned matrices are not."""
+    import numpy as np
+    from .program import _singular_up_to_rounding
+    f32 = np.finfo(np.float32).eps
+    seed121 = np.array([[1.3995927572250366, 0.5257041454315186, -1.2691667079925537],
+                        [0.5536903142929077, -0.17175263166427612, -0.9072006344795227],
+                        [0.49666261672973633, -1.44994056224823, -2.1962623596191406]])
+    assert _singular_up_to_rounding(seed121, f32)
+    assert not _singular_up_to_rounding(seed121)          # (as float64 data: 6e-9 is a fine condition)
+    u, _, vt = np.linalg.svd(np.random.default_rng(3).standard_normal((4, 4)))
+    for smallest, single, double in ((1e-3, False, False), (1e-5, True, False), (1e-11, True, True)):
+        a = (u * [1.0, 0.5, 0.2, smallest]) @ vt
+        assert _singular_up_to_rounding(a, f32) is single, smallest
+        assert _singular_up_to_rounding(a) is double, smallest
