@@ -271,6 +271,45 @@ def _fd_check(info, s, second):
     return None
 
 
+def _graph_nodes(outs):
+    """The names of every node the backward of ``outs`` reaches."""
+    names, seen, stack = set(), set(), [o.grad_fn for o in outs if o.grad_fn is not None]
+    while stack:
+        f = stack.pop()
+        if f is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        names.add(type(f).__name__)
+        stack.extend(g for g, _ in f.next_functions)
+    return names
+
+
+@params(lambda i: i.grad)
+def test_graph(info):
+    """The graph an op records holds the nodes torch's does (by name), not only its output's
+    grad_fn: what torch's composites record inside (a Python number added in C++ is
+    AddBackward1, a reshape that copies is CloneBackward0 then UnsafeViewBackward0, a
+    reshaped weight a ViewBackward0) is what a drawn graph shows. Fused composites, one node
+    named as torch's output node, are listed."""
+    _needs_torch()
+
+    def check(s):
+        names = []
+        for lib in (torch, retrograd):
+            args, kwargs, _ = build(lib, s, True)
+            try:
+                outs = _diff_outputs(info.op(lib, *args, **kwargs))
+            except Exception:
+                return None        # (test_errors compares the refusals)
+            names.append(_graph_nodes(outs))
+        t, r = names
+        if t != r:
+            return f"nodes only torch's graph has {sorted(t - r)}, only retrograd's {sorted(r - t)}"
+        return None
+
+    run_samples(info, "graph", [s for s in _grad_samples(info) if s.kind == "basic"], check)
+
+
 @params(lambda i: i.grad)
 def test_gradcheck(info):
     """float64 finite-difference gradcheck of retrograd alone (no torch needed)."""

@@ -92,6 +92,39 @@ _known("F.scaled_dot_product_attention", "saved_inputs", "basic nonfinite ties m
        _STRICTER.format("float64 takes its math composite, which saves the scaled query; its float32 kernel "
                         "saves the inputs and refuses as retrograd does"))
 
+# test_graph: the names of the nodes a backward reaches. Where retrograd records one node for
+# what torch's composite records as several (named as torch's output node, so the output's
+# grad_fn agrees), the inner nodes differ.
+_FUSED = "retrograd records the product as one node, named as torch's output node; torch's composite records {}"
+_known("matmul __matmul__ __rmatmul__ torch.matmul linalg.matmul", "graph", "basic",
+       _FUSED.format("the folding of its operands too (unsqueeze, view, transpose around mm, mv or bmm)"))
+_known("inner tensordot einsum einsum(complex) kron", "graph", "basic",
+       _FUSED.format("its permutes, reshapes and the mm/bmm/dot (kron: a broadcast mul) between them"))
+_known("linalg.matrix_power matrix_power", "graph", "basic",
+       _FUSED.format("each bmm of its repeated squaring, with expand and view nodes"))
+_known("linalg.svd", "graph", "basic", _FUSED.format("the factors' product of the entry (as matmul)"))
+_known("F.scaled_dot_product_attention F.multi_head_attention_forward", "graph", "basic",
+       "retrograd's attention is one node (its fused kernel); torch's float64 math composite records its "
+       "bmm, softmax, transpose, expand and view nodes")
+_known("cdist", "graph", "basic",
+       "torch's mm-based euclidean distance is one node (EuclideanDistBackward0); retrograd's composite records "
+       "the square sums, the product and the clamp as separate nodes (see its 'saved' entry)")
+_known("linalg.cond linalg.cond(norm)", "graph", "basic",
+       "torch's cond composes its norms over the inverse (masked_fill of the infinite case) or the singular values "
+       "(reciprocal); retrograd's composite takes another order of the same ops")
+_known("F.pad", "graph", "basic",
+       "torch's circular padding is a composite of slice copies (CopySlices over SliceBackward0 nodes); retrograd's "
+       "is one node")
+_known("index_put", "graph", "basic",
+       "retrograd's out-of-place index_put is a clone then the in-place write (CloneBackward0 under its "
+       "IndexPutBackward0); torch's is one node")
+_known("torch.vander", "graph", "basic",
+       "torch's vander builds its powers with an in-place cumprod over slices (CopySlices, SliceBackward0); "
+       "retrograd's concatenates expanded columns (CatBackward0, ExpandBackward0)")
+_known("quantile nanquantile", "graph", "basic",
+       "torch's quantile sorts, then interpolates with lerp over unsqueezed, transposed and masked views; retrograd's "
+       "composite gathers the two neighbours with a permute and a where")
+
 # Seen only by the differential fuzzer (tests/fuzz, FUZZ_FINDINGS.md): test kinds "fuzz:<kind>"
 # are ignored by the generated tests and not strict; remove an entry when its cause is fixed.
 _known("pow __pow__", "fuzz:values", "nonfinite", "torch's float16 (-inf)**0.5 is inf (its float32/64: nan)")

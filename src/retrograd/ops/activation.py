@@ -377,6 +377,10 @@ def prelu(input, weight):
         wshape = (1, n) + (1,) * (x.ndim - 2)
     else:
         wshape = (1,) * x.ndim if x.ndim else ()
+    if w.ndim != x.ndim:
+        # PyTorch's composite: the weight reshaped (a view, ViewBackward0) to the input's rank,
+        # its count along dim 1, before the kernel
+        weight = weight.reshape((1, n) + (1,) * (x.ndim - 2) if x.ndim > 1 else (1,) * x.ndim)
     wb = w.reshape(wshape)
     with np.errstate(invalid="ignore"):
         r = xp.where(x > 0, x, wb * x).astype(x.dtype, copy=False)

@@ -244,7 +244,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if n == 0:
         shape = yd.shape[:dim] + yd.shape[dim + 1:]
         return _const_on(xp_for(yd).zeros(shape, y._data.dtype))
-    return _mul_s(y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5, step)
+    return _mul_s(y.sum(dim) - _mul_s(y.select(dim, 0) + y.select(dim, -1), 0.5), step)
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
@@ -319,7 +319,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         avg = (x * w).sum(1) / w_sum
     else:
         w_sum = n_obs
-        avg = x.mean(1) if n_obs else x.sum(1) / 0
+        avg = x.sum(1) / n_obs          # (PyTorch's: a sum divided by the count, DivBackward0)
     if w is None:
         norm = w_sum - correction
     elif correction == 0:

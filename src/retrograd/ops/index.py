@@ -777,6 +777,13 @@ def setitem(self, idx, value):
             vd = vd.astype(x.dtype)
     recording = (_state.grad and x.dtype.kind in "fcV"
                  and (self.requires_grad or (vt is not None and vt.requires_grad)))
+    if recording and adv_index is None and vt is not None and vt._requires_grad and vt._data.ndim \
+            and vt._data.shape != tuple(region_shape):
+        # PyTorch's copy_to: the value viewed without its leading ones, then expanded to the
+        # region (ViewBackward0, ExpandBackward0 in its graph)
+        vt = vt.view(vs)
+        if tuple(vs) != tuple(region_shape):
+            vt = vt.expand(*region_shape)
     x[region_index] = vd
     self._bump_version()
     if not recording:

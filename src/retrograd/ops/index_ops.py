@@ -836,7 +836,7 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         b = list(_broadcast_shape(tuple(xs), tuple(ascale)))
         bi, ba = list(b), list(b)
         bi[d], ba[d] = x.shape[d], a.shape[d]
-        inp = input if tuple(bi) == x.shape else input.expand(*bi)
+        inp = input.expand(*bi)       # (always, as PyTorch's broadcast_to: an ExpandBackward0 node)
         idx = indices if tuple(ba) == a.shape else indices.expand(*ba)
         res = gather(inp, d, idx)
     return res if out is None else write_out(out, res, "take_along_dim")

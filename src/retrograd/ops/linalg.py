@@ -1185,9 +1185,9 @@ def multi_dot(tensors, *, out=None):
                                f"{_SHORT[dt.name]} and tensor {k} {_SHORT[tensors[k]._data.dtype.name]}")
     ms = list(tensors)
     if first == 1:
-        ms[0] = ms[0].reshape(1, -1)
+        ms[0] = ms[0].unsqueeze(0)        # (PyTorch's: UnsqueezeBackward0)
     if last == 1:
-        ms[-1] = ms[-1].reshape(-1, 1)
+        ms[-1] = ms[-1].unsqueeze(-1)
     for k in range(n - 1):
         a, b = ms[k]._data.shape, ms[k + 1]._data.shape
         if a[1] != b[0]:

@@ -19,6 +19,7 @@ from .unary import exp, sigmoid, sqrt
 from .index import where
 from .activation import log_softmax, logsigmoid
 from ..autograd import grad_mode as _grad_mode
+from .special import shifted, number_minus, scaled
 
 __all__ = ["cosine_similarity", "pairwise_distance"]
 TENSOR_METHODS = {}
@@ -226,6 +227,12 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     _reduction(reduction)
     c = _check_target(input, target, weight)
     x, t = input._data, target._data
+    if (x.ndim == 3 or x.ndim > 4) and c:
+        # PyTorch's nll_loss_nd: the 4-D kernel on the input reshaped to (N, C, 1, -1) (a view,
+        # ViewBackward0, in its graph), its unreduced result viewed back
+        n, L = x.shape[0], int(np.prod(x.shape[2:]))
+        r = nll_loss(input.reshape(n, c, 1, L), target.reshape(n, 1, L), weight, ignore_index, reduction)
+        return r.view(t.shape) if reduction == "none" else r
     rows = _to_rows(x)
     idx, tv, keep = _valid_targets(t, ignore_index)
     if tv.size and keep is None:   # (a device checks its targets in its kernel, as CUDA's assert)
@@ -306,7 +313,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         lp = log_softmax(input, class_dim)
         tgt = target
         if label_smoothing > 0:
-            tgt = target * (1 - label_smoothing) + label_smoothing / c
+            tgt = shifted(scaled(target, 1 - label_smoothing), label_smoothing / c)
         prod = lp * tgt
         if weight is not None:
             prod = prod * (weight.reshape(wshape) if x.ndim > 1 else weight)
@@ -340,7 +347,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         ret = smooth.sum()
     else:
         ret = smooth
-    return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
+    return scaled(nll, 1 - label_smoothing) + scaled(ret, label_smoothing / c)
 
 
 # *** regression losses ***
@@ -792,7 +799,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
     if not (input1.ndim == input2.ndim == target.ndim):
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {Size(input1.shape)}, input2: {Size(input2.shape)}, target: {Size(target.shape)} ")
-    return _reduce_t(_clamp_min(-target * (input1 - input2) + margin, 0), reduction)
+    return _reduce_t(_clamp_min(shifted(-target * (input1 - input2), margin), 0), reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
@@ -810,13 +817,13 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
                            f"{list(input1.shape)} and {list(input2.shape)}.")
     eps = _EPS_F
     prod_sum = (input1 * input2).sum(td)
-    mag1 = (input1 * input1).sum(td) + eps
-    mag2 = (input2 * input2).sum(td) + eps
+    mag1 = shifted((input1 * input1).sum(td), eps)
+    mag2 = shifted((input2 * input2).sum(td), eps)
     cos = prod_sum / sqrt(mag1 * mag2)
     y = target._data
     zeros = _const(xp.zeros(cos._data.shape), cos._data.dtype)
-    out = where(finish(None, arr(y == 1)), 1 - cos, zeros) + \
-        where(finish(None, arr(y == -1)), _clamp_min(cos - margin, 0), zeros)
+    out = where(finish(None, arr(y == 1)), number_minus(1, cos), zeros) + \
+        where(finish(None, arr(y == -1)), _clamp_min(shifted(cos, margin, subtract=True), 0), zeros)
     return _reduce_t(out, reduction)
 
 
@@ -849,7 +856,7 @@ def _norm(v, p, dim, keepdim):
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """``||x1 - x2 + eps||_p`` over the last dim."""
     nd = max(x1.ndim, x2.ndim)
-    return _norm(x1 - x2 + eps, p, nd - 1 if nd else 0, keepdim)
+    return _norm(shifted(x1 - x2, eps), p, nd - 1 if nd else 0, keepdim)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction="mean"):
@@ -867,7 +874,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
         from .pointwise import minimum
         # a tie shares the gradient between both distances, as torch.min does
         d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce_t(_clamp_min(margin + d_pos - d_neg, 0), reduction)
+    return _reduce_t(_clamp_min(shifted(d_pos, margin) - d_neg, 0), reduction)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):

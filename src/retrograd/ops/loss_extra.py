@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ._base import OpNode, node_for, save, save_output, finish, arr, xp_for
+from .special import number_minus, shifted, scaled
 from .loss import (_reduction, _reduce_np, _reduce_t, _check_out_shape, _no_grad_weight, _const,
                    pairwise_distance, _TN)
 
@@ -119,7 +120,7 @@ def hinge_embedding_loss(input, target, margin=1.0, reduction="mean"):
     zeros = input.new_zeros(input.shape)
     if input._data.dtype.kind in "iu":
         margin = int(margin)    # PyTorch computes in the input's dtype: the margin is truncated
-    margin_clamp = (margin - input).clamp_min(0)
+    margin_clamp = number_minus(margin, input).clamp_min(0)
     output_margin = where(target != 1, margin_clamp, zeros)
     output_self = where(target != -1, input, zeros)
     return _reduce_t(output_margin + output_self, reduction)
@@ -150,9 +151,9 @@ def poisson_nll_loss(input, target, log_input=True, full=False, eps=1e-8, reduct
     if log_input:
         loss = input.exp() - target * input
     else:
-        loss = input - target * (input + eps).log()
+        loss = input - target * shifted(input, eps).log()
     if full:
-        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        stirling = target * target.log() - target + scaled(scaled(target, 2 * math.pi).log(), 0.5)
         loss = loss + stirling.masked_fill(target <= 1, 0)
     return _reduce_t(loss, reduction)
 

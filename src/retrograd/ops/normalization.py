@@ -12,6 +12,7 @@ from ._base import xp_for, check_same_device
 from ._base import OpNode, node_for, save, finish, arr, _dtype_name, _state, joint_grads
 from .unary import rsqrt
 from . import _accel_nn
+from .special import shifted
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm"]
 TENSOR_METHODS = {}
@@ -633,7 +634,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     e = float(np.finfo(np.float32 if half else dt).eps) if eps is None else eps
     dims = tuple(range(input.ndim - len(ns), input.ndim))
     x = input.float() if half else input
-    out = x * rsqrt((x * x).mean(dims, keepdim=True) + e)
+    # (PyTorch's composite: pow, mean, add_ of eps (AddBackward1), rsqrt, mul)
+    out = x * rsqrt(shifted(x.pow(2).mean(dims, keepdim=True), e))
     if weight is not None:
         out = out * weight
     if half:

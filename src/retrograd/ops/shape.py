@@ -117,8 +117,11 @@ def _reshape(input, shape):
         r = x.view()
         r.shape = shape
     except AttributeError:
-        r = x.reshape(shape)  # a copy: the layout does not allow a view
-        node = node_for(UnsafeViewBackward0, (input,))
+        # the layout does not allow a view: PyTorch's _unsafe_view of a contiguous clone, two
+        # nodes (CloneBackward0, then UnsafeViewBackward0: not a view of the input)
+        c = input.clone(memory_format="contiguous_format")
+        r = c._data.reshape(shape)
+        node = node_for(UnsafeViewBackward0, (c,))
         if node is not None:
             node.shape = x.shape
         return finish(node, r)
@@ -1528,7 +1531,7 @@ for _f, _n in ((unsafe_split, "unsafe_split"), (unsafe_chunk, "unsafe_chunk"),
 
 def diagflat(input, offset=0):
     """A matrix with the flattened ``input`` on its ``offset`` diagonal."""
-    return diag_embed(flatten(input), offset, 0, 1)
+    return diag_embed(input.contiguous().view(-1), offset, 0, 1)     # (PyTorch's: a view of the contiguous input)
 
 
 from .view_inplace import AsStridedBackward0  # noqa: E402  (the node of lazily rebuilt views too)

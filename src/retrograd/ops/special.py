@@ -290,7 +290,7 @@ def ndtr(input, *, out=None):
     from .unary import erf
     if input._data.dtype.kind in "iub":
         input = input.to(D._default[0])
-    return scaled(erf(input * math.sqrt(0.5)) + 1, 0.5)
+    return scaled(shifted(erf(scaled(input, math.sqrt(0.5))), 1), 0.5)
 
 
 _register("ndtr", ndtr)
@@ -782,9 +782,43 @@ class DivBackward1(OpNode):
         return g / self.c
 
 
+class AddBackward1(OpNode):
+    """``tensor + number`` (PyTorch's add.Scalar node, as its C++ composites record it)."""
+
+    def backward(self, g):
+        return g
+
+
+class SubBackward1(OpNode):
+    """``tensor - number`` (PyTorch's sub.Scalar node)."""
+
+    def backward(self, g):
+        return g
+
+
+def shifted(t, c, subtract=False):
+    """``t + c`` (or ``t - c``) for a Python number ``c``, recorded as AddBackward1/SubBackward1;
+    the value is the tensor op's (its promotion and half-precision rounding)."""
+    from ..autograd import grad_mode
+    with grad_mode.no_grad():
+        r = (t - c if subtract else t + c)._data
+    return finish(node_for(SubBackward1 if subtract else AddBackward1, (t,)), r)
+
+
+def number_minus(c, t):
+    """``c - t`` for a Python number ``c`` as PyTorch's C++ operator computes and records it: a
+    tensor like ``t`` filled with ``c``, then ``sub_(t)`` (SubBackward0)."""
+    from .arithmetic import sub
+    return sub(t.new_full(tuple(t.shape), c), t)
+
+
 def scaled(t, c, divide=False):
     """``t * c`` (or ``t / c``) for a Python number ``c``, recorded as MulBackward1/DivBackward1."""
     x = t._data
+    if x.dtype.kind in "biu":    # (promoted as the tensor op does: an int64 tensor times 2 pi is float)
+        from ..autograd import grad_mode
+        with grad_mode.no_grad():
+            return t / c if divide else t * c
     r = x / x.dtype.type(c) if divide else x * x.dtype.type(c)
     node = node_for(DivBackward1 if divide else MulBackward1, (t,))
     if node is not None:
