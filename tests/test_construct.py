@@ -72,3 +72,20 @@ def test_trapezoid_gradcheck_with_sample_points():
     assert gradcheck(lambda a, b: retrograd.trapezoid(a, b), (y, x))
     assert gradgradcheck(lambda a, b: retrograd.cumulative_trapezoid(a, b), (y, x))
     assert gradgradcheck(lambda a: retrograd.corrcoef(a), (y,))
+
+
+@pytest.mark.parametrize("name", ["trapezoid", "cumulative_trapezoid", "trapz"])
+def test_trapezoid_refuses_a_complex_spacing(name):
+    """A complex ``dx``: PyTorch's error (a RuntimeError from the kernel, trapz's argument
+    parser a TypeError), not a result; once the spacing's imaginary part was dropped (0)."""
+    y = retrograd.tensor([1.0, 2.0, 4.0])
+    want = (TypeError, "trapz() received an invalid combination of arguments - got (Tensor, dx=complex), but "
+            "expected one of:\n * (Tensor y, *, float dx = 1, int dim = -1)\n * (Tensor y, Tensor x, *, int dim = -1)\n") \
+        if name == "trapz" else (RuntimeError, f"{name}: Currently, we only support dx as a real number.")
+    with pytest.raises(want[0]) as e:
+        getattr(retrograd, name)(y, dx=1j)
+    assert str(e.value) == want[1]
+    if torch is not None:
+        with pytest.raises(want[0]) as t:
+            getattr(torch, name)(torch.tensor([1.0, 2.0, 4.0]), dx=1j)
+        assert str(t.value) == want[1]

@@ -7,13 +7,13 @@ show); block_diag, cdist and pdist record one node of their own.
 """
 import contextlib
 import math
-import operator
 
 import numpy as np
 
 from ._base import refuse_meta
 from ._base import OpNode, node_for, save, save_output, finish, arr, Tensor, _dtype_name, wrap_dim, xp_for
 from .. import _dtype as D
+from .special import scaled     # (a Python number's product as PyTorch's C++ composites record it)
 
 __all__ = ["tril_indices", "triu_indices", "block_diag", "cartesian_prod", "combinations", "trapezoid", "trapz",
            "cumulative_trapezoid", "cov", "corrcoef", "cdist", "pdist", "bartlett_window", "blackman_window",
@@ -172,38 +172,11 @@ def combinations(input, r=2, with_replacement=False):
 
 # --- trapezoid rules ---------------------------------------------------------------------
 
-class MulBackward1(OpNode):
-    def backward(self, g):
-        return g * self.other
-
-
-class DivBackward1(OpNode):
-    def backward(self, g):
-        return g / self.other
-
-
-def _scalar_op(cls, t, s, fn):
-    """``t * s`` / ``t / s`` with a Python number ``s`` as PyTorch's C++ composites record it."""
-    node = node_for(cls, (t,))
-    if node is not None:
-        node.other = s
-    x = t._data
-    with np.errstate(all="ignore"):
-        return finish(node, arr(xp_for(x).asarray(fn(x, s), x.dtype)))
-
-
-def _mul_s(t, s):
-    return _scalar_op(MulBackward1, t, s, operator.mul)
-
-
-def _div_s(t, s):
-    return _scalar_op(DivBackward1, t, s, operator.truediv)
-
-
 def _no_bool(name, y, x=None):
     if y._data.dtype == np.bool_ or (isinstance(x, Tensor) and x._data.dtype == np.bool_):
         which = "`x` or `y`" if isinstance(x, Tensor) else "`y`"
         raise RuntimeError(f"{name}: received a bool input for {which}, but bool is not supported")
+
 
 def _float_y(y):
     if y._data.dtype.kind in "biu":
@@ -223,8 +196,14 @@ def _dx_along(x, y, dim):
     return x.diff(dim=dim)
 
 
+def _real_dx(name, dx):
+    if isinstance(dx, complex):
+        raise RuntimeError(f"{name}: Currently, we only support dx as a real number.")
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoid rule along ``dim`` (sample points ``x``, or a constant spacing ``dx``)."""
+    _real_dx("trapezoid", dx)
     yd = y._data
     dim = wrap_dim(dim, yd.ndim)
     if x is not None and dx is not None:
@@ -237,23 +216,28 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
             shape = yd.shape[:dim] + yd.shape[dim + 1:]
             return _const_on(xp_for(yd).zeros(shape, y._data.dtype))
         d = _dx_along(x, y, dim)
-        return _div_s((d * (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1))).sum(dim), 2.)
+        return scaled((d * (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1))).sum(dim), 2., divide=True)
     step = 1 if dx is None else dx
     if x is not None:   # a number given as x is the spacing
         step = x
     if n == 0:
         shape = yd.shape[:dim] + yd.shape[dim + 1:]
         return _const_on(xp_for(yd).zeros(shape, y._data.dtype))
-    return _mul_s(y.sum(dim) - _mul_s(y.select(dim, 0) + y.select(dim, -1), 0.5), step)
+    return scaled(y.sum(dim) - scaled(y.select(dim, 0) + y.select(dim, -1), 0.5), step)
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
     """Alias of trapezoid."""
+    if isinstance(dx, complex):     # (PyTorch's trapz takes a float dx: its argument parser refuses)
+        raise TypeError("trapz() received an invalid combination of arguments - got (Tensor, dx=complex), but "
+                        "expected one of:\n * (Tensor y, *, float dx = 1, int dim = -1)\n * (Tensor y, Tensor x, *, "
+                        "int dim = -1)\n")
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoid rule along ``dim`` (one element shorter than ``y`` there)."""
+    _real_dx("cumulative_trapezoid", dx)
     yd = y._data
     dim = wrap_dim(dim, yd.ndim)
     if x is not None and dx is not None:
@@ -268,11 +252,11 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
         if x._data.ndim == 1 and x._data.shape[0] != n:
             raise RuntimeError("cumulative_trapezoid: There must be one `x` value for each sample point")
         d = _dx_along(x, y, dim)
-        return _div_s((d * (left + right)).cumsum(dim), 2.)
+        return scaled((d * (left + right)).cumsum(dim), 2., divide=True)
     step = 1 if dx is None else dx
     if x is not None:
         step = x
-    return _mul_s(left + right, step / 2.).cumsum(dim)
+    return scaled(left + right, step / 2.).cumsum(dim)
 
 
 # --- covariance ------------------------------------------------------------------------------

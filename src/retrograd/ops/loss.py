@@ -276,20 +276,6 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     return finish(node, arr(r))
 
 
-class DivBackward1(OpNode):
-    def backward(self, g):
-        return g / self.other
-
-
-def _div_scalar(t, s):
-    xp = xp_for(t, s)
-    node = node_for(DivBackward1, (t,))
-    if node is not None:
-        node.other = s
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return finish(node, arr(xp.asarray(t._data / s, t._data.dtype)))
-
-
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """``nll_loss(log_softmax(input, class_dim), target)``; or, for a target of class
     probabilities (same shape as input), ``-sum(target * log_softmax(input))``."""
@@ -320,7 +306,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if reduction == "mean":
             if x.size == 0:
                 return -prod.sum().fill_(float("nan"))
-            return _div_scalar(-prod.sum(), x.size // c)
+            return scaled(-prod.sum(), x.size // c, divide=True)
         if reduction == "sum":
             return -prod.sum()
         return -prod.sum(class_dim)
@@ -412,7 +398,7 @@ class _Kernel:
         self.__dict__.update(params)
 
     def _scale(self, t, red, n):
-        return _div_scalar(t, n) if red == "mean" else t
+        return scaled(t, n, divide=True) if red == "mean" else t
 
 
 class _Mse(_Kernel):
@@ -597,7 +583,7 @@ def _logit(input):
 
 
 def _bce_mean(t, reduction, n):
-    return _div_scalar(t, n) if reduction == "mean" else t
+    return scaled(t, n, divide=True) if reduction == "mean" else t
 
 
 class BinaryCrossEntropyBackward0(OpNode):

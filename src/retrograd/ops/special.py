@@ -819,7 +819,8 @@ def scaled(t, c, divide=False):
         from ..autograd import grad_mode
         with grad_mode.no_grad():
             return t / c if divide else t * c
-    r = x / x.dtype.type(c) if divide else x * x.dtype.type(c)
+    with np.errstate(all="ignore"):
+        r = x / x.dtype.type(c) if divide else x * x.dtype.type(c)
     node = node_for(DivBackward1 if divide else MulBackward1, (t,))
     if node is not None:
         node.c = c
