@@ -398,32 +398,37 @@ def takes(ndim, wshape, p):
     return _geom_ok(ndim, p, wshape) and available()
 
 
-def _run(plan, arrays):
-    if not plan.lock.acquire(blocking=False):
-        return False
+def _run(name, xshape, wshape, yshape, p, bias, inputs, outputs):
+    """Run plan ``name`` of this geometry on the caller's ``inputs`` (operand -> array) into
+    fresh float32 ``outputs`` (operand -> shape): the output arrays in that order, or None
+    where oneDNN does not take the geometry or another thread holds its plan."""
+    plan = _plan(name, tuple(xshape), tuple(wshape), tuple(yshape), p, bias)
+    if plan is None or not plan.lock.acquire(blocking=False):
+        return None
     try:
+        res = [np.empty(shape, _F32) for shape in outputs.values()]
+        arrays = {op: np.ascontiguousarray(a) for op, a in inputs.items()}     # (held while the plan runs)
+        arrays.update(zip(outputs, res))
         plan.run({op: a.ctypes.data for op, a in arrays.items()})
     finally:
         plan.lock.release()
-    return True
+    return res
+
+
+def _f32(*arrays):
+    return all(a.dtype == _F32 for a in arrays)
 
 
 def fwd(x, w, p, bias=None):
     """conv(x, w) (+ bias) as (N, O, OH, OW) float32, or None where oneDNN does not run it."""
-    if not (x.dtype == _F32 and w.dtype == _F32 and takes(x.ndim, w.shape, p)) or \
-            (bias is not None and bias.dtype != _F32):
+    if not (_f32(x, w) and takes(x.ndim, w.shape, p)) or (bias is not None and bias.dtype != _F32):
         return None
     yshape = _yshape(x.shape, w.shape, p)
     if yshape is None:
         return None
-    plan = _plan("fwd", x.shape, w.shape, yshape, p, bias is not None)
-    if plan is None:
-        return None
-    y = np.empty(yshape, _F32)
-    arrays = {"src": np.ascontiguousarray(x), "wei": np.ascontiguousarray(w), "dst": y}
-    if bias is not None:
-        arrays["bias"] = np.ascontiguousarray(bias)
-    return y if _run(plan, arrays) else None
+    inputs = {"src": x, "wei": w} if bias is None else {"src": x, "wei": w, "bias": bias}
+    r = _run("fwd", x.shape, w.shape, yshape, p, bias is not None, inputs, {"dst": yshape})
+    return None if r is None else r[0]
 
 
 def _yshape(xshape, wshape, p):
@@ -436,60 +441,38 @@ def _yshape(xshape, wshape, p):
 
 def bwd_in(g, w, xshape, p):
     """The input gradient of conv(., w) against g, or None."""
-    if not (g.dtype == _F32 and w.dtype == _F32 and takes(g.ndim, w.shape, p)):
+    if not (_f32(g, w) and takes(g.ndim, w.shape, p)) or 0 in g.shape or 0 in w.shape or 0 in xshape:
         return None
-    if 0 in g.shape or 0 in w.shape or 0 in xshape:
-        return None
-    plan = _plan("bwd_in", tuple(xshape), w.shape, g.shape, p, False)
-    if plan is None:
-        return None
-    gx = np.empty(tuple(xshape), _F32)
-    return gx if _run(plan, {"diff_dst": np.ascontiguousarray(g), "wei": np.ascontiguousarray(w),
-                             "diff_src": gx}) else None
+    r = _run("bwd_in", xshape, w.shape, g.shape, p, False, {"diff_dst": g, "wei": w}, {"diff_src": tuple(xshape)})
+    return None if r is None else r[0]
 
 
 def bwd_w(x, g, wshape, p):
     """The weight gradient of conv(x, .) against g, or None."""
-    if not (x.dtype == _F32 and g.dtype == _F32 and takes(x.ndim, wshape, p)):
+    if not (_f32(x, g) and takes(x.ndim, wshape, p)) or 0 in g.shape or 0 in x.shape or 0 in wshape:
         return None
-    if 0 in g.shape or 0 in x.shape or 0 in wshape:
-        return None
-    plan = _plan("bwd_w", x.shape, tuple(wshape), g.shape, p, False)
-    if plan is None:
-        return None
-    gw = np.empty(tuple(wshape), _F32)
-    return gw if _run(plan, {"src": np.ascontiguousarray(x), "diff_dst": np.ascontiguousarray(g),
-                             "diff_wei": gw}) else None
+    r = _run("bwd_w", x.shape, wshape, g.shape, p, False, {"src": x, "diff_dst": g}, {"diff_wei": tuple(wshape)})
+    return None if r is None else r[0]
 
 
 def bwd(x, g, w, p):
     """Both gradients of conv(x, w) against g, (input's, weight's), in one plan that reorders
     g once; or None."""
-    if not (x.dtype == _F32 and g.dtype == _F32 and w.dtype == _F32 and takes(x.ndim, w.shape, p)):
+    if not (_f32(x, g, w) and takes(x.ndim, w.shape, p)) or 0 in g.shape or 0 in x.shape or 0 in w.shape:
         return None
-    if 0 in g.shape or 0 in x.shape or 0 in w.shape:
-        return None
-    plan = _plan("bwd", x.shape, w.shape, g.shape, p, False)
-    if plan is None:
-        return None
-    gx, gw = np.empty(x.shape, _F32), np.empty(w.shape, _F32)
-    arrays = {"src": np.ascontiguousarray(x), "wei": np.ascontiguousarray(w), "diff_dst": np.ascontiguousarray(g),
-              "diff_src": gx, "diff_wei": gw}
-    return (gx, gw) if _run(plan, arrays) else None
+    r = _run("bwd", x.shape, w.shape, g.shape, p, False, {"src": x, "wei": w, "diff_dst": g},
+             {"diff_src": x.shape, "diff_wei": w.shape})
+    return None if r is None else tuple(r)
 
 
 def fwd_bwd_w(x, w, g, p):
     """conv(x, w) and the weight gradient of conv(x, .) against g, in one plan that reorders x
     once (a transposed convolution's two gradients, x its output's gradient); or None."""
-    if not (x.dtype == _F32 and g.dtype == _F32 and w.dtype == _F32 and takes(x.ndim, w.shape, p)):
+    if not (_f32(x, g, w) and takes(x.ndim, w.shape, p)):
         return None
     yshape = _yshape(x.shape, w.shape, p)
     if yshape is None or yshape != g.shape:
         return None
-    plan = _plan("fwd_bwd_w", x.shape, w.shape, yshape, p, False)
-    if plan is None:
-        return None
-    y, gw = np.empty(yshape, _F32), np.empty(w.shape, _F32)
-    arrays = {"src": np.ascontiguousarray(x), "wei": np.ascontiguousarray(w), "dst": y,
-              "diff_dst": np.ascontiguousarray(g), "diff_wei": gw}
-    return (y, gw) if _run(plan, arrays) else None
+    r = _run("fwd_bwd_w", x.shape, w.shape, yshape, p, False, {"src": x, "wei": w, "diff_dst": g},
+             {"dst": yshape, "diff_wei": w.shape})
+    return None if r is None else tuple(r)
