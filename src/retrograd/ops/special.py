@@ -820,7 +820,11 @@ def scaled(t, c, divide=False):
         with grad_mode.no_grad():
             return t / c if divide else t * c
     with np.errstate(all="ignore"):
-        r = x / x.dtype.type(c) if divide else x * x.dtype.type(c)
+        if x.dtype.kind == "V" or x.dtype == np.float16:    # (PyTorch: in float32, the number too, rounded once)
+            f = x.astype(np.float32)
+            r = (f / np.float32(c) if divide else f * np.float32(c)).astype(x.dtype)
+        else:
+            r = x / x.dtype.type(c) if divide else x * x.dtype.type(c)
     node = node_for(DivBackward1 if divide else MulBackward1, (t,))
     if node is not None:
         node.c = c
